@@ -1,0 +1,32 @@
+# memsub — every target creates its own virtualenv; only Python 3.11, make and git are assumed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test lint demo bench soak clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check python tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m memsub.sqllint sql migrations
+
+test: lint
+	$(BIN)/pytest -q
+
+demo: install
+	$(BIN)/python -m memsub.demo
+
+bench: install
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
