@@ -1,0 +1,38 @@
+"""memsub: a PostgreSQL-native memory substrate for AI agents.
+
+The product is versioned SQL (``migrations/`` and ``sql/``); this package applies it and wraps its stored
+functions in a thin, typed client.
+"""
+
+from memsub.client import Substrate
+from memsub.errors import (
+    ContextError,
+    ImmutableError,
+    IntegrityError,
+    InvalidInput,
+    MemsubError,
+    MigrationError,
+)
+from memsub.models import (
+    PacketEnvelope,
+    PacketEnvelopeIn,
+    PacketLineage,
+    PacketStoreRow,
+    PacketWriteResult,
+)
+
+__all__ = [
+    "ContextError",
+    "ImmutableError",
+    "IntegrityError",
+    "InvalidInput",
+    "MemsubError",
+    "MigrationError",
+    "PacketEnvelope",
+    "PacketEnvelopeIn",
+    "PacketLineage",
+    "PacketStoreRow",
+    "PacketWriteResult",
+    "Substrate",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,127 @@
+"""The Substrate client: typed methods over memsub's stored functions.
+
+Every call runs inside a tenant context, which memsub keeps transaction-local::
+
+    substrate = Substrate("postgresql://...")
+    with substrate.tenant(tenant_id, user_id=user_id) as memory:
+        result = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
+
+One ``with`` block is one transaction: it commits on success and rolls back on any exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from memsub.errors import from_database_error
+from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
+
+EnvelopeLike = PacketEnvelope | dict[str, Any]
+Row = dict[str, Any]
+
+
+def envelope_json(envelope: EnvelopeLike) -> str:
+    """JSON text of an envelope given as a model or a plain dict."""
+    if isinstance(envelope, PacketEnvelope):
+        return envelope.to_json()
+    return json.dumps(envelope, default=str)
+
+
+class TenantSession:
+    """Stored-function calls within one transaction and one tenant context."""
+
+    def __init__(self, connection: psycopg.Connection[Row]) -> None:
+        self.connection = connection
+
+    def _rows(self, query: str, params: Sequence[Any]) -> list[Row]:
+        try:
+            return self.connection.execute(query.encode(), params).fetchall()
+        except psycopg.Error as error:
+            raise from_database_error(error) from error
+
+    def write_packet(self, envelope: EnvelopeLike) -> PacketWriteResult:
+        rows = self._rows("select * from memsub.write_packet(%s::jsonb)", [envelope_json(envelope)])
+        return PacketWriteResult.model_validate(rows[0])
+
+    def write_packets(self, envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> list[PacketWriteResult]:
+        """Write many envelopes, ``batch_size`` per call to memsub.write_packets, all in this transaction."""
+        results: list[PacketWriteResult] = []
+        batch: list[str] = []
+
+        def flush() -> None:
+            if batch:
+                rows = self._rows("select * from memsub.write_packets(%s::jsonb)", ["[" + ",".join(batch) + "]"])
+                offset = len(results)
+                for row in rows:
+                    row["position"] += offset
+                    results.append(PacketWriteResult.model_validate(row))
+                batch.clear()
+
+        for envelope in envelopes:
+            batch.append(envelope_json(envelope))
+            if len(batch) >= batch_size:
+                flush()
+        flush()
+        return results
+
+    def get_packet(self, packet_id: UUID | str) -> PacketStoreRow | None:
+        rows = self._rows("select * from memsub.get_packet(%s)", [str(packet_id)])
+        return PacketStoreRow.model_validate(rows[0]) if rows else None
+
+    def thread(self, thread_id: UUID | str, limit: int = 1000) -> list[PacketStoreRow]:
+        rows = self._rows("select * from memsub.get_thread(%s, %s)", [str(thread_id), limit])
+        return [PacketStoreRow.model_validate(row) for row in rows]
+
+    def lineage(self, packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
+                max_depth: int = 16) -> list[LineageRow]:
+        rows = self._rows("select * from memsub.get_lineage(%s, %s, %s)", [str(packet_id), direction, max_depth])
+        return [LineageRow.model_validate(row) for row in rows]
+
+    def purge_expired(self) -> dict[UUID, int]:
+        rows = self._rows("select tenant_id, purged from memsub.purge_expired()", [])
+        return {row["tenant_id"]: int(row["purged"]) for row in rows}
+
+
+class Substrate:
+    """A pool of connections to a memsub database. It never changes the schema: run ``memsub migrate``."""
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
+        self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, open=True,
+            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection,  # type: ignore[arg-type]
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> Substrate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
+               user_id: UUID | str | None = None, roles: Sequence[str] = (),
+               session_id: str | None = None) -> Iterator[TenantSession]:
+        """A transaction whose memsub context is this tenant, org, user, context roles and session."""
+        with self.pool.connection() as connection, connection.transaction():
+            try:
+                connection.execute(
+                    "select memsub.set_context(%s, %s, %s, %s, %s)",
+                    [_text(tenant_id), _text(org_id), _text(user_id), list(roles), session_id])
+            except psycopg.Error as error:
+                raise from_database_error(error) from error
+            yield TenantSession(connection)
+
+
+def _text(value: UUID | str | None) -> str | None:
+    return None if value is None else str(value)

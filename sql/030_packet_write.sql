@@ -1,0 +1,506 @@
+-- Writing PacketEnvelopes (seed 004): validation, normalization, lineage, thread consistency, dedup.
+--
+-- memsub.write_packet(envelope) and memsub.write_packets(array) are the only way rows enter packet_store.
+-- They run as memsub_owner (SECURITY DEFINER) under the caller's tenant context; row-level security is
+-- forced on the owner too, so a writer only ever sees, references and writes its own tenant's packets.
+-- Errors name the envelope field (SQLSTATE, message and the COLUMN diagnostic field); docs/errors.md lists them.
+
+create or replace function memsub.envelope_uuid(p_value jsonb, p_field text) returns uuid
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'string'
+       or (p_value #>> '{}') !~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then
+        raise exception 'envelope field "%" is not a valid UUID: %', p_field, left(p_value::text, 80)
+            using errcode = '22P02', column = p_field;
+    end if;
+    return (p_value #>> '{}')::uuid;
+end
+$$;
+comment on function memsub.envelope_uuid(jsonb, text) is
+    'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+create or replace function memsub.envelope_timestamp(p_value jsonb, p_field text) returns timestamptz
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+declare
+    text_value text;
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    text_value := p_value #>> '{}';
+    if jsonb_typeof(p_value) <> 'string'
+       or text_value !~ ('^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
+                         '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?)?'
+                         '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$') then
+        raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
+            using errcode = '22007', column = p_field;
+    end if;
+    if text_value ~ '(Z|z|[+-]\d\d(:?\d\d)?)$' and text_value ~ '[T ]' then
+        return text_value::timestamptz;
+    end if;
+    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
+end
+$$;
+comment on function memsub.envelope_timestamp(jsonb, text) is
+    'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
+
+create or replace function memsub.envelope_object(p_envelope jsonb, p_field text) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'object' then
+        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value;
+end
+$$;
+comment on function memsub.envelope_object(jsonb, text) is
+    'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
+
+create or replace function memsub.envelope_text(p_envelope jsonb, p_field text) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'string' then
+        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value #>> '{}';
+end
+$$;
+comment on function memsub.envelope_text(jsonb, text) is
+    'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
+
+create or replace function memsub.envelope_unit_number(p_value jsonb, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric not between 0 and 1 then
+        raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
+            using errcode = '22023', column = p_field;
+    end if;
+    return (p_value::text)::double precision;
+end
+$$;
+comment on function memsub.envelope_unit_number(jsonb, text) is
+    'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
+
+create or replace function memsub.packet_content_hash(
+    p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[],
+    p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text
+) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+    select encode(sha256(convert_to(jsonb_build_object(
+        'packet_type', p_packet_type,
+        'payload',     p_payload,
+        'thread_id',   p_thread_id,
+        'parent_ids',  to_jsonb(array(select p from unnest(p_parent_ids) as p order by p)),
+        'scope',       p_scope,
+        'org_id',      p_org_id,
+        'user_id',     p_user_id,
+        'session_id',  p_session_id)::text, 'UTF8')), 'hex')
+$$;
+comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text) is
+    'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, '
+    'scope and writer identity (org, user, session). Time, tags, metadata and ttl do not count as content.';
+
+create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
+returns memsub.packet_write_result
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    known_fields constant text[] := array[
+        'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
+        'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
+        'correlation_id', 'session_id', 'trace_id'];
+    derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
+    v_tenant        uuid := memsub.require_tenant_id();
+    v_org           uuid := memsub.current_org_id();
+    v_user          uuid := memsub.current_user_id();
+    v_field         text;
+    v_packet_id     uuid;
+    v_packet_type   text;
+    v_payload       jsonb;
+    v_timestamp     timestamptz;
+    v_metadata      jsonb;
+    v_provenance    jsonb;
+    v_confidence    jsonb;
+    v_thread_id     uuid;
+    v_lineage       jsonb;
+    v_parent_ids    uuid[] := '{}';
+    v_derivation    text;
+    v_generation    integer := 0;
+    v_root          uuid;
+    v_tags          text[] := '{}';
+    v_ttl           timestamptz;
+    v_scope         text;
+    v_importance    double precision;
+    v_correlation   uuid;
+    v_session       text;
+    v_trace         text;
+    v_hash          text;
+    v_thread_org    uuid;
+    v_thread_known  boolean;
+    v_missing       uuid;
+    v_element       jsonb;
+    v_stored        memsub.packet_store%rowtype;
+    v_inserted      boolean;
+    v_written       jsonb;
+begin
+    if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
+        raise exception 'envelope must be a JSON object'
+            using errcode = '22023', column = 'envelope';
+    end if;
+    select k into v_field from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k limit 1;
+    if v_field is not null then
+        raise exception 'envelope field "%" is not part of the PacketEnvelope contract', v_field
+            using errcode = '22023', column = v_field,
+                  hint = 'Put free-form data in payload or metadata.';
+    end if;
+
+    -- Required fields.
+    v_packet_type := memsub.envelope_text(p_envelope, 'packet_type');
+    if v_packet_type is null then
+        raise exception 'envelope field "packet_type" is required'
+            using errcode = '23502', column = 'packet_type';
+    end if;
+    if btrim(v_packet_type) = '' then
+        raise exception 'envelope field "packet_type" must not be blank'
+            using errcode = '22023', column = 'packet_type';
+    end if;
+    v_payload := p_envelope -> 'payload';
+    if v_payload is null or jsonb_typeof(v_payload) = 'null' then
+        raise exception 'envelope field "payload" is required'
+            using errcode = '23502', column = 'payload';
+    end if;
+
+    -- Optional fields.
+    v_packet_id := coalesce(memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id'), gen_random_uuid());
+    v_timestamp := coalesce(memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp'), now());
+    v_metadata := memsub.envelope_object(p_envelope, 'metadata');
+    v_provenance := memsub.envelope_object(p_envelope, 'provenance');
+    v_confidence := memsub.envelope_object(p_envelope, 'confidence');
+    perform memsub.envelope_object(p_envelope, 'reasoning_block');
+    perform memsub.envelope_object(p_envelope, 'routing');
+    if v_confidence is not null then
+        perform memsub.envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+    end if;
+    v_thread_id := memsub.envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    v_ttl := memsub.envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    if v_ttl is not null and v_ttl <= v_timestamp then
+        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
+            using errcode = '22023', column = 'ttl';
+    end if;
+    v_importance := coalesce(memsub.envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    v_correlation := memsub.envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    v_session := coalesce(memsub.envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    v_trace := memsub.envelope_text(p_envelope, 'trace_id');
+
+    v_scope := coalesce(memsub.envelope_text(p_envelope, 'scope'), 'shared');
+    if v_scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    if v_scope <> 'shared' and v_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+
+    if p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null' then
+        if jsonb_typeof(p_envelope -> 'tags') <> 'array' then
+            raise exception 'envelope field "tags" must be an array of strings'
+                using errcode = '22023', column = 'tags';
+        end if;
+        for v_element in select e from jsonb_array_elements(p_envelope -> 'tags') as e loop
+            if jsonb_typeof(v_element) <> 'string' or btrim(v_element #>> '{}') = '' then
+                raise exception 'envelope field "tags" must hold non-empty strings, found %', left(v_element::text, 80)
+                    using errcode = '22023', column = 'tags';
+            end if;
+            if not (v_element #>> '{}') = any(v_tags) then
+                v_tags := v_tags || (v_element #>> '{}');
+            end if;
+        end loop;
+    end if;
+
+    -- Lineage: validate, then check integrity against stored (visible) parents.
+    v_lineage := memsub.envelope_object(p_envelope, 'lineage');
+    if v_lineage is not null then
+        if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
+            if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
+                raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
+            for v_element in select e from jsonb_array_elements(v_lineage -> 'parent_ids') as e loop
+                v_missing := memsub.envelope_uuid(v_element, 'lineage.parent_ids');
+                if v_missing is null then
+                    raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                        using errcode = '22023', column = 'lineage.parent_ids';
+                end if;
+                if not v_missing = any(v_parent_ids) then
+                    v_parent_ids := v_parent_ids || v_missing;
+                end if;
+            end loop;
+        end if;
+        v_derivation := memsub.envelope_text(v_lineage, 'derivation_type');
+        if v_derivation is not null and v_derivation <> all(derivation_types) then
+            raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
+                using errcode = '22023', column = 'lineage.derivation_type';
+        end if;
+        select k into v_field from jsonb_object_keys(v_lineage) as k
+         where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k limit 1;
+        if v_field is not null then
+            raise exception 'envelope field "lineage.%" is not part of PacketLineage', v_field
+                using errcode = '22023', column = 'lineage.' || v_field;
+        end if;
+    end if;
+    if v_packet_id = any(v_parent_ids) then
+        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
+            using errcode = '23514', column = 'lineage.parent_ids';
+    end if;
+    if cardinality(v_parent_ids) > 0 then
+        select p into v_missing from unnest(v_parent_ids) with ordinality as u(p, n)
+         where not exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = u.p)
+         order by n limit 1;
+        if v_missing is not null then
+            raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
+                using errcode = '23503', column = 'lineage.parent_ids';
+        end if;
+        select coalesce(max(coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0)), 0) + 1
+          into v_generation
+          from memsub.packet_store s
+         where s.tenant_id = v_tenant and s.packet_id = any(v_parent_ids);
+        select coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id)
+          into v_root
+          from memsub.packet_store s
+         where s.tenant_id = v_tenant and s.packet_id = v_parent_ids[1];
+    else
+        v_root := v_packet_id;
+    end if;
+    if v_lineage ? 'generation' and (v_lineage -> 'generation') is distinct from to_jsonb(v_generation) then
+        raise exception 'envelope field "lineage.generation" is % but the parents give %', v_lineage -> 'generation', v_generation
+            using errcode = '22023', column = 'lineage.generation';
+    end if;
+    if v_lineage ? 'root_packet_id'
+       and memsub.envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
+        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
+            using errcode = '22023', column = 'lineage.root_packet_id';
+    end if;
+
+    -- Thread consistency: a thread belongs to the organization of its first packet.
+    if v_thread_id is not null then
+        select t.org_id, true into v_thread_org, v_thread_known
+          from memsub.packet_threads t where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+        if v_thread_known and v_thread_org is distinct from v_org then
+            raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                using errcode = '23514', column = 'thread_id';
+        end if;
+    end if;
+
+    v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
+                                        v_scope, v_org, v_user, v_session);
+
+    insert into memsub.packet_store as s (
+        packet_id, packet_type, envelope, "timestamp", routing, provenance,
+        thread_id, parent_ids, tags, ttl,
+        scope, importance_score, content_hash,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        v_packet_id, v_packet_type,
+        p_envelope || jsonb_strip_nulls(jsonb_build_object(
+            'packet_id', v_packet_id,
+            'packet_type', v_packet_type,
+            'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'tags', case when cardinality(v_tags) > 0 then to_jsonb(v_tags) end,
+            'ttl', to_char(v_ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'scope', v_scope,
+            'session_id', v_session,
+            'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
+                jsonb_build_object('parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation,
+                                   'generation', v_generation, 'root_packet_id', v_root) end)),
+        v_timestamp,
+        coalesce(p_envelope -> 'routing', v_metadata),
+        v_provenance,
+        v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
+        v_scope, v_importance, v_hash,
+        v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
+    on conflict (tenant_id, content_hash) where content_hash is not null do nothing
+    returning s.* into v_stored;
+    v_inserted := found;
+
+    if not v_inserted then
+        select s.* into v_stored from memsub.packet_store s
+         where s.tenant_id = v_tenant and s.content_hash = v_hash;
+        if not found then
+            raise exception 'deduplication: a packet with the same content exists but is not visible to this writer'
+                using errcode = '23505', column = 'payload';
+        end if;
+        return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
+                   v_stored.parent_ids,
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
+                   v_stored.content_hash, true, '{}'::jsonb)::memsub.packet_write_result;
+    end if;
+
+    v_written := jsonb_build_object('packet_store', 1);
+    if v_thread_id is not null and not coalesce(v_thread_known, false) then
+        insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        values (v_tenant, v_thread_id, v_org, v_packet_id, v_timestamp)
+        on conflict (tenant_id, thread_id) do nothing;
+        if found then
+            v_written := v_written || jsonb_build_object('packet_threads', 1);
+        else
+            -- Another writer registered the thread first: re-check its organization.
+            select t.org_id into v_thread_org from memsub.packet_threads t
+             where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+            if v_thread_org is distinct from v_org then
+                raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                    using errcode = '23514', column = 'thread_id';
+            end if;
+        end if;
+    end if;
+
+    return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
+               v_stored.parent_ids, v_generation, v_root, v_stored.content_hash, false,
+               v_written)::memsub.packet_write_result;
+end
+$$;
+comment on function memsub.store_packet_envelope(jsonb, integer) is
+    'Internal: validates, normalizes and stores one envelope for write_packet/write_packets. Not granted to clients.';
+
+create or replace function memsub.write_packet(p_envelope jsonb) returns memsub.packet_write_result
+language sql volatile security definer
+set search_path = pg_catalog, memsub
+as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
+comment on function memsub.write_packet(jsonb) is
+    'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
+    'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
+    'consistency, deduplicates by content_hash (returning the existing packet flagged deduplicated). All or nothing.';
+
+create or replace function memsub.canonical_uuid_text(p_value text) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+    select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+                then p_value::uuid::text end
+$$;
+comment on function memsub.canonical_uuid_text(text) is
+    'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
+
+create or replace function memsub.write_packets(p_envelopes jsonb) returns setof memsub.packet_write_result
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    total       integer;
+    pending     integer[];
+    deferred    integer[];
+    idx         integer;
+    envelope    jsonb;
+    batch_ids   jsonb;
+    stored_ids  jsonb := '{}';
+    waits       boolean;
+    results     memsub.packet_write_result[];
+    result      memsub.packet_write_result;
+    err_state   text;
+    err_message text;
+    err_column  text;
+    err_hint    text;
+begin
+    if p_envelopes is null or jsonb_typeof(p_envelopes) <> 'array' then
+        raise exception 'memsub.write_packets expects a JSON array of envelopes'
+            using errcode = '22023', column = 'envelopes';
+    end if;
+    total := jsonb_array_length(p_envelopes);
+    if total = 0 then
+        return;
+    end if;
+    results := array_fill(null::memsub.packet_write_result, array[total]);
+    -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch.
+    select coalesce(jsonb_object_agg(memsub.canonical_uuid_text(e ->> 'packet_id'), true), '{}') into batch_ids
+      from jsonb_array_elements(p_envelopes) as e
+     where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null;
+    pending := array(select generate_series(1, total));
+    begin
+        -- Parents inside the batch are written before their children; what cannot be ordered is a cycle.
+        while cardinality(pending) > 0 loop
+            deferred := '{}';
+            foreach idx in array pending loop
+                envelope := p_envelopes -> (idx - 1);
+                waits := false;
+                if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
+                   and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
+                    select exists (
+                        select from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids') as p
+                         where batch_ids ? memsub.canonical_uuid_text(p)
+                           and not stored_ids ? memsub.canonical_uuid_text(p)
+                           and memsub.canonical_uuid_text(p)
+                               is distinct from memsub.canonical_uuid_text(envelope ->> 'packet_id'))
+                      into waits;
+                end if;
+                if waits then
+                    deferred := deferred || idx;
+                else
+                    result := memsub.store_packet_envelope(envelope, idx);
+                    results[idx] := result;
+                    stored_ids := stored_ids || jsonb_build_object(result.packet_id::text, true);
+                    if memsub.canonical_uuid_text(envelope ->> 'packet_id') is not null then
+                        stored_ids := stored_ids
+                            || jsonb_build_object(memsub.canonical_uuid_text(envelope ->> 'packet_id'), true);
+                    end if;
+                end if;
+            end loop;
+            if cardinality(deferred) = cardinality(pending) then
+                idx := null;
+                raise exception 'lineage cycle: envelopes % of the batch reference each other through lineage.parent_ids',
+                    array_to_string(deferred, ', ')
+                    using errcode = '23514', column = 'lineage.parent_ids';
+            end if;
+            pending := deferred;
+        end loop;
+    exception when others then
+        -- One handler for the whole batch (a single subtransaction): name the failing envelope and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text,
+                                err_column = column_name, err_hint = pg_exception_hint;
+        if idx is not null then
+            err_message := format('envelope %s of the batch: %s', idx, err_message);
+        end if;
+        if coalesce(err_hint, '') = '' then
+            raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, '');
+        end if;
+        raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, ''),
+                              hint = err_hint;
+    end;
+    return query select r.* from unnest(results) as r;
+end
+$$;
+comment on function memsub.write_packets(jsonb) is
+    'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per '
+    'envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected '
+    '(SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';

@@ -1,0 +1,68 @@
+-- Ownership and privileges. Nothing is granted to PUBLIC; each role gets what it needs, by name.
+
+-- Role hierarchy: a tenant admin can do what the application does; a platform admin what a tenant admin does.
+grant memsub_app to memsub_tenant_admin;
+grant memsub_tenant_admin to memsub_platform_admin;
+
+-- Every memsub object belongs to memsub_owner, a role that cannot log in: SECURITY DEFINER functions run as it.
+alter schema memsub owner to memsub_owner;
+do $ownership$
+declare
+    object record;
+begin
+    for object in
+        select format('alter %s %s owner to memsub_owner',
+                      case c.relkind when 'v' then 'view' when 'm' then 'materialized view'
+                                     when 'S' then 'sequence' else 'table' end,
+                      c.oid::regclass) as statement
+          from pg_catalog.pg_class c
+         where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S')
+           and pg_catalog.pg_get_userbyid(c.relowner) <> 'memsub_owner'
+        union all
+        select format('alter %s %s owner to memsub_owner',
+                      case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)
+          from pg_catalog.pg_proc p
+         where p.pronamespace = 'memsub'::regnamespace
+           and pg_catalog.pg_get_userbyid(p.proowner) <> 'memsub_owner'
+        union all
+        select format('alter type %s owner to memsub_owner', t.oid::regtype)
+          from pg_catalog.pg_type t
+         where t.typnamespace = 'memsub'::regnamespace and t.typtype = 'c'
+           and not exists (select from pg_catalog.pg_class c where c.oid = t.typrelid and c.relkind <> 'c')
+           and pg_catalog.pg_get_userbyid(t.typowner) <> 'memsub_owner'
+    loop
+        execute object.statement;
+    end loop;
+end
+$ownership$;
+
+revoke all on schema memsub from public;
+revoke all on all tables in schema memsub from public;
+revoke all on all sequences in schema memsub from public;
+revoke all on all functions in schema memsub from public;
+revoke all on all procedures in schema memsub from public;
+revoke all on type memsub.packet_write_result from public;
+
+grant usage on schema memsub to memsub_app, memsub_analyst;
+grant usage on type memsub.packet_write_result to memsub_app, memsub_analyst;
+
+-- Context: everyone who queries memsub tables needs the functions the policies call.
+grant execute on function
+    memsub.set_context(uuid, uuid, uuid, text[], text),
+    memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
+    memsub.current_session_id(), memsub.current_context_roles(),
+    memsub.is_platform_admin(), memsub.is_tenant_admin()
+    to memsub_app, memsub_analyst;
+
+-- Packets: read through row-level security; write only through the stored functions; delete only expired rows.
+grant select on memsub.packet_store, memsub.packet_threads to memsub_app, memsub_analyst;
+grant delete on memsub.packet_store to memsub_app;
+grant execute on function
+    memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired()
+    to memsub_app;
+grant execute on function
+    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, timestamptz), memsub.get_lineage(uuid, text, integer)
+    to memsub_app, memsub_analyst;
+
+-- Migration history is readable by the analyst (what is installed, when, by whom).
+grant select on memsub.schema_history, memsub.schema_repeatable_history to memsub_analyst;
