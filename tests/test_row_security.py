@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import psycopg
 import pytest
+
 from helpers import TENANT_A, TENANT_B, set_context, write
 
 ORG_1 = uuid.UUID("01000000-0000-0000-0000-000000000001")
@@ -125,7 +126,8 @@ def mismatches(db, packets: list[Packet]) -> list[str]:
         expected = {p.label for p in packets if viewer.sees_packet(p)}
         expected_threads = {p.thread for p in packets if viewer.sees_thread(p)}
         if labels != expected:
-            found.append(f"{viewer.name}: packets extra {sorted(labels - expected)} missing {sorted(expected - labels)}")
+            extra, missing = sorted(labels - expected), sorted(expected - labels)
+            found.append(f"{viewer.name}: packets extra {extra} missing {missing}")
         if threads != expected_threads:
             found.append(f"{viewer.name}: threads differ ({len(threads)} seen, {len(expected_threads)} expected)")
     return found
@@ -222,7 +224,8 @@ def test_every_tenant_table_has_forced_row_security(db):
                                                        and p.policyname = 'tenant_isolation')
               from pg_class c
              where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p')
-               and exists (select from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id')""").fetchall()
+               and exists (select from pg_attribute a
+                            where a.attrelid = c.oid and a.attname = 'tenant_id')""").fetchall()
     assert rows, "no tenant tables found"
     assert [r[0] for r in rows if r[1:] != (True, True, True)] == []
 
@@ -256,7 +259,8 @@ def test_nothing_is_granted_to_public(db):
             select c.oid::regclass::text from pg_class c, aclexplode(c.relacl) a
              where c.relnamespace = 'memsub'::regnamespace and a.grantee = 0
             union all
-            select p.oid::regprocedure::text from pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+            select p.oid::regprocedure::text
+              from pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
              where p.pronamespace = 'memsub'::regnamespace and a.grantee = 0
             union all
             select t.oid::regtype::text from pg_type t, aclexplode(coalesce(t.typacl, acldefault('T', t.typowner))) a
