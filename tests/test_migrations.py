@@ -14,11 +14,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from catalog import snapshot
 from memsub import embedded, resources
 from memsub.cli import main as cli
 from memsub.errors import MigrationError
 from memsub.migrator import Migrator
+
+from catalog import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
