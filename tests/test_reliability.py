@@ -14,11 +14,12 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
-from catalog import snapshot
-from helpers import TENANT_A, TENANT_B, set_context, write
 
 from memsub import embedded
 from memsub.migrator import Migrator
+
+from catalog import snapshot
+from helpers import TENANT_A, TENANT_B, set_context, write
 
 
 def _start_cluster(data_dir: Path) -> str:
