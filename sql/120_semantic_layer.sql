@@ -3,7 +3,7 @@
 --
 -- Searches are SECURITY INVOKER: row-level security decides what the caller sees. HNSW scans filter after the
 -- graph walk, so a tenant filter can return fewer than k rows; the search functions turn on pgvector's
--- iterative scan (hnsw.iterative_scan = relaxed_order) for their transaction, which keeps walking until k
+-- iterative scan (hnsw.iterative_scan = strict_order) for their transaction, which keeps walking until k
 -- visible rows are found. The embedding type is written into the query as a literal so the planner can choose
 -- that type's partial index.
 
@@ -75,7 +75,7 @@ begin
         raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query execute format(
         'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
         '       (e.vector <=> $1)::double precision as distance '
@@ -148,7 +148,7 @@ begin
         raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
                (m.vector <=> p_query)::double precision
