@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-T, TZ, TS, U, J, F, I, B = "text", "timestamp with time zone", "timestamp without time zone", "uuid", "jsonb", \
-    "double precision", "integer", "boolean"
+T, TZ, TS, U, J = "text", "timestamp with time zone", "timestamp without time zone", "uuid", "jsonb"
+F, N, B = "double precision", "integer", "boolean"
 V = "vector(1536)"
 TENANT_COLS = {"tenant_id": U, "org_id": U, "user_id": U}
 MULTI_TENANT = {**TENANT_COLS, "correlation_id": U, "session_id": T, "trace_id": T}
@@ -15,42 +15,42 @@ SEED_TABLES: dict[str, dict[str, str]] = {
     "packet_store": {
         "packet_id": U, "packet_type": T, "envelope": J, "timestamp": TZ, "routing": J, "provenance": J,
         "thread_id": U, "parent_ids": "uuid[]", "tags": "text[]", "ttl": TS,
-        "scope": T, "importance_score": F, "access_count": I, "last_accessed": TZ, "contradiction_count": I,
-        "content_hash": T, "chunk_count": I, "is_chunked": B, **MULTI_TENANT},
+        "scope": T, "importance_score": F, "access_count": N, "last_accessed": TZ, "contradiction_count": N,
+        "content_hash": T, "chunk_count": N, "is_chunked": B, **MULTI_TENANT},
     "agent_memory_events": {
         "event_id": U, "agent_id": T, "timestamp": TZ, "packet_id": U, "event_type": T, "content": J,
         **MULTI_TENANT},
     "reasoning_traces": {
         "trace_id": U, "agent_id": T, "packet_id": U, "steps": J, "extracted_features": J, "inference_steps": J,
-        "reasoning_tokens": I, "decision_tokens": I, "confidence_scores": J,
+        "reasoning_tokens": N, "decision_tokens": N, "confidence_scores": J,
         # trace_id is the key here; the tracing column is distributed_trace_id (docs/decisions.md)
         **TENANT_COLS, "correlation_id": U, "session_id": T, "distributed_trace_id": T},
     "knowledge_facts": {
         "fact_id": U, "subject": T, "predicate": T, "object": J, "confidence": F, "source_packet": U,
-        "subject_normalized": T, "object_normalized": T, "supporting_packet_count": I, "contradiction_count": I,
-        "access_count": I, **MULTI_TENANT},
+        "subject_normalized": T, "object_normalized": T, "supporting_packet_count": N, "contradiction_count": N,
+        "access_count": N, **MULTI_TENANT},
     "semantic_memory": {
-        "embedding_id": U, "agent_id": T, "vector": V, "payload": J, "importance_score": F, "access_count": I,
+        "embedding_id": U, "agent_id": T, "vector": V, "payload": J, "importance_score": F, "access_count": N,
         "embedding_type": T, "scope": T, **MULTI_TENANT},
     "memory_embeddings": {
-        "embedding_id": U, "packet_id": U, "embedding_type": T, "vector": V, "chunk_index": I, "chunk_text": T,
+        "embedding_id": U, "packet_id": U, "embedding_type": T, "vector": V, "chunk_index": N, "chunk_text": T,
         "metadata": J, **MULTI_TENANT},
     "entity_relationships": {
         "relationship_id": U, "source_entity": T, "relationship_type": T, "target_entity": T, "confidence": F,
-        "source_packet": U, "mention_count": I, "first_seen": TZ, "last_seen": TZ, **MULTI_TENANT},
+        "source_packet": U, "mention_count": N, "first_seen": TZ, "last_seen": TZ, **MULTI_TENANT},
     "world_model_entities": {
-        "entity_id": T, "entity_type": T, "attributes": J, "confidence": F, "version": I, "created_at": TS,
+        "entity_id": T, "entity_type": T, "attributes": J, "confidence": F, "version": N, "created_at": TS,
         "updated_at": TS, **TENANT_COLS},
     "world_model_updates": {
         "update_id": U, "insight_id": U, "insight_type": T, "entities": J, "content": J, "confidence": F,
-        "applied_at": TS, "state_version_before": I, "state_version_after": I, **TENANT_COLS},
+        "applied_at": TS, "state_version_before": N, "state_version_after": N, **TENANT_COLS},
     "world_model_snapshots": {
-        "snapshot_id": U, "snapshot": J, "state_version": I, "entity_count": I, "relation_count": I,
+        "snapshot_id": U, "snapshot": J, "state_version": N, "entity_count": N, "relation_count": N,
         "description": T, "created_by": T, "created_at": TS, **TENANT_COLS},
     "reflection_store": {
         "reflection_id": U, "task_id": T, "reflection_type": T, "content": T, "context": T, "entities": "text[]",
         "tags": "text[]", "confidence": F, "priority": T, "source_agent": T, "source_packet": U,
-        "access_count": I, "vector": V, "expires_at": TZ, **MULTI_TENANT},
+        "access_count": N, "vector": V, "expires_at": TZ, **MULTI_TENANT},
     "task_reflections": {
         "id": U, "task_id": T, "task_description": T, "outcome": T, "what_worked": "text[]",
         "what_failed": "text[]", "false_constraints": "text[]", "helpful_patterns": "text[]", "lessons": "text[]",
@@ -58,7 +58,7 @@ SEED_TABLES: dict[str, dict[str, str]] = {
         "metrics_improved": J, "metrics_degraded": J, **MULTI_TENANT},
     "memory_summaries": {
         "summary_id": U, "scope_type": T, "scope_value": T, "summary_text": T, "key_facts": J,
-        "key_entities": "text[]", "key_decisions": "text[]", "source_packet_ids": "uuid[]", "packet_count": I,
+        "key_entities": "text[]", "key_decisions": "text[]", "source_packet_ids": "uuid[]", "packet_count": N,
         "vector": V, "confidence": F, "coverage_start": TZ, "coverage_end": TZ, "valid_until": TZ,
         **MULTI_TENANT},
     "memory_access_log": {

@@ -6,6 +6,7 @@ import json
 
 import psycopg
 import pytest
+
 from helpers import TENANT_A, count, set_context, superuser_count, write
 from layer_helpers import vec
 
@@ -77,8 +78,8 @@ def test_private_packets_cannot_publish_tenant_wide_knowledge(db):
         conn.rollback()
         # Embeddings of a private packet are fine: they keep the packet's scope.
         set_context(conn, TENANT_A, user=TENANT_A)
-        result = write(conn, {"packet_type": "note", "scope": "l-private",
-                              "payload": {"embeddings": [{"embedding_type": "content", "vector": json.loads(vec(1.0))}]}})
+        embedding = {"embedding_type": "content", "vector": json.loads(vec(1.0))}
+        result = write(conn, {"packet_type": "note", "scope": "l-private", "payload": {"embeddings": [embedding]}})
         assert result["written"]["memory_embeddings"] == 1
         scope = conn.execute("select scope, user_id from memsub.memory_embeddings").fetchone()
         assert scope == ("l-private", TENANT_A)

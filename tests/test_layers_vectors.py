@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 import psycopg
 import pytest
-from helpers import TENANT_A, TENANT_B, set_context, write
-from layer_helpers import vec
 from psycopg.conninfo import make_conninfo
 
+from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import vec
 from memsub.migrator import Migrator
 
 SPACES = ["content", "context", "entity", "summary", "reasoning"]
@@ -49,16 +50,17 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         conn.execute("set local enable_seqscan = off")
         conn.execute("set local enable_sort = off")
         plan = conn.execute(
-            "explain (format json) select embedding_id from memsub.memory_embeddings "
-            f"where embedding_type = '{space}' order by vector <=> %s::vector limit 5", [vec(1.0, 0.3)]).fetchone()
+            "explain (format json) select embedding_id from memsub.memory_embeddings "  # noqa: S608
+            f"where embedding_type = '{space}' order by vector <=> %s::vector limit 5",
+            [vec(1.0, 0.3)]).fetchone()
         assert plan is not None
         assert _index_names(plan[0][0]["Plan"]) == {f"idx_embeddings_vector_{space}"}
         # The search function gives the caller's rows of that type, nearest first.
-        rows = conn.execute("select packet_id, embedding_type, distance from memsub.search_embeddings(%s::vector, %s, 5)",
-                            [vec(1.0, 0.3, 0.1), space]).fetchall()
+        rows = conn.execute("select packet_id, embedding_type, distance "
+                            "from memsub.search_embeddings(%s::vector, %s, 5)", [vec(1.0, 0.3, 0.1), space]).fetchall()
         assert len(rows) == 5 and {r[1] for r in rows} == {space}
         distances = [r[2] for r in rows]
-        assert all(later >= earlier - 1e-6 for earlier, later in zip(distances, distances[1:], strict=False))
+        assert all(later >= earlier - 1e-6 for earlier, later in pairwise(distances))
         tenants = conn.execute("select distinct tenant_id from memsub.memory_embeddings").fetchall()
         assert tenants == [(TENANT_A,)]
 

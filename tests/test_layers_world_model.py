@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
+
 from helpers import TENANT_A, TENANT_B, set_context
 from layer_helpers import call
 
