@@ -3,7 +3,8 @@
 --
 -- Counters stay off the rows that carry HNSW-indexed vectors where the seed allows it: an access to a
 -- memory_embeddings row is counted on its packet. semantic_memory and reflection_store carry their own counters
--- (seed columns); updating them is a HOT update, since no indexed column changes.
+-- (seed columns); such an update changes no indexed column, so PostgreSQL can make it a HOT update when the
+-- page has room. That was not measured separately.
 
 create or replace function memsub.record_access(
     p_target_type     text,
