@@ -46,7 +46,7 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         # At test size (150 small-table rows) a scan plus a top-N sort is honestly cheaper than an HNSW walk, so
         # the planner is asked to price only plans that return rows already in distance order (no seq scan, no
         # sort). The question here is whether, as the application role under row-level security, the query can
-        # use its own type's partial index and no other; bench/ looks at the unforced choice at scale.
+        # use its own type's partial index and no other. The unforced choice at scale is not covered here.
         conn.execute("set local enable_seqscan = off")
         conn.execute("set local enable_sort = off")
         plan = conn.execute(
