@@ -30,6 +30,10 @@ class ImmutableError(MemsubError):
     """An attempt to change or delete an immutable packet (SQLSTATE 0A000)."""
 
 
+class ConflictError(MemsubError):
+    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001)."""
+
+
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 
@@ -46,6 +50,8 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505"}:
         cls = IntegrityError
+    elif sqlstate == "40001":
+        cls = ConflictError
     elif sqlstate.startswith("22") or sqlstate == "23502":
         cls = InvalidInput
     else:
