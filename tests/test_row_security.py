@@ -246,7 +246,7 @@ def test_every_function_pins_search_path(db):
     # PostgreSQL forbids a SET clause on a procedure that commits; such procedures must be SECURITY INVOKER
     # (they cannot raise anyone's privileges) and schema-qualify every name instead.
     with db.connect() as conn:
-        rows = conn.execute("""
+        rows = conn.execute(r"""
             select p.oid::regprocedure::text, p.prokind, p.prosecdef, p.prosrc ~* '\mcommit\M'
               from pg_proc p
              where p.pronamespace = 'memsub'::regnamespace
