@@ -41,9 +41,13 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub.current_tenant_id();
     v_task   bigint := p_task_id;
 begin
+    if v_tenant is null then
+        raise exception 'memsub.set_actor: no tenant context; call memsub.set_context(tenant_id, ...) first'
+            using errcode = '42501', column = 'tenant_id';
+    end if;
     if p_agent_id is not null then
         select coalesce(v_task, a.task_id) into v_task
           from memsub.agents a where a.tenant_id = v_tenant and a.id = p_agent_id;

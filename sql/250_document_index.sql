@@ -1,10 +1,10 @@
 -- The document index of seed 001: one entry per file path with an embedding and metadata.
 --
--- Embeddings travel as real[] (cast to pgvector's vector inside), so clients need no vector type adapter.
+-- Embeddings travel as double precision[] in and real[] out (cast to pgvector's vector inside), so clients need no vector type adapter.
 
 create or replace function memsub.document_index_put(
     p_file_path text,
-    p_embedding real[] default null,
+    p_embedding double precision[] default null,
     p_metadata  jsonb  default '{}'
 ) returns table (id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamptz,
                  updated_at timestamptz)
@@ -37,7 +37,7 @@ begin
                         v_entry.created_at, v_entry.updated_at;
 end
 $$;
-comment on function memsub.document_index_put(text, real[], jsonb) is
+comment on function memsub.document_index_put(text, double precision[], jsonb) is
     'Indexes a file path (or replaces its entry) with an embedding and metadata. Audited as document_index_put.';
 
 create or replace function memsub.document_index_get(p_file_path text)
@@ -55,5 +55,5 @@ comment on function memsub.document_index_get(text) is 'The document index entry
 call memsub.install_row_security('memsub.document_index', array['org']);
 
 grant select on memsub.document_index to memsub_app, memsub_analyst;
-grant execute on function memsub.document_index_put(text, real[], jsonb) to memsub_app;
+grant execute on function memsub.document_index_put(text, double precision[], jsonb) to memsub_app;
 grant execute on function memsub.document_index_get(text) to memsub_app, memsub_analyst;
