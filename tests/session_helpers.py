@@ -29,14 +29,20 @@ def one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) -
     return result[0]
 
 
-def as_user(conn: psycopg.Connection[Any], user: uuid.UUID | None, session: str | None = None,
-            roles: Sequence[str] = (), tenant: uuid.UUID = TENANT_A) -> None:
+def as_user(
+    conn: psycopg.Connection[Any],
+    user: uuid.UUID | None,
+    session: str | None = None,
+    roles: Sequence[str] = (),
+    tenant: uuid.UUID = TENANT_A,
+) -> None:
     set_context(conn, tenant, user=user, roles=roles, session=session)
 
 
-def expect_error(conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str,
-                 params: Sequence[Any] = ()) -> psycopg.Error:
-    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return the error."""
+def expect_error(
+    conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str, params: Sequence[Any] = ()
+) -> psycopg.Error:
+    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return it."""
     with pytest.raises(psycopg.Error) as info:
         conn.execute(query.encode(), list(params))
     conn.rollback()
@@ -51,14 +57,22 @@ def ground_truth(db: Any, query: str, params: Sequence[Any] = ()) -> list[dict[s
         return rows(conn, query, params)
 
 
-def new_session(conn: psycopg.Connection[Any], session_id: str, user: uuid.UUID = ALICE,
-                project: str | None = "schema_redesign", app: str | None = "abathur",
-                state: dict[str, Any] | None = None) -> dict[str, Any]:
+def new_session(
+    conn: psycopg.Connection[Any],
+    session_id: str,
+    user: uuid.UUID = ALICE,
+    project: str | None = "schema_redesign",
+    app: str | None = "abathur",
+    state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Create and commit a session of a user; leaves the connection with no open transaction."""
     import json
 
     as_user(conn, user, session_id)
-    row = one(conn, "select * from memsub.session_create(%s, %s, %s, %s::jsonb)",
-              [session_id, project, app, json.dumps(state or {})])
+    row = one(
+        conn,
+        "select * from memsub.session_create(%s, %s, %s, %s::jsonb)",
+        [session_id, project, app, json.dumps(state or {})],
+    )
     conn.commit()
     return row

@@ -19,8 +19,11 @@ def put(conn: psycopg.Connection[Any], namespace: str, key: str, *values: Any) -
     current = rows(conn, "select version from memsub.memory_get(%s, %s)", [namespace, key])
     version = current[0]["version"] if current else None
     for value in values:
-        version = one(conn, "select version from memsub.memory_write(%s, %s, %s::jsonb, %s)",
-                      [namespace, key, json.dumps(value), version])["version"]
+        version = one(
+            conn,
+            "select version from memsub.memory_write(%s, %s, %s::jsonb, %s)",
+            [namespace, key, json.dumps(value), version],
+        )["version"]
 
 
 def test_last_write_wins_consolidates_every_conflict_once(db):
@@ -38,24 +41,35 @@ def test_last_write_wins_consolidates_every_conflict_once(db):
         admin(conn)
         report = rows(conn, "select * from memsub.consolidate_memories()")
         conn.commit()
-    assert [(r["namespace"], r["key"], r["version"], r["consolidated_versions"], r["outcome"]) for r in report] == [
+    assert [
+        (r["namespace"], r["key"], r["version"], r["consolidated_versions"], r["outcome"]) for r in report
+    ] == [
         ("project:schema_redesign:status", "phase", 4, [1, 2, 3], "consolidated"),
         (f"user:{BOB}:preferences", "style", 3, [1, 2], "consolidated"),
     ]
-    phase = ground_truth(db, "select id, version, value, metadata from memsub.memory_entries "
-                             "where key = 'phase' order by version")
+    phase = ground_truth(
+        db,
+        "select id, version, value, metadata from memsub.memory_entries where key = 'phase' order by version",
+    )
     new_id = str(phase[-1]["id"])
     assert phase[-1]["value"] == "phase3"
     assert phase[-1]["metadata"]["strategy"] == "last_write_wins"
     assert phase[-1]["metadata"]["consolidated_from"] == [str(p["id"]) for p in phase[:3]]
     assert [p["metadata"].get("consolidated_into") for p in phase] == [new_id, new_id, new_id, None]
-    style = ground_truth(db, "select value from memsub.memory_entries where key = 'style' order by version desc limit 1")
+    style = ground_truth(
+        db, "select value from memsub.memory_entries where key = 'style' order by version desc limit 1"
+    )
     assert style == [{"value": {"tone": "warm", "length": "short"}}]
 
-    audit = ground_truth(db, "select key, version, memory_entry_id, details from memsub.audit "
-                             "where operation = 'memory_consolidate' order by id")
+    audit = ground_truth(
+        db,
+        "select key, version, memory_entry_id, details from memsub.audit "
+        "where operation = 'memory_consolidate' order by id",
+    )
     assert [(a["key"], a["version"], a["details"]["consolidated_versions"]) for a in audit] == [
-        ("phase", 4, [1, 2, 3]), ("style", 3, [1, 2])]
+        ("phase", 4, [1, 2, 3]),
+        ("style", 3, [1, 2]),
+    ]
     assert str(audit[0]["memory_entry_id"]) == new_id
 
     # Nothing left to consolidate until a key gets another version.
@@ -74,12 +88,19 @@ def test_merge_objects_strategy_and_namespace_prefix(db):
         put(conn, "project:p2", "config", {"x": 1}, {"y": 2})
         conn.commit()
         admin(conn)
-        report = rows(conn, "select namespace, version, strategy from memsub.consolidate_memories('merge_objects', 'project:p1')")
+        report = rows(
+            conn,
+            "select namespace, version, strategy "
+            "from memsub.consolidate_memories('merge_objects', 'project:p1')",
+        )
         conn.commit()
     assert report == [{"namespace": "project:p1", "version": 4, "strategy": "merge_objects"}]
-    assert ground_truth(db, "select value from memsub.memory_entries where namespace = 'project:p1' and version = 4") == [
-        {"value": {"a": 1, "b": 2, "c": 3}}]
-    assert ground_truth(db, "select count(*) as n from memsub.memory_entries where namespace = 'project:p2'") == [{"n": 2}]
+    assert ground_truth(
+        db, "select value from memsub.memory_entries where namespace = 'project:p1' and version = 4"
+    ) == [{"value": {"a": 1, "b": 2, "c": 3}}]
+    assert ground_truth(
+        db, "select count(*) as n from memsub.memory_entries where namespace = 'project:p2'"
+    ) == [{"n": 2}]
 
 
 def test_a_strategy_is_a_function_added_to_the_schema(db):
@@ -96,7 +117,8 @@ def test_a_strategy_is_a_function_added_to_the_schema(db):
         admin(conn)
         one(conn, "select * from memsub.consolidate_memories('longest')")
         assert one(conn, "select value from memsub.memory_get('app:abathur', 'summary')") == {
-            "value": "a long first summary"}
+            "value": "a long first summary"
+        }
 
 
 def test_consolidation_needs_an_admin_and_a_known_strategy(db):
@@ -111,9 +133,15 @@ def test_consolidation_needs_an_admin_and_a_known_strategy(db):
         as_user(conn, ALICE)
         expect_error(conn, "42501", "strategy", "select * from memsub.consolidate_memories()")
         admin(conn)
-        error = expect_error(conn, "22023", "strategy", "select * from memsub.consolidate_memories('llm_magic')")
+        error = expect_error(
+            conn, "22023", "strategy", "select * from memsub.consolidate_memories('llm_magic')"
+        )
         assert "llm_magic" in str(error)
         admin(conn)
-        expect_error(conn, "22023", "strategy", "select * from memsub.consolidate_memories('x; drop table t')")
+        expect_error(
+            conn, "22023", "strategy", "select * from memsub.consolidate_memories('x; drop table t')"
+        )
     assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 2}]
-    assert ground_truth(db, "select count(*) as n from memsub.audit where operation = 'memory_consolidate'") == [{"n": 0}]
+    assert ground_truth(
+        db, "select count(*) as n from memsub.audit where operation = 'memory_consolidate'"
+    ) == [{"n": 0}]

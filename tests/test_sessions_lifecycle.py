@@ -8,9 +8,12 @@ from session_helpers import ALICE, as_user, expect_error, ground_truth, new_sess
 
 
 def audit_operations(db, session_id: str) -> list[str]:
-    found = ground_truth(db, "select operation from memsub.audit "
-                             "where session_id = %s or details->>'deleted_session_id' = %s order by id",
-                         [session_id, session_id])
+    found = ground_truth(
+        db,
+        "select operation from memsub.audit "
+        "where session_id = %s or details->>'deleted_session_id' = %s order by id",
+        [session_id, session_id],
+    )
     return [r["operation"] for r in found]
 
 
@@ -20,22 +23,42 @@ def test_events_append_and_state_deltas_merge(db):
         assert created["status"] == "active" and created["user_id"] == ALICE
         assert created["state"] == {"session:s1:current_task": {"id": 1}}
         as_user(conn, ALICE, "s1")
-        one(conn, "select memsub.session_append_event('s1', %s::jsonb, %s::jsonb)",
-            [json.dumps({"author": "agent", "text": "step 1"}),
-             json.dumps({"temp:validation:errors_found": [], f"user:{ALICE}:preferences:style": "concise"})])
-        after = one(conn, "select * from memsub.session_append_event('s1', %s::jsonb, %s::jsonb)",
-                    [json.dumps({"author": "agent", "text": "step 2"}),
-                     json.dumps({"session:s1:current_task": None, "session:s1:progress:step": 2})])
+        one(
+            conn,
+            "select memsub.session_append_event('s1', %s::jsonb, %s::jsonb)",
+            [
+                json.dumps({"author": "agent", "text": "step 1"}),
+                json.dumps(
+                    {"temp:validation:errors_found": [], f"user:{ALICE}:preferences:style": "concise"}
+                ),
+            ],
+        )
+        after = one(
+            conn,
+            "select * from memsub.session_append_event('s1', %s::jsonb, %s::jsonb)",
+            [
+                json.dumps({"author": "agent", "text": "step 2"}),
+                json.dumps({"session:s1:current_task": None, "session:s1:progress:step": 2}),
+            ],
+        )
         conn.commit()
     assert [e["text"] for e in after["events"]] == ["step 1", "step 2"]
-    assert after["state"] == {"temp:validation:errors_found": [], f"user:{ALICE}:preferences:style": "concise",
-                              "session:s1:progress:step": 2}
+    assert after["state"] == {
+        "temp:validation:errors_found": [],
+        f"user:{ALICE}:preferences:style": "concise",
+        "session:s1:progress:step": 2,
+    }
     with db.connect("app") as conn:
         as_user(conn, ALICE, "s1")
         ended = one(conn, "select state from memsub.session_end_turn('s1')")
         conn.commit()
     assert ended["state"] == {f"user:{ALICE}:preferences:style": "concise", "session:s1:progress:step": 2}
-    assert audit_operations(db, "s1") == ["session_create", "session_event", "session_event", "session_end_turn"]
+    assert audit_operations(db, "s1") == [
+        "session_create",
+        "session_event",
+        "session_event",
+        "session_end_turn",
+    ]
     # temp: keys never reach memory_entries.
     assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
 
@@ -65,12 +88,20 @@ def test_termination_moves_user_keys_to_memory_clears_state_and_audits(db):
         as_user(conn, ALICE, "s1")
         # An older long-term value of one key exists already: the session's value becomes its next version.
         one(conn, "select memsub.memory_write(%s, 'style', '\"verbose\"')", [ns])
-        one(conn, "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({
-            f"{ns}:style": {"language": "concise"},
-            f"user:{ALICE}:history:last_topic": "schema",
-            "session:s1:progress:step": 3,
-            "temp:scratch": [1, 2],
-        })])
+        one(
+            conn,
+            "select memsub.session_merge_state('s1', %s::jsonb)",
+            [
+                json.dumps(
+                    {
+                        f"{ns}:style": {"language": "concise"},
+                        f"user:{ALICE}:history:last_topic": "schema",
+                        "session:s1:progress:step": 3,
+                        "temp:scratch": [1, 2],
+                    }
+                )
+            ],
+        )
         conn.commit()
         as_user(conn, ALICE, "s1")
         result = one(conn, "select * from memsub.session_terminate('s1')")
@@ -81,23 +112,55 @@ def test_termination_moves_user_keys_to_memory_clears_state_and_audits(db):
         as_user(conn, ALICE, "s1")
         expect_error(conn, "55000", "session_id", "select memsub.session_terminate('s1')")
 
-    session = ground_truth(db, "select status, state, terminated_at is not null as ended from memsub.sessions")
+    session = ground_truth(
+        db, "select status, state, terminated_at is not null as ended from memsub.sessions"
+    )
     assert session == [{"status": "terminated", "state": {}, "ended": True}]
-    entries = ground_truth(db, "select namespace, key, value, version, memory_type, session_id, "
-                               "metadata->>'source' as source from memsub.memory_entries order by namespace, version")
+    entries = ground_truth(
+        db,
+        "select namespace, key, value, version, memory_type, session_id, "
+        "metadata->>'source' as source from memsub.memory_entries order by namespace, version",
+    )
     assert entries == [
-        {"namespace": f"user:{ALICE}:history", "key": "last_topic", "value": "schema", "version": 1,
-         "memory_type": "semantic", "session_id": "s1", "source": "session_terminate"},
-        {"namespace": ns, "key": "style", "value": "verbose", "version": 1, "memory_type": "semantic",
-         "session_id": "s1", "source": None},
-        {"namespace": ns, "key": "style", "value": {"language": "concise"}, "version": 2,
-         "memory_type": "semantic", "session_id": "s1", "source": "session_terminate"},
+        {
+            "namespace": f"user:{ALICE}:history",
+            "key": "last_topic",
+            "value": "schema",
+            "version": 1,
+            "memory_type": "semantic",
+            "session_id": "s1",
+            "source": "session_terminate",
+        },
+        {
+            "namespace": ns,
+            "key": "style",
+            "value": "verbose",
+            "version": 1,
+            "memory_type": "semantic",
+            "session_id": "s1",
+            "source": None,
+        },
+        {
+            "namespace": ns,
+            "key": "style",
+            "value": {"language": "concise"},
+            "version": 2,
+            "memory_type": "semantic",
+            "session_id": "s1",
+            "source": "session_terminate",
+        },
     ]
-    audit = ground_truth(db, "select operation, namespace, key, version, details from memsub.audit "
-                             "where operation in ('memory_write', 'session_terminate') order by id")
+    audit = ground_truth(
+        db,
+        "select operation, namespace, key, version, details from memsub.audit "
+        "where operation in ('memory_write', 'session_terminate') order by id",
+    )
     assert [(a["operation"], a["key"], a["version"]) for a in audit] == [
-        ("memory_write", "style", 1), ("memory_write", "last_topic", 1), ("memory_write", "style", 2),
-        ("session_terminate", None, None)]
+        ("memory_write", "style", 1),
+        ("memory_write", "last_topic", 1),
+        ("memory_write", "style", 2),
+        ("session_terminate", None, None),
+    ]
     assert audit[-1]["details"]["migrated_keys"] == [f"user:{ALICE}:history:last_topic", f"{ns}:style"]
     assert audit_operations(db, "s1")[-1] == "session_terminate"
 
@@ -121,7 +184,8 @@ def test_termination_is_atomic(db):
         as_user(conn, ALICE, "s1")
         expect_error(conn, "XX001", None, "select memsub.session_terminate('s1')")
     assert ground_truth(db, "select status, state from memsub.sessions") == [
-        {"status": "active", "state": {f"user:{ALICE}:a": 1, f"user:{ALICE}:b": 2}}]
+        {"status": "active", "state": {f"user:{ALICE}:a": 1, f"user:{ALICE}:b": 2}}
+    ]
     assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
     assert ground_truth(db, "select count(*) as n from memsub.audit") == audit_before
 
@@ -148,6 +212,12 @@ def test_deleting_a_session_keeps_tasks_agents_checkpoints_memory_and_audit(db):
         kept = ground_truth(db, f"select count(*) as n, count(session_id) as linked from memsub.{table}")  # noqa: S608
         assert kept == [{"n": 1, "linked": 0}], table
     audit = ground_truth(db, "select operation, session_id from memsub.audit order by id")
-    assert [a["operation"] for a in audit] == ["session_create", "task_create", "agent_spawn", "checkpoint_save",
-                                               "memory_write", "session_delete"]
+    assert [a["operation"] for a in audit] == [
+        "session_create",
+        "task_create",
+        "agent_spawn",
+        "checkpoint_save",
+        "memory_write",
+        "session_delete",
+    ]
     assert all(a["session_id"] is None for a in audit)

@@ -10,16 +10,19 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import TENANT_A
 from session_helpers import ALICE, as_user, expect_error, ground_truth, one, rows
 
 PROJECT_NS = "project:schema_redesign:status"
 
 
-def write(conn: psycopg.Connection[Any], namespace: str, key: str, value: Any,
-          expected: int | None) -> dict[str, Any]:
-    return one(conn, "select * from memsub.memory_write(%s, %s, %s::jsonb, %s)",
-               [namespace, key, json.dumps(value), expected])
+def write(
+    conn: psycopg.Connection[Any], namespace: str, key: str, value: Any, expected: int | None
+) -> dict[str, Any]:
+    return one(
+        conn,
+        "select * from memsub.memory_write(%s, %s, %s::jsonb, %s)",
+        [namespace, key, json.dumps(value), expected],
+    )
 
 
 def current_version(conn: psycopg.Connection[Any], namespace: str, key: str) -> int:
@@ -39,22 +42,33 @@ def test_versions_history_and_soft_delete(db):
         second = write(conn, ns, "communication_style", {"language": "verbose"}, 1)
         assert (first["version"], second["version"]) == (1, 2)
         assert one(conn, "select value from memsub.memory_get(%s, %s)", [ns, "communication_style"]) == {
-            "value": {"language": "verbose"}}
+            "value": {"language": "verbose"}
+        }
         deleted = one(conn, "select * from memsub.memory_delete(%s, %s, %s)", [ns, "communication_style", 2])
         assert deleted["version"] == 3 and deleted["is_deleted"] and deleted["value"] is None
         assert rows(conn, "select * from memsub.memory_get(%s, %s)", [ns, "communication_style"]) == []
-        history = rows(conn, "select version, is_deleted, value from memsub.memory_history(%s, %s)",
-                       [ns, "communication_style"])
+        history = rows(
+            conn,
+            "select version, is_deleted, value from memsub.memory_history(%s, %s)",
+            [ns, "communication_style"],
+        )
         assert [(h["version"], h["is_deleted"]) for h in history] == [(1, True), (2, True), (3, True)]
         assert history[0]["value"] == {"language": "concise"}
         # A deleted key is written again as a new entry (it was read as absent): the history continues.
         again = write(conn, ns, "communication_style", {"language": "terse"}, None)
         assert again["version"] == 4 and not again["is_deleted"]
         conn.commit()
-    audit = ground_truth(db, "select operation, version, details->>'expected_version' as expected "
-                             "from memsub.audit where key = 'communication_style' order by id")
+    audit = ground_truth(
+        db,
+        "select operation, version, details->>'expected_version' as expected "
+        "from memsub.audit where key = 'communication_style' order by id",
+    )
     assert [(a["operation"], a["version"], a["expected"]) for a in audit] == [
-        ("memory_write", 1, None), ("memory_write", 2, "1"), ("memory_delete", 3, "2"), ("memory_write", 4, None)]
+        ("memory_write", 1, None),
+        ("memory_write", 2, "1"),
+        ("memory_delete", 3, "2"),
+        ("memory_write", 4, None),
+    ]
 
 
 def test_stale_write_is_rejected_with_40001_naming_the_key(db):
@@ -65,31 +79,39 @@ def test_stale_write_is_rejected_with_40001_naming_the_key(db):
         write(conn, ns, "theme", "light", 1)
         conn.commit()
         as_user(conn, ALICE)
-        error = expect_error(conn, "40001", "expected_version",
-                             "select memsub.memory_write(%s, 'theme', '\"blue\"', 1)", [ns])
+        error = expect_error(
+            conn, "40001", "expected_version", "select memsub.memory_write(%s, 'theme', '\"blue\"', 1)", [ns]
+        )
         assert '"theme"' in str(error) and ns in str(error) and "current version is 2" in str(error)
         as_user(conn, ALICE)
-        expect_error(conn, "40001", "expected_version", "select memsub.memory_write(%s, 'theme', '\"x\"')", [ns])
+        expect_error(
+            conn, "40001", "expected_version", "select memsub.memory_write(%s, 'theme', '\"x\"')", [ns]
+        )
         as_user(conn, ALICE)
         expect_error(conn, "40001", "expected_version", "select memsub.memory_delete(%s, 'theme', 1)", [ns])
-    assert ground_truth(db, "select count(*) as n from memsub.memory_entries where key = 'theme'") == [{"n": 2}]
+    assert ground_truth(db, "select count(*) as n from memsub.memory_entries where key = 'theme'") == [
+        {"n": 2}
+    ]
     assert ground_truth(db, "select count(*) as n from memsub.audit where key = 'theme'") == [{"n": 2}]
 
 
-@pytest.mark.parametrize(("call", "params", "sqlstate", "column"), [
-    ("memory_write(%s, %s, '1')", ["temp:validation", "errors_found"], "22023", "namespace"),
-    ("memory_write(%s, %s, '1')", ["user", "k"], "22023", "namespace"),
-    ("memory_write(%s, %s, '1')", ["bogus:x", "k"], "22023", "namespace"),
-    ("memory_write(%s, %s, '1')", [None, "k"], "23502", "namespace"),
-    ("memory_write(%s, %s, '1')", [f"user:{ALICE}", "a:b"], "22023", "key"),
-    ("memory_write(%s, %s, '1')", [f"user:{ALICE}", ""], "22023", "key"),
-    ("memory_write(%s, %s, null)", [f"user:{ALICE}", "k"], "23502", "value"),
-    ("memory_write(%s, %s, '1', -1)", [f"user:{ALICE}", "k"], "22023", "expected_version"),
-    ("memory_write(%s, %s, '1', null, 'feelings')", [f"user:{ALICE}", "k"], "22023", "memory_type"),
-    ("memory_write(%s, %s, '1', null, 'semantic', '[]')", [f"user:{ALICE}", "k"], "22023", "metadata"),
-    ("memory_delete(%s, %s, null)", [f"user:{ALICE}", "k"], "23502", "expected_version"),
-    ("memory_delete(%s, %s, 0)", [f"user:{ALICE}", "k"], "P0002", "key"),
-])
+@pytest.mark.parametrize(
+    ("call", "params", "sqlstate", "column"),
+    [
+        ("memory_write(%s, %s, '1')", ["temp:validation", "errors_found"], "22023", "namespace"),
+        ("memory_write(%s, %s, '1')", ["user", "k"], "22023", "namespace"),
+        ("memory_write(%s, %s, '1')", ["bogus:x", "k"], "22023", "namespace"),
+        ("memory_write(%s, %s, '1')", [None, "k"], "23502", "namespace"),
+        ("memory_write(%s, %s, '1')", [f"user:{ALICE}", "a:b"], "22023", "key"),
+        ("memory_write(%s, %s, '1')", [f"user:{ALICE}", ""], "22023", "key"),
+        ("memory_write(%s, %s, null)", [f"user:{ALICE}", "k"], "23502", "value"),
+        ("memory_write(%s, %s, '1', -1)", [f"user:{ALICE}", "k"], "22023", "expected_version"),
+        ("memory_write(%s, %s, '1', null, 'feelings')", [f"user:{ALICE}", "k"], "22023", "memory_type"),
+        ("memory_write(%s, %s, '1', null, 'semantic', '[]')", [f"user:{ALICE}", "k"], "22023", "metadata"),
+        ("memory_delete(%s, %s, null)", [f"user:{ALICE}", "k"], "23502", "expected_version"),
+        ("memory_delete(%s, %s, 0)", [f"user:{ALICE}", "k"], "P0002", "key"),
+    ],
+)
 def test_bad_input_names_the_field_and_writes_nothing(db, call, params, sqlstate, column):
     with db.connect("app") as conn:
         as_user(conn, ALICE)
@@ -147,14 +169,17 @@ def test_two_writers_of_version_2_one_wins_the_other_retries_to_version_3(db):
         assert write(b, PROJECT_NS, "phase", "phase3", 2)["version"] == 3
         b.commit()
 
-    history = ground_truth(db, "select version, value from memsub.memory_entries where key = 'phase' order by version")
+    history = ground_truth(
+        db, "select version, value from memsub.memory_entries where key = 'phase' order by version"
+    )
     assert [(h["version"], h["value"]) for h in history] == [(1, "phase1"), (2, "phase2"), (3, "phase3")]
     audit = ground_truth(db, "select version from memsub.audit where key = 'phase' order by id")
     assert [a["version"] for a in audit] == [1, 2, 3]
 
 
 def test_concurrent_writers_lose_no_update(db):
-    """K writers x M read-modify-write updates of one counter: final version 1 + K*M, value K*M, K*M audit rows."""
+    """K writers x M read-modify-write updates of one counter: final version 1 + K*M, value K*M,
+    K*M audit rows."""
     writers, updates = 4, 8
     with db.connect("tenant_admin") as setup:
         admin(setup)
@@ -169,7 +194,9 @@ def test_concurrent_writers_lose_no_update(db):
                 done = 0
                 while done < updates:
                     admin(conn)
-                    entry = one(conn, "select value, version from memsub.memory_get(%s, 'counter')", [PROJECT_NS])
+                    entry = one(
+                        conn, "select value, version from memsub.memory_get(%s, 'counter')", [PROJECT_NS]
+                    )
                     try:
                         write(conn, PROJECT_NS, "counter", entry["value"] + 1, entry["version"])
                         conn.commit()
@@ -186,12 +213,20 @@ def test_concurrent_writers_lose_no_update(db):
     for thread in threads:
         thread.join(60)
     assert not failures, failures
-    final = ground_truth(db, "select version, value from memsub.memory_entries "
-                             "where key = 'counter' order by version desc limit 1")
+    final = ground_truth(
+        db,
+        "select version, value from memsub.memory_entries "
+        "where key = 'counter' order by version desc limit 1",
+    )
     assert final == [{"version": 1 + writers * updates, "value": writers * updates}]
-    versions = ground_truth(db, "select count(*) as n, count(distinct version) as d from memsub.memory_entries "
-                                "where key = 'counter'")
+    versions = ground_truth(
+        db,
+        "select count(*) as n, count(distinct version) as d from memsub.memory_entries where key = 'counter'",
+    )
     assert versions == [{"n": 1 + writers * updates, "d": 1 + writers * updates}]
-    audit = ground_truth(db, "select count(*) as n from memsub.audit "
-                             "where key = 'counter' and operation = 'memory_write' and version > 1")
+    audit = ground_truth(
+        db,
+        "select count(*) as n from memsub.audit "
+        "where key = 'counter' and operation = 'memory_write' and version > 1",
+    )
     assert audit == [{"n": writers * updates}]

@@ -11,7 +11,9 @@ from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, new
 
 
 def write(conn: psycopg.Connection[Any], namespace: str, key: str, value: Any) -> dict[str, Any]:
-    return one(conn, "select * from memsub.memory_write(%s, %s, %s::jsonb)", [namespace, key, json.dumps(value)])
+    return one(
+        conn, "select * from memsub.memory_write(%s, %s, %s::jsonb)", [namespace, key, json.dumps(value)]
+    )
 
 
 def seed_shared(db) -> None:
@@ -37,10 +39,18 @@ def test_read_precedence_temp_session_user_app_project(db):
         write(conn, f"user:{ALICE}:prefs", "style", "user-style")
         write(conn, f"user:{ALICE}:prefs", "depth", "user-depth")
         write(conn, "session:s1:prefs", "style", "session-style")
-        one(conn, "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({
-            "temp:prefs:style": "temp-style",
-            f"user:{ALICE}:prefs:tone": "user-state-tone",
-        })])
+        one(
+            conn,
+            "select memsub.session_merge_state('s1', %s::jsonb)",
+            [
+                json.dumps(
+                    {
+                        "temp:prefs:style": "temp-style",
+                        f"user:{ALICE}:prefs:tone": "user-state-tone",
+                    }
+                )
+            ],
+        )
         conn.commit()
         as_user(conn, ALICE, "s1")
         context = {r["name"]: r for r in rows(conn, "select * from memsub.memory_context()")}
@@ -58,7 +68,10 @@ def test_read_precedence_temp_session_user_app_project(db):
     with db.connect("app") as conn:
         as_user(conn, ALICE, "s1")
         one(conn, "select memsub.session_end_turn('s1')")
-        style = one(conn, "select value, source, precedence from memsub.memory_context('s1') where name = 'prefs:style'")
+        style = one(
+            conn,
+            "select value, source, precedence from memsub.memory_context('s1') where name = 'prefs:style'",
+        )
         assert style == {"value": "session-style", "source": "memory", "precedence": 2}
         conn.rollback()
     with db.connect("app") as conn:
@@ -69,25 +82,47 @@ def test_read_precedence_temp_session_user_app_project(db):
         new_session(conn, "s3", BOB)
         as_user(conn, BOB, "s3")
         values = {r["name"]: r["value"] for r in rows(conn, "select * from memsub.memory_context('s3')")}
-        assert values == {"prefs:style": "app-style", "prefs:depth": "app-depth", "prefs:tone": "app-tone",
-                          "prefs:only_project": 5}
+        assert values == {
+            "prefs:style": "app-style",
+            "prefs:depth": "app-depth",
+            "prefs:tone": "app-tone",
+            "prefs:only_project": 5,
+        }
 
 
 def test_forbidden_writes_are_rejected_and_write_nothing(db):
     with db.connect("app") as conn:
         new_session(conn, "s1", ALICE)
-        for namespace in ["project:schema_redesign:status", "app:abathur", f"user:{BOB}:preferences",
-                          "session:other:progress"]:
+        for namespace in [
+            "project:schema_redesign:status",
+            "app:abathur",
+            f"user:{BOB}:preferences",
+            "session:other:progress",
+        ]:
             as_user(conn, ALICE, "s1")
-            error = expect_error(conn, "42501", "namespace",
-                                 "select memsub.memory_write(%s, 'k', '1')", [namespace])
+            error = expect_error(
+                conn, "42501", "namespace", "select memsub.memory_write(%s, 'k', '1')", [namespace]
+            )
             assert namespace in str(error)
         as_user(conn, ALICE, "s1")
-        expect_error(conn, "22023", "namespace", "select memsub.memory_write('temp:validation', 'errors', '[]')")
-        for key in ["project:schema_redesign:k", "app:abathur:k", f"user:{BOB}:k", "session:other:k", "plain"]:
+        expect_error(
+            conn, "22023", "namespace", "select memsub.memory_write('temp:validation', 'errors', '[]')"
+        )
+        for key in [
+            "project:schema_redesign:k",
+            "app:abathur:k",
+            f"user:{BOB}:k",
+            "session:other:k",
+            "plain",
+        ]:
             as_user(conn, ALICE, "s1")
-            expect_error(conn, "42501" if ":" in key else "22023", "state_delta",
-                         "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({key: 1})])
+            expect_error(
+                conn,
+                "42501" if ":" in key else "22023",
+                "state_delta",
+                "select memsub.session_merge_state('s1', %s::jsonb)",
+                [json.dumps({key: 1})],
+            )
     assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
     assert ground_truth(db, "select state from memsub.sessions") == [{"state": {}}]
 
@@ -140,7 +175,7 @@ def test_sessions_and_users_are_isolated(db):
 
 
 def test_namespace_isolation_depends_on_its_policy(db):
-    """The isolation test above fails without the namespace_visibility policy: dropping it leaks bob's memory."""
+    """Isolation fails without the namespace_visibility policy: dropping it leaks bob's memory."""
     with db.connect("app") as conn:
         new_session(conn, "B", BOB)
         as_user(conn, BOB, "B")
@@ -176,25 +211,35 @@ def test_session_visibility_depends_on_its_policy(db):
 
 
 def test_write_rules_hold_below_the_functions(db):
-    """Even with INSERT granted, the namespace_insert policy refuses another user's namespace and app: memory."""
+    """Even with INSERT granted, namespace_insert refuses another user's namespace and app: memory."""
     with db.connect() as superuser:
         superuser.execute("grant insert on memsub.memory_entries to memsub_app")
         superuser.commit()
     with db.connect("app") as conn:
         for namespace in [f"user:{BOB}:x", "app:abathur"]:
             as_user(conn, ALICE, "A")
-            expect_error(conn, "42501", None,
-                         "insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
-                         "values (memsub.current_tenant_id(), %s, 'k', '1', 1)", [namespace])
+            expect_error(
+                conn,
+                "42501",
+                None,
+                "insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
+                "values (memsub.current_tenant_id(), %s, 'k', '1', 1)",
+                [namespace],
+            )
         as_user(conn, ALICE, "A")
-        conn.execute("insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
-                     "values (memsub.current_tenant_id(), %s, 'k', '1', 1)", [f"user:{ALICE}:x"])
+        conn.execute(
+            "insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
+            "values (memsub.current_tenant_id(), %s, 'k', '1', 1)",
+            [f"user:{ALICE}:x"],
+        )
         conn.commit()
     with db.connect() as superuser:
         superuser.execute("drop policy namespace_insert on memsub.memory_entries")
         superuser.commit()
     with db.connect("app") as conn:
         as_user(conn, ALICE, "A")
-        conn.execute("insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
-                      "values (memsub.current_tenant_id(), 'app:abathur', 'k', '1', 1)")
+        conn.execute(
+            "insert into memsub.memory_entries (tenant_id, namespace, key, value, version) "
+            "values (memsub.current_tenant_id(), 'app:abathur', 'k', '1', 1)"
+        )
         conn.commit()

@@ -30,6 +30,18 @@ class ImmutableError(MemsubError):
     """An attempt to change or delete an immutable packet (SQLSTATE 0A000)."""
 
 
+class VersionConflict(MemsubError):
+    """A stale memory write: another writer committed a newer version (SQLSTATE 40001). Re-read and retry."""
+
+
+class NotFound(MemsubError):
+    """The session, task, checkpoint or live memory entry is missing or not visible (SQLSTATE P0002)."""
+
+
+class StateError(MemsubError):
+    """The object is not in a state that allows the call, e.g. a terminated session (SQLSTATE 55000)."""
+
+
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 
@@ -42,6 +54,12 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
     cls: type[MemsubError]
     if sqlstate == "0A000":
         cls = ImmutableError
+    elif sqlstate == "40001":
+        cls = VersionConflict
+    elif sqlstate == "P0002":
+        cls = NotFound
+    elif sqlstate == "55000":
+        cls = StateError
     elif sqlstate == "42501":
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505"}:
