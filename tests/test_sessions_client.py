@@ -6,11 +6,12 @@ import threading
 
 import pytest
 
-from helpers import TENANT_A
 from memsub import sessions
 from memsub.client import Substrate
 from memsub.errors import ContextError, InvalidInput, NotFound, StateError, VersionConflict
 from session_helpers import ALICE, ground_truth
+
+from helpers import TENANT_A
 
 
 def test_session_flow_through_the_client(db):

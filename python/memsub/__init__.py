@@ -12,6 +12,9 @@ from memsub.errors import (
     InvalidInput,
     MemsubError,
     MigrationError,
+    NotFound,
+    StateError,
+    VersionConflict,
 )
 from memsub.models import (
     PacketEnvelope,
@@ -28,11 +31,14 @@ __all__ = [
     "InvalidInput",
     "MemsubError",
     "MigrationError",
+    "NotFound",
     "PacketEnvelope",
     "PacketEnvelopeIn",
     "PacketLineage",
     "PacketStoreRow",
     "PacketWriteResult",
+    "StateError",
     "Substrate",
+    "VersionConflict",
 ]
 __version__ = "0.1.0"

@@ -100,7 +100,7 @@ class Substrate:
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, open=True,
-            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection,  # type: ignore[arg-type]
+            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection,
         )
 
     def close(self) -> None:

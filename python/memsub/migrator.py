@@ -81,10 +81,10 @@ def migration_statements(migration: Migration) -> list[str]:
     """Statements of one migration's transaction: history row first, then the file, then its duration."""
     version = _literal(migration.version_text)
     return [
-        "insert into memsub.schema_history (version, name, sha256) "
+        "insert into memsub.schema_history (version, name, sha256) "  # noqa: S608 - validated file names and hex digests
         f"values ({version}, {_literal(migration.name)}, {_literal(migration.sha256)})",
         migration.sql,
-        "update memsub.schema_history "
+        "update memsub.schema_history "  # noqa: S608 - validated file names and hex digests
         "set duration_ms = extract(epoch from clock_timestamp() - applied_at) * 1000 "
         f"where version = {version}",
     ]
@@ -97,7 +97,7 @@ def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
         statements += [
             "select pg_catalog.set_config('memsub.step_started', clock_timestamp()::text, true)",
             item.sql,
-            "insert into memsub.schema_repeatable_history (file_name, sha256, applied_at, duration_ms) "
+            "insert into memsub.schema_repeatable_history (file_name, sha256, applied_at, duration_ms) "  # noqa: S608 - validated file names and hex digests
             f"values ({_literal(item.name)}, {_literal(item.sha256)}, clock_timestamp(), "
             "extract(epoch from clock_timestamp() "
             "- pg_catalog.current_setting('memsub.step_started')::timestamptz) * 1000) "
@@ -105,7 +105,7 @@ def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
             "duration_ms = excluded.duration_ms, applied_by = current_user",
         ]
     names = ", ".join(_literal(item.name) for item in repeatables) or "''"
-    statements.append(f"delete from memsub.schema_repeatable_history where file_name not in ({names})")
+    statements.append(f"delete from memsub.schema_repeatable_history where file_name not in ({names})")  # noqa: S608 - validated file names and hex digests
     return statements
 
 
@@ -399,5 +399,5 @@ _EXISTS_QUERIES = {
 
 def _object_exists(conn: psycopg.Connection[dict[str, object]], obj: DeclaredObject) -> bool:
     params: Iterable[str] = [obj.name] if obj.table is None else [obj.name, obj.table]
-    row = conn.execute(_EXISTS_QUERIES[obj.kind], list(params)).fetchone()  # type: ignore[call-overload]
+    row = conn.execute(_EXISTS_QUERIES[obj.kind], list(params)).fetchone()
     return bool(row and row["present"])

@@ -1,0 +1,322 @@
+"""The ``memsub`` command line: migrations, the embedded cluster, and packet reads and writes.
+
+Connection resolution for every command that needs a database: ``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` >
+the embedded cluster (started on first use).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from memsub import embedded
+from memsub.client import Substrate, TenantSession
+from memsub.config import resolve_dsn
+from memsub.errors import MemsubError
+from memsub.migrator import Migrator
+
+dsn_option = click.option("--dsn", envvar=None, default=None,
+                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"memsub: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group()
+@click.version_option(package_name="memsub")
+def main() -> None:
+    """memsub: PostgreSQL-native memory substrate for AI agents."""
+
+
+# -- migrations ----------------------------------------------------------------------------------------------
+
+@main.command()
+@dsn_option
+@click.option("--to", "target", default=None, help="Stop at this version (default: the newest).")
+@click.option("--dry-run", is_flag=True, help="Show what would be applied; change nothing.")
+def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
+    """Apply pending migrations, then the re-runnable SQL objects."""
+    try:
+        report = Migrator(resolve_dsn(dsn).dsn).migrate(target, dry_run=dry_run)
+    except (MemsubError, ValueError) as error:
+        _fail(str(error))
+    if dry_run:
+        click.echo("would apply: " + (", ".join(report.planned) if report.planned else "nothing"))
+        return
+    for name in report.applied:
+        click.echo(f"applied {name}")
+    if report.repeatables_applied:
+        click.echo("applied re-runnable objects (sql/)")
+    if not report.applied and not report.repeatables_applied:
+        click.echo("nothing to do: the database is up to date")
+    else:
+        click.echo(f"done in {report.seconds:.2f}s")
+
+
+@main.command()
+@dsn_option
+def status(dsn: str | None) -> None:
+    """List every migration and re-runnable file with its state: applied, pending, drifted, changed, missing."""
+    entries = Migrator(resolve_dsn(dsn).dsn).status()
+    width = max(len(e.name) for e in entries)
+    for entry in entries:
+        applied = entry.applied_at.isoformat(timespec="seconds") if entry.applied_at else ""
+        detail = f"  ({entry.detail})" if entry.detail else ""
+        click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
+
+
+@main.command()
+@dsn_option
+def verify(dsn: str | None) -> None:
+    """Exit non-zero, naming the file, when the database differs from the shipped SQL."""
+    problems = Migrator(resolve_dsn(dsn).dsn).verify()
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        sys.exit(1)
+    click.echo("ok: the database matches the shipped migrations and objects")
+
+
+@main.command("sql")
+@click.option("--from", "from_version", default=None, help="Version the database is at (default: no memsub yet).")
+@click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
+def sql_script(from_version: str | None, to_version: str | None) -> None:
+    """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
+    try:
+        click.echo(Migrator("").script(from_version, to_version), nl=False)
+    except (MemsubError, ValueError) as error:
+        _fail(str(error))
+
+
+# -- embedded cluster ----------------------------------------------------------------------------------------
+
+data_dir_option = click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+                               help="Cluster data directory (default: MEMSUB_DATA_DIR or the user data dir).")
+
+
+@main.group()
+def db() -> None:
+    """Manage the embedded PostgreSQL cluster."""
+
+
+@db.command("start")
+@data_dir_option
+def db_start(data_dir: Path | None) -> None:
+    """Start the embedded cluster (initializing it on first use) and print its URL."""
+    click.echo(embedded.start(data_dir))
+
+
+@db.command("stop")
+@data_dir_option
+def db_stop(data_dir: Path | None) -> None:
+    """Stop the embedded cluster."""
+    click.echo("stopped" if embedded.stop(data_dir) else "not running")
+
+
+@db.command("status")
+@data_dir_option
+def db_status(data_dir: Path | None) -> None:
+    """Show whether the embedded cluster is initialized and running."""
+    current = embedded.status(data_dir)
+    state = "running" if current.running else ("stopped" if current.initialized else "not initialized")
+    click.echo(f"data directory: {current.data_dir}")
+    click.echo(f"state: {state}" + (f" (pid {current.pid})" if current.pid else ""))
+    if current.url:
+        click.echo(f"url: {current.url}")
+    if not current.running:
+        sys.exit(3)
+
+
+@db.command("url")
+@data_dir_option
+def db_url(data_dir: Path | None) -> None:
+    """Print the running embedded cluster's connection URL."""
+    current = embedded.status(data_dir)
+    if not current.url:
+        _fail("the embedded cluster is not running (memsub db start)")
+    click.echo(current.url)
+
+
+# -- packets -------------------------------------------------------------------------------------------------
+
+def _tenant_options(function: Any) -> Any:
+    for option in reversed([
+        dsn_option,
+        click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True,
+                     help="Tenant UUID (or MEMSUB_TENANT)."),
+        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID."),
+        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID."),
+        click.option("--session", "session_id", default=None, help="Session identifier."),
+        click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
+                     help="Context role (needs membership in the matching memsub role)."),
+    ]):
+        function = option(function)
+    return function
+
+
+class _TenantCall:
+    def __init__(self, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
+                 session_id: str | None, roles: tuple[str, ...]) -> None:
+        self.substrate = Substrate(resolve_dsn(dsn).dsn, max_size=1)
+        self.context = dict(org_id=org_id, user_id=user_id, session_id=session_id, roles=roles)
+        self.tenant_id = tenant_id
+
+    def __enter__(self) -> TenantSession:
+        self._manager = self.substrate.tenant(self.tenant_id, **self.context)  # type: ignore[arg-type]
+        return self._manager.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._manager.__exit__(*exc)
+        finally:
+            self.substrate.close()
+
+
+@main.group()
+def packet() -> None:
+    """Write and read PacketEnvelopes."""
+
+
+def _read_envelopes(stream: IO[str]) -> Iterator[dict[str, Any]]:
+    """Envelopes from JSON (an object or an array) or JSON Lines."""
+    first = ""
+    while not first:
+        char = stream.read(1)
+        if not char:
+            return
+        if not char.isspace():
+            first = char
+    if first == "[":
+        yield from json.loads(first + stream.read())
+        return
+    rest = stream.readline()
+    head = first + rest
+    try:
+        whole = json.loads(head)
+    except json.JSONDecodeError:
+        # a pretty-printed single JSON object spans lines
+        yield json.loads(head + stream.read())
+        return
+    yield whole
+    for number, line in enumerate(stream, start=2):
+        if line.strip():
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as error:
+                raise click.ClickException(f"line {number}: not valid JSON: {error}") from error
+
+
+@packet.command("write")
+@click.argument("source", type=click.File("r"))
+@_tenant_options
+@click.option("--batch-size", default=500, show_default=True, help="Envelopes per memsub.write_packets call.")
+@click.option("--json", "as_json", is_flag=True, help="Print one PacketWriteResult per envelope as JSON Lines.")
+def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
+                 session_id: str | None, roles: tuple[str, ...], batch_size: int, as_json: bool) -> None:
+    """Write envelopes from FILE (JSON or JSON Lines; - for stdin), all in one transaction."""
+    try:
+        envelopes = list(_read_envelopes(source))
+    except json.JSONDecodeError as error:
+        raise click.ClickException(f"input is not valid JSON: {error}") from error
+    results = []
+    try:
+        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
+            with click.progressbar(length=len(envelopes), label="writing packets", file=sys.stderr,
+                                   show_pos=True) as bar:
+                for start in range(0, len(envelopes), batch_size):
+                    chunk = envelopes[start:start + batch_size]
+                    for result in memory.write_packets(chunk, batch_size=batch_size):
+                        result.position += start
+                        results.append(result)
+                    bar.update(len(chunk))
+    except MemsubError as error:
+        field = f" [field {error.field}]" if error.field else ""
+        _fail(f"{error} (SQLSTATE {error.sqlstate}){field}; nothing was written")
+    if as_json:
+        for result in results:
+            click.echo(result.model_dump_json())
+    deduplicated = sum(1 for r in results if r.deduplicated)
+    click.echo(f"wrote {len(results) - deduplicated} packet(s), {deduplicated} deduplicated", err=as_json)
+
+
+def _print_rows(rows: list[Any], as_json: bool, columns: list[str]) -> None:
+    if as_json:
+        for row in rows:
+            click.echo(row.model_dump_json())
+        return
+    table = [[_cell(getattr(row, c)) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in table]) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for line in table:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat(timespec="seconds"))
+    return "" if value is None else str(value)
+
+
+@packet.command("get")
+@click.argument("packet_id")
+@_tenant_options
+def packet_get(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
+               session_id: str | None, roles: tuple[str, ...]) -> None:
+    """Print one packet's stored envelope (exit 1 when it does not exist or is not visible)."""
+    try:
+        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
+            row = memory.get_packet(packet_id)
+    except MemsubError as error:
+        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+    if row is None:
+        _fail(f"packet {packet_id} does not exist or is not visible")
+    else:
+        click.echo(json.dumps(row.envelope, indent=2, sort_keys=True))
+
+
+@packet.command("thread")
+@click.argument("thread_id")
+@_tenant_options
+@click.option("--limit", default=1000, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines of packet_store rows.")
+def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
+                  session_id: str | None, roles: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Replay a thread in time order."""
+    try:
+        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
+            rows = memory.thread(thread_id, limit=limit)
+    except MemsubError as error:
+        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+    _print_rows(rows, as_json, ["timestamp", "packet_type", "packet_id", "tags", "scope"])
+
+
+@packet.command("lineage")
+@click.argument("packet_id")
+@_tenant_options
+@click.option("--direction", type=click.Choice(["ancestors", "descendants"]), default="ancestors",
+              show_default=True)
+@click.option("--max-depth", default=16, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines of lineage rows.")
+def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
+                   session_id: str | None, roles: tuple[str, ...], direction: str, max_depth: int,
+                   as_json: bool) -> None:
+    """Walk a packet's lineage (ancestors or descendants), breadth first."""
+    try:
+        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
+            rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
+    except MemsubError as error:
+        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+    _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""SQL lint for memsub's own SQL (``python -m memsub.sqllint sql migrations``).
+
+Statements are split with sqlglot's PostgreSQL tokenizer (dollar-quoted bodies stay whole). Rules:
+
+- every function declares its volatility, ``security invoker|definer`` and ``set search_path``; every
+  procedure its security mode and ``search_path``;
+- every table, column, view, function and procedure created in the memsub schema has a ``comment on``;
+- nothing is granted to PUBLIC.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlglot import Token, TokenType
+from sqlglot.dialects.postgres import Postgres
+
+VOLATILITY = {"immutable", "stable", "volatile"}
+TABLE_CONSTRAINT_WORDS = {"constraint", "primary", "unique", "foreign", "check", "exclude", "like"}
+
+
+@dataclass(frozen=True)
+class Statement:
+    path: Path
+    line: int
+    tokens: tuple[Token, ...]
+
+    @property
+    def words(self) -> list[str]:
+        return [t.text.lower() for t in self.tokens]
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+def split_statements(path: Path) -> Iterator[Statement]:
+    tokens = Postgres().tokenize(path.read_text(encoding="utf-8"))
+    current: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if current:
+                yield Statement(path, current[0].line, tuple(current))
+            current = []
+        else:
+            current.append(token)
+    if current:
+        yield Statement(path, current[0].line, tuple(current))
+
+
+def _qualified_name(words: Sequence[str], start: int) -> str | None:
+    """``memsub . name`` at ``start`` -> ``name``; None for objects outside the memsub schema."""
+    if start + 2 < len(words) and words[start] == "memsub" and words[start + 1] == ".":
+        return words[start + 2].strip('"')
+    return None
+
+
+def _table_columns(statement: Statement, open_index: int) -> list[str]:
+    """Column names of ``create table name ( ... )`` whose opening parenthesis is at ``open_index``."""
+    columns: list[str] = []
+    depth = 0
+    expect_name = True
+    for token in statement.tokens[open_index:]:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth == 1:
+                expect_name = True
+                continue
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                break
+        elif token.token_type == TokenType.COMMA and depth == 1:
+            expect_name = True
+            continue
+        if depth == 1 and expect_name:
+            word = token.text.lower().strip('"')
+            if word not in TABLE_CONSTRAINT_WORDS:
+                columns.append(word)
+            expect_name = False
+    return columns
+
+
+def lint(paths: Sequence[Path]) -> list[Problem]:
+    problems: list[Problem] = []
+    needs_comment: dict[str, tuple[Path, int]] = {}
+    commented: set[str] = set()
+    files = sorted(f for p in paths for f in (sorted(p.glob("*.sql")) if p.is_dir() else [p]))
+    for file in files:
+        for statement in split_statements(file):
+            words = statement.words
+            if not words:
+                continue
+            problems += _check_statement(statement, words, needs_comment, commented)
+    for key, (path, line) in sorted(needs_comment.items()):
+        if key not in commented:
+            problems.append(Problem(path, line, f"{key} has no comment on"))
+    return problems
+
+
+def _check_statement(statement: Statement, words: list[str], needs_comment: dict[str, tuple[Path, int]],
+                     commented: set[str]) -> list[Problem]:
+    problems: list[Problem] = []
+    where = (statement.path, statement.line)
+    if words[0] == "create":
+        index = 1
+        if words[index:index + 2] == ["or", "replace"]:
+            index += 2
+        kind = words[index] if index < len(words) else ""
+        if kind == "materialized" and index + 1 < len(words) and words[index + 1] == "view":
+            kind, index = "materialized view", index + 1
+        name = _qualified_name(words, index + 1)
+        if kind in {"function", "procedure"} and name:
+            header = words[: next((i for i, t in enumerate(statement.tokens)
+                                   if t.token_type == TokenType.HEREDOC_STRING), len(words))]
+            if kind == "function" and not VOLATILITY & set(header):
+                problems.append(Problem(*where, f"function memsub.{name} does not declare its volatility"))
+            if not any(header[i] == "security" and header[i + 1] in {"invoker", "definer"}
+                       for i in range(len(header) - 1)):
+                problems.append(Problem(*where, f"{kind} memsub.{name} does not declare security invoker|definer"))
+            if not any(header[i] == "set" and header[i + 1] == "search_path" for i in range(len(header) - 1)):
+                problems.append(Problem(*where, f"{kind} memsub.{name} does not set search_path"))
+            needs_comment.setdefault(f"{kind} memsub.{name}", where)
+        elif kind == "table" and name:
+            needs_comment.setdefault(f"table memsub.{name}", where)
+            open_index = words.index("(") if "(" in words else None
+            if open_index is not None:
+                for column in _table_columns(statement, open_index):
+                    needs_comment.setdefault(f"column memsub.{name}.{column}", where)
+        elif kind in {"view", "materialized view"} and name:
+            needs_comment.setdefault(f"{kind} memsub.{name}", where)
+    elif words[0] == "alter" and len(words) > 4 and words[1] == "table":
+        name = _qualified_name(words, 2)
+        if name:
+            for i, word in enumerate(words[:-2]):
+                if word == "add" and words[i + 1] == "column":
+                    needs_comment.setdefault(f"column memsub.{name}.{words[i + 2].strip(chr(34))}", where)
+    elif words[:2] == ["comment", "on"] and len(words) > 3:
+        kind = words[2]
+        index = 3
+        if kind == "materialized":
+            kind, index = "materialized view", 4
+        name = _qualified_name(words, index)
+        if name:
+            if kind == "column" and index + 4 < len(words) and words[index + 3] == ".":
+                commented.add(f"column memsub.{name}.{words[index + 4].strip(chr(34))}")
+            else:
+                commented.add(f"{kind} memsub.{name}")
+    elif words[0] == "grant" and "public" in words[words.index("to") + 1:] if "to" in words else False:
+        problems.append(Problem(*where, "grant to PUBLIC: grant to memsub roles by name"))
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv) or ["sql", "migrations"]
+    problems = lint([Path(a) for a in args])
+    for problem in problems:
+        print(problem)
+    print(f"sqllint: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
