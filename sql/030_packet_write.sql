@@ -395,6 +395,11 @@ begin
         end if;
     end if;
 
+    -- The layer rows the payload carries (facts, relationships, embeddings, reasoning trace), same transaction.
+    v_written := v_written || memsub.fan_out_packet(
+        v_packet_id, v_payload, coalesce((v_confidence ->> 'score')::double precision, 0.5),
+        coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+
     return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
                v_stored.parent_ids, v_generation, v_root, v_stored.content_hash, false,
                v_written)::memsub.packet_write_result;
@@ -410,7 +415,8 @@ as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
 comment on function memsub.write_packet(jsonb) is
     'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
     'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
-    'consistency, deduplicates by content_hash (returning the existing packet flagged deduplicated). All or nothing.';
+    'consistency, deduplicates by content_hash (returning the existing packet flagged deduplicated), and fans the '
+    'payload''s facts, relationships, embeddings and reasoning_trace out into the layer tables. All or nothing.';
 
 create or replace function memsub.canonical_uuid_text(p_value text) returns text
 language sql immutable security invoker parallel safe

@@ -6,6 +6,8 @@ grant memsub_app to memsub_tenant_admin;
 grant memsub_tenant_admin to memsub_platform_admin;
 
 -- Every memsub object belongs to memsub_owner, a role that cannot log in: SECURITY DEFINER functions run as it.
+-- The exception is memsub_view_owner's: the materialized views and their refresh function (see
+-- 180_materialized_views.sql).
 alter schema memsub owner to memsub_owner;
 do $ownership$
 declare
@@ -18,7 +20,7 @@ begin
                       c.oid::regclass) as statement
           from pg_catalog.pg_class c
          where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S')
-           and pg_catalog.pg_get_userbyid(c.relowner) <> 'memsub_owner'
+           and pg_catalog.pg_get_userbyid(c.relowner) not in ('memsub_owner', 'memsub_view_owner')
            -- identity sequences follow their table's owner and cannot be altered on their own
            and not exists (select from pg_catalog.pg_depend d
                             where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid
@@ -28,7 +30,7 @@ begin
                       case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)
           from pg_catalog.pg_proc p
          where p.pronamespace = 'memsub'::regnamespace
-           and pg_catalog.pg_get_userbyid(p.proowner) <> 'memsub_owner'
+           and pg_catalog.pg_get_userbyid(p.proowner) not in ('memsub_owner', 'memsub_view_owner')
         union all
         select format('alter type %s owner to memsub_owner', t.oid::regtype)
           from pg_catalog.pg_type t

@@ -8,10 +8,10 @@ import pytest
 
 from memsub import sessions
 from memsub.client import Substrate
-from memsub.errors import ContextError, InvalidInput, NotFound, StateError, VersionConflict
-from session_helpers import ALICE, ground_truth
+from memsub.errors import ConflictError, ContextError, InvalidInput, NotFound, StateError
 
 from helpers import TENANT_A
+from session_helpers import ALICE, ground_truth
 
 
 def test_session_flow_through_the_client(db):
@@ -56,7 +56,7 @@ def test_client_errors_are_typed(db):
         with substrate.tenant(TENANT_A, user_id=ALICE) as memory:
             sessions.write_memory(memory, ns, "k", 1)
             sessions.write_memory(memory, ns, "k", 2, expected_version=1)
-        with pytest.raises(VersionConflict) as conflict, substrate.tenant(TENANT_A, user_id=ALICE) as memory:
+        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A, user_id=ALICE) as memory:
             sessions.write_memory(memory, ns, "k", 3, expected_version=1)
         assert conflict.value.field == "expected_version" and conflict.value.sqlstate == "40001"
         with pytest.raises(ContextError), substrate.tenant(TENANT_A, user_id=ALICE) as memory:

@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
-
 from helpers import TENANT_A, TENANT_B
+from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
 

@@ -6,6 +6,7 @@ functions in a thin, typed client.
 
 from memsub.client import Substrate
 from memsub.errors import (
+    ConflictError,
     ContextError,
     ImmutableError,
     IntegrityError,
@@ -14,7 +15,6 @@ from memsub.errors import (
     MigrationError,
     NotFound,
     StateError,
-    VersionConflict,
 )
 from memsub.models import (
     PacketEnvelope,
@@ -25,6 +25,7 @@ from memsub.models import (
 )
 
 __all__ = [
+    "ConflictError",
     "ContextError",
     "ImmutableError",
     "IntegrityError",
@@ -39,6 +40,5 @@ __all__ = [
     "PacketWriteResult",
     "StateError",
     "Substrate",
-    "VersionConflict",
 ]
 __version__ = "0.1.0"

@@ -318,5 +318,13 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
     _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids"])
 
 
+def _register_commands() -> None:
+    from memsub.cli_views import refresh_views_command
+
+    main.add_command(refresh_views_command)
+
+
+_register_commands()
+
 if __name__ == "__main__":
     main()

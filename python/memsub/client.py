@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from memsub.errors import from_database_error
+from memsub.layers import LayersMixin
 from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
 
 EnvelopeLike = PacketEnvelope | dict[str, Any]
@@ -35,7 +36,7 @@ def envelope_json(envelope: EnvelopeLike) -> str:
     return json.dumps(envelope, default=str)
 
 
-class TenantSession:
+class TenantSession(LayersMixin):
     """Stored-function calls within one transaction and one tenant context."""
 
     def __init__(self, connection: psycopg.Connection[Row]) -> None:

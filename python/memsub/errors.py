@@ -30,8 +30,8 @@ class ImmutableError(MemsubError):
     """An attempt to change or delete an immutable packet (SQLSTATE 0A000)."""
 
 
-class VersionConflict(MemsubError):
-    """A stale memory write: another writer committed a newer version (SQLSTATE 40001). Re-read and retry."""
+class ConflictError(MemsubError):
+    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001)."""
 
 
 class NotFound(MemsubError):
@@ -54,8 +54,6 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
     cls: type[MemsubError]
     if sqlstate == "0A000":
         cls = ImmutableError
-    elif sqlstate == "40001":
-        cls = VersionConflict
     elif sqlstate == "P0002":
         cls = NotFound
     elif sqlstate == "55000":
@@ -64,6 +62,8 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505"}:
         cls = IntegrityError
+    elif sqlstate == "40001":
+        cls = ConflictError
     elif sqlstate.startswith("22") or sqlstate == "23502":
         cls = InvalidInput
     else:

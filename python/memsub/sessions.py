@@ -8,7 +8,7 @@ Thin typed wrappers over memsub's stored functions, used inside a tenant context
         context = sessions.memory_context(memory)
 
 The database enforces every rule (namespaces, versions, states); errors arrive as ``memsub.errors``
-exceptions, e.g. ``VersionConflict`` for a stale write. Rows are decoded by column name.
+exceptions, e.g. ``ConflictError`` for a stale write. Rows are decoded by column name.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
 from memsub.client import TenantSession
-from memsub.errors import VersionConflict
+from memsub.errors import ConflictError
 
 SessionStatus = Literal["active", "terminated"]
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
@@ -266,7 +266,7 @@ def write_memory(
 ) -> MemoryEntry:
     """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
 
-    Raises ``VersionConflict`` when another writer got there first.
+    Raises ``ConflictError`` when another writer got there first.
     """
     row = _one(
         session,
@@ -320,7 +320,7 @@ def update_memory(
                     expected_version=current.version if current else None,
                     memory_type=memory_type,
                 )
-        except VersionConflict:
+        except ConflictError:
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")

@@ -3,13 +3,15 @@
 Statements are split with sqlglot's PostgreSQL tokenizer (dollar-quoted bodies stay whole). Rules:
 
 - every function declares its volatility, ``security invoker|definer`` and ``set search_path``; every
-  procedure its security mode and ``search_path``;
+  procedure its security mode and ``search_path`` (except a procedure that commits, which PostgreSQL does not
+  allow a SET clause);
 - every table, column, view, function and procedure created in the memsub schema has a ``comment on``;
 - nothing is granted to PUBLIC.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -127,7 +129,12 @@ def _check_statement(statement: Statement, words: list[str], needs_comment: dict
             if not any(header[i] == "security" and header[i + 1] in {"invoker", "definer"}
                        for i in range(len(header) - 1)):
                 problems.append(Problem(*where, f"{kind} memsub.{name} does not declare security invoker|definer"))
-            if not any(header[i] == "set" and header[i + 1] == "search_path" for i in range(len(header) - 1)):
+            body = next((t.text.lower() for t in statement.tokens if t.token_type == TokenType.HEREDOC_STRING), "")
+            # PostgreSQL refuses transaction control in a procedure with a SET clause: a procedure that
+            # commits schema-qualifies its names instead of pinning search_path.
+            commits = kind == "procedure" and re.search(r"\bcommit\b", body) is not None
+            if not commits and not any(header[i] == "set" and header[i + 1] == "search_path"
+                                       for i in range(len(header) - 1)):
                 problems.append(Problem(*where, f"{kind} memsub.{name} does not set search_path"))
             needs_comment.setdefault(f"{kind} memsub.{name}", where)
         elif kind == "table" and name:

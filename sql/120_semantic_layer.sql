@@ -1,0 +1,179 @@
+-- Semantic layer: the legacy vector store (semantic_memory) and per-packet multi-space embeddings
+-- (memory_embeddings), with nearest-neighbour search by cosine distance.
+--
+-- Searches are SECURITY INVOKER: row-level security decides what the caller sees. HNSW scans filter after the
+-- graph walk, so a tenant filter can return fewer than k rows; the search functions turn on pgvector's
+-- iterative scan (hnsw.iterative_scan = strict_order) for their transaction, which keeps walking until k
+-- visible rows are found. The embedding type is written into the query as a literal so the planner can choose
+-- that type's partial index.
+
+create or replace function memsub.store_embedding(
+    p_packet_id      uuid,
+    p_embedding_type text,
+    p_vector         vector,
+    p_chunk_index    integer default 0,
+    p_chunk_text     text    default null,
+    p_metadata       jsonb   default '{}'
+) returns memsub.memory_embeddings
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public
+as $$
+declare
+    v_tenant    uuid := memsub.require_tenant_id();
+    v_packet    memsub.packet_store;
+    v_embedding memsub.memory_embeddings;
+begin
+    if p_packet_id is null then
+        raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
+    end if;
+    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+                                'embedding_type');
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub.check_vector(p_vector, 'vector');
+    if p_chunk_index is null or p_chunk_index < 0 then
+        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
+            using errcode = '22023', column = 'chunk_index';
+    end if;
+    v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
+    insert into memsub.memory_embeddings as e (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        p_packet_id, p_embedding_type, p_vector, p_chunk_index, p_chunk_text,
+        coalesce(memsub.check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope,
+        v_tenant, v_packet.org_id, v_packet.user_id, v_packet.correlation_id, v_packet.session_id, v_packet.trace_id)
+    on conflict (tenant_id, packet_id, embedding_type, chunk_index) do update
+       set vector = excluded.vector, chunk_text = excluded.chunk_text, metadata = excluded.metadata,
+           created_at = now()
+    returning e.* into v_embedding;
+    return v_embedding;
+end
+$$;
+comment on function memsub.store_embedding(uuid, text, vector, integer, text, jsonb) is
+    'Stores (or replaces) the embedding of a visible packet in one vector space (content, context, entity, summary, '
+    'reasoning) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
+
+create or replace function memsub.search_embeddings(
+    p_query          vector,
+    p_embedding_type text,
+    p_limit          integer default 10
+) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
+                 metadata jsonb, distance double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public
+as $$
+begin
+    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+                                'embedding_type');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub.check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 or p_limit > 1000 then
+        raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query execute format(
+        'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
+        '       (e.vector <=> $1)::double precision as distance '
+        '  from memsub.memory_embeddings e '
+        ' where e.embedding_type = %L '
+        ' order by e.vector <=> $1 '
+        ' limit $2', p_embedding_type)
+        using p_query, p_limit;
+end
+$$;
+comment on function memsub.search_embeddings(vector, text, integer) is
+    'The limit visible embeddings of one type nearest to the query (cosine distance), through that type''s partial '
+    'HNSW index.';
+
+create or replace function memsub.store_semantic_memory(
+    p_agent_id         text,
+    p_vector           vector,
+    p_payload          jsonb            default '{}',
+    p_embedding_type   text             default 'content',
+    p_scope            text             default 'shared',
+    p_importance_score double precision default 0.5
+) returns memsub.semantic_memory
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_memory memsub.semantic_memory;
+begin
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub.check_vector(p_vector, 'vector');
+    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary'], 'embedding_type');
+    perform memsub.check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    if p_scope <> 'shared' and memsub.current_user_id() is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    insert into memsub.semantic_memory (
+        agent_id, vector, payload, importance_score, embedding_type, scope,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        memsub.require_text(p_agent_id, 'agent_id'), p_vector,
+        coalesce(memsub.check_json_type(p_payload, 'object', 'payload'), '{}'),
+        coalesce(memsub.check_unit(p_importance_score, 'importance_score'), 0.5), p_embedding_type, p_scope,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_memory;
+    return v_memory;
+end
+$$;
+comment on function memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision) is
+    'Stores an agent memory in the legacy vector store, visible by scope like packets (shared, cursor, l-private).';
+
+create or replace function memsub.search_semantic_memory(
+    p_query    vector,
+    p_limit    integer default 10,
+    p_agent_id text    default null
+) returns table (embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text,
+                 importance_score double precision, distance double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public
+as $$
+begin
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub.check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 or p_limit > 1000 then
+        raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query
+        select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
+               (m.vector <=> p_query)::double precision
+          from memsub.semantic_memory m
+         where p_agent_id is null or m.agent_id = p_agent_id
+         order by m.vector <=> p_query
+         limit p_limit;
+end
+$$;
+comment on function memsub.search_semantic_memory(vector, integer, text) is
+    'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
+
+call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
+call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);
+
+grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.check_one_of(text, text[], text), memsub.check_vector(vector, text), memsub.check_unit(double precision, text),
+    memsub.check_json_type(jsonb, text, text), memsub.require_text(text, text)
+    to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.store_embedding(uuid, text, vector, integer, text, jsonb),
+    memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision)
+    to memsub_app;
+grant execute on function
+    memsub.search_embeddings(vector, text, integer),
+    memsub.search_semantic_memory(vector, integer, text)
+    to memsub_app, memsub_analyst;

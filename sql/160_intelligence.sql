@@ -1,0 +1,105 @@
+-- Intelligence layer: consolidated summaries over sets of packets, and the list of summaries due for
+-- regeneration.
+
+create or replace function memsub.record_summary(
+    p_scope_type        text,
+    p_scope_value       text,
+    p_summary_text      text,
+    p_source_packet_ids uuid[],
+    p_key_facts         jsonb            default '[]',
+    p_key_entities      text[]           default '{}',
+    p_key_decisions     text[]           default '{}',
+    p_vector            vector           default null,
+    p_confidence        double precision default 0.5,
+    p_valid_until       timestamptz      default null
+) returns memsub.memory_summaries
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public
+as $$
+declare
+    v_tenant  uuid := memsub.require_tenant_id();
+    v_ids     uuid[];
+    v_found   integer;
+    v_start   timestamptz;
+    v_end     timestamptz;
+    v_missing uuid;
+    v_summary memsub.memory_summaries;
+begin
+    perform memsub.check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
+                                'scope_type');
+    perform memsub.require_text(p_scope_value, 'scope_value');
+    perform memsub.require_text(p_summary_text, 'summary_text');
+    perform memsub.check_vector(p_vector, 'vector');
+    if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
+        raise exception 'field "source_packet_ids" must list at least one packet'
+            using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    if array_position(p_source_packet_ids, null) is not null then
+        raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    if p_valid_until is not null and p_valid_until <= now() then
+        raise exception 'field "valid_until" must be in the future, not %', p_valid_until
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    v_ids := array(select distinct u from unnest(p_source_packet_ids) as u order by u);
+    select count(*), min(s."timestamp"), max(s."timestamp") into v_found, v_start, v_end
+      from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids);
+    if v_found < cardinality(v_ids) then
+        select u into v_missing from unnest(v_ids) as u
+         where not exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = u) limit 1;
+        raise exception 'field "source_packet_ids": packet % does not exist or is not visible to this writer', v_missing
+            using errcode = '23503', column = 'source_packet_ids';
+    end if;
+    insert into memsub.memory_summaries (
+        scope_type, scope_value, summary_text, key_facts, key_entities, key_decisions, source_packet_ids,
+        packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        p_scope_type, btrim(p_scope_value), p_summary_text,
+        coalesce(memsub.check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
+        coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
+        coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_summary;
+    return v_summary;
+end
+$$;
+comment on function memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz) is
+    'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of '
+    'visible packets; packet_count and the coverage window (first and last packet time) are computed from them.';
+
+create or replace function memsub.summaries_due(
+    p_as_of timestamptz default now(),
+    p_limit integer     default 100
+) returns setof memsub.memory_summaries
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+begin
+    if p_limit is null or p_limit < 1 or p_limit > 10000 then
+        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    -- Only the newest summary of each scope matters: an older one was already regenerated.
+    return query
+        select m.* from (
+            select distinct on (s.scope_type, s.scope_value) s.*
+              from memsub.memory_summaries s
+             order by s.scope_type, s.scope_value, s.created_at desc, s.summary_id
+        ) m
+         where m.valid_until is not null and m.valid_until <= coalesce(p_as_of, now())
+         order by m.valid_until, m.summary_id
+         limit p_limit;
+end
+$$;
+comment on function memsub.summaries_due(timestamptz, integer) is
+    'Summaries due for regeneration: the newest visible summary of each scope whose valid_until has passed '
+    '(as of the given time), oldest first.';
+
+call memsub.install_row_security('memsub.memory_summaries', array['org']);
+
+grant select on memsub.memory_summaries to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz)
+    to memsub_app;
+grant execute on function memsub.summaries_due(timestamptz, integer) to memsub_app, memsub_analyst;

@@ -1,0 +1,141 @@
+-- Materialized views: refresh, and the tenant-filtered ways to read them.
+--
+-- The four views (created by migration 2.2.0) belong to memsub_view_owner, a NOLOGIN role that bypasses
+-- row-level security so a refresh aggregates every tenant. Materialized views have no row-level security of
+-- their own, so tenant-facing roles never read them directly: they read the tenant_* security-barrier views
+-- below, which apply the same tenant, organization and scope rules as the table policies. The analyst role reads
+-- the raw views (all tenants), as it is meant to.
+
+create or replace function memsub.refresh_memory_view(p_view text, p_run_id uuid default null)
+returns memsub.memory_view_refresh_log
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_started   timestamptz := clock_timestamp();
+    v_populated boolean;
+    v_method    text;
+    v_rows      bigint;
+    v_error     text;
+    v_entry     memsub.memory_view_refresh_log;
+begin
+    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                        'mv_reflection_patterns') then
+        raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
+            using errcode = '22023', column = 'view';
+    end if;
+    select c.relispopulated into v_populated
+      from pg_catalog.pg_class c
+     where c.relname = p_view and c.relnamespace = 'memsub'::regnamespace;
+    v_method := case when v_populated then 'concurrently' else 'full' end;
+    begin
+        -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be concurrent.
+        if v_populated then
+            execute format('refresh materialized view concurrently memsub.%I', p_view);
+        else
+            execute format('refresh materialized view memsub.%I', p_view);
+        end if;
+        execute format('select count(*) from memsub.%I', p_view) into v_rows;
+    exception when others then
+        v_error := sqlerrm;
+    end;
+    insert into memsub.memory_view_refresh_log (
+        run_id, view_name, method, status, started_at, finished_at, duration_ms, row_count, error)
+    values (
+        coalesce(p_run_id, gen_random_uuid()), p_view, v_method, case when v_error is null then 'ok' else 'error' end,
+        v_started, clock_timestamp(), extract(epoch from clock_timestamp() - v_started) * 1000, v_rows, v_error)
+    returning * into v_entry;
+    return v_entry;
+end
+$$;
+comment on function memsub.refresh_memory_view(text, uuid) is
+    'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any '
+    'error in memory_view_refresh_log. Runs as memsub_view_owner, the views'' owner.';
+alter function memsub.refresh_memory_view(text, uuid) owner to memsub_view_owner;
+
+-- A procedure that commits cannot carry a SET clause (PostgreSQL refuses transaction control there), so every
+-- name in it is schema-qualified instead.
+create or replace procedure memsub.refresh_memory_views()
+language plpgsql security invoker
+as $$
+declare
+    lock_key constant bigint := 7881706079466359;  -- 'memsub views', distinct from the migrator's lock
+    run_id   uuid := pg_catalog.gen_random_uuid();
+    v_name   text;
+begin
+    if not pg_catalog.pg_try_advisory_lock(lock_key) then
+        raise notice 'memsub.refresh_memory_views: another refresh is running; nothing done';
+        return;
+    end if;
+    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                'mv_reflection_patterns'] loop
+        perform memsub.refresh_memory_view(v_name, run_id);
+        commit;  -- one view per transaction: locks and snapshots are released view by view
+    end loop;
+    perform pg_catalog.pg_advisory_unlock(lock_key);
+end
+$$;
+comment on procedure memsub.refresh_memory_views() is
+    'Refreshes the four materialized views, one transaction each, under an advisory lock (a second concurrent call '
+    'returns at once). Logs each view in memory_view_refresh_log. Call it outside a transaction block: '
+    'CALL memsub.refresh_memory_views().';
+
+-- Tenant-filtered access -------------------------------------------------------------------------------------
+
+create or replace view memsub.tenant_agent_recent_important with (security_barrier = true) as
+select m.tenant_id, m.agent_id, m.packet_id, m.packet_type, m."timestamp", m.importance_score, m.access_count,
+       m.tags, m.scope, m.combined_score
+  from memsub.mv_agent_recent_important m
+ where (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
+   and (m.org_id is null or m.org_id = (select memsub.current_org_id())
+        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))
+   and (m.scope = 'shared'
+        or (m.scope = 'l-private' and m.user_id = (select memsub.current_user_id()))
+        or (m.scope = 'cursor' and (m.user_id = (select memsub.current_user_id())
+                                    or m.session_id = (select memsub.current_session_id())))
+        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()));
+comment on view memsub.tenant_agent_recent_important is
+    'mv_agent_recent_important as the caller may see it: its tenant, its organization, and the scopes the packet '
+    'policies allow (security barrier).';
+
+create or replace view memsub.tenant_entity_graph with (security_barrier = true) as
+select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, m.max_confidence,
+       m.avg_confidence, m.last_seen, m.relationship_count
+  from memsub.mv_entity_graph m
+ where m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin());
+comment on view memsub.tenant_entity_graph is 'mv_entity_graph of the caller''s tenant only (security barrier).';
+
+create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) as
+select m.tenant_id, m.fact_id, m.subject, m.subject_normalized, m.predicate, m.object, m.confidence,
+       m.supporting_packet_count, m.access_count, m.combined_score
+  from memsub.mv_high_confidence_facts m
+ where m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin());
+comment on view memsub.tenant_high_confidence_facts is 'mv_high_confidence_facts of the caller''s tenant only (security barrier).';
+
+create or replace view memsub.tenant_reflection_patterns with (security_barrier = true) as
+select m.tenant_id, m.org_id, m.reflection_type, m.count, m.avg_confidence, m.all_tags, m.latest
+  from memsub.mv_reflection_patterns m
+ where (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
+   and (m.org_id is null or m.org_id = (select memsub.current_org_id())
+        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()));
+comment on view memsub.tenant_reflection_patterns is
+    'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s '
+    '(security barrier).';
+
+-- Privileges ---------------------------------------------------------------------------------------------------
+
+-- The views' owner reads what it aggregates and writes the refresh log; nothing else.
+grant usage on schema memsub to memsub_view_owner;
+grant select on memsub.packet_store, memsub.entity_relationships, memsub.knowledge_facts, memsub.reflection_store
+    to memsub_view_owner;
+grant select, insert on memsub.memory_view_refresh_log to memsub_view_owner;
+-- The tenant_* views (owned by memsub_owner) read the materialized views.
+grant select on memsub.mv_agent_recent_important, memsub.mv_entity_graph, memsub.mv_high_confidence_facts,
+    memsub.mv_reflection_patterns
+    to memsub_owner, memsub_analyst;
+grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph,
+    memsub.tenant_high_confidence_facts, memsub.tenant_reflection_patterns
+    to memsub_app, memsub_analyst;
+grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
+grant execute on function memsub.refresh_memory_view(text, uuid) to memsub_platform_admin;
+grant execute on procedure memsub.refresh_memory_views() to memsub_platform_admin;

@@ -1,0 +1,72 @@
+"""The typed client for the layers, and the refresh-views command."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from click.testing import CliRunner
+
+from memsub.cli_views import refresh_views_command
+from memsub.client import Substrate
+from memsub.errors import ConflictError, IntegrityError, InvalidInput
+from memsub.models import PacketEnvelopeIn
+
+from helpers import TENANT_A
+from layer_helpers import DIMENSION
+
+
+def test_client_covers_every_layer(db):
+    one_hot = [1.0] + [0.0] * (DIMENSION - 1)
+    with Substrate(db.dsn("app")) as substrate:
+        with substrate.tenant(TENANT_A) as memory:
+            packet = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"t": 1},
+                                                          metadata={"agent": "planner"}))
+            event = memory.record_event("planner", "tool_call", {"tool": "search"}, packet_id=packet.packet_id)
+            assert event.packet_id == packet.packet_id
+            trace = memory.record_reasoning_trace(None, packet.packet_id, steps=["a"], reasoning_tokens=3)
+            assert trace.agent_id == "planner" and trace.reasoning_tokens == 3
+            fact = memory.assert_fact("L9", "uses", "Neo4j", confidence=0.5, source_packet=packet.packet_id)
+            fact = memory.assert_fact("l9", "USES", "neo4j", confidence=0.5)
+            assert (fact.supporting_packet_count, fact.confidence) == (2, 0.75)
+            embedding = memory.store_embedding(packet.packet_id, "summary", one_hot, chunk_text="t")
+            assert memory.search_embeddings(one_hot, "summary", 1)[0].embedding_id == embedding.embedding_id
+            memory.store_semantic_memory("planner", one_hot, {"k": 1})
+            assert memory.search_semantic_memory(one_hot, 1)[0].payload == {"k": 1}
+            edge = memory.upsert_relationship("L9", "Develops", "Python")
+            memory.upsert_relationship("Python", "requires", "FastAPI")
+            assert edge.relationship_type == "develops"
+            assert [(e.depth, e.target_entity) for e in memory.graph_neighbors("L9")] == [
+                (1, "Python"), (2, "FastAPI")]
+            update = memory.apply_world_model_update("insight", [{"entity_id": "L9", "entity_type": "Concept"}])
+            snapshot = memory.take_world_model_snapshot("first")
+            assert memory.world_model_state_at(snapshot.snapshot_id)[0].entity_id == "L9"
+            assert memory.world_model_state_version() == update.state_version_after == 1
+            reflection = memory.record_reflection("lesson", "cache the schema", tags=["b", "a", "b"], vector=one_hot)
+            assert reflection.tags == ["a", "b"]
+            task = memory.record_task_reflection("task-1", "success", lessons=["x"])
+            assert memory.record_task_reflection("task-1", "failure").id == task.id
+            summary = memory.record_summary("thread", "t-1", "one event", [packet.packet_id, packet.packet_id],
+                                            valid_until=datetime.now(UTC) + timedelta(seconds=1))
+            assert summary.packet_count == 1
+            due = memory.summaries_due(as_of=datetime.now(UTC) + timedelta(hours=1))
+            assert [s.summary_id for s in due] == [summary.summary_id]
+            memory.record_access("packet", packet.packet_id, was_useful=True)
+            memory.record_access("embedding", embedding.embedding_id)
+            assert memory.get_packet(packet.packet_id).access_count == 2  # type: ignore[union-attr]
+        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A) as memory:
+            memory.apply_world_model_update("insight", [{"entity_id": "L9"}], expected_version=0)
+        assert conflict.value.field == "expected_version"
+        with pytest.raises(IntegrityError) as missing, substrate.tenant(TENANT_A) as memory:
+            memory.record_access("fact", packet.packet_id)
+        assert missing.value.field == "target_id"
+        with pytest.raises(InvalidInput) as bad, substrate.tenant(TENANT_A) as memory:
+            memory.record_reflection("musing", "x")  # type: ignore[arg-type]
+        assert bad.value.field == "reflection_type"
+
+
+def test_refresh_views_command(db):
+    result = CliRunner().invoke(refresh_views_command, ["--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].startswith("mv_agent_recent_important: ok (full,")
+    assert len(result.output.splitlines()) == 4

@@ -1,0 +1,115 @@
+"""Row-level security of every layer table: a context sees exactly the rows its policies allow.
+
+Each test first checks the isolation, then drops each of the table's policies in turn (as the superuser, inside
+the test's own database) and checks that the same comparison now fails: the test guards every policy.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import LAYER_TABLES, call, populate, vec
+
+ORG_1 = uuid.UUID("00000000-0000-0000-0001-000000000001")
+ORG_2 = uuid.UUID("00000000-0000-0000-0001-000000000002")
+USER_1 = uuid.UUID("00000000-0000-0000-0002-000000000001")
+USER_2 = uuid.UUID("00000000-0000-0000-0002-000000000002")
+USER_3 = uuid.UUID("00000000-0000-0000-0002-000000000003")
+
+LAYERS = {
+    "agent_memory_events": ["org", "user"], "reasoning_traces": ["org", "user"], "knowledge_facts": [],
+    "semantic_memory": ["org", "user"], "memory_embeddings": ["org", "user"], "entity_relationships": [],
+    "world_model_state": [], "world_model_entities": [], "world_model_updates": [], "world_model_snapshots": [],
+    "reflection_store": ["org"], "task_reflections": ["org"], "memory_summaries": ["org"],
+    "memory_access_log": ["org"],
+}
+POLICY_OF_LAYER = {"org": "org_isolation", "user": "user_visibility"}
+
+
+def _populate_everyone(db: Any) -> None:
+    with db.connect("app") as conn:
+        populate(conn, TENANT_A, ORG_1, USER_1, tag="a1")
+        conn.commit()
+        populate(conn, TENANT_A, ORG_2, USER_2, tag="a2")
+        conn.commit()
+        populate(conn, TENANT_B, None, None, tag="b")
+        conn.commit()
+        # Private rows of another user of the same tenant and organization.
+        set_context(conn, TENANT_A, ORG_1, USER_3)
+        packet = write(conn, {"packet_type": "note", "payload": {"secret": 1}, "scope": "l-private"})["packet_id"]
+        call(conn, "select * from memsub.record_event('agent-3', 'private', '{}'::jsonb, %s)", [packet])
+        call(conn, "select * from memsub.record_reasoning_trace('agent-3', %s)", [packet])
+        call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector)", [packet, vec(0.3)])
+        call(conn, "select * from memsub.store_semantic_memory('agent-3', %s::vector, p_scope => 'l-private')",
+             [vec(0.2)])
+        conn.commit()
+
+
+def _expected(row: dict[str, Any], layers: list[str]) -> bool:
+    """What the policies promise to the context (TENANT_A, ORG_1, USER_1), computed from ground truth."""
+    if row["tenant_id"] != str(TENANT_A):
+        return False
+    if "org" in layers and row.get("org_id") not in (None, str(ORG_1)):
+        return False
+    if "user" in layers and row["scope"] != "shared" and row.get("user_id") != str(USER_1):
+        return False
+    return True
+
+
+def _rows(conn: Any, table: str) -> set[str]:
+    return {json.dumps(r[0], sort_keys=True)
+            for r in conn.execute(f"select to_jsonb(t) from memsub.{table} t").fetchall()}  # noqa: S608
+
+
+def isolation_problems(db: Any, table: str) -> list[str]:
+    with db.connect() as conn:
+        everything = _rows(conn, table)
+    expected = {r for r in everything if _expected(json.loads(r), LAYERS[table])}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        visible = _rows(conn, table)
+    problems = []
+    if not expected or expected == everything:
+        problems.append(f"{table}: the fixture gives nothing to see or nothing to hide")
+    if visible - expected:
+        problems.append(f"{table}: {len(visible - expected)} row(s) visible that the policies forbid")
+    if expected - visible:
+        problems.append(f"{table}: {len(expected - visible)} row(s) of the context hidden")
+    return problems
+
+
+@pytest.mark.parametrize("table", LAYER_TABLES)
+def test_context_sees_exactly_its_rows_and_each_policy_is_needed(db, table):
+    _populate_everyone(db)
+    assert isolation_problems(db, table) == []
+
+    policies = ["tenant_isolation"] + [POLICY_OF_LAYER[layer] for layer in LAYERS[table]]
+    with db.connect() as conn:
+        installed = {r[0] for r in conn.execute(
+            "select policyname from pg_policies where schemaname = 'memsub' and tablename = %s", [table])}
+        assert set(policies) <= installed
+        forced = conn.execute("select relrowsecurity and relforcerowsecurity from pg_class "
+                              "where oid = %s::regclass", [f"memsub.{table}"]).fetchone()
+        assert forced == (True,)
+    for policy in policies:
+        with db.connect() as conn:
+            conn.execute(f"drop policy {policy} on memsub.{table}")
+        assert isolation_problems(db, table) != [], f"dropping {policy} on {table} went unnoticed"
+        with db.connect() as conn:
+            conn.execute("call memsub.install_row_security(%s, %s)", [f"memsub.{table}", LAYERS[table]])
+        assert isolation_problems(db, table) == []
+
+
+def test_tenant_wide_knowledge_is_shared_across_organizations_but_not_tenants(db):
+    _populate_everyone(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_2, USER_2)
+        subjects = {r[0] for r in conn.execute("select subject from memsub.knowledge_facts")}
+        assert subjects == {"L9-a1", "L9-a2"}
+        edges = {r[0] for r in conn.execute("select source_entity from memsub.entity_relationships")}
+        assert edges == {"L9-a1", "L9-a2"}

@@ -1,0 +1,113 @@
+"""Vectors: each embedding type's queries use its partial HNSW index; search functions; a 384-d installation."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from memsub.migrator import Migrator
+
+from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import vec
+
+SPACES = ["content", "context", "entity", "summary", "reasoning"]
+
+
+def _fill(conn: Any, tenant: Any, packets: int) -> None:
+    set_context(conn, tenant)
+    for i in range(packets):
+        embeddings = [{"embedding_type": space, "vector": json.loads(vec(1.0, 0.1 * i, 0.1 * k))}
+                      for k, space in enumerate(SPACES)]
+        write(conn, {"packet_type": "memory_write", "payload": {"i": i, "embeddings": embeddings}})
+
+
+def _index_names(plan: Any) -> set[str]:
+    names = {plan["Index Name"]} if "Index Name" in plan else set()
+    for child in plan.get("Plans", []):
+        names |= _index_names(child)
+    return names
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
+    with db.connect("app") as conn:
+        _fill(conn, TENANT_A, 30)
+        _fill(conn, TENANT_B, 10)
+        conn.commit()
+    with db.connect() as conn:
+        conn.execute("analyze memsub.memory_embeddings")
+        conn.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        # At test size (150 small-table rows) a scan plus a top-N sort is honestly cheaper than an HNSW walk, so
+        # the planner is asked to price only plans that return rows already in distance order (no seq scan, no
+        # sort). The question here is whether, as the application role under row-level security, the query can
+        # use its own type's partial index and no other. The unforced choice at scale is not covered here.
+        conn.execute("set local enable_seqscan = off")
+        conn.execute("set local enable_sort = off")
+        plan = conn.execute(
+            "explain (format json) select embedding_id from memsub.memory_embeddings "  # noqa: S608
+            f"where embedding_type = '{space}' order by vector <=> %s::vector limit 5",
+            [vec(1.0, 0.3)]).fetchone()
+        assert plan is not None
+        assert _index_names(plan[0][0]["Plan"]) == {f"idx_embeddings_vector_{space}"}
+        # The search function gives the caller's rows of that type, nearest first.
+        rows = conn.execute("select packet_id, embedding_type, distance "
+                            "from memsub.search_embeddings(%s::vector, %s, 5)", [vec(1.0, 0.3, 0.1), space]).fetchall()
+        assert len(rows) == 5 and {r[1] for r in rows} == {space}
+        distances = [r[2] for r in rows]
+        assert all(later >= earlier - 1e-6 for earlier, later in pairwise(distances))
+        tenants = conn.execute("select distinct tenant_id from memsub.memory_embeddings").fetchall()
+        assert tenants == [(TENANT_A,)]
+
+
+def test_wrong_dimension_and_unknown_type_are_refused(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.search_embeddings('[1,2,3]'::vector, 'content')")
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "query")
+        conn.rollback()
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.search_embeddings(%s::vector, 'colour')", [vec(1.0)])
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "embedding_type")
+
+
+def test_semantic_memory_search_respects_scope(db):
+    user_1, user_2 = TENANT_A, TENANT_B  # any two UUIDs
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=user_1)
+        conn.execute("select memsub.store_semantic_memory('a', %s::vector, '{\"n\": 1}'::jsonb)", [vec(1.0)])
+        conn.execute("select memsub.store_semantic_memory('a', %s::vector, '{\"n\": 2}'::jsonb, 'content', "
+                     "'l-private')", [vec(1.0, 0.1)])
+        conn.commit()
+        set_context(conn, TENANT_A, user=user_2)
+        rows = conn.execute("select payload from memsub.search_semantic_memory(%s::vector, 10)", [vec(1.0)]).fetchall()
+        assert rows == [({"n": 1},)]
+
+
+def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
+    Migrator(make_conninfo(empty_db.dsn(), options="-c memsub.vector_dimension=384")).migrate()
+    with empty_db.connect() as conn:
+        types = {r[0] for r in conn.execute(
+            "select format_type(atttypid, atttypmod) from pg_attribute a join pg_class c on c.oid = a.attrelid "
+            "where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r' and a.attname = 'vector'")}
+        assert types == {"vector(384)"}
+        assert conn.execute("select memsub.vector_dimension()").fetchone() == (384,)
+    with empty_db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        result = write(conn, {"packet_type": "memory_write", "payload": {
+            "embeddings": [{"embedding_type": "summary", "vector": json.loads(vec(1.0, dimension=384))}]}})
+        assert result["written"]["memory_embeddings"] == 1
+        rows = conn.execute("select distance from memsub.search_embeddings(%s::vector, 'summary', 3)",
+                            [vec(1.0, dimension=384)]).fetchall()
+        assert len(rows) == 1 and rows[0][0] < 1e-6
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.store_semantic_memory('a', %s::vector)", [vec(1.0)])
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "vector")

@@ -1,0 +1,141 @@
+"""Materialized views: refresh and its log, tenant-filtered reading, and refreshing while readers read."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, TENANT_B, set_context
+from layer_helpers import populate
+
+TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
+                "tenant_reflection_patterns"]
+
+
+def _refresh(db: Any) -> list[tuple[Any, ...]]:
+    with db.connect("platform_admin", autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+        return conn.execute("select view_name, method, status, row_count from memsub.memory_view_refresh_log "
+                            "order by started_at").fetchall()
+
+
+def _populate_two_tenants(db: Any) -> None:
+    with db.connect("app") as conn:
+        for tenant, tag in ((TENANT_A, "a"), (TENANT_B, "b")):
+            populate(conn, tenant, tag=tag)
+            populate(conn, tenant, tag=tag + "2")
+            conn.commit()
+
+
+def _leaks(db: Any) -> dict[str, set[Any]]:
+    """Tenants whose rows tenant A's application context reads through each tenant view (should be {A})."""
+    seen: dict[str, set[Any]] = {}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for view in TENANT_VIEWS:
+            seen[view] = {r[0] for r in conn.execute(f"select tenant_id from memsub.{view}")}  # noqa: S608
+    return seen
+
+
+def test_refresh_logs_each_view_first_full_then_concurrently(db):
+    _populate_two_tenants(db)
+    first = _refresh(db)
+    assert [(v, m, s) for v, m, s, _ in first] == [
+        ("mv_agent_recent_important", "full", "ok"), ("mv_entity_graph", "full", "ok"),
+        ("mv_high_confidence_facts", "full", "ok"), ("mv_reflection_patterns", "full", "ok")]
+    assert all(rows > 0 for *_, rows in first)
+    second = _refresh(db)[4:]
+    assert {(m, s) for _, m, s, _ in second} == {("concurrently", "ok")}
+
+
+def test_tenant_roles_read_only_their_tenants_aggregates(db):
+    _populate_two_tenants(db)
+    _refresh(db)
+    assert _leaks(db) == {view: {TENANT_A} for view in TENANT_VIEWS}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        graph = conn.execute("select source_entity, total_mentions from memsub.tenant_entity_graph "
+                             "order by source_entity").fetchall()
+        assert graph == [("l9-a", 1), ("l9-a2", 1)]
+        for raw in ("mv_entity_graph", "mv_agent_recent_important", "mv_high_confidence_facts",
+                    "mv_reflection_patterns"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"select * from memsub.{raw}")  # noqa: S608
+            conn.rollback()
+        # Without a tenant context a tenant view is empty, not everything.
+        assert conn.execute("select count(*) from memsub.tenant_entity_graph").fetchone() == (0,)
+    with db.connect("analyst") as conn:
+        tenants = {r[0] for r in conn.execute("select tenant_id from memsub.mv_entity_graph")}
+        assert tenants == {TENANT_A, TENANT_B}
+
+
+def test_the_leak_check_sees_an_unfiltered_view(db):
+    _populate_two_tenants(db)
+    _refresh(db)
+    with db.connect() as conn:
+        conn.execute("create or replace view memsub.tenant_entity_graph with (security_barrier = true) as "
+                     "select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, "
+                     "m.max_confidence, m.avg_confidence, m.last_seen, m.relationship_count "
+                     "from memsub.mv_entity_graph m")
+        conn.commit()
+    assert _leaks(db)["tenant_entity_graph"] == {TENANT_A, TENANT_B}
+
+
+def test_refresh_while_readers_read(db):
+    with db.connect("app") as conn:
+        for i in range(6):
+            populate(conn, TENANT_A if i % 2 else TENANT_B, tag=f"r{i}")
+            conn.commit()
+    _refresh(db)  # populated: from now on refreshes are concurrent
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    reads = [0]
+
+    def reader() -> None:
+        try:
+            with db.connect("app", autocommit=True) as conn:
+                # A reader that has to wait for a lock fails instead of waiting.
+                conn.execute("set lock_timeout = '500ms'")
+                while not stop.is_set():
+                    with conn.transaction():
+                        set_context(conn, TENANT_A)
+                        for view in TENANT_VIEWS:
+                            conn.execute(f"select count(*) from memsub.{view}").fetchone()  # noqa: S608
+                    reads[0] += 1
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    # Hold the refresh of mv_reflection_patterns in the middle: an exclusive lock on the table it reads makes
+    # the refresh wait while it holds its own lock on the view. Readers of the view must not be blocked.
+    with db.connect() as blocker:
+        blocker.execute("lock table memsub.reflection_store in access exclusive mode")
+        refresher = threading.Thread(target=_refresh, args=(db,))
+        refresher.start()
+        with db.connect() as watch:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not watch.execute(
+                    "select exists (select from pg_locks where relation = 'memsub.mv_reflection_patterns'::regclass "
+                    "and mode = 'ExclusiveLock' and granted)").fetchone()[0]:
+                time.sleep(0.05)
+        reads_before = reads[0]
+        time.sleep(1.5)
+        reads_during = reads[0] - reads_before
+        blocker.rollback()
+    refresher.join(timeout=60)
+    stop.set()
+    for thread in readers:
+        thread.join(timeout=30)
+    assert errors == []
+    assert reads_during > 0, "readers made no progress while the refresh held the view"
+    with db.connect() as conn:
+        statuses = conn.execute(
+            "select status, count(*) from memsub.memory_view_refresh_log group by status").fetchall()
+    assert statuses == [("ok", 8)]

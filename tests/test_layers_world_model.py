@@ -1,0 +1,96 @@
+"""World model: versions strictly increase, snapshots reproduce the state, a failed update changes nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, TENANT_B, set_context
+from layer_helpers import call
+
+
+def _apply(conn: Any, entities: list[dict[str, Any]], expected: int | None = None) -> dict[str, Any]:
+    return call(conn, "select * from memsub.apply_world_model_update('insight', %s::jsonb, "
+                      "p_expected_version => %s)", [json.dumps(entities), expected])
+
+
+def _state(conn: Any) -> list[tuple[Any, ...]]:
+    return conn.execute("select entity_id, entity_type, attributes, confidence, version "
+                        "from memsub.world_model_entities order by entity_id").fetchall()
+
+
+def _ground_truth(db: Any) -> tuple[Any, ...]:
+    with db.connect() as conn:
+        return (conn.execute("select * from memsub.world_model_entities order by tenant_id, entity_id").fetchall(),
+                conn.execute("select * from memsub.world_model_state order by tenant_id").fetchall(),
+                conn.execute("select count(*) from memsub.world_model_updates").fetchone())
+
+
+def test_versions_strictly_increase(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        seen = []
+        for step in range(5):
+            update = _apply(conn, [{"entity_id": "L9", "entity_type": "Concept", "attributes": {"step": step}},
+                                   {"entity_id": f"tool-{step}", "entity_type": "Tool"}])
+            assert update["state_version_after"] == update["state_version_before"] + 1
+            seen.append(update["state_version_after"])
+        assert seen == [1, 2, 3, 4, 5]
+        version, attributes = conn.execute(
+            "select version, attributes from memsub.world_model_entities where entity_id = 'L9'").fetchone()
+        assert version == 5 and attributes == {"step": 4}
+        assert conn.execute("select memsub.world_model_state_version()").fetchone() == (5,)
+        # Another tenant has its own world model and version.
+        set_context(conn, TENANT_B)
+        assert _apply(conn, [{"entity_id": "L9", "entity_type": "Concept"}])["state_version_after"] == 1
+
+
+def test_attribute_merge_and_removal(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        _apply(conn, [{"entity_id": "Neo4j", "entity_type": "Tool", "attributes": {"kind": "graph", "v": 4}}])
+        _apply(conn, [{"entity_id": "Neo4j", "attributes": {"v": None, "license": "GPL"}, "confidence": 0.9}])
+        assert _state(conn) == [("Neo4j", "Tool", {"kind": "graph", "license": "GPL"}, 0.9, 2)]
+
+
+def test_a_snapshot_reproduces_the_state(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        _apply(conn, [{"entity_id": "L9", "entity_type": "Concept", "attributes": {"a": 1}},
+                      {"entity_id": "Python", "entity_type": "Language"}])
+        conn.execute("select memsub.upsert_relationship('L9', 'develops', 'Python')")
+        before = _state(conn)
+        snapshot = call(conn, "select * from memsub.take_world_model_snapshot('before the change', 'test')")
+        assert (snapshot["state_version"], snapshot["entity_count"], snapshot["relation_count"]) == (1, 2, 1)
+        _apply(conn, [{"entity_id": "L9", "attributes": {"a": 2}}, {"entity_id": "FastAPI", "entity_type": "Tool"}])
+        assert _state(conn) != before
+        replayed = conn.execute("select entity_id, entity_type, attributes, confidence, version "
+                                "from memsub.world_model_state_at(%s)", [snapshot["snapshot_id"]]).fetchall()
+        assert replayed == before
+
+
+@pytest.mark.parametrize(("entities", "expected", "sqlstate", "column"), [
+    # the second change is a new entity without a type: the first change was already applied when it failed
+    ([{"entity_id": "L9", "attributes": {"a": 9}}, {"entity_id": "new"}], None, "23502", "entities[1].entity_type"),
+    ([{"entity_id": "L9", "attributes": {"a": 9}}, {"entity_id": "x", "entity_type": "T", "confidence": 2}],
+     None, "22023", "entities[1].confidence"),
+    ([{"entity_id": "L9", "attributes": [1]}], None, "22023", "entities[0].attributes"),
+    ([{"entity_id": "L9", "attributes": {"a": 9}}, {"entity_id": "L9"}], None, "22023", "entities[1].entity_id"),
+    ([{"entity_id": "L9", "attributes": {"a": 9}}], 7, "40001", "expected_version"),
+])
+def test_a_failed_update_changes_nothing(db, entities, expected, sqlstate, column):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        _apply(conn, [{"entity_id": "L9", "entity_type": "Concept", "attributes": {"a": 1}}])
+        conn.commit()
+    before = _ground_truth(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            _apply(conn, entities, expected)
+        assert caught.value.sqlstate == sqlstate
+        assert caught.value.diag.column_name == column
+    assert _ground_truth(db) == before
