@@ -21,6 +21,10 @@ begin
           from pg_catalog.pg_class c
          where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S')
            and pg_catalog.pg_get_userbyid(c.relowner) not in ('memsub_owner', 'memsub_view_owner')
+           -- identity sequences follow their table's owner and cannot be altered on their own
+           and not exists (select from pg_catalog.pg_depend d
+                            where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid
+                              and d.deptype = 'i')
         union all
         select format('alter %s %s owner to memsub_owner',
                       case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)
@@ -41,7 +45,23 @@ $ownership$;
 
 revoke all on schema memsub from public;
 revoke all on all tables in schema memsub from public;
-revoke all on all sequences in schema memsub from public;
+-- Identity sequences are left alone: PUBLIC never has rights on them, and an explicit ACL on them would not
+-- survive pg_dump/pg_restore (which recreates them with the table's default privileges).
+do $sequences$
+declare
+    sequence_name regclass;
+begin
+    for sequence_name in
+        select c.oid::regclass from pg_catalog.pg_class c
+         where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'S'
+           and not exists (select from pg_catalog.pg_depend d
+                            where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid
+                              and d.deptype = 'i')
+    loop
+        execute format('revoke all on sequence %s from public', sequence_name);
+    end loop;
+end
+$sequences$;
 revoke all on all functions in schema memsub from public;
 revoke all on all procedures in schema memsub from public;
 do $types$

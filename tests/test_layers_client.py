@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from layer_helpers import DIMENSION
 from memsub.cli_views import refresh_views_command
 from memsub.client import Substrate
 from memsub.errors import ConflictError, IntegrityError, InvalidInput
 from memsub.models import PacketEnvelopeIn
 
 from helpers import TENANT_A
+from layer_helpers import DIMENSION
 
 
 def test_client_covers_every_layer(db):

@@ -7,9 +7,8 @@ import json
 import psycopg
 import pytest
 
-from layer_helpers import vec
-
 from helpers import TENANT_A, count, set_context, superuser_count, write
+from layer_helpers import vec
 
 PAYLOAD = {
     "text": "L9 uses Neo4j",

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from layer_helpers import LAYER_TABLES, call, populate, vec
-
 from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import LAYER_TABLES, call, populate, vec
 
 ORG_1 = uuid.UUID("00000000-0000-0000-0001-000000000001")
 ORG_2 = uuid.UUID("00000000-0000-0000-0001-000000000002")

@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from layer_helpers import vec
 from memsub.migrator import Migrator
 
 from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import vec
 
 SPACES = ["content", "context", "entity", "summary", "reasoning"]
 

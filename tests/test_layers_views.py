@@ -9,9 +9,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from layer_helpers import populate
-
 from helpers import TENANT_A, TENANT_B, set_context
+from layer_helpers import populate
 
 TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
                 "tenant_reflection_patterns"]

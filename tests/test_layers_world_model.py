@@ -8,9 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from layer_helpers import call
-
 from helpers import TENANT_A, TENANT_B, set_context
+from layer_helpers import call
 
 
 def _apply(conn: Any, entities: list[dict[str, Any]], expected: int | None = None) -> dict[str, Any]:

@@ -6,12 +6,15 @@ functions in a thin, typed client.
 
 from memsub.client import Substrate
 from memsub.errors import (
+    ConflictError,
     ContextError,
     ImmutableError,
     IntegrityError,
     InvalidInput,
     MemsubError,
     MigrationError,
+    NotFound,
+    StateError,
 )
 from memsub.models import (
     PacketEnvelope,
@@ -22,17 +25,20 @@ from memsub.models import (
 )
 
 __all__ = [
+    "ConflictError",
     "ContextError",
     "ImmutableError",
     "IntegrityError",
     "InvalidInput",
     "MemsubError",
     "MigrationError",
+    "NotFound",
     "PacketEnvelope",
     "PacketEnvelopeIn",
     "PacketLineage",
     "PacketStoreRow",
     "PacketWriteResult",
+    "StateError",
     "Substrate",
 ]
 __version__ = "0.1.0"

@@ -48,6 +48,10 @@ class TenantSession(LayersMixin):
         except psycopg.Error as error:
             raise from_database_error(error) from error
 
+    def fetch(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Rows of one parameterized statement, by column name; database errors become memsub errors."""
+        return self._rows(query, params)
+
     def write_packet(self, envelope: EnvelopeLike) -> PacketWriteResult:
         rows = self._rows("select * from memsub.write_packet(%s::jsonb)", [envelope_json(envelope)])
         return PacketWriteResult.model_validate(rows[0])

@@ -34,6 +34,14 @@ class ConflictError(MemsubError):
     """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001)."""
 
 
+class NotFound(MemsubError):
+    """The session, task, checkpoint or live memory entry is missing or not visible (SQLSTATE P0002)."""
+
+
+class StateError(MemsubError):
+    """The object is not in a state that allows the call, e.g. a terminated session (SQLSTATE 55000)."""
+
+
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 
@@ -46,6 +54,10 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
     cls: type[MemsubError]
     if sqlstate == "0A000":
         cls = ImmutableError
+    elif sqlstate == "P0002":
+        cls = NotFound
+    elif sqlstate == "55000":
+        cls = StateError
     elif sqlstate == "42501":
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505"}:

@@ -1,0 +1,78 @@
+"""Helpers for the session, task and namespaced-memory tests."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from helpers import TENANT_A, set_context
+
+ALICE = uuid.UUID("a11ce000-0000-0000-0000-00000000a11c")
+BOB = uuid.UUID("b0b00000-0000-0000-0000-000000000b0b")
+
+
+def rows(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Run a query and decode its rows by column name."""
+    cur = conn.cursor(row_factory=dict_row)
+    cur.execute(query.encode(), list(params))
+    return cur.fetchall() if cur.description else []
+
+
+def one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) -> dict[str, Any]:
+    result = rows(conn, query, params)
+    assert len(result) == 1, result
+    return result[0]
+
+
+def as_user(
+    conn: psycopg.Connection[Any],
+    user: uuid.UUID | None,
+    session: str | None = None,
+    roles: Sequence[str] = (),
+    tenant: uuid.UUID = TENANT_A,
+) -> None:
+    set_context(conn, tenant, user=user, roles=roles, session=session)
+
+
+def expect_error(
+    conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str, params: Sequence[Any] = ()
+) -> psycopg.Error:
+    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return it."""
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(query.encode(), list(params))
+    conn.rollback()
+    assert info.value.sqlstate == sqlstate, info.value
+    assert info.value.diag.column_name == column, info.value
+    return info.value
+
+
+def ground_truth(db: Any, query: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Query as the superuser (bypasses row-level security): what is really stored."""
+    with db.connect() as conn:
+        return rows(conn, query, params)
+
+
+def new_session(
+    conn: psycopg.Connection[Any],
+    session_id: str,
+    user: uuid.UUID = ALICE,
+    project: str | None = "schema_redesign",
+    app: str | None = "abathur",
+    state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Create and commit a session of a user; leaves the connection with no open transaction."""
+    import json
+
+    as_user(conn, user, session_id)
+    row = one(
+        conn,
+        "select * from memsub.session_create(%s, %s, %s, %s::jsonb)",
+        [session_id, project, app, json.dumps(state or {})],
+    )
+    conn.commit()
+    return row

@@ -1,0 +1,139 @@
+"""Tasks, agents, checkpoints and the document index (seed 001 sections 1 and 4.1)."""
+
+from __future__ import annotations
+
+import json
+
+from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
+
+
+def test_task_flow_with_subtasks_agents_and_actor_audit(db):
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        parent = one(
+            conn, "select * from memsub.task_create('design', %s::jsonb, 's1')", [json.dumps({"doc": 1})]
+        )
+        child = one(conn, "select * from memsub.task_create('validate', '{}', 's1', %s)", [parent["id"]])
+        assert (parent["status"], child["parent_task_id"], child["session_id"]) == (
+            "pending",
+            parent["id"],
+            "s1",
+        )
+        agent = one(conn, "select * from memsub.agent_spawn('validator', %s)", [child["id"]])
+        assert (agent["session_id"], agent["task_id"]) == ("s1", child["id"])
+        conn.commit()
+
+        as_user(conn, ALICE, "s1")
+        one(conn, "select memsub.set_actor(%s)", [agent["id"]])
+        one(conn, "select memsub.memory_write('session:s1:progress', 'step', '3')")
+        one(conn, "select memsub.task_set_status(%s, 'running')", [child["id"]])
+        done = one(
+            conn, "select * from memsub.task_set_status(%s, 'completed', '{\"ok\": true}')", [child["id"]]
+        )
+        conn.commit()
+        assert done["status"] == "completed" and done["result"] == {"ok": True} and done["completed_at"]
+
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "55000", "status", "select memsub.task_set_status(%s, 'failed')", [child["id"]])
+        for call, column, sqlstate in [
+            ("task_create('t', '{}', 'missing')", "session_id", "23503"),
+            ("task_create('t', '{}', null, 999999)", "parent_task_id", "23503"),
+            ("task_create(' ')", "type", "22023"),
+            ("task_create(null)", "type", "23502"),
+            ("task_set_status(999999, 'running')", "task_id", "P0002"),
+            (f"task_set_status({parent['id']}, 'done')", "status", "22023"),
+            ("agent_spawn('a', 999999)", "task_id", "23503"),
+            (f"agent_spawn('', {parent['id']})", "name", "22023"),
+            ("set_actor('00000000-0000-0000-0000-000000000009')", "agent_id", "23503"),
+        ]:
+            as_user(conn, ALICE, "s1")
+            expect_error(conn, sqlstate, column, f"select memsub.{call}")
+
+    audit = ground_truth(db, "select operation, agent_id, task_id from memsub.audit order by id")
+    assert [a["operation"] for a in audit] == [
+        "session_create",
+        "task_create",
+        "task_create",
+        "agent_spawn",
+        "memory_write",
+        "task_status",
+        "task_status",
+    ]
+    write = audit[4]
+    assert (write["agent_id"], write["task_id"]) == (agent["id"], child["id"])
+    assert ground_truth(db, "select count(*) as n from memsub.tasks") == [{"n": 2}]
+
+
+def test_checkpoint_save_and_restore(db):
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE, state={"session:s1:phase": "one"})
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select * from memsub.task_create('long job', '{}', 's1')")
+        first = one(
+            conn,
+            "select * from memsub.checkpoint_save(%s, %s::jsonb, 'start')",
+            [task["id"], json.dumps({"cursor": 10})],
+        )
+        one(conn, 'select memsub.session_merge_state(\'s1\', \'{"session:s1:phase": "two", "temp:x": 1}\')')
+        second = one(
+            conn,
+            "select * from memsub.checkpoint_save(%s, %s::jsonb)",
+            [task["id"], json.dumps({"cursor": 20})],
+        )
+        one(conn, "select memsub.session_merge_state('s1', '{\"session:s1:phase\": \"three\"}')")
+        conn.commit()
+        assert (first["sequence"], second["sequence"]) == (1, 2)
+        assert first["session_state"] == {"session:s1:phase": "one"} and first["session_id"] == "s1"
+
+        as_user(conn, ALICE, "s1")
+        restored = one(conn, "select * from memsub.checkpoint_restore(%s)", [first["id"]])
+        conn.commit()
+        assert restored["state"] == {"cursor": 10}
+        as_user(conn, ALICE, "s1")
+        assert one(conn, "select state from memsub.sessions where id = 's1'") == {
+            "state": {"session:s1:phase": "one"}
+        }
+        expect_error(conn, "P0002", "checkpoint_id", "select memsub.checkpoint_restore(gen_random_uuid())")
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "23503", "task_id", "select memsub.checkpoint_save(999999, '{}')")
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "23502", "state", "select memsub.checkpoint_save(%s, null)", [task["id"]])
+    audit = ground_truth(
+        db, "select operation, details from memsub.audit where operation like 'checkpoint%%' order by id"
+    )
+    assert [a["operation"] for a in audit] == ["checkpoint_save", "checkpoint_save", "checkpoint_restore"]
+    assert audit[-1]["details"]["session_state_restored"] is True
+
+
+def test_document_index_entries(db):
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        first = one(
+            conn,
+            "select * from memsub.document_index_put(%s, %s, %s::jsonb)",
+            ["design_docs/phase1_design/schema.md", [0.1, 0.2, 0.3], json.dumps({"title": "Schema"})],
+        )
+        again = one(
+            conn,
+            "select * from memsub.document_index_put(%s, %s, %s::jsonb)",
+            ["design_docs/phase1_design/schema.md", [0.5, 0.5, 0.5, 0.5], json.dumps({"title": "v2"})],
+        )
+        assert first["id"] == again["id"] and again["embedding"] == [0.5, 0.5, 0.5, 0.5]
+        got = one(conn, "select * from memsub.document_index_get('design_docs/phase1_design/schema.md')")
+        assert got["metadata"] == {"title": "v2"}
+        conn.commit()
+        as_user(conn, ALICE)
+        expect_error(conn, "22023", "file_path", "select memsub.document_index_put(' ')")
+        as_user(conn, ALICE)
+        expect_error(
+            conn, "22023", "embedding", "select memsub.document_index_put('f', '{}'::double precision[])"
+        )
+        as_user(conn, ALICE)
+        expect_error(conn, "22023", "metadata", "select memsub.document_index_put('f', null, '1')")
+    assert ground_truth(db, "select vector_dims(embedding) as dims from memsub.document_index") == [
+        {"dims": 4}
+    ]
+    assert ground_truth(
+        db, "select count(*) as n from memsub.audit where operation = 'document_index_put'"
+    ) == [{"n": 2}]
