@@ -75,27 +75,37 @@ set search_path = pg_catalog
 as $$ select coalesce(string_to_array(nullif(current_setting('memsub.roles', true), ''), ','), '{}') $$;
 comment on function memsub.current_context_roles() is 'Context roles requested by memsub.set_context() (tenant_admin, platform_admin).';
 
--- A context role counts only when the database role executing the query also holds the matching memsub
--- role: setting the memsub.roles GUC by hand grants nothing.
+-- The role whose memberships count: the current role, except inside a SECURITY DEFINER function, which runs
+-- as memsub_owner; there it is the login role that called it.
+create or replace function memsub.acting_role() returns name
+language sql stable security invoker parallel safe
+set search_path = pg_catalog
+as $$ select case when current_user = 'memsub_owner' then session_user else current_user end $$;
+comment on function memsub.acting_role() is
+    'The database role whose memsub role memberships count: current_user, or the login role while a SECURITY '
+    'DEFINER function runs as memsub_owner.';
+
+-- A context role counts only when the acting role also holds the matching memsub role: setting the
+-- memsub.roles GUC by hand grants nothing.
 create or replace function memsub.is_platform_admin() returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub
 as $$
     select 'platform_admin' = any(memsub.current_context_roles())
-       and pg_catalog.pg_has_role(current_user, 'memsub_platform_admin', 'MEMBER')
+       and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_platform_admin', 'MEMBER')
 $$;
 comment on function memsub.is_platform_admin() is
-    'True when the context asks for platform_admin and the current role is a member of memsub_platform_admin.';
+    'True when the context asks for platform_admin and the acting role is a member of memsub_platform_admin.';
 
 create or replace function memsub.is_tenant_admin() returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub
 as $$
     select 'tenant_admin' = any(memsub.current_context_roles())
-       and pg_catalog.pg_has_role(current_user, 'memsub_tenant_admin', 'MEMBER')
+       and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_tenant_admin', 'MEMBER')
 $$;
 comment on function memsub.is_tenant_admin() is
-    'True when the context asks for tenant_admin and the current role is a member of memsub_tenant_admin.';
+    'True when the context asks for tenant_admin and the acting role is a member of memsub_tenant_admin.';
 
 create or replace function memsub.require_tenant_id() returns uuid
 language plpgsql stable security invoker

@@ -5,24 +5,13 @@
 -- one. memsub.set_actor() names the agent and task acting in the current transaction (transaction-local, like
 -- memsub.set_context), and audit rows pick them up.
 
--- Inside a SECURITY DEFINER function current_user is memsub_owner, so memsub.is_tenant_admin() (which checks
--- current_user's membership) is false there even for an admin caller. memsub.caller_is_admin() checks the
--- login role (session_user) instead when it runs as memsub_owner. The context roles themselves were checked
--- by memsub.set_context; a GUC set by hand still needs the role membership to count.
+-- memsub.caller_is_admin(): either admin context role, held by the acting role (memsub.acting_role()).
 create or replace function memsub.caller_is_admin() returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub
-as $$
-    select exists (
-        select from unnest(memsub.current_context_roles()) as r(role_name)
-         where r.role_name in ('tenant_admin', 'platform_admin')
-           and pg_catalog.pg_has_role(
-                   case when current_user = 'memsub_owner' then session_user else current_user end,
-                   'memsub_' || r.role_name, 'MEMBER'))
-$$;
+as $$ select memsub.is_tenant_admin() or memsub.is_platform_admin() $$;
 comment on function memsub.caller_is_admin() is
-    'True when the context asks for tenant_admin or platform_admin and the caller holds that memsub role: the '
-    'current role, or the login role while a SECURITY DEFINER function runs as memsub_owner.';
+    'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
 create or replace function memsub.current_agent_id() returns uuid
 language sql stable security invoker parallel safe

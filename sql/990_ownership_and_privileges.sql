@@ -84,7 +84,7 @@ grant execute on function
     memsub.set_context(uuid, uuid, uuid, text[], text),
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
     memsub.current_session_id(), memsub.current_context_roles(),
-    memsub.is_platform_admin(), memsub.is_tenant_admin()
+    memsub.acting_role(), memsub.is_platform_admin(), memsub.is_tenant_admin()
     to memsub_app, memsub_analyst;
 
 -- Migration history is readable by the analyst (what is installed, when, by whom).

@@ -286,3 +286,27 @@ def test_memsub_roles_cannot_log_in_or_bypass_row_security(db):
         members = conn.execute("select count(*) from pg_auth_members m join pg_roles r on r.oid = m.roleid "
                                "where r.rolname = 'memsub_view_owner'").fetchone()
     assert members == (0,)
+
+
+def test_admins_keep_their_visibility_inside_write_functions(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER_1)
+        private = write(conn, {"packet_type": "event", "payload": "user 1 only", "scope": "l-private"})
+        conn.commit()
+    envelope = {"packet_type": "insight", "payload": "derived", "lineage": {"parent_ids": [str(private["packet_id"])]}}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER_2)
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            write(conn, envelope)
+    with db.connect("tenant_admin") as conn:
+        set_context(conn, TENANT_A, user=USER_2)  # a member of memsub_tenant_admin that does not ask for it
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            write(conn, envelope)
+    with db.connect("tenant_admin") as conn:
+        set_context(conn, TENANT_A, user=USER_2, roles=["tenant_admin"])
+        assert write(conn, envelope)["generation"] == 1
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER_2)
+        conn.execute("select set_config('memsub.roles', 'tenant_admin', true)")  # forged: membership missing
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            write(conn, {**envelope, "payload": "forged"})
