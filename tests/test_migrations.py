@@ -12,13 +12,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from catalog import snapshot
 from click.testing import CliRunner
 
 from memsub import embedded, resources
 from memsub.cli import main as cli
 from memsub.errors import MigrationError
 from memsub.migrator import Migrator
+
+from catalog import snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,7 +132,7 @@ def test_edited_applied_migration_is_reported_as_drift(db, tmp_path):
 
     problems = migrator.verify()
     assert any("drift: migrations/1.1.0__thread_lineage_tags_ttl.sql" in p for p in problems)
-    with pytest.raises(MigrationError, match="1.1.0__thread_lineage_tags_ttl.sql"):
+    with pytest.raises(MigrationError, match=r"1\.1\.0__thread_lineage_tags_ttl\.sql"):
         migrator.migrate()
     states = {e.name: e.state for e in migrator.status()}
     assert states["1.1.0__thread_lineage_tags_ttl.sql"] == "drifted"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+
 from helpers import TENANT_A, TENANT_B, count, set_context, superuser_count, write
 
 ORG_A = uuid.UUID("0a000000-0000-0000-0000-00000000000a")
