@@ -27,7 +27,7 @@ def test_demo_story(db):
     text = run_demo(db.dsn(), db.name, recreate=False)
 
     # Who runs the story: the demo roles, not the superuser.
-    assert "memsub_demo_app (member of memsub_app)" in text
+    assert "memsubdemo_app (member of memsub_app)" in text
     # Thread replay and lineage.
     assert "alice sees 12 packets of thread" in text
     assert re.search(r"insight \w{8} 'recommendation': generation 5, root \w{8} \(query\)", text)

@@ -6,8 +6,10 @@ and must be a role that may create databases and roles: the demo recreates its o
 (``memsub_demo``), migrates it, and creates two demo login roles with a fresh random password per run.
 Everything the story shows then runs as those roles, under row-level security, never as the superuser:
 
-- ``memsub_demo_app``   member of ``memsub_app`` (the application);
-- ``memsub_demo_admin`` member of ``memsub_tenant_admin`` (a tenant's administrator).
+- ``memsubdemo_app``   member of ``memsub_app`` (the application);
+- ``memsubdemo_admin`` member of ``memsub_tenant_admin`` (a tenant's administrator).
+
+They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOLOGIN group roles.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
 
 DEMO_DATABASE = "memsub_demo"
-APP_ROLE = "memsub_demo_app"
-ADMIN_ROLE = "memsub_demo_admin"
+APP_ROLE = "memsubdemo_app"
+ADMIN_ROLE = "memsubdemo_admin"
 DEMO_ROLES = {APP_ROLE: "memsub_app", ADMIN_ROLE: "memsub_tenant_admin"}
 
 # Stable identities, so the same people and companies appear on every run (threads are new each run).
