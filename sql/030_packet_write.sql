@@ -165,6 +165,8 @@ declare
     v_derivation    text;
     v_generation    integer := 0;
     v_root          uuid;
+    v_parent_gen    integer;
+    v_parent_root   uuid;
     v_tags          text[] := '{}';
     v_ttl           timestamptz;
     v_scope         text;
@@ -294,21 +296,22 @@ begin
             using errcode = '23514', column = 'lineage.parent_ids';
     end if;
     if cardinality(v_parent_ids) > 0 then
-        select p into v_missing from unnest(v_parent_ids) with ordinality as u(p, n)
-         where not exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = u.p)
-         order by n limit 1;
-        if v_missing is not null then
-            raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
-                using errcode = '23503', column = 'lineage.parent_ids';
-        end if;
-        select coalesce(max(coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0)), 0) + 1
-          into v_generation
-          from memsub.packet_store s
-         where s.tenant_id = v_tenant and s.packet_id = any(v_parent_ids);
-        select coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id)
-          into v_root
-          from memsub.packet_store s
-         where s.tenant_id = v_tenant and s.packet_id = v_parent_ids[1];
+        -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement
+        -- gets a generic plan cached for the session; planned while packet_store was nearly empty, it
+        -- reads the tenant through any tenant-leading index and keeps scanning the whole tenant on every
+        -- write as the table grows.
+        foreach v_missing in array v_parent_ids loop
+            execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
+                            coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
+                       from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_parent_gen, v_parent_root using v_tenant, v_missing;
+            if v_parent_root is null then
+                raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
+                    using errcode = '23503', column = 'lineage.parent_ids';
+            end if;
+            v_generation := greatest(v_generation, v_parent_gen + 1);
+            v_root := coalesce(v_root, v_parent_root);  -- the root of the first parent
+        end loop;
     else
         v_root := v_packet_id;
     end if;

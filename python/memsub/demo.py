@@ -1,0 +1,596 @@
+"""A guided tour of memsub: two tenants' agent conversations written as PacketEnvelopes, then read back.
+
+Run it with ``make demo`` or ``python -m memsub.demo [--dsn DSN] [--database NAME]``. The connection is
+resolved like every memsub command (``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` > the embedded cluster)
+and must be a role that may create databases and roles: the demo recreates its own database
+(``memsub_demo``), migrates it, and creates two demo login roles with a fresh random password per run.
+Everything the story shows then runs as those roles, under row-level security, never as the superuser:
+
+- ``memsubdemo_app``   member of ``memsub_app`` (the application);
+- ``memsubdemo_admin`` member of ``memsub_tenant_admin`` (a tenant's administrator).
+
+They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOLOGIN group roles.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+import click
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memsub.client import Substrate, TenantSession
+from memsub.config import resolve_dsn
+from memsub.errors import MemsubError
+from memsub.migrator import Migrator
+from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
+
+DEMO_DATABASE = "memsub_demo"
+APP_ROLE = "memsubdemo_app"
+ADMIN_ROLE = "memsubdemo_admin"
+DEMO_ROLES = {APP_ROLE: "memsub_app", ADMIN_ROLE: "memsub_tenant_admin"}
+
+# Stable identities, so the same people and companies appear on every run (threads are new each run).
+_NAMESPACE = uuid.UUID("5f0c1d1e-6d65-6d73-7562-64656d6f0000")
+
+
+def _stable_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(_NAMESPACE, name)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    tenant_id: uuid.UUID
+    org_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    tenant: Tenant
+    user_id: uuid.UUID
+    session_id: str
+
+
+ACME = Tenant("Acme Plastics", _stable_id("tenant:acme-plastics"), _stable_id("org:acme-brokerage-desk"))
+BOREALIS = Tenant("Borealis Freight", _stable_id("tenant:borealis-freight"),
+                  _stable_id("org:borealis-dispatch"))
+ALICE = Person("alice", ACME, _stable_id("user:alice"), "alice-web-1")
+BOB = Person("bob", ACME, _stable_id("user:bob"), "bob-web-7")
+CAROL = Person("carol", BOREALIS, _stable_id("user:carol"), "carol-mobile-3")
+
+
+def short(value: uuid.UUID | str | None) -> str:
+    """First 8 hex digits of a UUID: enough to tell the demo's packets apart."""
+    return "-" if value is None else str(value)[:8]
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Story:
+    """Plain-text output: numbered sections, indented lines and aligned tables."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.sections = 0
+
+    def title(self, text: str) -> None:
+        self.out.write(f"{text}\n{'=' * len(text)}\n")
+
+    def section(self, text: str) -> None:
+        self.sections += 1
+        heading = f"{self.sections}. {text}"
+        self.out.write(f"\n{heading}\n{'-' * len(heading)}\n")
+
+    def line(self, text: str = "") -> None:
+        self.out.write(f"   {text}\n" if text else "\n")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+        cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+        for n, row in enumerate(cells):
+            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+            if n == 0:
+                self.line("  ".join("-" * w for w in widths))
+
+
+# -- database preparation (the only part that runs as the connecting, privileged role) -------------------
+
+
+def prepare_database(dsn: str, database: str, recreate: bool) -> str:
+    """Create (or recreate) the demo database and migrate it; returns its connection string."""
+    target = make_conninfo(dsn, dbname=database)
+    if recreate:
+        maintenance = dsn
+        if conninfo_to_dict(dsn).get("dbname") == database:
+            maintenance = make_conninfo(dsn, dbname="postgres")
+        with psycopg.connect(maintenance, autocommit=True) as conn:
+            name = sql.Identifier(database)
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(name))
+            conn.execute(sql.SQL("create database {}").format(name))
+    Migrator(target).migrate()
+    return target
+
+
+def ensure_demo_roles(dsn: str) -> dict[str, str]:
+    """Create the demo login roles if missing, give each a fresh random password; returns their passwords.
+
+    A fresh password per run means no default password exists, and the roles work both with trust
+    authentication (the embedded cluster) and with password authentication (a server given by DSN).
+    """
+    passwords: dict[str, str] = {}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for role, member_of in DEMO_ROLES.items():
+            password = secrets.token_urlsafe(24)
+            ident = sql.Identifier(role)
+            exists = conn.execute("select from pg_catalog.pg_roles where rolname = %s", [role]).fetchone()
+            if exists is None:
+                try:
+                    conn.execute(sql.SQL("create role {} login nobypassrls").format(ident))
+                except psycopg.errors.DuplicateObject:
+                    pass  # created meanwhile by another demo run on this cluster
+            conn.execute(sql.SQL("alter role {} login nobypassrls password {}").format(
+                ident, sql.Literal(password)))
+            conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), ident))
+            passwords[role] = password
+    return passwords
+
+
+# -- the conversations ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Written:
+    """What the story wrote, by label, for the sections that read it back."""
+
+    packets: dict[str, PacketWriteResult]
+    threads: dict[str, uuid.UUID]
+    tenants: dict[str, str]
+    derivations: dict[str, str]
+
+    def record(self, label: str, person: Person, envelope: PacketEnvelopeIn,
+               result: PacketWriteResult) -> None:
+        self.packets[label] = result
+        self.tenants[label] = "A" if person.tenant is ACME else "B"
+        if envelope.lineage and envelope.lineage.derivation_type:
+            self.derivations[label] = envelope.lineage.derivation_type
+
+    def label_of(self, packet_id: uuid.UUID) -> str:
+        for label, result in self.packets.items():
+            if result.packet_id == packet_id:
+                return label
+        return "?"
+
+
+class Scene:
+    """Writes envelopes for one person and remembers each result under a short label."""
+
+    def __init__(self, substrate: Substrate, written: Written, person: Person, thread: str,
+                 started: datetime) -> None:
+        self.substrate = substrate
+        self.written = written
+        self.person = person
+        self.thread_id = written.threads.setdefault(thread, uuid.uuid4())
+        self.started = started
+
+    @contextmanager
+    def session(self) -> Iterator[TenantSession]:
+        with person_context(self.substrate, self.person) as memory:
+            yield memory
+
+    def envelope(self, label: str, packet_type: str, speaker: str, text: str, *, seconds: int,
+                 parents: Sequence[str] = (), derivation: str | None = None, tags: Sequence[str] = (),
+                 scope: str = "shared", ttl: datetime | None = None, confidence: float | None = None,
+                 **payload: Any) -> PacketEnvelopeIn:
+        lineage = None
+        if parents:
+            lineage = PacketLineage.model_validate({
+                "parent_ids": [self.written.packets[p].packet_id for p in parents],
+                "derivation_type": derivation})
+        return PacketEnvelopeIn.model_validate({
+            "packet_type": packet_type,
+            "timestamp": self.started + timedelta(seconds=seconds),
+            "payload": {"speaker": speaker, "text": text, **payload},
+            "metadata": {"schema_version": "1.1.0", "agent": "plasticos_agent", "label": label},
+            "thread_id": self.thread_id,
+            "lineage": lineage,
+            "tags": list(tags),
+            "scope": scope,
+            "ttl": ttl,
+            "confidence": None if confidence is None else {"score": confidence},
+        })
+
+    def write(self, label: str, packet_type: str, speaker: str, text: str,
+              **options: Any) -> PacketWriteResult:
+        envelope = self.envelope(label, packet_type, speaker, text, **options)
+        with self.session() as memory:
+            result = memory.write_packet(envelope)
+        self.written.record(label, self.person, envelope, result)
+        return result
+
+
+@contextmanager
+def person_context(substrate: Substrate, person: Person,
+                   roles: Sequence[str] = ()) -> Iterator[TenantSession]:
+    with substrate.tenant(person.tenant.tenant_id, org_id=person.tenant.org_id, user_id=person.user_id,
+                          roles=roles, session_id=person.session_id) as memory:
+        yield memory
+
+
+def write_acme(app: Substrate, written: Written, now: datetime) -> None:
+    """Alice asks the brokerage agent for HDPE suppliers; Bob later picks the thread up."""
+    started = now - timedelta(hours=2)
+    soon = now + timedelta(days=7)
+    scene = Scene(app, written, ALICE, "acme-suppliers", started)
+    scene.write("query", "event", "alice",
+                "Find HDPE suppliers in California that can ship 20 t/month of recycled pellets.",
+                seconds=0, tags=["hdpe", "supplier_search", "california"], action="user_query")
+    scene.write("rules", "memory_write", "memory",
+                "Alice's buying rules: ISO 14001 certified, at most $0.45/lb delivered.",
+                seconds=2, tags=["preference"], scope="l-private")
+    scene.write("plan", "reasoning_trace", "agent",
+                "Plan: search the supplier directory, keep capacity >= 20 t, check certification and price.",
+                seconds=4, parents=["query"], derivation="transform", tags=["plan"])
+    scene.write("search", "event", "search_tool",
+                "3 candidates: Pacific Polymers (Stockton), Golden State Resin (Fresno), BayCycle (Oakland).",
+                seconds=9, parents=["plan"], derivation="transform", tags=["supplier_search"], ttl=soon,
+                action="tool_result")
+    scene.write("scratch", "event", "search_tool",
+                "Raw directory page (41 kB of HTML), kept one hour for debugging.",
+                seconds=10, parents=["plan"], derivation="transform", tags=["raw"],
+                ttl=started + timedelta(hours=1), action="tool_output")
+    for label, text, seconds in (
+        ("pacific", "Pacific Polymers: rHDPE pellets, 35 t/month, $0.41/lb delivered, ISO 14001.", 12),
+        ("golden", "Golden State Resin: rHDPE pellets, 18 t/month, $0.38/lb delivered, no ISO 14001.", 13),
+        ("baycycle", "BayCycle: rHDPE pellets, 25 t/month, $0.47/lb delivered, ISO 14001.", 14),
+    ):
+        scene.write(label, "memory_write", "agent", text, seconds=seconds, parents=["search"],
+                    derivation="split", tags=["hdpe", "supplier"])
+    scene.write("shortlist", "insight", "agent",
+                "Pacific Polymers and BayCycle meet capacity and certification; "
+                "Golden State Resin is too small.",
+                seconds=16, parents=["pacific", "golden", "baycycle"], derivation="merge",
+                tags=["hdpe", "shortlist"], confidence=0.9)
+    scene.write("recommendation", "insight", "agent",
+                "Recommend Pacific Polymers: the only shortlisted supplier within Alice's $0.45/lb budget.",
+                seconds=18, parents=["shortlist", "rules"], derivation="inference",
+                tags=["hdpe", "recommendation"], scope="l-private", confidence=0.85)
+    scene.write("reply", "event", "agent",
+                "I recommend Pacific Polymers (Stockton), $0.41/lb; shall I request a 5 t trial load?",
+                seconds=20, parents=["recommendation"], derivation="transform", scope="cursor",
+                action="agent_response")
+
+    bob = Scene(app, written, BOB, "acme-suppliers", started)
+    bob.write("bob_question", "event", "bob", "Did we find an HDPE supplier for the Sacramento plant?",
+              seconds=3600, tags=["hdpe"], action="user_query")
+    bob.write("bob_draft", "memory_write", "agent",
+              "Draft e-mail to Pacific Polymers asking for a 5 t trial.",
+              seconds=3605, parents=["bob_question", "shortlist"], derivation="inference", scope="cursor")
+
+    # Market ticks are working memory: each lives one hour. The first two have already expired.
+    ticks = Scene(app, written, ALICE, "acme-price-watch", started)
+    envelopes = [
+        ticks.envelope(label, "event", "price_feed", text, seconds=seconds, tags=["hdpe", "market_tick"],
+                       ttl=started + timedelta(seconds=seconds, hours=1), action="market_tick")
+        for label, text, seconds in (
+            ("tick1", "HDPE spot, US Gulf: $0.52/lb", 0),
+            ("tick2", "HDPE spot, US Gulf: $0.53/lb", 1800),
+            ("tick3", "HDPE spot, US Gulf: $0.51/lb", 7140),
+        )]
+    with ticks.session() as memory:
+        results = memory.write_packets(envelopes)
+    for label, envelope, result in zip(("tick1", "tick2", "tick3"), envelopes, results, strict=True):
+        written.record(label, ALICE, envelope, result)
+
+
+def write_borealis(app: Substrate, written: Written, now: datetime) -> None:
+    """Carol asks Borealis' dispatch agent to route a load; written as one batch with in-batch lineage."""
+    started = now - timedelta(minutes=90)
+    scene = Scene(app, written, CAROL, "borealis-route", started)
+    labels = ("route_ask", "road_report", "route_plan", "route_decision", "diesel")
+    ids = {label: uuid.uuid4() for label in labels}
+
+    def envelope(label: str, packet_type: str, speaker: str, text: str, **options: Any) -> PacketEnvelopeIn:
+        made = scene.envelope(label, packet_type, speaker, text, **options)
+        made.packet_id = ids[label]
+        return made
+
+    def lineage(parents: Sequence[str], derivation: str) -> PacketLineage:
+        return PacketLineage.model_validate({"parent_ids": [ids[p] for p in parents],
+                                             "derivation_type": derivation})
+
+    batch = [
+        envelope("route_ask", "event", "carol",
+                 "Route 18 t of HDPE pellets from Stockton to Reno, arriving Friday.",
+                 seconds=0, tags=["routing", "hdpe"], action="user_query"),
+        envelope("road_report", "event", "road_conditions",
+                 "Chain controls on I-80 over Donner Pass until Thursday.",
+                 seconds=5, tags=["routing", "weather"], action="tool_result"),
+        envelope("route_plan", "reasoning_trace", "agent",
+                 "Compare I-80 with chains against US-50 via Echo Summit.", seconds=7, tags=["routing"]),
+        envelope("route_decision", "insight", "agent",
+                 "Book a flatbed with chains, depart Wednesday 06:00 via I-80.",
+                 seconds=9, tags=["routing", "decision"], confidence=0.8),
+        envelope("diesel", "event", "price_feed", "Diesel, Northern California: $4.89/gal", seconds=1,
+                 tags=["market_tick"], ttl=started + timedelta(hours=1), action="market_tick"),
+    ]
+    batch[2].lineage = lineage(["route_ask", "road_report"], "merge")
+    batch[3].lineage = lineage(["route_plan"], "inference")
+    # Children are listed before their parents on purpose: write_packets orders the batch itself.
+    order = [3, 2, 0, 1, 4]
+    with scene.session() as memory:
+        results = memory.write_packets([batch[i] for i in order])
+    for i, result in zip(order, results, strict=True):
+        written.record(list(ids)[i], CAROL, batch[i], result)
+
+
+# -- the story -------------------------------------------------------------------------------------------
+
+
+def text_of(row: PacketStoreRow) -> str:
+    payload = row.payload
+    return str(payload.get("text", "")) if isinstance(payload, dict) else str(payload)
+
+
+def replay(story: Story, written: Written, rows: Sequence[PacketStoreRow], started: datetime) -> None:
+    table = []
+    for n, row in enumerate(rows, 1):
+        offset = int((row.timestamp - started).total_seconds())
+        speaker = row.payload.get("speaker", "") if isinstance(row.payload, dict) else ""
+        table.append([n, f"+{offset // 60:02d}:{offset % 60:02d}", written.label_of(row.packet_id),
+                      row.packet_type, row.scope, speaker, ",".join(row.tags), clip(text_of(row), 56)])
+    story.table(["#", "mm:ss", "label", "type", "scope", "by", "tags", "text"], table)
+
+
+def refused(call: Callable[[], object], what: str) -> MemsubError:
+    """Run a call the substrate must refuse and return its error; a call that succeeds is a defect."""
+    try:
+        call()
+    except MemsubError as error:
+        return error
+    raise RuntimeError(f"memsub accepted {what}")
+
+
+def run_story(app: Substrate, admin: Substrate, story: Story) -> Written:
+    now = datetime.now(UTC)
+    written = Written({}, {}, {}, {})
+    write_acme(app, written, now)
+    write_borealis(app, written, now)
+    packets = written.packets
+    acme_thread = written.threads["acme-suppliers"]
+
+    story.section("Writing two tenants' agent conversations as PacketEnvelopes")
+    story.line(f"Acme Plastics     tenant {short(ACME.tenant_id)}  users alice, bob  "
+               f"threads {short(acme_thread)} (suppliers), {short(written.threads['acme-price-watch'])} "
+               "(price watch)")
+    story.line(f"Borealis Freight  tenant {short(BOREALIS.tenant_id)}  user carol        "
+               f"thread  {short(written.threads['borealis-route'])} (routing, one write_packets batch)")
+    story.line()
+    story.table(
+        ["label", "packet", "tenant", "type", "derivation", "parents", "gen", "root", "new thread"],
+        [[label, short(r.packet_id), written.tenants[label], r.packet_type,
+          written.derivations.get(label, "-"), ",".join(written.label_of(p) for p in r.parent_ids) or "-",
+          r.generation, written.label_of(r.root_packet_id), "yes" if "packet_threads" in r.written else ""]
+         for label, r in packets.items()])
+    story.line()
+    story.line("The Borealis batch listed route_decision before its ancestors: "
+               "write_packets stored the parents first.")
+
+    story.section("Thread replay: alice's supplier thread, in time order")
+    with person_context(app, ALICE) as memory:
+        alice_rows = memory.thread(acme_thread)
+    started = alice_rows[0].timestamp
+    replay(story, written, alice_rows, started)
+    story.line()
+    story.line(f"alice sees {len(alice_rows)} packets of thread {short(acme_thread)}.")
+
+    story.section("Lineage of alice's recommendation (ancestors, breadth first)")
+    recommendation = packets["recommendation"]
+    with person_context(app, ALICE) as memory:
+        ancestors = memory.lineage(recommendation.packet_id)
+    story.line(f"insight {short(recommendation.packet_id)} 'recommendation': generation "
+               f"{recommendation.generation}, root {short(recommendation.root_packet_id)} "
+               f"({written.label_of(recommendation.root_packet_id)})")
+    story.line()
+    story.table(["depth", "packet", "label", "type", "derivation", "gen", "parents"],
+                [[a.depth, short(a.packet_id), written.label_of(a.packet_id), a.packet_type,
+                  written.derivations.get(written.label_of(a.packet_id), "-"),
+                  packets[written.label_of(a.packet_id)].generation,
+                  ",".join(written.label_of(p) for p in a.parent_ids) or "-"] for a in ancestors])
+
+    story.section("Deduplication: the client retries alice's first message")
+    query = next(row for row in alice_rows if row.packet_id == packets["query"].packet_id)
+    retry = PacketEnvelopeIn.model_validate({
+        "packet_type": query.packet_type, "payload": query.payload, "thread_id": query.thread_id,
+        "tags": query.tags, "metadata": {"schema_version": "1.1.0", "agent": "plasticos_agent",
+                                         "retry": 1}})
+    with person_context(app, ALICE) as memory:
+        again = memory.write_packet(retry)
+        after = len(memory.thread(acme_thread))
+    story.line(f"retry sent as new packet {short(retry.packet_id)} at {retry.timestamp:%H:%M:%S}")
+    story.line(f"deduplicated: {'yes' if again.deduplicated else 'no'}; "
+               f"returned packet {short(again.packet_id)} ({written.label_of(again.packet_id)}), "
+               f"content_hash {again.content_hash[:12]}…")
+    story.line(f"thread {short(acme_thread)} still holds {after} packets for alice (was {len(alice_rows)}).")
+
+    story.section("Validation: bad envelopes are rejected whole, naming the field")
+    cyclic = uuid.uuid4()
+    bad_envelopes: list[tuple[str, dict[str, Any]]] = [
+        ("confidence above 1", {"packet_type": "insight", "payload": {"text": "x"},
+                                "confidence": {"score": 1.5}}),
+        ("unknown derivation type", {"packet_type": "insight", "payload": {"text": "x"},
+                                     "lineage": {"parent_ids": [str(packets["query"].packet_id)],
+                                                 "derivation_type": "guess"}}),
+        ("malformed thread_id", {"packet_type": "event", "payload": {"text": "x"}, "thread_id": "thread-42"}),
+        ("missing packet_type", {"payload": {"text": "x"}}),
+        ("ttl before timestamp", {"packet_type": "event", "payload": {"text": "x"},
+                                  "timestamp": "2025-12-07T12:00:00Z", "ttl": "2025-12-07T11:00:00Z"}),
+        ("itself as parent", {"packet_id": str(cyclic), "packet_type": "event", "payload": {"text": "x"},
+                              "lineage": {"parent_ids": [str(cyclic)]}}),
+    ]
+    rejected = []
+    for what, bad in bad_envelopes:
+
+        def write_bad(envelope: dict[str, Any] = bad) -> None:
+            with person_context(app, ALICE) as memory:
+                memory.write_packet(envelope)
+
+        error = refused(write_bad, f"an envelope with {what}")
+        rejected.append([what, error.sqlstate, error.field, type(error).__name__, clip(str(error), 62)])
+    story.table(["envelope with", "SQLSTATE", "field", "exception", "message"], rejected)
+    with person_context(app, ALICE) as memory:
+        unchanged = len(memory.thread(acme_thread))
+    story.line()
+    story.line(f"thread {short(acme_thread)} after the rejections: {unchanged} packets (unchanged).")
+
+    story.section("Tenant isolation: carol (Borealis) against Acme's packets")
+    shortlist = packets["shortlist"]
+    with person_context(app, CAROL) as memory:
+        seen = memory.get_packet(shortlist.packet_id)
+        thread_rows = memory.thread(acme_thread)
+        lineage_rows = memory.lineage(packets["reply"].packet_id)
+    checks: list[list[object]] = [
+        [f"get_packet({short(shortlist.packet_id)})", "alice's shortlist", "a row" if seen else "no row"],
+        [f"get_thread({short(acme_thread)})", "alice's supplier thread", f"{len(thread_rows)} packets"],
+        [f"get_lineage({short(packets['reply'].packet_id)})", "ancestors of alice's reply",
+         f"{len(lineage_rows)} packets"],
+    ]
+
+    def reference_foreign_parent() -> None:
+        with person_context(app, CAROL) as memory:
+            memory.write_packet(PacketEnvelopeIn.model_validate({
+                "packet_type": "insight", "payload": {"text": "Borrowing Acme's shortlist."},
+                "lineage": {"parent_ids": [shortlist.packet_id], "derivation_type": "inference"}}))
+
+    error = refused(reference_foreign_parent, "a parent packet from another tenant")
+    checks.append([f"write_packet(parent {short(shortlist.packet_id)})", "an insight citing the shortlist",
+                   f"refused: {type(error).__name__}, SQLSTATE {error.sqlstate}, field {error.field}"])
+    with person_context(app, CAROL) as memory:
+        same_thread = memory.write_packet(PacketEnvelopeIn.model_validate({
+            "packet_type": "event", "payload": {"text": "Carol reuses a thread id by accident."},
+            "thread_id": acme_thread}))
+    with person_context(app, ALICE) as memory:
+        alice_after = len(memory.thread(acme_thread))
+    checks.append([f"write_packet(thread {short(acme_thread)})", "a packet in alice's thread id",
+                   f"stored as carol's own packet {short(same_thread.packet_id)}"])
+    story.table(["carol calls", "aiming at", "result"], checks)
+    story.line()
+    story.line(f"the refusal: {error}")
+    story.line(f"alice still sees {alice_after} packets in thread {short(acme_thread)}: "
+               "thread ids are per tenant, so carol's packet is not among them.")
+
+    story.section("Scopes: shared, l-private and cursor between alice and bob")
+    probes = [(label, packets[label].packet_id) for label in
+              ("shortlist", "rules", "recommendation", "reply", "bob_draft")]
+    viewers: list[tuple[str, Person, Sequence[str], Substrate]] = [
+        ("alice", ALICE, (), app), ("bob", BOB, (), app), ("acme admin", BOB, ("tenant_admin",), admin),
+        ("carol", CAROL, (), app)]
+    matrix = []
+    for label, packet_id in probes:
+        row: list[object] = [label, short(packet_id), _scope(alice_rows, packet_id, written, label)]
+        for _name, person, roles, substrate in viewers:
+            with person_context(substrate, person, roles) as memory:
+                row.append("sees" if memory.get_packet(packet_id) else "-")
+        matrix.append(row)
+    story.table(["packet", "id", "scope", *[v[0] for v in viewers]], matrix)
+    with person_context(app, BOB) as memory:
+        bob_rows = memory.thread(acme_thread)
+    story.line()
+    story.line(f"thread {short(acme_thread)}: alice sees {alice_after}, bob sees {len(bob_rows)} packets "
+               "(alice's l-private and cursor packets are hidden from him).")
+
+    def bob_builds_on_private() -> None:
+        with person_context(app, BOB) as memory:
+            memory.write_packet(PacketEnvelopeIn.model_validate({
+                "packet_type": "insight", "payload": {"text": "Following alice's recommendation."},
+                "thread_id": acme_thread,
+                "lineage": {"parent_ids": [packets["recommendation"].packet_id],
+                            "derivation_type": "inference"}}))
+
+    error = refused(bob_builds_on_private, "a parent that is another user's l-private packet")
+    story.line(f"bob writes a child of alice's l-private recommendation -> SQLSTATE {error.sqlstate}, "
+               f"field {error.field}")
+
+    story.section("TTL hygiene: purge_expired()")
+    watch = written.threads["acme-price-watch"]
+    with person_context(app, ALICE) as memory:
+        before = len(memory.thread(watch))
+    with person_context(admin, BOB, ("tenant_admin",)) as memory:
+        acme_purged = memory.purge_expired()
+    with person_context(app, CAROL) as memory:
+        borealis_purged = memory.purge_expired()
+    with person_context(app, ALICE) as memory:
+        watch_after = memory.thread(watch)
+        supplier_after = len(memory.thread(acme_thread))
+    story.line(f"acme admin   purge_expired() -> {_purge_report(acme_purged)}")
+    story.line(f"carol        purge_expired() -> {_purge_report(borealis_purged)}")
+    story.line(f"price watch thread {short(watch)}: {before} packets before, {len(watch_after)} after "
+               f"({', '.join(text_of(r) for r in watch_after)})")
+    story.line(f"supplier thread {short(acme_thread)}: {supplier_after} packets for alice "
+               f"(the raw directory page expired)")
+    return written
+
+
+def _scope(rows: Sequence[PacketStoreRow], packet_id: uuid.UUID, written: Written, label: str) -> str:
+    for row in rows:
+        if row.packet_id == packet_id:
+            return row.scope
+    return "cursor" if label == "bob_draft" else "?"
+
+
+def _purge_report(purged: dict[uuid.UUID, int]) -> str:
+    names = {ACME.tenant_id: "Acme Plastics", BOREALIS.tenant_id: "Borealis Freight"}
+    if not purged:
+        return "nothing expired"
+    return ", ".join(f"{names.get(t, short(t))}: {n} expired packet(s) removed" for t, n in purged.items())
+
+
+def main(dsn: str | None = None, database: str = DEMO_DATABASE, *, recreate: bool = True,
+         out: TextIO | None = None) -> int:
+    """Run the demo; ``dsn`` is a privileged connection (default: resolved like every memsub command)."""
+    out = out or sys.stdout
+    story = Story(out)
+    resolved = resolve_dsn(dsn)
+    target = prepare_database(resolved.dsn, database, recreate)
+    passwords = ensure_demo_roles(target)
+    with psycopg.connect(target) as conn:
+        version_row = conn.execute("select current_setting('server_version') as v").fetchone()
+        schema_row = conn.execute(
+            "select version from memsub.schema_history order by version_order desc limit 1").fetchone()
+    story.title("memsub demo: memory for AI agents, inside PostgreSQL")
+    story.line(f"server    PostgreSQL {version_row[0] if version_row else '?'} ({resolved.source})")
+    schema = schema_row[0] if schema_row else "?"
+    story.line(f"database  {database} ({'recreated' if recreate else 'reused'}), schema {schema}")
+    story.line(f"roles     {APP_ROLE} (member of memsub_app), {ADMIN_ROLE} (member of memsub_tenant_admin)")
+    story.line("every step below runs as these roles, under row-level security")
+    with Substrate(make_conninfo(target, user=APP_ROLE, password=passwords[APP_ROLE])) as app, \
+            Substrate(make_conninfo(target, user=ADMIN_ROLE, password=passwords[ADMIN_ROLE])) as admin:
+        run_story(app, admin, story)
+    story.line()
+    story.line("done.")
+    return 0
+
+
+@click.command()
+@click.option("--dsn", help="Privileged connection string (default: MEMSUB_DSN, DATABASE_URL, embedded).")
+@click.option("--database", default=DEMO_DATABASE, show_default=True, help="Demo database name.")
+@click.option("--reuse", is_flag=True, help="Keep the demo database instead of recreating it.")
+def cli(dsn: str | None, database: str, reuse: bool) -> None:
+    """Write two tenants' agent conversations into memsub and show what the substrate holds."""
+    sys.exit(main(dsn, database, recreate=not reuse))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,80 @@
+"""The cost of one write must not grow with the size of the tenant.
+
+PL/pgSQL caches a generic plan for each statement of memsub.store_packet_envelope after a few calls. A
+pooled connection that starts while packet_store is empty keeps that plan for its lifetime, so every
+lookup the write path makes must be an index probe whatever the statistics said at planning time. The
+tests count the packet_store tuples a write fetches (``pg_stat_get_xact_tuples_fetched``), not time.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+
+from helpers import TENANT_A, set_context, write
+
+
+def fetched(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        "select pg_stat_get_xact_tuples_fetched('memsub.packet_store'::regclass)"
+        " + pg_stat_get_xact_blocks_hit('memsub.packet_store'::regclass)").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def grow_tenant(db: Any, packets: int) -> None:
+    """Add packets to the tenant from another session (the first session's cached plans stay)."""
+    envelopes = [{"packet_type": "event", "payload": {"n": n}, "thread_id": str(uuid.uuid4())}
+                 for n in range(packets)]
+    with db.connect("app") as other:
+        set_context(other, TENANT_A)
+        other.execute("select count(*) from memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)])
+
+
+def test_lookups_of_a_write_stay_index_probes_as_the_tenant_grows(db):
+    def child(n: object) -> dict[str, Any]:
+        return {"packet_type": "insight", "payload": {"n": n},
+                "lineage": {"parent_ids": [str(root)], "derivation_type": "inference"}}
+
+    with db.connect("app", autocommit=True) as conn:
+        with conn.transaction():
+            set_context(conn, TENANT_A)
+            root = write(conn, {"packet_type": "event", "payload": {"text": "root"}})["packet_id"]
+        # Enough writes (new and duplicate) while the table is nearly empty for plans to be cached.
+        for n in range(12):
+            with conn.transaction():
+                set_context(conn, TENANT_A)
+                write(conn, child(n))
+                assert write(conn, child(n))["deduplicated"]
+        grow_tenant(db, 3000)
+        with conn.transaction():
+            set_context(conn, TENANT_A)
+            before = fetched(conn)
+            result = write(conn, child("after growth"))
+            new_cost = fetched(conn) - before
+            before = fetched(conn)
+            retry = write(conn, child(3))
+            retry_cost = fetched(conn) - before
+    assert result["generation"] == 1 and result["root_packet_id"] == root
+    assert retry["deduplicated"] and retry["generation"] == 1
+    # An index probe touches a handful of tuples and pages; a scan of the tenant touches thousands.
+    assert new_cost < 100, f"a new packet with one parent touched {new_cost} packet_store tuples and pages"
+    assert retry_cost < 100, f"a deduplicated write touched {retry_cost} packet_store tuples and pages"
+
+
+def test_unknown_parent_is_still_reported_first_in_order(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        known = write(conn, {"packet_type": "event", "payload": {"text": "known"}})["packet_id"]
+        missing_first, missing_second = uuid.uuid4(), uuid.uuid4()
+        try:
+            write(conn, {"packet_type": "insight", "payload": {"text": "x"},
+                         "lineage": {"parent_ids": [str(known), str(missing_first), str(missing_second)]}})
+        except psycopg.errors.ForeignKeyViolation as error:
+            assert str(missing_first) in str(error)
+            assert error.diag.column_name == "lineage.parent_ids"
+        else:
+            raise AssertionError("a write with unknown parents was accepted")
