@@ -27,6 +27,9 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/upserts.py
+	$(BIN)/python bench/refresh.py
+	$(BIN)/python bench/hot_counters.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -45,7 +45,7 @@ def run_layout(dsn: str, layout: str, rows: int, updates: int, dimension: int, s
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("drop table if exists bench_rows, bench_counters")
         conn.execute(LAYOUTS[layout].format(dim=dimension))
-        conn.execute(f"insert into bench_rows (id, vector) select i, (select array_agg(random())::vector({dimension}) "
+        conn.execute(f"insert into bench_rows (id, vector) select i, (select array_agg(random())::vector({dimension}) "  # noqa: S608 - integer option
                      f"from generate_series(1, {dimension}) where i > 0) from generate_series(1, %s) as i", [rows])
         if layout == "narrow":
             conn.execute("create table bench_counters (id integer primary key references bench_rows (id), "
@@ -55,7 +55,7 @@ def run_layout(dsn: str, layout: str, rows: int, updates: int, dimension: int, s
         conn.execute("vacuum analyze")
         index_before = conn.execute("select pg_relation_size('bench_rows_hnsw')").fetchone()[0]
         table = "bench_counters" if layout == "narrow" else "bench_rows"
-        statement = f"update {table} set access_count = access_count + 1, last_accessed = now() where id = %s"
+        statement = f"update {table} set access_count = access_count + 1, last_accessed = now() where id = %s"  # noqa: S608
         ids = random.Random(seed).choices(range(1, rows + 1), k=updates)
         started = time.perf_counter()
         for row_id in ids:
