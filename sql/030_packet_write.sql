@@ -30,19 +30,25 @@ set search_path = pg_catalog
 as $$
 declare
     text_value text;
+    parts      text[];
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
     text_value := p_value #>> '{}';
-    if jsonb_typeof(p_value) <> 'string'
-       or text_value !~ ('^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
-                         '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?)?'
-                         '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$') then
+    parts := regexp_match(text_value,
+        '^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
+        '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?)?'
+        '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$');
+    -- The shape is checked by the pattern, the calendar by arithmetic: no cast can fail after this.
+    if jsonb_typeof(p_value) <> 'string' or parts is null or parts[1]::integer = 0
+       or (parts[4] is null and parts[8] is not null)
+       or parts[3]::integer > extract(day from make_date(parts[1]::integer, parts[2]::integer, 1)
+                                              + interval '1 month - 1 day') then
         raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
             using errcode = '22007', column = p_field;
     end if;
-    if text_value ~ '(Z|z|[+-]\d\d(:?\d\d)?)$' and text_value ~ '[T ]' then
+    if parts[8] is not null and parts[4] is not null then
         return text_value::timestamptz;
     end if;
     return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
@@ -103,7 +109,8 @@ begin
         raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
             using errcode = '22023', column = p_field;
     end if;
-    return (p_value::text)::double precision;
+    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
+    return round((p_value::text)::numeric, 300)::double precision;
 end
 $$;
 comment on function memsub.envelope_unit_number(jsonb, text) is
@@ -191,8 +198,8 @@ begin
         raise exception 'envelope field "packet_type" is required'
             using errcode = '23502', column = 'packet_type';
     end if;
-    if btrim(v_packet_type) = '' then
-        raise exception 'envelope field "packet_type" must not be blank'
+    if btrim(v_packet_type) = '' or length(v_packet_type) > 200 then
+        raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
     v_payload := p_envelope -> 'payload';
@@ -239,8 +246,10 @@ begin
                 using errcode = '22023', column = 'tags';
         end if;
         for v_element in select e from jsonb_array_elements(p_envelope -> 'tags') as e loop
-            if jsonb_typeof(v_element) <> 'string' or btrim(v_element #>> '{}') = '' then
-                raise exception 'envelope field "tags" must hold non-empty strings, found %', left(v_element::text, 80)
+            if jsonb_typeof(v_element) <> 'string' or btrim(v_element #>> '{}') = ''
+               or length(v_element #>> '{}') > 200 then
+                raise exception 'envelope field "tags" must hold strings of 1 to 200 characters, found %',
+                    left(v_element::text, 80)
                     using errcode = '22023', column = 'tags';
             end if;
             if not (v_element #>> '{}') = any(v_tags) then

