@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from helpers import TENANT_A, TENANT_B, set_context, write
 from layer_helpers import LAYER_TABLES, call, populate, vec
 
