@@ -6,8 +6,9 @@ grant memsub_app to memsub_tenant_admin;
 grant memsub_tenant_admin to memsub_platform_admin;
 
 -- Every memsub object belongs to memsub_owner, a role that cannot log in: SECURITY DEFINER functions run as it.
--- The exception is memsub_view_owner's: the materialized views and their refresh function (see
--- 180_materialized_views.sql).
+-- The exceptions are memsub_view_owner's (the materialized views and their refresh function, see
+-- 180_materialized_views.sql) and memsub_retrieval_owner's (the functions that apply the tenant predicates
+-- explicitly, see 320_hybrid_search.sql and 340_importance.sql).
 alter schema memsub owner to memsub_owner;
 do $ownership$
 declare
@@ -30,7 +31,7 @@ begin
                       case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)
           from pg_catalog.pg_proc p
          where p.pronamespace = 'memsub'::regnamespace
-           and pg_catalog.pg_get_userbyid(p.proowner) not in ('memsub_owner', 'memsub_view_owner')
+           and pg_catalog.pg_get_userbyid(p.proowner) not in ('memsub_owner', 'memsub_view_owner', 'memsub_retrieval_owner')
         union all
         select format('alter type %s owner to memsub_owner', t.oid::regtype)
           from pg_catalog.pg_type t

@@ -26,6 +26,8 @@ from pytest_postgresql.janitor import DatabaseJanitor
 from memsub.migrator import Migrator
 
 TEMPLATE_DB = "memsub_test_template"
+TEMPLATE_DB_384 = "memsub_test_template_384"
+RETRIEVAL_DB = "memsub_test_retrieval_data"
 
 # Login roles used by the tests, each a member of one memsub role (None: no memsub role at all).
 TEST_ROLES = {
@@ -101,6 +103,21 @@ def server() -> Iterator[Server]:
         yield from _embedded_server()
 
 
+def _create_test_roles(server: Server, dbname: str) -> None:
+    with psycopg.connect(server.dsn(dbname), autocommit=True) as conn:
+        for kind, member_of in TEST_ROLES.items():
+            role = login_role(kind)
+            exists = conn.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone()
+            if not exists:
+                try:
+                    conn.execute(psycopg.sql.SQL("create role {} login").format(psycopg.sql.Identifier(role)))
+                except psycopg.errors.DuplicateObject:
+                    pass  # created by the other template's fixture
+            if member_of:
+                conn.execute(psycopg.sql.SQL("grant {} to {}").format(
+                    psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
+
+
 @pytest.fixture(scope="session")
 def template_db(server: Server) -> Iterator[str]:
     """Name of a template database migrated to the newest version, with the test login roles created."""
@@ -108,16 +125,20 @@ def template_db(server: Server) -> Iterator[str]:
     janitor.drop()
     janitor.init()
     Migrator(server.dsn(TEMPLATE_DB)).migrate()
-    with psycopg.connect(server.dsn(TEMPLATE_DB), autocommit=True) as conn:
-        for kind, member_of in TEST_ROLES.items():
-            role = login_role(kind)
-            exists = conn.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone()
-            if not exists:
-                conn.execute(psycopg.sql.SQL("create role {} login").format(psycopg.sql.Identifier(role)))
-            if member_of:
-                conn.execute(psycopg.sql.SQL("grant {} to {}").format(
-                    psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
+    _create_test_roles(server, TEMPLATE_DB)
     yield TEMPLATE_DB
+    janitor.drop()
+
+
+@pytest.fixture(scope="session")
+def template_db_384(server: Server) -> Iterator[str]:
+    """Like template_db, but a 384-dimension installation (memsub.vector_dimension set while migrating)."""
+    janitor = server.janitor(TEMPLATE_DB_384, as_template=False)
+    janitor.drop()
+    janitor.init()
+    Migrator(make_conninfo(server.dsn(TEMPLATE_DB_384), options="-c memsub.vector_dimension=384")).migrate()
+    _create_test_roles(server, TEMPLATE_DB_384)
+    yield TEMPLATE_DB_384
     janitor.drop()
 
 
@@ -149,3 +170,27 @@ def empty_db(server: Server) -> Iterator[Database]:
     name = f"memsub_empty_{uuid.uuid4().hex[:12]}"
     with server.janitor(name):
         yield Database(server, name)
+
+
+@pytest.fixture
+def db384(server: Server, template_db_384: str) -> Iterator[Database]:
+    """A fresh 384-dimension database of its own (for tests that write or change policies)."""
+    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name, template=template_db_384):
+        yield Database(server, name)
+
+
+@pytest.fixture(scope="session")
+def retrieval_db(server: Server, template_db_384: str) -> Iterator[Database]:
+    """One 384-dimension database with the synthetic retrieval data set, built once per session. Read-only:
+    tests that write or drop policies use db384 instead."""
+    from retrieval_data import RETRIEVAL_SPEC, build
+
+    janitor = server.janitor(RETRIEVAL_DB, template=template_db_384)
+    janitor.drop()
+    janitor.init()
+    database = Database(server, RETRIEVAL_DB)
+    with database.connect() as conn:
+        build(conn, RETRIEVAL_SPEC)
+    yield database
+    janitor.drop()

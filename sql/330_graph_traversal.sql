@@ -1,0 +1,119 @@
+-- Retrieval pipeline, graph leg: paths through entity_relationships and the neighbourhood of an entity.
+--
+-- One recursive query per call. A path never visits an entity twice (the path array is the cycle check), so
+-- cycles end; depth and a row limit bound the work on dense graphs. Confidence accumulates as the product of the
+-- edge confidences along the path (independent evidence, so a path is as trustworthy as all its edges at once).
+-- SECURITY INVOKER: row-level security decides which edges and facts the caller sees; the tenant is also
+-- written into the query so every hop is an index lookup on (tenant_id, entity).
+
+create or replace function memsub.traverse_graph(
+    p_start_entity        text,
+    p_max_depth           integer          default 3,
+    p_relationship_types  text[]           default null,
+    p_min_confidence      double precision default 0.0,
+    p_direction           text             default 'outgoing',
+    p_min_path_confidence double precision default 0.0,
+    p_limit               integer          default 1000
+) returns table (depth integer, entity text, path text[], relationship_path text[], path_confidence double precision,
+                 relationship_id uuid, edge_confidence double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_start  text := memsub.require_text(p_start_entity, 'start_entity');
+    v_types  text[];
+begin
+    if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
+        raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    if p_limit is null or p_limit < 1 or p_limit > 100000 then
+        raise exception 'field "limit" must be between 1 and 100000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub.check_unit(p_min_confidence, 'min_confidence');
+    perform memsub.check_unit(p_min_path_confidence, 'min_path_confidence');
+    perform memsub.check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
+    return query
+    with recursive walk (depth, entity, path, relationship_path, path_confidence, relationship_id, edge_confidence) as (
+        select 0, v_start, array[v_start], array[]::text[], 1.0::double precision, null::uuid, null::double precision
+        union all
+        select w.depth + 1, step.next_entity, w.path || step.next_entity, w.relationship_path || step.relationship_type,
+               w.path_confidence * step.confidence, step.relationship_id, step.confidence
+          from walk w
+          cross join lateral (
+              select r.target_entity as next_entity, r.relationship_type, r.confidence, r.relationship_id
+                from memsub.entity_relationships r
+               where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant and r.source_entity = w.entity
+              union all
+              select r.source_entity, r.relationship_type, r.confidence, r.relationship_id
+                from memsub.entity_relationships r
+               where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant and r.target_entity = w.entity
+          ) step
+         where w.depth < p_max_depth
+           and step.confidence >= coalesce(p_min_confidence, 0)
+           and (p_relationship_types is null or step.relationship_type = any(v_types))
+           and w.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
+           and step.next_entity <> all(w.path)
+    )
+    select w.depth, w.entity, w.path, w.relationship_path, w.path_confidence, w.relationship_id, w.edge_confidence
+      from walk w
+     where w.depth > 0
+     order by w.depth, w.path_confidence desc, w.path
+     limit p_limit;
+end
+$$;
+comment on function memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer) is
+    'Paths from an entity through the visible knowledge graph: up to max_depth hops (1-10) along outgoing, incoming '
+    'or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. '
+    'A path never revisits an entity (cycle-safe). path_confidence is the product of the edge confidences; paths '
+    'below min_path_confidence stop. Shortest and most confident first, at most limit rows.';
+
+create or replace function memsub.entity_neighbourhood(
+    p_entity         text,
+    p_min_confidence double precision default 0.0,
+    p_limit          integer          default 100
+) returns table (kind text, direction text, relationship_type text, other_entity text, object jsonb,
+                 confidence double precision, mention_count integer, id uuid)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_entity text := memsub.require_text(p_entity, 'entity');
+begin
+    perform memsub.check_unit(p_min_confidence, 'min_confidence');
+    if p_limit is null or p_limit < 1 or p_limit > 10000 then
+        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    return query
+    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, r.target_entity, null::jsonb, r.confidence,
+            r.mention_count, r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.source_entity = v_entity and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.target_entity limit p_limit)
+    union all
+    (select 'relationship', 'incoming', r.relationship_type, r.source_entity, null, r.confidence, r.mention_count,
+            r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.target_entity = v_entity and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.source_entity limit p_limit)
+    union all
+    (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
+       from memsub.knowledge_facts f
+      where f.tenant_id = v_tenant and f.subject_normalized = memsub.normalize_text(v_entity)
+        and f.confidence >= coalesce(p_min_confidence, 0)
+      order by f.confidence desc, f.predicate limit p_limit);
+end
+$$;
+comment on function memsub.entity_neighbourhood(text, double precision, integer) is
+    'One hop around an entity: its outgoing and incoming relationships and the facts whose subject it is '
+    '(subject matched case-insensitively), each kind most confident first and at most limit rows.';
+
+grant execute on function
+    memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer),
+    memsub.entity_neighbourhood(text, double precision, integer)
+    to memsub_app, memsub_analyst;

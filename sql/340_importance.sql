@@ -1,0 +1,222 @@
+-- Importance learning: feedback on accesses and the maintenance run that folds the access log into
+-- importance_score (packet_store, semantic_memory).
+--
+-- The rule (docs/retrieval.md), per target, for the accesses and feedback not yet learned:
+--   frequency  I <- I + (1 - I) * (1 - (1 - access_rate)^accesses)
+--   useful     I <- I + (1 - I) * (1 - (1 - feedback_rate)^useful)
+--   not useful I <- I * (1 - feedback_rate)^not_useful
+--   decay      targets idle for idle_after or longer: I <- floor + (I - floor) * 0.5^(elapsed / half_life)
+--              when I > floor, elapsed being the time since the tenant's previous run.
+-- Each step is a convex combination of I with 0, 1 or floor, so I stays in [0, 1]. An access to an embedding
+-- counts for its packet; facts and reflections have no importance_score (their access_count still counts).
+--
+-- memsub.learn_importance is owned by memsub_retrieval_owner and works on the context tenant with explicit
+-- tenant predicates: importance is tenant-wide, and every organization's accesses count. Concurrent calls for
+-- one tenant queue on a transaction-level advisory lock; each access and feedback is marked learned in the same
+-- transaction, so none is counted twice.
+
+create or replace function memsub.record_feedback(
+    p_access_id  uuid,
+    p_was_useful boolean,
+    p_reason     text default null
+) returns memsub.memory_access_log
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_entry  memsub.memory_access_log;
+begin
+    if p_access_id is null then
+        raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
+    end if;
+    if p_was_useful is null then
+        raise exception 'field "was_useful" is required' using errcode = '23502', column = 'was_useful';
+    end if;
+    -- Row-level security binds this function's owner: only an access the caller can see is updated.
+    update memsub.memory_access_log l
+       set was_useful = p_was_useful, feedback_reason = p_reason, feedback_at = now(),
+           feedback_learned_at = case when l.was_useful is not distinct from p_was_useful
+                                      then l.feedback_learned_at end
+     where l.tenant_id = v_tenant and l.access_id = p_access_id
+    returning l.* into v_entry;
+    if not found then
+        raise exception 'field "access_id": access % does not exist or is not visible', p_access_id
+            using errcode = '23503', column = 'access_id';
+    end if;
+    return v_entry;
+end
+$$;
+comment on function memsub.record_feedback(uuid, boolean, text) is
+    'Records whether an access was useful (and why). Changed feedback is learned again by the next '
+    'memsub.learn_importance run; repeating the same feedback is not. Unknown or invisible access: 23503.';
+
+create or replace function memsub.learn_importance(
+    p_access_rate   double precision default 0.02,
+    p_feedback_rate double precision default 0.2,
+    p_half_life     interval         default interval '30 days',
+    p_floor         double precision default 0.05,
+    p_idle_after    interval         default interval '7 days'
+) returns memsub.importance_learning_runs
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant   uuid := memsub.require_tenant_id();
+    v_started  timestamptz := now();
+    v_previous timestamptz;
+    v_factor   double precision := 1.0;
+    v_counted  integer;
+    v_feedback integer;
+    v_updated  integer := 0;
+    v_decayed  integer := 0;
+    v_rows     integer;
+    v_run      memsub.importance_learning_runs;
+begin
+    perform memsub.check_unit(p_access_rate, 'access_rate');
+    perform memsub.check_unit(p_feedback_rate, 'feedback_rate');
+    perform memsub.check_unit(p_floor, 'floor');
+    if p_half_life is null or p_half_life <= interval '0' then
+        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
+    end if;
+    if p_idle_after is null or p_idle_after < interval '0' then
+        raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
+    end if;
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('memsub.learn_importance/' || v_tenant::text, 0));
+
+    select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
+    if v_previous is not null then
+        v_factor := power(0.5, greatest(0.0, extract(epoch from clock_timestamp() - v_previous))
+                               / extract(epoch from p_half_life));
+    end if;
+
+    -- What is new in the log. An embedding access counts for its packet; an embedding id with no
+    -- memory_embeddings row is a legacy memory (semantic_memory.embedding_id).
+    create temporary table learn_batch on commit drop as
+    select l.access_id,
+           case when l.target_type <> 'embedding' then l.target_type
+                when e.embedding_id is null then 'semantic' else 'packet' end as target_type,
+           coalesce(e.packet_id, l.target_id) as target_id,
+           l.counted_at is null as count_it,
+           (l.was_useful is not null and l.feedback_learned_at is null) as learn_feedback,
+           l.was_useful
+      from memsub.memory_access_log l
+      left join memsub.memory_embeddings e
+             on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
+     where l.tenant_id = v_tenant
+       and (l.counted_at is null or (l.was_useful is not null and l.feedback_learned_at is null))
+       for update of l;
+
+    select count(*) filter (where b.count_it), count(*) filter (where b.learn_feedback)
+      into v_counted, v_feedback from learn_batch b;
+
+    create temporary table learn_delta on commit drop as
+    select b.target_type, b.target_id,
+           count(*) filter (where b.count_it) as accesses,
+           count(*) filter (where b.learn_feedback and b.was_useful) as useful,
+           count(*) filter (where b.learn_feedback and not b.was_useful) as useless
+      from learn_batch b
+     group by 1, 2;
+
+    update memsub.packet_store s
+       set importance_score = least(1.0, greatest(0.0,
+               memsub.importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+      from learn_delta d
+     where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id;
+    get diagnostics v_rows = row_count;
+    v_updated := v_updated + v_rows;
+    update memsub.semantic_memory m
+       set importance_score = least(1.0, greatest(0.0,
+               memsub.importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+      from learn_delta d
+     where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id;
+    get diagnostics v_rows = row_count;
+    v_updated := v_updated + v_rows;
+
+    -- Decay of idle memories, by the time since the previous run.
+    if v_factor < 1.0 then
+        update memsub.packet_store s
+           set importance_score = p_floor + (s.importance_score - p_floor) * v_factor
+         where s.tenant_id = v_tenant and s.importance_score > p_floor
+           and coalesce(s.last_accessed, s."timestamp") <= v_started - p_idle_after;
+        get diagnostics v_rows = row_count;
+        v_decayed := v_decayed + v_rows;
+        update memsub.semantic_memory m
+           set importance_score = p_floor + (m.importance_score - p_floor) * v_factor
+         where m.tenant_id = v_tenant and m.importance_score > p_floor
+           and coalesce(m.last_accessed, m.created_at) <= v_started - p_idle_after;
+        get diagnostics v_rows = row_count;
+        v_decayed := v_decayed + v_rows;
+    end if;
+
+    update memsub.memory_access_log l
+       set counted_at = coalesce(l.counted_at, v_started),
+           feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end
+      from learn_batch b
+     where l.tenant_id = v_tenant and l.access_id = b.access_id;
+
+    insert into memsub.importance_learning_runs (
+        tenant_id, started_at, finished_at, accesses_counted, feedback_learned, targets_updated, targets_decayed,
+        decay_factor, parameters)
+    values (
+        v_tenant, v_started, clock_timestamp(), v_counted, v_feedback, v_updated, v_decayed, v_factor,
+        jsonb_build_object('access_rate', p_access_rate, 'feedback_rate', p_feedback_rate,
+                           'half_life', p_half_life::text, 'floor', p_floor, 'idle_after', p_idle_after::text))
+    returning * into v_run;
+    drop table learn_batch;
+    drop table learn_delta;
+    return v_run;
+end
+$$;
+comment on function memsub.learn_importance(double precision, double precision, interval, double precision, interval) is
+    'Maintenance: folds the context tenant''s new accesses and feedback into importance_score of packets and '
+    'legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) '
+    'towards floor. Bounded in [0, 1]; serialized per tenant by an advisory lock; each access and feedback is '
+    'learned once. Returns the run''s report (also kept in importance_learning_runs).';
+
+create or replace function memsub.importance_step(
+    p_importance    double precision,
+    p_accesses      bigint,
+    p_useful        bigint,
+    p_useless       bigint,
+    p_access_rate   double precision,
+    p_feedback_rate double precision
+) returns double precision
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+    -- (1 - rate)^n computed as exp(n * ln(1 - rate)), clipped so a large n cannot underflow.
+    with kept as (
+        select case when p_accesses = 0 then 1.0 when p_access_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_accesses * ln(1.0 - p_access_rate))) end as by_access,
+               case when p_useful = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_useful * ln(1.0 - p_feedback_rate))) end as by_useful,
+               case when p_useless = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_useless * ln(1.0 - p_feedback_rate))) end as by_useless
+    ), steps as (
+        select p_importance + (1.0 - p_importance) * (1.0 - k.by_access) as i2, k.by_useful, k.by_useless from kept k
+    )
+    select least(1.0, greatest(0.0, (s.i2 + (1.0 - s.i2) * (1.0 - s.by_useful)) * s.by_useless))::double precision
+      from steps s
+$$;
+comment on function memsub.importance_step(double precision, bigint, bigint, bigint, double precision, double precision) is
+    'One learning step of memsub.learn_importance: frequency, then useful feedback (both towards 1), then '
+    'not-useful feedback (towards 0). Stays in [0, 1] for an input in [0, 1] and rates in [0, 1].';
+
+alter function memsub.learn_importance(double precision, double precision, interval, double precision, interval)
+    owner to memsub_retrieval_owner;
+
+call memsub.install_row_security('memsub.importance_learning_runs', array[]::text[]);
+
+grant select on memsub.importance_learning_runs to memsub_app, memsub_analyst;
+grant execute on function memsub.record_feedback(uuid, boolean, text) to memsub_app;
+grant execute on function
+    memsub.learn_importance(double precision, double precision, interval, double precision, interval)
+    to memsub_app;
+grant execute on function
+    memsub.importance_step(double precision, bigint, bigint, bigint, double precision, double precision)
+    to memsub_app, memsub_analyst, memsub_retrieval_owner;
+-- What the learning run reads and writes (it bypasses row-level security and names the tenant itself).
+grant select, update on memsub.memory_access_log, memsub.packet_store, memsub.semantic_memory to memsub_retrieval_owner;
+grant select, insert on memsub.importance_learning_runs to memsub_retrieval_owner;
+grant execute on function memsub.check_unit(double precision, text) to memsub_retrieval_owner;

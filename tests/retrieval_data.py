@@ -1,0 +1,137 @@
+"""Synthetic retrieval data, built inside the server with fixed seeds (shared by the tests and bench/retrieval.py).
+
+Vectors are clustered (a few dozen random centres plus noise), like real embeddings and unlike uniform noise,
+on which no approximate index has meaningful recall. Packets are spread over one big tenant (``big_share`` of
+the rows), one small tenant (``small_share``) and ``other_tenants`` tenants sharing the rest. Every packet has
+one embedding per embedding type and a short text made of cluster words and random words.
+
+Rows are written as the superuser with plain INSERT ... SELECT (row-level security does not apply to it);
+everything is then read as the application role.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+BIG = uuid.UUID("b1000000-0000-0000-0000-000000000001")
+SMALL = uuid.UUID("5a000000-0000-0000-0000-000000000002")
+TYPES = ("content", "context", "entity", "summary", "reasoning")
+
+
+@dataclass(frozen=True)
+class Spec:
+    packets: int
+    dimension: int = 384
+    big_share: float = 0.5
+    small_share: float = 0.005
+    other_tenants: int = 20
+    clusters: int = 40
+    latent: int = 8
+    spread: float = 0.3
+    noise: float = 0.02
+    seed: float = 0.42
+    types: tuple[str, ...] = TYPES
+
+
+# The test data set: 4,000 packets x 5 embedding types = 20,000 embeddings of 384 dimensions; the big tenant
+# holds 50 % of them, the small one 0.5 % (20 per type).
+RETRIEVAL_SPEC = Spec(packets=4000)
+
+
+def tenant_of(position: int, spec: Spec) -> str:
+    """SQL expression of the tenant of packet number ``position`` (a column name)."""
+    big = int(spec.packets * spec.big_share)
+    small = max(1, int(spec.packets * spec.small_share))
+    return (f"case when {position} % 1000 < {int(spec.big_share * 1000)} then '{BIG}'::uuid "
+            f"when {position} % 1000 < {int((spec.big_share + spec.small_share) * 1000)} then '{SMALL}'::uuid "
+            f"else ('00000000-0000-0000-0000-' || lpad((({position} % {spec.other_tenants}) + 1)::text, 12, '0'))"
+            "::uuid end"
+            f" /* big ~{big}, small ~{small} */")
+
+
+def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
+    """Fill packet_store and memory_embeddings (superuser connection; commits).
+
+    The HNSW indexes are dropped and rebuilt around the load: a bulk build is many times faster than
+    inserting row by row into the graphs. Their definitions are read from the catalog, so they come back as
+    the migrations made them.
+    """
+    indexes = conn.execute(
+        "select i.indexname, i.indexdef, obj_description(format('memsub.%I', i.indexname)::regclass, 'pg_class') "
+        "from pg_indexes i where i.schemaname = 'memsub' and i.tablename = 'memory_embeddings' "
+        "and i.indexdef like '%USING hnsw%'").fetchall()
+    for name, _, _ in indexes:
+        conn.execute(f"drop index memsub.{name}")
+    conn.execute("set maintenance_work_mem = '256MB'")
+    conn.execute("set max_parallel_maintenance_workers = 0")  # the cores are shared
+    conn.execute("select setseed(%s)", [spec.seed])
+    # Vectors live near a low-dimensional manifold, as real embeddings do: a latent point (cluster centre plus
+    # spread) in `latent` dimensions, spread over all dimensions by a fixed random projection, plus a little
+    # isotropic noise. (Isotropic noise alone makes every neighbour equidistant, which no index can rank.)
+    conn.execute(f"""
+        create temporary table centres as
+        select c, array(select (random() * 2 - 1)::real + 0 * c from generate_series(1, {spec.latent})) as v
+          from generate_series(1, {spec.clusters}) c""")
+    conn.execute(f"""
+        create temporary table projection as
+        select array(select ((random() + 0.5) * sign(random() - 0.5))::real
+                       from generate_series(1, {spec.dimension})) as a""")
+    conn.execute(f"""
+        insert into memsub.packet_store (packet_id, packet_type, envelope, "timestamp", tags, thread_id,
+                                         importance_score, tenant_id, scope, content_hash)
+        select ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid,
+               case when i % 3 = 0 then 'memory_write' else 'event' end,
+               jsonb_build_object('payload', 'synthetic ' || i),
+               now() - (i % 365) * interval '1 day',
+               case when i % 10 = 0 then array['rare', 'common'] else array['common'] end,
+               ('10000000-0000-4000-8000-' || lpad((i % 50)::text, 12, '0'))::uuid,
+               ((i * 7919) % 100) / 100.0,
+               {tenant_of('i', spec)},
+               'shared',
+               md5(i::text)
+          from generate_series(1, {spec.packets}) i""")
+    for number, embedding_type in enumerate(spec.types):
+        conn.execute(f"""
+            insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text,
+                                                  tenant_id, scope)
+            select p.packet_id, '{embedding_type}',
+                   array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * p.n
+                           from unnest(pr.a) with ordinality u(a, o))::vector,
+                   0,
+                   'cluster' || p.cluster || ' topic' || (p.cluster % 7) || ' word' || (random() * 300)::int
+                   || ' word' || (random() * 300)::int || ' item' || p.n,
+                   p.tenant_id, 'shared'
+              from (select s.packet_id, s.tenant_id,
+                           ('x' || substr(s.packet_id::text, 25))::bit(48)::bigint as n,
+                           1 + (hashint8(('x' || substr(s.packet_id::text, 25))::bit(48)::bigint + {number})
+                                & 2147483647) % {spec.clusters} as cluster
+                      from memsub.packet_store s) p
+              join centres c on c.c = p.cluster
+              cross join projection pr
+              cross join lateral (
+                  select array(select c.v[i] + {spec.spread} * (random() * 2 - 1) + 0 * p.n
+                                 from generate_series(1, {spec.latent}) i) as v) l""")
+    conn.execute("drop table projection")
+    conn.execute("drop table centres")
+    for name, definition, comment in indexes:
+        conn.execute(definition)
+        conn.execute(psycopg.sql.SQL("comment on index memsub.{} is {}").format(
+            psycopg.sql.Identifier(name), psycopg.sql.Literal(comment)))
+    conn.execute("analyze memsub.packet_store")
+    conn.execute("analyze memsub.memory_embeddings")
+    conn.commit()
+
+
+def query_vector(conn: psycopg.Connection[Any], spec: Spec, number: int, embedding_type: str = "content") -> str:
+    """Text of a query vector near one stored vector of the type (deterministic in ``number``)."""
+    packet = f"00000000-0000-4000-8000-{(number * 37 % spec.packets) + 1:012d}"
+    row = conn.execute("select vector::text from memsub.memory_embeddings where packet_id = %s and embedding_type = %s",
+                       [packet, embedding_type]).fetchone()
+    assert row is not None
+    base = [float(x) for x in str(row[0]).strip("[]").split(",")]
+    shifted = [x + (0.05 if (i + number) % 3 == 0 else -0.05) for i, x in enumerate(base)]
+    return "[" + ",".join(f"{x:.5f}" for x in shifted) + "]"

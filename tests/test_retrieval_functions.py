@@ -1,0 +1,322 @@
+"""Hybrid fusion, graph traversal, importance learning, reflection retrieval, and row-level security of every
+retrieval function (each check fails when a policy is dropped)."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from typing import Any
+
+import pytest
+
+from helpers import TENANT_A, TENANT_B, set_context, write
+from layer_helpers import call
+from retrieval_data import BIG
+
+DIM = 384
+ORG_1 = uuid.UUID("00000000-0000-0000-0001-000000000001")
+ORG_2 = uuid.UUID("00000000-0000-0000-0001-000000000002")
+
+
+def vec(*head: float) -> str:
+    values = list(head) + [0.001] * (DIM - len(head))
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def packet_with_text(conn: Any, text: str, vector: str, importance: float = 0.5,
+                     scope: str = "shared") -> dict[str, Any]:
+    packet = write(conn, {"packet_type": "note", "payload": {"text": text}, "importance_score": importance,
+                          "scope": scope})
+    embedding = call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector, 0, %s)",
+                     [packet["packet_id"], vector, text])
+    return {"packet_id": packet["packet_id"], "embedding_id": embedding["embedding_id"]}
+
+
+def test_hybrid_ranks_keyword_meaning_and_both_and_matches_hand_computed_rrf(db384):
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        both = packet_with_text(conn, "postgres vacuum tuning guide", vec(1.0, 0.0))
+        meaning = packet_with_text(conn, "autovacuum thresholds explained", vec(0.95, 0.1))
+        keyword = packet_with_text(conn, "vacuum cleaner reviews", vec(0.0, 1.0))
+        unrelated = packet_with_text(conn, "cooking pasta", vec(0.0, 0.0, 1.0))
+        rows = conn.cursor(row_factory=__import__("psycopg").rows.dict_row).execute(
+            "select * from memsub.hybrid_search('vacuum', %s::vector, 4)", [vec(1.0, 0.02)]).fetchall()
+        order = [r["embedding_id"] for r in rows]
+        assert order[0] == both["embedding_id"]
+        assert set(order[1:3]) == {meaning["embedding_id"], keyword["embedding_id"]}
+        assert order[3] == unrelated["embedding_id"]
+        for row in rows:
+            expected = ((1.0 / (60 + row["vector_rank"]) if row["vector_rank"] else 0.0)
+                        + (1.0 / (60 + row["text_rank"]) if row["text_rank"] else 0.0))
+            assert math.isclose(row["score"], expected, rel_tol=1e-12)
+        # Hand-computed: "both" is nearest (vector rank 1) and one of two equal keyword matches (text rank 1 or 2,
+        # ties broken by id): 1/61 + 1/61 or 1/61 + 1/62; the unrelated row only has its vector rank 4: 1/64.
+        assert rows[0]["vector_rank"] == 1
+        assert math.isclose(rows[0]["score"], 1 / 61 + 1 / (60 + rows[0]["text_rank"]), rel_tol=1e-12)
+        assert rows[3]["text_rank"] is None and math.isclose(rows[3]["score"], 1 / 64, rel_tol=1e-12)
+        # Weights and the constant are parameters.
+        weighted = conn.execute("select score, vector_rank, text_rank "
+                                "from memsub.hybrid_search('vacuum', %s::vector, 1, "
+                                "p_vector_weight => 0.5, p_text_weight => 2.0, p_rrf_k => 10)",
+                                [vec(1.0, 0.02)]).fetchone()
+        assert weighted is not None
+        assert math.isclose(weighted[0], 0.5 / (10 + weighted[1]) + 2.0 / (10 + weighted[2]), rel_tol=1e-12)
+        text_only = conn.execute("select embedding_id from memsub.hybrid_search('cleaner', null, 5)").fetchall()
+        assert [r[0] for r in text_only] == [keyword["embedding_id"]]
+
+
+def test_keyword_leg_uses_the_gin_index_only_inside_its_function(retrieval_db):
+    """As the application role @@ is a filter evaluated after the policies; in the function's role it is an
+    index condition of the (tenant_id, search_tsv) GIN index."""
+    query = ("explain select 1 from memsub.memory_embeddings e where e.tenant_id = %s "
+             "and e.search_tsv @@ to_tsquery('english', 'cluster3')")
+    with retrieval_db.connect("app") as conn:
+        set_context(conn, BIG)
+        plan = "\n".join(r[0] for r in conn.execute(query, [BIG]))
+        assert "Filter: " in plan and "search_tsv @@" in plan.split("Filter: ")[1]
+        assert not any("Index Cond" in line and "search_tsv" in line for line in plan.splitlines())
+    with retrieval_db.connect() as conn:
+        conn.execute("set local role memsub_retrieval_owner")
+        plan = "\n".join(r[0] for r in conn.execute(query, [BIG]))
+        assert any("Index Cond" in line and "search_tsv @@" in line for line in plan.splitlines())
+        assert "idx_memory_embeddings_search" in plan
+
+
+def edges(conn: Any, triples: list[tuple[str, str, str, float]]) -> None:
+    for source, kind, target, confidence in triples:
+        conn.execute("select memsub.upsert_relationship(%s, %s, %s, %s)", [source, kind, target, confidence])
+
+
+def test_traversal_cycles_fan_out_and_thresholds(db384):
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        edges(conn, [("L9", "uses", "Neo4j", 0.9), ("L9", "develops", "Python", 0.8),
+                     ("Python", "requires", "FastAPI", 0.5),
+                     ("FastAPI", "implements", "REST_API", 0.9), ("REST_API", "calls", "L9", 0.9),
+                     ("Neo4j", "stores", "graph_data", 0.3)])
+        for n in range(20):
+            edges(conn, [("Python", "has", f"lib{n}", 0.7)])
+        rows = conn.execute(
+            "select depth, entity, path, path_confidence from memsub.traverse_graph('L9', 5)").fetchall()
+        paths = {tuple(r[2]): r for r in rows}
+        assert all(len(set(path)) == len(path) for path in paths)  # the cycle back to L9 is never followed
+        assert ("L9", "Python", "FastAPI", "REST_API") in paths
+        assert not any(path[-1] == "L9" for path in paths)
+        assert math.isclose(paths[("L9", "Python", "FastAPI", "REST_API")][3], 0.8 * 0.5 * 0.9)
+        assert sum(1 for p in paths if len(p) == 3 and p[1] == "Python") == 21  # fan-out
+        assert max(r[0] for r in rows) == 3
+        limited = conn.execute("select max(depth) from memsub.traverse_graph('L9', 1)").fetchone()
+        assert limited == (1,)
+        strong = {r[0] for r in conn.execute(
+            "select entity from memsub.traverse_graph('L9', 5, p_min_confidence => 0.6)")}
+        assert "FastAPI" not in strong and "graph_data" not in strong and "lib3" in strong
+        confident = {r[0] for r in conn.execute(
+            "select entity from memsub.traverse_graph('L9', 5, p_min_path_confidence => 0.5)")}
+        assert confident == {"Neo4j", "Python"} | {f"lib{n}" for n in range(20)}
+        typed = {r[0] for r in conn.execute(
+            "select entity from memsub.traverse_graph('L9', 5, array['develops', 'requires'])")}
+        assert typed == {"Python", "FastAPI"}
+        back = {r[0] for r in conn.execute(
+            "select entity from memsub.traverse_graph('L9', 1, p_direction => 'incoming')")}
+        assert back == {"REST_API"}
+        call(conn, "select * from memsub.assert_fact('L9', 'written in', %s::jsonb, 0.9)", [json.dumps("SQL")])
+        around = conn.execute("select kind, direction, other_entity from memsub.entity_neighbourhood('l9')").fetchall()
+        assert ("fact", "subject", None) in around
+        around = conn.execute("select kind, direction, other_entity from memsub.entity_neighbourhood('L9')").fetchall()
+        assert {("relationship", "outgoing", "Neo4j"), ("relationship", "incoming", "REST_API")} <= set(around)
+
+
+def importance(conn: Any, packet_id: Any) -> float:
+    row = conn.execute("select importance_score from memsub.packet_store where packet_id = %s", [packet_id]).fetchone()
+    assert row is not None
+    return float(row[0])
+
+
+def test_importance_feedback_frequency_decay_and_bounds(db384):
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        useful = packet_with_text(conn, "useful", vec(1.0))
+        useless = packet_with_text(conn, "useless", vec(0.0, 1.0))
+        idle = packet_with_text(conn, "idle", vec(0.0, 0.0, 1.0), importance=0.8)
+        top = packet_with_text(conn, "top", vec(0.5, 0.5), importance=1.0)
+        rows = conn.execute("select embedding_id, access_id from memsub.semantic_search(%s::vector, 4, "
+                            "p_record_access => true, p_query_text => 'q')", [vec(0.5, 0.5)]).fetchall()
+        access = {r[0]: r[1] for r in rows}
+        assert all(access.values())
+        for _ in range(3):
+            conn.execute("select memsub.record_feedback(%s, true, 'helped')", [access[useful["embedding_id"]]])
+        conn.execute("select memsub.record_feedback(%s, false, 'noise')", [access[useless["embedding_id"]]])
+        conn.execute("select memsub.record_feedback(%s, true)", [access[top["embedding_id"]]])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        run = call(conn, "select * from memsub.learn_importance()")
+        assert run["accesses_counted"] == 4 and run["feedback_learned"] == 3
+        assert importance(conn, useful["packet_id"]) > 0.5
+        assert importance(conn, useless["packet_id"]) < 0.5
+        assert importance(conn, top["packet_id"]) == 1.0
+        # Learned once: a second run changes nothing for them.
+        before = importance(conn, useful["packet_id"])
+        again = call(conn, "select * from memsub.learn_importance()")
+        assert again["accesses_counted"] == 0 and again["feedback_learned"] == 0
+        assert importance(conn, useful["packet_id"]) == before
+        conn.commit()
+    # Decay: the idle packet was written long ago and the previous run was long ago (set as the superuser).
+    with db384.connect() as su:
+        su.execute("alter table memsub.packet_store disable trigger packet_store_immutable")
+        su.execute("update memsub.packet_store set \"timestamp\" = now() - interval '90 days', last_accessed = null "
+                   "where packet_id = %s", [idle["packet_id"]])
+        su.execute("alter table memsub.packet_store enable trigger packet_store_immutable")
+        su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '30 days'")
+        su.commit()
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        idle_before = importance(conn, idle["packet_id"])
+        assert idle_before > 0.8  # its one access counted: 0.8 + 0.2 * 0.02
+        run = call(conn, "select * from memsub.learn_importance()")
+        assert 0.49 < run["decay_factor"] < 0.51 and run["targets_decayed"] == 1
+        assert math.isclose(importance(conn, idle["packet_id"]), 0.05 + (idle_before - 0.05) * run["decay_factor"],
+                            rel_tol=1e-9)
+        assert importance(conn, useful["packet_id"]) == before  # recently accessed: no decay
+        bounds = conn.execute("select min(importance_score), max(importance_score) from memsub.packet_store").fetchone()
+        assert bounds is not None and 0.0 <= bounds[0] and bounds[1] <= 1.0
+        extreme = conn.execute("select memsub.importance_step(0.99, 1000, 1000, 0, 0.5, 0.9), "
+                               "memsub.importance_step(0.01, 0, 0, 1000, 0.5, 0.9)").fetchone()
+        assert extreme is not None and 0.0 <= extreme[1] <= extreme[0] <= 1.0
+
+
+def test_reflections_by_vector_tags_priority_are_recorded(db384):
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        near = call(conn, "select * from memsub.record_reflection('lesson', 'retry with backoff', p_tags => %s, "
+                    "p_priority => 'high', p_vector => %s::vector)", [["network"], vec(1.0)])
+        call(conn, "select * from memsub.record_reflection('lesson', 'far away', p_tags => %s, p_priority => 'low', "
+             "p_vector => %s::vector)", [["cooking"], vec(0.0, 1.0)])
+        rows = conn.execute("select reflection_id, access_id from memsub.retrieve_reflections(%s::vector, %s, 5, "
+                            "p_record_access => true)", [vec(1.0), ["network"]]).fetchall()
+        assert rows[0][0] == near["reflection_id"] and all(r[1] for r in rows)
+        high = conn.execute("select count(*) from memsub.retrieve_reflections(p_min_priority => 'high')").fetchone()
+        assert high == (1,)
+        counted = conn.execute("select access_count from memsub.reflection_store where reflection_id = %s",
+                               [near["reflection_id"]]).fetchone()
+        assert counted == (1,)
+
+
+# -- row-level security --------------------------------------------------------------------------------------
+
+CALLS = {
+    "semantic_search": "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50)",
+    "semantic_search_exact":
+        "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50, p_exact_below => 100000)",
+    "hybrid_search": "select embedding_id::text from memsub.hybrid_search('secret', %(v)s::vector, 50)",
+    "keyword_candidates": "select embedding_id::text from memsub.keyword_candidates('secret')",
+    "traverse_graph": "select entity from memsub.traverse_graph('hub', 3, p_direction => 'both')",
+    "entity_neighbourhood": "select coalesce(other_entity, object::text) from memsub.entity_neighbourhood('hub')",
+    "retrieve_reflections": "select content from memsub.retrieve_reflections(%(v)s::vector, k => 50)",
+}
+TABLE_OF = {"semantic_search": "memory_embeddings", "semantic_search_exact": "memory_embeddings",
+            "hybrid_search": "memory_embeddings", "keyword_candidates": "memory_embeddings",
+            "traverse_graph": "entity_relationships", "entity_neighbourhood": "entity_relationships",
+            "retrieve_reflections": "reflection_store"}
+
+
+def populate(db: Any) -> None:
+    with db.connect("app") as conn:
+        for tenant, org, label in ((TENANT_A, None, "a"), (TENANT_A, ORG_2, "a-org2"), (TENANT_B, None, "b")):
+            set_context(conn, tenant, org, uuid.uuid4())
+            for n in range(3):
+                packet_with_text(conn, f"secret {label} {n}", vec(1.0, n / 10))
+            call(conn, "select * from memsub.record_reflection('lesson', %s, p_vector => %s::vector)",
+                 [f"lesson {label}", vec(1.0)])
+            if org is None:
+                edges(conn, [("hub", "links", f"node-{label}", 0.9), (f"node-{label}", "links", f"leaf-{label}", 0.9)])
+                call(conn, "select * from memsub.assert_fact('hub', 'owned by', %s::jsonb, 0.9)", [json.dumps(label)])
+            conn.commit()
+
+
+def observed(db: Any, name: str) -> set[str]:
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        sql = CALLS[name].replace("k => 50", "p_k => 50")
+        return {r[0] for r in conn.execute(sql, {"v": vec(1.0)})}
+
+
+def expected(db: Any, name: str) -> set[str]:
+    """The reference model, from ground truth read as the superuser: tenant A, no org."""
+    with db.connect() as conn:
+        if TABLE_OF[name] == "memory_embeddings":
+            return {r[0] for r in conn.execute("select embedding_id::text from memsub.memory_embeddings "
+                                               "where tenant_id = %s and org_id is null", [TENANT_A])}
+        if name == "retrieve_reflections":
+            return {r[0] for r in conn.execute("select content from memsub.reflection_store "
+                                               "where tenant_id = %s and org_id is null", [TENANT_A])}
+        if name == "traverse_graph":
+            return {"node-a", "leaf-a"}
+        return {"node-a", json.dumps("a")}
+
+
+READS = {"semantic_search": ["memory_embeddings", "packet_store"],
+         "semantic_search_exact": ["memory_embeddings", "packet_store"],
+         "hybrid_search": ["memory_embeddings", "packet_store"], "keyword_candidates": ["memory_embeddings"],
+         "traverse_graph": ["entity_relationships"],
+         "entity_neighbourhood": ["entity_relationships", "knowledge_facts"],
+         "retrieve_reflections": ["reflection_store"]}
+POLICY_LAYERS = {"memory_embeddings": ["org", "user"], "packet_store": ["org", "user"], "reflection_store": ["org"],
+                 "entity_relationships": [], "knowledge_facts": []}
+
+
+def other_tenant(db: Any, name: str) -> set[str]:
+    with db.connect() as conn:
+        if TABLE_OF[name] == "memory_embeddings":
+            return {r[0] for r in conn.execute("select embedding_id::text from memsub.memory_embeddings "
+                                               "where tenant_id = %s", [TENANT_B])}
+    return {"lesson b", "node-b", "leaf-b", json.dumps("b")}
+
+
+def mutate(db: Any, tables: list[str], statements: list[str]) -> None:
+    with db.connect() as conn:
+        for table in tables:
+            for statement in statements:
+                conn.execute(statement.format(table=f"memsub.{table}"))
+        conn.commit()
+
+
+def restore(db: Any, tables: list[str]) -> None:
+    with db.connect() as conn:
+        for table in tables:
+            conn.execute("call memsub.install_row_security(%s, %s)", [f"memsub.{table}", POLICY_LAYERS[table]])
+        conn.commit()
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_retrieval_functions_return_exactly_the_callers_rows(db384, name):
+    populate(db384)
+    model = expected(db384, name)
+    assert observed(db384, name) == model
+    tables = READS[name]
+    forbidden = other_tenant(db384, name)
+    assert forbidden and not forbidden & model
+
+    # Without tenant_isolation the function sees nothing: its rows come through that policy.
+    mutate(db384, tables, ["drop policy tenant_isolation on {table}"])
+    without_tenant_policy = observed(db384, name)
+    restore(db384, tables)
+    # With a policy that lets every tenant through, the explicit tenant predicates still hold.
+    mutate(db384, tables, ["drop policy tenant_isolation on {table}",
+                           "create policy tenant_isolation on {table} using (true)"])
+    assert not observed(db384, name) & forbidden
+    restore(db384, tables)
+    # Without org_isolation the other organization's rows appear.
+    org_tables = [t for t in tables if "org" in POLICY_LAYERS[t]]
+    mutate(db384, org_tables, ["drop policy org_isolation on {table}"])
+    without_org_policy = observed(db384, name)
+    restore(db384, tables)
+    assert observed(db384, name) == model
+
+    if name == "keyword_candidates":
+        # It bypasses row-level security and applies the same predicates itself: no policy change reaches it.
+        assert without_tenant_policy == model and without_org_policy == model
+    else:
+        assert without_tenant_policy != model, f"{name}: dropping tenant_isolation went unnoticed"
+        if org_tables:
+            assert without_org_policy - model, f"{name}: dropping org_isolation leaked nothing"

@@ -1,0 +1,144 @@
+"""Semantic search quality as the application role: exactly k rows and recall@10 >= 0.95 against exact search
+(enable_indexscan = off), for a small tenant (0.5 % of the rows) and a big one (50 %), per embedding type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helpers import set_context
+from retrieval_data import BIG, RETRIEVAL_SPEC, SMALL, TYPES, query_vector
+
+QUERIES = 20
+K = 10
+
+
+def exact(conn: Any, tenant: Any, vector: str, embedding_type: str, extra: str = "", k: int = K) -> list[Any]:
+    """Ground truth as the application role: a sequential or bitmap scan, never an index order."""
+    with conn.transaction():
+        set_context(conn, tenant)
+        conn.execute("set local enable_indexscan = off")
+        rows = conn.execute(
+            "select e.embedding_id from memsub.memory_embeddings e join memsub.packet_store p "
+            " on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id "
+            f"where e.embedding_type = %s {extra} order by e.vector <=> %s::vector, e.embedding_id limit %s",
+            [embedding_type, vector, k]).fetchall()
+    return [r[0] for r in rows]
+
+
+def search(conn: Any, tenant: Any, vector: str, embedding_type: str, **options: Any) -> list[tuple[Any, ...]]:
+    named = "".join(f", p_{name} => %s" for name in options)
+    with conn.transaction():
+        set_context(conn, tenant)
+        return conn.execute(
+            f"select embedding_id, method, distance from memsub.semantic_search(%s::vector, %s, %s{named})",
+            [vector, K, embedding_type, *options.values()]).fetchall()
+
+
+@pytest.mark.parametrize("embedding_type", TYPES)
+def test_k_rows_and_recall_for_small_and_big_tenants(retrieval_db, embedding_type):
+    with retrieval_db.connect() as su, retrieval_db.connect("app", autocommit=True) as app:
+        for tenant, method in ((SMALL, "exact"), (BIG, "approximate")):
+            recalls = []
+            for number in range(QUERIES):
+                vector = query_vector(su, RETRIEVAL_SPEC, number, embedding_type)
+                truth = exact(app, tenant, vector, embedding_type)
+                got = search(app, tenant, vector, embedding_type)
+                assert len(truth) == K
+                assert len(got) == K, f"{tenant} {embedding_type}: {len(got)} rows"
+                assert {row[1] for row in got} == {method}
+                distances = [row[2] for row in got]
+                assert distances == sorted(distances)
+                recalls.append(len(set(truth) & {row[0] for row in got}) / K)
+            recall = sum(recalls) / len(recalls)
+            assert recall >= 0.95, f"{tenant} {embedding_type}: recall@10 {recall:.3f}"
+
+
+def test_small_tenant_through_the_hnsw_index_needs_the_iterative_scan(retrieval_db):
+    """The pitfall the function avoids: a plain HNSW scan post-filters the tenant and returns too few rows."""
+    with retrieval_db.connect() as su, retrieval_db.connect("app", autocommit=True) as app:
+        vector = query_vector(su, RETRIEVAL_SPEC, 3)
+        with app.transaction():
+            set_context(app, SMALL)
+            plain = app.execute("select count(*) from (select 1 from memsub.memory_embeddings "
+                                "where embedding_type = 'content' order by vector <=> %s::vector limit %s) s",
+                                [vector, K]).fetchone()
+        assert plain is not None and plain[0] < K
+        got = search(app, SMALL, vector, "content", exact_below=0)
+        assert len(got) == K and {row[1] for row in got} == {"approximate"}
+        truth = exact(app, SMALL, vector, "content")
+        assert len(set(truth) & {row[0] for row in got}) >= 9
+
+
+def test_settings_stay_inside_the_call(retrieval_db):
+    with retrieval_db.connect() as su, retrieval_db.connect("app") as app:
+        vector = query_vector(su, RETRIEVAL_SPEC, 1)
+        set_context(app, BIG)
+        app.execute("select %s::vector <=> %s::vector", [vector, vector])  # loads pgvector and its settings
+        names = ["hnsw.iterative_scan", "hnsw.ef_search", "hnsw.max_scan_tuples"]
+        settings = "select " + ", ".join(f"current_setting('{name}')" for name in names)
+        before = app.execute(settings).fetchone()
+        rows = app.execute("select * from memsub.semantic_search(%s::vector, 200, 'content')", [vector]).fetchall()
+        assert len(rows) == 200
+        assert app.execute(settings).fetchone() == before == ("off", "40", "20000")
+
+
+@pytest.mark.parametrize(("options", "extra"), [
+    ({"tags": ["rare"]}, "and p.tags @> array['rare']"),
+    ({"packet_type": "memory_write"}, "and p.packet_type = 'memory_write'"),
+    ({"min_importance": 0.8}, "and p.importance_score >= 0.8"),
+    ({"thread_id": "10000000-0000-4000-8000-000000000007"},
+     "and p.thread_id = '10000000-0000-4000-8000-000000000007'"),
+    ({"thread_id": "10000000-0000-4000-8000-000000000007", "min_importance": 0.5},
+     "and p.thread_id = '10000000-0000-4000-8000-000000000007' and p.importance_score >= 0.5"),
+])
+def test_filters_keep_k_rows_and_match_exact_search(retrieval_db, options, extra):
+    with retrieval_db.connect() as su, retrieval_db.connect("app", autocommit=True) as app:
+        for number in range(4):
+            vector = query_vector(su, RETRIEVAL_SPEC, number)
+            truth = exact(app, BIG, vector, "content", extra)
+            got = search(app, BIG, vector, "content", **options)
+            assert len(truth) == K
+            assert len(got) == K
+            assert len(set(truth) & {row[0] for row in got}) >= 9
+
+
+def test_time_window(retrieval_db):
+    with retrieval_db.connect() as su, retrieval_db.connect("app", autocommit=True) as app:
+        vector = query_vector(su, RETRIEVAL_SPEC, 6)
+        window = "and p.\"timestamp\" >= now() - interval '40 days' and p.\"timestamp\" < now() - interval '29 days'"
+        truth = exact(app, BIG, vector, "content", window)
+        with app.transaction():
+            set_context(app, BIG)
+            rows = app.execute(
+                "select embedding_id from memsub.semantic_search(%s::vector, %s, 'content', "
+                "p_since => now() - interval '40 days', p_until => now() - interval '29 days')", [vector, K]).fetchall()
+        assert len(truth) == K
+        assert len(set(truth) & {r[0] for r in rows}) >= 9 and len(rows) == K
+
+
+def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
+    """EXPLAIN of the two queries semantic_search builds, run as the application role."""
+    with retrieval_db.connect() as su, retrieval_db.connect("app") as app:
+        vector = query_vector(su, RETRIEVAL_SPEC, 2)
+        set_context(app, BIG)
+        app.execute("set local hnsw.iterative_scan = relaxed_order")
+        base = ("select e.embedding_id from memsub.memory_embeddings e join memsub.packet_store p "
+                "on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id "
+                f"where e.embedding_type = 'entity' and e.tenant_id = '{BIG}'::uuid ")
+        hnsw = "\n".join(r[0] for r in app.execute(
+            f"explain {base} order by e.vector <=> %s::vector limit 10", [vector]).fetchall())
+        assert "idx_embeddings_vector_entity" in hnsw
+        exact_plan = "\n".join(r[0] for r in app.execute(
+            f"explain {base.replace(str(BIG), str(SMALL))} order by (e.vector <=> %s::vector) + 0 limit 10",
+            [vector]).fetchall())
+        assert "hnsw" not in exact_plan and "idx_embeddings_vector" not in exact_plan
+        assert "idx_memory_embeddings_tenant_type" in exact_plan or "memory_embeddings_chunk_key" in exact_plan
+        # With the tenant as a literal the planner sees the big tenant's real share (~50 % of the type).
+        # A parameter (a generic plan) is estimated as the average tenant.
+        probe = "select 1 from memsub.memory_embeddings e where e.embedding_type = 'entity' and e.tenant_id = "
+        literal = app.execute(f"explain (format json) {probe} '{BIG}'::uuid").fetchone()
+        generic = app.execute(f"explain (format json, generic_plan) {probe} $1").fetchone()
+        assert literal is not None and generic is not None
+        assert literal[0][0]["Plan"]["Plan Rows"] > 4 * generic[0][0]["Plan"]["Plan Rows"]
