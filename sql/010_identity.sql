@@ -75,15 +75,18 @@ set search_path = pg_catalog
 as $$ select coalesce(string_to_array(nullif(current_setting('memsub.roles', true), ''), ','), '{}') $$;
 comment on function memsub.current_context_roles() is 'Context roles requested by memsub.set_context() (tenant_admin, platform_admin).';
 
--- The role whose memberships count: the current role, except inside a SECURITY DEFINER function, which runs
--- as memsub_owner; there it is the login role that called it.
+-- The role whose memberships count: the current role when it can log in; otherwise (inside a SECURITY DEFINER
+-- function, which runs as one of memsub's NOLOGIN owners, or after SET ROLE to a group role) the login role.
 create or replace function memsub.acting_role() returns name
 language sql stable security invoker parallel safe
 set search_path = pg_catalog
-as $$ select case when current_user = 'memsub_owner' then session_user else current_user end $$;
+as $$
+    select case when (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = current_user)
+                then current_user else session_user end
+$$;
 comment on function memsub.acting_role() is
-    'The database role whose memsub role memberships count: current_user, or the login role while a SECURITY '
-    'DEFINER function runs as memsub_owner.';
+    'The database role whose memsub role memberships count: current_user when it can log in, else the login '
+    'role (inside SECURITY DEFINER functions owned by memsub''s NOLOGIN owners, or after SET ROLE to a group).';
 
 -- A context role counts only when the acting role also holds the matching memsub role: setting the
 -- memsub.roles GUC by hand grants nothing.
