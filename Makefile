@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo bench soak clean
+.PHONY: install test lint demo bench soak mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ bench: install
 	$(BIN)/python bench/upserts.py
 	$(BIN)/python bench/refresh.py
 	$(BIN)/python bench/hot_counters.py
+
+# Break each row-level security policy in turn (drop it, then weaken it to true) and require a failing test.
+mutation: install
+	$(BIN)/python tests/policy_mutation.py
+
+soak: mutation
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

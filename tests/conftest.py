@@ -118,6 +118,39 @@ def _create_test_roles(server: Server, dbname: str) -> None:
                     psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
 
 
+POLICY_MUTATION_ENV = "MEMSUB_TEST_POLICY_MUTATION"
+
+
+def _apply_policy_mutation(dsn: str) -> None:
+    """Break one policy in the template when tests/policy_mutation.py asks for it (``drop:table.policy`` or
+    ``weaken:table.policy``), so that run shows whether the suite notices. Unset in normal runs."""
+    mutation = os.environ.get(POLICY_MUTATION_ENV)
+    if not mutation:
+        return
+    action, _, target = mutation.partition(":")
+    table, _, policy = target.partition(".")
+    name = psycopg.sql.Identifier(policy)
+    relation = psycopg.sql.Identifier("memsub", table)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("select cmd, qual is not null, with_check is not null from pg_policies "
+                           "where schemaname = 'memsub' and tablename = %s and policyname = %s",
+                           [table, policy]).fetchone()
+        assert row is not None, f"no policy {policy} on memsub.{table}"
+        command, has_using, has_check = row
+        if action == "drop":
+            conn.execute(psycopg.sql.SQL("drop policy {} on {}").format(name, relation))
+        elif action == "weaken":
+            clauses = []
+            if has_using:
+                clauses.append(psycopg.sql.SQL("using (true)"))
+            if has_check or command == "INSERT":
+                clauses.append(psycopg.sql.SQL("with check (true)"))
+            conn.execute(psycopg.sql.SQL("alter policy {} on {} {}").format(
+                name, relation, psycopg.sql.SQL(" ").join(clauses)))
+        else:
+            raise ValueError(f"{POLICY_MUTATION_ENV} must be drop:table.policy or weaken:table.policy")
+
+
 @pytest.fixture(scope="session")
 def template_db(server: Server) -> Iterator[str]:
     """Name of a template database migrated to the newest version, with the test login roles created."""
@@ -126,6 +159,7 @@ def template_db(server: Server) -> Iterator[str]:
     janitor.init()
     Migrator(server.dsn(TEMPLATE_DB)).migrate()
     _create_test_roles(server, TEMPLATE_DB)
+    _apply_policy_mutation(server.dsn(TEMPLATE_DB))
     yield TEMPLATE_DB
     janitor.drop()
 
@@ -138,6 +172,7 @@ def template_db_384(server: Server) -> Iterator[str]:
     janitor.init()
     Migrator(make_conninfo(server.dsn(TEMPLATE_DB_384), options="-c memsub.vector_dimension=384")).migrate()
     _create_test_roles(server, TEMPLATE_DB_384)
+    _apply_policy_mutation(server.dsn(TEMPLATE_DB_384))
     yield TEMPLATE_DB_384
     janitor.drop()
 
