@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 
 import psycopg
+
 from helpers import TENANT_A, TENANT_B, set_context
 
 DURATION_SECONDS = 6.0
