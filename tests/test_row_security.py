@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import TENANT_A, TENANT_B, set_context, write
 
@@ -312,3 +314,41 @@ def test_admins_keep_their_visibility_inside_write_functions(db):
         conn.execute("select set_config('memsub.roles', 'tenant_admin', true)")  # forged: membership missing
         with pytest.raises(psycopg.errors.ForeignKeyViolation):
             write(conn, {**envelope, "payload": "forged"})
+
+
+# Hypothesis-generated worlds: random tenants, orgs, users, sessions and scopes, random viewers.
+_scopes = st.sampled_from(["shared", "cursor", "l-private"])
+_packets = st.lists(st.tuples(st.integers(0, 2), st.sampled_from([None, 0, 1]), _scopes, st.integers(0, 2),
+                              st.integers(0, 2)), min_size=1, max_size=10)
+_viewers = st.lists(st.tuples(st.sampled_from(["app", "analyst", "tenant_admin", "platform_admin"]),
+                              st.integers(0, 2), st.sampled_from([None, 0, 1]), st.sampled_from([None, 0, 1, 2]),
+                              st.sampled_from([None, 0, 1, 2])), min_size=1, max_size=4)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(packets=_packets, viewers=_viewers)
+def test_generated_worlds_match_the_policy_model(db, packets, viewers):
+    tenants = [uuid.uuid4() for _ in range(3)]
+    orgs = [uuid.uuid4() for _ in range(2)]
+    users = [uuid.uuid4() for _ in range(3)]
+    sessions = [f"s-{uuid.uuid4().hex[:6]}" for _ in range(3)]
+    written: list[Packet] = []
+    with db.connect("app") as conn:
+        for number, (tenant, org, scope, user, session) in enumerate(packets):
+            set_context(conn, tenants[tenant], orgs[org] if org is not None else None, users[user],
+                        session=sessions[session])
+            label = f"p{number}"
+            write(conn, {"packet_type": "event", "payload": label, "scope": scope})
+            conn.commit()
+            written.append(Packet(label, tenants[tenant], orgs[org] if org is not None else None, scope,
+                                  users[user], sessions[session], uuid.UUID(int=0)))
+    for role, tenant, org, user, session in viewers:
+        roles = (role,) if role in ("tenant_admin", "platform_admin") else ()
+        viewer = Viewer(role, role, tenants[tenant], orgs[org] if org is not None else None,
+                        users[user] if user is not None else None,
+                        sessions[session] if session is not None else None, roles)
+        with db.connect(viewer.role) as conn:
+            set_context(conn, viewer.tenant, viewer.org, viewer.user, viewer.roles, viewer.session)
+            seen = {r[0] for r in conn.execute("select envelope ->> 'payload' from memsub.packet_store "
+                                               "where tenant_id = any(%s)", [tenants])}
+        assert seen == {p.label for p in written if viewer.sees_packet(p)}, viewer
