@@ -27,14 +27,20 @@ begin
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
+    -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
+    -- last closed window ended if that is later, so windows never overlap.
     insert into memsub.entity_relationships as r (
         source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
-        first_seen, last_seen, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        first_seen, last_seen, valid_period, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
+        tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
+                                     where h.tenant_id = v_tenant and h.source_entity = v_source
+                                       and h.relationship_type = v_type and h.target_entity = v_target)),
+                  null, '[)'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
-    on conflict (tenant_id, source_entity, relationship_type, target_entity) do update
+    on conflict (tenant_id, source_entity, relationship_type, target_entity) where upper_inf(valid_period) do update
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
            first_seen = least(r.first_seen, excluded.first_seen),
@@ -45,7 +51,8 @@ begin
 end
 $$;
 comment on function memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz) is
-    'Records one observation of an edge (source)-[type]->(target). New edge: mention_count 1. Known edge: '
+    'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: '
+    'mention_count 1, valid from the observation. Known edge: '
     'mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent '
     'evidence: never decreases, approaches 1). Entity names are trimmed; the type is lower case. Race-free '
     '(a single INSERT ... ON CONFLICT DO UPDATE).';
@@ -80,18 +87,20 @@ begin
         return query
             select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count
               from memsub.entity_relationships r
-             where r.source_entity = any(frontier)
+             where r.source_entity = any(frontier) and upper_inf(r.valid_period)
              order by r.source_entity, r.mention_count desc, r.target_entity
              limit p_limit;
         frontier := array(
             select distinct r.target_entity from memsub.entity_relationships r
-             where r.source_entity = any(frontier) and not r.target_entity = any(visited));
+             where r.source_entity = any(frontier) and upper_inf(r.valid_period)
+               and not r.target_entity = any(visited));
         visited := visited || frontier;
     end loop;
 end
 $$;
 comment on function memsub.graph_neighbors(text, integer, integer) is
-    'Graph traversal: the outgoing edges reachable from an entity, breadth first up to max_depth hops, each hop '
+    'Graph traversal over the current edges (open validity windows; memsub.graph_neighbors_as_of for another time): '
+    'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each hop '
     'at most limit edges, each entity expanded once.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);

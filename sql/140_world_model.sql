@@ -162,7 +162,7 @@ begin
                'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
                order by r.source_entity, r.relationship_type, r.target_entity), '[]')
       into v_relations
-      from memsub.entity_relationships r where r.tenant_id = v_tenant;
+      from memsub.entity_relationships r where r.tenant_id = v_tenant and upper_inf(r.valid_period);
     insert into memsub.world_model_snapshots (
         snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
     values (

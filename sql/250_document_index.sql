@@ -11,6 +11,7 @@ create or replace function memsub.document_index_put(
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public
 as $$
+#variable_conflict use_column
 declare
     v_tenant uuid := memsub.require_tenant_id();
     v_entry  memsub.document_index;
@@ -26,7 +27,7 @@ begin
     end if;
     insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, p_embedding::vector, p_metadata)
-    on conflict on constraint document_index_file_path_key do update
+    on conflict (tenant_id, file_path) where is_latest do update
        set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
            updated_at = now()
     returning d.* into v_entry;
@@ -38,7 +39,7 @@ begin
 end
 $$;
 comment on function memsub.document_index_put(text, double precision[], jsonb) is
-    'Indexes a file path (or replaces its entry) with an embedding and metadata. Audited as document_index_put.';
+    'Indexes a file path (or replaces the embedding and metadata of its latest version). Audited as document_index_put.';
 
 create or replace function memsub.document_index_get(p_file_path text)
 returns table (id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamptz,
@@ -48,9 +49,9 @@ set search_path = pg_catalog, memsub, public
 as $$
     select d.id, d.file_path, d.embedding::real[], d.metadata, d.created_at, d.updated_at
       from memsub.document_index d
-     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path
+     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path and d.is_latest
 $$;
-comment on function memsub.document_index_get(text) is 'The document index entry of a file path, if the caller may see it.';
+comment on function memsub.document_index_get(text) is 'The latest version of a file path''s document index entry, if the caller may see it.';
 
 call memsub.install_row_security('memsub.document_index', array['org']);
 

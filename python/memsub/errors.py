@@ -23,7 +23,8 @@ class ContextError(MemsubError):
 
 
 class IntegrityError(MemsubError):
-    """A contract invariant failed: unknown parent (23503), cycle or thread consistency (23514), duplicate (23505)."""
+    """A contract invariant failed: unknown parent (23503), cycle or thread consistency (23514), duplicate (23505),
+    overlapping validity windows of one edge (23P01)."""
 
 
 class ImmutableError(MemsubError):
@@ -60,7 +61,7 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = StateError
     elif sqlstate == "42501":
         cls = ContextError
-    elif sqlstate in {"23503", "23514", "23505"}:
+    elif sqlstate in {"23503", "23514", "23505", "23P01"}:
         cls = IntegrityError
     elif sqlstate == "40001":
         cls = ConflictError

@@ -1,0 +1,96 @@
+"""``memsub ingest PATH...``: store Markdown and text files as versioned documents with chunks and vectors."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memsub import documents
+from memsub.client import Substrate
+from memsub.config import resolve_dsn
+from memsub.errors import MemsubError
+
+SUFFIXES = tuple(sorted(documents.SUFFIX_MIME))
+
+
+def _files(paths: tuple[Path, ...]) -> Iterator[Path]:
+    """The files named, and the files with a known suffix under the directories named, in a stable order."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+        else:
+            yield path
+
+
+def load_embedder(spec: str, dimension: int) -> documents.Embedder:
+    """Build an embedder from ``module:factory``; the factory is called with ``dimension=`` the installation's."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"{spec!r}: expected module:factory", param_hint="--embedder")
+    try:
+        factory: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise click.BadParameter(f"{spec!r}: {error}", param_hint="--embedder") from error
+    embedder = factory(dimension=dimension)
+    if not isinstance(embedder, documents.Embedder):
+        raise click.BadParameter(f"{spec!r} did not build an object with dimension and embed(texts)",
+                                 param_hint="--embedder")
+    if embedder.dimension != dimension:
+        raise click.BadParameter(f"{spec!r} embeds in {embedder.dimension} dimensions; this installation uses "
+                                 f"{dimension}", param_hint="--embedder")
+    return embedder
+
+
+def build_ingest_command(tenant_options: Callable[[Callable[..., Any]], Callable[..., Any]]) -> click.Command:
+    """The ``ingest`` command, with the CLI's shared tenant options (--dsn, --tenant, --org, --user, ...)."""
+
+    @click.command("ingest")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+    @tenant_options
+    @click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
+                  help="module:factory building an embedder (called with dimension=...); or MEMSUB_EMBEDDER. "
+                       "Without one, chunks are stored and full-text indexed but not embedded.")
+    @click.option("--max-chars", default=documents.DEFAULT_MAX_CHARS, show_default=True,
+                  help="Longest chunk, in characters.")
+    def ingest_command(paths: tuple[Path, ...], dsn: str | None, tenant_id: str, org_id: str | None,
+                       user_id: str | None, session_id: str | None, roles: tuple[str, ...],
+                       embedder_spec: str | None, max_chars: int) -> None:
+        """Ingest Markdown and text files (directories: every .md/.markdown/.txt/.text file below them).
+
+        Each file is one transaction: unchanged files are left alone, changed files get a new version.
+        """
+        files = list(_files(paths))
+        counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
+        lines: list[str] = []
+        embedder: documents.Embedder | None = None
+        substrate = Substrate(resolve_dsn(dsn).dsn, max_size=1)
+        with substrate, click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
+                                          item_show_func=lambda p: p.name if p else None) as bar:
+            for path in bar:
+                try:
+                    with substrate.tenant(tenant_id, org_id=org_id, user_id=user_id, roles=roles,
+                                          session_id=session_id) as memory:
+                        if embedder_spec and embedder is None:
+                            embedder = load_embedder(embedder_spec, documents.installation_dimension(memory))
+                        result = documents.ingest_file(memory, path, embedder=embedder, max_chars=max_chars)
+                except MemsubError as error:
+                    counts["failed"] += 1
+                    field = f" [field {error.field}]" if error.field else ""
+                    lines.append(f"{path}: failed: {error}{field}")
+                    continue
+                counts[result.status] += 1
+                lines.append(f"{path}: {result.status} (version {result.version}, {result.chunk_count} chunks, "
+                             f"{result.embedded_count} embedded)")
+        for line in lines:
+            click.echo(line)
+        click.echo(f"{counts['created']} created, {counts['new_version']} new version(s), "
+                   f"{counts['unchanged']} unchanged, {counts['failed']} failed")
+        if counts["failed"]:
+            sys.exit(1)
+
+    return ingest_command

@@ -1,0 +1,261 @@
+"""Documentary memory: read a file, chunk it, hash it, embed the chunks and store a document version.
+
+The database does the versioning (``memsub.document_ingest``): the same bytes again change nothing, changed bytes
+make a new version of the path and the old version's vectors leave the index. This module reads Markdown and
+plain text (PDF needs a text extraction library, which memsub does not ship), cuts the text into contiguous
+chunks that cover it exactly, and embeds them through any object with ``dimension`` and ``embed(texts)``::
+
+    with substrate.tenant(tenant_id, user_id=user) as memory:
+        result = documents.ingest_file(memory, Path("docs/design.md"), embedder=my_embedder)
+        chunks = documents.chunks_of(memory, result.document_id)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+from pydantic import BaseModel
+
+from memsub.client import TenantSession
+from memsub.errors import InvalidInput
+
+Mime = Literal["pdf", "md", "txt"]
+IngestStatus = Literal["created", "new_version", "unchanged"]
+
+SUFFIX_MIME: dict[str, Mime] = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".pdf": "pdf"}
+DEFAULT_MAX_CHARS = 1200
+SUMMARY_CHARS = 280
+MAX_KEY_CONCEPTS = 20
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What ingest needs from an embedding model: its dimension and a batch embedding call."""
+
+    dimension: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class Span:
+    """A chunk's position: characters ``start`` (inclusive) to ``end`` (exclusive) of the text, page if any."""
+
+    start: int
+    end: int
+    page: int | None = None
+
+
+class IngestResult(BaseModel):
+    """What memsub.document_ingest did with one file."""
+
+    document_id: UUID
+    file_path: str
+    version: int
+    hash: str
+    status: IngestStatus
+    previous_id: UUID | None
+    packet_id: UUID | None
+    chunk_count: int
+    embedded_count: int
+
+
+class Document(BaseModel):
+    """One version of a document (memsub.document_index), without its vectors and text."""
+
+    id: UUID
+    tenant_id: UUID
+    org_id: UUID | None
+    user_id: UUID | None
+    file_path: str
+    version: int
+    is_latest: bool
+    previous_id: UUID | None
+    hash: str | None
+    mime: Mime | None
+    summary: str | None
+    key_concepts: list[str]
+    entities: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    packet_id: UUID | None
+    chunk_count: int
+    created_at: datetime
+    updated_at: datetime
+    superseded_at: datetime | None
+
+
+class Chunk(BaseModel):
+    """One chunk of a document version (memsub.document_chunks)."""
+
+    id: UUID
+    document_id: UUID
+    chunk_index: int
+    content: str
+    page: int | None
+    start_char: int
+    end_char: int
+    neighbors: list[UUID]
+
+
+_DOCUMENT_COLUMNS = ", ".join(Document.model_fields)
+_CHUNK_COLUMNS = ", ".join(Chunk.model_fields)
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def mime_of(path: Path) -> Mime:
+    """The seed's document kind from a file name: md, txt or pdf."""
+    mime = SUFFIX_MIME.get(path.suffix.lower())
+    if mime is None:
+        raise InvalidInput(f"{path}: unsupported document type {path.suffix or '(no suffix)'!r}; "
+                           f"memsub ingests {', '.join(sorted(SUFFIX_MIME))}", field="file_path")
+    return mime
+
+
+def extract_text(data: bytes, mime: Mime, path: Path | str = "") -> str:
+    """The text of a Markdown or plain-text file (UTF-8; NUL characters, which PostgreSQL cannot store, dropped)."""
+    if mime == "pdf":
+        raise InvalidInput(f"{path}: PDF text extraction needs a PDF library, which is not installed", field="mime")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(f"{path}: not UTF-8 text ({error})", field="text") from error
+    return text.removeprefix("\ufeff").replace("\x00", "")
+
+
+def chunk_spans(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Span]:
+    """Contiguous spans of at most ``max_chars`` characters that cover ``text`` exactly.
+
+    A span ends, by preference, after a blank line, then after a line break, then after a space, provided that
+    keeps it at least half as long as ``max_chars``; otherwise it is cut at ``max_chars``.
+    """
+    if max_chars < 2:
+        raise ValueError("max_chars must be at least 2")
+    spans: list[Span] = []
+    start = 0
+    while start < len(text):
+        end = min(start + max_chars, len(text))
+        if end < len(text):
+            window = text[start:end]
+            floor = max_chars // 2
+            for separator in ("\n\n", "\n", " "):
+                cut = window.rfind(separator)
+                if cut >= floor:
+                    end = start + cut + len(separator)
+                    break
+        spans.append(Span(start, end))
+        start = end
+    return spans
+
+
+def summarize(text: str, mime: Mime) -> tuple[str | None, list[str]]:
+    """A short summary (the first paragraph that is not a heading) and the key concepts (Markdown headings)."""
+    summary = None
+    for paragraph in re.split(r"\n\s*\n", text):
+        stripped = " ".join(paragraph.split())
+        if stripped and not (mime == "md" and stripped.startswith("#")):
+            summary = stripped if len(stripped) <= SUMMARY_CHARS else stripped[: SUMMARY_CHARS - 1].rstrip() + "…"
+            break
+    concepts: list[str] = []
+    if mime == "md":
+        for match in _HEADING.finditer(text):
+            heading = match.group(1).strip()
+            if heading and heading not in concepts:
+                concepts.append(heading)
+    return summary, concepts[:MAX_KEY_CONCEPTS]
+
+
+def ingest_text(
+    session: TenantSession,
+    file_path: str,
+    text: str,
+    *,
+    file_hash: str,
+    mime: Mime,
+    spans: Sequence[Span] | None = None,
+    embedder: Embedder | None = None,
+    metadata: dict[str, Any] | None = None,
+    summary: str | None = None,
+    key_concepts: Sequence[str] = (),
+    entities: Sequence[dict[str, str]] = (),
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> IngestResult:
+    """Store one version of a document from its extracted text (chunked here unless ``spans`` are given).
+
+    Chunks are embedded only when the content hash differs from the path's latest version, so re-ingesting an
+    unchanged file costs one lookup and no embedding calls.
+    """
+    chunks = list(spans) if spans is not None else chunk_spans(text, max_chars)
+    latest = versions(session, file_path)
+    vectors: list[list[float]] | None = None
+    if embedder is not None and chunks and not (latest and latest[0].hash == file_hash):
+        vectors = embedder.embed([text[s.start:s.end] for s in chunks])
+        if len(vectors) != len(chunks):
+            raise InvalidInput(f"the embedder returned {len(vectors)} vectors for {len(chunks)} chunks",
+                               field="embedding")
+    payload: list[dict[str, Any]] = []
+    for position, span in enumerate(chunks):
+        item: dict[str, Any] = {"start_char": span.start, "end_char": span.end}
+        if span.page is not None:
+            item["page"] = span.page
+        if vectors is not None:
+            item["embedding"] = [float(v) for v in vectors[position]]
+        payload.append(item)
+    rows = session.fetch(
+        "select * from memsub.document_ingest(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        [file_path, file_hash, mime, text, Jsonb(payload), Jsonb(metadata or {}), summary, list(key_concepts),
+         Jsonb(list(entities))],
+    )
+    return IngestResult.model_validate(rows[0])
+
+
+def ingest_file(
+    session: TenantSession,
+    path: Path,
+    *,
+    file_path: str | None = None,
+    embedder: Embedder | None = None,
+    metadata: dict[str, Any] | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> IngestResult:
+    """Read, hash, chunk, embed and store a Markdown or text file; ``file_path`` defaults to the path as given."""
+    mime = mime_of(path)
+    data = path.read_bytes()
+    text = extract_text(data, mime, path)
+    summary, concepts = summarize(text, mime)
+    return ingest_text(
+        session, file_path or path.as_posix(), text, file_hash=sha256_hex(data), mime=mime, embedder=embedder,
+        metadata={"size_bytes": len(data), **(metadata or {})}, summary=summary, key_concepts=concepts,
+        max_chars=max_chars,
+    )
+
+
+def versions(session: TenantSession, file_path: str) -> list[Document]:
+    """The version chain of a path, newest (the latest pointer) first."""
+    rows = session.fetch(f"select {_DOCUMENT_COLUMNS} from memsub.document_versions(%s)",  # noqa: S608 - fixed names
+                         [file_path])
+    return [Document.model_validate(row) for row in rows]
+
+
+def chunks_of(session: TenantSession, document_id: UUID | str) -> list[Chunk]:
+    """The chunks of a document version, in order."""
+    rows = session.fetch(f"select {_CHUNK_COLUMNS} from memsub.document_chunks_of(%s)",  # noqa: S608 - fixed names
+                         [str(document_id)])
+    return [Chunk.model_validate(row) for row in rows]
+
+
+def installation_dimension(session: TenantSession) -> int:
+    """The vector dimension of this installation (every embedder used for ingest must produce it)."""
+    rows = session.fetch("select memsub.vector_dimension() as dimension", [])
+    return int(rows[0]["dimension"])

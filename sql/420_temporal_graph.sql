@@ -1,0 +1,462 @@
+-- The temporal knowledge graph (seed 003): typed nodes over the tables that hold them, edges with validity
+-- windows and evidence in entity_relationships, and "as of time T" reads.
+--
+-- A window is [valid from, valid until); an open upper bound is the current edge. The exclusion constraint
+-- entity_relationships_no_overlapping_windows keeps the windows of one edge apart; superseding closes the
+-- current window where the new fact starts. Evidence is a JSON array of DocRefs {doc_id, chunk_id, score}
+-- naming visible document versions and their chunks.
+
+-- Node references and evidence ---------------------------------------------------------------------------------
+
+create or replace function memsub.check_doc_refs(p_refs jsonb, p_field text) returns jsonb
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_ref      jsonb;
+    v_position integer;
+    v_field    text;
+    v_key      text;
+    v_doc      uuid;
+    v_chunk    uuid;
+    v_result   jsonb := '[]';
+    uuid_text  constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+begin
+    if p_refs is null then
+        return '[]';
+    end if;
+    if jsonb_typeof(p_refs) <> 'array' then
+        raise exception 'field "%" must be a JSON array of DocRefs {doc_id, chunk_id, score}', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    for v_ref, v_position in select r, n - 1 from jsonb_array_elements(p_refs) with ordinality as a(r, n) loop
+        v_field := format('%s[%s]', p_field, v_position);
+        if jsonb_typeof(v_ref) <> 'object' then
+            raise exception 'field "%" must be an object {doc_id, chunk_id, score}', v_field
+                using errcode = '22023', column = v_field;
+        end if;
+        select k into v_key from jsonb_object_keys(v_ref) as k
+         where k not in ('doc_id', 'chunk_id', 'score') order by k limit 1;
+        if v_key is not null then
+            raise exception 'field "%.%" is not part of a DocRef', v_field, v_key
+                using errcode = '22023', column = v_field || '.' || v_key;
+        end if;
+        if jsonb_typeof(v_ref -> 'doc_id') is distinct from 'string' or (v_ref ->> 'doc_id') !~ uuid_text then
+            raise exception 'field "%.doc_id" must be a document id (UUID)', v_field
+                using errcode = '22023', column = v_field || '.doc_id';
+        end if;
+        v_doc := (v_ref ->> 'doc_id')::uuid;
+        if not exists (select from memsub.document_index d where d.tenant_id = memsub.current_tenant_id() and d.id = v_doc) then
+            raise exception 'field "%.doc_id": document % does not exist or is not visible', v_field, v_doc
+                using errcode = '23503', column = v_field || '.doc_id';
+        end if;
+        v_chunk := null;
+        if jsonb_typeof(v_ref -> 'chunk_id') = 'string' and (v_ref ->> 'chunk_id') ~ uuid_text then
+            v_chunk := (v_ref ->> 'chunk_id')::uuid;
+            if not exists (select from memsub.document_chunks c
+                            where c.tenant_id = memsub.current_tenant_id() and c.id = v_chunk and c.document_id = v_doc) then
+                raise exception 'field "%.chunk_id": chunk % is not a visible chunk of document %', v_field, v_chunk, v_doc
+                    using errcode = '23503', column = v_field || '.chunk_id';
+            end if;
+        elsif coalesce(jsonb_typeof(v_ref -> 'chunk_id'), 'null') <> 'null' then
+            raise exception 'field "%.chunk_id" must be a chunk id (UUID) or null', v_field
+                using errcode = '22023', column = v_field || '.chunk_id';
+        end if;
+        if coalesce(jsonb_typeof(v_ref -> 'score'), 'null') not in ('null', 'number') then
+            raise exception 'field "%.score" must be a number', v_field
+                using errcode = '22023', column = v_field || '.score';
+        end if;
+        v_result := v_result || jsonb_build_array(jsonb_build_object(
+            'doc_id', v_doc, 'chunk_id', v_chunk, 'score', v_ref -> 'score'));
+    end loop;
+    return v_result;
+end
+$$;
+comment on function memsub.check_doc_refs(jsonb, text) is
+    'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and '
+    'be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
+
+create or replace function memsub.merge_doc_refs(p_old jsonb, p_new jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog
+as $$
+    select coalesce(jsonb_agg(distinct r), '[]')
+      from jsonb_array_elements(coalesce(p_old, '[]') || coalesce(p_new, '[]')) as r
+$$;
+comment on function memsub.merge_doc_refs(jsonb, jsonb) is 'Union of two DocRef arrays, without duplicates.';
+
+create or replace function memsub.check_graph_node(p_type text, p_id text, p_field text) returns text
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_id text := memsub.require_text(p_id, p_field);
+begin
+    perform memsub.check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
+                                replace(p_field, '_entity', '') || '_type');
+    if p_type = 'Episode' and not exists (
+            select from memsub.sessions s where s.tenant_id = memsub.current_tenant_id() and s.id = v_id)
+       or p_type = 'Document' and not exists (
+            select from memsub.document_index d
+             where d.tenant_id = memsub.current_tenant_id() and d.id::text = lower(v_id))
+       or p_type = 'Memory' and not exists (
+            select from memsub.memory_entries m
+             where m.tenant_id = memsub.current_tenant_id() and m.id::text = lower(v_id)) then
+        raise exception 'field "%": % node "%" does not exist or is not visible', p_field, p_type, v_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return case when p_type in ('Document', 'Memory') then lower(v_id) else v_id end;
+end
+$$;
+comment on function memsub.check_graph_node(text, text, text) is
+    'The id of a graph node of a type: Entity (any name, trimmed), Episode (a visible session id), Document (a '
+    'visible document version id), Memory (a visible memory entry id); 23503 naming the field when missing.';
+
+-- Edges ------------------------------------------------------------------------------------------------------------
+
+create or replace function memsub.temporal_edge_add(
+    p_source_entity     text,
+    p_relationship_type text,
+    p_target_entity     text,
+    p_valid_from        timestamptz      default null,
+    p_valid_until       timestamptz      default null,
+    p_confidence        double precision default 0.5,
+    p_evidence          jsonb            default '[]',
+    p_source_type       text             default 'Entity',
+    p_target_type       text             default 'Entity',
+    p_source_packet     uuid             default null
+) returns memsub.entity_relationships
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_source text := memsub.check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub.check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_from   timestamptz := coalesce(p_valid_from, now());
+    v_packet memsub.packet_store;
+    v_edge   memsub.entity_relationships;
+begin
+    if p_valid_until is not null and p_valid_until <= v_from then
+        raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    begin
+        insert into memsub.entity_relationships (
+            source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
+            mention_count, first_seen, last_seen, valid_period, evidence,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        values (
+            v_source, v_type, v_target, p_source_type, p_target_type,
+            coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
+            tstzrange(v_from, p_valid_until, '[)'), memsub.check_doc_refs(p_evidence, 'evidence'),
+            v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            memsub.current_session_id(), v_packet.trace_id)
+        returning * into v_edge;
+    exception when exclusion_violation or unique_violation then
+        raise exception 'edge (%)-[%]->(%): the window % overlaps another validity window of the same edge',
+            v_source, v_type, v_target, tstzrange(v_from, p_valid_until, '[)')
+            using errcode = '23P01', column = 'valid_period',
+                  hint = 'Close or supersede the current window first (memsub.close_relationship, memsub.supersede_relationship).';
+    end;
+    return v_edge;
+end
+$$;
+comment on function memsub.temporal_edge_add(text, text, text, timestamptz, timestamptz, double precision, jsonb, text, text, uuid) is
+    'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the '
+    'current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is '
+    'rejected with SQLSTATE 23P01 (column valid_period).';
+
+create or replace function memsub.close_relationship(
+    p_source_entity     text,
+    p_relationship_type text,
+    p_target_entity     text,
+    p_valid_until       timestamptz default null
+) returns memsub.entity_relationships
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_source text := memsub.require_text(p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub.require_text(p_target_entity, 'target_entity');
+    v_until  timestamptz := coalesce(p_valid_until, now());
+    v_edge   memsub.entity_relationships;
+begin
+    select r.* into v_edge from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
+       and r.target_entity = v_target and upper_inf(r.valid_period)
+       for update;
+    if not found then
+        raise exception 'edge (%)-[%]->(%) has no current window to close', v_source, v_type, v_target
+            using errcode = 'P0002', column = 'relationship_type';
+    end if;
+    if v_until <= lower(v_edge.valid_period) then
+        raise exception 'field "valid_until" (%) must be after the window''s start (%)', v_until, lower(v_edge.valid_period)
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
+     where r.tenant_id = v_tenant and r.relationship_id = v_edge.relationship_id
+    returning r.* into v_edge;
+    return v_edge;
+end
+$$;
+comment on function memsub.close_relationship(text, text, text, timestamptz) is
+    'Ends the current window of an edge at valid_until (default now): the relationship no longer holds from then '
+    'on. P0002 when the edge has no current window.';
+
+create or replace function memsub.supersede_relationship(
+    p_source_entity     text,
+    p_relationship_type text,
+    p_target_entity     text,
+    p_valid_from        timestamptz      default null,
+    p_confidence        double precision default 0.5,
+    p_evidence          jsonb            default '[]',
+    p_source_type       text             default 'Entity',
+    p_target_type       text             default 'Entity',
+    p_source_packet     uuid             default null
+) returns memsub.entity_relationships
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant   uuid := memsub.require_tenant_id();
+    v_source   text := memsub.check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type     text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
+    v_target   text := memsub.check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_from     timestamptz := coalesce(p_valid_from, now());
+    v_evidence jsonb := memsub.check_doc_refs(p_evidence, 'evidence');
+    v_late     memsub.entity_relationships;
+    v_edge     memsub.entity_relationships;
+begin
+    perform memsub.check_unit(p_confidence, 'confidence');
+    -- Supersedes of one (source, relationship) run one at a time.
+    perform pg_catalog.pg_advisory_xact_lock(
+        pg_catalog.hashtextextended('memsub.supersede:' || v_tenant::text || ':' || v_source || ':' || v_type, 0));
+    select r.* into v_late from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
+       and r.target_entity <> v_target and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from
+     limit 1;
+    if found then
+        raise exception 'field "valid_from": (%)-[%]->(%) holds only since %, after %; supersede from a later time',
+            v_source, v_type, v_late.target_entity, lower(v_late.valid_period), v_from
+            using errcode = '22023', column = 'valid_from';
+    end if;
+    -- The facts this one replaces stop holding where it starts.
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_from, '[)')
+     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
+       and r.target_entity <> v_target and upper_inf(r.valid_period);
+    -- The new fact: reinforce it when it already holds, otherwise open its window.
+    update memsub.entity_relationships r
+       set mention_count = r.mention_count + 1,
+           confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
+           last_seen = greatest(r.last_seen, now()),
+           evidence = memsub.merge_doc_refs(r.evidence, v_evidence)
+     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
+       and r.target_entity = v_target and upper_inf(r.valid_period)
+    returning r.* into v_edge;
+    if not found then
+        v_edge := memsub.temporal_edge_add(v_source, v_type, v_target, v_from, null, p_confidence, v_evidence,
+                                           p_source_type, p_target_type, p_source_packet);
+    end if;
+    return v_edge;
+end
+$$;
+comment on function memsub.supersede_relationship(text, text, text, timestamptz, double precision, jsonb, text, text, uuid) is
+    'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of '
+    '(source, type): their current windows close at valid_from. An edge that already holds is reinforced '
+    '(mention_count + 1, confidence combined, evidence merged). Rejects (22023) a valid_from before the start of a '
+    'fact it would replace.';
+
+-- Reads as of a time -------------------------------------------------------------------------------------------
+
+create or replace function memsub.edges_as_of(
+    p_as_of             timestamptz default null,
+    p_entity            text        default null,
+    p_relationship_type text        default null
+) returns setof memsub.entity_relationships
+language sql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+    select r.* from memsub.entity_relationships r
+     where r.tenant_id = memsub.current_tenant_id()
+       and r.valid_period @> coalesce(p_as_of, now())
+       and (p_entity is null or r.source_entity = btrim(p_entity) or r.target_entity = btrim(p_entity))
+       and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
+     order by r.source_entity, r.relationship_type, r.target_entity
+$$;
+comment on function memsub.edges_as_of(timestamptz, text, text) is
+    'The graph as of a time (default now): the edges whose validity window contains it, optionally only those '
+    'touching an entity (as source or target) or of one relationship type.';
+
+create or replace function memsub.graph_neighbors_as_of(
+    p_entity    text,
+    p_as_of     timestamptz default null,
+    p_max_depth integer     default 2,
+    p_limit     integer     default 100
+) returns table (depth integer, source_entity text, relationship_type text, target_entity text,
+                 confidence double precision, mention_count integer, valid_period tstzrange)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_at     timestamptz := coalesce(p_as_of, now());
+    frontier text[];
+    visited  text[];
+    level    integer := 0;
+begin
+    frontier := array[memsub.require_text(p_entity, 'entity')];
+    if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
+        raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    if p_limit is null or p_limit < 1 or p_limit > 10000 then
+        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    visited := frontier;
+    while level < p_max_depth and cardinality(frontier) > 0 loop
+        level := level + 1;
+        return query
+            select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                   r.valid_period
+              from memsub.entity_relationships r
+             where r.source_entity = any(frontier) and r.valid_period @> v_at
+             order by r.source_entity, r.mention_count desc, r.target_entity
+             limit p_limit;
+        frontier := array(
+            select distinct r.target_entity from memsub.entity_relationships r
+             where r.source_entity = any(frontier) and r.valid_period @> v_at
+               and not r.target_entity = any(visited));
+        visited := visited || frontier;
+    end loop;
+end
+$$;
+comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, integer) is
+    'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
+    'entity, breadth first up to max_depth hops, each hop at most limit edges.';
+
+-- Entity nodes -----------------------------------------------------------------------------------------------
+
+create or replace function memsub.graph_upsert_entity(
+    p_name        text,
+    p_entity_type text,
+    p_aliases     text[]           default '{}',
+    p_properties  jsonb            default '{}',
+    p_doc_refs    jsonb            default '[]',
+    p_confidence  double precision default 0.5
+) returns memsub.world_model_entities
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub
+as $$
+declare
+    v_tenant   uuid := memsub.require_tenant_id();
+    v_name     text := memsub.require_text(p_name, 'name');
+    v_doc_refs jsonb := memsub.check_doc_refs(p_doc_refs, 'doc_refs');
+    v_entity   memsub.world_model_entities;
+begin
+    perform memsub.check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    if array_position(p_aliases, null) is not null then
+        raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
+    end if;
+    -- Through the world model, so the entity is versioned like every other world-model change.
+    perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
+        'entity_id', v_name, 'entity_type', p_entity_type,
+        'attributes', coalesce(memsub.check_json_type(p_properties, 'object', 'properties'), '{}'),
+        'confidence', coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5))));
+    update memsub.world_model_entities w
+       set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
+                            where btrim(a) <> '' order by a),
+           doc_refs = memsub.merge_doc_refs(w.doc_refs, v_doc_refs)
+     where w.tenant_id = v_tenant and w.entity_id = v_name
+    returning w.* into v_entity;
+    return v_entity;
+end
+$$;
+comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision) is
+    'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type '
+    'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has.';
+
+-- Typed nodes --------------------------------------------------------------------------------------------------
+-- One view over the four tables that hold nodes; security_invoker, so each table's row-level security applies
+-- to the caller. A Memory node is the latest live version of a memory key.
+
+create or replace view memsub.graph_nodes with (security_invoker = true) as
+select w.tenant_id, 'Entity'::text as node_type, w.entity_id as node_id, null::text as content,
+       w.attributes as properties, w.created_at at time zone 'UTC' as created_at,
+       w.updated_at at time zone 'UTC' as updated_at, w.doc_refs,
+       tstzrange(w.created_at at time zone 'UTC', null, '[)') as valid_period,
+       w.entity_type, w.aliases, null::text as session_id, null::tstzrange as timeline,
+       null::text as mime, null::text as path, null::text as hash,
+       null::text as memory_type, null::double precision as importance, null::jsonb as decay_state
+  from memsub.world_model_entities w
+union all
+select s.tenant_id, 'Episode', s.id, null,
+       jsonb_build_object('status', s.status, 'user_id', s.user_id, 'project_id', s.project_id,
+                          'app_name', s.app_name),
+       s.created_at, s.updated_at, '[]'::jsonb, tstzrange(s.created_at, s.terminated_at, '[)'),
+       null, null, s.id, tstzrange(s.created_at, s.terminated_at, '[)'),
+       null, null, null, null, null, null
+  from memsub.sessions s
+union all
+select d.tenant_id, 'Document', d.id::text, d.summary,
+       d.metadata || jsonb_build_object('version', d.version, 'is_latest', d.is_latest,
+                                        'previous_id', d.previous_id, 'key_concepts', to_jsonb(d.key_concepts),
+                                        'entities', d.entities, 'chunk_count', d.chunk_count),
+       d.created_at, d.updated_at, '[]'::jsonb, tstzrange(d.created_at, d.superseded_at, '[)'),
+       null, null, null, null, d.mime, d.file_path, d.hash, null, null, null
+  from memsub.document_index d
+union all
+select m.tenant_id, 'Memory', m.id::text, m.value::text,
+       jsonb_build_object('namespace', m.namespace, 'key', m.key, 'version', m.version, 'kind', m.memory_type,
+                          'metadata', m.metadata),
+       m.created_at, coalesce(m.last_access_ts, m.created_at), coalesce(m.metadata -> 'doc_refs', '[]'),
+       tstzrange(m.created_at, null, '[)'),
+       null, null, m.session_id, null, null, null, null, m.memory_tier, m.importance,
+       jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight)
+  from memsub.memory_entries m
+ where not m.is_deleted
+   and not exists (select from memsub.memory_entries n
+                    where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                      and n.version > m.version);
+comment on view memsub.graph_nodes is
+    'Typed knowledge-graph nodes (seed 003 Node): Entity (world_model_entities), Episode (sessions), Document '
+    '(document_index versions), Memory (latest live memory_entries version). Security invoker: each source table''s '
+    'row-level security applies.';
+comment on column memsub.graph_nodes.tenant_id is 'Tenant owning the node.';
+comment on column memsub.graph_nodes.node_type is 'Entity, Episode, Document or Memory.';
+comment on column memsub.graph_nodes.node_id is 'Node id: entity name, session id, document version id or memory entry id (the ids edges use).';
+comment on column memsub.graph_nodes.content is 'Text of the node: a document''s summary, a memory''s value (JSON text); NULL for entities and episodes.';
+comment on column memsub.graph_nodes.properties is 'Properties of the node (entity attributes, session status, document version facts, memory address).';
+comment on column memsub.graph_nodes.created_at is 'When the node was created.';
+comment on column memsub.graph_nodes.updated_at is 'When the node last changed (memories: last access).';
+comment on column memsub.graph_nodes.doc_refs is 'DocRefs of the node: a JSON array of {doc_id, chunk_id, score}.';
+comment on column memsub.graph_nodes.valid_period is 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on.';
+comment on column memsub.graph_nodes.entity_type is 'Entity: Person, Organization, Concept or Location.';
+comment on column memsub.graph_nodes.aliases is 'Entity: other names.';
+comment on column memsub.graph_nodes.session_id is 'Episode: its session; Memory: the session that wrote it.';
+comment on column memsub.graph_nodes.timeline is 'Episode: [start_ts, end_ts) of the session (end open while active).';
+comment on column memsub.graph_nodes.mime is 'Document: pdf, md or txt.';
+comment on column memsub.graph_nodes.path is 'Document: file path.';
+comment on column memsub.graph_nodes.hash is 'Document: sha256 of the file.';
+comment on column memsub.graph_nodes.memory_type is 'Memory: STM, LTM or Procedural.';
+comment on column memsub.graph_nodes.importance is 'Memory: importance in [0, 1].';
+comment on column memsub.graph_nodes.decay_state is 'Memory: {last_access_ts, weight}.';
+
+grant select on memsub.graph_nodes to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.check_doc_refs(jsonb, text),
+    memsub.merge_doc_refs(jsonb, jsonb),
+    memsub.check_graph_node(text, text, text),
+    memsub.edges_as_of(timestamptz, text, text),
+    memsub.graph_neighbors_as_of(text, timestamptz, integer, integer)
+    to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.temporal_edge_add(text, text, text, timestamptz, timestamptz, double precision, jsonb, text, text, uuid),
+    memsub.close_relationship(text, text, text, timestamptz),
+    memsub.supersede_relationship(text, text, text, timestamptz, double precision, jsonb, text, text, uuid),
+    memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision)
+    to memsub_app;

@@ -1,0 +1,276 @@
+"""Documentary memory: idempotent ingest, version chains, chunk positions, chunk vectors and neighbours, the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsub import documents
+from memsub.cli import main
+from memsub.errors import InvalidInput
+
+from doc_helpers import WordEmbedder, tenant_session, vector_text
+from helpers import TENANT_A, set_context
+from session_helpers import expect_error, ground_truth, rows
+
+DESIGN = """# Memory substrate
+
+PostgreSQL keeps the packets, the layers and the documents of every tenant.
+
+## Vectors
+
+pgvector stores the embeddings of chunks in memory_embeddings; HNSW indexes them per embedding type.
+
+## Full text
+
+Chunks carry a tsvector so keyword search finds them too.
+"""
+
+
+def _stored(db, file_path: str) -> dict[str, int]:
+    """Ground truth counts for one path: versions, chunks, chunk vectors, document packets, ingest audit rows."""
+    return ground_truth(db, """
+        select (select count(*) from memsub.document_index where file_path = %s) as versions,
+               (select count(*) from memsub.document_chunks c join memsub.document_index d on d.id = c.document_id
+                 where d.file_path = %s) as chunks,
+               (select count(*) from memsub.memory_embeddings e
+                  join memsub.document_index d on d.packet_id = e.packet_id
+                 where d.file_path = %s and e.chunk_index >= 1) as vectors,
+               (select count(*) from memsub.packet_store where packet_type = 'document'
+                 and envelope -> 'payload' ->> 'file_path' = %s) as packets,
+               (select count(*) from memsub.audit where operation = 'document_ingest'
+                 and details ->> 'file_path' = %s) as audits""", [file_path] * 5)[0]
+
+
+def test_reingesting_the_same_file_changes_nothing(db, tmp_path):
+    path = tmp_path / "design.md"
+    path.write_text(DESIGN, encoding="utf-8")
+    embedder = WordEmbedder()
+    with tenant_session(db.dsn("app")) as memory:
+        first = documents.ingest_file(memory, path, file_path="docs/design.md", embedder=embedder, max_chars=120)
+    assert first.status == "created" and first.version == 1 and first.previous_id is None
+    assert first.chunk_count > 1 and first.embedded_count == first.chunk_count
+    before = _stored(db, "docs/design.md")
+    assert before == {"versions": 1, "chunks": first.chunk_count, "vectors": first.chunk_count, "packets": 1,
+                      "audits": 1}
+
+    calls = embedder.calls
+    with tenant_session(db.dsn("app")) as memory:
+        again = documents.ingest_file(memory, path, file_path="docs/design.md", embedder=embedder, max_chars=120)
+    assert again.status == "unchanged"
+    assert (again.document_id, again.version, again.chunk_count) == (first.document_id, 1, first.chunk_count)
+    assert _stored(db, "docs/design.md") == before
+    assert embedder.calls == calls, "an unchanged file is not embedded again"
+
+
+def test_a_changed_file_is_a_new_version_chained_by_hash_and_rechunked(db, tmp_path):
+    path = tmp_path / "design.md"
+    path.write_text(DESIGN, encoding="utf-8")
+    with tenant_session(db.dsn("app")) as memory:
+        v1 = documents.ingest_file(memory, path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
+    path.write_text(DESIGN + "\n## Temporal graph\n\nEdges carry validity windows that never overlap.\n",
+                    encoding="utf-8")
+    with tenant_session(db.dsn("app")) as memory:
+        v2 = documents.ingest_file(memory, path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
+        chain = documents.versions(memory, "design.md")
+        old_chunks = documents.chunks_of(memory, v1.document_id)
+        new_chunks = documents.chunks_of(memory, v2.document_id)
+    assert v2.status == "new_version" and v2.version == 2 and v2.previous_id == v1.document_id
+    assert v2.hash != v1.hash and v2.packet_id != v1.packet_id
+    assert [(d.version, d.is_latest) for d in chain] == [(2, True), (1, False)]
+    assert chain[1].superseded_at is not None and chain[0].superseded_at is None
+    assert chain[0].key_concepts == ["Memory substrate", "Vectors", "Full text", "Temporal graph"]
+    assert chain[0].summary and chain[0].summary.startswith("PostgreSQL keeps the packets")
+    # The old version keeps its chunks (evidence may point at them) but its vectors left the index.
+    assert len(old_chunks) == v1.chunk_count and len(new_chunks) == v2.chunk_count
+    assert any("Temporal graph" in c.content for c in new_chunks)
+    vectors = ground_truth(db, "select packet_id, count(*) as n from memsub.memory_embeddings "
+                               "where chunk_index >= 1 group by packet_id")
+    assert {(r["packet_id"], r["n"]) for r in vectors} == {(v2.packet_id, v2.chunk_count)}
+
+    # Going back to the first content is a third version (the chain is by hash, never rewritten).
+    path.write_text(DESIGN, encoding="utf-8")
+    with tenant_session(db.dsn("app")) as memory:
+        v3 = documents.ingest_file(memory, path, file_path="design.md", max_chars=120)
+        latest = documents.versions(memory, "design.md")[0]
+    assert (v3.status, v3.version, v3.previous_id, v3.hash) == ("new_version", 3, v2.document_id, v1.hash)
+    assert latest.id == v3.document_id and v3.embedded_count == 0
+    unique_latest = ground_truth(db, "select count(*) as n from memsub.document_index "
+                                     "where file_path = 'design.md' and is_latest")
+    assert unique_latest == [{"n": 1}]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("ab \n\n\t.é"), max_size=400), max_chars=st.integers(2, 60))
+def test_chunk_spans_are_contiguous_bounded_and_cover_the_text(text, max_chars):
+    spans = documents.chunk_spans(text, max_chars)
+    assert "".join(text[s.start:s.end] for s in spans) == text
+    assert all(0 < s.end - s.start <= max_chars for s in spans)
+    assert all(a.end == b.start for a, b in itertools.pairwise(spans))
+
+
+def test_stored_chunk_positions_cover_the_extracted_text(db):
+    text = DESIGN * 3
+    spans = documents.chunk_spans(text, 90)
+    with tenant_session(db.dsn("app")) as memory:
+        result = documents.ingest_text(memory, "notes.txt", text, file_hash="a" * 64, mime="txt", spans=spans)
+        chunks = documents.chunks_of(memory, result.document_id)
+    assert [c.chunk_index for c in chunks] == list(range(1, len(spans) + 1))
+    assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
+    assert all(a.end_char == b.start_char for a, b in itertools.pairwise(chunks))
+    assert all(c.content == text[c.start_char:c.end_char] for c in chunks)
+    stored = ground_truth(db, "select extracted_text from memsub.document_index where id = %s", [result.document_id])
+    assert stored == [{"extracted_text": text}]
+
+
+def test_ingest_rejects_chunks_that_do_not_cover_the_text(db):
+    good_vector = json.dumps(WordEmbedder().vector("x"))
+    cases = [
+        ('[{"start_char": 0, "end_char": 4}, {"start_char": 5, "end_char": 10}]', "chunks[1].start_char"),
+        ('[{"start_char": 0, "end_char": 4}, {"start_char": 4, "end_char": 11}]', "chunks[1].end_char"),
+        ('[{"start_char": 0, "end_char": 4}]', "chunks"),
+        ('[{"start_char": 0, "end_char": 10, "size": 1}]', "chunks[0].size"),
+        ('[{"start_char": 0, "end_char": 10, "page": 0}]', "chunks[0].page"),
+        ('[{"start_char": 0, "end_char": 10, "embedding": [1, 2, 3]}]', "chunks[0].embedding"),
+    ]
+    with db.connect("app") as conn:
+        for chunks, column in cases:
+            set_context(conn, TENANT_A)
+            expect_error(conn, "22023", column, "select * from memsub.document_ingest("
+                         "'a.txt', repeat('b', 64), 'txt', '0123456789', %s::jsonb)", [chunks])
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "hash",
+                     "select * from memsub.document_ingest('a.txt', 'not-a-hash', 'txt', 'x', '[]'::jsonb)")
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "mime",
+                     "select * from memsub.document_ingest('a.txt', repeat('b', 64), 'docx', 'x', '[]'::jsonb)")
+        set_context(conn, TENANT_A)
+        good = f'[{{"start_char": 0, "end_char": 10, "embedding": {good_vector}}}]'
+        row = rows(conn, "select status, embedded_count from memsub.document_ingest("
+                         "'a.txt', repeat('b', 64), 'txt', '0123456789', %s::jsonb)", [good])
+        assert row == [{"status": "created", "embedded_count": 1}]
+    assert ground_truth(db, "select count(*) as n from memsub.document_index") == [{"n": 1}]
+
+
+def test_unsupported_files_are_refused_before_the_database(tmp_path):
+    with pytest.raises(InvalidInput):
+        documents.mime_of(tmp_path / "slides.pptx")
+    with pytest.raises(InvalidInput, match="PDF"):
+        documents.extract_text(b"%PDF-1.7", "pdf", "a.pdf")
+
+
+def test_hybrid_search_finds_chunks_by_full_text_and_by_vector(db):
+    """memsub.hybrid_search (the retrieval functions) fuses a full-text and a vector ranking over chunk rows.
+
+    Until it is part of this schema, this checks that each of the two rankings finds the right chunk, as the
+    application role under row-level security; the assertions carry over to hybrid_search unchanged.
+    """
+    embedder = WordEmbedder()
+    other = "Gardening notes.\n\nTomatoes need sun, water and patience in the greenhouse.\n"
+    with tenant_session(db.dsn("app")) as memory:
+        target = documents.ingest_text(memory, "design.md", DESIGN, file_hash="1" * 64, mime="md",
+                                       spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
+        documents.ingest_text(memory, "garden.txt", other, file_hash="2" * 64, mime="txt", embedder=embedder)
+        chunks = documents.chunks_of(memory, target.document_id)
+    wanted = next(c for c in chunks if "tsvector" in c.content)
+
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        by_text = rows(conn, """
+            select c.id, c.document_id from memsub.document_chunks c
+             where c.content_tsv @@ websearch_to_tsquery('english', %s)
+             order by ts_rank(c.content_tsv, websearch_to_tsquery('english', %s)) desc""",
+                       ["keyword search", "keyword search"])
+        assert by_text[0]["id"] == wanted.id
+        query = vector_text(embedder.vector("a tsvector lets keyword search find chunks"))
+        by_vector = rows(conn, "select chunk_index, metadata from memsub.search_embeddings(%s::vector, 'content', 3)",
+                         [query])
+        assert by_vector[0]["metadata"]["chunk_id"] == str(wanted.id)
+        assert by_vector[0]["chunk_index"] == wanted.chunk_index
+        set_context(conn, TENANT_A)
+        assert rows(conn, "select count(*) as n from memsub.document_chunks "
+                          "where content_tsv @@ websearch_to_tsquery('english', 'tomatoes')") == [{"n": 1}]
+
+
+def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
+    embedder = WordEmbedder()
+    with tenant_session(db.dsn("app")) as memory:
+        first = documents.ingest_text(memory, "a.md", "pgvector hnsw index cosine distance\n\nunrelated words here\n",
+                                      file_hash="a" * 64, mime="md", spans=None, embedder=embedder, max_chars=40)
+        second = documents.ingest_text(memory, "b.md", "hnsw index with cosine distance in pgvector\n",
+                                       file_hash="b" * 64, mime="md", embedder=embedder)
+        a_chunks = documents.chunks_of(memory, first.document_id)
+        b_chunks = documents.chunks_of(memory, second.document_id)
+    assert len(a_chunks) == 2 and len(b_chunks) == 1
+    assert b_chunks[0].neighbors == [a_chunks[0].id]
+    assert a_chunks[0].neighbors == [b_chunks[0].id], "links go both ways"
+    assert a_chunks[1].neighbors == [], "chunks without common words stay unlinked"
+
+
+def test_seed_001_document_index_put_works_on_the_latest_version(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.document_index_put('spec.md', array[1, 0, 0]::float8[], '{\"v\": 1}')")
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.document_index_put('spec.md', array[0, 1, 0]::float8[], '{\"v\": 2}')")
+        conn.commit()
+    with tenant_session(db.dsn("app")) as memory:
+        ingested = documents.ingest_text(memory, "spec.md", "the spec", file_hash="c" * 64, mime="md")
+    assert (ingested.status, ingested.version) == ("new_version", 2)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.document_index_put('spec.md', array[0, 0, 1]::float8[], '{\"v\": 3}')")
+        set_context(conn, TENANT_A)
+        entry = rows(conn, "select id, metadata, embedding from memsub.document_index_get('spec.md')")
+    assert entry == [{"id": ingested.document_id, "metadata": {"v": 3}, "embedding": [0.0, 0.0, 1.0]}]
+    assert ground_truth(db, "select version, hash is null as put, metadata from memsub.document_index "
+                            "order by version") == [{"version": 1, "put": True, "metadata": {"v": 2}},
+                                                    {"version": 2, "put": False, "metadata": {"v": 3}}]
+
+
+def test_ingest_command_shows_progress_and_is_idempotent(db, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "design.md").write_text(DESIGN, encoding="utf-8")
+    (folder / "notes.txt").write_text("short notes\n", encoding="utf-8")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    args = ["ingest", str(folder), "--dsn", db.dsn("app"), "--tenant", str(TENANT_A),
+            "--embedder", "doc_helpers:WordEmbedder", "--max-chars", "100"]
+    runner = CliRunner()
+    first = runner.invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert "2 created, 0 new version(s), 0 unchanged, 0 failed" in first.stdout
+    assert "ingesting" in first.stderr
+    again = runner.invoke(main, args)
+    assert again.exit_code == 0 and "0 created, 0 new version(s), 2 unchanged" in again.stdout
+    (folder / "notes.txt").write_text("longer notes now\n", encoding="utf-8")
+    changed = runner.invoke(main, args)
+    assert "0 created, 1 new version(s), 1 unchanged" in changed.stdout
+    stored = ground_truth(db, "select file_path, version, chunk_count, is_latest from memsub.document_index "
+                              "order by file_path, version")
+    design = Path(folder / "design.md").as_posix()
+    notes = Path(folder / "notes.txt").as_posix()
+    assert [(r["file_path"], r["version"], r["is_latest"]) for r in stored] == [
+        (design, 1, True), (notes, 1, False), (notes, 2, True)]
+    vectors = ground_truth(db, "select count(*) as n from memsub.memory_embeddings")
+    assert vectors == [{"n": stored[0]["chunk_count"] + stored[2]["chunk_count"]}]
+
+
+def test_ingest_command_fails_for_a_wrong_embedder_dimension(db, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("text", encoding="utf-8")
+    result = CliRunner().invoke(main, ["ingest", str(path), "--dsn", db.dsn("app"), "--tenant", str(TENANT_A),
+                                       "--embedder", "tests_embedder_missing:Nothing"])
+    assert result.exit_code != 0 and "--embedder" in result.output
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        with db.connect("app") as conn:
+            set_context(conn, TENANT_A)
+            conn.execute("select * from memsub.document_ingest('a.txt', repeat('d', 64), 'txt', 'text', %s::jsonb)",
+                         [json.dumps([{"start_char": 0, "end_char": 4, "embedding": [1.0] * 384}])])

@@ -1,0 +1,76 @@
+"""Row-level security of document chunks: a context sees exactly the chunks its policies allow, and each policy
+is needed (dropping it shows rows it must hide). Chunk vectors in memory_embeddings follow the same rules."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import pytest
+
+from memsub import documents
+
+from doc_helpers import WordEmbedder, tenant_session
+from helpers import TENANT_A, TENANT_B, set_context
+from session_helpers import ground_truth, rows
+
+ORG_1 = uuid.UUID("00000000-0000-0000-0001-000000000001")
+ORG_2 = uuid.UUID("00000000-0000-0000-0001-000000000002")
+USER_1 = uuid.UUID("00000000-0000-0000-0002-000000000001")
+
+
+def _ingest_everywhere(db: Any) -> None:
+    embedder = WordEmbedder()
+    for tenant, org, tag in [(TENANT_A, ORG_1, "a1"), (TENANT_A, ORG_2, "a2"), (TENANT_A, None, "a0"),
+                             (TENANT_B, None, "b")]:
+        with tenant_session(db.dsn("app"), tenant, org=org, user=USER_1) as memory:
+            documents.ingest_text(memory, f"{tag}.md", f"document {tag}\n\nsecond part of {tag}\n",
+                                  file_hash=hashlib.sha256(tag.encode()).hexdigest(),
+                                  mime="md", embedder=embedder, max_chars=16)
+
+
+def _problems(db: Any, table: str) -> list[str]:
+    everything = ground_truth(db, f"select id, tenant_id, org_id from memsub.{table}")  # noqa: S608
+    expected = {r["id"] for r in everything if r["tenant_id"] == TENANT_A and r["org_id"] in (None, ORG_1)}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        visible = {r["id"] for r in rows(conn, f"select id from memsub.{table}")}  # noqa: S608
+    problems = []
+    if not expected or len(expected) == len(everything):
+        problems.append("the fixture gives nothing to see or nothing to hide")
+    if visible - expected:
+        problems.append(f"{len(visible - expected)} row(s) visible that the policies forbid")
+    if expected - visible:
+        problems.append(f"{len(expected - visible)} row(s) of the context hidden")
+    return problems
+
+
+@pytest.mark.parametrize("policy", ["tenant_isolation", "org_isolation"])
+def test_chunks_are_isolated_by_tenant_and_organization_and_each_policy_is_needed(db, policy):
+    _ingest_everywhere(db)
+    assert _problems(db, "document_chunks") == []
+    with db.connect() as conn:
+        conn.execute(f"drop policy {policy} on memsub.document_chunks")
+        if policy == "tenant_isolation":  # without it nothing is visible; a permissive stand-in shows the leak
+            conn.execute("create policy open_door on memsub.document_chunks using (true)")
+    assert _problems(db, "document_chunks") != [], f"dropping {policy} went unnoticed"
+    with db.connect() as conn:
+        conn.execute("drop policy if exists open_door on memsub.document_chunks")
+        conn.execute("call memsub.install_row_security('memsub.document_chunks', array['org'])")
+    assert _problems(db, "document_chunks") == []
+
+
+def test_chunk_vectors_and_versions_follow_the_document_organization(db):
+    _ingest_everywhere(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_2, USER_1)
+        paths = {r["file_path"] for r in rows(conn, "select file_path from memsub.document_index")}
+        set_context(conn, TENANT_A, ORG_2, USER_1)
+        vector_paths = {r["path"] for r in rows(conn, "select distinct metadata ->> 'file_path' as path "
+                                                      "from memsub.memory_embeddings")}
+        set_context(conn, TENANT_B)
+        other_tenant = rows(conn, "select count(*) as n from memsub.document_chunks")
+    assert paths == {"a2.md", "a0.md"} and vector_paths == {"a2.md", "a0.md"}
+    tenant_b = ground_truth(db, "select count(*) as n from memsub.document_chunks where tenant_id = %s", [TENANT_B])
+    assert other_tenant == tenant_b and tenant_b[0]["n"] > 0

@@ -1,0 +1,201 @@
+"""The temporal knowledge graph: non-overlapping validity windows, superseding, "as of" reads, evidence, typed nodes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from memsub import documents, memory_decay, temporal_graph
+from memsub.errors import IntegrityError, InvalidInput
+
+from doc_helpers import tenant_session
+from helpers import TENANT_A, TENANT_B, set_context
+from session_helpers import ALICE, expect_error, ground_truth, new_session, rows
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T1 = datetime(2024, 6, 1, tzinfo=UTC)
+T2 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_overlapping_windows_of_one_edge_are_rejected(db):
+    with tenant_session(db.dsn("app")) as memory:
+        temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=T0, valid_until=T1)
+        adjacent = temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=T1)
+        other_edge = temporal_graph.add_edge(memory, "Alice", "works_at", "Globex", valid_from=T0)
+    assert (adjacent.valid_from, adjacent.valid_until) == (T1, None)
+    assert other_edge.valid_until is None
+
+    for valid_from, valid_until in [(T0 + timedelta(days=1), T1 - timedelta(days=1)),  # inside a closed window
+                                    (T0 - timedelta(days=30), T0 + timedelta(days=1)),  # across its start
+                                    (T2, None)]:  # a second open window
+        with pytest.raises(IntegrityError) as info, tenant_session(db.dsn("app")) as memory:
+            temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=valid_from,
+                                    valid_until=valid_until)
+        assert (info.value.sqlstate, info.value.field) == ("23P01", "valid_period")
+
+    # The exclusion constraint itself holds, not only the function: a direct insert by the superuser fails too.
+    with db.connect() as conn, pytest.raises(psycopg.errors.ExclusionViolation):
+        conn.execute("insert into memsub.entity_relationships (tenant_id, source_entity, relationship_type, "
+                     "target_entity, valid_period) values (%s, 'Alice', 'works_at', 'Acme', tstzrange(%s, %s))",
+                     [TENANT_A, T0 + timedelta(days=2), T0 + timedelta(days=3)])
+    assert ground_truth(db, "select count(*) as n from memsub.entity_relationships") == [{"n": 3}]
+
+
+def test_superseding_closes_the_old_window_and_as_of_reads_see_each_side(db):
+    with tenant_session(db.dsn("app")) as memory:
+        temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
+        temporal_graph.add_edge(memory, "Acme", "located_in", "Berlin", valid_from=T0)
+        temporal_graph.add_edge(memory, "Globex", "located_in", "Paris", valid_from=T0)
+        new = temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
+    assert (new.target_entity, new.valid_from, new.valid_until) == ("Globex", T1, None)
+
+    with tenant_session(db.dsn("app")) as memory:
+        history = {(e.target_entity, e.valid_from, e.valid_until)
+                   for e in temporal_graph.edges_as_of(memory, T2, entity="Alice")}
+        before = [e.target_entity for e in temporal_graph.edges_as_of(memory, T1 - timedelta(seconds=1),
+                                                                        entity="Alice")]
+        at_change = [e.target_entity for e in temporal_graph.edges_as_of(memory, T1, entity="Alice")]
+        earlier = temporal_graph.edges_as_of(memory, T0 - timedelta(days=1), entity="Alice")
+        walk_before = [(n.depth, n.target_entity) for n in
+                       temporal_graph.neighbors_as_of(memory, "Alice", T1 - timedelta(days=1))]
+        walk_after = [(n.depth, n.target_entity) for n in temporal_graph.neighbors_as_of(memory, "Alice", T2)]
+    assert history == {("Globex", T1, None)}
+    assert before == ["Acme"] and at_change == ["Globex"] and earlier == []
+    assert walk_before == [(1, "Acme"), (2, "Berlin")]
+    assert walk_after == [(1, "Globex"), (2, "Paris")]
+    windows = ground_truth(db, "select target_entity, lower(valid_period) as f, upper(valid_period) as u "
+                               "from memsub.entity_relationships where source_entity = 'Alice' order by f")
+    assert windows == [{"target_entity": "Acme", "f": T0, "u": T1}, {"target_entity": "Globex", "f": T1, "u": None}]
+
+    # The current graph (graph_neighbors) follows open windows only.
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        current = rows(conn, "select depth, target_entity from memsub.graph_neighbors('Alice')")
+    assert current == [{"depth": 1, "target_entity": "Globex"}, {"depth": 2, "target_entity": "Paris"}]
+
+
+def test_superseding_into_the_past_of_a_newer_fact_is_refused(db):
+    with tenant_session(db.dsn("app")) as memory:
+        temporal_graph.add_edge(memory, "Alice", "works_at", "Globex", valid_from=T1)
+    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app")) as memory:
+        temporal_graph.supersede(memory, "Alice", "works_at", "Acme", valid_from=T0)
+    assert info.value.field == "valid_from"
+
+
+def test_upsert_relationship_reinforces_the_current_window_and_opens_a_new_one_after_a_close(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5, null, %s)", [T0])
+        conn.execute("select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5, null, %s)", [T0 + timedelta(1)])
+        conn.execute("select memsub.close_relationship('L9', 'uses', 'Neo4j', %s)", [T1])
+        # An observation dated inside the closed window opens the new window where the old one ended.
+        conn.execute("select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5, null, %s)", [T0 + timedelta(2)])
+        conn.execute("select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5, null, %s)", [T2])
+        conn.commit()
+    windows = ground_truth(db, "select lower(valid_period) as f, upper(valid_period) as u, mention_count, confidence "
+                               "from memsub.entity_relationships order by f")
+    assert windows == [{"f": T0, "u": T1, "mention_count": 2, "confidence": 0.75},
+                       {"f": T1, "u": None, "mention_count": 2, "confidence": 0.75}]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        expect_error(conn, "P0002", "relationship_type", "select memsub.close_relationship('L9', 'uses', 'Oracle')")
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "valid_until", "select memsub.close_relationship('L9', 'uses', 'Neo4j', %s)", [T0])
+
+
+def test_evidence_names_visible_documents_and_their_chunks(db):
+    with tenant_session(db.dsn("app")) as memory:
+        doc = documents.ingest_text(memory, "hr.md", "Alice joined Globex in June.", file_hash="e" * 64, mime="md")
+        chunk = documents.chunks_of(memory, doc.document_id)[0]
+        edge = temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=T1, evidence=[
+            temporal_graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)])
+        again = temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=T1, evidence=[
+            {"doc_id": str(doc.document_id), "chunk_id": str(chunk.id), "score": 0.92},
+            {"doc_id": str(doc.document_id), "score": 0.5}])
+    assert edge.evidence == [temporal_graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)]
+    assert again.mention_count == 2 and len(again.evidence) == 2, "evidence is merged without duplicates"
+
+    missing = str(uuid.uuid4())
+    with db.connect("app") as conn:
+        for refs, sqlstate, column in [
+            (f'[{{"doc_id": "{missing}"}}]', "23503", "evidence[0].doc_id"),
+            (f'[{{"doc_id": "{doc.document_id}", "chunk_id": "{missing}"}}]', "23503", "evidence[0].chunk_id"),
+            ('[{"doc_id": "not-a-uuid"}]', "22023", "evidence[0].doc_id"),
+            (f'[{{"doc_id": "{doc.document_id}", "score": "high"}}]', "22023", "evidence[0].score"),
+        ]:
+            set_context(conn, TENANT_A)
+            expect_error(conn, sqlstate, column,
+                         "select memsub.temporal_edge_add('Bob', 'knows', 'Alice', p_evidence => %s::jsonb)", [refs])
+        # Another tenant cannot cite the document: it is not visible there.
+        set_context(conn, TENANT_B)
+        expect_error(conn, "23503", "evidence[0].doc_id",
+                     "select memsub.temporal_edge_add('Bob', 'knows', 'Alice', p_evidence => %s::jsonb)",
+                     [f'[{{"doc_id": "{doc.document_id}"}}]'])
+
+
+def test_typed_nodes_of_the_four_kinds_and_edges_between_them(db):
+    with db.connect("app") as conn:
+        new_session(conn, "s-graph", user=ALICE)
+    with tenant_session(db.dsn("app"), user=ALICE, session="s-graph") as memory:
+        doc = documents.ingest_text(memory, "bio.md", "# Alice\n\nAlice is a database engineer.",
+                                    file_hash="f" * 64, mime="md", summary="About Alice", key_concepts=["Alice"])
+        entity = temporal_graph.upsert_entity(memory, "Alice", "Person", aliases=["A. Smith"],
+                                              properties={"role": "engineer"},
+                                              doc_refs=[{"doc_id": str(doc.document_id), "score": 1.0}])
+        entity = temporal_graph.upsert_entity(memory, "Alice", "Person", aliases=["Ali", "A. Smith"])
+        note = memory_decay.remember(memory, f"user:{ALICE}:notes", "alice", {"likes": "postgres"},
+                                     tier="STM", importance=0.7)
+        temporal_graph.add_edge(memory, str(note.id), "about", "Alice", source_type="Memory")
+        temporal_graph.add_edge(memory, "s-graph", "mentions", "Alice", source_type="Episode")
+        temporal_graph.add_edge(memory, str(doc.document_id), "describes", "Alice", source_type="Document")
+        nodes = {n.node_type: n for n in temporal_graph.nodes(memory)}
+        edges = temporal_graph.edges_as_of(memory, entity="Alice")
+    assert entity.aliases == ["A. Smith", "Ali"] and entity.entity_type == "Person" and entity.version == 2
+    assert set(nodes) == {"Entity", "Episode", "Document", "Memory"}
+    assert (nodes["Entity"].node_id, nodes["Entity"].entity_type, nodes["Entity"].aliases) == (
+        "Alice", "Person", ["A. Smith", "Ali"])
+    assert nodes["Entity"].doc_refs[0].doc_id == doc.document_id
+    assert (nodes["Episode"].node_id, nodes["Episode"].session_id, nodes["Episode"].valid_until) == (
+        "s-graph", "s-graph", None)
+    assert (nodes["Document"].path, nodes["Document"].mime, nodes["Document"].hash, nodes["Document"].content) == (
+        "bio.md", "md", "f" * 64, "About Alice")
+    assert (nodes["Memory"].memory_type, nodes["Memory"].importance) == ("STM", 0.7)
+    assert nodes["Memory"].decay_state == {"last_access_ts": None, "weight": 1.0}
+    assert {(e.source_type, e.relationship_type) for e in edges} == {
+        ("Memory", "about"), ("Episode", "mentions"), ("Document", "describes")}
+
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "entity_type", "select memsub.graph_upsert_entity('Acme', 'Company')")
+        set_context(conn, TENANT_A)
+        expect_error(conn, "23503", "source_entity",
+                     "select memsub.temporal_edge_add(%s, 'describes', 'Alice', p_source_type => 'Document')",
+                     [str(uuid.uuid4())])
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "source_type",
+                     "select memsub.temporal_edge_add('x', 'is', 'y', p_source_type => 'Thing')")
+
+
+def test_graph_nodes_view_shows_only_what_row_security_allows(db):
+    with tenant_session(db.dsn("app"), TENANT_A) as memory:
+        temporal_graph.upsert_entity(memory, "Alice", "Person")
+        documents.ingest_text(memory, "a.md", "tenant a", file_hash="a" * 64, mime="md")
+    with tenant_session(db.dsn("app"), TENANT_B) as memory:
+        temporal_graph.upsert_entity(memory, "Bob", "Person")
+
+    def visible(tenant: uuid.UUID) -> set[str]:
+        with db.connect("app") as conn:
+            set_context(conn, tenant)
+            return {r["node_id"] for r in rows(conn, "select node_id from memsub.graph_nodes")}
+
+    assert "Alice" in visible(TENANT_A) and "Bob" not in visible(TENANT_A)
+    assert visible(TENANT_B) == {"Bob"}
+    # The view adds no filter of its own: without the table's policy, tenant B would see tenant A's entity.
+    with db.connect() as conn:
+        conn.execute("drop policy tenant_isolation on memsub.world_model_entities")
+        conn.execute("drop policy admin_override on memsub.world_model_entities")
+        conn.execute("create policy everything on memsub.world_model_entities using (true)")
+    assert "Alice" in visible(TENANT_B)
