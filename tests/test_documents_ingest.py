@@ -167,36 +167,28 @@ def test_unsupported_files_are_refused_before_the_database(tmp_path):
 
 
 def test_hybrid_search_finds_chunks_by_full_text_and_by_vector(db):
-    """memsub.hybrid_search (the retrieval functions) fuses a full-text and a vector ranking over chunk rows.
-
-    Until it is part of this schema, this checks that each of the two rankings finds the right chunk, as the
-    application role under row-level security; the assertions carry over to hybrid_search unchanged.
-    """
+    """memsub.hybrid_search fuses a full-text and a vector ranking over the chunks' embedding rows."""
     embedder = WordEmbedder()
     other = "Gardening notes.\n\nTomatoes need sun, water and patience in the greenhouse.\n"
     with tenant_session(db.dsn("app")) as memory:
         target = documents.ingest_text(memory, "design.md", DESIGN, file_hash="1" * 64, mime="md",
                                        spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
-        documents.ingest_text(memory, "garden.txt", other, file_hash="2" * 64, mime="txt", embedder=embedder)
+        garden = documents.ingest_text(memory, "garden.txt", other, file_hash="2" * 64, mime="txt",
+                                       embedder=embedder)
         chunks = documents.chunks_of(memory, target.document_id)
     wanted = next(c for c in chunks if "tsvector" in c.content)
 
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        by_text = rows(conn, """
-            select c.id, c.document_id from memsub.document_chunks c
-             where c.content_tsv @@ websearch_to_tsquery('english', %s)
-             order by ts_rank(c.content_tsv, websearch_to_tsquery('english', %s)) desc""",
-                       ["keyword search", "keyword search"])
-        assert by_text[0]["id"] == wanted.id
         query = vector_text(embedder.vector("a tsvector lets keyword search find chunks"))
-        by_vector = rows(conn, "select chunk_index, metadata from memsub.search_embeddings(%s::vector, 'content', 3)",
-                         [query])
-        assert by_vector[0]["metadata"]["chunk_id"] == str(wanted.id)
-        assert by_vector[0]["chunk_index"] == wanted.chunk_index
-        set_context(conn, TENANT_A)
-        assert rows(conn, "select count(*) as n from memsub.document_chunks "
-                          "where content_tsv @@ websearch_to_tsquery('english', 'tomatoes')") == [{"n": 1}]
+        hits = rows(conn, "select packet_id, chunk_index, chunk_text, vector_rank, text_rank "
+                          "from memsub.hybrid_search('keyword search', %s::vector, 3)", [query])
+        assert hits[0]["chunk_index"] == wanted.chunk_index and hits[0]["chunk_text"] == wanted.content
+        assert hits[0]["vector_rank"] == 1 and hits[0]["text_rank"] == 1  # found by both legs
+        by_words_only = rows(conn, "select packet_id, chunk_text, text_rank from memsub.hybrid_search("
+                                   "'tomatoes greenhouse', %s::vector, 1)", [query])
+        assert "Tomatoes" in by_words_only[0]["chunk_text"] and by_words_only[0]["text_rank"] == 1
+        assert by_words_only[0]["packet_id"] == garden.packet_id
 
 
 def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
