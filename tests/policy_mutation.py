@@ -103,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     mutations = [f"{action}:{policy}" for policy in policies for action in args.actions.split(",")]
     if args.sample is not None:
         mutations = sorted(random.Random(args.seed).sample(mutations, min(args.sample, len(mutations))))
+    outcomes: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = list(pool.map(run_one, mutations))
+        for number, outcome in enumerate(pool.map(run_one, mutations), start=1):
+            outcomes.append(outcome)
+            print(f"[{number}/{len(mutations)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
+                  file=sys.stderr, flush=True)
     print("| mutation | caught | first failing test | seconds |")
     print("|---|---|---|---:|")
     for outcome in outcomes:
