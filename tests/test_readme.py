@@ -23,7 +23,7 @@ def test_readme_sql_examples_run_as_the_application_role(db):
             conn.execute(example)
     with db.connect() as conn:
         types = conn.execute("select packet_type, count(*) from memsub.packet_store group by 1 order by 1").fetchall()
-    assert types == [("document", 1), ("event", 3), ("insight", 1)]
+    assert types == [("document", 1), ("event", 3), ("insight", 1), ("observation", 1)]
 
 
 def test_readme_role_example_creates_a_working_login_role(db):
