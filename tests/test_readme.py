@@ -39,3 +39,20 @@ def test_readme_role_example_creates_a_working_login_role(db):
     finally:
         with db.connect(autocommit=True) as conn:
             conn.execute("drop role my_service")
+
+
+def test_readme_view_refresh_example_runs_as_a_platform_admin(db):
+    with db.connect("app", autocommit=True) as conn:
+        for example in sql_examples():
+            conn.execute(example)
+    block = re.search(r"```sql\n(call memsub\.refresh_memory_views\(\);.*?)```", README.read_text(), flags=re.S)
+    assert block is not None
+    with db.connect("platform_admin", autocommit=True) as conn:
+        for statement in block.group(1).split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context('aaaaaaaa-0000-0000-0000-000000000001')")
+        edges = conn.execute("select source_entity, target_entity from memsub.tenant_entity_graph "
+                             "order by 1, 2").fetchall()
+    assert ("l9", "neo4j") in edges and ("l9", "python") in edges  # the graph view groups normalized names
