@@ -30,6 +30,7 @@ bench: install
 	$(BIN)/python bench/upserts.py
 	$(BIN)/python bench/refresh.py
 	$(BIN)/python bench/hot_counters.py
+	$(BIN)/python bench/retrieval.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
