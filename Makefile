@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embed]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,6 +30,7 @@ bench: install
 	$(BIN)/python bench/upserts.py
 	$(BIN)/python bench/refresh.py
 	$(BIN)/python bench/hot_counters.py
+	$(BIN)/python bench/retrieval.py
 
 # Break each row-level security policy in turn (drop it, then weaken it to true) and require a failing test.
 mutation: install

