@@ -1,0 +1,136 @@
+"""Property-based fuzzing of every stored function the application role may call.
+
+Arguments are generated from each function's declared types (text, jsonb, uuid, numbers, timestamps, intervals,
+vectors, arrays, NULLs). Each call, as the application role inside a tenant context, either succeeds or fails with
+a SQLSTATE that docs/errors.md documents — never an internal error — and a failed call leaves every memsub table
+unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from psycopg import sql
+
+from helpers import TENANT_A, set_context
+
+ERRORS_DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
+USER = uuid.UUID("00000000-0000-0000-0001-0000000000f0")
+# Raised by PostgreSQL itself for an argument value it cannot take (docs/errors.md, last row).
+ARGUMENT_PARSING = {"22003", "22008", "2201X", "22015"}
+
+
+def documented_sqlstates() -> set[str]:
+    return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", ERRORS_DOC.read_text(encoding="utf-8"), flags=re.M))
+
+
+def app_functions(dsn: str) -> list[tuple[str, list[str]]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("""
+            select p.proname, coalesce(array(select format_type(t, null) from unnest(p.proargtypes) as t), '{}')
+              from pg_proc p
+             where p.pronamespace = 'memsub'::regnamespace and p.prokind = 'f'
+               and has_function_privilege('memsub_app', p.oid, 'execute')
+               and p.proname not in ('set_context', 'set_actor')
+             order by 1, 2""").fetchall()
+    return [(str(name), list(types)) for name, types in rows]
+
+
+_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30)
+_json_scalars = st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False,
+                                                                                      allow_infinity=False) | _text
+_json = st.recursive(_json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3),
+                     max_leaves=8)
+_timestamps = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC))
+
+
+SCALAR_TYPES = {"text", "jsonb", "uuid", "integer", "bigint", "smallint", "double precision", "real", "numeric",
+                "boolean", "timestamp with time zone", "timestamp without time zone", "interval", "vector"}
+
+
+def value_for(type_name: str, dimension: int) -> st.SearchStrategy[Any]:
+    base: st.SearchStrategy[Any]
+    if type_name.endswith("[]"):
+        element = value_for(type_name[:-2], dimension)
+        return st.none() | st.lists(element.filter(lambda v: v is not None), max_size=3) \
+            if type_name[:-2] in SCALAR_TYPES else st.none()
+    if type_name == "text":
+        base = _text | st.sampled_from(["", "shared", "content", "user:x:y", "l-private", "lesson", "high"])
+    elif type_name == "jsonb":
+        base = _json.map(json.dumps)
+    elif type_name == "uuid":
+        base = st.uuids()
+    elif type_name in ("integer", "bigint", "smallint"):
+        base = st.integers(-10, 2000)
+    elif type_name in ("double precision", "real", "numeric"):
+        base = st.floats(-2, 2, allow_nan=False)
+    elif type_name == "boolean":
+        base = st.booleans()
+    elif type_name in ("timestamp with time zone", "timestamp without time zone"):
+        base = _timestamps
+    elif type_name == "interval":
+        base = st.integers(-10, 10**6).map(lambda s: timedelta(seconds=s))
+    elif type_name == "vector":
+        base = st.sampled_from([dimension, 3]).flatmap(
+            lambda n: st.lists(st.floats(-1, 1, allow_nan=False), min_size=n, max_size=n)).map(str)
+    else:
+        base = st.nothing()
+    return st.none() | base
+
+
+def _state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    tables = [r[0] for r in conn.execute("select relname from pg_class where relnamespace = 'memsub'::regnamespace "
+                                         "and relkind = 'r' order by 1")]
+    parts = [sql.SQL("select {}, count(*), coalesce(sum(hashtext(t::text)), 0) from {} t").format(
+        sql.Literal(name), sql.Identifier("memsub", name)) for name in tables]
+    return conn.execute(sql.SQL(" union all ").join(parts)).fetchall()
+
+
+@pytest.fixture(scope="module")
+def fuzz_world(server, template_db):
+    name = f"memsub_fuzz_{uuid.uuid4().hex[:10]}"
+    with server.janitor(name, template=template_db):
+        dsn = server.dsn(name)
+        with psycopg.connect(dsn) as conn:
+            dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+        yield dsn, server.dsn(name, "memsub_test_app"), dimension, app_functions(dsn)
+
+
+EXAMPLES = int(os.environ.get("MEMSUB_FUZZ_EXAMPLES", "400"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_application_function_fails_only_with_documented_errors(fuzz_world, data):
+    superuser_dsn, app_dsn, dimension, functions = fuzz_world
+    name, types = data.draw(st.sampled_from(functions), label="function")
+    arguments = [data.draw(value_for(t, dimension), label=t) for t in types]
+    call = sql.SQL("select * from {}({})").format(
+        sql.Identifier("memsub", name),
+        sql.SQL(", ").join(sql.SQL("%s::") + sql.SQL(t) for t in types))  # type: ignore[operator]
+    with psycopg.connect(superuser_dsn) as ground, psycopg.connect(app_dsn) as conn:
+        before = _state(ground)
+        ground.rollback()
+        set_context(conn, TENANT_A, user=USER, session="fuzz")
+        try:
+            conn.execute("set local statement_timeout = '5s'")
+            conn.execute(call, arguments).fetchall()
+            conn.commit()
+            event("succeeded")
+        except psycopg.Error as error:
+            conn.rollback()
+            event(f"failed with {error.sqlstate}")
+            documented = documented_sqlstates() | ARGUMENT_PARSING
+            assert error.sqlstate in documented, f"{name}({types}) -> {error.sqlstate}: {error}"
+            assert _state(ground) == before, f"{name} failed but changed a table"
