@@ -85,8 +85,15 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
                         if stop.is_set():
                             return
                         set_context(conn, tenant)
-                        envelope = {"packet_type": "event", "payload": {"writer": number, "n": sequence},
-                                    "thread_id": str(thread_id), "tags": [f"w{number}"]}
+                        envelope = {"packet_type": "event", "thread_id": str(thread_id), "tags": [f"w{number}"],
+                                    "payload": {"writer": number, "n": sequence,
+                                                "facts": [{"subject": f"writer{number}", "predicate": "wrote",
+                                                           "object": sequence}],
+                                                "relationships": [{"source_entity": f"writer{number}",
+                                                                   "relationship_type": "wrote",
+                                                                   "target_entity": f"note{sequence}"}],
+                                                "embeddings": [{"embedding_type": "content",
+                                                                "vector": [0.5] * 1535 + [sequence % 7 + 1.0]}]}}
                         if last is not None:
                             envelope["lineage"] = {"parent_ids": [str(last)], "derivation_type": "transform"}
                         batch = [envelope, {"packet_type": "note", "payload": {"writer": number, "n": sequence},
@@ -129,10 +136,25 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
                                     where p.tenant_id = c.tenant_id and p.packet_id = parent)""").fetchone()
             pairs = conn.execute("select count(*) filter (where packet_type = 'event'), "
                                  "count(*) filter (where packet_type = 'note') from memsub.packet_store").fetchone()
+            fan_out = conn.execute("""
+                select count(*) filter (where not exists (
+                           select from memsub.memory_embeddings e
+                            where e.tenant_id = p.tenant_id and e.packet_id = p.packet_id)),
+                       count(*) filter (where not exists (
+                           select from memsub.knowledge_facts f
+                            where f.tenant_id = p.tenant_id and f.source_packet = p.packet_id)),
+                       count(*) filter (where not exists (
+                           select from memsub.entity_relationships r
+                            where r.tenant_id = p.tenant_id and r.source_packet = p.packet_id))
+                  from memsub.packet_store p where p.packet_type = 'event'""").fetchone()
+            mentions = conn.execute("select coalesce(sum(mention_count), 0) from memsub.entity_relationships "
+                                    "where relationship_type = 'wrote'").fetchone()
         for tenant, thread_id, packet_ids in acknowledged:
             assert all((tenant, p) in stored for p in packet_ids)
             assert (tenant, thread_id) in threads_registered
         assert orphans == (0,) and broken_lineage == (0,)
+        assert fan_out == (0, 0, 0)  # every stored event has all its fan-out rows: nothing half-written
+        assert mentions == (pairs[0],)
         assert pairs[0] == pairs[1]  # a batch is all or nothing: never an event without its note
         assert _integrity_problems(dsn) == []
         assert Migrator(dsn).verify() == []
