@@ -26,7 +26,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-SECURITY_FIRST = ("test_row_security.py", "test_layers_rls.py", "test_sessions_security.py",
+SECURITY_FIRST = ("test_tenant_world.py", "test_row_security.py", "test_layers_rls.py", "test_sessions_security.py",
                   "test_retrieval_functions.py", "test_security_matrix.py")
 # Tests that would notice a broken policy only by comparing catalogs or counting policies, not by behaviour:
 # a mutation must be caught by what some role can or cannot see or do.

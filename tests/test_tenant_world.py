@@ -1,0 +1,150 @@
+"""Every tenant table at once: a small world is written into two tenants through the stored functions, then each
+table is read by several viewers and compared with the superuser's ground truth.
+
+- the writer's own context sees exactly its tenant's rows of every table (tenant_isolation);
+- a platform admin sees every row of every table (admin_override), a tenant admin every row of its tenant;
+- another organization of the same tenant sees none of the first organization's rows (org_isolation);
+- another user of the same organization sees none of the first user's private rows (user_visibility).
+
+Every table with row-level security must hold rows of both tenants, so a new table without coverage here fails.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from helpers import TENANT_A, TENANT_B, set_context, write
+
+ORG = {TENANT_A: uuid.UUID("0a000000-0000-0000-0000-0000000000a1"),
+       TENANT_B: uuid.UUID("0b000000-0000-0000-0000-0000000000b1")}
+OTHER_ORG = uuid.UUID("0c000000-0000-0000-0000-0000000000c1")
+USER = {TENANT_A: uuid.UUID("00000000-0000-0000-0002-0000000000a1"),
+        TENANT_B: uuid.UUID("00000000-0000-0000-0002-0000000000b1")}
+OTHER_USER = uuid.UUID("00000000-0000-0000-0002-0000000000ff")
+# Tables whose rows are shared by the whole tenant by design (docs/decisions.md): they carry org_id as the
+# writer's org, not as a visibility boundary. memory_entries isolates by namespace instead.
+TENANT_WIDE = {"entity_relationships", "knowledge_facts", "memory_entries", "packet_threads", "world_model_entities",
+               "world_model_snapshots", "world_model_state", "world_model_updates", "importance_learning_runs"}
+
+
+def _vector(dimension: int, seed: int) -> str:
+    return str([((seed * 7 + i) % 11) / 11 + 0.01 for i in range(dimension)])
+
+
+def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, dimension: int) -> None:
+    """One row or more in every tenant table, written as the application role through memsub's functions."""
+    org, user, session = ORG[tenant], USER[tenant], f"session-{tenant.hex[:4]}"
+    set_context(conn, tenant, org, user, session=session)
+    packet = write(conn, {
+        "packet_type": "event", "thread_id": str(uuid.uuid4()),
+        "payload": {"text": "L9 uses Neo4j",
+                    "facts": [{"subject": "L9", "predicate": "uses", "object": "Neo4j"}],
+                    "relationships": [{"source_entity": "L9", "relationship_type": "uses",
+                                       "target_entity": "Neo4j"}],
+                    "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 1)),
+                                    "chunk_text": "L9 uses Neo4j"}],
+                    "reasoning_trace": {"agent_id": "planner", "steps": ["look", "decide"]}}})
+    private = write(conn, {
+        "packet_type": "note", "scope": "l-private",
+        "payload": {"text": "private thought",
+                    "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 2)),
+                                    "chunk_text": "private thought"}],
+                    "reasoning_trace": {"agent_id": "planner", "steps": ["ponder"]}}})
+    packet_id = packet["packet_id"]
+    conn.execute("select memsub.record_event('planner', 'observation', '{\"seen\": 1}', %s)", [packet_id])
+    conn.execute("select memsub.record_event('planner', 'thought', '{}', %s)", [private["packet_id"]])
+    conn.execute("select memsub.store_semantic_memory('planner', %s::vector, '{\"note\": 1}', 'content', "
+                 "'l-private')", [_vector(dimension, 3)])
+    conn.execute("select memsub.store_semantic_memory('planner', %s::vector, '{\"note\": 2}')", [_vector(dimension, 4)])
+    conn.execute("select memsub.apply_world_model_update('insight', '[{\"entity_id\": \"L9\", "
+                 "\"entity_type\": \"Concept\"}]')")
+    conn.execute("select memsub.take_world_model_snapshot('world')")
+    conn.execute("select memsub.record_reflection('lesson', 'cache graph lookups', p_vector => %s::vector)",
+                 [_vector(dimension, 5)])
+    conn.execute("select memsub.record_task_reflection('task-1', 'success')")
+    conn.execute("select memsub.record_summary('thread', 'conversation', 'L9 uses Neo4j', array[%s]::uuid[])",
+                 [packet_id])
+    access = conn.execute("select access_id from memsub.record_access('packet', %s, 'planner')",
+                          [packet_id]).fetchone()
+    assert access is not None
+    conn.execute("select memsub.record_feedback(%s, true, 'useful')", [access[0]])
+    conn.execute("select memsub.session_create(%s)", [session])
+    task = conn.execute("select id from memsub.task_create('research', '{}', %s)", [session]).fetchone()
+    assert task is not None
+    conn.execute("select memsub.agent_spawn('planner', %s, %s)", [task[0], session])
+    conn.execute("select memsub.checkpoint_save(%s, '{\"step\": 1}')", [task[0]])
+    conn.execute("select memsub.memory_write(%s, 'style', '\"concise\"')", [f"user:{user}:preferences"])
+    text = "Plan: ship it."
+    conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
+                 "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])
+    conn.commit()
+    with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_tenant_admin")) as admin:
+        set_context(admin, tenant, org, user, ["tenant_admin"], session)
+        admin.execute("select * from memsub.learn_importance()")
+        admin.commit()
+
+
+def rls_tables(conn: psycopg.Connection[Any]) -> dict[str, set[str]]:
+    """Every table with row-level security and its columns. Expectations follow the columns, never the
+    policies present, so a dropped policy cannot remove its own check."""
+    rows = conn.execute("""
+        select c.relname, array_agg(a.attname::text)
+          from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+         where c.relnamespace = 'memsub'::regnamespace and c.relrowsecurity
+         group by 1 order by 1""").fetchall()
+    return {str(name): set(columns) for name, columns in rows}
+
+
+def counts(conn: psycopg.Connection[Any], tables: list[str], where: str = "true") -> dict[str, int]:
+    parts = [sql.SQL("select {}, count(*) from {} where ").format(sql.Literal(t), sql.Identifier("memsub", t))
+             + sql.SQL(where) for t in tables]
+    return {str(t): int(n) for t, n in conn.execute(sql.SQL(" union all ").join(parts)).fetchall()}
+
+
+def test_every_tenant_table_isolates_tenants_organizations_and_users(db):
+    with db.connect() as conn:
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+    with db.connect("app") as conn:
+        for tenant in (TENANT_A, TENANT_B):
+            build_world(conn, tenant, dimension)
+    with db.connect() as conn:
+        columns = rls_tables(conn)
+        tables = sorted(columns)
+        truth_a = counts(conn, tables, f"tenant_id = '{TENANT_A}'")
+        truth_b = counts(conn, tables, f"tenant_id = '{TENANT_B}'")
+        truth_all = counts(conn, tables)
+    empty = [t for t in tables if truth_a[t] == 0 or truth_b[t] == 0]
+    assert empty == [], f"tables the world does not cover in both tenants: {empty}"
+
+    with db.connect("app") as conn:  # the writer's own context: exactly its tenant's rows
+        set_context(conn, TENANT_A, ORG[TENANT_A], USER[TENANT_A], session=f"session-{TENANT_A.hex[:4]}")
+        assert counts(conn, tables) == truth_a
+
+    with db.connect("platform_admin") as conn:
+        set_context(conn, None, roles=["platform_admin"])
+        assert counts(conn, tables) == truth_all
+
+    with db.connect("tenant_admin") as conn:
+        set_context(conn, TENANT_A, OTHER_ORG, OTHER_USER, ["tenant_admin"])
+        assert counts(conn, tables) == truth_a
+
+    with db.connect("app") as conn:  # another organization of tenant A sees none of the first one's rows
+        set_context(conn, TENANT_A, OTHER_ORG, OTHER_USER, session="elsewhere")
+        org_tables = [t for t in tables if "org_id" in columns[t] and t not in TENANT_WIDE]
+        assert org_tables
+        assert counts(conn, org_tables, f"org_id = '{ORG[TENANT_A]}'") == dict.fromkeys(org_tables, 0)
+
+    with db.connect("app") as conn:  # another user of the same organization: no private rows of the first user
+        set_context(conn, TENANT_A, ORG[TENANT_A], OTHER_USER, session="elsewhere")
+        user_tables = [t for t in tables if {"scope", "user_id"} <= columns[t]]
+        assert user_tables
+        private = counts(conn, user_tables, f"user_id = '{USER[TENANT_A]}' and scope <> 'shared'")
+        assert private == dict.fromkeys(user_tables, 0)
+        with db.connect() as ground:
+            assert all(v > 0 for v in counts(ground, user_tables, f"tenant_id = '{TENANT_A}' and "
+                                                                 f"scope <> 'shared'").values())
