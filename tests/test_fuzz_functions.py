@@ -1,9 +1,9 @@
-"""Property-based fuzzing of every stored function the application role may call.
+"""Property-based fuzzing of every stored function the application role or a platform admin may call.
 
-Arguments are generated from each function's declared types (text, jsonb, uuid, numbers, timestamps, intervals,
-vectors, arrays, NULLs). Each call, as the application role inside a tenant context, either succeeds or fails with
-a SQLSTATE that docs/errors.md documents — never an internal error — and a failed call leaves every memsub table
-unchanged.
+Arguments are generated from each function's declared types (text, jsonb, uuid, numbers, timestamps,
+intervals, vectors, arrays, NULLs). Each call runs as that role inside a tenant context (admins with both admin
+context roles). It either succeeds or fails with a SQLSTATE that docs/errors.md documents, never an internal
+error, and a failed call leaves every memsub table unchanged.
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ def documented_sqlstates() -> set[str]:
     return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", ERRORS_DOC.read_text(encoding="utf-8"), flags=re.M))
 
 
-def app_functions(dsn: str) -> list[tuple[str, list[str]]]:
+def callable_functions(dsn: str, role: str) -> list[tuple[str, list[str]]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("""
             select p.proname, coalesce(array(select format_type(t, null) from unnest(p.proargtypes) as t), '{}')
               from pg_proc p
              where p.pronamespace = 'memsub'::regnamespace and p.prokind = 'f'
-               and has_function_privilege('memsub_app', p.oid, 'execute')
+               and has_function_privilege(%s, p.oid, 'execute')
                and p.proname not in ('set_context', 'set_actor')
-             order by 1, 2""").fetchall()
+             order by 1, 2""", [role]).fetchall()
     return [(str(name), list(types)) for name, types in rows]
 
 
@@ -103,17 +103,22 @@ def fuzz_world(server, template_db):
         dsn = server.dsn(name)
         with psycopg.connect(dsn) as conn:
             dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
-        yield dsn, server.dsn(name, "memsub_test_app"), dimension, app_functions(dsn)
+        yield dsn, server, name, dimension
 
 
+_FUNCTIONS: dict[str, list[tuple[str, list[str]]]] = {}
 EXAMPLES = int(os.environ.get("MEMSUB_FUZZ_EXAMPLES", "400"))
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
-def test_every_application_function_fails_only_with_documented_errors(fuzz_world, data):
-    superuser_dsn, app_dsn, dimension, functions = fuzz_world
+def test_every_callable_function_fails_only_with_documented_errors(fuzz_world, data):
+    superuser_dsn, server, database, dimension = fuzz_world
+    role, roles = data.draw(st.sampled_from([("app", ()), ("platform_admin", ("tenant_admin", "platform_admin"))]),
+                            label="caller")
+    functions = _FUNCTIONS.setdefault(role, callable_functions(superuser_dsn, f"memsub_{role}"))
+    app_dsn = server.dsn(database, f"memsub_test_{role}")
     name, types = data.draw(st.sampled_from(functions), label="function")
     arguments = [data.draw(value_for(t, dimension), label=t) for t in types]
     call = sql.SQL("select * from {}({})").format(
@@ -122,7 +127,7 @@ def test_every_application_function_fails_only_with_documented_errors(fuzz_world
     with psycopg.connect(superuser_dsn) as ground, psycopg.connect(app_dsn) as conn:
         before = _state(ground)
         ground.rollback()
-        set_context(conn, TENANT_A, user=USER, session="fuzz")
+        set_context(conn, TENANT_A, user=USER, roles=roles, session="fuzz")
         try:
             conn.execute("set local statement_timeout = '5s'")
             conn.execute(call, arguments).fetchall()
