@@ -3,7 +3,7 @@ table is read by several viewers and compared with the superuser's ground truth.
 
 - the writer's own context sees exactly its tenant's rows of every table (tenant_isolation);
 - a platform admin sees every row of every table (admin_override), a tenant admin every row of its tenant;
-- another organization of the same tenant sees none of the first organization's rows (org_isolation);
+- the same user acting in another organization sees none of the first organization's rows (org_isolation);
 - another user of the same organization sees none of the first user's private rows (user_visibility).
 
 Every table with row-level security must hold rows of both tenants, so a new table without coverage here fails.
@@ -133,8 +133,9 @@ def test_every_tenant_table_isolates_tenants_organizations_and_users(db):
         set_context(conn, TENANT_A, OTHER_ORG, OTHER_USER, ["tenant_admin"])
         assert counts(conn, tables) == truth_a
 
-    with db.connect("app") as conn:  # another organization of tenant A sees none of the first one's rows
-        set_context(conn, TENANT_A, OTHER_ORG, OTHER_USER, session="elsewhere")
+    with db.connect("app") as conn:  # the same user, acting in another organization of tenant A, sees none of
+        # the first organization's rows: user- and session-level rules cannot stand in for the organization's
+        set_context(conn, TENANT_A, OTHER_ORG, USER[TENANT_A], session=f"session-{TENANT_A.hex[:4]}")
         org_tables = [t for t in tables if "org_id" in columns[t] and t not in TENANT_WIDE]
         assert org_tables
         assert counts(conn, org_tables, f"org_id = '{ORG[TENANT_A]}'") == dict.fromkeys(org_tables, 0)
