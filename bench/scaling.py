@@ -364,7 +364,8 @@ def charts(results: dict[str, Any], out: Path) -> list[Path]:
             {"memsub.semantic_search": ([p["p50_ms"] for p in sweep["points"]], [p["recall"] for p in sweep["points"]],
                                         [p["ef_search"] for p in sweep["points"]])},
             out / "scaling_recall_latency.png",
-            f"Recall vs latency at {sweep['packets']:,} embeddings, k=10 (labels: ef_search)"))
+            f"Recall vs latency at {sweep['packets']:,} packets, {points[-1]['sizes']['embeddings']:,} embeddings, "
+            "k=10 (labels: ef_search)"))
     return paths
 
 
