@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
+CHARTS := docs/charts
+# Largest scaling checkpoint (packets); 1M takes hours on a small machine: make bench SCALING_MAX=300000
+SCALING_MAX ?= 1000000
 
 .PHONY: install test lint demo bench soak mutation clean
 
@@ -25,12 +29,18 @@ test: lint
 demo: install
 	$(BIN)/python -m memsub.demo
 
-bench: install
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/upserts.py
 	$(BIN)/python bench/refresh.py
 	$(BIN)/python bench/hot_counters.py
 	$(BIN)/python bench/retrieval.py
+	$(BIN)/python bench/peer_langgraph.py --out $(CHARTS)
+	$(BIN)/python bench/scaling.py --max $(SCALING_MAX) --out $(CHARTS)
 
 # Break each row-level security policy in turn (drop it, then weaken it to true) and require a failing test.
 mutation: install

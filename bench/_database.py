@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ APP_ROLE = "memsub_bench_app"
 def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, str]]:
     """Yield (superuser DSN, application-role DSN) of a freshly migrated database; dropped afterwards.
 
-    ``vector_dimension`` is the installation's vector dimension (default: memsub's, 1536)."""
+    ``vector_dimension`` migrates a database of that embedding dimension (``memsub.vector_dimension``), e.g. 384.
+    """
     server = None
     base = os.environ.get("MEMSUB_BENCH_DSN")
     if not base:
@@ -37,8 +39,8 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'create database "{name}"')
         dsn = make_conninfo(base, dbname=name)
-        options = f"-c memsub.vector_dimension={vector_dimension}" if vector_dimension else None
-        Migrator(make_conninfo(dsn, options=options) if options else dsn).migrate()
+        Migrator(make_conninfo(dsn, options=f"-c memsub.vector_dimension={vector_dimension}")
+                 if vector_dimension else dsn).migrate()
         with psycopg.connect(dsn, autocommit=True) as conn:
             if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
                 conn.execute(f"create role {APP_ROLE} login in role memsub_app")
@@ -61,3 +63,41 @@ def describe(dsn: str) -> str:
             f"server: PostgreSQL {settings.get('server_version')} at {host}, shared_buffers="
             f"{settings.get('shared_buffers')}, work_mem={settings.get('work_mem')}, "
             f"synchronous_commit={settings.get('synchronous_commit')}")
+
+
+SETTINGS = ("server_version", "shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
+            "synchronous_commit", "fsync", "full_page_writes", "wal_level", "max_wal_size", "checkpoint_timeout",
+            "max_parallel_workers_per_gather", "jit", "data_checksums")
+
+
+def environment(dsn: str) -> dict[str, object]:
+    """Machine (cpu, cores, RAM, load) and server settings as a dict, recorded with every result."""
+    cpu = platform.processor() or platform.machine()
+    memory = 0
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+        cpu = found.group(1).strip() if found else cpu
+        meminfo = Path("/proc/meminfo").read_text()
+        total = re.search(r"^MemTotal:\s*(\d+)", meminfo, re.MULTILINE)
+        memory = int(total.group(1)) * 1024 if total else 0
+    except OSError:
+        pass
+    with psycopg.connect(dsn) as conn:
+        settings = {name: str(value) for name, value in conn.execute(
+            "select name, current_setting(name) from pg_settings where name = any(%s)", [list(SETTINGS)])}
+        vector = conn.execute("select extversion from pg_extension where extname = 'vector'").fetchone()
+    settings["pgvector"] = str(vector[0]) if vector else "?"
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(memory / 2**30, 1),
+            "load_average_1m": round(os.getloadavg()[0], 2),
+            "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+            "postgres": settings}
+
+
+def environment_line(env: dict[str, object]) -> str:
+    """One printable paragraph of environment()."""
+    pg = env["postgres"]
+    assert isinstance(pg, dict)
+    return (f"machine: {env['cpu']}, {env['cores']} cores, {env['ram_gib']} GiB RAM, load {env['load_average_1m']}"
+            f" at start, {env['os']}\nserver:  PostgreSQL {pg.get('server_version')}, pgvector {pg.get('pgvector')}; "
+            + ", ".join(f"{k} {v}" for k, v in pg.items() if k not in ("server_version", "pgvector")))

@@ -14,6 +14,11 @@
 -- same version win; the other, like a writer that read an old version, gets SQLSTATE 40001 naming the key and
 -- rolls back and retries (seed 001 section 6.2). A delete writes a tombstone version and flags every version
 -- of the key is_deleted. Every write and delete is audited.
+--
+-- Reads by namespace carry a range on namespace (collation "C": every namespace below prefix p lies in
+-- [p, p || ';'), since ';' follows ':'). Comparison operators are leakproof, so under row-level security the
+-- range is an index condition on (tenant_id, namespace, ...); LIKE is not leakproof and would only filter a
+-- scan of the tenant's whole memory.
 
 create or replace function memsub.check_memory_address(p_namespace text, p_key text) returns void
 language plpgsql immutable security invoker
@@ -250,6 +255,8 @@ begin
     return query
         select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id()
+           and m.namespace >= p_namespace_prefix collate "C"
+           and m.namespace < p_namespace_prefix || ';' collate "C"
            and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')
            and not m.is_deleted
          order by m.namespace, m.key, m.version desc;
@@ -291,10 +298,18 @@ begin
           from (select distinct on (m.namespace, m.key) m.*
                   from memsub.memory_entries m
                  where m.tenant_id = v_session.tenant_id and not m.is_deleted
-                   and ((m.namespace_kind = 'session' and m.namespace_owner = v_session.id)
-                     or (m.namespace_kind = 'user' and m.namespace_owner = v_session.user_id::text)
-                     or (m.namespace_kind = 'app' and m.namespace_owner = v_session.app_name)
-                     or (m.namespace_kind = 'project' and m.namespace_owner = v_session.project_id))
+                   and ((m.namespace_kind = 'session' and m.namespace_owner = v_session.id
+                         and m.namespace >= 'session:' || v_session.id collate "C"
+                         and m.namespace < 'session:' || v_session.id || ';' collate "C")
+                     or (m.namespace_kind = 'user' and m.namespace_owner = v_session.user_id::text
+                         and m.namespace >= 'user:' || v_session.user_id::text collate "C"
+                         and m.namespace < 'user:' || v_session.user_id::text || ';' collate "C")
+                     or (m.namespace_kind = 'app' and m.namespace_owner = v_session.app_name
+                         and m.namespace >= 'app:' || v_session.app_name collate "C"
+                         and m.namespace < 'app:' || v_session.app_name || ';' collate "C")
+                     or (m.namespace_kind = 'project' and m.namespace_owner = v_session.project_id
+                         and m.namespace >= 'project:' || v_session.project_id collate "C"
+                         and m.namespace < 'project:' || v_session.project_id || ';' collate "C"))
                  order by m.namespace, m.key, m.version desc) latest
     ),
     named as (

@@ -83,8 +83,9 @@ begin
                (array_agg(m.memory_type order by m.version desc))[1] as memory_type
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and not m.is_deleted and not (m.metadata ? 'consolidated_into')
-           and (p_namespace_prefix is null or m.namespace = p_namespace_prefix
-                or m.namespace like p_namespace_prefix || ':%')
+           and (p_namespace_prefix is null
+                or (m.namespace >= p_namespace_prefix collate "C" and m.namespace < p_namespace_prefix || ';' collate "C"
+                    and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')))
          group by m.namespace, m.key
         having count(*) > 1
          order by m.namespace, m.key
