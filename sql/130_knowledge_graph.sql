@@ -66,40 +66,15 @@ create or replace function memsub.graph_neighbors(
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub
 as $$
-declare
-    frontier text[];
-    visited  text[];
-    level    integer := 0;
 begin
-    frontier := array[memsub.require_text(p_entity, 'entity')];
-    if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
-        raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    if p_limit is null or p_limit < 1 or p_limit > 10000 then
-        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    visited := frontier;
-    -- Breadth first over outgoing edges; each entity is expanded once, so cycles end.
-    while level < p_max_depth and cardinality(frontier) > 0 loop
-        level := level + 1;
-        return query
-            select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count
-              from memsub.entity_relationships r
-             where r.source_entity = any(frontier) and upper_inf(r.valid_period)
-             order by r.source_entity, r.mention_count desc, r.target_entity
-             limit p_limit;
-        frontier := array(
-            select distinct r.target_entity from memsub.entity_relationships r
-             where r.source_entity = any(frontier) and upper_inf(r.valid_period)
-               and not r.target_entity = any(visited));
-        visited := visited || frontier;
-    end loop;
+    -- The current graph is the graph as of now (memsub.graph_neighbors_as_of, sql/420_temporal_graph.sql).
+    return query
+        select n.depth, n.source_entity, n.relationship_type, n.target_entity, n.confidence, n.mention_count
+          from memsub.graph_neighbors_as_of(p_entity, null, p_max_depth, p_limit) as n;
 end
 $$;
 comment on function memsub.graph_neighbors(text, integer, integer) is
-    'Graph traversal over the current edges (open validity windows; memsub.graph_neighbors_as_of for another time): '
+    'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): '
     'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each hop '
     'at most limit edges, each entity expanded once.';
 
