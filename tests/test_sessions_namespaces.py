@@ -243,3 +243,27 @@ def test_write_rules_hold_below_the_functions(db):
             "values (memsub.current_tenant_id(), 'app:abathur', 'k', '1', 1)"
         )
         conn.commit()
+
+
+def test_update_rules_hold_below_the_functions(db):
+    """Even with UPDATE granted, namespace_update keeps a session from changing shared app: memory it may read."""
+    with db.connect("tenant_admin") as conn:
+        as_user(conn, ALICE, roles=["tenant_admin"])
+        write(conn, "app:abathur", "k", 1)
+        conn.commit()
+    with db.connect() as superuser:
+        superuser.execute("grant update on memsub.memory_entries to memsub_app")
+        superuser.commit()
+    update = "update memsub.memory_entries set is_deleted = true where namespace = 'app:abathur'"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE, "A")
+        assert conn.execute("select count(*) from memsub.memory_entries where namespace = 'app:abathur'"
+                            ).fetchone() == (1,)  # readable
+        assert conn.execute(update).rowcount == 0  # but not writable
+        conn.commit()
+    with db.connect() as superuser:
+        superuser.execute("drop policy namespace_update on memsub.memory_entries")
+        superuser.commit()
+    with db.connect("app") as conn:
+        as_user(conn, ALICE, "A")
+        assert conn.execute(update).rowcount == 1  # the policy was what stood in the way
