@@ -2,7 +2,10 @@
 edge UPSERTs, optimistic-lock memory updates and view refreshes, all at once.
 
 Required: no error but the documented retryable one (40001 on a stale memory write, retried), no deadlock, and
-final counters equal to the operations each client performed.
+final counters equal to the operations each client performed. And the same content written by many clients at
+the same instant is stored once, fanned out once, and every caller is told which packet holds it.
+
+``MEMSUB_SOAK_FACTOR`` (``make soak``) multiplies the duration and the number of rounds.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from collections import Counter
 
 import psycopg
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, set_context, soak_factor
 
-DURATION_SECONDS = 6.0
+DURATION_SECONDS = 6.0 * soak_factor()
 USER = uuid.UUID("00000000-0000-0000-0001-00000000000a")
 
 
@@ -136,3 +139,68 @@ def test_mixed_workload_loses_nothing_and_never_deadlocks(db):
         deadlocks = conn.execute("select deadlocks from pg_stat_database "
                                  "where datname = current_database()").fetchone()[0]
         assert deadlocks == deadlocks_before
+
+
+def _write_at_once(db, envelope: dict[str, object], writers: int) -> list[tuple[uuid.UUID, bool]]:
+    """`writers` app connections send the same envelope at the same instant; (packet_id, deduplicated) of each."""
+    barrier = threading.Barrier(writers)
+    results: list[tuple[uuid.UUID, bool]] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        try:
+            with db.connect("app") as conn:
+                set_context(conn, TENANT_A)
+                barrier.wait(timeout=30)
+                if number % 2:  # half through the batch function, half through the single one
+                    row = conn.execute("select packet_id, deduplicated from memsub.write_packets(%s::jsonb)",
+                                       [json.dumps([envelope])]).fetchone()
+                else:
+                    row = conn.execute("select packet_id, deduplicated from memsub.write_packet(%s::jsonb)",
+                                       [json.dumps(envelope)]).fetchone()
+                conn.commit()
+                with lock:
+                    results.append(row)
+        except Exception as error:  # pragma: no cover - reported below
+            with lock:
+                errors.append(f"client {number}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    return results
+
+
+def test_same_content_written_at_once_by_many_clients_is_stored_once(db):
+    writers = 8
+    with db.connect() as conn:
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+    for round_number in range(3 * soak_factor()):
+        thread = str(uuid.uuid4())
+        envelope = {"packet_type": "event", "thread_id": thread, "tags": ["race"],
+                    "payload": {"round": round_number, "text": "the same words, sent by every client at once",
+                                "facts": [{"subject": f"round{round_number}", "predicate": "raced", "object": 1}],
+                                "relationships": [{"source_entity": f"round{round_number}",
+                                                   "relationship_type": "raced", "target_entity": "clients"}],
+                                "embeddings": [{"embedding_type": "content",
+                                                "vector": [0.25] * (dimension - 1) + [round_number + 1.0]}]}}
+        results = _write_at_once(db, envelope, writers)
+        assert len(results) == writers
+        assert len({packet_id for packet_id, _ in results}) == 1  # every caller names the same packet
+        assert sorted(deduplicated for _, deduplicated in results) == [False] + [True] * (writers - 1)
+        with db.connect() as conn:  # ground truth, as the superuser
+            packet_id = results[0][0]
+            stored = conn.execute("select count(*) from memsub.packet_store where thread_id = %s",
+                                  [thread]).fetchone()[0]
+            fan_out = conn.execute("""
+                select (select count(*) from memsub.memory_embeddings where packet_id = %(p)s),
+                       (select count(*) from memsub.knowledge_facts where source_packet = %(p)s),
+                       (select mention_count from memsub.entity_relationships where source_packet = %(p)s),
+                       (select count(*) from memsub.packet_threads where thread_id = %(t)s)""",
+                                   {"p": packet_id, "t": thread}).fetchone()
+        assert stored == 1
+        assert fan_out == (1, 1, 1, 1)  # nothing fanned out twice
