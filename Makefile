@@ -7,6 +7,11 @@ BENCH_STAMP := $(VENV)/.installed-bench
 CHARTS := docs/charts
 # Largest scaling checkpoint (packets); 1M takes hours on a small machine: make bench SCALING_MAX=300000
 SCALING_MAX ?= 1000000
+# make soak runs the crash, load and fuzz tests this many times longer than make test (crash rounds, seconds of
+# mixed load, hypothesis examples), then the full policy mutation run.
+SOAK_FACTOR ?= 20
+SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuzz_functions.py \
+              tests/test_fuzz_packets.py tests/test_row_security.py
 
 .PHONY: install test lint demo bench soak mutation clean
 
@@ -46,7 +51,9 @@ bench: $(BENCH_STAMP)
 mutation: install
 	$(BIN)/python tests/policy_mutation.py
 
-soak: mutation
+soak: install
+	MEMSUB_SOAK_FACTOR=$(SOAK_FACTOR) $(BIN)/pytest -q $(SOAK_TESTS)
+	$(BIN)/python tests/policy_mutation.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -37,3 +38,11 @@ def superuser_count(db: Any, table: str = "memsub.packet_store") -> int:
     """Row count as the superuser (bypasses row-level security): the ground truth of what is stored."""
     with db.connect() as conn:
         return count(conn, table)
+
+
+def soak_factor() -> int:
+    """``MEMSUB_SOAK_FACTOR`` (default 1): how many times longer the load, crash and fuzz tests run (``make soak``)."""
+    value = os.environ.get("MEMSUB_SOAK_FACTOR", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"MEMSUB_SOAK_FACTOR must be a positive integer, not {value!r}")
+    return int(value)

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, set_context, soak_factor
 
 ERRORS_DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000f0")
@@ -107,7 +107,7 @@ def fuzz_world(server, template_db):
 
 
 _FUNCTIONS: dict[str, list[tuple[str, list[str]]]] = {}
-EXAMPLES = int(os.environ.get("MEMSUB_FUZZ_EXAMPLES", "400"))
+EXAMPLES = int(os.environ.get("MEMSUB_FUZZ_EXAMPLES", str(400 * soak_factor())))
 
 
 @settings(max_examples=EXAMPLES, deadline=None,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, set_context, soak_factor
 
 # SQLSTATEs docs/errors.md documents for bad input, plus 22P05: JSON text PostgreSQL cannot hold (\u0000).
 DOCUMENTED = {"22023", "22P02", "22007", "22004", "23502", "23503", "23514", "23505", "42501", "0A000", "22P05"}
@@ -91,19 +91,19 @@ def _check(app, superuser, function: str, argument: Any) -> None:
             assert row[10]["packet_store"] == 1
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150 * soak_factor(), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(envelope=envelopes)
 def test_write_packet_with_arbitrary_json(connections, envelope):
     _check(*connections, "write_packet", envelope)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60 * soak_factor(), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(envelopes, max_size=4) | json_values)
 def test_write_packets_with_arbitrary_json(connections, batch):
     _check(*connections, "write_packets", batch)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60 * soak_factor(), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(packet_id=st.uuids(),
        # UTF-8 only (no lone surrogates), and no NUL, which ends a libpq string
        direction=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)

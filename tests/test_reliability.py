@@ -1,8 +1,12 @@
-"""Reliability: a server killed mid-ingest loses no acknowledged packet; pg_dump/pg_restore keeps everything."""
+"""Reliability: a server killed mid-ingest loses no acknowledged packet; pg_dump/pg_restore keeps everything.
+
+``MEMSUB_SOAK_FACTOR`` (``make soak``) sets how many times the cluster is killed and recovered in a row.
+"""
 
 from __future__ import annotations
 
 import json
+import random
 import signal
 import subprocess
 import tempfile
@@ -19,7 +23,7 @@ from memsub import embedded
 from memsub.migrator import Migrator
 
 from catalog import snapshot
-from helpers import TENANT_A, TENANT_B, set_context, write
+from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
 
 def _start_cluster(data_dir: Path) -> str:
@@ -59,8 +63,113 @@ def _integrity_problems(dsn: str) -> list[str]:
     return problems
 
 
+def _ingest_until_killed(app_dsn: str, data_dir: Path, round_number: int, wanted: int,
+                         acknowledged: list[tuple[uuid.UUID, uuid.UUID, list[uuid.UUID]]]) -> int:
+    """Four writers send fan-out batches until `wanted` more are acknowledged, then the cluster is killed.
+
+    Returns how many batches were acknowledged in this round."""
+    lock = threading.Lock()
+    stop = threading.Event()
+    before = len(acknowledged)
+
+    def writer(tenant: uuid.UUID, number: int) -> None:
+        thread_id = uuid.uuid4()
+        last: uuid.UUID | None = None
+        try:
+            with psycopg.connect(app_dsn) as conn:
+                for sequence in range(1_000_000):
+                    if stop.is_set():
+                        return
+                    set_context(conn, tenant)
+                    envelope = {"packet_type": "event", "thread_id": str(thread_id), "tags": [f"w{number}"],
+                                "payload": {"writer": number, "n": sequence,
+                                            "facts": [{"subject": f"writer{number}", "predicate": "wrote",
+                                                       "object": sequence}],
+                                            "relationships": [{"source_entity": f"writer{number}",
+                                                               "relationship_type": "wrote",
+                                                               "target_entity": f"note{sequence}"}],
+                                            "embeddings": [{"embedding_type": "content",
+                                                            "vector": [0.5] * 1535 + [sequence % 7 + 1.0]}]}}
+                    if last is not None:
+                        envelope["lineage"] = {"parent_ids": [str(last)], "derivation_type": "transform"}
+                    batch = [envelope, {"packet_type": "note", "payload": {"writer": number, "n": sequence},
+                                        "thread_id": str(thread_id)}]
+                    rows = conn.execute("select packet_id from memsub.write_packets(%s)",
+                                        [json.dumps(batch)]).fetchall()
+                    conn.commit()  # acknowledged only once COMMIT returned
+                    with lock:
+                        acknowledged.append((tenant, thread_id, [r[0] for r in rows]))
+                    last = rows[0][0]
+        except psycopg.OperationalError:
+            return  # the server died under us
+
+    # Writer numbers are unique across rounds, so every event's fact and edge are its own rows.
+    threads = [threading.Thread(target=writer, args=(tenant, 10 * round_number + n))
+               for n, tenant in enumerate([TENANT_A, TENANT_B, TENANT_A, TENANT_B])]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30 + wanted / 10
+    while len(acknowledged) - before < wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(random.Random(round_number).uniform(0, 0.2))  # kill at a different point of a write each round
+    _kill_cluster(data_dir)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    return len(acknowledged) - before
+
+
+def _crash_damage(dsn: str, acknowledged: list[tuple[uuid.UUID, uuid.UUID, list[uuid.UUID]]]) -> list[str]:
+    """What the recovered database lacks or holds half-written; empty when nothing is wrong."""
+    problems: list[str] = []
+    with psycopg.connect(dsn) as conn:
+        stored = {(r[0], r[1]) for r in conn.execute("select tenant_id, packet_id from memsub.packet_store")}
+        threads_registered = {(r[0], r[1]) for r in conn.execute(
+            "select tenant_id, thread_id from memsub.packet_threads")}
+        orphans = conn.execute("""
+            select count(*) from memsub.packet_store p
+             where p.thread_id is not null and not exists (
+                 select from memsub.packet_threads t where t.tenant_id = p.tenant_id and t.thread_id = p.thread_id)
+        """).fetchone()
+        broken_lineage = conn.execute("""
+            select count(*) from memsub.packet_store c, unnest(c.parent_ids) as parent
+             where not exists (select from memsub.packet_store p
+                                where p.tenant_id = c.tenant_id and p.packet_id = parent)""").fetchone()
+        pairs = conn.execute("select count(*) filter (where packet_type = 'event'), "
+                             "count(*) filter (where packet_type = 'note') from memsub.packet_store").fetchone()
+        fan_out = conn.execute("""
+            select count(*) filter (where not exists (
+                       select from memsub.memory_embeddings e
+                        where e.tenant_id = p.tenant_id and e.packet_id = p.packet_id)),
+                   count(*) filter (where not exists (
+                       select from memsub.knowledge_facts f
+                        where f.tenant_id = p.tenant_id and f.source_packet = p.packet_id)),
+                   count(*) filter (where not exists (
+                       select from memsub.entity_relationships r
+                        where r.tenant_id = p.tenant_id and r.source_packet = p.packet_id))
+              from memsub.packet_store p where p.packet_type = 'event'""").fetchone()
+        mentions = conn.execute("select coalesce(sum(mention_count), 0) from memsub.entity_relationships "
+                                "where relationship_type = 'wrote'").fetchone()
+    lost = [p for tenant, _, packet_ids in acknowledged for p in packet_ids if (tenant, p) not in stored]
+    if lost:
+        problems.append(f"{len(lost)} acknowledged packets lost, e.g. {lost[0]}")
+    unregistered = {(t, th) for t, th, _ in acknowledged} - threads_registered
+    if unregistered:
+        problems.append(f"{len(unregistered)} threads of acknowledged packets unregistered")
+    if orphans != (0,) or broken_lineage != (0,):
+        problems.append(f"orphan packets {orphans[0]}, missing parents {broken_lineage[0]}")
+    if fan_out != (0, 0, 0):
+        problems.append(f"events without embedding/fact/edge: {fan_out}")
+    if mentions != (pairs[0],):
+        problems.append(f"edge mentions {mentions[0]} != events {pairs[0]}")
+    if pairs[0] != pairs[1]:  # a batch is all or nothing: never an event without its note
+        problems.append(f"events {pairs[0]} != notes {pairs[1]}: a batch was half-written")
+    return problems
+
+
 @pytest.mark.slow
 def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
+    """Kill the cluster under four writers, recover, check; ``MEMSUB_SOAK_FACTOR`` rounds, 200 batches each."""
     workdir = Path(tempfile.mkdtemp(prefix="memsub-crash-"))
     workdir.chmod(0o755)
     data_dir = workdir / "pgdata"
@@ -71,91 +180,13 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
             conn.execute("drop role if exists memsub_crash_app")
             conn.execute("create role memsub_crash_app login in role memsub_app")
         app_dsn = psycopg.conninfo.make_conninfo(dsn, user="memsub_crash_app")
-
         acknowledged: list[tuple[uuid.UUID, uuid.UUID, list[uuid.UUID]]] = []
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def writer(tenant: uuid.UUID, number: int) -> None:
-            thread_id = uuid.uuid4()
-            last: uuid.UUID | None = None
-            try:
-                with psycopg.connect(app_dsn) as conn:
-                    for sequence in range(100000):
-                        if stop.is_set():
-                            return
-                        set_context(conn, tenant)
-                        envelope = {"packet_type": "event", "thread_id": str(thread_id), "tags": [f"w{number}"],
-                                    "payload": {"writer": number, "n": sequence,
-                                                "facts": [{"subject": f"writer{number}", "predicate": "wrote",
-                                                           "object": sequence}],
-                                                "relationships": [{"source_entity": f"writer{number}",
-                                                                   "relationship_type": "wrote",
-                                                                   "target_entity": f"note{sequence}"}],
-                                                "embeddings": [{"embedding_type": "content",
-                                                                "vector": [0.5] * 1535 + [sequence % 7 + 1.0]}]}}
-                        if last is not None:
-                            envelope["lineage"] = {"parent_ids": [str(last)], "derivation_type": "transform"}
-                        batch = [envelope, {"packet_type": "note", "payload": {"writer": number, "n": sequence},
-                                            "thread_id": str(thread_id)}]
-                        rows = conn.execute("select packet_id from memsub.write_packets(%s)",
-                                            [json.dumps(batch)]).fetchall()
-                        conn.commit()  # acknowledged only once COMMIT returned
-                        with lock:
-                            acknowledged.append((tenant, thread_id, [r[0] for r in rows]))
-                        last = rows[0][0]
-            except psycopg.OperationalError:
-                return  # the server died under us
-
-        threads = [threading.Thread(target=writer, args=(tenant, n))
-                   for n, tenant in enumerate([TENANT_A, TENANT_B, TENANT_A, TENANT_B])]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 30
-        while len(acknowledged) < 200 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        _kill_cluster(data_dir)
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
-        assert len(acknowledged) >= 200
-
-        dsn = _start_cluster(data_dir)  # crash recovery replays the WAL
-        with psycopg.connect(dsn) as conn:
-            stored = {(r[0], r[1]) for r in conn.execute("select tenant_id, packet_id from memsub.packet_store")}
-            threads_registered = {(r[0], r[1]) for r in conn.execute(
-                "select tenant_id, thread_id from memsub.packet_threads")}
-            orphans = conn.execute("""
-                select count(*) from memsub.packet_store p
-                 where p.thread_id is not null and not exists (
-                     select from memsub.packet_threads t where t.tenant_id = p.tenant_id and t.thread_id = p.thread_id)
-            """).fetchone()
-            broken_lineage = conn.execute("""
-                select count(*) from memsub.packet_store c, unnest(c.parent_ids) as parent
-                 where not exists (select from memsub.packet_store p
-                                    where p.tenant_id = c.tenant_id and p.packet_id = parent)""").fetchone()
-            pairs = conn.execute("select count(*) filter (where packet_type = 'event'), "
-                                 "count(*) filter (where packet_type = 'note') from memsub.packet_store").fetchone()
-            fan_out = conn.execute("""
-                select count(*) filter (where not exists (
-                           select from memsub.memory_embeddings e
-                            where e.tenant_id = p.tenant_id and e.packet_id = p.packet_id)),
-                       count(*) filter (where not exists (
-                           select from memsub.knowledge_facts f
-                            where f.tenant_id = p.tenant_id and f.source_packet = p.packet_id)),
-                       count(*) filter (where not exists (
-                           select from memsub.entity_relationships r
-                            where r.tenant_id = p.tenant_id and r.source_packet = p.packet_id))
-                  from memsub.packet_store p where p.packet_type = 'event'""").fetchone()
-            mentions = conn.execute("select coalesce(sum(mention_count), 0) from memsub.entity_relationships "
-                                    "where relationship_type = 'wrote'").fetchone()
-        for tenant, thread_id, packet_ids in acknowledged:
-            assert all((tenant, p) in stored for p in packet_ids)
-            assert (tenant, thread_id) in threads_registered
-        assert orphans == (0,) and broken_lineage == (0,)
-        assert fan_out == (0, 0, 0)  # every stored event has all its fan-out rows: nothing half-written
-        assert mentions == (pairs[0],)
-        assert pairs[0] == pairs[1]  # a batch is all or nothing: never an event without its note
+        for round_number in range(soak_factor()):
+            this_round = _ingest_until_killed(app_dsn, data_dir, round_number, 200, acknowledged)
+            assert this_round >= 200, f"round {round_number}: only {this_round} batches acknowledged"
+            dsn = _start_cluster(data_dir)  # crash recovery replays the WAL
+            app_dsn = psycopg.conninfo.make_conninfo(dsn, user="memsub_crash_app")
+            assert _crash_damage(dsn, acknowledged) == [], f"after crash {round_number + 1}"
         assert _integrity_problems(dsn) == []
         assert Migrator(dsn).verify() == []
     finally:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import TENANT_A, TENANT_B, set_context, write
+from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
 ORG_1 = uuid.UUID("01000000-0000-0000-0000-000000000001")
 ORG_2 = uuid.UUID("02000000-0000-0000-0000-000000000002")
@@ -325,7 +325,7 @@ _viewers = st.lists(st.tuples(st.sampled_from(["app", "analyst", "tenant_admin",
                               st.sampled_from([None, 0, 1, 2])), min_size=1, max_size=4)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25 * soak_factor(), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(packets=_packets, viewers=_viewers)
 def test_generated_worlds_match_the_policy_model(db, packets, viewers):
     tenants = [uuid.uuid4() for _ in range(3)]
