@@ -176,13 +176,20 @@ begin
            and e.embedding_type = 'content' and e.chunk_index >= 1;
     end if;
 
-    insert into memsub.document_index (
-        tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime, summary,
-        key_concepts, entities, extracted_text, packet_id, chunk_count)
-    values (
-        v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
-        v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
-        v_chunks);
+    begin
+        insert into memsub.document_index (
+            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
+            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
+        values (
+            v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
+            v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
+            v_chunks);
+    exception when unique_violation then
+        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
+        -- this caller cannot see, and then it cannot be superseded from here.
+        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
+            v_path using errcode = '23505', column = 'file_path';
+    end;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
                                         org_id, user_id)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from memsub import documents
+from memsub.errors import IntegrityError
 
 from doc_helpers import WordEmbedder, tenant_session
 from helpers import TENANT_A, TENANT_B, set_context
@@ -74,3 +75,20 @@ def test_chunk_vectors_and_versions_follow_the_document_organization(db):
     assert paths == {"a2.md", "a0.md"} and vector_paths == {"a2.md", "a0.md"}
     tenant_b = ground_truth(db, "select count(*) as n from memsub.document_chunks where tenant_id = %s", [TENANT_B])
     assert other_tenant == tenant_b and tenant_b[0]["n"] > 0
+
+
+def test_a_path_held_by_an_invisible_organization_is_refused_by_name_and_nothing_is_written(db):
+    _ingest_everywhere(db)
+    tables = ("document_index", "document_chunks", "packet_store", "memory_embeddings")
+    before = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608
+    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as memory, \
+            pytest.raises(IntegrityError) as raised:
+        documents.ingest_text(memory, "a2.md", "organization one's own text for the same path\n",
+                              file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
+    assert raised.value.sqlstate == "23505" and raised.value.field == "file_path"
+    assert "a2.md" in str(raised.value)
+    after = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608
+    assert after == before
+    latest = ground_truth(db, "select org_id, version from memsub.document_index "
+                              "where file_path = 'a2.md' and is_latest")
+    assert [(r["org_id"], r["version"]) for r in latest] == [(ORG_2, 1)]
