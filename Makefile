@@ -11,7 +11,7 @@ SCALING_MAX ?= 1000000
 # mixed load, hypothesis examples), then the full policy mutation run.
 SOAK_FACTOR ?= 20
 SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuzz_functions.py \
-              tests/test_fuzz_packets.py tests/test_row_security.py
+              tests/test_fuzz_packets.py tests/test_row_security.py tests/test_tenant_world.py
 
 .PHONY: install test lint demo bench soak mutation clean
 

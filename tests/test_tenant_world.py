@@ -7,6 +7,8 @@ table is read by several viewers and compared with the superuser's ground truth.
 - another user of the same organization sees none of the first user's private rows (user_visibility).
 
 Every table with row-level security must hold rows of both tenants, so a new table without coverage here fails.
+A second test draws the worlds with hypothesis: organization and user ids shared across tenants or not, and the
+scope of the shared-looking writes (``MEMSUB_SOAK_FACTOR`` multiplies the examples).
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import uuid
 from typing import Any
 
 import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from psycopg import sql
 
-from helpers import TENANT_A, TENANT_B, set_context, write
+from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
 ORG = {TENANT_A: uuid.UUID("0a000000-0000-0000-0000-0000000000a1"),
        TENANT_B: uuid.UUID("0b000000-0000-0000-0000-0000000000b1")}
@@ -36,9 +40,12 @@ def _vector(dimension: int, seed: int) -> str:
     return str([((seed * 7 + i) % 11) / 11 + 0.01 for i in range(dimension)])
 
 
-def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, dimension: int) -> None:
-    """One row or more in every tenant table, written as the application role through memsub's functions."""
-    org, user, session = ORG[tenant], USER[tenant], f"session-{tenant.hex[:4]}"
+def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID, user: uuid.UUID, dimension: int,
+                scope: str = "shared") -> None:
+    """One row or more in every tenant table, written as the application role through memsub's functions.
+    `scope` is the scope of one more note packet and of the second semantic memory. The event packet is shared
+    (tenant-wide facts and edges come only from shared packets); the rest are l-private."""
+    session = f"session-{tenant.hex[:8]}"
     set_context(conn, tenant, org, user, session=session)
     packet = write(conn, {
         "packet_type": "event", "thread_id": str(uuid.uuid4()),
@@ -55,12 +62,17 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, dimension: int
                     "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 2)),
                                     "chunk_text": "private thought"}],
                     "reasoning_trace": {"agent_id": "planner", "steps": ["ponder"]}}})
+    write(conn, {"packet_type": "note", "scope": scope,
+                 "payload": {"text": f"a {scope} note",
+                             "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 6)),
+                                             "chunk_text": "note"}]}})
     packet_id = packet["packet_id"]
     conn.execute("select memsub.record_event('planner', 'observation', '{\"seen\": 1}', %s)", [packet_id])
     conn.execute("select memsub.record_event('planner', 'thought', '{}', %s)", [private["packet_id"]])
     conn.execute("select memsub.store_semantic_memory('planner', %s::vector, '{\"note\": 1}', 'content', "
                  "'l-private')", [_vector(dimension, 3)])
-    conn.execute("select memsub.store_semantic_memory('planner', %s::vector, '{\"note\": 2}')", [_vector(dimension, 4)])
+    conn.execute("select memsub.store_semantic_memory('planner', %s::vector, '{\"note\": 2}', 'content', %s)",
+                 [_vector(dimension, 4), scope])
     conn.execute("select memsub.apply_world_model_update('insight', '[{\"entity_id\": \"L9\", "
                  "\"entity_type\": \"Concept\"}]')")
     conn.execute("select memsub.take_world_model_snapshot('world')")
@@ -106,23 +118,27 @@ def counts(conn: psycopg.Connection[Any], tables: list[str], where: str = "true"
     return {str(t): int(n) for t, n in conn.execute(sql.SQL(" union all ").join(parts)).fetchall()}
 
 
-def test_every_tenant_table_isolates_tenants_organizations_and_users(db):
+def check_isolation(db: Any, world: dict[uuid.UUID, tuple[uuid.UUID, uuid.UUID]], other_org: uuid.UUID,
+                    other_user: uuid.UUID, scopes: tuple[str, str] = ("shared", "shared")) -> None:
+    """Write `world` (tenant -> (org, user)), then read every table as each viewer and compare with the truth."""
     with db.connect() as conn:
         dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
     with db.connect("app") as conn:
-        for tenant in (TENANT_A, TENANT_B):
-            build_world(conn, tenant, dimension)
+        for (tenant, (org, user)), scope in zip(world.items(), scopes, strict=True):
+            build_world(conn, tenant, org, user, dimension, scope)
+    tenant_a, tenant_b = world
+    org_a, user_a = world[tenant_a]
     with db.connect() as conn:
         columns = rls_tables(conn)
         tables = sorted(columns)
-        truth_a = counts(conn, tables, f"tenant_id = '{TENANT_A}'")
-        truth_b = counts(conn, tables, f"tenant_id = '{TENANT_B}'")
+        truth_a = counts(conn, tables, f"tenant_id = '{tenant_a}'")
+        truth_b = counts(conn, tables, f"tenant_id = '{tenant_b}'")
         truth_all = counts(conn, tables)
     empty = [t for t in tables if truth_a[t] == 0 or truth_b[t] == 0]
     assert empty == [], f"tables the world does not cover in both tenants: {empty}"
 
     with db.connect("app") as conn:  # the writer's own context: exactly its tenant's rows
-        set_context(conn, TENANT_A, ORG[TENANT_A], USER[TENANT_A], session=f"session-{TENANT_A.hex[:4]}")
+        set_context(conn, tenant_a, org_a, user_a, session=f"session-{tenant_a.hex[:8]}")
         assert counts(conn, tables) == truth_a
 
     with db.connect("platform_admin") as conn:
@@ -130,22 +146,45 @@ def test_every_tenant_table_isolates_tenants_organizations_and_users(db):
         assert counts(conn, tables) == truth_all
 
     with db.connect("tenant_admin") as conn:
-        set_context(conn, TENANT_A, OTHER_ORG, OTHER_USER, ["tenant_admin"])
+        set_context(conn, tenant_a, other_org, other_user, ["tenant_admin"])
         assert counts(conn, tables) == truth_a
 
     with db.connect("app") as conn:  # the same user, acting in another organization of tenant A, sees none of
         # the first organization's rows: user- and session-level rules cannot stand in for the organization's
-        set_context(conn, TENANT_A, OTHER_ORG, USER[TENANT_A], session=f"session-{TENANT_A.hex[:4]}")
+        set_context(conn, tenant_a, other_org, user_a, session=f"session-{tenant_a.hex[:8]}")
         org_tables = [t for t in tables if "org_id" in columns[t] and t not in TENANT_WIDE]
         assert org_tables
-        assert counts(conn, org_tables, f"org_id = '{ORG[TENANT_A]}'") == dict.fromkeys(org_tables, 0)
+        assert counts(conn, org_tables, f"org_id = '{org_a}'") == dict.fromkeys(org_tables, 0)
 
     with db.connect("app") as conn:  # another user of the same organization: no private rows of the first user
-        set_context(conn, TENANT_A, ORG[TENANT_A], OTHER_USER, session="elsewhere")
+        set_context(conn, tenant_a, org_a, other_user, session="elsewhere")
         user_tables = [t for t in tables if {"scope", "user_id"} <= columns[t]]
         assert user_tables
-        private = counts(conn, user_tables, f"user_id = '{USER[TENANT_A]}' and scope <> 'shared'")
+        private = counts(conn, user_tables, f"user_id = '{user_a}' and scope <> 'shared'")
         assert private == dict.fromkeys(user_tables, 0)
         with db.connect() as ground:
-            assert all(v > 0 for v in counts(ground, user_tables, f"tenant_id = '{TENANT_A}' and "
+            assert all(v > 0 for v in counts(ground, user_tables, f"tenant_id = '{tenant_a}' and "
                                                                  f"scope <> 'shared'").values())
+
+
+def test_every_tenant_table_isolates_tenants_organizations_and_users(db):
+    check_isolation(db, {TENANT_A: (ORG[TENANT_A], USER[TENANT_A]), TENANT_B: (ORG[TENANT_B], USER[TENANT_B])},
+                    OTHER_ORG, OTHER_USER)
+
+
+_ids = st.sampled_from([uuid.UUID(int=n, version=4) for n in range(1, 5)])  # a small pool: collisions happen
+
+
+@settings(max_examples=10 * soak_factor(), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(orgs=st.lists(_ids, min_size=3, max_size=3, unique=True), users=st.lists(_ids, min_size=3, max_size=3,
+                                                                                 unique=True),
+       same_org=st.booleans(), same_user=st.booleans(),
+       scopes=st.tuples(*[st.sampled_from(["shared", "cursor", "l-private"])] * 2))
+def test_generated_worlds_isolate_every_tenant_table(db, orgs, users, same_org, same_user, scopes):
+    # Tenants are new on every example (rows accumulate in the one database); organization and user ids may be
+    # the same in both tenants, which must change nothing.
+    tenant_a, tenant_b = uuid.uuid4(), uuid.uuid4()
+    world = {tenant_a: (orgs[0], users[0]),
+             tenant_b: (orgs[0] if same_org else orgs[1], users[0] if same_user else users[1])}
+    check_isolation(db, world, orgs[2], users[2], scopes)
