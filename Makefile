@@ -38,14 +38,9 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
+# Every benchmark in bench/, in turn; their reports go into docs/benchmarks.md, the charts into docs/charts.
 bench: $(BENCH_STAMP)
-	$(BIN)/python bench/ingest.py
-	$(BIN)/python bench/upserts.py
-	$(BIN)/python bench/refresh.py
-	$(BIN)/python bench/hot_counters.py
-	$(BIN)/python bench/retrieval.py
-	$(BIN)/python bench/peer_langgraph.py --out $(CHARTS)
-	$(BIN)/python bench/scaling.py --max $(SCALING_MAX) --out $(CHARTS)
+	$(BIN)/python bench/run_all.py --scaling-max $(SCALING_MAX) --charts $(CHARTS) --report docs/benchmarks.md
 
 # Break each row-level security policy in turn (drop it, then weaken it to true) and require a failing test.
 mutation: install

@@ -1,0 +1,119 @@
+"""Run every benchmark in order and write their reports into docs/benchmarks.md (what `make bench` calls).
+
+Usage: python bench/run_all.py [--scaling-max 1000000] [--charts docs/charts] [--report docs/benchmarks.md]
+                               [--only ingest,scaling]
+
+Each benchmark runs as its own process (its progress goes to the terminal); its report (standard output) is
+kept. After every benchmark the section between the two markers below in the report file is rewritten with the
+reports gathered so far, the command, the machine and how long each took, so a stopped run keeps what finished.
+The rest of the file (the written analysis of earlier runs) is left as it is. A benchmark that fails stops the
+run with its exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
+END = "<!-- bench/run_all.py: end -->"
+ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "peer_langgraph", "scaling")
+
+
+def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
+    """The command line of each benchmark, in the order they run."""
+    python = sys.executable
+    return {
+        "ingest": [python, str(BENCH / "ingest.py")],
+        "upserts": [python, str(BENCH / "upserts.py")],
+        "refresh": [python, str(BENCH / "refresh.py")],
+        "hot_counters": [python, str(BENCH / "hot_counters.py")],
+        "retrieval": [python, str(BENCH / "retrieval.py")],
+        "peer_langgraph": [python, str(BENCH / "peer_langgraph.py"), "--out", str(charts)],
+        "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
+    }
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
+
+
+def section(started: datetime, argv: list[str], done: list[tuple[str, list[str], float, str]]) -> str:
+    """The generated part of the report: one fenced block per finished benchmark."""
+    total = sum(seconds for _, _, seconds, _ in done)
+    lines = [BEGIN, "", "## Latest `make bench` run", "",
+             f"Started {started:%Y-%m-%d %H:%M} UTC with `python bench/run_all.py {shlex.join(argv)}`; "
+             f"{len(done)} of the benchmarks below finished, {total:,.0f} s in all. Machine: {machine()}. "
+             "Each block is the benchmark's own report, unedited; the sections above explain the figures of "
+             "earlier runs.", ""]
+    for name, command, seconds, output in done:
+        shown = " ".join(Path(part).name if part.endswith(".py") else part for part in command[1:])
+        lines += [f"### {name} ({seconds:,.0f} s)", "", f"`python bench/{shown}`", "", "```text",
+                  output.rstrip("\n"), "```", ""]
+    return "\n".join([*lines, END])
+
+
+def write_section(report: Path, text: str) -> None:
+    """Replace the generated section of `report` (or append one) and leave everything else untouched."""
+    current = report.read_text() if report.exists() else "# Benchmarks\n"
+    if BEGIN in current and END in current:
+        head, rest = current.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        updated = head + text + tail
+    else:
+        updated = current.rstrip("\n") + "\n\n" + text + "\n"
+    report.write_text(updated)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--scaling-max", type=int, default=1_000_000, help="largest scaling checkpoint (packets)")
+    parser.add_argument("--charts", type=Path, default=Path("docs/charts"), help="where the JSON and PNGs go")
+    parser.add_argument("--report", type=Path, default=Path("docs/benchmarks.md"))
+    parser.add_argument("--only", help="comma-separated benchmark names (default: all): " + ", ".join(ORDER))
+    args = parser.parse_args(arguments)
+    wanted = args.only.split(",") if args.only else list(ORDER)
+    unknown = sorted(set(wanted) - set(ORDER))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    if args.scaling_max < 1:
+        parser.error("--scaling-max must be positive")
+    started = datetime.now(UTC)
+    every = commands(args.scaling_max, args.charts)
+    done: list[tuple[str, list[str], float, str]] = []
+    for name in (n for n in ORDER if n in wanted):
+        command = every[name]
+        print(f"== {name}: {shlex.join(command)}", file=sys.stderr, flush=True)
+        clock = time.monotonic()
+        result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+        sys.stdout.write(result.stdout)
+        sys.stdout.flush()
+        if result.returncode != 0:
+            print(f"== {name} failed with exit status {result.returncode}", file=sys.stderr)
+            return result.returncode
+        done.append((name, command, time.monotonic() - clock, result.stdout))
+        write_section(args.report, section(started, arguments, done))
+    print(f"== wrote {args.report}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
