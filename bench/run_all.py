@@ -55,17 +55,18 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
-def section(started: datetime, argv: list[str], done: list[tuple[str, list[str], float, str]]) -> str:
+def section(started: datetime, argv: list[str], done: list[tuple[str, list[str], float, float, str]]) -> str:
     """The generated part of the report: one fenced block per finished benchmark."""
-    total = sum(seconds for _, _, seconds, _ in done)
+    total = sum(seconds for _, _, seconds, _, _ in done)
     lines = [BEGIN, "", "## Latest `make bench` run", "",
              f"Started {started:%Y-%m-%d %H:%M} UTC with `python bench/run_all.py {shlex.join(argv)}`; "
-             f"{len(done)} of the benchmarks below finished, {total:,.0f} s in all. Machine: {machine()}. "
+             f"{len(done)} benchmark(s) finished, {total:,.0f} s in all. Machine: {machine()}. "
              "Each block is the benchmark's own report, unedited; the sections above explain the figures of "
              "earlier runs.", ""]
-    for name, command, seconds, output in done:
+    for name, command, seconds, load, output in done:
         shown = " ".join(Path(part).name if part.endswith(".py") else part for part in command[1:])
-        lines += [f"### {name} ({seconds:,.0f} s)", "", f"`python bench/{shown}`", "", "```text",
+        lines += [f"### {name} ({seconds:,.0f} s, load average {load:.1f} at the end)", "",
+                  f"`python bench/{shown}`", "", "```text",
                   output.rstrip("\n"), "```", ""]
     return "\n".join([*lines, END])
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--scaling-max must be positive")
     started = datetime.now(UTC)
     every = commands(args.scaling_max, args.charts)
-    done: list[tuple[str, list[str], float, str]] = []
+    done: list[tuple[str, list[str], float, float, str]] = []
     for name in (n for n in ORDER if n in wanted):
         command = every[name]
         print(f"== {name}: {shlex.join(command)}", file=sys.stderr, flush=True)
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.returncode != 0:
             print(f"== {name} failed with exit status {result.returncode}", file=sys.stderr)
             return result.returncode
-        done.append((name, command, time.monotonic() - clock, result.stdout))
+        done.append((name, command, time.monotonic() - clock, os.getloadavg()[0], result.stdout))
         write_section(args.report, section(started, arguments, done))
     print(f"== wrote {args.report}", file=sys.stderr)
     return 0

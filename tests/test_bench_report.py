@@ -26,17 +26,18 @@ def test_the_generated_section_is_replaced_and_the_written_analysis_kept(tmp_pat
     report = tmp_path / "benchmarks.md"
     report.write_text("# Benchmarks\n\nWritten analysis.\n")
     started = datetime(2026, 1, 1, tzinfo=UTC)
-    first = [("ingest", [sys.executable, "bench/ingest.py"], 12.0, "write_packet 805/s\n")]
+    first = [("ingest", [sys.executable, "bench/ingest.py"], 12.0, 1.5, "write_packet 805/s\n")]
     run_all.write_section(report, run_all.section(started, [], first))
     report.write_text(report.read_text() + "\nA closing paragraph.\n")
-    second = [*first, ("scaling", [sys.executable, "bench/scaling.py", "--max", "10"], 3.0, "10 packets\n")]
+    second = [*first, ("scaling", [sys.executable, "bench/scaling.py", "--max", "10"], 3.0, 0.5, "10 packets\n")]
     run_all.write_section(report, run_all.section(started, ["--scaling-max", "10"], second))
     text = report.read_text()
     assert text.startswith("# Benchmarks\n\nWritten analysis.\n")
     assert text.endswith("\nA closing paragraph.\n")
     assert text.count(run_all.BEGIN) == 1 and text.count(run_all.END) == 1
-    assert "write_packet 805/s" in text and "### scaling (3 s)" in text and "`python bench/scaling.py --max 10`" in text
-    assert "2 of the benchmarks below finished" in text
+    assert "write_packet 805/s" in text and "### scaling (3 s, load average 0.5 at the end)" in text
+    assert "`python bench/scaling.py --max 10`" in text
+    assert "2 benchmark(s) finished" in text
 
 
 def test_an_unknown_benchmark_name_is_refused(capsys):
