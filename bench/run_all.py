@@ -1,7 +1,7 @@
 """Run every benchmark in order and write their reports into docs/benchmarks.md (what `make bench` calls).
 
-Usage: python bench/run_all.py [--scaling-max 1000000] [--charts docs/charts] [--report docs/benchmarks.md]
-                               [--only ingest,scaling]
+Usage: python bench/run_all.py [--scaling-max 1000000] [--scaling-settings shared_buffers=6GB,...]
+                               [--charts docs/charts] [--report docs/benchmarks.md] [--only ingest,scaling]
 
 Each benchmark runs as its own process (its progress goes to the terminal); its report (standard output) is
 kept. After every benchmark the section between the two markers below in the report file is rewritten with the
@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--scaling-max", type=int, default=1_000_000, help="largest scaling checkpoint (packets)")
+    parser.add_argument("--scaling-settings", default="",
+                        help="server settings for the scaling run only, name=value,... (MEMSUB_BENCH_SETTINGS)")
     parser.add_argument("--charts", type=Path, default=Path("docs/charts"), help="where the JSON and PNGs go")
     parser.add_argument("--report", type=Path, default=Path("docs/benchmarks.md"))
     parser.add_argument("--only", help="comma-separated benchmark names (default: all): " + ", ".join(ORDER))
@@ -104,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         command = every[name]
         print(f"== {name}: {shlex.join(command)}", file=sys.stderr, flush=True)
         clock = time.monotonic()
-        result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+        env = dict(os.environ)
+        if name == "scaling" and args.scaling_settings:
+            env["MEMSUB_BENCH_SETTINGS"] = args.scaling_settings
+        result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False, env=env)
         sys.stdout.write(result.stdout)
         sys.stdout.flush()
         if result.returncode != 0:
