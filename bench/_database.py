@@ -93,14 +93,20 @@ SETTINGS = ("server_version", "shared_buffers", "work_mem", "maintenance_work_me
             "max_parallel_workers_per_gather", "jit", "data_checksums")
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, or what the platform module knows."""
+    try:
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+    except OSError:
+        found = None
+    return found.group(1).strip() if found else (platform.processor() or platform.machine())
+
+
 def environment(dsn: str) -> dict[str, object]:
     """Machine (cpu, cores, RAM, load) and server settings as a dict, recorded with every result."""
-    cpu = platform.processor() or platform.machine()
+    cpu = cpu_model()
     memory = 0
     try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
-        cpu = found.group(1).strip() if found else cpu
         meminfo = Path("/proc/meminfo").read_text()
         total = re.search(r"^MemTotal:\s*(\d+)", meminfo, re.MULTILINE)
         memory = int(total.group(1)) * 1024 if total else 0

@@ -41,6 +41,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from _database import cpu_model
 from memsub.migrator import Migrator
 
 APP_ROLE = "memsub_bench_app"
@@ -261,14 +262,7 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     memory = 0
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -22,6 +22,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from _database import cpu_model
+
 BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
@@ -43,15 +45,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+    return (f"{cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
             f"Python {platform.python_version()}")
 
 

@@ -14,6 +14,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 def _run_all() -> ModuleType:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # run_all imports its sibling _database, as when run as a script
     spec = importlib.util.spec_from_file_location("bench_run_all", BENCH / "run_all.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
