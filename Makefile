@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 CHARTS := docs/charts
-# Largest scaling checkpoint (packets); 1M takes about 1.5 hours on two cores: make bench SCALING_MAX=300000
+# Largest scaling checkpoint (packets); 1M took about 2 hours on two cores: make bench SCALING_MAX=300000
 SCALING_MAX ?= 1000000
 # Server settings of the scaling run's private cluster: a million 384-d vectors and their HNSW graph need more
 # than the default 128MB of shared buffers. Needs about 8 GB of free RAM; make bench SCALING_SETTINGS= for defaults.
