@@ -158,6 +158,13 @@ def test_cli_manages_an_embedded_cluster(tmp_path: Path):
     finally:
         assert runner.invoke(cli, ["db", "stop", "--data-dir", str(data_dir)]).output.strip() == "stopped"
     assert runner.invoke(cli, ["db", "url", "--data-dir", str(data_dir)]).exit_code == 1
+    # Started again by the same process: a stopped cluster's handle must not be reused.
+    again = runner.invoke(cli, ["db", "start", "--data-dir", str(data_dir)])
+    try:
+        assert again.exit_code == 0 and "running" in runner.invoke(
+            cli, ["db", "status", "--data-dir", str(data_dir)]).output
+    finally:
+        assert runner.invoke(cli, ["db", "stop", "--data-dir", str(data_dir)]).output.strip() == "stopped"
 
 
 def test_sql_lint_passes_on_the_shipped_sql_and_catches_violations(tmp_path):

