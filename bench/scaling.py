@@ -1,7 +1,7 @@
 """How ingest rate and read latency change as memsub's tables grow: the curve, not one point.
 
-Usage: python bench/scaling.py [--max 1000000] [--checkpoints 10000,30000,100000,300000,1000000] [--batch 500]
-                               [--queries 100] [--exact-queries 20] [--ef-search 10,20,40,100,200]
+Usage: python bench/scaling.py [--max 1000000] [--checkpoints 10000,30000,100000,300000,600000,1000000] [--batch 500]
+                               [--queries 100] [--exact-queries 20] [--ef-search 10,20,40,100,200,400,1000]
                                [--dimension 384] [--out DIR] [--json]
 
 One tenant writes agent traffic through ``memsub.write_packets`` (batches of --batch envelopes, one call per
@@ -22,8 +22,9 @@ At every checkpoint, side by side:
 - ``memsub.get_packet`` of random stored packets and ``memsub.get_thread`` (replay of a 50-turn thread), p50/p95;
 - table and index sizes.
 
-After the last checkpoint, an ef_search sweep gives recall against latency. Results are written after every
-checkpoint (``--out``), so a run stopped early keeps the checkpoints it finished.
+After the last checkpoint, an ef_search sweep gives recall against latency. Recall counts ids; the distance
+ratio (summed distances of the k found over those of the exact k) says how much farther the misses are.
+Results are written after every checkpoint (``--out``), so a run stopped early keeps the checkpoints it finished.
 """
 
 from __future__ import annotations
@@ -189,17 +190,38 @@ def sizes(superuser: str) -> dict[str, int]:
                     (int(v) for v in row), strict=True))
 
 
-def search(app: App, queries: list[str], ef: int | None, exact: bool) -> tuple[list[float], list[list[uuid.UUID]],
-                                                                               list[str]]:
-    seconds, found, methods = [], [], []
+class Searched:
+    """What a series of semantic_search calls returned: per query the seconds, the ids found and the sum of their
+    distances; and the method of every row."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+        self.found: list[list[uuid.UUID]] = []
+        self.distance_sums: list[float] = []
+        self.methods: list[str] = []
+
+    def recall(self, exact: Searched) -> float:
+        return recall(self.found[:len(exact.found)], exact.found)
+
+    def distance_ratio(self, exact: Searched) -> float:
+        """Mean over the exact queries of (summed distances of the k found) / (those of the exact k); 1.0 means the
+        approximate neighbours are as near as the exact ones, even where recall counts them as misses."""
+        ratios = [found / truth for found, truth in zip(self.distance_sums, exact.distance_sums, strict=False)
+                  if truth > 0]
+        return sum(ratios) / len(ratios) if ratios else 1.0
+
+
+def search(app: App, queries: list[str], ef: int | None, exact: bool) -> Searched:
+    searched = Searched()
     for query in queries:
         took, rows = timed(lambda q=query: app.call(
-            b"select embedding_id, method from memsub.semantic_search(%s::vector, %s, "
+            b"select embedding_id, distance, method from memsub.semantic_search(%s::vector, %s, "
             b"p_exact_below => %s, p_ef_search => %s)", [q, K, ALL_EXACT if exact else 1000, ef]))
-        seconds.append(took)
-        found.append([r[0] for r in rows])
-        methods.extend(r[1] for r in rows)
-    return seconds, found, methods
+        searched.seconds.append(took)
+        searched.found.append([r[0] for r in rows])
+        searched.distance_sums.append(sum(r[1] for r in rows))
+        searched.methods.extend(r[2] for r in rows)
+    return searched
 
 
 def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic, queries: list[str],
@@ -213,16 +235,18 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
                                        "bytes": len(packets) + len(embeddings)}}
     log(f"    COPY of {sampled:,} packets + embeddings: {sampled / copy_seconds:,.0f} packets/s")
 
-    hnsw_seconds, hnsw_found, methods = search(app, queries, None, exact=False)
-    exact_seconds, exact_found, _ = search(app, queries[:exact_queries], None, exact=True)
-    result["search_hnsw"] = latency_summary(hnsw_seconds)
-    result["search_hnsw"]["approximate_share"] = methods.count("approximate") / max(1, len(methods))
-    result["search_exact"] = latency_summary(exact_seconds)
-    result["recall_hnsw"] = recall(hnsw_found[:exact_queries], exact_found)
+    hnsw = search(app, queries, None, exact=False)
+    exact = search(app, queries[:exact_queries], None, exact=True)
+    result["search_hnsw"] = latency_summary(hnsw.seconds)
+    result["search_hnsw"]["approximate_share"] = hnsw.methods.count("approximate") / max(1, len(hnsw.methods))
+    result["search_exact"] = latency_summary(exact.seconds)
+    result["recall_hnsw"] = hnsw.recall(exact)
+    result["distance_ratio_hnsw"] = hnsw.distance_ratio(exact)
     result["exact_over_hnsw_p50"] = result["search_exact"]["p50_ms"] / result["search_hnsw"]["p50_ms"]
-    result["exact_found"] = exact_found  # kept for the ef_search sweep; dropped from the report
+    result["exact"] = exact  # kept for the ef_search sweep; dropped from the report
     log(f"    search HNSW p50 {result['search_hnsw']['p50_ms']:.1f} ms, exact p50 "
-        f"{result['search_exact']['p50_ms']:.1f} ms, recall {result['recall_hnsw']:.3f}")
+        f"{result['search_exact']['p50_ms']:.1f} ms, recall {result['recall_hnsw']:.3f}, "
+        f"distance ratio {result['distance_ratio_hnsw']:.4f}")
 
     picks = random.Random(len(traffic.sample_packets)).choices(traffic.sample_packets, k=300)
     seconds = []
@@ -297,17 +321,19 @@ def run(args: argparse.Namespace, log: Callable[[str], None], save: Callable[[di
                                             copy_since, log))
             entry["ingest_over_copy"] = entry["ingest_last_tenth_per_s"] / entry["copy"]["packets_per_s"]
             last = entry
-            results["checkpoints"].append({k: v for k, v in entry.items() if k != "exact_found"})
+            results["checkpoints"].append({k: v for k, v in entry.items() if k != "exact"})
             save(results)
         if last is not None:
             log("ef_search sweep at the last checkpoint")
             sweep = []
             for ef in args.ef_search:
-                seconds, found, _ = search(app, queries, ef, exact=False)
-                summary = latency_summary(seconds)
-                summary.update({"ef_search": ef, "recall": recall(found[:args.exact_queries], last["exact_found"])})
+                searched = search(app, queries, ef, exact=False)
+                summary = latency_summary(searched.seconds)
+                summary.update({"ef_search": ef, "recall": searched.recall(last["exact"]),
+                                "distance_ratio": searched.distance_ratio(last["exact"])})
                 sweep.append(summary)
-                log(f"  ef_search {ef}: p50 {summary['p50_ms']:.1f} ms, recall {summary['recall']:.3f}")
+                log(f"  ef_search {ef}: p50 {summary['p50_ms']:.1f} ms, recall {summary['recall']:.3f}, "
+                    f"distance ratio {summary['distance_ratio']:.4f}")
             results["ef_sweep"] = {"packets": last["packets"], "points": sweep}
             save(results)
         app.conn.close()
@@ -334,7 +360,8 @@ def render(results: dict[str, Any]) -> str:
     if "ef_sweep" in results:
         lines += ["", f"ef_search sweep at {results['ef_sweep']['packets']:,} packets:"]
         lines += [f"  ef_search {p['ef_search']:>4}: p50 {p['p50_ms']:.1f} ms, p95 {p['p95_ms']:.1f} ms, "
-                  f"recall@10 {p['recall']:.3f}" for p in results["ef_sweep"]["points"]]
+                  f"recall@10 {p['recall']:.3f}, distance ratio {p['distance_ratio']:.4f}"
+                  for p in results["ef_sweep"]["points"]]
     return "\n".join(lines)
 
 
@@ -372,11 +399,11 @@ def charts(results: dict[str, Any], out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--max", type=int, default=1_000_000, help="stop after this many packets (default 1M)")
-    parser.add_argument("--checkpoints", default="10000,30000,100000,300000,1000000")
+    parser.add_argument("--checkpoints", default="10000,30000,100000,300000,600000,1000000")
     parser.add_argument("--batch", type=int, default=500, help="envelopes per write_packets call (default 500)")
     parser.add_argument("--queries", type=int, default=100, help="HNSW queries per checkpoint (default 100)")
     parser.add_argument("--exact-queries", type=int, default=20, help="exact-scan queries (default 20)")
-    parser.add_argument("--ef-search", default="10,20,40,100,200", help="sweep at the last checkpoint")
+    parser.add_argument("--ef-search", default="10,20,40,100,200,400,1000", help="sweep at the last checkpoint")
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--embedding-every", type=int, default=1,
                         help="every n-th packet carries an embedding (default 1: all of them)")
