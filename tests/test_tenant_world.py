@@ -8,7 +8,7 @@ table is read by several viewers and compared with the superuser's ground truth.
 
 Every table with row-level security must hold rows of both tenants, so a new table without coverage here fails.
 A second test draws the worlds with hypothesis: organization and user ids shared across tenants or not, and the
-scope of the shared-looking writes (``MEMSUB_SOAK_FACTOR`` multiplies the examples).
+scope of one note packet and one semantic memory (``MEMSUB_SOAK_FACTOR`` multiplies the examples).
 """
 
 from __future__ import annotations
@@ -40,12 +40,17 @@ def _vector(dimension: int, seed: int) -> str:
     return str([((seed * 7 + i) % 11) / 11 + 0.01 for i in range(dimension)])
 
 
+def session_of(tenant: uuid.UUID) -> str:
+    """The session the world's writer of `tenant` works in."""
+    return f"session-{tenant.hex[:8]}"
+
+
 def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID, user: uuid.UUID, dimension: int,
                 scope: str = "shared") -> None:
     """One row or more in every tenant table, written as the application role through memsub's functions.
     `scope` is the scope of one more note packet and of the second semantic memory. The event packet is shared
     (tenant-wide facts and edges come only from shared packets); the rest are l-private."""
-    session = f"session-{tenant.hex[:8]}"
+    session = session_of(tenant)
     set_context(conn, tenant, org, user, session=session)
     packet = write(conn, {
         "packet_type": "event", "thread_id": str(uuid.uuid4()),
@@ -138,7 +143,7 @@ def check_isolation(db: Any, world: dict[uuid.UUID, tuple[uuid.UUID, uuid.UUID]]
     assert empty == [], f"tables the world does not cover in both tenants: {empty}"
 
     with db.connect("app") as conn:  # the writer's own context: exactly its tenant's rows
-        set_context(conn, tenant_a, org_a, user_a, session=f"session-{tenant_a.hex[:8]}")
+        set_context(conn, tenant_a, org_a, user_a, session=session_of(tenant_a))
         assert counts(conn, tables) == truth_a
 
     with db.connect("platform_admin") as conn:
@@ -151,7 +156,7 @@ def check_isolation(db: Any, world: dict[uuid.UUID, tuple[uuid.UUID, uuid.UUID]]
 
     with db.connect("app") as conn:  # the same user, acting in another organization of tenant A, sees none of
         # the first organization's rows: user- and session-level rules cannot stand in for the organization's
-        set_context(conn, tenant_a, other_org, user_a, session=f"session-{tenant_a.hex[:8]}")
+        set_context(conn, tenant_a, other_org, user_a, session=session_of(tenant_a))
         org_tables = [t for t in tables if "org_id" in columns[t] and t not in TENANT_WIDE]
         assert org_tables
         assert counts(conn, org_tables, f"org_id = '{org_a}'") == dict.fromkeys(org_tables, 0)
