@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 
 TENANT_A = uuid.UUID("aaaaaaaa-0000-0000-0000-000000000001")
 TENANT_B = uuid.UUID("bbbbbbbb-0000-0000-0000-000000000002")
+T = TypeVar("T")
 
 
 def set_context(conn: psycopg.Connection[Any], tenant: uuid.UUID | None, org: uuid.UUID | None = None,
@@ -46,3 +48,31 @@ def soak_factor() -> int:
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"MEMSUB_SOAK_FACTOR must be a positive integer, not {value!r}")
     return int(value)
+
+
+def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], workers: int,
+                tenant: uuid.UUID = TENANT_A) -> list[T]:
+    """Run work(conn, i) for i in range(workers), each in its own thread on its own application connection in
+    `tenant`'s context, all released at once by a barrier; each commits. Returns the results in order of i and
+    fails the test with every error raised."""
+    barrier = threading.Barrier(workers)
+    results: dict[int, T] = {}
+    errors: list[str] = []
+
+    def run(i: int) -> None:
+        try:
+            with db.connect("app") as conn:
+                set_context(conn, tenant)
+                barrier.wait(timeout=30)
+                results[i] = work(conn, i)
+                conn.commit()
+        except BaseException as error:  # reported below
+            errors.append(f"worker {i}: {type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    return [results[i] for i in range(workers)]

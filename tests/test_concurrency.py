@@ -16,10 +16,11 @@ import threading
 import time
 import uuid
 from collections import Counter
+from typing import Any
 
 import psycopg
 
-from helpers import TENANT_A, TENANT_B, set_context, soak_factor
+from helpers import TENANT_A, TENANT_B, in_parallel, set_context, soak_factor
 
 DURATION_SECONDS = 6.0 * soak_factor()
 USER = uuid.UUID("00000000-0000-0000-0001-00000000000a")
@@ -141,40 +142,6 @@ def test_mixed_workload_loses_nothing_and_never_deadlocks(db):
         assert deadlocks == deadlocks_before
 
 
-def _write_at_once(db, envelope: dict[str, object], writers: int) -> list[tuple[uuid.UUID, bool]]:
-    """`writers` app connections send the same envelope at the same instant; (packet_id, deduplicated) of each."""
-    barrier = threading.Barrier(writers)
-    results: list[tuple[uuid.UUID, bool]] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def client(number: int) -> None:
-        try:
-            with db.connect("app") as conn:
-                set_context(conn, TENANT_A)
-                barrier.wait(timeout=30)
-                if number % 2:  # half through the batch function, half through the single one
-                    row = conn.execute("select packet_id, deduplicated from memsub.write_packets(%s::jsonb)",
-                                       [json.dumps([envelope])]).fetchone()
-                else:
-                    row = conn.execute("select packet_id, deduplicated from memsub.write_packet(%s::jsonb)",
-                                       [json.dumps(envelope)]).fetchone()
-                conn.commit()
-                with lock:
-                    results.append(row)
-        except Exception as error:  # pragma: no cover - reported below
-            with lock:
-                errors.append(f"client {number}: {type(error).__name__}: {error}")
-
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
-    return results
-
-
 def test_same_content_written_at_once_by_many_clients_is_stored_once(db):
     writers = 8
     with db.connect() as conn:
@@ -188,7 +155,17 @@ def test_same_content_written_at_once_by_many_clients_is_stored_once(db):
                                                    "relationship_type": "raced", "target_entity": "clients"}],
                                 "embeddings": [{"embedding_type": "content",
                                                 "vector": [0.25] * (dimension - 1) + [round_number + 1.0]}]}}
-        results = _write_at_once(db, envelope, writers)
+        def write_once(conn: psycopg.Connection[Any], number: int,
+                       envelope: dict[str, object] = envelope) -> tuple[uuid.UUID, bool]:
+            if number % 2:  # half through the batch function, half through the single one
+                row = conn.execute("select packet_id, deduplicated from memsub.write_packets(%s::jsonb)",
+                                   [json.dumps([envelope])]).fetchone()
+            else:
+                row = conn.execute("select packet_id, deduplicated from memsub.write_packet(%s::jsonb)",
+                                   [json.dumps(envelope)]).fetchone()
+            return row
+
+        results = in_parallel(db, write_once, writers)
         assert len(results) == writers
         assert len({packet_id for packet_id, _ in results}) == 1  # every caller names the same packet
         assert sorted(deduplicated for _, deduplicated in results) == [False] + [True] * (writers - 1)

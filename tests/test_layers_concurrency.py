@@ -3,41 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
-from typing import Any
 
-from helpers import TENANT_A, set_context
+from helpers import in_parallel
 
 WORKERS = 12
 
 
-def _in_parallel(db: Any, work: Callable[[Any, int], None]) -> None:
-    """Run work(conn, i) in WORKERS threads, each on its own app connection, all released at once."""
-    barrier = threading.Barrier(WORKERS)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        try:
-            with db.connect("app") as conn:
-                set_context(conn, TENANT_A)
-                barrier.wait(timeout=30)
-                work(conn, i)
-                conn.commit()
-        except BaseException as error:  # reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(WORKERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
-
-
 def test_parallel_upserts_of_one_edge_count_every_mention(db):
-    _in_parallel(db, lambda conn, i: conn.execute(
-        "select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5)"))
+    in_parallel(db, lambda conn, i: conn.execute(
+        "select memsub.upsert_relationship('L9', 'uses', 'Neo4j', 0.5)"), WORKERS)
     with db.connect() as conn:
         rows = conn.execute("select mention_count, confidence from memsub.entity_relationships").fetchall()
     assert len(rows) == 1
@@ -47,9 +21,9 @@ def test_parallel_upserts_of_one_edge_count_every_mention(db):
 
 
 def test_parallel_assertions_of_one_fact_make_one_row_with_every_support(db):
-    _in_parallel(db, lambda conn, i: conn.execute(
+    in_parallel(db, lambda conn, i: conn.execute(
         "select memsub.assert_fact(%s, 'Uses', %s::jsonb, 0.5)",
-        ["  l9 " if i % 2 else "L9", json.dumps("NEO4J" if i % 3 else "neo4j")]))
+        ["  l9 " if i % 2 else "L9", json.dumps("NEO4J" if i % 3 else "neo4j")]), WORKERS)
     with db.connect() as conn:
         rows = conn.execute("select supporting_packet_count, contradiction_count, subject_normalized, "
                             "object_normalized, predicate from memsub.knowledge_facts").fetchall()
@@ -59,8 +33,8 @@ def test_parallel_assertions_of_one_fact_make_one_row_with_every_support(db):
 def test_parallel_contradicting_assertions_are_all_counted(db):
     # K different objects for one subject and predicate: whatever the order, each fact is contradicted by the
     # K - 1 others exactly once.
-    _in_parallel(db, lambda conn, i: conn.execute(
-        "select memsub.assert_fact('L9', 'version', %s::jsonb, 0.7)", [json.dumps(i)]))
+    in_parallel(db, lambda conn, i: conn.execute(
+        "select memsub.assert_fact('L9', 'version', %s::jsonb, 0.7)", [json.dumps(i)]), WORKERS)
     with db.connect() as conn:
         counts = [r[0] for r in conn.execute("select contradiction_count from memsub.knowledge_facts")]
     assert sorted(counts) == [WORKERS - 1] * WORKERS
