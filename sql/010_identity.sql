@@ -13,7 +13,7 @@ create or replace function memsub.set_context(
     p_session_id text   default null
 ) returns void
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     requested text;
@@ -47,31 +47,31 @@ comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
 
 create or replace function memsub.current_tenant_id() returns uuid
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.tenant_id', true), '')::uuid $$;
 comment on function memsub.current_tenant_id() is 'Tenant of the current transaction''s context, or NULL when none is set.';
 
 create or replace function memsub.current_org_id() returns uuid
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.org_id', true), '')::uuid $$;
 comment on function memsub.current_org_id() is 'Organization of the current context, or NULL.';
 
 create or replace function memsub.current_user_id() returns uuid
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.user_id', true), '')::uuid $$;
 comment on function memsub.current_user_id() is 'User of the current context, or NULL.';
 
 create or replace function memsub.current_session_id() returns text
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.session_id', true), '') $$;
 comment on function memsub.current_session_id() is 'Session of the current context, or NULL.';
 
 create or replace function memsub.current_context_roles() returns text[]
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select coalesce(string_to_array(nullif(current_setting('memsub.roles', true), ''), ','), '{}') $$;
 comment on function memsub.current_context_roles() is 'Context roles requested by memsub.set_context() (tenant_admin, platform_admin).';
 
@@ -79,7 +79,7 @@ comment on function memsub.current_context_roles() is 'Context roles requested b
 -- function, which runs as one of memsub's NOLOGIN owners, or after SET ROLE to a group role) the login role.
 create or replace function memsub.acting_role() returns name
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select case when (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = current_user)
                 then current_user else session_user end
@@ -92,7 +92,7 @@ comment on function memsub.acting_role() is
 -- memsub.roles GUC by hand grants nothing.
 create or replace function memsub.is_platform_admin() returns boolean
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select 'platform_admin' = any(memsub.current_context_roles())
        and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_platform_admin', 'MEMBER')
@@ -102,7 +102,7 @@ comment on function memsub.is_platform_admin() is
 
 create or replace function memsub.is_tenant_admin() returns boolean
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select 'tenant_admin' = any(memsub.current_context_roles())
        and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_tenant_admin', 'MEMBER')
@@ -112,7 +112,7 @@ comment on function memsub.is_tenant_admin() is
 
 create or replace function memsub.require_tenant_id() returns uuid
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub.current_tenant_id();
@@ -141,7 +141,7 @@ comment on function memsub.require_tenant_id() is
 
 create or replace procedure memsub.install_row_security(p_table regclass, p_layers text[])
 language plpgsql security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';

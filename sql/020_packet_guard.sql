@@ -6,7 +6,7 @@
 
 create or replace function memsub.packet_store_guard() returns trigger
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if tg_op = 'TRUNCATE' then

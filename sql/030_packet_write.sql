@@ -7,7 +7,7 @@
 
 create or replace function memsub.envelope_uuid(p_value jsonb, p_field text) returns uuid
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
@@ -26,7 +26,7 @@ comment on function memsub.envelope_uuid(jsonb, text) is
 
 create or replace function memsub.envelope_timestamp(p_value jsonb, p_field text) returns timestamptz
 language plpgsql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     text_value text;
@@ -59,7 +59,7 @@ comment on function memsub.envelope_timestamp(jsonb, text) is
 
 create or replace function memsub.envelope_object(p_envelope jsonb, p_field text) returns jsonb
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     value jsonb := p_envelope -> p_field;
@@ -79,7 +79,7 @@ comment on function memsub.envelope_object(jsonb, text) is
 
 create or replace function memsub.envelope_text(p_envelope jsonb, p_field text) returns text
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     value jsonb := p_envelope -> p_field;
@@ -99,7 +99,7 @@ comment on function memsub.envelope_text(jsonb, text) is
 
 create or replace function memsub.envelope_unit_number(p_value jsonb, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
@@ -121,7 +121,7 @@ create or replace function memsub.packet_content_hash(
     p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text
 ) returns text
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select encode(sha256(convert_to(jsonb_build_object(
         'packet_type', p_packet_type,
@@ -140,7 +140,7 @@ comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, 
 create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
 returns memsub.packet_write_result
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     known_fields constant text[] := array[
@@ -413,7 +413,7 @@ comment on function memsub.store_packet_envelope(jsonb, integer) is
 
 create or replace function memsub.write_packet(p_envelope jsonb) returns memsub.packet_write_result
 language sql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
 comment on function memsub.write_packet(jsonb) is
     'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
@@ -423,7 +423,7 @@ comment on function memsub.write_packet(jsonb) is
 
 create or replace function memsub.canonical_uuid_text(p_value text) returns text
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
                 then p_value::uuid::text end
@@ -433,7 +433,7 @@ comment on function memsub.canonical_uuid_text(text) is
 
 create or replace function memsub.write_packets(p_envelopes jsonb) returns setof memsub.packet_write_result
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     total       integer;

@@ -3,7 +3,7 @@
 
 create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
 language sql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
 comment on function memsub.get_packet(uuid) is 'The packet with this id, if the caller may see it (no row otherwise).';
 
@@ -11,7 +11,7 @@ create or replace function memsub.get_thread(
     p_thread_id uuid, p_limit integer default 1000, p_after timestamptz default null
 ) returns setof memsub.packet_store
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_limit is null or p_limit < 1 or p_limit > 100000 then
@@ -34,7 +34,7 @@ create or replace function memsub.get_lineage(
 ) returns table (packet_id uuid, depth integer, packet_type text, "timestamp" timestamptz,
                  parent_ids uuid[], thread_id uuid)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     start_tenant uuid;

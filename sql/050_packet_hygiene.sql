@@ -2,7 +2,7 @@
 
 create or replace function memsub.purge_expired() returns table (tenant_id uuid, purged bigint)
 language sql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     with removed as (
         delete from memsub.packet_store s

@@ -9,7 +9,7 @@
 
 create or replace function memsub.require_text(p_value text, p_field text) returns text
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is null then
@@ -26,13 +26,13 @@ comment on function memsub.require_text(text, text) is
 
 create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
 comment on function memsub.normalize_text(text) is 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
 
 create or replace function memsub.normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
                 else p_value::text end
@@ -42,7 +42,7 @@ comment on function memsub.normalize_json_value(jsonb) is
 
 create or replace function memsub.check_unit(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is not null and (p_value < 0 or p_value > 1 or p_value = 'NaN'::double precision) then
@@ -57,7 +57,7 @@ comment on function memsub.check_unit(double precision, text) is
 
 create or replace function memsub.check_one_of(p_value text, p_allowed text[], p_field text) returns text
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is null then
@@ -76,7 +76,7 @@ comment on function memsub.check_one_of(text, text[], text) is
 
 create or replace function memsub.check_json_type(p_value jsonb, p_type text, p_field text) returns jsonb
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_value is not null and jsonb_typeof(p_value) <> p_type then
@@ -91,14 +91,14 @@ comment on function memsub.check_json_type(jsonb, text, text) is
 
 create or replace function memsub.vector_dimension() returns integer
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$ select s.value::integer from memsub.installation_settings s where s.name = 'vector_dimension' $$;
 comment on function memsub.vector_dimension() is
     'Dimension of every vector column of this installation (recorded when migrating; 1536 unless memsub.vector_dimension was set).';
 
 create or replace function memsub.check_vector(p_value vector, p_field text) returns vector
 language plpgsql stable security invoker parallel safe
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     expected integer := memsub.vector_dimension();
@@ -116,7 +116,7 @@ comment on function memsub.check_vector(vector, text) is
 
 create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     found_packet memsub.packet_store;
@@ -139,7 +139,7 @@ comment on function memsub.visible_packet(uuid, text) is
 create or replace function memsub.require_shared_packet(p_packet memsub.packet_store, p_field text)
 returns memsub.packet_store
 language plpgsql immutable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
@@ -163,7 +163,7 @@ create or replace function memsub.record_event(
     p_timestamp  timestamptz default null
 ) returns memsub.agent_memory_events
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -204,7 +204,7 @@ create or replace function memsub.record_reasoning_trace(
     p_confidence_scores  jsonb   default '{}'
 ) returns memsub.reasoning_traces
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -254,7 +254,7 @@ create or replace function memsub.assert_fact(
     p_source_packet uuid             default null
 ) returns memsub.knowledge_facts
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant       uuid := memsub.require_tenant_id();

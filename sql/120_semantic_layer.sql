@@ -16,7 +16,7 @@ create or replace function memsub.store_embedding(
     p_metadata       jsonb   default '{}'
 ) returns memsub.memory_embeddings
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant    uuid := memsub.require_tenant_id();
@@ -62,7 +62,7 @@ create or replace function memsub.search_embeddings(
 ) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
                  metadata jsonb, distance double precision)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
     perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
@@ -99,7 +99,7 @@ create or replace function memsub.store_semantic_memory(
     p_importance_score double precision default 0.5
 ) returns memsub.semantic_memory
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -137,7 +137,7 @@ create or replace function memsub.search_semantic_memory(
 ) returns table (embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text,
                  importance_score double precision, distance double precision)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
     if p_query is null then

@@ -12,7 +12,7 @@ create or replace function memsub.upsert_relationship(
     p_seen_at           timestamptz      default null
 ) returns memsub.entity_relationships
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant     uuid := memsub.require_tenant_id();
@@ -64,7 +64,7 @@ create or replace function memsub.graph_neighbors(
 ) returns table (depth integer, source_entity text, relationship_type text, target_entity text,
                  confidence double precision, mention_count integer)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- The current graph is the graph as of now (memsub.graph_neighbors_as_of, sql/420_temporal_graph.sql).

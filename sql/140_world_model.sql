@@ -7,7 +7,7 @@
 
 create or replace function memsub.world_model_state_version() returns integer
 language sql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select coalesce((select s.state_version from memsub.world_model_state s
                       where s.tenant_id = memsub.current_tenant_id()), 0)
@@ -23,7 +23,7 @@ create or replace function memsub.apply_world_model_update(
     p_expected_version integer          default null
 ) returns memsub.world_model_updates
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -140,7 +140,7 @@ create or replace function memsub.take_world_model_snapshot(
     p_created_by  text default null
 ) returns memsub.world_model_snapshots
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant    uuid := memsub.require_tenant_id();
@@ -181,7 +181,7 @@ comment on function memsub.take_world_model_snapshot(text, text) is
 create or replace function memsub.world_model_state_at(p_snapshot_id uuid)
 returns table (entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_snapshot jsonb;

@@ -15,7 +15,7 @@ create or replace function memsub.record_reflection(
     p_expires_at      timestamptz      default null
 ) returns memsub.reflection_store
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant     uuid := memsub.require_tenant_id();
@@ -66,7 +66,7 @@ create or replace function memsub.record_task_reflection(
     p_metrics_degraded  jsonb            default '{}'
 ) returns memsub.task_reflections
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant     uuid := memsub.require_tenant_id();

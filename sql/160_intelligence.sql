@@ -14,7 +14,7 @@ create or replace function memsub.record_summary(
     p_valid_until       timestamptz      default null
 ) returns memsub.memory_summaries
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub.require_tenant_id();
@@ -73,7 +73,7 @@ create or replace function memsub.summaries_due(
     p_limit integer     default 100
 ) returns setof memsub.memory_summaries
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_limit is null or p_limit < 1 or p_limit > 10000 then

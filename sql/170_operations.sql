@@ -17,7 +17,7 @@ create or replace function memsub.record_access(
     p_feedback_reason text             default null
 ) returns memsub.memory_access_log
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();

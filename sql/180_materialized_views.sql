@@ -9,7 +9,7 @@
 create or replace function memsub.refresh_memory_view(p_view text, p_run_id uuid default null)
 returns memsub.memory_view_refresh_log
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_started   timestamptz := clock_timestamp();

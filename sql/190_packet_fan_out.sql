@@ -16,7 +16,7 @@ create or replace function memsub.fan_out_packet(
     p_agent_id           text
 ) returns jsonb
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_written   jsonb := '{}';

@@ -8,26 +8,26 @@
 -- memsub.caller_is_admin(): either admin context role, held by the acting role (memsub.acting_role()).
 create or replace function memsub.caller_is_admin() returns boolean
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$ select memsub.is_tenant_admin() or memsub.is_platform_admin() $$;
 comment on function memsub.caller_is_admin() is
     'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
 create or replace function memsub.current_agent_id() returns uuid
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.agent_id', true), '')::uuid $$;
 comment on function memsub.current_agent_id() is 'Acting agent of the current transaction (memsub.set_actor), or NULL.';
 
 create or replace function memsub.current_task_id() returns bigint
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select nullif(current_setting('memsub.task_id', true), '')::bigint $$;
 comment on function memsub.current_task_id() is 'Acting task of the current transaction (memsub.set_actor), or NULL.';
 
 create or replace function memsub.set_actor(p_agent_id uuid, p_task_id bigint default null) returns void
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
@@ -70,7 +70,7 @@ create or replace function memsub.audit_record(
     p_agent_id        uuid    default null
 ) returns bigint
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_id bigint;

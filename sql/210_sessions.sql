@@ -10,7 +10,7 @@
 create or replace function memsub.session_lookup(p_session_id text, p_for_update boolean default false)
 returns memsub.sessions
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions;
@@ -40,7 +40,7 @@ comment on function memsub.session_lookup(text, boolean) is
 
 create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_session.status <> 'active' then
@@ -55,7 +55,7 @@ comment on function memsub.require_active_session(memsub.sessions) is
 create or replace function memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text)
 returns void
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_key   text;
@@ -98,7 +98,7 @@ comment on function memsub.check_state_delta(memsub.sessions, jsonb, text) is
 
 create or replace function memsub.apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select (p_state || coalesce((select jsonb_object_agg(k, v) from jsonb_each(p_delta) as d(k, v)
                                   where jsonb_typeof(v) <> 'null'), '{}'))
@@ -115,7 +115,7 @@ create or replace function memsub.session_create(
     p_state      jsonb default '{}'
 ) returns memsub.sessions
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub.require_tenant_id();
@@ -165,7 +165,7 @@ create or replace function memsub.session_append_event(
     p_state_delta jsonb default null
 ) returns memsub.sessions
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
@@ -198,7 +198,7 @@ comment on function memsub.session_append_event(text, jsonb, jsonb) is
 create or replace function memsub.session_merge_state(p_session_id text, p_state_delta jsonb)
 returns memsub.sessions
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
@@ -220,7 +220,7 @@ comment on function memsub.session_merge_state(text, jsonb) is
 
 create or replace function memsub.session_end_turn(p_session_id text) returns memsub.sessions
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
@@ -244,7 +244,7 @@ comment on function memsub.session_end_turn(text) is
 create or replace function memsub.session_terminate(p_session_id text, p_memory_type text default 'semantic')
 returns table (session_id text, status text, terminated_at timestamptz, migrated_keys integer)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
@@ -281,7 +281,7 @@ comment on function memsub.session_terminate(text, text) is
 
 create or replace function memsub.session_delete(p_session_id text) returns boolean
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions;

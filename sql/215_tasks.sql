@@ -10,7 +10,7 @@ create or replace function memsub.task_create(
     p_parent_task_id bigint default null
 ) returns memsub.tasks
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub.require_tenant_id();
@@ -56,7 +56,7 @@ create or replace function memsub.task_set_status(
     p_error   text  default null
 ) returns memsub.tasks
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -105,7 +105,7 @@ create or replace function memsub.agent_spawn(
     p_metadata   jsonb default '{}'
 ) returns memsub.agents
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub.require_tenant_id();

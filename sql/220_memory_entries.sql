@@ -22,7 +22,7 @@
 
 create or replace function memsub.check_memory_address(p_namespace text, p_key text) returns void
 language plpgsql immutable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_namespace is null then
@@ -52,7 +52,7 @@ comment on function memsub.check_memory_address(text, text) is
 
 create or replace function memsub.memory_namespace_writable(p_namespace text) returns boolean
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select case split_part(p_namespace, ':', 1)
                when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
@@ -79,7 +79,7 @@ create or replace function memsub.store_memory_version(
     p_session_id       text default null
 ) returns memsub.memory_entries
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -184,7 +184,7 @@ create or replace function memsub.memory_write(
     p_metadata         jsonb   default '{}'
 ) returns memsub.memory_entries
 language sql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
                                        p_expected_version, true, false, 'memory_write', '{}')
@@ -198,7 +198,7 @@ comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb)
 create or replace function memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer)
 returns memsub.memory_entries
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_expected_version is null then
@@ -216,7 +216,7 @@ comment on function memsub.memory_delete(text, text, integer) is
 
 create or replace function memsub.memory_get(p_namespace text, p_key text) returns setof memsub.memory_entries
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     return query
@@ -231,7 +231,7 @@ comment on function memsub.memory_get(text, text) is
 
 create or replace function memsub.memory_history(p_namespace text, p_key text) returns setof memsub.memory_entries
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     return query
@@ -245,7 +245,7 @@ comment on function memsub.memory_history(text, text) is
 
 create or replace function memsub.memory_list(p_namespace_prefix text) returns setof memsub.memory_entries
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
@@ -270,7 +270,7 @@ create or replace function memsub.memory_context(p_session_id text default null)
 returns table (name text, namespace text, key text, value jsonb, version integer, memory_type text,
                source text, precedence integer)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions;

@@ -13,14 +13,14 @@
 
 create or replace function memsub.consolidation_last_write_wins(p_versions jsonb) returns jsonb
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$ select p_versions -> -1 -> 'value' $$;
 comment on function memsub.consolidation_last_write_wins(jsonb) is
     'Consolidation strategy last_write_wins: the value of the newest version.';
 
 create or replace function memsub.consolidation_merge_objects(p_versions jsonb) returns jsonb
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     v_merged  jsonb := '{}';
@@ -45,7 +45,7 @@ create or replace function memsub.consolidate_memories(
 ) returns table (namespace text, key text, version integer, memory_entry_id uuid,
                  consolidated_versions integer[], strategy text, outcome text)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();

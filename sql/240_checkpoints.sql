@@ -7,7 +7,7 @@
 create or replace function memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text default null)
 returns memsub.checkpoints
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant     uuid := memsub.require_tenant_id();
@@ -47,7 +47,7 @@ comment on function memsub.checkpoint_save(bigint, jsonb, text) is
 
 create or replace function memsub.checkpoint_restore(p_checkpoint_id uuid) returns memsub.checkpoints
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant     uuid := memsub.require_tenant_id();

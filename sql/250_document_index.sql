@@ -9,7 +9,7 @@ create or replace function memsub.document_index_put(
 ) returns table (id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamptz,
                  updated_at timestamptz)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -45,7 +45,7 @@ create or replace function memsub.document_index_get(p_file_path text)
 returns table (id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamptz,
                updated_at timestamptz)
 language sql stable security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
     select d.id, d.file_path, d.embedding::real[], d.metadata, d.created_at, d.updated_at
       from memsub.document_index d

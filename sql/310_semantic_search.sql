@@ -25,7 +25,7 @@ create or replace function memsub.combined_score(
     p_half_life         interval         default interval '30 days'
 ) returns double precision
 language sql stable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
@@ -45,7 +45,7 @@ create or replace function memsub.record_accesses(
     p_agent_id       text default null
 ) returns table (target_id uuid, access_id uuid)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -116,7 +116,7 @@ create or replace function memsub.semantic_search(
                  distance double precision, importance_score double precision, combined_score double precision,
                  method text, access_id uuid)
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
 set hnsw.ef_search = 100
 set hnsw.max_scan_tuples = 20000

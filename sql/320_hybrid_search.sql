@@ -14,7 +14,7 @@ create or replace function memsub.keyword_candidates(
     p_limit          integer default 50
 ) returns table (embedding_id uuid, text_rank integer, text_score real)
 language plpgsql stable security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub.require_tenant_id();
@@ -74,7 +74,7 @@ create or replace function memsub.hybrid_search(
                  vector_rank integer, text_rank integer, distance double precision, text_score real,
                  importance_score double precision, access_id uuid)
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant     uuid    := memsub.require_tenant_id();

@@ -17,7 +17,7 @@ create or replace function memsub.traverse_graph(
 ) returns table (depth integer, entity text, path text[], relationship_path text[], path_confidence double precision,
                  relationship_id uuid, edge_confidence double precision)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -78,7 +78,7 @@ create or replace function memsub.entity_neighbourhood(
 ) returns table (kind text, direction text, relationship_type text, other_entity text, object jsonb,
                  confidence double precision, mention_count integer, id uuid)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();

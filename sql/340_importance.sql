@@ -21,7 +21,7 @@ create or replace function memsub.record_feedback(
     p_reason     text default null
 ) returns memsub.memory_access_log
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -59,7 +59,7 @@ create or replace function memsub.learn_importance(
     p_idle_after    interval         default interval '7 days'
 ) returns memsub.importance_learning_runs
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -183,7 +183,7 @@ create or replace function memsub.importance_step(
     p_feedback_rate double precision
 ) returns double precision
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     -- (1 - rate)^n computed as exp(n * ln(1 - rate)), clipped so a large n cannot underflow.
     with kept as (

@@ -22,7 +22,7 @@ create or replace function memsub.retrieve_reflections(
                  confidence double precision, distance double precision, tag_overlap double precision,
                  score double precision, access_id uuid)
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();

@@ -14,7 +14,7 @@
 
 create or replace function memsub.check_document_chunks(p_chunks jsonb, p_text text) returns integer
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_chunk    jsonb;
@@ -99,7 +99,7 @@ create or replace function memsub.document_ingest(
 ) returns table (document_id uuid, file_path text, version integer, hash text, status text, previous_id uuid,
                  packet_id uuid, chunk_count integer, embedded_count integer)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -242,7 +242,7 @@ create or replace function memsub.link_document_chunks(
     p_max_distance double precision default 0.5
 ) returns integer
 language sql volatile security invoker
-set search_path = pg_catalog, memsub, public
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
     with mine as (
         select c.id as chunk_id, e.vector
@@ -289,7 +289,7 @@ comment on function memsub.link_document_chunks(uuid, integer, double precision)
 create or replace function memsub.document_versions(p_file_path text)
 returns setof memsub.document_index
 language sql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select d.* from memsub.document_index d
      where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path
@@ -301,7 +301,7 @@ comment on function memsub.document_versions(text) is
 create or replace function memsub.document_chunks_of(p_document_id uuid)
 returns setof memsub.document_chunks
 language sql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select c.* from memsub.document_chunks c
      where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id

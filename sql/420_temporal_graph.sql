@@ -10,7 +10,7 @@
 
 create or replace function memsub.check_doc_refs(p_refs jsonb, p_field text) returns jsonb
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_ref      jsonb;
@@ -78,7 +78,7 @@ comment on function memsub.check_doc_refs(jsonb, text) is
 
 create or replace function memsub.merge_doc_refs(p_old jsonb, p_new jsonb) returns jsonb
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(jsonb_agg(distinct r), '[]')
       from jsonb_array_elements(coalesce(p_old, '[]') || coalesce(p_new, '[]')) as r
@@ -87,7 +87,7 @@ comment on function memsub.merge_doc_refs(jsonb, jsonb) is 'Union of two DocRef 
 
 create or replace function memsub.check_graph_node(p_type text, p_id text, p_field text) returns text
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_id text := memsub.require_text(p_id, p_field);
@@ -127,7 +127,7 @@ create or replace function memsub.temporal_edge_add(
     p_source_packet     uuid             default null
 ) returns memsub.entity_relationships
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -176,7 +176,7 @@ create or replace function memsub.close_relationship(
     p_valid_until       timestamptz default null
 ) returns memsub.entity_relationships
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -220,7 +220,7 @@ create or replace function memsub.supersede_relationship(
     p_source_packet     uuid             default null
 ) returns memsub.entity_relationships
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -279,7 +279,7 @@ create or replace function memsub.edges_as_of(
     p_relationship_type text        default null
 ) returns setof memsub.entity_relationships
 language sql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
@@ -300,7 +300,7 @@ create or replace function memsub.graph_neighbors_as_of(
 ) returns table (depth integer, source_entity text, relationship_type text, target_entity text,
                  confidence double precision, mention_count integer, valid_period tstzrange)
 language plpgsql stable security invoker
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_at     timestamptz := coalesce(p_as_of, now());
@@ -350,7 +350,7 @@ create or replace function memsub.graph_upsert_entity(
     p_confidence  double precision default 0.5
 ) returns memsub.world_model_entities
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();

@@ -21,7 +21,7 @@ create or replace function memsub.memory_strength(
     p_half_life      interval
 ) returns double precision
 language sql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
     select p_decay_weight * power(0.5, greatest(0, extract(epoch from p_at - coalesce(p_last_access_ts, p_created_at)))
                                        / extract(epoch from p_half_life))
@@ -31,7 +31,7 @@ comment on function memsub.memory_strength(double precision, timestamptz, timest
 
 create or replace function memsub.check_half_life(p_half_life interval) returns interval
 language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if p_half_life is null or p_half_life < interval '1 second' then
@@ -54,7 +54,7 @@ create or replace function memsub.memory_remember(
     p_metadata         jsonb            default '{}'
 ) returns memsub.memory_entries
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_entry memsub.memory_entries;
@@ -84,7 +84,7 @@ create or replace function memsub.memory_touch(
     p_half_life interval default '7 days'
 ) returns memsub.memory_entries
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
@@ -122,7 +122,7 @@ create or replace function memsub.memory_maintenance(
 ) returns table (memory_entry_id uuid, namespace text, key text, version integer, importance double precision,
                  strength double precision, score double precision, outcome text)
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub
+set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();

@@ -4,7 +4,9 @@ Statements are split with sqlglot's PostgreSQL tokenizer (dollar-quoted bodies s
 
 - every function declares its volatility, ``security invoker|definer`` and ``set search_path``; every
   procedure its security mode and ``search_path`` (except a procedure that commits, which PostgreSQL does not
-  allow a SET clause);
+  allow a SET clause: it must then be ``security invoker``);
+- every ``search_path`` ends with ``pg_temp``: PostgreSQL searches the temporary schema first for table and type
+  names unless it is named, so a login could otherwise shadow ``uuid`` with a domain whose check runs its code;
 - every table, column, view, function and procedure created in the memsub schema has a ``comment on``;
 - nothing is granted to PUBLIC.
 """
@@ -109,6 +111,22 @@ def lint(paths: Sequence[Path]) -> list[Problem]:
     return problems
 
 
+def _search_path(header: Sequence[str]) -> list[str] | None:
+    """The schemas of a ``set search_path = a, b`` clause in a routine header, or None when there is none."""
+    for i in range(len(header) - 1):
+        if header[i] == "set" and header[i + 1] == "search_path":
+            schemas: list[str] = []
+            for word in header[i + 2:]:
+                if word in {"=", "to", ","}:
+                    continue
+                if not re.fullmatch(r'"?[a-z_][a-z0-9_$]*"?', word) or word in {"as", "language", "set", "security",
+                                                                                "immutable", "stable", "volatile"}:
+                    break
+                schemas.append(word.strip('"'))
+            return schemas
+    return None
+
+
 def _check_statement(statement: Statement, words: list[str], needs_comment: dict[str, tuple[Path, int]],
                      commented: set[str]) -> list[Problem]:
     problems: list[Problem] = []
@@ -133,9 +151,18 @@ def _check_statement(statement: Statement, words: list[str], needs_comment: dict
             # PostgreSQL refuses transaction control in a procedure with a SET clause: a procedure that
             # commits schema-qualifies its names instead of pinning search_path.
             commits = kind == "procedure" and re.search(r"\bcommit\b", body) is not None
-            if not commits and not any(header[i] == "set" and header[i + 1] == "search_path"
-                                       for i in range(len(header) - 1)):
+            path = _search_path(header)
+            if commits:
+                # Without a SET clause the caller's search_path applies, with pg_temp searched first: that is
+                # only harmless while the procedure runs with the caller's own rights.
+                if "definer" in header:
+                    problems.append(Problem(*where, f"{kind} memsub.{name} commits, so it must be security invoker"))
+            elif path is None:
                 problems.append(Problem(*where, f"{kind} memsub.{name} does not set search_path"))
+            elif path[-1:] != ["pg_temp"]:
+                problems.append(Problem(*where, f"{kind} memsub.{name}: search_path must end with pg_temp "
+                                                f"(got {', '.join(path)}); otherwise pg_temp is searched first "
+                                                "and any login can shadow a type or table the function uses"))
             needs_comment.setdefault(f"{kind} memsub.{name}", where)
         elif kind == "table" and name:
             needs_comment.setdefault(f"table memsub.{name}", where)
