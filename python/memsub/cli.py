@@ -1,7 +1,8 @@
-"""The ``memsub`` command line: migrations, the embedded cluster, and packet reads and writes.
+"""The ``memsub`` command line: migrations, maintenance, the embedded cluster, and packet reads and writes.
 
 Connection resolution for every command that needs a database: ``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` >
-the embedded cluster (started on first use).
+libpq's environment (``PGHOST``, ``PGSERVICE``, ...) > the embedded cluster (started on first use). Every such
+command names the server it uses on stderr. Exit codes: see :mod:`memsub.exit_codes`.
 """
 
 from __future__ import annotations
@@ -16,20 +17,41 @@ import click
 
 from memsub import embedded
 from memsub.client import Substrate, TenantSession
-from memsub.config import resolve_dsn
-from memsub.errors import MemsubError
+from memsub.connection import probe, resolve
+from memsub.errors import ConfigurationError, MemsubError
+from memsub.exit_codes import CHECK_FAILED, GuardedGroup, fail
 from memsub.migrator import Migrator
 
 dsn_option = click.option("--dsn", envvar=None, default=None,
-                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
+                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
+                               "environment, then the embedded cluster).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 
 
 def _fail(message: str) -> None:
     click.echo(f"memsub: {message}", err=True)
-    sys.exit(1)
+    sys.exit(CHECK_FAILED)
 
 
-@click.group()
+def _fail_error(error: MemsubError, suffix: str = "") -> None:
+    """One line naming the problem, and the exit code of its kind (bad input 2, cannot connect 3, ...)."""
+    fail(error, suffix=suffix)
+
+
+def server_dsn(dsn: str | None) -> str:
+    """The resolved connection string, after saying on stderr which server it points at."""
+    return resolve(dsn, announce=True).dsn
+
+
+def _json_default(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _emit_json(payload: dict[str, Any]) -> None:
+    click.echo(json.dumps(payload, default=_json_default))
+
+
+@click.group(cls=GuardedGroup)
 @click.version_option(package_name="memsub")
 def main() -> None:
     """memsub: PostgreSQL-native memory substrate for AI agents."""
@@ -41,12 +63,19 @@ def main() -> None:
 @dsn_option
 @click.option("--to", "target", default=None, help="Stop at this version (default: the newest).")
 @click.option("--dry-run", is_flag=True, help="Show what would be applied; change nothing.")
-def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
+@json_option
+def migrate(dsn: str | None, target: str | None, dry_run: bool, as_json: bool) -> None:
     """Apply pending migrations, then the re-runnable SQL objects."""
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
     try:
-        report = Migrator(resolve_dsn(dsn).dsn).migrate(target, dry_run=dry_run)
-    except (MemsubError, ValueError) as error:
-        _fail(str(error))
+        report = Migrator(conninfo).migrate(target, dry_run=dry_run)
+    except ValueError as error:
+        fail(MemsubError(str(error)), as_json=as_json)
+    if as_json:
+        _emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
+                    "repeatables_applied": report.repeatables_applied, "seconds": round(report.seconds, 3)})
+        return
     if dry_run:
         click.echo("would apply: " + (", ".join(report.planned) if report.planned else "nothing"))
         return
@@ -62,9 +91,20 @@ def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
 
 @main.command()
 @dsn_option
-def status(dsn: str | None) -> None:
+@json_option
+def status(dsn: str | None, as_json: bool) -> None:
     """List every migration and re-runnable file with its state: applied, pending, drifted, changed, missing."""
-    entries = Migrator(resolve_dsn(dsn).dsn).status()
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
+    entries = Migrator(conninfo).status()
+    if as_json:
+        counts: dict[str, int] = {}
+        for entry in entries:
+            counts[entry.state] = counts.get(entry.state, 0) + 1
+        _emit_json({"ok": True, "counts": counts, "entries": [
+            {"kind": e.kind, "name": e.name, "state": e.state, "detail": e.detail or None,
+             "applied_at": e.applied_at} for e in entries]})
+        return
     width = max(len(e.name) for e in entries)
     for entry in entries:
         applied = entry.applied_at.isoformat(timespec="seconds") if entry.applied_at else ""
@@ -72,16 +112,31 @@ def status(dsn: str | None) -> None:
         click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
 
 
+def verify_problems(migrator: Migrator) -> list[str]:
+    """What ``verify`` reports; a database without memsub lists what is pending instead of failing."""
+    if migrator.current_version() is None:
+        return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
+                "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
+    return migrator.verify()
+
+
 @main.command()
 @dsn_option
-def verify(dsn: str | None) -> None:
-    """Exit non-zero, naming the file, when the database differs from the shipped SQL."""
-    problems = Migrator(resolve_dsn(dsn).dsn).verify()
-    for problem in problems:
-        click.echo(problem)
+@json_option
+def verify(dsn: str | None, as_json: bool) -> None:
+    """Exit 1, naming the file, when the database differs from the shipped SQL (0 when identical)."""
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
+    problems = verify_problems(Migrator(conninfo))
+    if as_json:
+        _emit_json({"ok": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            click.echo(problem)
+        if not problems:
+            click.echo("ok: the database matches the shipped migrations and objects")
     if problems:
-        sys.exit(1)
-    click.echo("ok: the database matches the shipped migrations and objects")
+        sys.exit(CHECK_FAILED)
 
 
 @main.command("sql")
@@ -91,7 +146,7 @@ def sql_script(from_version: str | None, to_version: str | None) -> None:
     """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
     try:
         click.echo(Migrator("").script(from_version, to_version), nl=False)
-    except (MemsubError, ValueError) as error:
+    except ValueError as error:
         _fail(str(error))
 
 
@@ -110,7 +165,13 @@ def db() -> None:
 @data_dir_option
 def db_start(data_dir: Path | None) -> None:
     """Start the embedded cluster (initializing it on first use) and print its URL."""
-    click.echo(embedded.start(data_dir))
+    try:
+        url = embedded.start(data_dir)
+    except embedded.NotAClusterDirectory as error:
+        fail(ConfigurationError(str(error)))
+    click.echo(url)
+    click.echo(f"memsub: the embedded cluster keeps running; stop it with: memsub db stop"
+               f"{' --data-dir ' + str(data_dir) if data_dir else ''}", err=True)
 
 
 @db.command("stop")
@@ -164,7 +225,9 @@ def _tenant_options(function: Any) -> Any:
 class _TenantCall:
     def __init__(self, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
                  session_id: str | None, roles: tuple[str, ...]) -> None:
-        self.substrate = Substrate(resolve_dsn(dsn).dsn, max_size=1)
+        conninfo = server_dsn(dsn)
+        probe(conninfo)  # a precise one-line error (refused, password, database) before the pool starts
+        self.substrate = Substrate(conninfo, max_size=1, timeout=10.0)
         self.context = dict(org_id=org_id, user_id=user_id, session_id=session_id, roles=roles)
         self.tenant_id = tenant_id
 
@@ -237,8 +300,7 @@ def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str |
                         results.append(result)
                     bar.update(len(chunk))
     except MemsubError as error:
-        field = f" [field {error.field}]" if error.field else ""
-        _fail(f"{error} (SQLSTATE {error.sqlstate}){field}; nothing was written")
+        _fail_error(error, "; nothing was written")
     if as_json:
         for result in results:
             click.echo(result.model_dump_json())
@@ -276,7 +338,7 @@ def packet_get(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | No
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             row = memory.get_packet(packet_id)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     if row is None:
         _fail(f"packet {packet_id} does not exist or is not visible")
     else:
@@ -295,7 +357,7 @@ def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str |
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             rows = memory.thread(thread_id, limit=limit)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     _print_rows(rows, as_json, ["timestamp", "packet_type", "packet_id", "tags", "scope"])
 
 
@@ -314,7 +376,7 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids"])
 
 
