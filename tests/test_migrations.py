@@ -217,7 +217,6 @@ def test_cli_migrate_status_and_dry_run(empty_db):
 
 def test_dsn_resolution_order(monkeypatch):
     from memsub.config import resolve_dsn
-
     from memsub.errors import ConnectionFailed
 
     for variable in ("PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGSERVICE", "PGCONNECT_TIMEOUT"):

@@ -14,10 +14,9 @@ import pytest
 from click.testing import CliRunner
 from psycopg.conninfo import conninfo_to_dict
 
-from memsub import ContextError, MemsubError, PacketEnvelopeIn, Substrate
+from memsub import ContextError, MemsubError, PacketEnvelopeIn, Substrate, errors
 from memsub.cli import main as cli
 from memsub.config import resolve_dsn
-from memsub import errors
 
 from helpers import TENANT_A
 
