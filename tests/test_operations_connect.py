@@ -188,3 +188,13 @@ def test_db_start_refuses_a_non_empty_directory_that_is_not_a_cluster(tmp_path):
     after = directory.stat()
     assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
     assert sorted(p.name for p in directory.iterdir()) == ["holiday.jpg"]
+
+
+def test_scratch_directories_of_the_test_servers_are_removed_even_on_error():
+    from helpers import scratch_dir
+
+    with pytest.raises(RuntimeError), scratch_dir("memsub-test-") as directory:
+        (directory / "pgdata").mkdir()
+        assert directory.stat().st_mode & 0o777 == 0o755
+        raise RuntimeError("test failed midway")
+    assert not directory.exists()
