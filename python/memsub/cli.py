@@ -62,20 +62,27 @@ def main() -> None:
 @main.command()
 @dsn_option
 @click.option("--to", "target", default=None, help="Stop at this version (default: the newest).")
-@click.option("--dry-run", is_flag=True, help="Show what would be applied; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be applied (after the preflight); change nothing.")
+@click.option("--allow-out-of-order", is_flag=True,
+              help="Also apply never-applied migrations older than the newest applied one (an upgrade from a "
+                   "database whose history had them later), and say so.")
 @json_option
-def migrate(dsn: str | None, target: str | None, dry_run: bool, as_json: bool) -> None:
-    """Apply pending migrations, then the re-runnable SQL objects."""
+def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, as_json: bool) -> None:
+    """Check what installing needs (preflight), then apply pending migrations and the re-runnable SQL objects."""
     conninfo = server_dsn(dsn)
     probe(conninfo)
     try:
-        report = Migrator(conninfo).migrate(target, dry_run=dry_run)
+        report = Migrator(conninfo).migrate(target, dry_run=dry_run, allow_out_of_order=allow_out_of_order)
     except ValueError as error:
         fail(MemsubError(str(error)), as_json=as_json)
     if as_json:
         _emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
-                    "repeatables_applied": report.repeatables_applied, "seconds": round(report.seconds, 3)})
+                    "out_of_order": report.out_of_order, "repeatables_applied": report.repeatables_applied,
+                    "seconds": round(report.seconds, 3)})
         return
+    for name in report.out_of_order:
+        click.echo(f"out of order: {name} is older than the newest applied migration "
+                   f"({'would be' if dry_run else 'is'} applied because of --allow-out-of-order)", err=True)
     if dry_run:
         click.echo("would apply: " + (", ".join(report.planned) if report.planned else "nothing"))
         return
@@ -87,6 +94,32 @@ def migrate(dsn: str | None, target: str | None, dry_run: bool, as_json: bool) -
         click.echo("nothing to do: the database is up to date")
     else:
         click.echo(f"done in {report.seconds:.2f}s")
+
+
+@main.command("preflight")
+@dsn_option
+@json_option
+def preflight_command(dsn: str | None, as_json: bool) -> None:
+    """Check, without changing anything, what migrating this database needs: server version, CREATE on the
+    database, extensions, roles and privileges. Exit 5 when something is missing."""
+    from memsub import preflight
+    from memsub.connection import connect
+    from memsub.exit_codes import PREFLIGHT_REFUSED
+
+    conninfo = server_dsn(dsn)
+    migrator = Migrator(conninfo)
+    pending_names = {e.name for e in migrator.status() if e.kind == "migration" and e.state == "pending"}
+    pending = [m for m in migrator.migrations if m.path.name in pending_names]
+    with connect(conninfo) as conn:
+        checks = preflight.run_checks(conn, pending)
+    ok = all(c.ok for c in checks)
+    if as_json:
+        _emit_json({"ok": ok, "checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks]})
+    else:
+        for check in checks:
+            click.echo(check.line())
+    if not ok:
+        sys.exit(PREFLIGHT_REFUSED)
 
 
 @main.command()
