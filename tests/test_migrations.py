@@ -240,6 +240,7 @@ def test_installed_wheel_carries_the_sql_and_migrates_a_fresh_database(empty_db,
     assert "memsub/migrations/2.1.0__multi_tenant.sql" in names
     assert "memsub/sql/030_packet_write.sql" in names
     assert "memsub/py.typed" in names
+    assert "memsub/catalog_snapshot.json" in names  # what memsub verify compares with
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     install = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)],

