@@ -544,6 +544,7 @@ _DEFAULT_PRIVILEGES = re.compile(
 _PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER", "MAINTAIN",
                          "EXECUTE", "USAGE", "CREATE"})
 _ON = re.compile(r"^(?P<name>.+) on (?P<table>memsub\..+)$")
+REPAIR_LOCK_TIMEOUT = "60s"
 _ROLE_FLAGS = ("superuser", "login", "bypassrls", "createrole", "createdb", "replication")
 
 
@@ -783,6 +784,8 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
                              + "; ".join(f"{e.name} is {e.state}" for e in blocking) + " (run memsub migrate)")
     expected = reference(dsn, mode, reference_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
+        # Never wait without a bound: for the migration lock, nor for the table locks the repair takes.
+        conn.execute("select pg_catalog.set_config('lock_timeout', %s, false)", [REPAIR_LOCK_TIMEOUT])
         conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
         try:
             before = compare(expected.objects, fingerprint(conn))
