@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsub import embedded, resources
+from memsub.catalog_check import verify_catalog
 from memsub.cli import main as cli
 from memsub.errors import MigrationError
 from memsub.migrator import Migrator
@@ -51,6 +52,8 @@ def test_fresh_install_equals_step_by_step_upgrade_with_data(db, empty_db):
 
     assert snapshot(empty_db.dsn()) == fresh
     assert migrator.verify() == []
+    differences, _ = verify_catalog(empty_db.dsn(), "snapshot")
+    assert [d.describe() for d in differences] == []  # an upgraded database passes the catalog check too
     with empty_db.connect() as conn:
         rows = conn.execute(
             "select envelope -> 'payload' ->> 'text', tenant_id::text, thread_id::text, tags, content_hash is not null "
