@@ -348,6 +348,13 @@ class Difference:
             return f"unexpected: {self.object} ({_short(self.found or '')})"
         return f"changed: {self.object}: {self.attribute}: expected {self.expected}, found {self.found}"
 
+    def describe_restored(self) -> str:
+        if self.state == "missing":
+            return f"recreated {self.object}"
+        if self.state == "unexpected":
+            return f"dropped unexpected {self.object}"
+        return f"{self.object}: {self.attribute} is {self.expected} again (was {self.found})"
+
     def as_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "object": self.object, "attribute": self.attribute, "state": self.state,
                 "expected": self.expected, "found": self.found}

@@ -114,7 +114,7 @@ def repair(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
             "failures": report.failures, "differences": [d.as_json() for d in report.remaining]}, indent=1))
     else:
         for difference in report.restored:
-            click.echo(f"restored: {difference.describe()}")
+            click.echo(f"restored: {difference.describe_restored()}")
         for failure in report.failures:
             click.echo(f"failed: {failure}")
         for difference in report.remaining:
