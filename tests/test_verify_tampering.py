@@ -221,3 +221,15 @@ def test_a_clean_installation_can_be_the_reference(db, empty_db):
     assert result.exit_code == 1
     assert re.search(r"changed: table memsub.sessions: row level security: expected enabled, found disabled",
                      result.output), result.output
+
+
+def test_repair_refuses_a_database_with_pending_migrations(empty_db):
+    from memsub.migrator import Migrator
+
+    Migrator(empty_db.dsn()).migrate("1.0.0")
+    result = CliRunner().invoke(cli, ["repair", "--dsn", empty_db.dsn()])
+    assert result.exit_code == 2
+    assert "cannot repair" in result.output and "pending" in result.output
+    verify = CliRunner().invoke(cli, ["verify", "--dsn", empty_db.dsn()])
+    assert verify.exit_code == 1
+    assert "catalog not compared: migrations are pending" in verify.output
