@@ -114,9 +114,10 @@ def test_status_verify_migrate_speak_json(clean_env, empty_db, server):
     verify = runner.invoke(cli, ["verify", "--json", "--dsn", dsn])
     assert verify.exit_code == 1, verify.output
     report = json.loads(verify.stdout)
-    assert report["ok"] is False and report["problems"]
-    assert all(p.startswith("pending: ") for p in report["problems"])
-    assert any("migrations/1.0.0__packet_store.sql" in p for p in report["problems"])
+    problems = [d["object"] for d in report["differences"]]
+    assert report["ok"] is False and problems
+    assert all(p.startswith("pending: ") for p in problems)
+    assert any("migrations/1.0.0__packet_store.sql" in p for p in problems)
     plan = json.loads(runner.invoke(cli, ["migrate", "--dry-run", "--json", "--dsn", dsn]).stdout)
     assert plan["dry_run"] and plan["planned"][0] == "1.0.0__packet_store.sql" and not plan["applied"]
     status = json.loads(runner.invoke(cli, ["status", "--json", "--dsn", dsn]).stdout)
@@ -125,7 +126,8 @@ def test_status_verify_migrate_speak_json(clean_env, empty_db, server):
     assert applied.exit_code == 0, applied.output
     assert json.loads(applied.stdout)["applied"][0] == "1.0.0__packet_store.sql"
     verify = runner.invoke(cli, ["verify", "--json", "--dsn", dsn])
-    assert verify.exit_code == 0 and json.loads(verify.stdout) == {"ok": True, "problems": []}
+    assert verify.exit_code == 0, verify.output
+    assert json.loads(verify.stdout)["ok"] is True and json.loads(verify.stdout)["differences"] == []
 
 
 def test_verify_without_memsub_lists_what_is_pending(clean_env, empty_db, server):

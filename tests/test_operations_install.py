@@ -74,6 +74,15 @@ def test_non_superuser_install_with_only_the_documented_privileges(server, empty
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["applied"][-1] == Migrator("").migrations[-1].path.name
     assert Migrator(server.dsn(empty_db)).verify() == []
+    # The catalog is a superuser's installation's, except role memberships: the installer is a member of the
+    # owner roles (it must be, to own and upgrade), and grants it repeated are recorded with it as grantor.
+    verify = CliRunner().invoke(cli, ["verify", "--json", "--dsn", server.dsn(empty_db)])
+    differences = json.loads(verify.stdout)["differences"]
+    assert differences and {(d["kind"], d["attribute"]) for d in differences} <= {
+        ("role", "members"), ("role", "member of")}, differences
+    members = {d["object"]: d["found"] for d in differences if d["attribute"] == "members"}
+    assert members == {f"role {r}": installer for r in ("memsub_owner", "memsub_view_owner",
+                                                         "memsub_retrieval_owner")}, members
 
 
 def test_a_role_lacking_privileges_is_refused_before_the_first_change(server, empty_db, installer):

@@ -145,31 +145,13 @@ def status(dsn: str | None, as_json: bool) -> None:
         click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
 
 
-def verify_problems(migrator: Migrator) -> list[str]:
-    """What ``verify`` reports; a database without memsub lists what is pending instead of failing."""
-    if migrator.current_version() is None:
-        return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
-                "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
-    return migrator.verify()
-
-
-@main.command()
-@dsn_option
-@json_option
-def verify(dsn: str | None, as_json: bool) -> None:
-    """Exit 1, naming the file, when the database differs from the shipped SQL (0 when identical)."""
-    conninfo = server_dsn(dsn)
-    probe(conninfo)
-    problems = verify_problems(Migrator(conninfo))
-    if as_json:
-        _emit_json({"ok": not problems, "problems": problems})
-    else:
-        for problem in problems:
-            click.echo(problem)
-        if not problems:
-            click.echo("ok: the database matches the shipped migrations and objects")
-    if problems:
-        sys.exit(CHECK_FAILED)
+def verify_problems(migrator: Migrator) -> list[str] | None:
+    """On a database without memsub: every shipped file, as pending (``verify`` lists them instead of failing).
+    None when memsub is installed (the full comparison then applies)."""
+    if migrator.current_version() is not None:
+        return None
+    return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
+            "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
 
 
 @main.command("sql")
@@ -417,8 +399,11 @@ def _register_commands() -> None:
     from memsub.cli_ingest import build_ingest_command
     from memsub.cli_maintain import maintain_command
     from memsub.cli_search import graph_group, search_command
+    from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
 
+    main.add_command(verify)
+    main.add_command(repair)
     main.add_command(refresh_views_command)
     main.add_command(maintain_command)
     main.add_command(build_ingest_command(_tenant_options))
