@@ -6,14 +6,19 @@ functions in a thin, typed client.
 
 from memsub.client import Substrate
 from memsub.errors import (
+    ConfigurationError,
     ConflictError,
+    ConnectionFailed,
     ContextError,
     ImmutableError,
     IntegrityError,
     InvalidInput,
+    LocalValidationError,
     MemsubError,
     MigrationError,
     NotFound,
+    PreflightRefused,
+    PrivilegeError,
     StateError,
 )
 from memsub.models import (
@@ -25,11 +30,14 @@ from memsub.models import (
 )
 
 __all__ = [
+    "ConfigurationError",
     "ConflictError",
+    "ConnectionFailed",
     "ContextError",
     "ImmutableError",
     "IntegrityError",
     "InvalidInput",
+    "LocalValidationError",
     "MemsubError",
     "MigrationError",
     "NotFound",
@@ -38,6 +46,8 @@ __all__ = [
     "PacketLineage",
     "PacketStoreRow",
     "PacketWriteResult",
+    "PreflightRefused",
+    "PrivilegeError",
     "StateError",
     "Substrate",
 ]
