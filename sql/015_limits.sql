@@ -36,6 +36,10 @@ begin
         when 'max_document_chars'  then 16777216    -- the text of one document
         when 'max_document_chunks' then 10000       -- the chunks of one document
         when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
+        -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
+        when 'statement_timeout_ms'           then 30000
+        when 'lock_timeout_ms'                then 5000
+        when 'idle_in_transaction_timeout_ms' then 60000
     end;
     if v_value is null then
         raise exception 'memsub.limit_value: unknown limit "%"', p_name using errcode = 'XX000';
