@@ -79,8 +79,8 @@ end
 $$;
 comment on function memsub.graph_neighbors(text, integer, integer) is
     'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): '
-    'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each hop '
-    'at most limit edges, each entity expanded once.';
+    'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, '
+    'at most limit edges in all.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
 

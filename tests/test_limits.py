@@ -14,9 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import sql
+
+from memsub.cli import main as cli
+from memsub.errors import LimitExceeded, from_database_error
 
 from helpers import TENANT_A, TENANT_B, set_context, superuser_count
-from memsub.cli import main as cli
 
 USER = uuid.UUID("0c000000-0000-0000-0000-00000000000c")
 # Tables a refused call could have written to; each must be unchanged by it.
@@ -112,6 +115,8 @@ def test_a_deployment_tunes_a_limit_and_only_the_owner_writes_the_table(db):
             conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["a", "b", "c"])])
         assert error.value.diag.column_name == "tags"
         assert "limit=max_tags value=2 actual=3" in (error.value.diag.message_detail or "")
+        mapped = from_database_error(error.value)
+        assert isinstance(mapped, LimitExceeded) and mapped.field == "tags"
     for role in ("app", "tenant_admin", "platform_admin", "analyst"):
         with db.connect(role) as conn:
             assert conn.execute("select value from memsub.limits where name = 'max_tags'").fetchone() == (2,)
@@ -213,7 +218,7 @@ def test_batch_parents_are_written_first_and_cycles_are_named(db):
 def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
     login = f"memsub_limits_login_{uuid.uuid4().hex[:8]}"
     with db.connect(autocommit=True) as admin:
-        admin.execute(f"create role {login} login in role memsub_app")  # noqa: S608 - generated name
+        admin.execute(sql.SQL("create role {} login in role memsub_app").format(sql.Identifier(login)))
         admin.execute("insert into memsub.limits (name, value) values ('statement_timeout_ms', 200)")
     try:
         runner = CliRunner()
@@ -230,5 +235,5 @@ def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
                 conn.execute("select pg_sleep(30)")
     finally:
         with db.connect(autocommit=True) as admin:
-            admin.execute(f"drop owned by {login}")  # noqa: S608 - generated name
-            admin.execute(f"drop role {login}")  # noqa: S608 - generated name
+            admin.execute(sql.SQL("drop owned by {}").format(sql.Identifier(login)))
+            admin.execute(sql.SQL("drop role {}").format(sql.Identifier(login)))
