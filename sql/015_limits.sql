@@ -42,7 +42,9 @@ begin
         when 'idle_in_transaction_timeout_ms' then 60000
     end;
     if v_value is null then
-        raise exception 'memsub.limit_value: unknown limit "%"', p_name using errcode = 'XX000';
+        raise exception 'field "name" is not a known limit: %', coalesce(p_name, 'NULL')
+            using errcode = '22023', column = 'name',
+                  hint = 'docs/security.md, "Limits", lists the limits.';
     end if;
     return v_value;
 end
