@@ -170,6 +170,9 @@ begin
         raise exception 'field "max_scan_tuples" must be >= 1, not %', p_max_scan_tuples
             using errcode = '22023', column = 'max_scan_tuples';
     end if;
+    -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
+    perform memsub.check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples'),
+            memsub.check_limit(p_exact_below, 'max_scan_tuples', 'exact_below');
     perform memsub.check_unit(p_min_importance, 'min_importance');
     perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
     -- Combined ranking re-ranks a wider pool of nearest candidates.
