@@ -28,7 +28,7 @@ BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
-         "scaling")
+         "adapter_langgraph_checkpoint", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -42,6 +42,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "retrieval": [python, str(BENCH / "retrieval.py")],
         "noisy_neighbour": [python, str(BENCH / "noisy_neighbour.py")],
         "peer_langgraph": [python, str(BENCH / "peer_langgraph.py"), "--out", str(charts)],
+        "adapter_langgraph_checkpoint": [python, str(BENCH / "adapter_langgraph_checkpoint.py")],
         "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
     }
 
