@@ -56,8 +56,9 @@ OVERSIZED: list[tuple[str, str, list[Any], str]] = [
     ("k", "select * from memsub.hybrid_search('polymer', null::vector, 1001)", [], "k"),
     ("candidates", "select * from memsub.hybrid_search('polymer', null::vector, 10, p_candidates => 1001)", [],
      "candidates"),
-    ("scan tuples", "select * from memsub.semantic_search(array_fill(0.5::real, array[memsub.vector_dimension()])::vector,"
-                    " 10, p_max_scan_tuples => 100001)", [], "max_scan_tuples"),
+    ("scan tuples", "select * from memsub.semantic_search("
+                    "array_fill(0.5::real, array[memsub.vector_dimension()])::vector, 10, p_max_scan_tuples => 100001)",
+     [], "max_scan_tuples"),
     ("traversal depth", "select * from memsub.traverse_graph('a', 11)", [], "max_depth"),
     ("traversal rows", "select * from memsub.traverse_graph('a', 2, p_limit => 10001)", [], "limit"),
     ("neighbour depth", "select * from memsub.graph_neighbors('a', 11)", [], "max_depth"),
