@@ -7,6 +7,7 @@ import re
 # Tables without tenant_id and what they become on a distributed cluster (docs/scale-out.md).
 NOT_DISTRIBUTED = {
     "installation_settings": "reference",
+    "limits": "reference",
     "memory_view_refresh_log": "coordinator",
     "schema_history": "coordinator",
     "schema_repeatable_history": "coordinator",
