@@ -139,3 +139,24 @@ grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph
 grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
 grant execute on function memsub.refresh_memory_view(text, uuid) to memsub_platform_admin;
 grant execute on procedure memsub.refresh_memory_views() to memsub_platform_admin;
+
+-- Populated at install -----------------------------------------------------------------------------------------
+
+-- The views are created WITH NO DATA; a view never refreshed makes every tenant_* view fail with "has not been
+-- populated". Populating them here (after the grants above, so the owner can read what it aggregates) makes the
+-- tenant_* views read as empty until the first scheduled refresh (memsub maintain, or pg_cron). On a fresh install
+-- the tables are empty and this is instantaneous; a view that was ever refreshed is left as it is, so re-applying
+-- this file costs nothing. The refresh runs as the views' owner: the installing role is a member of it.
+do $populate$
+declare
+    v_name text;
+begin
+    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                'mv_reflection_patterns'] loop
+        if not (select c.relispopulated from pg_catalog.pg_class c
+                 where c.relnamespace = 'memsub'::regnamespace and c.relname = v_name) then
+            execute pg_catalog.format('refresh materialized view memsub.%I', v_name);
+        end if;
+    end loop;
+end
+$populate$;

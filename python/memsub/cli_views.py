@@ -7,7 +7,8 @@ import sys
 import click
 import psycopg
 
-from memsub.config import resolve_dsn
+from memsub.connection import resolve
+from memsub.exit_codes import fail
 
 
 @click.command("refresh-views")
@@ -17,7 +18,7 @@ def refresh_views_command(dsn: str | None) -> None:
     """Refresh the materialized views (CALL memsub.refresh_memory_views()), one transaction per view."""
     try:
         # The procedure commits after each view, so it must run outside a transaction block.
-        with psycopg.connect(resolve_dsn(dsn).dsn, autocommit=True) as conn:
+        with psycopg.connect(resolve(dsn, announce=True).dsn, autocommit=True) as conn:
             conn.execute("call memsub.refresh_memory_views()")
             rows = conn.execute(
                 "select view_name, method, status, duration_ms, row_count, error "
@@ -26,8 +27,7 @@ def refresh_views_command(dsn: str | None) -> None:
                 "                order by started_at desc limit 1) "
                 "order by started_at").fetchall()
     except psycopg.Error as error:
-        click.echo(f"memsub: {error.diag.message_primary or error}", err=True)
-        sys.exit(1)
+        fail(error)
     failed = False
     for view_name, method, status, duration_ms, row_count, error_text in rows:
         detail = f"{row_count} rows" if status == "ok" else str(error_text)

@@ -51,6 +51,31 @@ class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 
 
+class PreflightRefused(MigrationError):
+    """The server lacks what installation needs (an extension, a privilege, a version); nothing was changed."""
+
+    def __init__(self, missing: list[str]) -> None:
+        super().__init__("preflight refused, nothing was changed; missing: " + "; ".join(missing))
+        self.missing = missing
+
+
+class ConnectionFailed(MemsubError):
+    """The server cannot be reached or refuses the login: refused, timed out, wrong password, no such database,
+    or the connection pool could not hand out a connection in time."""
+
+
+class ConfigurationError(InvalidInput):
+    """A malformed connection string or option, found before anything was sent to the server."""
+
+
+class PrivilegeError(ContextError):
+    """The database role lacks a privilege the command needs (SQLSTATE 42501)."""
+
+
+class LocalValidationError(InvalidInput, ValueError):
+    """A value rejected by the client before it reached the database (e.g. an envelope that fails its model)."""
+
+
 def from_database_error(error: psycopg.Error) -> MemsubError:
     """Translate a psycopg error raised by a stored function into the matching memsub exception."""
     sqlstate = error.sqlstate or ""

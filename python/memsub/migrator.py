@@ -21,8 +21,8 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import dict_row
 
-from memsub import resources
-from memsub.errors import MigrationError
+from memsub import preflight, resources
+from memsub.errors import MigrationError, PreflightRefused
 from memsub.schema_files import (
     DeclaredObject,
     Migration,
@@ -136,6 +136,7 @@ class MigrationReport:
     repeatables_applied: bool = False
     dry_run: bool = False
     planned: list[str] = field(default_factory=list)
+    out_of_order: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -273,25 +274,35 @@ class Migrator:
 
     # -- changing the database --------------------------------------------------------------------------
 
-    def _plan(self, applied: dict[Version, AppliedMigration], target: Version) -> list[Migration]:
+    def _plan(self, applied: dict[Version, AppliedMigration], target: Version,
+              allow_out_of_order: bool = False) -> list[Migration]:
         top = max(applied) if applied else None
         plan = [m for m in self.migrations if m.version not in applied and m.version <= target]
-        for migration in plan:
-            if top is not None and migration.version < top:
-                raise MigrationError(
-                    f"migrations/{migration.path.name} is older than the applied version "
-                    f"{format_version(top)} but was never applied; out-of-order migrations are refused")
+        late = [m for m in plan if top is not None and m.version < top]
+        if late and not allow_out_of_order:
+            names = ", ".join(m.path.name for m in late)
+            raise MigrationError(
+                f"{names}: older than the applied version {format_version(top) if top else ''} but never applied; "
+                "out-of-order migrations are refused by default. If the database was created by a memsub whose "
+                "history had these files later (their objects are missing), apply them with "
+                "memsub migrate --allow-out-of-order (memsub verify then checks the result)")
         return plan
 
-    def migrate(self, target: str | None = None, dry_run: bool = False) -> MigrationReport:
+    def migrate(self, target: str | None = None, dry_run: bool = False,
+                allow_out_of_order: bool = False) -> MigrationReport:
         """Apply pending migrations up to ``target`` (default: the newest), then the re-runnable objects
-        when the database is at the newest version and any of them changed."""
+        when the database is at the newest version and any of them changed.
+
+        Before the first change, the preflight (memsub.preflight) checks what the plan needs; a failed check
+        raises PreflightRefused listing everything missing, and nothing is changed. ``allow_out_of_order``
+        applies never-applied migrations older than the newest applied one (reported in ``out_of_order``)."""
         started = time.monotonic()
         target_version = parse_version(target) if target else self.head
         if target_version not in {m.version for m in self.migrations}:
             raise MigrationError(f"--to {format_version(target_version)}: no such migration is shipped")
         report = MigrationReport(dry_run=dry_run)
         with self._connect() as conn:
+            _creator_may_set_role(conn)
             conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
             try:
                 applied = self._applied(conn)
@@ -302,7 +313,9 @@ class Migrator:
                     raise MigrationError(
                         f"database is already at {format_version(max(applied))}, past --to "
                         f"{format_version(target_version)}; memsub does not migrate down")
-                plan = self._plan(applied, target_version)
+                plan = self._plan(applied, target_version, allow_out_of_order)
+                top = max(applied) if applied else None
+                report.out_of_order = [m.path.name for m in plan if top is not None and m.version < top]
                 at_head = target_version == self.head
                 recorded = self._repeatable_history(conn)
                 repeatables_due = at_head and (
@@ -311,19 +324,27 @@ class Migrator:
                     or set(recorded) != {r.name for r in self.repeatables}
                     or bool(self._missing_objects(conn)))
                 report.planned = [m.path.name for m in plan] + (["sql/*"] if repeatables_due else [])
+                if plan or repeatables_due:
+                    missing = preflight.missing(conn, plan)
+                    if missing:
+                        raise PreflightRefused(missing)
                 if dry_run:
                     return report
                 with conn.transaction():
                     conn.execute(HISTORY_DDL)
+                owner_grant = _owner_grant_statements(conn)
                 for migration in plan:
                     with conn.transaction():
-                        for statement in migration_statements(migration):
-                            conn.execute(statement.encode())
+                        for statement in (owner_grant[0], *migration_statements(migration), owner_grant[1]):
+                            if statement:
+                                conn.execute(statement.encode())
                     report.applied.append(migration.path.name)
                 if repeatables_due:
                     with conn.transaction():
-                        for statement in repeatable_statements(self.repeatables):
-                            conn.execute(statement.encode())
+                        for statement in (owner_grant[0], *repeatable_statements(self.repeatables),
+                                          owner_grant[1]):
+                            if statement:
+                                conn.execute(statement.encode())
                     report.repeatables_applied = True
             finally:
                 conn.execute("select pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
@@ -374,6 +395,28 @@ class Migrator:
             lines.append("commit;")
         lines += ["", f"select pg_advisory_unlock({MIGRATION_LOCK_KEY});", ""]
         return "\n".join(lines)
+
+
+def _creator_may_set_role(conn: psycopg.Connection[dict[str, object]]) -> None:
+    """On PostgreSQL 16+, a non-superuser with CREATEROLE gets only ADMIN on a role it creates; memsub's files
+    then make that role the owner of objects, which needs SET. This session grants its creator SET (and INHERIT)
+    on the roles it creates, as a superuser would have implicitly."""
+    row = conn.execute("select current_setting('server_version_num')::integer >= 160000 as modern").fetchone()
+    if row and row["modern"]:
+        conn.execute("select pg_catalog.set_config('createrole_self_grant', 'set, inherit', false)")
+
+
+def _owner_grant_statements(conn: psycopg.Connection[dict[str, object]]) -> tuple[str, str]:
+    """For a non-superuser installer: statements around each migration's transaction.
+
+    PostgreSQL lets a non-superuser give an object to another role only when that role may CREATE in the
+    object's schema; the migrations hand objects to memsub_view_owner and memsub_retrieval_owner, which never get
+    CREATE on memsub. The migration transaction therefore grants CREATE on the schema to PUBLIC first and
+    revokes it before committing: no other session ever sees the grant (catalog changes are transactional)."""
+    row = conn.execute("select rolsuper from pg_catalog.pg_roles where rolname = current_user").fetchone()
+    if row and row["rolsuper"]:
+        return "", ""
+    return ("grant create on schema memsub to public", "revoke create on schema memsub from public")
 
 
 def _terminated(statement: str) -> str:
