@@ -22,6 +22,7 @@ import pytest
 from psycopg import sql
 
 from conftest import login_role
+
 from helpers import TENANT_A, set_context, write
 
 ATTACK_MARK = "memsub-attack ran as "
@@ -70,16 +71,17 @@ def _catalog(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         select t.typname, pg_catalog.format('%I.%I', n.nspname, t.typname)
           from pg_catalog.pg_type t join pg_catalog.pg_namespace n on n.oid = t.typnamespace
          where t.typtype in ('b', 'c', 'e', 'r', 'd') and t.typcategory <> 'A'
-           and (n.nspname in ('pg_catalog', 'memsub') or t.typname in ('vector', 'halfvec', 'sparsevec'))""").fetchall())
+           and (n.nspname in ('pg_catalog', 'memsub') or t.typname in ('vector', 'halfvec', 'sparsevec'))
+        """).fetchall())
     relations = {}
-    for relname, columns in conn.execute("""
-        select c.relname, array_agg(pg_catalog.format('%I', a.attname) || ' '
-                                    || pg_catalog.format_type(a.atttypid, a.atttypmod) order by a.attnum)
+    for relname, names, types in conn.execute("""
+        select c.relname, array_agg(a.attname::pg_catalog.text order by a.attnum),
+               array_agg(pg_catalog.format_type(a.atttypid, a.atttypmod) order by a.attnum)
           from pg_catalog.pg_class c join pg_catalog.pg_attribute a on a.attrelid = c.oid
          where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f')
            and a.attnum > 0 and not a.attisdropped
          group by c.relname"""):
-        relations[relname] = columns
+        relations[relname] = list(zip(names, types, strict=True))
     routines = conn.execute("""
         select p.oid::pg_catalog.regprocedure::pg_catalog.text, p.prokind,
                array(select pg_catalog.format_type(t, null) from pg_catalog.unnest(p.proargtypes) t)
@@ -115,9 +117,8 @@ def _plant(conn: psycopg.Connection[Any], catalog: dict[str, Any]) -> int:
     planted = 0
     for relname, columns in catalog["relations"].items():
         # A view over the relation's columns: reading it runs the spy; writing it runs the spy trigger.
-        select_list = sql.SQL(", ").join(
-            sql.SQL("null::{} as {}").format(sql.SQL(column.split(" ", 1)[1]), sql.Identifier(column.split(" ", 1)[0].strip('"')))
-            for column in columns)
+        select_list = sql.SQL(", ").join(sql.SQL("null::{} as {}").format(sql.SQL(type_name), sql.Identifier(name))
+                                         for name, type_name in columns)
         view = sql.Identifier("pg_temp", relname)
         made = _try(conn, sql.SQL("create view {} as select {} where pg_temp.spy(true)").format(view, select_list)) \
             or _try(conn, sql.SQL("create view {} as select null::pg_catalog.text as x where pg_temp.spy(true)")
