@@ -158,7 +158,8 @@ def test_outsiders_cannot_take_memsub_locks(db):
 
 def test_migrate_of_an_installed_database_ignores_an_outsider_holding_the_old_key(db):
     with outsider_holding(db, keys=[MIGRATION_KEY]):
-        finished, results, errors = in_thread(lambda: CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn()]), 60)
+        finished, results, errors = in_thread(
+            lambda: CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn(), "--lock-wait", "5"]), 60)
         if not finished:
             terminate_waiters(db)
     assert finished, "memsub migrate hung on a lock an outsider holds"

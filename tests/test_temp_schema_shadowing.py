@@ -36,6 +36,8 @@ COMMON_TYPES = [
 ]
 
 
+# The routines that cannot pin search_path (procedures that commit).
+UNPINNED = {"memsub.refresh_memory_views"}
 ALIASES = {"int": "int4", "integer": "int4", "smallint": "int2", "bigint": "int8", "boolean": "bool",
            "real": "float4", "decimal": "numeric"}
 
@@ -46,6 +48,7 @@ class Attack:
     ran_as: list[tuple[str, str]] = field(default_factory=list)  # (role, what was being called)
     current: str = "setup"
     called: int = 0
+    seen: set[str] = field(default_factory=set)
 
     def notice(self, diag: psycopg.errors.Diagnostic) -> None:
         message = diag.message_primary or ""
@@ -84,7 +87,14 @@ def _catalog(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         relations[relname] = list(zip(names, types, strict=True))
     routines = conn.execute("""
         select p.oid::pg_catalog.regprocedure::pg_catalog.text, p.prokind,
-               array(select pg_catalog.format_type(t, null) from pg_catalog.unnest(p.proargtypes) t)
+               array(select pg_catalog.format_type(t, null) from pg_catalog.unnest(p.proargtypes) t),
+               array(select pg_catalog.format('%I.%I', n.nspname, coalesce(e.typname, y.typname))
+                            || case when e.oid is null then '' else '[]' end
+                       from pg_catalog.unnest(p.proargtypes) with ordinality a(t, i)
+                       join pg_catalog.pg_type y on y.oid = a.t
+                       left join pg_catalog.pg_type e on e.oid = y.typelem and y.typcategory = 'A'
+                       join pg_catalog.pg_namespace n on n.oid = coalesce(e.typnamespace, y.typnamespace)
+                      order by a.i)
           from pg_catalog.pg_proc p
          where p.pronamespace = 'memsub'::regnamespace and p.prokind in ('f', 'p')
            and pg_catalog.has_function_privilege(p.oid, 'execute')
@@ -173,12 +183,14 @@ def _attack(db: Any, kind: str) -> Attack:
         conn.execute("select 'aaaaaaaa-0000-0000-0000-000000000001'::uuid")
         conn.commit()
         assert (attack.login, "control") in attack.ran_as
-        for signature, kind_of_routine, arg_types in catalog["routines"]:
+        for signature, kind_of_routine, arg_types, qualified_types in catalog["routines"]:
             name = signature.split("(", 1)[0]
             attack.current = signature
+            attack.seen.add(signature)
             args = [_value(t, packet_id, catalog["dimension"]) for t in arg_types]
+            # Casts name their schema: the login's own statements do not touch its shadows.
             placeholders = sql.SQL(", ").join(sql.SQL("{}::{}").format(sql.Placeholder(), sql.SQL(t))
-                                              for t in arg_types)
+                                              for t in qualified_types)
             qualified = sql.SQL(".").join(sql.Identifier(part) for part in name.split("."))
             for values in (args, [None] * len(args)):
                 attack.called += 1
@@ -203,6 +215,11 @@ def test_planted_temporary_objects_never_run_as_another_role(db, kind):
     escalated = sorted({(role, what) for role, what in attack.ran_as if role != attack.login})
     assert escalated == [], (f"{attack.login}'s planted code ran as another role in {len(escalated)} calls, "
                              f"e.g. {escalated[:10]}")
+    # A procedure that commits cannot pin search_path: it qualifies every name, so no shadow is even touched.
+    unpinned = {what for _, what in attack.ran_as if what.split("(")[0] in UNPINNED}
+    assert unpinned == set()
+    if kind == "platform_admin":
+        assert UNPINNED <= {what.split("(")[0] for what in attack.seen}
 
 
 def test_every_routine_searches_pg_temp_last(db):

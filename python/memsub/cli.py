@@ -18,7 +18,7 @@ from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
 from memsub.errors import MemsubError
-from memsub.migrator import Migrator
+from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 
 dsn_option = click.option("--dsn", envvar=None, default=None,
                           help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
@@ -41,10 +41,12 @@ def main() -> None:
 @dsn_option
 @click.option("--to", "target", default=None, help="Stop at this version (default: the newest).")
 @click.option("--dry-run", is_flag=True, help="Show what would be applied; change nothing.")
-def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
+@click.option("--lock-wait", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LOCK_WAIT,
+              show_default=True, help="Seconds to wait for any lock before giving up and naming its holders.")
+def migrate(dsn: str | None, target: str | None, dry_run: bool, lock_wait: float) -> None:
     """Apply pending migrations, then the re-runnable SQL objects."""
     try:
-        report = Migrator(resolve_dsn(dsn).dsn).migrate(target, dry_run=dry_run)
+        report = Migrator(resolve_dsn(dsn).dsn, lock_wait=lock_wait).migrate(target, dry_run=dry_run)
     except (MemsubError, ValueError) as error:
         _fail(str(error))
     if dry_run:
