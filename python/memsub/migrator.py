@@ -21,9 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from memsub import resources
 from memsub.errors import MigrationError
@@ -200,8 +201,8 @@ class Migrator:
         return conn
 
     @staticmethod
-    def _holders(conn: psycopg.Connection[dict[str, object]], query: str, params: dict[str, object]) -> str:
-        rows = conn.execute(query.encode(), params).fetchall()
+    def _holders(conn: psycopg.Connection[Any], query: str, params: dict[str, object]) -> str:
+        rows = conn.cursor(row_factory=dict_row).execute(query.encode(), params).fetchall()
         if not rows:
             return "no session holds it any more"
         return "held by " + ", ".join(
@@ -221,12 +222,14 @@ class Migrator:
                                                           "objid": MIGRATION_LOCK_KEY & 0xFFFFFFFF})
                 + "; if that session is not a memsub migrator, end it (pg_terminate_backend)") from None
 
-    def _lock_history(self, conn: psycopg.Connection[dict[str, object]]) -> None:
+    def lock_history(self, conn: psycopg.Connection[Any]) -> None:
         """The migration lock, for the rest of the current transaction: SHARE UPDATE EXCLUSIVE on
         memsub.schema_history. It conflicts with itself, not with reads and row writes, and only the table's
         owner or a superuser can take it: a login without privileges on the table can hold at most ACCESS
         SHARE (e.g. through pg_relation_size), which does not conflict."""
-        if not self._history_exists(conn):
+        exists = conn.cursor(row_factory=tuple_row).execute(
+            "select to_regclass('memsub.schema_history') is not null").fetchone()
+        if not (exists and exists[0]):
             return
         try:
             with conn.transaction():  # a savepoint: the holders are read in the same transaction on failure
@@ -412,10 +415,10 @@ class Migrator:
     def _migrate_locked(self, conn: psycopg.Connection[dict[str, object]], report: MigrationReport,
                         target_version: Version) -> None:
         """Plans, then applies one transaction per migration and one for the re-runnable objects. Each
-        transaction takes the migration lock (_lock_history) and re-reads the history first: a migration a
+        transaction takes the migration lock (lock_history) and re-reads the history first: a migration a
         concurrent migrator applied meanwhile is skipped, never applied twice or out of order."""
         with conn.transaction():
-            self._lock_history(conn)
+            self.lock_history(conn)
             applied = self._applied(conn)
             problems = self._check_history(applied)
             if problems:
@@ -432,7 +435,7 @@ class Migrator:
         for migration in plan:
             try:
                 with conn.transaction():
-                    self._lock_history(conn)
+                    self.lock_history(conn)
                     applied = self._applied(conn)
                     if migration.version in applied:
                         continue
@@ -448,7 +451,7 @@ class Migrator:
         if repeatables_due:
             try:
                 with conn.transaction():
-                    self._lock_history(conn)
+                    self.lock_history(conn)
                     applied = self._applied(conn)
                     if applied and max(applied) != self.head:
                         raise MigrationError(f"database moved to {format_version(max(applied))} meanwhile")
