@@ -86,9 +86,11 @@ def test_a_task_whose_lock_is_held_is_skipped_not_run_twice(db):
         holder.execute("select pg_advisory_lock(hashtextextended('memsub.maintain:purge_expired', 0))")
         result = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
                                           "--dsn", db.dsn("platform_admin")])
-    assert result.exit_code == 0, result.output
+        holder_pid = holder.info.backend_pid
+    assert result.exit_code == 1, result.output  # a skipped task is never reported as success
     (round_report,) = _rounds(result.stdout)
     assert [(t["task"], t["status"]) for t in round_report["tasks"]] == [("purge_expired", "skipped")]
+    assert f"pid {holder_pid}" in round_report["tasks"][0]["summary"]
     assert superuser_count(db) == before
 
 

@@ -20,7 +20,7 @@ from memsub.client import Substrate, TenantSession
 from memsub.connection import probe, resolve
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import CHECK_FAILED, GuardedGroup, fail
-from memsub.migrator import Migrator
+from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 
 dsn_option = click.option("--dsn", envvar=None, default=None,
                           help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
@@ -66,13 +66,17 @@ def main() -> None:
 @click.option("--allow-out-of-order", is_flag=True,
               help="Also apply never-applied migrations older than the newest applied one (an upgrade from a "
                    "database whose history had them later), and say so.")
+@click.option("--lock-wait", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LOCK_WAIT,
+              show_default=True, help="Seconds to wait for any lock before giving up and naming its holders.")
 @json_option
-def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, as_json: bool) -> None:
+def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, lock_wait: float,
+            as_json: bool) -> None:
     """Check what installing needs (preflight), then apply pending migrations and the re-runnable SQL objects."""
     conninfo = server_dsn(dsn)
     probe(conninfo)
     try:
-        report = Migrator(conninfo).migrate(target, dry_run=dry_run, allow_out_of_order=allow_out_of_order)
+        report = Migrator(conninfo, lock_wait=lock_wait).migrate(target, dry_run=dry_run,
+                                                                 allow_out_of_order=allow_out_of_order)
     except ValueError as error:
         fail(MemsubError(str(error)), as_json=as_json)
     if as_json:

@@ -36,7 +36,8 @@ class ImmutableError(MemsubError):
 
 
 class ConflictError(MemsubError):
-    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001)."""
+    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001),
+    or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03)."""
 
 
 class NotFound(MemsubError):
@@ -92,7 +93,7 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505", "23P01"}:
         cls = IntegrityError
-    elif sqlstate == "40001":
+    elif sqlstate in {"40001", "55P03"}:
         cls = ConflictError
     elif sqlstate == "54000":
         cls = LimitExceeded

@@ -60,7 +60,8 @@ class RoundReport:
 
     @property
     def ok(self) -> bool:
-        return all(t.status != "failed" for t in self.tasks)
+        """Every task ran: a skipped task (its lock held elsewhere) is not a success."""
+        return all(t.status == "ok" for t in self.tasks)
 
     def as_dict(self) -> dict[str, Any]:
         return {"started_at": self.started_at.isoformat(), "ok": self.ok, "tasks": [t.as_dict() for t in self.tasks]}
@@ -85,6 +86,18 @@ def _try_lock(conn: Connection, task: str) -> int | None:
     key = _lock_key(conn, task)
     row = conn.execute("select pg_catalog.pg_try_advisory_lock(%s) as got", [key]).fetchone()
     return key if row and row["got"] else None
+
+
+def _lock_holder(conn: Connection, task: str) -> str:
+    """Who holds the task's lock (any login can take an advisory key, so the holder is named, not assumed)."""
+    key = _lock_key(conn, task)
+    row = conn.execute(
+        "select string_agg(pg_catalog.format('pid %s (role %s)', l.pid, coalesce(a.usename::text, '?')), ', ') "
+        "as holders from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid "
+        "where l.locktype = 'advisory' and l.granted and l.objsubid = 1 "
+        "and l.classid::bigint = (%s >> 32) & 4294967295 and l.objid::bigint = %s & 4294967295",
+        [key, key]).fetchone()
+    return str(row["holders"]) if row and row["holders"] else "another session"
 
 
 def _unlock(conn: Connection, key: int) -> None:
@@ -212,7 +225,7 @@ def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
                 key = _try_lock(conn, task)
                 if key is None:
                     report.status = "skipped"
-                    report.summary = "another memsub maintain holds this task's lock"
+                    report.summary = f"this task's lock is held by {_lock_holder(conn, task)}"
                 else:
                     try:
                         RUNNERS[task](conn, report)
