@@ -89,7 +89,8 @@ def test_a_task_whose_lock_is_held_is_skipped_not_run_twice(db):
         holder_pid = holder.info.backend_pid
     assert result.exit_code == 1, result.output  # a skipped task is never reported as success
     (round_report,) = _rounds(result.stdout)
-    assert [(t["task"], t["status"]) for t in round_report["tasks"]] == [("purge_expired", "skipped")]
+    assert [(t["task"], t["status"], t["error"]) for t in round_report["tasks"]] == [
+        ("purge_expired", "skipped", None)]
     assert f"pid {holder_pid}" in round_report["tasks"][0]["summary"]
     assert superuser_count(db) == before
 

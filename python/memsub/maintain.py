@@ -92,7 +92,7 @@ def _lock_holder(conn: Connection, task: str) -> str:
     """Who holds the task's lock (any login can take an advisory key, so the holder is named, not assumed)."""
     key = _lock_key(conn, task)
     row = conn.execute(
-        "select string_agg(pg_catalog.format('pid %s (role %s)', l.pid, coalesce(a.usename::text, '?')), ', ') "
+        "select string_agg(pg_catalog.format('pid %%s (role %%s)', l.pid, coalesce(a.usename::text, '?')), ', ') "
         "as holders from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid "
         "where l.locktype = 'advisory' and l.granted and l.objsubid = 1 "
         "and l.classid::bigint = (%s >> 32) & 4294967295 and l.objid::bigint = %s & 4294967295",
