@@ -154,6 +154,8 @@ def ensure_demo_roles(dsn: str) -> dict[str, str]:
             conn.execute(sql.SQL("alter role {} login nobypassrls password {}").format(
                 ident, sql.Literal(password)))
             conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), ident))
+            for tenant in (ACME, BOREALIS):  # the tenants the demo's logins may act for, and no others
+                conn.execute("select memsub.bind_login(%s, %s)", [role, tenant.tenant_id])
             passwords[role] = password
     return passwords
 
