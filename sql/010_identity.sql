@@ -52,8 +52,20 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    seal_key record;
 begin
-    if tenant is not null and not memsub.context_is_sealed() then
+    if tenant is null then
+        return null;
+    end if;
+    -- The seal memsub.store_context (015_identity_binding.sql) wrote, recomputed with the same expression.
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
+       pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+           || pg_catalog.convert_to(pg_catalog.concat_ws('|', session_user,
+                  extract(epoch from pg_catalog.transaction_timestamp()), pg_catalog.quote_nullable(tenant),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))), 'UTF8'))), 'hex') then
         raise exception 'memsub: the context was not set by memsub.set_context in this transaction (or was changed since)'
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Set the context with memsub.set_context or memsub.set_context_signed, never with set_config or SET.';

@@ -39,32 +39,6 @@ comment on function memsub.context_mac(text, text) is
     'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: '
     'only memsub''s SECURITY DEFINER context functions may compute MACs.';
 
-create or replace function memsub.context_seal_message() returns text
-language sql stable parallel safe security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    select pg_catalog.jsonb_build_array(
-               pg_catalog.current_setting('memsub.tenant_id', true), pg_catalog.current_setting('memsub.org_id', true),
-               pg_catalog.current_setting('memsub.user_id', true), pg_catalog.current_setting('memsub.session_id', true),
-               session_user::text,
-               extract(epoch from pg_catalog.transaction_timestamp())::text)::text
-$$;
-comment on function memsub.context_seal_message() is
-    'What the context seal covers: tenant, org, user and session as they are now, the login (session_user) and '
-    'the start of the transaction, so a seal fits one login''s context in one transaction only. Context roles '
-    'are not sealed: they count only for members of the matching memsub role, whoever sets them.';
-
-create or replace function memsub.context_is_sealed() returns boolean
-language sql stable parallel safe security invoker
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-    select coalesce(pg_catalog.current_setting('memsub.context_seal', true)
-                    = encode(memsub.context_mac('seal', memsub.context_seal_message()), 'hex'), false)
-$$;
-comment on function memsub.context_is_sealed() is
-    'True when the context settings carry the seal memsub.set_context/set_context_signed wrote in this '
-    'transaction for this login. Runs inside SECURITY DEFINER functions (it reads the seal key).';
-
 create or replace function memsub.store_context(
     p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
 ) returns void
@@ -72,13 +46,28 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    login_is_admin boolean := pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER');
+    seal_key record;
     previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    -- The seal covers the login, the start of the transaction, tenant, org, user and session: it fits one
+    -- login's context in one transaction only. Context roles are not sealed: they count only for members of the
+    -- matching memsub role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give
+    -- the same message. memsub.current_tenant_id() (010_identity.sql) checks the seal with the same
+    -- expression, inlined there because it runs once per query.
+    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
     -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one.
-    if previous is not null and previous is distinct from p_tenant_id::text and not login_is_admin
-       and memsub.context_is_sealed() then
+    if previous is not null and previous is distinct from p_tenant_id::text
+       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER')
+       and pg_catalog.current_setting('memsub.context_seal', true)
+           = pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+                 || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.tenant_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))),
+                    'UTF8'))), 'hex') then
         raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
@@ -89,12 +78,19 @@ begin
     perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
     perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
     perform pg_catalog.set_config('memsub.context_seal',
-                                  encode(memsub.context_mac('seal', memsub.context_seal_message()), 'hex'), true);
+        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+            || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                   pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+        true);
 end
 $$;
 comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
-    'Writes the transaction-local context settings and their seal; refuses a second tenant in one transaction. '
-    'Granted to nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
+    'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, '
+    'transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to '
+    'nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
 
 create or replace function memsub.seal_context(
     p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text

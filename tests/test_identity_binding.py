@@ -19,7 +19,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from memsub.client import Substrate
 from memsub.context_tokens import mint_context_token
+from memsub.errors import ContextError
 
 from helpers import TENANT_A, TENANT_B, count, set_context, write
 
@@ -264,6 +266,17 @@ def test_a_signed_context_is_accepted_for_an_unbound_login(seeded, logins, signi
         conn.execute("select memsub.set_context_signed(%s)", [token])
         conn.execute("select set_config('memsub.tenant_id', %s, true)", [str(TENANT_A)])
         refused(conn, "select count(*) from memsub.packet_store")
+
+
+def test_the_client_opens_a_signed_context(seeded, logins, signing_key):
+    svc = logins.create()
+    token = mint_context_token(signing_key, "gateway-1", TENANT_B, ttl_seconds=60, login=svc)
+    with Substrate(logins.db.server.dsn(logins.db.name, svc)) as substrate:
+        with substrate.signed(token) as session:
+            assert len(session.fetch("select packet_id from memsub.packet_store")) == 1
+        with pytest.raises(ContextError) as caught, substrate.signed(token[:-4] + "AAAA"):
+            pass
+        assert caught.value.sqlstate == "28000" and caught.value.field == "signature"
 
 
 def _parts(token: str) -> tuple[dict[str, Any], str]:
