@@ -308,6 +308,7 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
 
 def _register_commands() -> None:
     from memsub.cli_ingest import build_ingest_command
+    from memsub.cli_limits import login_timeouts_command
     from memsub.cli_search import graph_group, search_command
     from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
@@ -318,6 +319,7 @@ def _register_commands() -> None:
     main.add_command(build_ingest_command(_tenant_options))
     main.add_command(search_command)
     main.add_command(graph_group)
+    main.add_command(login_timeouts_command)
 
 
 _register_commands()
