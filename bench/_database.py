@@ -65,6 +65,8 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
             with psycopg.connect(dsn, autocommit=True) as conn:
                 if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
                     conn.execute(f"create role {APP_ROLE} login in role memsub_app")
+                # The benchmarks write for many tenants, as a single trusted application does.
+                conn.execute("select memsub.trust_login(%s)", [APP_ROLE])
             yield dsn, make_conninfo(dsn, user=APP_ROLE)
         finally:
             with psycopg.connect(base, autocommit=True) as conn:

@@ -129,6 +129,7 @@ class Bench:
             role = sql.Identifier(APP_ROLE)
             # Private throwaway server with local trust authentication: the role needs no password.
             conn.execute(sql.SQL("create role {} login nobypassrls in role memsub_app").format(role))
+            conn.execute("select memsub.trust_login(%s)", [APP_ROLE])  # writes for many tenants
             conn.execute("create schema bench")
             conn.execute("create table bench.bare (like memsub.packet_store)")
             conn.execute(sql.SQL("grant usage on schema bench to {}").format(role))

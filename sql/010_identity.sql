@@ -34,22 +34,48 @@ begin
                 using errcode = '42501', column = 'roles';
         end if;
     end loop;
-    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
-    perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
+    -- the login's binding decides which tenants and organizations it may act for (015_identity_binding.sql)
+    perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
 end
 $$;
 comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
     'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. '
-    'Context roles tenant_admin/platform_admin require membership in memsub_tenant_admin/memsub_platform_admin.';
+    'Context roles tenant_admin/platform_admin require membership in memsub_tenant_admin/memsub_platform_admin; '
+    'the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction '
+    'acts for one tenant.';
 
+-- The context is read back only with its seal: settings written by hand (set_config, SET) or changed after
+-- memsub.set_context are refused, so the tenant is the one the binding or a signed token allowed.
 create or replace function memsub.current_tenant_id() returns uuid
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$ select nullif(current_setting('memsub.tenant_id', true), '')::uuid $$;
-comment on function memsub.current_tenant_id() is 'Tenant of the current transaction''s context, or NULL when none is set.';
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    seal_key record;
+begin
+    if tenant is null then
+        return null;
+    end if;
+    -- The seal memsub.store_context (015_identity_binding.sql) wrote, recomputed with the same expression.
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
+       pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+           || pg_catalog.convert_to(pg_catalog.concat_ws('|', session_user,
+                  extract(epoch from pg_catalog.transaction_timestamp()), pg_catalog.quote_nullable(tenant),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))), 'UTF8'))), 'hex') then
+        raise exception 'memsub: the context was not set by memsub.set_context in this transaction (or was changed since)'
+            using errcode = '42501', column = 'tenant_id',
+                  hint = 'Set the context with memsub.set_context or memsub.set_context_signed, never with set_config or SET.';
+    end if;
+    return tenant::uuid;
+end
+$$;
+comment on function memsub.current_tenant_id() is
+    'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, '
+    'user or session settings do not carry the seal memsub.set_context wrote in this transaction.';
 
 create or replace function memsub.current_org_id() returns uuid
 language sql stable security invoker parallel safe

@@ -115,6 +115,9 @@ def _create_test_roles(server: Server, dbname: str) -> None:
             if member_of:
                 conn.execute(psycopg.sql.SQL("grant {} to {}").format(
                     psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
+                # The test logins act for many tenants, as the one trusted application of a single-service
+                # deployment does; tests/test_identity_binding.py makes bound logins of its own.
+                conn.execute("select memsub.trust_login(%s)", [role])
 
 
 POLICY_MUTATION_ENV = "MEMSUB_TEST_POLICY_MUTATION"

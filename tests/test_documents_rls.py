@@ -70,6 +70,7 @@ def test_chunk_vectors_and_versions_follow_the_document_organization(db):
         set_context(conn, TENANT_A, ORG_2, USER_1)
         vector_paths = {r["path"] for r in rows(conn, "select distinct metadata ->> 'file_path' as path "
                                                       "from memsub.memory_embeddings")}
+        conn.commit()  # a transaction acts for one tenant
         set_context(conn, TENANT_B)
         other_tenant = rows(conn, "select count(*) as n from memsub.document_chunks")
     assert paths == {"a2.md", "a0.md"} and vector_paths == {"a2.md", "a0.md"}

@@ -89,6 +89,7 @@ def test_checkpoint_rows_obey_row_level_security(db: Any) -> None:
         conn.execute("select memsub.set_context(%s)", [str(tenant_b)])
         rows = conn.execute("select count(*) from memsub.langgraph_checkpoint_list(p_thread_id => 't')").fetchone()
         assert rows == (0,)
+        conn.commit()  # a transaction acts for one tenant
         conn.execute("select memsub.set_context(%s)", [str(tenant_a)])
         rows = conn.execute("select count(*) from memsub.langgraph_checkpoint_list(p_thread_id => 't')").fetchone()
         assert rows is not None and rows[0] > 0

@@ -24,6 +24,7 @@ def _fill(conn: Any, tenant: Any, packets: int) -> None:
         embeddings = [{"embedding_type": space, "vector": json.loads(vec(1.0, 0.1 * i, 0.1 * k))}
                       for k, space in enumerate(SPACES)]
         write(conn, {"packet_type": "memory_write", "payload": {"i": i, "embeddings": embeddings}})
+    conn.commit()  # a transaction acts for one tenant
 
 
 def _index_names(plan: Any) -> set[str]:
@@ -100,6 +101,8 @@ def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
             "where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r' and a.attname = 'vector'")}
         assert types == {"vector(384)"}
         assert conn.execute("select memsub.vector_dimension()").fetchone() == (384,)
+        conn.execute("select memsub.trust_login('memsub_test_app')")  # a fresh installation binds nobody
+        conn.commit()
     with empty_db.connect("app") as conn:
         set_context(conn, TENANT_A)
         result = write(conn, {"packet_type": "memory_write", "payload": {

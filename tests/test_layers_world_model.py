@@ -43,7 +43,8 @@ def test_versions_strictly_increase(db):
             "select version, attributes from memsub.world_model_entities where entity_id = 'L9'").fetchone()
         assert version == 5 and attributes == {"step": 4}
         assert conn.execute("select memsub.world_model_state_version()").fetchone() == (5,)
-        # Another tenant has its own world model and version.
+        # Another tenant has its own world model and version (a transaction acts for one tenant).
+        conn.commit()
         set_context(conn, TENANT_B)
         assert _apply(conn, [{"entity_id": "L9", "entity_type": "Concept"}])["state_version_after"] == 1
 

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import psycopg
+import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -34,8 +35,11 @@ def test_readme_role_example_creates_a_working_login_role(db):
         conn.execute(block.group(1))
     try:
         with psycopg.connect(db.server.dsn(db.name, "my_service")) as conn:
-            conn.execute("select memsub.set_context(gen_random_uuid())")
+            conn.execute("select memsub.set_context('aaaaaaaa-0000-0000-0000-000000000001')")
             assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
+            conn.rollback()
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("select memsub.set_context(gen_random_uuid())")  # a tenant it is not bound to
     finally:
         with db.connect(autocommit=True) as conn:
             conn.execute("drop role my_service")

@@ -172,6 +172,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("drop role if exists memsub_crash_app")
             conn.execute("create role memsub_crash_app login in role memsub_app")
+            conn.execute("select memsub.trust_login('memsub_crash_app')")  # writes for many tenants
         app_dsn = psycopg.conninfo.make_conninfo(dsn, user="memsub_crash_app")
         acknowledged: list[tuple[uuid.UUID, uuid.UUID, list[uuid.UUID]]] = []
         for round_number in range(soak_factor()):

@@ -145,6 +145,17 @@ class Substrate:
         finally:
             self.pool.putconn(connection)
 
+    @contextmanager
+    def signed(self, token: str) -> Iterator[TenantSession]:
+        """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``; tokens
+        from ``memsub.context_tokens.mint_context_token``)."""
+        with self._connection() as connection, connection.transaction():
+            try:
+                connection.execute("select memsub.set_context_signed(%s)", [token])
+            except psycopg.Error as error:
+                raise from_database_error(error) from error
+            yield TenantSession(connection)
+
 
 def _configure(connection: psycopg.Connection[Row]) -> None:
     """New pool connections learn pgvector's ``vector`` type, so vectors and NumPy arrays bind as parameters.

@@ -201,6 +201,8 @@ def create_demo_roles(resources: DemoResources, dsn: str) -> dict[str, str]:
                 sql.Identifier(role), sql.Literal(password)))
             resources.roles[role] = member_of
             conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), sql.Identifier(role)))
+            for tenant in (ACME, BOREALIS):  # the tenants the demo's logins may act for, and no others
+                conn.execute("select memsub.bind_login(%s, %s)", [role, tenant.tenant_id])
             passwords[role] = password
     return passwords
 

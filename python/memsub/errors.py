@@ -89,7 +89,7 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = NotFound
     elif sqlstate == "55000":
         cls = StateError
-    elif sqlstate == "42501":
+    elif sqlstate in {"42501", "28000"}:
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505", "23P01"}:
         cls = IntegrityError

@@ -1,0 +1,387 @@
+-- Identity binding: the tenant a connection acts for is decided by the database, not merely asserted.
+--
+-- Three parts (docs/security.md, "Identity binding"):
+-- * login_bindings: memsub.set_context accepts from a login (session_user) only the tenants and organizations it
+--   is bound to. A login with no binding is refused unless installation_settings.unbound_logins = 'allow'.
+--   Platform admins (members of memsub_platform_admin) and superusers, who reach every tenant anyway, need none.
+-- * the seal: set_context stores, next to the context, an HMAC over it, the login and the transaction's start
+--   under a key no login can read. memsub.current_tenant_id() refuses a context whose seal does not match, so a
+--   context written by hand with set_config/SET, or changed after set_context, is worthless.
+-- * signed contexts: memsub.set_context_signed(token) accepts a context a gateway signed (HMAC-SHA256 under a
+--   registered key, see python/memsub/context_tokens.py), with no binding needed.
+-- One transaction acts for one tenant: set_context to another tenant in the same transaction is refused.
+--
+-- HMAC-SHA256 is computed with core sha256() (no extension): keys are stored as their two 64-byte pads, so a
+-- MAC is sha256(outer_pad || sha256(inner_pad || message)).
+
+create or replace function memsub.hmac_pads(p_key bytea, out inner_pad bytea, out outer_pad bytea)
+language sql immutable strict parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    with k as (select case when length(p_key) > 64 then sha256(p_key) else p_key end as key),
+         padded as (select k.key || decode(repeat('00', 64 - length(k.key)), 'hex') as key from k)
+    select decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 54), 2, '0'), '' order by i), 'hex'),
+           decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 92), 2, '0'), '' order by i), 'hex')
+      from padded, generate_series(0, 63) as i
+$$;
+comment on function memsub.hmac_pads(bytea) is
+    'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to '
+    '64 bytes, XOR 0x36 and XOR 0x5c.';
+
+create or replace function memsub.context_mac(p_key_id text, p_message text) returns bytea
+language sql stable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select sha256(k.outer_pad || sha256(k.inner_pad || convert_to(p_message, 'UTF8')))
+      from memsub.context_keys k where k.key_id = p_key_id
+$$;
+comment on function memsub.context_mac(text, text) is
+    'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: '
+    'only memsub''s SECURITY DEFINER context functions may compute MACs.';
+
+create or replace function memsub.store_context(
+    p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
+) returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    seal_key record;
+    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    -- The seal covers the login, the start of the transaction, tenant, org, user and session: it fits one
+    -- login's context in one transaction only. Context roles are not sealed: they count only for members of the
+    -- matching memsub role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give
+    -- the same message. memsub.current_tenant_id() (010_identity.sql) checks the seal with the same
+    -- expression, inlined there because it runs once per query.
+    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
+begin
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
+    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one.
+    if previous is not null and previous is distinct from p_tenant_id::text
+       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER')
+       and pg_catalog.current_setting('memsub.context_seal', true)
+           = pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+                 || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.tenant_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))),
+                    'UTF8'))), 'hex') then
+        raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
+            using errcode = '42501', column = 'tenant_id',
+                  hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
+    end if;
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
+    perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
+    perform pg_catalog.set_config('memsub.context_seal',
+        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+            || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                   pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+        true);
+end
+$$;
+comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
+    'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, '
+    'transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to '
+    'nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
+
+create or replace function memsub.seal_context(
+    p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
+) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_login name := session_user;
+    mode text;
+begin
+    if p_tenant_id is not null
+       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER')
+       and not exists (select from memsub.login_bindings b
+                        where b.login = v_login
+                          and (b.bound_tenant_id is null
+                               or (b.bound_tenant_id = p_tenant_id
+                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) then
+        if not exists (select from memsub.login_bindings b where b.login = v_login) then
+            mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
+                             'refuse');
+            if mode is distinct from 'allow' then
+                raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
+                    using errcode = '42501', column = 'tenant_id',
+                          hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
+                                 'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+            end if;
+        elsif exists (select from memsub.login_bindings b
+                       where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
+            raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
+                            v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
+                using errcode = '42501', column = 'org_id';
+        else
+            raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
+                using errcode = '42501', column = 'tenant_id';
+        end if;
+    end if;
+    perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+end
+$$;
+comment on function memsub.seal_context(uuid, uuid, uuid, text[], text) is
+    'The binding check behind memsub.set_context: refuses a tenant/organization the login (session_user) is not '
+    'bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in '
+    'one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
+
+-- Signed contexts ---------------------------------------------------------------------------------------
+
+create or replace function memsub.base64url_decode(p_text text, p_field text) returns bytea
+language plpgsql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_text is null or p_text = '' or p_text !~ '^[A-Za-z0-9_-]+$' or length(p_text) % 4 = 1 then
+        raise exception 'memsub.set_context_signed: % is not base64url', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return decode(rpad(translate(p_text, '-_', '+/'), (length(p_text) + 3) / 4 * 4, '='), 'base64');
+end
+$$;
+comment on function memsub.base64url_decode(text, text) is
+    'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
+
+create or replace function memsub.set_context_signed(p_token text) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    parts text[] := string_to_array(coalesce(p_token, ''), '.');
+    claims jsonb;
+    v_key_id text;
+    expected bytea;
+    roles text[];
+    requested text;
+    tenant uuid;
+    org uuid;
+    person uuid;
+begin
+    if array_length(parts, 1) is distinct from 2 then
+        raise exception 'memsub.set_context_signed: token must be <claims>.<signature>'
+            using errcode = '22023', column = 'token';
+    end if;
+    begin
+        claims := convert_from(memsub.base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
+    exception when data_exception then
+        raise exception 'memsub.set_context_signed: token claims are not base64url JSON'
+            using errcode = '22023', column = 'token';
+    end;
+    if jsonb_typeof(claims) is distinct from 'object' or jsonb_typeof(claims -> 'kid') is distinct from 'string'
+       or jsonb_typeof(claims -> 'exp') is distinct from 'number' then
+        raise exception 'memsub.set_context_signed: token claims need a string kid and a numeric exp'
+            using errcode = '22023', column = 'token';
+    end if;
+    v_key_id := claims ->> 'kid';
+    expected := memsub.context_mac(v_key_id, parts[1]);
+    if expected is null
+       or not exists (select from memsub.context_keys k where k.key_id = v_key_id and k.purpose = 'token') then
+        raise exception 'memsub.set_context_signed: unknown signing key "%"', v_key_id
+            using errcode = '28000', column = 'kid';
+    end if;
+    if expected is distinct from memsub.base64url_decode(parts[2], 'token') then
+        raise exception 'memsub.set_context_signed: the token signature does not match its claims'
+            using errcode = '28000', column = 'signature';
+    end if;
+    if (claims ->> 'exp')::numeric <= extract(epoch from pg_catalog.statement_timestamp()) then
+        raise exception 'memsub.set_context_signed: the token expired at %', to_timestamp((claims ->> 'exp')::double precision)
+            using errcode = '28000', column = 'exp';
+    end if;
+    if claims ? 'login' and claims ->> 'login' is distinct from session_user::text then
+        raise exception 'memsub.set_context_signed: the token is for login %, not %', claims ->> 'login', session_user
+            using errcode = '28000', column = 'login';
+    end if;
+    begin
+        tenant := (claims ->> 'tenant')::uuid;
+        org := (claims ->> 'org')::uuid;
+        person := (claims ->> 'user')::uuid;
+        roles := coalesce((select array_agg(r) from jsonb_array_elements_text(
+                               case when jsonb_typeof(claims -> 'roles') = 'array' then claims -> 'roles' else '[]' end) r),
+                          '{}');
+    exception when data_exception then
+        raise exception 'memsub.set_context_signed: token claims tenant, org and user must be UUIDs'
+            using errcode = '22023', column = 'token';
+    end;
+    if tenant is null and not ('platform_admin' = any(roles)) then
+        raise exception 'memsub.set_context_signed: the token names no tenant'
+            using errcode = '22004', column = 'tenant_id';
+    end if;
+    foreach requested in array roles loop
+        if requested not in ('tenant_admin', 'platform_admin') then
+            raise exception 'memsub.set_context_signed: unknown role "%"', requested
+                using errcode = '22023', column = 'roles';
+        end if;
+        if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
+            raise exception 'memsub.set_context_signed: role % requires membership in memsub_%', requested, requested
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
+    perform memsub.store_context(tenant, org, person, roles, claims ->> 'session');
+end
+$$;
+comment on function memsub.set_context_signed(text) is
+    'Sets the request context from a token signed by a gateway (python/memsub/context_tokens.py): HMAC-SHA256 '
+    'under a key registered with memsub.set_context_signing_key. No login binding is needed. Refused: a bad '
+    'signature (28000, column signature), an unknown key (kid), an expired token (exp), a token for another '
+    'login (login); malformed tokens 22023 (token).';
+
+-- Management (platform admins) ----------------------------------------------------------------------------
+
+create or replace function memsub.require_login(p_login name) returns name
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    can_login boolean := (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = p_login);
+begin
+    if can_login is null then
+        raise exception 'memsub: role "%" does not exist', p_login
+            using errcode = '42704', column = 'login';
+    elsif not can_login then
+        raise exception 'memsub: role "%" cannot log in; bind the login roles that are members of it', p_login
+            using errcode = '22023', column = 'login';
+    end if;
+    return p_login;
+end
+$$;
+comment on function memsub.require_login(name) is
+    'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
+
+create or replace function memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid default null)
+returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    inserted integer;
+begin
+    perform memsub.require_login(p_login);
+    if p_tenant_id is null then
+        raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
+            using errcode = '22004', column = 'tenant_id';
+    end if;
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+comment on function memsub.bind_login(name, uuid, uuid) is
+    'Lets a login act for a tenant (org NULL: any organization of it; else that organization only). Platform '
+    'admins only. True when the binding is new.';
+
+create or replace function memsub.trust_login(p_login name) returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    inserted integer;
+begin
+    perform memsub.require_login(p_login);
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, null, null)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+comment on function memsub.trust_login(name) is
+    'Lets a login act for any tenant: the single trusted application of a one-service deployment. Platform '
+    'admins only. True when the binding is new.';
+
+create or replace function memsub.unbind_login(p_login name, p_tenant_id uuid default null, p_org_id uuid default null)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    removed integer;
+begin
+    delete from memsub.login_bindings b
+     where b.login = p_login
+       and (p_tenant_id is null or b.bound_tenant_id = p_tenant_id)
+       and (p_org_id is null or b.bound_org_id = p_org_id);
+    get diagnostics removed = row_count;
+    return removed;
+end
+$$;
+comment on function memsub.unbind_login(name, uuid, uuid) is
+    'Removes bindings of a login: every one (tenant NULL, trust included), those of a tenant, or one organization''s. '
+    'Platform admins only. Returns how many were removed.';
+
+create or replace function memsub.set_unbound_logins(p_mode text) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_mode is null or p_mode not in ('allow', 'refuse') then
+        raise exception 'memsub.set_unbound_logins: mode must be allow or refuse, not %', coalesce(p_mode, 'NULL')
+            using errcode = '22023', column = 'mode';
+    end if;
+    insert into memsub.installation_settings (name, value) values ('unbound_logins', p_mode)
+    on conflict (name) do update set value = excluded.value, set_at = now();
+end
+$$;
+comment on function memsub.set_unbound_logins(text) is
+    'What memsub.set_context does for a login with no binding: refuse (the default) or allow (any tenant, the '
+    'behaviour before identity binding). Platform admins only.';
+
+create or replace function memsub.set_context_signing_key(p_key_id text, p_secret bytea) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]{1,64}$' or p_key_id = 'seal' then
+        raise exception 'memsub.set_context_signing_key: key_id must be 1-64 letters, digits, ".", "_" or "-" (not "seal")'
+            using errcode = '22023', column = 'key_id';
+    end if;
+    if p_secret is null or length(p_secret) < 32 then
+        raise exception 'memsub.set_context_signing_key: secret must be at least 32 bytes'
+            using errcode = '22023', column = 'secret';
+    end if;
+    insert into memsub.context_keys (key_id, purpose, inner_pad, outer_pad)
+    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub.hmac_pads(p_secret) p
+    on conflict (key_id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
+                                      created_at = now(), created_by = session_user;
+end
+$$;
+comment on function memsub.set_context_signing_key(text, bytea) is
+    'Registers (or replaces) a key that context tokens are signed with; the secret cannot be read back. '
+    'Platform admins only.';
+
+create or replace function memsub.drop_context_signing_key(p_key_id text) returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    removed integer;
+begin
+    delete from memsub.context_keys k where k.key_id = p_key_id and k.purpose = 'token';
+    get diagnostics removed = row_count;
+    return removed = 1;
+end
+$$;
+comment on function memsub.drop_context_signing_key(text) is
+    'Removes a context token signing key: tokens signed with it are refused from then on. Platform admins only.';
+
+grant execute on function memsub.seal_context(uuid, uuid, uuid, text[], text), memsub.set_context_signed(text)
+    to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.bind_login(name, uuid, uuid), memsub.trust_login(name), memsub.unbind_login(name, uuid, uuid),
+    memsub.set_unbound_logins(text), memsub.set_context_signing_key(text, bytea),
+    memsub.drop_context_signing_key(text)
+    to memsub_platform_admin;
+grant select on memsub.login_bindings to memsub_platform_admin;
