@@ -526,11 +526,13 @@ def test_upstream_sqlite_session_failed_operation_releases_write_lock(db: Any, p
     assert [i.get("content") for i in run(good.get_items())] == ["kept"]
 
 
-def _wait_until_blocked(db: Any) -> None:
-    """Returns once some backend waits for a lock (the mutation under test reached the locked table)."""
+def _wait_until_blocked(db: Any, mutation: asyncio.Task[Any]) -> None:
+    """Returns once a backend waits for the locked table (the mutation under test reached it), or the mutation
+    ended without reaching it."""
     with db.connect(autocommit=True) as conn:
-        while not conn.execute("select exists (select from pg_locks where not granted "
-                               "and relation = 'memsub.agent_session_items'::regclass)").fetchone()[0]:
+        while not mutation.done() and not conn.execute(
+                "select exists (select from pg_locks where not granted "
+                "and relation = 'memsub.agent_session_items'::regclass)").fetchone()[0]:
             conn.execute("select pg_sleep(0.01)")
 
 
@@ -552,7 +554,8 @@ def test_upstream_sqlite_session_post_commit_cancellation_propagates_after_known
                 mutation = asyncio.create_task(session.pop_item())
             else:
                 mutation = asyncio.create_task(session.clear_session())
-            await asyncio.to_thread(_wait_until_blocked, db)
+            await asyncio.to_thread(_wait_until_blocked, db, mutation)
+            assert not mutation.done()
             mutation.cancel()
             await asyncio.sleep(0)
             mutation.cancel()
