@@ -515,8 +515,10 @@ def test_upstream_runner_with_session_settings_override(pool: Any, tenant: uuid.
 @pytest.mark.parametrize("operation", ["clear", "pop"])
 def test_upstream_sqlite_session_failed_operation_releases_write_lock(db: Any, pool: Any, tenant: uuid.UUID,
                                                                       operation: str) -> None:
-    """Upstream's failed clear/pop tests break the SQLite table; here the call fails inside its transaction
-    because the context asks for a role the login does not hold. Nothing changes and no transaction stays open."""
+    """Upstream's test_sqlite_session_failed_clear_session_rolls_back and
+    test_sqlite_session_failed_pop_item_releases_write_lock break the SQLite table; here the call fails inside its
+    transaction because the context asks for a role the login does not hold. Nothing changes and no transaction
+    stays open on the pooled connection."""
     good = new_session(pool, tenant, "failed_write")
     run(good.add_items([{"role": "user", "content": "kept"}]))
     bad = MemsubSession("failed_write", pool, TenantContext(tenant, roles=["platform_admin"]))
