@@ -37,6 +37,8 @@ GET = ("select item::text as item from memsub.agent_session_get_items(p_session_
 POP = "select memsub.agent_session_pop_item(p_session_id => %s)::text as item"
 CLEAR = "select memsub.agent_session_clear(p_session_id => %s) as deleted"
 
+__all__ = ["MemsubSession", "TenantContext"]
+
 _T = TypeVar("_T")
 
 
