@@ -101,6 +101,8 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
                  "'{messages}', '{json}', '{\\x7b7d}')")
     conn.execute("select memsub.langgraph_store_put('{users,prefs}', 'drink', '{\"v\": \"tea\"}', null, "
                  "'{text}', '[[1, 0, 0]]')")
+    conn.execute("select memsub.agent_session_add_items('conversation-1', "
+                 "'[{\"role\": \"user\", \"content\": \"hi\"}]')")
     text = "Plan: ship it."
     conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
                  "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])
