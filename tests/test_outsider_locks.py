@@ -78,7 +78,7 @@ def terminate_waiters(db: Any) -> None:
 def test_refresh_views_runs_while_an_outsider_holds_the_old_key(db):
     with outsider_holding(db, keys=[VIEWS_KEY]):
         result = CliRunner().invoke(refresh_views_command, ["--dsn", db.dsn("platform_admin")])
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()  # stderr names the server
     assert result.exit_code == 0, result.output
     assert len(lines) == 4 and all(": ok (" in line for line in lines), result.output
     with db.connect() as conn:
