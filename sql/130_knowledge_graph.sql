@@ -2,6 +2,46 @@
 --
 -- Edges are tenant-wide knowledge (the seed's unique key is (tenant_id, source, type, target)): every member of
 -- the tenant reads and reinforces the same edge. They can come only from shared packets.
+--
+-- Entity names match by one rule everywhere: memsub.normalize_text (trimmed, lower case, inner whitespace
+-- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
+-- its aliases resolves to that entity (memsub.resolve_entity, memsub.entity_keys) in every graph read.
+
+create or replace function memsub.resolve_entity(p_name text) returns text
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select coalesce(
+        (select w.entity_id from memsub.world_model_entities w
+          where w.tenant_id = memsub.current_tenant_id()
+            and (memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name)
+                 or memsub.normalize_text(p_name) = any(array(select memsub.normalize_text(a) from unnest(w.aliases) as a)))
+          order by memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name) desc, w.entity_id
+          limit 1),
+        btrim(p_name))
+$$;
+comment on function memsub.resolve_entity(text) is
+    'The graph entity a name stands for: the visible Entity node whose name or one of whose aliases matches it '
+    '(memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+
+create or replace function memsub.entity_keys(p_name text) returns text[]
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select coalesce(
+        (select array[memsub.normalize_text(w.entity_id)]
+                || array(select memsub.normalize_text(a) from unnest(w.aliases) as a)
+           from memsub.world_model_entities w
+          where w.tenant_id = memsub.current_tenant_id()
+            and (memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name)
+                 or memsub.normalize_text(p_name) = any(array(select memsub.normalize_text(a) from unnest(w.aliases) as a)))
+          order by memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name) desc, w.entity_id
+          limit 1),
+        array[memsub.normalize_text(p_name)])
+$$;
+comment on function memsub.entity_keys(text) is
+    'The matching forms under which edges name the entity a name stands for (memsub.resolve_entity): its name and '
+    'its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
 
 create or replace function memsub.upsert_relationship(
     p_source_entity     text,
@@ -35,12 +75,13 @@ begin
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
-                                     where h.tenant_id = v_tenant and h.source_entity = v_source
-                                       and h.relationship_type = v_type and h.target_entity = v_target)),
+                                     where h.tenant_id = v_tenant and h.source_key = memsub.normalize_text(v_source)
+                                       and h.relationship_type = v_type
+                                       and h.target_key = memsub.normalize_text(v_target))),
                   null, '[)'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
-    on conflict (tenant_id, source_entity, relationship_type, target_entity) where upper_inf(valid_period) do update
+    on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
            first_seen = least(r.first_seen, excluded.first_seen),
@@ -54,7 +95,8 @@ comment on function memsub.upsert_relationship(text, text, text, double precisio
     'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: '
     'mention_count 1, valid from the observation. Known edge: '
     'mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent '
-    'evidence: never decreases, approaches 1). Entity names are trimmed; the type is lower case. Race-free '
+    'evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the '
+    'first spelling is kept); the type is lower case. Race-free '
     '(a single INSERT ... ON CONFLICT DO UPDATE).';
 
 create or replace function memsub.graph_neighbors(
@@ -85,3 +127,4 @@ grant execute on function
     memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz)
     to memsub_app;
 grant execute on function memsub.graph_neighbors(text, integer, integer) to memsub_app, memsub_analyst;
+grant execute on function memsub.resolve_entity(text), memsub.entity_keys(text) to memsub_app, memsub_analyst;

@@ -5,6 +5,13 @@
 -- edge confidences along the path (independent evidence, so a path is as trustworthy as all its edges at once).
 -- SECURITY INVOKER: row-level security decides which edges and facts the caller sees; the tenant is also
 -- written into the query so every hop is an index lookup on (tenant_id, entity).
+--
+-- Graph reads mean the graph as of a time, now by default (p_as_of): only edges whose validity window contains
+-- it are walked, so a superseded or closed fact neither answers nor extends a path. Entities are matched by
+-- name or alias (memsub.entity_keys) and reported by the entity's name (memsub.resolve_entity).
+
+drop function if exists memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer);
+drop function if exists memsub.entity_neighbourhood(text, double precision, integer);
 
 create or replace function memsub.traverse_graph(
     p_start_entity        text,
@@ -13,7 +20,8 @@ create or replace function memsub.traverse_graph(
     p_min_confidence      double precision default 0.0,
     p_direction           text             default 'outgoing',
     p_min_path_confidence double precision default 0.0,
-    p_limit               integer          default 1000
+    p_limit               integer          default 1000,
+    p_as_of               timestamptz      default null
 ) returns table (depth integer, entity text, path text[], relationship_path text[], path_confidence double precision,
                  relationship_id uuid, edge_confidence double precision)
 language plpgsql stable security invoker
@@ -21,7 +29,8 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
-    v_start  text := memsub.require_text(p_start_entity, 'start_entity');
+    v_start  text := memsub.resolve_entity(memsub.require_text(p_start_entity, 'start_entity'));
+    v_at     timestamptz := coalesce(p_as_of, now());
     v_types  text[];
 begin
     if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
@@ -37,26 +46,32 @@ begin
     perform memsub.check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
     v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
     return query
-    with recursive walk (depth, entity, path, relationship_path, path_confidence, relationship_id, edge_confidence) as (
-        select 0, v_start, array[v_start], array[]::text[], 1.0::double precision, null::uuid, null::double precision
+    with recursive walk (depth, entity, keys, path, path_keys, relationship_path, path_confidence, relationship_id,
+                         edge_confidence) as (
+        select 0, v_start, memsub.entity_keys(v_start), array[v_start], array[memsub.normalize_text(v_start)],
+               array[]::text[], 1.0::double precision, null::uuid, null::double precision
         union all
-        select w.depth + 1, step.next_entity, w.path || step.next_entity, w.relationship_path || step.relationship_type,
+        select w.depth + 1, step.next_entity, memsub.entity_keys(step.next_entity), w.path || step.next_entity,
+               w.path_keys || memsub.normalize_text(step.next_entity), w.relationship_path || step.relationship_type,
                w.path_confidence * step.confidence, step.relationship_id, step.confidence
           from walk w
           cross join lateral (
-              select r.target_entity as next_entity, r.relationship_type, r.confidence, r.relationship_id
+              select memsub.resolve_entity(r.target_entity) as next_entity, r.relationship_type, r.confidence,
+                     r.relationship_id
                 from memsub.entity_relationships r
-               where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant and r.source_entity = w.entity
+               where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant and r.source_key = any(w.keys)
+                 and r.valid_period @> v_at
               union all
-              select r.source_entity, r.relationship_type, r.confidence, r.relationship_id
+              select memsub.resolve_entity(r.source_entity), r.relationship_type, r.confidence, r.relationship_id
                 from memsub.entity_relationships r
-               where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant and r.target_entity = w.entity
+               where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant and r.target_key = any(w.keys)
+                 and r.valid_period @> v_at
           ) step
          where w.depth < p_max_depth
            and step.confidence >= coalesce(p_min_confidence, 0)
            and (p_relationship_types is null or step.relationship_type = any(v_types))
            and w.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
-           and step.next_entity <> all(w.path)
+           and memsub.normalize_text(step.next_entity) <> all(w.path_keys)
     )
     select w.depth, w.entity, w.path, w.relationship_path, w.path_confidence, w.relationship_id, w.edge_confidence
       from walk w
@@ -65,8 +80,9 @@ begin
      limit p_limit;
 end
 $$;
-comment on function memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer) is
-    'Paths from an entity through the visible knowledge graph: up to max_depth hops (1-10) along outgoing, incoming '
+comment on function memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz) is
+    'Paths from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid '
+    'then; entities by name or alias): up to max_depth hops (1-10) along outgoing, incoming '
     'or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. '
     'A path never revisits an entity (cycle-safe). path_confidence is the product of the edge confidences; paths '
     'below min_path_confidence stop. Shortest and most confident first, at most limit rows.';
@@ -74,7 +90,8 @@ comment on function memsub.traverse_graph(text, integer, text[], double precisio
 create or replace function memsub.entity_neighbourhood(
     p_entity         text,
     p_min_confidence double precision default 0.0,
-    p_limit          integer          default 100
+    p_limit          integer          default 100,
+    p_as_of          timestamptz      default null
 ) returns table (kind text, direction text, relationship_type text, other_entity text, object jsonb,
                  confidence double precision, mention_count integer, id uuid)
 language plpgsql stable security invoker
@@ -83,6 +100,8 @@ as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
     v_entity text := memsub.require_text(p_entity, 'entity');
+    v_keys   text[] := memsub.entity_keys(v_entity);
+    v_at     timestamptz := coalesce(p_as_of, now());
 begin
     perform memsub.check_unit(p_min_confidence, 'min_confidence');
     if p_limit is null or p_limit < 1 or p_limit > 10000 then
@@ -90,30 +109,33 @@ begin
             using errcode = '22023', column = 'limit';
     end if;
     return query
-    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, r.target_entity, null::jsonb, r.confidence,
-            r.mention_count, r.relationship_id
+    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub.resolve_entity(r.target_entity),
+            null::jsonb, r.confidence, r.mention_count, r.relationship_id
        from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.source_entity = v_entity and r.confidence >= coalesce(p_min_confidence, 0)
+      where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
       order by r.confidence desc, r.target_entity limit p_limit)
     union all
-    (select 'relationship', 'incoming', r.relationship_type, r.source_entity, null, r.confidence, r.mention_count,
-            r.relationship_id
+    (select 'relationship', 'incoming', r.relationship_type, memsub.resolve_entity(r.source_entity), null,
+            r.confidence, r.mention_count, r.relationship_id
        from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.target_entity = v_entity and r.confidence >= coalesce(p_min_confidence, 0)
+      where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
       order by r.confidence desc, r.source_entity limit p_limit)
     union all
     (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
        from memsub.knowledge_facts f
-      where f.tenant_id = v_tenant and f.subject_normalized = memsub.normalize_text(v_entity)
+      where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
         and f.confidence >= coalesce(p_min_confidence, 0)
       order by f.confidence desc, f.predicate limit p_limit);
 end
 $$;
-comment on function memsub.entity_neighbourhood(text, double precision, integer) is
-    'One hop around an entity: its outgoing and incoming relationships and the facts whose subject it is '
-    '(subject matched case-insensitively), each kind most confident first and at most limit rows.';
+comment on function memsub.entity_neighbourhood(text, double precision, integer, timestamptz) is
+    'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming '
+    'relationships valid then and the facts whose subject it is (subject matched by memsub.normalize_text), each '
+    'kind most confident first and at most limit rows.';
 
 grant execute on function
-    memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer),
-    memsub.entity_neighbourhood(text, double precision, integer)
+    memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz),
+    memsub.entity_neighbourhood(text, double precision, integer, timestamptz)
     to memsub_app, memsub_analyst;

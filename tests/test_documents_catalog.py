@@ -62,8 +62,9 @@ def test_no_overlap_exclusion_constraint_and_latest_pointer(db):
             "where conname = 'entity_relationships_no_overlapping_windows'").fetchone()
         latest = conn.execute("select pg_get_indexdef('memsub.idx_document_index_latest'::regclass)").fetchone()
         extension = conn.execute("select 1 from pg_extension where extname = 'btree_gist'").fetchone()
-    assert exclusion == ("EXCLUDE USING gist (tenant_id WITH =, source_entity WITH =, relationship_type WITH =, "
-                         "target_entity WITH =, valid_period WITH &&) DEFERRABLE", True, False)
+    # Entity names are compared in their matching form (source_key, target_key: memsub.normalize_text).
+    assert exclusion == ("EXCLUDE USING gist (tenant_id WITH =, source_key WITH =, relationship_type WITH =, "
+                         "target_key WITH =, valid_period WITH &&) DEFERRABLE", True, False)
     assert latest == ("CREATE UNIQUE INDEX idx_document_index_latest ON memsub.document_index USING btree "
                       "(tenant_id, file_path) WHERE is_latest",)
     assert extension == (1,)
