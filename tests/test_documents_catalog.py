@@ -28,6 +28,8 @@ SEED_003_FIELDS = {
     "Chunk.position.start_char", "Chunk.position.end_char", "Chunk.embedding", "Chunk.neighbors",
     "VectorIndex.key", "VectorIndex.vector", "VectorIndex.payload", "FullText.id", "FullText.content",
     "FullText.timestamp", "Versioning.latest_pointer", "Versioning.version_chain",
+    # Node.embedding of the node kinds that carry their own vector (since 2.13.0).
+    "Entity.embedding", "Memory.embedding",
 }
 
 
