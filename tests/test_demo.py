@@ -99,9 +99,9 @@ def test_demo_story(db):
     assert "Borealis Freight: 1 expired packet(s) removed" in text
     assert "3 packets before, 1 after" in text
     # Current facts: the superseded supplier is neither returned nor walked through; history stays readable.
-    current = re.search(r"traverse_graph\('acme plastics'\) now: (.*)$", text, re.M).group(1)  # type: ignore[union-attr]
+    current = re.search(r"traverse_graph\('Acme Plastics'\) now: (.*)$", text, re.M).group(1)  # type: ignore[union-attr]
     assert current == "Acme Plastics -buys_from-> Golden Resin"
-    assert re.search(r"entity_neighbourhood now: Golden Resin$", text, re.M)
+    assert re.search(r"entity_neighbourhood\('acme plastics'\) now: Golden Resin$", text, re.M)
     assert ("as of 30 days ago: Acme Plastics -buys_from-> Pacific Polymers; "
             "Acme Plastics -buys_from-> Pacific Polymers -located_in-> Stockton") in text
 

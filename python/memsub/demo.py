@@ -653,12 +653,12 @@ def current_facts_section(story: Story, app: Substrate, now: datetime) -> None:
                "located_in Stockton;")
     story.line("since yesterday Acme Plastics buys_from Golden Resin (supersede_relationship closes the old edge)")
     with person_context(app, ALICE) as memory:
-        current = memory.traverse("acme plastics", max_depth=2)
+        current = memory.traverse("Acme Plastics", max_depth=2)
         earlier = memory.traverse("Acme Plastics", max_depth=2, as_of=then)
-        around = [i.other_entity for i in memory.neighbourhood("Acme Plastics") if i.kind == "relationship"]
+        around = [i.other_entity for i in memory.neighbourhood("acme plastics") if i.kind == "relationship"]
     story.line()
-    story.line(f"traverse_graph('acme plastics') now: {'; '.join(_path_text(p) for p in current) or 'nothing'}")
-    story.line(f"entity_neighbourhood now: {', '.join(o or '-' for o in around) or 'nothing'}")
+    story.line(f"traverse_graph('Acme Plastics') now: {'; '.join(_path_text(p) for p in current) or 'nothing'}")
+    story.line(f"entity_neighbourhood('acme plastics') now: {', '.join(o or '-' for o in around) or 'nothing'}")
     story.line(f"traverse_graph as of 30 days ago: {'; '.join(_path_text(p) for p in earlier) or 'nothing'}")
 
 
