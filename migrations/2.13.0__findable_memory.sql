@@ -95,10 +95,19 @@ drop index memsub.idx_entity_relationships_target;
 create index idx_entity_relationships_target on memsub.entity_relationships (tenant_id, target_key);
 comment on index memsub.idx_entity_relationships_target is 'Incoming edges of an entity (by matching form).';
 
--- Entities are found by the matching form of their name.
+-- Entities are found by the matching form of their name or of one of their aliases (alias_keys, kept by
+-- memsub.graph_upsert_entity, the only writer of aliases).
+alter table memsub.world_model_entities add column alias_keys text[] not null default '{}';
+comment on column memsub.world_model_entities.alias_keys is 'Matching forms of the aliases (memsub.normalize_text), for alias lookups.';
+update memsub.world_model_entities w
+   set alias_keys = array(select distinct lower(regexp_replace(btrim(a), '\s+', ' ', 'g')) from unnest(w.aliases) as a
+                           where btrim(a) <> '' order by 1)
+ where cardinality(w.aliases) > 0;
 create index idx_world_model_entities_key
     on memsub.world_model_entities (tenant_id, (lower(regexp_replace(btrim(entity_id), '\s+', ' ', 'g'))));
 comment on index memsub.idx_world_model_entities_key is 'Finds an entity by the matching form of its name (memsub.normalize_text).';
+create index idx_world_model_entities_alias_keys on memsub.world_model_entities using gin (alias_keys);
+comment on index memsub.idx_world_model_entities_alias_keys is 'Finds an entity by the matching form of one of its aliases.';
 
 -- mv_entity_graph: the same matching form, and the current graph (windows open when refreshed) only.
 drop materialized view memsub.mv_entity_graph cascade;  -- memsub.tenant_entity_graph is re-created by sql/180

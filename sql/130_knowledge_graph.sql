@@ -7,41 +7,48 @@
 -- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
 -- its aliases resolves to that entity (memsub.resolve_entity, memsub.entity_keys) in every graph read.
 
+-- Entity lookups are SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS), and apply the only policy of
+-- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
+-- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
+
 create or replace function memsub.resolve_entity(p_name text) returns text
-language sql stable security invoker parallel safe
+language sql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select coalesce(
         (select w.entity_id from memsub.world_model_entities w
           where w.tenant_id = memsub.current_tenant_id()
-            and (memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name)
-                 or memsub.normalize_text(p_name) = any(array(select memsub.normalize_text(a) from unnest(w.aliases) as a)))
-          order by memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name) desc, w.entity_id
+            and (lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name)
+                 or w.alias_keys @> array[memsub.normalize_text(p_name)])
+          order by lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name) desc,
+                   w.entity_id
           limit 1),
         btrim(p_name))
 $$;
 comment on function memsub.resolve_entity(text) is
-    'The graph entity a name stands for: the visible Entity node whose name or one of whose aliases matches it '
-    '(memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+    'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases '
+    'matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+alter function memsub.resolve_entity(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.entity_keys(p_name text) returns text[]
-language sql stable security invoker parallel safe
+language sql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select coalesce(
-        (select array[memsub.normalize_text(w.entity_id)]
-                || array(select memsub.normalize_text(a) from unnest(w.aliases) as a)
+        (select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys
            from memsub.world_model_entities w
           where w.tenant_id = memsub.current_tenant_id()
-            and (memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name)
-                 or memsub.normalize_text(p_name) = any(array(select memsub.normalize_text(a) from unnest(w.aliases) as a)))
-          order by memsub.normalize_text(w.entity_id) = memsub.normalize_text(p_name) desc, w.entity_id
+            and (lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name)
+                 or w.alias_keys @> array[memsub.normalize_text(p_name)])
+          order by lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name) desc,
+                   w.entity_id
           limit 1),
         array[memsub.normalize_text(p_name)])
 $$;
 comment on function memsub.entity_keys(text) is
     'The matching forms under which edges name the entity a name stands for (memsub.resolve_entity): its name and '
     'its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+alter function memsub.entity_keys(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.upsert_relationship(
     p_source_entity     text,
@@ -127,4 +134,8 @@ grant execute on function
     memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz)
     to memsub_app;
 grant execute on function memsub.graph_neighbors(text, integer, integer) to memsub_app, memsub_analyst;
-grant execute on function memsub.resolve_entity(text), memsub.entity_keys(text) to memsub_app, memsub_analyst;
+grant execute on function memsub.resolve_entity(text), memsub.entity_keys(text) to memsub_app, memsub_analyst, memsub_owner;
+-- What the entity lookups' owner reads.
+grant usage on schema memsub to memsub_retrieval_owner;
+grant select on memsub.world_model_entities to memsub_retrieval_owner;
+grant execute on function memsub.current_tenant_id(), memsub.normalize_text(text) to memsub_retrieval_owner;

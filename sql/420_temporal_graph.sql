@@ -390,6 +390,9 @@ begin
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                             where btrim(a) <> '' order by a),
+           alias_keys = array(select distinct memsub.normalize_text(a)
+                                from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
+                               where btrim(a) <> '' order by 1),
            doc_refs = memsub.merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name
