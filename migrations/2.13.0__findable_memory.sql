@@ -106,7 +106,9 @@ update memsub.world_model_entities w
 create index idx_world_model_entities_key
     on memsub.world_model_entities (tenant_id, (lower(regexp_replace(btrim(entity_id), '\s+', ' ', 'g'))));
 comment on index memsub.idx_world_model_entities_key is 'Finds an entity by the matching form of its name (memsub.normalize_text).';
-create index idx_world_model_entities_alias_keys on memsub.world_model_entities using gin (alias_keys);
+-- fastupdate off: a lookup never scans a pending list (entity writes are rare, lookups run once per traversal step).
+create index idx_world_model_entities_alias_keys on memsub.world_model_entities using gin (alias_keys)
+    with (fastupdate = off);
 comment on index memsub.idx_world_model_entities_alias_keys is 'Finds an entity by the matching form of one of its aliases.';
 
 -- mv_entity_graph: the same matching form, and the current graph (windows open when refreshed) only.

@@ -12,18 +12,25 @@
 -- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
 
 create or replace function memsub.resolve_entity(p_name text) returns text
-language sql stable security definer parallel safe
+language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select coalesce(
-        (select w.entity_id from memsub.world_model_entities w
-          where w.tenant_id = memsub.current_tenant_id()
-            and (lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name)
-                 or w.alias_keys @> array[memsub.normalize_text(p_name)])
-          order by lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name) desc,
-                   w.entity_id
-          limit 1),
-        btrim(p_name))
+declare
+    v_key    text := memsub.normalize_text(p_name);
+    v_entity text;
+begin
+    -- By name first (the expression index), then by alias (the GIN index); plpgsql keeps both plans.
+    select w.entity_id into v_entity from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select w.entity_id into v_entity from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_entity, btrim(p_name));
+end
 $$;
 comment on function memsub.resolve_entity(text) is
     'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases '
@@ -31,19 +38,26 @@ comment on function memsub.resolve_entity(text) is
 alter function memsub.resolve_entity(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.entity_keys(p_name text) returns text[]
-language sql stable security definer parallel safe
+language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select coalesce(
-        (select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys
-           from memsub.world_model_entities w
-          where w.tenant_id = memsub.current_tenant_id()
-            and (lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name)
-                 or w.alias_keys @> array[memsub.normalize_text(p_name)])
-          order by lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = memsub.normalize_text(p_name) desc,
-                   w.entity_id
-          limit 1),
-        array[memsub.normalize_text(p_name)])
+declare
+    v_key  text := memsub.normalize_text(p_name);
+    v_keys text[];
+begin
+    select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+      from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+          from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_keys, array[v_key]);
+end
 $$;
 comment on function memsub.entity_keys(text) is
     'The matching forms under which edges name the entity a name stands for (memsub.resolve_entity): its name and '

@@ -32,6 +32,8 @@ declare
     v_start  text := memsub.resolve_entity(memsub.require_text(p_start_entity, 'start_entity'));
     v_at     timestamptz := coalesce(p_as_of, now());
     v_types  text[];
+    -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
+    v_nodes  boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
 begin
     if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
         raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
@@ -51,27 +53,33 @@ begin
         select 0, v_start, memsub.entity_keys(v_start), array[v_start], array[memsub.normalize_text(v_start)],
                array[]::text[], 1.0::double precision, null::uuid, null::double precision
         union all
-        select w.depth + 1, step.next_entity, memsub.entity_keys(step.next_entity), w.path || step.next_entity,
-               w.path_keys || memsub.normalize_text(step.next_entity), w.relationship_path || step.relationship_type,
+        select w.depth + 1, step.next_entity,
+               case when v_nodes then memsub.entity_keys(step.next_entity) else array[step.next_key] end,
+               w.path || step.next_entity, w.path_keys || step.next_key, w.relationship_path || step.relationship_type,
                w.path_confidence * step.confidence, step.relationship_id, step.confidence
           from walk w
           cross join lateral (
-              select memsub.resolve_entity(r.target_entity) as next_entity, r.relationship_type, r.confidence,
-                     r.relationship_id
-                from memsub.entity_relationships r
-               where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant and r.source_key = any(w.keys)
-                 and r.valid_period @> v_at
-              union all
-              select memsub.resolve_entity(r.source_entity), r.relationship_type, r.confidence, r.relationship_id
-                from memsub.entity_relationships r
-               where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant and r.target_key = any(w.keys)
-                 and r.valid_period @> v_at
+              select n.next_entity,
+                     case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end as next_key,
+                     n.relationship_type, n.confidence, n.relationship_id
+                from (select case when v_nodes then memsub.resolve_entity(r.target_entity) else r.target_entity end
+                                 as next_entity, r.target_key as edge_key, r.relationship_type, r.confidence,
+                             r.relationship_id
+                        from memsub.entity_relationships r
+                       where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                         and r.source_key = any(w.keys) and r.valid_period @> v_at
+                      union all
+                      select case when v_nodes then memsub.resolve_entity(r.source_entity) else r.source_entity end,
+                             r.source_key, r.relationship_type, r.confidence, r.relationship_id
+                        from memsub.entity_relationships r
+                       where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                         and r.target_key = any(w.keys) and r.valid_period @> v_at) n
           ) step
          where w.depth < p_max_depth
            and step.confidence >= coalesce(p_min_confidence, 0)
            and (p_relationship_types is null or step.relationship_type = any(v_types))
            and w.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
-           and memsub.normalize_text(step.next_entity) <> all(w.path_keys)
+           and step.next_key <> all(w.path_keys)
     )
     select w.depth, w.entity, w.path, w.relationship_path, w.path_confidence, w.relationship_id, w.edge_confidence
       from walk w
