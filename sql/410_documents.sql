@@ -269,11 +269,12 @@ begin
             using errcode = '22023', column = 'embeddings';
     end if;
     for v_item, v_position in select e, n - 1 from jsonb_array_elements(p_embeddings) with ordinality as a(e, n) loop
-        if jsonb_typeof(v_item) <> 'object' or jsonb_typeof(v_item -> 'chunk_index') <> 'number'
-           or jsonb_typeof(v_item -> 'embedding') <> 'array' then
+        if jsonb_typeof(v_item) <> 'object' or jsonb_typeof(v_item -> 'chunk_index') is distinct from 'number'
+           or jsonb_typeof(v_item -> 'embedding') is distinct from 'array' then
             raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
                 using errcode = '22023', column = format('embeddings[%s]', v_position);
         end if;
+        perform memsub.check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
         if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
                           and c.document_id = p_document_id and c.chunk_index = (v_item ->> 'chunk_index')::integer) then
             raise exception 'field "embeddings[%].chunk_index": document % has no chunk %', v_position, p_document_id,
