@@ -13,7 +13,7 @@ from memsub.embedding import HashingEmbedder
 
 from doc_helpers import DIMENSION, WordEmbedder, tenant_session
 from helpers import TENANT_A, TENANT_B
-from session_helpers import ALICE, BOB, ground_truth
+from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth
 
 TEXT = ("# Field notes\n\nThe zanzibar quokka is a fictional animal.\n\n"
         + "Filler paragraph about logistics and shipping routes. " * 30
@@ -133,3 +133,23 @@ def test_graph_entities_carry_vectors_and_are_found_by_meaning_and_name(db):
     assert [e.entity_id for e in by_name] == ["Berlin"]
     with tenant_session(db.dsn("app"), TENANT_B) as memory:
         assert temporal_graph.search_entities(memory, "berlin", embedder.embed(["Berlin"])[0], k=3) == []
+
+
+def test_vectors_of_the_wrong_shape_are_refused_naming_the_field(db):
+    with tenant_session(db.dsn("app")) as memory:
+        document = _ingest(memory)
+    with db.connect("app") as conn:
+        for query, params, column in [
+                ("select memsub.document_embed_chunks(%s, '[{\"chunk_index\": 1, \"embedding\": [1, 2]}]')",
+                 [document.document_id], "embeddings[0].embedding"),
+                ("select memsub.document_embed_chunks(%s, jsonb_build_array(jsonb_build_object("
+                 "'chunk_index', 99, 'embedding', array_fill(0.1, array[%s]))))",
+                 [document.document_id, DIMENSION], "embeddings[0].chunk_index"),
+                ("select memsub.document_embed_chunks(%s, '[{\"embedding\": [1]}]')", [document.document_id],
+                 "embeddings[0]"),
+                ("select memsub.memory_write(%s, 'k', '1', p_embedding => '[1,2,3]')", [f"user:{ALICE}:notes"],
+                 "embedding")]:
+            as_user(conn, ALICE, None)
+            expect_error(conn, "22023", column, query, params)
+    assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
+    assert ground_truth(db, "select count(*) as n from memsub.memory_embeddings") == [{"n": 0}]
