@@ -256,9 +256,8 @@ begin
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended(
-        'memsub.supersede:' || v_tenant::text || ':' || memsub.normalize_text(memsub.resolve_entity(v_source)) || ':'
-        || v_type, 0));
+    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
+                                         || memsub.normalize_text(memsub.resolve_entity(v_source)) || ':' || v_type);
     -- The source is matched as its entity (name or alias), the target by its matching form.
     v_sources := memsub.entity_keys(v_source);
     v_targets := memsub.entity_keys(v_target);

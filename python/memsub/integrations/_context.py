@@ -45,17 +45,26 @@ def async_pool(dsn: str, max_size: int = 4) -> AsyncConnectionPool[psycopg.Async
                                connection_class=psycopg.AsyncConnection)
 
 
+Statement = tuple[str, Sequence[Any]]
+
+
 def call(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext, query: str,
          args: Sequence[Any]) -> list[Row]:
-    """Rows of one stored-function call in its own transaction of the tenant context.
+    """Rows of one stored-function call in its own transaction of the tenant context."""
+    return call_many(pool, context, [(query, args)])[0]
 
-    BEGIN, ``set_context`` and the call travel in one pipeline (one round trip), the COMMIT in a second;
+
+def call_many(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext,
+              statements: Sequence[Statement]) -> list[list[Row]]:
+    """The rows of each stored-function call, all in one transaction of the tenant context.
+
+    BEGIN, ``set_context`` and the calls travel in one pipeline (one round trip), the COMMIT in a second;
     database errors become memsub errors."""
     try:
         with pool.connection() as connection, connection.pipeline(), connection.transaction():
             connection.execute(SET_CONTEXT, context.parameters())
-            cursor = connection.execute(query, args)
-            return cursor.fetchall()
+            cursors = [connection.execute(query, args) for query, args in statements]
+            return [cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
         raise from_database_error(error) from error
 
@@ -63,10 +72,16 @@ def call(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext, 
 async def async_call(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: TenantContext, query: str,
                      args: Sequence[Any]) -> list[Row]:
     """The async twin of :func:`call`."""
+    return (await async_call_many(pool, context, [(query, args)]))[0]
+
+
+async def async_call_many(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: TenantContext,
+                          statements: Sequence[Statement]) -> list[list[Row]]:
+    """The async twin of :func:`call_many`."""
     try:
         async with pool.connection() as connection, connection.pipeline(), connection.transaction():
             await connection.execute(SET_CONTEXT, context.parameters())
-            cursor = await connection.execute(query, args)
-            return await cursor.fetchall()
+            cursors = [await connection.execute(query, args) for query, args in statements]
+            return [await cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
         raise from_database_error(error) from error
