@@ -31,7 +31,7 @@ insert into memsub.entity_relationships (source_entity, relationship_type, targe
 select 'e' || (i % 5000), 'rel' || (i % 7), 'E' || ((i * 31) % 5000), (i % 100) / 100.0, 1 + i % 9,
        ('00000000-0000-0000-0000-' || lpad(to_hex(i % %(tenants)s), 12, '0'))::uuid
   from generate_series(1, %(packets)s / 2) as i
-on conflict (tenant_id, source_entity, relationship_type, target_entity) where upper_inf(valid_period) do nothing;
+on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do nothing;
 insert into memsub.knowledge_facts (subject, predicate, object, confidence, subject_normalized, object_normalized,
                                     supporting_packet_count, contradiction_count, tenant_id)
 select 's' || i, 'p' || (i % 10), to_jsonb(i), (i % 100) / 100.0, 's' || i, i::text, 1 + i % 5, i % 4,

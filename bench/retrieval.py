@@ -198,7 +198,7 @@ def build_graph(su: psycopg.Connection[Any], entities: int, fan_out: int) -> int
             "select 'entity' || s, (array['uses', 'supplies', 'owns', 'depends_on'])[1 + (random() * 3)::int],"
             "       'entity' || (1 + (random() * (%s - 1))::int), 0.5 + random() / 2, %s::uuid "
             "  from generate_series(1, %s) s cross join generate_series(1, %s) f "
-            "on conflict (tenant_id, source_entity, relationship_type, target_entity) where upper_inf(valid_period) "
+            "on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) "
             "do nothing", [entities, str(tenant), entities, fan_out])
     su.execute("analyze memsub.entity_relationships")
     su.commit()

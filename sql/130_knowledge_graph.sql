@@ -2,6 +2,67 @@
 --
 -- Edges are tenant-wide knowledge (the seed's unique key is (tenant_id, source, type, target)): every member of
 -- the tenant reads and reinforces the same edge. They can come only from shared packets.
+--
+-- Entity names match by one rule everywhere: memsub.normalize_text (trimmed, lower case, inner whitespace
+-- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
+-- its aliases resolves to that entity (memsub.resolve_entity, memsub.entity_keys) in every graph read.
+
+-- Entity lookups are SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS), and apply the only policy of
+-- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
+-- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
+
+create or replace function memsub.resolve_entity(p_name text) returns text
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_key    text := memsub.normalize_text(p_name);
+    v_entity text;
+begin
+    -- By name first (the expression index), then by alias (the GIN index); plpgsql keeps both plans.
+    select w.entity_id into v_entity from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select w.entity_id into v_entity from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_entity, btrim(p_name));
+end
+$$;
+comment on function memsub.resolve_entity(text) is
+    'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases '
+    'matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+alter function memsub.resolve_entity(text) owner to memsub_retrieval_owner;
+
+create or replace function memsub.entity_keys(p_name text) returns text[]
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_key  text := memsub.normalize_text(p_name);
+    v_keys text[];
+begin
+    select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+      from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+          from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_keys, array[v_key]);
+end
+$$;
+comment on function memsub.entity_keys(text) is
+    'The matching forms under which edges name the entity a name stands for (memsub.resolve_entity): its name and '
+    'its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+alter function memsub.entity_keys(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.upsert_relationship(
     p_source_entity     text,
@@ -39,12 +100,13 @@ begin
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
-                                     where h.tenant_id = v_tenant and h.source_entity = v_source
-                                       and h.relationship_type = v_type and h.target_entity = v_target)),
+                                     where h.tenant_id = v_tenant and h.source_key = memsub.normalize_text(v_source)
+                                       and h.relationship_type = v_type
+                                       and h.target_key = memsub.normalize_text(v_target))),
                   null, '[)'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
-    on conflict (tenant_id, source_entity, relationship_type, target_entity) where upper_inf(valid_period) do update
+    on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
            first_seen = least(r.first_seen, excluded.first_seen),
@@ -58,7 +120,8 @@ comment on function memsub.upsert_relationship(text, text, text, double precisio
     'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: '
     'mention_count 1, valid from the observation. Known edge: '
     'mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent '
-    'evidence: never decreases, approaches 1). Entity names are trimmed; the type is lower case. Race-free '
+    'evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the '
+    'first spelling is kept); the type is lower case. Race-free '
     '(a single INSERT ... ON CONFLICT DO UPDATE).';
 
 create or replace function memsub.graph_neighbors(
@@ -89,3 +152,8 @@ grant execute on function
     memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz)
     to memsub_app;
 grant execute on function memsub.graph_neighbors(text, integer, integer) to memsub_app, memsub_analyst;
+grant execute on function memsub.resolve_entity(text), memsub.entity_keys(text) to memsub_app, memsub_analyst, memsub_owner;
+-- What the entity lookups' owner reads.
+grant usage on schema memsub to memsub_retrieval_owner;
+grant select on memsub.world_model_entities to memsub_retrieval_owner;
+grant execute on function memsub.current_tenant_id(), memsub.normalize_text(text) to memsub_retrieval_owner;

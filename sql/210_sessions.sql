@@ -255,7 +255,12 @@ $$;
 comment on function memsub.session_end_turn(text) is
     'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
 
-create or replace function memsub.session_terminate(p_session_id text, p_memory_type text default 'semantic')
+drop function if exists memsub.session_terminate(text, text);
+create or replace function memsub.session_terminate(
+    p_session_id        text,
+    p_memory_type       text    default 'semantic',
+    p_cancel_open_tasks boolean default false
+)
 returns table (session_id text, status text, terminated_at timestamptz, migrated_keys integer)
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -265,11 +270,30 @@ declare
     v_key      text;
     v_value    jsonb;
     v_migrated text[] := '{}';
+    v_open     bigint[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
             memsub.check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
     perform memsub.require_active_session(v_session);
+    -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
+    -- session block it unless the caller cancels them here.
+    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
+      from memsub.tasks t
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id and t.status in ('pending', 'running');
+    if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
+        raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
+            cardinality(v_open), array_to_string(v_open, ', ')
+            using errcode = '55000', column = 'session_id',
+                  hint = 'Pass p_cancel_open_tasks => true to cancel them as the session terminates.';
+    end if;
+    if cardinality(v_open) > 0 then
+        update memsub.tasks t set status = 'cancelled', completed_at = now()
+         where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
+        perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
+                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'))
+           from unnest(v_open) as o(id);
+    end if;
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
     for v_key, v_value in
         select e.k, e.v from jsonb_each(v_session.state) as e(k, v) where e.k like 'user:%' order by e.k
@@ -291,8 +315,9 @@ begin
     return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
 end
 $$;
-comment on function memsub.session_terminate(text, text) is
-    'Terminates an active session atomically: writes each user:<user id>:...:<key> state key as a new version of '
+comment on function memsub.session_terminate(text, text, boolean) is
+    'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or '
+    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status). Writes each user:<user id>:...:<key> state key as a new version of '
     '(namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the '
     'session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
 
@@ -336,7 +361,7 @@ grant execute on function
     memsub.session_append_event(text, jsonb, jsonb),
     memsub.session_merge_state(text, jsonb),
     memsub.session_end_turn(text),
-    memsub.session_terminate(text, text),
+    memsub.session_terminate(text, text, boolean),
     memsub.apply_state_delta(jsonb, jsonb)
     to memsub_app;
 grant execute on function memsub.session_delete(text) to memsub_tenant_admin;

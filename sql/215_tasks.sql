@@ -53,6 +53,50 @@ comment on function memsub.task_create(text, jsonb, text, bigint) is
     'Creates a pending task, optionally in an active session and under a parent task (23503 naming session_id or '
     'parent_task_id when unknown). Audited as task_create.';
 
+create or replace function memsub.task_link_session(p_task_id bigint, p_session_id text) returns memsub.tasks
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub.require_tenant_id();
+    v_session memsub.sessions;
+    v_task    memsub.tasks;
+begin
+    if p_session_id is null then
+        raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
+    end if;
+    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
+    if not found then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = 'P0002', column = 'task_id';
+    end if;
+    if v_task.session_id = p_session_id then
+        return v_task;  -- already linked there
+    end if;
+    if v_task.session_id is not null then
+        raise exception 'task % already belongs to session "%"; only an orphan task is linked', p_task_id,
+            v_task.session_id
+            using errcode = '55000', column = 'session_id';
+    end if;
+    select s.* into v_session from memsub.sessions s where s.tenant_id = v_tenant and s.id = p_session_id;
+    if not found then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = '23503', column = 'session_id';
+    end if;
+    perform memsub.require_active_session(v_session);
+    update memsub.tasks t set session_id = p_session_id
+     where t.tenant_id = v_tenant and t.id = p_task_id
+    returning t.* into v_task;
+    perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
+    return v_task;
+end
+$$;
+comment on function memsub.task_link_session(bigint, text) is
+    'Links an orphan task (no session, e.g. written before sessions existed; seed 001 7.2) to an active session. '
+    'Linking it again to the same session changes nothing; a task of another session is not moved (55000), an '
+    'unknown task is P0002 and an unknown session 23503. Audited as task_link.';
+
 create or replace function memsub.task_set_status(
     p_task_id bigint,
     p_status  text,
@@ -160,5 +204,6 @@ grant select on memsub.tasks, memsub.agents to memsub_app, memsub_analyst;
 grant execute on function
     memsub.task_create(text, jsonb, text, bigint),
     memsub.task_set_status(bigint, text, jsonb, text),
+    memsub.task_link_session(bigint, text),
     memsub.agent_spawn(text, bigint, text, jsonb)
     to memsub_app;

@@ -182,22 +182,36 @@ comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, 
     'namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without '
     'p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
 
+drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
 create or replace function memsub.memory_write(
     p_namespace        text,
     p_key              text,
     p_value            jsonb,
     p_expected_version integer default null,
     p_memory_type      text    default 'semantic',
-    p_metadata         jsonb   default '{}'
+    p_metadata         jsonb   default '{}',
+    p_embedding        vector  default null
 ) returns memsub.memory_entries
-language sql volatile security definer
-set search_path = pg_catalog, memsub, pg_temp
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
-    select memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                       p_expected_version, true, false, 'memory_write', '{}')
+declare
+    v_row memsub.memory_entries;
+begin
+    perform memsub.check_vector(p_embedding, 'embedding');
+    v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                         p_expected_version, true, false, 'memory_write', '{}');
+    if p_embedding is not null then
+        update memsub.memory_entries m set embedding = p_embedding
+         where m.tenant_id = v_row.tenant_id and m.id = v_row.id
+        returning m.* into v_row;
+    end if;
+    return v_row;
+end
 $$;
-comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb) is
-    'Writes a new version of (namespace, key). expected_version is the version the writer read (NULL or 0: the '
+comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector) is
+    'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a '
+    'new version without one carries none). expected_version is the version the writer read (NULL or 0: the '
     'key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. '
     'Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is '
     'rejected. Audited as memory_write.';
@@ -352,6 +366,78 @@ comment on function memsub.memory_context(text) is
     'temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats '
     'memory_entries. Only what the caller may see takes part.';
 
+create or replace function memsub.memory_search(
+    p_query_text       text,
+    p_query            vector  default null,
+    p_k                integer default 10,
+    p_namespace_prefix text    default null,
+    p_rrf_k            integer default 60
+) returns table (id uuid, namespace text, key text, version integer, value jsonb, memory_type text,
+                 score double precision, vector_rank integer, text_rank integer, distance double precision,
+                 text_score real)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant     uuid := memsub.require_tenant_id();
+    v_candidates integer;
+    v_query      tsquery;
+begin
+    if p_k is null or p_k < 1 or p_k > 1000 then
+        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub.check_vector(p_query, 'query');
+    v_candidates := greatest(50, 4 * p_k);
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    return query
+    with latest as (
+        -- Live entries only, and of each key its latest version.
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = v_tenant and not m.is_deleted
+           and (p_namespace_prefix is null or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+           and not exists (select from memsub.memory_entries n
+                            where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                              and n.version > m.version)
+    ), vector_leg as (
+        select l.id, (l.embedding <=> p_query)::double precision as distance,
+               (row_number() over (order by l.embedding <=> p_query, l.id))::integer as vector_rank
+          from latest l
+         where p_query is not null and l.embedding is not null
+         order by l.embedding <=> p_query, l.id
+         limit v_candidates
+    ), text_leg as (
+        select l.id, ts_rank_cd(l.search_tsv, v_query) as text_score,
+               (row_number() over (order by ts_rank_cd(l.search_tsv, v_query) desc, l.id))::integer as text_rank
+          from latest l
+         where numnode(v_query) > 0 and l.search_tsv @@ v_query
+         order by 3
+         limit v_candidates
+    ), fused as (
+        select coalesce(v.id, t.id) as id, v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.id = v.id
+    )
+    select m.id, m.namespace::text, m.key::text, m.version, m.value, m.memory_type, f.rrf::double precision,
+           f.vector_rank, f.text_rank, f.distance, f.text_score
+      from fused f
+      join memsub.memory_entries m on m.tenant_id = v_tenant and m.id = f.id
+     order by f.rrf desc, m.id
+     limit p_k;
+end
+$$;
+comment on function memsub.memory_search(text, vector, integer, text, integer) is
+    'Namespaced memory by meaning and words: the latest live versions the caller may see (row-level security), '
+    'optionally under a namespace prefix, nearest to query (embedding, cosine) and best by full text (key and the '
+    'strings of the value, websearch syntax, english), fused by reciprocal rank fusion (1 / (rrf_k + rank) per '
+    'leg). Either query may be NULL.';
+
 -- Visibility follows the namespace, not the organization: namespaces are tenant-wide names (the unique key is
 -- (tenant_id, namespace, key, version)), so org_id is provenance only.
 call memsub.install_row_security('memsub.memory_entries', array[]::text[]);
@@ -384,7 +470,7 @@ comment on policy namespace_update on memsub.memory_entries is
 
 grant select on memsub.memory_entries to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.memory_write(text, text, jsonb, integer, text, jsonb),
+    memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector),
     memsub.memory_delete(text, text, integer),
     memsub.memory_namespace_writable(text)
     to memsub_app;
@@ -392,5 +478,6 @@ grant execute on function
     memsub.memory_get(text, text),
     memsub.memory_history(text, text),
     memsub.memory_list(text),
-    memsub.memory_context(text)
+    memsub.memory_context(text),
+    memsub.memory_search(text, vector, integer, text, integer)
     to memsub_app, memsub_analyst;

@@ -60,6 +60,45 @@ comment on function memsub.keyword_candidates(text, text, integer) is
     'predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 alter function memsub.keyword_candidates(text, text, integer) owner to memsub_retrieval_owner;
 
+create or replace function memsub.chunk_keyword_candidates(
+    p_query_text text,
+    p_limit      integer default 50
+) returns table (chunk_id uuid, text_rank integer, text_score real)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub.require_tenant_id();
+    v_query  tsquery;
+begin
+    if p_limit is null or p_limit < 1 or p_limit > 10000 then
+        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    if numnode(v_query) = 0 then
+        return;
+    end if;
+    return query
+        select c.id, (row_number() over (order by ts_rank_cd(c.content_tsv, v_query) desc, c.id))::integer,
+               ts_rank_cd(c.content_tsv, v_query)
+          from memsub.document_chunks c
+          join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id and d.is_latest
+         where c.tenant_id = v_tenant
+           and c.content_tsv @@ v_query
+           and not exists (select from memsub.memory_embeddings e
+                            where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                              and e.embedding_type = 'content' and e.chunk_index = c.chunk_index)
+         order by 2
+         limit p_limit;
+end
+$$;
+comment on function memsub.chunk_keyword_candidates(text, integer) is
+    'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s '
+    'chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. '
+    'Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts '
+    'only; chunks are few next to embeddings).';
+
 create or replace function memsub.hybrid_search(
     p_query_text        text,
     p_query             vector,
@@ -114,13 +153,24 @@ begin
                (row_number() over (order by s.distance, s.embedding_id))::integer as vector_rank
           from memsub.semantic_search(p_query, v_candidates, p_embedding_type) s
          where p_query is not null and p_vector_weight > 0
-    ), text_leg as (
-        select k.embedding_id, k.text_rank, k.text_score
+    ), text_hits as (
+        select k.embedding_id as hit_id, k.text_score, false as is_chunk
           from memsub.keyword_candidates(p_query_text, p_embedding_type, v_candidates) k
          where p_query_text is not null and p_text_weight > 0
+        union all
+        -- Document chunks stored without a vector are found by their text (content space only).
+        select c.chunk_id, c.text_score, true
+          from memsub.chunk_keyword_candidates(p_query_text, v_candidates) c
+         where p_query_text is not null and p_text_weight > 0 and p_embedding_type = 'content'
+    ), text_leg as (
+        select h.hit_id as embedding_id, h.is_chunk, h.text_score,
+               (row_number() over (order by h.text_score desc, h.hit_id))::integer as text_rank
+          from text_hits h
+         order by h.text_score desc, h.hit_id
+         limit v_candidates
     ), fused as materialized (
-        select coalesce(v.embedding_id, t.embedding_id) as embedding_id, v.vector_rank, t.text_rank, v.distance,
-               t.text_score,
+        select coalesce(v.embedding_id, t.embedding_id) as embedding_id, coalesce(t.is_chunk, false) as is_chunk,
+               v.vector_rank, t.text_rank, v.distance, t.text_score,
                coalesce(p_vector_weight / (p_rrf_k + v.vector_rank), 0.0)
                + coalesce(p_text_weight / (p_rrf_k + t.text_rank), 0.0) as rrf
           from vector_leg v
@@ -131,8 +181,8 @@ begin
         -- hash-joins them with every row of the tenant: 47 times the slower leg for a tenant of 25,000 rows
         -- (docs/benchmarks.md). fused is materialized so its embedding_id is a plain column: the policies are
         -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
-        select r.embedding_id, r.packet_id, r.chunk_index, r.chunk_text,
-               f.rrf * (1.0 + p_importance_weight * r.importance_score
+        select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
+               f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
                             + p_recency_weight * power(0.5, extract(epoch from now() - r.last_active)
                                                             / greatest(1.0, extract(epoch from p_half_life)))) as score,
                f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
@@ -144,19 +194,27 @@ begin
                      case when f.distance is null then (e.vector <=> p_query)::double precision end as distance
                 from memsub.memory_embeddings e
                 join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id
-               where e.tenant_id = v_tenant and e.embedding_id = f.embedding_id
-               limit 1
+               where not f.is_chunk and e.tenant_id = v_tenant and e.embedding_id = f.embedding_id
+              union all
+              -- A chunk without a vector: embedding_id NULL, the packet of its document version.
+              select null::uuid, d.packet_id, c.chunk_index, c.content, p.importance_score,
+                     coalesce(p.last_accessed, p."timestamp", c.created_at), null::double precision
+                from memsub.document_chunks c
+                join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+                left join memsub.packet_store p on p.tenant_id = d.tenant_id and p.packet_id = d.packet_id
+               where f.is_chunk and c.tenant_id = v_tenant and c.id = f.embedding_id
+              limit 1
           ) r
     ), top as materialized (
-        select s.*, (row_number() over (order by s.score desc, s.embedding_id))::integer as ord
+        select s.*, (row_number() over (order by s.score desc, s.hit_id))::integer as ord
           from scored s
-         order by s.score desc, s.embedding_id
+         order by s.score desc, s.hit_id
          limit p_k
     ), recorded as (
         select r.target_id, r.access_id
           from memsub.record_accesses('embedding',
-                                      (select array_agg(t.embedding_id order by t.ord) from top t),
-                                      (select array_agg(t.score order by t.ord) from top t),
+                                      (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
+                                      (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                                       p_query_text, 'hybrid_search', p_agent_id) r
          where p_record_access
     )
@@ -172,9 +230,12 @@ comment on function memsub.hybrid_search(text, vector, integer, text, double pre
     'by full text (memsub.keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + '
     'vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). '
     'Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), '
-    'weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security.';
+    'weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. '
+    'In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector '
+    '(memsub.chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
 
 grant execute on function memsub.keyword_candidates(text, text, integer) to memsub_app, memsub_analyst;
+grant execute on function memsub.chunk_keyword_candidates(text, integer) to memsub_app, memsub_analyst;
 grant execute on function
     memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text)
     to memsub_app, memsub_analyst;

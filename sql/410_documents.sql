@@ -219,6 +219,9 @@ begin
       join memsub.document_chunks ch on ch.tenant_id = v_tenant and ch.document_id = v_id and ch.chunk_index = a.n
      where jsonb_typeof(a.c -> 'embedding') = 'array';
     get diagnostics v_embedded = row_count;
+    -- The document's packet is stored in chunks (seed 000 chunk_count, is_chunked).
+    update memsub.packet_store p set chunk_count = v_chunks, is_chunked = v_chunks > 0
+     where p.tenant_id = v_tenant and p.packet_id = v_packet;
 
     if v_embedded > 0 then
         update memsub.document_index d
@@ -245,6 +248,106 @@ comment on function memsub.document_ingest(text, text, text, text, jsonb, jsonb,
     '[{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change '
     '(status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with '
     'its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
+
+create or replace function memsub.document_embed_chunks(
+    p_document_id           uuid,
+    p_embeddings            jsonb,
+    p_neighbor_count        integer          default 3,
+    p_neighbor_max_distance double precision default 0.5
+) returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant   uuid := memsub.require_tenant_id();
+    v_document memsub.document_index;
+    v_item     jsonb;
+    v_position integer;
+    v_embedded integer;
+begin
+    if p_document_id is null then
+        raise exception 'field "document_id" is required' using errcode = '23502', column = 'document_id';
+    end if;
+    select d.* into v_document from memsub.document_index d
+     where d.tenant_id = v_tenant and d.id = p_document_id;  -- row-level security decides visibility
+    if not found or not v_document.is_latest or v_document.packet_id is null then
+        raise exception 'field "document_id": % is not a visible latest document version', p_document_id
+            using errcode = 'P0002', column = 'document_id';
+    end if;
+    if p_embeddings is null or jsonb_typeof(p_embeddings) <> 'array' then
+        raise exception 'field "embeddings" must be a JSON array of {chunk_index, embedding}'
+            using errcode = '22023', column = 'embeddings';
+    end if;
+    for v_item, v_position in select e, n - 1 from jsonb_array_elements(p_embeddings) with ordinality as a(e, n) loop
+        if jsonb_typeof(v_item) <> 'object' or jsonb_typeof(v_item -> 'chunk_index') is distinct from 'number'
+           or jsonb_typeof(v_item -> 'embedding') is distinct from 'array' then
+            raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
+                using errcode = '22023', column = format('embeddings[%s]', v_position);
+        end if;
+        perform memsub.check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
+        if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
+                          and c.document_id = p_document_id and c.chunk_index = (v_item ->> 'chunk_index')::integer) then
+            raise exception 'field "embeddings[%].chunk_index": document % has no chunk %', v_position, p_document_id,
+                v_item ->> 'chunk_index'
+                using errcode = '22023', column = format('embeddings[%s].chunk_index', v_position);
+        end if;
+    end loop;
+
+    -- Only chunks that carry no vector yet; the others keep theirs.
+    insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
+                                          tenant_id, org_id, user_id, session_id)
+    select distinct on (c.chunk_index)
+           v_document.packet_id, 'content', (a.e ->> 'embedding')::vector, c.chunk_index, c.content,
+           jsonb_build_object('document_id', v_document.id, 'chunk_id', c.id, 'file_path', v_document.file_path,
+                              'version', v_document.version),
+           'shared', v_tenant, v_document.org_id, memsub.current_user_id(), memsub.current_session_id()
+      from jsonb_array_elements(p_embeddings) as a(e)
+      join memsub.document_chunks c on c.tenant_id = v_tenant and c.document_id = p_document_id
+                                   and c.chunk_index = (a.e ->> 'chunk_index')::integer
+     where not exists (select from memsub.memory_embeddings x
+                        where x.tenant_id = v_tenant and x.packet_id = v_document.packet_id
+                          and x.embedding_type = 'content' and x.chunk_index = c.chunk_index)
+     order by c.chunk_index;
+    get diagnostics v_embedded = row_count;
+
+    if v_embedded > 0 then
+        update memsub.document_index d
+           set embedding = (select avg(e.vector) from memsub.memory_embeddings e
+                             where e.tenant_id = v_tenant and e.packet_id = v_document.packet_id
+                               and e.embedding_type = 'content' and e.chunk_index >= 1),
+               updated_at = now()
+         where d.tenant_id = v_tenant and d.id = p_document_id;
+        if coalesce(p_neighbor_count, 0) > 0 then
+            perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
+        end if;
+    end if;
+    perform memsub.audit_record('document_ingest',
+        p_details => jsonb_build_object('document_id', p_document_id, 'file_path', v_document.file_path,
+                                        'version', v_document.version, 'embedded', v_embedded));
+    return v_embedded;
+end
+$$;
+comment on function memsub.document_embed_chunks(uuid, jsonb, integer, double precision) is
+    'Adds vectors to the chunks of a latest document version that were stored without one (e.g. ingested without '
+    'an embedder): embeddings [{chunk_index, embedding}]; chunks that already carry a vector keep it. Updates the '
+    'document embedding (mean of its chunk vectors) and cross-document neighbours. Returns the number of vectors '
+    'added. Audited as document_ingest.';
+
+create or replace function memsub.document_chunks_without_embedding(p_document_id uuid)
+returns setof memsub.document_chunks
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select c.* from memsub.document_chunks c
+      join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+     where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+       and not exists (select from memsub.memory_embeddings e
+                        where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                          and e.embedding_type = 'content' and e.chunk_index = c.chunk_index)
+     order by c.chunk_index
+$$;
+comment on function memsub.document_chunks_without_embedding(uuid) is
+    'The chunks of a document version that carry no vector yet, in order (what memsub.document_embed_chunks fills).';
 
 create or replace function memsub.link_document_chunks(
     p_document_id  uuid,
@@ -325,7 +428,38 @@ grant select on memsub.document_chunks to memsub_app, memsub_analyst;
 grant execute on function
     memsub.document_ingest(text, text, text, text, jsonb, jsonb, text, text[], jsonb, integer, double precision)
     to memsub_app;
+grant execute on function memsub.document_embed_chunks(uuid, jsonb, integer, double precision) to memsub_app;
 grant execute on function
     memsub.document_versions(text),
-    memsub.document_chunks_of(uuid)
+    memsub.document_chunks_of(uuid),
+    memsub.document_chunks_without_embedding(uuid)
     to memsub_app, memsub_analyst;
+
+-- Packet chunk counts (seed 000 packet_store.chunk_count, is_chunked) ---------------------------------------------
+-- A packet is stored in chunks when it has chunk vectors (memory_embeddings.chunk_index 1..n) or is a document
+-- version with chunks (memsub.document_ingest sets the document's count, which may exceed its vectors).
+
+create or replace function memsub.count_packet_chunks() returns trigger
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    update memsub.packet_store p
+       set chunk_count = greatest(p.chunk_count, n.chunks), is_chunked = true
+      from (select a.tenant_id, a.packet_id, max(a.chunk_index) as chunks
+              from added a where a.chunk_index >= 1 group by a.tenant_id, a.packet_id) n
+     where p.tenant_id = n.tenant_id and p.packet_id = n.packet_id and p.chunk_count < n.chunks;
+    return null;
+end
+$$;
+comment on function memsub.count_packet_chunks() is
+    'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a '
+    'packet and sets is_chunked.';
+
+drop trigger if exists memory_embeddings_count_chunks on memsub.memory_embeddings;
+create trigger memory_embeddings_count_chunks
+    after insert on memsub.memory_embeddings
+    referencing new table as added
+    for each statement execute function memsub.count_packet_chunks();
+comment on trigger memory_embeddings_count_chunks on memsub.memory_embeddings is
+    'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';

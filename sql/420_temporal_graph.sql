@@ -198,8 +198,10 @@ begin
             memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
             memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
     select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
-       and r.target_entity = v_target and upper_inf(r.valid_period)
+     where r.tenant_id = v_tenant and r.source_key = any(memsub.entity_keys(v_source)) and r.relationship_type = v_type
+       and r.target_key = any(memsub.entity_keys(v_target)) and upper_inf(r.valid_period)
+     order by r.relationship_id
+     limit 1
        for update;
     if not found then
         raise exception 'edge (%)-[%]->(%) has no current window to close', v_source, v_type, v_target
@@ -242,6 +244,8 @@ declare
     v_evidence jsonb := memsub.check_doc_refs(p_evidence, 'evidence');
     v_late     memsub.entity_relationships;
     v_edge     memsub.entity_relationships;
+    v_sources  text[];
+    v_targets  text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
@@ -252,10 +256,14 @@ begin
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
-    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':' || v_source || ':' || v_type);
+    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
+                                         || memsub.normalize_text(memsub.resolve_entity(v_source)) || ':' || v_type);
+    -- The source is matched as its entity (name or alias), the target by its matching form.
+    v_sources := memsub.entity_keys(v_source);
+    v_targets := memsub.entity_keys(v_target);
     select r.* into v_late from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
-       and r.target_entity <> v_target and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from
+     where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
+       and not r.target_key = any(v_targets) and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from
      limit 1;
     if found then
         raise exception 'field "valid_from": (%)-[%]->(%) holds only since %, after %; supersede from a later time',
@@ -264,16 +272,21 @@ begin
     end if;
     -- The facts this one replaces stop holding where it starts.
     update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_from, '[)')
-     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
-       and r.target_entity <> v_target and upper_inf(r.valid_period);
+     where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
+       and not r.target_key = any(v_targets) and upper_inf(r.valid_period);
     -- The new fact: reinforce it when it already holds, otherwise open its window.
     update memsub.entity_relationships r
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
            evidence = memsub.merge_doc_refs(r.evidence, v_evidence)
-     where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
-       and r.target_entity = v_target and upper_inf(r.valid_period)
+     where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
+                                 where h.tenant_id = v_tenant and h.source_key = any(v_sources)
+                                   and h.relationship_type = v_type and h.target_key = any(v_targets)
+                                   and upper_inf(h.valid_period)
+                                 order by h.source_key = memsub.normalize_text(v_source) desc, h.relationship_id
+                                 limit 1)
+       and r.tenant_id = v_tenant
     returning r.* into v_edge;
     if not found then
         v_edge := memsub.temporal_edge_add(v_source, v_type, v_target, v_from, null, p_confidence, v_evidence,
@@ -301,13 +314,14 @@ as $$
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
-       and (p_entity is null or r.source_entity = btrim(p_entity) or r.target_entity = btrim(p_entity))
+       and (p_entity is null or r.source_key = any(memsub.entity_keys(p_entity))
+            or r.target_key = any(memsub.entity_keys(p_entity)))
        and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
      order by r.source_entity, r.relationship_type, r.target_entity
 $$;
 comment on function memsub.edges_as_of(timestamptz, text, text) is
     'The graph as of a time (default now): the edges whose validity window contains it, optionally only those '
-    'touching an entity (as source or target) or of one relationship type.';
+    'touching an entity (as source or target; by its name or aliases, memsub.entity_keys) or of one relationship type.';
 
 create or replace function memsub.graph_neighbors_as_of(
     p_entity    text,
@@ -322,12 +336,12 @@ as $$
 declare
     v_at     timestamptz := coalesce(p_as_of, now());
     v_left   integer;
-    frontier text[];
-    visited  jsonb;  -- entity -> true: a set with logarithmic lookups
+    frontier text[];  -- matching forms (names and aliases) of the entities of the current level
+    visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
     level    integer := 0;
     returned integer;
 begin
-    frontier := array[memsub.require_text(p_entity, 'entity')];
+    frontier := memsub.entity_keys(memsub.require_text(p_entity, 'entity'));
     if p_max_depth is null or p_max_depth < 1 then
         raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
@@ -339,7 +353,7 @@ begin
     end if;
     perform memsub.check_limit(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
-    visited := jsonb_build_object(frontier[1], true);
+    visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
     while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
@@ -347,36 +361,41 @@ begin
             select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
                    r.valid_period
               from memsub.entity_relationships r
-             where r.source_entity = any(frontier) and r.valid_period @> v_at
+             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+               and r.valid_period @> v_at
              order by r.source_entity, r.mention_count desc, r.target_entity
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         frontier := array(
-            select distinct r.target_entity from memsub.entity_relationships r
-             where r.source_entity = any(frontier) and r.valid_period @> v_at
-               and not visited ? r.target_entity);
+            select distinct k from memsub.entity_relationships r
+             cross join lateral unnest(memsub.entity_keys(r.target_entity)) as k
+             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+               and r.valid_period @> v_at
+               and not visited ? r.target_key);
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
 end
 $$;
 comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, integer) is
     'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
-    'entity, breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges '
-    'in all (limit max_rows).';
+    'entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded '
+    'once, at most limit edges in all (limit max_rows).';
 
 -- Entity nodes -----------------------------------------------------------------------------------------------
 
+drop function if exists memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision);
 create or replace function memsub.graph_upsert_entity(
     p_name        text,
     p_entity_type text,
     p_aliases     text[]           default '{}',
     p_properties  jsonb            default '{}',
     p_doc_refs    jsonb            default '[]',
-    p_confidence  double precision default 0.5
+    p_confidence  double precision default 0.5,
+    p_embedding   vector           default null
 ) returns memsub.world_model_entities
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, pg_temp
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant   uuid := memsub.require_tenant_id();
@@ -391,6 +410,7 @@ begin
             memsub.check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub.check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
     perform memsub.check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    perform memsub.check_vector(p_embedding, 'embedding');
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
@@ -402,15 +422,88 @@ begin
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                             where btrim(a) <> '' order by a),
-           doc_refs = memsub.merge_doc_refs(w.doc_refs, v_doc_refs)
+           alias_keys = array(select distinct memsub.normalize_text(a)
+                                from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
+                               where btrim(a) <> '' order by 1),
+           doc_refs = memsub.merge_doc_refs(w.doc_refs, v_doc_refs),
+           embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name
     returning w.* into v_entity;
     return v_entity;
 end
 $$;
-comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision) is
+comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision, vector) is
     'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type '
-    'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has.';
+    'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; embedding (seed 003 '
+    'Node.embedding, the installation''s dimension) replaces the stored one when given.';
+
+create or replace function memsub.entity_search(
+    p_query_text text,
+    p_query      vector  default null,
+    p_k          integer default 10,
+    p_rrf_k      integer default 60
+) returns table (entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision,
+                 vector_rank integer, text_rank integer, distance double precision, text_score real)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant     uuid := memsub.require_tenant_id();
+    v_candidates integer;
+    v_query      tsquery;
+begin
+    if p_k is null or p_k < 1 or p_k > 1000 then
+        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub.check_vector(p_query, 'query');
+    v_candidates := greatest(50, 4 * p_k);
+    v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
+    return query
+    with vector_leg as (
+        select w.entity_id, (w.embedding <=> p_query)::double precision as distance,
+               (row_number() over (order by w.embedding <=> p_query, w.entity_id))::integer as vector_rank
+          from memsub.world_model_entities w
+         where p_query is not null and w.tenant_id = v_tenant and w.embedding is not null
+         order by w.embedding <=> p_query, w.entity_id
+         limit v_candidates
+    ), named as (
+        -- Names and aliases, word by word (simple configuration: names are not stemmed).
+        select w.entity_id, ts_rank_cd(to_tsvector('simple'::regconfig,
+                                                   w.entity_id || ' ' || array_to_string(w.aliases, ' ')), v_query)
+                   as text_score
+          from memsub.world_model_entities w
+         where numnode(v_query) > 0 and w.tenant_id = v_tenant
+           and to_tsvector('simple'::regconfig, w.entity_id || ' ' || array_to_string(w.aliases, ' ')) @@ v_query
+    ), text_leg as (
+        select n.entity_id, n.text_score,
+               (row_number() over (order by n.text_score desc, n.entity_id))::integer as text_rank
+          from named n
+         order by n.text_score desc, n.entity_id
+         limit v_candidates
+    ), fused as (
+        select coalesce(v.entity_id, t.entity_id) as entity_id, v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.entity_id = v.entity_id
+    )
+    select w.entity_id, w.entity_type, w.aliases, w.attributes, f.rrf::double precision, f.vector_rank,
+           f.text_rank, f.distance, f.text_score
+      from fused f
+      join memsub.world_model_entities w on w.tenant_id = v_tenant and w.entity_id = f.entity_id
+     order by f.rrf desc, w.entity_id
+     limit p_k;
+end
+$$;
+comment on function memsub.entity_search(text, vector, integer, integer) is
+    'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and '
+    'matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal '
+    'rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
 
 -- Typed nodes --------------------------------------------------------------------------------------------------
 -- One view over the four tables that hold nodes; security_invoker, so each table's row-level security applies
@@ -490,5 +583,6 @@ grant execute on function
     memsub.temporal_edge_add(text, text, text, timestamptz, timestamptz, double precision, jsonb, text, text, uuid),
     memsub.close_relationship(text, text, text, timestamptz),
     memsub.supersede_relationship(text, text, text, timestamptz, double precision, jsonb, text, text, uuid),
-    memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision)
+    memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision, vector)
     to memsub_app;
+grant execute on function memsub.entity_search(text, vector, integer, integer) to memsub_app, memsub_analyst;

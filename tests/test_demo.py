@@ -109,6 +109,12 @@ def test_demo_story(db):
     assert "Acme Plastics: 3 expired packet(s) removed" in text
     assert "Borealis Freight: 1 expired packet(s) removed" in text
     assert "3 packets before, 1 after" in text
+    # Current facts: the superseded supplier is neither returned nor walked through; history stays readable.
+    current = re.search(r"traverse_graph\('Acme Plastics'\) now: (.*)$", text, re.M).group(1)  # type: ignore[union-attr]
+    assert current == "Acme Plastics -buys_from-> Golden Resin"
+    assert re.search(r"entity_neighbourhood\('acme plastics'\) now: Golden Resin$", text, re.M)
+    assert ("as of 30 days ago: Acme Plastics -buys_from-> Pacific Polymers; "
+            "Acme Plastics -buys_from-> Pacific Polymers -located_in-> Stockton") in text
 
     # What is stored is what the story told: 16 Acme packets written, 3 purged; 5 + 1 Borealis, 1 purged.
     assert stored_per_tenant(db.dsn()) == {demo.ACME.tenant_id: 13, demo.BOREALIS.tenant_id: 5}

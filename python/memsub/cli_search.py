@@ -8,6 +8,7 @@ The embedder must be the one that embedded the stored texts, and its dimension t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -94,6 +95,19 @@ def search_command(query: str, dsn: str | None, tenant_id: str, org_id: str | No
     click.echo(f"{len(rows)} result(s)", err=True)
 
 
+_AS_OF_HELP = "Read the graph as it was at this ISO 8601 time (default now; no offset: UTC)."
+
+
+def _timestamp(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as error:
+        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="--as-of") from error
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
 @click.group("graph")
 def graph_group() -> None:
     """Walk the knowledge graph (entity_relationships and knowledge_facts)."""
@@ -108,17 +122,20 @@ def graph_group() -> None:
               show_default=True)
 @click.option("--min-confidence", type=float, default=None, help="Skip edges below this confidence.")
 @click.option("--limit", type=int, default=None, help="At most this many entities (default 1000).")
+@click.option("--as-of", "as_of", default=None, help=_AS_OF_HELP)
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one path per line.")
 def graph_traverse(entity: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
                    session_id: str | None, roles: tuple[str, ...], max_depth: int,
                    relationship_types: tuple[str, ...], direction: str, min_confidence: float | None,
-                   limit: int | None, as_json: bool) -> None:
-    """Entities reachable from ENTITY, each once with its most confident shortest path (memsub.traverse_graph)."""
+                   limit: int | None, as_of: str | None, as_json: bool) -> None:
+    """Entities reachable from ENTITY through the edges valid now (or --as-of), each once with its most confident
+    shortest path (memsub.traverse_graph)."""
+    when = _timestamp(as_of)
     try:
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             paths = memory.traverse(entity, max_depth, relationship_types=relationship_types or None,
                                     min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
-                                    limit=limit)
+                                    limit=limit, as_of=when)
     except MemsubError as error:
         _fail_error(error)
     if as_json:
@@ -135,14 +152,17 @@ def graph_traverse(entity: str, dsn: str | None, tenant_id: str, org_id: str | N
 @click.argument("entity")
 @_tenant_options
 @click.option("--min-confidence", type=float, default=None)
+@click.option("--as-of", "as_of", default=None, help=_AS_OF_HELP)
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one row per line.")
 def graph_neighbourhood(entity: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
                         session_id: str | None, roles: tuple[str, ...], min_confidence: float | None,
-                        as_json: bool) -> None:
-    """ENTITY's relationships in both directions and the facts about it (memsub.entity_neighbourhood)."""
+                        as_of: str | None, as_json: bool) -> None:
+    """ENTITY's relationships in both directions valid now (or --as-of) and the facts about it
+    (memsub.entity_neighbourhood)."""
+    when = _timestamp(as_of)
     try:
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
-            items = memory.neighbourhood(entity, min_confidence=min_confidence)
+            items = memory.neighbourhood(entity, min_confidence=min_confidence, as_of=when)
     except MemsubError as error:
         _fail_error(error)
     if as_json:

@@ -38,7 +38,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memsub import embedded
+from memsub import embedded, temporal_graph
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
 from memsub.connection import describe, with_timeout
@@ -47,6 +47,7 @@ from memsub.errors import ConnectionFailed, MemsubError
 from memsub.exit_codes import fail
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
+from memsub.retrieval import GraphPath
 
 DEMO_DATABASE = "memsub_demo"
 APP_ROLE = "memsubdemo_app"
@@ -674,7 +675,39 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
                f"({', '.join(text_of(r) for r in watch_after)})")
     story.line(f"supplier thread {short(acme_thread)}: {supplier_after} packets for alice "
                f"(the raw directory page expired)")
+
+    current_facts_section(story, app, now)
     return written
+
+
+def _path_text(path: GraphPath) -> str:
+    return path.path[0] + "".join(f" -{relation}-> {node}"
+                                  for relation, node in zip(path.relationship_path, path.path[1:], strict=True))
+
+
+def current_facts_section(story: Story, app: Substrate, now: datetime) -> None:
+    """The knowledge graph answers with what holds now; history is read by asking for an earlier time."""
+    story.section("Current facts: a superseded supplier is not returned")
+    then = now - timedelta(days=30)
+    with person_context(app, ALICE) as memory:
+        if not temporal_graph.edges_as_of(memory, entity="Acme Plastics", relationship_type="buys_from"):
+            temporal_graph.add_edge(memory, "Acme Plastics", "buys_from", "Pacific Polymers",
+                                    valid_from=now - timedelta(days=60), confidence=0.9)
+            temporal_graph.add_edge(memory, "Pacific Polymers", "located_in", "Stockton",
+                                    valid_from=now - timedelta(days=60))
+            temporal_graph.supersede(memory, "Acme Plastics", "buys_from", "Golden Resin",
+                                     valid_from=now - timedelta(days=1), confidence=0.8)
+    story.line("alice records: Acme Plastics buys_from Pacific Polymers (60 days ago), Pacific Polymers "
+               "located_in Stockton;")
+    story.line("since yesterday Acme Plastics buys_from Golden Resin (supersede_relationship closes the old edge)")
+    with person_context(app, ALICE) as memory:
+        current = memory.traverse("Acme Plastics", max_depth=2)
+        earlier = memory.traverse("Acme Plastics", max_depth=2, as_of=then)
+        around = [i.other_entity for i in memory.neighbourhood("acme plastics") if i.kind == "relationship"]
+    story.line()
+    story.line(f"traverse_graph('Acme Plastics') now: {'; '.join(_path_text(p) for p in current) or 'nothing'}")
+    story.line(f"entity_neighbourhood('acme plastics') now: {', '.join(o or '-' for o in around) or 'nothing'}")
+    story.line(f"traverse_graph as of 30 days ago: {'; '.join(_path_text(p) for p in earlier) or 'nothing'}")
 
 
 def _scope(rows: Sequence[PacketStoreRow], packet_id: uuid.UUID, written: Written, label: str) -> str:

@@ -193,8 +193,9 @@ def ingest_text(
 ) -> IngestResult:
     """Store one version of a document from its extracted text (chunked here unless ``spans`` are given).
 
-    Chunks are embedded only when the content hash differs from the path's latest version, so re-ingesting an
-    unchanged file costs one lookup and no embedding calls.
+    Chunks are embedded when the content hash differs from the path's latest version. An unchanged file costs
+    one lookup and, given an ``embedder``, embeds only the stored chunks that carry no vector yet (for example
+    after an ingest without an embedder): none left, no embedding call.
     """
     chunks = list(spans) if spans is not None else chunk_spans(text, max_chars)
     latest = versions(session, file_path)
@@ -217,7 +218,28 @@ def ingest_text(
         [file_path, file_hash, mime, text, Jsonb(payload), Jsonb(metadata or {}), summary, list(key_concepts),
          Jsonb(list(entities))],
     )
-    return IngestResult.model_validate(rows[0])
+    result = IngestResult.model_validate(rows[0])
+    if embedder is not None and result.status == "unchanged" and result.embedded_count < result.chunk_count:
+        result.embedded_count += embed_missing_chunks(session, result.document_id, embedder)
+    return result
+
+
+def embed_missing_chunks(session: TenantSession, document_id: UUID | str, embedder: Embedder) -> int:
+    """Embed the chunks of a latest document version stored without a vector (memsub.document_embed_chunks);
+    returns how many vectors were added."""
+    rows = session.fetch(f"select {_CHUNK_COLUMNS} from memsub.document_chunks_without_embedding(%s)",  # noqa: S608 - fixed names
+                         [str(document_id)])
+    missing = [Chunk.model_validate(row) for row in rows]
+    if not missing:
+        return 0
+    vectors = embedder.embed([chunk.content for chunk in missing])
+    if len(vectors) != len(missing):
+        raise InvalidInput(f"the embedder returned {len(vectors)} vectors for {len(missing)} chunks",
+                           field="embedding")
+    payload = [{"chunk_index": chunk.chunk_index, "embedding": [float(v) for v in vector]}
+               for chunk, vector in zip(missing, vectors, strict=True)]
+    added = session.fetch("select memsub.document_embed_chunks(%s, %s) as added", [str(document_id), Jsonb(payload)])
+    return int(added[0]["added"])
 
 
 def ingest_file(

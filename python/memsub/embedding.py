@@ -32,6 +32,20 @@ MINILM_DIMENSION = 384
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+class TextEmbedder(Protocol):
+    """Anything that embeds a batch of texts (what the client needs to embed on write or to embed a query)."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embed_one(embedder: TextEmbedder, text: str) -> list[float]:
+    """The vector of one text, checking that the embedder returned exactly one."""
+    vectors = embedder.embed([text])
+    if len(vectors) != 1:
+        raise ValueError(f"the embedder returned {len(vectors)} vectors for 1 text")
+    return [float(v) for v in vectors[0]]
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns texts into vectors of ``dimension`` floats, one per text, in order."""

@@ -51,9 +51,13 @@ class SemanticHit(BaseModel):
 
 
 class HybridHit(BaseModel):
-    """One row of memsub.hybrid_search; a rank is None when the row was not a candidate of that leg."""
+    """One row of memsub.hybrid_search; a rank is None when the row was not a candidate of that leg.
 
-    embedding_id: UUID
+    ``embedding_id`` is None for a document chunk found by its words that carries no vector yet; ``packet_id``
+    is then its document version's packet.
+    """
+
+    embedding_id: UUID | None
     packet_id: UUID
     chunk_index: int
     chunk_text: str | None
@@ -228,21 +232,23 @@ class RetrievalMixin:
     def traverse(self, start_entity: str, max_depth: int = 3, *,
                  relationship_types: Sequence[str] | None = None, min_confidence: float | None = None,
                  direction: Direction = "outgoing", min_path_confidence: float | None = None,
-                 limit: int | None = None) -> list[GraphPath]:
-        """Entities reachable from an entity through the visible knowledge graph, each once with its most confident
-        shortest path, breadth first (memsub.traverse_graph)."""
+                 limit: int | None = None, as_of: datetime | None = None) -> list[GraphPath]:
+        """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
+        the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
+        their entity (memsub.traverse_graph)."""
         rows = self._call("traverse_graph", {
             "start_entity": start_entity, "max_depth": max_depth,
             "relationship_types": None if relationship_types is None else list(relationship_types),
             "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
-            "limit": limit})
+            "limit": limit, "as_of": as_of})
         return [GraphPath.model_validate(row) for row in rows]
 
     def neighbourhood(self, entity: str, *, min_confidence: float | None = None,
-                      limit: int | None = None) -> list[NeighbourhoodItem]:
-        """An entity's relationships (both directions) and the facts about it (memsub.entity_neighbourhood)."""
+                      limit: int | None = None, as_of: datetime | None = None) -> list[NeighbourhoodItem]:
+        """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
+        (memsub.entity_neighbourhood)."""
         rows = self._call("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence,
-                                                   "limit": limit})
+                                                   "limit": limit, "as_of": as_of})
         return [NeighbourhoodItem.model_validate(row) for row in rows]
 
     def feedback(self, access_id: UUID | str, was_useful: bool, reason: str | None = None) -> Feedback:

@@ -13,6 +13,7 @@ exceptions, e.g. ``ConflictError`` for a stale write. Rows are decoded by column
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
 from memsub.client import TenantSession
+from memsub.embedding import TextEmbedder, embed_one
 from memsub.errors import ConflictError
 
 SessionStatus = Literal["active", "terminated"]
@@ -239,10 +241,16 @@ def end_turn(session: TenantSession, session_id: str) -> Session:
 
 
 def terminate_session(
-    session: TenantSession, session_id: str, memory_type: MemoryType = "semantic"
+    session: TenantSession, session_id: str, memory_type: MemoryType = "semantic", *,
+    cancel_open_tasks: bool = False,
 ) -> Termination:
-    """Move the session's user: keys into memory, clear its state and mark it terminated (atomically)."""
-    row = _one(session, "select * from memsub.session_terminate(%s, %s)", [session_id, memory_type])
+    """Move the session's user: keys into memory, clear its state and mark it terminated (atomically).
+
+    Refused (``StateError``, SQLSTATE 55000) while the session has pending or running tasks, unless
+    ``cancel_open_tasks``, which cancels them.
+    """
+    row = _one(session, "select * from memsub.session_terminate(%s, %s, %s)",
+               [session_id, memory_type, cancel_open_tasks])
     return Termination.model_validate(row)
 
 
@@ -263,17 +271,83 @@ def write_memory(
     expected_version: int | None = None,
     memory_type: MemoryType = "semantic",
     metadata: dict[str, Any] | None = None,
+    embedding: Sequence[float] | None = None,
+    embedder: TextEmbedder | None = None,
 ) -> MemoryEntry:
     """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
 
-    Raises ``ConflictError`` when another writer got there first.
+    The version carries ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so
+    :func:`search_memory` finds it by meaning as well as by words). Raises ``ConflictError`` when another writer
+    got there first.
     """
+    if embedding is None and embedder is not None:
+        embedding = embed_one(embedder, memory_text(key, value))
     row = _one(
         session,
-        "select * from memsub.memory_write(%s, %s, %s, %s, %s, %s)",
-        [namespace, key, Jsonb(value), expected_version, memory_type, Jsonb(metadata or {})],
+        "select * from memsub.memory_write(%s, %s, %s, %s, %s, %s, %s::vector)",
+        [namespace, key, Jsonb(value), expected_version, memory_type, Jsonb(metadata or {}),
+         None if embedding is None else vector_text(embedding)],
     )
     return MemoryEntry.model_validate(row)
+
+
+def memory_text(key: str, value: Any) -> str:
+    """The text a memory entry is embedded from: its key and the strings of its value (or the value as JSON)."""
+    strings: list[str] = []
+
+    def collect(item: Any) -> None:
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            for inner in item.values():
+                collect(inner)
+        elif isinstance(item, list):
+            for inner in item:
+                collect(inner)
+
+    collect(value)
+    return f"{key}: " + (" ".join(strings) if strings else json.dumps(value, sort_keys=True))
+
+
+class MemoryHit(BaseModel):
+    """One row of memsub.memory_search: the latest live version of a key, with its fused score and ranks."""
+
+    id: UUID
+    namespace: str
+    key: str
+    version: int
+    value: Any
+    memory_type: MemoryType
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+    distance: float | None
+    text_score: float | None
+
+
+def search_memory(
+    session: TenantSession,
+    query_text: str | None,
+    query: Sequence[float] | None = None,
+    *,
+    embedder: TextEmbedder | None = None,
+    k: int = 10,
+    namespace_prefix: str | None = None,
+) -> list[MemoryHit]:
+    """Namespaced memory the caller may see, by meaning (``query``, or ``query_text`` embedded by ``embedder``) and
+    by words (``query_text``), fused by reciprocal rank fusion (memsub.memory_search)."""
+    if query is None and embedder is not None and query_text is not None:
+        query = embed_one(embedder, query_text)
+    rows = session.fetch(
+        "select * from memsub.memory_search(%s, %s::vector, %s, %s)",
+        [query_text, None if query is None else vector_text(query), k, namespace_prefix],
+    )
+    return [MemoryHit.model_validate(row) for row in rows]
+
+
+def vector_text(values: Sequence[float]) -> str:
+    """A vector in pgvector's text form, ``[x,y,...]``."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 def delete_memory(session: TenantSession, namespace: str, key: str, expected_version: int) -> MemoryEntry:
@@ -357,6 +431,11 @@ def create_task(
         [type, Jsonb(payload if payload is not None else {}), session_id, parent_task_id],
     )
     return Task.model_validate(row)
+
+
+def link_task(session: TenantSession, task_id: int, session_id: str) -> Task:
+    """Link an orphan task (no session) to an active session (memsub.task_link_session)."""
+    return Task.model_validate(_one(session, "select * from memsub.task_link_session(%s, %s)", [task_id, session_id]))
 
 
 def set_task_status(

@@ -22,6 +22,8 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
 from memsub.client import TenantSession
+from memsub.embedding import TextEmbedder, embed_one
+from memsub.sessions import vector_text
 
 NodeType = Literal["Entity", "Episode", "Document", "Memory"]
 EntityType = Literal["Person", "Organization", "Concept", "Location"]
@@ -193,13 +195,44 @@ def upsert_entity(
     properties: dict[str, Any] | None = None,
     doc_refs: Sequence[DocRef | dict[str, Any]] | None = None,
     confidence: float = 0.5,
+    embedding: Sequence[float] | None = None,
+    embedder: TextEmbedder | None = None,
 ) -> EntityNode:
-    """Create or update an Entity node, adding aliases and DocRefs."""
+    """Create or update an Entity node, adding aliases and DocRefs; with ``embedding``, or an ``embedder`` (which
+    embeds the name and aliases), the node carries a vector for :func:`search_entities`."""
+    if embedding is None and embedder is not None:
+        embedding = embed_one(embedder, ", ".join([name, *aliases]))
     rows = session.fetch(
         "select entity_id, entity_type, attributes, aliases, doc_refs, confidence, version "
-        "from memsub.graph_upsert_entity(%s, %s, %s, %s, %s, %s)",
-        [name, entity_type, list(aliases), Jsonb(properties or {}), _refs(doc_refs), confidence])
+        "from memsub.graph_upsert_entity(%s, %s, %s, %s, %s, %s, %s::vector)",
+        [name, entity_type, list(aliases), Jsonb(properties or {}), _refs(doc_refs), confidence,
+         None if embedding is None else vector_text(embedding)])
     return EntityNode.model_validate(rows[0])
+
+
+class EntityHit(BaseModel):
+    """One row of memsub.entity_search."""
+
+    entity_id: str
+    entity_type: str
+    aliases: list[str]
+    attributes: dict[str, Any]
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+    distance: float | None
+    text_score: float | None
+
+
+def search_entities(session: TenantSession, query_text: str | None, query: Sequence[float] | None = None, *,
+                    embedder: TextEmbedder | None = None, k: int = 10) -> list[EntityHit]:
+    """Entity nodes by meaning (``query``, or ``query_text`` embedded by ``embedder``) and by name or alias
+    (``query_text``), fused by reciprocal rank fusion (memsub.entity_search)."""
+    if query is None and embedder is not None and query_text is not None:
+        query = embed_one(embedder, query_text)
+    rows = session.fetch("select * from memsub.entity_search(%s, %s::vector, %s)",
+                         [query_text, None if query is None else vector_text(query), k])
+    return [EntityHit.model_validate(row) for row in rows]
 
 
 def nodes(session: TenantSession, node_type: NodeType | None = None, *, as_of: datetime | None = None,

@@ -1,0 +1,140 @@
+"""Graph reads answer with current facts: as-of by default now, aliases resolve, one entity-name normalization."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from click.testing import CliRunner
+
+from memsub import temporal_graph
+from memsub.cli import main
+from memsub.migrator import Migrator
+
+from doc_helpers import tenant_session
+from helpers import TENANT_A, set_context
+from session_helpers import ground_truth, rows
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T1 = datetime(2024, 6, 1, tzinfo=UTC)
+BEFORE = T1 - timedelta(days=30)
+
+
+def _superseded_employer(db):
+    with tenant_session(db.dsn("app")) as memory:
+        temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
+        temporal_graph.add_edge(memory, "Acme", "located_in", "Berlin", valid_from=T0)
+        temporal_graph.add_edge(memory, "Globex", "located_in", "Paris", valid_from=T0)
+        temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
+
+
+def test_traversal_and_neighbourhood_follow_the_edges_valid_now_or_at_a_given_time(db):
+    _superseded_employer(db)
+    with tenant_session(db.dsn("app")) as memory:
+        now_paths = [(p.depth, p.entity) for p in memory.traverse("Alice")]
+        then_paths = [(p.depth, p.entity) for p in memory.traverse("Alice", as_of=BEFORE)]
+        incoming_now = [p.entity for p in memory.traverse("Berlin", direction="incoming")]
+        near_now = [(i.direction, i.other_entity) for i in memory.neighbourhood("Alice") if i.kind == "relationship"]
+        near_then = [(i.direction, i.other_entity) for i in memory.neighbourhood("Alice", as_of=BEFORE)
+                     if i.kind == "relationship"]
+        acme_now = [(i.direction, i.other_entity) for i in memory.neighbourhood("Acme") if i.kind == "relationship"]
+    assert now_paths == [(1, "Globex"), (2, "Paris")]
+    assert then_paths == [(1, "Acme"), (2, "Berlin")]
+    assert incoming_now == ["Acme"]  # Acme is still in Berlin; nobody works there now
+    assert near_now == [("outgoing", "Globex")]
+    assert near_then == [("outgoing", "Acme")]
+    assert acme_now == [("outgoing", "Berlin")]
+
+    runner = CliRunner()
+    base = ["--dsn", db.dsn("app"), "--tenant", str(TENANT_A), "--json"]
+    current = runner.invoke(main, ["graph", "traverse", "Alice", *base])
+    assert current.exit_code == 0, current.output
+    assert [json.loads(line)["entity"] for line in current.stdout.splitlines()] == ["Globex", "Paris"]
+    past = runner.invoke(main, ["graph", "traverse", "Alice", *base, "--as-of", BEFORE.isoformat()])
+    assert past.exit_code == 0, past.output
+    assert [json.loads(line)["entity"] for line in past.stdout.splitlines()] == ["Acme", "Berlin"]
+    near = runner.invoke(main, ["graph", "neighbourhood", "Alice", *base])
+    assert [json.loads(line)["other_entity"] for line in near.stdout.splitlines()] == ["Globex"]
+
+
+def test_aliases_resolve_to_their_entity_in_traversals_and_lookups(db):
+    with tenant_session(db.dsn("app")) as memory:
+        temporal_graph.upsert_entity(memory, "Alice Smith", "Person", aliases=["Al", "A. Smith"])
+        temporal_graph.add_edge(memory, "Al", "knows", "Bob", valid_from=T0)
+        temporal_graph.add_edge(memory, "Alice Smith", "works_at", "Acme", valid_from=T0)
+        temporal_graph.add_edge(memory, "Carol", "manages", "a. smith", valid_from=T0)
+    with tenant_session(db.dsn("app")) as memory:
+        from_alias = sorted((p.entity, tuple(p.path)) for p in memory.traverse("al"))
+        from_name = sorted((p.entity, tuple(p.path)) for p in memory.traverse("Alice Smith"))
+        to_entity = [(p.entity, tuple(p.path)) for p in memory.traverse("Carol", max_depth=2)]
+        near = sorted((i.direction, i.other_entity) for i in memory.neighbourhood("A. Smith")
+                      if i.kind == "relationship")
+        edges = sorted(e.target_entity for e in temporal_graph.edges_as_of(memory, entity="AL"))
+        walk = sorted(n.target_entity for n in temporal_graph.neighbors_as_of(memory, "al", max_depth=1))
+    expected = [("Acme", ("Alice Smith", "Acme")), ("Bob", ("Alice Smith", "Bob"))]
+    assert from_alias == expected and from_name == expected
+    assert to_entity == [("Alice Smith", ("Carol", "Alice Smith")), ("Acme", ("Carol", "Alice Smith", "Acme")),
+                         ("Bob", ("Carol", "Alice Smith", "Bob"))]
+    assert near == [("incoming", "Carol"), ("outgoing", "Acme"), ("outgoing", "Bob")]
+    assert edges == ["Acme", "Bob", "a. smith"]
+    assert walk == ["Acme", "Bob"]
+
+
+def test_entity_names_match_the_same_way_in_functions_and_the_entity_graph_view(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        first = rows(conn, "select relationship_id from memsub.upsert_relationship('l9', 'part_of', 'memsub')")
+        second = rows(conn, "select relationship_id, mention_count, source_entity "
+                            "from memsub.upsert_relationship(' L9 ', 'Part_Of', 'MemSub', 0.5)")
+        paths = rows(conn, "select entity from memsub.traverse_graph('L9')")
+        conn.commit()
+    assert second[0]["relationship_id"] == first[0]["relationship_id"]
+    assert (second[0]["mention_count"], second[0]["source_entity"]) == (2, "l9")  # the first spelling is kept
+    assert paths == [{"entity": "memsub"}]
+    with db.connect(autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+    view = ground_truth(db, "select source_entity, target_entity, total_mentions, relationship_count "
+                            "from memsub.mv_entity_graph")
+    assert view == [{"source_entity": "l9", "target_entity": "memsub", "total_mentions": 2,
+                     "relationship_count": 1}]
+
+
+def test_superseded_edges_are_not_in_the_entity_graph_view(db):
+    _superseded_employer(db)
+    with db.connect(autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+    view = ground_truth(db, "select target_entity from memsub.mv_entity_graph where source_entity = 'alice'")
+    assert view == [{"target_entity": "globex"}]
+
+
+def test_the_upgrade_merges_edges_whose_names_differ_only_in_case_or_spacing(empty_db):
+    migrator = Migrator(empty_db.dsn())
+    versions = [m.version_text for m in migrator.migrations]
+    migrator.migrate(versions[versions.index("2.13.0") - 1])
+    tenant = "00000000-0000-0000-0000-000000000000"
+    with empty_db.connect() as conn:
+        for source, target, mentions, confidence, window in [
+                ("l9", "memsub", 2, 0.5, (T0, None)),
+                ("L9", "MemSub", 3, 0.5, (T0 + timedelta(days=10), None)),
+                ("L9 ", "memsub", 1, 0.2, (T0 - timedelta(days=100), T0 - timedelta(days=50))),
+                ("Other", "memsub", 1, 0.5, (T0, None))]:
+            conn.execute(
+                "insert into memsub.entity_relationships (tenant_id, source_entity, relationship_type, "
+                "target_entity, mention_count, confidence, first_seen, last_seen, valid_period) "
+                "values (%s, %s, 'part_of', %s, %s, %s, %s, %s, tstzrange(%s, %s))",
+                [tenant, source, target, mentions, confidence, window[0], window[0], *window])
+        conn.commit()
+    migrator.migrate()
+    edges = ground_truth(empty_db, "select source_entity, target_entity, mention_count, confidence, "
+                                   "lower(valid_period) as f, upper(valid_period) as u "
+                                   "from memsub.entity_relationships")
+    # The history window stays apart; the two open windows of one edge become one, observations added up,
+    # confidence combined as independent evidence (1 - 0.5 * 0.5), the earliest spelling and start kept.
+    assert sorted(edges, key=lambda e: (e["source_entity"].strip().lower(), e["f"])) == [
+        {"source_entity": "L9 ", "target_entity": "memsub", "mention_count": 1, "confidence": 0.2,
+         "f": T0 - timedelta(days=100), "u": T0 - timedelta(days=50)},
+        {"source_entity": "l9", "target_entity": "memsub", "mention_count": 5, "confidence": 0.75,
+         "f": T0, "u": None},
+        {"source_entity": "Other", "target_entity": "memsub", "mention_count": 1, "confidence": 0.5,
+         "f": T0, "u": None},
+    ]
