@@ -18,6 +18,7 @@ begin
         raise exception 'memsub.get_thread: limit must be between 1 and 100000, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_finite_time(p_after, 'after');
     return query
         select s.* from memsub.packet_store s
          where s.thread_id = p_thread_id

@@ -24,6 +24,7 @@ declare
     v_seen       timestamptz;
     v_edge       memsub.entity_relationships;
 begin
+    perform memsub.check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.

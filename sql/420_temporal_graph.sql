@@ -138,6 +138,7 @@ declare
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
 begin
+    perform memsub.check_finite_time(p_valid_from, 'valid_from'), memsub.check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -186,6 +187,7 @@ declare
     v_until  timestamptz := coalesce(p_valid_until, now());
     v_edge   memsub.entity_relationships;
 begin
+    perform memsub.check_finite_time(p_valid_until, 'valid_until');
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
        and r.target_entity = v_target and upper_inf(r.valid_period)
@@ -232,6 +234,7 @@ declare
     v_late     memsub.entity_relationships;
     v_edge     memsub.entity_relationships;
 begin
+    perform memsub.check_finite_time(p_valid_from, 'valid_from');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
     perform pg_catalog.pg_advisory_xact_lock(
@@ -278,15 +281,19 @@ create or replace function memsub.edges_as_of(
     p_entity            text        default null,
     p_relationship_type text        default null
 ) returns setof memsub.entity_relationships
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+begin
+    perform memsub.check_finite_time(p_as_of, 'as_of');
+    return query
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
        and (p_entity is null or r.source_entity = btrim(p_entity) or r.target_entity = btrim(p_entity))
        and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
-     order by r.source_entity, r.relationship_type, r.target_entity
+     order by r.source_entity, r.relationship_type, r.target_entity;
+end
 $$;
 comment on function memsub.edges_as_of(timestamptz, text, text) is
     'The graph as of a time (default now): the edges whose validity window contains it, optionally only those '
@@ -308,6 +315,7 @@ declare
     visited  text[];
     level    integer := 0;
 begin
+    perform memsub.check_finite_time(p_as_of, 'as_of');
     frontier := array[memsub.require_text(p_entity, 'entity')];
     if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
         raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
