@@ -29,7 +29,21 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
-@click.group()
+class _Main(click.Group):
+    """The memsub command group. Input no command can read (bytes that are not UTF-8 in a file, stdin or an
+    argument; JSON nested deeper than Python's parser allows) is reported in one line on stderr with exit
+    status 1, never with a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UnicodeError as error:
+            _fail(f"input is not valid UTF-8: {error}; nothing was written")
+        except RecursionError:
+            _fail("input JSON nests too deeply to read (more levels than the parser allows); nothing was written")
+
+
+@click.group(cls=_Main)
 @click.version_option(package_name="memsub")
 def main() -> None:
     """memsub: PostgreSQL-native memory substrate for AI agents."""
