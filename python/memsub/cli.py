@@ -40,7 +40,7 @@ class _Main(click.Group):
         except UnicodeError as error:
             _fail(f"input is not valid UTF-8: {error}; nothing was written")
         except RecursionError:
-            _fail("input JSON nests too deeply to read (more levels than the parser allows); nothing was written")
+            _fail("JSON nested too deeply to parse; nothing was written")
 
 
 @click.group(cls=_Main)
