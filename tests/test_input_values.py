@@ -238,3 +238,10 @@ INTERVAL_CALLS = [
 @pytest.mark.parametrize(("call", "column"), INTERVAL_CALLS, ids=[f"{c[1]}-{i}" for i, c in enumerate(INTERVAL_CALLS)])
 def test_infinite_intervals_are_refused(world, call, column, value):
     _refused(world, call, [value], column)
+
+
+@pytest.mark.parametrize("field", ["timestamp", "ttl"])
+@pytest.mark.parametrize("value", ["infinity", "-infinity", "+infinity"])
+def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):
+    envelope = {"packet_type": "event", "payload": {"n": 1}, field: value}
+    _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)], field, sqlstate="22007")

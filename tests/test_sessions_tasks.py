@@ -133,7 +133,7 @@ def test_document_index_entries(db):
         as_user(conn, ALICE)
         expect_error(conn, "22023", "metadata", "select memsub.document_index_put('f', null, '1')")
     assert ground_truth(db, "select vector_dims(embedding) as dims from memsub.document_index") == [
-        {"dims": 4}
+        {"dims": dimension}
     ]
     assert ground_truth(
         db, "select count(*) as n from memsub.audit where operation = 'document_index_put'"
