@@ -28,13 +28,19 @@ language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.check_finite(p_distance, 'distance');
-    perform memsub.check_finite(p_importance, 'importance');
-    perform memsub.check_finite_time(p_last_active, 'last_active');
-    perform memsub.check_finite(p_similarity_weight, 'similarity_weight');
-    perform memsub.check_finite(p_importance_weight, 'importance_weight');
-    perform memsub.check_finite(p_recency_weight, 'recency_weight');
-    perform memsub.check_finite_interval(p_half_life, 'half_life');
+    -- One comparison per argument on the common path; the checks (which name the field) only for a bad value.
+    if p_distance in ('NaN', 'Infinity', '-Infinity') or p_importance in ('NaN', 'Infinity', '-Infinity')
+       or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
+       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+        perform memsub.check_finite(p_distance, 'distance'), memsub.check_finite(p_importance, 'importance'),
+                memsub.check_finite_time(p_last_active, 'last_active'),
+                memsub.check_finite(p_similarity_weight, 'similarity_weight'),
+                memsub.check_finite(p_importance_weight, 'importance_weight'),
+                memsub.check_finite(p_recency_weight, 'recency_weight'),
+                memsub.check_finite_interval(p_half_life, 'half_life');
+    end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
          + p_recency_weight * power(0.5, greatest(0.0, extract(epoch from now() - coalesce(p_last_active, now())))
