@@ -34,13 +34,16 @@ class RawTextDumper(Dumper):
         return bytes(obj)
 
 
-def test_a_session_namespace_without_a_session_is_refused_naming_the_namespace(db):
+@pytest.mark.parametrize(("namespace", "user", "session"), [("session:s1", USER, None), (f"user:{USER}", None, "s1")],
+                         ids=["session without a session", "user without a user"])
+def test_an_own_namespace_without_its_owner_in_the_context_is_refused_naming_the_namespace(db, namespace, user,
+                                                                                          session):
     with db.connect("app") as conn:
-        set_context(conn, TENANT_A, user=USER)  # no session in the context
+        set_context(conn, TENANT_A, user=user, session=session)
         with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select memsub.memory_write('session:s1', 'k', '1'::jsonb)")
+            conn.execute("select memsub.memory_write(%s, 'k', '1'::jsonb)", [namespace])
     assert (caught.value.sqlstate, caught.value.diag.column_name) == ("42501", "namespace")
-    assert "row-level security" not in str(caught.value) and "session:s1" in str(caught.value)
+    assert "row-level security" not in str(caught.value) and namespace in str(caught.value)
     assert superuser_count(db, "memsub.memory_entries") == 0
 
 
