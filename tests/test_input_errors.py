@@ -133,3 +133,19 @@ def test_cli_packet_write_accepts_moderately_nested_json(db):
                   json.dumps(nested).encode())
     assert result.returncode == 0, result.stderr.decode()
     assert superuser_count(db) == 1
+
+
+def test_an_explicit_packet_id_taken_by_other_content_is_refused_naming_the_field(db):
+    packet_id = str(uuid.uuid4())
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.write_packet(%s::jsonb)",
+                     [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 1})])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.write_packet(%s::jsonb)",
+                         [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 2})])
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("23505", "packet_id")
+    assert "duplicate key" not in str(caught.value) and packet_id in str(caught.value)
+    assert superuser_count(db) == 1
