@@ -17,6 +17,9 @@ declare
     v_entry  memsub.document_index;
     v_vector vector;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or btrim(p_file_path) = '' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
