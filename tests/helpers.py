@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -84,3 +87,15 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
 def documented_sqlstates() -> set[str]:
     """Every SQLSTATE in a table row of docs/errors.md: what the fuzz tests accept from a failed call."""
     return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", ERRORS_DOC.read_text(encoding="utf-8"), flags=re.M))
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory the embedded server's user can enter (mode 755), removed with everything in it on
+    the way out, error or not: test runs leave no directories behind in the temp dir."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        directory.chmod(0o755)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
