@@ -89,7 +89,8 @@ def _one_clear_line(result: subprocess.CompletedProcess[bytes], *words: str) -> 
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode != 0, stderr
     assert "Traceback" not in stderr, stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
+    # the error line; commands that connect may first say which server they use ("memsub: server ...")
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("memsub: server ")]
     assert len(lines) == 1, stderr
     for word in words:
         assert re.search(word, lines[0], flags=re.I), lines[0]
