@@ -373,7 +373,9 @@ begin
         v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
         v_scope, v_importance, v_hash,
         v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
-    on conflict (tenant_id, content_hash) where content_hash is not null do nothing
+    -- No conflict target: the same content (deduplicated below) and an explicit packet_id already taken both
+    -- end here, so neither surfaces as a raw unique-constraint message.
+    on conflict do nothing
     returning s.* into v_stored;
     v_inserted := found;
 
@@ -381,7 +383,12 @@ begin
         select s.* into v_stored from memsub.packet_store s
          where s.tenant_id = v_tenant and s.content_hash = v_hash;
         if not found then
-            raise exception 'deduplication: a packet with the same content exists but is not visible to this writer'
+            if exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = v_packet_id) then
+                raise exception 'envelope field "packet_id": packet % already exists with other content', v_packet_id
+                    using errcode = '23505', column = 'packet_id';
+            end if;
+            raise exception 'deduplication: a packet with the same content or the same packet_id (%) exists but is '
+                            'not visible to this writer', v_packet_id
                 using errcode = '23505', column = 'payload';
         end if;
         return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,

@@ -19,6 +19,7 @@ begin
             using errcode = '22023', column = 'limit';
     end if;
     perform memsub.check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub.check_finite_time(p_after, 'after');
     return query
         select s.* from memsub.packet_store s
          where s.thread_id = p_thread_id

@@ -108,11 +108,109 @@ begin
             p_field, expected, vector_dims(p_value)
             using errcode = '22023', column = p_field;
     end if;
+    -- pgvector computes a cosine distance from norms summed in single precision: a zero vector, or one whose
+    -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
+    -- exactly then.
+    if p_value is not null and cosine_distance(p_value, p_value) = 'NaN'::double precision then
+        raise exception 'field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
+                        'large to square in single precision, has no cosine distance)', p_field
+            using errcode = '22023', column = p_field;
+    end if;
     return p_value;
 end
 $$;
 comment on function memsub.check_vector(vector, text) is
-    'Returns the vector when it is NULL or has the installation''s dimension; raises 22023 naming the field otherwise.';
+    'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, '
+    'squares representable in single precision); raises 22023 naming the field otherwise.';
+
+create or replace function memsub.check_finite(p_value double precision, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null
+       and (p_value = 'NaN'::double precision or p_value in ('Infinity'::double precision, '-Infinity'::double precision)) then
+        raise exception 'field "%" must be a finite number, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub.check_finite(double precision, text) is
+    'Returns the number (or NULL) unchanged when it is finite; raises 22023 naming the field for NaN and infinities.';
+
+create or replace function memsub.check_finite_time(p_value timestamptz, p_field text) returns timestamptz
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite time, not %; leave it NULL for an open bound', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub.check_finite_time(timestamptz, text) is
+    'Returns the timestamp (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+create or replace function memsub.check_finite_interval(p_value interval, p_field text) returns interval
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite interval, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub.check_finite_interval(interval, text) is
+    'Returns the interval (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+create or replace function memsub.json_vector(p_value jsonb, p_field text) returns vector
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
+       or exists (select from jsonb_array_elements(p_value) as x(e)
+                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub.check_vector((p_value::text)::vector, p_field);
+end
+$$;
+comment on function memsub.json_vector(jsonb, text) is
+    'A vector given as a JSON array of numbers, checked by memsub.check_vector; raises 22023 naming the field for '
+    'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+
+create or replace function memsub.float_array_vector(p_value double precision[], p_field text) returns vector
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if p_value is null then
+        return null;
+    end if;
+    if cardinality(p_value) = 0
+       or exists (select from unnest(p_value) as x(e)
+                   where x.e is null or x.e = 'NaN'::double precision or abs(x.e) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub.check_vector(p_value::vector, p_field);
+end
+$$;
+comment on function memsub.float_array_vector(double precision[], text) is
+    'A vector given as double precision[], checked by memsub.check_vector; raises 22023 naming the field for an '
+    'empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
 
 create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
 language plpgsql stable security invoker
@@ -174,6 +272,7 @@ begin
     perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
             memsub.check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
             memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
+    perform memsub.check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
         agent_id, "timestamp", packet_id, event_type, content, scope,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)

@@ -182,7 +182,10 @@ call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user'
 grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
 grant execute on function
     memsub.check_one_of(text, text[], text), memsub.check_vector(vector, text), memsub.check_unit(double precision, text),
-    memsub.check_json_type(jsonb, text, text), memsub.require_text(text, text)
+    memsub.check_json_type(jsonb, text, text), memsub.require_text(text, text),
+    memsub.check_finite(double precision, text), memsub.check_finite_time(timestamptz, text),
+    memsub.check_finite_interval(interval, text), memsub.json_vector(jsonb, text),
+    memsub.float_array_vector(double precision[], text)
     to memsub_app, memsub_analyst;
 grant execute on function
     memsub.store_embedding(uuid, text, vector, integer, text, jsonb),

@@ -89,6 +89,7 @@ begin
     perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
             memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
             memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub.check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.

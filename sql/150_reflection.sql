@@ -35,6 +35,7 @@ begin
         array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
     perform memsub.check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
     perform memsub.check_vector(p_vector, 'vector');
+    perform memsub.check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
@@ -95,6 +96,7 @@ begin
             memsub.check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
             memsub.check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
     perform memsub.check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
+    perform memsub.check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';
     end if;

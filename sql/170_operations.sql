@@ -34,9 +34,7 @@ begin
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
     end if;
-    if p_relevance_score = 'NaN'::double precision then
-        raise exception 'field "relevance_score" must be a number, not NaN' using errcode = '22023', column = 'relevance_score';
-    end if;
+    perform memsub.check_finite(p_relevance_score, 'relevance_score');
     if p_target_type = 'packet' then
         update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
          where s.tenant_id = v_tenant and s.packet_id = p_target_id;

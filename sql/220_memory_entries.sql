@@ -54,16 +54,17 @@ create or replace function memsub.memory_namespace_writable(p_namespace text) re
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select case split_part(p_namespace, ':', 1)
-               when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
-               when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
-               else false
-           end
+    -- Never NULL: a context without a user or session owns no user: or session: namespace (false, not unknown).
+    select coalesce(case split_part(p_namespace, ':', 1)
+                        when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
+                        when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
+                        else false
+                    end, false)
         or memsub.caller_is_admin()
 $$;
 comment on function memsub.memory_namespace_writable(text) is
     'True when the current context may write the namespace: its own user: and session: namespaces, or any '
-    'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them).';
+    'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
 create or replace function memsub.store_memory_version(
     p_namespace        text,

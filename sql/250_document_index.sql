@@ -15,6 +15,7 @@ as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
     v_entry  memsub.document_index;
+    v_vector vector;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
@@ -25,11 +26,10 @@ begin
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
-    if p_embedding is not null and (cardinality(p_embedding) = 0 or array_position(p_embedding, null) is not null) then
-        raise exception 'embedding must be a non-empty array of numbers' using errcode = '22023', column = 'embedding';
-    end if;
+    -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
+    v_vector := memsub.float_array_vector(p_embedding, 'embedding');
     insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, p_embedding::vector, p_metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, v_vector, p_metadata)
     on conflict (tenant_id, file_path) where is_latest do update
        set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
            updated_at = now()

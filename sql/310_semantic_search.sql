@@ -24,13 +24,28 @@ create or replace function memsub.combined_score(
     p_recency_weight    double precision default 0.1,
     p_half_life         interval         default interval '30 days'
 ) returns double precision
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
+begin
+    -- One comparison per argument on the common path; the checks (which name the field) only for a bad value.
+    if p_distance in ('NaN', 'Infinity', '-Infinity') or p_importance in ('NaN', 'Infinity', '-Infinity')
+       or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
+       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+        perform memsub.check_finite(p_distance, 'distance'), memsub.check_finite(p_importance, 'importance'),
+                memsub.check_finite_time(p_last_active, 'last_active'),
+                memsub.check_finite(p_similarity_weight, 'similarity_weight'),
+                memsub.check_finite(p_importance_weight, 'importance_weight'),
+                memsub.check_finite(p_recency_weight, 'recency_weight'),
+                memsub.check_finite_interval(p_half_life, 'half_life');
+    end if;
+    return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
          + p_recency_weight * power(0.5, greatest(0.0, extract(epoch from now() - coalesce(p_last_active, now())))
-                                          / greatest(1.0, extract(epoch from p_half_life)))
+                                          / greatest(1.0, extract(epoch from p_half_life)));
+end
 $$;
 comment on function memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval) is
     'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance '
@@ -60,6 +75,8 @@ begin
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
     end if;
+    perform memsub.check_finite(s.score, format('scores[%s]', s.n - 1))
+       from unnest(p_scores) with ordinality as s(score, n);
     -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
     if p_target_type in ('packet', 'embedding') then
         update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
@@ -153,6 +170,8 @@ begin
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub.check_vector(p_query, 'query');
+    perform memsub.check_finite_time(p_since, 'since');
+    perform memsub.check_finite_time(p_until, 'until');
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k
             using errcode = '22023', column = 'k';

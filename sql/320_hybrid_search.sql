@@ -137,10 +137,24 @@ begin
     if p_rrf_k is null or p_rrf_k < 0 then
         raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
     end if;
-    if p_vector_weight is null or p_vector_weight < 0 or p_text_weight is null or p_text_weight < 0
-       or coalesce(p_importance_weight, -1) < 0 or coalesce(p_recency_weight, -1) < 0 then
-        raise exception 'weights must be >= 0' using errcode = '22023', column = 'weights';
+    -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
+    perform memsub.check_finite(p_vector_weight, 'vector_weight'), memsub.check_finite(p_text_weight, 'text_weight'),
+            memsub.check_finite(p_importance_weight, 'importance_weight'),
+            memsub.check_finite(p_recency_weight, 'recency_weight');
+    if p_vector_weight is null or p_vector_weight < 0 then
+        raise exception 'field "vector_weight" must be >= 0' using errcode = '22023', column = 'vector_weight';
     end if;
+    if p_text_weight is null or p_text_weight < 0 then
+        raise exception 'field "text_weight" must be >= 0' using errcode = '22023', column = 'text_weight';
+    end if;
+    if p_importance_weight is null or p_importance_weight < 0 then
+        raise exception 'field "importance_weight" must be >= 0' using errcode = '22023', column = 'importance_weight';
+    end if;
+    if p_recency_weight is null or p_recency_weight < 0 then
+        raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
+    end if;
+    perform memsub.check_finite_interval(p_half_life, 'half_life');
+    perform memsub.check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;

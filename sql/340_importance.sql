@@ -78,6 +78,7 @@ begin
     perform memsub.check_unit(p_access_rate, 'access_rate');
     perform memsub.check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub.check_unit(p_floor, 'floor');
+    perform memsub.check_finite_interval(p_half_life, 'half_life'), memsub.check_finite_interval(p_idle_after, 'idle_after');
     if p_half_life is null or p_half_life <= interval '0' then
         raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
     end if;
@@ -188,16 +189,23 @@ create or replace function memsub.importance_step(
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-    -- (1 - rate)^n computed as exp(n * ln(1 - rate)), clipped so a large n cannot underflow.
+    -- (1 - rate)^n computed as exp(n * ln(1 - rate)), clipped so a large n cannot underflow. NaN and infinities are
+    -- refused by the first branch of each expression (the check runs only for such a value: a scan pays a comparison).
     with kept as (
-        select case when p_accesses = 0 then 1.0 when p_access_rate >= 1 then 0.0
+        select case when p_access_rate in ('NaN', 'Infinity', '-Infinity')
+                    then memsub.check_finite(p_access_rate, 'access_rate')
+                    when p_accesses = 0 then 1.0 when p_access_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_accesses * ln(1.0 - p_access_rate))) end as by_access,
-               case when p_useful = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
+               case when p_feedback_rate in ('NaN', 'Infinity', '-Infinity')
+                    then memsub.check_finite(p_feedback_rate, 'feedback_rate')
+                    when p_useful = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_useful * ln(1.0 - p_feedback_rate))) end as by_useful,
                case when p_useless = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_useless * ln(1.0 - p_feedback_rate))) end as by_useless
     ), steps as (
-        select p_importance + (1.0 - p_importance) * (1.0 - k.by_access) as i2, k.by_useful, k.by_useless from kept k
+        select case when p_importance in ('NaN', 'Infinity', '-Infinity')
+                    then memsub.check_finite(p_importance, 'importance') else p_importance end
+               + (1.0 - p_importance) * (1.0 - k.by_access) as i2, k.by_useful, k.by_useless from kept k
     )
     select least(1.0, greatest(0.0, (s.i2 + (1.0 - s.i2) * (1.0 - s.by_useful)) * s.by_useless))::double precision
       from steps s
@@ -222,4 +230,5 @@ grant execute on function
 -- What the learning run reads and writes (it bypasses row-level security and names the tenant itself).
 grant select, update on memsub.memory_access_log, memsub.packet_store, memsub.semantic_memory to memsub_retrieval_owner;
 grant select, insert on memsub.importance_learning_runs to memsub_retrieval_owner;
-grant execute on function memsub.check_unit(double precision, text) to memsub_retrieval_owner;
+grant execute on function memsub.check_unit(double precision, text), memsub.check_finite(double precision, text),
+    memsub.check_finite_interval(interval, text) to memsub_retrieval_owner;

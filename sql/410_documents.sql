@@ -63,14 +63,7 @@ begin
         if (v_chunk ->> 'page')::integer = 0 then
             raise exception 'field "%.page" counts from 1', v_field using errcode = '22023', column = v_field || '.page';
         end if;
-        if v_chunk ? 'embedding' and jsonb_typeof(v_chunk -> 'embedding') <> 'null' then
-            if jsonb_typeof(v_chunk -> 'embedding') <> 'array'
-               or exists (select from jsonb_array_elements(v_chunk -> 'embedding') x where jsonb_typeof(x) <> 'number') then
-                raise exception 'field "%.embedding" must be an array of numbers', v_field
-                    using errcode = '22023', column = v_field || '.embedding';
-            end if;
-            perform memsub.check_vector((v_chunk ->> 'embedding')::vector, v_field || '.embedding');
-        end if;
+        perform memsub.json_vector(v_chunk -> 'embedding', v_field || '.embedding');
         v_expected := v_end;
     end loop;
     if v_expected <> length(p_text) then
@@ -224,10 +217,13 @@ begin
      where p.tenant_id = v_tenant and p.packet_id = v_packet;
 
     if v_embedded > 0 then
+        -- The mean of the chunk vectors; none when they cancel out (a zero mean has no cosine distance).
         update memsub.document_index d
-           set embedding = (select avg(e.vector) from memsub.memory_embeddings e
-                             where e.tenant_id = v_tenant and e.packet_id = v_packet
-                               and e.embedding_type = 'content' and e.chunk_index >= 1)
+           set embedding = (select case when cosine_distance(m.mean, m.mean) = 'NaN'::double precision then null
+                                        else m.mean end
+                              from (select avg(e.vector) as mean from memsub.memory_embeddings e
+                                     where e.tenant_id = v_tenant and e.packet_id = v_packet
+                                       and e.embedding_type = 'content' and e.chunk_index >= 1) m)
          where d.tenant_id = v_tenant and d.id = v_id;
         if p_neighbor_count > 0 then
             perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);

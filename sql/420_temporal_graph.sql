@@ -145,6 +145,7 @@ begin
             memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
             memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub.check_finite_time(p_valid_from, 'valid_from'), memsub.check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -197,6 +198,7 @@ begin
     perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
             memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
             memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub.check_finite_time(p_valid_until, 'valid_until');
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(memsub.entity_keys(v_source)) and r.relationship_type = v_type
        and r.target_key = any(memsub.entity_keys(v_target)) and upper_inf(r.valid_period)
@@ -254,6 +256,7 @@ begin
             memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
             memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub.check_finite_time(p_valid_from, 'valid_from');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
@@ -308,16 +311,20 @@ create or replace function memsub.edges_as_of(
     p_entity            text        default null,
     p_relationship_type text        default null
 ) returns setof memsub.entity_relationships
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+begin
+    perform memsub.check_finite_time(p_as_of, 'as_of');
+    return query
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
        and (p_entity is null or r.source_key = any(memsub.entity_keys(p_entity))
             or r.target_key = any(memsub.entity_keys(p_entity)))
        and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
-     order by r.source_entity, r.relationship_type, r.target_entity
+     order by r.source_entity, r.relationship_type, r.target_entity;
+end
 $$;
 comment on function memsub.edges_as_of(timestamptz, text, text) is
     'The graph as of a time (default now): the edges whose validity window contains it, optionally only those '
@@ -341,6 +348,7 @@ declare
     level    integer := 0;
     returned integer;
 begin
+    perform memsub.check_finite_time(p_as_of, 'as_of');
     frontier := memsub.entity_keys(memsub.require_text(p_entity, 'entity'));
     if p_max_depth is null or p_max_depth < 1 then
         raise exception 'field "max_depth" must be at least 1, not %', p_max_depth

@@ -23,8 +23,17 @@ create or replace function memsub.memory_strength(
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-    select p_decay_weight * power(0.5, greatest(0, extract(epoch from p_at - coalesce(p_last_access_ts, p_created_at)))
-                                       / extract(epoch from p_half_life))
+    -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
+    select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
+                then memsub.check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
+         * power(0.5, greatest(0, extract(epoch from
+                                  case when isfinite(p_at) then p_at else memsub.check_finite_time(p_at, 'at') end
+                                  - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
+                                                  else memsub.check_finite_time(p_last_access_ts, 'last_access_ts') end,
+                                             case when isfinite(p_created_at) then p_created_at
+                                                  else memsub.check_finite_time(p_created_at, 'created_at') end)))
+                      / extract(epoch from case when isfinite(p_half_life) then p_half_life
+                                                else memsub.check_finite_interval(p_half_life, 'half_life') end))
 $$;
 comment on function memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval) is
     'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
@@ -34,14 +43,15 @@ language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if p_half_life is null or p_half_life < interval '1 second' then
-        raise exception 'field "half_life" must be at least one second, not %', p_half_life
+    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
+        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
             using errcode = '22023', column = 'half_life';
     end if;
     return p_half_life;
 end
 $$;
-comment on function memsub.check_half_life(interval) is 'Returns a half-life of at least one second; raises 22023 naming half_life otherwise.';
+comment on function memsub.check_half_life(interval) is
+    'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
 
 create or replace function memsub.memory_remember(
     p_namespace        text,
@@ -142,7 +152,7 @@ begin
         raise exception 'memsub.memory_maintenance needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'roles';
     end if;
-    if p_threshold is null or p_threshold <= 0 or p_threshold = 'NaN'::double precision then
+    if p_threshold is null or p_threshold <= 0 or memsub.check_finite(p_threshold, 'threshold') is null then
         raise exception 'field "threshold" must be a positive number' using errcode = '22023', column = 'threshold';
     end if;
     perform memsub.check_half_life(p_half_life);

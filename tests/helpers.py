@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -18,6 +19,7 @@ import psycopg
 TENANT_A = uuid.UUID("aaaaaaaa-0000-0000-0000-000000000001")
 TENANT_B = uuid.UUID("bbbbbbbb-0000-0000-0000-000000000002")
 T = TypeVar("T")
+ERRORS_DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
 
 
 def set_context(conn: psycopg.Connection[Any], tenant: uuid.UUID | None, org: uuid.UUID | None = None,
@@ -80,6 +82,11 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
         thread.join(timeout=60)
     assert errors == []
     return [results[i] for i in range(workers)]
+
+
+def documented_sqlstates() -> set[str]:
+    """Every SQLSTATE in a table row of docs/errors.md: what the fuzz tests accept from a failed call."""
+    return set(re.findall(r"^\| `([0-9A-Z]{5})` \|", ERRORS_DOC.read_text(encoding="utf-8"), flags=re.M))
 
 
 @contextmanager

@@ -208,20 +208,26 @@ def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
 
 def test_seed_001_document_index_put_works_on_the_latest_version(db):
     with db.connect("app") as conn:
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+
+        def unit(axis: int) -> list[float]:
+            return [1.0 if i == axis else 0.0 for i in range(dimension)]
+
+        put = "select * from memsub.document_index_put('spec.md', %s::float8[], %s::jsonb)"
         set_context(conn, TENANT_A)
-        conn.execute("select * from memsub.document_index_put('spec.md', array[1, 0, 0]::float8[], '{\"v\": 1}')")
+        conn.execute(put, [unit(0), '{"v": 1}'])
         set_context(conn, TENANT_A)
-        conn.execute("select * from memsub.document_index_put('spec.md', array[0, 1, 0]::float8[], '{\"v\": 2}')")
+        conn.execute(put, [unit(1), '{"v": 2}'])
         conn.commit()
     with tenant_session(db.dsn("app")) as memory:
         ingested = documents.ingest_text(memory, "spec.md", "the spec", file_hash="c" * 64, mime="md")
     assert (ingested.status, ingested.version) == ("new_version", 2)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        conn.execute("select * from memsub.document_index_put('spec.md', array[0, 0, 1]::float8[], '{\"v\": 3}')")
+        conn.execute(put, [unit(2), '{"v": 3}'])
         set_context(conn, TENANT_A)
         entry = rows(conn, "select id, metadata, embedding from memsub.document_index_get('spec.md')")
-    assert entry == [{"id": ingested.document_id, "metadata": {"v": 3}, "embedding": [0.0, 0.0, 1.0]}]
+    assert entry == [{"id": ingested.document_id, "metadata": {"v": 3}, "embedding": unit(2)}]
     assert ground_truth(db, "select version, hash is null as put, metadata from memsub.document_index "
                             "order by version") == [{"version": 1, "put": True, "metadata": {"v": 2}},
                                                     {"version": 2, "put": False, "metadata": {"v": 3}}]

@@ -21,7 +21,8 @@ def populate(db) -> None:
         one(conn, "select memsub.agent_spawn('worker', %s)", [task["id"]])
         one(conn, "select memsub.checkpoint_save(%s, %s::jsonb)", [task["id"], json.dumps({"at": 1})])
         one(conn, "select memsub.memory_write('session:s1:progress', 'step', '1')")
-        one(conn, "select memsub.document_index_put('docs/a.md', array[1.0, 2.0])")
+        one(conn, "select memsub.document_index_put('docs/a.md', "
+                  "array_fill(1.0::float8, array[memsub.vector_dimension()]))")
         conn.commit()
 
 

@@ -109,17 +109,18 @@ def test_checkpoint_save_and_restore(db):
 def test_document_index_entries(db):
     with db.connect("app") as conn:
         as_user(conn, ALICE)
+        dimension = one(conn, "select memsub.vector_dimension() as n")["n"]
         first = one(
             conn,
             "select * from memsub.document_index_put(%s, %s, %s::jsonb)",
-            ["design_docs/phase1_design/schema.md", [0.1, 0.2, 0.3], json.dumps({"title": "Schema"})],
+            ["design_docs/phase1_design/schema.md", [0.1] * dimension, json.dumps({"title": "Schema"})],
         )
         again = one(
             conn,
             "select * from memsub.document_index_put(%s, %s, %s::jsonb)",
-            ["design_docs/phase1_design/schema.md", [0.5, 0.5, 0.5, 0.5], json.dumps({"title": "v2"})],
+            ["design_docs/phase1_design/schema.md", [0.5] * dimension, json.dumps({"title": "v2"})],
         )
-        assert first["id"] == again["id"] and again["embedding"] == [0.5, 0.5, 0.5, 0.5]
+        assert first["id"] == again["id"] and again["embedding"] == [0.5] * dimension
         got = one(conn, "select * from memsub.document_index_get('design_docs/phase1_design/schema.md')")
         assert got["metadata"] == {"title": "v2"}
         conn.commit()
@@ -132,7 +133,7 @@ def test_document_index_entries(db):
         as_user(conn, ALICE)
         expect_error(conn, "22023", "metadata", "select memsub.document_index_put('f', null, '1')")
     assert ground_truth(db, "select vector_dims(embedding) as dims from memsub.document_index") == [
-        {"dims": 4}
+        {"dims": dimension}
     ]
     assert ground_truth(
         db, "select count(*) as n from memsub.audit where operation = 'document_index_put'"

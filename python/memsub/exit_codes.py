@@ -6,7 +6,8 @@ code   meaning
 0      success; ``verify`` found the database identical to the shipped SQL
 1      a check failed: ``verify`` found differences, ``migrate`` refused (drift, out-of-order,
        newer database), a ``maintain`` task failed, a packet was not found
-2      bad input or usage: unknown option, malformed connection string, invalid envelope or field
+2      bad input or usage: unknown option, malformed connection string, invalid envelope or field,
+       input that is not UTF-8 or JSON nested too deeply to parse
 3      cannot connect: refused, timed out, wrong password, no such database, no server configured
 4      insufficient privilege: the role lacks a grant or membership the command needs
 5      preflight refused: the server lacks what installation needs (extension, privilege, version);
@@ -103,3 +104,11 @@ class GuardedGroup(click.Group):
             return super().invoke(ctx)
         except (MemsubError, psycopg.Error, PoolTimeout) as error:
             fail(error, as_json=bool(ctx.meta.get("memsub.json")))
+        except UnicodeError as error:
+            # bytes that are not UTF-8 in a file, stdin or an argument
+            fail(InvalidInput(f"input is not valid UTF-8: {error}; nothing was written"),
+                 as_json=bool(ctx.meta.get("memsub.json")))
+        except RecursionError:
+            # JSON nested deeper than Python's parser allows
+            fail(InvalidInput("JSON nested too deeply to parse; nothing was written"),
+                 as_json=bool(ctx.meta.get("memsub.json")))
