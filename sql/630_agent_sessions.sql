@@ -21,8 +21,8 @@ begin
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
-    perform pg_catalog.pg_advisory_xact_lock(
-        pg_catalog.hashtextextended('memsub.agent_session_items/' || tenant::text || '/' || p_session_id, 0));
+    -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
+    perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
     return tenant;
 end
 $$;

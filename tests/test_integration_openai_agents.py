@@ -721,6 +721,7 @@ def test_two_tenants_with_the_same_session_id_are_isolated(db: Any, pool: Any) -
     with db.connect("app") as conn:
         conn.execute("select memsub.set_context(%s)", [str(tenant_b)])
         assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (0,)
+        conn.commit()  # a transaction acts for one tenant
         conn.execute("select memsub.set_context(%s)", [str(tenant_a)])
         assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (2,)
         conn.rollback()
