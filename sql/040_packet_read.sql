@@ -33,7 +33,8 @@ comment on function memsub.get_thread(uuid, integer, bigint) is
     'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at '
     'most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
 
-create or replace function memsub.lineage_nodes(p_packet_ids uuid[])
+drop function if exists memsub.lineage_nodes(uuid[]);
+create or replace function memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])
 returns table (tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamptz, parent_ids uuid[],
                thread_id uuid, generation integer, state text)
 language sql stable security invoker
@@ -43,15 +44,15 @@ as $$
            coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
            case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
       from memsub.packet_store s
-     where s.packet_id = any(p_packet_ids)
+     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
     union all
     select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
       from memsub.packet_tombstones t
-     where t.packet_id = any(p_packet_ids)
+     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
 $$;
-comment on function memsub.lineage_nodes(uuid[]) is
-    'Internal to get_lineage: the lineage skeleton of the named packets the current role may see, live, expired '
-    'or purged (from packet_tombstones). Not granted to clients.';
+comment on function memsub.lineage_nodes(uuid, uuid[]) is
+    'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, '
+    'live, expired or purged (from packet_tombstones). Not granted to clients.';
 
 drop function if exists memsub.get_lineage(uuid, text, integer);
 create or replace function memsub.get_lineage(
@@ -77,7 +78,10 @@ begin
     end if;
     -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
     -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
-    select n.tenant_id into start_tenant from memsub.lineage_nodes(array[p_packet_id]) n limit 1;
+    select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;
+    if start_tenant is null then
+        select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
+    end if;
     if start_tenant is null then
         return;
     end if;
@@ -90,8 +94,8 @@ begin
         if p_direction = 'ancestors' then
             frontier := array(
                 select distinct p
-                  from memsub.lineage_nodes(frontier) c, unnest(c.parent_ids) as p
-                 where c.tenant_id = start_tenant and not p = any(visited));
+                  from memsub.lineage_nodes(start_tenant, frontier) c, unnest(c.parent_ids) as p
+                 where not p = any(visited));
         else
             frontier := array(
                 select distinct c.packet_id
@@ -107,8 +111,7 @@ begin
         visited := visited || frontier;
         return query
             select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
-              from memsub.lineage_nodes(frontier) n
-             where n.tenant_id = start_tenant
+              from memsub.lineage_nodes(start_tenant, frontier) n
              order by n."timestamp", n.packet_id;
     end loop;
 end
@@ -119,4 +122,4 @@ comment on function memsub.get_lineage(uuid, text, integer) is
     'state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged '
     'nodes report only their lineage skeleton.';
 alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
-alter function memsub.lineage_nodes(uuid[]) owner to memsub_expiry_owner;
+alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;

@@ -100,6 +100,15 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
                  "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])
     conn.commit()
+    # Expired packets, one shared and one private, purged: their tombstones stay.
+    set_context(conn, tenant, org, user, session=session)
+    for expired_scope in ("shared", "l-private"):
+        write(conn, {"packet_type": "event", "payload": f"expired {expired_scope}", "scope": expired_scope,
+                     "timestamp": "2020-01-01T00:00:00Z", "ttl": "2020-01-02T00:00:00Z"})
+    conn.commit()
+    set_context(conn, tenant, org, user, session=session)
+    assert conn.execute("select purged from memsub.purge_expired()").fetchall() == [(2,)]
+    conn.commit()
     with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_tenant_admin")) as admin:
         set_context(admin, tenant, org, user, ["tenant_admin"], session)
         admin.execute("select * from memsub.learn_importance()")
