@@ -16,12 +16,12 @@ SOAK_FACTOR ?= 20
 SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuzz_functions.py \
               tests/test_fuzz_packets.py tests/test_row_security.py tests/test_tenant_world.py
 
-.PHONY: install test lint demo bench soak mutation clean
+.PHONY: install test lint demo bench soak mutation catalog-snapshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embed]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embed,langgraph]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -53,6 +53,11 @@ mutation: install
 soak: install
 	MEMSUB_SOAK_FACTOR=$(SOAK_FACTOR) $(BIN)/pytest -q $(SOAK_TESTS)
 	$(BIN)/python tests/policy_mutation.py
+
+# The expected catalog `memsub verify` compares with, taken from a fresh installation on a throwaway cluster.
+# tests/test_verify_tampering.py fails while it is stale: run this after changing sql/ or migrations/.
+catalog-snapshot: install
+	$(BIN)/python -m memsub.catalog_check
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -27,7 +27,8 @@ from _database import cpu_model
 BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
-ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "peer_langgraph", "scaling")
+ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
+         "adapter_langgraph_checkpoint", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -39,7 +40,9 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "refresh": [python, str(BENCH / "refresh.py")],
         "hot_counters": [python, str(BENCH / "hot_counters.py")],
         "retrieval": [python, str(BENCH / "retrieval.py")],
+        "noisy_neighbour": [python, str(BENCH / "noisy_neighbour.py")],
         "peer_langgraph": [python, str(BENCH / "peer_langgraph.py"), "--out", str(charts)],
+        "adapter_langgraph_checkpoint": [python, str(BENCH / "adapter_langgraph_checkpoint.py")],
         "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
     }
 

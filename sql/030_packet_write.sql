@@ -190,12 +190,14 @@ declare
     v_element       jsonb;
     v_stored        memsub.packet_store%rowtype;
     v_inserted      integer;
+    v_null_parent   boolean;
     v_written       jsonb;
 begin
     if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
         raise exception 'envelope must be a JSON object'
             using errcode = '22023', column = 'envelope';
     end if;
+    perform memsub.check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
     -- The writer's identity comes from the context, never from the envelope.
     select k into v_field from jsonb_object_keys(p_envelope) as k
      where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
@@ -262,17 +264,20 @@ begin
             raise exception 'envelope field "tags" must be an array of strings'
                 using errcode = '22023', column = 'tags';
         end if;
-        for v_element in select e from jsonb_array_elements(p_envelope -> 'tags') as e loop
-            if jsonb_typeof(v_element) <> 'string' or btrim(v_element #>> '{}') = ''
-               or length(v_element #>> '{}') > 200 then
-                raise exception 'envelope field "tags" must hold strings of 1 to 200 characters, found %',
-                    left(v_element::text, 80)
-                    using errcode = '22023', column = 'tags';
-            end if;
-            if not (v_element #>> '{}') = any(v_tags) then
-                v_tags := v_tags || (v_element #>> '{}');
-            end if;
-        end loop;
+        perform memsub.check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+        select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
+         where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+        if found then
+            raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
+                using errcode = '22023', column = 'tags';
+        end if;
+        perform memsub.check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+           from jsonb_array_elements(p_envelope -> 'tags') as e;
+        -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
+        v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
+                                             from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
+                                            group by 1) d
+                         order by d.first);
     end if;
 
     -- Lineage: validate, then check integrity against stored (visible) parents.
@@ -283,16 +288,22 @@ begin
                 raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
                     using errcode = '22023', column = 'lineage.parent_ids';
             end if;
-            for v_element in select e from jsonb_array_elements(v_lineage -> 'parent_ids') as e loop
-                v_missing := memsub.envelope_uuid(v_element, 'lineage.parent_ids');
-                if v_missing is null then
-                    raise exception 'envelope field "lineage.parent_ids" must not contain null'
-                        using errcode = '22023', column = 'lineage.parent_ids';
-                end if;
-                if not v_missing = any(v_parent_ids) then
-                    v_parent_ids := v_parent_ids || v_missing;
-                end if;
-            end loop;
+            perform memsub.check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
+                                       'lineage.parent_ids');
+            -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
+            with ids as (
+                select memsub.envelope_uuid(e, 'lineage.parent_ids') as id, o
+                  from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
+            )
+            select coalesce(bool_or(ids.id is null), false),
+                   array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
+                                            group by i.id) d order by d.first)
+              into v_null_parent, v_parent_ids
+              from ids;
+            if v_null_parent then
+                raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
         end if;
         v_derivation := memsub.envelope_text(v_lineage, 'derivation_type');
         if v_derivation is not null and v_derivation <> all(derivation_types) then
@@ -395,9 +406,11 @@ begin
         -- A named packet_id is the packet's identity: the same id again is the same packet when its content
         -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
         if v_stated_id is not null then
-            select s.* into v_stored from memsub.packet_store s
-             where s.tenant_id = v_tenant and s.packet_id = v_stated_id;
-            if not found then
+            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
+            -- table was small would scan the tenant.
+            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_stored using v_tenant, v_stated_id;
+            if v_stored.packet_id is null then
                 raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
                                 'or expired)', v_stated_id
                     using errcode = '23505', column = 'packet_id';
@@ -491,15 +504,17 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     total       integer;
-    pending     integer[];
-    deferred    integer[];
     idx         integer;
+    v_current   integer;   -- the envelope being stored, named in errors
+    top         integer;
+    parent_idx  integer;
     envelope    jsonb;
     batch_ids   jsonb;
-    stored_ids  jsonb := '{}';
+    state       integer[];  -- per envelope: 0 not reached, 1 waiting for its batch parents, 2 stored
+    stack       integer[] := '{}';
+    depth       integer;
     waits       boolean;
     results     memsub.packet_write_result[];
-    result      memsub.packet_write_result;
     err_state   text;
     err_message text;
     err_column  text;
@@ -509,59 +524,75 @@ begin
         raise exception 'memsub.write_packets expects a JSON array of envelopes'
             using errcode = '22023', column = 'envelopes';
     end if;
-    total := jsonb_array_length(p_envelopes);
+    perform memsub.check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    total := memsub.check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
     if total = 0 then
         return;
     end if;
     results := array_fill(null::memsub.packet_write_result, array[total]);
-    -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch.
-    select coalesce(jsonb_object_agg(memsub.canonical_uuid_text(e ->> 'packet_id'), true), '{}') into batch_ids
-      from jsonb_array_elements(p_envelopes) as e
-     where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null;
-    pending := array(select generate_series(1, total));
+    state := array_fill(0, array[total]);
+    -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
+    -- canonical packet_id -> position of its first envelope.
+    select coalesce(jsonb_object_agg(d.id, d.position), '{}') into batch_ids
+      from (select memsub.canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
+              from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+             where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null
+             group by 1) d;
     begin
-        -- Parents inside the batch are written before their children; what cannot be ordered is a cycle.
-        while cardinality(pending) > 0 loop
-            deferred := '{}';
-            foreach idx in array pending loop
-                envelope := p_envelopes -> (idx - 1);
-                waits := false;
-                if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
-                   and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
-                    select exists (
-                        select from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids') as p
-                         where batch_ids ? memsub.canonical_uuid_text(p)
-                           and not stored_ids ? memsub.canonical_uuid_text(p)
-                           and memsub.canonical_uuid_text(p)
-                               is distinct from memsub.canonical_uuid_text(envelope ->> 'packet_id'))
-                      into waits;
+        -- Parents inside the batch are written before their children: a depth-first walk in input order that
+        -- reaches each envelope once, so the work is linear in envelopes plus parent references. Meeting an
+        -- envelope that is still waiting for its own parents is a cycle.
+        for idx in 1 .. total loop
+            continue when state[idx] = 2;
+            stack := array[idx];
+            while cardinality(stack) > 0 loop
+                depth := cardinality(stack);
+                top := stack[depth];
+                if state[top] = 2 then
+                    stack := stack[1:depth - 1];
+                    continue;
                 end if;
-                if waits then
-                    deferred := deferred || idx;
-                else
-                    result := memsub.store_packet_envelope(envelope, idx);
-                    results[idx] := result;
-                    stored_ids := stored_ids || jsonb_build_object(result.packet_id::text, true);
-                    if memsub.canonical_uuid_text(envelope ->> 'packet_id') is not null then
-                        stored_ids := stored_ids
-                            || jsonb_build_object(memsub.canonical_uuid_text(envelope ->> 'packet_id'), true);
+                envelope := p_envelopes -> (top - 1);
+                waits := false;
+                if state[top] = 0 then
+                    state[top] := 1;
+                    if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
+                       and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
+                        for parent_idx in
+                            select (batch_ids ->> memsub.canonical_uuid_text(p))::integer
+                              from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids')
+                                   with ordinality as x(p, o)
+                             where batch_ids ? memsub.canonical_uuid_text(p)
+                               and (batch_ids ->> memsub.canonical_uuid_text(p))::integer <> top
+                             order by o desc
+                        loop
+                            if state[parent_idx] = 1 then
+                                v_current := null;
+                                raise exception 'lineage cycle: envelopes % of the batch reference each other through lineage.parent_ids',
+                                    array_to_string(array(select distinct s from unnest(stack) as s
+                                                           where state[s] = 1 order by s), ', ')
+                                    using errcode = '23514', column = 'lineage.parent_ids';
+                            end if;
+                            if state[parent_idx] = 0 then
+                                stack := stack || parent_idx;
+                                waits := true;
+                            end if;
+                        end loop;
                     end if;
                 end if;
+                continue when waits;
+                v_current := top;
+                results[top] := memsub.store_packet_envelope(envelope, top);
+                state[top] := 2;
+                stack := stack[1:depth - 1];
             end loop;
-            if cardinality(deferred) = cardinality(pending) then
-                idx := null;
-                raise exception 'lineage cycle: envelopes % of the batch reference each other through lineage.parent_ids',
-                    array_to_string(deferred, ', ')
-                    using errcode = '23514', column = 'lineage.parent_ids';
-            end if;
-            pending := deferred;
         end loop;
     exception when others then
         -- One handler for the whole batch (a single subtransaction): name the failing envelope and re-raise.
         get stacked diagnostics err_state = returned_sqlstate, err_message = message_text,
                                 err_column = column_name, err_hint = pg_exception_hint;
-        if idx is not null then
-            err_message := format('envelope %s of the batch: %s', idx, err_message);
+        if v_current is not null then
+            err_message := format('envelope %s of the batch: %s', v_current, err_message);
         end if;
         if coalesce(err_hint, '') = '' then
             raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, '');

@@ -15,10 +15,11 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_limit is null or p_limit < 1 or p_limit > 100000 then
-        raise exception 'memsub.get_thread: limit must be between 1 and 100000, not %', p_limit
+    if p_limit is null or p_limit < 1 then
+        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
@@ -65,17 +66,19 @@ as $$
 declare
     start_tenant uuid;
     frontier     uuid[];
-    visited      uuid[];
+    visited      jsonb;  -- packet id -> true: a set with logarithmic lookups
+    reached      integer := 0;
     level        integer := 0;
 begin
     if p_direction is null or p_direction not in ('ancestors', 'descendants') then
         raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
             using errcode = '22023', column = 'direction';
     end if;
-    if p_max_depth is null or p_max_depth < 1 or p_max_depth > 1000 then
-        raise exception 'memsub.get_lineage: max_depth must be between 1 and 1000, not %', p_max_depth
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'memsub.get_lineage: max_depth must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
     end if;
+    perform memsub.check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
     -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
     -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
     select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;
@@ -86,29 +89,39 @@ begin
         return;
     end if;
     frontier := array[p_packet_id];
-    visited := frontier;
+    visited := jsonb_build_object(p_packet_id, true);
     -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
     -- a cycle in (legacy) lineage data cannot loop.
     while level < p_max_depth and cardinality(frontier) > 0 loop
         level := level + 1;
         if p_direction = 'ancestors' then
             frontier := array(
-                select distinct p
-                  from memsub.lineage_nodes(start_tenant, frontier) c, unnest(c.parent_ids) as p
-                 where not p = any(visited));
+                select distinct n.packet_id
+                  from memsub.lineage_nodes(start_tenant, frontier) c
+                  join memsub.lineage_nodes(start_tenant, c.parent_ids) n on true
+                 where not visited ? n.packet_id::text);
         else
             frontier := array(
                 select distinct c.packet_id
                   from memsub.packet_store c
                  where c.tenant_id = start_tenant and c.parent_ids && frontier
-                   and not c.packet_id = any(visited)
+                   and not visited ? c.packet_id::text
                  union
                 select t.packet_id
                   from memsub.packet_tombstones t
                  where t.tenant_id = start_tenant and t.parent_ids && frontier
-                   and not t.packet_id = any(visited));
+                   and not visited ? t.packet_id::text);
         end if;
-        visited := visited || frontier;
+        -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
+        reached := reached + cardinality(frontier);
+        if reached > memsub.limit_value('max_rows') then
+            raise exception 'memsub.get_lineage: more than % packets within max_depth %; ask for fewer generations',
+                memsub.limit_value('max_rows'), p_max_depth
+                using errcode = '54000', column = 'max_depth',
+                      detail = format('limit=max_rows value=%s', memsub.limit_value('max_rows')),
+                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+        end if;
+        visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
         return query
             select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
               from memsub.lineage_nodes(start_tenant, frontier) n
@@ -118,8 +131,9 @@ end
 $$;
 comment on function memsub.get_lineage(uuid, text, integer) is
     'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its '
-    'distance (depth), bounded by max_depth and safe against cycles. Only packets visible to the caller are walked. '
-    'state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged '
-    'nodes report only their lineage skeleton.';
+    'distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows '
+    'packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl '
+    'passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their '
+    'lineage skeleton.';
 alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
 alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;

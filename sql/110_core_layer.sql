@@ -170,6 +170,10 @@ declare
     v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
     v_event  memsub.agent_memory_events;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub.check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
+            memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     insert into memsub.agent_memory_events (
         agent_id, "timestamp", packet_id, event_type, content, scope,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -211,6 +215,12 @@ declare
     v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
     v_trace  memsub.reasoning_traces;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub.check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
+            memsub.check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
+            memsub.check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),
+            memsub.check_limit(pg_column_size(p_confidence_scores), 'max_json_bytes', 'confidence_scores');
     if coalesce(p_reasoning_tokens, 0) < 0 then
         raise exception 'field "reasoning_tokens" must not be negative' using errcode = '22023', column = 'reasoning_tokens';
     end if;
@@ -268,6 +278,10 @@ declare
     v_others       integer;
     v_packets      uuid[];
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_subject), 'max_text_chars', 'subject'),
+            memsub.check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+            memsub.check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
     if p_object is null or jsonb_typeof(p_object) = 'null' then
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';
     end if;

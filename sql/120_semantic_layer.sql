@@ -23,6 +23,10 @@ declare
     v_packet    memsub.packet_store;
     v_embedding memsub.memory_embeddings;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub.check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
     end if;
@@ -65,16 +69,19 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
     perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
                                 'embedding_type');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub.check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 or p_limit > 1000 then
-        raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_limit(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query execute format(
         'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
@@ -105,6 +112,11 @@ declare
     v_tenant uuid := memsub.require_tenant_id();
     v_memory memsub.semantic_memory;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub.check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub.check_limit(length(p_scope), 'max_text_chars', 'scope');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
@@ -140,14 +152,17 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub.check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 or p_limit > 1000 then
-        raise exception 'field "limit" must be between 1 and 1000, not %', p_limit
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_limit(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,

@@ -24,6 +24,10 @@ declare
     v_seen       timestamptz;
     v_edge       memsub.entity_relationships;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
@@ -75,8 +79,8 @@ end
 $$;
 comment on function memsub.graph_neighbors(text, integer, integer) is
     'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): '
-    'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each hop '
-    'at most limit edges, each entity expanded once.';
+    'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, '
+    'at most limit edges in all.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
 

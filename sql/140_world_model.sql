@@ -40,6 +40,10 @@ declare
     v_attrs    jsonb;
     v_update   memsub.world_model_updates;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
+            memsub.check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
+            memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub.require_text(p_insight_type, 'insight_type');
     perform memsub.check_unit(p_confidence, 'confidence');
     perform memsub.check_json_type(p_content, 'object', 'content');
@@ -149,6 +153,9 @@ declare
     v_relations jsonb;
     v_snapshot  memsub.world_model_snapshots;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_description), 'max_text_chars', 'description'),
+            memsub.check_limit(length(p_created_by), 'max_text_chars', 'created_by');
     -- Share lock on the state row: no update can commit between reading the version and the entities.
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
     v_version := coalesce(v_version, 0);

@@ -22,6 +22,15 @@ declare
     v_packet     memsub.packet_store;
     v_reflection memsub.reflection_store;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
+            memsub.check_limit(length(p_content), 'max_text_chars', 'content'),
+            memsub.check_limit(length(p_context), 'max_text_chars', 'context'),
+            memsub.check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
+            memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub.check_limit(length(p_priority), 'max_text_chars', 'priority'),
+            memsub.check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
+            memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id');
     perform memsub.check_one_of(p_reflection_type,
         array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
     perform memsub.check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
@@ -72,6 +81,19 @@ declare
     v_tenant     uuid := memsub.require_tenant_id();
     v_reflection memsub.task_reflections;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub.check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
+            memsub.check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
+            memsub.check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
+            memsub.check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
+            memsub.check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
+            memsub.check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
+            memsub.check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
+            memsub.check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
+            memsub.check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
+            memsub.check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
+            memsub.check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
     perform memsub.check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';

@@ -25,6 +25,14 @@ declare
     v_missing uuid;
     v_summary memsub.memory_summaries;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
+            memsub.check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
+            memsub.check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+            memsub.check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
+            memsub.check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
+            memsub.check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
+            memsub.check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
     perform memsub.check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
                                 'scope_type');
     perform memsub.require_text(p_scope_value, 'scope_value');
@@ -76,10 +84,11 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_limit is null or p_limit < 1 or p_limit > 10000 then
-        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
     -- Only the newest summary of each scope matters: an older one was already regenerated.
     return query
         select m.* from (

@@ -24,6 +24,12 @@ declare
     v_packet uuid;
     v_entry  memsub.memory_access_log;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub.check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub.check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
     perform memsub.check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';

@@ -121,6 +121,11 @@ declare
     v_tenant  uuid := memsub.require_tenant_id();
     v_session memsub.sessions;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub.check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
+            memsub.check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+            memsub.check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
     if memsub.current_user_id() is null then
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
             using errcode = '22023', column = 'user_id';
@@ -170,6 +175,10 @@ as $$
 declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub.check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
+            memsub.check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -203,6 +212,9 @@ as $$
 declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub.check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
@@ -226,6 +238,8 @@ declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
     v_dropped text[];
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -252,6 +266,9 @@ declare
     v_value    jsonb;
     v_migrated text[] := '{}';
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub.check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
     perform memsub.require_active_session(v_session);
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
     for v_key, v_value in

@@ -90,6 +90,13 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub.check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub.check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
+            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type not in ('semantic', 'episodic', 'procedural') then
         raise exception 'memory_type must be semantic, episodic or procedural, not "%"', coalesce(p_memory_type, 'NULL')
@@ -201,6 +208,9 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
     if p_expected_version is null then
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
@@ -219,6 +229,9 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -234,6 +247,9 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -248,6 +264,8 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
     if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
         raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
             using errcode = '22023', column = 'namespace';
@@ -275,6 +293,8 @@ as $$
 declare
     v_session memsub.sessions;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     if coalesce(p_session_id, memsub.current_session_id()) is null then
         raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
             using errcode = '22023', column = 'session_id';

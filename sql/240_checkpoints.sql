@@ -15,6 +15,9 @@ declare
     v_session    memsub.sessions;
     v_checkpoint memsub.checkpoints;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
+            memsub.check_limit(length(p_label), 'max_text_chars', 'label');
     if p_state is null then
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;

@@ -50,6 +50,12 @@ as $$
 declare
     v_tenant uuid := memsub.require_tenant_id();
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub.check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
+            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub.check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     perform memsub.check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
@@ -133,6 +139,13 @@ declare
     v_scores  double precision[];
     v_access  uuid[];
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub.check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
+            memsub.check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
+            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
                                 'embedding_type');
     perform memsub.check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
@@ -140,9 +153,11 @@ begin
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub.check_vector(p_query, 'query');
-    if p_k is null or p_k < 1 or p_k > 1000 then
-        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
     end if;
+    perform memsub.check_limit(p_k, 'max_k', 'k');
     if p_exact_below is null or p_exact_below < 0 then
         raise exception 'field "exact_below" must be >= 0, not %', p_exact_below
             using errcode = '22023', column = 'exact_below';
@@ -155,6 +170,9 @@ begin
         raise exception 'field "max_scan_tuples" must be >= 1, not %', p_max_scan_tuples
             using errcode = '22023', column = 'max_scan_tuples';
     end if;
+    -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
+    perform memsub.check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples'),
+            memsub.check_limit(p_exact_below, 'max_scan_tuples', 'exact_below');
     perform memsub.check_unit(p_min_importance, 'min_importance');
     perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
     -- Combined ranking re-ranks a wider pool of nearest candidates.

@@ -25,11 +25,15 @@ declare
 begin
     perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
                                 'embedding_type');
-    if p_limit is null or p_limit < 1 or p_limit > 10000 then
-        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub.check_limit(p_limit, 'max_k', 'limit');
+    -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
+    perform memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    perform memsub.check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     if numnode(v_query) = 0 then
         return;  -- no searchable words (empty text or only stop words)
     end if;
@@ -81,13 +85,17 @@ declare
     v_tenant     uuid    := memsub.require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    if p_k is null or p_k < 1 or p_k > 1000 then
-        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
     end if;
-    if v_candidates < p_k or v_candidates > 1000 then
-        raise exception 'field "candidates" must be between k and 1000, not %', v_candidates
+    perform memsub.check_limit(p_k, 'max_k', 'k');
+    if v_candidates < p_k then
+        raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
     end if;
+    perform memsub.check_limit(v_candidates, 'max_k', 'candidates');
+    perform memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     if p_rrf_k is null or p_rrf_k < 0 then
         raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
     end if;

@@ -27,6 +27,8 @@ declare
     v_tenant uuid := memsub.require_tenant_id();
     v_entry  memsub.memory_access_log;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_reason), 'max_text_chars', 'reason');
     if p_access_id is null then
         raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
     end if;

@@ -28,11 +28,20 @@ declare
     v_tenant uuid := memsub.require_tenant_id();
     v_rank   integer;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub.check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
+            memsub.check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
+            memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     perform memsub.check_vector(p_query, 'query');
     perform memsub.check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
-    if p_k is null or p_k < 1 or p_k > 1000 then
-        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
     end if;
+    perform memsub.check_limit(p_k, 'max_k', 'k');
     v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
     return query
     with scored as (

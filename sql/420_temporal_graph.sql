@@ -138,6 +138,13 @@ declare
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -186,6 +193,10 @@ declare
     v_until  timestamptz := coalesce(p_valid_until, now());
     v_edge   memsub.entity_relationships;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
        and r.target_entity = v_target and upper_inf(r.valid_period)
@@ -232,6 +243,13 @@ declare
     v_late     memsub.entity_relationships;
     v_edge     memsub.entity_relationships;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
     perform pg_catalog.pg_advisory_xact_lock(
@@ -304,21 +322,27 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_at     timestamptz := coalesce(p_as_of, now());
+    v_left   integer;
     frontier text[];
-    visited  text[];
+    visited  jsonb;  -- entity -> true: a set with logarithmic lookups
     level    integer := 0;
+    returned integer;
 begin
     frontier := array[memsub.require_text(p_entity, 'entity')];
-    if p_max_depth is null or p_max_depth < 1 or p_max_depth > 10 then
-        raise exception 'field "max_depth" must be between 1 and 10, not %', p_max_depth
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
     end if;
-    if p_limit is null or p_limit < 1 or p_limit > 10000 then
-        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+    perform memsub.check_limit(p_max_depth, 'max_depth', 'max_depth');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    visited := frontier;
-    while level < p_max_depth and cardinality(frontier) > 0 loop
+    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
+    v_left := p_limit;
+    visited := jsonb_build_object(frontier[1], true);
+    -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
+    while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
         return query
             select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
@@ -326,18 +350,21 @@ begin
               from memsub.entity_relationships r
              where r.source_entity = any(frontier) and r.valid_period @> v_at
              order by r.source_entity, r.mention_count desc, r.target_entity
-             limit p_limit;
+             limit v_left;
+        get diagnostics returned = row_count;
+        v_left := v_left - returned;
         frontier := array(
             select distinct r.target_entity from memsub.entity_relationships r
              where r.source_entity = any(frontier) and r.valid_period @> v_at
-               and not r.target_entity = any(visited));
-        visited := visited || frontier;
+               and not visited ? r.target_entity);
+        visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
 end
 $$;
 comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, integer) is
     'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
-    'entity, breadth first up to max_depth hops, each hop at most limit edges.';
+    'entity, breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges '
+    'in all (limit max_rows).';
 
 -- Entity nodes -----------------------------------------------------------------------------------------------
 
@@ -358,6 +385,12 @@ declare
     v_doc_refs jsonb := memsub.check_doc_refs(p_doc_refs, 'doc_refs');
     v_entity   memsub.world_model_entities;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub.check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
+            memsub.check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
+            memsub.check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
+            memsub.check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
     perform memsub.check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';

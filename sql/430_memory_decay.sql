@@ -59,6 +59,13 @@ as $$
 declare
     v_entry memsub.memory_entries;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub.check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub.check_limit(length(p_tier), 'max_text_chars', 'tier'),
+            memsub.check_limit(length(p_kind), 'max_text_chars', 'kind'),
+            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub.check_one_of(p_tier, array['STM', 'LTM', 'Procedural'], 'memory_type');
     perform memsub.check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
     if p_importance is null then
@@ -90,6 +97,9 @@ declare
     v_tenant uuid := memsub.require_tenant_id();
     v_entry  memsub.memory_entries;
 begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
     perform memsub.check_memory_address(p_namespace, p_key);
     perform memsub.check_half_life(p_half_life);
     if not memsub.memory_namespace_writable(p_namespace) then

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from memsub import embedded, resources
+from memsub.catalog_check import verify_catalog
 from memsub.cli import main as cli
 from memsub.errors import MigrationError
 from memsub.migrator import Migrator
@@ -51,6 +52,8 @@ def test_fresh_install_equals_step_by_step_upgrade_with_data(db, empty_db):
 
     assert snapshot(empty_db.dsn()) == fresh
     assert migrator.verify() == []
+    differences, _ = verify_catalog(empty_db.dsn(), "snapshot")
+    assert [d.describe() for d in differences] == []  # an upgraded database passes the catalog check too
     with empty_db.connect() as conn:
         rows = conn.execute(
             "select envelope -> 'payload' ->> 'text', tenant_id::text, thread_id::text, tags, content_hash is not null "
@@ -240,6 +243,7 @@ def test_installed_wheel_carries_the_sql_and_migrates_a_fresh_database(empty_db,
     assert "memsub/migrations/2.1.0__multi_tenant.sql" in names
     assert "memsub/sql/030_packet_write.sql" in names
     assert "memsub/py.typed" in names
+    assert "memsub/catalog_snapshot.json" in names  # what memsub verify compares with
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     install = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)],

@@ -96,6 +96,11 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     conn.execute("select memsub.agent_spawn('planner', %s, %s)", [task[0], session])
     conn.execute("select memsub.checkpoint_save(%s, '{\"step\": 1}')", [task[0]])
     conn.execute("select memsub.memory_write(%s, 'style', '\"concise\"')", [f"user:{user}:preferences"])
+    conn.execute("select memsub.langgraph_checkpoint_put('thread-1', '', 'c1', null, 'json', '\\x7b7d', '{}')")
+    conn.execute("select memsub.langgraph_checkpoint_put_writes('thread-1', '', 'c1', 'task-1', '', '{0}', "
+                 "'{messages}', '{json}', '{\\x7b7d}')")
+    conn.execute("select memsub.langgraph_store_put('{users,prefs}', 'drink', '{\"v\": \"tea\"}', null, "
+                 "'{text}', '[[1, 0, 0]]')")
     text = "Plan: ship it."
     conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
                  "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])

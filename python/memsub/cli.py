@@ -72,18 +72,6 @@ def status(dsn: str | None) -> None:
         click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
 
 
-@main.command()
-@dsn_option
-def verify(dsn: str | None) -> None:
-    """Exit non-zero, naming the file, when the database differs from the shipped SQL."""
-    problems = Migrator(resolve_dsn(dsn).dsn).verify()
-    for problem in problems:
-        click.echo(problem)
-    if problems:
-        sys.exit(1)
-    click.echo("ok: the database matches the shipped migrations and objects")
-
-
 @main.command("sql")
 @click.option("--from", "from_version", default=None, help="Version the database is at (default: no memsub yet).")
 @click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
@@ -334,13 +322,18 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
 
 def _register_commands() -> None:
     from memsub.cli_ingest import build_ingest_command
+    from memsub.cli_limits import login_timeouts_command
     from memsub.cli_search import graph_group, search_command
+    from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
 
+    main.add_command(verify)
+    main.add_command(repair)
     main.add_command(refresh_views_command)
     main.add_command(build_ingest_command(_tenant_options))
     main.add_command(search_command)
     main.add_command(graph_group)
+    main.add_command(login_timeouts_command)
 
 
 _register_commands()

@@ -107,13 +107,13 @@ def graph_group() -> None:
 @click.option("--direction", type=click.Choice(["outgoing", "incoming", "both"]), default="outgoing",
               show_default=True)
 @click.option("--min-confidence", type=float, default=None, help="Skip edges below this confidence.")
-@click.option("--limit", type=int, default=None, help="At most this many paths (default 1000).")
+@click.option("--limit", type=int, default=None, help="At most this many entities (default 1000).")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one path per line.")
 def graph_traverse(entity: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
                    session_id: str | None, roles: tuple[str, ...], max_depth: int,
                    relationship_types: tuple[str, ...], direction: str, min_confidence: float | None,
                    limit: int | None, as_json: bool) -> None:
-    """Paths from ENTITY, shortest and most confident first (memsub.traverse_graph)."""
+    """Entities reachable from ENTITY, each once with its most confident shortest path (memsub.traverse_graph)."""
     try:
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             paths = memory.traverse(entity, max_depth, relationship_types=relationship_types or None,

@@ -18,6 +18,10 @@ class InvalidInput(MemsubError):
     """Bad input: a missing, malformed or out-of-range field (SQLSTATE 22xxx, 23502)."""
 
 
+class LimitExceeded(InvalidInput):
+    """An argument over a resource limit of memsub.limits: too many bytes, items, rows or hops (SQLSTATE 54000)."""
+
+
 class ContextError(MemsubError):
     """No tenant context, or a context role the database role does not hold (SQLSTATE 42501)."""
 
@@ -65,6 +69,8 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = IntegrityError
     elif sqlstate == "40001":
         cls = ConflictError
+    elif sqlstate == "54000":
+        cls = LimitExceeded
     elif sqlstate.startswith("22") or sqlstate == "23502":
         cls = InvalidInput
     else:

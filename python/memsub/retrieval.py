@@ -229,7 +229,8 @@ class RetrievalMixin:
                  relationship_types: Sequence[str] | None = None, min_confidence: float | None = None,
                  direction: Direction = "outgoing", min_path_confidence: float | None = None,
                  limit: int | None = None) -> list[GraphPath]:
-        """Paths from an entity through the visible knowledge graph, cycle-safe (memsub.traverse_graph)."""
+        """Entities reachable from an entity through the visible knowledge graph, each once with its most confident
+        shortest path, breadth first (memsub.traverse_graph)."""
         rows = self._call("traverse_graph", {
             "start_entity": start_entity, "max_depth": max_depth,
             "relationship_types": None if relationship_types is None else list(relationship_types),

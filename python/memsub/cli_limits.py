@@ -1,0 +1,62 @@
+"""``memsub login-timeouts``: give application login roles the statement, lock and idle timeouts of memsub.limits.
+
+PostgreSQL applies ``ALTER ROLE ... SET`` settings of the role that logs in only: settings on a group role such as
+``memsub_app`` are not inherited by its member logins, so each login gets its own. A login can still ``SET`` a
+longer timeout in its session; the timeouts guard against runaway statements and forgotten transactions, while
+the size limits of memsub.limits (enforced inside the functions) are what binds a hostile login.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import psycopg
+from psycopg import sql
+
+from memsub.config import resolve_dsn
+
+# GUC name -> the memsub.limits entry that holds its value in milliseconds.
+TIMEOUTS: dict[str, str] = {
+    "statement_timeout": "statement_timeout_ms",
+    "lock_timeout": "lock_timeout_ms",
+    "idle_in_transaction_session_timeout": "idle_in_transaction_timeout_ms",
+}
+
+
+def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: str) -> dict[str, int]:
+    """Set the timeouts of memsub.limits on one login role (ALTER ROLE ... SET); return what was set."""
+    row = conn.execute("select rolcanlogin from pg_catalog.pg_roles where rolname = %s", [login]).fetchone()
+    if row is None:
+        raise ValueError(f"role {login!r} does not exist")
+    if not row[0]:
+        raise ValueError(f"role {login!r} cannot log in: role settings apply only to the login that connects, "
+                         "so set them on each login role, not on a group role")
+    applied: dict[str, int] = {}
+    for setting, limit in TIMEOUTS.items():
+        value_row = conn.execute("select memsub.limit_value(%s)", [limit]).fetchone()
+        assert value_row is not None
+        value = int(str(value_row[0]))
+        conn.execute(sql.SQL("alter role {} set {} = {}").format(
+            sql.Identifier(login), sql.Identifier(setting), sql.Literal(f"{value}ms")))
+        applied[setting] = value
+    return applied
+
+
+@click.command("login-timeouts")
+@click.argument("logins", nargs=-1, required=True)
+@click.option("--dsn", default=None,
+              help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
+def login_timeouts_command(logins: tuple[str, ...], dsn: str | None) -> None:
+    """Set statement_timeout, lock_timeout and idle_in_transaction_session_timeout on each LOGIN role to the
+    values of memsub.limits (statement_timeout_ms, lock_timeout_ms, idle_in_transaction_timeout_ms). Run as a
+    role that may ALTER those roles (a superuser or one with CREATEROLE). New sessions pick them up."""
+    try:
+        with psycopg.connect(resolve_dsn(dsn).dsn) as conn:
+            for login in logins:
+                applied = apply_login_timeouts(conn, login)
+                click.echo(f"{login}: " + ", ".join(f"{name} = {ms}ms" for name, ms in applied.items()))
+    except (psycopg.Error, ValueError) as error:
+        message = error.diag.message_primary if isinstance(error, psycopg.Error) else None
+        click.echo(f"memsub: {message or error}", err=True)
+        sys.exit(1)

@@ -1,0 +1,87 @@
+"""The tenant context an adapter acts for, and the transaction each adapter call runs in."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memsub.errors import from_database_error
+
+Row = dict[str, Any]
+SET_CONTEXT = "select memsub.set_context(%s, %s, %s, %s, %s)"
+
+
+@dataclass(frozen=True)
+class TenantContext:
+    """Who an adapter acts for: the arguments of ``memsub.set_context``."""
+
+    tenant_id: UUID | str
+    org_id: UUID | str | None = None
+    user_id: UUID | str | None = None
+    roles: Sequence[str] = field(default_factory=tuple)
+    session_id: str | None = None
+
+    def parameters(self) -> list[Any]:
+        return [str(self.tenant_id), _text(self.org_id), _text(self.user_id), list(self.roles), self.session_id]
+
+
+def _text(value: UUID | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def sync_pool(dsn: str, max_size: int = 4) -> ConnectionPool[psycopg.Connection[Row]]:
+    return ConnectionPool(dsn, min_size=1, max_size=max_size, open=True, kwargs={"row_factory": dict_row},
+                          connection_class=psycopg.Connection)
+
+
+def async_pool(dsn: str, max_size: int = 4) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
+    return AsyncConnectionPool(dsn, min_size=1, max_size=max_size, open=False, kwargs={"row_factory": dict_row},
+                               connection_class=psycopg.AsyncConnection)
+
+
+Statement = tuple[str, Sequence[Any]]
+
+
+def call(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext, query: str,
+         args: Sequence[Any]) -> list[Row]:
+    """Rows of one stored-function call in its own transaction of the tenant context."""
+    return call_many(pool, context, [(query, args)])[0]
+
+
+def call_many(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext,
+              statements: Sequence[Statement]) -> list[list[Row]]:
+    """The rows of each stored-function call, all in one transaction of the tenant context.
+
+    BEGIN, ``set_context`` and the calls travel in one pipeline (one round trip), the COMMIT in a second;
+    database errors become memsub errors."""
+    try:
+        with pool.connection() as connection, connection.pipeline(), connection.transaction():
+            connection.execute(SET_CONTEXT, context.parameters())
+            cursors = [connection.execute(query, args) for query, args in statements]
+            return [cursor.fetchall() for cursor in cursors]
+    except psycopg.Error as error:
+        raise from_database_error(error) from error
+
+
+async def async_call(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: TenantContext, query: str,
+                     args: Sequence[Any]) -> list[Row]:
+    """The async twin of :func:`call`."""
+    return (await async_call_many(pool, context, [(query, args)]))[0]
+
+
+async def async_call_many(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: TenantContext,
+                          statements: Sequence[Statement]) -> list[list[Row]]:
+    """The async twin of :func:`call_many`."""
+    try:
+        async with pool.connection() as connection, connection.pipeline(), connection.transaction():
+            await connection.execute(SET_CONTEXT, context.parameters())
+            cursors = [await connection.execute(query, args) for query, args in statements]
+            return [await cursor.fetchall() for cursor in cursors]
+    except psycopg.Error as error:
+        raise from_database_error(error) from error

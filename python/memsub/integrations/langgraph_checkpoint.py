@@ -1,0 +1,239 @@
+"""A LangGraph checkpointer that keeps graph state in memsub, isolated per tenant by row-level security.
+
+::
+
+    from memsub.integrations.langgraph_checkpoint import MemsubSaver
+
+    with MemsubSaver.from_dsn(dsn, tenant_id=tenant) as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke(inputs, {"configurable": {"thread_id": "t1"}})
+
+``AsyncMemsubSaver`` is the same over psycopg's async pool. Checkpoints live in ``memsub.langgraph_checkpoints``
+and their pending writes in ``memsub.langgraph_checkpoint_writes``; every call is one stored function
+(``sql/610_langgraph_checkpoints.sql``) in one transaction of the saver's tenant context.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg.types.json import Jsonb
+
+from memsub.integrations._context import (
+    Row,
+    TenantContext,
+    async_call,
+    async_pool,
+    call,
+    sync_pool,
+)
+
+PUT = ("select memsub.langgraph_checkpoint_put(p_thread_id => %s, p_checkpoint_ns => %s, p_checkpoint_id => %s, "
+       "p_parent_checkpoint_id => %s, p_checkpoint_type => %s, p_checkpoint => %s, p_metadata => %s)")
+PUT_WRITES = ("select memsub.langgraph_checkpoint_put_writes(p_thread_id => %s, p_checkpoint_ns => %s, "
+              "p_checkpoint_id => %s, p_task_id => %s, p_task_path => %s, p_idx => %s, p_channels => %s, "
+              "p_value_types => %s, p_values => %s, p_replace => %s)")
+LIST = ("select * from memsub.langgraph_checkpoint_list(p_thread_id => %s, p_checkpoint_ns => %s, "
+        "p_checkpoint_id => %s, p_filter => %s, p_before => %s, p_limit => %s)")
+GET = ("select * from memsub.langgraph_checkpoint_get(p_thread_id => %s, p_checkpoint_ns => %s, "
+       "p_checkpoint_id => %s)")
+DELETE_THREADS = "select memsub.langgraph_thread_delete(p_thread_ids => %s)"
+DELETE_RUNS = "select memsub.langgraph_runs_delete(p_run_ids => %s)"
+COPY_THREAD = "select memsub.langgraph_thread_copy(p_source_thread_id => %s, p_target_thread_id => %s)"
+PRUNE = "select memsub.langgraph_thread_prune(p_thread_ids => %s, p_strategy => %s)"
+
+
+class _Codec(BaseCheckpointSaver[str]):
+    """What the sync and async savers share: arguments of the stored functions and decoding of their rows."""
+
+    context: TenantContext
+
+    def _put_args(self, config: RunnableConfig, checkpoint: Checkpoint,
+                  metadata: CheckpointMetadata) -> tuple[list[Any], RunnableConfig]:
+        configurable = config["configurable"]
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        value_type, value = self.serde.dumps_typed(checkpoint)
+        serializable = get_serializable_checkpoint_metadata(config, metadata)
+        args = [thread_id, checkpoint_ns, checkpoint["id"], configurable.get("checkpoint_id"), value_type, value,
+                Jsonb(serializable, dumps=_metadata_json)]
+        next_config: RunnableConfig = {"configurable": {
+            "thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
+        return args, next_config
+
+    def _writes_args(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                     task_path: str) -> list[Any]:
+        configurable = config["configurable"]
+        encoded = [self.serde.dumps_typed(value) for _, value in writes]
+        return [configurable["thread_id"], configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"],
+                task_id, task_path, [WRITES_IDX_MAP.get(channel, idx) for idx, (channel, _) in enumerate(writes)],
+                [channel for channel, _ in writes], [t for t, _ in encoded], [v for _, v in encoded],
+                all(channel in WRITES_IDX_MAP for channel, _ in writes)]
+
+    @staticmethod
+    def _list_args(config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None,
+                   limit: int | None) -> list[Any]:
+        configurable = (config or {}).get("configurable", {})
+        return [configurable.get("thread_id"), configurable.get("checkpoint_ns"),
+                get_checkpoint_id(config) if config else None,
+                Jsonb(filter, dumps=_metadata_json) if filter else None,
+                get_checkpoint_id(before) if before else None, limit]
+
+    @staticmethod
+    def _get_args(config: RunnableConfig) -> list[Any]:
+        configurable = config["configurable"]
+        return [configurable["thread_id"], configurable.get("checkpoint_ns", ""), get_checkpoint_id(config)]
+
+    def _tuple(self, row: Row) -> CheckpointTuple:
+        thread_id, checkpoint_ns = row["thread_id"], row["checkpoint_ns"]
+        writes = sorted(
+            zip(row["write_task_ids"] or [], row["write_channels"] or [], row["write_value_types"] or [],
+                row["write_values"] or [], row["write_task_paths"] or [], row["write_idx"] or [], strict=True),
+            key=lambda w: writes_sort_key(w[4], w[0], w[5]))
+        parent = row["parent_checkpoint_id"]
+        return CheckpointTuple(
+            config={"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                     "checkpoint_id": row["checkpoint_id"]}},
+            checkpoint=self.serde.loads_typed((row["checkpoint_type"], bytes(row["checkpoint"]))),
+            metadata=row["metadata"],
+            parent_config=({"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                                             "checkpoint_id": parent}} if parent else None),
+            pending_writes=[(task_id, channel, self.serde.loads_typed((value_type, bytes(value))))
+                            for task_id, channel, value_type, value, _, _ in writes],
+        )
+
+
+def _metadata_json(value: Any) -> str:
+    """Metadata as JSON text; PostgreSQL's jsonb cannot hold the NUL character, so it is dropped."""
+    return json.dumps(value).replace("\\u0000", "")
+
+
+class MemsubSaver(_Codec):
+    """LangGraph ``BaseCheckpointSaver`` over memsub's stored functions (synchronous)."""
+
+    def __init__(self, pool: Any, context: TenantContext, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.pool = pool
+        self.context = context
+
+    @classmethod
+    def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
+                 serde: SerializerProtocol | None = None) -> MemsubSaver:
+        return cls(sync_pool(dsn), TenantContext(tenant_id, org_id, user_id), serde=serde)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> MemsubSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _rows(self, query: str, args: Sequence[Any]) -> list[Row]:
+        return call(self.pool, self.context, query, args)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        rows = self._rows(GET, self._get_args(config))
+        return self._tuple(rows[0]) if rows else None
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        for row in self._rows(LIST, self._list_args(config, filter, before, limit)):
+            yield self._tuple(row)
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        args, next_config = self._put_args(config, checkpoint, metadata)
+        self._rows(PUT, args)
+        return next_config
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        self._rows(PUT_WRITES, self._writes_args(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._rows(DELETE_THREADS, [[thread_id]])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._rows(DELETE_RUNS, [list(run_ids)])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._rows(COPY_THREAD, [source_thread_id, target_thread_id])
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._rows(PRUNE, [list(thread_ids), strategy])
+
+
+class AsyncMemsubSaver(_Codec):
+    """LangGraph ``BaseCheckpointSaver`` over memsub's stored functions, on psycopg's async pool."""
+
+    def __init__(self, pool: Any, context: TenantContext, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.pool = pool
+        self.context = context
+
+    @classmethod
+    async def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
+                       serde: SerializerProtocol | None = None) -> AsyncMemsubSaver:
+        pool = async_pool(dsn)
+        await pool.open()
+        return cls(pool, TenantContext(tenant_id, org_id, user_id), serde=serde)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def __aenter__(self) -> AsyncMemsubSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _rows(self, query: str, args: Sequence[Any]) -> list[Row]:
+        return await async_call(self.pool, self.context, query, args)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        rows = await self._rows(GET, self._get_args(config))
+        return self._tuple(rows[0]) if rows else None
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        for row in await self._rows(LIST, self._list_args(config, filter, before, limit)):
+            yield self._tuple(row)
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        args, next_config = self._put_args(config, checkpoint, metadata)
+        await self._rows(PUT, args)
+        return next_config
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        await self._rows(PUT_WRITES, self._writes_args(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._rows(DELETE_THREADS, [[thread_id]])
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._rows(DELETE_RUNS, [list(run_ids)])
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._rows(COPY_THREAD, [source_thread_id, target_thread_id])
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._rows(PRUNE, [list(thread_ids), strategy])

@@ -1,0 +1,241 @@
+"""A LangGraph store (long-term memory) kept in memsub, isolated per tenant by row-level security.
+
+::
+
+    from memsub.integrations.langgraph_store import MemsubStore
+
+    with MemsubStore.from_dsn(dsn, tenant_id=tenant, index={"dims": 384, "embed": embed, "fields": ["text"]},
+                              ttl={"default_ttl": 60 * 24}) as store:
+        store.put(("users", "42", "memories"), "m1", {"text": "prefers tea"})
+        store.search(("users", "42"), query="what does the user drink?", limit=3)
+
+``MemsubStore`` implements LangGraph's ``BaseStore`` (sync and async): put/get/delete, ``search`` with filters and a
+natural-language query over the indexed fields, ``list_namespaces`` with prefix/suffix/depth, and time to live
+with refresh on read. Items live in ``memsub.langgraph_store_items`` (vectors in ``langgraph_store_vectors``);
+each ``batch`` of operations is one transaction of the store's tenant context, one stored function per operation
+(``sql/620_langgraph_store.sql``). Texts are embedded in Python by the configured embedder, as LangGraph does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from psycopg.types.json import Jsonb
+
+from memsub.integrations._context import (
+    Row,
+    Statement,
+    TenantContext,
+    async_call_many,
+    async_pool,
+    call_many,
+    sync_pool,
+)
+
+PUT = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_value => %s, p_ttl_minutes => %s, "
+       "p_fields => %s, p_embeddings => %s)")
+GET = "select * from memsub.langgraph_store_get(p_namespace => %s, p_key => %s, p_refresh_ttl => %s)"
+SEARCH = ("select * from memsub.langgraph_store_search(p_namespace_prefix => %s, p_filter => %s, "
+          "p_query_embedding => %s, p_limit => %s, p_offset => %s, p_refresh_ttl => %s)")
+LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces(p_prefix => %s, p_suffix => %s, "
+                   "p_max_depth => %s, p_limit => %s, p_offset => %s)")
+SWEEP = "select memsub.langgraph_store_sweep() as deleted"
+
+
+def _json(value: Any) -> Jsonb:
+    """Strict JSON: a value JSON cannot represent is an error, never its str()."""
+    return Jsonb(value, dumps=json.dumps)
+
+
+class MemsubStore(BaseStore):
+    """LangGraph ``BaseStore`` over memsub's stored functions; ``pool`` is a psycopg pool (sync, async, or both)."""
+
+    supports_ttl = True
+
+    def __init__(self, pool: Any, context: TenantContext, *, index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None, async_pool: Any = None) -> None:
+        self.pool = pool
+        self.async_pool = async_pool
+        self.context = context
+        self.ttl_config = ttl
+        self.index_config = index
+        self.embeddings = ensure_embeddings(index["embed"]) if index else None
+        fields = (index or {}).get("fields") or ["$"]
+        self._fields = [(field, tokenize_path(field)) for field in fields]
+
+    @classmethod
+    def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
+                 index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> MemsubStore:
+        """A store with its own connection pools (a sync one now, an async one when first used)."""
+        store = cls(sync_pool(dsn), TenantContext(tenant_id, org_id, user_id), index=index, ttl=ttl)
+        store._dsn = dsn
+        return store
+
+    _dsn: str | None = None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    async def aclose(self) -> None:
+        if self.async_pool is not None:
+            await self.async_pool.close()
+        self.close()
+
+    def __enter__(self) -> MemsubStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- one batch: statements, embeddings, results ----------------------------------------------------------
+
+    def _plan(self, ops: Sequence[Op]) -> tuple[list[tuple[int, Op]], list[str], list[tuple[int, int]]]:
+        """Ops to run (puts deduplicated: the last put of a key wins), the texts to embed for each, and where each
+        op's texts start and end in that list."""
+        last_put = {(op.namespace, op.key): i for i, op in enumerate(ops) if isinstance(op, PutOp)}
+        planned = [(i, op) for i, op in enumerate(ops)
+                   if not isinstance(op, PutOp) or last_put[(op.namespace, op.key)] == i]
+        texts: list[str] = []
+        spans: list[tuple[int, int]] = []
+        for _, op in planned:
+            start = len(texts)
+            if isinstance(op, PutOp) and op.value is not None and self.embeddings and op.index is not False:
+                texts += [text for _, text in self._field_texts(op)]
+            elif isinstance(op, SearchOp) and op.query and self.embeddings:
+                texts.append(op.query)
+            spans.append((start, len(texts)))
+        return planned, texts, spans
+
+    def _field_texts(self, op: PutOp) -> list[tuple[str, str]]:
+        paths = self._fields if op.index is None else [(field, tokenize_path(field)) for field in op.index or []]
+        named: list[tuple[str, str]] = []
+        for path, tokens in paths:
+            texts = get_text_at_path(op.value, tokens)
+            named += [(f"{path}.{i}" if len(texts) > 1 else path, text) for i, text in enumerate(texts)]
+        return named
+
+    def _statements(self, planned: list[tuple[int, Op]], vectors: list[list[float]],
+                    spans: list[tuple[int, int]]) -> list[Statement]:
+        statements: list[Statement] = []
+        for (_, op), (start, end) in zip(planned, spans, strict=True):
+            if isinstance(op, PutOp):
+                names = [name for name, _ in self._field_texts(op)] if end > start else []
+                ttl = None if op.ttl is None else float(op.ttl)
+                statements.append((PUT, [list(op.namespace), op.key,
+                                         None if op.value is None else _json(op.value), ttl, names,
+                                         _json(vectors[start:end])]))
+            elif isinstance(op, GetOp):
+                statements.append((GET, [list(op.namespace), op.key, op.refresh_ttl]))
+            elif isinstance(op, SearchOp):
+                query = _json(vectors[start]) if end > start else None
+                statements.append((SEARCH, [list(op.namespace_prefix), _json(op.filter) if op.filter else None,
+                                            query, op.limit, op.offset, op.refresh_ttl]))
+            elif isinstance(op, ListNamespacesOp):
+                prefix = suffix = None
+                for condition in op.match_conditions or ():
+                    if condition.match_type == "prefix" and condition.path:
+                        prefix = list(condition.path)
+                    elif condition.match_type == "suffix" and condition.path:
+                        suffix = list(condition.path)
+                statements.append((LIST_NAMESPACES, [prefix, suffix, op.max_depth, op.limit, op.offset]))
+            else:
+                raise TypeError(f"memsub store: unknown operation {type(op).__name__}")
+        return statements
+
+    @staticmethod
+    def _results(ops: Sequence[Op], planned: list[tuple[int, Op]], rows: list[list[Row]]) -> list[Result]:
+        results: list[Result] = [None] * len(ops)
+        for (position, op), found in zip(planned, rows, strict=True):
+            if isinstance(op, GetOp):
+                results[position] = _item(found[0]) if found else None
+            elif isinstance(op, SearchOp):
+                results[position] = [_search_item(row) for row in found]
+            elif isinstance(op, ListNamespacesOp):
+                results[position] = [tuple(row["namespace"]) for row in found]
+        return results
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        planned, texts, spans = self._plan(ops)
+        vectors = self._embed(texts, spans, planned)
+        rows = call_many(self.pool, self.context, self._statements(planned, vectors, spans))
+        return self._results(ops, planned, rows)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        planned, texts, spans = self._plan(ops)
+        vectors = await self._aembed(texts, spans, planned)
+        if self.async_pool is None:
+            if self._dsn is None:
+                raise RuntimeError("MemsubStore: give async_pool= to use the async methods")
+            self.async_pool = async_pool(self._dsn)
+            await self.async_pool.open()
+        rows = await async_call_many(self.async_pool, self.context, self._statements(planned, vectors, spans))
+        return self._results(ops, planned, rows)
+
+    def _embed(self, texts: list[str], spans: list[tuple[int, int]], planned: list[tuple[int, Op]]) -> list[Any]:
+        if not texts or self.embeddings is None:
+            return []
+        return [vector for kind, vector in self._vector_kinds(texts, spans, planned, self.embeddings.embed_documents,
+                                                              self.embeddings.embed_query)]
+
+    async def _aembed(self, texts: list[str], spans: list[tuple[int, int]],
+                      planned: list[tuple[int, Op]]) -> list[Any]:
+        if not texts or self.embeddings is None:
+            return []
+        documents = [t for (_, op), (s, e) in zip(planned, spans, strict=True) if isinstance(op, PutOp)
+                     for t in texts[s:e]]
+        embedded = iter(await self.embeddings.aembed_documents(documents) if documents else [])
+        vectors: list[Any] = []
+        for (_, op), (start, end) in zip(planned, spans, strict=True):
+            if isinstance(op, PutOp):
+                vectors += [next(embedded) for _ in range(start, end)]
+            elif end > start:
+                vectors.append(await self.embeddings.aembed_query(texts[start]))
+        return vectors
+
+    @staticmethod
+    def _vector_kinds(texts: list[str], spans: list[tuple[int, int]], planned: list[tuple[int, Op]],
+                      documents: Any, query: Any) -> list[tuple[str, Any]]:
+        """Documents (fields being written) are embedded in one call; each search query on its own."""
+        to_embed = [t for (_, op), (s, e) in zip(planned, spans, strict=True) if isinstance(op, PutOp)
+                    for t in texts[s:e]]
+        embedded = iter(documents(to_embed) if to_embed else [])
+        vectors: list[tuple[str, Any]] = []
+        for (_, op), (start, end) in zip(planned, spans, strict=True):
+            if isinstance(op, PutOp):
+                vectors += [("document", next(embedded)) for _ in range(start, end)]
+            elif end > start:
+                vectors.append(("query", query(texts[start])))
+        return vectors
+
+    def sweep_ttl(self) -> int:
+        """Delete the tenant's expired items now (reads never return them in any case); returns how many."""
+        return int(call_many(self.pool, self.context, [(SWEEP, [])])[0][0]["deleted"])
+
+
+def _item(row: Row) -> Item:
+    return Item(value=row["value"], key=row["key"], namespace=tuple(row["namespace"]),
+                created_at=row["created_at"], updated_at=row["updated_at"])
+
+
+def _search_item(row: Row) -> SearchItem:
+    return SearchItem(namespace=tuple(row["namespace"]), key=row["key"], value=row["value"],
+                      created_at=row["created_at"], updated_at=row["updated_at"], score=row["score"])

@@ -1,0 +1,84 @@
+-- Resource limits: what one call may ask of the database, so that one tenant cannot starve the others.
+--
+-- Every function a tenant can call checks the size of what it is given (bytes, characters, counts, depth, k,
+-- rows) against a limit and refuses a call over it with SQLSTATE 54000 (program_limit_exceeded), the field in
+-- the column diagnostic, before it writes or reads anything. The defaults are below; a deployment overrides one
+-- with a row in memsub.limits, which only the owner writes (a GUC would not be a bound: any login may SET its
+-- own GUCs). docs/security.md ("Limits") lists them.
+
+create or replace function memsub.limit_value(p_name text) returns bigint
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_value bigint;
+begin
+    select l.value into v_value from memsub.limits l where l.name = p_name;
+    if v_value is not null then
+        return v_value;
+    end if;
+    v_value := case p_name
+        when 'max_envelope_bytes'  then 1048576     -- one PacketEnvelope (jsonb size)
+        when 'max_batch_envelopes' then 1000        -- envelopes in one write_packets call
+        when 'max_batch_bytes'     then 16777216    -- all envelopes of one write_packets call (jsonb size)
+        when 'max_tags'            then 256         -- tags of a packet, a reflection or a retrieval filter
+        when 'max_tag_chars'       then 200         -- characters of one tag
+        when 'max_parent_ids'      then 256         -- lineage.parent_ids of one envelope
+        when 'max_query_chars'     then 4096        -- query text of a search
+        when 'max_query_nodes'     then 256         -- words and operators of the full-text query built from it
+        when 'max_k'               then 1000        -- k, candidates and limit of a similarity search
+        when 'max_rows'            then 10000       -- rows one read may return (limit)
+        when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
+        when 'max_depth'           then 10          -- hops of a graph traversal
+        when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
+        when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function
+        when 'max_text_chars'      then 1048576     -- one text argument (content, summary, chunk text, ...)
+        when 'max_array_items'     then 1000        -- one array argument (entities, ids, aliases, evidence, ...)
+        when 'max_document_chars'  then 16777216    -- the text of one document
+        when 'max_document_chunks' then 10000       -- the chunks of one document
+        when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
+        -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
+        when 'statement_timeout_ms'           then 30000
+        when 'lock_timeout_ms'                then 5000
+        when 'idle_in_transaction_timeout_ms' then 60000
+    end;
+    if v_value is null then
+        raise exception 'field "name" is not a known limit: %', coalesce(p_name, 'NULL')
+            using errcode = '22023', column = 'name',
+                  hint = 'docs/security.md, "Limits", lists the limits.';
+    end if;
+    return v_value;
+end
+$$;
+comment on function memsub.limit_value(text) is
+    'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
+
+create or replace function memsub.check_limit(p_value bigint, p_limit text, p_field text) returns bigint
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_max bigint;
+begin
+    if p_value is null then
+        return null;
+    end if;
+    v_max := memsub.limit_value(p_limit);
+    if p_value > v_max then
+        raise exception 'field "%" is % over the limit: % > % (%)', p_field,
+            case when p_limit like '%bytes' then 'bytes' when p_limit like '%chars' then 'characters'
+                 else 'size' end, p_value, v_max, p_limit
+            using errcode = '54000', column = p_field,
+                  detail = format('limit=%s value=%s actual=%s', p_limit, v_max, p_value),
+                  hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub.check_limit(bigint, text, text) is
+    'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit '
+    '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
+
+grant select on memsub.limits to memsub_app, memsub_analyst;
+grant execute on function memsub.limit_value(text), memsub.check_limit(bigint, text, text)
+    to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -1,0 +1,242 @@
+"""Resource limits (docs/security.md, "Limits"): one tenant's call cannot take what the others need.
+
+Every refusal is SQLSTATE 54000 with the field in the column diagnostic, and nothing is written. Traversals are
+measured in rows, never in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg import sql
+
+from memsub.cli import main as cli
+from memsub.errors import LimitExceeded, from_database_error
+
+from helpers import TENANT_A, TENANT_B, set_context, superuser_count
+
+USER = uuid.UUID("0c000000-0000-0000-0000-00000000000c")
+# Tables a refused call could have written to; each must be unchanged by it.
+WRITTEN = ["memsub.packet_store", "memsub.packet_threads", "memsub.memory_entries", "memsub.sessions",
+           "memsub.entity_relationships", "memsub.reflection_store", "memsub.memory_access_log"]
+
+
+def noise(chars: int) -> str:
+    """Text that does not compress, so its stored size is its length."""
+    return os.urandom(chars // 2 + 1).hex()[:chars]
+
+
+def envelope(**fields: Any) -> str:
+    return json.dumps({"packet_type": "event", "payload": {"n": 1}, **fields})
+
+
+# (name, statement, parameters, field) — each over a default limit.
+OVERSIZED: list[tuple[str, str, list[Any], str]] = [
+    ("envelope bytes", "select * from memsub.write_packet(%s::jsonb)",
+     [envelope(payload={"text": noise(1_100_000)})], "envelope"),
+    ("tag count", "select * from memsub.write_packet(%s::jsonb)",
+     [envelope(tags=[f"t{i}" for i in range(257)])], "tags"),
+    ("tag length", "select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["x" * 201])], "tags"),
+    ("parent count", "select * from memsub.write_packet(%s::jsonb)",
+     [envelope(lineage={"parent_ids": [str(uuid.uuid4()) for _ in range(257)]})], "lineage.parent_ids"),
+    ("batch size", "select * from memsub.write_packets(%s::jsonb)",
+     [json.dumps([{"packet_type": "event", "payload": {"n": i}} for i in range(1001)])], "envelopes"),
+    ("batch bytes", "select * from memsub.write_packets(%s::jsonb)",
+     [json.dumps([{"packet_type": "event", "payload": {"t": noise(900_000)}} for _ in range(20)])], "envelopes"),
+    ("query text", "select * from memsub.hybrid_search(%s, null::vector)", [noise(5000)], "query_text"),
+    ("query terms", "select * from memsub.hybrid_search(%s, null::vector)",
+     [" ".join(f"w{i}" for i in range(300))], "query_text"),
+    ("keyword query text", "select * from memsub.keyword_candidates(%s)", [noise(5000)], "query_text"),
+    ("k", "select * from memsub.hybrid_search('polymer', null::vector, 1001)", [], "k"),
+    ("candidates", "select * from memsub.hybrid_search('polymer', null::vector, 10, p_candidates => 1001)", [],
+     "candidates"),
+    ("scan tuples", "select * from memsub.semantic_search("
+                    "array_fill(0.5::real, array[memsub.vector_dimension()])::vector, 10, p_max_scan_tuples => 100001)",
+     [], "max_scan_tuples"),
+    ("traversal depth", "select * from memsub.traverse_graph('a', 11)", [], "max_depth"),
+    ("traversal rows", "select * from memsub.traverse_graph('a', 2, p_limit => 10001)", [], "limit"),
+    ("neighbour depth", "select * from memsub.graph_neighbors('a', 11)", [], "max_depth"),
+    ("neighbourhood rows", "select * from memsub.entity_neighbourhood('a', 0, 10001)", [], "limit"),
+    ("thread rows", "select * from memsub.get_thread(%s, 10001)", [uuid.uuid4()], "limit"),
+    ("lineage depth", "select * from memsub.get_lineage(%s, 'ancestors', 1001)", [uuid.uuid4()], "max_depth"),
+    ("memory value", "select * from memsub.memory_write(%s, 'k', %s::jsonb)",
+     [f"user:{USER}", json.dumps({"v": noise(1_100_000)})], "value"),
+    ("session state", "select * from memsub.session_create('s-big', p_state => %s::jsonb)",
+     [json.dumps({"v": noise(1_100_000)})], "state"),
+    ("relationship entity", "select * from memsub.upsert_relationship(%s, 'uses', 'b')", [noise(1_100_000)],
+     "source_entity"),
+    ("reflection tags", "select * from memsub.record_reflection('insight', 'content', p_tags => %s)",
+     [[f"t{i}" for i in range(257)]], "tags"),
+    ("access ids", "select * from memsub.record_accesses('packet', %s, %s)",
+     [[uuid.uuid4() for _ in range(1001)], [0.5] * 1001], "target_ids"),
+]
+
+
+@pytest.mark.parametrize(("statement", "params", "field"), [case[1:] for case in OVERSIZED],
+                         ids=[case[0] for case in OVERSIZED])
+def test_oversized_input_is_refused_with_54000_and_writes_nothing(db, statement, params, field):
+    before = {table: superuser_count(db, table) for table in WRITTEN}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute(statement, params)
+    assert error.value.sqlstate == "54000"
+    assert error.value.diag.column_name == field
+    assert f'"{field}"' in (error.value.diag.message_primary or "")
+    assert {table: superuser_count(db, table) for table in WRITTEN} == before
+
+
+def test_input_at_the_limits_is_accepted_and_deduplicated_in_order(db):
+    tags = [f"t{i % 200}" for i in range(256)]  # 256 tags, 200 distinct
+    parents = []
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for i in range(3):
+            parents.append(conn.execute("select packet_id from memsub.write_packet(%s::jsonb)",
+                                        [envelope(payload={"p": i})]).fetchone()[0])
+        lineage = {"parent_ids": [str(p) for p in parents * 85] + [str(parents[0])]}  # 256 ids, 3 distinct
+        written = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)",
+                               [envelope(tags=tags, lineage=lineage)]).fetchone()
+        row = conn.execute("select tags, parent_ids from memsub.get_packet(%s)", [written[0]]).fetchone()
+        conn.execute("select count(*) from memsub.hybrid_search(%s, null::vector)", [noise(4096)])
+    assert row == ([f"t{i}" for i in range(200)], parents)
+
+
+def test_a_deployment_tunes_a_limit_and_only_the_owner_writes_the_table(db):
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_tags', 2)")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["a", "b"])])
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["a", "b", "c"])])
+        assert error.value.diag.column_name == "tags"
+        assert "limit=max_tags value=2 actual=3" in (error.value.diag.message_detail or "")
+        mapped = from_database_error(error.value)
+        assert isinstance(mapped, LimitExceeded) and mapped.field == "tags"
+    for role in ("app", "tenant_admin", "platform_admin", "analyst"):
+        with db.connect(role) as conn:
+            assert conn.execute("select value from memsub.limits where name = 'max_tags'").fetchone() == (2,)
+            for statement in ("update memsub.limits set value = 1000000",
+                              "insert into memsub.limits (name, value) values ('max_k', 1000000)",
+                              "delete from memsub.limits"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(statement)
+                conn.rollback()
+    # A GUC of the same name changes nothing: only the table counts.
+    with db.connect("app") as conn:
+        conn.execute("set memsub.max_tags = '1000'")
+        set_context(conn, TENANT_A)
+        assert conn.execute("select memsub.limit_value('max_tags')").fetchone() == (2,)
+
+
+def complete_graph(conn: Any, nodes: int) -> None:
+    for source in range(nodes):
+        for target in range(nodes):
+            if source != target:
+                conn.execute("select memsub.upsert_relationship(%s, 'links', %s, 0.9)", [f"n{source}", f"n{target}"])
+
+
+def test_traversal_of_a_complete_graph_returns_each_entity_once(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        complete_graph(conn, 10)  # 90 edges: about a million simple paths from any node
+        for direction in ("outgoing", "incoming", "both"):
+            rows = conn.execute("select depth, entity, path, path_confidence from memsub.traverse_graph("
+                                "'n0', 10, p_direction => %s, p_limit => 10000)", [direction]).fetchall()
+            assert sorted(r[1] for r in rows) == sorted(f"n{i}" for i in range(1, 10))
+            assert {(r[0], len(r[2])) for r in rows} == {(1, 2)}
+            assert all(r[3] == pytest.approx(0.9) for r in rows)
+        assert len(conn.execute("select * from memsub.traverse_graph('n0', 10, p_limit => 4)").fetchall()) == 4
+        # The current-graph walk: each entity expanded once, limit bounds the rows of all hops together.
+        rows = conn.execute("select depth, source_entity, target_entity from memsub.graph_neighbors('n0', 10, 50)"
+                            ).fetchall()
+        assert len(rows) == 50
+        assert {r[0] for r in rows} == {1, 2}
+        everything = conn.execute("select count(*) from memsub.graph_neighbors('n0', 10, 10000)").fetchone()
+        assert everything == (90,)  # each edge once: every entity is expanded once
+
+
+def test_traversal_keeps_the_most_confident_shortest_path(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for source, target, confidence in [("a", "b", 0.5), ("a", "c", 0.9), ("b", "d", 0.9), ("c", "d", 0.8),
+                                           ("d", "e", 1.0), ("a", "e", 0.1)]:
+            conn.execute("select memsub.upsert_relationship(%s, 'r', %s, %s)", [source, target, confidence])
+        rows = conn.execute("select depth, entity, path, path_confidence from memsub.traverse_graph('a', 5)"
+                            ).fetchall()
+    by_entity = {r[1]: r for r in rows}
+    assert len(rows) == len(by_entity) == 4
+    assert by_entity["d"][2] == ["a", "c", "d"] and by_entity["d"][3] == pytest.approx(0.72)
+    assert by_entity["e"][0] == 1  # shortest first, even when a longer path is more confident
+    assert [r[1] for r in rows] == ["c", "b", "e", "d"]  # by depth, then most confident
+
+
+def test_lineage_larger_than_max_rows_is_refused_and_tenants_do_not_share_limits_state(db):
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_rows', 5)")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        root = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)", [envelope()]).fetchone()[0]
+        conn.execute("select * from memsub.write_packets(%s::jsonb)", [json.dumps(
+            [{"packet_type": "event", "payload": {"n": i}, "lineage": {"parent_ids": [str(root)]}}
+             for i in range(6)])])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select * from memsub.get_lineage(%s, 'descendants')", [root])
+        assert error.value.diag.column_name == "max_depth"
+        conn.rollback()
+        set_context(conn, TENANT_B)
+        assert conn.execute("select count(*) from memsub.get_lineage(%s, 'descendants')", [root]).fetchone() == (0,)
+
+
+def test_batch_parents_are_written_first_and_cycles_are_named(db):
+    ids = [str(uuid.uuid4()) for _ in range(300)]
+    # A chain given child first: each envelope's parent comes later in the batch.
+    chain = [{"packet_id": ids[i], "packet_type": "event", "payload": {"n": i},
+              "lineage": {"parent_ids": [ids[i + 1]]} if i + 1 < len(ids) else {}} for i in range(len(ids))]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        rows = conn.execute("select packet_id::text, generation from memsub.write_packets(%s::jsonb)",
+                            [json.dumps(chain)]).fetchall()
+        assert [r[0] for r in rows] == ids
+        assert [r[1] for r in rows] == list(range(len(ids) - 1, -1, -1))
+        a, b, c = (str(uuid.uuid4()) for _ in range(3))
+        cycle = [{"packet_id": a, "packet_type": "event", "payload": 1, "lineage": {"parent_ids": [b]}},
+                 {"packet_id": b, "packet_type": "event", "payload": 2, "lineage": {"parent_ids": [c]}},
+                 {"packet_id": c, "packet_type": "event", "payload": 3, "lineage": {"parent_ids": [a]}}]
+        with pytest.raises(psycopg.errors.CheckViolation) as error:
+            conn.execute("select * from memsub.write_packets(%s::jsonb)", [json.dumps(cycle)])
+    assert error.value.diag.column_name == "lineage.parent_ids"
+    assert "envelopes 1, 2, 3 of the batch reference each other" in str(error.value)
+
+
+def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
+    login = f"memsub_limits_login_{uuid.uuid4().hex[:8]}"
+    with db.connect(autocommit=True) as admin:
+        admin.execute(sql.SQL("create role {} login in role memsub_app").format(sql.Identifier(login)))
+        admin.execute("insert into memsub.limits (name, value) values ('statement_timeout_ms', 200)")
+    try:
+        runner = CliRunner()
+        result = runner.invoke(cli, ["login-timeouts", login, "memsub_app", "--dsn", db.dsn()])
+        assert result.exit_code == 1 and "cannot log in" in result.output  # a group role: not inherited
+        result = runner.invoke(cli, ["login-timeouts", login, "--dsn", db.dsn()])
+        assert result.exit_code == 0, result.output
+        assert "statement_timeout = 200ms, lock_timeout = 5000ms" in result.output
+        with psycopg.connect(db.server.dsn(db.name, login)) as conn:
+            assert conn.execute("show statement_timeout").fetchone() == ("200ms",)
+            assert conn.execute("show lock_timeout").fetchone() == ("5s",)
+            assert conn.execute("show idle_in_transaction_session_timeout").fetchone() == ("1min",)
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                conn.execute("select pg_sleep(30)")
+    finally:
+        with db.connect(autocommit=True) as admin:
+            admin.execute(sql.SQL("drop owned by {}").format(sql.Identifier(login)))
+            admin.execute(sql.SQL("drop role {}").format(sql.Identifier(login)))

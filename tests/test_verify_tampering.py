@@ -1,0 +1,235 @@
+"""`memsub verify` catches tampering with the installed schema, and `memsub repair` restores it.
+
+Each case tampers with one class of object the way an attacker holding a superuser connection would; `verify`
+then runs as the installing login and must exit 1 naming the object. Repair must restore every case, after which
+`verify` passes. The reference is the catalog snapshot shipped in the package; a test keeps it current.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+
+from memsub.cli import main as cli
+
+
+def _partial_index_redefined(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    row = conn.execute("select indexdef from pg_indexes where schemaname = 'memsub' "
+                       "and indexname = 'idx_reasoning_traces_packet'").fetchone()
+    assert row is not None and " WHERE " in str(row[0])
+    conn.execute("drop index memsub.idx_reasoning_traces_packet")
+    conn.execute(str(row[0]).split(" WHERE ")[0].encode() + b" WHERE (packet_id IS NULL)")
+
+
+def _body_replaced(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    row = conn.execute("select pg_get_functiondef(p.oid), p.prosrc, l.lanname from pg_proc p "
+                       "join pg_language l on l.oid = p.prolang "
+                       "where p.oid = 'memsub.is_platform_admin()'::regprocedure").fetchone()
+    assert row is not None
+    definition, body, language = (str(value) for value in row)
+    replacement = "select true" if language == "sql" else "begin return true; end"
+    conn.execute(definition.replace(body, replacement).encode())
+
+
+# (case, statements as the attacker, object verify must name, attribute it must name or None)
+TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
+    ("weakened policy", ["alter policy tenant_isolation on memsub.packet_store using (true)"],
+     "policy tenant_isolation on memsub.packet_store", "using"),
+    ("backdoor policy", ["create policy backdoor on memsub.sessions using (true)"],
+     "policy backdoor on memsub.sessions", None),
+    ("row level security disabled", ["alter table memsub.memory_entries disable row level security"],
+     "table memsub.memory_entries", "row level security"),
+    ("row level security not forced", ["alter table memsub.semantic_memory no force row level security"],
+     "table memsub.semantic_memory", "forced row level security"),
+    ("function body replaced", _body_replaced, "function memsub.is_platform_admin()", "body"),
+    ("switched to security definer", ["alter function memsub.current_tenant_id() security definer"],
+     "function memsub.current_tenant_id()", "security"),
+    ("search_path changed", ["alter function memsub.write_packet(jsonb) set search_path = public, pg_catalog"],
+     "function memsub.write_packet(jsonb)", "configuration"),
+    ("volatility changed", ["alter function memsub.current_org_id() volatile"],
+     "function memsub.current_org_id()", "volatility"),
+    ("grant revoked", ["revoke execute on function memsub.write_packet(jsonb) from memsub_app"],
+     "function memsub.write_packet(jsonb)", "privileges"),
+    ("grant added", ["grant insert, update on memsub.packet_store to memsub_app"],
+     "table memsub.packet_store", "privileges"),
+    ("column grant added", ["grant update (tenant_id) on memsub.sessions to memsub_analyst"],
+     "column memsub.sessions.tenant_id", "privileges"),
+    ("function granted to public", ["grant execute on function memsub.fan_out_packet(uuid, jsonb, text, "
+                                    "double precision, text) to public"],
+     "function memsub.fan_out_packet(uuid,jsonb,text,double precision,text)", "privileges"),
+    ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
+    ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),
+    ("constraint dropped", ["alter table memsub.packet_store drop constraint packet_store_scope_known"],
+     "constraint packet_store_scope_known on memsub.packet_store", None),
+    ("trigger added", ["create function public.spy() returns trigger language plpgsql as "
+                       "'begin return new; end'",
+                       "create trigger spy before insert on memsub.sessions for each row "
+                       "execute function public.spy()"],
+     "trigger spy on memsub.sessions", None),
+    ("trigger disabled", ["alter table memsub.packet_store disable trigger packet_store_immutable"],
+     "trigger packet_store_immutable on memsub.packet_store", "enabled"),
+    ("function added", ["create function memsub.backdoor() returns setof memsub.packet_store language sql "
+                        "security definer as 'select * from memsub.packet_store'"],
+     "function memsub.backdoor()", None),
+    ("owner changed", ["alter function memsub.purge_expired(uuid) owner to memsub_app"],
+     "function memsub.purge_expired(uuid)", "owner"),
+    ("column default changed", ["alter table memsub.packet_store alter column scope set default 'cursor'"],
+     "column memsub.packet_store.scope", "default"),
+    ("owner role granted", ["grant memsub_owner to memsub_app"], "role memsub_owner", "members"),
+    ("role given bypassrls", ["alter role memsub_analyst bypassrls"], "role memsub_analyst", "attributes"),
+    ("role setting added", ["alter role memsub_app set row_security = off"], "role memsub_app", "settings"),
+    ("not null dropped", ["alter table memsub.packet_store alter column packet_type drop not null"],
+     "column memsub.packet_store.packet_type", "not null"),
+    ("view redefined", ["create or replace view memsub.tenant_entity_graph as select * from memsub.mv_entity_graph"],
+     "view memsub.tenant_entity_graph", "definition"),
+    ("table made unlogged", ["alter table memsub.audit set unlogged"], "table memsub.audit", "persistence"),
+    ("default privileges added", ["alter default privileges for role memsub_owner in schema memsub "
+                                  "grant select on tables to public"],
+     "default privileges of memsub_owner on tables in memsub", None),
+    ("schema usage revoked", ["revoke usage on schema memsub from memsub_analyst"], "schema memsub", "privileges"),
+    ("constraint added", ["alter table memsub.sessions add constraint stall check (false) not valid"],
+     "constraint stall on memsub.sessions", None),
+]
+CASES = [pytest.param(statements, obj, attribute, id=case) for case, statements, obj, attribute in TAMPERING]
+
+
+def _tamper(db, statements) -> None:
+    with db.connect(autocommit=True) as conn:
+        if callable(statements):
+            statements(conn)
+        else:
+            for statement in statements:
+                conn.execute(statement)
+
+
+def _verify(db, *options: str) -> Result:
+    """verify as the installing login (the tests install as the superuser), with the default reference: the
+    shipped snapshot on the server version it was taken on."""
+    return CliRunner().invoke(cli, ["verify", "--dsn", db.dsn(), *options])
+
+
+@pytest.fixture
+def untamper_roles(db):
+    """Role memberships are cluster-wide: undo a role tampering that a failing test left behind."""
+    yield
+    with db.connect(autocommit=True) as conn:
+        conn.execute("revoke memsub_owner from memsub_app")
+        conn.execute("alter role memsub_analyst nobypassrls")
+        conn.execute("alter role memsub_app reset all")
+
+
+@pytest.mark.parametrize(("statements", "obj", "attribute"), CASES)
+def test_verify_names_each_kind_of_tampering(db, untamper_roles, statements, obj, attribute):
+    _tamper(db, statements)
+
+    result = _verify(db)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if obj in line]
+    assert lines, result.output
+    if attribute:
+        assert any(f"{obj}: {attribute}:" in line for line in lines), result.output
+
+    as_json = json.loads(_verify(db, "--json").stdout)
+    assert as_json["ok"] is False
+    assert any(d["object"] == obj and (attribute is None or d["attribute"] == attribute)
+               for d in as_json["differences"]), as_json
+
+
+def test_repair_restores_every_kind_of_tampering_and_verify_then_passes(db, untamper_roles):
+    for _, statements, _, _ in TAMPERING:
+        _tamper(db, statements)
+    named = {obj for _, _, obj, _ in TAMPERING}
+    before = _verify(db)
+    assert before.exit_code == 1
+    assert all(obj in before.output for obj in named), before.output
+
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+    restored = [line for line in result.output.splitlines() if line.startswith("restored: ")]
+    assert all(any(obj in line for line in restored) for obj in named), result.output
+
+    after = _verify(db)
+    assert after.exit_code == 0, after.output
+    with db.connect() as conn:  # the backdoor really is gone, the policy really is back
+        assert conn.execute("select count(*) from pg_policies where policyname = 'backdoor'").fetchone() == (0,)
+        assert conn.execute("select has_function_privilege('memsub_app', 'memsub.write_packet(jsonb)', "
+                            "'execute')").fetchone() == (True,)
+
+
+def test_repair_reports_an_unexpected_table_and_keeps_its_data(db):
+    with db.connect(autocommit=True) as conn:
+        conn.execute("create table memsub.loot (secret text)")
+        conn.execute("insert into memsub.loot values ('kept')")
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 1
+    assert "still different: unexpected: table memsub.loot" in result.output
+    with db.connect() as conn:
+        assert conn.execute("select secret from memsub.loot").fetchall() == [("kept",)]
+
+
+def test_the_shipped_snapshot_is_current(db):
+    """The snapshot in the package equals a fresh installation's catalog. When this fails after a change to
+    sql/ or migrations/, regenerate it with `make catalog-snapshot` and review the diff."""
+    from memsub import catalog_check
+
+    with db.connect(autocommit=True) as conn:
+        found = catalog_check.fingerprint(conn)
+    differences = catalog_check.compare(catalog_check.load_snapshot().objects, found)
+    assert not differences, "stale catalog snapshot (make catalog-snapshot):\n" + "\n".join(
+        d.describe() for d in differences[:40])
+
+
+def test_another_vector_dimension_verifies_against_the_same_snapshot(db384):
+    result = _verify(db384)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_read_only_login_can_verify(db):
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn("analyst")])
+    assert result.exit_code == 0, result.output
+    _tamper(db, ["alter policy tenant_isolation on memsub.packet_store using (true)"])
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn("analyst")])
+    assert result.exit_code == 1
+    assert "policy tenant_isolation on memsub.packet_store: using:" in result.output
+
+
+def test_scratch_reference_is_built_from_the_shipped_sql_and_dropped(db):
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn(), "--reference", "scratch"])
+    assert result.exit_code == 0, result.output
+    assert "scratch database" in result.output
+    _tamper(db, ["create policy backdoor on memsub.sessions using (true)"])
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn(), "--reference", "scratch", "--json"])
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["reference"] == "scratch"
+    assert [d["object"] for d in document["differences"]] == ["policy backdoor on memsub.sessions"]
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from pg_database where datname like 'memsub_verify_%'"
+                            ).fetchone() == (0,)
+
+
+def test_a_clean_installation_can_be_the_reference(db, empty_db):
+    from memsub.migrator import Migrator
+
+    Migrator(empty_db.dsn()).migrate()
+    _tamper(db, ["alter table memsub.sessions disable row level security"])
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn(), "--reference-dsn", empty_db.dsn()])
+    assert result.exit_code == 1
+    assert re.search(r"changed: table memsub.sessions: row level security: expected enabled, found disabled",
+                     result.output), result.output
+
+
+def test_repair_refuses_a_database_with_pending_migrations(empty_db):
+    from memsub.migrator import Migrator
+
+    Migrator(empty_db.dsn()).migrate("1.0.0")
+    result = CliRunner().invoke(cli, ["repair", "--dsn", empty_db.dsn()])
+    assert result.exit_code == 2
+    assert "cannot repair" in result.output and "pending" in result.output
+    verify = CliRunner().invoke(cli, ["verify", "--dsn", empty_db.dsn()])
+    assert verify.exit_code == 1
+    assert "catalog not compared: migrations are pending" in verify.output
