@@ -34,8 +34,10 @@ lint: install
 test: lint
 	$(BIN)/pytest -q
 
+# Without a configured server the demo uses an embedded cluster in this checkout (.memsub/pgdata), never the
+# per-user one another checkout may be using; it stops that cluster again when it had to start it.
 demo: install
-	$(BIN)/python -m memsub.demo
+	MEMSUB_DATA_DIR="$${MEMSUB_DATA_DIR:-$(CURDIR)/.memsub/pgdata}" $(BIN)/python -m memsub.demo
 
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

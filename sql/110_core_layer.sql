@@ -290,8 +290,7 @@ begin
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
     -- contradiction counting see every committed assertion whatever the concurrency.
-    perform pg_advisory_xact_lock(hashtextextended(
-        'memsub.knowledge_facts/' || v_tenant::text || '/' || v_subject_norm || '/' || v_predicate, 0));
+    perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
 
     update memsub.knowledge_facts f
        set supporting_packet_count = f.supporting_packet_count + 1,

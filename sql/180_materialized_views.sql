@@ -10,11 +10,13 @@ create or replace function memsub.refresh_memory_view(p_view text, p_run_id uuid
 returns memsub.memory_view_refresh_log
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
+set lock_timeout = '1min'
 as $$
 declare
     v_started   timestamptz := clock_timestamp();
     v_populated boolean;
     v_method    text;
+    v_status    text := 'ok';
     v_rows      bigint;
     v_error     text;
     v_entry     memsub.memory_view_refresh_log;
@@ -28,21 +30,32 @@ begin
       from pg_catalog.pg_class c
      where c.relname = p_view and c.relnamespace = 'memsub'::regnamespace;
     v_method := case when v_populated then 'concurrently' else 'full' end;
-    begin
-        -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be concurrent.
-        if v_populated then
-            execute format('refresh materialized view concurrently memsub.%I', p_view);
-        else
-            execute format('refresh materialized view memsub.%I', p_view);
-        end if;
-        execute format('select count(*) from memsub.%I', p_view) into v_rows;
-    exception when others then
-        v_error := sqlerrm;
-    end;
+    -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
+    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
+    if not memsub.take_maintenance_lock('refresh_memory_view', p_view, false) then
+        v_status := 'skipped';
+        v_method := 'none';
+        v_error := format('another refresh of memsub.%s is running: %s', p_view,
+                          coalesce(memsub.maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+    else
+        begin
+            -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be
+            -- concurrent. Lock waits are bounded by this function's lock_timeout.
+            if v_populated then
+                execute format('refresh materialized view concurrently memsub.%I', p_view);
+            else
+                execute format('refresh materialized view memsub.%I', p_view);
+            end if;
+            execute format('select count(*) from memsub.%I', p_view) into v_rows;
+        exception when others then
+            v_status := 'error';
+            v_error := sqlerrm;
+        end;
+    end if;
     insert into memsub.memory_view_refresh_log (
         run_id, view_name, method, status, started_at, finished_at, duration_ms, row_count, error)
     values (
-        coalesce(p_run_id, gen_random_uuid()), p_view, v_method, case when v_error is null then 'ok' else 'error' end,
+        coalesce(p_run_id, gen_random_uuid()), p_view, v_method, v_status,
         v_started, clock_timestamp(), extract(epoch from clock_timestamp() - v_started) * 1000, v_rows, v_error)
     returning * into v_entry;
     return v_entry;
@@ -50,34 +63,50 @@ end
 $$;
 comment on function memsub.refresh_memory_view(text, uuid) is
     'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any '
-    'error in memory_view_refresh_log. Runs as memsub_view_owner, the views'' owner.';
+    'error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), '
+    'with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' '
+    'owner.';
 alter function memsub.refresh_memory_view(text, uuid) owner to memsub_view_owner;
 
--- A procedure that commits cannot carry a SET clause (PostgreSQL refuses transaction control there), so every
--- name in it is schema-qualified instead.
-create or replace procedure memsub.refresh_memory_views()
+-- The views' lock rows exist before any refresh, so a refresh that finds one held never waits for its creation.
+insert into memsub.maintenance_lock (task, lock_key)
+select 'refresh_memory_view', pg_catalog.hashtextextended(v.name, 0)
+  from pg_catalog.unnest(array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                               'mv_reflection_patterns']) as v(name)
+    on conflict do nothing;
+
+-- A procedure that commits cannot carry a SET clause (PostgreSQL refuses transaction control there), so it
+-- cannot pin search_path and sees the caller's, where pg_temp comes first unless named. It is therefore
+-- SECURITY INVOKER (it never runs with more rights than its caller) and qualifies every name it uses, types
+-- included, with its schema.
+drop procedure if exists memsub.refresh_memory_views();
+create or replace procedure memsub.refresh_memory_views(inout run_id pg_catalog.uuid default null)
 language plpgsql security invoker
 as $$
 declare
-    lock_key constant bigint := 7881706079466359;  -- 'memsub views', distinct from the migrator's lock
-    run_id   uuid := pg_catalog.gen_random_uuid();
-    v_name   text;
+    v_name    pg_catalog.text;
+    v_status  pg_catalog.text;
+    v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
-    if not pg_catalog.pg_try_advisory_lock(lock_key) then
-        raise notice 'memsub.refresh_memory_views: another refresh is running; nothing done';
-        return;
-    end if;
+    run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                'mv_reflection_patterns'] loop
-        perform memsub.refresh_memory_view(v_name, run_id);
+                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+        select r.status into v_status from memsub.refresh_memory_view(v_name, run_id) r;
+        if v_status operator(pg_catalog.=) 'skipped' then
+            v_skipped := v_skipped operator(pg_catalog.||) v_name;
+        end if;
         commit;  -- one view per transaction: locks and snapshots are released view by view
     end loop;
-    perform pg_catalog.pg_advisory_unlock(lock_key);
+    if pg_catalog.cardinality(v_skipped) operator(pg_catalog.>) 0 then
+        raise warning 'memsub.refresh_memory_views: skipped %: another refresh is running (run %)',
+            pg_catalog.array_to_string(v_skipped, ', '), run_id;
+    end if;
 end
 $$;
-comment on procedure memsub.refresh_memory_views() is
-    'Refreshes the four materialized views, one transaction each, under an advisory lock (a second concurrent call '
-    'returns at once). Logs each view in memory_view_refresh_log. Call it outside a transaction block: '
+comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
+    'Refreshes the four materialized views, one transaction each (memsub.refresh_memory_view), and returns the '
+    'run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped '
+    'and a WARNING names the skipped views. Call it outside a transaction block: '
     'CALL memsub.refresh_memory_views().';
 
 -- Tenant-filtered access -------------------------------------------------------------------------------------
@@ -140,4 +169,25 @@ grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph
     to memsub_app, memsub_analyst;
 grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
 grant execute on function memsub.refresh_memory_view(text, uuid) to memsub_platform_admin;
-grant execute on procedure memsub.refresh_memory_views() to memsub_platform_admin;
+grant execute on procedure memsub.refresh_memory_views(pg_catalog.uuid) to memsub_platform_admin;
+
+-- Populated at install -----------------------------------------------------------------------------------------
+
+-- The views are created WITH NO DATA; a view never refreshed makes every tenant_* view fail with "has not been
+-- populated". Populating them here (after the grants above, so the owner can read what it aggregates) makes the
+-- tenant_* views read as empty until the first scheduled refresh (memsub maintain, or pg_cron). On a fresh install
+-- the tables are empty and this is instantaneous; a view that was ever refreshed is left as it is, so re-applying
+-- this file costs nothing. The refresh runs as the views' owner: the installing role is a member of it.
+do $populate$
+declare
+    v_name text;
+begin
+    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                'mv_reflection_patterns'] loop
+        if not (select c.relispopulated from pg_catalog.pg_class c
+                 where c.relnamespace = 'memsub'::regnamespace and c.relname = v_name) then
+            execute pg_catalog.format('refresh materialized view memsub.%I', v_name);
+        end if;
+    end loop;
+end
+$populate$;

@@ -75,7 +75,7 @@ begin
             using errcode = '22023', column = 'namespace';
     end if;
     -- One consolidation job per tenant at a time.
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('memsub.consolidate_memories:' || v_tenant, 0));
+    perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);
 
     for v_conflict in
         select m.namespace, m.key, array_agg(m.version order by m.version) as versions,

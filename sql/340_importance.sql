@@ -12,7 +12,7 @@
 --
 -- memsub.learn_importance is owned by memsub_retrieval_owner and works on the context tenant with explicit
 -- tenant predicates: importance is tenant-wide, and every organization's accesses count. Concurrent calls for
--- one tenant queue on a transaction-level advisory lock; each access and feedback is marked learned in the same
+-- one tenant queue on a maintenance lock (memsub.take_maintenance_lock); each access and feedback is marked learned in the same
 -- transaction, so none is counted twice.
 
 create or replace function memsub.record_feedback(
@@ -84,7 +84,8 @@ begin
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('memsub.learn_importance/' || v_tenant::text, 0));
+    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub.take_maintenance_lock).
+    perform memsub.take_maintenance_lock('learn_importance', v_tenant::text);
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
@@ -173,7 +174,7 @@ $$;
 comment on function memsub.learn_importance(double precision, double precision, interval, double precision, interval) is
     'Maintenance: folds the context tenant''s new accesses and feedback into importance_score of packets and '
     'legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) '
-    'towards floor. Bounded in [0, 1]; serialized per tenant by an advisory lock; each access and feedback is '
+    'towards floor. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is '
     'learned once. Returns the run''s report (also kept in importance_learning_runs).';
 
 create or replace function memsub.importance_step(

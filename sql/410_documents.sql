@@ -10,7 +10,7 @@
 --     memory_embeddings find chunks; document_index.embedding becomes the mean of the chunk vectors;
 --   * each chunk with a vector is linked both ways to the nearest chunks of other latest documents (neighbors).
 -- Chunks are contiguous character spans covering the extracted text exactly; the function checks that.
--- Calls for one path are serialized by a transaction advisory lock.
+-- Calls for one path are serialized by a maintenance lock (memsub.take_maintenance_lock).
 
 create or replace function memsub.check_document_chunks(p_chunks jsonb, p_text text) returns integer
 language plpgsql stable security invoker
@@ -157,8 +157,7 @@ begin
     end if;
     v_chunks := memsub.check_document_chunks(p_chunks, p_text);
 
-    perform pg_catalog.pg_advisory_xact_lock(
-        pg_catalog.hashtextextended('memsub.document:' || v_tenant::text || ':' || v_path, 0));
+    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || v_path);
     select d.* into v_latest from memsub.document_index d
      where d.tenant_id = v_tenant and d.file_path = v_path and d.is_latest;
 

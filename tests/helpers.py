@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -76,3 +80,15 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
         thread.join(timeout=60)
     assert errors == []
     return [results[i] for i in range(workers)]
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory the embedded server's user can enter (mode 755), removed with everything in it on
+    the way out, error or not: test runs leave no directories behind in the temp dir."""
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        directory.chmod(0o755)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

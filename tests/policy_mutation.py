@@ -18,7 +18,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,16 +48,17 @@ def list_policies() -> list[str]:
 
     from memsub.migrator import Migrator
 
-    workdir = Path(tempfile.mkdtemp(prefix="memsub-mutation-"))
-    workdir.chmod(0o755)
-    server = get_server(workdir / "pgdata", cleanup_mode="delete")
-    try:
-        Migrator(server.get_uri()).migrate()
-        with psycopg.connect(server.get_uri()) as conn:
-            rows = conn.execute("select tablename || '.' || policyname from pg_policies "
-                                "where schemaname = 'memsub' order by 1").fetchall()
-    finally:
-        server.cleanup()
+    from helpers import scratch_dir
+
+    with scratch_dir("memsub-mutation-") as workdir:
+        server = get_server(workdir / "pgdata", cleanup_mode="delete")
+        try:
+            Migrator(server.get_uri()).migrate()
+            with psycopg.connect(server.get_uri()) as conn:
+                rows = conn.execute("select tablename || '.' || policyname from pg_policies "
+                                    "where schemaname = 'memsub' order by 1").fetchall()
+        finally:
+            server.cleanup()
     return [str(r[0]) for r in rows]
 
 

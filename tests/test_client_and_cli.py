@@ -133,7 +133,7 @@ def test_cli_packet_write_json_array_from_stdin_and_bad_input_writes_nothing(db)
     bad = "\n".join(json.dumps(e) for e in [{"packet_type": "event", "payload": "x"},
                                             {"packet_type": "event", "payload": 1, "thread_id": "nope"}])
     result = runner.invoke(cli, ["packet", "write", "-", *base], input=bad)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input
     assert "SQLSTATE 22P02" in result.output and "field thread_id" in result.output
     assert "nothing was written" in result.output
     assert superuser_count(db) == 3
@@ -148,10 +148,11 @@ def test_cli_manages_an_embedded_cluster(tmp_path: Path):
     result = runner.invoke(cli, ["db", "status", "--data-dir", str(data_dir)])
     assert result.exit_code == 3 and "not initialized" in result.output
     result = runner.invoke(cli, ["db", "start", "--data-dir", str(data_dir)])
-    assert result.exit_code == 0 and result.output.startswith("postgresql://")
+    assert result.exit_code == 0 and result.stdout.startswith("postgresql://")
+    assert "memsub db stop" in result.stderr  # says how to stop what it started
     try:
         url = runner.invoke(cli, ["db", "url", "--data-dir", str(data_dir)]).output.strip()
-        assert url == result.output.strip()
+        assert url == result.stdout.strip()
         assert "running" in runner.invoke(cli, ["db", "status", "--data-dir", str(data_dir)]).output
         migrate = runner.invoke(cli, ["migrate", "--dsn", url])
         assert migrate.exit_code == 0, migrate.output

@@ -5,6 +5,7 @@ import re
 import uuid
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from memsub import demo
@@ -14,10 +15,19 @@ from memsub.migrator import Migrator
 BOREALIS_LABELS = {"route_ask", "road_report", "route_plan", "route_decision", "diesel"}
 
 
-def run_demo(dsn: str, database: str, recreate: bool, embedder: Embedder | None = None) -> str:
+def run_demo(dsn: str, database: str | None, recreate: bool, embedder: Embedder | None = None,
+             keep: bool = False) -> str:
     out = io.StringIO()
-    assert demo.main(dsn, database, recreate=recreate, out=out, embedder=embedder) == 0
+    assert demo.main(dsn, database, recreate=recreate, keep=keep, out=out, embedder=embedder) == 0
     return out.getvalue()
+
+
+def demo_leftovers(dsn: str) -> tuple[list[str], list[str]]:
+    """Demo databases and login roles on the server."""
+    with psycopg.connect(dsn) as conn:
+        databases = [r[0] for r in conn.execute("select datname from pg_database where datname like 'memsub_demo%'")]
+        roles = [r[0] for r in conn.execute("select rolname from pg_roles where rolname like 'memsubdemo%'")]
+    return databases, roles
 
 
 def search_results(text: str) -> dict[str, list[str]]:
@@ -59,7 +69,8 @@ def test_demo_story(db):
     check_search(text)
 
     # Who runs the story: the demo roles, not the superuser.
-    assert "memsubdemo_app (member of memsub_app)" in text
+    assert re.search(r"memsubdemo_app_\w{6} \(member of memsub_app\)", text)
+    assert "memsub demo: server postgres@" in text and "(reused)" in text
     # Thread replay and lineage.
     assert "alice sees 11 packets of thread" in text  # the raw directory page has expired: it is not read
     assert re.search(r"insight \w{8} 'recommendation': generation 5, root \w{8} \(query\)", text)
@@ -108,20 +119,49 @@ def test_demo_story(db):
     assert stored_per_tenant(db.dsn()) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
 
 
-def test_demo_runs_again_on_a_fresh_database(server):
+def test_demo_creates_what_it_uses_and_drops_only_that(server):
     name = f"memsub_demo_{uuid.uuid4().hex[:8]}"
+    before = demo_leftovers(server.dsn("postgres"))
     try:
-        first = run_demo(server.dsn("postgres"), name, recreate=True)
-        second = run_demo(server.dsn("postgres"), name, recreate=True)
-        assert f"(recreated), schema {Migrator('').migrations[-1].version_text}" in first
-        # What make demo runs: MiniLM, in a database recreated at its dimension.
+        first = run_demo(server.dsn("postgres"), name, recreate=True, keep=True)
+        assert f"(created by this run), schema {Migrator('').migrations[-1].version_text}" in first
+        # What make demo runs: MiniLM, in a database created at its dimension.
         assert "embedder  minilm (all-MiniLM-L6-v2" in first
         assert "recommendation" in search_results(first)["semantic"]
+        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
+        assert f"kept database {name}" in first and "cleanup: dropped role memsubdemo_app_" in first
+        # A database the run did not create is never dropped: asked to create it again, the demo refuses.
+        with pytest.raises(demo.DemoRefused, match="never drops what it did not create"):
+            run_demo(server.dsn("postgres"), name, recreate=True)
+        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
+        # The default run makes its own database and roles and removes them at the end.
+        second = run_demo(server.dsn("postgres"), None, recreate=True)
         for text in (first, second):
             check_search(text)
             assert "deduplicated: yes" in text
             assert "Acme Plastics: 3 expired packet(s) removed" in text
-        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
+        assert "cleanup: dropped database memsub_demo_" in second
+        databases, roles = demo_leftovers(server.dsn("postgres"))
+        assert (sorted(set(databases) - {name}), roles) == (sorted(before[0]), before[1])
     finally:
         with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
+@pytest.mark.slow
+def test_demo_without_a_server_starts_its_own_cluster_and_stops_it(monkeypatch, tmp_path):
+    from memsub import embedded
+
+    for variable in ("MEMSUB_DSN", "DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE",
+                     "PGSERVICE"):
+        monkeypatch.delenv(variable, raising=False)
+    tmp_path.chmod(0o755)
+    data_dir = tmp_path / "pgdata"
+    monkeypatch.setenv("MEMSUB_DATA_DIR", str(data_dir))
+    try:
+        text = run_demo("", None, recreate=True, embedder=HashingEmbedder(384))
+    finally:
+        embedded.stop(data_dir)
+    assert f"embedded cluster in {data_dir}, started by this run" in text
+    assert f"cleanup: stopped the embedded cluster this run started in {data_dir}" in text
+    assert not embedded.status(data_dir).running

@@ -41,8 +41,13 @@ def _leaks(db: Any) -> dict[str, set[Any]]:
     return seen
 
 
-def test_refresh_logs_each_view_first_full_then_concurrently(db):
+def test_refresh_logs_each_view_full_when_never_populated_then_concurrently(db):
     _populate_two_tenants(db)
+    with db.connect() as conn:  # as a database never refreshed (installs populate the views empty)
+        for view in ("mv_agent_recent_important", "mv_entity_graph", "mv_high_confidence_facts",
+                     "mv_reflection_patterns"):
+            conn.execute(f"refresh materialized view memsub.{view} with no data")
+        conn.commit()
     first = _refresh(db)
     assert [(v, m, s) for v, m, s, _ in first] == [
         ("mv_agent_recent_important", "full", "ok"), ("mv_entity_graph", "full", "ok"),

@@ -220,16 +220,22 @@ def test_cli_migrate_status_and_dry_run(empty_db):
 
 def test_dsn_resolution_order(monkeypatch):
     from memsub.config import resolve_dsn
+    from memsub.errors import ConnectionFailed
 
+    for variable in ("PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGSERVICE", "PGCONNECT_TIMEOUT"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("MEMSUB_DSN", "dbname=from_memsub_dsn")
     monkeypatch.setenv("DATABASE_URL", "dbname=from_database_url")
-    assert resolve_dsn("dbname=from_option").source == "option"
-    assert resolve_dsn(None).dsn == "dbname=from_memsub_dsn"
+    monkeypatch.setenv("PGDATABASE", "from_libpq")
+    assert resolve_dsn("dbname=from_option").source == "--dsn"
+    assert resolve_dsn(None).dsn == "dbname=from_memsub_dsn connect_timeout=5"
     monkeypatch.delenv("MEMSUB_DSN")
     assert resolve_dsn(None).source == "DATABASE_URL"
     monkeypatch.delenv("DATABASE_URL")
+    assert resolve_dsn(None).source == "libpq environment: PGDATABASE"
+    monkeypatch.delenv("PGDATABASE")
     monkeypatch.setenv("MEMSUB_DATA_DIR", "/nonexistent/memsub-cluster")
-    with pytest.raises(RuntimeError, match="embedded cluster is stopped"):
+    with pytest.raises(ConnectionFailed, match="embedded cluster is stopped"):
         resolve_dsn(None, start_embedded=False)
 
 

@@ -189,7 +189,7 @@ def test_sigkill_mid_ingest_loses_no_acknowledged_packet():
             subprocess.run(["rm", "-rf", str(workdir)], check=False)
 
 
-def test_dump_and_restore_keeps_rows_policies_grants_and_functions(db, server):
+def test_dump_and_restore_keeps_rows_policies_grants_and_functions(db, server, tmp_path):
     thread = str(uuid.uuid4())
     with db.connect("app") as conn:
         for tenant in (TENANT_A, TENANT_B):
@@ -200,7 +200,7 @@ def test_dump_and_restore_keeps_rows_policies_grants_and_functions(db, server):
             conn.commit()
     bin_dir = embedded.bin_dir()
     restored = f"{db.name}_restored"
-    dump = Path(tempfile.mkdtemp()) / "memsub.dump"
+    dump = tmp_path / "memsub.dump"
     subprocess.run([str(bin_dir / "pg_dump"), "-Fc", "-f", str(dump), "-d", db.dsn()], check=True)
     with server.janitor(restored):
         run = subprocess.run([str(bin_dir / "pg_restore"), "--exit-on-error", "-d", server.dsn(restored), str(dump)],

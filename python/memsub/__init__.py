@@ -6,15 +6,20 @@ functions in a thin, typed client.
 
 from memsub.client import Substrate
 from memsub.errors import (
+    ConfigurationError,
     ConflictError,
+    ConnectionFailed,
     ContextError,
     ImmutableError,
     IntegrityError,
     InvalidInput,
     LimitExceeded,
+    LocalValidationError,
     MemsubError,
     MigrationError,
     NotFound,
+    PreflightRefused,
+    PrivilegeError,
     StateError,
 )
 from memsub.models import (
@@ -26,12 +31,15 @@ from memsub.models import (
 )
 
 __all__ = [
+    "ConfigurationError",
     "ConflictError",
+    "ConnectionFailed",
     "ContextError",
     "ImmutableError",
     "IntegrityError",
     "InvalidInput",
     "LimitExceeded",
+    "LocalValidationError",
     "MemsubError",
     "MigrationError",
     "NotFound",
@@ -40,6 +48,8 @@ __all__ = [
     "PacketLineage",
     "PacketStoreRow",
     "PacketWriteResult",
+    "PreflightRefused",
+    "PrivilegeError",
     "StateError",
     "Substrate",
 ]

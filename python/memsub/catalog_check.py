@@ -782,7 +782,7 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     Unexpected tables, columns, sequences and types are reported, never dropped. One transaction, under the
     migration lock; refused unless every shipped migration is applied and unchanged."""
     from memsub.errors import MigrationError
-    from memsub.migrator import MIGRATION_LOCK_KEY, Migrator, repeatable_statements
+    from memsub.migrator import Migrator, repeatable_statements
 
     migrator = Migrator(dsn)
     blocking = [e for e in migrator.status() if e.kind == "migration" and e.state != "applied"]
@@ -793,23 +793,21 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     with psycopg.connect(dsn, autocommit=True) as conn:
         # Never wait without a bound: for the migration lock, nor for the table locks the repair takes.
         conn.execute("select pg_catalog.set_config('lock_timeout', %s, false)", [REPAIR_LOCK_TIMEOUT])
-        conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
-        try:
+        with conn.transaction():
+            # The migration lock (a table lock only memsub.schema_history's owner can take), as migrate takes it.
+            migrator.lock_history(conn)
             before = compare(expected.objects, fingerprint(conn))
             report = RepairReport(before, [], [], reference=expected)
             repairer = _Repairer(conn, expected.objects, report)
-            with conn.transaction():
-                for difference in before:
-                    if difference.state == "unexpected" and difference.kind in _DROPPABLE:
-                        repairer.drop(difference)
-                for statement in repeatable_statements(migrator.repeatables):
-                    conn.execute(statement.encode())
-                report.actions.append("re-applied the re-runnable SQL (sql/)")
-                for difference in compare(expected.objects, fingerprint(conn)):
-                    repairer.restore(difference)
-                after = compare(expected.objects, fingerprint(conn))
-        finally:
-            conn.execute("select pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
+            for difference in before:
+                if difference.state == "unexpected" and difference.kind in _DROPPABLE:
+                    repairer.drop(difference)
+            for statement in repeatable_statements(migrator.repeatables):
+                conn.execute(statement.encode())
+            report.actions.append("re-applied the re-runnable SQL (sql/)")
+            for difference in compare(expected.objects, fingerprint(conn)):
+                repairer.restore(difference)
+            after = compare(expected.objects, fingerprint(conn))
     remaining = {(d.object, d.attribute) for d in after}
     report.restored = [d for d in before if (d.object, d.attribute) not in remaining]
     report.remaining = after

@@ -1,7 +1,8 @@
-"""The ``memsub`` command line: migrations, the embedded cluster, and packet reads and writes.
+"""The ``memsub`` command line: migrations, maintenance, the embedded cluster, and packet reads and writes.
 
 Connection resolution for every command that needs a database: ``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` >
-the embedded cluster (started on first use).
+libpq's environment (``PGHOST``, ``PGSERVICE``, ...) > the embedded cluster (started on first use). Every such
+command names the server it uses on stderr. Exit codes: see :mod:`memsub.exit_codes`.
 """
 
 from __future__ import annotations
@@ -16,20 +17,41 @@ import click
 
 from memsub import embedded
 from memsub.client import Substrate, TenantSession
-from memsub.config import resolve_dsn
-from memsub.errors import MemsubError
-from memsub.migrator import Migrator
+from memsub.connection import probe, resolve
+from memsub.errors import ConfigurationError, MemsubError
+from memsub.exit_codes import CHECK_FAILED, GuardedGroup, fail
+from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 
 dsn_option = click.option("--dsn", envvar=None, default=None,
-                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
+                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
+                               "environment, then the embedded cluster).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 
 
 def _fail(message: str) -> None:
     click.echo(f"memsub: {message}", err=True)
-    sys.exit(1)
+    sys.exit(CHECK_FAILED)
 
 
-@click.group()
+def _fail_error(error: MemsubError, suffix: str = "") -> None:
+    """One line naming the problem, and the exit code of its kind (bad input 2, cannot connect 3, ...)."""
+    fail(error, suffix=suffix)
+
+
+def server_dsn(dsn: str | None) -> str:
+    """The resolved connection string, after saying on stderr which server it points at."""
+    return resolve(dsn, announce=True).dsn
+
+
+def _json_default(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _emit_json(payload: dict[str, Any]) -> None:
+    click.echo(json.dumps(payload, default=_json_default))
+
+
+@click.group(cls=GuardedGroup)
 @click.version_option(package_name="memsub")
 def main() -> None:
     """memsub: PostgreSQL-native memory substrate for AI agents."""
@@ -40,13 +62,31 @@ def main() -> None:
 @main.command()
 @dsn_option
 @click.option("--to", "target", default=None, help="Stop at this version (default: the newest).")
-@click.option("--dry-run", is_flag=True, help="Show what would be applied; change nothing.")
-def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
-    """Apply pending migrations, then the re-runnable SQL objects."""
+@click.option("--dry-run", is_flag=True, help="Show what would be applied (after the preflight); change nothing.")
+@click.option("--allow-out-of-order", is_flag=True,
+              help="Also apply never-applied migrations older than the newest applied one (an upgrade from a "
+                   "database whose history had them later), and say so.")
+@click.option("--lock-wait", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_LOCK_WAIT,
+              show_default=True, help="Seconds to wait for any lock before giving up and naming its holders.")
+@json_option
+def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, lock_wait: float,
+            as_json: bool) -> None:
+    """Check what installing needs (preflight), then apply pending migrations and the re-runnable SQL objects."""
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
     try:
-        report = Migrator(resolve_dsn(dsn).dsn).migrate(target, dry_run=dry_run)
-    except (MemsubError, ValueError) as error:
-        _fail(str(error))
+        report = Migrator(conninfo, lock_wait=lock_wait).migrate(target, dry_run=dry_run,
+                                                                 allow_out_of_order=allow_out_of_order)
+    except ValueError as error:
+        fail(MemsubError(str(error)), as_json=as_json)
+    if as_json:
+        _emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
+                    "out_of_order": report.out_of_order, "repeatables_applied": report.repeatables_applied,
+                    "seconds": round(report.seconds, 3)})
+        return
+    for name in report.out_of_order:
+        click.echo(f"out of order: {name} is older than the newest applied migration "
+                   f"({'would be' if dry_run else 'is'} applied because of --allow-out-of-order)", err=True)
     if dry_run:
         click.echo("would apply: " + (", ".join(report.planned) if report.planned else "nothing"))
         return
@@ -60,16 +100,62 @@ def migrate(dsn: str | None, target: str | None, dry_run: bool) -> None:
         click.echo(f"done in {report.seconds:.2f}s")
 
 
+@main.command("preflight")
+@dsn_option
+@json_option
+def preflight_command(dsn: str | None, as_json: bool) -> None:
+    """Check, without changing anything, what migrating this database needs: server version, CREATE on the
+    database, extensions, roles and privileges. Exit 5 when something is missing."""
+    from memsub import preflight
+    from memsub.connection import connect
+    from memsub.exit_codes import PREFLIGHT_REFUSED
+
+    conninfo = server_dsn(dsn)
+    migrator = Migrator(conninfo)
+    pending_names = {e.name for e in migrator.status() if e.kind == "migration" and e.state == "pending"}
+    pending = [m for m in migrator.migrations if m.path.name in pending_names]
+    with connect(conninfo) as conn:
+        checks = preflight.run_checks(conn, pending)
+    ok = all(c.ok for c in checks)
+    if as_json:
+        _emit_json({"ok": ok, "checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks]})
+    else:
+        for check in checks:
+            click.echo(check.line())
+    if not ok:
+        sys.exit(PREFLIGHT_REFUSED)
+
+
 @main.command()
 @dsn_option
-def status(dsn: str | None) -> None:
+@json_option
+def status(dsn: str | None, as_json: bool) -> None:
     """List every migration and re-runnable file with its state: applied, pending, drifted, changed, missing."""
-    entries = Migrator(resolve_dsn(dsn).dsn).status()
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
+    entries = Migrator(conninfo).status()
+    if as_json:
+        counts: dict[str, int] = {}
+        for entry in entries:
+            counts[entry.state] = counts.get(entry.state, 0) + 1
+        _emit_json({"ok": True, "counts": counts, "entries": [
+            {"kind": e.kind, "name": e.name, "state": e.state, "detail": e.detail or None,
+             "applied_at": e.applied_at} for e in entries]})
+        return
     width = max(len(e.name) for e in entries)
     for entry in entries:
         applied = entry.applied_at.isoformat(timespec="seconds") if entry.applied_at else ""
         detail = f"  ({entry.detail})" if entry.detail else ""
         click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
+
+
+def verify_problems(migrator: Migrator) -> list[str] | None:
+    """On a database without memsub: every shipped file, as pending (``verify`` lists them instead of failing).
+    None when memsub is installed (the full comparison then applies)."""
+    if migrator.current_version() is not None:
+        return None
+    return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
+            "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
 
 
 @main.command("sql")
@@ -79,7 +165,7 @@ def sql_script(from_version: str | None, to_version: str | None) -> None:
     """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
     try:
         click.echo(Migrator("").script(from_version, to_version), nl=False)
-    except (MemsubError, ValueError) as error:
+    except ValueError as error:
         _fail(str(error))
 
 
@@ -98,7 +184,13 @@ def db() -> None:
 @data_dir_option
 def db_start(data_dir: Path | None) -> None:
     """Start the embedded cluster (initializing it on first use) and print its URL."""
-    click.echo(embedded.start(data_dir))
+    try:
+        url = embedded.start(data_dir)
+    except embedded.NotAClusterDirectory as error:
+        fail(ConfigurationError(str(error)))
+    click.echo(url)
+    click.echo(f"memsub: the embedded cluster keeps running; stop it with: memsub db stop"
+               f"{' --data-dir ' + str(data_dir) if data_dir else ''}", err=True)
 
 
 @db.command("stop")
@@ -152,7 +244,9 @@ def _tenant_options(function: Any) -> Any:
 class _TenantCall:
     def __init__(self, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
                  session_id: str | None, roles: tuple[str, ...]) -> None:
-        self.substrate = Substrate(resolve_dsn(dsn).dsn, max_size=1)
+        conninfo = server_dsn(dsn)
+        probe(conninfo)  # a precise one-line error (refused, password, database) before the pool starts
+        self.substrate = Substrate(conninfo, max_size=1, timeout=10.0)
         self.context = dict(org_id=org_id, user_id=user_id, session_id=session_id, roles=roles)
         self.tenant_id = tenant_id
 
@@ -225,8 +319,7 @@ def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str |
                         results.append(result)
                     bar.update(len(chunk))
     except MemsubError as error:
-        field = f" [field {error.field}]" if error.field else ""
-        _fail(f"{error} (SQLSTATE {error.sqlstate}){field}; nothing was written")
+        _fail_error(error, "; nothing was written")
     if as_json:
         for result in results:
             click.echo(result.model_dump_json())
@@ -264,7 +357,7 @@ def packet_get(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | No
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             row = memory.get_packet(packet_id)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     if row is None:
         _fail(f"packet {packet_id} does not exist or is not visible")
     else:
@@ -294,7 +387,7 @@ def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str |
                 truncated = len(rows) > limit
                 rows = rows[:limit]
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     _print_rows(rows, as_json, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"])
     if truncated:
         click.echo(f"showing {len(rows)} packets; more packets follow: continue with --after {rows[-1].write_seq} "
@@ -316,13 +409,14 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids", "state"])
 
 
 def _register_commands() -> None:
     from memsub.cli_ingest import build_ingest_command
     from memsub.cli_limits import login_timeouts_command
+    from memsub.cli_maintain import maintain_command
     from memsub.cli_search import graph_group, search_command
     from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
@@ -330,6 +424,7 @@ def _register_commands() -> None:
     main.add_command(verify)
     main.add_command(repair)
     main.add_command(refresh_views_command)
+    main.add_command(maintain_command)
     main.add_command(build_ingest_command(_tenant_options))
     main.add_command(search_command)
     main.add_command(graph_group)

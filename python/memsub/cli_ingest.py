@@ -12,7 +12,7 @@ import click
 
 from memsub import documents
 from memsub.client import Substrate
-from memsub.config import resolve_dsn
+from memsub.connection import resolve
 from memsub.errors import MemsubError
 
 SUFFIXES = tuple(sorted(documents.SUFFIX_MIME))
@@ -68,7 +68,7 @@ def build_ingest_command(tenant_options: Callable[[Callable[..., Any]], Callable
         counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
         lines: list[str] = []
         embedder: documents.Embedder | None = None
-        substrate = Substrate(resolve_dsn(dsn).dsn, max_size=1)
+        substrate = Substrate(resolve(dsn, announce=True).dsn, max_size=1, timeout=10.0)
         with substrate, click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
                                           item_show_func=lambda p: p.name if p else None) as bar:
             for path in bar:

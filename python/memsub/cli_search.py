@@ -13,7 +13,7 @@ from typing import Any
 import click
 from pydantic import BaseModel
 
-from memsub.cli import _fail, _tenant_options, _TenantCall
+from memsub.cli import _fail_error, _tenant_options, _TenantCall
 from memsub.embedding import EMBEDDER_NAMES, default_embedder_name, describe_embedder, make_embedder
 from memsub.errors import MemsubError
 
@@ -79,7 +79,7 @@ def search_command(query: str, dsn: str | None, tenant_id: str, org_id: str | No
                 rows = memory.hybrid_search(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
                                             record_access=record_access)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     if as_json:
         _json_lines(rows)
         return
@@ -120,7 +120,7 @@ def graph_traverse(entity: str, dsn: str | None, tenant_id: str, org_id: str | N
                                     min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
                                     limit=limit)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     if as_json:
         _json_lines(paths)
         return
@@ -144,7 +144,7 @@ def graph_neighbourhood(entity: str, dsn: str | None, tenant_id: str, org_id: st
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
             items = memory.neighbourhood(entity, min_confidence=min_confidence)
     except MemsubError as error:
-        _fail(f"{error} (SQLSTATE {error.sqlstate})")
+        _fail_error(error)
     if as_json:
         _json_lines(items)
         return

@@ -10,7 +10,7 @@ import click
 import psycopg
 
 from memsub import catalog_check
-from memsub.config import resolve_dsn
+from memsub.connection import probe, resolve
 from memsub.errors import MemsubError
 from memsub.migrator import Migrator
 
@@ -53,10 +53,15 @@ def verify(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     """Exit 1, naming each difference, when the database differs from what the shipped SQL produces: migration
     history, and every function, policy, privilege, index, constraint, trigger, view, owner and row-level
     security flag in schema memsub (and objects that should not be there). Exit 2 when it cannot compare."""
-    target = resolve_dsn(dsn).dsn
+    target = resolve(dsn, announce=True).dsn
+    probe(target)  # cannot connect: exit 3, wrong password or no database: one line (memsub.exit_codes)
     notes: list[str] = []
     try:
-        problems = Migrator(target).verify()
+        from memsub.cli import verify_problems
+
+        migrator = Migrator(target)
+        without_memsub = verify_problems(migrator)
+        problems = without_memsub if without_memsub is not None else migrator.verify()
         pending = any(p.startswith("pending: migrations/") for p in problems)
         differences: list[catalog_check.Difference] = []
         source = None
@@ -99,8 +104,10 @@ def repair(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     re-applies the re-runnable SQL (sql/), and restores what migrations created (indexes, constraints, row-level
     security flags, defaults, owners, privileges, memsub role attributes and memberships). Unexpected tables,
     columns, sequences and types are reported, never dropped. Exit 1 when differences remain."""
+    target = resolve(dsn, announce=True).dsn
+    probe(target)  # cannot connect: exit 3 (memsub.exit_codes)
     try:
-        report = catalog_check.repair(resolve_dsn(dsn).dsn, mode, reference_dsn)
+        report = catalog_check.repair(target, mode, reference_dsn)
     except (MemsubError, ValueError, psycopg.Error) as error:
         if as_json:
             click.echo(json.dumps({"ok": False, "error": str(error).strip()}))

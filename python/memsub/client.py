@@ -19,9 +19,9 @@ from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from memsub.errors import from_database_error
+from memsub.errors import ConnectionFailed, from_database_error
 from memsub.layers import LayersMixin
 from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
 from memsub.retrieval import RetrievalMixin, register_vector_type
@@ -115,9 +115,13 @@ class TenantSession(LayersMixin, RetrievalMixin):
 class Substrate:
     """A pool of connections to a memsub database. It never changes the schema: run ``memsub migrate``."""
 
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4) -> None:
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
+        """``timeout``: seconds a call waits for a connection before ConnectionFailed. The connection string gets
+        a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast."""
+        from memsub.connection import with_timeout
+
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, open=True,
+            with_timeout(dsn), min_size=min_size, max_size=max_size, open=True, timeout=timeout,
             kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection, configure=_configure,
         )
 
@@ -135,7 +139,7 @@ class Substrate:
                user_id: UUID | str | None = None, roles: Sequence[str] = (),
                session_id: str | None = None) -> Iterator[TenantSession]:
         """A transaction whose memsub context is this tenant, org, user, context roles and session."""
-        with self.pool.connection() as connection, connection.transaction():
+        with self._connection() as connection, connection.transaction():
             try:
                 connection.execute(
                     "select memsub.set_context(%s, %s, %s, %s, %s)",
@@ -143,6 +147,19 @@ class Substrate:
             except psycopg.Error as error:
                 raise from_database_error(error) from error
             yield TenantSession(connection)
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Row]]:
+        """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
+        try:
+            connection = self.pool.getconn()
+        except PoolTimeout as error:
+            raise ConnectionFailed(f"cannot connect: no connection to the server within {self.pool.timeout:g} s "
+                                   f"({error})") from error
+        try:
+            yield connection
+        finally:
+            self.pool.putconn(connection)
 
 
 def _configure(connection: psycopg.Connection[Row]) -> None:

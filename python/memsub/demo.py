@@ -1,15 +1,19 @@
 """A guided tour of memsub: two tenants' agent conversations written as PacketEnvelopes, then read back.
 
-Run it with ``make demo`` or ``python -m memsub.demo [--dsn DSN] [--database NAME]``. The connection is
-resolved like every memsub command (``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` > the embedded cluster)
-and must be a role that may create databases and roles: the demo recreates its own database
-(``memsub_demo``), migrates it, and creates two demo login roles with a fresh random password per run.
-Everything the story shows then runs as those roles, under row-level security, never as the superuser:
+Run it with ``make demo`` or ``python -m memsub.demo [--dsn DSN] [--database NAME [--reuse]] [--keep]``. The
+connection is resolved like every memsub command (``--dsn`` > ``MEMSUB_DSN`` > ``DATABASE_URL`` > libpq's
+environment > the embedded cluster) and must be a role that may create databases and roles. The demo says which
+server it uses, creates its own database (a name unique to the run, or ``--database``; an existing database is
+refused, never dropped, unless ``--reuse`` runs the story in it), migrates it, and creates two login roles with
+names and random passwords unique to the run. Everything the story shows then runs as those roles, under
+row-level security, never as the superuser:
 
-- ``memsubdemo_app``   member of ``memsub_app`` (the application);
-- ``memsubdemo_admin`` member of ``memsub_tenant_admin`` (a tenant's administrator).
+- ``memsubdemo_app_<run>``   member of ``memsub_app`` (the application);
+- ``memsubdemo_admin_<run>`` member of ``memsub_tenant_admin`` (a tenant's administrator).
 
-They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOLOGIN group roles.
+They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOLOGIN group roles. At the end the
+run drops its roles and, unless ``--keep``, its database; an embedded cluster it had to start is stopped again.
+Nothing the run did not create is dropped.
 
 Every packet's text is embedded and stored as its content embedding, so the story can search the conversation by
 meaning (memsub.semantic_search) and by meaning and words (memsub.hybrid_search). The embedder is MiniLM
@@ -26,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -33,10 +38,13 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
+from memsub.connection import describe, with_timeout
 from memsub.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, minilm_available
-from memsub.errors import MemsubError
+from memsub.errors import ConnectionFailed, MemsubError
+from memsub.exit_codes import fail
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
 
@@ -115,45 +123,84 @@ class Story:
 # -- database preparation (the only part that runs as the connecting, privileged role) -------------------
 
 
-def prepare_database(dsn: str, database: str, recreate: bool, vector_dimension: int | None = None) -> str:
-    """Create (or recreate) the demo database and migrate it; returns its connection string.
+class DemoRefused(MemsubError):
+    """The demo would have to change something it did not create in this run."""
 
-    ``vector_dimension`` applies to a new database only (an existing one keeps the dimension it was made with).
-    """
-    target = make_conninfo(dsn, dbname=database)
-    if recreate:
-        maintenance = dsn
-        if conninfo_to_dict(dsn).get("dbname") == database:
-            maintenance = make_conninfo(dsn, dbname="postgres")
+
+@dataclass
+class DemoResources:
+    """What this run created, and so may remove: nothing else is ever dropped."""
+
+    server_dsn: str
+    database: str
+    created_database: bool = False
+    roles: dict[str, str] = field(default_factory=dict)  # login role -> memsub group role
+    started_cluster: Path | None = None
+
+    def cleanup(self, keep: bool) -> list[str]:
+        """Drop the roles (always) and, unless ``keep``, the database and the cluster this run created."""
+        done: list[str] = []
+        maintenance = make_conninfo(self.server_dsn, dbname=_maintenance_db(self.server_dsn, self.database))
         with psycopg.connect(maintenance, autocommit=True) as conn:
-            name = sql.Identifier(database)
-            conn.execute(sql.SQL("drop database if exists {} with (force)").format(name))
-            conn.execute(sql.SQL("create database {}").format(name))
-    options = f"-c memsub.vector_dimension={vector_dimension}" if vector_dimension else None
+            if self.created_database and not keep:
+                conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(self.database)))
+                done.append(f"dropped database {self.database}")
+            for role in self.roles:
+                conn.execute(sql.SQL("drop role if exists {}").format(sql.Identifier(role)))
+                done.append(f"dropped role {role}")
+        if self.started_cluster is not None:
+            if keep:
+                done.append(f"the embedded cluster in {self.started_cluster} keeps running; stop it with: "
+                            f"memsub db stop --data-dir {self.started_cluster}")
+            else:
+                embedded.stop(self.started_cluster)
+                done.append(f"stopped the embedded cluster this run started in {self.started_cluster}")
+        return done
+
+
+def _maintenance_db(dsn: str, database: str) -> str:
+    named = conninfo_to_dict(dsn).get("dbname")
+    return "postgres" if not named or named == database else str(named)
+
+
+def prepare_database(resources: DemoResources, create: bool, vector_dimension: int | None = None) -> str:
+    """Create the demo database (refusing one that exists) or reuse an existing one, and migrate it; returns its
+    connection string. ``vector_dimension`` applies to a database created here only."""
+    dsn, database = resources.server_dsn, resources.database
+    target = make_conninfo(dsn, dbname=database)
+    with psycopg.connect(make_conninfo(dsn, dbname=_maintenance_db(dsn, database)), autocommit=True) as conn:
+        exists = conn.execute("select from pg_catalog.pg_database where datname = %s", [database]).fetchone()
+        if create:
+            if exists is not None:
+                raise DemoRefused(
+                    f"database {database} already exists and the demo never drops what it did not create in this "
+                    "run: pass --reuse to run the story in it, or another --database")
+            conn.execute(sql.SQL("create database {}").format(sql.Identifier(database)))
+            resources.created_database = True
+        elif exists is None:
+            raise DemoRefused(f"--reuse: database {database} does not exist")
+    options = f"-c memsub.vector_dimension={vector_dimension}" if vector_dimension and create else None
     Migrator(make_conninfo(target, options=options) if options else target).migrate()
     return target
 
 
-def ensure_demo_roles(dsn: str) -> dict[str, str]:
-    """Create the demo login roles if missing, give each a fresh random password; returns their passwords.
+def create_demo_roles(resources: DemoResources, dsn: str) -> dict[str, str]:
+    """Create this run's two login roles (names unique to the run, so no other run's or user's role is touched),
+    each with a random password; returns their passwords by role. They are dropped when the run ends.
 
     A fresh password per run means no default password exists, and the roles work both with trust
     authentication (the embedded cluster) and with password authentication (a server given by DSN).
     """
+    suffix = secrets.token_hex(3)
     passwords: dict[str, str] = {}
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for role, member_of in DEMO_ROLES.items():
+        for base, member_of in DEMO_ROLES.items():
+            role = f"{base}_{suffix}"
             password = secrets.token_urlsafe(24)
-            ident = sql.Identifier(role)
-            exists = conn.execute("select from pg_catalog.pg_roles where rolname = %s", [role]).fetchone()
-            if exists is None:
-                try:
-                    conn.execute(sql.SQL("create role {} login nobypassrls").format(ident))
-                except psycopg.errors.DuplicateObject:
-                    pass  # created meanwhile by another demo run on this cluster
-            conn.execute(sql.SQL("alter role {} login nobypassrls password {}").format(
-                ident, sql.Literal(password)))
-            conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), ident))
+            conn.execute(sql.SQL("create role {} login nobypassrls password {}").format(
+                sql.Identifier(role), sql.Literal(password)))
+            resources.roles[role] = member_of
+            conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), sql.Identifier(role)))
             passwords[role] = password
     return passwords
 
@@ -677,18 +724,54 @@ def choose_embedder(dimension: int) -> tuple[Embedder, str]:
     return MiniLMEmbedder(), "the embed extra is installed"
 
 
-def main(dsn: str | None = None, database: str = DEMO_DATABASE, *, recreate: bool = True,
+def _server(dsn: str | None) -> tuple[str, str, Path | None]:
+    """The privileged connection string, where it came from, and the embedded data directory when this run had
+    to start the embedded cluster (so it stops it again)."""
+    resolved = resolve_dsn(dsn, start_embedded=False) if dsn else None
+    if resolved is not None:
+        return resolved.dsn, resolved.source, None
+    try:
+        resolved = resolve_dsn(None, start_embedded=False)
+        return resolved.dsn, resolved.source, None
+    except ConnectionFailed:
+        directory = embedded.default_data_dir()
+        url = embedded.start(directory)
+        return with_timeout(url), f"embedded cluster in {directory}, started by this run", directory
+
+
+def main(dsn: str | None = None, database: str | None = None, *, recreate: bool = True, keep: bool = False,
          out: TextIO | None = None, embedder: Embedder | None = None) -> int:
     """Run the demo; ``dsn`` is a privileged connection (default: resolved like every memsub command).
 
-    ``embedder`` embeds the conversation (default: MiniLM when installed, else hashing; a recreated database
-    is migrated with its dimension, an existing one must match it)."""
+    ``database``: None creates a database with a name unique to this run; a name is created (``recreate``, the
+    default; refused when it exists) or reused (``recreate=False``; never dropped). The run's login roles are
+    always dropped at the end; the database and an embedded cluster it started are removed too unless ``keep``.
+    Nothing this run did not create is ever dropped.
+
+    ``embedder`` embeds the conversation (default: MiniLM when installed, else hashing; a created database is
+    migrated with its dimension, an existing one must match it)."""
     out = out or sys.stdout
     story = Story(out)
-    resolved = resolve_dsn(dsn)
+    server_dsn, source, started = _server(dsn)
+    resources = DemoResources(server_dsn, database or f"{DEMO_DATABASE}_{secrets.token_hex(4)}",
+                              started_cluster=started)
+    story.line(f"memsub demo: server {describe(server_dsn)} ({source})")
+    try:
+        _run(story, resources, recreate, embedder, source)
+    finally:
+        for line in resources.cleanup(keep):
+            story.line(f"cleanup: {line}")
+        if keep and resources.created_database:
+            story.line(f"kept database {resources.database}; drop it with: "
+                       f"psql -c 'drop database {resources.database}' (on the server above)")
+    return 0
+
+
+def _run(story: Story, resources: DemoResources, create: bool, embedder: Embedder | None, source: str) -> None:
     wanted = embedder.dimension if embedder else (384 if minilm_available() else None)
-    target = prepare_database(resolved.dsn, database, recreate, wanted)
-    passwords = ensure_demo_roles(target)
+    target = prepare_database(resources, create, wanted)
+    passwords = create_demo_roles(resources, target)
+    app_role, admin_role = list(passwords)
     with psycopg.connect(target) as conn:
         version_row = conn.execute("select current_setting('server_version') as v").fetchone()
         schema_row = conn.execute(
@@ -698,31 +781,44 @@ def main(dsn: str | None = None, database: str = DEMO_DATABASE, *, recreate: boo
     if embedder is None:
         embedder, why = choose_embedder(dimension)
     elif embedder.dimension != dimension:
-        raise ValueError(f"the embedder makes {embedder.dimension}-d vectors; {database} stores {dimension}-d")
+        raise ValueError(f"the embedder makes {embedder.dimension}-d vectors; {resources.database} stores "
+                         f"{dimension}-d")
     else:
         why = "chosen by the caller"
     story.title("memsub demo: memory for AI agents, inside PostgreSQL")
-    story.line(f"server    PostgreSQL {version_row[0] if version_row else '?'} ({resolved.source})")
+    story.line(f"server    PostgreSQL {version_row[0] if version_row else '?'} ({source})")
     schema = schema_row[0] if schema_row else "?"
-    story.line(f"database  {database} ({'recreated' if recreate else 'reused'}), schema {schema}")
-    story.line(f"roles     {APP_ROLE} (member of memsub_app), {ADMIN_ROLE} (member of memsub_tenant_admin)")
+    story.line(f"database  {resources.database} ({'created by this run' if create else 'reused'}), schema {schema}")
+    story.line(f"roles     {app_role} (member of memsub_app), {admin_role} (member of memsub_tenant_admin), "
+               "created for this run")
     story.line(f"embedder  {describe_embedder(embedder)}: {why}")
     story.line("every step below runs as these roles, under row-level security")
-    with Substrate(make_conninfo(target, user=APP_ROLE, password=passwords[APP_ROLE])) as app, \
-            Substrate(make_conninfo(target, user=ADMIN_ROLE, password=passwords[ADMIN_ROLE])) as admin:
+    with Substrate(make_conninfo(target, user=app_role, password=passwords[app_role])) as app, \
+            Substrate(make_conninfo(target, user=admin_role, password=passwords[admin_role])) as admin:
         run_story(app, admin, story, embedder)
     story.line()
     story.line("done.")
-    return 0
 
 
 @click.command()
-@click.option("--dsn", help="Privileged connection string (default: MEMSUB_DSN, DATABASE_URL, embedded).")
-@click.option("--database", default=DEMO_DATABASE, show_default=True, help="Demo database name.")
-@click.option("--reuse", is_flag=True, help="Keep the demo database instead of recreating it.")
-def cli(dsn: str | None, database: str, reuse: bool) -> None:
-    """Write two tenants' agent conversations into memsub and show what the substrate holds."""
-    sys.exit(main(dsn, database, recreate=not reuse))
+@click.option("--dsn", help="Privileged connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
+                            "environment, then the embedded cluster).")
+@click.option("--database", default=None,
+              help="Demo database name (default: a new name per run). Created, and refused if it exists.")
+@click.option("--reuse", is_flag=True, help="Run in the existing --database (never dropped).")
+@click.option("--keep", is_flag=True, help="Keep the database (and an embedded cluster) this run created.")
+def cli(dsn: str | None, database: str | None, reuse: bool, keep: bool) -> None:
+    """Write two tenants' agent conversations into memsub and show what the substrate holds.
+
+    The run creates its own database and two login roles and removes them at the end (--keep keeps the
+    database); it never drops anything it did not create. Without a configured server it starts the embedded
+    cluster and stops it again."""
+    if reuse and not database:
+        fail(MemsubError("--reuse needs --database"))
+    try:
+        sys.exit(main(dsn, database, recreate=not reuse, keep=keep))
+    except (MemsubError, psycopg.Error) as error:
+        fail(error)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ class ImmutableError(MemsubError):
 
 
 class ConflictError(MemsubError):
-    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001)."""
+    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001),
+    or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03)."""
 
 
 class NotFound(MemsubError):
@@ -49,6 +50,31 @@ class StateError(MemsubError):
 
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
+
+
+class PreflightRefused(MigrationError):
+    """The server lacks what installation needs (an extension, a privilege, a version); nothing was changed."""
+
+    def __init__(self, missing: list[str]) -> None:
+        super().__init__("preflight refused, nothing was changed; missing: " + "; ".join(missing))
+        self.missing = missing
+
+
+class ConnectionFailed(MemsubError):
+    """The server cannot be reached or refuses the login: refused, timed out, wrong password, no such database,
+    or the connection pool could not hand out a connection in time."""
+
+
+class ConfigurationError(InvalidInput):
+    """A malformed connection string or option, found before anything was sent to the server."""
+
+
+class PrivilegeError(ContextError):
+    """The database role lacks a privilege the command needs (SQLSTATE 42501)."""
+
+
+class LocalValidationError(InvalidInput, ValueError):
+    """A value rejected by the client before it reached the database (e.g. an envelope that fails its model)."""
 
 
 def from_database_error(error: psycopg.Error) -> MemsubError:
@@ -67,7 +93,7 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         cls = ContextError
     elif sqlstate in {"23503", "23514", "23505", "23P01"}:
         cls = IntegrityError
-    elif sqlstate == "40001":
+    elif sqlstate in {"40001", "55P03"}:
         cls = ConflictError
     elif sqlstate == "54000":
         cls = LimitExceeded

@@ -2,8 +2,12 @@
 
 Safety rules:
 - one transaction per migration, its history row written first;
-- a session advisory lock, so two migrators on one database never interleave (the second waits, then finds
-  nothing to do);
+- a migration lock that only the owner of memsub.schema_history (or a superuser) can take: each transaction
+  locks that table SHARE UPDATE EXCLUSIVE and re-reads the history, so two migrators never apply a migration
+  twice or out of order; on a database without memsub yet, the session advisory lock ``MIGRATION_LOCK_KEY``
+  guards the whole first install (a second migrator waits, then finds nothing to do);
+- every lock wait is bounded (``lock_wait``, default 60 s): a wait that runs out names the sessions holding
+  the lock instead of hanging;
 - a database migrated by newer code (a version this code does not ship) is refused;
 - an applied migration whose file changed is drift: ``migrate`` refuses and ``verify`` names the file.
 
@@ -17,12 +21,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
-from memsub import resources
-from memsub.errors import MigrationError
+from memsub import preflight, resources
+from memsub.errors import MigrationError, PreflightRefused
 from memsub.schema_files import (
     DeclaredObject,
     Migration,
@@ -34,8 +39,33 @@ from memsub.schema_files import (
     parse_version,
 )
 
-# pg_advisory_lock key shared by every memsub migrator (and by printed scripts): 'memsub' as bytes.
+# pg_advisory_lock key with which memsub migrators (and printed scripts) create memsub.schema_history on a
+# database without memsub: 'memsub' as bytes. Any login can take an advisory key, so it is only used until that
+# table exists, with a bounded wait that names the holder.
 MIGRATION_LOCK_KEY = 0x6D656D737562
+# Seconds a migrator waits for any lock (its own migration lock, or a lock its DDL needs) before giving up.
+DEFAULT_LOCK_WAIT = 60.0
+APPLICATION_NAME = "memsub migrate"
+
+# Each transaction of a printed script takes the lock a running ``migrate`` holds, so the two never interleave.
+SCRIPT_TABLE_LOCK = "lock table memsub.schema_history in share update exclusive mode;"
+
+_ADVISORY_HOLDERS = """\
+select l.pid, a.usename, a.application_name
+  from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
+ where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+   and l.classid = %(classid)s::oid and l.objid = %(objid)s::oid
+   and l.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
+   and l.pid <> pg_catalog.pg_backend_pid()"""
+_RELATION_HOLDERS = """\
+select distinct l.pid, a.usename, a.application_name
+  from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
+ where l.locktype = 'relation' and l.granted
+   and l.relation in (select c.oid from pg_catalog.pg_class c where c.relnamespace::regnamespace::text = 'memsub'
+                      and (%(relation)s::text is null or c.relname = %(relation)s::text))
+   and l.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
+   and l.pid <> pg_catalog.pg_backend_pid()
+ order by 1"""
 
 HISTORY_DDL = """\
 create schema if not exists memsub;
@@ -136,6 +166,7 @@ class MigrationReport:
     repeatables_applied: bool = False
     dry_run: bool = False
     planned: list[str] = field(default_factory=list)
+    out_of_order: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -143,8 +174,11 @@ class Migrator:
     """Migrates one database (given by a libpq connection string) with the SQL shipped in this package."""
 
     def __init__(self, conninfo: str, migrations_path: Path | None = None,
-                 repeatables_path: Path | None = None) -> None:
+                 repeatables_path: Path | None = None, lock_wait: float = DEFAULT_LOCK_WAIT) -> None:
+        if not lock_wait > 0:
+            raise MigrationError("lock_wait must be a positive number of seconds")
         self.conninfo = conninfo
+        self.lock_wait = lock_wait
         self.migrations = load_migrations(migrations_path or resources.migrations_dir())
         self.repeatables = load_repeatables(repeatables_path or resources.repeatables_dir())
         if not self.migrations:
@@ -158,6 +192,67 @@ class Migrator:
 
     def _connect(self) -> psycopg.Connection[dict[str, object]]:
         return psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
+
+    def _connect_bounded(self) -> psycopg.Connection[dict[str, object]]:
+        """A connection whose every lock wait gives up after ``lock_wait`` seconds."""
+        conn = self._connect()
+        conn.execute("select pg_catalog.set_config('lock_timeout', %s, false), "
+                     "pg_catalog.set_config('application_name', %s, false)",
+                     [f"{int(self.lock_wait * 1000)}ms", APPLICATION_NAME])
+        return conn
+
+    @staticmethod
+    def _holders(conn: psycopg.Connection[Any], query: str, params: dict[str, object]) -> str:
+        rows = conn.cursor(row_factory=dict_row).execute(query.encode(), params).fetchall()
+        if not rows:
+            return "no session holds it any more"
+        return "held by " + ", ".join(
+            f"pid {row['pid']} (role {row['usename'] or '?'}, application {row['application_name'] or '-'!r})"
+            for row in rows)
+
+    def _bootstrap_lock(self, conn: psycopg.Connection[dict[str, object]]) -> None:
+        """The session advisory lock that guards a database without memsub.schema_history, waited for at most
+        ``lock_wait``. Any login can take an advisory key, so a timeout names the holder."""
+        try:
+            conn.execute("select pg_catalog.pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
+        except psycopg.errors.LockNotAvailable:
+            raise MigrationError(
+                f"memsub's migration lock (advisory key {MIGRATION_LOCK_KEY}, used while memsub is not installed) "
+                f"is not free after {self.lock_wait:g} s: "
+                + self._holders(conn, _ADVISORY_HOLDERS, {"classid": MIGRATION_LOCK_KEY >> 32,
+                                                          "objid": MIGRATION_LOCK_KEY & 0xFFFFFFFF})
+                + "; if that session is not a memsub migrator, end it (pg_terminate_backend)") from None
+
+    def lock_history(self, conn: psycopg.Connection[Any]) -> None:
+        """The migration lock, for the rest of the current transaction: SHARE UPDATE EXCLUSIVE on
+        memsub.schema_history. It conflicts with itself, not with reads and row writes, and only the table's
+        owner or a superuser can take it: a login without privileges on the table can hold at most ACCESS
+        SHARE (e.g. through pg_relation_size), which does not conflict."""
+        exists = conn.cursor(row_factory=tuple_row).execute(
+            "select to_regclass('memsub.schema_history') is not null").fetchone()
+        if not (exists and exists[0]):
+            return
+        try:
+            with conn.transaction():  # a savepoint: the holders are read in the same transaction on failure
+                conn.execute("lock table memsub.schema_history in share update exclusive mode")
+        except psycopg.errors.LockNotAvailable:
+            raise MigrationError(
+                f"memsub's migration lock (memsub.schema_history) is not free after {self.lock_wait:g} s: "
+                + self._holders(conn, _RELATION_HOLDERS, {"relation": "schema_history"})
+                + " (another memsub migrate, or a session that locked the table)") from None
+
+    def _lock_timeout_error(self, conn: psycopg.Connection[dict[str, object]], what: str,
+                            error: psycopg.Error) -> MigrationError:
+        return MigrationError(
+            f"{what}: a lock was not granted within {self.lock_wait:g} s ({error.diag.message_primary}); "
+            "sessions holding locks on memsub tables: "
+            + self._holders(conn, _RELATION_HOLDERS, {"relation": None}))
+
+    @staticmethod
+    def _history_ready(conn: psycopg.Connection[dict[str, object]]) -> bool:
+        row = conn.execute("select to_regclass('memsub.schema_history') is not null "
+                           "and to_regclass('memsub.schema_repeatable_history') is not null as present").fetchone()
+        return bool(row and row["present"])
 
     @staticmethod
     def _history_exists(conn: psycopg.Connection[dict[str, object]]) -> bool:
@@ -273,62 +368,129 @@ class Migrator:
 
     # -- changing the database --------------------------------------------------------------------------
 
-    def _plan(self, applied: dict[Version, AppliedMigration], target: Version) -> list[Migration]:
+    def _plan(self, applied: dict[Version, AppliedMigration], target: Version,
+              allow_out_of_order: bool = False) -> list[Migration]:
         top = max(applied) if applied else None
         plan = [m for m in self.migrations if m.version not in applied and m.version <= target]
-        for migration in plan:
-            if top is not None and migration.version < top:
-                raise MigrationError(
-                    f"migrations/{migration.path.name} is older than the applied version "
-                    f"{format_version(top)} but was never applied; out-of-order migrations are refused")
+        late = [m for m in plan if top is not None and m.version < top]
+        if late and not allow_out_of_order:
+            names = ", ".join(m.path.name for m in late)
+            raise MigrationError(
+                f"{names}: older than the applied version {format_version(top) if top else ''} but never applied; "
+                "out-of-order migrations are refused by default. If the database was created by a memsub whose "
+                "history had these files later (their objects are missing), apply them with "
+                "memsub migrate --allow-out-of-order (memsub verify then checks the result)")
         return plan
 
-    def migrate(self, target: str | None = None, dry_run: bool = False) -> MigrationReport:
+    def migrate(self, target: str | None = None, dry_run: bool = False,
+                allow_out_of_order: bool = False) -> MigrationReport:
         """Apply pending migrations up to ``target`` (default: the newest), then the re-runnable objects
-        when the database is at the newest version and any of them changed."""
+        when the database is at the newest version and any of them changed.
+
+        Before the first change, the preflight (memsub.preflight) checks what the plan needs; a failed check
+        raises PreflightRefused listing everything missing, and nothing is changed. ``allow_out_of_order``
+        applies never-applied migrations older than the newest applied one (reported in ``out_of_order``)."""
         started = time.monotonic()
         target_version = parse_version(target) if target else self.head
         if target_version not in {m.version for m in self.migrations}:
             raise MigrationError(f"--to {format_version(target_version)}: no such migration is shipped")
         report = MigrationReport(dry_run=dry_run)
-        with self._connect() as conn:
-            conn.execute("select pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
+        with self._connect_bounded() as conn:
+            _creator_may_set_role(conn)
+            # A database without memsub: the bootstrap advisory lock, held for the whole run so that a second
+            # migrator started at the same time waits and then finds nothing to do.
+            bootstrapping = not self._history_ready(conn)
+            if bootstrapping:
+                self._bootstrap_lock(conn)
             try:
-                applied = self._applied(conn)
-                problems = self._check_history(applied)
-                if problems:
-                    raise MigrationError("; ".join(problems))
-                if applied and max(applied) > target_version:
-                    raise MigrationError(
-                        f"database is already at {format_version(max(applied))}, past --to "
-                        f"{format_version(target_version)}; memsub does not migrate down")
-                plan = self._plan(applied, target_version)
-                at_head = target_version == self.head
-                recorded = self._repeatable_history(conn)
-                repeatables_due = at_head and (
-                    bool(plan)
-                    or any(recorded.get(r.name) != r.sha256 for r in self.repeatables)
-                    or set(recorded) != {r.name for r in self.repeatables}
-                    or bool(self._missing_objects(conn)))
-                report.planned = [m.path.name for m in plan] + (["sql/*"] if repeatables_due else [])
-                if dry_run:
-                    return report
-                with conn.transaction():
-                    conn.execute(HISTORY_DDL)
-                for migration in plan:
+                if bootstrapping and not self._history_ready(conn):
+                    # Nothing installed yet: check what installing needs before the first change.
+                    plan = self._plan({}, target_version, allow_out_of_order)
+                    missing = preflight.missing(conn, plan)
+                    if missing:
+                        raise PreflightRefused(missing)
+                    if dry_run:
+                        report.planned = [m.path.name for m in plan] + (
+                            ["sql/*"] if target_version == self.head else [])
+                        return report
                     with conn.transaction():
-                        for statement in migration_statements(migration):
-                            conn.execute(statement.encode())
-                    report.applied.append(migration.path.name)
-                if repeatables_due:
-                    with conn.transaction():
-                        for statement in repeatable_statements(self.repeatables):
-                            conn.execute(statement.encode())
-                    report.repeatables_applied = True
+                        conn.execute(HISTORY_DDL)
+                self._migrate_locked(conn, report, target_version, allow_out_of_order)
             finally:
-                conn.execute("select pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
+                if bootstrapping:
+                    conn.execute("select pg_catalog.pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
         report.seconds = time.monotonic() - started
         return report
+
+    def _repeatables_due(self, conn: psycopg.Connection[dict[str, object]], plan: list[Migration],
+                         target: Version) -> bool:
+        if target != self.head:
+            return False
+        recorded = self._repeatable_history(conn)
+        return (bool(plan)
+                or any(recorded.get(r.name) != r.sha256 for r in self.repeatables)
+                or set(recorded) != {r.name for r in self.repeatables}
+                or bool(self._missing_objects(conn)))
+
+    def _migrate_locked(self, conn: psycopg.Connection[dict[str, object]], report: MigrationReport,
+                        target_version: Version, allow_out_of_order: bool) -> None:
+        """Plans, then applies one transaction per migration and one for the re-runnable objects. Each
+        transaction takes the migration lock (lock_history) and re-reads the history first: a migration a
+        concurrent migrator applied meanwhile is skipped, never applied twice or out of order."""
+        with conn.transaction():
+            self.lock_history(conn)
+            applied = self._applied(conn)
+            problems = self._check_history(applied)
+            if problems:
+                raise MigrationError("; ".join(problems))
+            if applied and max(applied) > target_version:
+                raise MigrationError(
+                    f"database is already at {format_version(max(applied))}, past --to "
+                    f"{format_version(target_version)}; memsub does not migrate down")
+            plan = self._plan(applied, target_version, allow_out_of_order)
+            repeatables_due = self._repeatables_due(conn, plan, target_version)
+            top = max(applied) if applied else None
+            report.out_of_order = [m.path.name for m in plan if top is not None and m.version < top]
+            if plan or repeatables_due:
+                missing = preflight.missing(conn, plan)
+                if missing:
+                    raise PreflightRefused(missing)
+        report.planned = [m.path.name for m in plan] + (["sql/*"] if repeatables_due else [])
+        if report.dry_run:
+            return
+        grant_create, revoke_create = _owner_grant_statements(conn)
+        for migration in plan:
+            try:
+                with conn.transaction():
+                    self.lock_history(conn)
+                    applied = self._applied(conn)
+                    if migration.version in applied:
+                        continue
+                    problems = self._check_history(applied)
+                    if problems:
+                        raise MigrationError("; ".join(problems))
+                    self._plan(applied, migration.version, allow_out_of_order)  # refuses out-of-order
+                    for statement in (grant_create, *migration_statements(migration), revoke_create):
+                        if statement:
+                            conn.execute(statement.encode())
+            except psycopg.errors.LockNotAvailable as error:
+                raise self._lock_timeout_error(conn, f"migrations/{migration.path.name}", error) from None
+            report.applied.append(migration.path.name)
+        if repeatables_due:
+            try:
+                with conn.transaction():
+                    self.lock_history(conn)
+                    applied = self._applied(conn)
+                    if applied and max(applied) != self.head:
+                        raise MigrationError(f"database moved to {format_version(max(applied))} meanwhile")
+                    if not self._repeatables_due(conn, [], target_version):
+                        return
+                    for statement in (grant_create, *repeatable_statements(self.repeatables), revoke_create):
+                        if statement:
+                            conn.execute(statement.encode())
+            except psycopg.errors.LockNotAvailable as error:
+                raise self._lock_timeout_error(conn, "re-runnable objects (sql/)", error) from None
+            report.repeatables_applied = True
 
     def script(self, from_version: str | None = None, to_version: str | None = None) -> str:
         """One SQL script, for ``psql -v ON_ERROR_STOP=1 -f``, taking a database from ``from_version`` (None:
@@ -349,7 +511,23 @@ class Migrator:
             f"{format_version(end)}",
             "-- Run with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
             "\\set ON_ERROR_STOP on",
-            f"select pg_advisory_lock({MIGRATION_LOCK_KEY});",
+            # Lock waits are bounded; memsub not installed yet: the bootstrap advisory key, as migrate takes it.
+            f"set lock_timeout = '{int(self.lock_wait * 1000)}ms';",
+            "do $memsub_lock$",
+            "begin",
+            "    if to_regclass('memsub.schema_history') is null",
+            "       or to_regclass('memsub.schema_repeatable_history') is null then",
+            f"        perform pg_advisory_lock({MIGRATION_LOCK_KEY});",
+            "    end if;",
+            "exception when lock_not_available then",
+            "    raise exception 'memsub: the migration lock (advisory key %) is held by %', "
+            f"{MIGRATION_LOCK_KEY},",
+            "        (select string_agg(format('pid %s (role %s)', l.pid, a.usename), ', ')",
+            "           from pg_locks l left join pg_stat_activity a on a.pid = l.pid",
+            f"          where l.locktype = 'advisory' and l.granted and l.classid = {MIGRATION_LOCK_KEY >> 32}",
+            f"            and l.objid = {MIGRATION_LOCK_KEY & 0xFFFFFFFF} and l.objsubid = 1);",
+            "end",
+            "$memsub_lock$;",
             HISTORY_DDL,
             "do $memsub_guard$",
             "declare",
@@ -365,15 +543,37 @@ class Migrator:
             "$memsub_guard$;",
         ]
         for migration in steps:
-            lines += ["", f"-- migrations/{migration.path.name}", "begin;"]
+            lines += ["", f"-- migrations/{migration.path.name}", "begin;", SCRIPT_TABLE_LOCK]
             lines += [_terminated(s) for s in migration_statements(migration)]
             lines.append("commit;")
         if end == self.head:
-            lines += ["", "-- re-runnable objects (sql/)", "begin;"]
+            lines += ["", "-- re-runnable objects (sql/)", "begin;", SCRIPT_TABLE_LOCK]
             lines += [_terminated(s) for s in repeatable_statements(self.repeatables)]
             lines.append("commit;")
-        lines += ["", f"select pg_advisory_unlock({MIGRATION_LOCK_KEY});", ""]
+        lines += ["", "select pg_advisory_unlock_all();", ""]
         return "\n".join(lines)
+
+
+def _creator_may_set_role(conn: psycopg.Connection[dict[str, object]]) -> None:
+    """On PostgreSQL 16+, a non-superuser with CREATEROLE gets only ADMIN on a role it creates; memsub's files
+    then make that role the owner of objects, which needs SET. This session grants its creator SET (and INHERIT)
+    on the roles it creates, as a superuser would have implicitly."""
+    row = conn.execute("select current_setting('server_version_num')::integer >= 160000 as modern").fetchone()
+    if row and row["modern"]:
+        conn.execute("select pg_catalog.set_config('createrole_self_grant', 'set, inherit', false)")
+
+
+def _owner_grant_statements(conn: psycopg.Connection[dict[str, object]]) -> tuple[str, str]:
+    """For a non-superuser installer: statements around each migration's transaction.
+
+    PostgreSQL lets a non-superuser give an object to another role only when that role may CREATE in the
+    object's schema; the migrations hand objects to memsub_view_owner and memsub_retrieval_owner, which never get
+    CREATE on memsub. The migration transaction therefore grants CREATE on the schema to PUBLIC first and
+    revokes it before committing: no other session ever sees the grant (catalog changes are transactional)."""
+    row = conn.execute("select rolsuper from pg_catalog.pg_roles where rolname = current_user").fetchone()
+    if row and row["rolsuper"]:
+        return "", ""
+    return ("grant create on schema memsub to public", "revoke create on schema memsub from public")
 
 
 def _terminated(statement: str) -> str:

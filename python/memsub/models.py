@@ -7,16 +7,45 @@ the obvious mistakes. Rows are decoded by column name, never by position.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memsub.errors import LocalValidationError
 
 DerivationType = Literal["split", "merge", "transform", "inference"]
 Scope = Literal["shared", "cursor", "l-private"]
 
 
-class PacketLineage(BaseModel):
+def _local_error(error: ValidationError) -> LocalValidationError:
+    details = error.errors()
+    field = ".".join(str(part) for part in details[0]["loc"]) if details else None
+    message = f"field {field or '?'}: {details[0]['msg'] if details else error}"
+    local = LocalValidationError(message, sqlstate="22023", field=field)
+    local.errors = error.errors()  # type: ignore[attr-defined]
+    return local
+
+
+class InputModel(BaseModel):
+    """A model the caller builds: a value it rejects raises LocalValidationError (an InvalidInput, a ValueError)
+    naming the field, before anything reaches the database."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as error:
+            raise _local_error(error) from error
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(obj, *args, **kwargs)
+        except ValidationError as error:
+            raise _local_error(error) from error
+
+
+class PacketLineage(InputModel):
     """DAG-style parent tracking (v1.1.0). ``generation`` and ``root_packet_id`` are computed by the database."""
 
     model_config = ConfigDict(extra="forbid")
@@ -27,7 +56,7 @@ class PacketLineage(BaseModel):
     root_packet_id: UUID | None = None
 
 
-class PacketConfidence(BaseModel):
+class PacketConfidence(InputModel):
     """Confidence of a packet: a score in [0, 1] and its rationale."""
 
     model_config = ConfigDict(extra="allow")
@@ -36,7 +65,7 @@ class PacketConfidence(BaseModel):
     rationale: str | None = None
 
 
-class PacketEnvelope(BaseModel):
+class PacketEnvelope(InputModel):
     """The canonical event container: every agent event, memory write, reasoning trace and insight."""
 
     model_config = ConfigDict(extra="forbid")
@@ -131,6 +160,12 @@ class PacketStoreRow(BaseModel):
     trace_id: str | None
     write_seq: int
     """Write order; the cursor of :meth:`memsub.client.TenantSession.thread`."""
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl_is_utc(cls, value: datetime | None) -> datetime | None:
+        """packet_store.ttl is a timestamp without time zone holding UTC: returned aware, like ``timestamp``."""
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
     @property
     def payload(self) -> Any:

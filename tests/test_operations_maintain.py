@@ -1,0 +1,110 @@
+"""memsub maintain (one-shot and worker) and views that read as empty before their first refresh."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+from click.testing import CliRunner
+
+from memsub.cli import main as cli
+from memsub.maintain import TASKS
+
+from helpers import TENANT_A, TENANT_B, set_context, superuser_count, write
+from layer_helpers import populate
+
+TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
+                "tenant_reflection_patterns"]
+RAW_VIEWS = ["mv_agent_recent_important", "mv_entity_graph", "mv_high_confidence_facts", "mv_reflection_patterns"]
+
+
+def _expired_packets(db) -> None:
+    with db.connect("app") as conn:
+        for tenant, count in ((TENANT_A, 2), (TENANT_B, 1)):
+            set_context(conn, tenant)
+            for n in range(count):
+                write(conn, {"packet_type": "event", "payload": f"old {n}", "timestamp": "2020-01-01T00:00:00Z",
+                             "ttl": "2020-01-02T00:00:00Z"})
+            populate(conn, tenant, tag=str(tenant)[:4])
+            conn.commit()
+
+
+def _rounds(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+
+
+def test_tenant_views_read_as_empty_before_the_first_refresh(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for view in TENANT_VIEWS:
+            assert conn.execute(f"select count(*) from memsub.{view}").fetchone() == (0,)  # noqa: S608
+    with db.connect("analyst") as conn:
+        for view in RAW_VIEWS:
+            assert conn.execute(f"select count(*) from memsub.{view}").fetchone() == (0,)  # noqa: S608
+
+
+def test_maintain_once_runs_every_task_and_reports_per_task_and_tenant(db):
+    _expired_packets(db)
+    before = superuser_count(db)
+    result = CliRunner().invoke(cli, ["maintain", "--json", "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 0, result.output
+    assert "memsub: server memsub_test_platform_admin@" in result.stderr
+    (round_report,) = _rounds(result.stdout)
+    tasks = {t["task"]: t for t in round_report["tasks"]}
+    assert list(tasks) == list(TASKS) and round_report["ok"]
+    assert {t["status"] for t in tasks.values()} == {"ok"}, tasks
+    assert tasks["purge_expired"]["tenants"] == {str(TENANT_A): {"purged": 2}, str(TENANT_B): {"purged": 1}}
+    assert superuser_count(db) == before - 3
+    views = tasks["refresh_memory_views"]["tenants"]["*"]["views"]
+    assert set(views) == set(RAW_VIEWS) and all(v["status"] == "ok" for v in views.values())
+    assert set(tasks["learn_importance"]["tenants"]) == {str(TENANT_A), str(TENANT_B)}
+    assert "accesses_counted" in tasks["learn_importance"]["tenants"][str(TENANT_A)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.tenant_entity_graph").fetchone()[0] > 0
+    text = CliRunner().invoke(cli, ["maintain", "--dsn", db.dsn("platform_admin")])
+    assert text.exit_code == 0, text.output
+    assert "purge_expired: ok" in text.stdout and "refresh_memory_views: ok" in text.stdout
+    assert f"tenant {TENANT_A}" in text.stdout
+
+
+def test_maintain_exits_1_when_a_task_fails_and_still_runs_the_others(db):
+    result = CliRunner().invoke(cli, ["maintain", "--json", "--dsn", db.dsn("app")])
+    assert result.exit_code == 1, result.output
+    (round_report,) = _rounds(result.stdout)
+    assert not round_report["ok"]
+    assert [t["task"] for t in round_report["tasks"]] == list(TASKS)
+    failed = {t["task"]: t["error"] for t in round_report["tasks"] if t["status"] == "failed"}
+    assert "purge_expired" in failed and "memsub_platform_admin" in failed["purge_expired"]
+    assert "Traceback" not in result.output
+
+
+def test_a_task_whose_lock_is_held_is_skipped_not_run_twice(db):
+    _expired_packets(db)
+    before = superuser_count(db)
+    with psycopg.connect(db.dsn("platform_admin"), autocommit=True) as holder:
+        holder.execute("select pg_advisory_lock(hashtextextended('memsub.maintain:purge_expired', 0))")
+        result = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
+                                          "--dsn", db.dsn("platform_admin")])
+        holder_pid = holder.info.backend_pid
+    assert result.exit_code == 1, result.output  # a skipped task is never reported as success
+    (round_report,) = _rounds(result.stdout)
+    assert [(t["task"], t["status"], t["error"]) for t in round_report["tasks"]] == [
+        ("purge_expired", "skipped", None)]
+    assert f"pid {holder_pid}" in round_report["tasks"][0]["summary"]
+    assert superuser_count(db) == before
+
+
+def test_worker_runs_rounds_until_told_to_stop(db):
+    result = CliRunner().invoke(cli, ["maintain", "--json", "--every", "1s", "--rounds", "2",
+                                      "--task", "purge_expired", "--task", "summaries_due",
+                                      "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 0, result.output
+    rounds = _rounds(result.stdout)
+    assert len(rounds) == 2 and all(r["ok"] for r in rounds)
+    assert [t["task"] for t in rounds[1]["tasks"]] == ["purge_expired", "summaries_due"]
+
+
+def test_maintain_rejects_a_bad_interval_with_exit_2(db):
+    result = CliRunner().invoke(cli, ["maintain", "--every", "soon", "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 2 and "--every must look like" in result.stderr
