@@ -18,7 +18,7 @@ Operations, each timed per call on one connection per side:
 - namespace listing: ``store.search(namespace, limit=keys)`` against ``memsub.memory_list(namespace)`` (both
   return the namespace's ``keys`` live entries);
 - vector load: ``store.batch`` of 500 ``PutOp`` with the text indexed against ``memsub.write_packets`` of 500
-  envelopes whose payload carries the same vector under ``embeddings``;
+  envelopes whose ``memory`` field carries the same vector under ``embeddings``;
 - vector search: ``store.search(("docs",), query=text, limit=10)`` against ``memsub.semantic_search`` (k = 10),
   with the same ``hnsw.ef_search`` on both sides; recall@10 of each against the exact neighbours;
 - put throughput with 1, 2 and 4 clients (a connection each) for both.
@@ -313,7 +313,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 "packet_id": str(packet_ids[i]), "packet_type": "memory_write",
                 "timestamp": f"2026-01-01T00:00:00.{i % 1000000:06d}Z",
                 "metadata": {"schema_version": "1.1.0", "agent": "bench_agent", "domain": "peer"},
-                "payload": {"text": doc_texts[i], "embeddings": [
+                "payload": {"text": doc_texts[i]}, "memory": {"embeddings": [
                     {"embedding_type": "content", "vector": doc_vectors[i].tolist(), "chunk_text": doc_texts[i]}]},
             }) for i in rows) + "]"
             batches.append((ops, envelopes, len(rows)))

@@ -7,7 +7,7 @@ Usage: python bench/scaling.py [--max 1000000] [--checkpoints 10000,30000,100000
 One tenant writes agent traffic through ``memsub.write_packets`` (batches of --batch envelopes, one call per
 transaction, as a login role in ``memsub_app``: row-level security applies) until the table holds the next
 checkpoint's number of packets. Every envelope (every n-th with --embedding-every n) carries one 384-d
-``content`` embedding in its payload, so ``memory_embeddings`` grows with ``packet_store`` (HNSW maintained on
+``content`` embedding in its ``memory`` field, so ``memory_embeddings`` grows with ``packet_store`` (HNSW maintained on
 every write). Threads of 50 turns; a third
 of the turns derive from 1-2 earlier turns of their thread.
 
@@ -95,9 +95,6 @@ class Traffic:
             packet_type = self.rng.choice(TYPES)
             text = " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(20, 80)))
             payload: dict[str, Any] = {"turn": n, "speaker": self.rng.choice(("user", "agent", "tool")), "text": text}
-            if n in vectors:
-                payload["embeddings"] = [{"embedding_type": "content", "vector": vectors[n].tolist(),
-                                          "chunk_text": text[:80]}]
             envelope: dict[str, Any] = {
                 "packet_id": str(packet_id), "packet_type": packet_type,
                 "timestamp": (self.base + timedelta(milliseconds=n)).isoformat(),
@@ -106,6 +103,9 @@ class Traffic:
                 "thread_id": self.thread_id,
                 "tags": self.rng.sample(TAGS, self.rng.randint(1, 3)),
             }
+            if n in vectors:
+                envelope["memory"] = {"embeddings": [{"embedding_type": "content", "vector": vectors[n].tolist(),
+                                                      "chunk_text": text[:80]}]}
             if self.thread_turns and self.rng.random() < 0.35:
                 recent = self.thread_turns[-10:]
                 envelope["lineage"] = {"parent_ids": self.rng.sample(recent, min(len(recent), self.rng.randint(1, 2))),

@@ -22,11 +22,11 @@ begin
     -- UPDATE: compare the row with its learned statistics blanked out.
     if (old.packet_id, old.packet_type, old.envelope, old."timestamp", old.routing, old.provenance,
         old.thread_id, old.parent_ids, old.tags, old.ttl, old.scope, old.content_hash,
-        old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id, old.trace_id)
+        old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id, old.trace_id, old.write_seq)
        is distinct from
        (new.packet_id, new.packet_type, new.envelope, new."timestamp", new.routing, new.provenance,
         new.thread_id, new.parent_ids, new.tags, new.ttl, new.scope, new.content_hash,
-        new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id, new.trace_id) then
+        new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id, new.trace_id, new.write_seq) then
         raise exception 'memsub.packet_store is immutable: packet % cannot be modified', old.packet_id
             using errcode = '0A000',
                   hint = 'Only importance_score, access_count, last_accessed, contradiction_count, chunk_count and is_chunked may change.';

@@ -116,9 +116,11 @@ $$;
 comment on function memsub.envelope_unit_number(jsonb, text) is
     'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
 
+drop function if exists memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text);
 create or replace function memsub.packet_content_hash(
     p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[],
-    p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text
+    p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text,
+    p_timestamp timestamptz, p_stated_packet_id uuid
 ) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -131,11 +133,14 @@ as $$
         'scope',       p_scope,
         'org_id',      p_org_id,
         'user_id',     p_user_id,
-        'session_id',  p_session_id)::text, 'UTF8')), 'hex')
+        'session_id',  p_session_id,
+        'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
 $$;
-comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text) is
+comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text, timestamptz, uuid) is
     'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, '
-    'scope and writer identity (org, user, session). Time, tags, metadata and ttl do not count as content.';
+    'scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the '
+    'database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
 
 create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
 returns memsub.packet_write_result
@@ -146,13 +151,17 @@ declare
     known_fields constant text[] := array[
         'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
         'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
-        'correlation_id', 'session_id', 'trace_id'];
+        'correlation_id', 'session_id', 'trace_id', 'memory'];
     derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
     v_tenant        uuid := memsub.require_tenant_id();
     v_org           uuid := memsub.current_org_id();
     v_user          uuid := memsub.current_user_id();
     v_field         text;
     v_packet_id     uuid;
+    v_stated_id     uuid;
+    v_stated_time   timestamptz;
+    v_memory        jsonb;
+    v_unknown       text[];
     v_packet_type   text;
     v_payload       jsonb;
     v_timestamp     timestamptz;
@@ -180,7 +189,7 @@ declare
     v_missing       uuid;
     v_element       jsonb;
     v_stored        memsub.packet_store%rowtype;
-    v_inserted      boolean;
+    v_inserted      integer;
     v_null_parent   boolean;
     v_written       jsonb;
 begin
@@ -189,12 +198,15 @@ begin
             using errcode = '22023', column = 'envelope';
     end if;
     perform memsub.check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
-    select k into v_field from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k limit 1;
+    -- The writer's identity comes from the context, never from the envelope.
+    select k into v_field from jsonb_object_keys(p_envelope) as k
+     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
     if v_field is not null then
-        raise exception 'envelope field "%" is not part of the PacketEnvelope contract', v_field
-            using errcode = '22023', column = v_field,
-                  hint = 'Put free-form data in payload or metadata.';
+        raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
+            using errcode = '22023', column = v_field;
     end if;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
+    v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
 
     -- Required fields.
     v_packet_type := memsub.envelope_text(p_envelope, 'packet_type');
@@ -213,8 +225,11 @@ begin
     end if;
 
     -- Optional fields.
-    v_packet_id := coalesce(memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id'), gen_random_uuid());
-    v_timestamp := coalesce(memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp'), now());
+    v_stated_id := memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    v_packet_id := coalesce(v_stated_id, gen_random_uuid());
+    v_stated_time := memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    v_timestamp := coalesce(v_stated_time, now());
+    v_memory := memsub.envelope_object(p_envelope, 'memory');
     v_metadata := memsub.envelope_object(p_envelope, 'metadata');
     v_provenance := memsub.envelope_object(p_envelope, 'provenance');
     v_confidence := memsub.envelope_object(p_envelope, 'confidence');
@@ -295,12 +310,9 @@ begin
             raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
                 using errcode = '22023', column = 'lineage.derivation_type';
         end if;
-        select k into v_field from jsonb_object_keys(v_lineage) as k
-         where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k limit 1;
-        if v_field is not null then
-            raise exception 'envelope field "lineage.%" is not part of PacketLineage', v_field
-                using errcode = '22023', column = 'lineage.' || v_field;
-        end if;
+        v_unknown := v_unknown || array(
+            select 'lineage.' || k from jsonb_object_keys(v_lineage) as k
+             where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k);
     end if;
     if v_packet_id = any(v_parent_ids) then
         raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
@@ -346,8 +358,20 @@ begin
         end if;
     end if;
 
+    if v_memory is not null then
+        v_unknown := v_unknown || array(
+            select 'memory.' || k from jsonb_object_keys(v_memory) as k
+             where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
+        if v_ttl is not null and v_ttl <= now() then
+            raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
+                            'fanned out from it', v_ttl
+                using errcode = '22023', column = 'ttl';
+        end if;
+    end if;
+    v_unknown := array(select u from unnest(v_unknown) as u order by u);
+
     v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
-                                        v_scope, v_org, v_user, v_session);
+                                        v_scope, v_org, v_user, v_session, v_timestamp, v_stated_id);
 
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
@@ -365,37 +389,57 @@ begin
             'scope', v_scope,
             'session_id', v_session,
             'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
-                jsonb_build_object('parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation,
-                                   'generation', v_generation, 'root_packet_id', v_root) end)),
+                coalesce(v_lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                    'parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation))
+                || jsonb_build_object('generation', v_generation, 'root_packet_id', v_root) end)),
         v_timestamp,
         coalesce(p_envelope -> 'routing', v_metadata),
         v_provenance,
         v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
         v_scope, v_importance, v_hash,
         v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
-    -- No conflict target: the same content (deduplicated below) and an explicit packet_id already taken both
-    -- end here, so neither surfaces as a raw unique-constraint message.
-    on conflict do nothing
-    returning s.* into v_stored;
-    v_inserted := found;
+    on conflict do nothing;
+    -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
+    get diagnostics v_inserted = row_count;
 
-    if not v_inserted then
-        select s.* into v_stored from memsub.packet_store s
-         where s.tenant_id = v_tenant and s.content_hash = v_hash;
-        if not found then
-            if exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = v_packet_id) then
-                raise exception 'envelope field "packet_id": packet % already exists with other content', v_packet_id
+    if v_inserted = 0 then
+        -- A named packet_id is the packet's identity: the same id again is the same packet when its content
+        -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
+        if v_stated_id is not null then
+            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
+            -- table was small would scan the tenant.
+            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_stored using v_tenant, v_stated_id;
+            if v_stored.packet_id is null then
+                raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
+                                'or expired)', v_stated_id
                     using errcode = '23505', column = 'packet_id';
             end if;
-            raise exception 'deduplication: a packet with the same content or the same packet_id (%) exists but is '
-                            'not visible to this writer', v_packet_id
-                using errcode = '23505', column = 'payload';
+            if (v_stored.packet_type, v_stored.envelope -> 'payload', v_stored.thread_id, v_stored.scope,
+                v_stored.org_id, v_stored.user_id, v_stored.session_id, v_stored."timestamp")
+               is distinct from
+               (v_packet_type, v_payload, v_thread_id, v_scope, v_org, v_user, v_session,
+                coalesce(v_stated_time, v_stored."timestamp"))
+               or array(select p from unnest(v_stored.parent_ids) as p order by p)
+                  is distinct from array(select p from unnest(v_parent_ids) as p order by p) then
+                raise exception 'packet_id % already names a packet with other content', v_stated_id
+                    using errcode = '23505', column = 'packet_id',
+                          hint = 'A packet is immutable: write the new content under a new packet_id.';
+            end if;
+        else
+            select s.* into v_stored from memsub.packet_store s
+             where s.tenant_id = v_tenant and s.content_hash = v_hash;
+            if not found then
+                raise exception 'deduplication: a packet with the same content and time exists but is not visible '
+                                'to this writer'
+                    using errcode = '23505', column = 'payload';
+            end if;
         end if;
         return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
                    v_stored.parent_ids,
                    coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
                    coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
-                   v_stored.content_hash, true, '{}'::jsonb)::memsub.packet_write_result;
+                   v_stored.content_hash, true, '{}'::jsonb, v_unknown)::memsub.packet_write_result;
     end if;
 
     v_written := jsonb_build_object('packet_store', 1);
@@ -416,14 +460,17 @@ begin
         end if;
     end if;
 
-    -- The layer rows the payload carries (facts, relationships, embeddings, reasoning trace), same transaction.
-    v_written := v_written || memsub.fan_out_packet(
-        v_packet_id, v_payload, coalesce((v_confidence ->> 'score')::double precision, 0.5),
-        coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+    -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
+    -- in the same transaction. The payload itself is never interpreted.
+    if v_memory is not null then
+        v_written := v_written || memsub.fan_out_packet(
+            v_packet_id, v_memory, v_scope, coalesce((v_confidence ->> 'score')::double precision, 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+    end if;
 
-    return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
-               v_stored.parent_ids, v_generation, v_root, v_stored.content_hash, false,
-               v_written)::memsub.packet_write_result;
+    return row(p_position, v_packet_id, v_packet_type, v_timestamp, v_thread_id,
+               v_parent_ids, v_generation, v_root, v_hash, false,
+               v_written, v_unknown)::memsub.packet_write_result;
 end
 $$;
 comment on function memsub.store_packet_envelope(jsonb, integer) is
@@ -436,8 +483,10 @@ as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
 comment on function memsub.write_packet(jsonb) is
     'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
     'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
-    'consistency, deduplicates by content_hash (returning the existing packet flagged deduplicated), and fans the '
-    'payload''s facts, relationships, embeddings and reasoning_trace out into the layer tables. All or nothing.';
+    'consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the '
+    'same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory '
+    'field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. '
+    'Fields of a newer contract version are kept and listed in unknown_fields. All or nothing.';
 
 create or replace function memsub.canonical_uuid_text(p_value text) returns text
 language sql immutable security invoker parallel safe

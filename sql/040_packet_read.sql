@@ -7,8 +7,9 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
 comment on function memsub.get_packet(uuid) is 'The packet with this id, if the caller may see it (no row otherwise).';
 
+drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub.get_thread(
-    p_thread_id uuid, p_limit integer default 1000, p_after timestamptz default null
+    p_thread_id uuid, p_limit integer default 1000, p_after_cursor bigint default null
 ) returns setof memsub.packet_store
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -19,23 +20,47 @@ begin
             using errcode = '22023', column = 'limit';
     end if;
     perform memsub.check_limit(p_limit, 'max_rows', 'limit');
-    perform memsub.check_finite_time(p_after, 'after');
+    -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
+    -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
         select s.* from memsub.packet_store s
          where s.thread_id = p_thread_id
-           and (p_after is null or s."timestamp" > p_after)
-         order by s."timestamp", s.packet_id
+           and (p_after_cursor is null or s.write_seq > p_after_cursor)
+         order by s.write_seq
          limit p_limit;
 end
 $$;
-comment on function memsub.get_thread(uuid, integer, timestamptz) is
-    'Replays a conversation thread: its visible packets in time order (optionally after a time, at most limit rows).';
+comment on function memsub.get_thread(uuid, integer, bigint) is
+    'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at '
+    'most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
 
+drop function if exists memsub.lineage_nodes(uuid[]);
+create or replace function memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])
+returns table (tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamptz, parent_ids uuid[],
+               thread_id uuid, generation integer, state text)
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select s.tenant_id, s.packet_id, s.packet_type, s."timestamp", s.parent_ids, s.thread_id,
+           coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+           case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
+      from memsub.packet_store s
+     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
+    union all
+    select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
+      from memsub.packet_tombstones t
+     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
+$$;
+comment on function memsub.lineage_nodes(uuid, uuid[]) is
+    'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, '
+    'live, expired or purged (from packet_tombstones). Not granted to clients.';
+
+drop function if exists memsub.get_lineage(uuid, text, integer);
 create or replace function memsub.get_lineage(
     p_packet_id uuid, p_direction text default 'ancestors', p_max_depth integer default 16
 ) returns table (packet_id uuid, depth integer, packet_type text, "timestamp" timestamptz,
-                 parent_ids uuid[], thread_id uuid)
-language plpgsql stable security invoker
+                 parent_ids uuid[], thread_id uuid, generation integer, state text)
+language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
@@ -54,7 +79,12 @@ begin
             using errcode = '22023', column = 'max_depth';
     end if;
     perform memsub.check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
+    -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
+    -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
     select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;
+    if start_tenant is null then
+        select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
+    end if;
     if start_tenant is null then
         return;
     end if;
@@ -66,17 +96,21 @@ begin
         level := level + 1;
         if p_direction = 'ancestors' then
             frontier := array(
-                select distinct p.packet_id
-                  from memsub.packet_store c
-                  join memsub.packet_store p on p.tenant_id = c.tenant_id and p.packet_id = any(c.parent_ids)
-                 where c.tenant_id = start_tenant and c.packet_id = any(frontier)
-                   and not visited ? p.packet_id::text);
+                select distinct n.packet_id
+                  from memsub.lineage_nodes(start_tenant, frontier) c
+                  join memsub.lineage_nodes(start_tenant, c.parent_ids) n on true
+                 where not visited ? n.packet_id::text);
         else
             frontier := array(
                 select distinct c.packet_id
                   from memsub.packet_store c
                  where c.tenant_id = start_tenant and c.parent_ids && frontier
-                   and not visited ? c.packet_id::text);
+                   and not visited ? c.packet_id::text
+                 union
+                select t.packet_id
+                  from memsub.packet_tombstones t
+                 where t.tenant_id = start_tenant and t.parent_ids && frontier
+                   and not visited ? t.packet_id::text);
         end if;
         -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
         reached := reached + cardinality(frontier);
@@ -89,14 +123,17 @@ begin
         end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
         return query
-            select s.packet_id, level, s.packet_type, s."timestamp", s.parent_ids, s.thread_id
-              from memsub.packet_store s
-             where s.tenant_id = start_tenant and s.packet_id = any(frontier)
-             order by s."timestamp", s.packet_id;
+            select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
+              from memsub.lineage_nodes(start_tenant, frontier) n
+             order by n."timestamp", n.packet_id;
     end loop;
 end
 $$;
 comment on function memsub.get_lineage(uuid, text, integer) is
     'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its '
     'distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows '
-    'packets is refused (54000). Only packets visible to the caller are walked.';
+    'packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl '
+    'passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their '
+    'lineage skeleton.';
+alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
+alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;

@@ -1,16 +1,39 @@
--- Row-level security and privileges of the packet area (packet_store, packet_threads).
+-- Row-level security and privileges of the packet area (packet_store, packet_threads, packet_tombstones).
 
 call memsub.install_row_security('memsub.packet_store', array['org', 'user']);
 call memsub.install_row_security('memsub.packet_threads', array[]::text[]);
+call memsub.install_row_security('memsub.packet_tombstones', array['org', 'user']);
 
--- Read through row-level security; write only through the stored functions; delete only expired rows
--- (the immutability trigger refuses anything else), which memsub.purge_expired() does.
-grant select on memsub.packet_store, memsub.packet_threads to memsub_app, memsub_analyst;
-grant delete on memsub.packet_store to memsub_app;
+-- Expiry is honoured on every read: a packet whose ttl has passed is invisible to every role and function,
+-- direct SELECT included, until memsub.purge_expired() removes it. The one exception is memsub_expiry_owner,
+-- which owns purge_expired() (a DELETE must see the rows it removes) and get_lineage() (which reports an
+-- expired packet's lineage skeleton). Both sub-selects are evaluated once per query.
+drop policy if exists not_expired on memsub.packet_store;
+create policy not_expired on memsub.packet_store as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.packet_store is
+    'A packet whose ttl has passed is never read (only memsub_expiry_owner, for purging and lineage, sees it).';
+
+-- Read through row-level security; write only through the stored functions; expired packets are removed by
+-- memsub.purge_expired() (the immutability trigger refuses any other delete).
+grant select on memsub.packet_store, memsub.packet_threads, memsub.packet_tombstones to memsub_app, memsub_analyst;
+revoke delete on memsub.packet_store from memsub_app;
 grant usage on type memsub.packet_write_result to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired()
+    memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired(uuid)
     to memsub_app;
 grant execute on function
-    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, timestamptz), memsub.get_lineage(uuid, text, integer)
+    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, bigint), memsub.get_lineage(uuid, text, integer)
     to memsub_app, memsub_analyst;
+
+-- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.
+grant usage on schema memsub to memsub_expiry_owner;
+grant select, delete on memsub.packet_store to memsub_expiry_owner;
+grant select, insert on memsub.packet_tombstones to memsub_expiry_owner;
+grant execute on function
+    memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
+    memsub.current_session_id(), memsub.current_context_roles(),
+    memsub.acting_role(), memsub.is_platform_admin(), memsub.is_tenant_admin(), memsub.require_tenant_id(),
+    memsub.limit_value(text), memsub.check_limit(bigint, text, text)
+    to memsub_expiry_owner;

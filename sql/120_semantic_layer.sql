@@ -42,11 +42,11 @@ begin
     end if;
     v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
     insert into memsub.memory_embeddings as e (
-        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         p_packet_id, p_embedding_type, p_vector, p_chunk_index, p_chunk_text,
-        coalesce(memsub.check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope,
+        coalesce(memsub.check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope, v_packet.ttl,
         v_tenant, v_packet.org_id, v_packet.user_id, v_packet.correlation_id, v_packet.session_id, v_packet.trace_id)
     on conflict (tenant_id, packet_id, embedding_type, chunk_index) do update
        set vector = excluded.vector, chunk_text = excluded.chunk_text, metadata = excluded.metadata,
@@ -178,6 +178,12 @@ comment on function memsub.search_semantic_memory(vector, integer, text) is
 
 call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
 call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);
+-- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/060).
+drop policy if exists not_expired on memsub.memory_embeddings;
+create policy not_expired on memsub.memory_embeddings as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC'));
+comment on policy not_expired on memsub.memory_embeddings is
+    'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
 
 grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
 grant execute on function

@@ -122,10 +122,12 @@ select m.tenant_id, m.agent_id, m.packet_id, m.packet_type, m."timestamp", m.imp
         or (m.scope = 'l-private' and m.user_id = (select memsub.current_user_id()))
         or (m.scope = 'cursor' and (m.user_id = (select memsub.current_user_id())
                                     or m.session_id = (select memsub.current_session_id())))
-        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()));
+        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))
+   -- the packet is still readable: not expired since the last refresh (and not purged)
+   and exists (select from memsub.packet_store p where p.tenant_id = m.tenant_id and p.packet_id = m.packet_id);
 comment on view memsub.tenant_agent_recent_important is
-    'mv_agent_recent_important as the caller may see it: its tenant, its organization, and the scopes the packet '
-    'policies allow (security barrier).';
+    'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet '
+    'policies allow, and only packets that have not expired since the refresh (security barrier).';
 
 create or replace view memsub.tenant_entity_graph with (security_barrier = true) as
 select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, m.max_confidence,

@@ -45,6 +45,7 @@ begin
          where e.tenant_id = v_tenant
            and e.search_tsv @@ v_query
            and e.embedding_type = p_embedding_type
+           and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy
            -- The policies of memory_embeddings (org_isolation, user_visibility) for a regular member:
            and (e.org_id is null or e.org_id = v_org)
            and (e.scope = 'shared'

@@ -7,8 +7,9 @@ grant memsub_tenant_admin to memsub_platform_admin;
 
 -- Every memsub object belongs to memsub_owner, a role that cannot log in: SECURITY DEFINER functions run as it.
 -- The exceptions are memsub_view_owner's (the materialized views and their refresh function, see
--- 180_materialized_views.sql) and memsub_retrieval_owner's (the functions that apply the tenant predicates
--- explicitly, see 320_hybrid_search.sql and 340_importance.sql).
+-- 180_materialized_views.sql), memsub_retrieval_owner's (the functions that apply the tenant predicates
+-- explicitly, see 320_hybrid_search.sql and 340_importance.sql) and memsub_expiry_owner's (purge_expired and
+-- get_lineage, the readers of expired packets, see 050_packet_hygiene.sql).
 alter schema memsub owner to memsub_owner;
 do $ownership$
 declare
@@ -31,7 +32,8 @@ begin
                       case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)
           from pg_catalog.pg_proc p
          where p.pronamespace = 'memsub'::regnamespace
-           and pg_catalog.pg_get_userbyid(p.proowner) not in ('memsub_owner', 'memsub_view_owner', 'memsub_retrieval_owner')
+           and pg_catalog.pg_get_userbyid(p.proowner)
+               not in ('memsub_owner', 'memsub_view_owner', 'memsub_retrieval_owner', 'memsub_expiry_owner')
         union all
         select format('alter type %s owner to memsub_owner', t.oid::regtype)
           from pg_catalog.pg_type t

@@ -25,7 +25,7 @@ from memsub.cli import main as cli
 from memsub.errors import from_database_error
 from memsub.sqllint import lint
 
-from helpers import TENANT_A, TENANT_B, set_context, superuser_count
+from helpers import TENANT_A, TENANT_B, superuser_count
 
 
 @pytest.fixture
@@ -72,8 +72,8 @@ def test_errors_are_typed_and_name_the_field(substrate, db):
         memory.write_packet({"packet_type": "event", "payload": "keep"})
     with substrate.tenant(TENANT_A) as memory:
         assert memory.purge_expired() == {}
-    with db.connect("app") as conn, pytest.raises(psycopg.errors.FeatureNotSupported) as raw:
-        set_context(conn, TENANT_A)
+    # The immutability trigger answers even the superuser (the application has no DELETE at all).
+    with db.connect() as conn, pytest.raises(psycopg.errors.FeatureNotSupported) as raw:
         conn.execute("delete from memsub.packet_store")
     assert isinstance(from_database_error(raw.value), ImmutableError)
     assert superuser_count(db) == 1
@@ -103,7 +103,7 @@ def test_cli_packet_write_jsonl_then_get_thread_lineage(db, tmp_path):
     lines = [{"packet_id": parent, "packet_type": "event", "payload": {"q": "find HDPE"}, "thread_id": thread},
              {"packet_type": "insight", "payload": {"a": "ok"}, "thread_id": thread,
               "lineage": {"parent_ids": [parent], "derivation_type": "inference"}},
-             {"packet_type": "event", "payload": {"q": "find HDPE"}, "thread_id": thread}]
+             {"packet_id": parent, "packet_type": "event", "payload": {"q": "find HDPE"}, "thread_id": thread}]
     source = tmp_path / "packets.jsonl"
     source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     runner = CliRunner()

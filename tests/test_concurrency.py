@@ -52,17 +52,17 @@ def test_mixed_workload_loses_nothing_and_never_deadlocks(db):
                     operation = rng.choice(["write", "write", "search", "upsert", "memory"])
                     if operation == "write":
                         set_context(conn, tenant)
-                        payload = {"n": rng.random(), "client": number,
-                                   "relationships": [{"source_entity": "agent", "relationship_type": "wrote",
+                        memory = {"relationships": [{"source_entity": "agent", "relationship_type": "wrote",
                                                       "target_entity": f"note{rng.randrange(3)}"}],
                                    "embeddings": [{"embedding_type": "content",
                                                    "vector": _vector(rng, dimension)}]}
                         conn.execute("select memsub.write_packet(%s::jsonb)",
-                                     [json.dumps({"packet_type": "event", "payload": payload})])
+                                     [json.dumps({"packet_type": "event", "memory": memory,
+                                                  "payload": {"n": rng.random(), "client": number}})])
                         conn.commit()
                         with lock:
                             done[f"write:{tenant}"] += 1
-                            edges[(str(tenant), payload["relationships"][0]["target_entity"])] += 1
+                            edges[(str(tenant), memory["relationships"][0]["target_entity"])] += 1
                     elif operation == "search":
                         set_context(conn, tenant)
                         conn.execute("select * from memsub.semantic_search(%s::vector, 5)",
@@ -148,9 +148,11 @@ def test_same_content_written_at_once_by_many_clients_is_stored_once(db):
         dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
     for round_number in range(3 * soak_factor()):
         thread = str(uuid.uuid4())
+        # Every client sends the same envelope, time included: one packet, the others deduplicated.
         envelope = {"packet_type": "event", "thread_id": thread, "tags": ["race"],
-                    "payload": {"round": round_number, "text": "the same words, sent by every client at once",
-                                "facts": [{"subject": f"round{round_number}", "predicate": "raced", "object": 1}],
+                    "timestamp": f"2025-12-07T12:00:{round_number % 60:02d}Z",
+                    "payload": {"round": round_number, "text": "the same words, sent by every client at once"},
+                    "memory": {"facts": [{"subject": f"round{round_number}", "predicate": "raced", "object": 1}],
                                 "relationships": [{"source_entity": f"round{round_number}",
                                                    "relationship_type": "raced", "target_entity": "clients"}],
                                 "embeddings": [{"embedding_type": "content",

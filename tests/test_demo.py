@@ -32,7 +32,7 @@ def demo_leftovers(dsn: str) -> tuple[list[str], list[str]]:
 
 def search_results(text: str) -> dict[str, list[str]]:
     """The search section: semantic and hybrid rows by label, and what bob and carol got."""
-    section = text.split("Searching the conversation")[1].split("TTL hygiene")[0]
+    section = text.split("Searching the conversation")[1].split("Expiry: ")[0]
     tables = re.findall(r"^\s+(\d)\s+(\S+)\s+(.*)$", section, re.M)
     semantic = [row[2].split()[0] for row in tables[:5]]
     hybrid = [row[2].split()[2] for row in tables[5:10]]
@@ -72,15 +72,17 @@ def test_demo_story(db):
     assert re.search(r"memsubdemo_app_\w{6} \(member of memsub_app\)", text)
     assert "memsub demo: server postgres@" in text and "(reused)" in text
     # Thread replay and lineage.
-    assert "alice sees 12 packets of thread" in text
+    assert "alice sees 11 packets of thread" in text  # the raw directory page has expired: it is not read
     assert re.search(r"insight \w{8} 'recommendation': generation 5, root \w{8} \(query\)", text)
     assert re.search(r"^\s+5\s+\w{8}\s+query\s+event\s+-\s+0\s+-$", text, re.M)
     assert re.search(r"^\s+1\s+\w{8}\s+shortlist\s+insight\s+merge\s+4\s+pacific,golden,baycycle$", text, re.M)
     # Batch ordering: the child listed first still got its generation and root from parents in the batch.
     assert re.search(r"route_decision\s+\w{8}\s+B\s+insight\s+inference\s+route_plan\s+2\s+route_ask", text)
-    # Dedup of a retried write.
+    # Dedup of a retried write; a repeated turn is kept.
     assert re.search(r"deduplicated: yes; returned packet \w{8} \(query\)", text)
-    assert "still holds 12 packets for alice (was 12)" in text
+    assert "still holds 11 packets for alice (was 11)" in text
+    assert re.search(r"five minutes later: packets \w{8} and \w{8}, deduplicated: no", text)
+    assert 'repeated turn kept: the thread replays 2 "yes" turns' in text
     # Rejected envelopes with their SQLSTATE and field.
     for what, state, field, exception in [
         ("confidence above 1", "22023", "confidence.score", "InvalidInput"),
@@ -91,7 +93,7 @@ def test_demo_story(db):
         ("itself as parent", "23514", "lineage.parent_ids", "IntegrityError"),
     ]:
         assert re.search(rf"{what}\s+{state}\s+{re.escape(field)}\s+{exception}", text), what
-    assert "after the rejections: 12 packets (unchanged)" in text
+    assert "after the rejections: 13 packets (unchanged)" in text
     # Tenant isolation.
     assert re.search(r"get_packet\(\w{8}\)\s+alice's shortlist\s+no row", text)
     assert re.search(r"get_thread\(\w{8}\)\s+alice's supplier thread\s+0 packets", text)
@@ -103,12 +105,15 @@ def test_demo_story(db):
     assert re.search(r"rules\s+\w{8}\s+l-private\s+sees\s+-\s+sees\s+-", text)
     assert re.search(r"reply\s+\w{8}\s+cursor\s+sees\s+-\s+sees\s+-", text)
     assert re.search(r"bob_draft\s+\w{8}\s+cursor\s+-\s+sees\s+sees\s+-", text)
-    assert "alice sees 12, bob sees 10 packets" in text
+    assert "alice sees 13, bob sees 11 packets" in text
     assert "SQLSTATE 23503, field lineage.parent_ids" in text.split("bob writes a child")[1]
-    # TTL hygiene, per tenant.
+    # Expiry: an expired packet is not read before the purge; purging keeps its lineage.
+    assert "get_packet -> no row; get_thread -> not listed" in text
+    assert "children of plan before purging: search (live), scratch (expired)" in text
     assert "Acme Plastics: 3 expired packet(s) removed" in text
     assert "Borealis Freight: 1 expired packet(s) removed" in text
-    assert "3 packets before, 1 after" in text
+    assert "1 of 3 ticks readable before the purge (two had expired), 1 after" in text
+    assert "children of plan after purging: search (live), scratch (purged)" in text
     # Current facts: the superseded supplier is neither returned nor walked through; history stays readable.
     current = re.search(r"traverse_graph\('Acme Plastics'\) now: (.*)$", text, re.M).group(1)  # type: ignore[union-attr]
     assert current == "Acme Plastics -buys_from-> Golden Resin"
@@ -116,8 +121,8 @@ def test_demo_story(db):
     assert ("as of 30 days ago: Acme Plastics -buys_from-> Pacific Polymers; "
             "Acme Plastics -buys_from-> Pacific Polymers -located_in-> Stockton") in text
 
-    # What is stored is what the story told: 16 Acme packets written, 3 purged; 5 + 1 Borealis, 1 purged.
-    assert stored_per_tenant(db.dsn()) == {demo.ACME.tenant_id: 13, demo.BOREALIS.tenant_id: 5}
+    # What is stored is what the story told: 18 Acme packets written, 3 purged; 5 + 1 Borealis, 1 purged.
+    assert stored_per_tenant(db.dsn()) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
 
 
 def test_demo_creates_what_it_uses_and_drops_only_that(server):
@@ -129,12 +134,12 @@ def test_demo_creates_what_it_uses_and_drops_only_that(server):
         # What make demo runs: MiniLM, in a database created at its dimension.
         assert "embedder  minilm (all-MiniLM-L6-v2" in first
         assert "recommendation" in search_results(first)["semantic"]
-        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 13, demo.BOREALIS.tenant_id: 5}
+        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
         assert f"kept database {name}" in first and "cleanup: dropped role memsubdemo_app_" in first
         # A database the run did not create is never dropped: asked to create it again, the demo refuses.
         with pytest.raises(demo.DemoRefused, match="never drops what it did not create"):
             run_demo(server.dsn("postgres"), name, recreate=True)
-        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 13, demo.BOREALIS.tenant_id: 5}
+        assert stored_per_tenant(server.dsn(name)) == {demo.ACME.tenant_id: 15, demo.BOREALIS.tenant_id: 5}
         # The default run makes its own database and roles and removes them at the end.
         second = run_demo(server.dsn("postgres"), None, recreate=True)
         for text in (first, second):

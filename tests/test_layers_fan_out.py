@@ -1,4 +1,5 @@
-"""The data flow of seed 000: one write_packet fans the payload out into the layer tables, in one transaction."""
+"""The data flow of seed 000: one write_packet fans the envelope's memory field out into the layer tables, in one
+transaction. The payload stays free."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 from helpers import TENANT_A, count, set_context, superuser_count, write
 from layer_helpers import vec
 
-PAYLOAD = {
-    "text": "L9 uses Neo4j",
+PAYLOAD = {"text": "L9 uses Neo4j"}
+MEMORY = {
     "facts": [{"subject": "L9", "predicate": "uses", "object": "Neo4j", "confidence": 0.8},
               {"subject": "L9", "predicate": "written_in", "object": "Python"}],
     "relationships": [{"source_entity": "L9", "relationship_type": "uses", "target_entity": "Neo4j"}],
@@ -26,7 +27,7 @@ PAYLOAD = {
 def test_one_write_fills_every_layer_and_reports_it(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        result = write(conn, {"packet_type": "memory_write", "payload": PAYLOAD,
+        result = write(conn, {"packet_type": "memory_write", "payload": PAYLOAD, "memory": MEMORY,
                               "confidence": {"score": 0.6}, "metadata": {"agent": "extractor"}})
         assert result["written"] == {"packet_store": 1, "knowledge_facts": 2, "entity_relationships": 1,
                                      "memory_embeddings": 2, "reasoning_traces": 1}
@@ -36,29 +37,29 @@ def test_one_write_fills_every_layer_and_reports_it(db):
         trace = conn.execute("select agent_id, reasoning_tokens, packet_id from memsub.reasoning_traces").fetchone()
         assert trace == ("extractor", 120, result["packet_id"])
         # The same envelope again is deduplicated: nothing fans out twice.
-        again = write(conn, {"packet_type": "memory_write", "payload": PAYLOAD,
+        again = write(conn, {"packet_type": "memory_write", "payload": PAYLOAD, "memory": MEMORY,
                              "confidence": {"score": 0.6}, "metadata": {"agent": "extractor"}})
         assert again["deduplicated"] is True and again["written"] == {}
         assert count(conn, "memsub.knowledge_facts") == 2
 
 
-@pytest.mark.parametrize(("payload", "sqlstate", "column"), [
+@pytest.mark.parametrize(("memory", "sqlstate", "column"), [
     ({"facts": [{"subject": "L9", "predicate": "uses", "object": "x"}, {"predicate": "uses", "object": "x"}]},
-     "23502", "payload.facts[1].subject"),
-    ({"facts": {"subject": "L9"}}, "22023", "payload.facts"),
+     "23502", "memory.facts[1].subject"),
+    ({"facts": {"subject": "L9"}}, "22023", "memory.facts"),
     ({"relationships": [{"source_entity": "L9", "relationship_type": "uses", "target_entity": " "}]},
-     "22023", "payload.relationships[0].target_entity"),
-    ({"embeddings": [{"embedding_type": "content", "vector": [1.0, 2.0]}]}, "22023", "payload.embeddings[0].vector"),
+     "22023", "memory.relationships[0].target_entity"),
+    ({"embeddings": [{"embedding_type": "content", "vector": [1.0, 2.0]}]}, "22023", "memory.embeddings[0].vector"),
     ({"embeddings": [{"embedding_type": "colour", "vector": [1.0] * 1536}]},
-     "22023", "payload.embeddings[0].embedding_type"),
-    ({"reasoning_trace": {"steps": {"not": "an array"}}}, "22023", "payload.reasoning_trace.steps"),
+     "22023", "memory.embeddings[0].embedding_type"),
+    ({"reasoning_trace": {"steps": {"not": "an array"}}}, "22023", "memory.reasoning_trace.steps"),
 ])
-def test_a_bad_element_fails_the_whole_write(db, payload, sqlstate, column):
+def test_a_bad_element_fails_the_whole_write(db, memory, sqlstate, column):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         with pytest.raises(psycopg.Error) as caught:
-            write(conn, {"packet_type": "memory_write", "payload": {"text": "t", **payload,
-                         "relationships": payload.get("relationships", [
+            write(conn, {"packet_type": "memory_write", "payload": {"text": "t"},
+                         "memory": {**memory, "relationships": memory.get("relationships", [
                              {"source_entity": "a", "relationship_type": "b", "target_entity": "c"}])}})
         assert caught.value.sqlstate == sqlstate
         assert caught.value.diag.column_name == column
@@ -72,14 +73,16 @@ def test_private_packets_cannot_publish_tenant_wide_knowledge(db):
         set_context(conn, TENANT_A, user=TENANT_A)
         with pytest.raises(psycopg.Error) as caught:
             write(conn, {"packet_type": "note", "scope": "l-private",
-                         "payload": {"facts": [{"subject": "me", "predicate": "likes", "object": "tea"}]}})
+                         "payload": {},
+                         "memory": {"facts": [{"subject": "me", "predicate": "likes", "object": "tea"}]}})
         assert caught.value.sqlstate == "22023"
-        assert caught.value.diag.column_name == "payload.facts[0].source_packet"
+        assert caught.value.diag.column_name == "memory.facts"
         conn.rollback()
         # Embeddings of a private packet are fine: they keep the packet's scope.
         set_context(conn, TENANT_A, user=TENANT_A)
         embedding = {"embedding_type": "content", "vector": json.loads(vec(1.0))}
-        result = write(conn, {"packet_type": "note", "scope": "l-private", "payload": {"embeddings": [embedding]}})
+        result = write(conn, {"packet_type": "note", "scope": "l-private", "payload": {},
+                              "memory": {"embeddings": [embedding]}})
         assert result["written"]["memory_embeddings"] == 1
         scope = conn.execute("select scope, user_id from memsub.memory_embeddings").fetchone()
         assert scope == ("l-private", TENANT_A)

@@ -23,7 +23,7 @@ def _fill(conn: Any, tenant: Any, packets: int) -> None:
     for i in range(packets):
         embeddings = [{"embedding_type": space, "vector": json.loads(vec(1.0, 0.1 * i, 0.1 * k))}
                       for k, space in enumerate(SPACES)]
-        write(conn, {"packet_type": "memory_write", "payload": {"i": i, "embeddings": embeddings}})
+        write(conn, {"packet_type": "memory_write", "payload": {"i": i}, "memory": {"embeddings": embeddings}})
     conn.commit()  # a transaction acts for one tenant
 
 
@@ -105,7 +105,7 @@ def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
         conn.commit()
     with empty_db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        result = write(conn, {"packet_type": "memory_write", "payload": {
+        result = write(conn, {"packet_type": "memory_write", "payload": {}, "memory": {
             "embeddings": [{"embedding_type": "summary", "vector": json.loads(vec(1.0, dimension=384))}]}})
         assert result["written"]["memory_embeddings"] == 1
         rows = conn.execute("select distance from memsub.search_embeddings(%s::vector, 'summary', 3)",

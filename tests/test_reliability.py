@@ -75,8 +75,8 @@ def _ingest_until_killed(app_dsn: str, data_dir: Path, round_number: int, wanted
                         return
                     set_context(conn, tenant)
                     envelope = {"packet_type": "event", "thread_id": str(thread_id), "tags": [f"w{number}"],
-                                "payload": {"writer": number, "n": sequence,
-                                            "facts": [{"subject": f"writer{number}", "predicate": "wrote",
+                                "payload": {"writer": number, "n": sequence},
+                                "memory": {"facts": [{"subject": f"writer{number}", "predicate": "wrote",
                                                        "object": sequence}],
                                             "relationships": [{"source_entity": f"writer{number}",
                                                                "relationship_type": "wrote",

@@ -1,7 +1,9 @@
 """Row-level security of the packet area, checked against a reference model of the policies.
 
-A grid of packets (2 tenants x 3 orgs x 4 scope/user/session cases) is written through memsub.write_packet;
-each viewer (a database role plus a context) must see exactly what the model says. Dropping any single
+A grid of packets (2 tenants x 3 orgs x 4 scope/user/session cases) is written through memsub.write_packet,
+each case three times: live, expired and purged (expired, then removed by purge_expired, leaving a tombstone);
+each viewer (a database role plus a context) must see exactly what the model says: no expired packet, and the
+tombstones it would have seen as packets. Dropping any single
 policy must make some viewer's view differ from the model: the mutation test proves that automatically.
 """
 
@@ -36,6 +38,8 @@ class Packet:
     user: uuid.UUID
     session: str
     thread: uuid.UUID
+    packet_id: uuid.UUID
+    state: str = "live"  # live, expired (ttl passed) or purged (only a tombstone left)
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,13 @@ class Viewer:
         return "tenant_admin" in self.roles or self.platform
 
     def sees_packet(self, packet: Packet) -> bool:
-        """The policies as a specification: tenant -> org -> user visibility, with admin overrides."""
+        """The policies as a specification: never expired; tenant -> org -> user visibility, admin overrides."""
+        return packet.state == "live" and self.may_see(packet)
+
+    def sees_tombstone(self, packet: Packet) -> bool:
+        return packet.state == "purged" and self.may_see(packet)
+
+    def may_see(self, packet: Packet) -> bool:
         if not self.context:
             return False
         if self.platform:
@@ -96,21 +106,36 @@ VIEWERS = [
 ]
 
 
+EXPIRED = {"timestamp": "2020-01-01T00:00:00Z", "ttl": "2020-01-02T00:00:00Z"}
+
+
 def populate(db) -> list[Packet]:
     packets: list[Packet] = []
-    with db.connect("app") as conn:
-        for tenant, org in itertools.product([TENANT_A, TENANT_B], [None, ORG_1, ORG_2]):
-            thread = uuid.uuid4()
-            for scope, user, session in CASES:
-                set_context(conn, tenant, org, user, session=session)
-                label = f"{tenant.hex[:1]}/{org.hex[:2] if org else '--'}/{scope}/{user.hex[-1]}"
-                write(conn, {"packet_type": "event", "payload": label, "scope": scope, "thread_id": str(thread)})
-                packets.append(Packet(label, tenant, org, scope, user, session, thread))
-                conn.commit()
+    threads = {key: uuid.uuid4() for key in itertools.product([TENANT_A, TENANT_B], [None, ORG_1, ORG_2])}
+
+    def write_grid(state: str) -> None:
+        with db.connect("app") as conn:
+            for (tenant, org), thread in threads.items():
+                for scope, user, session in CASES:
+                    set_context(conn, tenant, org, user, session=session)
+                    label = f"{tenant.hex[:1]}/{org.hex[:2] if org else '--'}/{scope}/{user.hex[-1]}/{state}"
+                    envelope = {"packet_type": "event", "payload": label, "scope": scope, "thread_id": str(thread)}
+                    written = write(conn, envelope | (EXPIRED if state != "live" else {}))
+                    packets.append(Packet(label, tenant, org, scope, user, session, thread,
+                                          written["packet_id"], state))
+                    conn.commit()
+
+    write_grid("purged")
+    with db.connect("platform_admin") as conn:
+        set_context(conn, None, roles=["platform_admin"])
+        conn.execute("select memsub.purge_expired()")
+        conn.commit()
+    write_grid("live")
+    write_grid("expired")
     return packets
 
 
-def observe(db, viewer: Viewer) -> tuple[set[str], set[uuid.UUID]]:
+def observe(db, viewer: Viewer) -> tuple[set[str], set[uuid.UUID], set[uuid.UUID]]:
     with db.connect(viewer.role) as conn:
         if viewer.context:
             set_context(conn, viewer.tenant, viewer.org, viewer.user, viewer.roles, viewer.session)
@@ -118,14 +143,19 @@ def observe(db, viewer: Viewer) -> tuple[set[str], set[uuid.UUID]]:
             conn.execute("select set_config('memsub.roles', %s, true)", [viewer.forged_roles])
         labels = {r[0] for r in conn.execute("select envelope ->> 'payload' from memsub.packet_store")}
         threads = {r[0] for r in conn.execute("select thread_id from memsub.packet_threads")}
-    return labels, threads
+        tombstones = {r[0] for r in conn.execute("select packet_id from memsub.packet_tombstones")}
+    return labels, threads, tombstones
 
 
 def mismatches(db, packets: list[Packet]) -> list[str]:
     found: list[str] = []
     for viewer in VIEWERS:
-        labels, threads = observe(db, viewer)
+        labels, threads, tombstones = observe(db, viewer)
         expected = {p.label for p in packets if viewer.sees_packet(p)}
+        expected_tombstones = {p.packet_id for p in packets if viewer.sees_tombstone(p)}
+        if tombstones != expected_tombstones:
+            found.append(f"{viewer.name}: tombstones differ ({len(tombstones)} seen, "
+                         f"{len(expected_tombstones)} expected)")
         expected_threads = {p.thread for p in packets if viewer.sees_thread(p)}
         if labels != expected:
             extra, missing = sorted(labels - expected), sorted(expected - labels)
@@ -143,15 +173,18 @@ def test_every_viewer_sees_exactly_what_the_policies_allow(db):
 # Every policy on the packet area, each of which must matter.
 PACKET_POLICIES = [
     ("packet_store", "tenant_isolation"), ("packet_store", "admin_override"),
-    ("packet_store", "org_isolation"), ("packet_store", "user_visibility"),
+    ("packet_store", "org_isolation"), ("packet_store", "user_visibility"), ("packet_store", "not_expired"),
     ("packet_threads", "tenant_isolation"), ("packet_threads", "admin_override"),
+    ("packet_tombstones", "tenant_isolation"), ("packet_tombstones", "admin_override"),
+    ("packet_tombstones", "org_isolation"), ("packet_tombstones", "user_visibility"),
 ]
 
 
 def test_the_mutation_list_names_every_packet_area_policy(db):
     with db.connect() as conn:
         actual = set(conn.execute("select tablename, policyname from pg_policies where schemaname = 'memsub' "
-                                  "and tablename in ('packet_store', 'packet_threads')").fetchall())
+                                  "and tablename in ('packet_store', 'packet_threads', 'packet_tombstones')"
+                                  ).fetchall())
     assert actual == set(PACKET_POLICIES)
 
 
@@ -282,13 +315,13 @@ def test_memsub_roles_cannot_log_in_or_bypass_row_security(db):
     # apply the tenant predicates themselves); like every memsub role they cannot log in.
     bypassing = {"memsub_view_owner", "memsub_retrieval_owner"}
     assert {r[0] for r in rows} == {"memsub_owner", "memsub_app", "memsub_tenant_admin", "memsub_platform_admin",
-                                    "memsub_analyst"} | bypassing
+                                    "memsub_analyst", "memsub_expiry_owner"} | bypassing
     assert all(r[1] is False and r[3] is False for r in rows)  # none can log in, none is a superuser
     assert {r[0] for r in rows if r[2]} == bypassing
-    # No role is a member of a bypassing owner: they own objects, nobody acts as them.
+    # No role is a member of a bypassing owner or of the expiry owner: they own objects, nobody acts as them.
     with db.connect() as conn:
         members = conn.execute("select count(*) from pg_auth_members m join pg_roles r on r.oid = m.roleid "
-                               "where r.rolname = any(%s)", [sorted(bypassing)]).fetchone()
+                               "where r.rolname = any(%s)", [sorted(bypassing | {"memsub_expiry_owner"})]).fetchone()
     assert members == (0,)
 
 
@@ -338,10 +371,10 @@ def test_generated_worlds_match_the_policy_model(db, packets, viewers):
             set_context(conn, tenants[tenant], orgs[org] if org is not None else None, users[user],
                         session=sessions[session])
             label = f"p{number}"
-            write(conn, {"packet_type": "event", "payload": label, "scope": scope})
+            result = write(conn, {"packet_type": "event", "payload": label, "scope": scope})
             conn.commit()
             written.append(Packet(label, tenants[tenant], orgs[org] if org is not None else None, scope,
-                                  users[user], sessions[session], uuid.UUID(int=0)))
+                                  users[user], sessions[session], uuid.UUID(int=0), result["packet_id"]))
     for role, tenant, org, user, session in viewers:
         roles = (role,) if role in ("tenant_admin", "platform_admin") else ()
         viewer = Viewer(role, role, tenants[tenant], orgs[org] if org is not None else None,

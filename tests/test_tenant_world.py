@@ -54,8 +54,8 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     set_context(conn, tenant, org, user, session=session)
     packet = write(conn, {
         "packet_type": "event", "thread_id": str(uuid.uuid4()),
-        "payload": {"text": "L9 uses Neo4j",
-                    "facts": [{"subject": "L9", "predicate": "uses", "object": "Neo4j"}],
+        "payload": {"text": "L9 uses Neo4j"},
+        "memory": {"facts": [{"subject": "L9", "predicate": "uses", "object": "Neo4j"}],
                     "relationships": [{"source_entity": "L9", "relationship_type": "uses",
                                        "target_entity": "Neo4j"}],
                     "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 1)),
@@ -63,13 +63,13 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
                     "reasoning_trace": {"agent_id": "planner", "steps": ["look", "decide"]}}})
     private = write(conn, {
         "packet_type": "note", "scope": "l-private",
-        "payload": {"text": "private thought",
-                    "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 2)),
+        "payload": {"text": "private thought"},
+        "memory": {"embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 2)),
                                     "chunk_text": "private thought"}],
                     "reasoning_trace": {"agent_id": "planner", "steps": ["ponder"]}}})
     write(conn, {"packet_type": "note", "scope": scope,
-                 "payload": {"text": f"a {scope} note",
-                             "embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 6)),
+                 "payload": {"text": f"a {scope} note"},
+                 "memory": {"embeddings": [{"embedding_type": "content", "vector": json.loads(_vector(dimension, 6)),
                                              "chunk_text": "note"}]}})
     packet_id = packet["packet_id"]
     conn.execute("select memsub.record_event('planner', 'observation', '{\"seen\": 1}', %s)", [packet_id])
@@ -106,6 +106,15 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     text = "Plan: ship it."
     conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
                  "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])
+    conn.commit()
+    # Expired packets, one shared and one private, purged: their tombstones stay.
+    set_context(conn, tenant, org, user, session=session)
+    for expired_scope in ("shared", "l-private"):
+        write(conn, {"packet_type": "event", "payload": f"expired {expired_scope}", "scope": expired_scope,
+                     "timestamp": "2020-01-01T00:00:00Z", "ttl": "2020-01-02T00:00:00Z"})
+    conn.commit()
+    set_context(conn, tenant, org, user, session=session)
+    assert conn.execute("select purged from memsub.purge_expired()").fetchall() == [(2,)]
     conn.commit()
     with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_tenant_admin")) as admin:
         set_context(admin, tenant, org, user, ["tenant_admin"], session)

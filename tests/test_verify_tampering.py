@@ -58,9 +58,9 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
      "table memsub.packet_store", "privileges"),
     ("column grant added", ["grant update (tenant_id) on memsub.sessions to memsub_analyst"],
      "column memsub.sessions.tenant_id", "privileges"),
-    ("function granted to public", ["grant execute on function memsub.fan_out_packet(uuid, jsonb, double precision, "
-                                    "text) to public"],
-     "function memsub.fan_out_packet(uuid,jsonb,double precision,text)", "privileges"),
+    ("function granted to public", ["grant execute on function memsub.fan_out_packet(uuid, jsonb, text, "
+                                    "double precision, text) to public"],
+     "function memsub.fan_out_packet(uuid,jsonb,text,double precision,text)", "privileges"),
     ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
     ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),
     ("constraint dropped", ["alter table memsub.packet_store drop constraint packet_store_scope_known"],
@@ -75,8 +75,8 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
     ("function added", ["create function memsub.backdoor() returns setof memsub.packet_store language sql "
                         "security definer as 'select * from memsub.packet_store'"],
      "function memsub.backdoor()", None),
-    ("owner changed", ["alter function memsub.purge_expired() owner to memsub_app"],
-     "function memsub.purge_expired()", "owner"),
+    ("owner changed", ["alter function memsub.purge_expired(uuid) owner to memsub_app"],
+     "function memsub.purge_expired(uuid)", "owner"),
     ("column default changed", ["alter table memsub.packet_store alter column scope set default 'cursor'"],
      "column memsub.packet_store.scope", "default"),
     ("owner role granted", ["grant memsub_owner to memsub_app"], "role memsub_owner", "members"),

@@ -367,17 +367,31 @@ def packet_get(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | No
 @packet.command("thread")
 @click.argument("thread_id")
 @_tenant_options
-@click.option("--limit", default=1000, show_default=True)
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 99_999),
+              help="Packets per page.")
+@click.option("--after", "after_cursor", type=int, default=None,
+              help="Continue after this cursor (the write_seq printed by the previous page).")
+@click.option("--all", "read_all", is_flag=True, help="Read every page, --limit packets at a time.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines of packet_store rows.")
 def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-                  session_id: str | None, roles: tuple[str, ...], limit: int, as_json: bool) -> None:
-    """Replay a thread in time order."""
+                  session_id: str | None, roles: tuple[str, ...], limit: int, after_cursor: int | None,
+                  read_all: bool, as_json: bool) -> None:
+    """Replay a thread in write order (parents before children), one page or --all."""
+    truncated = False
     try:
         with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
-            rows = memory.thread(thread_id, limit=limit)
+            if read_all:
+                rows = list(memory.replay(thread_id, page_size=limit, after_cursor=after_cursor))
+            else:
+                rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+                truncated = len(rows) > limit
+                rows = rows[:limit]
     except MemsubError as error:
         _fail_error(error)
-    _print_rows(rows, as_json, ["timestamp", "packet_type", "packet_id", "tags", "scope"])
+    _print_rows(rows, as_json, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"])
+    if truncated:
+        click.echo(f"showing {len(rows)} packets; more packets follow: continue with --after {rows[-1].write_seq} "
+                   "(or read them all with --all)", err=True)
 
 
 @packet.command("lineage")
@@ -396,7 +410,7 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
             rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     except MemsubError as error:
         _fail_error(error)
-    _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids"])
+    _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids", "state"])
 
 
 def _register_commands() -> None:

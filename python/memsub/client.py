@@ -82,17 +82,33 @@ class TenantSession(LayersMixin, RetrievalMixin):
         rows = self._rows("select * from memsub.get_packet(%s)", [str(packet_id)])
         return PacketStoreRow.model_validate(rows[0]) if rows else None
 
-    def thread(self, thread_id: UUID | str, limit: int = 1000) -> list[PacketStoreRow]:
-        rows = self._rows("select * from memsub.get_thread(%s, %s)", [str(thread_id), limit])
+    def thread(self, thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> list[PacketStoreRow]:
+        """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the
+        ``write_seq`` of the last packet already read; None: from the start)."""
+        rows = self._rows("select * from memsub.get_thread(%s, %s, %s)", [str(thread_id), limit, after_cursor])
         return [PacketStoreRow.model_validate(row) for row in rows]
+
+    def replay(self, thread_id: UUID | str, page_size: int = 1000,
+               after_cursor: int | None = None) -> Iterator[PacketStoreRow]:
+        """Every packet of a thread in write order, read ``page_size`` at a time with the keyset cursor."""
+        cursor = after_cursor
+        while True:
+            page = self.thread(thread_id, limit=page_size, after_cursor=cursor)
+            yield from page
+            if len(page) < page_size:
+                return
+            cursor = page[-1].write_seq
 
     def lineage(self, packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
                 max_depth: int = 16) -> list[LineageRow]:
         rows = self._rows("select * from memsub.get_lineage(%s, %s, %s)", [str(packet_id), direction, max_depth])
         return [LineageRow.model_validate(row) for row in rows]
 
-    def purge_expired(self) -> dict[UUID, int]:
-        rows = self._rows("select tenant_id, purged from memsub.purge_expired()", [])
+    def purge_expired(self, tenant_id: UUID | str | None = None) -> dict[UUID, int]:
+        """Remove the expired packets the context covers (of one tenant when given), keeping tombstones for
+        lineage; the number purged per tenant."""
+        rows = self._rows("select tenant_id, purged from memsub.purge_expired(%s)",
+                          [str(tenant_id) if tenant_id is not None else None])
         return {row["tenant_id"]: int(row["purged"]) for row in rows}
 
 

@@ -222,10 +222,15 @@ class Written:
     texts: dict[str, str] = field(default_factory=dict)
     writers: dict[str, Person] = field(default_factory=dict)
     scopes: dict[str, str] = field(default_factory=dict)
+    envelopes: dict[str, PacketEnvelopeIn] = field(default_factory=dict)
+    expired: set[str] = field(default_factory=set)
 
     def record(self, label: str, person: Person, envelope: PacketEnvelopeIn,
                result: PacketWriteResult) -> None:
         self.packets[label] = result
+        self.envelopes[label] = envelope
+        if envelope.ttl is not None and envelope.ttl <= datetime.now(UTC):
+            self.expired.add(label)
         self.tenants[label] = "A" if person.tenant is ACME else "B"
         self.writers[label] = person
         self.scopes[label] = str(envelope.scope)
@@ -431,8 +436,9 @@ def refused(call: Callable[[], object], what: str) -> MemsubError:
 
 
 def embed_conversation(app: Substrate, written: Written, embedder: Embedder) -> int:
-    """Store each packet's text as its content embedding, in its writer's context; returns how many."""
-    labels = list(written.texts)
+    """Store each readable packet's text as its content embedding, in its writer's context; returns how many.
+    A packet whose ttl has passed is never read, so it gets no embedding."""
+    labels = [label for label in written.texts if label not in written.expired]
     vectors = dict(zip(labels, embedder.embed([written.texts[label] for label in labels]), strict=True))
     for person in dict.fromkeys(written.writers.values()):
         with person_context(app, person) as memory:
@@ -520,7 +526,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     story.line("The Borealis batch listed route_decision before its ancestors: "
                "write_packets stored the parents first.")
 
-    story.section("Thread replay: alice's supplier thread, in time order")
+    story.section("Thread replay: alice's supplier thread, in write order")
     with person_context(app, ALICE) as memory:
         alice_rows = memory.thread(acme_thread)
     started = alice_rows[0].timestamp
@@ -542,20 +548,26 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
                   packets[written.label_of(a.packet_id)].generation,
                   ",".join(written.label_of(p) for p in a.parent_ids) or "-"] for a in ancestors])
 
-    story.section("Deduplication: the client retries alice's first message")
-    query = next(row for row in alice_rows if row.packet_id == packets["query"].packet_id)
-    retry = PacketEnvelopeIn.model_validate({
-        "packet_type": query.packet_type, "payload": query.payload, "thread_id": query.thread_id,
-        "tags": query.tags, "metadata": {"schema_version": "1.1.0", "agent": "plasticos_agent",
-                                         "retry": 1}})
+    story.section("Deduplication: a retried envelope is one packet, a repeated turn is two")
+    retry = written.envelopes["query"]
     with person_context(app, ALICE) as memory:
         again = memory.write_packet(retry)
         after = len(memory.thread(acme_thread))
-    story.line(f"retry sent as new packet {short(retry.packet_id)} at {retry.timestamp:%H:%M:%S}")
+    story.line(f"the client sends alice's first message again (packet_id {short(retry.packet_id)}, "
+               f"{retry.timestamp:%H:%M:%S}) after a lost reply")
     story.line(f"deduplicated: {'yes' if again.deduplicated else 'no'}; "
                f"returned packet {short(again.packet_id)} ({written.label_of(again.packet_id)}), "
                f"content_hash {again.content_hash[:12]}…")
     story.line(f"thread {short(acme_thread)} still holds {after} packets for alice (was {len(alice_rows)}).")
+    repeated = Scene(app, written, ALICE, "acme-suppliers", alice_rows[0].timestamp)
+    for label, seconds in (("yes1", 22), ("yes2", 300)):
+        repeated.write(label, "user_message", "alice", "yes", seconds=seconds, action="user_reply")
+    with person_context(app, ALICE) as memory:
+        replies = [r for r in memory.thread(acme_thread) if text_of(r) == "yes"]
+    story.line(f"alice answers \"yes\" to the trial load and \"yes\" again five minutes later: "
+               f"packets {short(packets['yes1'].packet_id)} and {short(packets['yes2'].packet_id)}, "
+               f"deduplicated: {'yes' if packets['yes2'].deduplicated else 'no'}")
+    story.line(f"repeated turn kept: the thread replays {len(replies)} \"yes\" turns")
 
     story.section("Validation: bad envelopes are rejected whole, naming the field")
     cyclic = uuid.uuid4()
@@ -658,10 +670,19 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     if embedder is not None:
         search_section(story, app, written, embedder)
 
-    story.section("TTL hygiene: purge_expired()")
+    story.section("Expiry: a packet whose ttl has passed is never read; purge_expired() keeps its lineage")
     watch = written.threads["acme-price-watch"]
+    scratch = packets["scratch"].packet_id
     with person_context(app, ALICE) as memory:
         before = len(memory.thread(watch))
+        scratch_row = memory.get_packet(scratch)
+        in_thread = any(r.packet_id == scratch for r in memory.thread(acme_thread))
+        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+    story.line(f"scratch {short(scratch)} (the raw directory page, ttl passed an hour ago, not yet purged):")
+    story.line(f"  get_packet -> {'the packet' if scratch_row else 'no row'}; "
+               f"get_thread -> {'listed' if in_thread else 'not listed'}; searches and embeddings skip it too")
+    story.line("  children of plan before purging: "
+               + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children))
     with person_context(admin, BOB, ("tenant_admin",)) as memory:
         acme_purged = memory.purge_expired()
     with person_context(app, CAROL) as memory:
@@ -671,10 +692,15 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
         supplier_after = len(memory.thread(acme_thread))
     story.line(f"acme admin   purge_expired() -> {_purge_report(acme_purged)}")
     story.line(f"carol        purge_expired() -> {_purge_report(borealis_purged)}")
-    story.line(f"price watch thread {short(watch)}: {before} packets before, {len(watch_after)} after "
-               f"({', '.join(text_of(r) for r in watch_after)})")
+    story.line(f"price watch thread {short(watch)}: {before} of 3 ticks readable before the purge (two had "
+               f"expired), {len(watch_after)} after ({', '.join(text_of(r) for r in watch_after)})")
     story.line(f"supplier thread {short(acme_thread)}: {supplier_after} packets for alice "
-               f"(the raw directory page expired)")
+               f"(the raw directory page had expired)")
+    with person_context(app, ALICE) as memory:
+        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+    story.line("children of plan after purging: "
+               + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children)
+               + "; a purged packet leaves a tombstone (id, type, generation, thread, parents)")
 
     current_facts_section(story, app, now)
     return written

@@ -88,6 +88,9 @@ class PacketEnvelope(InputModel):
     correlation_id: UUID | None = None
     session_id: str | None = None
     trace_id: str | None = None
+    memory: dict[str, Any] | None = None
+    """What to fan out into the layer tables: ``facts``, ``relationships``, ``embeddings``, ``reasoning_trace``.
+    The payload is never interpreted; only this field asks for fan-out."""
 
     def to_json(self) -> str:
         """The envelope as the JSON memsub.write_packet expects (unset optional fields left out)."""
@@ -99,7 +102,12 @@ def _utc_now() -> datetime:
 
 
 class PacketEnvelopeIn(PacketEnvelope):
-    """Input DTO: like PacketEnvelope, with packet_id and timestamp generated when not given."""
+    """Input DTO: like PacketEnvelope, with packet_id and timestamp generated when not given.
+
+    The generated packet_id is the envelope's identity: writing the same object again (a retry) returns the
+    stored packet flagged ``deduplicated``, while a new envelope with the same content (a repeated turn) is a
+    new packet. A child can name the id as its parent before either is written.
+    """
 
     packet_id: UUID = Field(default_factory=uuid4)
     timestamp: datetime = Field(default_factory=_utc_now)
@@ -119,6 +127,8 @@ class PacketWriteResult(BaseModel):
     content_hash: str
     deduplicated: bool
     written: dict[str, int]
+    unknown_fields: list[str] = Field(default_factory=list)
+    """Envelope fields this database's contract does not know (kept in the stored envelope)."""
 
 
 class PacketStoreRow(BaseModel):
@@ -148,6 +158,8 @@ class PacketStoreRow(BaseModel):
     correlation_id: UUID | None
     session_id: str | None
     trace_id: str | None
+    write_seq: int
+    """Write order; the cursor of :meth:`memsub.client.TenantSession.thread`."""
 
     @field_validator("ttl")
     @classmethod
@@ -169,3 +181,6 @@ class LineageRow(BaseModel):
     timestamp: datetime
     parent_ids: list[UUID]
     thread_id: UUID | None
+    generation: int
+    state: Literal["live", "expired", "purged"]
+    """live; expired (ttl passed, not yet purged); purged (only its tombstone remains)."""
