@@ -396,7 +396,7 @@ as $$
 declare
     tenant uuid := memsub.require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
-    words  text[];
+    q_words text[];
     query  vector;
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
@@ -416,13 +416,13 @@ begin
                 using errcode = '22023', column = 'query_embedding';
         end;
     end if;
-    words := memsub.adk_words(p_query);
+    q_words := memsub.adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
       from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,
                    case when c.by_vector then 1 - (c.embedding <=> query)
-                        else cardinality(array(select unnest(c.words) intersect select unnest(words)))::double precision
-                             / greatest(cardinality(words), 1) end as rank_score
+                        else cardinality(array(select unnest(c.words) intersect select unnest(q_words)))::double precision
+                             / greatest(cardinality(q_words), 1) end as rank_score
               from (select m.session_id::text as session_id, m.event_id::text as event_id, m.author,
                            m."timestamp" as ts, m.content, m.words, m.embedding,
                            coalesce(query is not null and m.embedding is not null
@@ -430,7 +430,7 @@ begin
                       from memsub.adk_memories m
                      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name
                        and m.user_id = p_user_id) c
-             where c.by_vector or c.words && words) r
+             where c.by_vector or c.words && q_words) r
      order by r.by_vector desc, r.rank_score desc, r.ts desc nulls last, r.session_id, r.event_id
      limit p_limit;
 end
