@@ -9,13 +9,16 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from google.adk.agents import BaseAgent
+from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events import Event, EventActions
+from google.adk.runners import Runner
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
@@ -185,6 +188,42 @@ def test_memory_vector_search_ranks_by_similarity(db: Any) -> None:
         (MemsubMemoryService, {"tenant_id": uuid.uuid4(), "embedder": embedder}))
 
 
+class Counter(BaseAgent):
+    """An agent without a model: answers each message with the number of turns the user has had in the app."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        turns = int(ctx.session.state.get("user:turns", 0)) + 1
+        heard = ctx.user_content.parts[0].text if ctx.user_content and ctx.user_content.parts else ""
+        yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
+                    content=types.Content(role="model", parts=[types.Part(text=f"turn {turns}: {heard}")]),
+                    actions=EventActions(state_delta={"user:turns": turns, "last": heard, "temp:scratch": 1}))
+
+
+def test_an_adk_runner_keeps_its_sessions_and_memory_in_memsub(db: Any) -> None:
+    tenant = uuid.uuid4()
+
+    async def scenario(sessions: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        runner = Runner(app_name=APP, agent=Counter(name="counter"), session_service=sessions, memory_service=memory)
+        first = await sessions.create_session(app_name=APP, user_id=USER)
+        second = await sessions.create_session(app_name=APP, user_id=USER)
+        replies = []
+        for session, text in [(first, "hello"), (first, "invoice overdue"), (second, "again")]:
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+                replies.append(event.content.parts[0].text if event.content and event.content.parts else None)
+        assert replies == ["turn 1: hello", "turn 2: invoice overdue", "turn 3: again"]  # user: state is shared
+        stored = await sessions.get_session(app_name=APP, user_id=USER, session_id=first.id)
+        assert stored is not None
+        assert stored.state == {"user:turns": 3, "last": "invoice overdue"}
+        assert [e.author for e in stored.events] == ["user", "counter", "user", "counter"]
+        await memory.add_session_to_memory(stored)
+        found = await memory.search_memory(app_name=APP, user_id=USER, query="overdue invoice")
+        assert [m.content.parts[0].text for m in found.memories if m.content.parts] == [
+            "turn 2: invoice overdue", "invoice overdue"]  # both hold both words: newest first
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}), (MemsubMemoryService, {"tenant_id": tenant}))
+
+
 BAD_CALLS = [
     ("select * from memsub.adk_session_create('', 'u')", "app_name"),
     ("select * from memsub.adk_session_create('a', null)", "user_id"),
@@ -225,7 +264,8 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
             else:
                 raise AssertionError(f"{call} was accepted")
         with pytest.raises(psycopg.errors.NoDataFound) as missing, conn.transaction():
-            conn.execute("select memsub.adk_session_append_event('a', 'u', 'nope', '{\"id\": \"e\", \"timestamp\": 1}')")
+            conn.execute("select memsub.adk_session_append_event('a', 'u', 'nope', "
+                         "'{\"id\": \"e\", \"timestamp\": 1}')")
         assert missing.value.diag.column_name == "session_id"
         with pytest.raises(psycopg.errors.UniqueViolation) as twice, conn.transaction():
             conn.execute("select * from memsub.adk_session_create('a', 'u', 's')")
