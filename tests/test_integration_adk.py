@@ -122,6 +122,23 @@ def test_a_stale_session_is_refused_and_writes_nothing(db: Any) -> None:
     run(db, scenario, (MemsubSessionService, {"tenant_id": uuid.uuid4()}))
 
 
+def test_concurrent_events_of_one_user_lose_no_user_or_app_state(db: Any) -> None:
+    """State deltas merge in the database under the row lock, so events appended at once to different sessions
+    of one user keep every user: and app: key (a read-modify-write in the client would lose some)."""
+    tenant = uuid.uuid4()
+
+    async def scenario(service: MemsubSessionService) -> None:
+        sessions = [await service.create_session(app_name=APP, user_id=USER) for _ in range(8)]
+        await asyncio.gather(*[service.append_event(session, said("user", f"note {i}", {
+            f"user:k{i}": i, f"app:k{i}": i})) for i, session in enumerate(sessions)])
+        again = await service.get_session(app_name=APP, user_id=USER, session_id=sessions[0].id)
+        assert again is not None
+        assert {k: v for k, v in again.state.items() if k.startswith("user:")} == {f"user:k{i}": i for i in range(8)}
+        assert {k: v for k, v in again.state.items() if k.startswith("app:")} == {f"app:k{i}": i for i in range(8)}
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}))
+
+
 def test_recent_events_and_timestamps_filter_the_events_read(db: Any) -> None:
     async def scenario(service: MemsubSessionService) -> None:
         session = await service.create_session(app_name=APP, user_id=USER)
