@@ -295,12 +295,25 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
                    (select count(*) from memsub.adk_memories where tenant_id = %(t)s)""", {"t": tenant}).fetchone()
         assert counts == (1, 0, 0)
 
-    async def scenario(service: MemsubSessionService) -> None:
-        with pytest.raises(InvalidInput) as raised:
-            await service.create_session(app_name="", user_id=USER)
-        assert raised.value.field == "app_name"
+    async def scenario(service: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        for call, field in [
+            (service.create_session(app_name="", user_id=USER), "app_name"),  # refused by the database
+            (service.create_session(app_name=APP, user_id=42), "user_id"),  # refused before it
+            (service.create_session(app_name=APP, user_id=USER, session_id=7), "session_id"),
+            (service.create_session(app_name=APP, user_id=USER, state=["a"]), "state"),
+            (service.get_session(app_name=APP, user_id=USER, session_id=None), "session_id"),
+            (service.list_sessions(app_name=None, user_id=USER), "app_name"),
+            (service.delete_session(app_name=APP, user_id=USER, session_id=b"s"), "session_id"),
+            (memory.search_memory(app_name=APP, user_id=USER, query=None), "query"),
+        ]:
+            with pytest.raises(InvalidInput) as raised:
+                await call
+            assert raised.value.field == field
 
-    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}))
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}), (MemsubMemoryService, {"tenant_id": tenant}))
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.adk_sessions where tenant_id = %s",
+                            [tenant]).fetchone() == (1,)
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:

@@ -36,6 +36,7 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 from google.genai import types
 from psycopg.types.json import Jsonb
 
+from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_call, async_pool
 
 CREATE = ("select * from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
@@ -57,6 +58,15 @@ Embed = Callable[[Sequence[str]], list[list[float]]]
 def _json(value: Any) -> Jsonb:
     """Strict JSON: a value JSON cannot represent is an error, never its str()."""
     return Jsonb(value, dumps=json.dumps)
+
+
+def _names(**names: Any) -> list[Any]:
+    """The names as given, or InvalidInput naming the first that is not a string (the database checks the rest)."""
+    for field, value in names.items():
+        if not isinstance(value, str):
+            raise InvalidInput(f"memsub: {field} must be a string, not {type(value).__name__}", sqlstate="22023",
+                               field=field)
+    return list(names.values())
 
 
 class _Pooled:
@@ -99,7 +109,12 @@ class MemsubSessionService(_Pooled, BaseSessionService):
 
     async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
                              session_id: str | None = None) -> Session:
-        rows = await self._call(CREATE, [app_name, user_id, session_id, None if state is None else _json(state)])
+        if session_id is not None:
+            _names(session_id=session_id)
+        if state is not None and not isinstance(state, dict):
+            raise InvalidInput("memsub: state must be a dict", sqlstate="22023", field="state")
+        rows = await self._call(CREATE, [*_names(app_name=app_name, user_id=user_id), session_id,
+                                         None if state is None else _json(state)])
         row = rows[0]
         return Session(id=row["id"], app_name=app_name, user_id=user_id, state=row["state"],
                        last_update_time=row["last_update_time"])
@@ -109,7 +124,8 @@ class MemsubSessionService(_Pooled, BaseSessionService):
         # As ADK's own services: 0 or None means "no limit" for both settings.
         recent = config.num_recent_events if config and config.num_recent_events else None
         after = config.after_timestamp if config and config.after_timestamp else None
-        rows = await self._call(GET, [app_name, user_id, session_id, recent, after])
+        rows = await self._call(GET, [*_names(app_name=app_name, user_id=user_id, session_id=session_id), recent,
+                                      after])
         if not rows:
             return None
         row = rows[0]
@@ -118,13 +134,13 @@ class MemsubSessionService(_Pooled, BaseSessionService):
                        last_update_time=row["last_update_time"])
 
     async def list_sessions(self, *, app_name: str, user_id: str) -> ListSessionsResponse:
-        rows = await self._call(LIST, [app_name, user_id])
+        rows = await self._call(LIST, _names(app_name=app_name, user_id=user_id))
         return ListSessionsResponse(sessions=[
             Session(id=row["id"], app_name=app_name, user_id=user_id, state={},
                     last_update_time=row["last_update_time"]) for row in rows])
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await self._call(DELETE, [app_name, user_id, session_id])
+        await self._call(DELETE, _names(app_name=app_name, user_id=user_id, session_id=session_id))
 
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:  # partial (streaming) events are never stored, as in ADK's own services
@@ -178,9 +194,11 @@ class MemsubMemoryService(_Pooled, BaseMemoryService):
         await self._call(MEMORY_ADD, [session.app_name, session.user_id, session.id, _json(memories)])
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        _names(query=query)
         vectors = await self._vectors([query]) if query else None
         embedding = None if vectors is None else _json([float(x) for x in vectors[0]])
-        rows = await self._call(MEMORY_SEARCH, [app_name, user_id, query, embedding, self.limit])
+        rows = await self._call(MEMORY_SEARCH, [*_names(app_name=app_name, user_id=user_id, query=query), embedding,
+                                                self.limit])
         return SearchMemoryResponse(memories=[
             MemoryEntry(content=types.Content.model_validate(row["content"]), author=row["author"],
                         timestamp=None if row["timestamp"] is None
