@@ -103,6 +103,13 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
                  "'{text}', '[[1, 0, 0]]')")
     conn.execute("select memsub.agent_session_add_items('conversation-1', "
                  "'[{\"role\": \"user\", \"content\": \"hi\"}]')")
+    conn.execute("select * from memsub.adk_session_create('helpdesk', 'alice', 's1', "
+                 "'{\"app:motd\": \"hi\", \"user:tier\": \"gold\"}')")
+    conn.execute("select memsub.adk_session_append_event('helpdesk', 'alice', 's1', "
+                 "'{\"id\": \"e1\", \"timestamp\": 1, \"author\": \"user\"}')")
+    conn.execute("select memsub.adk_memory_add('helpdesk', 'alice', 's1', '[{\"event_id\": \"e1\", "
+                 "\"content\": {\"parts\": [{\"text\": \"hello\"}]}, \"text\": \"hello\", "
+                 "\"embedding\": [1, 0, 0]}]')")
     text = "Plan: ship it."
     conn.execute("select memsub.document_ingest('notes/plan.md', repeat('0', 64), 'md', %s, "
                  "'[{\"start_char\": 0, \"end_char\": 14}]')", [text])

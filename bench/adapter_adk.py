@@ -1,0 +1,157 @@
+"""memsub's ADK session service against ADK's own DatabaseSessionService, on one server, in one run.
+
+Usage: python bench/adapter_adk.py [--sessions 20] [--events 20] [--json]
+
+Both sides create the same sessions, append the same events (a text message with a state delta touching the
+session's, the user's and the app's state, and a temp: key), then read each session whole and with
+``num_recent_events=5``. memsub runs as a login in memsub_app (row-level security on, one transaction with
+set_context per call); DatabaseSessionService (google-adk 1.4.2, SQLAlchemy over psycopg) as the owner of its
+own schema, creating its tables as it does on start. Operations alternate between the sides in rounds so drift in
+the machine's load hits both. Ratios are memsub / peer throughput (> 1: memsub is faster) and p50 latency
+(< 1: memsub is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import psycopg
+from google.adk.events import Event, EventActions
+from google.adk.sessions import DatabaseSessionService, Session
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.genai import types
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from sqlalchemy.engine import URL
+
+from _database import bench_database, environment, environment_line
+from _vectors import latency_summary
+from memsub.integrations._context import TenantContext, async_pool
+from memsub.integrations.adk import MemsubSessionService
+
+ROUNDS = 4
+PEER_ROLE = "adk_peer"
+APP = "bench"
+
+
+def prepare_peer(superuser: str) -> str:
+    """A login role owning a schema for ADK's tables; the SQLAlchemy URL of that login."""
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        role = sql.Identifier(PEER_ROLE)
+        # Private throwaway server with local trust authentication: the role needs no password.
+        conn.execute(sql.SQL("create role {} login").format(role))
+        conn.execute(sql.SQL("create schema adk authorization {}").format(role))
+        conn.execute(sql.SQL("alter role {} set search_path = adk").format(role))
+    parts = conninfo_to_dict(superuser)
+    return URL.create("postgresql+psycopg", username=PEER_ROLE, database=str(parts.get("dbname")),
+                      query={"host": str(parts.get("host")), "port": str(parts.get("port", 5432))}
+                      ).render_as_string(hide_password=False)
+
+
+def event(number: int) -> Event:
+    return Event(author="user" if number % 2 == 0 else "assistant", invocation_id=f"inv-{number // 2}",
+                 content=types.Content(role="user" if number % 2 == 0 else "model",
+                                       parts=[types.Part(text=f"message {number} " + "x" * 200)]),
+                 actions=EventActions(state_delta={"step": number, "user:seen": number, "app:total": number,
+                                                   "temp:scratch": "not stored"}))
+
+
+async def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, list[float]]:
+    timings: dict[str, list[float]] = {name: [] for name in sides}
+    size = max(1, -(-len(items) // ROUNDS))
+    names = list(sides)
+    for number, start in enumerate(range(0, len(items), size)):
+        for name in (names if number % 2 == 0 else names[::-1]):
+            for item in items[start:start + size]:
+                began = time.perf_counter()
+                await sides[name](item)
+                timings[name].append(time.perf_counter() - began)
+    return timings
+
+
+def compare(operation: str, timings: dict[str, list[float]]) -> dict[str, Any]:
+    peer, ours = latency_summary(timings["DatabaseSessionService"]), latency_summary(timings["memsub"])
+    return {"operation": operation, "DatabaseSessionService": peer, "memsub": ours,
+            "ratio_ops": ours["ops_per_s"] / peer["ops_per_s"], "ratio_p50": ours["p50_ms"] / peer["p50_ms"]}
+
+
+async def measure(app_dsn: str, peer_url: str, count: int, events: int) -> list[dict[str, Any]]:
+    pool = async_pool(app_dsn, max_size=1)
+    await pool.open()
+    services: dict[str, BaseSessionService] = {"DatabaseSessionService": DatabaseSessionService(peer_url),
+                                               "memsub": MemsubSessionService(pool, TenantContext(uuid.uuid4()))}
+    ids = [f"session-{i}" for i in range(count)]
+    held: dict[str, dict[str, Session]] = {name: {} for name in services}
+
+    def creator(name: str) -> Callable[[str], Awaitable[Any]]:
+        async def create(session_id: str) -> None:
+            held[name][session_id] = await services[name].create_session(
+                app_name=APP, user_id=f"user-{session_id}", session_id=session_id, state={"step": 0})
+        return create
+
+    def appender(name: str) -> Callable[[tuple[str, int]], Awaitable[Any]]:
+        async def append(item: tuple[str, int]) -> None:
+            await services[name].append_event(held[name][item[0]], event(item[1]))
+        return append
+
+    def reader(name: str, config: GetSessionConfig | None) -> Callable[[str], Awaitable[Any]]:
+        async def read(session_id: str) -> None:
+            found = await services[name].get_session(app_name=APP, user_id=f"user-{session_id}",
+                                                     session_id=session_id, config=config)
+            assert found is not None and len(found.events) == (events if config is None else 5)
+        return read
+
+    created = await alternate(ids, {name: creator(name) for name in services})
+    work = [(session_id, number) for number in range(events) for session_id in ids]
+    appended = await alternate(work, {name: appender(name) for name in services})
+    whole = await alternate(ids, {name: reader(name, None) for name in services})
+    recent = await alternate(ids, {name: reader(name, GetSessionConfig(num_recent_events=5)) for name in services})
+    for service in services.values():  # both sides hold the same state
+        found = await service.get_session(app_name=APP, user_id=f"user-{ids[0]}", session_id=ids[0])
+        assert found is not None and found.state == {"step": events - 1, "user:seen": events - 1,
+                                                      "app:total": events - 1}
+    await pool.close()
+    return [compare("create_session", created), compare("append_event", appended),
+            compare(f"get_session ({events} events)", whole), compare("get_session (5 most recent)", recent)]
+
+
+def run(count: int, events: int) -> dict[str, Any]:
+    with bench_database() as (superuser, app):
+        peer_url = prepare_peer(superuser)
+        env = environment(superuser)
+        results = asyncio.run(measure(app, peer_url, count, events))
+    return {"environment": env, "sessions": count, "events": events, "results": results}
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = ["memsub ADK session service vs ADK DatabaseSessionService (same server, same run)",
+             environment_line(report["environment"]),
+             f"{report['sessions']} sessions x {report['events']} events; memsub as a memsub_app login with RLS", "",
+             f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"]
+    for row in report["results"]:
+        peer, ours = row["DatabaseSessionService"]["p50_ms"], row["memsub"]["p50_ms"]
+        lines.append(f"{row['operation']:32} {peer:>8.2f} ms {ours:>8.2f} ms"
+                     f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--events", type=int, default=20)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    report = run(args.sessions, args.events)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
