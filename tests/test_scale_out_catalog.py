@@ -6,14 +6,18 @@ import re
 
 # Tables without tenant_id and what they become on a distributed cluster (docs/scale-out.md).
 NOT_DISTRIBUTED = {
+    "context_keys": "reference",
     "installation_settings": "reference",
     "limits": "reference",
+    "login_bindings": "reference",
+    "maintenance_lock": "coordinator",
     "memory_view_refresh_log": "coordinator",
     "schema_history": "coordinator",
     "schema_repeatable_history": "coordinator",
 }
 # Columns drawn from one global sequence: they need a per-node range or a uuid on a distributed cluster.
-GLOBAL_SEQUENCES = {("tasks", "id"), ("audit", "id")}
+GLOBAL_SEQUENCES = {("tasks", "id"), ("audit", "id"), ("packet_store", "write_seq"),
+                    ("agent_session_items", "item_id"), ("login_bindings", "binding_id")}
 
 
 def _tables(conn) -> dict[str, bool]:
