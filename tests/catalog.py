@@ -48,7 +48,10 @@ CATALOG_QUERIES: dict[str, str] = {
            and (t.typrelid = 0 or (select relkind from pg_class where oid = t.typrelid) = 'c')
          order by 1""",
     "privileges": """
-        select c.relname, c.relacl::text from pg_class c
+        select c.relname,
+               -- NULL means the default privileges: compare what they are, since a restore may spell them out
+               coalesce(c.relacl, acldefault(case c.relkind when 'S' then 's' else 'r' end, c.relowner))::text
+          from pg_class c
          where c.relnamespace = 'memsub'::regnamespace order by 1""",
     "comments": """
         select c.relname, a.attnum, d.description
