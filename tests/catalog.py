@@ -50,7 +50,7 @@ CATALOG_QUERIES: dict[str, str] = {
     "privileges": """
         select c.relname,
                -- NULL means the default privileges: compare what they are, since a restore may spell them out
-               coalesce(c.relacl, acldefault(case c.relkind when 'S' then 's' else 'r' end, c.relowner))::text
+               coalesce(c.relacl, acldefault(case c.relkind when 'S' then 's' else 'r' end::"char", c.relowner))::text
           from pg_class c
          where c.relnamespace = 'memsub'::regnamespace order by 1""",
     "comments": """
