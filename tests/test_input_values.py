@@ -147,10 +147,10 @@ def test_fanned_out_payload_embeddings_without_a_usable_norm_are_refused(world, 
     dimension = world[2]
     vector: Any = {"zero": [0] * dimension, "big": [1e39] + [1] * (dimension - 1),
                    "tiny": [1e-30] * dimension}[embedding]
-    envelope = {"packet_type": "memory_write",
-                "payload": {"embeddings": [{"embedding_type": "content", "vector": vector}]}}
+    envelope = {"packet_type": "memory_write", "payload": {},
+                "memory": {"embeddings": [{"embedding_type": "content", "vector": vector}]}}
     _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)],
-             "payload.embeddings[0].vector")
+             "memory.embeddings[0].vector")
 
 
 NAN, INF, NINF = float("nan"), float("inf"), float("-inf")
@@ -188,10 +188,10 @@ def test_nan_and_infinite_numbers_are_refused(world, call, column, value):
 
 
 def test_a_fact_confidence_given_as_a_string_nan_is_refused(world):
-    envelope = {"packet_type": "memory_write",
-                "payload": {"facts": [{"subject": "a", "predicate": "b", "object": 1, "confidence": "NaN"}]}}
+    envelope = {"packet_type": "memory_write", "payload": {},
+                "memory": {"facts": [{"subject": "a", "predicate": "b", "object": 1, "confidence": "NaN"}]}}
     _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)],
-             "payload.facts[0].confidence")
+             "memory.facts[0].confidence")
 
 
 TIMESTAMP_CALLS = [
@@ -207,7 +207,6 @@ TIMESTAMP_CALLS = [
     ("select memsub.record_summary('topic', 'x', 'text', array['PACKET']::uuid[], "
      "p_valid_until => %s::timestamptz)", "valid_until"),
     ("select * from memsub.summaries_due(%s::timestamptz)", "as_of"),
-    ("select * from memsub.get_thread('PACKET', 10, %s::timestamptz)", "after"),
     ("select * from memsub.semantic_search('VALID', p_since => %s::timestamptz)", "since"),
     ("select * from memsub.semantic_search('VALID', p_until => %s::timestamptz)", "until"),
     ("select memsub.combined_score(0.5, 0.5, %s::timestamptz)", "last_active"),

@@ -132,9 +132,10 @@ def test_named_indexes_have_the_seed_kind(db):
                 f"CREATE INDEX idx_embeddings_vector_{space} ON memsub.memory_embeddings USING hnsw "
                 f"(vector vector_cosine_ops) WHERE (embedding_type = '{space}'::text)",)
         edge = conn.execute("select pg_get_indexdef('memsub.idx_entity_relationships_edge'::regclass)").fetchone()
-        # The seed's unique edge key, held by the current (open) validity window of each edge since 2.5.0.
+        # The seed's unique edge key, held by the current (open) validity window of each edge since 2.5.0, on
+        # the normalized entity names since 2.13.0 (one name rule for functions and views).
         assert edge == ("CREATE UNIQUE INDEX idx_entity_relationships_edge ON memsub.entity_relationships "
-                        "USING btree (tenant_id, source_entity, relationship_type, target_entity) "
+                        "USING btree (tenant_id, source_key, relationship_type, target_key) "
                         "WHERE upper_inf(valid_period)",)
         semantic = conn.execute("select pg_get_indexdef('memsub.idx_semantic_memory_vector'::regclass)").fetchone()
         assert semantic is not None and "USING hnsw (vector vector_cosine_ops)" in semantic[0]

@@ -262,6 +262,7 @@ def test_purging_keeps_lineage_walkable_through_a_tombstone(db):
                             [parent["packet_id"]]).fetchall()
         assert down == [(child["packet_id"], "live")]
         assert conn.execute("select count(*) from memsub.packet_tombstones").fetchone()[0] == 1
+        conn.commit()  # a transaction acts for one tenant
         set_context(conn, TENANT_B)  # tombstones obey the tenant policies
         assert conn.execute("select count(*) from memsub.packet_tombstones").fetchone()[0] == 0
         assert conn.execute("select count(*) from memsub.get_lineage(%s)", [child["packet_id"]]).fetchone()[0] == 0

@@ -36,7 +36,8 @@ def test_session_flow_through_the_client(db):
             assert sessions.restore_checkpoint(memory, checkpoint.id).state == {"step": 1}
             done = sessions.set_task_status(memory, task.id, "completed", result={"a": 2})
             assert done.status == "completed"
-            document = sessions.put_document(memory, "docs/x.md", [0.25, 0.5], {"k": "v"})
+            dimension = memory.fetch("select memsub.vector_dimension() as d")[0]["d"]
+            document = sessions.put_document(memory, "docs/x.md", [0.25, 0.5] * (dimension // 2), {"k": "v"})
             assert sessions.get_document(memory, "docs/x.md") == document
         with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as memory:
             ended = sessions.terminate_session(memory, "s1")

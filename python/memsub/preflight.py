@@ -39,6 +39,7 @@ ROLES: dict[str, tuple[bool, bool]] = {
     "memsub_analyst": (False, False),
     "memsub_view_owner": (True, True),
     "memsub_retrieval_owner": (True, True),
+    "memsub_expiry_owner": (False, True),
 }
 
 _EXTENSION = re.compile(r"\bcreate\s+extension\s+(?:if\s+not\s+exists\s+)?\"?([a-z0-9_]+)\"?", re.IGNORECASE)
