@@ -31,12 +31,14 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
+from _adapter_report import compare as compare_sides
+from _adapter_report import render as render_table
+from _adapter_report import rounds
 from _database import bench_database, environment, environment_line
-from _vectors import latency_summary
 from memsub.integrations._context import TenantContext, async_pool
 from memsub.integrations.adk import MemsubSessionService
 
-ROUNDS = 4
+PEER = "DatabaseSessionService"
 PEER_ROLE = "adk_peer"
 APP = "bench"
 
@@ -65,27 +67,22 @@ def event(number: int) -> Event:
 
 async def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {name: [] for name in sides}
-    size = max(1, -(-len(items) // ROUNDS))
-    names = list(sides)
-    for number, start in enumerate(range(0, len(items), size)):
-        for name in (names if number % 2 == 0 else names[::-1]):
-            for item in items[start:start + size]:
-                began = time.perf_counter()
-                await sides[name](item)
-                timings[name].append(time.perf_counter() - began)
+    for name, chunk in rounds(items, list(sides)):
+        for item in chunk:
+            began = time.perf_counter()
+            await sides[name](item)
+            timings[name].append(time.perf_counter() - began)
     return timings
 
 
 def compare(operation: str, timings: dict[str, list[float]]) -> dict[str, Any]:
-    peer, ours = latency_summary(timings["DatabaseSessionService"]), latency_summary(timings["memsub"])
-    return {"operation": operation, "DatabaseSessionService": peer, "memsub": ours,
-            "ratio_ops": ours["ops_per_s"] / peer["ops_per_s"], "ratio_p50": ours["p50_ms"] / peer["p50_ms"]}
+    return compare_sides(operation, timings, PEER)
 
 
 async def measure(app_dsn: str, peer_url: str, count: int, events: int) -> list[dict[str, Any]]:
     pool = async_pool(app_dsn, max_size=1)
     await pool.open()
-    services: dict[str, BaseSessionService] = {"DatabaseSessionService": DatabaseSessionService(peer_url),
+    services: dict[str, BaseSessionService] = {PEER: DatabaseSessionService(peer_url),
                                                "memsub": MemsubSessionService(pool, TenantContext(uuid.uuid4()))}
     ids = [f"session-{i}" for i in range(count)]
     held: dict[str, dict[str, Session]] = {name: {} for name in services}
@@ -131,15 +128,10 @@ def run(count: int, events: int) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = ["memsub ADK session service vs ADK DatabaseSessionService (same server, same run)",
-             environment_line(report["environment"]),
-             f"{report['sessions']} sessions x {report['events']} events; memsub as a memsub_app login with RLS", "",
-             f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"]
-    for row in report["results"]:
-        peer, ours = row["DatabaseSessionService"]["p50_ms"], row["memsub"]["p50_ms"]
-        lines.append(f"{row['operation']:32} {peer:>8.2f} ms {ours:>8.2f} ms"
-                     f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
-    return "\n".join(lines)
+    return render_table("memsub ADK session service vs ADK DatabaseSessionService (same server, same run)",
+                        environment_line(report["environment"]),
+                        f"{report['sessions']} sessions x {report['events']} events; memsub as a memsub_app login "
+                        "with RLS", PEER, report["results"])
 
 
 def main(argv: list[str] | None = None) -> int:

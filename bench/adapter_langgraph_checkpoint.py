@@ -25,11 +25,13 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 
+from _adapter_report import compare as compare_sides
+from _adapter_report import render as render_table
+from _adapter_report import rounds
 from _database import bench_database, environment, environment_line
-from _vectors import latency_summary
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_checkpoint import MemsubSaver
-from peer_langgraph import ROUNDS, prepare_langgraph
+from peer_langgraph import prepare_langgraph
 
 Step = tuple[str, int]
 
@@ -56,21 +58,16 @@ def chain(saver: Any, thread: str, steps: int) -> Callable[[Step], None]:
 
 def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {name: [] for name in sides}
-    size = max(1, -(-len(items) // ROUNDS))
-    names = list(sides)
-    for number, start in enumerate(range(0, len(items), size)):
-        for name in (names if number % 2 == 0 else names[::-1]):
-            for item in items[start:start + size]:
-                began = time.perf_counter()
-                sides[name](item)
-                timings[name].append(time.perf_counter() - began)
+    for name, chunk in rounds(items, list(sides)):
+        for item in chunk:
+            began = time.perf_counter()
+            sides[name](item)
+            timings[name].append(time.perf_counter() - began)
     return timings
 
 
 def compare(operation: str, timings: dict[str, list[float]]) -> dict[str, Any]:
-    peer, ours = latency_summary(timings["PostgresSaver"]), latency_summary(timings["memsub"])
-    return {"operation": operation, "PostgresSaver": peer, "memsub": ours,
-            "ratio_ops": ours["ops_per_s"] / peer["ops_per_s"], "ratio_p50": ours["p50_ms"] / peer["p50_ms"]}
+    return compare_sides(operation, timings, "PostgresSaver")
 
 
 def run(threads: int, steps: int) -> dict[str, Any]:
@@ -102,15 +99,10 @@ def run(threads: int, steps: int) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = ["memsub LangGraph checkpointer vs LangGraph PostgresSaver (same server, same run)",
-             environment_line(report["environment"]),
-             f"{report['threads']} threads x {report['steps']} steps; memsub as a memsub_app login with RLS", "",
-             f"{'operation':32} {'PostgresSaver p50':>18} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"]
-    for row in report["results"]:
-        peer, ours = row["PostgresSaver"]["p50_ms"], row["memsub"]["p50_ms"]
-        lines.append(f"{row['operation']:32} {peer:>15.2f} ms {ours:>8.2f} ms"
-                     f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
-    return "\n".join(lines)
+    return render_table("memsub LangGraph checkpointer vs LangGraph PostgresSaver (same server, same run)",
+                        environment_line(report["environment"]),
+                        f"{report['threads']} threads x {report['steps']} steps; memsub as a memsub_app login with RLS",
+                        "PostgresSaver", report["results"])
 
 
 def main(argv: list[str] | None = None) -> int:
