@@ -200,3 +200,40 @@ def test_scratch_directories_of_the_test_servers_are_removed_even_on_error():
         assert directory.stat().st_mode & 0o777 == 0o755
         raise RuntimeError("test failed midway")
     assert not directory.exists()
+
+
+def test_a_wrong_password_is_one_line_and_cannot_connect(clean_env):
+    """On a private cluster that asks every login but its superuser for a password (the shared test server
+    trusts local logins, so it cannot show this)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from memsub import embedded
+
+    from helpers import scratch_dir
+
+    with scratch_dir("memsub-password-") as workdir:
+        data_dir = workdir / "pgdata"
+        url = embedded.start(data_dir)
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("create role memsub_password_login login password 'the-right-one'")
+                hba_row = conn.execute("show hba_file").fetchone()
+                superuser_row = conn.execute("select current_user").fetchone()
+                assert hba_row is not None and superuser_row is not None
+                superuser = superuser_row[0]
+                with open(hba_row[0], "w") as hba:
+                    hba.write(f"local all {superuser} trust\nlocal all all scram-sha-256\n"
+                              f"host all {superuser} 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+                conn.execute("select pg_reload_conf()")
+            right = make_conninfo(url, user="memsub_password_login", password="the-right-one")
+            with psycopg.connect(right) as conn:  # the login works with its password
+                assert conn.execute("select current_user").fetchone() == ("memsub_password_login",)
+            wrong = make_conninfo(url, user="memsub_password_login", password="a-wrong-one")
+            result = CliRunner().invoke(cli, ["status", "--dsn", wrong])
+            assert result.exit_code == 3, result.output
+            assert "password authentication failed" in result.stderr, result.output
+            assert "a-wrong-one" not in result.output + result.stderr  # never echo the password
+            one_line(result.stderr)
+        finally:
+            embedded.stop(data_dir)
