@@ -367,6 +367,31 @@ comment on function memsub.memory_context(text) is
     'temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats '
     'memory_entries. Only what the caller may see takes part.';
 
+-- The arguments memory_search and entity_search share: k (at least 1, at most the installation's max_k limit,
+-- 54000 above it, like every other search), rrf_k, and a query vector or text.
+create or replace function memsub.check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    perform memsub.check_limit(p_k, 'max_k', 'k');
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub.check_vector(p_query, 'query');
+end
+$$;
+comment on function memsub.check_fused_search(integer, integer, vector, text) is
+    'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the '
+    'max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
+
 create or replace function memsub.memory_search(
     p_query_text       text,
     p_query            vector  default null,
@@ -384,16 +409,7 @@ declare
     v_candidates integer;
     v_query      tsquery;
 begin
-    if p_k is null or p_k < 1 or p_k > 1000 then
-        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    if p_rrf_k is null or p_rrf_k < 0 then
-        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
-    end if;
-    if p_query is null and p_query_text is null then
-        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub.check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
     return query
@@ -480,5 +496,6 @@ grant execute on function
     memsub.memory_history(text, text),
     memsub.memory_list(text),
     memsub.memory_context(text),
-    memsub.memory_search(text, vector, integer, text, integer)
+    memsub.memory_search(text, vector, integer, text, integer),
+    memsub.check_fused_search(integer, integer, vector, text)
     to memsub_app, memsub_analyst;

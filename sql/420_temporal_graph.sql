@@ -460,16 +460,7 @@ declare
     v_candidates integer;
     v_query      tsquery;
 begin
-    if p_k is null or p_k < 1 or p_k > 1000 then
-        raise exception 'field "k" must be between 1 and 1000, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    if p_rrf_k is null or p_rrf_k < 0 then
-        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
-    end if;
-    if p_query is null and p_query_text is null then
-        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub.check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
     v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
     return query
