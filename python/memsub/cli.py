@@ -414,6 +414,7 @@ def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str 
 
 
 def _register_commands() -> None:
+    from memsub.cli_http import api_key_group, serve_command
     from memsub.cli_ingest import build_ingest_command
     from memsub.cli_limits import login_timeouts_command
     from memsub.cli_maintain import maintain_command
@@ -429,6 +430,8 @@ def _register_commands() -> None:
     main.add_command(search_command)
     main.add_command(graph_group)
     main.add_command(login_timeouts_command)
+    main.add_command(serve_command)
+    main.add_command(api_key_group)
 
 
 _register_commands()

@@ -1,0 +1,123 @@
+"""``memsub serve`` (the HTTP API, docs/http.md) and ``memsub api-key`` (its credentials)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from memsub.client import Substrate
+from memsub.connection import probe, resolve
+from memsub.errors import MemsubError
+from memsub.exit_codes import fail
+
+
+@click.command("serve")
+@click.option("--dsn", default=None, help="libpq connection string of the server's own login (default: MEMSUB_DSN, "
+                                          "DATABASE_URL, libpq's PG* environment, then the embedded cluster).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--pool-size", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="Database connections at most.")
+@click.option("--max-body-bytes", default=None, type=click.IntRange(1), help="Largest request body accepted "
+              "(default: 16 MiB + 64 KiB, a full batch under memsub's max_batch_bytes); larger ones get 413.")
+def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_body_bytes: int | None) -> None:
+    """Serve the HTTP API (seed 004's POST /api/v1/memory/packet and the routes of docs/http.md). Every request
+    authenticates with an API key (memsub api-key create) and acts for that key's tenant."""
+    try:
+        import uvicorn
+
+        from memsub.http_api import DEFAULT_MAX_BODY_BYTES, create_app
+    except ImportError as error:  # the optional extra is not installed
+        click.echo(f"memsub: the HTTP API needs the http extra (pip install 'memsub[http]'): {error}", err=True)
+        sys.exit(2)
+    conninfo = resolve(dsn, announce=True).dsn
+    probe(conninfo)
+    app = create_app(conninfo, max_size=pool_size, max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES)
+    click.echo(f"memsub: serving http://{host}:{port}/api/v1 (OpenAPI: /api/v1/openapi.json)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@click.group("api-key")
+def api_key_group() -> None:
+    """Create, list and revoke API keys of the HTTP API (needs a tenant_admin or platform_admin login)."""
+
+
+def _admin_options(function: Any) -> Any:
+    for option in reversed([
+        click.option("--dsn", default=None, help="libpq connection string of an admin login."),
+        click.option("--as", "admin_role", type=click.Choice(["platform_admin", "tenant_admin"]),
+                     default="platform_admin", show_default=True,
+                     help="The context role to act with (the login must be a member of memsub_<role>)."),
+        click.option("--admin-tenant", default=None,
+                     help="Tenant of the admin context (required with --as tenant_admin; default: the key's)."),
+    ]):
+        function = option(function)
+    return function
+
+
+def _substrate(dsn: str | None) -> Substrate:
+    conninfo = resolve(dsn, announce=True).dsn
+    probe(conninfo)
+    return Substrate(conninfo, max_size=1, timeout=10.0)
+
+
+@api_key_group.command("create")
+@_admin_options
+@click.option("--tenant", "tenant_id", required=True, help="Tenant UUID every request with the key acts for.")
+@click.option("--org", "org_id", default=None, help="Organization UUID.")
+@click.option("--user", "user_id", default=None, help="User UUID.")
+@click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
+              help="Context role of the key's requests (the serving login needs memsub_<role>).")
+@click.option("--label", default="", help="Who holds the key, or what for.")
+@click.option("--expires-at", default=None, help="ISO 8601 time after which the key stops working.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, tenant_id: str, org_id: str | None,
+                   user_id: str | None, roles: tuple[str, ...], label: str, expires_at: str | None,
+                   as_json: bool) -> None:
+    """Mint an API key (memsub.create_api_key). The key is printed once: only its sha256 is stored."""
+    context_tenant = admin_tenant or (tenant_id if admin_role == "tenant_admin" else None)
+    try:
+        with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
+            rows = session.fetch("select key_id, api_key, tenant_id, org_id, user_id, roles, label, expires_at "
+                                 "from memsub.create_api_key(%s, %s, %s, %s, %s, %s::timestamptz)",
+                                 [tenant_id, org_id, user_id, list(roles), label, expires_at])
+    except MemsubError as error:
+        fail(error)
+    row = rows[0]
+    if as_json:
+        click.echo(json.dumps(row, default=str))
+    else:
+        click.echo(row["api_key"])
+        click.echo(f"memsub: key {row['key_id']} for tenant {row['tenant_id']}; it is shown only now", err=True)
+
+
+@api_key_group.command("revoke")
+@_admin_options
+@click.argument("key_id")
+def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, key_id: str) -> None:
+    """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it."""
+    try:
+        with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+            revoked = session.fetch("select memsub.revoke_api_key(%s) as revoked", [key_id])[0]["revoked"]
+    except MemsubError as error:
+        fail(error)
+    if not revoked:
+        click.echo(f"memsub: no live key {key_id} in this context", err=True)
+        sys.exit(1)
+    click.echo(f"revoked {key_id}")
+
+
+@api_key_group.command("list")
+@_admin_options
+def api_key_list(dsn: str | None, admin_role: str, admin_tenant: str | None) -> None:
+    """The keys of the context (memsub.list_api_keys) as JSON Lines, without their secrets."""
+    try:
+        with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+            rows = session.fetch("select * from memsub.list_api_keys()")
+    except MemsubError as error:
+        fail(error)
+    for row in rows:
+        click.echo(json.dumps(row, default=str))

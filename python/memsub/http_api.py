@@ -1,0 +1,667 @@
+"""The HTTP API (``memsub serve``): seed 004's ``POST /api/v1/memory/packet`` and the reads around it.
+
+Each route is a thin layer over one stored function. A request is one transaction on a pooled connection:
+``memsub.authenticate_api_key`` verifies the caller's key and seals the context of the key's tenant,
+organization, user and roles, then the route's function runs under row-level security and PostgreSQL renders
+the JSON answer (``to_jsonb``). No request field can name a tenant: the tenant is the key's. Errors are RFC 9457
+problem details mapped from the SQLSTATE contract (docs/errors.md); a failed request commits nothing.
+docs/http.md describes every route.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from memsub.http_openapi import openapi_document
+
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
+"""Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
+
+AUTHENTICATE = "select key_id from memsub.authenticate_api_key(%s)"
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Problem(Exception):
+    """An error answered as RFC 9457 problem details."""
+
+    def __init__(self, status: int, kind: str, title: str, detail: str, *, field: str | None = None,
+                 sqlstate: str | None = None, extra: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.kind, self.title, self.detail = status, kind, title, detail
+        self.field, self.sqlstate, self.extra, self.headers = field, sqlstate, extra or {}, headers or {}
+
+    def response(self, instance: str) -> Response:
+        body: dict[str, Any] = {"type": f"urn:memsub:problem:{self.kind}", "title": self.title,
+                                "status": self.status, "detail": self.detail, "instance": instance}
+        if self.field is not None:
+            body["field"] = self.field
+        if self.sqlstate is not None:
+            body["sqlstate"] = self.sqlstate
+        body.update(self.extra)
+        return Response(json.dumps(body), status_code=self.status, media_type=PROBLEM_MEDIA_TYPE,
+                        headers=self.headers)
+
+
+def invalid(field: str, detail: str) -> Problem:
+    return Problem(422, "invalid-input", "Invalid input", detail, field=field)
+
+
+# SQLSTATE -> (HTTP status, problem kind, title). Classes 22 (data exceptions) fall back to 422.
+SQLSTATE_STATUS: dict[str, tuple[int, str, str]] = {
+    "28000": (401, "unauthenticated", "Authentication failed"),
+    "42501": (403, "forbidden", "Not allowed in this context"),
+    "P0002": (404, "not-found", "Not found"),
+    "23502": (422, "invalid-input", "Invalid input"),
+    "23503": (422, "unknown-reference", "Unknown reference"),
+    "23514": (422, "constraint-violated", "Contract violated"),
+    "54000": (422, "limit-exceeded", "Limit exceeded"),
+    "54001": (422, "invalid-input", "Input too deeply nested"),
+    "23505": (409, "conflict", "Conflicts with an existing object"),
+    "23P01": (409, "conflict", "Overlaps an existing validity window"),
+    "40001": (409, "stale-version", "Stale version"),
+    "55000": (409, "wrong-state", "Object not in a state that allows this"),
+    "0A000": (409, "immutable", "Immutable"),
+    "55P03": (503, "busy", "Locked by a concurrent call, retry later"),
+}
+
+
+def problem_from_database(error: psycopg.Error) -> Problem:
+    sqlstate = error.sqlstate or ""
+    status = SQLSTATE_STATUS.get(sqlstate) or (
+        (422, "invalid-input", "Invalid input") if sqlstate.startswith("22") else None)
+    if status is None:
+        raise error  # not part of the contract: a server error
+    code, kind, title = status
+    extra: dict[str, Any] = {}
+    headers: dict[str, str] = {}
+    if sqlstate == "54000" and error.diag.message_detail:
+        extra["limit"] = error.diag.message_detail
+    if sqlstate == "40001" and error.diag.message_detail:
+        extra["conflict"] = error.diag.message_detail
+    if code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="memsub"'
+    if code == 503:
+        headers["Retry-After"] = "1"
+    return Problem(code, kind, title, error.diag.message_primary or str(error), field=error.diag.column_name,
+                   sqlstate=sqlstate, extra=extra, headers=headers)
+
+
+# -- request parsing -------------------------------------------------------------------------------------------
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+async def read_body(request: Request) -> str:
+    """The request body as text, refusing more than the configured bytes (413) before reading them all."""
+    limit: int = request.app.state.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise Problem(413, "body-too-large", "Request body too large",
+                      f"the body has {declared} bytes; this server accepts at most {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, "body-too-large", "Request body too large",
+                          f"the body exceeds {limit} bytes, the most this server accepts")
+        chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Problem(400, "bad-json", "Malformed JSON", f"the body is not UTF-8: {error.reason}") from error
+
+
+async def read_json(request: Request) -> tuple[str, Any]:
+    """The body's text and its parsed value; 400 when it is not JSON (NaN and Infinity are not JSON)."""
+    text = await read_body(request)
+    if not text.strip():
+        raise Problem(400, "bad-json", "Malformed JSON", "the request needs a JSON body")
+    try:
+        return text, json.loads(text, parse_constant=_reject_constant)
+    except RecursionError as error:
+        raise Problem(400, "bad-json", "Malformed JSON", "the JSON body is nested too deeply") from error
+    except ValueError as error:
+        raise Problem(400, "bad-json", "Malformed JSON", f"the body is not JSON: {error}") from error
+
+
+def uuid_text(value: Any, field: str) -> str:
+    if isinstance(value, str):
+        try:
+            return str(UUID(value))
+        except ValueError:
+            pass
+    raise invalid(field, f"{field} must be a UUID")
+
+
+def integer(value: Any, field: str) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError as error:
+            raise invalid(field, f"{field} must be an integer") from error
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(field, f"{field} must be an integer")
+    if not INT_MIN <= value <= INT_MAX:
+        raise invalid(field, f"{field} must be between {INT_MIN} and {INT_MAX}")
+    return value
+
+
+def bigint(value: Any, field: str) -> int:
+    number = value
+    if isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError as error:
+            raise invalid(field, f"{field} must be an integer") from error
+    if isinstance(number, bool) or not isinstance(number, int) or not -(2**63) <= number < 2**63:
+        raise invalid(field, f"{field} must be a 64-bit integer")
+    return number
+
+
+def number(value: Any, field: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError as error:
+            raise invalid(field, f"{field} must be a number") from error
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise invalid(field, f"{field} must be a number")
+    result = float(value)
+    if not math.isfinite(result):
+        raise invalid(field, f"{field} must be a finite number")
+    return result
+
+
+def boolean(value: Any, field: str) -> bool:
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    if not isinstance(value, bool):
+        raise invalid(field, f"{field} must be true or false")
+    return value
+
+
+def text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise invalid(field, f"{field} must be a string")
+    if "\x00" in value:
+        raise invalid(field, f"{field} must not contain NUL characters")
+    return value
+
+
+def timestamp(value: Any, field: str) -> str:
+    value = text(value, field)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise invalid(field, f"{field} must be an ISO 8601 timestamp") from error
+    if parsed.tzinfo is None:
+        raise invalid(field, f"{field} must name its time zone (e.g. 2025-12-07T12:00:00Z)")
+    return parsed.isoformat()
+
+
+def texts(value: Any, field: str) -> list[str]:
+    if not isinstance(value, list):
+        raise invalid(field, f"{field} must be an array of strings")
+    return [text(item, f"{field}[{i}]") for i, item in enumerate(value)]
+
+
+def vector(value: Any, field: str) -> str:
+    if not isinstance(value, list) or not value:
+        raise invalid(field, f"{field} must be a non-empty array of numbers")
+    return "[" + ",".join(repr(number(item, f"{field}[{i}]")) for i, item in enumerate(value)) + "]"
+
+
+def json_value(value: Any, field: str) -> str:
+    return json.dumps(value)
+
+
+def json_object(value: Any, field: str) -> str:
+    if not isinstance(value, dict):
+        raise invalid(field, f"{field} must be a JSON object")
+    return json.dumps(value)
+
+
+Coerce = Callable[[Any, str], Any]
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of a stored function, fed from a body or query field of the same name."""
+
+    name: str
+    coerce: Coerce
+    cast: str
+    required: bool = False
+    many: bool = False  # a query parameter that may repeat (an array)
+
+
+def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
+                   fixed: Sequence[tuple[str, str, Any]] = ()) -> tuple[sql.Composable, list[Any]]:
+    """``p_name => %s::cast, ...`` for the fields given (the function's defaults stand for the rest) and their
+    values; unknown fields and missing required ones are 422 naming the field."""
+    known = {argument.name for argument in arguments}
+    for name in source:
+        if name not in known:
+            raise invalid(name, f"unknown field {name}")
+    parts: list[sql.Composable] = []
+    values: list[Any] = []
+    for name, cast, value in fixed:
+        parts.append(sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{name}"), sql.SQL(cast)))
+        values.append(value)
+    for argument in arguments:
+        if argument.name not in source or source[argument.name] is None:
+            if argument.required:
+                raise invalid(argument.name, f"{argument.name} is required")
+            continue
+        raw = source[argument.name]
+        parts.append(sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{argument.name}"), sql.SQL(argument.cast)))
+        values.append(argument.coerce(raw, argument.name))
+    return sql.SQL(", ").join(parts), values
+
+
+def query_fields(request: Request, arguments: Sequence[Argument]) -> dict[str, Any]:
+    """Query parameters by name: repeatable ones as lists, others as their single value (422 when repeated)."""
+    many = {argument.name for argument in arguments if argument.many}
+    fields: dict[str, Any] = {}
+    for name in request.query_params:
+        values = request.query_params.getlist(name)
+        if name in many:
+            fields[name] = values
+        elif len(values) > 1:
+            raise invalid(name, f"{name} may be given once")
+        else:
+            fields[name] = values[0]
+    return fields
+
+
+async def body_object(request: Request) -> dict[str, Any]:
+    _, value = await read_json(request)
+    if not isinstance(value, dict):
+        raise invalid("body", "the body must be a JSON object")
+    return value
+
+
+# -- database ----------------------------------------------------------------------------------------------------
+
+def api_key_of(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() == "bearer" and credentials.strip():
+            return credentials.strip()
+    key = request.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    raise Problem(401, "unauthenticated", "Authentication required",
+                  "send the API key as 'Authorization: Bearer msk_...' (memsub api-key create)",
+                  field="api_key", headers={"WWW-Authenticate": 'Bearer realm="memsub"'})
+
+
+async def fetch_one(request: Request, query: sql.Composable | str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The first row of ``query``, run after authenticating the request's key, all in one transaction (one
+    round trip for both statements, a second for COMMIT). Database errors become problems; nothing is kept."""
+    key = api_key_of(request)
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool
+    try:
+        async with pool.connection() as connection, connection.pipeline(), connection.transaction():
+            await connection.execute(AUTHENTICATE, [key])
+            cursor = await connection.execute(query, params)
+            return await cursor.fetchone()
+    except psycopg.Error as error:
+        if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
+            raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
+        raise problem_from_database(error) from error
+    except PoolTimeout as error:
+        raise Problem(503, "unavailable", "Database unavailable", "no database connection available in time",
+                      headers={"Retry-After": "1"}) from error
+
+
+def json_response(row: tuple[Any, ...] | None, status: int = 200) -> Response:
+    assert row is not None
+    return Response(row[0], status_code=status, media_type="application/json")
+
+
+# Columns that are indexes, not content: left out of the JSON of a row.
+HIDDEN = "array['search_tsv', 'embedding']"
+PACKET_JSON = sql.SQL("(to_jsonb(r) - " + HIDDEN + ")")
+
+
+# -- routes ------------------------------------------------------------------------------------------------------
+
+async def write_packet(request: Request) -> Response:
+    text_body, value = await read_json(request)
+    if not isinstance(value, dict):
+        raise invalid("envelope", "the body must be one PacketEnvelope (a JSON object)")
+    row = await fetch_one(request, "select r.deduplicated, to_jsonb(r)::text from memsub.write_packet(%s::jsonb) r",
+                          [text_body])
+    assert row is not None
+    return Response(row[1], status_code=200 if row[0] else 201, media_type="application/json")
+
+
+async def write_packets(request: Request) -> Response:
+    text_body, value = await read_json(request)
+    if isinstance(value, dict) and set(value) == {"envelopes"}:
+        value = value["envelopes"]
+        text_body = json.dumps(value)
+    if not isinstance(value, list):
+        raise invalid("envelopes", "the body must be a JSON array of PacketEnvelopes, or {\"envelopes\": [...]}")
+    row = await fetch_one(request, "select jsonb_build_object('results', coalesce(jsonb_agg(to_jsonb(r) "
+                                   "order by r.position), '[]'))::text from memsub.write_packets(%s::jsonb) r",
+                          [text_body])
+    return json_response(row)
+
+
+async def get_packet(request: Request) -> Response:
+    packet_id = uuid_text(request.path_params["packet_id"], "packet_id")
+    row = await fetch_one(request, sql.SQL("select {}::text from memsub.get_packet(%s::uuid) r").format(PACKET_JSON),
+                          [packet_id])
+    if row is None:
+        raise Problem(404, "not-found", "Not found", f"no packet {packet_id} is visible to this key",
+                      field="packet_id")
+    return json_response(row)
+
+
+THREAD_ARGUMENTS = (Argument("limit", integer, "integer"), Argument("after", bigint, "bigint"))
+
+
+async def get_thread(request: Request) -> Response:
+    thread_id = uuid_text(request.path_params["thread_id"], "thread_id")
+    fields = query_fields(request, THREAD_ARGUMENTS)
+    call_arguments(fields, THREAD_ARGUMENTS)  # unknown parameters are refused
+    limit = integer(fields["limit"], "limit") if "limit" in fields else 1000
+    after = bigint(fields["after"], "after") if "after" in fields else None
+    query = sql.SQL(
+        "select jsonb_build_object('packets', coalesce(jsonb_agg({} order by r.write_seq), '[]'), "
+        "'next_cursor', case when count(*) = %s then max(r.write_seq) end)::text "
+        "from memsub.get_thread(p_thread_id => %s::uuid, p_limit => %s::integer, p_after_cursor => %s::bigint) r"
+    ).format(PACKET_JSON)
+    return json_response(await fetch_one(request, query, [limit, thread_id, limit, after]))
+
+
+LINEAGE_ARGUMENTS = (Argument("direction", text, "text"), Argument("max_depth", integer, "integer"))
+
+
+async def get_lineage(request: Request) -> Response:
+    packet_id = uuid_text(request.path_params["packet_id"], "packet_id")
+    arguments, values = call_arguments(query_fields(request, LINEAGE_ARGUMENTS), LINEAGE_ARGUMENTS,
+                                       [("packet_id", "uuid", packet_id)])
+    query = sql.SQL("select jsonb_build_object('lineage', coalesce(jsonb_agg(to_jsonb(r) order by r.depth, "
+                    "r.packet_id), '[]'))::text from memsub.get_lineage({}) r").format(arguments)
+    return json_response(await fetch_one(request, query, values))
+
+
+SEMANTIC_ARGUMENTS = (
+    Argument("query", vector, "vector", required=True), Argument("k", integer, "integer"),
+    Argument("embedding_type", text, "text"), Argument("thread_id", lambda v, f: uuid_text(v, f), "uuid"),
+    Argument("tags", texts, "text[]"), Argument("packet_type", text, "text"),
+    Argument("since", timestamp, "timestamptz"), Argument("until", timestamp, "timestamptz"),
+    Argument("min_importance", number, "double precision"), Argument("rank_by", text, "text"),
+    Argument("record_access", boolean, "boolean"), Argument("query_text", text, "text"),
+    Argument("agent_id", text, "text"),
+)
+
+
+async def semantic_search(request: Request) -> Response:
+    arguments, values = call_arguments(await body_object(request), SEMANTIC_ARGUMENTS)
+    query = ranked('hits', 'semantic_search', arguments)
+    return json_response(await fetch_one(request, query, values))
+
+
+HYBRID_ARGUMENTS = (
+    Argument("query_text", text, "text", required=True), Argument("query", vector, "vector"),
+    Argument("k", integer, "integer"), Argument("embedding_type", text, "text"),
+    Argument("vector_weight", number, "double precision"), Argument("text_weight", number, "double precision"),
+    Argument("rrf_k", integer, "integer"), Argument("candidates", integer, "integer"),
+    Argument("importance_weight", number, "double precision"),
+    Argument("recency_weight", number, "double precision"),
+    Argument("record_access", boolean, "boolean"), Argument("agent_id", text, "text"),
+)
+
+
+async def hybrid_search(request: Request) -> Response:
+    fields = await body_object(request)
+    arguments, values = call_arguments(fields, HYBRID_ARGUMENTS,
+                                       [] if fields.get("query") is not None else [("query", "vector", None)])
+    query = ranked('hits', 'hybrid_search', arguments)
+    return json_response(await fetch_one(request, query, values))
+
+
+TRAVERSE_ARGUMENTS = (
+    Argument("start_entity", text, "text", required=True), Argument("max_depth", integer, "integer"),
+    Argument("relationship_types", texts, "text[]", many=True),
+    Argument("min_confidence", number, "double precision"), Argument("direction", text, "text"),
+    Argument("min_path_confidence", number, "double precision"), Argument("limit", integer, "integer"),
+    Argument("as_of", timestamp, "timestamptz"),
+)
+
+
+async def traverse_graph(request: Request) -> Response:
+    arguments, values = call_arguments(query_fields(request, TRAVERSE_ARGUMENTS), TRAVERSE_ARGUMENTS)
+    query = ranked('nodes', 'traverse_graph', arguments)
+    return json_response(await fetch_one(request, query, values))
+
+
+def ranked(name: str, function: str, arguments: sql.Composable) -> sql.Composable:
+    """``{name: [rows of memsub.function(arguments) in the function's order]}`` as JSON text."""
+    return sql.SQL("select jsonb_build_object({}, coalesce(jsonb_agg(to_jsonb(r) - 'ordinality' "
+                   "order by r.ordinality), '[]'))::text from {}({}) with ordinality as r").format(
+        sql.Literal(name), sql.Identifier("memsub", function), arguments)
+
+
+MEMORY_JSON = sql.SQL("(to_jsonb(r) - " + HIDDEN + ")")
+
+
+def namespace_key(request: Request) -> tuple[str, str]:
+    return (text(request.path_params["namespace"], "namespace"), text(request.path_params["key"], "key"))
+
+
+async def memory_get(request: Request) -> Response:
+    namespace, key = namespace_key(request)
+    row = await fetch_one(request, sql.SQL("select {}::text from memsub.memory_get(%s, %s) r").format(MEMORY_JSON),
+                          [namespace, key])
+    if row is None:
+        raise Problem(404, "not-found", "Not found", f"no live entry {key!r} in namespace {namespace!r}", field="key")
+    return json_response(row)
+
+
+MEMORY_WRITE_ARGUMENTS = (
+    Argument("value", json_value, "jsonb", required=True), Argument("expected_version", integer, "integer"),
+    Argument("memory_type", text, "text"), Argument("metadata", json_object, "jsonb"),
+)
+
+
+async def memory_put(request: Request) -> Response:
+    namespace, key = namespace_key(request)
+    fields = await body_object(request)
+    if "value" in fields and fields["value"] is None:
+        raise invalid("value", "value must not be null (delete is not part of this API)")
+    arguments, values = call_arguments(fields, MEMORY_WRITE_ARGUMENTS,
+                                       [("namespace", "text", namespace), ("key", "text", key)])
+    row = await fetch_one(request, sql.SQL("select {}::text from memsub.memory_write({}) r").format(
+        MEMORY_JSON, arguments), values)
+    return json_response(row)
+
+
+async def memory_list(request: Request) -> Response:
+    namespace = text(request.path_params["namespace"], "namespace")
+    row = await fetch_one(request, sql.SQL(
+        "select jsonb_build_object('entries', coalesce(jsonb_agg({} order by r.namespace, r.key), '[]'))::text "
+        "from memsub.memory_list(%s) r").format(MEMORY_JSON), [namespace])
+    return json_response(row)
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def ready(request: Request) -> Response:
+    """Ready when a pooled connection answers and memsub's authentication function is installed."""
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool
+    try:
+        async with pool.connection(timeout=5.0) as connection:
+            cursor = await connection.execute(
+                "select pg_catalog.to_regprocedure('memsub.authenticate_api_key(text)') is not null")
+            row = await cursor.fetchone()
+    except (psycopg.Error, PoolTimeout) as error:
+        raise Problem(503, "unavailable", "Not ready", f"the database does not answer: {type(error).__name__}",
+                      headers={"Retry-After": "1"}) from error
+    if not row or not row[0]:
+        raise Problem(503, "unavailable", "Not ready", "memsub is not installed in this database (memsub migrate)")
+    return JSONResponse({"status": "ready"})
+
+
+async def openapi(request: Request) -> Response:
+    return Response(request.app.state.openapi_text, media_type="application/json")
+
+
+def guarded(handler: Handler) -> Handler:
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Problem as problem:
+            return problem.response(request.url.path)
+    run.__name__ = handler.__name__
+    return run
+
+
+ROUTES: list[tuple[str, str, Handler]] = [
+    ("/api/v1/memory/packet", "POST", write_packet),
+    ("/api/v1/memory/packets", "POST", write_packets),
+    ("/api/v1/memory/packet/{packet_id}", "GET", get_packet),
+    ("/api/v1/memory/packet/{packet_id}/lineage", "GET", get_lineage),
+    ("/api/v1/memory/thread/{thread_id}", "GET", get_thread),
+    ("/api/v1/search/semantic", "POST", semantic_search),
+    ("/api/v1/search/hybrid", "POST", hybrid_search),
+    ("/api/v1/graph/traverse", "GET", traverse_graph),
+    ("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
+    ("/api/v1/memory/namespace/{namespace}/keys/{key}", "GET", memory_get),
+    ("/api/v1/memory/namespace/{namespace}/keys/{key}", "PUT", memory_put),
+    ("/api/v1/health", "GET", health),
+    ("/api/v1/ready", "GET", ready),
+    ("/api/v1/openapi.json", "GET", openapi),
+]
+
+
+def _routes() -> list[Route]:
+    by_path: dict[str, dict[str, Handler]] = {}
+    for path, method, handler in ROUTES:
+        by_path.setdefault(path, {})[method] = handler
+    routes = []
+    for path, handlers in by_path.items():
+        if len(handlers) == 1:
+            ((method, handler),) = handlers.items()
+            routes.append(Route(path, guarded(handler), methods=[method]))
+        else:
+            routes.append(Route(path, guarded(_dispatch(handlers)), methods=list(handlers)))
+    return routes
+
+
+def _dispatch(handlers: dict[str, Handler]) -> Handler:
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+    return dispatch
+
+
+async def _http_problem(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    kinds = {404: ("not-found", "Not found", f"no route {request.url.path}"),
+             405: ("method-not-allowed", "Method not allowed",
+                   f"{request.method} is not allowed on {request.url.path}")}
+    kind, title, detail = kinds.get(error.status_code, ("http-error", str(error.detail), str(error.detail)))
+    return Problem(error.status_code, kind, title, detail, headers=dict(error.headers or {})).response(
+        request.url.path)
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    return Problem(500, "internal", "Internal server error",
+                   "the server failed to answer; nothing was written").response(request.url.path)
+
+
+async def _configure(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
+    """Timestamps in answers are rendered in UTC."""
+    await connection.execute("select pg_catalog.set_config('TimeZone', 'UTC', false)")
+    await connection.commit()
+
+
+def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, pool_timeout: float = 10.0) -> Starlette:
+    """The ASGI application over a pool of connections to ``dsn`` (opened at startup, closed at shutdown).
+
+    The login of ``dsn`` needs EXECUTE on memsub.authenticate_api_key (memsub_app has it) and no binding: the
+    tenant of every request is its API key's."""
+    from memsub.connection import with_timeout
+
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
+        with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=pool_timeout,
+        configure=_configure, connection_class=psycopg.AsyncConnection)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await pool.open(wait=False)
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    app = Starlette(routes=_routes(), lifespan=lifespan,
+                    exception_handlers={HTTPException: _http_problem, Exception: _server_error})
+    app.state.pool = pool
+    app.state.max_body_bytes = max_body_bytes
+    app.state.openapi_text = openapi_json()
+    return app
+
+
+def openapi_json() -> str:
+    """The OpenAPI document as served (and as committed in docs/openapi.json)."""
+    return json.dumps(openapi_document(), indent=2) + "\n"
+
+
+@contextmanager
+def serve_in_thread(app: Starlette, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Run ``app`` under uvicorn on a background thread (port 0: a free port) and yield its base URL; stop it on
+    exit. For tests, benchmarks and embedding the API in another process."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the HTTP server did not start")
+            time.sleep(0.01)
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
