@@ -304,6 +304,6 @@ def test_readme_http_example_runs(api: Api):
     assert block is not None
     namespace: dict[str, object] = {"MEMSUB_URL": api.url, "API_KEY": api.keys["a"]["api_key"]}
     code = block.group(1).replace('os.environ["MEMSUB_URL"]', "MEMSUB_URL").replace(
-        'os.environ["MEMSUB_API_KEY"]', "API_KEY")
+        "os.environ['MEMSUB_API_KEY']", "API_KEY")
     exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
     assert namespace["result"]["packet_type"] == "event"  # type: ignore[index]

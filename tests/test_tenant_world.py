@@ -126,6 +126,7 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_tenant_admin")) as admin:
         set_context(admin, tenant, org, user, ["tenant_admin"], session)
         admin.execute("select * from memsub.learn_importance()")
+        admin.execute("select * from memsub.create_api_key(%s, %s, %s, p_label => 'world')", [tenant, org, user])
         admin.commit()
 
 
