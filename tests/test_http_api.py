@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+
 from conftest import Database
 from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key, running_api
-
 from memsub.http_api import openapi_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,5 +305,5 @@ def test_readme_http_example_runs(api: Api):
     namespace: dict[str, object] = {"MEMSUB_URL": api.url, "API_KEY": api.keys["a"]["api_key"]}
     code = block.group(1).replace('os.environ["MEMSUB_URL"]', "MEMSUB_URL").replace(
         "os.environ['MEMSUB_API_KEY']", "API_KEY")
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["result"]["packet_type"] == "event"  # type: ignore[index]
