@@ -158,8 +158,9 @@ def main() -> None:
         data = setup(admin_dsn, options.packets)
         port = free_port()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        server = subprocess.Popen([sys.executable, "-m", "memsub.cli", "serve", "--dsn", app_dsn, "--port", str(port),
-                                   "--pool-size", str(options.concurrency)], env=env)
+        command = [sys.executable, "-c", "from memsub.cli import main; main()", "serve", "--dsn", app_dsn,
+                   "--port", str(port), "--pool-size", str(options.concurrency)]
+        server = subprocess.Popen(command, env=env)
         try:
             url = f"http://127.0.0.1:{port}"
             for _ in range(300):

@@ -259,7 +259,7 @@ class Argument:
 
 
 def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
-                   fixed: Sequence[tuple[str, str, Any]] = ()) -> tuple[sql.Composable, list[Any]]:
+                   fixed: Sequence[tuple[str, str, Any]] = ()) -> tuple[sql.Composed, list[Any]]:
     """``p_name => %s::cast, ...`` for the fields given (the function's defaults stand for the rest) and their
     values; unknown fields and missing required ones are 422 naming the field."""
     known = {argument.name for argument in arguments}
@@ -320,7 +320,8 @@ def api_key_of(request: Request) -> str:
                   field="api_key", headers={"WWW-Authenticate": 'Bearer realm="memsub"'})
 
 
-async def fetch_one(request: Request, query: sql.Composable | str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
+                    params: Sequence[Any]) -> tuple[Any, ...] | None:
     """The first row of ``query``, run after authenticating the request's key, all in one transaction (one
     round trip for both statements, a second for COMMIT). Database errors become problems; nothing is kept."""
     key = api_key_of(request)
@@ -464,7 +465,7 @@ async def traverse_graph(request: Request) -> Response:
     return json_response(await fetch_one(request, query, values))
 
 
-def ranked(name: str, function: str, arguments: sql.Composable) -> sql.Composable:
+def ranked(name: str, function: str, arguments: sql.Composed) -> sql.Composed:
     """``{name: [rows of memsub.function(arguments) in the function's order]}`` as JSON text."""
     return sql.SQL("select jsonb_build_object({}, coalesce(jsonb_agg(to_jsonb(r) - 'ordinality' "
                    "order by r.ordinality), '[]'))::text from {}({}) with ordinality as r").format(
