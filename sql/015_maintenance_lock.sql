@@ -62,3 +62,35 @@ comment on function memsub.maintenance_lock_holder(text, text) is
 grant execute on function memsub.take_maintenance_lock(text, text, boolean),
     memsub.maintenance_lock_holder(text, text)
     to memsub_view_owner, memsub_retrieval_owner;
+
+-- memsub maintain (python/memsub/maintain.py) runs each task under this lock, held by a transaction on a
+-- connection of its own while the task runs on another (some tasks commit several times). Only platform admins,
+-- who run maintain, may take it; an advisory key would let any login make maintain skip its work.
+create or replace function memsub.maintain_lock(p_task text, out taken boolean, out holder text)
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_task is null or p_task not in ('purge_expired', 'refresh_memory_views', 'learn_importance',
+                                        'memory_maintenance', 'summaries_due') then
+        raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
+            using errcode = '22023', column = 'task';
+    end if;
+    taken := memsub.take_maintenance_lock('maintain', p_task, false);
+    if not taken then
+        holder := coalesce(memsub.maintenance_lock_holder('maintain', p_task), 'holder unknown');
+    end if;
+end
+$$;
+comment on function memsub.maintain_lock(text) is
+    'Takes the lock of one memsub maintain task until the calling transaction ends, without waiting: taken, or '
+    'not taken and the holder ("pid N (role R, application A)"). For memsub maintain; platform admins only.';
+
+-- The tasks' lock rows exist before any run, so a run that finds one held never waits for its creation.
+insert into memsub.maintenance_lock (task, lock_key)
+select 'maintain', pg_catalog.hashtextextended(t.name, 0)
+  from pg_catalog.unnest(array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
+                               'summaries_due']) as t(name)
+    on conflict do nothing;
+
+grant execute on function memsub.maintain_lock(text) to memsub_platform_admin;

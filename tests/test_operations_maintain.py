@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
 
 import psycopg
+import pytest
 from click.testing import CliRunner
 
 from memsub.cli import main as cli
@@ -82,8 +86,8 @@ def test_maintain_exits_1_when_a_task_fails_and_still_runs_the_others(db):
 def test_a_task_whose_lock_is_held_is_skipped_not_run_twice(db):
     _expired_packets(db)
     before = superuser_count(db)
-    with psycopg.connect(db.dsn("platform_admin"), autocommit=True) as holder:
-        holder.execute("select pg_advisory_lock(hashtextextended('memsub.maintain:purge_expired', 0))")
+    with psycopg.connect(db.dsn("platform_admin")) as holder:  # what a running maintain holds, transaction open
+        assert holder.execute("select taken from memsub.maintain_lock('purge_expired')").fetchone() == (True,)
         result = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
                                           "--dsn", db.dsn("platform_admin")])
         holder_pid = holder.info.backend_pid
@@ -91,8 +95,64 @@ def test_a_task_whose_lock_is_held_is_skipped_not_run_twice(db):
     (round_report,) = _rounds(result.stdout)
     assert [(t["task"], t["status"], t["error"]) for t in round_report["tasks"]] == [
         ("purge_expired", "skipped", None)]
-    assert f"pid {holder_pid}" in round_report["tasks"][0]["summary"]
+    assert f"pid {holder_pid} (role memsub_test_platform_admin" in round_report["tasks"][0]["summary"]
     assert superuser_count(db) == before
+
+
+def test_an_app_login_holding_the_advisory_key_does_not_make_maintain_skip(db):
+    _expired_packets(db)
+    before = superuser_count(db)
+    with psycopg.connect(db.dsn("app"), autocommit=True) as outsider:
+        outsider.execute("select pg_advisory_lock(hashtextextended('memsub.maintain:purge_expired', 0))")
+        result = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
+                                          "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 0, result.output
+    (round_report,) = _rounds(result.stdout)
+    assert [(t["task"], t["status"]) for t in round_report["tasks"]] == [("purge_expired", "ok")]
+    assert superuser_count(db) == before - 3
+
+
+def test_two_concurrent_maintains_exclude_each_other_and_the_second_names_the_first(db):
+    _expired_packets(db)
+    before = superuser_count(db)
+    first_result: list = []
+    with db.connect() as blocker:
+        # Holds the first run inside its purge: purge_expired writes tombstones, which this lock makes wait.
+        blocker.execute("lock table memsub.packet_tombstones in exclusive mode")
+        first = threading.Thread(target=lambda: first_result.append(CliRunner().invoke(
+            cli, ["maintain", "--json", "--task", "purge_expired", "--dsn", db.dsn("platform_admin")])), daemon=True)
+        first.start()
+        waiting = False
+        for _ in range(300):  # until the first run waits on the blocker (bounded: 30 s)
+            row = blocker.execute("select count(*) from pg_locks where relation = 'memsub.packet_tombstones'::regclass "
+                                  "and not granted").fetchone()
+            if row and row[0]:
+                waiting = True
+                break
+            time.sleep(0.1)
+        assert waiting, "the first maintain never reached its purge"
+        second = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
+                                          "--dsn", db.dsn("platform_admin")])
+        blocker.rollback()
+    first.join(60)
+    assert not first.is_alive()
+    assert second.exit_code == 1, second.output
+    (skipped,) = _rounds(second.stdout)
+    assert skipped["tasks"][0]["status"] == "skipped"
+    summary = skipped["tasks"][0]["summary"]
+    assert re.search(r"pid \d+ \(role memsub_test_platform_admin, application 'memsub maintain'\)", summary), summary
+    (done,) = _rounds(first_result[0].stdout)
+    assert first_result[0].exit_code == 0 and done["tasks"][0]["status"] == "ok", first_result[0].output
+    assert superuser_count(db) == before - 3
+
+
+def test_only_platform_admins_take_the_maintain_lock(db):
+    for kind in ("nobody", "app", "tenant_admin", "analyst"):
+        with db.connect(kind) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select memsub.maintain_lock('purge_expired')")
+    with db.connect("platform_admin") as conn, pytest.raises(psycopg.errors.InvalidParameterValue) as raised:
+        conn.execute("select memsub.maintain_lock('refresh_memory_view')")
+    assert raised.value.diag.column_name == "task"
 
 
 def test_worker_runs_rounds_until_told_to_stop(db):

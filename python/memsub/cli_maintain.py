@@ -31,8 +31,9 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
                      as_json: bool) -> None:
     """Purge expired packets, refresh the views, learn importance, maintain short-term memory, report summaries due.
 
-    Exit status: 0 when every task succeeded (or was skipped because another run held its lock), 1 when a task
-    failed (a worker keeps going, and exits 1 at the end if any round failed), 3 when the server is unreachable.
+    Exit status: 0 when every task succeeded, 1 when a task failed or was skipped because another run held its
+    lock (a worker keeps going, and exits 1 at the end if any round did not succeed), 3 when the server is
+    unreachable.
     """
     period = parse_interval(every) if every else None
     if rounds is not None and period is None:

@@ -1,7 +1,10 @@
 """``memsub maintain``: the periodic work a memsub database needs, run by cron, a Kubernetes CronJob or a worker.
 
 Tasks, in order (each under its own lock, so two schedulers never run the same task at once; a task whose lock
-is held is reported as ``skipped``, not failed):
+is held is reported as ``skipped`` with the holder, and the run exits 1). The lock is a row of
+memsub.maintenance_lock taken through memsub.maintain_lock(), which only platform admins may call, held by a
+transaction on a second connection while the task runs: a login outside memsub's roles cannot make a task skip
+by holding an advisory key.
 
 - ``purge_expired``        memsub.purge_expired(): removes packets whose ttl passed, every tenant;
 - ``refresh_memory_views`` CALL memsub.refresh_memory_views(): the four materialized views (seed 000: daily);
@@ -30,7 +33,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memsub.connection import connect, translate
-from memsub.errors import InvalidInput, MemsubError
+from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
 Connection = psycopg.Connection[dict[str, Any]]
 
@@ -75,33 +78,17 @@ def parse_interval(text: str) -> float:
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
 
 
-def _lock_key(conn: Connection, task: str) -> int:
-    row = conn.execute("select pg_catalog.hashtextextended(%s, 0) as key", [f"memsub.maintain:{task}"]).fetchone()
+def _try_lock(lock_conn: Connection, task: str) -> str | None:
+    """Take the task's lock in a transaction of ``lock_conn`` (held until it ends); None when taken, otherwise who
+    holds it. The lock is a row of memsub.maintenance_lock that only platform admins reach (memsub.maintain_lock),
+    so no other login can make a task skip by holding a key."""
+    try:
+        row = lock_conn.execute("select taken, holder from memsub.maintain_lock(%s)", [task]).fetchone()
+    except psycopg.errors.InsufficientPrivilege as error:
+        raise PrivilegeError(f"memsub maintain needs a login that is a member of memsub_platform_admin ({error})",
+                             sqlstate=error.sqlstate) from error
     assert row is not None
-    return int(row["key"])
-
-
-def _try_lock(conn: Connection, task: str) -> int | None:
-    """Take the task's session lock; None when another maintain run holds it."""
-    key = _lock_key(conn, task)
-    row = conn.execute("select pg_catalog.pg_try_advisory_lock(%s) as got", [key]).fetchone()
-    return key if row and row["got"] else None
-
-
-def _lock_holder(conn: Connection, task: str) -> str:
-    """Who holds the task's lock (any login can take an advisory key, so the holder is named, not assumed)."""
-    key = _lock_key(conn, task)
-    row = conn.execute(
-        "select string_agg(pg_catalog.format('pid %%s (role %%s)', l.pid, coalesce(a.usename::text, '?')), ', ') "
-        "as holders from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid "
-        "where l.locktype = 'advisory' and l.granted and l.objsubid = 1 "
-        "and l.classid::bigint = (%s >> 32) & 4294967295 and l.objid::bigint = %s & 4294967295",
-        [key, key]).fetchone()
-    return str(row["holders"]) if row and row["holders"] else "another session"
-
-
-def _unlock(conn: Connection, key: int) -> None:
-    conn.execute("select pg_catalog.pg_advisory_unlock(%s)", [key])
+    return None if row["taken"] else str(row["holder"])
 
 
 def _as_platform_admin(conn: Connection, tenant: UUID | None) -> None:
@@ -216,23 +203,30 @@ def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
     if unknown:
         raise InvalidInput(f"unknown task(s): {', '.join(unknown)} (known: {', '.join(TASKS)})", field="task")
     round_report = RoundReport(datetime.now(UTC), [])
-    with connect(dsn, autocommit=True, row_factory=dict_row) as raw:
+    # The task runs on ``conn`` (autocommit: some tasks commit several times); its lock is held by an open
+    # transaction on ``lock_conn`` meanwhile, which an idle-in-transaction timeout must not end.
+    with (connect(dsn, autocommit=True, row_factory=dict_row) as raw,
+          connect(dsn, row_factory=dict_row, application_name="memsub maintain") as raw_lock):
         conn: Connection = raw  # type: ignore[assignment]
+        lock_conn: Connection = raw_lock  # type: ignore[assignment]
+        lock_conn.execute("set idle_in_transaction_session_timeout = 0")
+        lock_conn.commit()
         for task in tasks:
             report = TaskReport(task)
             started = time.monotonic()
             try:
-                key = _try_lock(conn, task)
-                if key is None:
-                    report.status = "skipped"
-                    report.summary = f"this task's lock is held by {_lock_holder(conn, task)}"
-                else:
-                    try:
+                try:
+                    holder = _try_lock(lock_conn, task)
+                    if holder is not None:
+                        report.status = "skipped"
+                        report.summary = f"this task's lock is held by {holder}"
+                    else:
                         RUNNERS[task](conn, report)
-                    finally:
-                        _unlock(conn, key)
+                finally:
+                    if not lock_conn.closed and not lock_conn.broken:
+                        lock_conn.rollback()  # releases the task's lock
             except psycopg.Error as error:
-                if conn.closed or conn.broken:
+                if conn.closed or conn.broken or lock_conn.closed or lock_conn.broken:
                     raise translate(error) from error
                 report.status = "failed"
                 report.error = str(translate(error))

@@ -38,6 +38,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 from psycopg.types.json import Jsonb
 
+from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
     Statement,
@@ -75,9 +76,14 @@ class MemsubStore(BaseStore):
         self.context = context
         self.ttl_config = ttl
         self.index_config = index
+        distance = (index or {}).get("distance_type", "cosine")
+        if distance != "cosine":
+            raise LocalValidationError(
+                f"MemsubStore: index distance_type {distance!r} is not supported: memsub ranks by cosine similarity "
+                "(distance_type 'cosine')", field="distance_type")
         self.embeddings = ensure_embeddings(index["embed"]) if index else None
         fields = (index or {}).get("fields") or ["$"]
-        self._fields = [(field, tokenize_path(field)) for field in fields]
+        self._fields = [(field, _path(field)) for field in ([fields] if isinstance(fields, str) else fields)]
 
     @classmethod
     def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
@@ -124,7 +130,7 @@ class MemsubStore(BaseStore):
         return planned, texts, spans
 
     def _field_texts(self, op: PutOp) -> list[tuple[str, str]]:
-        paths = self._fields if op.index is None else [(field, tokenize_path(field)) for field in op.index or []]
+        paths = self._fields if op.index is None else [(field, _path(field)) for field in op.index or []]
         named: list[tuple[str, str]] = []
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
@@ -229,6 +235,11 @@ class MemsubStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete the tenant's expired items now (reads never return them in any case); returns how many."""
         return int(call_many(self.pool, self.context, [(SWEEP, [])])[0][0]["deleted"])
+
+
+def _path(field: str) -> str | list[str]:
+    """A field path as LangGraph's get_text_at_path takes it: "$" (the whole value, serialized) stays as it is."""
+    return "$" if field == "$" else tokenize_path(field)
 
 
 def _item(row: Row) -> Item:
