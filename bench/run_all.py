@@ -28,7 +28,7 @@ BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
-         "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk", "scaling")
+         "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk", "mcp_calls", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -46,6 +46,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "adapter_langgraph_store": [python, str(BENCH / "adapter_langgraph_store.py")],
         "adapter_openai_agents": [python, str(BENCH / "adapter_openai_agents.py")],
         "adapter_adk": [python, str(BENCH / "adapter_adk.py")],
+        "mcp_calls": [python, str(BENCH / "mcp_calls.py")],
         "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
     }
 
