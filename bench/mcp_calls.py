@@ -4,7 +4,8 @@
   inproc   the MCP SDK's client talking to the server in the same process (tool dispatch and validation)
   stdio    the MCP SDK's client talking to the `memsub mcp` command over stdio (what an assistant's host runs)
 
-Calls run one after another as memsub_app; the tenant first holds --rows memories (hashing embedder, 384-d).
+Calls run one after another as memsub_app, the three ways taking turns in rounds of 10 calls; the tenant first
+holds --rows memories (hashing embedder, 384-d).
 Reported per way and tool: p50 and p95 in milliseconds, and the ratio of each p50 to the direct one.
 
     python bench/mcp_calls.py [--rows 2000] [--calls 200] [--json]
@@ -33,6 +34,7 @@ from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
 from memsub.mcp_server import Identity, MemoryTools, build_server
 
+ROUND = 10
 WORDS = ("invoice supplier launch deploy window customer office billing schedule review incident budget "
          "contract design meeting travel hiring roadmap outage migration").split()
 
@@ -54,31 +56,23 @@ def recall_args(n: int) -> dict[str, Any]:
     return {"query": " ".join(text(n).split()[:4]), "k": 5}
 
 
-def direct(tools: MemoryTools, calls: int, offset: int) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {"remember": [], "recall": []}
-    for n in range(calls):
+def direct(tools: MemoryTools, timings: dict[str, list[float]], calls: range) -> None:
+    for n in calls:
         started = time.perf_counter()
-        tools.remember(text(offset + n), "note", ["bench"], None, [], None, None, "shared", None, [], [], "content")
+        tools.remember(text(n), "note", ["bench"], None, [], None, None, "shared", None, [], [], "content")
         timings["remember"].append(time.perf_counter() - started)
         started = time.perf_counter()
         tools.recall(recall_args(n)["query"], 5, "hybrid", "content", None, None, None, None, None)
         timings["recall"].append(time.perf_counter() - started)
-    return timings
 
 
-async def through(client: Client, calls: int, offset: int) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {"remember": [], "recall": []}
-    for n in range(calls):
-        for tool, arguments in (("remember", remember_args(offset + n)), ("recall", recall_args(n))):
+async def through(client: Client, timings: dict[str, list[float]], calls: range) -> None:
+    for n in calls:
+        for tool, arguments in (("remember", remember_args(n)), ("recall", recall_args(n))):
             started = time.perf_counter()
             result = await client.call_tool(tool, arguments)
             timings[tool].append(time.perf_counter() - started)
             assert not result.is_error, result.content
-    return timings
-
-
-def run(scenario: Callable[[], Awaitable[dict[str, list[float]]]]) -> dict[str, list[float]]:
-    return anyio.run(scenario)
 
 
 def main() -> None:
@@ -95,13 +89,6 @@ def main() -> None:
             tools.remember(text(10_000_000 + n), "note", [], None, [], None, None, "shared", None, [], [], "content")
         for n in range(10):  # warm up caches and the pool
             tools.recall(recall_args(n)["query"], 5, "hybrid", "content", None, None, None, None, None)
-        results["direct"] = direct(tools, options.calls, 0)
-
-        async def inproc() -> dict[str, list[float]]:
-            async with Client(build_server(tools)) as client:
-                return await through(client, options.calls, 1_000_000)
-
-        results["inproc"] = run(inproc)
         script = Path(sys.executable).parent / "memsub"
         command = [str(script)] if script.exists() else [sys.executable, "-m", "memsub"]
         params = StdioServerParameters(
@@ -109,12 +96,27 @@ def main() -> None:
             env={"PYTHONPATH": str(Path(memsub.__file__).resolve().parent.parent), "MEMSUB_DSN": app_dsn,
                  "MEMSUB_TENANT": str(tenant), "MEMSUB_EMBEDDER": "hashing"})
 
-        async def stdio() -> dict[str, list[float]]:
-            async with Client(params) as client:
-                await through(client, 10, 3_000_000)  # warm up the server process
-                return await through(client, options.calls, 2_000_000)
+        async def measure() -> None:
+            # The three ways take turns in rounds of ROUND calls, so a change in the machine's load falls on all.
+            async with Client(build_server(tools)) as inproc, Client(params) as stdio:
+                await through(stdio, {"remember": [], "recall": []}, range(20_000_000, 20_000_010))  # warm up
+                ways: dict[str, Callable[[dict[str, list[float]], range], Awaitable[None]]] = {
+                    "inproc": lambda timings, calls: through(inproc, timings, calls),
+                    "stdio": lambda timings, calls: through(stdio, timings, calls),
+                }
+                for way in ("direct", *ways):
+                    results[way] = {"remember": [], "recall": []}
+                for number, first in enumerate(range(0, options.calls, ROUND)):
+                    order = ["direct", *ways]
+                    order = order[number % 3:] + order[:number % 3]
+                    for index, way in enumerate(order):
+                        calls = range(first + index * 1_000_000, min(first + ROUND, options.calls) + index * 1_000_000)
+                        if way == "direct":
+                            direct(tools, results[way], calls)
+                        else:
+                            await ways[way](results[way], calls)
 
-        results["stdio"] = run(stdio)
+        anyio.run(measure)
     report: dict[str, Any] = {"rows": options.rows, "calls": options.calls, "cpu": cpu_model(),
                               "cores": os.cpu_count(), "ways": {}}
     for way, timings in results.items():

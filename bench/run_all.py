@@ -28,7 +28,8 @@ BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
-         "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk", "mcp_calls", "scaling")
+         "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk",
+         "mcp_calls", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:

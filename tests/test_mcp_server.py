@@ -368,6 +368,8 @@ def test_the_command_refuses_a_missing_or_doubled_identity(db):
     assert missing.returncode == 2 and "--tenant" in missing.stderr
     doubled = _memsub(["mcp", "--dsn", db.dsn("app"), "--tenant", str(uuid.uuid4()), "--context-token", "x.y"])
     assert doubled.returncode == 2 and "signed context token" in doubled.stderr
+    unreadable = _memsub(["mcp", "--dsn", db.dsn("app"), "--context-token-file", "/nonexistent/token"])
+    assert unreadable.returncode == 2 and "cannot read the context token file" in unreadable.stderr
 
 
 # -- the command, over stdio and streamable HTTP ------------------------------------------------------------

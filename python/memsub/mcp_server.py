@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from memsub import sessions, temporal_graph
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_one
-from memsub.errors import MemsubError
+from memsub.errors import ConfigurationError, MemsubError
 from memsub.models import PacketEnvelopeIn, PacketWriteResult
 from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
 
@@ -113,7 +113,8 @@ class Identity:
         try:
             return self.token_file.read_text(encoding="utf-8").strip()
         except OSError as error:
-            raise ToolError(f"cannot read the context token file {self.token_file}: {error.strerror}") from error
+            raise ConfigurationError(f"cannot read the context token file {self.token_file}: "
+                                     f"{error.strerror}") from error
 
 
 # -- tool results ----------------------------------------------------------------------------------------------
