@@ -21,7 +21,7 @@ SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuz
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,embed,langgraph,openai-agents,adk,http]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embed,langgraph,openai-agents,adk,http,mcp]'
 	touch $(STAMP)
 
 install: $(STAMP)

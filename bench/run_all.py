@@ -29,7 +29,7 @@ BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit b
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
          "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk",
-         "partitioning", "scaling")
+         "partitioning", "mcp_calls", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -48,6 +48,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "adapter_openai_agents": [python, str(BENCH / "adapter_openai_agents.py")],
         "adapter_adk": [python, str(BENCH / "adapter_adk.py")],
         "partitioning": [python, str(BENCH / "partitioning.py")],
+        "mcp_calls": [python, str(BENCH / "mcp_calls.py")],
         "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
     }
 

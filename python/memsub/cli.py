@@ -418,6 +418,7 @@ def _register_commands() -> None:
     from memsub.cli_ingest import build_ingest_command
     from memsub.cli_limits import login_timeouts_command
     from memsub.cli_maintain import maintain_command
+    from memsub.cli_mcp import mcp_command
     from memsub.cli_search import graph_group, search_command
     from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
@@ -432,6 +433,7 @@ def _register_commands() -> None:
     main.add_command(login_timeouts_command)
     main.add_command(serve_command)
     main.add_command(api_key_group)
+    main.add_command(mcp_command)
 
 
 _register_commands()

@@ -1,0 +1,555 @@
+"""memsub's memory tools over the Model Context Protocol (``memsub mcp``; docs/mcp.md).
+
+An assistant connected to this server can remember (write a packet, write a namespaced memory entry), recall
+(semantic or hybrid search over packets, search of namespaced memory), replay a thread page by page, read the
+knowledge graph as of a time, and tell memsub whether a recalled result was useful (importance learning).
+
+Each tool is one transaction calling memsub's stored functions through :class:`memsub.client.Substrate`; the
+database does the work and enforces every rule. Whom the tools act for -- tenant, organization, user, context
+roles, session -- is fixed when the server starts (options, environment, or a signed context token) and is never
+a tool argument: an assistant cannot choose or change its tenant. A failed call is a tool error naming the field
+and the SQLSTATE, and its transaction is rolled back, so nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from memsub import sessions, temporal_graph
+from memsub.client import Substrate, TenantSession
+from memsub.embedding import Embedder, embed_one
+from memsub.errors import ConfigurationError, MemsubError
+from memsub.models import PacketEnvelopeIn, PacketWriteResult
+from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
+
+SERVER_NAME = "memsub"
+INSTRUCTIONS = (
+    "Long-term memory in PostgreSQL. Use `remember` to store what should outlive this conversation and "
+    "`recall` to find it again by meaning and words; results carry an access_id: send `feedback` on it when a "
+    "result helped or misled you, so useful memories rank higher. `remember_entry` and `recall_entries` keep "
+    "keyed, versioned notes in namespaces; `replay_thread` reads a thread in write order; `graph_traverse`, "
+    "`graph_neighbourhood` and `graph_edges` read the knowledge graph, optionally as it was at a past time."
+)
+
+EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
+Scope = Literal["shared", "cursor", "l-private"]
+MemoryType = Literal["semantic", "episodic", "procedural"]
+Direction = Literal["outgoing", "incoming", "both"]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+# A recall logs its accesses (so they can get feedback): not read-only, though it changes no memory.
+WRITING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                          open_world_hint=False)
+
+
+# -- identity --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Identity:
+    """Whom every tool call acts for: a context named by the server's configuration, or a signed context token
+    (given as text, or as a file read again on every call, so a gateway can rotate short-lived tokens)."""
+
+    tenant_id: UUID | None = None
+    org_id: UUID | None = None
+    user_id: UUID | None = None
+    roles: tuple[str, ...] = ()
+    session_id: str | None = None
+    token: str | None = field(default=None, repr=False)
+    token_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        signed = self.token is not None or self.token_file is not None
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give a context token or a context token file, not both")
+        if signed and (self.tenant_id or self.org_id or self.user_id or self.roles or self.session_id):
+            raise ValueError("a signed context token names the tenant, organization, user, roles and session "
+                             "itself: do not also give --tenant, --org, --user, --role or --session")
+        if not signed and self.tenant_id is None:
+            raise ValueError("the server needs an identity: --tenant (MEMSUB_TENANT) or a signed context token "
+                             "(--context-token-file, MEMSUB_CONTEXT_TOKEN)")
+
+    def describe(self) -> str:
+        if self.token_file is not None:
+            return f"the signed context in {self.token_file}"
+        if self.token is not None:
+            return "the signed context token"
+        parts = [f"tenant {self.tenant_id}"]
+        if self.org_id:
+            parts.append(f"organization {self.org_id}")
+        if self.user_id:
+            parts.append(f"user {self.user_id}")
+        if self.roles:
+            parts.append("roles " + ",".join(self.roles))
+        if self.session_id:
+            parts.append(f"session {self.session_id}")
+        return ", ".join(parts)
+
+    @contextmanager
+    def transaction(self, substrate: Substrate) -> Iterator[TenantSession]:
+        """One transaction acting for this identity; committed on success, rolled back on any exception."""
+        if self.token is not None or self.token_file is not None:
+            token = self.token if self.token is not None else self._read_token()
+            with substrate.signed(token) as memory:
+                yield memory
+            return
+        with substrate.tenant(self.tenant_id, org_id=self.org_id, user_id=self.user_id, roles=self.roles,
+                              session_id=self.session_id) as memory:
+            yield memory
+
+    def _read_token(self) -> str:
+        assert self.token_file is not None
+        try:
+            return self.token_file.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise ConfigurationError(f"cannot read the context token file {self.token_file}: "
+                                     f"{error.strerror}") from error
+
+
+# -- tool results ----------------------------------------------------------------------------------------------
+
+class Fact(BaseModel):
+    """A fact to file in the knowledge graph with the packet (memsub.assert_fact)."""
+
+    subject: str = Field(min_length=1, description="What the fact is about, e.g. an entity name.")
+    predicate: str = Field(min_length=1, description="The property or verb, e.g. 'prefers'.")
+    object: Any = Field(description="The value: any JSON.")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class Relationship(BaseModel):
+    """An edge to add to the knowledge graph with the packet (memsub.upsert_relationship), valid from now."""
+
+    source_entity: str = Field(min_length=1)
+    relationship_type: str = Field(min_length=1, description="e.g. 'works_at'.")
+    target_entity: str = Field(min_length=1)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class RecallHit(BaseModel):
+    """One recalled memory: a stored text, how it ranked, and the access_id to send feedback on."""
+
+    packet_id: UUID
+    embedding_id: UUID | None
+    chunk_index: int
+    text: str | None
+    score: float = Field(description="semantic: 1 - cosine distance (higher is nearer); hybrid: the fused score.")
+    distance: float | None
+    importance_score: float | None
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    access_id: UUID | None = Field(description="Give this to the feedback tool.")
+
+
+class RecallResult(BaseModel):
+    mode: Literal["semantic", "hybrid"]
+    hits: list[RecallHit]
+
+
+class EntryHit(BaseModel):
+    """The latest live version of a namespaced memory entry, with its rank (memsub.memory_search)."""
+
+    namespace: str
+    key: str
+    version: int
+    value: Any
+    memory_type: str
+    score: float
+    vector_rank: int | None
+    text_rank: int | None
+
+
+class EntryRecallResult(BaseModel):
+    hits: list[EntryHit]
+
+
+class EntryWritten(BaseModel):
+    """The version memsub.memory_write stored; pass ``version`` as ``expected_version`` to update it."""
+
+    id: UUID
+    namespace: str
+    key: str
+    version: int
+    memory_type: str
+    created_at: datetime
+
+
+class ThreadPacket(BaseModel):
+    """One packet of a thread, in write order."""
+
+    write_seq: int = Field(description="Write order; the cursor to continue after.")
+    packet_id: UUID
+    packet_type: str
+    timestamp: datetime
+    parent_ids: list[UUID]
+    tags: list[str]
+    scope: str
+    importance_score: float
+    payload: Any
+
+
+class ThreadPage(BaseModel):
+    thread_id: UUID
+    packets: list[ThreadPacket]
+    next_cursor: int | None = Field(description="Pass as after_cursor for the next page; null: no more packets.")
+
+
+class TraverseResult(BaseModel):
+    as_of: datetime | None
+    paths: list[GraphPath]
+
+
+class NeighbourhoodResult(BaseModel):
+    as_of: datetime | None
+    items: list[NeighbourhoodItem]
+
+
+class GraphEdge(BaseModel):
+    """One validity window of an edge: it holds from valid_from until valid_until (null: still holds)."""
+
+    source_entity: str
+    relationship_type: str
+    target_entity: str
+    confidence: float
+    mention_count: int
+    valid_from: datetime
+    valid_until: datetime | None
+
+
+class EdgesResult(BaseModel):
+    as_of: datetime | None
+    edges: list[GraphEdge]
+
+
+class FeedbackResult(BaseModel):
+    feedback: Feedback
+    learning_run: LearningRun | None = Field(description="The importance learning run, when learn_now was set.")
+
+
+# -- the tools -------------------------------------------------------------------------------------------------
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A time without an offset is taken as UTC."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _tool_error(error: MemsubError, writes: bool) -> ToolError:
+    kind = type(error).__name__
+    where = [f"SQLSTATE {error.sqlstate}"] if error.sqlstate else []
+    if error.field:
+        where.append(f"field {error.field}")
+    suffix = "; nothing was written" if writes else ""
+    return ToolError(f"{kind} ({', '.join(where) or 'no SQLSTATE'}): {error}{suffix}")
+
+
+def check_identity(substrate: Substrate, identity: Identity) -> int:
+    """Open one transaction for the identity (the database checks the login's binding, or the token) and return
+    the installation's vector dimension; raises the memsub error when the identity is refused."""
+    with identity.transaction(substrate) as memory:
+        return int(memory.fetch("select memsub.vector_dimension() as d")[0]["d"])
+
+
+class MemoryTools:
+    """The operations behind the MCP tools, each one transaction for the configured identity."""
+
+    def __init__(self, substrate: Substrate, identity: Identity, embedder: Embedder,
+                 agent_id: str | None = None) -> None:
+        self.substrate = substrate
+        self.identity = identity
+        self.embedder = embedder
+        self.agent_id = agent_id
+
+    @contextmanager
+    def _memory(self, writes: bool = False) -> Iterator[TenantSession]:
+        try:
+            with self.identity.transaction(self.substrate) as memory:
+                yield memory
+        except MemsubError as error:
+            raise _tool_error(error, writes) from error
+
+    def _embed(self, text: str) -> list[float]:
+        return embed_one(self.embedder, text)
+
+    def remember(self, text: str, packet_type: str, tags: Sequence[str], thread_id: UUID | None,
+                 parent_ids: Sequence[UUID], derivation_type: str | None, importance: float | None, scope: Scope,
+                 data: dict[str, Any] | None, facts: Sequence[Fact], relationships: Sequence[Relationship],
+                 embedding_type: EmbeddingType) -> PacketWriteResult:
+        if not text.strip():
+            raise ToolError("field text: must not be empty; nothing was written")
+        memory_fields: dict[str, Any] = {
+            "embeddings": [{"embedding_type": embedding_type, "vector": self._embed(text), "chunk_text": text}]}
+        if facts:
+            memory_fields["facts"] = [f.model_dump(exclude_none=True) for f in facts]
+        if relationships:
+            memory_fields["relationships"] = [r.model_dump(exclude_none=True) for r in relationships]
+        payload: dict[str, Any] = {"text": text}
+        if data is not None:
+            payload["data"] = data
+        envelope: dict[str, Any] = {
+            "packet_type": packet_type, "payload": payload, "tags": list(tags), "scope": scope,
+            "thread_id": thread_id, "importance_score": importance, "memory": memory_fields,
+            "session_id": self.identity.session_id,
+        }
+        if parent_ids or derivation_type:
+            envelope["lineage"] = {"parent_ids": list(parent_ids), "derivation_type": derivation_type}
+        if self.agent_id:
+            envelope["provenance"] = {"agent_id": self.agent_id}
+        try:
+            model = PacketEnvelopeIn.model_validate({k: v for k, v in envelope.items() if v is not None})
+        except MemsubError as error:
+            raise _tool_error(error, True) from error
+        with self._memory(writes=True) as memory:
+            return memory.write_packet(model)
+
+    def remember_entry(self, namespace: str, key: str, value: Any, expected_version: int | None,
+                       memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
+        text = sessions.memory_text(key, value)
+        with self._memory(writes=True) as memory:
+            entry = sessions.write_memory(memory, namespace, key, value, expected_version=expected_version,
+                                          memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
+        return EntryWritten.model_validate(entry.model_dump())
+
+    def recall(self, query: str, k: int, mode: Literal["semantic", "hybrid"], embedding_type: EmbeddingType,
+               thread_id: UUID | None, tags: Sequence[str] | None, packet_type: str | None,
+               since: datetime | None, until: datetime | None) -> RecallResult:
+        if not query.strip():
+            raise ToolError("field query: must not be empty")
+        filters = {"thread_id": thread_id, "tags": tags, "packet_type": packet_type, "since": since, "until": until}
+        given = [name for name, value in filters.items() if value is not None]
+        if mode == "hybrid" and given:
+            raise ToolError(f"field {given[0]}: filters apply to mode 'semantic' only (hybrid search ranks the "
+                            "whole tenant's memory by meaning and words)")
+        vector = self._embed(query)
+        with self._memory() as memory:
+            if mode == "semantic":
+                semantic: list[SemanticHit] = memory.search(
+                    vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
+                    packet_type=packet_type, since=_utc(since), until=_utc(until), record_access=True,
+                    query_text=query, agent_id=self.agent_id)
+                hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
+                                  text=h.chunk_text, score=1.0 - h.distance, distance=h.distance,
+                                  importance_score=h.importance_score, access_id=h.access_id) for h in semantic]
+            else:
+                hybrid: list[HybridHit] = memory.hybrid_search(
+                    query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id)
+                hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
+                                  text=h.chunk_text, score=h.score, distance=h.distance,
+                                  importance_score=h.importance_score, vector_rank=h.vector_rank,
+                                  text_rank=h.text_rank, access_id=h.access_id) for h in hybrid]
+        return RecallResult(mode=mode, hits=hits)
+
+    def recall_entries(self, query: str, k: int, namespace_prefix: str | None) -> EntryRecallResult:
+        if not query.strip():
+            raise ToolError("field query: must not be empty")
+        vector = self._embed(query)
+        with self._memory() as memory:
+            rows = sessions.search_memory(memory, query, vector, k=k, namespace_prefix=namespace_prefix)
+        return EntryRecallResult(hits=[EntryHit.model_validate(row.model_dump()) for row in rows])
+
+    def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
+        with self._memory() as memory:
+            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        packets = [ThreadPacket(write_seq=r.write_seq, packet_id=r.packet_id, packet_type=r.packet_type,
+                                timestamp=r.timestamp, parent_ids=r.parent_ids, tags=r.tags, scope=r.scope,
+                                importance_score=r.importance_score, payload=r.payload) for r in rows]
+        return ThreadPage(thread_id=thread_id, packets=packets,
+                          next_cursor=rows[-1].write_seq if more and rows else None)
+
+    def graph_traverse(self, entity: str, max_depth: int, relationship_types: Sequence[str] | None,
+                       direction: Direction, min_confidence: float | None, limit: int | None,
+                       as_of: datetime | None) -> TraverseResult:
+        when = _utc(as_of)
+        with self._memory() as memory:
+            paths = memory.traverse(entity, max_depth, relationship_types=relationship_types,
+                                    min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
+        return TraverseResult(as_of=when, paths=paths)
+
+    def graph_neighbourhood(self, entity: str, min_confidence: float | None, limit: int | None,
+                            as_of: datetime | None) -> NeighbourhoodResult:
+        when = _utc(as_of)
+        with self._memory() as memory:
+            items = memory.neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
+        return NeighbourhoodResult(as_of=when, items=items)
+
+    def graph_edges(self, as_of: datetime | None, entity: str | None,
+                    relationship_type: str | None) -> EdgesResult:
+        when = _utc(as_of)
+        with self._memory() as memory:
+            edges = temporal_graph.edges_as_of(memory, when, entity=entity, relationship_type=relationship_type)
+        return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
+
+    def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
+        with self._memory(writes=True) as memory:
+            recorded = memory.feedback(access_id, was_useful, reason)
+            run = memory.learn_importance() if learn_now else None
+        return FeedbackResult(feedback=recorded, learning_run=run)
+
+
+# -- the server ------------------------------------------------------------------------------------------------
+
+Name = Annotated[str, Field(min_length=1, max_length=1000)]
+K = Annotated[int, Field(ge=1, le=1000, description="How many results (at most the installation's max_k).")]
+AsOf = Annotated[datetime | None, Field(
+    description="Read the graph as it was at this ISO 8601 time (no offset: UTC); default now.")]
+
+
+def build_server(tools: MemoryTools) -> MCPServer:
+    """An MCP server exposing the memory tools; the identity and the database are those of ``tools``."""
+    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
+
+    @server.tool(annotations=WRITING)
+    def remember(
+        text: Annotated[str, Field(min_length=1, max_length=100_000,
+                                   description="What to remember, in words: it is embedded and searchable.")],
+        packet_type: Annotated[str, Field(min_length=1, max_length=200,
+                                          description="Kind of memory, e.g. note, event, observation.")] = "note",
+        tags: Annotated[list[Name], Field(max_length=100)] = [],  # noqa: B006 - read only, copied by pydantic
+        thread_id: Annotated[UUID | None, Field(description="Conversation or task thread to file it in.")] = None,
+        parent_ids: Annotated[list[UUID], Field(max_length=100,
+                                                description="Packets this one derives from.")] = [],  # noqa: B006
+        derivation_type: Literal["split", "merge", "transform", "inference"] | None = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        scope: Annotated[Scope, Field(description="shared: the tenant; cursor and l-private: narrower.")] = "shared",
+        data: Annotated[dict[str, Any] | None, Field(description="Structured payload kept with the text.")] = None,
+        facts: Annotated[list[Fact], Field(max_length=100)] = [],  # noqa: B006
+        relationships: Annotated[list[Relationship], Field(max_length=100)] = [],  # noqa: B006
+        embedding_type: EmbeddingType = "content",
+    ) -> PacketWriteResult:
+        """Store a memory as a packet (memsub.write_packet): the text is embedded for recall, facts and
+        relationships go into the knowledge graph, all in one transaction. Returns the packet's id, thread,
+        lineage and what was written."""
+        return tools.remember(text, packet_type, tags, thread_id, parent_ids, derivation_type, importance, scope,
+                              data, facts, relationships, embedding_type)
+
+    @server.tool(annotations=WRITING)
+    def remember_entry(
+        namespace: Annotated[str, Field(min_length=1, max_length=1000, description=(
+            "project:<id>, app:<name>, user:<user id>, session:<session id> or temp:, optionally followed by "
+            ":<more>, e.g. user:<user id>:preferences; the database decides which ones you may write."))],
+        key: Name,
+        value: Annotated[Any, Field(description="The entry's value: any JSON.")],
+        expected_version: Annotated[int | None, Field(ge=1, description=(
+            "The version you read, to update it; omit to create a new key. A stale version is refused."))] = None,
+        memory_type: MemoryType = "semantic",
+        metadata: dict[str, Any] | None = None,
+    ) -> EntryWritten:
+        """Write the next version of a namespaced memory entry (memsub.memory_write), with optimistic locking."""
+        return tools.remember_entry(namespace, key, value, expected_version, memory_type, metadata)
+
+    @server.tool(annotations=WRITING)
+    def recall(
+        query: Annotated[str, Field(min_length=1, max_length=10_000, description="What you are looking for.")],
+        k: K = 5,
+        mode: Annotated[Literal["semantic", "hybrid"], Field(description=(
+            "hybrid: meaning and words fused by reciprocal rank fusion; semantic: meaning only, with filters."
+        ))] = "hybrid",
+        embedding_type: EmbeddingType = "content",
+        thread_id: Annotated[UUID | None, Field(description="semantic only: within this thread.")] = None,
+        tags: Annotated[list[Name] | None, Field(description="semantic only: packets with all these tags.")] = None,
+        packet_type: Annotated[str | None, Field(description="semantic only: packets of this type.")] = None,
+        since: Annotated[datetime | None, Field(description="semantic only: packets timestamped since then.")] = None,
+        until: Annotated[datetime | None, Field(description="semantic only: packets timestamped before then.")] = None,
+    ) -> RecallResult:
+        """Find remembered texts by meaning (memsub.semantic_search) or by meaning and words
+        (memsub.hybrid_search). Each hit's access is logged; send feedback on its access_id."""
+        return tools.recall(query, k, mode, embedding_type, thread_id, tags, packet_type, since, until)
+
+    @server.tool(annotations=READ_ONLY)
+    def recall_entries(
+        query: Annotated[str, Field(min_length=1, max_length=10_000)],
+        k: K = 5,
+        namespace_prefix: Annotated[str | None, Field(description="Only namespaces starting with this.")] = None,
+    ) -> EntryRecallResult:
+        """Find namespaced memory entries by meaning and words (memsub.memory_search): the latest live version of
+        each matching key."""
+        return tools.recall_entries(query, k, namespace_prefix)
+
+    @server.tool(annotations=READ_ONLY)
+    def replay_thread(
+        thread_id: UUID,
+        limit: Annotated[int, Field(ge=1, le=10_000, description="Packets per page.")] = 100,
+        after_cursor: Annotated[int | None, Field(ge=0, description=(
+            "The next_cursor of the previous page; omit for the first page."))] = None,
+    ) -> ThreadPage:
+        """One page of a thread in write order (parents before children) with the cursor of the next page
+        (memsub.get_thread)."""
+        return tools.replay_thread(thread_id, limit, after_cursor)
+
+    @server.tool(annotations=READ_ONLY)
+    def graph_traverse(
+        entity: Name,
+        max_depth: Annotated[int, Field(ge=1, le=10)] = 3,
+        relationship_types: Annotated[list[Name] | None, Field(description="Follow only these types.")] = None,
+        direction: Direction = "outgoing",
+        min_confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        limit: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+        as_of: AsOf = None,
+    ) -> TraverseResult:
+        """Entities reachable from an entity through the edges valid at as_of, each once with its most confident
+        shortest path (memsub.traverse_graph)."""
+        return tools.graph_traverse(entity, max_depth, relationship_types, direction, min_confidence, limit, as_of)
+
+    @server.tool(annotations=READ_ONLY)
+    def graph_neighbourhood(
+        entity: Name,
+        min_confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        limit: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+        as_of: AsOf = None,
+    ) -> NeighbourhoodResult:
+        """An entity's relationships in both directions valid at as_of, and the facts about it
+        (memsub.entity_neighbourhood)."""
+        return tools.graph_neighbourhood(entity, min_confidence, limit, as_of)
+
+    @server.tool(annotations=READ_ONLY)
+    def graph_edges(
+        as_of: AsOf = None,
+        entity: Annotated[str | None, Field(min_length=1, max_length=1000,
+                                            description="Only edges touching this entity.")] = None,
+        relationship_type: Annotated[str | None, Field(min_length=1, max_length=1000)] = None,
+    ) -> EdgesResult:
+        """The knowledge-graph edges valid at as_of, with their validity windows (memsub.edges_as_of)."""
+        return tools.graph_edges(as_of, entity, relationship_type)
+
+    @server.tool(annotations=WRITING)
+    def feedback(
+        access_id: Annotated[UUID, Field(description="The access_id of a recall hit.")],
+        was_useful: bool,
+        reason: Annotated[str | None, Field(max_length=10_000)] = None,
+        learn_now: Annotated[bool, Field(description=(
+            "Also fold the tenant's new accesses and feedback into importance now (memsub.learn_importance); "
+            "otherwise the next scheduled learning run does."))] = False,
+    ) -> FeedbackResult:
+        """Say whether a recalled result was useful (memsub.record_feedback); importance learning raises useful
+        memories and lowers misleading ones."""
+        return tools.feedback(access_id, was_useful, reason, learn_now)
+
+    return server
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memsub")
+    except PackageNotFoundError:
+        return "0"
+
+
+def tool_names() -> list[str]:
+    """The tools every memsub MCP server exposes, in registration order (docs/mcp.md lists each)."""
+    return ["remember", "remember_entry", "recall", "recall_entries", "replay_thread", "graph_traverse",
+            "graph_neighbourhood", "graph_edges", "feedback"]
+
