@@ -67,7 +67,7 @@ def test_readme_async_client_example_runs_as_the_application_role(db384):
     block = re.search(r"```python\n(.*?)```", section, flags=re.S)
     assert block is not None and 'DSN = "postgresql://my_service@localhost/mydb"' in block.group(1)
     code = block.group(1).replace("postgresql://my_service@localhost/mydb", db384.dsn("app"))
-    exec(compile(code, "README.md (Async client)", "exec"), {"__name__": "readme_example"})  # noqa: S102
+    exec(compile(code, "README.md (Async client)", "exec"), {"__name__": "readme_example"})
     with db384.connect() as conn:
         rows = conn.execute("select packet_type, envelope->'payload'->>'answer', "
                             "jsonb_array_length(envelope->'lineage'->'parent_ids') "

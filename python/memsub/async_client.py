@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -30,6 +30,7 @@ from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class AsyncTenantSession(AsyncSession):
@@ -39,7 +40,7 @@ class AsyncTenantSession(AsyncSession):
         """Rows of one parameterized statement, by column name; database errors become memsub errors."""
         return await self._run(_calls.query(query, params, raw()))
 
-    async def run(self, call: Call[Any]) -> Any:
+    async def run(self, call: Call[T]) -> T:
         """Run a declared call (:mod:`memsub._calls`) in this session."""
         return await self._run(call)
 

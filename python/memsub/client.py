@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -32,6 +32,7 @@ from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class TenantSession(SyncSession):
@@ -42,7 +43,7 @@ class TenantSession(SyncSession):
         """Rows of one parameterized statement, by column name; database errors become memsub errors."""
         return self._run(_calls.query(query, params, raw()))
 
-    def run(self, call: Call[Any]) -> Any:
+    def run(self, call: Call[T]) -> T:
         """Run a declared call (:mod:`memsub._calls`) in this session."""
         return self._run(call)
 
