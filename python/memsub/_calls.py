@@ -373,12 +373,15 @@ async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnec
 
 # --- sessions --------------------------------------------------------------------------------------------------
 
-class SyncSession:
+ConnectionT = TypeVar("ConnectionT")
+PoolT = TypeVar("PoolT")
+
+
+class _Session(Generic[ConnectionT, PoolT]):
     """Runs calls either in the transaction of its ``with`` block (``connection``) or, per call, in a short
     transaction of its own (``pool`` and ``context``). Unusable once its block has ended."""
 
-    def __init__(self, connection: psycopg.Connection[Row] | None = None, *,
-                 pool: ConnectionPool[psycopg.Connection[Row]] | None = None,
+    def __init__(self, connection: ConnectionT | None = None, *, pool: PoolT | None = None,
                  context: Call[None] | None = None) -> None:
         self._connection = connection
         self._pool = pool
@@ -391,7 +394,7 @@ class SyncSession:
         return self._connection is None
 
     @property
-    def connection(self) -> psycopg.Connection[Row]:
+    def connection(self) -> ConnectionT:
         """The connection of the block's transaction (not in per-call mode)."""
         self._check_open()
         if self._connection is None:
@@ -406,54 +409,30 @@ class SyncSession:
         self._open = False
         self._connection = None
         self._pool = None
+
+    def _per_call(self) -> tuple[PoolT, Call[None]]:
+        assert self._pool is not None and self._context is not None
+        return self._pool, self._context
+
+
+class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]]]):
+    """A session on a sync connection or pool."""
 
     def _run(self, call: Call[T]) -> T:
         self._check_open()
         if self._connection is not None:
             return execute(self._connection, call)
-        assert self._pool is not None and self._context is not None
-        return execute_in_context(self._pool, self._context, call)
+        return execute_in_context(*self._per_call(), call)
 
 
-class AsyncSession:
-    """The async twin of :class:`SyncSession`."""
-
-    def __init__(self, connection: psycopg.AsyncConnection[Row] | None = None, *,
-                 pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] | None = None,
-                 context: Call[None] | None = None) -> None:
-        self._connection = connection
-        self._pool = pool
-        self._context = context
-        self._open = True
-
-    @property
-    def per_call(self) -> bool:
-        """True when each call runs in a transaction of its own."""
-        return self._connection is None
-
-    @property
-    def connection(self) -> psycopg.AsyncConnection[Row]:
-        """The connection of the block's transaction (not in per-call mode)."""
-        self._check_open()
-        if self._connection is None:
-            raise SessionClosed("a per-call session holds no connection: each call runs in a transaction of its own")
-        return self._connection
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise SessionClosed("this session's block has ended: open a new one with substrate.tenant(...)")
-
-    def _close(self) -> None:
-        self._open = False
-        self._connection = None
-        self._pool = None
+class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[psycopg.AsyncConnection[Row]]]):
+    """A session on an async connection or pool."""
 
     async def _run(self, call: Call[T]) -> T:
         self._check_open()
         if self._connection is not None:
             return await execute_async(self._connection, call)
-        assert self._pool is not None and self._context is not None
-        return await execute_in_context_async(self._pool, self._context, call)
+        return await execute_in_context_async(*self._per_call(), call)
 
 
 def sync_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[SyncSession, P], T]:
