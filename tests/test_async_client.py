@@ -107,6 +107,41 @@ async def test_async_calls_return_what_sync_calls_return(db384: Any) -> None:
 
 
 @pytest.mark.asyncio
+async def test_async_namespaced_memory_matches_sync(db384: Any) -> None:
+    embedder = HashingEmbedder(384)
+    user = uuid4()
+    namespace = f"user:{user}:preferences"
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
+        first = await memory.write_memory(namespace, "suppliers", {"prefer": "BayCycle"}, embedder=embedder)
+        await memory.write_memory(namespace, "suppliers", {"prefer": "BayCycle in Oakland"},
+                                  expected_version=first.version, embedder=embedder)
+        await memory.write_memory(namespace, "tone", "concise", metadata={"source": "chat"})
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, \
+            substrate.tenant(TENANT_A, user_id=user, per_call=True) as memory:
+        with pytest.raises(ConflictError) as conflict:
+            await memory.write_memory(namespace, "tone", "verbose", expected_version=7)
+        assert conflict.value.field == "expected_version"
+        tone = await memory.get_memory(namespace, "tone")
+        assert tone is not None and tone.metadata == {"source": "chat"}
+        await memory.delete_memory(namespace, "tone", tone.version)
+    reads: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+        ("get_memory", (namespace, "suppliers"), {}),
+        ("get_memory", (namespace, "tone"), {}),
+        ("memory_history", (namespace, "suppliers"), {}),
+        ("list_memory", (f"user:{user}",), {}),
+        ("search_memory", ("BayCycle Oakland",), {"embedder": embedder, "k": 2}),
+    ]
+    with Substrate(db384.dsn("app")) as sync_substrate, \
+            sync_substrate.tenant(TENANT_A, user_id=user) as sync_memory:
+        expected = [getattr(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
+        got = [await getattr(memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+    assert got == expected
+    assert expected[1] is None and [entry.version for entry in expected[2]] == [1, 2]
+    assert expected[4][0].key == "suppliers" and expected[4][0].vector_rank == 1
+
+
+@pytest.mark.asyncio
 async def test_errors_map_to_the_same_exceptions_and_write_nothing(db384: Any) -> None:
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any], type[MemsubError], str | None]] = [
         ("apply_world_model_update", ("insight", [{"entity_id": "x"}]), {"expected_version": 7},

@@ -24,7 +24,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memsub import _calls, layers, packets, retrieval
+from memsub import _calls, layers, memory, packets, retrieval
 from memsub._calls import AsyncSession, Call, async_method, raw
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
@@ -72,6 +72,14 @@ class AsyncTenantSession(AsyncSession):
             if len(page) < page_size:
                 return
             cursor = page[-1].write_seq
+
+    # namespaced memory
+    write_memory = async_method(memory.write_memory)
+    get_memory = async_method(memory.get_memory)
+    delete_memory = async_method(memory.delete_memory)
+    memory_history = async_method(memory.memory_history)
+    list_memory = async_method(memory.list_memory)
+    search_memory = async_method(memory.search_memory)
 
     # layers
     record_event = async_method(layers.record_event)

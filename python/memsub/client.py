@@ -26,7 +26,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from memsub import _calls, layers, packets, retrieval
+from memsub import _calls, layers, memory, packets, retrieval
 from memsub._calls import Call, SyncSession, raw, sync_method
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
@@ -73,6 +73,14 @@ class TenantSession(SyncSession):
             if len(page) < page_size:
                 return
             cursor = page[-1].write_seq
+
+    # namespaced memory
+    write_memory = sync_method(memory.write_memory)
+    get_memory = sync_method(memory.get_memory)
+    delete_memory = sync_method(memory.delete_memory)
+    memory_history = sync_method(memory.memory_history)
+    list_memory = sync_method(memory.list_memory)
+    search_memory = sync_method(memory.search_memory)
 
     # layers
     record_event = sync_method(layers.record_event)
