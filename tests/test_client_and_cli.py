@@ -182,3 +182,14 @@ def test_sql_lint_passes_on_the_shipped_sql_and_catches_violations(tmp_path):
     assert "grant to PUBLIC: grant to memsub roles by name" in messages
     assert "column memsub.t.a has no comment on" in messages
     assert "function memsub.f has no comment on" in messages
+
+
+def test_a_set_in_a_payload_is_refused_not_stored_as_its_string(db):
+    """Python's ``str()`` of a set is not JSON: the client names the field instead of storing ``"{'hdpe'}"``."""
+    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
+        with pytest.raises(TypeError, match=r"envelope\.payload\.materials"):
+            memory.write_packet({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
+        with pytest.raises(TypeError, match=r"obj|object"):
+            memory.assert_fact("BayCycle", "sells", {"hdpe", "pet"})
+    assert superuser_count(db) == 0
+    assert superuser_count(db, "memsub.knowledge_facts") == 0

@@ -60,3 +60,16 @@ def test_readme_view_refresh_example_runs_as_a_platform_admin(db):
         edges = conn.execute("select source_entity, target_entity from memsub.tenant_entity_graph "
                              "order by 1, 2").fetchall()
     assert ("l9", "neo4j") in edges and ("l9", "python") in edges  # the graph view groups normalized names
+
+
+def test_readme_async_client_example_runs_as_the_application_role(db384):
+    section = README.read_text().split("## Async client", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert block is not None and 'DSN = "postgresql://my_service@localhost/mydb"' in block.group(1)
+    code = block.group(1).replace("postgresql://my_service@localhost/mydb", db384.dsn("app"))
+    exec(compile(code, "README.md (Async client)", "exec"), {"__name__": "readme_example"})
+    with db384.connect() as conn:
+        rows = conn.execute("select packet_type, envelope->'payload'->>'answer', "
+                            "jsonb_array_length(envelope->'lineage'->'parent_ids') "
+                            "from memsub.packet_store order by write_seq").fetchall()
+    assert rows == [("event", None, None), ("insight", "1 note(s) answer it", 1)]

@@ -4,7 +4,8 @@ The product is versioned SQL (``migrations/`` and ``sql/``); this package applie
 functions in a thin, typed client.
 """
 
-from memsub.client import Substrate
+from memsub.async_client import AsyncSubstrate, AsyncTenantSession
+from memsub.client import Substrate, TenantSession
 from memsub.errors import (
     ConfigurationError,
     ConflictError,
@@ -20,6 +21,7 @@ from memsub.errors import (
     NotFound,
     PreflightRefused,
     PrivilegeError,
+    SessionClosed,
     StateError,
 )
 from memsub.models import (
@@ -31,6 +33,8 @@ from memsub.models import (
 )
 
 __all__ = [
+    "AsyncSubstrate",
+    "AsyncTenantSession",
     "ConfigurationError",
     "ConflictError",
     "ConnectionFailed",
@@ -50,7 +54,9 @@ __all__ = [
     "PacketWriteResult",
     "PreflightRefused",
     "PrivilegeError",
+    "SessionClosed",
     "StateError",
     "Substrate",
+    "TenantSession",
 ]
 __version__ = "0.1.0"

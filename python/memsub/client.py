@@ -6,110 +6,111 @@ Every call runs inside a tenant context, which memsub keeps transaction-local::
     with substrate.tenant(tenant_id, user_id=user_id) as memory:
         result = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
 
-One ``with`` block is one transaction: it commits on success and rolls back on any exception.
+One ``with`` block is one transaction: it commits on success and rolls back on any exception. With
+``per_call=True`` the block holds no connection: each call is a short transaction of its own that sets the
+context in the same round trip (for loops that wait on something slow, such as a model, between calls).
+A session used after its block ended raises :class:`memsub.errors.SessionClosed`.
+
+The methods are declared once, as calls (:mod:`memsub.packets`, :mod:`memsub.layers`, :mod:`memsub.retrieval`);
+:mod:`memsub.async_client` exposes the same ones with ``await``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
-from memsub.errors import ConnectionFailed, from_database_error
-from memsub.layers import LayersMixin
-from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
-from memsub.retrieval import RetrievalMixin, register_vector_type
+from memsub import _calls, layers, memory, packets, retrieval
+from memsub._calls import Call, SyncSession, raw, sync_method
+from memsub.models import PacketStoreRow, PacketWriteResult
+from memsub.packets import EnvelopeLike
 
-EnvelopeLike = PacketEnvelope | dict[str, Any]
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
-def envelope_json(envelope: EnvelopeLike) -> str:
-    """JSON text of an envelope given as a model or a plain dict."""
-    if isinstance(envelope, PacketEnvelope):
-        return envelope.to_json()
-    return json.dumps(envelope, default=str)
-
-
-class TenantSession(LayersMixin, RetrievalMixin):
-    """Stored-function calls within one transaction and one tenant context."""
-
-    def __init__(self, connection: psycopg.Connection[Row]) -> None:
-        self.connection = connection
-
-    def _rows(self, query: str, params: Sequence[Any]) -> list[Row]:
-        try:
-            return self.connection.execute(query.encode(), params).fetchall()
-        except psycopg.Error as error:
-            raise from_database_error(error) from error
+class TenantSession(SyncSession):
+    """Stored-function calls within one tenant context: in the transaction of the ``with`` block, or (per-call
+    mode) each in a short transaction of its own."""
 
     def fetch(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
         """Rows of one parameterized statement, by column name; database errors become memsub errors."""
-        return self._rows(query, params)
+        return self._run(_calls.query(query, params, raw()))
 
-    def write_packet(self, envelope: EnvelopeLike) -> PacketWriteResult:
-        rows = self._rows("select * from memsub.write_packet(%s::jsonb)", [envelope_json(envelope)])
-        return PacketWriteResult.model_validate(rows[0])
+    def run(self, call: Call[T]) -> T:
+        """Run a declared call (:mod:`memsub._calls`) in this session."""
+        return self._run(call)
+
+    # packets
+    write_packet = sync_method(packets.write_packet)
+    get_packet = sync_method(packets.get_packet)
+    thread = sync_method(packets.thread)
+    lineage = sync_method(packets.lineage)
+    purge_expired = sync_method(packets.purge_expired)
 
     def write_packets(self, envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> list[PacketWriteResult]:
-        """Write many envelopes, ``batch_size`` per call to memsub.write_packets, all in this transaction."""
+        """Write many envelopes, ``batch_size`` per call to memsub.write_packets (in per-call mode each batch is
+        a transaction of its own)."""
         results: list[PacketWriteResult] = []
-        batch: list[str] = []
-
-        def flush() -> None:
-            if batch:
-                rows = self._rows("select * from memsub.write_packets(%s::jsonb)", ["[" + ",".join(batch) + "]"])
-                offset = len(results)
-                for row in rows:
-                    row["position"] += offset
-                    results.append(PacketWriteResult.model_validate(row))
-                batch.clear()
-
-        for envelope in envelopes:
-            batch.append(envelope_json(envelope))
-            if len(batch) >= batch_size:
-                flush()
-        flush()
+        for batch in packets.batches(envelopes, batch_size):
+            written = self._run(packets.write_packet_batch(batch, offset=len(results)))
+            results.extend(written)
         return results
-
-    def get_packet(self, packet_id: UUID | str) -> PacketStoreRow | None:
-        rows = self._rows("select * from memsub.get_packet(%s)", [str(packet_id)])
-        return PacketStoreRow.model_validate(rows[0]) if rows else None
-
-    def thread(self, thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> list[PacketStoreRow]:
-        """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the
-        ``write_seq`` of the last packet already read; None: from the start)."""
-        rows = self._rows("select * from memsub.get_thread(%s, %s, %s)", [str(thread_id), limit, after_cursor])
-        return [PacketStoreRow.model_validate(row) for row in rows]
 
     def replay(self, thread_id: UUID | str, page_size: int = 1000,
                after_cursor: int | None = None) -> Iterator[PacketStoreRow]:
         """Every packet of a thread in write order, read ``page_size`` at a time with the keyset cursor."""
         cursor = after_cursor
         while True:
-            page = self.thread(thread_id, limit=page_size, after_cursor=cursor)
+            page = self._run(packets.thread(thread_id, limit=page_size, after_cursor=cursor))
             yield from page
             if len(page) < page_size:
                 return
             cursor = page[-1].write_seq
 
-    def lineage(self, packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
-                max_depth: int = 16) -> list[LineageRow]:
-        rows = self._rows("select * from memsub.get_lineage(%s, %s, %s)", [str(packet_id), direction, max_depth])
-        return [LineageRow.model_validate(row) for row in rows]
+    # namespaced memory
+    write_memory = sync_method(memory.write_memory)
+    get_memory = sync_method(memory.get_memory)
+    delete_memory = sync_method(memory.delete_memory)
+    memory_history = sync_method(memory.memory_history)
+    list_memory = sync_method(memory.list_memory)
+    search_memory = sync_method(memory.search_memory)
 
-    def purge_expired(self, tenant_id: UUID | str | None = None) -> dict[UUID, int]:
-        """Remove the expired packets the context covers (of one tenant when given), keeping tombstones for
-        lineage; the number purged per tenant."""
-        rows = self._rows("select tenant_id, purged from memsub.purge_expired(%s)",
-                          [str(tenant_id) if tenant_id is not None else None])
-        return {row["tenant_id"]: int(row["purged"]) for row in rows}
+    # layers
+    record_event = sync_method(layers.record_event)
+    record_reasoning_trace = sync_method(layers.record_reasoning_trace)
+    assert_fact = sync_method(layers.assert_fact)
+    store_embedding = sync_method(layers.store_embedding)
+    search_embeddings = sync_method(layers.search_embeddings)
+    store_semantic_memory = sync_method(layers.store_semantic_memory)
+    search_semantic_memory = sync_method(layers.search_semantic_memory)
+    upsert_relationship = sync_method(layers.upsert_relationship)
+    graph_neighbors = sync_method(layers.graph_neighbors)
+    apply_world_model_update = sync_method(layers.apply_world_model_update)
+    take_world_model_snapshot = sync_method(layers.take_world_model_snapshot)
+    world_model_state_at = sync_method(layers.world_model_state_at)
+    world_model_state_version = sync_method(layers.world_model_state_version)
+    record_reflection = sync_method(layers.record_reflection)
+    record_task_reflection = sync_method(layers.record_task_reflection)
+    record_summary = sync_method(layers.record_summary)
+    summaries_due = sync_method(layers.summaries_due)
+    record_access = sync_method(layers.record_access)
+    entity_graph = sync_method(layers.entity_graph)
+
+    # retrieval
+    search = sync_method(retrieval.search)
+    hybrid_search = sync_method(retrieval.hybrid_search)
+    traverse = sync_method(retrieval.traverse)
+    neighbourhood = sync_method(retrieval.neighbourhood)
+    feedback = sync_method(retrieval.feedback)
+    reflections = sync_method(retrieval.reflections)
+    learn_importance = sync_method(retrieval.learn_importance)
 
 
 class Substrate:
@@ -122,7 +123,7 @@ class Substrate:
 
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             with_timeout(dsn), min_size=min_size, max_size=max_size, open=True, timeout=timeout,
-            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection, configure=_configure,
+            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection, configure=_calls.configure,
         )
 
     def close(self) -> None:
@@ -134,58 +135,32 @@ class Substrate:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
     def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
-               user_id: UUID | str | None = None, roles: Sequence[str] = (),
-               session_id: str | None = None) -> Iterator[TenantSession]:
-        """A transaction whose memsub context is this tenant, org, user, context roles and session."""
-        with self._connection() as connection, connection.transaction():
-            try:
-                connection.execute(
-                    "select memsub.set_context(%s, %s, %s, %s, %s)",
-                    [_text(tenant_id), _text(org_id), _text(user_id), list(roles), session_id])
-            except psycopg.Error as error:
-                raise from_database_error(error) from error
-            yield TenantSession(connection)
+               user_id: UUID | str | None = None, roles: Sequence[str] = (), session_id: str | None = None,
+               per_call: bool = False) -> AbstractContextManager[TenantSession]:
+        """A transaction whose memsub context is this tenant, org, user, context roles and session; with
+        ``per_call``, a block in which every call is a short transaction of its own in that context."""
+        return self._session(_calls.set_context(tenant_id, org_id, user_id, roles, session_id), per_call)
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Row]]:
-        """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
-        try:
-            connection = self.pool.getconn()
-        except PoolTimeout as error:
-            raise ConnectionFailed(f"cannot connect: no connection to the server within {self.pool.timeout:g} s "
-                                   f"({error})") from error
-        try:
-            yield connection
-        finally:
-            self.pool.putconn(connection)
-
-    @contextmanager
-    def signed(self, token: str) -> Iterator[TenantSession]:
+    def signed(self, token: str, *, per_call: bool = False) -> AbstractContextManager[TenantSession]:
         """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``; tokens
         from ``memsub.context_tokens.mint_context_token``)."""
-        with self._connection() as connection, connection.transaction():
+        return self._session(_calls.set_context_signed(token), per_call)
+
+    @contextmanager
+    def _session(self, context: Call[None], per_call: bool) -> Iterator[TenantSession]:
+        if per_call:
+            session = TenantSession(pool=self.pool, context=context)
             try:
-                connection.execute("select memsub.set_context_signed(%s)", [token])
-            except psycopg.Error as error:
-                raise from_database_error(error) from error
-            yield TenantSession(connection)
+                yield session
+            finally:
+                session._close()
+            return
+        with _calls.pooled(self.pool) as connection, connection.transaction():
+            _calls.execute(connection, context)
+            session = TenantSession(connection)
+            try:
+                yield session
+            finally:
+                session._close()
 
-
-def _configure(connection: psycopg.Connection[Row]) -> None:
-    """New pool connections learn pgvector's ``vector`` type, so vectors and NumPy arrays bind as parameters.
-
-    A database without the extension (not migrated yet) is left as it is: the retrieval methods register the
-    type when they first need it.
-    """
-    try:
-        register_vector_type(connection)
-    except psycopg.Error:
-        pass  # e.g. no permission to read the catalog: registered lazily instead, or the call reports the error
-    finally:
-        connection.rollback()  # the pool wants an idle connection back
-
-
-def _text(value: UUID | str | None) -> str | None:
-    return None if value is None else str(value)

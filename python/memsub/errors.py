@@ -48,6 +48,11 @@ class StateError(MemsubError):
     """The object is not in a state that allows the call, e.g. a terminated session (SQLSTATE 55000)."""
 
 
+class SessionClosed(StateError):
+    """A tenant session used after its block ended: its transaction is over and its connection may already serve
+    another tenant, so the call is refused before anything is sent."""
+
+
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 

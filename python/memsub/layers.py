@@ -1,8 +1,8 @@
 """Typed client calls for the L9 layers: core, semantic, knowledge graph, world model, reflection, intelligence,
 operations and the tenant-filtered materialized views.
 
-``LayersMixin`` is mixed into :class:`memsub.client.TenantSession`; every method calls one stored function and
-decodes its rows by column name::
+Each function here declares one stored-function call (:mod:`memsub._calls`); the sync and async tenant sessions
+expose them as methods that run the call and decode its rows by column name::
 
     with substrate.tenant(tenant_id) as memory:
         fact = memory.assert_fact("L9", "uses", "Neo4j", confidence=0.8)
@@ -11,13 +11,16 @@ decodes its rows by column name::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
+
+from memsub._calls import NULL, Call, Json, VectorLike, function, one, rows, scalar
+from memsub._calls import query as _query
+from memsub._calls import vector as _vector
 
 EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 ReflectionType = Literal["lesson", "pattern", "failure", "success", "insight", "improvement", "false_constraint"]
@@ -25,13 +28,6 @@ Priority = Literal["critical", "high", "medium", "low"]
 Outcome = Literal["success", "partial", "failure", "unknown"]
 SummaryScope = Literal["thread", "agent", "topic", "time_period", "project", "task"]
 AccessTarget = Literal["packet", "embedding", "fact", "reflection"]
-Row = dict[str, Any]
-M = TypeVar("M", bound=BaseModel)
-
-
-def vector_text(values: Sequence[float]) -> str:
-    """pgvector's text form of a vector (passed as a parameter and cast with ``::vector``)."""
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 class _TenantRow(BaseModel):
@@ -243,170 +239,188 @@ class EntityGraphRow(BaseModel):
     relationship_count: int
 
 
-# Columns of each row model (vectors are never read back: they are large and only useful to the database).
-_SELECT: dict[type[BaseModel], str] = {model: ", ".join(model.model_fields) for model in (
-    AgentEvent, ReasoningTrace, KnowledgeFact, MemoryEmbedding, SemanticMemory, EntityRelationship,
-    WorldModelUpdate, WorldModelSnapshot, Reflection, TaskReflection, MemorySummary, AccessLogEntry)}
+def _json(value: Any) -> Json | None:
+    """A jsonb argument, or None (the SQL default) when not given."""
+    return None if value is None else Json(value)
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, default=str)
+def _uuids(values: Sequence[UUID | str]) -> list[UUID]:
+    return [value if isinstance(value, UUID) else UUID(str(value)) for value in values]
 
 
-def _vector(values: Sequence[float] | None) -> str | None:
-    return None if values is None else vector_text(values)
+# core
+def record_event(agent_id: str, event_type: str, content: Any = None, *, packet_id: UUID | str | None = None,
+                 timestamp: datetime | None = None) -> Call[AgentEvent]:
+    """Record an agent event (memsub.record_event)."""
+    return function("record_event", {"agent_id": agent_id, "event_type": event_type, "content": _json(content),
+                                     "packet_id": packet_id, "timestamp": timestamp}, one(AgentEvent))
 
 
-def _id(value: UUID | str | None) -> str | None:
-    return None if value is None else str(value)
+def record_reasoning_trace(agent_id: str | None, packet_id: UUID | str | None = None, *,
+                           steps: list[Any] | None = None, extracted_features: dict[str, Any] | None = None,
+                           inference_steps: list[Any] | None = None, reasoning_tokens: int = 0,
+                           decision_tokens: int = 0,
+                           confidence_scores: dict[str, Any] | None = None) -> Call[ReasoningTrace]:
+    """Record a reasoning trace (memsub.record_reasoning_trace); agent None: the packet's agent."""
+    return function("record_reasoning_trace", {
+        "agent_id": NULL if agent_id is None else agent_id, "packet_id": packet_id, "steps": _json(steps),
+        "extracted_features": _json(extracted_features), "inference_steps": _json(inference_steps),
+        "reasoning_tokens": reasoning_tokens, "decision_tokens": decision_tokens,
+        "confidence_scores": _json(confidence_scores)}, one(ReasoningTrace))
 
 
-class LayersMixin:
-    """Layer methods of a tenant session. Needs ``_rows(query, params)`` from the session."""
+def assert_fact(subject: str, predicate: str, obj: Any, *, confidence: float = 0.5,
+                source_packet: UUID | str | None = None) -> Call[KnowledgeFact]:
+    """Assert a fact, or reinforce the same normalized fact (memsub.assert_fact)."""
+    return function("assert_fact", {"subject": subject, "predicate": predicate,
+                                    "object": NULL if obj is None else Json(obj), "confidence": confidence,
+                                    "source_packet": source_packet}, one(KnowledgeFact))
 
-    def _rows(self, query: str, params: Sequence[Any]) -> list[Row]:
-        raise NotImplementedError
 
-    def _one(self, model: type[M], function: str, params: Sequence[Any]) -> M:
-        rows = self._rows(f"select {_SELECT[model]} from {function}", params)  # noqa: S608 - fixed names
-        return model.model_validate(rows[0])
+# semantic
+def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector: VectorLike, *,
+                    chunk_index: int = 0, chunk_text: str | None = None,
+                    metadata: dict[str, Any] | None = None) -> Call[MemoryEmbedding]:
+    """Store one embedding of a packet (memsub.store_embedding)."""
+    return function("store_embedding", {"packet_id": packet_id, "embedding_type": embedding_type,
+                                        "vector": _vector(vector), "chunk_index": chunk_index,
+                                        "chunk_text": chunk_text, "metadata": _json(metadata)}, one(MemoryEmbedding))
 
-    # core
-    def record_event(self, agent_id: str, event_type: str, content: Any = None, *,
-                     packet_id: UUID | str | None = None, timestamp: datetime | None = None) -> AgentEvent:
-        return self._one(AgentEvent, "memsub.record_event(%s, %s, %s::jsonb, %s, %s)",
-                         [agent_id, event_type, _json(content if content is not None else {}), _id(packet_id),
-                          timestamp])
 
-    def record_reasoning_trace(self, agent_id: str | None, packet_id: UUID | str | None = None, *,
-                               steps: list[Any] | None = None, extracted_features: dict[str, Any] | None = None,
-                               inference_steps: list[Any] | None = None, reasoning_tokens: int = 0,
-                               decision_tokens: int = 0,
-                               confidence_scores: dict[str, Any] | None = None) -> ReasoningTrace:
-        return self._one(
-            ReasoningTrace,
-            "memsub.record_reasoning_trace(%s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s::jsonb)",
-            [agent_id, _id(packet_id), _json(steps or []), _json(extracted_features or {}),
-             _json(inference_steps or []), reasoning_tokens, decision_tokens, _json(confidence_scores or {})])
+def search_embeddings(query: VectorLike, embedding_type: EmbeddingType,
+                      limit: int = 10) -> Call[list[EmbeddingMatch]]:
+    """The visible embeddings of one type nearest to a vector (memsub.search_embeddings)."""
+    return function("search_embeddings", {"query": _vector(query), "embedding_type": embedding_type,
+                                          "limit": limit}, rows(EmbeddingMatch))
 
-    def assert_fact(self, subject: str, predicate: str, obj: Any, *, confidence: float = 0.5,
-                    source_packet: UUID | str | None = None) -> KnowledgeFact:
-        return self._one(KnowledgeFact, "memsub.assert_fact(%s, %s, %s::jsonb, %s, %s)",
-                         [subject, predicate, _json(obj), confidence, _id(source_packet)])
 
-    # semantic
-    def store_embedding(self, packet_id: UUID | str, embedding_type: EmbeddingType, vector: Sequence[float], *,
-                        chunk_index: int = 0, chunk_text: str | None = None,
-                        metadata: dict[str, Any] | None = None) -> MemoryEmbedding:
-        return self._one(MemoryEmbedding, "memsub.store_embedding(%s, %s, %s::vector, %s, %s, %s::jsonb)",
-                         [_id(packet_id), embedding_type, _vector(vector), chunk_index, chunk_text,
-                          _json(metadata or {})])
+def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, Any] | None = None, *,
+                          embedding_type: str = "content", scope: str = "shared",
+                          importance_score: float = 0.5) -> Call[SemanticMemory]:
+    """Store an agent's semantic memory (memsub.store_semantic_memory)."""
+    return function("store_semantic_memory", {
+        "agent_id": agent_id, "vector": _vector(vector), "payload": _json(payload), "embedding_type": embedding_type,
+        "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
 
-    def search_embeddings(self, query: Sequence[float], embedding_type: EmbeddingType,
-                          limit: int = 10) -> list[EmbeddingMatch]:
-        rows = self._rows("select * from memsub.search_embeddings(%s::vector, %s, %s)",
-                          [_vector(query), embedding_type, limit])
-        return [EmbeddingMatch.model_validate(row) for row in rows]
 
-    def store_semantic_memory(self, agent_id: str, vector: Sequence[float], payload: dict[str, Any] | None = None,
-                              *, embedding_type: str = "content", scope: str = "shared",
-                              importance_score: float = 0.5) -> SemanticMemory:
-        return self._one(SemanticMemory, "memsub.store_semantic_memory(%s, %s::vector, %s::jsonb, %s, %s, %s)",
-                         [agent_id, _vector(vector), _json(payload or {}), embedding_type, scope, importance_score])
+def search_semantic_memory(query: VectorLike, limit: int = 10,
+                           agent_id: str | None = None) -> Call[list[SemanticMatch]]:
+    """The semantic memories nearest to a vector (memsub.search_semantic_memory)."""
+    return function("search_semantic_memory", {"query": _vector(query), "limit": limit, "agent_id": agent_id},
+                    rows(SemanticMatch))
 
-    def search_semantic_memory(self, query: Sequence[float], limit: int = 10,
-                               agent_id: str | None = None) -> list[SemanticMatch]:
-        rows = self._rows("select * from memsub.search_semantic_memory(%s::vector, %s, %s)",
-                          [_vector(query), limit, agent_id])
-        return [SemanticMatch.model_validate(row) for row in rows]
 
-    # knowledge graph
-    def upsert_relationship(self, source_entity: str, relationship_type: str, target_entity: str, *,
-                            confidence: float = 0.5, source_packet: UUID | str | None = None,
-                            seen_at: datetime | None = None) -> EntityRelationship:
-        return self._one(EntityRelationship, "memsub.upsert_relationship(%s, %s, %s, %s, %s, %s)",
-                         [source_entity, relationship_type, target_entity, confidence, _id(source_packet), seen_at])
+# knowledge graph
+def upsert_relationship(source_entity: str, relationship_type: str, target_entity: str, *,
+                        confidence: float = 0.5, source_packet: UUID | str | None = None,
+                        seen_at: datetime | None = None) -> Call[EntityRelationship]:
+    """Record a relationship, or reinforce it (memsub.upsert_relationship)."""
+    return function("upsert_relationship", {
+        "source_entity": source_entity, "relationship_type": relationship_type, "target_entity": target_entity,
+        "confidence": confidence, "source_packet": source_packet, "seen_at": seen_at}, one(EntityRelationship))
 
-    def graph_neighbors(self, entity: str, max_depth: int = 2, limit: int = 100) -> list[GraphEdge]:
-        rows = self._rows("select * from memsub.graph_neighbors(%s, %s, %s)", [entity, max_depth, limit])
-        return [GraphEdge.model_validate(row) for row in rows]
 
-    # world model
-    def apply_world_model_update(self, insight_type: str, entities: list[dict[str, Any]], *,
-                                 content: dict[str, Any] | None = None, confidence: float = 0.5,
-                                 insight_id: UUID | str | None = None,
-                                 expected_version: int | None = None) -> WorldModelUpdate:
-        return self._one(WorldModelUpdate,
-                         "memsub.apply_world_model_update(%s, %s::jsonb, %s::jsonb, %s, %s, %s)",
-                         [insight_type, _json(entities), _json(content or {}), confidence, _id(insight_id),
-                          expected_version])
+def graph_neighbors(entity: str, max_depth: int = 2, limit: int = 100) -> Call[list[GraphEdge]]:
+    """The relationships reachable from an entity, breadth first (memsub.graph_neighbors)."""
+    return function("graph_neighbors", {"entity": entity, "max_depth": max_depth, "limit": limit},
+                    rows(GraphEdge))
 
-    def take_world_model_snapshot(self, description: str | None = None,
-                                  created_by: str | None = None) -> WorldModelSnapshot:
-        return self._one(WorldModelSnapshot, "memsub.take_world_model_snapshot(%s, %s)", [description, created_by])
 
-    def world_model_state_at(self, snapshot_id: UUID | str) -> list[WorldModelEntity]:
-        rows = self._rows("select * from memsub.world_model_state_at(%s)", [_id(snapshot_id)])
-        return [WorldModelEntity.model_validate(row) for row in rows]
+# world model
+def apply_world_model_update(insight_type: str, entities: list[dict[str, Any]], *,
+                             content: dict[str, Any] | None = None, confidence: float = 0.5,
+                             insight_id: UUID | str | None = None,
+                             expected_version: int | None = None) -> Call[WorldModelUpdate]:
+    """Apply an insight to the world model, optionally at an expected version (memsub.apply_world_model_update)."""
+    return function("apply_world_model_update", {
+        "insight_type": insight_type, "entities": Json(entities), "content": _json(content),
+        "confidence": confidence, "insight_id": insight_id, "expected_version": expected_version},
+        one(WorldModelUpdate))
 
-    def world_model_state_version(self) -> int:
-        return int(self._rows("select memsub.world_model_state_version() as v", [])[0]["v"])
 
-    # reflection
-    def record_reflection(self, reflection_type: ReflectionType, content: str, *, context: str | None = None,
-                          entities: Sequence[str] = (), tags: Sequence[str] = (), confidence: float = 0.5,
-                          priority: Priority = "medium", source_agent: str | None = None,
-                          source_packet: UUID | str | None = None, task_id: str | None = None,
-                          vector: Sequence[float] | None = None,
-                          expires_at: datetime | None = None) -> Reflection:
-        return self._one(Reflection,
-                         "memsub.record_reflection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s)",
-                         [reflection_type, content, context, list(entities), list(tags), confidence, priority,
-                          source_agent, _id(source_packet), task_id, _vector(vector), expires_at])
+def take_world_model_snapshot(description: str | None = None,
+                              created_by: str | None = None) -> Call[WorldModelSnapshot]:
+    """Snapshot the world model (memsub.take_world_model_snapshot)."""
+    return function("take_world_model_snapshot", {"description": description, "created_by": created_by},
+                    one(WorldModelSnapshot))
 
-    def record_task_reflection(self, task_id: str, outcome: Outcome = "unknown", *,
-                               task_description: str | None = None, what_worked: Sequence[str] = (),
-                               what_failed: Sequence[str] = (), false_constraints: Sequence[str] = (),
-                               helpful_patterns: Sequence[str] = (), lessons: Sequence[str] = (),
-                               recommendations: Sequence[str] = (), related_decisions: Sequence[UUID] = (),
-                               execution_time_ms: float | None = None,
-                               metrics_improved: dict[str, Any] | None = None,
-                               metrics_degraded: dict[str, Any] | None = None) -> TaskReflection:
-        return self._one(
-            TaskReflection,
-            "memsub.record_task_reflection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s::jsonb, %s::jsonb)",
-            [task_id, outcome, task_description, list(what_worked), list(what_failed), list(false_constraints),
-             list(helpful_patterns), list(lessons), list(recommendations), [str(d) for d in related_decisions],
-             execution_time_ms, _json(metrics_improved or {}), _json(metrics_degraded or {})])
 
-    # intelligence
-    def record_summary(self, scope_type: SummaryScope, scope_value: str, summary_text: str,
-                       source_packet_ids: Sequence[UUID | str], *, key_facts: list[Any] | None = None,
-                       key_entities: Sequence[str] = (), key_decisions: Sequence[str] = (),
-                       vector: Sequence[float] | None = None, confidence: float = 0.5,
-                       valid_until: datetime | None = None) -> MemorySummary:
-        return self._one(
-            MemorySummary,
-            "memsub.record_summary(%s, %s, %s, %s::uuid[], %s::jsonb, %s, %s, %s::vector, %s, %s)",
-            [scope_type, scope_value, summary_text, [str(p) for p in source_packet_ids], _json(key_facts or []),
-             list(key_entities), list(key_decisions), _vector(vector), confidence, valid_until])
+def world_model_state_at(snapshot_id: UUID | str) -> Call[list[WorldModelEntity]]:
+    """The world model's entities as a snapshot holds them (memsub.world_model_state_at)."""
+    return function("world_model_state_at", {"snapshot_id": snapshot_id}, rows(WorldModelEntity))
 
-    def summaries_due(self, as_of: datetime | None = None, limit: int = 100) -> list[MemorySummary]:
-        rows = self._rows(f"select {_SELECT[MemorySummary]} from memsub.summaries_due(coalesce(%s, now()), %s)",  # noqa: S608
-                          [as_of, limit])
-        return [MemorySummary.model_validate(row) for row in rows]
 
-    # operations
-    def record_access(self, target_type: AccessTarget, target_id: UUID | str, *, agent_id: str | None = None,
-                      access_context: str | None = None, query_text: str | None = None,
-                      relevance_score: float | None = None, was_useful: bool | None = None,
-                      feedback_reason: str | None = None) -> AccessLogEntry:
-        return self._one(AccessLogEntry, "memsub.record_access(%s, %s, %s, %s, %s, %s, %s, %s)",
-                         [target_type, _id(target_id), agent_id, access_context, query_text, relevance_score,
-                          was_useful, feedback_reason])
+def world_model_state_version() -> Call[int]:
+    """The world model's current version (memsub.world_model_state_version)."""
+    return function("world_model_state_version", {}, scalar(int))
 
-    # materialized views, tenant-filtered
-    def entity_graph(self, limit: int = 1000) -> list[EntityGraphRow]:
-        rows = self._rows("select * from memsub.tenant_entity_graph order by total_mentions desc, source_entity "
-                          "limit %s", [limit])
-        return [EntityGraphRow.model_validate(row) for row in rows]
+
+# reflection
+def record_reflection(reflection_type: ReflectionType, content: str, *, context: str | None = None,
+                      entities: Sequence[str] = (), tags: Sequence[str] = (), confidence: float = 0.5,
+                      priority: Priority = "medium", source_agent: str | None = None,
+                      source_packet: UUID | str | None = None, task_id: str | None = None,
+                      vector: VectorLike | None = None, expires_at: datetime | None = None) -> Call[Reflection]:
+    """Record a lesson, pattern or other reflection (memsub.record_reflection)."""
+    return function("record_reflection", {
+        "reflection_type": reflection_type, "content": content, "context": context, "entities": list(entities),
+        "tags": list(tags), "confidence": confidence, "priority": priority, "source_agent": source_agent,
+        "source_packet": source_packet, "task_id": task_id, "vector": _vector(vector), "expires_at": expires_at},
+        one(Reflection))
+
+
+def record_task_reflection(task_id: str, outcome: Outcome = "unknown", *, task_description: str | None = None,
+                           what_worked: Sequence[str] = (), what_failed: Sequence[str] = (),
+                           false_constraints: Sequence[str] = (), helpful_patterns: Sequence[str] = (),
+                           lessons: Sequence[str] = (), recommendations: Sequence[str] = (),
+                           related_decisions: Sequence[UUID | str] = (), execution_time_ms: float | None = None,
+                           metrics_improved: dict[str, Any] | None = None,
+                           metrics_degraded: dict[str, Any] | None = None) -> Call[TaskReflection]:
+    """Record (or merge into) a task's reflection (memsub.record_task_reflection)."""
+    return function("record_task_reflection", {
+        "task_id": task_id, "outcome": outcome, "task_description": task_description,
+        "what_worked": list(what_worked), "what_failed": list(what_failed),
+        "false_constraints": list(false_constraints), "helpful_patterns": list(helpful_patterns),
+        "lessons": list(lessons), "recommendations": list(recommendations),
+        "related_decisions": _uuids(related_decisions), "execution_time_ms": execution_time_ms,
+        "metrics_improved": _json(metrics_improved), "metrics_degraded": _json(metrics_degraded)},
+        one(TaskReflection))
+
+
+# intelligence
+def record_summary(scope_type: SummaryScope, scope_value: str, summary_text: str,
+                   source_packet_ids: Sequence[UUID | str], *, key_facts: list[Any] | None = None,
+                   key_entities: Sequence[str] = (), key_decisions: Sequence[str] = (),
+                   vector: VectorLike | None = None, confidence: float = 0.5,
+                   valid_until: datetime | None = None) -> Call[MemorySummary]:
+    """Record a summary of packets (memsub.record_summary)."""
+    return function("record_summary", {
+        "scope_type": scope_type, "scope_value": scope_value, "summary_text": summary_text,
+        "source_packet_ids": _uuids(source_packet_ids), "key_facts": _json(key_facts),
+        "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": _vector(vector),
+        "confidence": confidence, "valid_until": valid_until}, one(MemorySummary))
+
+
+def summaries_due(as_of: datetime | None = None, limit: int = 100) -> Call[list[MemorySummary]]:
+    """Summaries whose validity has ended by ``as_of`` (default now) (memsub.summaries_due)."""
+    return function("summaries_due", {"as_of": as_of, "limit": limit}, rows(MemorySummary))
+
+
+# operations
+def record_access(target_type: AccessTarget, target_id: UUID | str, *, agent_id: str | None = None,
+                  access_context: str | None = None, query_text: str | None = None,
+                  relevance_score: float | None = None, was_useful: bool | None = None,
+                  feedback_reason: str | None = None) -> Call[AccessLogEntry]:
+    """Log an access to a memory (memsub.record_access)."""
+    return function("record_access", {
+        "target_type": target_type, "target_id": target_id, "agent_id": agent_id, "access_context": access_context,
+        "query_text": query_text, "relevance_score": relevance_score, "was_useful": was_useful,
+        "feedback_reason": feedback_reason}, one(AccessLogEntry))
+
+
+# materialized views, tenant-filtered
+def entity_graph(limit: int = 1000) -> Call[list[EntityGraphRow]]:
+    """The tenant's rows of the entity graph view, most mentioned first (memsub.tenant_entity_graph)."""
+    return _query("select * from memsub.tenant_entity_graph order by total_mentions desc, source_entity limit %s",
+                 [limit], rows(EntityGraphRow))
+

@@ -1,38 +1,32 @@
 """Typed client calls for the retrieval pipeline: semantic, hybrid, graph and reflection retrieval, feedback and
 importance learning (sql/310-350, documented in docs/retrieval.md).
 
-``RetrievalMixin`` is mixed into :class:`memsub.client.TenantSession`; each method calls one stored function
-and decodes its rows by column name::
+Each function here declares one stored-function call (:mod:`memsub._calls`); the sync and async tenant sessions
+expose them as methods that run the call and decode its rows by column name::
 
     with substrate.tenant(tenant_id) as memory:
         hits = memory.search(query_vector, k=5, record_access=True)
         memory.feedback(hits[0].access_id, was_useful=True, reason="answered the question")
 
 Query vectors may be any sequence of numbers or a NumPy array; they travel in pgvector's binary format
-(``pgvector.psycopg``), registered on each connection by :func:`register_vector_type`.
+(``pgvector.psycopg``), registered on each connection by :func:`memsub._calls.register_vector_type`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, SupportsFloat
+from typing import Any, Literal
 from uuid import UUID
 
-import psycopg
-from pgvector import Vector
-from pgvector.psycopg.vector import register_vector_info
-from psycopg import sql
-from psycopg.adapt import PyFormat
-from psycopg.types import TypeInfo
 from pydantic import BaseModel
 
+from memsub._calls import NULL, Call, VectorLike, function, one, rows
+from memsub._calls import vector as _vector
 from memsub.layers import EmbeddingType, Priority, ReflectionType
 
-VectorLike = Iterable[SupportsFloat]
 RankBy = Literal["distance", "combined"]
 Direction = Literal["outgoing", "incoming", "both"]
-Row = dict[str, Any]
 
 
 class SemanticHit(BaseModel):
@@ -140,142 +134,88 @@ class LearningRun(BaseModel):
     parameters: dict[str, Any]
 
 
-def register_vector_type(connection: psycopg.Connection[Any]) -> bool:
-    """Register pgvector's adapters for ``vector`` on a connection; False when the extension is not installed.
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
 
-    The type is looked up in whichever schema holds the extension (``public`` by default), so it is found
-    whatever the connection's search_path is. Runs one catalog query in the connection's current transaction.
+
+def search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
+           thread_id: UUID | str | None = None, tags: Sequence[str] | None = None, packet_type: str | None = None,
+           since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
+           rank_by: RankBy = "distance", record_access: bool = False, query_text: str | None = None,
+           agent_id: str | None = None, exact_below: int | None = None, ef_search: int | None = None,
+           max_scan_tuples: int | None = None) -> Call[list[SemanticHit]]:
+    """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search)."""
+    return function("semantic_search", {
+        "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
+        "tags": _list(tags), "packet_type": packet_type, "since": since, "until": until,
+        "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
+        "query_text": query_text, "agent_id": agent_id, "exact_below": exact_below, "ef_search": ef_search,
+        "max_scan_tuples": max_scan_tuples}, rows(SemanticHit))
+
+
+def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10, *,
+                  embedding_type: EmbeddingType = "content", vector_weight: float | None = None,
+                  text_weight: float | None = None, rrf_k: int | None = None, candidates: int | None = None,
+                  importance_weight: float | None = None, recency_weight: float | None = None,
+                  half_life: timedelta | None = None, record_access: bool = False,
+                  agent_id: str | None = None) -> Call[list[HybridHit]]:
+    """Full text and vector similarity fused by reciprocal rank fusion (memsub.hybrid_search).
+
+    Either query may be None (one leg only). Unset weights take the function's defaults (docs/retrieval.md).
     """
-    row = connection.execute(
-        "select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n on n.oid = e.extnamespace "
-        "where e.extname = 'vector'").fetchone()
-    if row is None:
-        return False
-    schema = row["nspname"] if isinstance(row, dict) else row[0]
-    name = sql.SQL("{}.vector").format(sql.Identifier(schema)).as_string(connection)
-    register_vector_info(connection, TypeInfo.fetch(connection, name))
-    return True
+    vector = _vector(query)
+    return function("hybrid_search", {
+        "query_text": NULL if query_text is None else query_text, "query": NULL if vector is None else vector,
+        "k": k, "embedding_type": embedding_type, "vector_weight": vector_weight, "text_weight": text_weight,
+        "rrf_k": rrf_k, "candidates": candidates, "importance_weight": importance_weight,
+        "recency_weight": recency_weight, "half_life": half_life, "record_access": record_access,
+        "agent_id": agent_id}, rows(HybridHit))
 
 
-def vector_param(values: VectorLike | None) -> Vector | None:
-    """A query vector as pgvector's ``Vector`` (NumPy arrays are taken as they are, in float32)."""
-    if values is None:
-        return None
-    if type(values).__module__ == "numpy" and type(values).__name__ == "ndarray":
-        return Vector(values)  # type: ignore[arg-type]
-    return Vector([float(v) for v in values])
+def traverse(start_entity: str, max_depth: int = 3, *, relationship_types: Sequence[str] | None = None,
+             min_confidence: float | None = None, direction: Direction = "outgoing",
+             min_path_confidence: float | None = None, limit: int | None = None,
+             as_of: datetime | None = None) -> Call[list[GraphPath]]:
+    """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
+    the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
+    their entity (memsub.traverse_graph)."""
+    return function("traverse_graph", {
+        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": _list(relationship_types),
+        "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
+        "limit": limit, "as_of": as_of}, rows(GraphPath))
 
 
-def _named(arguments: dict[str, Any]) -> tuple[sql.Composable, list[Any]]:
-    """``p_name => %s`` for each argument that is not None (the function's own default applies otherwise)."""
-    given = {name: value for name, value in arguments.items() if value is not None}
-    parts = sql.SQL(", ").join(sql.SQL("{} => %s").format(sql.Identifier("p_" + name)) for name in given)
-    return parts, list(given.values())
+def neighbourhood(entity: str, *, min_confidence: float | None = None, limit: int | None = None,
+                  as_of: datetime | None = None) -> Call[list[NeighbourhoodItem]]:
+    """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
+    (memsub.entity_neighbourhood)."""
+    return function("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence, "limit": limit,
+                                             "as_of": as_of}, rows(NeighbourhoodItem))
 
 
-class RetrievalMixin:
-    """Retrieval methods of a tenant session. Needs ``connection`` and ``_rows(query, params)`` from the session."""
+def feedback(access_id: UUID | str, was_useful: bool, reason: str | None = None) -> Call[Feedback]:
+    """Whether a recorded access was useful (memsub.record_feedback); learned by :func:`learn_importance`."""
+    return function("record_feedback", {"access_id": access_id, "was_useful": was_useful, "reason": reason},
+                    one(Feedback))
 
-    connection: psycopg.Connection[Row]
 
-    def _rows(self, query: str, params: Sequence[Any]) -> list[Row]:
-        raise NotImplementedError
+def reflections(query: VectorLike | None = None, *, tags: Sequence[str] | None = None, k: int = 5,
+                reflection_types: Sequence[ReflectionType] | None = None, min_priority: Priority = "low",
+                task_id: str | None = None, require_tags: bool = False, record_access: bool = False,
+                query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
+    """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
+    return function("retrieve_reflections", {
+        "query": _vector(query), "tags": _list(tags), "k": k,
+        "reflection_types": None if reflection_types is None else list(reflection_types),
+        "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
+        "record_access": record_access, "query_text": query_text, "agent_id": agent_id}, rows(ReflectionHit))
 
-    def _vector(self, values: VectorLike | None) -> Vector | None:
-        try:
-            self.connection.adapters.get_dumper(Vector, PyFormat.AUTO)
-        except psycopg.ProgrammingError:
-            register_vector_type(self.connection)
-        return vector_param(values)
 
-    def _call(self, function: str, arguments: dict[str, Any]) -> list[Row]:
-        named, params = _named(arguments)
-        query = sql.SQL("select * from {}({})").format(sql.Identifier("memsub", function), named)
-        return self._rows(query.as_string(self.connection), params)
-
-    def search(self, query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
-               thread_id: UUID | str | None = None, tags: Sequence[str] | None = None,
-               packet_type: str | None = None, since: datetime | None = None, until: datetime | None = None,
-               min_importance: float | None = None, rank_by: RankBy = "distance", record_access: bool = False,
-               query_text: str | None = None, agent_id: str | None = None, exact_below: int | None = None,
-               ef_search: int | None = None, max_scan_tuples: int | None = None) -> list[SemanticHit]:
-        """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search)."""
-        rows = self._call("semantic_search", {
-            "query": self._vector(query), "k": k, "embedding_type": embedding_type,
-            "thread_id": None if thread_id is None else str(thread_id),
-            "tags": None if tags is None else list(tags), "packet_type": packet_type, "since": since,
-            "until": until, "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
-            "query_text": query_text, "agent_id": agent_id, "exact_below": exact_below, "ef_search": ef_search,
-            "max_scan_tuples": max_scan_tuples})
-        return [SemanticHit.model_validate(row) for row in rows]
-
-    def hybrid_search(self, query_text: str | None, query: VectorLike | None, k: int = 10, *,
-                      embedding_type: EmbeddingType = "content", vector_weight: float | None = None,
-                      text_weight: float | None = None, rrf_k: int | None = None, candidates: int | None = None,
-                      importance_weight: float | None = None, recency_weight: float | None = None,
-                      half_life: timedelta | None = None, record_access: bool = False,
-                      agent_id: str | None = None) -> list[HybridHit]:
-        """Full text and vector similarity fused by reciprocal rank fusion (memsub.hybrid_search).
-
-        Either query may be None (one leg only). Unset weights take the function's defaults (docs/retrieval.md).
-        """
-        # query_text and query are positional in SQL: a NULL there means "no such leg".
-        named, params = _named({
-            "k": k, "embedding_type": embedding_type, "vector_weight": vector_weight, "text_weight": text_weight,
-            "rrf_k": rrf_k, "candidates": candidates, "importance_weight": importance_weight,
-            "recency_weight": recency_weight, "half_life": half_life, "record_access": record_access,
-            "agent_id": agent_id})
-        statement = sql.SQL("select * from memsub.hybrid_search(%s, %s::vector, {})").format(named)
-        rows = self._rows(statement.as_string(self.connection), [query_text, self._vector(query), *params])
-        return [HybridHit.model_validate(row) for row in rows]
-
-    def traverse(self, start_entity: str, max_depth: int = 3, *,
-                 relationship_types: Sequence[str] | None = None, min_confidence: float | None = None,
-                 direction: Direction = "outgoing", min_path_confidence: float | None = None,
-                 limit: int | None = None, as_of: datetime | None = None) -> list[GraphPath]:
-        """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
-        the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
-        their entity (memsub.traverse_graph)."""
-        rows = self._call("traverse_graph", {
-            "start_entity": start_entity, "max_depth": max_depth,
-            "relationship_types": None if relationship_types is None else list(relationship_types),
-            "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
-            "limit": limit, "as_of": as_of})
-        return [GraphPath.model_validate(row) for row in rows]
-
-    def neighbourhood(self, entity: str, *, min_confidence: float | None = None,
-                      limit: int | None = None, as_of: datetime | None = None) -> list[NeighbourhoodItem]:
-        """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
-        (memsub.entity_neighbourhood)."""
-        rows = self._call("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence,
-                                                   "limit": limit, "as_of": as_of})
-        return [NeighbourhoodItem.model_validate(row) for row in rows]
-
-    def feedback(self, access_id: UUID | str, was_useful: bool, reason: str | None = None) -> Feedback:
-        """Whether a recorded access was useful (memsub.record_feedback); learned by :meth:`learn_importance`."""
-        rows = self._rows(
-            "select access_id, tenant_id, target_type, target_id, query_text, relevance_score, was_useful, "
-            "feedback_reason, feedback_at, accessed_at from memsub.record_feedback(%s, %s, %s)",
-            [str(access_id), was_useful, reason])
-        return Feedback.model_validate(rows[0])
-
-    def reflections(self, query: VectorLike | None = None, *, tags: Sequence[str] | None = None, k: int = 5,
-                    reflection_types: Sequence[ReflectionType] | None = None, min_priority: Priority = "low",
-                    task_id: str | None = None, require_tags: bool = False, record_access: bool = False,
-                    query_text: str | None = None, agent_id: str | None = None) -> list[ReflectionHit]:
-        """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
-        rows = self._call("retrieve_reflections", {
-            "query": self._vector(query), "tags": None if tags is None else list(tags), "k": k,
-            "reflection_types": None if reflection_types is None else list(reflection_types),
-            "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
-            "record_access": record_access, "query_text": query_text, "agent_id": agent_id})
-        return [ReflectionHit.model_validate(row) for row in rows]
-
-    def learn_importance(self, *, access_rate: float | None = None, feedback_rate: float | None = None,
-                         half_life: timedelta | None = None, floor: float | None = None,
-                         idle_after: timedelta | None = None) -> LearningRun:
-        """Fold the tenant's new accesses and feedback into importance, decay idle memories
-        (memsub.learn_importance; unset parameters take the function's defaults)."""
-        rows = self._call("learn_importance", {"access_rate": access_rate, "feedback_rate": feedback_rate,
-                                                "half_life": half_life, "floor": floor, "idle_after": idle_after})
-        return LearningRun.model_validate(rows[0])
+def learn_importance(*, access_rate: float | None = None, feedback_rate: float | None = None,
+                     half_life: timedelta | None = None, floor: float | None = None,
+                     idle_after: timedelta | None = None) -> Call[LearningRun]:
+    """Fold the tenant's new accesses and feedback into importance, decay idle memories
+    (memsub.learn_importance; unset parameters take the function's defaults)."""
+    return function("learn_importance", {"access_rate": access_rate, "feedback_rate": feedback_rate,
+                                         "half_life": half_life, "floor": floor, "idle_after": idle_after},
+                    one(LearningRun))

@@ -13,7 +13,6 @@ exceptions, e.g. ``ConflictError`` for a stale write. Rows are decoded by column
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -22,13 +21,14 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
+from memsub import memory
 from memsub.client import TenantSession
-from memsub.embedding import TextEmbedder, embed_one
+from memsub.embedding import TextEmbedder
 from memsub.errors import ConflictError
+from memsub.memory import MemoryEntry, MemoryHit, MemoryType
 
 SessionStatus = Literal["active", "terminated"]
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
-MemoryType = Literal["semantic", "episodic", "procedural"]
 
 
 class Session(BaseModel):
@@ -55,26 +55,6 @@ class Termination(BaseModel):
     status: SessionStatus
     terminated_at: datetime
     migrated_keys: int
-
-
-class MemoryEntry(BaseModel):
-    """One version of a namespaced memory entry (memsub.memory_entries)."""
-
-    tenant_id: UUID
-    id: UUID
-    org_id: UUID | None
-    user_id: UUID | None
-    namespace: str
-    key: str
-    value: Any
-    memory_type: MemoryType
-    version: int
-    is_deleted: bool
-    metadata: dict[str, Any]
-    session_id: str | None
-    created_at: datetime
-    namespace_kind: str
-    namespace_owner: str
 
 
 class ContextEntry(BaseModel):
@@ -274,55 +254,10 @@ def write_memory(
     embedding: Sequence[float] | None = None,
     embedder: TextEmbedder | None = None,
 ) -> MemoryEntry:
-    """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
-
-    The version carries ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so
-    :func:`search_memory` finds it by meaning as well as by words). Raises ``ConflictError`` when another writer
-    got there first.
-    """
-    if embedding is None and embedder is not None:
-        embedding = embed_one(embedder, memory_text(key, value))
-    row = _one(
-        session,
-        "select * from memsub.memory_write(%s, %s, %s, %s, %s, %s, %s::vector)",
-        [namespace, key, Jsonb(value), expected_version, memory_type, Jsonb(metadata or {}),
-         None if embedding is None else vector_text(embedding)],
-    )
-    return MemoryEntry.model_validate(row)
-
-
-def memory_text(key: str, value: Any) -> str:
-    """The text a memory entry is embedded from: its key and the strings of its value (or the value as JSON)."""
-    strings: list[str] = []
-
-    def collect(item: Any) -> None:
-        if isinstance(item, str):
-            strings.append(item)
-        elif isinstance(item, dict):
-            for inner in item.values():
-                collect(inner)
-        elif isinstance(item, list):
-            for inner in item:
-                collect(inner)
-
-    collect(value)
-    return f"{key}: " + (" ".join(strings) if strings else json.dumps(value, sort_keys=True))
-
-
-class MemoryHit(BaseModel):
-    """One row of memsub.memory_search: the latest live version of a key, with its fused score and ranks."""
-
-    id: UUID
-    namespace: str
-    key: str
-    version: int
-    value: Any
-    memory_type: MemoryType
-    score: float
-    vector_rank: int | None
-    text_rank: int | None
-    distance: float | None
-    text_score: float | None
+    """Write the next version of (namespace, key) (:func:`memsub.memory.write_memory`)."""
+    return session.run(memory.write_memory(namespace, key, value, expected_version=expected_version,
+                                           memory_type=memory_type, metadata=metadata, embedding=embedding,
+                                           embedder=embedder))
 
 
 def search_memory(
@@ -334,15 +269,9 @@ def search_memory(
     k: int = 10,
     namespace_prefix: str | None = None,
 ) -> list[MemoryHit]:
-    """Namespaced memory the caller may see, by meaning (``query``, or ``query_text`` embedded by ``embedder``) and
-    by words (``query_text``), fused by reciprocal rank fusion (memsub.memory_search)."""
-    if query is None and embedder is not None and query_text is not None:
-        query = embed_one(embedder, query_text)
-    rows = session.fetch(
-        "select * from memsub.memory_search(%s, %s::vector, %s, %s)",
-        [query_text, None if query is None else vector_text(query), k, namespace_prefix],
-    )
-    return [MemoryHit.model_validate(row) for row in rows]
+    """Namespaced memory by meaning and by words (:func:`memsub.memory.search_memory`)."""
+    return session.run(memory.search_memory(query_text, query, embedder=embedder, k=k,
+                                            namespace_prefix=namespace_prefix))
 
 
 def vector_text(values: Sequence[float]) -> str:
@@ -352,23 +281,19 @@ def vector_text(values: Sequence[float]) -> str:
 
 def delete_memory(session: TenantSession, namespace: str, key: str, expected_version: int) -> MemoryEntry:
     """Soft-delete (namespace, key); returns the tombstone version."""
-    row = _one(session, "select * from memsub.memory_delete(%s, %s, %s)", [namespace, key, expected_version])
-    return MemoryEntry.model_validate(row)
+    return session.run(memory.delete_memory(namespace, key, expected_version))
 
 
 def get_memory(session: TenantSession, namespace: str, key: str) -> MemoryEntry | None:
-    rows = session.fetch("select * from memsub.memory_get(%s, %s)", [namespace, key])
-    return MemoryEntry.model_validate(rows[0]) if rows else None
+    return session.run(memory.get_memory(namespace, key))
 
 
 def memory_history(session: TenantSession, namespace: str, key: str) -> list[MemoryEntry]:
-    rows = session.fetch("select * from memsub.memory_history(%s, %s)", [namespace, key])
-    return [MemoryEntry.model_validate(row) for row in rows]
+    return session.run(memory.memory_history(namespace, key))
 
 
 def list_memory(session: TenantSession, namespace_prefix: str) -> list[MemoryEntry]:
-    rows = session.fetch("select * from memsub.memory_list(%s)", [namespace_prefix])
-    return [MemoryEntry.model_validate(row) for row in rows]
+    return session.run(memory.list_memory(namespace_prefix))
 
 
 def update_memory(

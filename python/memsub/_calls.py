@@ -1,0 +1,457 @@
+"""The one place the client talks to psycopg: stored-function calls declared once, run sync or async.
+
+A wrapper declares a call — which function, which named arguments, what shape its rows decode into — and an
+executor runs it on a connection::
+
+    def get_packet(packet_id: UUID | str) -> Call[PacketStoreRow | None]:
+        return function("get_packet", {"packet_id": packet_id}, optional(PacketStoreRow))
+
+    class TenantSession(SyncSession):
+        get_packet = sync_method(get_packet)        # memory.get_packet(id) -> PacketStoreRow | None
+
+    class AsyncTenantSession(AsyncSession):
+        get_packet = async_method(get_packet)       # await memory.get_packet(id)
+
+Rules every call follows:
+
+- Arguments travel by name (``p_x => %s``); an argument given as None is left out, so the SQL default applies.
+  :data:`NULL` sends an explicit SQL NULL (for parameters without a default).
+- One vector adapter (:func:`vector`): pgvector's binary ``Vector``, registered on each connection.
+- One JSON adapter (:class:`Json`): strict; a value that is not JSON raises TypeError naming the field.
+- Rows are decoded by column name into the typed models; only the model's columns are selected.
+- One error mapping: psycopg errors become :mod:`memsub.errors` exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any, Concatenate, Generic, ParamSpec, SupportsFloat, TypeVar, cast
+from uuid import UUID
+
+import psycopg
+from pgvector import Vector
+from pgvector.psycopg.vector import register_vector_info
+from psycopg import sql
+from psycopg.adapt import PyFormat
+from psycopg.types import TypeInfo
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from pydantic import BaseModel
+
+from memsub.errors import ConnectionFailed, MemsubError, SessionClosed, from_database_error
+
+Row = dict[str, Any]
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+VectorLike = Sequence[SupportsFloat] | Any  # any iterable of numbers, or a NumPy array
+
+
+# --- arguments -------------------------------------------------------------------------------------------------
+
+class _Null:
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL: Any = _Null()
+"""An explicit SQL NULL for a parameter that has no default (None leaves the argument out)."""
+
+
+@dataclass(frozen=True)
+class Json:
+    """A jsonb argument, encoded strictly when the call is declared (before anything is sent)."""
+
+    value: Any
+
+
+def _json_safe(value: Any, path: str) -> Any:
+    """``value`` as plain JSON data; TypeError naming ``path`` for anything that is not JSON.
+
+    Accepted besides JSON's own types: tuples (arrays), UUIDs (strings), dates and times (ISO 8601 strings)
+    and pydantic models (their JSON form). Sets, bytes, NaN, infinities and other objects are refused.
+    """
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"{path}: {value!r} is not a JSON number")
+        return value
+    if isinstance(value, dict):
+        safe: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, JSON object keys are strings")
+            safe[key] = _json_safe(item, f"{path}.{key}")
+        return safe
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    raise TypeError(f"{path}: a {type(value).__name__} is not JSON (use a list, dict, string, number, "
+                    "boolean or null)")
+
+
+def json_text(value: Any, field_name: str) -> str:
+    """The strict JSON text of ``value``; TypeError naming the field (and the path inside it) otherwise."""
+    return json.dumps(_json_safe(value, field_name), ensure_ascii=False, allow_nan=False)
+
+
+def vector(values: VectorLike | None) -> Vector | None:
+    """A vector argument as pgvector's ``Vector`` (NumPy arrays are taken as they are, in float32)."""
+    if values is None:
+        return None
+    if isinstance(values, Vector):
+        return values
+    if type(values).__module__ == "numpy" and type(values).__name__ == "ndarray":
+        return Vector(cast(Any, values))
+    return Vector([float(v) for v in values])
+
+
+def text_or_none(value: UUID | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
+# --- calls -----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Shape(Generic[T]):
+    """How rows decode: the columns to select (None: all) and the function that builds the result."""
+
+    columns: Sequence[str] | None
+    decode: Callable[[list[Row]], T]
+
+
+def rows(model: type[M]) -> Shape[list[M]]:
+    """Every row, as ``model``."""
+    return Shape(tuple(model.model_fields), lambda found: [model.model_validate(row) for row in found])
+
+
+def one(model: type[M]) -> Shape[M]:
+    """Exactly one row, as ``model``."""
+    return Shape(tuple(model.model_fields), lambda found: model.model_validate(_single(found)))
+
+
+def optional(model: type[M]) -> Shape[M | None]:
+    """The row as ``model``, or None when there is none."""
+    return Shape(tuple(model.model_fields), lambda found: model.model_validate(found[0]) if found else None)
+
+
+def scalar(kind: Callable[[Any], T]) -> Shape[T]:
+    """The single value the function returns, converted by ``kind``."""
+    return Shape(("value",), lambda found: kind(_single(found)["value"]))
+
+
+def raw() -> Shape[list[Row]]:
+    """The rows as dictionaries by column name."""
+    return Shape(None, lambda found: found)
+
+
+def _single(found: list[Row]) -> Row:
+    if len(found) != 1:
+        raise MemsubError(f"expected one row, the function returned {len(found)}")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One statement ready to run and the decoding of its rows."""
+
+    statement: sql.Composed | bytes
+    params: Sequence[Any]
+    decode: Callable[[list[Row]], T]
+    vectors: bool = field(default=False)
+
+
+def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T]:
+    """A call of ``memsub.<name>`` with named arguments; arguments that are None take the SQL default."""
+    parts: list[sql.Composable] = []
+    params: list[Any] = []
+    vectors = False
+    for argument, value in arguments.items():
+        if value is None:
+            continue
+        placeholder = sql.SQL("{} => %s").format(sql.Identifier("p_" + argument))
+        if value is NULL:
+            value = None
+        elif isinstance(value, Json):
+            value = json_text(value.value, argument)
+            placeholder = sql.SQL("{} => %s::jsonb").format(sql.Identifier("p_" + argument))
+        elif isinstance(value, Vector):
+            vectors = True
+        elif isinstance(value, UUID):
+            value = str(value)
+        parts.append(placeholder)
+        params.append(value)
+    target = sql.SQL("{}({})").format(sql.Identifier("memsub", name), sql.SQL(", ").join(parts))
+    if shape.columns == ("value",):
+        statement: sql.Composed = sql.SQL("select {} as value").format(target)
+    elif shape.columns is None:
+        statement = sql.SQL("select * from {}").format(target)
+    else:
+        columns = sql.SQL(", ").join(sql.Identifier(column) for column in shape.columns)
+        statement = sql.SQL("select {} from {}").format(columns, target)
+    return Call(statement, params, shape.decode, vectors)
+
+
+def query(statement: sql.Composed | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
+    """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
+    text = statement.encode() if isinstance(statement, str) else statement
+    return Call(text, list(params), shape.decode, any(isinstance(p, Vector) for p in params))
+
+
+def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id: UUID | str | None,
+                roles: Sequence[str], session_id: str | None) -> Call[None]:
+    """memsub.set_context for this transaction."""
+    return query("select memsub.set_context(%s, %s, %s, %s, %s)",
+                 [text_or_none(tenant_id), text_or_none(org_id), text_or_none(user_id), list(roles), session_id],
+                 Shape(None, lambda _: None))
+
+
+def set_context_signed(token: str) -> Call[None]:
+    """memsub.set_context_signed for this transaction."""
+    return query("select memsub.set_context_signed(%s)", [token], Shape(None, lambda _: None))
+
+
+# --- the vector type on a connection ---------------------------------------------------------------------------
+
+_VECTOR_SCHEMA = ("select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n "
+                  "on n.oid = e.extnamespace where e.extname = 'vector'")
+
+
+def _has_vector(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    try:
+        connection.adapters.get_dumper(Vector, PyFormat.AUTO)
+    except psycopg.ProgrammingError:
+        return False
+    return True
+
+
+def _vector_name(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], row: Any) -> str:
+    schema = row["nspname"] if isinstance(row, dict) else row[0]
+    return sql.SQL("{}.vector").format(sql.Identifier(schema)).as_string(connection)
+
+
+def register_vector_type(connection: psycopg.Connection[Any]) -> bool:
+    """Register pgvector's adapters for ``vector`` on a connection; False when the extension is not installed.
+
+    The type is looked up in whichever schema holds the extension (``public`` by default), so it is found
+    whatever the connection's search_path is. Runs catalog queries in the connection's current transaction.
+    """
+    row = connection.execute(_VECTOR_SCHEMA).fetchone()
+    if row is None:
+        return False
+    register_vector_info(connection, TypeInfo.fetch(connection, _vector_name(connection, row)))
+    return True
+
+
+async def register_vector_type_async(connection: psycopg.AsyncConnection[Any]) -> bool:
+    """The async twin of :func:`register_vector_type`."""
+    row = await (await connection.execute(_VECTOR_SCHEMA)).fetchone()
+    if row is None:
+        return False
+    register_vector_info(connection, await TypeInfo.fetch(connection, _vector_name(connection, row)))
+    return True
+
+
+def configure(connection: psycopg.Connection[Row]) -> None:
+    """New pool connections learn pgvector's ``vector`` type (when the extension is there and readable)."""
+    try:
+        register_vector_type(connection)
+    except psycopg.Error:
+        pass  # e.g. no permission to read the catalog: registered lazily instead, or the call reports the error
+    finally:
+        connection.rollback()  # the pool wants an idle connection back
+
+
+async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
+    """The async twin of :func:`configure`."""
+    try:
+        await register_vector_type_async(connection)
+    except psycopg.Error:
+        pass
+    finally:
+        await connection.rollback()
+
+
+# --- executors -------------------------------------------------------------------------------------------------
+
+def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
+    """Run ``call`` in the connection's current transaction."""
+    try:
+        if call.vectors and not _has_vector(connection):
+            register_vector_type(connection)
+        found = connection.execute(call.statement, call.params).fetchall()
+    except psycopg.Error as error:
+        raise from_database_error(error) from error
+    return call.decode(found)
+
+
+async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T]) -> T:
+    """Run ``call`` in the async connection's current transaction."""
+    try:
+        if call.vectors and not _has_vector(connection):
+            await register_vector_type_async(connection)
+        found = await (await connection.execute(call.statement, call.params)).fetchall()
+    except psycopg.Error as error:
+        raise from_database_error(error) from error
+    return call.decode(found)
+
+
+def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
+    return ConnectionFailed(f"cannot connect: no connection to the server within {timeout:g} s ({error})")
+
+
+@contextmanager
+def pooled(pool: ConnectionPool[psycopg.Connection[Row]]) -> Iterator[psycopg.Connection[Row]]:
+    """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
+    try:
+        connection = pool.getconn()
+    except PoolTimeout as error:
+        raise _pool_failed(pool.timeout, error) from error
+    try:
+        yield connection
+    finally:
+        pool.putconn(connection)
+
+
+@asynccontextmanager
+async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]]
+                       ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+    """The async twin of :func:`pooled`."""
+    try:
+        connection = await pool.getconn()
+    except PoolTimeout as error:
+        raise _pool_failed(pool.timeout, error) from error
+    try:
+        yield connection
+    finally:
+        await pool.putconn(connection)
+
+
+def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:
+    """Run ``call`` in a transaction of its own: BEGIN, the context and the call travel in one round trip, the
+    COMMIT in a second; the connection goes back to the pool before this returns."""
+    with pooled(pool) as connection:
+        try:
+            if call.vectors and not _has_vector(connection):
+                register_vector_type(connection)
+                connection.commit()
+            with connection.pipeline(), connection.transaction():
+                connection.execute(context.statement, context.params)
+                cursor = connection.execute(call.statement, call.params)
+                found = cursor.fetchall()
+        except psycopg.Error as error:
+            raise from_database_error(error) from error
+    return call.decode(found)
+
+
+async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: Call[None],
+                                   call: Call[T]) -> T:
+    """The async twin of :func:`execute_in_context`."""
+    async with pooled_async(pool) as connection:
+        try:
+            if call.vectors and not _has_vector(connection):
+                await register_vector_type_async(connection)
+                await connection.commit()
+            async with connection.pipeline(), connection.transaction():
+                await connection.execute(context.statement, context.params)
+                cursor = await connection.execute(call.statement, call.params)
+                found = await cursor.fetchall()
+        except psycopg.Error as error:
+            raise from_database_error(error) from error
+    return call.decode(found)
+
+
+# --- sessions --------------------------------------------------------------------------------------------------
+
+ConnectionT = TypeVar("ConnectionT")
+PoolT = TypeVar("PoolT")
+
+
+class _Session(Generic[ConnectionT, PoolT]):
+    """Runs calls either in the transaction of its ``with`` block (``connection``) or, per call, in a short
+    transaction of its own (``pool`` and ``context``). Unusable once its block has ended."""
+
+    def __init__(self, connection: ConnectionT | None = None, *, pool: PoolT | None = None,
+                 context: Call[None] | None = None) -> None:
+        self._connection = connection
+        self._pool = pool
+        self._context = context
+        self._open = True
+
+    @property
+    def per_call(self) -> bool:
+        """True when each call runs in a transaction of its own."""
+        return self._connection is None
+
+    @property
+    def connection(self) -> ConnectionT:
+        """The connection of the block's transaction (not in per-call mode)."""
+        self._check_open()
+        if self._connection is None:
+            raise SessionClosed("a per-call session holds no connection: each call runs in a transaction of its own")
+        return self._connection
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise SessionClosed("this session's block has ended: open a new one with substrate.tenant(...)")
+
+    def _close(self) -> None:
+        self._open = False
+        self._connection = None
+        self._pool = None
+
+    def _per_call(self) -> tuple[PoolT, Call[None]]:
+        assert self._pool is not None and self._context is not None
+        return self._pool, self._context
+
+
+class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]]]):
+    """A session on a sync connection or pool."""
+
+    def _run(self, call: Call[T]) -> T:
+        self._check_open()
+        if self._connection is not None:
+            return execute(self._connection, call)
+        return execute_in_context(*self._per_call(), call)
+
+
+class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[psycopg.AsyncConnection[Row]]]):
+    """A session on an async connection or pool."""
+
+    async def _run(self, call: Call[T]) -> T:
+        self._check_open()
+        if self._connection is not None:
+            return await execute_async(self._connection, call)
+        return await execute_in_context_async(*self._per_call(), call)
+
+
+def sync_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[SyncSession, P], T]:
+    """A session method that runs the call ``builder`` declares."""
+    def method(self: SyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._run(builder(*args, **kwargs))
+    _describe(method, builder)
+    return method
+
+
+def async_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, T]]:
+    """An async session method that runs the call ``builder`` declares."""
+    async def method(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(builder(*args, **kwargs))
+    _describe(method, builder)
+    return method
+
+
+def _describe(method: Callable[..., Any], builder: Callable[..., Any]) -> None:
+    method.__name__ = method.__qualname__ = builder.__name__
+    method.__doc__ = builder.__doc__
+    method.__wrapped__ = builder  # type: ignore[attr-defined]

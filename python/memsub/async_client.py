@@ -1,0 +1,170 @@
+"""The async Substrate client: the sync client's methods, models, errors and context rules, awaited.
+
+::
+
+    async with AsyncSubstrate("postgresql://...") as substrate:
+        async with substrate.tenant(tenant_id, user_id=user_id) as memory:
+            result = await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
+
+One ``async with`` block is one transaction (commit on success, rollback on any exception). With
+``per_call=True`` the block holds no connection and each call is a short transaction of its own that sets the
+context in the same round trip: an agent can search, await a model for as long as it takes, then write, without
+pinning a pooled connection or an open transaction across the wait. A session used after its block ended raises
+:class:`memsub.errors.SessionClosed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from memsub import _calls, layers, memory, packets, retrieval
+from memsub._calls import AsyncSession, Call, async_method, raw
+from memsub.models import PacketStoreRow, PacketWriteResult
+from memsub.packets import EnvelopeLike
+
+Row = dict[str, Any]
+T = TypeVar("T")
+
+
+class AsyncTenantSession(AsyncSession):
+    """The async twin of :class:`memsub.client.TenantSession`: the same methods, each awaited."""
+
+    async def fetch(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Rows of one parameterized statement, by column name; database errors become memsub errors."""
+        return await self._run(_calls.query(query, params, raw()))
+
+    async def run(self, call: Call[T]) -> T:
+        """Run a declared call (:mod:`memsub._calls`) in this session."""
+        return await self._run(call)
+
+    # packets
+    write_packet = async_method(packets.write_packet)
+    get_packet = async_method(packets.get_packet)
+    thread = async_method(packets.thread)
+    lineage = async_method(packets.lineage)
+    purge_expired = async_method(packets.purge_expired)
+
+    async def write_packets(self, envelopes: Iterable[EnvelopeLike],
+                            batch_size: int = 500) -> list[PacketWriteResult]:
+        """Write many envelopes, ``batch_size`` per call to memsub.write_packets (in per-call mode each batch is
+        a transaction of its own)."""
+        results: list[PacketWriteResult] = []
+        for batch in packets.batches(envelopes, batch_size):
+            written = await self._run(packets.write_packet_batch(batch, offset=len(results)))
+            results.extend(written)
+        return results
+
+    async def replay(self, thread_id: UUID | str, page_size: int = 1000,
+                     after_cursor: int | None = None) -> AsyncIterator[PacketStoreRow]:
+        """Every packet of a thread in write order, read ``page_size`` at a time with the keyset cursor."""
+        cursor = after_cursor
+        while True:
+            page = await self._run(packets.thread(thread_id, limit=page_size, after_cursor=cursor))
+            for row in page:
+                yield row
+            if len(page) < page_size:
+                return
+            cursor = page[-1].write_seq
+
+    # namespaced memory
+    write_memory = async_method(memory.write_memory)
+    get_memory = async_method(memory.get_memory)
+    delete_memory = async_method(memory.delete_memory)
+    memory_history = async_method(memory.memory_history)
+    list_memory = async_method(memory.list_memory)
+    search_memory = async_method(memory.search_memory)
+
+    # layers
+    record_event = async_method(layers.record_event)
+    record_reasoning_trace = async_method(layers.record_reasoning_trace)
+    assert_fact = async_method(layers.assert_fact)
+    store_embedding = async_method(layers.store_embedding)
+    search_embeddings = async_method(layers.search_embeddings)
+    store_semantic_memory = async_method(layers.store_semantic_memory)
+    search_semantic_memory = async_method(layers.search_semantic_memory)
+    upsert_relationship = async_method(layers.upsert_relationship)
+    graph_neighbors = async_method(layers.graph_neighbors)
+    apply_world_model_update = async_method(layers.apply_world_model_update)
+    take_world_model_snapshot = async_method(layers.take_world_model_snapshot)
+    world_model_state_at = async_method(layers.world_model_state_at)
+    world_model_state_version = async_method(layers.world_model_state_version)
+    record_reflection = async_method(layers.record_reflection)
+    record_task_reflection = async_method(layers.record_task_reflection)
+    record_summary = async_method(layers.record_summary)
+    summaries_due = async_method(layers.summaries_due)
+    record_access = async_method(layers.record_access)
+    entity_graph = async_method(layers.entity_graph)
+
+    # retrieval
+    search = async_method(retrieval.search)
+    hybrid_search = async_method(retrieval.hybrid_search)
+    traverse = async_method(retrieval.traverse)
+    neighbourhood = async_method(retrieval.neighbourhood)
+    feedback = async_method(retrieval.feedback)
+    reflections = async_method(retrieval.reflections)
+    learn_importance = async_method(retrieval.learn_importance)
+
+
+class AsyncSubstrate:
+    """An async pool of connections to a memsub database (psycopg's AsyncConnectionPool).
+
+    Open it with ``async with AsyncSubstrate(dsn) as substrate`` (or ``await substrate.open()``)."""
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
+        """``timeout``: seconds a call waits for a connection before ConnectionFailed. The connection string gets
+        a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast."""
+        from memsub.connection import with_timeout
+
+        self.pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] = AsyncConnectionPool(
+            with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=timeout,
+            kwargs={"row_factory": dict_row}, connection_class=psycopg.AsyncConnection,
+            configure=_calls.configure_async,
+        )
+
+    async def open(self) -> None:
+        await self.pool.open()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def __aenter__(self) -> AsyncSubstrate:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
+               user_id: UUID | str | None = None, roles: Sequence[str] = (), session_id: str | None = None,
+               per_call: bool = False) -> AbstractAsyncContextManager[AsyncTenantSession]:
+        """A transaction whose memsub context is this tenant, org, user, context roles and session; with
+        ``per_call``, a block in which every call is a short transaction of its own in that context."""
+        return self._session(_calls.set_context(tenant_id, org_id, user_id, roles, session_id), per_call)
+
+    def signed(self, token: str, *, per_call: bool = False) -> AbstractAsyncContextManager[AsyncTenantSession]:
+        """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``)."""
+        return self._session(_calls.set_context_signed(token), per_call)
+
+    @asynccontextmanager
+    async def _session(self, context: Call[None], per_call: bool) -> AsyncIterator[AsyncTenantSession]:
+        if per_call:
+            session = AsyncTenantSession(pool=self.pool, context=context)
+            try:
+                yield session
+            finally:
+                session._close()
+            return
+        async with _calls.pooled_async(self.pool) as connection, connection.transaction():
+            await _calls.execute_async(connection, context)
+            session = AsyncTenantSession(connection)
+            try:
+                yield session
+            finally:
+                session._close()
