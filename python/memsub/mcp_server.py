@@ -30,6 +30,7 @@ from memsub import sessions, temporal_graph
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_one
 from memsub.errors import ConfigurationError, MemsubError
+from memsub.memory import memory_text
 from memsub.models import PacketEnvelopeIn, PacketWriteResult
 from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
 
@@ -314,7 +315,7 @@ class MemoryTools:
 
     def remember_entry(self, namespace: str, key: str, value: Any, expected_version: int | None,
                        memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
-        text = sessions.memory_text(key, value)
+        text = memory_text(key, value)
         with self._memory(writes=True) as memory:
             entry = sessions.write_memory(memory, namespace, key, value, expected_version=expected_version,
                                           memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
