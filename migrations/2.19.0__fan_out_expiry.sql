@@ -6,9 +6,10 @@
 --   reinforced by many assertions: theirs is the latest expiry of the packets supporting them, NULL (never) as
 --   soon as one assertion did not come from an expiring packet.
 -- * reflection_store.expires_at of a reflection recorded from an expiring packet is at most the packet's ttl.
--- * The four materialized views are rebuilt with an expires_at column (the earliest expiry among the rows a view
---   row is made of) and without rows already expired at refresh time; the views clients read filter on it at
---   read time (sql/180_materialized_views.sql).
+-- * The four materialized views are rebuilt (from their latest definitions: 2.2.0, and 2.13.0 for
+--   mv_entity_graph) with an expires_at column (the earliest expiry among the rows a view row is made of) and
+--   without rows already expired at refresh time; the views clients read filter on it at read time
+--   (sql/180_materialized_views.sql).
 
 -- Derived rows --------------------------------------------------------------------------------------------------------
 alter table memsub.agent_memory_events add column ttl timestamp;
@@ -102,24 +103,27 @@ comment on materialized view memsub.mv_agent_recent_important is
 create materialized view memsub.mv_entity_graph as
 select r.tenant_id,
        min(r.ttl) at time zone 'UTC' as expires_at,
-       lower(r.source_entity) as source_entity,
+       r.source_key as source_entity,
        r.relationship_type,
-       lower(r.target_entity) as target_entity,
+       r.target_key as target_entity,
        sum(r.mention_count)::bigint as total_mentions,
        max(r.confidence) as max_confidence,
        avg(r.confidence) as avg_confidence,
        max(r.last_seen) as last_seen,
        count(*)::bigint as relationship_count
   from memsub.entity_relationships r
- where r.ttl is null or r.ttl > (now() at time zone 'UTC')
- group by r.tenant_id, lower(r.source_entity), r.relationship_type, lower(r.target_entity)
+ where upper_inf(r.valid_period) and lower(r.valid_period) <= now()
+   and (r.ttl is null or r.ttl > (now() at time zone 'UTC'))
+ group by r.tenant_id, r.source_key, r.relationship_type, r.target_key
 with no data;
 create unique index mv_entity_graph_key
     on memsub.mv_entity_graph (tenant_id, source_entity, relationship_type, target_entity);
 comment on materialized view memsub.mv_entity_graph is
-    'Entity relationships aggregated per tenant over case-insensitive entity names (relationship_count: edges merged); '
-    'expires_at is the earliest expiry among the merged edges. Clients read memsub.tenant_entity_graph, which drops '
-    'a row at read time once expires_at has passed (until the next refresh recomputes it without the expired edge).';
+    'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names '
+    'in their matching form (memsub.normalize_text); expires_at is the earliest expiry among the merged edges. '
+    'Clients read memsub.tenant_entity_graph, which drops a row at read time once expires_at has passed (until the '
+    'next refresh recomputes it without the expired edge).';
+comment on index memsub.mv_entity_graph_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
 
 create materialized view memsub.mv_high_confidence_facts as
 select f.tenant_id,
