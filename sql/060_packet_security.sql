@@ -31,6 +31,14 @@ grant execute on function
 grant usage on schema memsub to memsub_expiry_owner;
 grant select, delete on memsub.packet_store to memsub_expiry_owner;
 grant select, insert on memsub.packet_tombstones to memsub_expiry_owner;
+-- ... and deletes the expired rows derived from packets (purge_expired, drop_expired_fact, drop_expired_edge).
+grant select, delete on memsub.agent_memory_events, memsub.reasoning_traces, memsub.knowledge_facts,
+    memsub.entity_relationships, memsub.reflection_store
+    to memsub_expiry_owner;
+-- Knowledge asserted again after it expired replaces the expired row (sql/110, 130, 420).
+grant execute on function
+    memsub.drop_expired_fact(uuid, text, text, text), memsub.drop_expired_edge(uuid, text, text, text)
+    to memsub_owner;
 grant execute on function
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
     memsub.current_session_id(), memsub.current_context_roles(),

@@ -274,7 +274,7 @@ begin
             memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub.check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
-        agent_id, "timestamp", packet_id, event_type, content, scope,
+        agent_id, "timestamp", packet_id, event_type, content, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         memsub.require_text(p_agent_id, 'agent_id'),
@@ -283,6 +283,7 @@ begin
         memsub.require_text(p_event_type, 'event_type'),
         coalesce(p_content, '{}'),
         coalesce(v_packet.scope, 'shared'),
+        v_packet.ttl,
         v_tenant,
         case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
         case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
@@ -294,7 +295,8 @@ begin
 end
 $$;
 comment on function memsub.record_event(text, text, jsonb, uuid, timestamptz) is
-    'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity and scope).';
+    'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity, '
+    'scope and expiry).';
 
 create or replace function memsub.record_reasoning_trace(
     p_agent_id           text,
@@ -328,7 +330,7 @@ begin
     end if;
     insert into memsub.reasoning_traces (
         agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
-        confidence_scores, scope, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
+        confidence_scores, scope, ttl, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
     values (
         nullif(btrim(coalesce(p_agent_id, v_packet.routing ->> 'agent', '')), ''),
         p_packet_id,
@@ -339,6 +341,7 @@ begin
         coalesce(p_decision_tokens, 0),
         coalesce(memsub.check_json_type(p_confidence_scores, 'object', 'confidence_scores'), '{}'),
         coalesce(v_packet.scope, 'shared'),
+        v_packet.ttl,
         v_tenant,
         case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
         case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
@@ -351,7 +354,7 @@ end
 $$;
 comment on function memsub.record_reasoning_trace(text, uuid, jsonb, jsonb, jsonb, integer, integer, jsonb) is
     'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), '
-    'optionally for a visible packet whose identity and scope it takes.';
+    'optionally for a visible packet whose identity, scope and expiry it takes.';
 
 -- Knowledge facts ----------------------------------------------------------------------------------------------
 
@@ -390,21 +393,25 @@ begin
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
     -- contradiction counting see every committed assertion whatever the concurrency.
     perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+    -- An expired fact is gone for every reader: asserting it again starts it afresh.
+    perform memsub.drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
+    -- Expiry: the packet's (none without a packet); a reinforced fact lives as long as its latest support.
     update memsub.knowledge_facts f
        set supporting_packet_count = f.supporting_packet_count + 1,
            confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
+           ttl = memsub.later_expiry(f.ttl, v_packet.ttl),
            updated_at = now()
      where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
        and f.object_normalized = v_object_norm
     returning f.* into v_fact;
     if not found then
         insert into memsub.knowledge_facts (
-            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized,
+            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         values (
             v_subject, v_predicate, p_object, v_confidence, p_source_packet, v_subject_norm, v_object_norm,
-            v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
             memsub.current_session_id(), v_packet.trace_id)
         returning * into v_fact;
     end if;
@@ -438,12 +445,35 @@ comment on function memsub.assert_fact(text, text, jsonb, double precision, uuid
     'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as '
     'canonical JSON). The same fact again adds one supporting assertion and raises confidence to '
     '1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: '
-    'counted on every fact involved and on their (visible) source packets. Race-free: assertions about one '
-    'subject and predicate are serialized.';
+    'counted on every fact involved and on their (visible) source packets. The fact expires with the packets that '
+    'asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted '
+    'again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
 
 call memsub.install_row_security('memsub.agent_memory_events', array['org', 'user']);
 call memsub.install_row_security('memsub.reasoning_traces', array['org', 'user']);
 call memsub.install_row_security('memsub.knowledge_facts', array[]::text[]);
+
+-- Expiry is honoured on every read, like the packets' (sql/060): a row derived from a packet carries the packet's
+-- ttl and is never read once it has passed; purge_expired() (memsub_expiry_owner, the one role these policies
+-- let see expired rows) deletes it.
+drop policy if exists not_expired on memsub.agent_memory_events;
+create policy not_expired on memsub.agent_memory_events as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.agent_memory_events is
+    'An event linked to a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
+drop policy if exists not_expired on memsub.reasoning_traces;
+create policy not_expired on memsub.reasoning_traces as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.reasoning_traces is
+    'A reasoning trace of a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
+drop policy if exists not_expired on memsub.knowledge_facts;
+create policy not_expired on memsub.knowledge_facts as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.knowledge_facts is
+    'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
 
 grant select on memsub.installation_settings to memsub_app, memsub_analyst;
 grant select on memsub.agent_memory_events, memsub.reasoning_traces, memsub.knowledge_facts

@@ -92,12 +92,14 @@ begin
     perform memsub.check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
+    -- An expired window is gone for every reader: observing the edge again starts it afresh.
+    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
     insert into memsub.entity_relationships as r (
         source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
-        first_seen, last_seen, valid_period, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        first_seen, last_seen, valid_period, ttl, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
@@ -105,14 +107,16 @@ begin
                                        and h.relationship_type = v_type
                                        and h.target_key = memsub.normalize_text(v_target))),
                   null, '[)'),
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+        v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
     on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
            first_seen = least(r.first_seen, excluded.first_seen),
            last_seen = greatest(r.last_seen, excluded.last_seen),
-           source_packet = coalesce(r.source_packet, excluded.source_packet)
+           source_packet = coalesce(r.source_packet, excluded.source_packet),
+           -- the window lives as long as its latest observation's packet (never without an expiring packet)
+           ttl = memsub.later_expiry(r.ttl, excluded.ttl)
     returning r.* into v_edge;
     return v_edge;
 end
@@ -122,7 +126,9 @@ comment on function memsub.upsert_relationship(text, text, text, double precisio
     'mention_count 1, valid from the observation. Known edge: '
     'mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent '
     'evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the '
-    'first spelling is kept); the type is lower case. Race-free '
+    'first spelling is kept); the type is lower case. The window expires with the packets that observed it (the '
+    'latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts '
+    'afresh. Race-free '
     '(a single INSERT ... ON CONFLICT DO UPDATE).';
 
 create or replace function memsub.graph_neighbors(
@@ -147,6 +153,14 @@ comment on function memsub.graph_neighbors(text, integer, integer) is
     'at most limit edges in all.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
+-- Expiry is honoured on every read (sql/110): a window whose observing packets have all expired is never read.
+drop policy if exists not_expired on memsub.entity_relationships;
+create policy not_expired on memsub.entity_relationships as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.entity_relationships is
+    'An edge window whose observing packets have all expired is never read (only memsub_expiry_owner, for purging, '
+    'sees it).';
 
 grant select on memsub.entity_relationships to memsub_app, memsub_analyst;
 grant execute on function

@@ -49,7 +49,9 @@ begin
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where btrim(t) <> '' order by t),
         coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
-        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector, p_expires_at,
+        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
+        -- a reflection drawn from an expiring packet expires with it at the latest
+        least(p_expires_at, v_packet.ttl at time zone 'UTC'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
     returning * into v_reflection;
@@ -58,7 +60,8 @@ end
 $$;
 comment on function memsub.record_reflection(text, text, text, text[], text[], double precision, text, text, uuid, text, vector, timestamptz) is
     'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), '
-    'priority (critical, high, medium, low), optional embedding, source packet and expiry.';
+    'priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the '
+    'source packet''s).';
 
 create or replace function memsub.record_task_reflection(
     p_task_id           text,
@@ -129,6 +132,14 @@ comment on function memsub.record_task_reflection(text, text, text, text[], text
     'replaces the earlier one). A task of another organization of the tenant raises 42501.';
 
 call memsub.install_row_security('memsub.reflection_store', array['org']);
+-- Expiry is honoured on every read (sql/110): an expired reflection is never read; purge_expired() deletes it.
+drop policy if exists not_expired on memsub.reflection_store;
+create policy not_expired on memsub.reflection_store as restrictive for select to public
+    using (expires_at is null or expires_at > (select pg_catalog.now())
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.reflection_store is
+    'A reflection whose expires_at (at the latest its source packet''s ttl) has passed is never read (only '
+    'memsub_expiry_owner, for purging, sees it).';
 call memsub.install_row_security('memsub.task_reflections', array['org']);
 
 grant select on memsub.reflection_store, memsub.task_reflections to memsub_app, memsub_analyst;

@@ -1,10 +1,13 @@
 -- Materialized views: refresh, and the tenant-filtered ways to read them.
 --
--- The four views (created by migration 2.2.0) belong to memsub_view_owner, a NOLOGIN role that bypasses
--- row-level security so a refresh aggregates every tenant. Materialized views have no row-level security of
--- their own, so tenant-facing roles never read them directly: they read the tenant_* security-barrier views
--- below, which apply the same tenant, organization and scope rules as the table policies. The analyst role reads
--- the raw views (all tenants), as it is meant to.
+-- The four views (created by migration 2.2.0, rebuilt by 2.19.0) belong to memsub_view_owner, a NOLOGIN role that
+-- bypasses row-level security so a refresh aggregates every tenant. Materialized views have no row-level security
+-- of their own, and their rows are as old as the last refresh, so no client role reads them directly: every role
+-- reads the tenant_* security-barrier views below, which apply the same tenant, organization and scope rules as
+-- the table policies and drop, at read time, every row whose expires_at has passed (the earliest expiry among the
+-- rows it was made of). Expired data is therefore never served, refreshed or not; an aggregate that included an
+-- expired row is withheld until the next refresh recomputes it without that row. The analyst role reads every
+-- tenant's rows through the same views (the tenant predicate lets members of memsub_analyst through).
 
 create or replace function memsub.refresh_memory_view(p_view text, p_run_id uuid default null)
 returns memsub.memory_view_refresh_log
@@ -115,42 +118,54 @@ create or replace view memsub.tenant_agent_recent_important with (security_barri
 select m.tenant_id, m.agent_id, m.packet_id, m.packet_type, m."timestamp", m.importance_score, m.access_count,
        m.tags, m.scope, m.combined_score
   from memsub.mv_agent_recent_important m
- where (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
-   and (m.org_id is null or m.org_id = (select memsub.current_org_id())
-        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))
-   and (m.scope = 'shared'
-        or (m.scope = 'l-private' and m.user_id = (select memsub.current_user_id()))
-        or (m.scope = 'cursor' and (m.user_id = (select memsub.current_user_id())
-                                    or m.session_id = (select memsub.current_session_id())))
-        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))
-   -- the packet is still readable: not expired since the last refresh (and not purged)
-   and exists (select from memsub.packet_store p where p.tenant_id = m.tenant_id and p.packet_id = m.packet_id);
+ where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
+   and ((select pg_catalog.pg_has_role('memsub_analyst', 'usage'))
+        or ((m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
+            and (m.org_id is null or m.org_id = (select memsub.current_org_id())
+                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))
+            and (m.scope = 'shared'
+                 or (m.scope = 'l-private' and m.user_id = (select memsub.current_user_id()))
+                 or (m.scope = 'cursor' and (m.user_id = (select memsub.current_user_id())
+                                             or m.session_id = (select memsub.current_session_id())))
+                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))));
 comment on view memsub.tenant_agent_recent_important is
     'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet '
-    'policies allow, and only packets that have not expired since the refresh (security barrier).';
+    'policies allow (every tenant for memsub_analyst), and only packets that have not expired, whenever the view '
+    'was refreshed (security barrier).';
 
 create or replace view memsub.tenant_entity_graph with (security_barrier = true) as
 select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, m.max_confidence,
        m.avg_confidence, m.last_seen, m.relationship_count
   from memsub.mv_entity_graph m
- where m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin());
-comment on view memsub.tenant_entity_graph is 'mv_entity_graph of the caller''s tenant only (security barrier).';
+ where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
+   and (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin())
+        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+comment on view memsub.tenant_entity_graph is
+    'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge '
+    'that has expired since the refresh (security barrier).';
 
 create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) as
 select m.tenant_id, m.fact_id, m.subject, m.subject_normalized, m.predicate, m.object, m.confidence,
        m.supporting_packet_count, m.access_count, m.combined_score
   from memsub.mv_high_confidence_facts m
- where m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin());
-comment on view memsub.tenant_high_confidence_facts is 'mv_high_confidence_facts of the caller''s tenant only (security barrier).';
+ where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
+   and (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin())
+        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+comment on view memsub.tenant_high_confidence_facts is
+    'mv_high_confidence_facts of the caller''s tenant only (every tenant for memsub_analyst), without facts that '
+    'have expired since the refresh (security barrier).';
 
 create or replace view memsub.tenant_reflection_patterns with (security_barrier = true) as
 select m.tenant_id, m.org_id, m.reflection_type, m.count, m.avg_confidence, m.all_tags, m.latest
   from memsub.mv_reflection_patterns m
- where (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
-   and (m.org_id is null or m.org_id = (select memsub.current_org_id())
-        or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()));
+ where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
+   and ((select pg_catalog.pg_has_role('memsub_analyst', 'usage'))
+        or ((m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
+            and (m.org_id is null or m.org_id = (select memsub.current_org_id())
+                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))));
 comment on view memsub.tenant_reflection_patterns is
     'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s '
+    '(every tenant for memsub_analyst), without rows made of a reflection that has expired since the refresh '
     '(security barrier).';
 
 -- Privileges ---------------------------------------------------------------------------------------------------
@@ -160,10 +175,13 @@ grant usage on schema memsub to memsub_view_owner;
 grant select on memsub.packet_store, memsub.entity_relationships, memsub.knowledge_facts, memsub.reflection_store
     to memsub_view_owner;
 grant select, insert on memsub.memory_view_refresh_log to memsub_view_owner;
--- The tenant_* views (owned by memsub_owner) read the materialized views.
+-- The tenant_* views (owned by memsub_owner) read the materialized views; no client role does.
 grant select on memsub.mv_agent_recent_important, memsub.mv_entity_graph, memsub.mv_high_confidence_facts,
     memsub.mv_reflection_patterns
-    to memsub_owner, memsub_analyst;
+    to memsub_owner;
+revoke select on memsub.mv_agent_recent_important, memsub.mv_entity_graph, memsub.mv_high_confidence_facts,
+    memsub.mv_reflection_patterns
+    from memsub_analyst;
 grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph,
     memsub.tenant_high_confidence_facts, memsub.tenant_reflection_patterns
     to memsub_app, memsub_analyst;

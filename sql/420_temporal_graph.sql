@@ -151,15 +151,17 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
+    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
-            mention_count, first_seen, last_seen, valid_period, evidence,
+            mention_count, first_seen, last_seen, valid_period, evidence, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         values (
             v_source, v_type, v_target, p_source_type, p_target_type,
             coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
-            tstzrange(v_from, p_valid_until, '[)'), memsub.check_doc_refs(p_evidence, 'evidence'),
+            tstzrange(v_from, p_valid_until, '[)'), memsub.check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
             v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
             memsub.current_session_id(), v_packet.trace_id)
         returning * into v_edge;
@@ -248,6 +250,7 @@ declare
     v_edge     memsub.entity_relationships;
     v_sources  text[];
     v_targets  text[];
+    v_packet   memsub.packet_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
@@ -258,6 +261,7 @@ begin
             memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub.check_finite_time(p_valid_from, 'valid_from');
     perform memsub.check_unit(p_confidence, 'confidence');
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
                                          || memsub.normalize_text(memsub.resolve_entity(v_source)) || ':' || v_type);
@@ -282,7 +286,8 @@ begin
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
-           evidence = memsub.merge_doc_refs(r.evidence, v_evidence)
+           evidence = memsub.merge_doc_refs(r.evidence, v_evidence),
+           ttl = memsub.later_expiry(r.ttl, v_packet.ttl)
      where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
                                  where h.tenant_id = v_tenant and h.source_key = any(v_sources)
                                    and h.relationship_type = v_type and h.target_key = any(v_targets)

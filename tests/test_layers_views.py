@@ -73,9 +73,11 @@ def test_tenant_roles_read_only_their_tenants_aggregates(db):
             conn.rollback()
         # Without a tenant context a tenant view is empty, not everything.
         assert conn.execute("select count(*) from memsub.tenant_entity_graph").fetchone() == (0,)
-    with db.connect("analyst") as conn:
-        tenants = {r[0] for r in conn.execute("select tenant_id from memsub.mv_entity_graph")}
+    with db.connect("analyst") as conn:  # every tenant, through the same views: never the raw ones
+        tenants = {r[0] for r in conn.execute("select tenant_id from memsub.tenant_entity_graph")}
         assert tenants == {TENANT_A, TENANT_B}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from memsub.mv_entity_graph")
 
 
 def test_the_leak_check_sees_an_unfiltered_view(db):

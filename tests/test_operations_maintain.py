@@ -43,7 +43,7 @@ def test_tenant_views_read_as_empty_before_the_first_refresh(db):
         for view in TENANT_VIEWS:
             assert conn.execute(f"select count(*) from memsub.{view}").fetchone() == (0,)  # noqa: S608
     with db.connect("analyst") as conn:
-        for view in RAW_VIEWS:
+        for view in TENANT_VIEWS:
             assert conn.execute(f"select count(*) from memsub.{view}").fetchone() == (0,)  # noqa: S608
 
 

@@ -84,7 +84,9 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
     ("role setting added", ["alter role memsub_app set row_security = off"], "role memsub_app", "settings"),
     ("not null dropped", ["alter table memsub.packet_store alter column packet_type drop not null"],
      "column memsub.packet_store.packet_type", "not null"),
-    ("view redefined", ["create or replace view memsub.tenant_entity_graph as select * from memsub.mv_entity_graph"],
+    ("view redefined", ["create or replace view memsub.tenant_entity_graph as select m.tenant_id, m.source_entity, "
+                        "m.relationship_type, m.target_entity, m.total_mentions, m.max_confidence, m.avg_confidence, "
+                        "m.last_seen, m.relationship_count from memsub.mv_entity_graph m"],
      "view memsub.tenant_entity_graph", "definition"),
     ("table made unlogged", ["alter table memsub.audit set unlogged"], "table memsub.audit", "persistence"),
     ("default privileges added", ["alter default privileges for role memsub_owner in schema memsub "

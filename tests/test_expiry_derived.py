@@ -1,0 +1,184 @@
+"""Expiry reaches every row derived from a packet: the layer rows a packet fans out (facts, relationships,
+embeddings, reasoning trace) and the rows linked to it (agent events, reflections) are never read once the packet
+has expired, by any role, function or view, and purge_expired() deletes them with it. The materialized views'
+client-facing reads drop expired rows at once, without waiting for a refresh."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, set_context, write
+from layer_helpers import vec
+
+DERIVED = {
+    "agent_memory_events": "packet_id", "reasoning_traces": "packet_id", "knowledge_facts": "source_packet",
+    "entity_relationships": "source_packet", "memory_embeddings": "packet_id", "reflection_store": "source_packet",
+}
+
+
+def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
+    """Wait (outside any transaction) until the server's clock has passed moment."""
+    conn.commit()
+    while conn.execute("select clock_timestamp() <= %s", [moment]).fetchone()[0]:
+        conn.rollback()
+        time.sleep(0.2)
+    conn.rollback()
+
+
+def write_world(conn: psycopg.Connection[Any], name: str, ttl: datetime | None) -> uuid.UUID:
+    """A shared packet (expiring at ttl, or never) that fans out a fact, a relationship, an embedding and a
+    reasoning trace, with an agent event and a reflection linked to it. Returns the packet id."""
+    envelope: dict[str, Any] = {
+        "packet_type": "memory_write", "payload": {"note": name}, "importance_score": 0.9,
+        "metadata": {"agent": f"agent-{name}"}, "confidence": {"score": 0.9},
+        "memory": {
+            "facts": [{"subject": name, "predicate": "likes", "object": "tea", "confidence": 0.9}],
+            "relationships": [{"source_entity": name, "relationship_type": "knows", "target_entity": "Bob",
+                               "confidence": 0.9}],
+            "embeddings": [{"embedding_type": "content", "vector": json.loads(vec(0.3)),
+                            "chunk_text": f"{name} drinks tea"}],
+            "reasoning_trace": {"steps": ["think"]},
+        },
+    }
+    if ttl is not None:
+        envelope["ttl"] = ttl.isoformat()
+    packet_id: uuid.UUID = write(conn, envelope)["packet_id"]
+    conn.execute("select memsub.record_event(%s, 'tool_call', '{}'::jsonb, %s)", [f"agent-{name}", packet_id])
+    conn.execute("select memsub.record_reflection('lesson', %s, p_tags => %s, p_confidence => 0.9, "
+                 "p_source_packet => %s)", [f"{name} lesson", [f"tag-{name}"], packet_id])
+    return packet_id
+
+
+def visible(conn: psycopg.Connection[Any], packet_id: uuid.UUID, name: str) -> dict[str, int]:
+    """How many rows derived from the packet each table and read function returns to this connection."""
+    seen: dict[str, int] = {}
+    for table, column in DERIVED.items():
+        seen[table] = conn.execute(f"select count(*) from memsub.{table} where {column} = %s",  # noqa: S608
+                                   [packet_id]).fetchone()[0]
+    reads = {
+        "entity_neighbourhood": ("select count(*) from memsub.entity_neighbourhood(%s)", [name]),
+        "traverse_graph": ("select count(*) from memsub.traverse_graph(%s)", [name]),
+        "edges_as_of": ("select count(*) from memsub.edges_as_of(null, %s)", [name]),
+        "graph_neighbors": ("select count(*) from memsub.graph_neighbors(%s)", [name]),
+        "retrieve_reflections": ("select count(*) from memsub.retrieve_reflections(p_tags => %s, "
+                                 "p_require_tags => true)", [[f"tag-{name}"]]),
+        "hybrid_search": ("select count(*) from memsub.hybrid_search(%s, %s::vector, 5) h "
+                          "where h.packet_id = %s", [f"{name} drinks tea", vec(0.3), packet_id]),
+    }
+    for label, (sql, params) in reads.items():
+        seen[label] = conn.execute(sql.encode(), params).fetchone()[0]
+    return seen
+
+
+def stored(db: Any, packet_id: uuid.UUID) -> dict[str, int]:
+    """Rows derived from the packet that are stored, as the superuser sees them (the ground truth)."""
+    with db.connect() as conn:
+        return {table: conn.execute(f"select count(*) from memsub.{table} where {column} = %s",  # noqa: S608
+                                    [packet_id]).fetchone()[0]
+                for table, column in DERIVED.items()}
+
+
+def test_rows_derived_from_an_expired_packet_are_never_read_and_are_purged_with_it(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=3)
+        expiring = write_world(conn, "Expiring", ttl)
+        kept = write_world(conn, "Kept", None)
+        before = visible(conn, expiring, "Expiring")
+        assert all(n > 0 for n in before.values()), before
+        wait_until(conn, ttl)
+        set_context(conn, TENANT_A)
+        assert visible(conn, expiring, "Expiring") == dict.fromkeys(before, 0)
+        assert visible(conn, kept, "Kept") == before
+    with db.connect("tenant_admin") as conn:  # an admin passes the scope policies, never the expiry
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
+        assert visible(conn, expiring, "Expiring") == dict.fromkeys(before, 0)
+    assert all(n == 1 for n in stored(db, expiring).values())  # hidden, still stored until purged
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select * from memsub.purge_expired()").fetchall() == [(TENANT_A, 1)]
+        conn.commit()
+    with db.connect() as conn:
+        leftovers = {table: conn.execute(f"select count(*) from memsub.{table} where {column} is null "  # noqa: S608
+                                         "and tenant_id = %s", [TENANT_A]).fetchone()[0]
+                     for table, column in DERIVED.items() if table != "memory_embeddings"}
+    # Nothing derived from the purged packet is left behind, not even unlinked (the link is set null on purge).
+    assert leftovers == dict.fromkeys(leftovers, 0)
+    assert stored(db, expiring) == dict.fromkeys(DERIVED, 0)
+    assert stored(db, kept) == dict.fromkeys(DERIVED, 1)
+
+
+def test_knowledge_outlives_an_expired_packet_only_when_something_else_supports_it(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=2)
+        write(conn, {"packet_type": "note", "payload": 1, "ttl": ttl.isoformat(), "memory": {
+            "facts": [{"subject": "Tea", "predicate": "colour", "object": "green"},
+                      {"subject": "Coffee", "predicate": "colour", "object": "black"}],
+            "relationships": [{"source_entity": "Tea", "relationship_type": "grows_in", "target_entity": "Assam"}]}})
+        # Asserted again without an expiring packet: the coffee fact no longer depends on the packet.
+        conn.execute("select memsub.assert_fact('Coffee', 'colour', '\"black\"'::jsonb)")
+        wait_until(conn, ttl)
+        set_context(conn, TENANT_A)
+        facts = conn.execute("select subject, supporting_packet_count from memsub.knowledge_facts "
+                             "order by subject").fetchall()
+        assert facts == [("Coffee", 2)]
+        assert conn.execute("select count(*) from memsub.entity_relationships").fetchone() == (0,)
+        # The expired knowledge asserted anew starts again, as if it had never been known.
+        fact = conn.execute("select supporting_packet_count, contradiction_count "
+                            "from memsub.assert_fact('Tea', 'colour', '\"green\"'::jsonb)").fetchone()
+        assert fact == (1, 0)
+        edge = conn.execute("select mention_count from memsub.upsert_relationship('Tea', 'grows_in', 'Assam')")
+        assert edge.fetchone() == (1,)
+        assert conn.execute("select count(*) from memsub.knowledge_facts").fetchone() == (2,)
+        conn.commit()
+
+
+VIEW_READS = {
+    "tenant_agent_recent_important": "select count(*) from memsub.tenant_agent_recent_important where packet_id = %s",
+    "tenant_high_confidence_facts": "select count(*) from memsub.tenant_high_confidence_facts "
+                                    "where subject = 'ExpiringView'",
+    "tenant_entity_graph": "select count(*) from memsub.tenant_entity_graph where source_entity = 'expiringview'",
+    "tenant_reflection_patterns": "select coalesce(sum(count), 0) from memsub.tenant_reflection_patterns",
+}
+
+
+def _read_views(db: Any, packet_id: uuid.UUID) -> dict[str, int]:
+    """Rows of the expiring world each client-facing view returns to an application and to an analyst."""
+    seen: dict[str, int] = {}
+    for role in ("app", "analyst"):
+        with db.connect(role) as conn:
+            if role == "app":
+                set_context(conn, TENANT_A)
+            for view, sql in VIEW_READS.items():
+                seen[f"{role}:{view}"] = int(
+                    conn.execute(sql.encode(), [packet_id] if "%s" in sql else []).fetchone()[0])
+    return seen
+
+
+def test_materialized_views_drop_expired_rows_without_a_refresh(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=6)
+        packet_id = write_world(conn, "ExpiringView", ttl)
+        conn.commit()
+    with db.connect("platform_admin", autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+    before = _read_views(db, packet_id)
+    assert all(n > 0 for n in before.values()), before
+    with db.connect("app") as conn:
+        wait_until(conn, ttl)
+    assert _read_views(db, packet_id) == dict.fromkeys(before, 0)
+    with db.connect("analyst") as conn:  # the refreshed rows are only ever read through the filtering views
+        for view in ("mv_agent_recent_important", "mv_entity_graph", "mv_high_confidence_facts",
+                     "mv_reflection_patterns"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"select count(*) from memsub.{view}")  # noqa: S608
+            conn.rollback()
