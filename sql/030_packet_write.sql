@@ -961,11 +961,14 @@ begin
     end if;
     -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
     -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
-    begin
-        results := memsub.write_packets_set(p_envelopes);
-    exception when others then
-        results := null;
-    end;
+    -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
+    if total >= 8 then
+        begin
+            results := memsub.write_packets_set(p_envelopes);
+        exception when others then
+            results := null;
+        end;
+    end if;
     if results is not null then
         return query select r.* from unnest(results) as r;
         return;
