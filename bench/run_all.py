@@ -27,9 +27,9 @@ from _database import cpu_model
 BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
-ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
-         "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk",
-         "partitioning", "mcp_calls", "scaling")
+ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
+         "peer_langgraph", "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents",
+         "adapter_adk", "partitioning", "mcp_calls", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -37,6 +37,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
     python = sys.executable
     return {
         "ingest": [python, str(BENCH / "ingest.py")],
+        "write_path": [python, str(BENCH / "write_path.py")],
         "upserts": [python, str(BENCH / "upserts.py")],
         "refresh": [python, str(BENCH / "refresh.py")],
         "hot_counters": [python, str(BENCH / "hot_counters.py")],

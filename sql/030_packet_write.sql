@@ -30,25 +30,34 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     text_value text;
-    parts      text[];
+    has_time   boolean;
+    has_zone   boolean;
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
     text_value := p_value #>> '{}';
-    parts := regexp_match(text_value,
-        '^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
-        '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?)?'
-        '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$');
-    -- The shape is checked by the pattern, the calendar by arithmetic: no cast can fail after this.
-    if jsonb_typeof(p_value) <> 'string' or parts is null or parts[1]::integer = 0
-       or (parts[4] is null and parts[8] is not null)
-       or parts[3]::integer > extract(day from make_date(parts[1]::integer, parts[2]::integer, 1)
-                                              + interval '1 month - 1 day') then
+    -- The shape is checked by the pattern (no capture groups: matching alone is an order of magnitude cheaper
+    -- than extracting groups), the calendar by arithmetic on the fixed-width date: no cast can fail after this.
+    if jsonb_typeof(p_value) = 'string' and text_value ~
+        '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' then
+        has_time := substr(text_value, 11, 1) in ('T', ' ');
+        has_zone := case when has_time then substr(text_value, 12) ~ '[-+Zz]' else length(text_value) > 10 end;
+    end if;
+    -- Separate tests: a failed pattern leaves nothing the date arithmetic could read.
+    if has_time is not null then
+        if left(text_value, 4) = '0000' or (has_zone and not has_time)
+           or substr(text_value, 9, 2)::integer
+              > extract(day from make_date(left(text_value, 4)::integer, substr(text_value, 6, 2)::integer, 1)
+                                 + interval '1 month - 1 day') then
+            has_time := null;
+        end if;
+    end if;
+    if has_time is null then
         raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
             using errcode = '22007', column = p_field;
     end if;
-    if parts[8] is not null and parts[4] is not null then
+    if has_zone then
         return text_value::timestamptz;
     end if;
     return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
@@ -142,6 +151,110 @@ comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, 
     'scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the '
     'database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
 
+-- Vectors are stored once (docs/decisions.md, "An embedding's vector is stored once"): the vector of every
+-- memory.embeddings element lives in memory_embeddings.vector, and the stored envelope keeps JSON null in its
+-- place. The readers (get_packet, get_thread) put the vectors back, so callers get the envelope they wrote, each
+-- vector number as the exact value of the single-precision number memory_embeddings holds (a vector sent as
+-- single-precision values comes back identical).
+
+create or replace function memsub.embedding_chunk_index(p_element jsonb) returns integer
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
+                then coalesce(p_element ->> 'chunk_index', '0')::integer end
+$$;
+comment on function memsub.embedding_chunk_index(jsonb) is
+    'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not '
+    'an integer (the fan-out refuses such an element).';
+
+create or replace function memsub.envelope_vectors_apart(p_envelope jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
+                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+comment on function memsub.envelope_vectors_apart(jsonb) is
+    'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
+    'replaced by JSON null.';
+
+create or replace function memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb)
+returns jsonb
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(
+                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                           jsonb_set(x.e, '{vector}', coalesce((
+                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
+                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
+                                  and m.embedding_type = x.e ->> 'embedding_type'
+                                  and m.chunk_index = memsub.embedding_chunk_index(x.e)), 'null'))
+                       else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+comment on function memsub.envelope_vectors_joined(uuid, uuid, jsonb) is
+    'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from '
+    'memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level '
+    'security applies).';
+
+create or replace function memsub.packet_with_vectors(p_packet memsub.packet_store) returns memsub.packet_store
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
+        p_packet.envelope := memsub.envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
+    end if;
+    return p_packet;
+end
+$$;
+comment on function memsub.packet_with_vectors(memsub.packet_store) is
+    'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
+
+create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if (old.vector, old.tenant_id, old.packet_id, old.embedding_type, old.chunk_index)
+       is not distinct from (new.vector, new.tenant_id, new.packet_id, new.embedding_type, new.chunk_index) then
+        return new;
+    end if;
+    if exists (select from memsub.packet_store s
+                cross join lateral jsonb_array_elements(
+                    case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                         then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                  and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                  and memsub.embedding_chunk_index(x.e) = old.chunk_index) then
+        raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                        'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+            using errcode = '0A000', column = 'vector',
+                  hint = 'Write a new packet with the new vector, or store it under another chunk_index.';
+    end if;
+    return new;
+end
+$$;
+comment on function memsub.memory_embeddings_envelope_guard() is
+    'Trigger function: refuses to change an embedding whose vector belongs to its packet''s envelope (SQLSTATE '
+    '0A000); embeddings stored with store_embedding alone may be replaced.';
+
+drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
+create trigger memory_embeddings_envelope_vector
+    before update on memsub.memory_embeddings
+    for each row execute function memsub.memory_embeddings_envelope_guard();
+comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
+    'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
+
 create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
 returns memsub.packet_write_result
 language plpgsql volatile security invoker
@@ -192,6 +305,8 @@ declare
     v_inserted      integer;
     v_null_parent   boolean;
     v_written       jsonb;
+    v_repeated      integer;
+    v_repeated_of   integer;
 begin
     if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
         raise exception 'envelope must be a JSON object'
@@ -362,6 +477,21 @@ begin
         v_unknown := v_unknown || array(
             select 'memory.' || k from jsonb_object_keys(v_memory) as k
              where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
+        -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
+        if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
+            select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
+              from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
+                                                            memsub.embedding_chunk_index(a.e)) as first
+                      from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
+                     where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
+                       and memsub.embedding_chunk_index(a.e) is not null) d
+             where d.o > d.first order by d.o limit 1;
+            if v_repeated is not null then
+                raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
+                                'as memory.embeddings[%]', v_repeated, v_repeated_of
+                    using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
+            end if;
+        end if;
         if v_ttl is not null and v_ttl <= now() then
             raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
                             'fanned out from it', v_ttl
@@ -380,7 +510,7 @@ begin
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_packet_id, v_packet_type,
-        p_envelope || jsonb_strip_nulls(jsonb_build_object(
+        memsub.envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
             'packet_id', v_packet_id,
             'packet_type', v_packet_type,
             'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -498,6 +628,306 @@ $$;
 comment on function memsub.canonical_uuid_text(text) is
     'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
 
+-- The set-based batch path of write_packets: one statement normalizes and validates every envelope with the same
+-- field readers as store_packet_envelope, one probe reads the parents outside the batch, one INSERT writes every
+-- packet, one every new thread. It takes only batches it can write exactly as the envelope-by-envelope path
+-- would (returning NULL otherwise): no memory field beyond embeddings, parents before their children, no packet
+-- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
+-- sends the batch to the envelope-by-envelope path, which names the envelope and field.
+
+create or replace function memsub.batch_envelopes(
+    p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
+    p_max_tag_chars bigint, p_max_parent_ids bigint
+) returns table (pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamptz,
+                 thread_id uuid, ttl timestamptz, importance double precision, correlation_id uuid, session_id text,
+                 trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text,
+                 metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- Plain expressions rather than the raising field readers (a function call per field and envelope would
+    -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
+    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+           r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
+           coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
+           r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
+           case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
+           case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           r.memory,
+           array(select k from jsonb_object_keys(r.e) as k
+                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
+                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
+                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
+                                       'memory'])
+                 union all
+                 select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
+                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                 order by 1),
+           coalesce(
+               jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
+               and pg_column_size(r.e) <= p_max_envelope_bytes
+               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
+               and length(r.e ->> 'packet_type') <= 200
+               and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
+               and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
+               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
+               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
+               and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
+               and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
+               and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)
+               and coalesce(jsonb_typeof(r.e -> 'confidence' -> 'score') in ('null', 'number')
+                            and (r.e -> 'confidence' ->> 'score')::numeric between 0 and 1, true)
+               and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
+               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
+               and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'confidence') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'reasoning_block') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'routing') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'lineage') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'memory') in ('null', 'object'), true)
+               and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
+               and r.tags is not null and r.parent_ids is not null
+               and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
+                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            true)
+               and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
+               and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
+               and (r.memory is null
+                    or coalesce((select bool_and(k = 'embeddings') from jsonb_object_keys(r.memory) as k), true)
+                       and (r.ttl is null or r.ttl > now())
+                       and (not r.memory ? 'embeddings'
+                            or jsonb_typeof(r.memory -> 'embeddings') = 'array'
+                               and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
+                                                where jsonb_typeof(v.e) <> 'object'
+                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+               false)
+      from (
+        select x.o::integer as pos, x.e,
+               case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
+               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
+                        else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
+               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
+                        else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
+               case when jsonb_typeof(x.e -> 'thread_id') = 'string' and (x.e -> 'thread_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'thread_id' #>> '{}')::uuid end as thread_id,
+               case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
+               case when jsonb_typeof(x.e -> 'importance_score') = 'number'
+                         and (x.e ->> 'importance_score')::numeric between 0 and 1
+                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
+               case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
+               case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
+               -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
+               case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
+                    when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
+                         and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
+                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
+                                             or length(g.v #>> '{}') > p_max_tag_chars)
+                    then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
+                                                    from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
+                                                   group by 1) d order by d.first) end as tags,
+               -- parents: NULL (not clean) unless absent or an array of UUIDs within the limit
+               case when jsonb_typeof(x.e -> 'lineage') is distinct from 'object'
+                         or (x.e -> 'lineage' -> 'parent_ids' is null or jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'null') then '{}'::uuid[]
+                    when jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'array'
+                         and jsonb_array_length(x.e -> 'lineage' -> 'parent_ids') <= p_max_parent_ids
+                         and not exists (select from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids') as p(v)
+                                          where (case when jsonb_typeof(p.v) = 'string' and (p.v #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (p.v #>> '{}')::uuid end) is null)
+                    then array(select d.id from (select (p.v #>> '{}')::uuid as id, min(p.o) as first
+                                                   from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids')
+                                                        with ordinality as p(v, o)
+                                                  group by 1) d order by d.first) end as parent_ids
+          from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+      ) r
+$$;
+comment on function memsub.batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
+    'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
+    'clean = false where the set-based path must leave it to store_packet_envelope (which names the field). '
+    'Not granted to clients.';
+
+create or replace function memsub.write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant    uuid := memsub.require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_user      uuid := memsub.current_user_id();
+    v_session   text := memsub.current_session_id();
+    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
+    v_max_tags  bigint := memsub.limit_value('max_tags');
+    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
+    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
+    v_total     integer;
+    v_clean     boolean;
+    v_ids       uuid[];
+    v_threads   uuid[];
+    v_parents   jsonb;     -- per envelope: its parent ids
+    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
+    v_position  jsonb;     -- packet id of the batch -> position
+    v_gens      integer[];
+    v_roots     uuid[];
+    v_gen       integer;
+    v_root      uuid;
+    v_parent    text;
+    v_at        integer;
+    v_inserted  integer;
+    v_results   memsub.packet_write_result[];
+begin
+    -- 1. Read every envelope once; give each its packet id.
+    select count(*), bool_and(b.clean),
+           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
+           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
+           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
+      into v_total, v_clean, v_ids, v_parents, v_threads
+      from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b;
+    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
+        return null;
+    end if;
+    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
+    -- 2. Parents outside the batch: one probe; each must be visible.
+    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
+      into v_outside
+      from memsub.packet_store s
+     where s.tenant_id = v_tenant
+       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
+                                                              jsonb_array_elements_text(a.l) as p
+                                    where not v_position ? p));
+    -- 3. Generation and root, parents before children.
+    v_gens := array_fill(0, array[v_total]);
+    v_roots := array_fill(null::uuid, array[v_total]);
+    for v_at in 1 .. v_total loop
+        v_gen := 0;
+        v_root := null;
+        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
+            if v_position ? v_parent then
+                if (v_position ->> v_parent)::integer >= v_at then
+                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
+                end if;
+                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
+                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
+            elsif v_outside ? v_parent then
+                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
+                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
+            else
+                return null;  -- a missing parent: reported by the envelope-by-envelope path
+            end if;
+        end loop;
+        v_gens[v_at] := v_gen;
+        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
+    end loop;
+    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
+       or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
+        return null;
+    end if;
+    -- 5. One INSERT of every packet.
+    with b as (
+        select b.*, i.id, i.gen, i.root,
+               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
+                                          v_user, b.session_id, b.ts, b.stated_id) as hash
+          from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b
+          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
+    ), stored as (
+        insert into memsub.packet_store as s (
+            packet_id, packet_type, envelope, "timestamp", routing, provenance,
+            thread_id, parent_ids, tags, ttl,
+            scope, importance_score, content_hash,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id, b.packet_type,
+               memsub.envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+                   'packet_id', b.id,
+                   'packet_type', b.packet_type,
+                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'scope', b.scope,
+                   'session_id', b.session_id,
+                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
+               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+               b.scope, b.importance, b.hash,
+               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
+          from b order by b.pos
+        on conflict do nothing
+        returning s.packet_id
+    ), threads as (
+        insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
+          from b join stored on stored.packet_id = b.id
+         where b.thread_id is not null
+         order by b.thread_id, b.pos
+        on conflict (tenant_id, thread_id) do nothing
+        returning t.first_packet_id
+    ), vectors as (
+        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
+        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
+        insert into memsub.memory_embeddings (
+            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id,
+               memsub.check_one_of(v.e ->> 'embedding_type', array['content', 'context', 'entity', 'summary',
+                                                                   'reasoning'], 'embedding_type'),
+               memsub.json_vector(v.e -> 'vector', 'vector'),
+               case when memsub.embedding_chunk_index(v.e) >= 0 then memsub.embedding_chunk_index(v.e) end,
+               v.e ->> 'chunk_text',
+               memsub.check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
+               b.trace_id
+          from b join stored on stored.packet_id = b.id
+         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
+         where coalesce(memsub.check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
+                        0) >= 0
+           and coalesce(memsub.check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+           and coalesce(memsub.check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
+        returning 1
+    )
+    select (select count(*) from stored),
+           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+                         jsonb_build_object('packet_store', 1)
+                         || case when b.id in (select first_packet_id from threads)
+                                 then jsonb_build_object('packet_threads', 1) else '{}' end
+                         || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                      and jsonb_array_length(b.memory -> 'embeddings') > 0
+                                 then jsonb_build_object('memory_embeddings',
+                                                         jsonb_array_length(b.memory -> 'embeddings'))
+                                 else '{}' end,
+                         b.unknown)::memsub.packet_write_result order by b.pos)
+      into v_inserted, v_results
+      from b;
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    -- A thread registered meanwhile by another organization.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
+                  and t.org_id is distinct from v_org) then
+        raise exception 'batch path: thread of another organization' using errcode = 'P0001';
+    end if;
+    return v_results;
+end
+$$;
+comment on function memsub.write_packets_set(jsonb) is
+    'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope '
+    'would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the '
+    'envelope-by-envelope path. Not granted to clients.';
+
 create or replace function memsub.write_packets(p_envelopes jsonb) returns setof memsub.packet_write_result
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -527,6 +957,20 @@ begin
     perform memsub.check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
     total := memsub.check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
     if total = 0 then
+        return;
+    end if;
+    -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
+    -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
+    -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
+    if total >= 8 then
+        begin
+            results := memsub.write_packets_set(p_envelopes);
+        exception when others then
+            results := null;
+        end;
+    end if;
+    if results is not null then
+        return query select r.* from unnest(results) as r;
         return;
     end if;
     results := array_fill(null::memsub.packet_write_result, array[total]);

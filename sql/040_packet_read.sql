@@ -1,10 +1,14 @@
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
--- All reads are SECURITY INVOKER: row-level security decides what the caller sees.
+-- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
+-- return the envelope as written: memsub.packet_with_vectors puts the embedding vectors back (sql/030).
 
 create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
 language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
-as $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
+as $$
+    select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+     where s.packet_id = p_packet_id
+$$;
 comment on function memsub.get_packet(uuid) is 'The packet with this id, if the caller may see it (no row otherwise).';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
@@ -23,11 +27,14 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select s.* from memsub.packet_store s
-         where s.thread_id = p_thread_id
-           and (p_after_cursor is null or s.write_seq > p_after_cursor)
-         order by s.write_seq
-         limit p_limit;
+        select w.* from (
+            select s.* from memsub.packet_store s
+             where s.thread_id = p_thread_id
+               and (p_after_cursor is null or s.write_seq > p_after_cursor)
+             order by s.write_seq
+             limit p_limit) s
+        cross join lateral memsub.packet_with_vectors(s::memsub.packet_store) w
+        order by s.write_seq;
 end
 $$;
 comment on function memsub.get_thread(uuid, integer, bigint) is

@@ -1,0 +1,130 @@
+"""write_packets stores a batch exactly as write_packet stores its envelopes one by one, and all or nothing.
+
+A batch is written set-based when it can be; what that path declines or fails on goes envelope by envelope. Either
+way the stored rows, the results and the errors are those of write_packet.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from helpers import TENANT_A, TENANT_B, count, set_context
+from layer_helpers import DIMENSION
+
+ORG = uuid.UUID("0a000000-0000-4000-8000-000000000001")
+
+
+def batch(size: int = 60, seed: int = 3) -> list[dict[str, Any]]:
+    """Envelopes of three threads; parents in the batch and before their children; tags, ttl, embeddings,
+    confidence, unknown fields and envelopes without packet_id or timestamp."""
+    rng = random.Random(seed)
+    threads = [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(3)]
+    envelopes: list[dict[str, Any]] = []
+    for n in range(size):
+        envelope: dict[str, Any] = {"packet_type": rng.choice(["event", "insight"]),
+                                    "payload": {"turn": n, "text": f"turn {n}"}, "thread_id": threads[n % 3],
+                                    "tags": rng.sample(["a", "b", "c", "a"], rng.randint(0, 4))}
+        if n % 5:
+            envelope["packet_id"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            envelope["timestamp"] = f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}.{n:06d}+02:00"
+        named = [e["packet_id"] for e in envelopes if "packet_id" in e]
+        if named and n % 3 == 0:
+            envelope["lineage"] = {"parent_ids": rng.sample(named, min(2, len(named))),
+                                   "derivation_type": "inference", "note": "kept"}
+        if n % 4 == 0:
+            envelope["memory"] = {"embeddings": [
+                {"embedding_type": "content", "vector": [rng.randint(-512, 512) / 512 or 1.0 for _ in range(DIMENSION)],
+                 "chunk_text": f"turn {n}", "metadata": {"n": n}}]}
+        if n % 7 == 0:
+            envelope["ttl"] = "2099-01-01T00:00:00Z"
+            envelope["confidence"] = {"score": 0.25}
+            envelope["future_field"] = {"x": n}
+        envelopes.append(envelope)
+    return envelopes
+
+
+ROWS = {
+    "memsub.packet_store": "select to_jsonb(s) - 'tenant_id' - 'write_seq' - 'packet_id' - 'envelope' "
+                           "- 'content_hash' - 'timestamp' - 'parent_ids' - 'last_accessed' "
+                           "from memsub.packet_store s order by s.write_seq",
+    "memsub.memory_embeddings": "select to_jsonb(e) - 'tenant_id' - 'embedding_id' - 'created_at' - 'packet_id' "
+                                "from memsub.memory_embeddings e order by e.chunk_text",
+    "memsub.packet_threads": "select t.thread_id from memsub.packet_threads t order by 1",
+}
+
+
+def stored(conn: psycopg.Connection[Any]) -> dict[str, list[Any]]:
+    return {table: [row[0] for row in conn.execute(query)] for table, query in ROWS.items()}
+
+
+CALLS = ("select coalesce(pg_stat_get_xact_function_calls('memsub.write_packets_set(jsonb)'::regprocedure), 0), "
+         "coalesce(pg_stat_get_xact_function_calls('memsub.store_packet_envelope(jsonb, integer)'::regprocedure), 0)")
+
+
+def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
+    envelopes = batch()
+    with db.connect(autocommit=True) as admin:  # count function calls, to see which path wrote the batch
+        admin.execute(f"alter database {db.name} set track_functions = 'pl'")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG)
+        cur = conn.cursor(row_factory=dict_row)
+        one_by_one = [cur.execute("select * from memsub.write_packet(%s::jsonb)", [json.dumps(e)]).fetchone()
+                      for e in envelopes]
+        rows_one = stored(conn)
+        envelopes_one = [r[0] for r in conn.execute("select envelope - 'packet_id' - 'timestamp' - 'lineage' "
+                                                    "from memsub.packet_store order by write_seq")]
+        conn.commit()
+        set_context(conn, TENANT_B, ORG)
+        before = conn.execute(CALLS).fetchone()
+        batched = cur.execute("select * from memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)]).fetchall()
+        after = conn.execute(CALLS).fetchone()
+        assert before is not None and after is not None
+        assert (after[0] - before[0], after[1] - before[1]) == (1, 0)  # set-based, in one go
+        rows_batch = stored(conn)
+        envelopes_batch = [r[0] for r in conn.execute("select envelope - 'packet_id' - 'timestamp' - 'lineage' "
+                                                      "from memsub.packet_store order by write_seq")]
+    assert len(batched) == len(one_by_one) == len(envelopes)
+    # Generated ids and the database's clock differ between the two writes; everything else is the same.
+    def comparable(row: dict[str, Any], generated: bool) -> dict[str, Any]:
+        kept = {k: v for k, v in row.items() if k != "position"}
+        if generated:
+            for name in ("packet_id", "timestamp", "root_packet_id", "content_hash"):
+                kept.pop(name)
+        return kept
+    for envelope, a, b in zip(envelopes, one_by_one, batched, strict=True):
+        generated = "packet_id" not in envelope
+        assert a is not None and comparable(a, generated) == comparable(b, generated)
+    assert rows_one == rows_batch
+    assert envelopes_one == envelopes_batch
+    assert rows_one["memsub.memory_embeddings"] and rows_one["memsub.packet_threads"]
+
+
+@pytest.mark.parametrize(("field", "value", "sqlstate", "column"), [
+    ("timestamp", "2026-02-30T00:00:00Z", "22007", "timestamp"),
+    ("tags", ["ok", " "], "22023", "tags"),
+    ("lineage", {"parent_ids": [str(uuid.UUID(int=7))]}, "23503", "lineage.parent_ids"),
+    ("memory", {"embeddings": [{"embedding_type": "content", "vector": [1.0, 2.0]}]},
+     "22023", "memory.embeddings[0].vector"),
+    ("tenant_id", str(TENANT_B), "22023", "tenant_id"),
+])
+def test_one_bad_envelope_fails_the_batch_naming_it_and_writes_nothing(db, field, value, sqlstate, column):
+    envelopes = batch(40)
+    envelopes[36][field] = value
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)])
+        assert caught.value.sqlstate == sqlstate
+        assert caught.value.diag.column_name == column
+        assert "envelope 37 of the batch" in str(caught.value)
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG)
+        for table in ROWS:
+            assert count(conn, table) == 0, table

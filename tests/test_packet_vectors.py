@@ -1,0 +1,144 @@
+"""An embedding's vector is stored once: in memory_embeddings.vector, not again as JSON in the envelope.
+
+The readers put it back, so get_packet and get_thread return the envelope as written; the envelope's vectors
+stay immutable. A vector is kept at single precision (what the vector column holds): these tests send numbers
+that single precision holds exactly, as clients holding float32 embeddings do.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, TENANT_B, count, set_context, superuser_count, write
+from layer_helpers import DIMENSION
+
+THREAD = uuid.UUID("7ec70000-0000-4000-8000-000000000001")
+
+
+def vector(seed: int) -> list[float]:
+    """A vector of numbers single precision holds exactly (multiples of 1/1024), never the zero vector."""
+    return [((seed * 31 + i * 7) % 2049 - 1024) / 1024 or 0.5 for i in range(DIMENSION)]
+
+
+def envelope(seed: int, **extra: Any) -> dict[str, Any]:
+    return {"packet_type": "memory_write", "thread_id": str(THREAD), "payload": {"text": f"item {seed}"},
+            "timestamp": f"2026-01-01T00:00:{seed:02d}Z",
+            "memory": {"embeddings": [
+                {"embedding_type": "content", "vector": vector(seed), "chunk_text": f"item {seed}"},
+                {"embedding_type": "entity", "vector": vector(seed + 1), "chunk_index": 2,
+                 "metadata": {"source": "test"}}]},
+            **extra}
+
+
+def stored_envelope(db: Any, packet_id: uuid.UUID) -> tuple[dict[str, Any], int]:
+    """The envelope column as stored, and its size in bytes (as the superuser)."""
+    with db.connect() as conn:
+        row = conn.execute("select envelope, pg_column_size(envelope) from memsub.packet_store "
+                           "where packet_id = %s", [packet_id]).fetchone()
+    assert row is not None
+    return row[0], int(row[1])
+
+
+def test_the_envelope_keeps_no_second_copy_of_its_vectors(db):
+    written = envelope(1)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        result = write(conn, written)
+        conn.commit()
+    stored, size = stored_envelope(db, result["packet_id"])
+    assert [e["vector"] for e in stored["memory"]["embeddings"]] == [None, None]
+    # Two 1536-d vectors are over 20 kB of JSON; what is stored is the rest of the envelope.
+    assert len(json.dumps(written)) > 20000
+    assert size < 1000
+    assert superuser_count(db, "memsub.memory_embeddings") == 2
+
+
+@pytest.mark.parametrize("reader", ["get_packet", "get_thread"])
+@pytest.mark.parametrize("writer", ["write_packet", "write_packets"])
+def test_readers_return_the_envelope_as_written(db, writer, reader):
+    written = [envelope(n) for n in (1, 2)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        if writer == "write_packet":
+            ids = [write(conn, e)["packet_id"] for e in written]
+        else:
+            ids = [r[0] for r in conn.execute("select packet_id from memsub.write_packets(%s::jsonb)",
+                                              [json.dumps(written)]).fetchall()]
+        if reader == "get_packet":
+            got = [conn.execute("select envelope from memsub.get_packet(%s)", [i]).fetchone() for i in ids]
+            envelopes = [row[0] for row in got if row is not None]
+        else:
+            envelopes = [row[0] for row in conn.execute("select envelope from memsub.get_thread(%s)", [THREAD])]
+    assert len(envelopes) == 2
+    for sent, back in zip(written, envelopes, strict=True):
+        assert back["memory"] == sent["memory"]
+        assert back["payload"] == sent["payload"]
+
+
+def test_single_precision_values_come_back_identical(db):
+    rng = random.Random(3)
+    # What a client holding float32 embeddings sends: each float32 value as a double.
+    values = [struct.unpack("f", struct.pack("f", rng.uniform(-1, 1)))[0] for _ in range(DIMENSION)]
+    written = {"packet_type": "memory_write", "payload": {"text": "float32"},
+               "memory": {"embeddings": [{"embedding_type": "content", "vector": values}]}}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet_id = write(conn, written)["packet_id"]
+        row = conn.execute("select envelope from memsub.get_packet(%s)", [packet_id]).fetchone()
+    assert row is not None and row[0]["memory"] == written["memory"]
+
+
+def test_the_analyst_reads_the_vectors_and_other_tenants_read_nothing(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet_id = write(conn, envelope(3))["packet_id"]
+        conn.commit()
+    with db.connect("analyst") as conn:
+        set_context(conn, TENANT_A)
+        row = conn.execute("select envelope from memsub.get_packet(%s)", [packet_id]).fetchone()
+        assert row is not None and row[0]["memory"] == envelope(3)["memory"]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        assert conn.execute("select envelope from memsub.get_packet(%s)", [packet_id]).fetchall() == []
+
+
+def test_an_envelope_vector_cannot_be_replaced(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet_id = write(conn, envelope(4))["packet_id"]
+        conn.commit()
+        set_context(conn, TENANT_A)
+        replacement = "[" + ",".join(str(v) for v in vector(9)) + "]"
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.store_embedding(%s, 'entity', %s::vector, 2)", [packet_id, replacement])
+        assert caught.value.sqlstate == "0A000"
+        assert caught.value.diag.column_name == "vector"
+        conn.rollback()
+        set_context(conn, TENANT_A)
+        # Another slot of the same packet is not part of the envelope and may be stored and replaced.
+        for _ in range(2):
+            conn.execute("select memsub.store_embedding(%s, 'entity', %s::vector, 3)", [packet_id, replacement])
+        row = conn.execute("select envelope from memsub.get_packet(%s)", [packet_id]).fetchone()
+        assert row is not None and row[0]["memory"] == envelope(4)["memory"]
+
+
+def test_an_embedding_slot_named_twice_is_refused_and_nothing_is_written(db):
+    twice = envelope(5)
+    twice["memory"]["embeddings"].append({"embedding_type": "entity", "chunk_index": "2", "vector": vector(6)})
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            write(conn, twice)
+        assert caught.value.sqlstate == "22023"
+        assert caught.value.diag.column_name == "memory.embeddings[2]"
+        conn.rollback()
+        set_context(conn, TENANT_A)
+        assert count(conn) == 0
+        assert count(conn, "memsub.memory_embeddings") == 0
