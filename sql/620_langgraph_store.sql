@@ -177,13 +177,17 @@ comment on function memsub.langgraph_store_get(text[], text, boolean) is
     'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; '
     'p_refresh_ttl restarts its time to live.';
 
+-- The earlier signature, without p_distance (it scored by cosine only), would otherwise remain as an overload.
+drop function if exists memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean);
+
 create or replace function memsub.langgraph_store_search(
     p_namespace_prefix text[]  default '{}',
     p_filter           jsonb   default null,
     p_query_embedding  jsonb   default null,
     p_limit            integer default 10,
     p_offset           integer default 0,
-    p_refresh_ttl      boolean default true
+    p_refresh_ttl      boolean default true,
+    p_distance         text    default 'cosine'
 ) returns setof memsub.langgraph_store_item
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -196,6 +200,11 @@ begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
             using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    if p_distance is null or p_distance not in ('cosine', 'l2', 'inner_product') then
+        raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
+                        coalesce(p_distance, 'NULL')
+            using errcode = '22023', column = 'distance_type';
     end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
@@ -213,7 +222,12 @@ begin
     with candidates as (
         select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
                case when query is null then null::double precision
-                    else (select max(1 - (v.embedding <=> query)) from memsub.langgraph_store_vectors v
+                    -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
+                    else (select max(case p_distance
+                                         when 'l2' then -(v.embedding <-> query)
+                                         when 'inner_product' then -(v.embedding <#> query)
+                                         else 1 - (v.embedding <=> query) end)
+                            from memsub.langgraph_store_vectors v
                            where v.tenant_id = tenant and v.namespace = i.namespace and v.key = i.key
                              and vector_dims(v.embedding) = vector_dims(query)) end as score
           from memsub.langgraph_store_items i
@@ -236,10 +250,11 @@ begin
      order by p.score desc nulls last, p.updated_at desc, p.namespace, p.key;
 end
 $$;
-comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean) is
-    'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by similarity '
-    'to p_query_embedding (cosine; the best of the item''s indexed fields) when given, else newest first; '
-    'p_refresh_ttl restarts the time to live of what is returned.';
+comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text) is
+    'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against '
+    'p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, '
+    'l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl '
+    'restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
 
 create or replace function memsub.langgraph_store_list_namespaces(
     p_prefix    text[]  default null,
@@ -306,7 +321,7 @@ comment on function memsub.langgraph_store_sweep() is
 grant execute on function
     memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb),
     memsub.langgraph_store_get(text[], text, boolean),
-    memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean),
+    memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text),
     memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer),
     memsub.langgraph_store_sweep()
     to memsub_app;

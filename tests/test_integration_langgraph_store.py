@@ -138,6 +138,37 @@ def test_natural_language_search_ranks_by_the_indexed_fields(pool: Any) -> None:
     assert [h.key for h in store.search(ns, query="tea", filter={"other": "zzz"})] == ["tea"]
 
 
+# Vectors of unequal length, so that the three distances rank them three different ways.
+_SHAPED = {"query": [1.0, 0.0], "long": [10.0, 10.0], "near": [1.0, 0.1], "short": [0.5, 0.0]}
+
+
+def _shaped(texts: list[str]) -> list[list[float]]:
+    return [_SHAPED[text] for text in texts]
+
+
+@pytest.mark.parametrize("distance_type,ranking,scores", [
+    ("cosine", ["short", "near", "long"], [1.0, 1 / 1.01 ** 0.5, 0.5 ** 0.5]),
+    ("inner_product", ["long", "near", "short"], [10.0, 1.0, 0.5]),
+    ("l2", ["near", "short", "long"], [-0.1, -0.5, -181 ** 0.5]),
+])
+def test_search_ranks_and_scores_by_the_configured_distance(pool: Any, distance_type: str, ranking: list[str],
+                                                           scores: list[float]) -> None:
+    """cosine scores 1 - cosine distance, inner_product the inner product, l2 minus the Euclidean distance (as
+    LangGraph's PostgresStore does); higher is nearer for all three."""
+    store = store_for(pool, index={"dims": 2, "embed": _shaped, "fields": ["text"], "distance_type": distance_type})
+    for key in ("long", "near", "short"):
+        store.put(("shapes",), key, {"text": key})
+    hits = store.search(("shapes",), query="query")
+    assert [h.key for h in hits] == ranking
+    assert [h.score for h in hits] == pytest.approx(scores, abs=1e-5)
+
+
+def test_an_unknown_distance_is_refused(pool: Any) -> None:
+    with pytest.raises(InvalidInput, match="distance_type") as refused:
+        store_for(pool, index={"dims": DIMS, "embed": embed, "distance_type": "hamming"})  # type: ignore[typeddict-item]
+    assert refused.value.field == "distance_type"
+
+
 def test_list_namespaces_prefix_suffix_wildcards_depth_and_pages(pool: Any) -> None:
     store = store_for(pool)
     for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "x", "c"), ("z", "b", "c")]:
@@ -192,6 +223,10 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[]')", "embeddings"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[[\"x\"]]')", "embeddings"),
             ("select * from memsub.langgraph_store_search('{}', null, null, -1)", "limit"),
+            ("select * from memsub.langgraph_store_search('{}', null, '[1, 0]', p_distance => 'hamming')",
+             "distance_type"),
+            ("select * from memsub.langgraph_store_search('{}', null, '[1, 0]', p_distance => null)",
+             "distance_type"),
             ("select * from memsub.langgraph_store_list_namespaces(null, null, 0)", "max_depth"),
         ]:
             try:

@@ -21,13 +21,11 @@ and why:
   vector through a fixed random projection per character, 500 dimensions, normalized), written afresh; each
   character's projection comes from its own seed, so vectors do not depend on the order texts were embedded in.
 - Distance metrics. Upstream runs the vector tests for ``vector`` and ``halfvec`` columns with ``l2``,
-  ``inner_product`` and ``cosine`` distance. memsub scores by cosine similarity only. The cosine cases run (with
-  ``ann_index_config.vector_type`` ``vector`` and ``halfvec``: memsub keeps its own full-precision vectors either
-  way); an index config asking for ``l2`` or ``inner_product`` is refused when the store is built, and
-  ``test_unsupported_distance_types_are_refused`` checks that for every upstream case that asks for one:
-  ``test_vector_*`` with l2 and inner_product (vector and halfvec), ``test_embed_with_path_sync`` and
-  ``test_embed_with_path_operation_config`` with inner_product, ``test_scores`` with inner_product and l2, and
-  ``test_non_ascii`` with inner_product.
+  ``inner_product`` and ``cosine`` distance; so does the port, case for case, with the scores PostgresStore
+  reports (cosine: 1 - cosine distance; inner_product: the inner product; l2: minus the Euclidean distance).
+  ``ann_index_config.vector_type`` is accepted and changes nothing: memsub keeps its own full-precision vectors,
+  where PostgresStore compares ``halfvec`` columns in half precision; upstream's ``test_scores`` tolerance
+  (1e-3) holds for both.
 
 Left out, with the reason:
 
@@ -132,8 +130,10 @@ def _create_vector_store(app_pool: Any, vector_type: str, distance_type: str, fa
                       ttl={"default_ttl": 2, "refresh_on_read": True} if enable_ttl else None)
 
 
-# Upstream's vector_store parameters that memsub runs (cosine), plus its last one again without a ttl.
-_VECTOR_PARAMS = [("vector", "cosine", True), ("halfvec", "cosine", True), ("halfvec", "cosine", False)]
+# Upstream's vector_store parameters: each vector type with each distance, plus the last one again without a ttl.
+_VECTOR_PARAMS = [(vector_type, distance_type, True) for vector_type in ("vector", "halfvec")
+                  for distance_type in ("l2", "inner_product", "cosine")]
+_VECTOR_PARAMS += [(*_VECTOR_PARAMS[-1][:2], False)]
 
 
 @pytest.fixture(params=_VECTOR_PARAMS, ids=lambda p: f"{p[0]}_{p[1]}{'' if p[2] else '_no_ttl'}")
@@ -462,9 +462,13 @@ def test_vector_search_edge_cases(vector_store: MemsubStore) -> None:
     assert len(vector_store.search(("test",), query="test!@#$%^&*()")) == 1
 
 
-@pytest.mark.parametrize("vector_type", ["vector", "halfvec"])
-def test_embed_with_path_sync(app_pool: Any, fake_embeddings: CharacterEmbeddings, vector_type: str) -> None:
-    with _create_vector_store(app_pool, vector_type, "cosine", fake_embeddings,
+_PATH_PARAMS = [("vector", "cosine"), ("vector", "inner_product"), ("halfvec", "cosine"), ("halfvec", "inner_product")]
+
+
+@pytest.mark.parametrize("vector_type,distance_type", _PATH_PARAMS)
+def test_embed_with_path_sync(app_pool: Any, fake_embeddings: CharacterEmbeddings, vector_type: str,
+                              distance_type: str) -> None:
+    with _create_vector_store(app_pool, vector_type, distance_type, fake_embeddings,
                               text_fields=["key0", "key1", "key3"]) as store:
         store.put(("test",), "doc1", {"key1": "xxx", "key2": "yyy", "key3": "zzz"})  # key0 missing: no error
         store.put(("test",), "doc2", {"key0": "uuu", "key1": "vvv", "key2": "www", "key3": "xxx"})
@@ -489,10 +493,11 @@ def test_embed_with_path_sync(app_pool: Any, fake_embeddings: CharacterEmbedding
         assert all(r.score is not None and r.score < top for r in results)
 
 
-@pytest.mark.parametrize("vector_type", ["vector", "halfvec"])
+@pytest.mark.parametrize("vector_type,distance_type", _PATH_PARAMS)
 def test_embed_with_path_operation_config(app_pool: Any, fake_embeddings: CharacterEmbeddings,
-                                          vector_type: str) -> None:
-    with _create_vector_store(app_pool, vector_type, "cosine", fake_embeddings, text_fields=["key17"]) as store:
+                                          vector_type: str, distance_type: str) -> None:
+    with _create_vector_store(app_pool, vector_type, distance_type, fake_embeddings,
+                              text_fields=["key17"]) as store:
         store.put(("test",), "doc3", {"key0": "aaa", "key1": "bbb", "key2": "ccc", "key3": "ddd"},
                   index=["key0", "key1"])
         store.put(("test",), "doc4", {"key0": "eee", "key1": "bbb", "key2": "fff", "key3": "ggg"},
@@ -526,32 +531,35 @@ def _cosine_similarity(x: list[float], y: list[float]) -> float:
     return dot / norms if norms else 0.0
 
 
+def _inner_product(x: list[float], y: list[float]) -> float:
+    return sum(a * b for a, b in zip(x, y, strict=True))
+
+
+def _neg_l2_distance(x: list[float], y: list[float]) -> float:
+    return -math.sqrt(sum((a - b) ** 2 for a, b in zip(x, y, strict=True)))
+
+
+_SIMILARITY = {"cosine": _cosine_similarity, "inner_product": _inner_product, "l2": _neg_l2_distance}
+
+
+@pytest.mark.parametrize("vector_type,distance_type", [
+    ("vector", "cosine"), ("vector", "inner_product"), ("halfvec", "l2")])
 @pytest.mark.parametrize("query", ["aaa", "bbb", "ccc", "abcd", "poisson"])
-def test_scores(app_pool: Any, fake_embeddings: CharacterEmbeddings, query: str) -> None:
-    """Upstream's ("vector", "cosine") case; its inner_product and l2 cases are refused (see below)."""
-    with _create_vector_store(app_pool, "vector", "cosine", fake_embeddings, text_fields=["key0"]) as store:
+def test_scores(app_pool: Any, fake_embeddings: CharacterEmbeddings, vector_type: str, distance_type: str,
+                query: str) -> None:
+    with _create_vector_store(app_pool, vector_type, distance_type, fake_embeddings, text_fields=["key0"]) as store:
         doc = {"key0": "aaa"}
         store.put(("test",), "doc", doc, index=["key0", "key1"])
         results = store.search((), query=query)
-        expected = _cosine_similarity(fake_embeddings.embed_query(query), fake_embeddings.embed_query(doc["key0"]))
+        expected = _SIMILARITY[distance_type](fake_embeddings.embed_query(query),
+                                              fake_embeddings.embed_query(doc["key0"]))
         assert len(results) == 1
         assert results[0].score == pytest.approx(expected, abs=1e-3)
 
 
-@pytest.mark.parametrize("vector_type,distance_type", [
-    ("vector", "l2"), ("vector", "inner_product"), ("halfvec", "l2"), ("halfvec", "inner_product")])
-def test_unsupported_distance_types_are_refused(app_pool: Any, fake_embeddings: CharacterEmbeddings,
-                                                vector_type: str, distance_type: str) -> None:
-    """memsub scores by cosine similarity only: a store asked for another distance refuses to be built, rather than
-    quietly ranking by cosine."""
-    with pytest.raises(ValueError, match=f"distance_type.*{distance_type}.*cosine"):
-        with _create_vector_store(app_pool, vector_type, distance_type, fake_embeddings):
-            pass
-
-
-@pytest.mark.parametrize("vector_type", ["vector", "halfvec"])
-def test_non_ascii(app_pool: Any, fake_embeddings: CharacterEmbeddings, vector_type: str) -> None:
-    with _create_vector_store(app_pool, vector_type, "cosine", fake_embeddings) as store:
+@pytest.mark.parametrize("vector_type,distance_type", _PATH_PARAMS)
+def test_non_ascii(app_pool: Any, fake_embeddings: CharacterEmbeddings, vector_type: str, distance_type: str) -> None:
+    with _create_vector_store(app_pool, vector_type, distance_type, fake_embeddings) as store:
         texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
         for number, text in enumerate(texts, start=1):
             store.put(("user_123", "memories"), str(number), {"text": text})

@@ -10,10 +10,12 @@
         store.search(("users", "42"), query="what does the user drink?", limit=3)
 
 ``MemsubStore`` implements LangGraph's ``BaseStore`` (sync and async): put/get/delete, ``search`` with filters and a
-natural-language query over the indexed fields, ``list_namespaces`` with prefix/suffix/depth, and time to live
-with refresh on read. Items live in ``memsub.langgraph_store_items`` (vectors in ``langgraph_store_vectors``);
-each ``batch`` of operations is one transaction of the store's tenant context, one stored function per operation
-(``sql/620_langgraph_store.sql``). Texts are embedded in Python by the configured embedder, as LangGraph does.
+natural-language query over the indexed fields (scored by the index's ``distance_type``, ``cosine`` by default,
+``l2`` or ``inner_product``, as LangGraph's PostgresStore scores them), ``list_namespaces`` with
+prefix/suffix/depth, and time to live with refresh on read. Items live in ``memsub.langgraph_store_items``
+(vectors in ``langgraph_store_vectors``); each ``batch`` of operations is one transaction of the store's tenant
+context, one stored function per operation (``sql/620_langgraph_store.sql``). Texts are embedded in Python by
+the configured embedder, as LangGraph does.
 """
 
 from __future__ import annotations
@@ -53,10 +55,12 @@ PUT = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_valu
        "p_fields => %s, p_embeddings => %s)")
 GET = "select * from memsub.langgraph_store_get(p_namespace => %s, p_key => %s, p_refresh_ttl => %s)"
 SEARCH = ("select * from memsub.langgraph_store_search(p_namespace_prefix => %s, p_filter => %s, "
-          "p_query_embedding => %s, p_limit => %s, p_offset => %s, p_refresh_ttl => %s)")
+          "p_query_embedding => %s, p_limit => %s, p_offset => %s, p_refresh_ttl => %s, p_distance => %s)")
 LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces(p_prefix => %s, p_suffix => %s, "
                    "p_max_depth => %s, p_limit => %s, p_offset => %s)")
 SWEEP = "select memsub.langgraph_store_sweep() as deleted"
+DISTANCES = ("cosine", "l2", "inner_product")
+"""The index distance_type values LangGraph's PostgresStore takes for float vectors, scored as it scores them."""
 
 
 def _json(value: Any) -> Jsonb:
@@ -77,10 +81,11 @@ class MemsubStore(BaseStore):
         self.ttl_config = ttl
         self.index_config = index
         distance = (index or {}).get("distance_type", "cosine")
-        if distance != "cosine":
+        if distance not in DISTANCES:
             raise LocalValidationError(
-                f"MemsubStore: index distance_type {distance!r} is not supported: memsub ranks by cosine similarity "
-                "(distance_type 'cosine')", field="distance_type")
+                f"MemsubStore: index distance_type {distance!r} is not supported: use one of "
+                f"{', '.join(map(repr, DISTANCES))}", field="distance_type")
+        self._distance: str = distance
         self.embeddings = ensure_embeddings(index["embed"]) if index else None
         fields = (index or {}).get("fields") or ["$"]
         self._fields = [(field, _path(field)) for field in ([fields] if isinstance(fields, str) else fields)]
@@ -152,7 +157,7 @@ class MemsubStore(BaseStore):
             elif isinstance(op, SearchOp):
                 query = _json(vectors[start]) if end > start else None
                 statements.append((SEARCH, [list(op.namespace_prefix), _json(op.filter) if op.filter else None,
-                                            query, op.limit, op.offset, op.refresh_ttl]))
+                                            query, op.limit, op.offset, op.refresh_ttl, self._distance]))
             elif isinstance(op, ListNamespacesOp):
                 prefix = suffix = None
                 for condition in op.match_conditions or ():
