@@ -123,10 +123,9 @@ def _create_test_roles(server: Server, dbname: str) -> None:
 POLICY_MUTATION_ENV = "MEMSUB_TEST_POLICY_MUTATION"
 
 
-def _apply_policy_mutation(dsn: str) -> None:
+def _apply_policy_mutation(dsn: str, mutation: str | None) -> None:
     """Break one policy in the template when tests/policy_mutation.py asks for it (``drop:table.policy`` or
-    ``weaken:table.policy``), so that run shows whether the suite notices. Unset in normal runs."""
-    mutation = os.environ.get(POLICY_MUTATION_ENV)
+    ``weaken:table.policy``), so that run shows whether the suite notices. None in normal runs."""
     if not mutation:
         return
     action, _, target = mutation.partition(":")
@@ -153,30 +152,66 @@ def _apply_policy_mutation(dsn: str) -> None:
             raise ValueError(f"{POLICY_MUTATION_ENV} must be drop:table.policy or weaken:table.policy")
 
 
+POLICY_SWEEP_ENV = "MEMSUB_TEST_POLICY_SWEEP"
+PRISTINE_DB = "memsub_test_pristine"
+PRISTINE_DB_384 = "memsub_test_pristine_384"
+NO_MUTATION = "none"
+
+if os.environ.get(POLICY_SWEEP_ENV):
+    # tests/policy_mutation.py's sweep: every test that uses a migrated database runs once per listed mutation
+    # (``none`` for the intact schema), each against templates carrying that one broken policy.
+    _SWEEP = os.environ[POLICY_SWEEP_ENV].split(",")
+
+    @pytest.fixture(scope="session", params=_SWEEP, ids=_SWEEP)
+    def policy_mutation(request: pytest.FixtureRequest) -> str | None:
+        return None if request.param == NO_MUTATION else str(request.param)
+else:
+    @pytest.fixture(scope="session")
+    def policy_mutation() -> str | None:
+        return os.environ.get(POLICY_MUTATION_ENV)
+
+
+def _pristine(server: Server, name: str, options: str | None) -> Iterator[str]:
+    """A database migrated to the newest version with the test login roles, never changed afterwards."""
+    janitor = server.janitor(name, as_template=False)
+    janitor.drop()
+    janitor.init()
+    dsn = server.dsn(name)
+    Migrator(make_conninfo(dsn, options=options) if options else dsn).migrate()
+    _create_test_roles(server, name)
+    yield name
+    janitor.drop()
+
+
 @pytest.fixture(scope="session")
-def template_db(server: Server) -> Iterator[str]:
+def pristine_db(server: Server) -> Iterator[str]:
+    yield from _pristine(server, PRISTINE_DB, None)
+
+
+@pytest.fixture(scope="session")
+def pristine_db_384(server: Server) -> Iterator[str]:
+    yield from _pristine(server, PRISTINE_DB_384, "-c memsub.vector_dimension=384")
+
+
+def _template(server: Server, name: str, pristine: str, mutation: str | None) -> Iterator[str]:
+    janitor = server.janitor(name, template=pristine)
+    janitor.drop()
+    janitor.init()
+    _apply_policy_mutation(server.dsn(name), mutation)
+    yield name
+    janitor.drop()
+
+
+@pytest.fixture(scope="session")
+def template_db(server: Server, pristine_db: str, policy_mutation: str | None) -> Iterator[str]:
     """Name of a template database migrated to the newest version, with the test login roles created."""
-    janitor = server.janitor(TEMPLATE_DB, as_template=False)
-    janitor.drop()
-    janitor.init()
-    Migrator(server.dsn(TEMPLATE_DB)).migrate()
-    _create_test_roles(server, TEMPLATE_DB)
-    _apply_policy_mutation(server.dsn(TEMPLATE_DB))
-    yield TEMPLATE_DB
-    janitor.drop()
+    yield from _template(server, TEMPLATE_DB, pristine_db, policy_mutation)
 
 
 @pytest.fixture(scope="session")
-def template_db_384(server: Server) -> Iterator[str]:
+def template_db_384(server: Server, pristine_db_384: str, policy_mutation: str | None) -> Iterator[str]:
     """Like template_db, but a 384-dimension installation (memsub.vector_dimension set while migrating)."""
-    janitor = server.janitor(TEMPLATE_DB_384, as_template=False)
-    janitor.drop()
-    janitor.init()
-    Migrator(make_conninfo(server.dsn(TEMPLATE_DB_384), options="-c memsub.vector_dimension=384")).migrate()
-    _create_test_roles(server, TEMPLATE_DB_384)
-    _apply_policy_mutation(server.dsn(TEMPLATE_DB_384))
-    yield TEMPLATE_DB_384
-    janitor.drop()
+    yield from _template(server, TEMPLATE_DB_384, pristine_db_384, policy_mutation)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@ suite runs against a template database carrying that one broken policy (conftest
 ``MEMSUB_TEST_POLICY_MUTATION``), security tests first, stopping at the first failure. A mutation the suite
 does not notice "survives", and the run exits 1.
 
+To keep the run short, a sweep goes first: one pytest process per job runs the tenant-world test once per
+mutation (conftest's ``MEMSUB_TEST_POLICY_SWEEP``), against the intact schema too, which must pass. Only the
+mutations the sweep does not catch go through the whole suite one by one.
+
     python tests/policy_mutation.py                 # every policy, both mutations (make mutation)
     python tests/policy_mutation.py --sample 6      # a deterministic sample
     python tests/policy_mutation.py --only packet_store.user_visibility --actions weaken
@@ -18,7 +22,9 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +96,32 @@ def run_one(mutation: str) -> Outcome:
     return Outcome(mutation, False, f"pytest exited {result.returncode}: {result.stdout[-500:]}", seconds)
 
 
+SWEEP_TEST = "tests/test_tenant_world.py::test_every_tenant_table_isolates_tenants_organizations_and_users"
+
+
+def sweep(mutations: list[str]) -> dict[str, Outcome]:
+    """Run SWEEP_TEST once per mutation in one pytest process; the mutations it catches, by name."""
+    started = time.monotonic()
+    env = {**os.environ, "MEMSUB_TEST_POLICY_SWEEP": ",".join(["none", *mutations])}
+    env.pop("MEMSUB_TEST_DSN", None)
+    env.pop("MEMSUB_TEST_POLICY_MUTATION", None)
+    with tempfile.TemporaryDirectory(prefix="memsub-sweep-") as scratch:
+        report = Path(scratch) / "report.xml"
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                 f"--junitxml={report}", SWEEP_TEST],
+                                cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        if not report.exists():
+            raise RuntimeError(f"the sweep did not run: {result.stdout[-2000:]}{result.stderr[-2000:]}")
+        failed = set()
+        for case in ElementTree.parse(report).iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.add(case.get("name", "").partition("[")[2].rstrip("]"))
+    if "none" in failed:
+        raise RuntimeError(f"the sweep test fails on the intact schema: {result.stdout[-2000:]}")
+    seconds = (time.monotonic() - started) / (len(mutations) + 1)
+    return {m: Outcome(m, True, f"{SWEEP_TEST} (sweep)", seconds) for m in mutations if m in failed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--actions", default="drop,weaken", help="comma-separated: drop, weaken")
@@ -97,18 +129,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None, help="check only this many mutations")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-sweep", action="store_true", help="run the whole suite for every mutation")
     args = parser.parse_args(argv)
 
     policies = args.only or list_policies()
     mutations = [f"{action}:{policy}" for policy in policies for action in args.actions.split(",")]
     if args.sample is not None:
         mutations = sorted(random.Random(args.seed).sample(mutations, min(args.sample, len(mutations))))
+    swept: dict[str, Outcome] = {}
+    if not args.no_sweep:
+        chunks = [mutations[i::args.jobs] for i in range(args.jobs) if mutations[i::args.jobs]]
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for caught in pool.map(sweep, chunks):
+                swept.update(caught)
+        print(f"sweep: {len(swept)} of {len(mutations)} mutations caught by the tenant-world test",
+              file=sys.stderr, flush=True)
+    rest = [m for m in mutations if m not in swept]
     outcomes: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for number, outcome in enumerate(pool.map(run_one, mutations), start=1):
+        for number, outcome in enumerate(pool.map(run_one, rest), start=1):
             outcomes.append(outcome)
-            print(f"[{number}/{len(mutations)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
+            print(f"[{number}/{len(rest)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
                   file=sys.stderr, flush=True)
+    outcomes = [swept.get(m) or next(o for o in outcomes if o.mutation == m) for m in mutations]
     print("| mutation | caught | first failing test | seconds |")
     print("|---|---|---|---:|")
     for outcome in outcomes:
