@@ -2,10 +2,53 @@
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees.
 
 create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
-as $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
-comment on function memsub.get_packet(uuid) is 'The packet with this id, if the caller may see it (no row otherwise).';
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- The key is (tenant_id, packet_id): with the context tenant it is one index search; by packet_id alone it
+    -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query select s.* from memsub.packet_store s where s.packet_id = p_packet_id;
+    else
+        return query select s.* from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
+    end if;
+end
+$$;
+comment on function memsub.get_packet(uuid) is
+    'The packet with this id, if the caller may see it (no row otherwise). Searches the context tenant''s key.';
+
+create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    perform memsub.check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query
+            select s.* from memsub.packet_store s
+              join (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+                on s.packet_id = w.id
+             order by w.n;
+    else
+        return query
+            select s.* from memsub.packet_store s
+              join (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+                on s.tenant_id = v_tenant and s.packet_id = w.id
+             order by w.n;
+    end if;
+end
+$$;
+comment on function memsub.get_packets(uuid[]) is
+    'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
+    'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
+    'per id.';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub.get_thread(

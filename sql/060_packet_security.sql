@@ -24,7 +24,7 @@ grant execute on function
     memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired(uuid)
     to memsub_app;
 grant execute on function
-    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, bigint), memsub.get_lineage(uuid, text, integer)
+    memsub.get_packet(uuid), memsub.get_packets(uuid[]), memsub.get_thread(uuid, integer, bigint), memsub.get_lineage(uuid, text, integer)
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.

@@ -82,6 +82,12 @@ class TenantSession(LayersMixin, RetrievalMixin):
         rows = self._rows("select * from memsub.get_packet(%s)", [str(packet_id)])
         return PacketStoreRow.model_validate(rows[0]) if rows else None
 
+    def get_packets(self, packet_ids: Iterable[UUID | str]) -> list[PacketStoreRow]:
+        """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call
+        and one index search per id, however many tenants share the store."""
+        rows = self._rows("select * from memsub.get_packets(%s::uuid[])", [[str(p) for p in packet_ids]])
+        return [PacketStoreRow.model_validate(row) for row in rows]
+
     def thread(self, thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> list[PacketStoreRow]:
         """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the
         ``write_seq`` of the last packet already read; None: from the start)."""
@@ -138,15 +144,24 @@ class Substrate:
     def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
                user_id: UUID | str | None = None, roles: Sequence[str] = (),
                session_id: str | None = None) -> Iterator[TenantSession]:
-        """A transaction whose memsub context is this tenant, org, user, context roles and session."""
-        with self._connection() as connection, connection.transaction():
+        """A transaction whose memsub context is this tenant, org, user, context roles and session.
+
+        BEGIN and ``set_context`` are sent in pipeline mode together with the first call, so a call costs one
+        round trip plus the COMMIT's; an error of ``set_context`` is raised by that first call."""
+        with self._session(b"select memsub.set_context(%s, %s, %s, %s, %s)",
+                           [_text(tenant_id), _text(org_id), _text(user_id), list(roles), session_id]) as session:
+            yield session
+
+    @contextmanager
+    def _session(self, context_query: bytes, params: Sequence[Any]) -> Iterator[TenantSession]:
+        """A pipelined transaction that starts with the context statement; database errors become memsub errors."""
+        with self._connection() as connection:
             try:
-                connection.execute(
-                    "select memsub.set_context(%s, %s, %s, %s, %s)",
-                    [_text(tenant_id), _text(org_id), _text(user_id), list(roles), session_id])
+                with connection.pipeline(), connection.transaction():
+                    connection.execute(context_query, params, prepare=True)
+                    yield TenantSession(connection)
             except psycopg.Error as error:
                 raise from_database_error(error) from error
-            yield TenantSession(connection)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Row]]:
@@ -165,12 +180,8 @@ class Substrate:
     def signed(self, token: str) -> Iterator[TenantSession]:
         """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``; tokens
         from ``memsub.context_tokens.mint_context_token``)."""
-        with self._connection() as connection, connection.transaction():
-            try:
-                connection.execute("select memsub.set_context_signed(%s)", [token])
-            except psycopg.Error as error:
-                raise from_database_error(error) from error
-            yield TenantSession(connection)
+        with self._session(b"select memsub.set_context_signed(%s)", [token]) as session:
+            yield session
 
 
 def _configure(connection: psycopg.Connection[Row]) -> None:
