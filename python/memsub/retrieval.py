@@ -31,6 +31,7 @@ from memsub.layers import EmbeddingType, Priority, ReflectionType
 
 VectorLike = Iterable[SupportsFloat]
 RankBy = Literal["distance", "combined"]
+SearchMode = Literal["auto", "exact", "approximate"]
 Direction = Literal["outgoing", "incoming", "both"]
 Row = dict[str, Any]
 
@@ -197,15 +198,18 @@ class RetrievalMixin:
                thread_id: UUID | str | None = None, tags: Sequence[str] | None = None,
                packet_type: str | None = None, since: datetime | None = None, until: datetime | None = None,
                min_importance: float | None = None, rank_by: RankBy = "distance", record_access: bool = False,
-               query_text: str | None = None, agent_id: str | None = None, exact_below: int | None = None,
+               query_text: str | None = None, agent_id: str | None = None, mode: SearchMode = "auto",
                ef_search: int | None = None, max_scan_tuples: int | None = None) -> list[SemanticHit]:
-        """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search)."""
+        """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search).
+
+        ``mode``: ``auto`` (default) chooses the exact scan or the HNSW walk per call by cost and measured recall;
+        ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks."""
         rows = self._call("semantic_search", {
             "query": self._vector(query), "k": k, "embedding_type": embedding_type,
             "thread_id": None if thread_id is None else str(thread_id),
             "tags": None if tags is None else list(tags), "packet_type": packet_type, "since": since,
             "until": until, "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
-            "query_text": query_text, "agent_id": agent_id, "exact_below": exact_below, "ef_search": ef_search,
+            "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
             "max_scan_tuples": max_scan_tuples})
         return [SemanticHit.model_validate(row) for row in rows]
 
