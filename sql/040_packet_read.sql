@@ -32,15 +32,18 @@ begin
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
     if v_tenant is null or memsub.is_platform_admin() then
         return query
-            select s.* from memsub.packet_store s
-              join (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-                on s.packet_id = w.id
+            select x.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s.* from memsub.packet_store s where s.packet_id = w.id) x
              order by w.n;
     else
+        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
+        -- may prefer to read every row of a big tenant).
         return query
-            select s.* from memsub.packet_store s
-              join (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-                on s.tenant_id = v_tenant and s.packet_id = w.id
+            select x.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s.* from memsub.packet_store s
+                                  where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
              order by w.n;
     end if;
 end

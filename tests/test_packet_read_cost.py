@@ -95,3 +95,26 @@ def test_platform_admin_reads_packets_of_any_tenant(db):
         assert conn.execute("select count(*) from memsub.get_packet(%s)", [packet_id(1, 3)]).fetchone() == (1,)
         assert conn.execute("select count(*) from memsub.get_packets(%s)",
                             [[packet_id(1, 3), packet_id(7, 4)]]).fetchone() == (2,)
+
+
+def packets_touched(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        "select pg_stat_get_xact_tuples_fetched('memsub.packet_store'::regclass)"
+        " + pg_stat_get_xact_tuples_returned('memsub.packet_store'::regclass)").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_get_packets_reads_only_the_packets_asked_for(db):
+    """A hundred ids of a tenant holding PACKETS_EACH packets: the rows read are the rows asked for, not the
+    tenant's whole store."""
+    populate(db)
+    wanted = [packet_id(0, n) for n in range(0, 200, 2)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for _ in range(7):  # a few calls: cached plans count too
+            before = packets_touched(conn)
+            rows = conn.execute("select packet_id from memsub.get_packets(%s)", [wanted]).fetchall()
+            touched = packets_touched(conn) - before
+            assert [r[0] for r in rows] == wanted
+            assert touched <= 2 * len(wanted), f"get_packets read {touched} packet rows for {len(wanted)} ids"
