@@ -21,8 +21,9 @@ call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):
   ``hnsw.ef_search`` (40); recall@10 of each against the exact neighbours within the tenant (numpy), and the
   number of rows returned.
 
-On a database migrated by an older memsub without ``get_packets`` or ``tune_search`` (to measure "before"), the
-100-item get is 100 ``get_packet`` calls in one pipeline and tuning is skipped.
+On a database migrated by an older memsub without ``get_packets``, ``tune_search`` or ``p_mode`` (to measure
+"before"), the 100-item get is 100 ``get_packet`` calls in one pipeline, tuning is skipped and the exact variant
+passes ``p_exact_below`` above the row count.
 Time: about 6 minutes at 20,000 vectors per kind, 35 minutes at 100,000 (``--vectors 100000``) on two shared cores.
 """
 
@@ -54,7 +55,7 @@ def tenant_layout(count: int) -> list[int]:
     """Tenant number of each row: the named shares first, then the small tenants round robin; shuffled."""
     owners: list[int] = []
     for number, share in enumerate(SHARES):
-        owners += [number] * int(round(share * count))
+        owners += [number] * round(share * count)
     rest = count - len(owners)
     owners += [len(SHARES) + (i % SMALL_TENANTS) for i in range(rest)]
     random.Random(5).shuffle(owners)
@@ -151,6 +152,9 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
             tune_seconds = float("nan")
         multi = conn.execute("select to_regprocedure('memsub.get_packets(uuid[])') is not null").fetchone()
         has_multi = bool(multi and multi[0])
+        mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
+                            "and 'p_mode' = any(proargnames))").fetchone()
+        exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 2000000000"
 
     result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds}
     embedding_type = "content" if kind == "clustered" else "context"
@@ -200,8 +204,8 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
             found["langgraph"].append([int(h.key[1:]) for h in hits])
 
         def ms_search(q: int, mode: str, found: dict[str, list[list[int]]] = found, tenant: uuid.UUID = tenant,
-                      row_of_packet: dict[uuid.UUID, int] = row_of_packet) -> None:
-            extra = b"" if mode == "memsub" else b", p_mode => 'exact'"
+                      row_of_packet: dict[uuid.UUID, int] = row_of_packet, methods: list[str] = methods) -> None:
+            extra = b"" if mode == "memsub" else exact_option
             got = ms.call(tenant, b"select packet_id, method from memsub.semantic_search(%s::vector, %s, %s"
                           + extra + b")", [vector_text(pool[q]), K, embedding_type])
             found[mode].append([row_of_packet[r[0]] for r in got])
