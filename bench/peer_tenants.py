@@ -23,7 +23,7 @@ call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):
 
 On a database migrated by an older memsub without ``get_packets``, ``tune_search`` or ``p_mode`` (to measure
 "before"), the 100-item get is 100 ``get_packet`` calls in one pipeline, tuning is skipped and the exact variant
-passes ``p_exact_below`` above the row count.
+passes ``p_exact_below => 100000`` (above the row count).
 Time: about 6 minutes at 20,000 vectors per kind, 35 minutes at 100,000 (``--vectors 100000``) on two shared cores.
 """
 
@@ -154,7 +154,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         has_multi = bool(multi and multi[0])
         mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
                             "and 'p_mode' = any(proargnames))").fetchone()
-        exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 2000000000"
+        exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
 
     result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds}
     embedding_type = "content" if kind == "clustered" else "context"
