@@ -4,12 +4,12 @@ per tenant size, and recall per tenant share, on clustered and on uniform random
 Usage: python bench/peer_tenants.py [--vectors 6000] [--kinds clustered,uniform] [--queries 40] [--gets 400]
                                     [--json] [--out DIR]
 
-The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20 %, 10 %, 5 %,
-2 %, 1 % and 0.5 %, the remaining 11.5 % is shared by 93 small tenants. For each kind of vector (``clustered``:
-a Gaussian mixture like text embeddings; ``uniform``: no neighbourhood structure) both sides load the same rows:
-memsub through ``memsub.write_packets`` in each tenant's context (as a login in ``memsub_app``), LangGraph
-through ``store.batch`` of ``PutOp`` into namespace ``("docs", tenant)`` with the text indexed by the same vector.
-Then ``vacuum analyze`` and memsub's maintenance task ``tune_search`` (as run by ``memsub maintain``).
+The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20 %, 10
+%, 5 %, 2 %, 1 % and 0.5 %, the remaining 11.5 % is shared by 93 small tenants. For each kind of vector
+(``clustered``: a Gaussian mixture like text embeddings; ``uniform``: no neighbourhood structure) both sides load
+the same rows: memsub through ``memsub.write_packets`` in each tenant's context (as a login in ``memsub_app``),
+LangGraph through ``store.batch`` of ``PutOp`` into namespace ``("docs", tenant)`` with the text indexed by the
+same vector. Then ``vacuum analyze`` and memsub's maintenance task ``tune_search`` (as run by ``memsub maintain``).
 
 Timed side by side (rounds alternate which side goes first, as in peer_langgraph.py; one round trip per memsub
 call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):

@@ -28,7 +28,8 @@ BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour", "peer_langgraph",
-         "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents", "adapter_adk", "scaling")
+         "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents",
+         "adapter_adk", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:

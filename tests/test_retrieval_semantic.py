@@ -148,9 +148,9 @@ def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
 def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
     """The third step of semantic_search. A tenant holds half of the rows, so its query walks the HNSW
     index, but all its rows lie far from the query, in a region of the graph held by another tenant. Bounded by
-    a small ef_search and max_scan_tuples, the walk stops among the other tenant's rows and comes back with fewer than k rows; the
-    function then scans exactly and still returns the tenant's k nearest rows (method exact). With the default
-    bound the iterative scan goes on until it reaches the tenant's rows (method approximate)."""
+    a small ef_search and max_scan_tuples, the walk stops among the other tenant's rows and comes back with fewer
+    than k rows; the function then scans exactly and still returns the tenant's k nearest rows (method exact).
+    With the default bound the iterative scan goes on until it reaches the tenant's rows (method approximate)."""
     far, near = uuid.UUID("fa000000-0000-0000-0000-000000000001"), uuid.UUID("0e000000-0000-0000-0000-000000000002")
     with db384.connect() as su:
         su.execute("select setseed(0.17)")
