@@ -4,8 +4,8 @@ per tenant size, and recall per tenant share, on clustered and on uniform random
 Usage: python bench/peer_tenants.py [--vectors 6000] [--kinds clustered,uniform] [--queries 40] [--gets 400]
                                     [--json] [--out DIR]
 
-The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20 %, 10
-%, 5 %, 2 %, 1 % and 0.5 %, the remaining 11.5 % is shared by 93 small tenants. For each kind of vector
+The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20, 10, 5,
+2, 1 and 0.5 %, the remaining 11.5 % is shared by 93 small tenants. For each kind of vector
 (``clustered``: a Gaussian mixture like text embeddings; ``uniform``: no neighbourhood structure) both sides load
 the same rows: memsub through ``memsub.write_packets`` in each tenant's context (as a login in ``memsub_app``),
 LangGraph through ``store.batch`` of ``PutOp`` into namespace ``("docs", tenant)`` with the text indexed by the
