@@ -10,8 +10,9 @@
 --   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
 --      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score);
 --   3. the cheaper of the exact scan (cost ~ n rows) and the walk (~ 2.5 * ef / s candidates read plus 10 * ef
---      for the graph), but always the exact scan when tune_search measured a recall@10 below 0.95 for the
---      tenant at that ef (data without neighbourhood structure, where no graph index can deliver);
+--      for the graph), but always the exact scan when tune_search measured a recall@10 below 0.97 for the
+--      tenant at that ef (the 0.95 goal plus a margin for the error of a 20-query sample; data without
+--      neighbourhood structure, where no graph index can deliver, always falls below);
 --   4. the exact scan after all when the walk found fewer than k rows (very selective filters), so a tenant
 --      with at least k matching rows always gets k rows.
 -- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4).
@@ -179,7 +180,7 @@ begin
         when p_mode = 'exact' then 'exact'
         when p_mode = 'approximate' then 'approximate'
         when v_probed then 'approximate'
-        when v_recall is not null and v_recall < 0.95 then 'exact'
+        when v_recall is not null and v_recall < 0.97 then 'exact'
         when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
         else 'approximate' end;
     ef_search := v_ef;
@@ -341,7 +342,7 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'bound the walk; the settings return to their values after the call. record_access logs each result in '
     'memory_access_log (access_id) and counts it on its packet.';
 
-create or replace function memsub.tune_search(p_samples integer default 10, p_k integer default 10)
+create or replace function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
 returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
                ef_search integer, recall double precision)
 language plpgsql volatile security invoker
@@ -429,7 +430,7 @@ begin
         embedding_type := v_group.embedding_type;
         row_count := v_group.n;
         type_rows := v_group.total::bigint;
-        method := case when v_recall is not null and v_recall < 0.95 then 'exact' else v_plan.method end;
+        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
         ef_search := v_plan.ef_search;
         recall := v_recall;
         return next;
@@ -444,7 +445,7 @@ comment on function memsub.tune_search(integer, integer) is
     'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: '
     'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the '
     'derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below '
-    '0.95 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
+    '0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
