@@ -89,7 +89,7 @@ def semantic(su: psycopg.Connection[Any], app: psycopg.Connection[Any], spec: Sp
     vectors = [query_vector(su, spec, n) for n in range(queries)]
     results = []
     for label, tenant, options in (("small tenant (0.5 %)", SMALL, ""),
-                                   ("small tenant, walk forced (exact_below 0)", SMALL, ", p_exact_below => 0"),
+                                   ("small tenant, walk forced (mode approximate)", SMALL, ", p_mode => 'approximate'"),
                                    ("big tenant (50 %)", BIG, "")):
         hits: dict[int, set[Any]] = {}
         methods: set[str] = set()

@@ -28,8 +28,8 @@ BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
-         "peer_langgraph", "adapter_langgraph_checkpoint", "adapter_langgraph_store", "adapter_openai_agents",
-         "adapter_adk", "partitioning", "mcp_calls", "scaling")
+         "peer_langgraph", "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store",
+         "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -44,6 +44,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "retrieval": [python, str(BENCH / "retrieval.py")],
         "noisy_neighbour": [python, str(BENCH / "noisy_neighbour.py")],
         "peer_langgraph": [python, str(BENCH / "peer_langgraph.py"), "--out", str(charts)],
+        "peer_tenants": [python, str(BENCH / "peer_tenants.py"), "--out", str(charts)],
         "adapter_langgraph_checkpoint": [python, str(BENCH / "adapter_langgraph_checkpoint.py")],
         "adapter_langgraph_store": [python, str(BENCH / "adapter_langgraph_store.py")],
         "adapter_openai_agents": [python, str(BENCH / "adapter_openai_agents.py")],

@@ -17,7 +17,7 @@ At every checkpoint, side by side:
   up to 20,000 of those packets and their embedding rows into bare tables (``like`` the memsub tables: no
   indexes, triggers or policies), measured right then;
 - ``memsub.semantic_search`` (k = 10) p50/p95: the HNSW path (default ef_search 100) against the exact scan
-  (the same function with ``exact_below`` above the row count), their latency ratio, and recall@10 of HNSW
+  (the same function with ``mode => 'exact'``), their latency ratio, and recall@10 of HNSW
   against the exact results;
 - ``memsub.get_packet`` of random stored packets and ``memsub.get_thread`` (replay of a 50-turn thread), p50/p95;
 - table and index sizes.
@@ -58,7 +58,6 @@ TYPES = ("event", "event", "memory_write", "reasoning_trace", "insight")
 PER_THREAD = 50
 COPY_SAMPLE = 20000
 K = 10
-ALL_EXACT = 2_000_000_000
 
 
 class Traffic:
@@ -216,7 +215,7 @@ def search(app: App, queries: list[str], ef: int | None, exact: bool) -> Searche
     for query in queries:
         took, rows = timed(lambda q=query: app.call(
             b"select embedding_id, distance, method from memsub.semantic_search(%s::vector, %s, "
-            b"p_exact_below => %s, p_ef_search => %s)", [q, K, ALL_EXACT if exact else 1000, ef]))
+            b"p_mode => %s, p_ef_search => %s)", [q, K, "exact" if exact else "approximate", ef]))
         searched.seconds.append(took)
         searched.found.append([r[0] for r in rows])
         searched.distance_sums.append(sum(r[1] for r in rows))

@@ -3,13 +3,61 @@
 -- return the envelope as written: memsub.packet_with_vectors puts the embedding vectors back (sql/030).
 
 create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
-     where s.packet_id = p_packet_id
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- The key is (tenant_id, packet_id): with the context tenant it is one index search; by packet_id alone it
+    -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+                       where s.packet_id = p_packet_id;
+    else
+        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+                       where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
+    end if;
+end
 $$;
-comment on function memsub.get_packet(uuid) is 'The packet with this id, if the caller may see it (no row otherwise).';
+comment on function memsub.get_packet(uuid) is
+    'The packet with this id, if the caller may see it (no row otherwise), its envelope as written. Searches the '
+    'context tenant''s key.';
+
+create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    perform memsub.check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
+             cross join lateral memsub.packet_with_vectors(x.s) v
+             order by w.n;
+    else
+        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
+        -- may prefer to read every row of a big tenant).
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s
+                                  where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
+             cross join lateral memsub.packet_with_vectors(x.s) v
+             order by w.n;
+    end if;
+end
+$$;
+comment on function memsub.get_packets(uuid[]) is
+    'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
+    'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
+    'per id.';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub.get_thread(

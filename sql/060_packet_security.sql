@@ -24,9 +24,9 @@ grant execute on function
     memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired(uuid)
     to memsub_app;
 grant execute on function
-    memsub.get_packet(uuid), memsub.get_thread(uuid, integer, bigint), memsub.get_lineage(uuid, text, integer),
-    memsub.packet_with_vectors(memsub.packet_store), memsub.envelope_vectors_joined(uuid, uuid, jsonb),
-    memsub.embedding_chunk_index(jsonb)
+    memsub.get_packet(uuid), memsub.get_packets(uuid[]), memsub.get_thread(uuid, integer, bigint),
+    memsub.get_lineage(uuid, text, integer), memsub.packet_with_vectors(memsub.packet_store),
+    memsub.envelope_vectors_joined(uuid, uuid, jsonb), memsub.embedding_chunk_index(jsonb)
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.

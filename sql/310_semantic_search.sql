@@ -1,17 +1,22 @@
 -- Retrieval pipeline, semantic leg: nearest packets by embedding, correct for tenants of every size.
 --
 -- HNSW filters after the graph walk: the caller's row-level security predicates (and the packet filters) drop
--- rows the walk found, so a plain index scan can return fewer than k rows for a tenant that holds a small share
--- of the table. memsub.semantic_search therefore
---   1. probes how many rows of the type the caller sees (at most p_exact_below index entries): a tenant below
---      the threshold is searched exactly (its rows through the (tenant_id, embedding_type) index, sorted by
---      distance) -- exact and cheap for small tenants;
---   2. otherwise walks the type's partial HNSW index with pgvector's iterative scan (hnsw.iterative_scan,
---      hnsw.ef_search, hnsw.max_scan_tuples set for the call only, by the function's SET clauses);
---   3. falls back to the exact scan when the walk still found fewer than k rows (very selective filters), so a
---      tenant with at least k matching rows always gets k rows.
--- In step 2 the planner stays free to prefer an exact plan (e.g. when a selective packet filter has an index);
--- the result column method says "approximate" for step 2 and "exact" for steps 1 and 3.
+-- rows the walk found, so a plain index scan returns fewer than k rows, and finds the wrong ones, for a tenant
+-- that holds a small share of the index. memsub.semantic_search therefore chooses per call (p_mode 'auto',
+-- memsub.search_strategy):
+--   1. the tenant's row count n and share s of the type's index, from memsub.search_stats (kept by
+--      memsub.tune_search, the maintenance job's tune_search task; a tenant not measured yet is probed, at most
+--      2000 rows, and walked when it holds more);
+--   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
+--      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score);
+--   3. the cheaper of the exact scan (cost ~ n rows) and the walk (~ 2.5 * ef / s candidates read plus 10 * ef
+--      for the graph), but always the exact scan when tune_search measured a recall@10 below 0.97 for the
+--      tenant at that ef (the 0.95 goal plus a margin for the error of a 20-query sample; data without
+--      neighbourhood structure, where no graph index can deliver, always falls below);
+--   4. the exact scan after all when the walk found fewer than k rows (very selective filters), so a tenant
+--      with at least k matching rows always gets k rows.
+-- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4).
+-- The exact scan sorts only ids and distances, then joins the k winners to their text and packet.
 -- Queries are built with the tenant as a literal and run with EXECUTE: every call is planned with the real
 -- tenant, so the planner estimates a big tenant from its own statistics, not from the average tenant.
 
@@ -118,6 +123,79 @@ comment on function memsub.record_accesses(text, uuid[], double precision[], tex
     'targets; ids the caller cannot see are skipped. '
     'used by the retrieval functions when asked to record. Returns the access id of each target.';
 
+drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
+call memsub.install_row_security('memsub.search_stats', array[]::text[]);
+
+create or replace function memsub.search_strategy(
+    p_tenant_id      uuid,
+    p_embedding_type text,
+    p_pool           integer,
+    p_mode           text    default 'auto',
+    p_ef_search      integer default null
+) returns table (method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision,
+                 recall double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_stats  memsub.search_stats;
+    v_total  double precision;
+    v_rows   bigint;
+    v_share  double precision;
+    v_ef     integer;
+    v_recall double precision;
+    v_probed boolean := false;
+begin
+    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
+    select greatest(c.reltuples, 0) into v_total
+      from pg_catalog.pg_class c
+     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
+    if p_tenant_id is null then
+        v_rows := coalesce(v_total, 0)::bigint;
+    else
+        select * into v_stats from memsub.search_stats st
+         where st.tenant_id = p_tenant_id and st.embedding_type = p_embedding_type;
+        if found then
+            v_rows := v_stats.row_count;
+            v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
+        else
+            -- Not measured yet: count at most 2000 of the tenant's rows.
+            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
+                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
+                           p_tenant_id, p_embedding_type)
+               into v_rows;
+            v_probed := v_rows >= 2000;
+        end if;
+    end if;
+    v_total := greatest(coalesce(v_total, 0), v_rows, 1);
+    v_share := greatest(v_rows, 1) / v_total;
+    v_ef := coalesce(p_ef_search,
+                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    v_ef := greatest(v_ef, least(p_pool, 1000));
+    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
+    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+        v_recall := v_stats.recall;
+    end if;
+    method := case
+        when p_mode = 'exact' then 'exact'
+        when p_mode = 'approximate' then 'approximate'
+        when v_probed then 'approximate'
+        when v_recall is not null and v_recall < 0.97 then 'exact'
+        when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
+        else 'approximate' end;
+    ef_search := v_ef;
+    tenant_rows := v_rows;
+    type_rows := v_total::bigint;
+    share := v_share;
+    recall := v_recall;
+    return next;
+end
+$$;
+comment on function memsub.search_strategy(uuid, text, integer, text, integer) is
+    'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or '
+    'approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, '
+    'measured recall). See the head of sql/310_semantic_search.sql.';
+
 create or replace function memsub.semantic_search(
     p_query           vector,
     p_k               integer          default 10,
@@ -132,7 +210,7 @@ create or replace function memsub.semantic_search(
     p_record_access   boolean          default false,
     p_query_text      text             default null,
     p_agent_id        text             default null,
-    p_exact_below     integer          default 1000,
+    p_mode            text             default 'auto',
     p_ef_search       integer          default null,
     p_max_scan_tuples integer          default 20000
 ) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
@@ -145,27 +223,30 @@ set hnsw.ef_search = 100
 set hnsw.max_scan_tuples = 20000
 as $$
 declare
-    v_tenant  uuid := memsub.current_tenant_id();
-    v_pool    integer;
-    v_seen    integer;
-    v_method  text := 'approximate';
-    v_filters text := '';
-    v_query   text;
-    v_hits    memsub.retrieval_candidate[];
-    v_ids     uuid[];
-    v_scores  double precision[];
-    v_access  uuid[];
+    v_tenant   uuid := memsub.current_tenant_id();
+    v_pool     integer;
+    v_method   text;
+    v_ef       integer;
+    v_filters  text := '';
+    v_packets  text := '';
+    v_query    text;
+    v_hits     memsub.retrieval_candidate[];
+    v_ids      uuid[];
+    v_scores   double precision[];
+    v_access   uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
             memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub.check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
             memsub.check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
+            memsub.check_limit(length(p_mode), 'max_text_chars', 'mode'),
             memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
             memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
                                 'embedding_type');
     perform memsub.check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
+    perform memsub.check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -177,10 +258,6 @@ begin
             using errcode = '22023', column = 'k';
     end if;
     perform memsub.check_limit(p_k, 'max_k', 'k');
-    if p_exact_below is null or p_exact_below < 0 then
-        raise exception 'field "exact_below" must be >= 0, not %', p_exact_below
-            using errcode = '22023', column = 'exact_below';
-    end if;
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -190,48 +267,43 @@ begin
             using errcode = '22023', column = 'max_scan_tuples';
     end if;
     -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
-    perform memsub.check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples'),
-            memsub.check_limit(p_exact_below, 'max_scan_tuples', 'exact_below');
+    perform memsub.check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples');
     perform memsub.check_unit(p_min_importance, 'min_importance');
     perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
     -- Combined ranking re-ranks a wider pool of nearest candidates.
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
-    perform pg_catalog.set_config('hnsw.ef_search', greatest(coalesce(p_ef_search, 100), v_pool)::text, true);
+
+    select st.method, st.ef_search into v_method, v_ef
+      from memsub.search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
+    perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
         v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
     end if;
-    if p_thread_id is not null then v_filters := v_filters || ' and p.thread_id = $3'; end if;
-    if p_tags is not null then v_filters := v_filters || ' and p.tags @> $4'; end if;
-    if p_packet_type is not null then v_filters := v_filters || ' and p.packet_type = $5'; end if;
-    if p_since is not null then v_filters := v_filters || ' and p."timestamp" >= $6'; end if;
-    if p_until is not null then v_filters := v_filters || ' and p."timestamp" < $7'; end if;
-    if p_min_importance is not null then v_filters := v_filters || ' and p.importance_score >= $8'; end if;
+    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
+    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
+    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $5'; end if;
+    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $6'; end if;
+    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $7'; end if;
+    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
 
-    -- 1. Size probe: does the caller see at least p_exact_below rows of this type?
-    if v_tenant is not null then
-        execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                       ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit $1) s',
-                       v_tenant, p_embedding_type)
-           into v_seen using p_exact_below;
-        if v_seen < p_exact_below then
-            v_method := 'exact';
-        end if;
-    end if;
-
-    -- 2./3. HNSW walk, or the exact scan (the "+ 0" keeps the ordering expression off the HNSW index).
+    -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
+    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet.
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
-            '  select e.tenant_id, e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text,'
-            '         (e.vector <=> $1)::double precision as distance, p.importance_score,'
-            '         coalesce(p.last_accessed, p."timestamp") as last_active'
-            '    from memsub.memory_embeddings e'
-            '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id'
-            '   where e.embedding_type = %L %s'
-            '   order by %s'
-            '   limit $2) c',
-            p_embedding_type, v_filters,
+            '  select e.tenant_id, e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text, n.distance,'
+            '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
+            '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
+            '            from memsub.memory_embeddings e %s'
+            '           where e.embedding_type = %L %s %s'
+            '           order by %s'
+            '           limit $2) n'
+            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
+            '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
+            case when v_packets = '' then ''
+                 else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
+            p_embedding_type, v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
         execute v_query into v_hits
             using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
@@ -259,20 +331,130 @@ begin
          limit p_k;
 end
 $$;
-comment on function memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer) is
+comment on function memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer) is
     'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance '
     'and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, '
     'time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). '
-    'Tenants with fewer than exact_below rows of the type are searched exactly; for others the planner may walk '
-    'the HNSW index with iterative scan (method approximate), falling back to exact when that finds fewer than '
-    'k rows (method exact). record_access logs each '
-    'result in memory_access_log (access_id) and counts it on its packet. ef_search (default max(100, pool)) and '
-    'max_scan_tuples (default 20000) bound the HNSW walk; the settings return to their values after the call.';
+    'mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall '
+    '(memsub.search_strategy); exact always scans exactly (recall 1); approximate always walks the index. '
+    'A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. '
+    'ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) '
+    'bound the walk; the settings return to their values after the call. record_access logs each result in '
+    'memory_access_log (access_id) and counts it on its packet.';
+
+create or replace function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
+returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
+               ef_search integer, recall double precision)
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+set hnsw.iterative_scan = relaxed_order
+set hnsw.ef_search = 100
+set hnsw.max_scan_tuples = 20000
+as $$
+declare
+    v_group  record;
+    v_plan   record;
+    v_query  vector;
+    v_truth  uuid[];
+    v_found  uuid[];
+    v_sum    double precision;
+    v_done   integer;
+    v_recall double precision;
+begin
+    if not memsub.is_platform_admin() then
+        raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
+    end if;
+    if p_samples is null or p_samples < 1 or p_samples > 1000 then
+        raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
+            using errcode = '22023', column = 'samples';
+    end if;
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    perform memsub.check_limit(p_k, 'max_k', 'k');
+    for v_group in
+        select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
+          from memsub.memory_embeddings e
+         where e.vector is not null
+         group by e.tenant_id, e.embedding_type
+    loop
+        -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
+        insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
+                                               samples, measured_at)
+        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, 0, now())
+        on conflict on constraint search_stats_pkey do update
+           set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
+               samples = 0, measured_at = excluded.measured_at;
+        select * into v_plan
+          from memsub.search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
+        v_recall := null;
+        v_done := 0;
+        if v_plan.method = 'approximate' then
+            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors.
+            v_sum := 0;
+            perform pg_catalog.set_config('hnsw.ef_search', v_plan.ef_search::text, true);
+            for v_query in
+                select l2_normalize(a.vector + b.vector)
+                  from (select x.vector, row_number() over () as r
+                          from (select e.vector from memsub.memory_embeddings e
+                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
+                                 order by pg_catalog.random() limit p_samples * 2) x) a
+                  join (select y.vector, row_number() over () as r
+                          from (select e.vector from memsub.memory_embeddings e
+                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
+                                 order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
+            loop
+                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
+                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
+                               ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n',
+                               v_group.embedding_type, v_group.tenant_id)
+                   into v_truth using v_query, p_k;
+                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
+                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
+                               ' order by e.vector <=> $1 limit $2) n',
+                               v_group.embedding_type, v_group.tenant_id)
+                   into v_found using v_query, p_k;
+                v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
+                                                             select unnest(v_found))), 0)::double precision
+                                 / greatest(1, cardinality(v_truth));
+                v_done := v_done + 1;
+            end loop;
+            if v_done > 0 then
+                v_recall := v_sum / v_done;
+                update memsub.search_stats st
+                   set ef_search = v_plan.ef_search, recall = v_recall, samples = v_done
+                 where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
+            end if;
+        end if;
+        tenant_id := v_group.tenant_id;
+        embedding_type := v_group.embedding_type;
+        row_count := v_group.n;
+        type_rows := v_group.total::bigint;
+        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
+        ef_search := v_plan.ef_search;
+        recall := v_recall;
+        return next;
+    end loop;
+    -- Tenants that no longer hold embeddings of a type.
+    delete from memsub.search_stats st
+     where not exists (select from memsub.memory_embeddings e
+                        where e.tenant_id = st.tenant_id and e.embedding_type = st.embedding_type);
+end
+$$;
+comment on function memsub.tune_search(integer, integer) is
+    'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: '
+    'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the '
+    'derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below '
+    '0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
-    memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer)
+    memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer),
+    memsub.search_strategy(uuid, text, integer, text, integer)
     to memsub_app, memsub_analyst;
+grant select on memsub.search_stats to memsub_app, memsub_analyst;
+grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
+grant execute on function memsub.tune_search(integer, integer) to memsub_platform_admin;
 grant execute on function memsub.record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
 grant usage on type memsub.retrieval_candidate to memsub_app, memsub_analyst;
 -- The graph, hybrid and reflection functions require a tenant context.

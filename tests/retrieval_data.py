@@ -35,6 +35,10 @@ class Spec:
     noise: float = 0.02
     seed: float = 0.42
     types: tuple[str, ...] = TYPES
+    # Optional tenant classes (tenant, share of the packets); the rest goes to the big tenant.
+    classes: tuple[tuple[uuid.UUID, float], ...] = ()
+    # Embedding types whose vectors are uniform random directions (no neighbourhood structure) instead.
+    uniform_types: tuple[str, ...] = ()
 
 
 # The test data set: 4,000 packets x 5 embedding types = 20,000 embeddings of 384 dimensions; the big tenant
@@ -44,6 +48,12 @@ RETRIEVAL_SPEC = Spec(packets=4000)
 
 def tenant_of(position: int, spec: Spec) -> str:
     """SQL expression of the tenant of packet number ``position`` (a column name)."""
+    if spec.classes:
+        cases, bound = [], 0
+        for tenant, share in spec.classes:
+            bound += max(1, round(share * 10000))
+            cases.append(f"when {position} % 10000 < {bound} then '{tenant}'::uuid")
+        return f"case {' '.join(cases)} else '{BIG}'::uuid end"
     big = int(spec.packets * spec.big_share)
     small = max(1, int(spec.packets * spec.small_share))
     return (f"case when {position} % 1000 < {int(spec.big_share * 1000)} then '{BIG}'::uuid "
@@ -95,12 +105,17 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
                md5(i::text)
           from generate_series(1, {spec.packets}) i""")
     for number, embedding_type in enumerate(spec.types):
+        # Uniform: normally distributed coordinates (Box-Muller), i.e. uniformly distributed directions.
+        vector_expression = (
+            "l2_normalize(array(select sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) + 0 * p.n + 0 * u.a"
+            " from unnest(pr.a) u(a))::vector)" if embedding_type in spec.uniform_types else
+            f"array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * p.n"
+            " from unnest(pr.a) with ordinality u(a, o))::vector")
         conn.execute(f"""
             insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text,
                                                   tenant_id, scope)
             select p.packet_id, '{embedding_type}',
-                   array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * p.n
-                           from unnest(pr.a) with ordinality u(a, o))::vector,
+                   {vector_expression},
                    0,
                    'cluster' || p.cluster || ' topic' || (p.cluster % 7) || ' word' || (random() * 300)::int
                    || ' word' || (random() * 300)::int || ' item' || p.n,

@@ -207,7 +207,7 @@ def test_reflections_by_vector_tags_priority_are_recorded(db384):
 CALLS = {
     "semantic_search": "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50)",
     "semantic_search_exact":
-        "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50, p_exact_below => 100000)",
+        "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50, p_mode => 'exact')",
     "hybrid_search": "select embedding_id::text from memsub.hybrid_search('secret', %(v)s::vector, 50)",
     "keyword_candidates": "select embedding_id::text from memsub.keyword_candidates('secret')",
     "traverse_graph": "select entity from memsub.traverse_graph('hub', 3, p_direction => 'both')",

@@ -66,7 +66,7 @@ def test_small_tenant_through_the_hnsw_index_needs_the_iterative_scan(retrieval_
                                 "where embedding_type = 'content' order by vector <=> %s::vector limit %s) s",
                                 [vector, K]).fetchone()
         assert plain is not None and plain[0] < K
-        got = search(app, SMALL, vector, "content", exact_below=0)
+        got = search(app, SMALL, vector, "content", mode="approximate")
         assert len(got) == K and {row[1] for row in got} == {"approximate"}
         truth = exact(app, SMALL, vector, "content")
         assert len(set(truth) & {row[0] for row in got}) >= 9
@@ -148,9 +148,9 @@ def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
 def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
     """The third step of semantic_search. A tenant holds half of the rows, so its query walks the HNSW
     index, but all its rows lie far from the query, in a region of the graph held by another tenant. Bounded by
-    max_scan_tuples, the walk stops among the other tenant's rows and comes back with fewer than k rows; the
-    function then scans exactly and still returns the tenant's k nearest rows (method exact). With the default
-    bound the iterative scan goes on until it reaches the tenant's rows (method approximate)."""
+    a small ef_search and max_scan_tuples, the walk stops among the other tenant's rows and comes back with fewer
+    than k rows; the function then scans exactly and still returns the tenant's k nearest rows (method exact).
+    With the default bound the iterative scan goes on until it reaches the tenant's rows (method approximate)."""
     far, near = uuid.UUID("fa000000-0000-0000-0000-000000000001"), uuid.UUID("0e000000-0000-0000-0000-000000000002")
     with db384.connect() as su:
         su.execute("select setseed(0.17)")
@@ -175,10 +175,10 @@ def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
     with db384.connect("app", autocommit=True) as app:
         truth = exact(app, far, query, "content")
         assert len(truth) == K
-        short = search(app, far, query, "content", exact_below=0, max_scan_tuples=1)
+        short = search(app, far, query, "content", mode="approximate", ef_search=K, max_scan_tuples=1)
         assert [row[0] for row in short] == truth
         assert {row[1] for row in short} == {"exact"}
-        walked = search(app, far, query, "content", exact_below=0)
+        walked = search(app, far, query, "content", mode="approximate")
         # (Here every row of the tenant is about as far from the query as the next, so recall says little; the
         # recall tests above use realistic, clustered data.)
         assert {row[1] for row in walked} == {"approximate"} and len(walked) == K

@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from memsub import _calls, layers, memory, packets, retrieval
 from memsub._calls import AsyncSession, Call, async_method, raw
+from memsub.errors import from_database_error
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
@@ -47,6 +48,7 @@ class AsyncTenantSession(AsyncSession):
     # packets
     write_packet = async_method(packets.write_packet)
     get_packet = async_method(packets.get_packet)
+    get_packets = async_method(packets.get_packets)
     thread = async_method(packets.thread)
     lineage = async_method(packets.lineage)
     purge_expired = async_method(packets.purge_expired)
@@ -161,10 +163,15 @@ class AsyncSubstrate:
             finally:
                 session._close()
             return
-        async with _calls.pooled_async(self.pool) as connection, connection.transaction():
-            await _calls.execute_async(connection, context)
-            session = AsyncTenantSession(connection)
+        # As in the sync client: BEGIN and the context travel in pipeline mode with the block's first call.
+        async with _calls.pooled_async(self.pool) as connection:
             try:
-                yield session
-            finally:
-                session._close()
+                async with connection.pipeline(), connection.transaction():
+                    await connection.execute(context.statement, context.params)
+                    session = AsyncTenantSession(connection)
+                    try:
+                        yield session
+                    finally:
+                        session._close()
+            except psycopg.Error as error:
+                raise from_database_error(error) from error

@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from memsub import _calls, layers, memory, packets, retrieval
 from memsub._calls import Call, SyncSession, raw, sync_method
+from memsub.errors import from_database_error
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
@@ -50,6 +51,7 @@ class TenantSession(SyncSession):
     # packets
     write_packet = sync_method(packets.write_packet)
     get_packet = sync_method(packets.get_packet)
+    get_packets = sync_method(packets.get_packets)
     thread = sync_method(packets.thread)
     lineage = sync_method(packets.lineage)
     purge_expired = sync_method(packets.purge_expired)
@@ -156,11 +158,17 @@ class Substrate:
             finally:
                 session._close()
             return
-        with _calls.pooled(self.pool) as connection, connection.transaction():
-            _calls.execute(connection, context)
-            session = TenantSession(connection)
+        # BEGIN and the context travel in pipeline mode with the block's first call: one round trip plus the
+        # COMMIT's for a one-call block. An error of the context statement is raised by that first call.
+        with _calls.pooled(self.pool) as connection:
             try:
-                yield session
-            finally:
-                session._close()
+                with connection.pipeline(), connection.transaction():
+                    connection.execute(context.statement, context.params)
+                    session = TenantSession(connection)
+                    try:
+                        yield session
+                    finally:
+                        session._close()
+            except psycopg.Error as error:
+                raise from_database_error(error) from error
 

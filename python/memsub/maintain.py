@@ -13,6 +13,8 @@ by holding an advisory key.
 - ``summaries_due``        memsub.summaries_due(): counts the summaries whose validity ended, per tenant.
                            Regenerating a summary needs the application's summarizer, so this task only
                            reports them (exit status unaffected).
+- ``tune_search``          memsub.tune_search(): per tenant and embedding type, row counts and the measured
+                           recall of the HNSW walk, from which semantic_search chooses exact or approximate.
 
 The connecting role must be a member of ``memsub_platform_admin``: every task runs in a ``platform_admin``
 context (per tenant where the function works on one tenant). This module only calls memsub's SQL functions.
@@ -37,7 +39,8 @@ from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
 Connection = psycopg.Connection[dict[str, Any]]
 
-TASKS = ("purge_expired", "refresh_memory_views", "learn_importance", "memory_maintenance", "summaries_due")
+TASKS = ("purge_expired", "refresh_memory_views", "learn_importance", "memory_maintenance", "summaries_due",
+         "tune_search")
 
 
 @dataclass
@@ -186,12 +189,27 @@ def _summaries_due(conn: Connection, report: TaskReport) -> None:
                       if rows else "no summary due")
 
 
+def _tune_search(conn: Connection, report: TaskReport) -> None:
+    with conn.transaction():
+        _as_platform_admin(conn, None)
+        rows = conn.execute("select tenant_id, embedding_type, row_count, method, ef_search, recall "
+                            "from memsub.tune_search() order by tenant_id, embedding_type").fetchall()
+    for row in rows:
+        figures = report.tenants.setdefault(str(row["tenant_id"]), {})
+        figures[str(row["embedding_type"])] = (
+            f"{row['row_count']} rows, {row['method']}"
+            + (f" (recall {row['recall']:.2f} at ef_search {row['ef_search']})" if row["recall"] is not None else ""))
+    exact = sum(1 for row in rows if row["method"] == "exact")
+    report.summary = f"{len(rows)} tenant space(s) measured, {exact} searched exactly"
+
+
 RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
     "purge_expired": _purge_expired,
     "refresh_memory_views": _refresh_memory_views,
     "learn_importance": _learn_importance,
     "memory_maintenance": _memory_maintenance,
     "summaries_due": _summaries_due,
+    "tune_search": _tune_search,
 }
 
 

@@ -43,6 +43,12 @@ def get_packet(packet_id: UUID | str) -> Call[PacketStoreRow | None]:
     return function("get_packet", {"packet_id": packet_id}, optional(PacketStoreRow))
 
 
+def get_packets(packet_ids: Iterable[UUID | str]) -> Call[list[PacketStoreRow]]:
+    """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call and
+    one index search per id, however many tenants share the store."""
+    return function("get_packets", {"packet_ids": [str(p) for p in packet_ids]}, rows(PacketStoreRow))
+
+
 def thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:
     """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the ``write_seq``
     of the last packet already read; None: from the start) (memsub.get_thread)."""

@@ -26,6 +26,7 @@ from memsub._calls import vector as _vector
 from memsub.layers import EmbeddingType, Priority, ReflectionType
 
 RankBy = Literal["distance", "combined"]
+SearchMode = Literal["auto", "exact", "approximate"]
 Direction = Literal["outgoing", "incoming", "both"]
 
 
@@ -142,14 +143,17 @@ def search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "c
            thread_id: UUID | str | None = None, tags: Sequence[str] | None = None, packet_type: str | None = None,
            since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
            rank_by: RankBy = "distance", record_access: bool = False, query_text: str | None = None,
-           agent_id: str | None = None, exact_below: int | None = None, ef_search: int | None = None,
+           agent_id: str | None = None, mode: SearchMode = "auto", ef_search: int | None = None,
            max_scan_tuples: int | None = None) -> Call[list[SemanticHit]]:
-    """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search)."""
+    """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search).
+
+    ``mode``: ``auto`` (default) chooses the exact scan or the HNSW walk per call by cost and measured recall;
+    ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks."""
     return function("semantic_search", {
         "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
         "tags": _list(tags), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
-        "query_text": query_text, "agent_id": agent_id, "exact_below": exact_below, "ef_search": ef_search,
+        "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
         "max_scan_tuples": max_scan_tuples}, rows(SemanticHit))
 
 

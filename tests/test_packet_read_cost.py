@@ -1,0 +1,120 @@
+"""Reading packets by id must search the (tenant_id, packet_id) key once per id, not probe every tenant.
+
+The packets of many tenants share packet_store; its primary key leads with tenant_id. A lookup by packet_id
+alone can only skip-scan that key (one index search per distinct tenant). The tests count the index searches
+a read starts (``pg_stat_get_xact_numscans`` of the key, which counts each search), as the application role.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, TENANT_B, set_context
+
+TENANTS = 40
+PACKETS_EACH = 300
+
+
+def packet_id(tenant: int, number: int) -> uuid.UUID:
+    return uuid.UUID(f"00000000-0000-4000-8000-{tenant * 1000 + number:012d}")
+
+
+def tenant_uuid(tenant: int) -> uuid.UUID:
+    return TENANT_A if tenant == 0 else TENANT_B if tenant == 1 else uuid.UUID(int=tenant, version=4)
+
+
+def populate(db: Any) -> None:
+    """PACKETS_EACH packets in each of TENANTS tenants, written as the superuser (no row-level security)."""
+    with db.connect() as conn:
+        for tenant in range(TENANTS):
+            conn.execute(
+                "insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, content_hash)"
+                " select ('00000000-0000-4000-8000-' || lpad((%s * 1000 + i)::text, 12, '0'))::uuid, 'event',"
+                "        jsonb_build_object('payload', i), %s, 'shared', md5(%s || ':' || i)"
+                "   from generate_series(0, %s - 1) i",
+                [tenant, tenant_uuid(tenant), tenant, PACKETS_EACH])
+        conn.execute("analyze memsub.packet_store")
+        conn.commit()
+
+
+def key_searches(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("select pg_stat_get_xact_numscans('memsub.packet_store_pkey'::regclass)").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_get_packet_searches_the_key_once(db):
+    populate(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for number in range(7):  # a few calls: cached plans count too
+            before = key_searches(conn)
+            found = conn.execute("select packet_id from memsub.get_packet(%s)", [packet_id(0, number)]).fetchall()
+            searches = key_searches(conn) - before
+            assert found == [(packet_id(0, number),)]
+            assert searches == 1, f"get_packet searched the key {searches} times"
+        # Another tenant's packet stays invisible.
+        assert conn.execute("select * from memsub.get_packet(%s)", [packet_id(1, 0)]).fetchall() == []
+
+
+def test_get_packets_returns_the_visible_ones_in_the_order_asked(db):
+    populate(db)
+    wanted = [packet_id(0, 5), packet_id(1, 5), packet_id(0, 2), uuid.uuid4(), packet_id(0, 5), packet_id(0, 9)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        before = key_searches(conn)
+        rows = conn.execute("select packet_id, tenant_id from memsub.get_packets(%s)", [wanted]).fetchall()
+        searches = key_searches(conn) - before
+        assert [r[0] for r in rows] == [packet_id(0, 5), packet_id(0, 2), packet_id(0, 9)]
+        assert {r[1] for r in rows} == {TENANT_A}
+        assert searches <= len(set(wanted)), f"get_packets searched the key {searches} times"
+        assert conn.execute("select count(*) from memsub.get_packets(%s)", [[]]).fetchone() == (0,)
+        assert conn.execute("select count(*) from memsub.get_packets(null)").fetchone() == (0,)
+
+
+def test_get_packets_refuses_more_ids_than_max_rows(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        limit = conn.execute("select memsub.limit_value('max_rows')").fetchone()
+        assert limit is not None
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.get_packets(array(select gen_random_uuid() "
+                         "from generate_series(1, %s)))", [int(limit[0]) + 1])
+        assert caught.value.sqlstate == "54000"
+        assert caught.value.diag.column_name == "packet_ids"
+
+
+def test_platform_admin_reads_packets_of_any_tenant(db):
+    populate(db)
+    with db.connect("platform_admin") as conn:
+        set_context(conn, TENANT_A, roles=["platform_admin"])
+        assert conn.execute("select count(*) from memsub.get_packet(%s)", [packet_id(1, 3)]).fetchone() == (1,)
+        assert conn.execute("select count(*) from memsub.get_packets(%s)",
+                            [[packet_id(1, 3), packet_id(7, 4)]]).fetchone() == (2,)
+
+
+def packets_touched(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        "select pg_stat_get_xact_tuples_fetched('memsub.packet_store'::regclass)"
+        " + pg_stat_get_xact_tuples_returned('memsub.packet_store'::regclass)").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_get_packets_reads_only_the_packets_asked_for(db):
+    """A hundred ids of a tenant holding PACKETS_EACH packets: the rows read are the rows asked for, not the
+    tenant's whole store."""
+    populate(db)
+    wanted = [packet_id(0, n) for n in range(0, 200, 2)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for _ in range(7):  # a few calls: cached plans count too
+            before = packets_touched(conn)
+            rows = conn.execute("select packet_id from memsub.get_packets(%s)", [wanted]).fetchall()
+            touched = packets_touched(conn) - before
+            assert [r[0] for r in rows] == wanted
+            assert touched <= 2 * len(wanted), f"get_packets read {touched} packet rows for {len(wanted)} ids"

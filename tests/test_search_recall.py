@@ -1,0 +1,117 @@
+"""Recall of memsub.semantic_search at its default settings, for every tenant size class, on clustered and on
+uniform random vectors.
+
+One database holds 10,000 packets of 384-d vectors in two spaces: ``content`` is clustered (like real
+embeddings), ``context`` is uniform random directions (no neighbourhood structure, the worst case of any graph
+index). Tenants hold 0.1 % (exactly k rows), 0.5 %, 2 %, 10 %, 30 % and 57.4 % of each space. After the maintenance
+job's tune_search task has measured the tenants, every class must reach recall@10 >= 0.95 against the exact scan
+and always get k rows, as the application role with no option set.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from helpers import set_context
+from retrieval_data import BIG, Spec, build
+
+K = 10
+QUERIES = 12
+CLASSES = (
+    (uuid.UUID("c0000000-0000-4000-8000-000000000001"), 0.001),
+    (uuid.UUID("c0000000-0000-4000-8000-000000000005"), 0.005),
+    (uuid.UUID("c0000000-0000-4000-8000-000000000020"), 0.02),
+    (uuid.UUID("c0000000-0000-4000-8000-000000000100"), 0.10),
+    (uuid.UUID("c0000000-0000-4000-8000-000000000300"), 0.30),
+)
+TENANTS = [*CLASSES, (BIG, 1 - sum(share for _, share in CLASSES))]
+SPEC = Spec(packets=10000, types=("content", "context"), classes=CLASSES, uniform_types=("context",))
+
+
+@pytest.fixture(scope="module")
+def tuned(server: Any, template_db_384: str) -> Iterator[Any]:
+    from conftest import Database
+
+    name = f"memsub_recall_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name, template=template_db_384):
+        database = Database(server, name)
+        with database.connect() as conn:
+            build(conn, SPEC)
+        with database.connect("platform_admin") as conn:
+            set_context(conn, BIG, roles=["platform_admin"])
+            conn.execute("select count(*) from memsub.tune_search()")
+            conn.commit()
+        yield database
+
+
+def queries(conn: Any, tenant: uuid.UUID, embedding_type: str) -> list[str]:
+    """Midpoints of pairs of the tenant's vectors, nudged: queries from the tenant's own distribution."""
+    rows = conn.execute(
+        "select (l2_normalize(a.vector + b.vector))::text from"
+        " (select vector, row_number() over (order by embedding_id) r from memsub.memory_embeddings"
+        "   where tenant_id = %s and embedding_type = %s order by embedding_id limit %s) a"
+        " join (select vector, row_number() over (order by embedding_id desc) r from memsub.memory_embeddings"
+        "   where tenant_id = %s and embedding_type = %s order by embedding_id desc limit %s) b on a.r = b.r",
+        [tenant, embedding_type, QUERIES, tenant, embedding_type, QUERIES]).fetchall()
+    return [r[0] for r in rows]
+
+
+def truth(app: Any, tenant: uuid.UUID, vector: str, embedding_type: str) -> list[Any]:
+    with app.transaction():
+        set_context(app, tenant)
+        app.execute("set local enable_indexscan = off")
+        return [r[0] for r in app.execute(
+            "select embedding_id from memsub.memory_embeddings where embedding_type = %s"
+            " order by vector <=> %s::vector, embedding_id limit %s", [embedding_type, vector, K]).fetchall()]
+
+
+@pytest.mark.parametrize("embedding_type", ["content", "context"], ids=["clustered", "uniform"])
+def test_every_tenant_size_class_reaches_recall_095_with_k_rows(tuned, embedding_type):
+    report = []
+    with tuned.connect() as su, tuned.connect("app", autocommit=True) as app:
+        for tenant, share in TENANTS:
+            recalls, methods = [], set()
+            for vector in queries(su, tenant, embedding_type):
+                expected = truth(app, tenant, vector, embedding_type)
+                with app.transaction():
+                    set_context(app, tenant)
+                    got = app.execute("select embedding_id, method from memsub.semantic_search(%s::vector, %s, %s)",
+                                      [vector, K, embedding_type]).fetchall()
+                assert len(expected) == K
+                assert len(got) == K, f"{share:.1%} tenant ({embedding_type}): {len(got)} rows"
+                methods |= {r[1] for r in got}
+                recalls.append(len(set(expected) & {r[0] for r in got}) / K)
+            recall = sum(recalls) / len(recalls)
+            report.append(f"{share:.1%}: recall {recall:.3f} {sorted(methods)}")
+            assert recall >= 0.95, f"{embedding_type}: {share:.1%} tenant recall@10 {recall:.3f}; " + "; ".join(report)
+
+
+def test_tune_search_records_every_tenant_and_its_choice(tuned):
+    with tuned.connect() as su:
+        rows = su.execute("select tenant_id, embedding_type, row_count, type_rows, ef_search, recall"
+                          " from memsub.search_stats").fetchall()
+    assert len(rows) == 2 * len(TENANTS)
+    assert {r[3] for r in rows} == {SPEC.packets}
+    measured = [r for r in rows if r[5] is not None]
+    assert measured and all(r[4] is not None and 0 <= r[5] <= 1 for r in measured)
+
+
+def test_search_stats_are_per_tenant(tuned):
+    with tuned.connect("app") as app:
+        set_context(app, CLASSES[0][0])
+        seen = app.execute("select distinct tenant_id from memsub.search_stats").fetchall()
+        assert seen == [(CLASSES[0][0],)]
+
+
+def test_tune_search_needs_a_platform_admin(tuned):
+    import psycopg
+
+    with tuned.connect("tenant_admin") as conn:
+        set_context(conn, BIG, roles=["tenant_admin"])
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.tune_search()")
+        assert caught.value.sqlstate == "42501"
