@@ -226,7 +226,7 @@ def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
     try:
         runner = CliRunner()
         result = runner.invoke(cli, ["login-timeouts", login, "memsub_app", "--dsn", db.dsn()])
-        assert result.exit_code == 1 and "cannot log in" in result.output  # a group role: not inherited
+        assert result.exit_code == 2 and "cannot log in" in result.output  # a group role: not inherited (bad input)
         result = runner.invoke(cli, ["login-timeouts", login, "--dsn", db.dsn()])
         assert result.exit_code == 0, result.output
         assert "statement_timeout = 200ms, lock_timeout = 5000ms" in result.output
