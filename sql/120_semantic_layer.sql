@@ -30,7 +30,7 @@ begin
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
     end if;
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub.check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
@@ -71,7 +71,7 @@ as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub.check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
@@ -121,7 +121,7 @@ begin
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
     perform memsub.check_vector(p_vector, 'vector');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary'], 'embedding_type');
+    perform memsub.check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
     perform memsub.check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
     if p_scope <> 'shared' and memsub.current_user_id() is null then
         raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope

@@ -99,9 +99,9 @@ begin
             memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
             memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     perform memsub.check_memory_address(p_namespace, p_key);
-    if p_memory_type is null or p_memory_type not in ('semantic', 'episodic', 'procedural') then
-        raise exception 'memory_type must be semantic, episodic or procedural, not "%"', coalesce(p_memory_type, 'NULL')
-            using errcode = '22023', column = 'memory_type';
+    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
+        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
+            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';

@@ -163,7 +163,7 @@ begin
             memsub.check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
             memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
             memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub.check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     perform memsub.check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
     if p_query is null then

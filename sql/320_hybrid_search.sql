@@ -23,7 +23,7 @@ declare
     v_session text := memsub.current_session_id();
     v_query   tsquery;
 begin
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub.check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit

@@ -515,7 +515,7 @@ select w.tenant_id, 'Entity'::text as node_type, w.entity_id as node_id, null::t
        tstzrange(w.created_at at time zone 'UTC', null, '[)') as valid_period,
        w.entity_type, w.aliases, null::text as session_id, null::tstzrange as timeline,
        null::text as mime, null::text as path, null::text as hash,
-       null::text as memory_type, null::double precision as importance, null::jsonb as decay_state
+       null::text as memory_tier, null::double precision as importance, null::jsonb as decay_state
   from memsub.world_model_entities w
 union all
 select s.tenant_id, 'Episode', s.id, null,
@@ -566,7 +566,7 @@ comment on column memsub.graph_nodes.timeline is 'Episode: [start_ts, end_ts) of
 comment on column memsub.graph_nodes.mime is 'Document: pdf, md or txt.';
 comment on column memsub.graph_nodes.path is 'Document: file path.';
 comment on column memsub.graph_nodes.hash is 'Document: sha256 of the file.';
-comment on column memsub.graph_nodes.memory_type is 'Memory: STM, LTM or Procedural.';
+comment on column memsub.graph_nodes.memory_tier is 'Memory: its tier, STM, LTM or Procedural (memsub.memory_tiers()).';
 comment on column memsub.graph_nodes.importance is 'Memory: importance in [0, 1].';
 comment on column memsub.graph_nodes.decay_state is 'Memory: {last_access_ts, weight}.';
 

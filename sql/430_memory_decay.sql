@@ -76,7 +76,7 @@ begin
             memsub.check_limit(length(p_tier), 'max_text_chars', 'tier'),
             memsub.check_limit(length(p_kind), 'max_text_chars', 'kind'),
             memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    perform memsub.check_one_of(p_tier, array['STM', 'LTM', 'Procedural'], 'memory_type');
+    perform memsub.check_one_of(p_tier, memsub.memory_tiers(), 'tier');
     perform memsub.check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
     if p_importance is null then
         raise exception 'field "importance" is required' using errcode = '23502', column = 'importance';

@@ -3,7 +3,9 @@ right kind, the four materialized views with their columns, and the refresh proc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
+
+from memsub.layers import EmbeddingType
 
 T, TZ, TS, U, J = "text", "timestamp with time zone", "timestamp without time zone", "uuid", "jsonb"
 F, N, B = "double precision", "integer", "boolean"
@@ -125,7 +127,7 @@ def test_keys_lead_with_tenant_and_packets_are_referenced_by_composite_keys(db):
 
 def test_named_indexes_have_the_seed_kind(db):
     with db.connect() as conn:
-        for space in ("content", "context", "entity", "summary", "reasoning"):
+        for space in get_args(EmbeddingType):
             definition = conn.execute(
                 "select pg_get_indexdef(%s::regclass)", [f"memsub.idx_embeddings_vector_{space}"]).fetchone()
             assert definition == (

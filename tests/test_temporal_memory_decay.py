@@ -33,7 +33,7 @@ def test_memory_types_map_onto_memory_entries(db):
     assert rewritten == {"memory_tier": "LTM", "version": 2}
     with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
         memory_decay.remember(memory, NOTES, "x", 1, tier="Working")  # type: ignore[arg-type]
-    assert info.value.field == "memory_type"
+    assert info.value.field == "tier"
     with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
         memory_decay.remember(memory, NOTES, "x", 1, importance=1.5)
     assert info.value.field == "importance"

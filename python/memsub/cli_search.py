@@ -8,15 +8,16 @@ The embedder must be the one that embedded the stored texts, and its dimension t
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_NAMES, default_embedder_name, describe_embedder, make_embedder
 from memsub.errors import InvalidInput
+from memsub.layers import EmbeddingType
 
-EMBEDDING_TYPES = ["content", "context", "entity", "summary", "reasoning"]
+EMBEDDING_TYPES = list(get_args(EmbeddingType))
 
 
 def _clip(text: str | None, width: int) -> str:
