@@ -29,3 +29,5 @@ comment on function memsub.memory_tiers() is
 
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers()
     to memsub_app, memsub_analyst;
+-- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
+grant execute on function memsub.embedding_types() to memsub_retrieval_owner;

@@ -153,7 +153,7 @@ declare
         'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
         'correlation_id', 'session_id', 'trace_id', 'memory'];
     derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
-    v_tenant        uuid := memsub.require_tenant_id();
+    v_tenant        uuid := memsub._require_tenant_id();
     v_org           uuid := memsub.current_org_id();
     v_user          uuid := memsub.current_user_id();
     v_field         text;
@@ -197,7 +197,7 @@ begin
         raise exception 'envelope must be a JSON object'
             using errcode = '22023', column = 'envelope';
     end if;
-    perform memsub.check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
+    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
     -- The writer's identity comes from the context, never from the envelope.
     select k into v_field from jsonb_object_keys(p_envelope) as k
      where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
@@ -264,14 +264,14 @@ begin
             raise exception 'envelope field "tags" must be an array of strings'
                 using errcode = '22023', column = 'tags';
         end if;
-        perform memsub.check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
         select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
          where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
         if found then
             raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
                 using errcode = '22023', column = 'tags';
         end if;
-        perform memsub.check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
            from jsonb_array_elements(p_envelope -> 'tags') as e;
         -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
         v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
@@ -288,7 +288,7 @@ begin
                 raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
                     using errcode = '22023', column = 'lineage.parent_ids';
             end if;
-            perform memsub.check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
+            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
                                        'lineage.parent_ids');
             -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
             with ids as (
@@ -524,8 +524,8 @@ begin
         raise exception 'memsub.write_packets expects a JSON array of envelopes'
             using errcode = '22023', column = 'envelopes';
     end if;
-    perform memsub.check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
-    total := memsub.check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
     if total = 0 then
         return;
     end if;

@@ -52,7 +52,7 @@ OVERSIZED: list[tuple[str, str, list[Any], str]] = [
     ("query text", "select * from memsub.hybrid_search(%s, null::vector)", [noise(5000)], "query_text"),
     ("query terms", "select * from memsub.hybrid_search(%s, null::vector)",
      [" ".join(f"w{i}" for i in range(300))], "query_text"),
-    ("keyword query text", "select * from memsub.keyword_candidates(%s)", [noise(5000)], "query_text"),
+    ("keyword query text", "select * from memsub._keyword_candidates(%s)", [noise(5000)], "query_text"),
     ("k", "select * from memsub.hybrid_search('polymer', null::vector, 1001)", [], "k"),
     ("candidates", "select * from memsub.hybrid_search('polymer', null::vector, 10, p_candidates => 1001)", [],
      "candidates"),
@@ -73,7 +73,7 @@ OVERSIZED: list[tuple[str, str, list[Any], str]] = [
      "source_entity"),
     ("reflection tags", "select * from memsub.record_reflection('insight', 'content', p_tags => %s)",
      [[f"t{i}" for i in range(257)]], "tags"),
-    ("access ids", "select * from memsub.record_accesses('packet', %s, %s)",
+    ("access ids", "select * from memsub._record_accesses('packet', %s, %s)",
      [[uuid.uuid4() for _ in range(1001)], [0.5] * 1001], "target_ids"),
 ]
 

@@ -99,4 +99,4 @@ def test_strength_formula_and_argument_checks(db):
                            "interval '7 days') as s")[0]["s"]
         assert math.isclose(value, 1.5, rel_tol=1e-6)
         set_context(conn, TENANT_A, roles=[])
-        expect_error(conn, "22023", "half_life", "select memsub.check_half_life(interval '0 seconds')")
+        expect_error(conn, "22023", "half_life", "select memsub.memory_touch('project:x', 'k', interval '0 seconds')")
