@@ -170,7 +170,7 @@ def test_every_layer_object_is_commented(db):
             "and c.relkind in ('r', 'v', 'm') and obj_description(c.oid, 'pg_class') is null "
             "union all "
             "select c.relname || '.' || a.attname from pg_class c join pg_attribute a on a.attrelid = c.oid "
-            "where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r' and a.attnum > 0 "
+            "where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'v', 'm') and a.attnum > 0 "
             "and not a.attisdropped and col_description(c.oid, a.attnum) is null "
             "union all "
             "select p.proname from pg_proc p where p.pronamespace = 'memsub'::regnamespace "
