@@ -16,7 +16,7 @@ SOAK_FACTOR ?= 20
 SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuzz_functions.py \
               tests/test_fuzz_packets.py tests/test_row_security.py tests/test_tenant_world.py
 
-.PHONY: install test lint demo bench soak mutation catalog-snapshot clean
+.PHONY: install test lint demo bench soak mutation catalog-snapshot schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ soak: install
 # tests/test_verify_tampering.py fails while it is stale: run this after changing sql/ or migrations/.
 catalog-snapshot: install
 	$(BIN)/python -m memsub.catalog_check
+
+# The committed current schema (schema/memsub.sql, a normalized pg_dump) and the SQL API reference
+# (docs/sql-reference.md), from a fresh installation on a throwaway cluster; tests/test_generated_docs.py fails
+# while they are stale. Run after changing sql/ or migrations/, with catalog-snapshot.
+schema: install
+	$(BIN)/python -m memsub.schema_docs
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -155,8 +155,8 @@ def rls_tax(su: psycopg.Connection[Any], app: psycopg.Connection[Any], spec: Spe
                     app, str(t), q, p(n), s),
             }
             if leg.startswith("full text"):
-                variants["app role, memsub.keyword_candidates"] = lambda n, p=params, t=tenant: timed(
-                    app, str(t), "select embedding_id from memsub.keyword_candidates(%s, 'content', 50)", p(n)[:1])
+                variants["app role, memsub._keyword_candidates"] = lambda n, p=params, t=tenant: timed(
+                    app, str(t), "select embedding_id from memsub._keyword_candidates(%s, 'content', 50)", p(n)[:1])
             figures = side_by_side(queries, variants)
             base = figures["superuser, explicit tenant"]["p50_ms"]
             for variant, figure in figures.items():
@@ -179,7 +179,7 @@ def hybrid(su: psycopg.Connection[Any], app: psycopg.Connection[Any], spec: Spec
                 app, str(t), "select embedding_id from memsub.semantic_search(%s::vector, 50, 'content')",
                 [vectors[n]]),
             "text leg: keyword_candidates (50)": lambda n, t=tenant: timed(
-                app, str(t), "select embedding_id from memsub.keyword_candidates(%s, 'content', 50)", [words[n]]),
+                app, str(t), "select embedding_id from memsub._keyword_candidates(%s, 'content', 50)", [words[n]]),
         })
         slower = max(figures["vector leg: semantic_search (50)"]["p50_ms"],
                      figures["text leg: keyword_candidates (50)"]["p50_ms"])

@@ -136,7 +136,7 @@ $$;
 comment on function memsub.is_tenant_admin() is
     'True when the context asks for tenant_admin and the acting role is a member of memsub_tenant_admin.';
 
-create or replace function memsub.require_tenant_id() returns uuid
+create or replace function memsub._require_tenant_id() returns uuid
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -150,7 +150,7 @@ begin
     return tenant;
 end
 $$;
-comment on function memsub.require_tenant_id() is
+comment on function memsub._require_tenant_id() is
     'Returns the context tenant; raises SQLSTATE 42501 when no tenant context is set (writes never get a NULL tenant).';
 
 -- Row-level security framework: tenant_isolation -> org_isolation -> user_visibility, plus admin_override (seed 000).

@@ -53,7 +53,7 @@ $$;
 comment on function memsub.limit_value(text) is
     'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
 
-create or replace function memsub.check_limit(p_value bigint, p_limit text, p_field text) returns bigint
+create or replace function memsub._check_limit(p_value bigint, p_limit text, p_field text) returns bigint
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -75,10 +75,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_limit(bigint, text, text) is
+comment on function memsub._check_limit(bigint, text, text) is
     'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit '
     '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
 
 grant select on memsub.limits to memsub_app, memsub_analyst;
-grant execute on function memsub.limit_value(text), memsub.check_limit(bigint, text, text)
+grant execute on function memsub.limit_value(text), memsub._check_limit(bigint, text, text)
     to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -266,7 +266,7 @@ declare
         'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
         'correlation_id', 'session_id', 'trace_id', 'memory'];
     derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
-    v_tenant        uuid := memsub.require_tenant_id();
+    v_tenant        uuid := memsub._require_tenant_id();
     v_org           uuid := memsub.current_org_id();
     v_user          uuid := memsub.current_user_id();
     v_field         text;
@@ -312,7 +312,7 @@ begin
         raise exception 'envelope must be a JSON object'
             using errcode = '22023', column = 'envelope';
     end if;
-    perform memsub.check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
+    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
     -- The writer's identity comes from the context, never from the envelope.
     select k into v_field from jsonb_object_keys(p_envelope) as k
      where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
@@ -379,14 +379,14 @@ begin
             raise exception 'envelope field "tags" must be an array of strings'
                 using errcode = '22023', column = 'tags';
         end if;
-        perform memsub.check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
         select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
          where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
         if found then
             raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
                 using errcode = '22023', column = 'tags';
         end if;
-        perform memsub.check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
            from jsonb_array_elements(p_envelope -> 'tags') as e;
         -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
         v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
@@ -403,7 +403,7 @@ begin
                 raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
                     using errcode = '22023', column = 'lineage.parent_ids';
             end if;
-            perform memsub.check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
+            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
                                        'lineage.parent_ids');
             -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
             with ids as (
@@ -756,7 +756,7 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant    uuid := memsub.require_tenant_id();
+    v_tenant    uuid := memsub._require_tenant_id();
     v_org       uuid := memsub.current_org_id();
     v_user      uuid := memsub.current_user_id();
     v_session   text := memsub.current_session_id();
@@ -880,21 +880,20 @@ begin
             packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         select b.id,
-               memsub.check_one_of(v.e ->> 'embedding_type', array['content', 'context', 'entity', 'summary',
-                                                                   'reasoning'], 'embedding_type'),
-               memsub.json_vector(v.e -> 'vector', 'vector'),
+               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+               memsub._json_vector(v.e -> 'vector', 'vector'),
                case when memsub.embedding_chunk_index(v.e) >= 0 then memsub.embedding_chunk_index(v.e) end,
                v.e ->> 'chunk_text',
-               memsub.check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
                b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
                b.trace_id
           from b join stored on stored.packet_id = b.id
          cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                                       then b.memory -> 'embeddings' else '[]' end) as v(e)
-         where coalesce(memsub.check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
+         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
                         0) >= 0
-           and coalesce(memsub.check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
-           and coalesce(memsub.check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
+           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
         returning 1
     )
     select (select count(*) from stored),
@@ -954,8 +953,8 @@ begin
         raise exception 'memsub.write_packets expects a JSON array of envelopes'
             using errcode = '22023', column = 'envelopes';
     end if;
-    perform memsub.check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
-    total := memsub.check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
     if total = 0 then
         return;
     end if;

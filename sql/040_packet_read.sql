@@ -32,7 +32,7 @@ as $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
 begin
-    perform memsub.check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
     if v_tenant is null or memsub.is_platform_admin() then
         return query
@@ -71,7 +71,7 @@ begin
         raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
@@ -133,7 +133,7 @@ begin
         raise exception 'memsub.get_lineage: max_depth must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
     end if;
-    perform memsub.check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
+    perform memsub._check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
     -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
     -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
     select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;

@@ -44,6 +44,6 @@ grant execute on function
 grant execute on function
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
     memsub.current_session_id(), memsub.current_context_roles(),
-    memsub.acting_role(), memsub.is_platform_admin(), memsub.is_tenant_admin(), memsub.require_tenant_id(),
-    memsub.limit_value(text), memsub.check_limit(bigint, text, text)
+    memsub.acting_role(), memsub.is_platform_admin(), memsub.is_tenant_admin(), memsub._require_tenant_id(),
+    memsub.limit_value(text), memsub._check_limit(bigint, text, text)
     to memsub_expiry_owner;

@@ -7,7 +7,7 @@
 
 -- Input checks -----------------------------------------------------------------------------------------------
 
-create or replace function memsub.require_text(p_value text, p_field text) returns text
+create or replace function memsub._require_text(p_value text, p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -21,7 +21,7 @@ begin
     return regexp_replace(btrim(p_value), '\s+', ' ', 'g');
 end
 $$;
-comment on function memsub.require_text(text, text) is
+comment on function memsub._require_text(text, text) is
     'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
 
 create or replace function memsub.normalize_text(p_value text) returns text
@@ -30,17 +30,17 @@ set search_path = pg_catalog, pg_temp
 as $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
 comment on function memsub.normalize_text(text) is 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
 
-create or replace function memsub.normalize_json_value(p_value jsonb) returns text
+create or replace function memsub._normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
                 else p_value::text end
 $$;
-comment on function memsub.normalize_json_value(jsonb) is
+comment on function memsub._normalize_json_value(jsonb) is
     'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
 
-create or replace function memsub.check_unit(p_value double precision, p_field text) returns double precision
+create or replace function memsub._check_unit(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -52,10 +52,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_unit(double precision, text) is
+comment on function memsub._check_unit(double precision, text) is
     'Returns a value in [0, 1] (or NULL) unchanged; raises 22023 naming the field otherwise.';
 
-create or replace function memsub.check_one_of(p_value text, p_allowed text[], p_field text) returns text
+create or replace function memsub._check_one_of(p_value text, p_allowed text[], p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -71,10 +71,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_one_of(text, text[], text) is
+comment on function memsub._check_one_of(text, text[], text) is
     'Returns the value when it is one of the allowed values; raises 23502 (NULL) or 22023 naming the field.';
 
-create or replace function memsub.check_json_type(p_value jsonb, p_type text, p_field text) returns jsonb
+create or replace function memsub._check_json_type(p_value jsonb, p_type text, p_field text) returns jsonb
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -86,7 +86,7 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_json_type(jsonb, text, text) is
+comment on function memsub._check_json_type(jsonb, text, text) is
     'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
 
 create or replace function memsub.vector_dimension() returns integer
@@ -96,7 +96,7 @@ as $$ select s.value::integer from memsub.installation_settings s where s.name =
 comment on function memsub.vector_dimension() is
     'Dimension of every vector column of this installation (recorded when migrating; 1536 unless memsub.vector_dimension was set).';
 
-create or replace function memsub.check_vector(p_value vector, p_field text) returns vector
+create or replace function memsub._check_vector(p_value vector, p_field text) returns vector
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -119,11 +119,11 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_vector(vector, text) is
+comment on function memsub._check_vector(vector, text) is
     'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, '
     'squares representable in single precision); raises 22023 naming the field otherwise.';
 
-create or replace function memsub.check_finite(p_value double precision, p_field text) returns double precision
+create or replace function memsub._check_finite(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -136,10 +136,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_finite(double precision, text) is
+comment on function memsub._check_finite(double precision, text) is
     'Returns the number (or NULL) unchanged when it is finite; raises 22023 naming the field for NaN and infinities.';
 
-create or replace function memsub.check_finite_time(p_value timestamptz, p_field text) returns timestamptz
+create or replace function memsub._check_finite_time(p_value timestamptz, p_field text) returns timestamptz
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -151,10 +151,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_finite_time(timestamptz, text) is
+comment on function memsub._check_finite_time(timestamptz, text) is
     'Returns the timestamp (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
 
-create or replace function memsub.check_finite_interval(p_value interval, p_field text) returns interval
+create or replace function memsub._check_finite_interval(p_value interval, p_field text) returns interval
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -166,10 +166,10 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.check_finite_interval(interval, text) is
+comment on function memsub._check_finite_interval(interval, text) is
     'Returns the interval (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
 
-create or replace function memsub.json_vector(p_value jsonb, p_field text) returns vector
+create or replace function memsub._json_vector(p_value jsonb, p_field text) returns vector
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -184,14 +184,14 @@ begin
         raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;
-    return memsub.check_vector((p_value::text)::vector, p_field);
+    return memsub._check_vector((p_value::text)::vector, p_field);
 end
 $$;
-comment on function memsub.json_vector(jsonb, text) is
-    'A vector given as a JSON array of numbers, checked by memsub.check_vector; raises 22023 naming the field for '
+comment on function memsub._json_vector(jsonb, text) is
+    'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for '
     'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
 
-create or replace function memsub.float_array_vector(p_value double precision[], p_field text) returns vector
+create or replace function memsub._float_array_vector(p_value double precision[], p_field text) returns vector
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -205,11 +205,11 @@ begin
         raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;
-    return memsub.check_vector(p_value::vector, p_field);
+    return memsub._check_vector(p_value::vector, p_field);
 end
 $$;
-comment on function memsub.float_array_vector(double precision[], text) is
-    'A vector given as double precision[], checked by memsub.check_vector; raises 22023 naming the field for an '
+comment on function memsub._float_array_vector(double precision[], text) is
+    'A vector given as double precision[], checked by memsub._check_vector; raises 22023 naming the field for an '
     'empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
 
 create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
@@ -223,7 +223,7 @@ begin
         return null;
     end if;
     select s.* into found_packet from memsub.packet_store s
-     where s.tenant_id = memsub.require_tenant_id() and s.packet_id = p_packet_id;
+     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
     if not found then
         raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
             using errcode = '23503', column = p_field;
@@ -264,23 +264,23 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
     v_event  memsub.agent_memory_events;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub.check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
-            memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
-    perform memsub.check_finite_time(p_timestamp, 'timestamp');
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
+            memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
+    perform memsub._check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
         agent_id, "timestamp", packet_id, event_type, content, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        memsub.require_text(p_agent_id, 'agent_id'),
+        memsub._require_text(p_agent_id, 'agent_id'),
         coalesce(p_timestamp, v_packet."timestamp", now()),
         p_packet_id,
-        memsub.require_text(p_event_type, 'event_type'),
+        memsub._require_text(p_event_type, 'event_type'),
         coalesce(p_content, '{}'),
         coalesce(v_packet.scope, 'shared'),
         v_packet.ttl,
@@ -312,16 +312,16 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
     v_trace  memsub.reasoning_traces;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub.check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
-            memsub.check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
-            memsub.check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),
-            memsub.check_limit(pg_column_size(p_confidence_scores), 'max_json_bytes', 'confidence_scores');
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
+            memsub._check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
+            memsub._check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),
+            memsub._check_limit(pg_column_size(p_confidence_scores), 'max_json_bytes', 'confidence_scores');
     if coalesce(p_reasoning_tokens, 0) < 0 then
         raise exception 'field "reasoning_tokens" must not be negative' using errcode = '22023', column = 'reasoning_tokens';
     end if;
@@ -334,12 +334,12 @@ begin
     values (
         nullif(btrim(coalesce(p_agent_id, v_packet.routing ->> 'agent', '')), ''),
         p_packet_id,
-        coalesce(memsub.check_json_type(p_steps, 'array', 'steps'), '[]'),
-        coalesce(memsub.check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),
-        coalesce(memsub.check_json_type(p_inference_steps, 'array', 'inference_steps'), '[]'),
+        coalesce(memsub._check_json_type(p_steps, 'array', 'steps'), '[]'),
+        coalesce(memsub._check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),
+        coalesce(memsub._check_json_type(p_inference_steps, 'array', 'inference_steps'), '[]'),
         coalesce(p_reasoning_tokens, 0),
         coalesce(p_decision_tokens, 0),
-        coalesce(memsub.check_json_type(p_confidence_scores, 'object', 'confidence_scores'), '{}'),
+        coalesce(memsub._check_json_type(p_confidence_scores, 'object', 'confidence_scores'), '{}'),
         coalesce(v_packet.scope, 'shared'),
         v_packet.ttl,
         v_tenant,
@@ -369,10 +369,10 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant       uuid := memsub.require_tenant_id();
-    v_subject      text := memsub.require_text(p_subject, 'subject');
-    v_predicate    text := memsub.normalize_text(memsub.require_text(p_predicate, 'predicate'));
-    v_confidence   double precision := coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5);
+    v_tenant       uuid := memsub._require_tenant_id();
+    v_subject      text := memsub._require_text(p_subject, 'subject');
+    v_predicate    text := memsub.normalize_text(memsub._require_text(p_predicate, 'predicate'));
+    v_confidence   double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_subject_norm text := memsub.normalize_text(v_subject);
     v_object_norm  text;
     v_packet       memsub.packet_store;
@@ -381,13 +381,13 @@ declare
     v_packets      uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_subject), 'max_text_chars', 'subject'),
-            memsub.check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
-            memsub.check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
+    perform memsub._check_limit(length(p_subject), 'max_text_chars', 'subject'),
+            memsub._check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+            memsub._check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
     if p_object is null or jsonb_typeof(p_object) = 'null' then
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';
     end if;
-    v_object_norm := memsub.normalize_json_value(p_object);
+    v_object_norm := memsub._normalize_json_value(p_object);
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
@@ -479,7 +479,7 @@ grant select on memsub.installation_settings to memsub_app, memsub_analyst;
 grant select on memsub.agent_memory_events, memsub.reasoning_traces, memsub.knowledge_facts
     to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.vector_dimension(), memsub.normalize_text(text), memsub.normalize_json_value(jsonb)
+    memsub.vector_dimension(), memsub.normalize_text(text)
     to memsub_app, memsub_analyst;
 grant execute on function
     memsub.record_event(text, text, jsonb, uuid, timestamptz),

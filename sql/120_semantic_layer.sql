@@ -19,23 +19,23 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant    uuid := memsub.require_tenant_id();
+    v_tenant    uuid := memsub._require_tenant_id();
     v_packet    memsub.packet_store;
     v_embedding memsub.memory_embeddings;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub.check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
     end if;
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
-    perform memsub.check_vector(p_vector, 'vector');
+    perform memsub._check_vector(p_vector, 'vector');
     if p_chunk_index is null or p_chunk_index < 0 then
         raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
             using errcode = '22023', column = 'chunk_index';
@@ -46,7 +46,7 @@ begin
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         p_packet_id, p_embedding_type, p_vector, p_chunk_index, p_chunk_text,
-        coalesce(memsub.check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope, v_packet.ttl,
+        coalesce(memsub._check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope, v_packet.ttl,
         v_tenant, v_packet.org_id, v_packet.user_id, v_packet.correlation_id, v_packet.session_id, v_packet.trace_id)
     on conflict (tenant_id, packet_id, embedding_type, chunk_index) do update
        set vector = excluded.vector, chunk_text = excluded.chunk_text, metadata = excluded.metadata,
@@ -56,8 +56,8 @@ begin
 end
 $$;
 comment on function memsub.store_embedding(uuid, text, vector, integer, text, jsonb) is
-    'Stores (or replaces) the embedding of a visible packet in one vector space (content, context, entity, summary, '
-    'reasoning) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
+    'Stores (or replaces) the embedding of a visible packet in one vector space (one of '
+    'memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
 
 create or replace function memsub.search_embeddings(
     p_query          vector,
@@ -70,18 +70,18 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub._check_vector(p_query, 'query');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query execute format(
         'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
@@ -109,20 +109,20 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_memory memsub.semantic_memory;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub.check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub.check_limit(length(p_scope), 'max_text_chars', 'scope');
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
-    perform memsub.check_vector(p_vector, 'vector');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary'], 'embedding_type');
-    perform memsub.check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    perform memsub._check_vector(p_vector, 'vector');
+    perform memsub._check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
+    perform memsub._check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
     if p_scope <> 'shared' and memsub.current_user_id() is null then
         raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
             using errcode = '22023', column = 'scope';
@@ -131,9 +131,9 @@ begin
         agent_id, vector, payload, importance_score, embedding_type, scope,
         tenant_id, org_id, user_id, session_id)
     values (
-        memsub.require_text(p_agent_id, 'agent_id'), p_vector,
-        coalesce(memsub.check_json_type(p_payload, 'object', 'payload'), '{}'),
-        coalesce(memsub.check_unit(p_importance_score, 'importance_score'), 0.5), p_embedding_type, p_scope,
+        memsub._require_text(p_agent_id, 'agent_id'), p_vector,
+        coalesce(memsub._check_json_type(p_payload, 'object', 'payload'), '{}'),
+        coalesce(memsub._check_unit(p_importance_score, 'importance_score'), 0.5), p_embedding_type, p_scope,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_memory;
     return v_memory;
@@ -153,16 +153,16 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub._check_vector(p_query, 'query');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
@@ -187,11 +187,10 @@ comment on policy not_expired on memsub.memory_embeddings is
 
 grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.check_one_of(text, text[], text), memsub.check_vector(vector, text), memsub.check_unit(double precision, text),
-    memsub.check_json_type(jsonb, text, text), memsub.require_text(text, text),
-    memsub.check_finite(double precision, text), memsub.check_finite_time(timestamptz, text),
-    memsub.check_finite_interval(interval, text), memsub.json_vector(jsonb, text),
-    memsub.float_array_vector(double precision[], text)
+    memsub._check_one_of(text, text[], text), memsub._check_vector(vector, text), memsub._check_unit(double precision, text),
+    memsub._require_text(text, text),
+    memsub._check_finite(double precision, text), memsub._check_finite_time(timestamptz, text),
+    memsub._check_finite_interval(interval, text), memsub._json_vector(jsonb, text)
     to memsub_app, memsub_analyst;
 grant execute on function
     memsub.store_embedding(uuid, text, vector, integer, text, jsonb),

@@ -5,13 +5,13 @@
 --
 -- Entity names match by one rule everywhere: memsub.normalize_text (trimmed, lower case, inner whitespace
 -- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
--- its aliases resolves to that entity (memsub.resolve_entity, memsub.entity_keys) in every graph read.
+-- its aliases resolves to that entity (memsub._resolve_entity, memsub._entity_keys) in every graph read.
 
 -- Entity lookups are SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS), and apply the only policy of
 -- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
 -- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
 
-create or replace function memsub.resolve_entity(p_name text) returns text
+create or replace function memsub._resolve_entity(p_name text) returns text
 language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -32,12 +32,12 @@ begin
     return coalesce(v_entity, btrim(p_name));
 end
 $$;
-comment on function memsub.resolve_entity(text) is
+comment on function memsub._resolve_entity(text) is
     'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases '
     'matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
-alter function memsub.resolve_entity(text) owner to memsub_retrieval_owner;
+alter function memsub._resolve_entity(text) owner to memsub_retrieval_owner;
 
-create or replace function memsub.entity_keys(p_name text) returns text[]
+create or replace function memsub._entity_keys(p_name text) returns text[]
 language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -59,10 +59,10 @@ begin
     return coalesce(v_keys, array[v_key]);
 end
 $$;
-comment on function memsub.entity_keys(text) is
-    'The matching forms under which edges name the entity a name stands for (memsub.resolve_entity): its name and '
+comment on function memsub._entity_keys(text) is
+    'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and '
     'its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
-alter function memsub.entity_keys(text) owner to memsub_retrieval_owner;
+alter function memsub._entity_keys(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.upsert_relationship(
     p_source_entity     text,
@@ -76,20 +76,20 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
-    v_source     text := memsub.require_text(p_source_entity, 'source_entity');
-    v_type       text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
-    v_target     text := memsub.require_text(p_target_entity, 'target_entity');
-    v_confidence double precision := coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5);
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_source     text := memsub._require_text(p_source_entity, 'source_entity');
+    v_type       text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target     text := memsub._require_text(p_target_entity, 'target_entity');
+    v_confidence double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_packet     memsub.packet_store;
     v_seen       timestamptz;
     v_edge       memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
-    perform memsub.check_finite_time(p_seen_at, 'seen_at');
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
@@ -167,7 +167,7 @@ grant execute on function
     memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz)
     to memsub_app;
 grant execute on function memsub.graph_neighbors(text, integer, integer) to memsub_app, memsub_analyst;
-grant execute on function memsub.resolve_entity(text), memsub.entity_keys(text) to memsub_app, memsub_analyst, memsub_owner;
+grant execute on function memsub._resolve_entity(text), memsub._entity_keys(text) to memsub_app, memsub_analyst, memsub_owner;
 -- What the entity lookups' owner reads.
 grant usage on schema memsub to memsub_retrieval_owner;
 grant select on memsub.world_model_entities to memsub_retrieval_owner;

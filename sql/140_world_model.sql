@@ -26,7 +26,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_org      uuid := memsub.current_org_id();
     v_user     uuid := memsub.current_user_id();
     v_now      timestamp := now() at time zone 'UTC';
@@ -41,12 +41,12 @@ declare
     v_update   memsub.world_model_updates;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
-            memsub.check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
-            memsub.check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
-    perform memsub.require_text(p_insight_type, 'insight_type');
-    perform memsub.check_unit(p_confidence, 'confidence');
-    perform memsub.check_json_type(p_content, 'object', 'content');
+    perform memsub._check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
+            memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
+            memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
+    perform memsub._require_text(p_insight_type, 'insight_type');
+    perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._check_json_type(p_content, 'object', 'content');
     if p_entities is null or jsonb_typeof(p_entities) <> 'array' or jsonb_array_length(p_entities) = 0 then
         raise exception 'field "entities" must be a non-empty JSON array of entity changes'
             using errcode = '22023', column = 'entities';
@@ -64,18 +64,18 @@ begin
             raise exception 'field "%.%" is not part of an entity change', v_field, v_id
                 using errcode = '22023', column = v_field || '.' || v_id;
         end if;
-        v_id := memsub.require_text(memsub.check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
+        v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         if v_id = any(v_ids) then
             raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
                 using errcode = '22023', column = v_field || '.entity_id';
         end if;
         v_ids := v_ids || v_id;
-        perform memsub.check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type');
-        perform memsub.check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
+        perform memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type');
+        perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
-            perform memsub.check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
-            perform memsub.check_unit((v_entity ->> 'confidence')::double precision, v_field || '.confidence');
+            perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
+            perform memsub._check_unit((v_entity ->> 'confidence')::double precision, v_field || '.confidence');
         end if;
     end loop;
 
@@ -92,7 +92,7 @@ begin
 
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        v_id := memsub.require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
+        v_id := memsub._require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         update memsub.world_model_entities w
            set entity_type = coalesce(v_entity ->> 'entity_type', w.entity_type),
@@ -114,7 +114,7 @@ begin
                 entity_id, entity_type, attributes, confidence, version, created_at, updated_at, state_version,
                 tenant_id, org_id, user_id)
             values (
-                v_id, memsub.require_text(v_entity ->> 'entity_type', v_field || '.entity_type'),
+                v_id, memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type'),
                 jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;
@@ -127,7 +127,7 @@ begin
         insight_id, insight_type, entities, content, confidence, applied_at, state_version_before,
         state_version_after, tenant_id, org_id, user_id)
     values (
-        p_insight_id, memsub.require_text(p_insight_type, 'insight_type'), p_entities, coalesce(p_content, '{}'),
+        p_insight_id, memsub._require_text(p_insight_type, 'insight_type'), p_entities, coalesce(p_content, '{}'),
         coalesce(p_confidence, 0.5), v_now, v_before, v_after, v_tenant, v_org, v_user)
     returning * into v_update;
     return v_update;
@@ -147,15 +147,15 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant    uuid := memsub.require_tenant_id();
+    v_tenant    uuid := memsub._require_tenant_id();
     v_version   integer;
     v_entities  jsonb;
     v_relations jsonb;
     v_snapshot  memsub.world_model_snapshots;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_description), 'max_text_chars', 'description'),
-            memsub.check_limit(length(p_created_by), 'max_text_chars', 'created_by');
+    perform memsub._check_limit(length(p_description), 'max_text_chars', 'description'),
+            memsub._check_limit(length(p_created_by), 'max_text_chars', 'created_by');
     -- Share lock on the state row: no update can commit between reading the version and the entities.
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
     v_version := coalesce(v_version, 0);

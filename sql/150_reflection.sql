@@ -18,24 +18,24 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_packet     memsub.packet_store;
     v_reflection memsub.reflection_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
-            memsub.check_limit(length(p_content), 'max_text_chars', 'content'),
-            memsub.check_limit(length(p_context), 'max_text_chars', 'context'),
-            memsub.check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
-            memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub.check_limit(length(p_priority), 'max_text_chars', 'priority'),
-            memsub.check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
-            memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id');
-    perform memsub.check_one_of(p_reflection_type,
+    perform memsub._check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
+            memsub._check_limit(length(p_content), 'max_text_chars', 'content'),
+            memsub._check_limit(length(p_context), 'max_text_chars', 'context'),
+            memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(length(p_priority), 'max_text_chars', 'priority'),
+            memsub._check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
+            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id');
+    perform memsub._check_one_of(p_reflection_type,
         array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
-    perform memsub.check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
-    perform memsub.check_vector(p_vector, 'vector');
-    perform memsub.check_finite_time(p_expires_at, 'expires_at');
+    perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
+    perform memsub._check_vector(p_vector, 'vector');
+    perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
@@ -45,10 +45,10 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        nullif(btrim(p_task_id), ''), p_reflection_type, memsub.require_text(p_content, 'content'), p_context,
+        nullif(btrim(p_task_id), ''), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where btrim(t) <> '' order by t),
-        coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
+        coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
         least(p_expires_at, v_packet.ttl at time zone 'UTC'),
@@ -82,24 +82,24 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_reflection memsub.task_reflections;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub.check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
-            memsub.check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
-            memsub.check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
-            memsub.check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
-            memsub.check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
-            memsub.check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
-            memsub.check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
-            memsub.check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
-            memsub.check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
-            memsub.check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
-            memsub.check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
-    perform memsub.check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
-    perform memsub.check_finite(p_execution_time_ms, 'execution_time_ms');
+    perform memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub._check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
+            memsub._check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
+            memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
+            memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
+            memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
+            memsub._check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
+            memsub._check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
+            memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
+            memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
+            memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
+    perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';
     end if;
@@ -108,12 +108,12 @@ begin
         lessons, recommendations, related_decisions, execution_time_ms, metrics_improved, metrics_degraded,
         tenant_id, org_id, user_id, session_id)
     values (
-        memsub.require_text(p_task_id, 'task_id'), p_task_description, p_outcome,
+        memsub._require_text(p_task_id, 'task_id'), p_task_description, p_outcome,
         coalesce(p_what_worked, '{}'), coalesce(p_what_failed, '{}'), coalesce(p_false_constraints, '{}'),
         coalesce(p_helpful_patterns, '{}'), coalesce(p_lessons, '{}'), coalesce(p_recommendations, '{}'),
         coalesce(p_related_decisions, '{}'), p_execution_time_ms,
-        coalesce(memsub.check_json_type(p_metrics_improved, 'object', 'metrics_improved'), '{}'),
-        coalesce(memsub.check_json_type(p_metrics_degraded, 'object', 'metrics_degraded'), '{}'),
+        coalesce(memsub._check_json_type(p_metrics_improved, 'object', 'metrics_improved'), '{}'),
+        coalesce(memsub._check_json_type(p_metrics_degraded, 'object', 'metrics_degraded'), '{}'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     on conflict (tenant_id, task_id) do update
        set task_description = coalesce(excluded.task_description, t.task_description),

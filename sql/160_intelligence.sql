@@ -17,7 +17,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_ids     uuid[];
     v_found   integer;
     v_start   timestamptz;
@@ -26,18 +26,18 @@ declare
     v_summary memsub.memory_summaries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
-            memsub.check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
-            memsub.check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
-            memsub.check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
-            memsub.check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
-            memsub.check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
-            memsub.check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
-    perform memsub.check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
+    perform memsub._check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
+            memsub._check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
+            memsub._check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+            memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
+            memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
+            memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
+            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+    perform memsub._check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
                                 'scope_type');
-    perform memsub.require_text(p_scope_value, 'scope_value');
-    perform memsub.require_text(p_summary_text, 'summary_text');
-    perform memsub.check_vector(p_vector, 'vector');
+    perform memsub._require_text(p_scope_value, 'scope_value');
+    perform memsub._require_text(p_summary_text, 'summary_text');
+    perform memsub._check_vector(p_vector, 'vector');
     if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
         raise exception 'field "source_packet_ids" must list at least one packet'
             using errcode = '22023', column = 'source_packet_ids';
@@ -45,7 +45,7 @@ begin
     if array_position(p_source_packet_ids, null) is not null then
         raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
     end if;
-    perform memsub.check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= now() then
         raise exception 'field "valid_until" must be in the future, not %', p_valid_until
             using errcode = '22023', column = 'valid_until';
@@ -65,9 +65,9 @@ begin
         tenant_id, org_id, user_id, session_id)
     values (
         p_scope_type, btrim(p_scope_value), p_summary_text,
-        coalesce(memsub.check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
+        coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
         coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
-        coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
+        coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_summary;
     return v_summary;
@@ -89,8 +89,8 @@ begin
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
-    perform memsub.check_finite_time(p_as_of, 'as_of');
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Only the newest summary of each scope matters: an older one was already regenerated.
     return query
         select m.* from (

@@ -20,21 +20,21 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_packet uuid;
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
-            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub.check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub.check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
-    perform memsub.check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
+    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
     end if;
-    perform memsub.check_finite(p_relevance_score, 'relevance_score');
+    perform memsub._check_finite(p_relevance_score, 'relevance_score');
     if p_target_type = 'packet' then
         update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
          where s.tenant_id = v_tenant and s.packet_id = p_target_id;

@@ -9,7 +9,7 @@
 -- expired row is withheld until the next refresh recomputes it without that row. The analyst role reads every
 -- tenant's rows through the same views (the tenant predicate lets members of memsub_analyst through).
 
-create or replace function memsub.refresh_memory_view(p_view text, p_run_id uuid default null)
+create or replace function memsub._refresh_memory_view(p_view text, p_run_id uuid default null)
 returns memsub.memory_view_refresh_log
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -64,12 +64,12 @@ begin
     return v_entry;
 end
 $$;
-comment on function memsub.refresh_memory_view(text, uuid) is
+comment on function memsub._refresh_memory_view(text, uuid) is
     'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any '
     'error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), '
     'with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' '
     'owner.';
-alter function memsub.refresh_memory_view(text, uuid) owner to memsub_view_owner;
+alter function memsub._refresh_memory_view(text, uuid) owner to memsub_view_owner;
 
 -- The views' lock rows exist before any refresh, so a refresh that finds one held never waits for its creation.
 insert into memsub.maintenance_lock (task, lock_key)
@@ -94,7 +94,7 @@ begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
                                   'mv_reflection_patterns']::pg_catalog.text[] loop
-        select r.status into v_status from memsub.refresh_memory_view(v_name, run_id) r;
+        select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
         end if;
@@ -107,7 +107,7 @@ begin
 end
 $$;
 comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
-    'Refreshes the four materialized views, one transaction each (memsub.refresh_memory_view), and returns the '
+    'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the '
     'run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped '
     'and a WARNING names the skipped views. Call it outside a transaction block: '
     'CALL memsub.refresh_memory_views().';
@@ -168,6 +168,92 @@ comment on view memsub.tenant_reflection_patterns is
     '(every tenant for memsub_analyst), without rows made of a reflection that has expired since the refresh '
     '(security barrier).';
 
+-- Column comments of the materialized views (created by migrations) and of the tenant_* views over them: the
+-- same column means the same in both.
+
+comment on column memsub.mv_agent_recent_important.tenant_id is 'Tenant of the packet.';
+comment on column memsub.mv_agent_recent_important.org_id is 'Organization of the packet (NULL: tenant-wide).';
+comment on column memsub.mv_agent_recent_important.user_id is 'User who wrote the packet.';
+comment on column memsub.mv_agent_recent_important.session_id is 'Session the packet was written in.';
+comment on column memsub.mv_agent_recent_important.agent_id is 'The agent that wrote it (routing.agent).';
+comment on column memsub.mv_agent_recent_important.packet_id is 'The packet (packet_store.packet_id).';
+comment on column memsub.mv_agent_recent_important.packet_type is 'Kind of packet (packet_store.packet_type).';
+comment on column memsub.mv_agent_recent_important."timestamp" is 'When the packet happened (within the 30 days before the refresh).';
+comment on column memsub.mv_agent_recent_important.importance_score is 'Learned importance in [0, 1] at the refresh (0.7 or more).';
+comment on column memsub.mv_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
+comment on column memsub.mv_agent_recent_important.tags is 'Tags of the packet.';
+comment on column memsub.mv_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
+comment on column memsub.mv_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+
+comment on column memsub.tenant_agent_recent_important.tenant_id is 'Tenant of the packet.';
+comment on column memsub.tenant_agent_recent_important.agent_id is 'The agent that wrote it (routing.agent).';
+comment on column memsub.tenant_agent_recent_important.packet_id is 'The packet (packet_store.packet_id).';
+comment on column memsub.tenant_agent_recent_important.packet_type is 'Kind of packet (packet_store.packet_type).';
+comment on column memsub.tenant_agent_recent_important."timestamp" is 'When the packet happened (within the 30 days before the refresh).';
+comment on column memsub.tenant_agent_recent_important.importance_score is 'Learned importance in [0, 1] at the refresh (0.7 or more).';
+comment on column memsub.tenant_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
+comment on column memsub.tenant_agent_recent_important.tags is 'Tags of the packet.';
+comment on column memsub.tenant_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
+comment on column memsub.tenant_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+
+comment on column memsub.mv_entity_graph.tenant_id is 'Tenant of the edges.';
+comment on column memsub.mv_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';
+comment on column memsub.mv_entity_graph.relationship_type is 'Relationship type of the edges.';
+comment on column memsub.mv_entity_graph.target_entity is 'Matching form of the target entity (entity_relationships.target_key).';
+comment on column memsub.mv_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid now.';
+comment on column memsub.mv_entity_graph.max_confidence is 'Highest confidence among those edges.';
+comment on column memsub.mv_entity_graph.avg_confidence is 'Mean confidence of those edges.';
+comment on column memsub.mv_entity_graph.last_seen is 'When any of those edges was last seen.';
+comment on column memsub.mv_entity_graph.relationship_count is 'Number of edges (spellings of the two entities) grouped into this row.';
+
+comment on column memsub.tenant_entity_graph.tenant_id is 'Tenant of the edges.';
+comment on column memsub.tenant_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';
+comment on column memsub.tenant_entity_graph.relationship_type is 'Relationship type of the edges.';
+comment on column memsub.tenant_entity_graph.target_entity is 'Matching form of the target entity (entity_relationships.target_key).';
+comment on column memsub.tenant_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid now.';
+comment on column memsub.tenant_entity_graph.max_confidence is 'Highest confidence among those edges.';
+comment on column memsub.tenant_entity_graph.avg_confidence is 'Mean confidence of those edges.';
+comment on column memsub.tenant_entity_graph.last_seen is 'When any of those edges was last seen.';
+comment on column memsub.tenant_entity_graph.relationship_count is 'Number of edges (spellings of the two entities) grouped into this row.';
+
+comment on column memsub.mv_high_confidence_facts.tenant_id is 'Tenant of the fact.';
+comment on column memsub.mv_high_confidence_facts.fact_id is 'The fact (knowledge_facts.fact_id).';
+comment on column memsub.mv_high_confidence_facts.subject is 'Subject as written.';
+comment on column memsub.mv_high_confidence_facts.subject_normalized is 'Matching form of the subject.';
+comment on column memsub.mv_high_confidence_facts.predicate is 'Predicate of the fact.';
+comment on column memsub.mv_high_confidence_facts.object is 'Object of the fact (JSON).';
+comment on column memsub.mv_high_confidence_facts.confidence is 'Confidence in [0, 1] at the refresh (0.6 or more).';
+comment on column memsub.mv_high_confidence_facts.supporting_packet_count is 'Packets that asserted the fact.';
+comment on column memsub.mv_high_confidence_facts.access_count is 'Retrievals of the fact at the refresh.';
+comment on column memsub.mv_high_confidence_facts.combined_score is '0.6 confidence + 0.25 support (log scale, 10 packets = 1) + 0.15 access (log scale, 100 accesses = 1), at the refresh.';
+
+comment on column memsub.tenant_high_confidence_facts.tenant_id is 'Tenant of the fact.';
+comment on column memsub.tenant_high_confidence_facts.fact_id is 'The fact (knowledge_facts.fact_id).';
+comment on column memsub.tenant_high_confidence_facts.subject is 'Subject as written.';
+comment on column memsub.tenant_high_confidence_facts.subject_normalized is 'Matching form of the subject.';
+comment on column memsub.tenant_high_confidence_facts.predicate is 'Predicate of the fact.';
+comment on column memsub.tenant_high_confidence_facts.object is 'Object of the fact (JSON).';
+comment on column memsub.tenant_high_confidence_facts.confidence is 'Confidence in [0, 1] at the refresh (0.6 or more).';
+comment on column memsub.tenant_high_confidence_facts.supporting_packet_count is 'Packets that asserted the fact.';
+comment on column memsub.tenant_high_confidence_facts.access_count is 'Retrievals of the fact at the refresh.';
+comment on column memsub.tenant_high_confidence_facts.combined_score is '0.6 confidence + 0.25 support (log scale, 10 packets = 1) + 0.15 access (log scale, 100 accesses = 1), at the refresh.';
+
+comment on column memsub.mv_reflection_patterns.tenant_id is 'Tenant of the reflections.';
+comment on column memsub.mv_reflection_patterns.org_id is 'Organization of the reflections (NULL: tenant-wide).';
+comment on column memsub.mv_reflection_patterns.reflection_type is 'Reflection type the row counts.';
+comment on column memsub.mv_reflection_patterns."count" is 'Reflections of this type not expired at the refresh.';
+comment on column memsub.mv_reflection_patterns.avg_confidence is 'Mean confidence of those reflections.';
+comment on column memsub.mv_reflection_patterns.all_tags is 'Every tag used by those reflections, sorted, each once.';
+comment on column memsub.mv_reflection_patterns.latest is 'When the newest of those reflections was created.';
+
+comment on column memsub.tenant_reflection_patterns.tenant_id is 'Tenant of the reflections.';
+comment on column memsub.tenant_reflection_patterns.org_id is 'Organization of the reflections (NULL: tenant-wide).';
+comment on column memsub.tenant_reflection_patterns.reflection_type is 'Reflection type the row counts.';
+comment on column memsub.tenant_reflection_patterns."count" is 'Reflections of this type not expired at the refresh.';
+comment on column memsub.tenant_reflection_patterns.avg_confidence is 'Mean confidence of those reflections.';
+comment on column memsub.tenant_reflection_patterns.all_tags is 'Every tag used by those reflections, sorted, each once.';
+comment on column memsub.tenant_reflection_patterns.latest is 'When the newest of those reflections was created.';
+
 -- Privileges ---------------------------------------------------------------------------------------------------
 
 -- The views' owner reads what it aggregates and writes the refresh log; nothing else.
@@ -186,7 +272,7 @@ grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph
     memsub.tenant_high_confidence_facts, memsub.tenant_reflection_patterns
     to memsub_app, memsub_analyst;
 grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
-grant execute on function memsub.refresh_memory_view(text, uuid) to memsub_platform_admin;
+grant execute on function memsub._refresh_memory_view(text, uuid) to memsub_platform_admin;
 grant execute on procedure memsub.refresh_memory_views(pg_catalog.uuid) to memsub_platform_admin;
 
 -- Populated at install -----------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ begin
                         raise exception 'must be a JSON array of numbers' using errcode = '22023';
                     end if;
                     perform memsub.store_embedding(
-                        p_packet_id, v_element ->> 'embedding_type', memsub.json_vector(v_element -> 'vector', 'vector'),
+                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
                         coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
                         coalesce(v_element -> 'metadata', '{}'));
                 end if;

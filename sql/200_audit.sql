@@ -5,12 +5,12 @@
 -- one. memsub.set_actor() names the agent and task acting in the current transaction (transaction-local, like
 -- memsub.set_context), and audit rows pick them up.
 
--- memsub.caller_is_admin(): either admin context role, held by the acting role (memsub.acting_role()).
-create or replace function memsub.caller_is_admin() returns boolean
+-- memsub._caller_is_admin(): either admin context role, held by the acting role (memsub.acting_role()).
+create or replace function memsub._caller_is_admin() returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$ select memsub.is_tenant_admin() or memsub.is_platform_admin() $$;
-comment on function memsub.caller_is_admin() is
+comment on function memsub._caller_is_admin() is
     'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
 create or replace function memsub.current_agent_id() returns uuid
@@ -77,7 +77,7 @@ declare
 begin
     insert into memsub.audit (tenant_id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
-    values (memsub.require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    values (memsub._require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
             coalesce(p_details, '{}'))
@@ -96,11 +96,11 @@ call memsub.install_row_security('memsub.audit', array['org']);
 drop policy if exists audit_actor_visibility on memsub.audit;
 create policy audit_actor_visibility on memsub.audit as restrictive for all to public
     using (user_id is not distinct from (select memsub.current_user_id())
-           or (select memsub.caller_is_admin()));
+           or (select memsub._caller_is_admin()));
 comment on policy audit_actor_visibility on memsub.audit is
     'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
 
 grant select on memsub.audit to memsub_app, memsub_analyst;
 grant execute on function memsub.set_actor(uuid, bigint), memsub.current_agent_id(), memsub.current_task_id(),
-    memsub.caller_is_admin()
+    memsub._caller_is_admin()
     to memsub_app, memsub_analyst;

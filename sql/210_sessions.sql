@@ -21,11 +21,11 @@ begin
     end if;
     if p_for_update then
         select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub.require_tenant_id() and s.id = p_session_id
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
            for update;
     else
         select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub.require_tenant_id() and s.id = p_session_id;
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
     end if;
     if v_session.id is null then
         raise exception 'session "%" does not exist or is not visible', p_session_id
@@ -96,7 +96,7 @@ comment on function memsub.check_state_delta(memsub.sessions, jsonb, text) is
     'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: '
     'key (22023 for a malformed key, 42501 for another session''s or user''s key or an app:/project: key).';
 
-create or replace function memsub.apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
+create or replace function memsub._apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -105,7 +105,7 @@ as $$
            - coalesce((select array_agg(k) from jsonb_each(p_delta) as d(k, v) where jsonb_typeof(v) = 'null'),
                       '{}'::text[])
 $$;
-comment on function memsub.apply_state_delta(jsonb, jsonb) is
+comment on function memsub._apply_state_delta(jsonb, jsonb) is
     'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
 create or replace function memsub.session_create(
@@ -118,14 +118,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub.check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
-            memsub.check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
-            memsub.check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
+            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+            memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
     if memsub.current_user_id() is null then
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
             using errcode = '22023', column = 'user_id';
@@ -148,7 +148,7 @@ begin
 
     insert into memsub.sessions as s (tenant_id, id, org_id, user_id, project_id, app_name, state)
     values (v_tenant, v_session.id, memsub.current_org_id(), memsub.current_user_id(), p_project_id, p_app_name,
-            memsub.apply_state_delta('{}', coalesce(p_state, '{}')))
+            memsub._apply_state_delta('{}', coalesce(p_state, '{}')))
     on conflict (tenant_id, id) do nothing
     returning s.* into v_session;
     if not found then
@@ -176,9 +176,9 @@ declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub.check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
-            memsub.check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -189,7 +189,7 @@ begin
     end if;
     update memsub.sessions s
        set events = s.events || jsonb_build_array(p_event),
-           state = memsub.apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
+           state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
            updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
@@ -213,12 +213,12 @@ declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub.check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
-       set state = memsub.apply_state_delta(s.state, p_state_delta), updated_at = now()
+       set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
     perform memsub.audit_record('session_state', p_session_id => v_session.id,
@@ -239,7 +239,7 @@ declare
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -273,8 +273,8 @@ declare
     v_open     bigint[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub.check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
     -- session block it unless the caller cancels them here.
@@ -328,7 +328,7 @@ as $$
 declare
     v_session memsub.sessions;
 begin
-    if not (memsub.caller_is_admin()) then
+    if not (memsub._caller_is_admin()) then
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
@@ -351,7 +351,7 @@ drop policy if exists session_access on memsub.sessions;
 create policy session_access on memsub.sessions as restrictive for all to public
     using (user_id = (select memsub.current_user_id())
            or id = (select memsub.current_session_id())
-           or (select memsub.caller_is_admin()));
+           or (select memsub._caller_is_admin()));
 comment on policy session_access on memsub.sessions is
     'A session is visible to its user and to the context whose session_id names it; admins pass.';
 
@@ -361,7 +361,6 @@ grant execute on function
     memsub.session_append_event(text, jsonb, jsonb),
     memsub.session_merge_state(text, jsonb),
     memsub.session_end_turn(text),
-    memsub.session_terminate(text, text, boolean),
-    memsub.apply_state_delta(jsonb, jsonb)
+    memsub.session_terminate(text, text, boolean)
     to memsub_app;
 grant execute on function memsub.session_delete(text) to memsub_tenant_admin;

@@ -13,14 +13,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_session memsub.sessions;
     v_task    memsub.tasks;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_type), 'max_text_chars', 'type'),
-            memsub.check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
@@ -58,7 +58,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_session memsub.sessions;
     v_task    memsub.tasks;
 begin
@@ -107,14 +107,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_task   memsub.tasks;
     v_before text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_status), 'max_text_chars', 'status'),
-            memsub.check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
-            memsub.check_limit(length(p_error), 'max_text_chars', 'error');
+    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
+            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
     if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
         raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
             coalesce(p_status, 'NULL')
@@ -160,15 +160,15 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_task    memsub.tasks;
     v_session text;
     v_agent   memsub.agents;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_name is null or btrim(p_name) = '' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
     end if;

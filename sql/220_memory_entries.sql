@@ -50,7 +50,7 @@ $$;
 comment on function memsub.check_memory_address(text, text) is
     'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
 
-create or replace function memsub.memory_namespace_writable(p_namespace text) returns boolean
+create or replace function memsub._memory_namespace_writable(p_namespace text) returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -60,9 +60,9 @@ as $$
                         when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
                         else false
                     end, false)
-        or memsub.caller_is_admin()
+        or memsub._caller_is_admin()
 $$;
-comment on function memsub.memory_namespace_writable(text) is
+comment on function memsub._memory_namespace_writable(text) is
     'True when the current context may write the namespace: its own user: and session: namespaces, or any '
     'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
@@ -83,7 +83,7 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_kind     text := split_part(p_namespace, ':', 1);
     v_current  integer;
     v_deleted  boolean;
@@ -92,16 +92,16 @@ declare
     v_previous memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key'),
-            memsub.check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub.check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     perform memsub.check_memory_address(p_namespace, p_key);
-    if p_memory_type is null or p_memory_type not in ('semantic', 'episodic', 'procedural') then
-        raise exception 'memory_type must be semantic, episodic or procedural, not "%"', coalesce(p_memory_type, 'NULL')
-            using errcode = '22023', column = 'memory_type';
+    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
+        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
+            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
@@ -113,7 +113,7 @@ begin
         raise exception 'expected_version must be 0 or more, not %', p_expected_version
             using errcode = '22023', column = 'expected_version';
     end if;
-    if not memsub.memory_namespace_writable(p_namespace) then
+    if not memsub._memory_namespace_writable(p_namespace) then
         if v_kind in ('app', 'project') then
             raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
                 p_namespace, v_kind
@@ -199,7 +199,7 @@ as $$
 declare
     v_row memsub.memory_entries;
 begin
-    perform memsub.check_vector(p_embedding, 'embedding');
+    perform memsub._check_vector(p_embedding, 'embedding');
     v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
                                          p_expected_version, true, false, 'memory_write', '{}');
     if p_embedding is not null then
@@ -224,8 +224,8 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
     if p_expected_version is null then
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
@@ -245,8 +245,8 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -263,8 +263,8 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -280,7 +280,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
+    perform memsub._check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
     if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
         raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
             using errcode = '22023', column = 'namespace';
@@ -309,7 +309,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
     if coalesce(p_session_id, memsub.current_session_id()) is null then
         raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
             using errcode = '22023', column = 'session_id';
@@ -369,7 +369,7 @@ comment on function memsub.memory_context(text) is
 
 -- The arguments memory_search and entity_search share: k (at least 1, at most the installation's max_k limit,
 -- 54000 above it, like every other search), rrf_k, and a query vector or text.
-create or replace function memsub.check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
+create or replace function memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
 returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -378,17 +378,17 @@ begin
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
     end if;
-    perform memsub.check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_limit(p_k, 'max_k', 'k');
     if p_rrf_k is null or p_rrf_k < 0 then
         raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
     end if;
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub._check_vector(p_query, 'query');
 end
 $$;
-comment on function memsub.check_fused_search(integer, integer, vector, text) is
+comment on function memsub._check_fused_search(integer, integer, vector, text) is
     'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the '
     'max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
 
@@ -405,11 +405,11 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_candidates integer;
     v_query      tsquery;
 begin
-    perform memsub.check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
     return query
@@ -464,7 +464,7 @@ create policy namespace_visibility on memsub.memory_entries as restrictive for a
     using (namespace_kind in ('app', 'project')
            or (namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
            or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-           or (select memsub.caller_is_admin()));
+           or (select memsub._caller_is_admin()));
 comment on policy namespace_visibility on memsub.memory_entries is
     'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that '
     'session; admins pass.';
@@ -473,7 +473,7 @@ drop policy if exists namespace_insert on memsub.memory_entries;
 create policy namespace_insert on memsub.memory_entries as restrictive for insert to public
     with check ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
                 or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-                or (select memsub.caller_is_admin()));
+                or (select memsub._caller_is_admin()));
 comment on policy namespace_insert on memsub.memory_entries is
     'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
 
@@ -481,7 +481,7 @@ drop policy if exists namespace_update on memsub.memory_entries;
 create policy namespace_update on memsub.memory_entries as restrictive for update to public
     using ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
            or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-           or (select memsub.caller_is_admin()));
+           or (select memsub._caller_is_admin()));
 comment on policy namespace_update on memsub.memory_entries is
     'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
 
@@ -489,7 +489,7 @@ grant select on memsub.memory_entries to memsub_app, memsub_analyst;
 grant execute on function
     memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector),
     memsub.memory_delete(text, text, integer),
-    memsub.memory_namespace_writable(text)
+    memsub._memory_namespace_writable(text)
     to memsub_app;
 grant execute on function
     memsub.memory_get(text, text),
@@ -497,5 +497,5 @@ grant execute on function
     memsub.memory_list(text),
     memsub.memory_context(text),
     memsub.memory_search(text, vector, integer, text, integer),
-    memsub.check_fused_search(integer, integer, vector, text)
+    memsub._check_fused_search(integer, integer, vector, text)
     to memsub_app, memsub_analyst;

@@ -48,14 +48,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_function regprocedure;
     v_conflict record;
     v_versions jsonb;
     v_value    jsonb;
     v_row      memsub.memory_entries;
 begin
-    if not (memsub.caller_is_admin()) then
+    if not (memsub._caller_is_admin()) then
         raise exception 'memsub.consolidate_memories needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'strategy';
     end if;

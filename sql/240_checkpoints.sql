@@ -10,14 +10,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_task       memsub.tasks;
     v_session    memsub.sessions;
     v_checkpoint memsub.checkpoints;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
-            memsub.check_limit(length(p_label), 'max_text_chars', 'label');
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
+            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
     if p_state is null then
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;
@@ -53,7 +53,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_checkpoint memsub.checkpoints;
     v_restored   boolean := false;
 begin

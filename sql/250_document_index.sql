@@ -13,13 +13,13 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.document_index;
     v_vector vector;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or btrim(p_file_path) = '' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -27,7 +27,7 @@ begin
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
-    v_vector := memsub.float_array_vector(p_embedding, 'embedding');
+    v_vector := memsub._float_array_vector(p_embedding, 'embedding');
     insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, v_vector, p_metadata)
     on conflict (tenant_id, file_path) where is_latest do update

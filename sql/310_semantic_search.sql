@@ -39,12 +39,12 @@ begin
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
        or not isfinite(p_last_active) or not isfinite(p_half_life) then
-        perform memsub.check_finite(p_distance, 'distance'), memsub.check_finite(p_importance, 'importance'),
-                memsub.check_finite_time(p_last_active, 'last_active'),
-                memsub.check_finite(p_similarity_weight, 'similarity_weight'),
-                memsub.check_finite(p_importance_weight, 'importance_weight'),
-                memsub.check_finite(p_recency_weight, 'recency_weight'),
-                memsub.check_finite_interval(p_half_life, 'half_life');
+        perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
+                memsub._check_finite_time(p_last_active, 'last_active'),
+                memsub._check_finite(p_similarity_weight, 'similarity_weight'),
+                memsub._check_finite(p_importance_weight, 'importance_weight'),
+                memsub._check_finite(p_recency_weight, 'recency_weight'),
+                memsub._check_finite_interval(p_half_life, 'half_life');
     end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
@@ -56,7 +56,7 @@ comment on function memsub.combined_score(double precision, double precision, ti
     'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance '
     '+ 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days).';
 
-create or replace function memsub.record_accesses(
+create or replace function memsub._record_accesses(
     p_target_type    text,
     p_target_ids     uuid[],
     p_scores         double precision[],
@@ -68,19 +68,19 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
-            memsub.check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
-            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub.check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
-    perform memsub.check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
     end if;
-    perform memsub.check_finite(s.score, format('scores[%s]', s.n - 1))
+    perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
        from unnest(p_scores) with ordinality as s(score, n);
     -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
     if p_target_type in ('packet', 'embedding') then
@@ -118,7 +118,7 @@ begin
         returning l.target_id, l.access_id;
 end
 $$;
-comment on function memsub.record_accesses(text, uuid[], double precision[], text, text, text) is
+comment on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) is
     'Logs one access per visible target id (with its relevance score) in one statement and counts them on the '
     'targets; ids the caller cannot see are skipped. '
     'used by the retrieval functions when asked to record. Returns the access id of each target.';
@@ -236,28 +236,27 @@ declare
     v_access   uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub.check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
-            memsub.check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
-            memsub.check_limit(length(p_mode), 'max_text_chars', 'mode'),
-            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
-                                'embedding_type');
-    perform memsub.check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
-    perform memsub.check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
+            memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
+            memsub._check_limit(length(p_mode), 'max_text_chars', 'mode'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
+    perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
+    perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
-    perform memsub.check_vector(p_query, 'query');
-    perform memsub.check_finite_time(p_since, 'since');
-    perform memsub.check_finite_time(p_until, 'until');
+    perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_finite_time(p_since, 'since');
+    perform memsub._check_finite_time(p_until, 'until');
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k
             using errcode = '22023', column = 'k';
     end if;
-    perform memsub.check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_limit(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -267,8 +266,8 @@ begin
             using errcode = '22023', column = 'max_scan_tuples';
     end if;
     -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
-    perform memsub.check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples');
-    perform memsub.check_unit(p_min_importance, 'min_importance');
+    perform memsub._check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples');
+    perform memsub._check_unit(p_min_importance, 'min_importance');
     perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
     -- Combined ranking re-ranks a wider pool of nearest candidates.
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
@@ -316,7 +315,7 @@ begin
           into v_ids, v_scores from unnest(v_hits) h;
         select array_agg(a.access_id order by a.ord) into v_access
           from (select r.access_id, array_position(v_ids, r.target_id) as ord
-                  from memsub.record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
+                  from memsub._record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
     end if;
 
     return query
@@ -371,7 +370,7 @@ begin
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
     end if;
-    perform memsub.check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_limit(p_k, 'max_k', 'k');
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -455,7 +454,7 @@ grant execute on function
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
 grant execute on function memsub.tune_search(integer, integer) to memsub_platform_admin;
-grant execute on function memsub.record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
+grant execute on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
 grant usage on type memsub.retrieval_candidate to memsub_app, memsub_analyst;
 -- The graph, hybrid and reflection functions require a tenant context.
-grant execute on function memsub.require_tenant_id() to memsub_app, memsub_analyst;
+grant execute on function memsub._require_tenant_id() to memsub_app, memsub_analyst;

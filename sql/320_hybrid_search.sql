@@ -3,12 +3,12 @@
 -- The keyword leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by the
 -- policies the planner must evaluate the policies first and may not use @@ as an index condition; the GIN index
 -- on search_tsv goes unused and every visible row of the tenant is read and tested (measured in
--- docs/benchmarks.md). memsub.keyword_candidates is therefore SECURITY DEFINER, owned by
+-- docs/benchmarks.md). memsub._keyword_candidates is therefore SECURITY DEFINER, owned by
 -- memsub_retrieval_owner (BYPASSRLS, NOLOGIN), and applies the policies' predicates itself: tenant, org and
 -- scope, as for a regular member of the tenant. It returns ids and ranks only; memsub.hybrid_search reads the
 -- rows back through row-level security, so a row reaches the caller only when the policies allow it too.
 
-create or replace function memsub.keyword_candidates(
+create or replace function memsub._keyword_candidates(
     p_query_text     text,
     p_embedding_type text    default 'content',
     p_limit          integer default 50
@@ -17,23 +17,23 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub.require_tenant_id();
+    v_tenant  uuid := memsub._require_tenant_id();
     v_org     uuid := memsub.current_org_id();
     v_user    uuid := memsub.current_user_id();
     v_session text := memsub.current_session_id();
     v_query   tsquery;
 begin
-    perform memsub.check_one_of(p_embedding_type, array['content', 'context', 'entity', 'summary', 'reasoning'],
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
-    perform memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text');
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
-    perform memsub.check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
+    perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     if numnode(v_query) = 0 then
         return;  -- no searchable words (empty text or only stop words)
     end if;
@@ -55,13 +55,13 @@ begin
          limit p_limit;
 end
 $$;
-comment on function memsub.keyword_candidates(text, text, integer) is
+comment on function memsub._keyword_candidates(text, text, integer) is
     'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query '
     '(websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope '
     'predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
-alter function memsub.keyword_candidates(text, text, integer) owner to memsub_retrieval_owner;
+alter function memsub._keyword_candidates(text, text, integer) owner to memsub_retrieval_owner;
 
-create or replace function memsub.chunk_keyword_candidates(
+create or replace function memsub._chunk_keyword_candidates(
     p_query_text text,
     p_limit      integer default 50
 ) returns table (chunk_id uuid, text_rank integer, text_score real)
@@ -69,7 +69,7 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_query  tsquery;
 begin
     if p_limit is null or p_limit < 1 or p_limit > 10000 then
@@ -94,7 +94,7 @@ begin
          limit p_limit;
 end
 $$;
-comment on function memsub.chunk_keyword_candidates(text, integer) is
+comment on function memsub._chunk_keyword_candidates(text, integer) is
     'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s '
     'chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. '
     'Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts '
@@ -121,27 +121,27 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant     uuid    := memsub.require_tenant_id();
+    v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k
             using errcode = '22023', column = 'k';
     end if;
-    perform memsub.check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_limit(p_k, 'max_k', 'k');
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
     end if;
-    perform memsub.check_limit(v_candidates, 'max_k', 'candidates');
-    perform memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text');
+    perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     if p_rrf_k is null or p_rrf_k < 0 then
         raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
     end if;
     -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
-    perform memsub.check_finite(p_vector_weight, 'vector_weight'), memsub.check_finite(p_text_weight, 'text_weight'),
-            memsub.check_finite(p_importance_weight, 'importance_weight'),
-            memsub.check_finite(p_recency_weight, 'recency_weight');
+    perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
+            memsub._check_finite(p_importance_weight, 'importance_weight'),
+            memsub._check_finite(p_recency_weight, 'recency_weight');
     if p_vector_weight is null or p_vector_weight < 0 then
         raise exception 'field "vector_weight" must be >= 0' using errcode = '22023', column = 'vector_weight';
     end if;
@@ -154,8 +154,8 @@ begin
     if p_recency_weight is null or p_recency_weight < 0 then
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
-    perform memsub.check_finite_interval(p_half_life, 'half_life');
-    perform memsub.check_vector(p_query, 'query');
+    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
@@ -170,12 +170,12 @@ begin
          where p_query is not null and p_vector_weight > 0
     ), text_hits as (
         select k.embedding_id as hit_id, k.text_score, false as is_chunk
-          from memsub.keyword_candidates(p_query_text, p_embedding_type, v_candidates) k
+          from memsub._keyword_candidates(p_query_text, p_embedding_type, v_candidates) k
          where p_query_text is not null and p_text_weight > 0
         union all
         -- Document chunks stored without a vector are found by their text (content space only).
         select c.chunk_id, c.text_score, true
-          from memsub.chunk_keyword_candidates(p_query_text, v_candidates) c
+          from memsub._chunk_keyword_candidates(p_query_text, v_candidates) c
          where p_query_text is not null and p_text_weight > 0 and p_embedding_type = 'content'
     ), text_leg as (
         select h.hit_id as embedding_id, h.is_chunk, h.text_score,
@@ -227,7 +227,7 @@ begin
          limit p_k
     ), recorded as (
         select r.target_id, r.access_id
-          from memsub.record_accesses('embedding',
+          from memsub._record_accesses('embedding',
                                       (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
                                       (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                                       p_query_text, 'hybrid_search', p_agent_id) r
@@ -242,15 +242,15 @@ end
 $$;
 comment on function memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text) is
     'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best '
-    'by full text (memsub.keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + '
+    'by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + '
     'vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). '
     'Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), '
     'weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. '
     'In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector '
-    '(memsub.chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
+    '(memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
 
-grant execute on function memsub.keyword_candidates(text, text, integer) to memsub_app, memsub_analyst;
-grant execute on function memsub.chunk_keyword_candidates(text, integer) to memsub_app, memsub_analyst;
+grant execute on function memsub._keyword_candidates(text, text, integer) to memsub_app, memsub_analyst;
+grant execute on function memsub._chunk_keyword_candidates(text, integer) to memsub_app, memsub_analyst;
 grant execute on function
     memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text)
     to memsub_app, memsub_analyst;
@@ -258,6 +258,6 @@ grant execute on function
 grant usage on schema memsub to memsub_retrieval_owner;
 grant select on memsub.memory_embeddings to memsub_retrieval_owner;
 grant execute on function
-    memsub.require_tenant_id(), memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
-    memsub.current_session_id(), memsub.check_one_of(text, text[], text)
+    memsub._require_tenant_id(), memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
+    memsub.current_session_id(), memsub._check_one_of(text, text[], text)
     to memsub_retrieval_owner;

@@ -12,7 +12,7 @@
 -- Graph reads mean the graph as of a time, now by default (p_as_of): only edges whose validity window contains
 -- it are walked, so a superseded or closed fact neither answers nor extends a path. Entities are matched by their
 -- matching form (source_key / target_key, memsub.normalize_text) and, when the tenant has Entity nodes, by name or
--- alias (memsub.entity_keys), and reported by the entity's name (memsub.resolve_entity).
+-- alias (memsub._entity_keys), and reported by the entity's name (memsub._resolve_entity).
 
 drop function if exists memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer);
 drop function if exists memsub.entity_neighbourhood(text, double precision, integer);
@@ -32,8 +32,8 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
-    v_start    text := memsub.require_text(p_start_entity, 'start_entity');
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_start    text := memsub._require_text(p_start_entity, 'start_entity');
     v_at       timestamptz := coalesce(p_as_of, now());
     -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
     v_nodes    boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
@@ -45,27 +45,27 @@ declare
     v_rows     jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
-            memsub.check_limit(length(p_direction), 'max_text_chars', 'direction');
+    perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
+            memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
     if p_max_depth is null or p_max_depth < 1 then
         raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
     end if;
-    perform memsub.check_limit(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
-    perform memsub.check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
-    perform memsub.check_unit(p_min_confidence, 'min_confidence');
-    perform memsub.check_unit(p_min_path_confidence, 'min_path_confidence');
-    perform memsub.check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
+    perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
+    perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
     v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
     v_left := p_limit;
-    v_start := memsub.resolve_entity(v_start);
+    v_start := memsub._resolve_entity(v_start);
     v_visited := jsonb_build_object(memsub.normalize_text(v_start), true);
-    v_frontier := jsonb_build_array(jsonb_build_object('entity', v_start, 'keys', memsub.entity_keys(v_start),
+    v_frontier := jsonb_build_array(jsonb_build_object('entity', v_start, 'keys', memsub._entity_keys(v_start),
                                                        'path', array[v_start], 'relationship_path', array[]::text[],
                                                        'path_confidence', 1.0));
     while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
@@ -75,7 +75,7 @@ begin
           from (select d.* from (
                     select distinct on (step.next_key)
                            step.next_entity as entity, step.next_key as key,
-                           case when v_nodes then memsub.entity_keys(step.next_entity) else array[step.next_key] end
+                           case when v_nodes then memsub._entity_keys(step.next_entity) else array[step.next_key] end
                                as keys,
                            f.path || step.next_entity as path,
                            f.relationship_path || step.relationship_type as relationship_path,
@@ -89,14 +89,14 @@ begin
                                  case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
                                      as next_key,
                                  n.relationship_type, n.confidence, n.relationship_id
-                            from (select case when v_nodes then memsub.resolve_entity(r.target_entity)
+                            from (select case when v_nodes then memsub._resolve_entity(r.target_entity)
                                               else r.target_entity end as next_entity,
                                          r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
                                      and r.source_key = any(f.keys) and r.valid_period @> v_at
                                   union all
-                                  select case when v_nodes then memsub.resolve_entity(r.source_entity)
+                                  select case when v_nodes then memsub._resolve_entity(r.source_entity)
                                               else r.source_entity end,
                                          r.source_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
@@ -146,29 +146,29 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
-    v_entity text := memsub.require_text(p_entity, 'entity');
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entity text := memsub._require_text(p_entity, 'entity');
     v_keys   text[];
     v_at     timestamptz := coalesce(p_as_of, now());
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_entity), 'max_text_chars', 'entity');
-    v_keys := memsub.entity_keys(v_entity);
-    perform memsub.check_unit(p_min_confidence, 'min_confidence');
+    perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
+    v_keys := memsub._entity_keys(v_entity);
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     return query
-    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub.resolve_entity(r.target_entity),
+    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
             null::jsonb, r.confidence, r.mention_count, r.relationship_id
        from memsub.entity_relationships r
       where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
         and r.confidence >= coalesce(p_min_confidence, 0)
       order by r.confidence desc, r.target_entity limit p_limit)
     union all
-    (select 'relationship', 'incoming', r.relationship_type, memsub.resolve_entity(r.source_entity), null,
+    (select 'relationship', 'incoming', r.relationship_type, memsub._resolve_entity(r.source_entity), null,
             r.confidence, r.mention_count, r.relationship_id
        from memsub.entity_relationships r
       where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at

@@ -24,11 +24,11 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_reason), 'max_text_chars', 'reason');
+    perform memsub._check_limit(length(p_reason), 'max_text_chars', 'reason');
     if p_access_id is null then
         raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
     end if;
@@ -64,7 +64,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_started  timestamptz := now();
     v_previous timestamptz;
     v_factor   double precision := 1.0;
@@ -75,10 +75,10 @@ declare
     v_rows     integer;
     v_run      memsub.importance_learning_runs;
 begin
-    perform memsub.check_unit(p_access_rate, 'access_rate');
-    perform memsub.check_unit(p_feedback_rate, 'feedback_rate');
-    perform memsub.check_unit(p_floor, 'floor');
-    perform memsub.check_finite_interval(p_half_life, 'half_life'), memsub.check_finite_interval(p_idle_after, 'idle_after');
+    perform memsub._check_unit(p_access_rate, 'access_rate');
+    perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
+    perform memsub._check_unit(p_floor, 'floor');
+    perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
     if p_half_life is null or p_half_life <= interval '0' then
         raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
     end if;
@@ -124,14 +124,14 @@ begin
 
     update memsub.packet_store s
        set importance_score = least(1.0, greatest(0.0,
-               memsub.importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+               memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
       from learn_delta d
      where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id;
     get diagnostics v_rows = row_count;
     v_updated := v_updated + v_rows;
     update memsub.semantic_memory m
        set importance_score = least(1.0, greatest(0.0,
-               memsub.importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+               memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
       from learn_delta d
      where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id;
     get diagnostics v_rows = row_count;
@@ -178,7 +178,7 @@ comment on function memsub.learn_importance(double precision, double precision, 
     'towards floor. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is '
     'learned once. Returns the run''s report (also kept in importance_learning_runs).';
 
-create or replace function memsub.importance_step(
+create or replace function memsub._importance_step(
     p_importance    double precision,
     p_accesses      bigint,
     p_useful        bigint,
@@ -193,24 +193,24 @@ as $$
     -- refused by the first branch of each expression (the check runs only for such a value: a scan pays a comparison).
     with kept as (
         select case when p_access_rate in ('NaN', 'Infinity', '-Infinity')
-                    then memsub.check_finite(p_access_rate, 'access_rate')
+                    then memsub._check_finite(p_access_rate, 'access_rate')
                     when p_accesses = 0 then 1.0 when p_access_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_accesses * ln(1.0 - p_access_rate))) end as by_access,
                case when p_feedback_rate in ('NaN', 'Infinity', '-Infinity')
-                    then memsub.check_finite(p_feedback_rate, 'feedback_rate')
+                    then memsub._check_finite(p_feedback_rate, 'feedback_rate')
                     when p_useful = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_useful * ln(1.0 - p_feedback_rate))) end as by_useful,
                case when p_useless = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
                     else exp(greatest(-700.0, p_useless * ln(1.0 - p_feedback_rate))) end as by_useless
     ), steps as (
         select case when p_importance in ('NaN', 'Infinity', '-Infinity')
-                    then memsub.check_finite(p_importance, 'importance') else p_importance end
+                    then memsub._check_finite(p_importance, 'importance') else p_importance end
                + (1.0 - p_importance) * (1.0 - k.by_access) as i2, k.by_useful, k.by_useless from kept k
     )
     select least(1.0, greatest(0.0, (s.i2 + (1.0 - s.i2) * (1.0 - s.by_useful)) * s.by_useless))::double precision
       from steps s
 $$;
-comment on function memsub.importance_step(double precision, bigint, bigint, bigint, double precision, double precision) is
+comment on function memsub._importance_step(double precision, bigint, bigint, bigint, double precision, double precision) is
     'One learning step of memsub.learn_importance: frequency, then useful feedback (both towards 1), then '
     'not-useful feedback (towards 0). Stays in [0, 1] for an input in [0, 1] and rates in [0, 1].';
 
@@ -225,10 +225,10 @@ grant execute on function
     memsub.learn_importance(double precision, double precision, interval, double precision, interval)
     to memsub_app;
 grant execute on function
-    memsub.importance_step(double precision, bigint, bigint, bigint, double precision, double precision)
-    to memsub_app, memsub_analyst, memsub_retrieval_owner;
+    memsub._importance_step(double precision, bigint, bigint, bigint, double precision, double precision)
+    to memsub_retrieval_owner;
 -- What the learning run reads and writes (it bypasses row-level security and names the tenant itself).
 grant select, update on memsub.memory_access_log, memsub.packet_store, memsub.semantic_memory to memsub_retrieval_owner;
 grant select, insert on memsub.importance_learning_runs to memsub_retrieval_owner;
-grant execute on function memsub.check_unit(double precision, text), memsub.check_finite(double precision, text),
-    memsub.check_finite_interval(interval, text) to memsub_retrieval_owner;
+grant execute on function memsub._check_unit(double precision, text), memsub._check_finite(double precision, text),
+    memsub._check_finite_interval(interval, text) to memsub_retrieval_owner;

@@ -25,23 +25,23 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_rank   integer;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub.check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
-            memsub.check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
-            memsub.check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub.check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub.check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
-    perform memsub.check_vector(p_query, 'query');
-    perform memsub.check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
+    perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
+            memsub._check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
+            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     if p_k is null or p_k < 1 then
         raise exception 'field "k" must be at least 1, not %', p_k
             using errcode = '22023', column = 'k';
     end if;
-    perform memsub.check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_limit(p_k, 'max_k', 'k');
     v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
     return query
     with scored as (
@@ -69,7 +69,7 @@ begin
          limit p_k
     ), recorded as (
         select a.target_id, a.access_id
-          from memsub.record_accesses('reflection', (select array_agg(t.reflection_id) from top t),
+          from memsub._record_accesses('reflection', (select array_agg(t.reflection_id) from top t),
                                       (select array_agg(t.score) from top t),
                                       p_query_text, 'retrieve_reflections', p_agent_id) a
          where p_record_access

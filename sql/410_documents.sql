@@ -63,7 +63,7 @@ begin
         if (v_chunk ->> 'page')::integer = 0 then
             raise exception 'field "%.page" counts from 1', v_field using errcode = '22023', column = v_field || '.page';
         end if;
-        perform memsub.json_vector(v_chunk -> 'embedding', v_field || '.embedding');
+        perform memsub._json_vector(v_chunk -> 'embedding', v_field || '.embedding');
         v_expected := v_end;
     end loop;
     if v_expected <> length(p_text) then
@@ -95,7 +95,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_path     text;
     v_latest   memsub.document_index;
     v_id       uuid := gen_random_uuid();
@@ -106,16 +106,16 @@ declare
     v_entity   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
-            memsub.check_limit(length(p_hash), 'max_text_chars', 'hash'),
-            memsub.check_limit(length(p_mime), 'max_text_chars', 'mime'),
-            memsub.check_limit(length(p_text), 'max_document_chars', 'text'),
-            memsub.check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
-            memsub.check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub.check_limit(length(p_summary), 'max_text_chars', 'summary'),
-            memsub.check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
-            memsub.check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
+    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+            memsub._check_limit(length(p_hash), 'max_text_chars', 'hash'),
+            memsub._check_limit(length(p_mime), 'max_text_chars', 'mime'),
+            memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
+            memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
+            memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub._check_limit(length(p_summary), 'max_text_chars', 'summary'),
+            memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
+            memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     if p_file_path is null or btrim(p_file_path) = '' then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -124,7 +124,7 @@ begin
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
     end if;
-    perform memsub.check_one_of(p_mime, array['pdf', 'md', 'txt'], 'mime');
+    perform memsub._check_one_of(p_mime, array['pdf', 'md', 'txt'], 'mime');
     if p_text is null then
         raise exception 'field "text" is required (the extracted text)' using errcode = '23502', column = 'text';
     end if;
@@ -255,7 +255,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
+    v_tenant   uuid := memsub._require_tenant_id();
     v_document memsub.document_index;
     v_item     jsonb;
     v_position integer;
@@ -280,7 +280,7 @@ begin
             raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
                 using errcode = '22023', column = format('embeddings[%s]', v_position);
         end if;
-        perform memsub.check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
+        perform memsub._check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
         if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
                           and c.document_id = p_document_id and c.chunk_index = (v_item ->> 'chunk_index')::integer) then
             raise exception 'field "embeddings[%].chunk_index": document % has no chunk %', v_position, p_document_id,

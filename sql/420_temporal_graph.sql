@@ -8,7 +8,7 @@
 
 -- Node references and evidence ---------------------------------------------------------------------------------
 
-create or replace function memsub.check_doc_refs(p_refs jsonb, p_field text) returns jsonb
+create or replace function memsub._check_doc_refs(p_refs jsonb, p_field text) returns jsonb
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -72,27 +72,27 @@ begin
     return v_result;
 end
 $$;
-comment on function memsub.check_doc_refs(jsonb, text) is
+comment on function memsub._check_doc_refs(jsonb, text) is
     'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and '
     'be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
 
-create or replace function memsub.merge_doc_refs(p_old jsonb, p_new jsonb) returns jsonb
+create or replace function memsub._merge_doc_refs(p_old jsonb, p_new jsonb) returns jsonb
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(jsonb_agg(distinct r), '[]')
       from jsonb_array_elements(coalesce(p_old, '[]') || coalesce(p_new, '[]')) as r
 $$;
-comment on function memsub.merge_doc_refs(jsonb, jsonb) is 'Union of two DocRef arrays, without duplicates.';
+comment on function memsub._merge_doc_refs(jsonb, jsonb) is 'Union of two DocRef arrays, without duplicates.';
 
-create or replace function memsub.check_graph_node(p_type text, p_id text, p_field text) returns text
+create or replace function memsub._check_graph_node(p_type text, p_id text, p_field text) returns text
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_id text := memsub.require_text(p_id, p_field);
+    v_id text := memsub._require_text(p_id, p_field);
 begin
-    perform memsub.check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
+    perform memsub._check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
                                 replace(p_field, '_entity', '') || '_type');
     if p_type = 'Episode' and not exists (
             select from memsub.sessions s where s.tenant_id = memsub.current_tenant_id() and s.id = v_id)
@@ -108,7 +108,7 @@ begin
     return case when p_type in ('Document', 'Memory') then lower(v_id) else v_id end;
 end
 $$;
-comment on function memsub.check_graph_node(text, text, text) is
+comment on function memsub._check_graph_node(text, text, text) is
     'The id of a graph node of a type: Entity (any name, trimmed), Episode (a visible session id), Document (a '
     'visible document version id), Memory (a visible memory entry id); 23503 naming the field when missing.';
 
@@ -130,22 +130,22 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
-    v_source text := memsub.check_graph_node(p_source_type, p_source_entity, 'source_entity');
-    v_type   text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
-    v_target text := memsub.check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_tenant uuid := memsub._require_tenant_id();
+    v_source text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
     v_from   timestamptz := coalesce(p_valid_from, now());
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
-    perform memsub.check_finite_time(p_valid_from, 'valid_from'), memsub.check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -160,8 +160,8 @@ begin
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         values (
             v_source, v_type, v_target, p_source_type, p_target_type,
-            coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
-            tstzrange(v_from, p_valid_until, '[)'), memsub.check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
+            coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
+            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
             v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
             memsub.current_session_id(), v_packet.trace_id)
         returning * into v_edge;
@@ -189,21 +189,21 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
-    v_source text := memsub.require_text(p_source_entity, 'source_entity');
-    v_type   text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
-    v_target text := memsub.require_text(p_target_entity, 'target_entity');
+    v_tenant uuid := memsub._require_tenant_id();
+    v_source text := memsub._require_text(p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub._require_text(p_target_entity, 'target_entity');
     v_until  timestamptz := coalesce(p_valid_until, now());
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
-    perform memsub.check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_finite_time(p_valid_until, 'valid_until');
     select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_key = any(memsub.entity_keys(v_source)) and r.relationship_type = v_type
-       and r.target_key = any(memsub.entity_keys(v_target)) and upper_inf(r.valid_period)
+     where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
+       and r.target_key = any(memsub._entity_keys(v_target)) and upper_inf(r.valid_period)
      order by r.relationship_id
      limit 1
        for update;
@@ -240,12 +240,12 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
-    v_source   text := memsub.check_graph_node(p_source_type, p_source_entity, 'source_entity');
-    v_type     text := memsub.normalize_text(memsub.require_text(p_relationship_type, 'relationship_type'));
-    v_target   text := memsub.check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_source   text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type     text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target   text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
     v_from     timestamptz := coalesce(p_valid_from, now());
-    v_evidence jsonb := memsub.check_doc_refs(p_evidence, 'evidence');
+    v_evidence jsonb := memsub._check_doc_refs(p_evidence, 'evidence');
     v_late     memsub.entity_relationships;
     v_edge     memsub.entity_relationships;
     v_sources  text[];
@@ -253,21 +253,21 @@ declare
     v_packet   memsub.packet_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub.check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub.check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub.check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub.check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub.check_limit(length(p_target_type), 'max_text_chars', 'target_type');
-    perform memsub.check_finite_time(p_valid_from, 'valid_from');
-    perform memsub.check_unit(p_confidence, 'confidence');
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_finite_time(p_valid_from, 'valid_from');
+    perform memsub._check_unit(p_confidence, 'confidence');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
-                                         || memsub.normalize_text(memsub.resolve_entity(v_source)) || ':' || v_type);
+                                         || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
     -- The source is matched as its entity (name or alias), the target by its matching form.
-    v_sources := memsub.entity_keys(v_source);
-    v_targets := memsub.entity_keys(v_target);
+    v_sources := memsub._entity_keys(v_source);
+    v_targets := memsub._entity_keys(v_target);
     select r.* into v_late from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
        and not r.target_key = any(v_targets) and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from
@@ -286,7 +286,7 @@ begin
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
-           evidence = memsub.merge_doc_refs(r.evidence, v_evidence),
+           evidence = memsub._merge_doc_refs(r.evidence, v_evidence),
            ttl = memsub.later_expiry(r.ttl, v_packet.ttl)
      where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
                                  where h.tenant_id = v_tenant and h.source_key = any(v_sources)
@@ -320,20 +320,20 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.check_finite_time(p_as_of, 'as_of');
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     return query
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
-       and (p_entity is null or r.source_key = any(memsub.entity_keys(p_entity))
-            or r.target_key = any(memsub.entity_keys(p_entity)))
+       and (p_entity is null or r.source_key = any(memsub._entity_keys(p_entity))
+            or r.target_key = any(memsub._entity_keys(p_entity)))
        and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
      order by r.source_entity, r.relationship_type, r.target_entity;
 end
 $$;
 comment on function memsub.edges_as_of(timestamptz, text, text) is
     'The graph as of a time (default now): the edges whose validity window contains it, optionally only those '
-    'touching an entity (as source or target; by its name or aliases, memsub.entity_keys) or of one relationship type.';
+    'touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type.';
 
 create or replace function memsub.graph_neighbors_as_of(
     p_entity    text,
@@ -353,18 +353,18 @@ declare
     level    integer := 0;
     returned integer;
 begin
-    perform memsub.check_finite_time(p_as_of, 'as_of');
-    frontier := memsub.entity_keys(memsub.require_text(p_entity, 'entity'));
+    perform memsub._check_finite_time(p_as_of, 'as_of');
+    frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
     if p_max_depth is null or p_max_depth < 1 then
         raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
             using errcode = '22023', column = 'max_depth';
     end if;
-    perform memsub.check_limit(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
     if p_limit is null or p_limit < 1 then
         raise exception 'field "limit" must be at least 1, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub.check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
     visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
@@ -382,7 +382,7 @@ begin
         v_left := v_left - returned;
         frontier := array(
             select distinct k from memsub.entity_relationships r
-             cross join lateral unnest(memsub.entity_keys(r.target_entity)) as k
+             cross join lateral unnest(memsub._entity_keys(r.target_entity)) as k
              where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
                and r.valid_period @> v_at
                and not visited ? r.target_key);
@@ -411,34 +411,34 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant   uuid := memsub.require_tenant_id();
-    v_name     text := memsub.require_text(p_name, 'name');
-    v_doc_refs jsonb := memsub.check_doc_refs(p_doc_refs, 'doc_refs');
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_name     text := memsub._require_text(p_name, 'name');
+    v_doc_refs jsonb := memsub._check_doc_refs(p_doc_refs, 'doc_refs');
     v_entity   memsub.world_model_entities;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub.check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
-            memsub.check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
-            memsub.check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
-            memsub.check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
-    perform memsub.check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
-    perform memsub.check_vector(p_embedding, 'embedding');
+    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub._check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
+            memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
+            memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
+            memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
+    perform memsub._check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    perform memsub._check_vector(p_embedding, 'embedding');
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
     -- Through the world model, so the entity is versioned like every other world-model change.
     perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
         'entity_id', v_name, 'entity_type', p_entity_type,
-        'attributes', coalesce(memsub.check_json_type(p_properties, 'object', 'properties'), '{}'),
-        'confidence', coalesce(memsub.check_unit(p_confidence, 'confidence'), 0.5))));
+        'attributes', coalesce(memsub._check_json_type(p_properties, 'object', 'properties'), '{}'),
+        'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                             where btrim(a) <> '' order by a),
            alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                                where btrim(a) <> '' order by 1),
-           doc_refs = memsub.merge_doc_refs(w.doc_refs, v_doc_refs),
+           doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name
     returning w.* into v_entity;
@@ -461,11 +461,11 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant     uuid := memsub.require_tenant_id();
+    v_tenant     uuid := memsub._require_tenant_id();
     v_candidates integer;
     v_query      tsquery;
 begin
-    perform memsub.check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
     v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
     return query
@@ -520,7 +520,7 @@ select w.tenant_id, 'Entity'::text as node_type, w.entity_id as node_id, null::t
        tstzrange(w.created_at at time zone 'UTC', null, '[)') as valid_period,
        w.entity_type, w.aliases, null::text as session_id, null::tstzrange as timeline,
        null::text as mime, null::text as path, null::text as hash,
-       null::text as memory_type, null::double precision as importance, null::jsonb as decay_state
+       null::text as memory_tier, null::double precision as importance, null::jsonb as decay_state
   from memsub.world_model_entities w
 union all
 select s.tenant_id, 'Episode', s.id, null,
@@ -571,15 +571,13 @@ comment on column memsub.graph_nodes.timeline is 'Episode: [start_ts, end_ts) of
 comment on column memsub.graph_nodes.mime is 'Document: pdf, md or txt.';
 comment on column memsub.graph_nodes.path is 'Document: file path.';
 comment on column memsub.graph_nodes.hash is 'Document: sha256 of the file.';
-comment on column memsub.graph_nodes.memory_type is 'Memory: STM, LTM or Procedural.';
+comment on column memsub.graph_nodes.memory_tier is 'Memory: its tier, STM, LTM or Procedural (memsub.memory_tiers()).';
 comment on column memsub.graph_nodes.importance is 'Memory: importance in [0, 1].';
 comment on column memsub.graph_nodes.decay_state is 'Memory: {last_access_ts, weight}.';
 
 grant select on memsub.graph_nodes to memsub_app, memsub_analyst;
+-- _check_doc_refs, _merge_doc_refs and _check_graph_node run inside SECURITY DEFINER functions only: no grant.
 grant execute on function
-    memsub.check_doc_refs(jsonb, text),
-    memsub.merge_doc_refs(jsonb, jsonb),
-    memsub.check_graph_node(text, text, text),
     memsub.edges_as_of(timestamptz, text, text),
     memsub.graph_neighbors_as_of(text, timestamptz, integer, integer)
     to memsub_app, memsub_analyst;

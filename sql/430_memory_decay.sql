@@ -25,20 +25,20 @@ set search_path = pg_catalog, pg_temp
 as $$
     -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
     select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
-                then memsub.check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
+                then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
          * power(0.5, greatest(0, extract(epoch from
-                                  case when isfinite(p_at) then p_at else memsub.check_finite_time(p_at, 'at') end
+                                  case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
                                   - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
-                                                  else memsub.check_finite_time(p_last_access_ts, 'last_access_ts') end,
+                                                  else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
-                                                  else memsub.check_finite_time(p_created_at, 'created_at') end)))
+                                                  else memsub._check_finite_time(p_created_at, 'created_at') end)))
                       / extract(epoch from case when isfinite(p_half_life) then p_half_life
-                                                else memsub.check_finite_interval(p_half_life, 'half_life') end))
+                                                else memsub._check_finite_interval(p_half_life, 'half_life') end))
 $$;
 comment on function memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval) is
     'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
 
-create or replace function memsub.check_half_life(p_half_life interval) returns interval
+create or replace function memsub._check_half_life(p_half_life interval) returns interval
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -50,7 +50,7 @@ begin
     return p_half_life;
 end
 $$;
-comment on function memsub.check_half_life(interval) is
+comment on function memsub._check_half_life(interval) is
     'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
 
 create or replace function memsub.memory_remember(
@@ -70,18 +70,18 @@ declare
     v_entry memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key'),
-            memsub.check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub.check_limit(length(p_tier), 'max_text_chars', 'tier'),
-            memsub.check_limit(length(p_kind), 'max_text_chars', 'kind'),
-            memsub.check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    perform memsub.check_one_of(p_tier, array['STM', 'LTM', 'Procedural'], 'memory_type');
-    perform memsub.check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub._check_limit(length(p_tier), 'max_text_chars', 'tier'),
+            memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
+    perform memsub._check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
     if p_importance is null then
         raise exception 'field "importance" is required' using errcode = '23502', column = 'importance';
     end if;
-    perform memsub.check_unit(p_importance, 'importance');
+    perform memsub._check_unit(p_importance, 'importance');
     v_entry := memsub.memory_write(p_namespace, p_key, p_value, p_expected_version,
                                    case when p_tier = 'Procedural' then 'procedural' else p_kind end, p_metadata);
     update memsub.memory_entries m set short_term = (p_tier = 'STM'), importance = p_importance
@@ -104,15 +104,15 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub.check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub.check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
     perform memsub.check_memory_address(p_namespace, p_key);
-    perform memsub.check_half_life(p_half_life);
-    if not memsub.memory_namespace_writable(p_namespace) then
+    perform memsub._check_half_life(p_half_life);
+    if not memsub._memory_namespace_writable(p_namespace) then
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
             using errcode = '42501', column = 'namespace';
     end if;
@@ -145,17 +145,17 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub.require_tenant_id();
+    v_tenant uuid := memsub._require_tenant_id();
     v_row    record;
 begin
-    if not memsub.caller_is_admin() then
+    if not memsub._caller_is_admin() then
         raise exception 'memsub.memory_maintenance needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'roles';
     end if;
-    if p_threshold is null or p_threshold <= 0 or memsub.check_finite(p_threshold, 'threshold') is null then
+    if p_threshold is null or p_threshold <= 0 or memsub._check_finite(p_threshold, 'threshold') is null then
         raise exception 'field "threshold" must be a positive number' using errcode = '22023', column = 'threshold';
     end if;
-    perform memsub.check_half_life(p_half_life);
+    perform memsub._check_half_life(p_half_life);
     -- One maintenance run per tenant at a time.
     perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
@@ -199,8 +199,7 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
 
 grant execute on function
-    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval),
-    memsub.check_half_life(interval)
+    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval)
     to memsub_app, memsub_analyst;
 grant execute on function
     memsub.memory_remember(text, text, jsonb, text, double precision, integer, text, jsonb),

@@ -38,7 +38,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
     perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
@@ -84,7 +84,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     n       integer := coalesce(cardinality(p_idx), 0);
     written integer;
 begin
@@ -135,7 +135,7 @@ set plan_cache_mode = force_custom_plan
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     if p_limit is not null and p_limit < 0 then
         raise exception 'memsub.langgraph_checkpoint_list: limit must not be negative'
@@ -183,7 +183,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     found  memsub.langgraph_checkpoints;
 begin
     -- Two fixed statements instead of one with `p_checkpoint_id is null or ...`, so each keeps a cached plan
@@ -221,7 +221,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
     delete from memsub.langgraph_checkpoint_writes w where w.tenant_id = tenant and w.thread_id = any(p_thread_ids);
@@ -239,7 +239,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
     with gone as (
@@ -266,7 +266,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     copied integer;
 begin
     perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
@@ -301,7 +301,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
     if p_strategy = 'delete' then

@@ -94,7 +94,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     org    uuid := memsub.current_org_id();
 begin
     perform memsub.langgraph_store_check_namespace(p_namespace, 'namespace');
@@ -156,7 +156,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     return query
     with found as (
@@ -193,7 +193,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     prefix text[] := coalesce(p_namespace_prefix, '{}');
     query  vector;
 begin
@@ -267,7 +267,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
        or (p_max_depth is not null and p_max_depth < 1) then
@@ -307,7 +307,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
     delete from memsub.langgraph_store_items i where i.tenant_id = tenant and i.expires_at <= now();

@@ -15,7 +15,7 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     if p_session_id is null or btrim(p_session_id) = '' then
         raise exception 'memsub: session_id must be a non-empty string'
@@ -69,7 +69,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
 begin
     if p_session_id is null or btrim(p_session_id) = '' then
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'

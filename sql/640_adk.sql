@@ -26,7 +26,7 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.check_limit(length(p_value), 'max_text_chars', p_field);
+    perform memsub._check_limit(length(p_value), 'max_text_chars', p_field);
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;
@@ -43,7 +43,7 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.check_limit(pg_column_size(p_state), 'max_json_bytes', p_field);
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', p_field);
     if p_state is not null and jsonb_typeof(p_state) <> 'object' then
         raise exception 'memsub: % must be a JSON object', p_field using errcode = '22023', column = p_field;
     end if;
@@ -83,7 +83,7 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     org    uuid := memsub.current_org_id();
     orgk   uuid := memsub.adk_org_key();
     app_delta  jsonb := memsub.adk_state_part(p_delta, 'app:');
@@ -118,7 +118,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     delta   jsonb;
     states  record;
     created memsub.adk_sessions;
@@ -158,7 +158,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
@@ -203,7 +203,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
@@ -223,7 +223,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
@@ -248,7 +248,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.require_tenant_id();
+    tenant  uuid := memsub._require_tenant_id();
     orgk    uuid := memsub.adk_org_key();
     delta   jsonb;
     stamp   double precision;
@@ -256,7 +256,7 @@ declare
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
             memsub.adk_check_name(p_session_id, 'session_id'),
-            memsub.check_limit(pg_column_size(p_event), 'max_json_bytes', 'event');
+            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event');
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'memsub: event must be a JSON object' using errcode = '22023', column = 'event';
     end if;
@@ -331,14 +331,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
     bad    bigint;
     added  integer;
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
             memsub.adk_check_name(p_session_id, 'session_id'),
-            memsub.check_limit(pg_column_size(p_memories), 'max_json_bytes', 'memories');
+            memsub._check_limit(pg_column_size(p_memories), 'max_json_bytes', 'memories');
     if p_memories is null or jsonb_typeof(p_memories) <> 'array' then
         raise exception 'memsub: memories must be a JSON array' using errcode = '22023', column = 'memories';
     end if;
@@ -394,14 +394,14 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    tenant uuid := memsub.require_tenant_id();
+    tenant uuid := memsub._require_tenant_id();
     orgk   uuid := memsub.adk_org_key();
     q_words text[];
     query  vector;
 begin
     perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.check_limit(length(p_query), 'max_query_chars', 'query'),
-            memsub.check_limit(p_limit, 'max_k', 'limit');
+            memsub._check_limit(length(p_query), 'max_query_chars', 'query'),
+            memsub._check_limit(p_limit, 'max_k', 'limit');
     if p_query is null then
         raise exception 'memsub: query must be a string' using errcode = '22023', column = 'query';
     end if;

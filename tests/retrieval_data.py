@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import psycopg
 
+from memsub.layers import EmbeddingType
+
 BIG = uuid.UUID("b1000000-0000-0000-0000-000000000001")
 SMALL = uuid.UUID("5a000000-0000-0000-0000-000000000002")
-TYPES = ("content", "context", "entity", "summary", "reasoning")
+TYPES = get_args(EmbeddingType)
 
 
 @dataclass(frozen=True)

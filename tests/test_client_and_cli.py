@@ -117,7 +117,7 @@ def test_cli_packet_write_jsonl_then_get_thread_lineage(db, tmp_path):
     result = runner.invoke(cli, ["packet", "get", parent, *base])
     assert result.exit_code == 0 and json.loads(result.stdout)["payload"] == {"q": "find HDPE"}
     result = runner.invoke(cli, ["packet", "thread", thread, *base])
-    assert result.exit_code == 0 and result.stdout.count("\n") == 3  # header + two packets
+    assert result.exit_code == 0 and result.stdout.count("\n") == 4  # header, rule, two packets
     result = runner.invoke(cli, ["packet", "lineage", written[1]["packet_id"], *base, "--json"])
     assert json.loads(result.stdout.splitlines()[0])["packet_id"] == parent
     result = runner.invoke(cli, ["packet", "get", parent, "--dsn", db.dsn("app"), "--tenant", str(TENANT_B)])

@@ -93,9 +93,9 @@ def test_document_chunks_keys_policies_and_comments(db):
 
 
 @pytest.mark.parametrize("prefix", ["document_", "check_document", "link_document", "temporal_", "close_rel",
-                                    "supersede_rel", "edges_as_of", "graph_", "check_doc_refs", "merge_doc_refs",
-                                    "check_graph_node", "memory_remember", "memory_touch", "memory_maintenance",
-                                    "memory_strength", "check_half_life"])
+                                    "supersede_rel", "edges_as_of", "graph_", "_check_doc_refs", "_merge_doc_refs",
+                                    "_check_graph_node", "memory_remember", "memory_touch", "memory_maintenance",
+                                    "memory_strength", "_check_half_life"])
 def test_functions_are_documented_pinned_owned_and_not_public(db, prefix):
     functions = ground_truth(db, """
         select p.oid::regprocedure::text as name, obj_description(p.oid, 'pg_proc') as comment, p.proconfig,

@@ -115,7 +115,7 @@ def test_a_vector_argument_without_a_usable_norm_is_refused(world, call, extra, 
 
 
 def test_the_vector_check_names_the_field(world):
-    _refused(world, "select memsub.check_vector(%s::vector, 'my_field')", [_vector(world[2])], "my_field")
+    _refused(world, "select memsub._check_vector(%s::vector, 'my_field')", [_vector(world[2])], "my_field")
 
 
 @pytest.mark.parametrize(("embedding", "label"), [
@@ -166,15 +166,15 @@ FLOAT_CALLS = [
     ("select memsub.combined_score(%s, 0.5, now())", "distance"),
     ("select memsub.combined_score(0.5, %s, now())", "importance"),
     ("select memsub.record_access('packet', 'PACKET', p_relevance_score => %s)", "relevance_score"),
-    ("select * from memsub.record_accesses('packet', array['PACKET']::uuid[], array[%s])",
+    ("select * from memsub._record_accesses('packet', array['PACKET']::uuid[], array[%s])",
      "scores[0]"),
     ("select memsub.record_task_reflection('t1', p_execution_time_ms => %s)", "execution_time_ms"),
     ("select * from memsub.memory_maintenance(p_threshold => %s)", "threshold"),
     ("select * from memsub.document_ingest('d.txt', 'HASH', 'txt', 'text', "
      "'[{\"start_char\": 0, \"end_char\": 4}]', p_neighbor_max_distance => %s)", "neighbor_max_distance"),
     ("select memsub.memory_strength(%s, now(), now(), now(), '1 day')", "decay_weight"),
-    ("select memsub.importance_step(0.5, 1, 1, 1, %s, 0.2)", "access_rate"),
-    ("select memsub.importance_step(%s, 1, 1, 1, 0.02, 0.2)", "importance"),
+    ("select * from memsub.learn_importance(p_access_rate => %s)", "access_rate"),
+    ("select * from memsub.learn_importance(p_feedback_rate => %s)", "feedback_rate"),
     ("select memsub.assert_fact('a', 'b', '1', %s)", "confidence"),
     ("select memsub.memory_remember('NAMESPACE', 'k2', '1', p_importance => %s)", "importance"),
     ("select * from memsub.traverse_graph('a', p_min_confidence => %s)", "min_confidence"),
@@ -227,7 +227,6 @@ INTERVAL_CALLS = [
     ("select memsub.memory_touch('NAMESPACE', 'k', %s::interval)", "half_life"),
     ("select * from memsub.memory_maintenance(p_half_life => %s::interval)", "half_life"),
     ("select memsub.memory_strength(1, now(), now(), now(), %s::interval)", "half_life"),
-    ("select memsub.check_half_life(%s::interval)", "half_life"),
     ("select * from memsub.learn_importance(p_half_life => %s::interval)", "half_life"),
     ("select * from memsub.learn_importance(p_idle_after => %s::interval)", "idle_after"),
 ]

@@ -3,7 +3,9 @@ right kind, the four materialized views with their columns, and the refresh proc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
+
+from memsub.layers import EmbeddingType
 
 T, TZ, TS, U, J = "text", "timestamp with time zone", "timestamp without time zone", "uuid", "jsonb"
 F, N, B = "double precision", "integer", "boolean"
@@ -125,7 +127,7 @@ def test_keys_lead_with_tenant_and_packets_are_referenced_by_composite_keys(db):
 
 def test_named_indexes_have_the_seed_kind(db):
     with db.connect() as conn:
-        for space in ("content", "context", "entity", "summary", "reasoning"):
+        for space in get_args(EmbeddingType):
             definition = conn.execute(
                 "select pg_get_indexdef(%s::regclass)", [f"memsub.idx_embeddings_vector_{space}"]).fetchone()
             assert definition == (
@@ -168,7 +170,7 @@ def test_every_layer_object_is_commented(db):
             "and c.relkind in ('r', 'v', 'm') and obj_description(c.oid, 'pg_class') is null "
             "union all "
             "select c.relname || '.' || a.attname from pg_class c join pg_attribute a on a.attrelid = c.oid "
-            "where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r' and a.attnum > 0 "
+            "where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'v', 'm') and a.attnum > 0 "
             "and not a.attisdropped and col_description(c.oid, a.attnum) is null "
             "union all "
             "select p.proname from pg_proc p where p.pronamespace = 'memsub'::regnamespace "

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 from itertools import pairwise
-from typing import Any
+from typing import Any, get_args
 
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from memsub.layers import EmbeddingType
 from memsub.migrator import Migrator
 
 from helpers import TENANT_A, TENANT_B, set_context, write
 from layer_helpers import vec
 
-SPACES = ["content", "context", "entity", "summary", "reasoning"]
+SPACES = list(get_args(EmbeddingType))
 
 
 def _fill(conn: Any, tenant: Any, packets: int) -> None:

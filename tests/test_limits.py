@@ -52,7 +52,7 @@ OVERSIZED: list[tuple[str, str, list[Any], str]] = [
     ("query text", "select * from memsub.hybrid_search(%s, null::vector)", [noise(5000)], "query_text"),
     ("query terms", "select * from memsub.hybrid_search(%s, null::vector)",
      [" ".join(f"w{i}" for i in range(300))], "query_text"),
-    ("keyword query text", "select * from memsub.keyword_candidates(%s)", [noise(5000)], "query_text"),
+    ("keyword query text", "select * from memsub._keyword_candidates(%s)", [noise(5000)], "query_text"),
     ("k", "select * from memsub.hybrid_search('polymer', null::vector, 1001)", [], "k"),
     ("candidates", "select * from memsub.hybrid_search('polymer', null::vector, 10, p_candidates => 1001)", [],
      "candidates"),
@@ -73,7 +73,7 @@ OVERSIZED: list[tuple[str, str, list[Any], str]] = [
      "source_entity"),
     ("reflection tags", "select * from memsub.record_reflection('insight', 'content', p_tags => %s)",
      [[f"t{i}" for i in range(257)]], "tags"),
-    ("access ids", "select * from memsub.record_accesses('packet', %s, %s)",
+    ("access ids", "select * from memsub._record_accesses('packet', %s, %s)",
      [[uuid.uuid4() for _ in range(1001)], [0.5] * 1001], "target_ids"),
 ]
 
@@ -226,7 +226,7 @@ def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
     try:
         runner = CliRunner()
         result = runner.invoke(cli, ["login-timeouts", login, "memsub_app", "--dsn", db.dsn()])
-        assert result.exit_code == 1 and "cannot log in" in result.output  # a group role: not inherited
+        assert result.exit_code == 2 and "cannot log in" in result.output  # a group role: not inherited (bad input)
         result = runner.invoke(cli, ["login-timeouts", login, "--dsn", db.dsn()])
         assert result.exit_code == 0, result.output
         assert "statement_timeout = 200ms, lock_timeout = 5000ms" in result.output

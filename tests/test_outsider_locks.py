@@ -89,7 +89,7 @@ def test_refresh_views_runs_while_an_outsider_holds_the_old_key(db):
 def test_a_view_another_refresh_holds_is_reported_skipped_with_its_holder(db):
     holder = db.connect("platform_admin")
     try:
-        holder.execute("select memsub.refresh_memory_view('mv_entity_graph')")  # transaction left open
+        holder.execute("select memsub._refresh_memory_view('mv_entity_graph')")  # transaction left open
         holder_pid = holder.execute("select pg_backend_pid()").fetchone()
         assert holder_pid is not None
         finished, results, errors = in_thread(

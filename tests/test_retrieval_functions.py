@@ -180,8 +180,9 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         assert importance(conn, useful["packet_id"]) == before  # recently accessed: no decay
         bounds = conn.execute("select min(importance_score), max(importance_score) from memsub.packet_store").fetchone()
         assert bounds is not None and 0.0 <= bounds[0] and bounds[1] <= 1.0
-        extreme = conn.execute("select memsub.importance_step(0.99, 1000, 1000, 0, 0.5, 0.9), "
-                               "memsub.importance_step(0.01, 0, 0, 1000, 0.5, 0.9)").fetchone()
+    with db384.connect() as owner:  # the step is internal: only the learning run (its owner) executes it
+        extreme = owner.execute("select memsub._importance_step(0.99, 1000, 1000, 0, 0.5, 0.9), "
+                                "memsub._importance_step(0.01, 0, 0, 1000, 0.5, 0.9)").fetchone()
         assert extreme is not None and 0.0 <= extreme[1] <= extreme[0] <= 1.0
 
 
@@ -209,13 +210,13 @@ CALLS = {
     "semantic_search_exact":
         "select embedding_id::text from memsub.semantic_search(%(v)s::vector, 50, p_mode => 'exact')",
     "hybrid_search": "select embedding_id::text from memsub.hybrid_search('secret', %(v)s::vector, 50)",
-    "keyword_candidates": "select embedding_id::text from memsub.keyword_candidates('secret')",
+    "_keyword_candidates": "select embedding_id::text from memsub._keyword_candidates('secret')",
     "traverse_graph": "select entity from memsub.traverse_graph('hub', 3, p_direction => 'both')",
     "entity_neighbourhood": "select coalesce(other_entity, object::text) from memsub.entity_neighbourhood('hub')",
     "retrieve_reflections": "select content from memsub.retrieve_reflections(%(v)s::vector, k => 50)",
 }
 TABLE_OF = {"semantic_search": "memory_embeddings", "semantic_search_exact": "memory_embeddings",
-            "hybrid_search": "memory_embeddings", "keyword_candidates": "memory_embeddings",
+            "hybrid_search": "memory_embeddings", "_keyword_candidates": "memory_embeddings",
             "traverse_graph": "entity_relationships", "entity_neighbourhood": "entity_relationships",
             "retrieve_reflections": "reflection_store"}
 
@@ -257,7 +258,7 @@ def expected(db: Any, name: str) -> set[str]:
 
 READS = {"semantic_search": ["memory_embeddings", "packet_store"],
          "semantic_search_exact": ["memory_embeddings", "packet_store"],
-         "hybrid_search": ["memory_embeddings", "packet_store"], "keyword_candidates": ["memory_embeddings"],
+         "hybrid_search": ["memory_embeddings", "packet_store"], "_keyword_candidates": ["memory_embeddings"],
          "traverse_graph": ["entity_relationships"],
          "entity_neighbourhood": ["entity_relationships", "knowledge_facts"],
          "retrieve_reflections": ["reflection_store"]}
@@ -313,7 +314,7 @@ def test_retrieval_functions_return_exactly_the_callers_rows(db384, name):
     restore(db384, tables)
     assert observed(db384, name) == model
 
-    if name == "keyword_candidates":
+    if name == "_keyword_candidates":
         # It bypasses row-level security and applies the same predicates itself: no policy change reaches it.
         assert without_tenant_policy == model and without_org_policy == model
     else:

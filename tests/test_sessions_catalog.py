@@ -184,8 +184,8 @@ def test_session_functions_are_documented_pinned_and_not_public(server, template
          where p.pronamespace = 'memsub'::regnamespace
            and (p.proname like any (array['session%%', 'memory%%', 'task%%', 'agent%%', 'checkpoint%%',
                                          'document_index%%', 'consolidat%%', 'audit%%', 'store_memory%%'])
-                or p.proname in ('set_actor', 'caller_is_admin', 'current_agent_id', 'current_task_id',
-                                 'check_state_delta', 'apply_state_delta', 'require_active_session',
+                or p.proname in ('set_actor', '_caller_is_admin', 'current_agent_id', 'current_task_id',
+                                 'check_state_delta', '_apply_state_delta', 'require_active_session',
                                  'check_memory_address'))""",
     )
     assert len(functions) >= 30

@@ -162,7 +162,7 @@ def test_typed_nodes_of_the_four_kinds_and_edges_between_them(db):
         "s-graph", "s-graph", None)
     assert (nodes["Document"].path, nodes["Document"].mime, nodes["Document"].hash, nodes["Document"].content) == (
         "bio.md", "md", "f" * 64, "About Alice")
-    assert (nodes["Memory"].memory_type, nodes["Memory"].importance) == ("STM", 0.7)
+    assert (nodes["Memory"].memory_tier, nodes["Memory"].importance) == ("STM", 0.7)
     assert nodes["Memory"].decay_state == {"last_access_ts": None, "weight": 1.0}
     assert {(e.source_type, e.relationship_type) for e in edges} == {
         ("Memory", "about"), ("Episode", "mentions"), ("Document", "describes")}

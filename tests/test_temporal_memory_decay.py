@@ -33,7 +33,7 @@ def test_memory_types_map_onto_memory_entries(db):
     assert rewritten == {"memory_tier": "LTM", "version": 2}
     with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
         memory_decay.remember(memory, NOTES, "x", 1, tier="Working")  # type: ignore[arg-type]
-    assert info.value.field == "memory_type"
+    assert info.value.field == "tier"
     with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
         memory_decay.remember(memory, NOTES, "x", 1, importance=1.5)
     assert info.value.field == "importance"
@@ -99,4 +99,4 @@ def test_strength_formula_and_argument_checks(db):
                            "interval '7 days') as s")[0]["s"]
         assert math.isclose(value, 1.5, rel_tol=1e-6)
         set_context(conn, TENANT_A, roles=[])
-        expect_error(conn, "22023", "half_life", "select memsub.check_half_life(interval '0 seconds')")
+        expect_error(conn, "22023", "half_life", "select memsub.memory_touch('project:x', 'k', interval '0 seconds')")

@@ -16,39 +16,20 @@ from typing import IO, Any
 import click
 
 from memsub import embedded
-from memsub.client import Substrate, TenantSession
-from memsub.connection import probe, resolve
-from memsub.errors import ConfigurationError, MemsubError
-from memsub.exit_codes import CHECK_FAILED, GuardedGroup, fail
+from memsub.cli_common import (
+    Target,
+    dsn_option,
+    emit_json,
+    json_lines_option,
+    json_option,
+    print_rows,
+    reachable_dsn,
+    server_dsn,
+    tenant_options,
+)
+from memsub.errors import ConfigurationError, InvalidInput, MemsubError, NotFound
+from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
-
-dsn_option = click.option("--dsn", envvar=None, default=None,
-                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
-                               "environment, then the embedded cluster).")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-
-
-def _fail(message: str) -> None:
-    click.echo(f"memsub: {message}", err=True)
-    sys.exit(CHECK_FAILED)
-
-
-def _fail_error(error: MemsubError, suffix: str = "") -> None:
-    """One line naming the problem, and the exit code of its kind (bad input 2, cannot connect 3, ...)."""
-    fail(error, suffix=suffix)
-
-
-def server_dsn(dsn: str | None) -> str:
-    """The resolved connection string, after saying on stderr which server it points at."""
-    return resolve(dsn, announce=True).dsn
-
-
-def _json_default(value: Any) -> str:
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
-
-
-def _emit_json(payload: dict[str, Any]) -> None:
-    click.echo(json.dumps(payload, default=_json_default))
 
 
 @click.group(cls=GuardedGroup)
@@ -72,15 +53,14 @@ def main() -> None:
 def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, lock_wait: float,
             as_json: bool) -> None:
     """Check what installing needs (preflight), then apply pending migrations and the re-runnable SQL objects."""
-    conninfo = server_dsn(dsn)
-    probe(conninfo)
+    conninfo = reachable_dsn(dsn)
     try:
         report = Migrator(conninfo, lock_wait=lock_wait).migrate(target, dry_run=dry_run,
                                                                  allow_out_of_order=allow_out_of_order)
     except ValueError as error:
         fail(MemsubError(str(error)), as_json=as_json)
     if as_json:
-        _emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
+        emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
                     "out_of_order": report.out_of_order, "repeatables_applied": report.repeatables_applied,
                     "seconds": round(report.seconds, 3)})
         return
@@ -118,7 +98,7 @@ def preflight_command(dsn: str | None, as_json: bool) -> None:
         checks = preflight.run_checks(conn, pending)
     ok = all(c.ok for c in checks)
     if as_json:
-        _emit_json({"ok": ok, "checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks]})
+        emit_json({"ok": ok, "checks": [{"what": c.what, "ok": c.ok, "detail": c.detail} for c in checks]})
     else:
         for check in checks:
             click.echo(check.line())
@@ -131,14 +111,13 @@ def preflight_command(dsn: str | None, as_json: bool) -> None:
 @json_option
 def status(dsn: str | None, as_json: bool) -> None:
     """List every migration and re-runnable file with its state: applied, pending, drifted, changed, missing."""
-    conninfo = server_dsn(dsn)
-    probe(conninfo)
+    conninfo = reachable_dsn(dsn)
     entries = Migrator(conninfo).status()
     if as_json:
         counts: dict[str, int] = {}
         for entry in entries:
             counts[entry.state] = counts.get(entry.state, 0) + 1
-        _emit_json({"ok": True, "counts": counts, "entries": [
+        emit_json({"ok": True, "counts": counts, "entries": [
             {"kind": e.kind, "name": e.name, "state": e.state, "detail": e.detail or None,
              "applied_at": e.applied_at} for e in entries]})
         return
@@ -149,15 +128,6 @@ def status(dsn: str | None, as_json: bool) -> None:
         click.echo(f"{entry.kind:<10}  {entry.name:<{width}}  {entry.state:<8}  {applied}{detail}")
 
 
-def verify_problems(migrator: Migrator) -> list[str] | None:
-    """On a database without memsub: every shipped file, as pending (``verify`` lists them instead of failing).
-    None when memsub is installed (the full comparison then applies)."""
-    if migrator.current_version() is not None:
-        return None
-    return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
-            "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
-
-
 @main.command("sql")
 @click.option("--from", "from_version", default=None, help="Version the database is at (default: no memsub yet).")
 @click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
@@ -166,7 +136,7 @@ def sql_script(from_version: str | None, to_version: str | None) -> None:
     try:
         click.echo(Migrator("").script(from_version, to_version), nl=False)
     except ValueError as error:
-        _fail(str(error))
+        fail(MemsubError(str(error)))
 
 
 # -- embedded cluster ----------------------------------------------------------------------------------------
@@ -202,16 +172,22 @@ def db_stop(data_dir: Path | None) -> None:
 
 @db.command("status")
 @data_dir_option
-def db_status(data_dir: Path | None) -> None:
-    """Show whether the embedded cluster is initialized and running."""
+@json_option
+def db_status(data_dir: Path | None, as_json: bool) -> None:
+    """Show whether the embedded cluster is initialized and running (exit 3 when it is not running)."""
     current = embedded.status(data_dir)
     state = "running" if current.running else ("stopped" if current.initialized else "not initialized")
+    if as_json:
+        emit_json({"data_dir": str(current.data_dir), "state": state, "pid": current.pid, "url": current.url})
+        if not current.running:
+            sys.exit(CANNOT_CONNECT)
+        return
     click.echo(f"data directory: {current.data_dir}")
     click.echo(f"state: {state}" + (f" (pid {current.pid})" if current.pid else ""))
     if current.url:
         click.echo(f"url: {current.url}")
     if not current.running:
-        sys.exit(3)
+        sys.exit(CANNOT_CONNECT)
 
 
 @db.command("url")
@@ -220,46 +196,11 @@ def db_url(data_dir: Path | None) -> None:
     """Print the running embedded cluster's connection URL."""
     current = embedded.status(data_dir)
     if not current.url:
-        _fail("the embedded cluster is not running (memsub db start)")
+        fail(MemsubError("the embedded cluster is not running (memsub db start)"))
     click.echo(current.url)
 
 
 # -- packets -------------------------------------------------------------------------------------------------
-
-def _tenant_options(function: Any) -> Any:
-    for option in reversed([
-        dsn_option,
-        click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True,
-                     help="Tenant UUID (or MEMSUB_TENANT)."),
-        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID."),
-        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID."),
-        click.option("--session", "session_id", default=None, help="Session identifier."),
-        click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
-                     help="Context role (needs membership in the matching memsub role)."),
-    ]):
-        function = option(function)
-    return function
-
-
-class _TenantCall:
-    def __init__(self, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-                 session_id: str | None, roles: tuple[str, ...]) -> None:
-        conninfo = server_dsn(dsn)
-        probe(conninfo)  # a precise one-line error (refused, password, database) before the pool starts
-        self.substrate = Substrate(conninfo, max_size=1, timeout=10.0)
-        self.context = dict(org_id=org_id, user_id=user_id, session_id=session_id, roles=roles)
-        self.tenant_id = tenant_id
-
-    def __enter__(self) -> TenantSession:
-        self._manager = self.substrate.tenant(self.tenant_id, **self.context)  # type: ignore[arg-type]
-        return self._manager.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._manager.__exit__(*exc)
-        finally:
-            self.substrate.close()
-
 
 @main.group()
 def packet() -> None:
@@ -292,24 +233,23 @@ def _read_envelopes(stream: IO[str]) -> Iterator[dict[str, Any]]:
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as error:
-                raise click.ClickException(f"line {number}: not valid JSON: {error}") from error
+                raise InvalidInput(f"line {number}: not valid JSON: {error}; nothing was written") from error
 
 
 @packet.command("write")
 @click.argument("source", type=click.File("r"))
-@_tenant_options
+@tenant_options
 @click.option("--batch-size", default=500, show_default=True, help="Envelopes per memsub.write_packets call.")
 @click.option("--json", "as_json", is_flag=True, help="Print one PacketWriteResult per envelope as JSON Lines.")
-def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-                 session_id: str | None, roles: tuple[str, ...], batch_size: int, as_json: bool) -> None:
+def packet_write(source: IO[str], target: Target, batch_size: int, as_json: bool) -> None:
     """Write envelopes from FILE (JSON or JSON Lines; - for stdin), all in one transaction."""
     try:
         envelopes = list(_read_envelopes(source))
     except json.JSONDecodeError as error:
-        raise click.ClickException(f"input is not valid JSON: {error}") from error
+        raise InvalidInput(f"input is not valid JSON: {error}; nothing was written") from error
     results = []
     try:
-        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
+        with target.session() as memory:
             with click.progressbar(length=len(envelopes), label="writing packets", file=sys.stderr,
                                    show_pos=True) as bar:
                 for start in range(0, len(envelopes), batch_size):
@@ -319,7 +259,7 @@ def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str |
                         results.append(result)
                     bar.update(len(chunk))
     except MemsubError as error:
-        _fail_error(error, "; nothing was written")
+        fail(error, suffix="; nothing was written")
     if as_json:
         for result in results:
             click.echo(result.model_dump_json())
@@ -327,68 +267,39 @@ def packet_write(source: IO[str], dsn: str | None, tenant_id: str, org_id: str |
     click.echo(f"wrote {len(results) - deduplicated} packet(s), {deduplicated} deduplicated", err=as_json)
 
 
-def _print_rows(rows: list[Any], as_json: bool, columns: list[str]) -> None:
-    if as_json:
-        for row in rows:
-            click.echo(row.model_dump_json())
-        return
-    table = [[_cell(getattr(row, c)) for c in columns] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in table]) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
-    for line in table:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)))
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat(timespec="seconds"))
-    return "" if value is None else str(value)
-
-
 @packet.command("get")
 @click.argument("packet_id")
-@_tenant_options
-def packet_get(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-               session_id: str | None, roles: tuple[str, ...]) -> None:
+@tenant_options
+def packet_get(packet_id: str, target: Target) -> None:
     """Print one packet's stored envelope (exit 1 when it does not exist or is not visible)."""
-    try:
-        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
-            row = memory.get_packet(packet_id)
-    except MemsubError as error:
-        _fail_error(error)
+    with target.session() as memory:
+        row = memory.get_packet(packet_id)
     if row is None:
-        _fail(f"packet {packet_id} does not exist or is not visible")
-    else:
-        click.echo(json.dumps(row.envelope, indent=2, sort_keys=True))
+        fail(NotFound(f"packet {packet_id} does not exist or is not visible"))
+    click.echo(json.dumps(row.envelope, indent=2, sort_keys=True))
 
 
 @packet.command("thread")
 @click.argument("thread_id")
-@_tenant_options
+@tenant_options
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 99_999),
               help="Packets per page.")
 @click.option("--after", "after_cursor", type=int, default=None,
               help="Continue after this cursor (the write_seq printed by the previous page).")
 @click.option("--all", "read_all", is_flag=True, help="Read every page, --limit packets at a time.")
-@click.option("--json", "as_json", is_flag=True, help="JSON Lines of packet_store rows.")
-def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-                  session_id: str | None, roles: tuple[str, ...], limit: int, after_cursor: int | None,
-                  read_all: bool, as_json: bool) -> None:
+@json_lines_option
+def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int | None, read_all: bool,
+                  as_json: bool) -> None:
     """Replay a thread in write order (parents before children), one page or --all."""
     truncated = False
-    try:
-        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
-            if read_all:
-                rows = list(memory.replay(thread_id, page_size=limit, after_cursor=after_cursor))
-            else:
-                rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
-                truncated = len(rows) > limit
-                rows = rows[:limit]
-    except MemsubError as error:
-        _fail_error(error)
-    _print_rows(rows, as_json, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"])
+    with target.session() as memory:
+        if read_all:
+            rows = list(memory.replay(thread_id, page_size=limit, after_cursor=after_cursor))
+        else:
+            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+            truncated = len(rows) > limit
+            rows = rows[:limit]
+    print_rows(rows, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"], as_json)
     if truncated:
         click.echo(f"showing {len(rows)} packets; more packets follow: continue with --after {rows[-1].write_seq} "
                    "(or read them all with --all)", err=True)
@@ -396,26 +307,21 @@ def packet_thread(thread_id: str, dsn: str | None, tenant_id: str, org_id: str |
 
 @packet.command("lineage")
 @click.argument("packet_id")
-@_tenant_options
+@tenant_options
 @click.option("--direction", type=click.Choice(["ancestors", "descendants"]), default="ancestors",
               show_default=True)
 @click.option("--max-depth", default=16, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="JSON Lines of lineage rows.")
-def packet_lineage(packet_id: str, dsn: str | None, tenant_id: str, org_id: str | None, user_id: str | None,
-                   session_id: str | None, roles: tuple[str, ...], direction: str, max_depth: int,
-                   as_json: bool) -> None:
+@json_lines_option
+def packet_lineage(packet_id: str, target: Target, direction: str, max_depth: int, as_json: bool) -> None:
     """Walk a packet's lineage (ancestors or descendants), breadth first."""
-    try:
-        with _TenantCall(dsn, tenant_id, org_id, user_id, session_id, roles) as memory:
-            rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
-    except MemsubError as error:
-        _fail_error(error)
-    _print_rows(rows, as_json, ["depth", "packet_type", "packet_id", "parent_ids", "state"])
+    with target.session() as memory:
+        rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
+    print_rows(rows, ["depth", "packet_type", "packet_id", "parent_ids", "state"], as_json)
 
 
 def _register_commands() -> None:
     from memsub.cli_http import api_key_group, serve_command
-    from memsub.cli_ingest import build_ingest_command
+    from memsub.cli_ingest import ingest_command
     from memsub.cli_limits import login_timeouts_command
     from memsub.cli_maintain import maintain_command
     from memsub.cli_mcp import mcp_command
@@ -427,7 +333,7 @@ def _register_commands() -> None:
     main.add_command(repair)
     main.add_command(refresh_views_command)
     main.add_command(maintain_command)
-    main.add_command(build_ingest_command(_tenant_options))
+    main.add_command(ingest_command)
     main.add_command(search_command)
     main.add_command(graph_group)
     main.add_command(login_timeouts_command)

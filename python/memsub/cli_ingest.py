@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from memsub import documents
-from memsub.client import Substrate
-from memsub.connection import resolve
+from memsub.cli_common import Target, emit_json_lines, tenant_options
 from memsub.errors import MemsubError
+from memsub.exit_codes import CHECK_FAILED
 
 SUFFIXES = tuple(sorted(documents.SUFFIX_MIME))
 
@@ -46,51 +46,52 @@ def load_embedder(spec: str, dimension: int) -> documents.Embedder:
     return embedder
 
 
-def build_ingest_command(tenant_options: Callable[[Callable[..., Any]], Callable[..., Any]]) -> click.Command:
-    """The ``ingest`` command, with the CLI's shared tenant options (--dsn, --tenant, --org, --user, ...)."""
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@tenant_options
+@click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
+              help="module:factory building an embedder (called with dimension=...); or MEMSUB_EMBEDDER. "
+                   "Without one, chunks are stored and full-text indexed but not embedded.")
+@click.option("--max-chars", default=documents.DEFAULT_MAX_CHARS, show_default=True,
+              help="Longest chunk, in characters.")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines, one result per file.")
+def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str | None, max_chars: int,
+                   as_json: bool) -> None:
+    """Ingest Markdown and text files (directories: every .md/.markdown/.txt/.text file below them).
 
-    @click.command("ingest")
-    @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-    @tenant_options
-    @click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
-                  help="module:factory building an embedder (called with dimension=...); or MEMSUB_EMBEDDER. "
-                       "Without one, chunks are stored and full-text indexed but not embedded.")
-    @click.option("--max-chars", default=documents.DEFAULT_MAX_CHARS, show_default=True,
-                  help="Longest chunk, in characters.")
-    def ingest_command(paths: tuple[Path, ...], dsn: str | None, tenant_id: str, org_id: str | None,
-                       user_id: str | None, session_id: str | None, roles: tuple[str, ...],
-                       embedder_spec: str | None, max_chars: int) -> None:
-        """Ingest Markdown and text files (directories: every .md/.markdown/.txt/.text file below them).
-
-        Each file is one transaction: unchanged files are left alone, changed files get a new version.
-        """
-        files = list(_files(paths))
-        counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
-        lines: list[str] = []
-        embedder: documents.Embedder | None = None
-        substrate = Substrate(resolve(dsn, announce=True).dsn, max_size=1, timeout=10.0)
-        with substrate, click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
-                                          item_show_func=lambda p: p.name if p else None) as bar:
-            for path in bar:
-                try:
-                    with substrate.tenant(tenant_id, org_id=org_id, user_id=user_id, roles=roles,
-                                          session_id=session_id) as memory:
-                        if embedder_spec and embedder is None:
-                            embedder = load_embedder(embedder_spec, documents.installation_dimension(memory))
-                        result = documents.ingest_file(memory, path, embedder=embedder, max_chars=max_chars)
-                except MemsubError as error:
-                    counts["failed"] += 1
-                    field = f" [field {error.field}]" if error.field else ""
-                    lines.append(f"{path}: failed: {error}{field}")
-                    continue
-                counts[result.status] += 1
-                lines.append(f"{path}: {result.status} (version {result.version}, {result.chunk_count} chunks, "
-                             f"{result.embedded_count} embedded)")
-        for line in lines:
-            click.echo(line)
-        click.echo(f"{counts['created']} created, {counts['new_version']} new version(s), "
-                   f"{counts['unchanged']} unchanged, {counts['failed']} failed")
-        if counts["failed"]:
-            sys.exit(1)
-
-    return ingest_command
+    Each file is one transaction: unchanged files are left alone, changed files get a new version.
+    """
+    files = list(_files(paths))
+    counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
+    results: list[dict[str, Any]] = []
+    embedder: documents.Embedder | None = None
+    with target.substrate() as substrate, click.progressbar(
+            files, label="ingesting", file=sys.stderr, show_pos=True,
+            item_show_func=lambda p: p.name if p else None) as bar:
+        for path in bar:
+            try:
+                with substrate.tenant(target.tenant_id, **target.context()) as memory:
+                    if embedder_spec and embedder is None:
+                        embedder = load_embedder(embedder_spec, documents.installation_dimension(memory))
+                    result = documents.ingest_file(memory, path, embedder=embedder, max_chars=max_chars)
+            except MemsubError as error:
+                counts["failed"] += 1
+                results.append({"path": str(path), "status": "failed", "error": str(error), "field": error.field})
+                continue
+            counts[result.status] += 1
+            results.append({"path": str(path), "status": result.status, "version": result.version,
+                            "chunk_count": result.chunk_count, "embedded_count": result.embedded_count})
+    if as_json:
+        emit_json_lines(results)
+    else:
+        for item in results:
+            if item["status"] == "failed":
+                field = f" [field {item['field']}]" if item["field"] else ""
+                click.echo(f"{item['path']}: failed: {item['error']}{field}")
+            else:
+                click.echo(f"{item['path']}: {item['status']} (version {item['version']}, {item['chunk_count']} "
+                           f"chunks, {item['embedded_count']} embedded)")
+    click.echo(f"{counts['created']} created, {counts['new_version']} new version(s), "
+               f"{counts['unchanged']} unchanged, {counts['failed']} failed", err=as_json)
+    if counts["failed"]:
+        sys.exit(CHECK_FAILED)

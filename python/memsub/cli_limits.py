@@ -8,13 +8,13 @@ the size limits of memsub.limits (enforced inside the functions) are what binds 
 
 from __future__ import annotations
 
-import sys
-
 import click
 import psycopg
 from psycopg import sql
 
-from memsub.config import resolve_dsn
+from memsub.cli_common import dsn_option, emit_json, reachable_dsn
+from memsub.connection import connect
+from memsub.errors import InvalidInput
 
 # GUC name -> the memsub.limits entry that holds its value in milliseconds.
 TIMEOUTS: dict[str, str] = {
@@ -45,18 +45,19 @@ def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: st
 
 @click.command("login-timeouts")
 @click.argument("logins", nargs=-1, required=True)
-@click.option("--dsn", default=None,
-              help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster).")
-def login_timeouts_command(logins: tuple[str, ...], dsn: str | None) -> None:
+@dsn_option
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines, one login with its timeouts (ms) per line.")
+def login_timeouts_command(logins: tuple[str, ...], dsn: str | None, as_json: bool) -> None:
     """Set statement_timeout, lock_timeout and idle_in_transaction_session_timeout on each LOGIN role to the
     values of memsub.limits (statement_timeout_ms, lock_timeout_ms, idle_in_transaction_timeout_ms). Run as a
     role that may ALTER those roles (a superuser or one with CREATEROLE). New sessions pick them up."""
-    try:
-        with psycopg.connect(resolve_dsn(dsn).dsn) as conn:
-            for login in logins:
-                applied = apply_login_timeouts(conn, login)
+    with connect(reachable_dsn(dsn)) as conn:
+        for login in logins:
+            try:
+                applied = apply_login_timeouts(conn, login)  # type: ignore[arg-type]
+            except ValueError as error:
+                raise InvalidInput(str(error), field="login") from error
+            if as_json:
+                emit_json({"login": login, **applied})
+            else:
                 click.echo(f"{login}: " + ", ".join(f"{name} = {ms}ms" for name, ms in applied.items()))
-    except (psycopg.Error, ValueError) as error:
-        message = error.diag.message_primary if isinstance(error, psycopg.Error) else None
-        click.echo(f"memsub: {message or error}", err=True)
-        sys.exit(1)

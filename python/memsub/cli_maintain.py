@@ -10,7 +10,7 @@ from types import FrameType
 
 import click
 
-from memsub.connection import probe, resolve
+from memsub.cli_common import reachable_dsn
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED, fail
 from memsub.maintain import TASKS, format_round, parse_interval, run_round
@@ -38,8 +38,7 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
     period = parse_interval(every) if every else None
     if rounds is not None and period is None:
         fail(MemsubError("--rounds needs --every"), as_json=as_json)
-    conninfo = resolve(dsn, announce=True).dsn
-    probe(conninfo)
+    conninfo = reachable_dsn(dsn)
     stop = threading.Event()
     if period is not None:
         def on_signal(signum: int, frame: FrameType | None) -> None:

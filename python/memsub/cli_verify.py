@@ -10,7 +10,7 @@ import click
 import psycopg
 
 from memsub import catalog_check
-from memsub.connection import probe, resolve
+from memsub.cli_common import reachable_dsn
 from memsub.errors import MemsubError
 from memsub.migrator import Migrator
 
@@ -35,6 +35,15 @@ def _reference_options(function: Any) -> Any:
     return function
 
 
+def verify_problems(migrator: Migrator) -> list[str] | None:
+    """On a database without memsub: every shipped file, as pending (``verify`` lists them instead of failing).
+    None when memsub is installed (the full comparison then applies)."""
+    if migrator.current_version() is not None:
+        return None
+    return [f"pending: {'migrations' if e.kind == 'migration' else 'sql'}/{e.name} is not applied "
+            "(no memsub in this database: run memsub migrate)" for e in migrator.status()]
+
+
 def _history(text: str) -> dict[str, Any]:
     return {"kind": "history", "object": text, "attribute": None, "state": text.split(":", 1)[0],
             "expected": None, "found": None}
@@ -53,12 +62,9 @@ def verify(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     """Exit 1, naming each difference, when the database differs from what the shipped SQL produces: migration
     history, and every function, policy, privilege, index, constraint, trigger, view, owner and row-level
     security flag in schema memsub (and objects that should not be there). Exit 2 when it cannot compare."""
-    target = resolve(dsn, announce=True).dsn
-    probe(target)  # cannot connect: exit 3, wrong password or no database: one line (memsub.exit_codes)
+    target = reachable_dsn(dsn)  # cannot connect: exit 3, wrong password or no database: one line (memsub.exit_codes)
     notes: list[str] = []
     try:
-        from memsub.cli import verify_problems
-
         migrator = Migrator(target)
         without_memsub = verify_problems(migrator)
         problems = without_memsub if without_memsub is not None else migrator.verify()
@@ -104,8 +110,7 @@ def repair(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     re-applies the re-runnable SQL (sql/), and restores what migrations created (indexes, constraints, row-level
     security flags, defaults, owners, privileges, memsub role attributes and memberships). Unexpected tables,
     columns, sequences and types are reported, never dropped. Exit 1 when differences remain."""
-    target = resolve(dsn, announce=True).dsn
-    probe(target)  # cannot connect: exit 3 (memsub.exit_codes)
+    target = reachable_dsn(dsn)  # cannot connect: exit 3 (memsub.exit_codes)
     try:
         report = catalog_check.repair(target, mode, reference_dsn)
     except (MemsubError, ValueError, psycopg.Error) as error:

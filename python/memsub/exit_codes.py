@@ -100,15 +100,25 @@ class GuardedGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         from psycopg_pool import PoolTimeout
 
+        as_json = bool(ctx.meta.get("memsub.json"))
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.UsageError):
+            raise  # click's own: an exit code already chosen, or a usage message with its hint (exit 2)
+        except click.ClickException as error:
+            fail(MemsubError(error.format_message()), as_json=as_json)
         except (MemsubError, psycopg.Error, PoolTimeout) as error:
-            fail(error, as_json=bool(ctx.meta.get("memsub.json")))
+            fail(error, as_json=as_json)
         except UnicodeError as error:
             # bytes that are not UTF-8 in a file, stdin or an argument
-            fail(InvalidInput(f"input is not valid UTF-8: {error}; nothing was written"),
-                 as_json=bool(ctx.meta.get("memsub.json")))
+            fail(InvalidInput(f"input is not valid UTF-8: {error}; nothing was written"), as_json=as_json)
         except RecursionError:
             # JSON nested deeper than Python's parser allows
-            fail(InvalidInput("JSON nested too deeply to parse; nothing was written"),
-                 as_json=bool(ctx.meta.get("memsub.json")))
+            fail(InvalidInput("JSON nested too deeply to parse; nothing was written"), as_json=as_json)
+        except ValueError as error:
+            fail(InvalidInput(str(error) or type(error).__name__), as_json=as_json)
+        except OSError as error:
+            fail(MemsubError(f"{error.strerror or error}" + (f": {error.filename}" if error.filename else "")),
+                 as_json=as_json)
+        except Exception as error:
+            fail(MemsubError(f"unexpected error: {type(error).__name__}: {error}"), as_json=as_json)

@@ -7,7 +7,8 @@ Statements are split with sqlglot's PostgreSQL tokenizer (dollar-quoted bodies s
   allow a SET clause: it must then be ``security invoker``);
 - every ``search_path`` ends with ``pg_temp``: PostgreSQL searches the temporary schema first for table and type
   names unless it is named, so a login could otherwise shadow ``uuid`` with a domain whose check runs its code;
-- every table, column, view, function and procedure created in the memsub schema has a ``comment on``;
+- every table, column, view (and each of its output columns), function and procedure created in the memsub
+  schema has a ``comment on``;
 - nothing is granted to PUBLIC.
 """
 
@@ -94,6 +95,41 @@ def _table_columns(statement: Statement, open_index: int) -> list[str]:
     return columns
 
 
+def _view_columns(statement: Statement) -> list[str]:
+    """Output column names of ``create [materialized] view name ... as [with ...] select <list> from ...``: the
+    alias of each item of the top-level select list, or its last name (``t.column``); ``*`` is skipped."""
+    items: list[list[Token]] = []
+    depth = 0
+    in_list = False
+    for token in statement.tokens:
+        word = token.text.lower()
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        if depth != 0:
+            if in_list:
+                items[-1].append(token)
+            continue
+        if not in_list:
+            if word == "select":
+                in_list, items = True, [[]]
+            continue
+        if word in {"from", "union", "where", "with"}:
+            break
+        if token.token_type == TokenType.COMMA:
+            items.append([])
+        elif token.token_type != TokenType.R_PAREN:
+            items[-1].append(token)
+    columns: list[str] = []
+    for item in items:
+        words = [t for t in item if t.token_type not in (TokenType.L_PAREN, TokenType.R_PAREN)]
+        if not words or words[-1].token_type == TokenType.STAR:
+            continue
+        columns.append(words[-1].text.lower().strip('"'))
+    return columns
+
+
 def lint(paths: Sequence[Path]) -> list[Problem]:
     problems: list[Problem] = []
     needs_comment: dict[str, tuple[Path, int]] = {}
@@ -172,6 +208,8 @@ def _check_statement(statement: Statement, words: list[str], needs_comment: dict
                     needs_comment.setdefault(f"column memsub.{name}.{column}", where)
         elif kind in {"view", "materialized view"} and name:
             needs_comment.setdefault(f"{kind} memsub.{name}", where)
+            for column in _view_columns(statement):
+                needs_comment.setdefault(f"column memsub.{name}.{column}", where)
     elif words[0] == "alter" and len(words) > 4 and words[1] == "table":
         name = _qualified_name(words, 2)
         if name:

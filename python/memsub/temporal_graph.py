@@ -96,7 +96,7 @@ class GraphNode(BaseModel):
     mime: str | None
     path: str | None
     hash: str | None
-    memory_type: str | None
+    memory_tier: str | None
     importance: float | None
     decay_state: dict[str, Any] | None
 
@@ -108,7 +108,7 @@ _EDGE_COLUMNS = (
 )
 _NODE_COLUMNS = (
     "node_type, node_id, content, properties, created_at, updated_at, doc_refs, lower(valid_period) as valid_from, "
-    "upper(valid_period) as valid_until, entity_type, aliases, session_id, mime, path, hash, memory_type, "
+    "upper(valid_period) as valid_until, entity_type, aliases, session_id, mime, path, hash, memory_tier, "
     "importance, decay_state"
 )
 

@@ -1,0 +1,147 @@
+"""What every ``memsub`` command shares: the connection and tenant options gathered into one context object,
+the table printer, JSON output, and the error boundary (:class:`memsub.exit_codes.GuardedGroup`).
+
+Command modules import from here, never from :mod:`memsub.cli`, which imports them to assemble the program.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from pydantic import BaseModel
+
+from memsub.connection import probe, resolve
+
+if TYPE_CHECKING:
+    from memsub.client import Substrate, TenantSession
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+dsn_option = click.option("--dsn", envvar=None, default=None,
+                          help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
+                               "environment, then the embedded cluster).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print data as JSON on stdout.")
+json_lines_option = click.option("--json", "as_json", is_flag=True, help="Print JSON Lines, one row per line.")
+
+
+def server_dsn(dsn: str | None) -> str:
+    """The resolved connection string, after saying on stderr which server it points at."""
+    return resolve(dsn, announce=True).dsn
+
+
+def reachable_dsn(dsn: str | None) -> str:
+    """The resolved connection string of a server that answered: a precise one-line error (refused, password,
+    no such database) comes from here, before any pool starts."""
+    conninfo = server_dsn(dsn)
+    probe(conninfo)
+    return conninfo
+
+
+@dataclass(frozen=True)
+class Target:
+    """The shared context of a command that acts for a tenant: the server and the tenant context it sets."""
+
+    dsn: str | None
+    tenant_id: str
+    org_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    roles: tuple[str, ...] = ()
+
+    def context(self) -> dict[str, Any]:
+        return {"org_id": self.org_id, "user_id": self.user_id, "session_id": self.session_id,
+                "roles": self.roles}
+
+    @contextmanager
+    def substrate(self) -> Iterator[Substrate]:
+        """A one-connection Substrate on the reachable server, closed at the end."""
+        from memsub.client import Substrate
+
+        substrate = Substrate(reachable_dsn(self.dsn), max_size=1, timeout=10.0)
+        try:
+            yield substrate
+        finally:
+            substrate.close()
+
+    @contextmanager
+    def session(self) -> Iterator[TenantSession]:
+        """One TenantSession (one transaction) for this tenant context."""
+        with self.substrate() as substrate, substrate.tenant(
+                self.tenant_id, **self.context()) as memory:
+            yield memory
+
+
+_TENANT_PARAMETERS = ("dsn", "tenant_id", "org_id", "user_id", "session_id", "roles")
+
+
+def tenant_options(function: F) -> F:
+    """Add --dsn, --tenant, --org, --user, --session and --role; the command receives them as ``target``."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in _TENANT_PARAMETERS}
+        return function(*args, target=Target(**values), **kwargs)
+
+    command: Any = wrapper
+    for option in reversed([
+        dsn_option,
+        click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True,
+                     help="Tenant UUID (or MEMSUB_TENANT)."),
+        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID."),
+        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID."),
+        click.option("--session", "session_id", default=None, help="Session identifier."),
+        click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
+                     help="Context role (needs membership in the matching memsub role)."),
+    ]):
+        command = option(command)
+    return command  # type: ignore[no-any-return]
+
+
+def _json_default(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def emit_json(payload: Any) -> None:
+    """One JSON document on one line of stdout (dates in ISO 8601)."""
+    click.echo(json.dumps(payload, default=_json_default))
+
+
+def emit_json_lines(rows: Sequence[BaseModel | dict[str, Any]]) -> None:
+    for row in rows:
+        if isinstance(row, BaseModel):
+            click.echo(row.model_dump_json())
+        else:
+            emit_json(row)
+
+
+def cell(value: Any) -> str:
+    """A value as table text: lists joined by commas, times to the second, None empty."""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat(timespec="seconds"))
+    return "" if value is None else str(value)
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """The one table layout of the CLI: a header line, a rule, then one line per row, columns padded."""
+    text = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in text]) for i, h in enumerate(headers)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for row_text in text:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row_text, widths, strict=True)).rstrip())
+
+
+def print_rows(rows: Sequence[BaseModel], columns: Sequence[str], as_json: bool) -> None:
+    """Typed rows as JSON Lines, or as a table of the named attributes."""
+    if as_json:
+        emit_json_lines(rows)
+        return
+    print_table(columns, [[getattr(row, c) for c in columns] for row in rows])

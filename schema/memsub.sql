@@ -1,0 +1,11543 @@
+CREATE SCHEMA memsub;
+
+ALTER SCHEMA memsub OWNER TO memsub_owner;
+
+COMMENT ON SCHEMA memsub IS 'memsub: PostgreSQL-native memory substrate for AI agents (tables, functions, views).';
+
+CREATE TYPE memsub.langgraph_checkpoint_row AS (
+	thread_id text,
+	checkpoint_ns text,
+	checkpoint_id text,
+	parent_checkpoint_id text,
+	checkpoint_type text,
+	checkpoint bytea,
+	metadata jsonb,
+	write_task_ids text[],
+	write_task_paths text[],
+	write_idx integer[],
+	write_channels text[],
+	write_value_types text[],
+	write_values bytea[]
+);
+
+ALTER TYPE memsub.langgraph_checkpoint_row OWNER TO memsub_owner;
+
+COMMENT ON TYPE memsub.langgraph_checkpoint_row IS 'A LangGraph checkpoint with its pending writes (task ids, task paths, idx, channels, value types, values).';
+
+CREATE TYPE memsub.langgraph_store_item AS (
+	namespace text[],
+	key text,
+	value jsonb,
+	created_at timestamp with time zone,
+	updated_at timestamp with time zone,
+	score double precision
+);
+
+ALTER TYPE memsub.langgraph_store_item OWNER TO memsub_owner;
+
+COMMENT ON TYPE memsub.langgraph_store_item IS 'A LangGraph store item as the read functions return it; score is the similarity of a natural-language search, else NULL.';
+
+CREATE TYPE memsub.packet_write_result AS (
+	"position" integer,
+	packet_id uuid,
+	packet_type text,
+	"timestamp" timestamp with time zone,
+	thread_id uuid,
+	parent_ids uuid[],
+	generation integer,
+	root_packet_id uuid,
+	content_hash text,
+	deduplicated boolean,
+	written jsonb,
+	unknown_fields text[]
+);
+
+ALTER TYPE memsub.packet_write_result OWNER TO memsub_owner;
+
+COMMENT ON TYPE memsub.packet_write_result IS 'PacketWriteResult: the DAG processing result of one envelope write (seed 004).';
+
+COMMENT ON COLUMN memsub.packet_write_result."position" IS '1-based position of the envelope in the written batch (1 for a single write).';
+
+COMMENT ON COLUMN memsub.packet_write_result.packet_id IS 'Stored packet (the existing one when deduplicated).';
+
+COMMENT ON COLUMN memsub.packet_write_result.packet_type IS 'Semantic category of the packet.';
+
+COMMENT ON COLUMN memsub.packet_write_result."timestamp" IS 'Event time of the stored packet.';
+
+COMMENT ON COLUMN memsub.packet_write_result.thread_id IS 'Thread of the packet, if any.';
+
+COMMENT ON COLUMN memsub.packet_write_result.parent_ids IS 'Lineage parents of the packet.';
+
+COMMENT ON COLUMN memsub.packet_write_result.generation IS 'Lineage generation: 0 for a packet without parents, else 1 + the deepest parent.';
+
+COMMENT ON COLUMN memsub.packet_write_result.root_packet_id IS 'Root of the lineage: the packet itself without parents, else the root of its first parent.';
+
+COMMENT ON COLUMN memsub.packet_write_result.content_hash IS 'Deduplication hash of the content.';
+
+COMMENT ON COLUMN memsub.packet_write_result.deduplicated IS 'True when the same content was already stored and the existing packet is returned.';
+
+COMMENT ON COLUMN memsub.packet_write_result.written IS 'Rows written per table, e.g. {"packet_store": 1, "packet_threads": 1}; {} when deduplicated.';
+
+COMMENT ON COLUMN memsub.packet_write_result.unknown_fields IS 'Envelope fields this version of the contract does not know (e.g. from a newer minor version), kept in the stored envelope; lineage fields are named lineage.<field>. Empty when every field is known.';
+
+CREATE TYPE memsub.retrieval_candidate AS (
+	tenant_id uuid,
+	embedding_id uuid,
+	packet_id uuid,
+	chunk_index integer,
+	chunk_text text,
+	distance double precision,
+	importance_score double precision,
+	last_active timestamp with time zone
+);
+
+ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
+
+COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
+
+CREATE FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select (p_state || coalesce((select jsonb_object_agg(k, v) from jsonb_each(p_delta) as d(k, v)
+                                  where jsonb_typeof(v) <> 'null'), '{}'))
+           - coalesce((select array_agg(k) from jsonb_each(p_delta) as d(k, v) where jsonb_typeof(v) = 'null'),
+                      '{}'::text[])
+$$;
+
+ALTER FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS 'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
+
+CREATE FUNCTION memsub._caller_is_admin() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select memsub.is_tenant_admin() or memsub.is_platform_admin() $$;
+
+ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
+
+CREATE FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_ref      jsonb;
+    v_position integer;
+    v_field    text;
+    v_key      text;
+    v_doc      uuid;
+    v_chunk    uuid;
+    v_result   jsonb := '[]';
+    uuid_text  constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+begin
+    if p_refs is null then
+        return '[]';
+    end if;
+    if jsonb_typeof(p_refs) <> 'array' then
+        raise exception 'field "%" must be a JSON array of DocRefs {doc_id, chunk_id, score}', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    for v_ref, v_position in select r, n - 1 from jsonb_array_elements(p_refs) with ordinality as a(r, n) loop
+        v_field := format('%s[%s]', p_field, v_position);
+        if jsonb_typeof(v_ref) <> 'object' then
+            raise exception 'field "%" must be an object {doc_id, chunk_id, score}', v_field
+                using errcode = '22023', column = v_field;
+        end if;
+        select k into v_key from jsonb_object_keys(v_ref) as k
+         where k not in ('doc_id', 'chunk_id', 'score') order by k limit 1;
+        if v_key is not null then
+            raise exception 'field "%.%" is not part of a DocRef', v_field, v_key
+                using errcode = '22023', column = v_field || '.' || v_key;
+        end if;
+        if jsonb_typeof(v_ref -> 'doc_id') is distinct from 'string' or (v_ref ->> 'doc_id') !~ uuid_text then
+            raise exception 'field "%.doc_id" must be a document id (UUID)', v_field
+                using errcode = '22023', column = v_field || '.doc_id';
+        end if;
+        v_doc := (v_ref ->> 'doc_id')::uuid;
+        if not exists (select from memsub.document_index d where d.tenant_id = memsub.current_tenant_id() and d.id = v_doc) then
+            raise exception 'field "%.doc_id": document % does not exist or is not visible', v_field, v_doc
+                using errcode = '23503', column = v_field || '.doc_id';
+        end if;
+        v_chunk := null;
+        if jsonb_typeof(v_ref -> 'chunk_id') = 'string' and (v_ref ->> 'chunk_id') ~ uuid_text then
+            v_chunk := (v_ref ->> 'chunk_id')::uuid;
+            if not exists (select from memsub.document_chunks c
+                            where c.tenant_id = memsub.current_tenant_id() and c.id = v_chunk and c.document_id = v_doc) then
+                raise exception 'field "%.chunk_id": chunk % is not a visible chunk of document %', v_field, v_chunk, v_doc
+                    using errcode = '23503', column = v_field || '.chunk_id';
+            end if;
+        elsif coalesce(jsonb_typeof(v_ref -> 'chunk_id'), 'null') <> 'null' then
+            raise exception 'field "%.chunk_id" must be a chunk id (UUID) or null', v_field
+                using errcode = '22023', column = v_field || '.chunk_id';
+        end if;
+        if coalesce(jsonb_typeof(v_ref -> 'score'), 'null') not in ('null', 'number') then
+            raise exception 'field "%.score" must be a number', v_field
+                using errcode = '22023', column = v_field || '.score';
+        end if;
+        v_result := v_result || jsonb_build_array(jsonb_build_object(
+            'doc_id', v_doc, 'chunk_id', v_chunk, 'score', v_ref -> 'score'));
+    end loop;
+    return v_result;
+end
+$_$;
+
+ALTER FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) IS 'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
+
+CREATE FUNCTION memsub._check_finite(p_value double precision, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null
+       and (p_value = 'NaN'::double precision or p_value in ('Infinity'::double precision, '-Infinity'::double precision)) then
+        raise exception 'field "%" must be a finite number, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_finite(p_value double precision, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_finite(p_value double precision, p_field text) IS 'Returns the number (or NULL) unchanged when it is finite; raises 22023 naming the field for NaN and infinities.';
+
+CREATE FUNCTION memsub._check_finite_interval(p_value interval, p_field text) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite interval, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_finite_interval(p_value interval, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_finite_interval(p_value interval, p_field text) IS 'Returns the interval (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+CREATE FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite time, not %; leave it NULL for an open bound', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) IS 'Returns the timestamp (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+CREATE FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    perform memsub._check_limit(p_k, 'max_k', 'k');
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+end
+$$;
+
+ALTER FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) IS 'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
+
+CREATE FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_id text := memsub._require_text(p_id, p_field);
+begin
+    perform memsub._check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
+                                replace(p_field, '_entity', '') || '_type');
+    if p_type = 'Episode' and not exists (
+            select from memsub.sessions s where s.tenant_id = memsub.current_tenant_id() and s.id = v_id)
+       or p_type = 'Document' and not exists (
+            select from memsub.document_index d
+             where d.tenant_id = memsub.current_tenant_id() and d.id::text = lower(v_id))
+       or p_type = 'Memory' and not exists (
+            select from memsub.memory_entries m
+             where m.tenant_id = memsub.current_tenant_id() and m.id::text = lower(v_id)) then
+        raise exception 'field "%": % node "%" does not exist or is not visible', p_field, p_type, v_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return case when p_type in ('Document', 'Memory') then lower(v_id) else v_id end;
+end
+$$;
+
+ALTER FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) IS 'The id of a graph node of a type: Entity (any name, trimmed), Episode (a visible session id), Document (a visible document version id), Memory (a visible memory entry id); 23503 naming the field when missing.';
+
+CREATE FUNCTION memsub._check_half_life(p_half_life interval) RETURNS interval
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
+        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
+            using errcode = '22023', column = 'half_life';
+    end if;
+    return p_half_life;
+end
+$$;
+
+ALTER FUNCTION memsub._check_half_life(p_half_life interval) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_half_life(p_half_life interval) IS 'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
+
+CREATE FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null and jsonb_typeof(p_value) <> p_type then
+        raise exception 'field "%" must be a JSON %, not %', p_field, p_type, jsonb_typeof(p_value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) IS 'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
+
+CREATE FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) RETURNS bigint
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_max bigint;
+begin
+    if p_value is null then
+        return null;
+    end if;
+    v_max := memsub.limit_value(p_limit);
+    if p_value > v_max then
+        raise exception 'field "%" is % over the limit: % > % (%)', p_field,
+            case when p_limit like '%bytes' then 'bytes' when p_limit like '%chars' then 'characters'
+                 else 'size' end, p_value, v_max, p_limit
+            using errcode = '54000', column = p_field,
+                  detail = format('limit=%s value=%s actual=%s', p_limit, v_max, p_value),
+                  hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) IS 'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit (detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
+
+CREATE FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null then
+        raise exception 'field "%" is required (one of %)', p_field, array_to_string(p_allowed, ', ')
+            using errcode = '23502', column = p_field;
+    end if;
+    if p_value <> all(p_allowed) then
+        raise exception 'field "%" must be one of %, not "%"', p_field, array_to_string(p_allowed, ', '), p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) IS 'Returns the value when it is one of the allowed values; raises 23502 (NULL) or 22023 naming the field.';
+
+CREATE FUNCTION memsub._check_unit(p_value double precision, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null and (p_value < 0 or p_value > 1 or p_value = 'NaN'::double precision) then
+        raise exception 'field "%" must be between 0 and 1, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_unit(p_value double precision, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_unit(p_value double precision, p_field text) IS 'Returns a value in [0, 1] (or NULL) unchanged; raises 22023 naming the field otherwise.';
+
+CREATE FUNCTION memsub._check_vector(p_value public.vector, p_field text) RETURNS public.vector
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    expected integer := memsub.vector_dimension();
+begin
+    if p_value is not null and vector_dims(p_value) <> expected then
+        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+            p_field, expected, vector_dims(p_value)
+            using errcode = '22023', column = p_field;
+    end if;
+    -- pgvector computes a cosine distance from norms summed in single precision: a zero vector, or one whose
+    -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
+    -- exactly then.
+    if p_value is not null and cosine_distance(p_value, p_value) = 'NaN'::double precision then
+        raise exception 'field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
+                        'large to square in single precision, has no cosine distance)', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_vector(p_value public.vector, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) IS 'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, squares representable in single precision); raises 22023 naming the field otherwise.';
+
+CREATE FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer DEFAULT 50) RETURNS TABLE(chunk_id uuid, text_rank integer, text_score real)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_query  tsquery;
+begin
+    if p_limit is null or p_limit < 1 or p_limit > 10000 then
+        raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    if numnode(v_query) = 0 then
+        return;
+    end if;
+    return query
+        select c.id, (row_number() over (order by ts_rank_cd(c.content_tsv, v_query) desc, c.id))::integer,
+               ts_rank_cd(c.content_tsv, v_query)
+          from memsub.document_chunks c
+          join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id and d.is_latest
+         where c.tenant_id = v_tenant
+           and c.content_tsv @@ v_query
+           and not exists (select from memsub.memory_embeddings e
+                            where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                              and e.embedding_type = 'content' and e.chunk_index = c.chunk_index)
+         order by 2
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
+
+CREATE FUNCTION memsub._entity_keys(p_name text) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key  text := memsub.normalize_text(p_name);
+    v_keys text[];
+begin
+    select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+      from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
+          from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_keys, array[v_key]);
+end
+$$;
+
+ALTER FUNCTION memsub._entity_keys(p_name text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+
+CREATE FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) RETURNS public.vector
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    if p_value is null then
+        return null;
+    end if;
+    if cardinality(p_value) = 0
+       or exists (select from unnest(p_value) as x(e)
+                   where x.e is null or x.e = 'NaN'::double precision or abs(x.e) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_vector(p_value::vector, p_field);
+end
+$$;
+
+ALTER FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) IS 'A vector given as double precision[], checked by memsub._check_vector; raises 22023 naming the field for an empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
+
+CREATE FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- (1 - rate)^n computed as exp(n * ln(1 - rate)), clipped so a large n cannot underflow. NaN and infinities are
+    -- refused by the first branch of each expression (the check runs only for such a value: a scan pays a comparison).
+    with kept as (
+        select case when p_access_rate in ('NaN', 'Infinity', '-Infinity')
+                    then memsub._check_finite(p_access_rate, 'access_rate')
+                    when p_accesses = 0 then 1.0 when p_access_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_accesses * ln(1.0 - p_access_rate))) end as by_access,
+               case when p_feedback_rate in ('NaN', 'Infinity', '-Infinity')
+                    then memsub._check_finite(p_feedback_rate, 'feedback_rate')
+                    when p_useful = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_useful * ln(1.0 - p_feedback_rate))) end as by_useful,
+               case when p_useless = 0 then 1.0 when p_feedback_rate >= 1 then 0.0
+                    else exp(greatest(-700.0, p_useless * ln(1.0 - p_feedback_rate))) end as by_useless
+    ), steps as (
+        select case when p_importance in ('NaN', 'Infinity', '-Infinity')
+                    then memsub._check_finite(p_importance, 'importance') else p_importance end
+               + (1.0 - p_importance) * (1.0 - k.by_access) as i2, k.by_useful, k.by_useless from kept k
+    )
+    select least(1.0, greatest(0.0, (s.i2 + (1.0 - s.i2) * (1.0 - s.by_useful)) * s.by_useless))::double precision
+      from steps s
+$$;
+
+ALTER FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) IS 'One learning step of memsub.learn_importance: frequency, then useful feedback (both towards 1), then not-useful feedback (towards 0). Stays in [0, 1] for an input in [0, 1] and rates in [0, 1].';
+
+CREATE FUNCTION memsub._json_vector(p_value jsonb, p_field text) RETURNS public.vector
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
+       or exists (select from jsonb_array_elements(p_value) as x(e)
+                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_vector((p_value::text)::vector, p_field);
+end
+$$;
+
+ALTER FUNCTION memsub._json_vector(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) IS 'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+
+CREATE FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text DEFAULT 'content'::text, p_limit integer DEFAULT 50) RETURNS TABLE(embedding_id uuid, text_rank integer, text_score real)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_org     uuid := memsub.current_org_id();
+    v_user    uuid := memsub.current_user_id();
+    v_session text := memsub.current_session_id();
+    v_query   tsquery;
+begin
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
+    if numnode(v_query) = 0 then
+        return;  -- no searchable words (empty text or only stop words)
+    end if;
+    return query
+        select e.embedding_id,
+               (row_number() over (order by ts_rank_cd(e.search_tsv, v_query) desc, e.embedding_id))::integer,
+               ts_rank_cd(e.search_tsv, v_query)
+          from memsub.memory_embeddings e
+         where e.tenant_id = v_tenant
+           and e.search_tsv @@ v_query
+           and e.embedding_type = p_embedding_type
+           and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy
+           -- The policies of memory_embeddings (org_isolation, user_visibility) for a regular member:
+           and (e.org_id is null or e.org_id = v_org)
+           and (e.scope = 'shared'
+                or (e.scope = 'l-private' and e.user_id = v_user)
+                or (e.scope = 'cursor' and (e.user_id = v_user or e.session_id = v_session)))
+         order by 2
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
+
+CREATE FUNCTION memsub._memory_namespace_writable(p_namespace text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    -- Never NULL: a context without a user or session owns no user: or session: namespace (false, not unknown).
+    select coalesce(case split_part(p_namespace, ':', 1)
+                        when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
+                        when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
+                        else false
+                    end, false)
+        or memsub._caller_is_admin()
+$$;
+
+ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: and session: namespaces, or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+
+CREATE FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(jsonb_agg(distinct r), '[]')
+      from jsonb_array_elements(coalesce(p_old, '[]') || coalesce(p_new, '[]')) as r
+$$;
+
+ALTER FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) IS 'Union of two DocRef arrays, without duplicates.';
+
+CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
+                else p_value::text end
+$$;
+
+ALTER FUNCTION memsub._normalize_json_value(p_value jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+
+CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
+        raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
+    end if;
+    perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
+       from unnest(p_scores) with ordinality as s(score, n);
+    -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
+    if p_target_type in ('packet', 'embedding') then
+        update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
+          from (select coalesce(e.packet_id, t.id) as packet_id, count(*)::integer as hits
+                  from unnest(p_target_ids) as t(id)
+                  left join memsub.memory_embeddings e
+                         on p_target_type = 'embedding' and e.tenant_id = v_tenant and e.embedding_id = t.id
+                 group by 1) n
+         where s.tenant_id = v_tenant and s.packet_id = n.packet_id;
+    elsif p_target_type = 'fact' then
+        update memsub.knowledge_facts f set access_count = f.access_count + 1, last_accessed = now()
+         where f.tenant_id = v_tenant and f.fact_id = any(p_target_ids);
+    else
+        update memsub.reflection_store r set access_count = r.access_count + 1, last_accessed = now()
+         where r.tenant_id = v_tenant and r.reflection_id = any(p_target_ids);
+    end if;
+    return query
+        insert into memsub.memory_access_log as l (
+            target_type, target_id, agent_id, access_context, query_text, relevance_score,
+            tenant_id, org_id, user_id, session_id)
+        select p_target_type, t.id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text, t.score,
+               v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id()
+          from unnest(p_target_ids, p_scores) as t(id, score)
+         where case p_target_type
+                   when 'packet' then exists (select from memsub.packet_store s
+                                               where s.tenant_id = v_tenant and s.packet_id = t.id)
+                   when 'embedding' then exists (select from memsub.memory_embeddings e
+                                                  where e.tenant_id = v_tenant and e.embedding_id = t.id)
+                   when 'fact' then exists (select from memsub.knowledge_facts f
+                                             where f.tenant_id = v_tenant and f.fact_id = t.id)
+                   else exists (select from memsub.reflection_store r
+                                 where r.tenant_id = v_tenant and r.reflection_id = t.id)
+               end
+        returning l.target_id, l.access_id;
+end
+$$;
+
+ALTER FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Logs one access per visible target id (with its relevance score) in one statement and counts them on the targets; ids the caller cannot see are skipped. used by the retrieval functions when asked to record. Returns the access id of each target.';
+
+CREATE TABLE memsub.memory_view_refresh_log (
+    refresh_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    run_id uuid NOT NULL,
+    view_name text NOT NULL,
+    method text NOT NULL,
+    status text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    duration_ms double precision NOT NULL,
+    row_count bigint,
+    error text,
+    refreshed_by text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT memory_view_refresh_log_method_known CHECK ((method = ANY (ARRAY['concurrently'::text, 'full'::text, 'none'::text]))),
+    CONSTRAINT memory_view_refresh_log_status_known CHECK ((status = ANY (ARRAY['ok'::text, 'error'::text, 'skipped'::text])))
+);
+
+ALTER TABLE memsub.memory_view_refresh_log OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_view_refresh_log IS 'What memsub.refresh_memory_views() did: one row per view per run (installation-wide, not tenant data).';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.refresh_id IS 'Row identifier.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.run_id IS 'One refresh_memory_views() call.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.view_name IS 'Materialized view refreshed (or "*" for a skipped run).';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.method IS 'concurrently (populated view), full (first population) or none (skipped).';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.status IS 'ok, error, or skipped (another refresh held the lock).';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.started_at IS 'Start of the refresh.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.finished_at IS 'End of the refresh.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.duration_ms IS 'How long it took, in milliseconds.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.row_count IS 'Rows in the view after the refresh.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.error IS 'Error message when status is error.';
+
+COMMENT ON COLUMN memsub.memory_view_refresh_log.refreshed_by IS 'Session role that ran the refresh.';
+
+CREATE FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid DEFAULT NULL::uuid) RETURNS memsub.memory_view_refresh_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET lock_timeout TO '1min'
+    AS $$
+declare
+    v_started   timestamptz := clock_timestamp();
+    v_populated boolean;
+    v_method    text;
+    v_status    text := 'ok';
+    v_rows      bigint;
+    v_error     text;
+    v_entry     memsub.memory_view_refresh_log;
+begin
+    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                        'mv_reflection_patterns') then
+        raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
+            using errcode = '22023', column = 'view';
+    end if;
+    select c.relispopulated into v_populated
+      from pg_catalog.pg_class c
+     where c.relname = p_view and c.relnamespace = 'memsub'::regnamespace;
+    v_method := case when v_populated then 'concurrently' else 'full' end;
+    -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
+    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
+    if not memsub.take_maintenance_lock('refresh_memory_view', p_view, false) then
+        v_status := 'skipped';
+        v_method := 'none';
+        v_error := format('another refresh of memsub.%s is running: %s', p_view,
+                          coalesce(memsub.maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+    else
+        begin
+            -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be
+            -- concurrent. Lock waits are bounded by this function's lock_timeout.
+            if v_populated then
+                execute format('refresh materialized view concurrently memsub.%I', p_view);
+            else
+                execute format('refresh materialized view memsub.%I', p_view);
+            end if;
+            execute format('select count(*) from memsub.%I', p_view) into v_rows;
+        exception when others then
+            v_status := 'error';
+            v_error := sqlerrm;
+        end;
+    end if;
+    insert into memsub.memory_view_refresh_log (
+        run_id, view_name, method, status, started_at, finished_at, duration_ms, row_count, error)
+    values (
+        coalesce(p_run_id, gen_random_uuid()), p_view, v_method, v_status,
+        v_started, clock_timestamp(), extract(epoch from clock_timestamp() - v_started) * 1000, v_rows, v_error)
+    returning * into v_entry;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO memsub_view_owner;
+
+COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
+
+CREATE FUNCTION memsub._require_tenant_id() RETURNS uuid
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub.current_tenant_id();
+begin
+    if tenant is null then
+        raise exception 'memsub: no tenant context; call memsub.set_context(tenant_id, ...) in this transaction first'
+            using errcode = '42501', column = 'tenant_id';
+    end if;
+    return tenant;
+end
+$$;
+
+ALTER FUNCTION memsub._require_tenant_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_tenant_id() IS 'Returns the context tenant; raises SQLSTATE 42501 when no tenant context is set (writes never get a NULL tenant).';
+
+CREATE FUNCTION memsub._require_text(p_value text, p_field text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null then
+        raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
+    end if;
+    if btrim(p_value) = '' then
+        raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
+    end if;
+    return regexp_replace(btrim(p_value), '\s+', ' ', 'g');
+end
+$$;
+
+ALTER FUNCTION memsub._require_text(p_value text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_text(p_value text, p_field text) IS 'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
+
+CREATE FUNCTION memsub._resolve_entity(p_name text) RETURNS text
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key    text := memsub.normalize_text(p_name);
+    v_entity text;
+begin
+    -- By name first (the expression index), then by alias (the GIN index); plpgsql keeps both plans.
+    select w.entity_id into v_entity from memsub.world_model_entities w
+     where w.tenant_id = memsub.current_tenant_id()
+       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
+     order by w.entity_id limit 1;
+    if not found then
+        select w.entity_id into v_entity from memsub.world_model_entities w
+         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
+         order by w.entity_id limit 1;
+    end if;
+    return coalesce(v_entity, btrim(p_name));
+end
+$$;
+
+ALTER FUNCTION memsub._resolve_entity(p_name text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+
+CREATE FUNCTION memsub.acting_role() RETURNS name
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = current_user)
+                then current_user else session_user end
+$$;
+
+ALTER FUNCTION memsub.acting_role() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.acting_role() IS 'The database role whose memsub role memberships count: current_user when it can log in, else the login role (inside SECURITY DEFINER functions owned by memsub''s NOLOGIN owners, or after SET ROLE to a group).';
+
+CREATE FUNCTION memsub.adk_check_name(p_value text, p_field text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_limit(length(p_value), 'max_text_chars', p_field);
+    if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
+        raise exception 'memsub: % must be a non-empty string without control characters', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_check_name(p_value text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_check_name(p_value text, p_field text) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character (54000 when it is over max_text_chars).';
+
+CREATE FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', p_field);
+    if p_state is not null and jsonb_typeof(p_state) <> 'object' then
+        raise exception 'memsub: % must be a JSON object', p_field using errcode = '22023', column = p_field;
+    end if;
+    return coalesce(p_state, '{}');
+end
+$$;
+
+ALTER FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) IS 'Returns p_state (NULL as {}), or raises 22023 naming p_field when it is not a JSON object.';
+
+CREATE FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    orgk   uuid := memsub.adk_org_key();
+    bad    bigint;
+    added  integer;
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+            memsub.adk_check_name(p_session_id, 'session_id'),
+            memsub._check_limit(pg_column_size(p_memories), 'max_json_bytes', 'memories');
+    if p_memories is null or jsonb_typeof(p_memories) <> 'array' then
+        raise exception 'memsub: memories must be a JSON array' using errcode = '22023', column = 'memories';
+    end if;
+    select m.position - 1 into bad
+      from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
+     where jsonb_typeof(m.memory) <> 'object'
+        or jsonb_typeof(m.memory -> 'event_id') is distinct from 'string' or m.memory ->> 'event_id' = ''
+        or jsonb_typeof(m.memory -> 'content') is distinct from 'object'
+        or jsonb_typeof(m.memory -> 'text') is distinct from 'string'
+        or coalesce(jsonb_typeof(m.memory -> 'timestamp'), 'null') not in ('number', 'null')
+        or coalesce(jsonb_typeof(m.memory -> 'embedding'), 'null') not in ('array', 'null')
+     order by m.position limit 1;
+    if bad is not null then
+        raise exception 'memsub: memories[%] must be an object with event_id, content (object), text and optional '
+                        'timestamp (number) and embedding (array)', bad
+            using errcode = '22023', column = format('memories[%s]', bad);
+    end if;
+    delete from memsub.adk_memories m
+     where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
+       and m.session_id = p_session_id;
+    begin
+        insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
+                                         "timestamp", content, text, words, embedding)
+        select distinct on (m.memory ->> 'event_id')
+               tenant, memsub.current_org_id(), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
+               m.memory ->> 'author', (m.memory ->> 'timestamp')::double precision, m.memory -> 'content',
+               m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
+               case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
+                    then ((m.memory -> 'embedding') #>> '{}')::vector end
+          from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
+         order by m.memory ->> 'event_id', m.position desc;
+    exception when data_exception then
+        raise exception 'memsub: memories[].embedding must be arrays of finite numbers (%)', sqlerrm
+            using errcode = '22023', column = 'memories';
+    end;
+    get diagnostics added = row_count;
+    return added;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) IS 'Replaces the memories of an ADK session (context tenant and organization) with p_memories: a JSON array of {event_id, author, timestamp, content, text, embedding}. Returns how many were stored.';
+
+CREATE FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10) RETURNS TABLE(session_id text, event_id text, author text, "timestamp" double precision, content jsonb, score double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    orgk   uuid := memsub.adk_org_key();
+    q_words text[];
+    query  vector;
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+            memsub._check_limit(length(p_query), 'max_query_chars', 'query'),
+            memsub._check_limit(p_limit, 'max_k', 'limit');
+    if p_query is null then
+        raise exception 'memsub: query must be a string' using errcode = '22023', column = 'query';
+    end if;
+    if p_limit is null or p_limit < 0 then
+        raise exception 'memsub: limit must be a non-negative integer' using errcode = '22023', column = 'limit';
+    end if;
+    if p_query_embedding is not null then
+        begin
+            query := (p_query_embedding #>> '{}')::vector;
+        exception when others then
+            raise exception 'memsub: query_embedding must be an array of numbers'
+                using errcode = '22023', column = 'query_embedding';
+        end;
+    end if;
+    q_words := memsub.adk_words(p_query);
+    return query
+    select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
+      from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,
+                   case when c.by_vector then 1 - (c.embedding <=> query)
+                        else cardinality(array(select unnest(c.words) intersect select unnest(q_words)))::double precision
+                             / greatest(cardinality(q_words), 1) end as rank_score
+              from (select m.session_id::text as session_id, m.event_id::text as event_id, m.author,
+                           m."timestamp" as ts, m.content, m.words, m.embedding,
+                           coalesce(query is not null and m.embedding is not null
+                                    and vector_dims(m.embedding) = vector_dims(query), false) as by_vector
+                      from memsub.adk_memories m
+                     where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name
+                       and m.user_id = p_user_id) c
+             where c.by_vector or c.words && q_words) r
+     order by r.by_vector desc, r.rank_score desc, r.ts desc nulls last, r.session_id, r.event_id
+     limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) IS 'Memories of an ADK user in an app (context tenant and organization) for a query: with p_query_embedding, embedded memories by cosine similarity first; then memories sharing a word with the query, by the share of query words they hold, newest first. At most p_limit rows.';
+
+CREATE FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(p_session, '{}')
+        || coalesce((select jsonb_object_agg('app:' || key, value) from jsonb_each(p_app)), '{}')
+        || coalesce((select jsonb_object_agg('user:' || key, value) from jsonb_each(p_user)), '{}')
+$$;
+
+ALTER FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) IS 'The state ADK sees: the session''s keys, the app''s as app:<key> and the user''s as user:<key>.';
+
+CREATE FUNCTION memsub.adk_org_key() RETURNS uuid
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select coalesce(memsub.current_org_id(), '00000000-0000-0000-0000-000000000000'::uuid)
+$$;
+
+ALTER FUNCTION memsub.adk_org_key() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_org_key() IS 'The context organization, or the nil uuid for a tenant-wide context: the org_key of the ADK tables.';
+
+CREATE FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision DEFAULT NULL::double precision) RETURNS double precision
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    orgk    uuid := memsub.adk_org_key();
+    delta   jsonb;
+    stamp   double precision;
+    v_session memsub.adk_sessions;
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+            memsub.adk_check_name(p_session_id, 'session_id'),
+            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event');
+    if p_event is null or jsonb_typeof(p_event) <> 'object' then
+        raise exception 'memsub: event must be a JSON object' using errcode = '22023', column = 'event';
+    end if;
+    if jsonb_typeof(p_event -> 'id') is distinct from 'string' or p_event ->> 'id' = '' then
+        raise exception 'memsub: event.id must be a non-empty string' using errcode = '22023', column = 'event.id';
+    end if;
+    if jsonb_typeof(p_event -> 'timestamp') is distinct from 'number' then
+        raise exception 'memsub: event.timestamp must be a number of seconds since the epoch'
+            using errcode = '22023', column = 'event.timestamp';
+    end if;
+    stamp := (p_event ->> 'timestamp')::double precision;
+    delta := p_event #> '{actions,state_delta}';
+    if delta is not null and jsonb_typeof(delta) not in ('object', 'null') then
+        raise exception 'memsub: event.actions.state_delta must be a JSON object'
+            using errcode = '22023', column = 'event.actions.state_delta';
+    end if;
+    delta := coalesce(nullif(delta, 'null'), '{}');
+
+    select s.* into v_session from memsub.adk_sessions s
+     where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
+       and s.id = p_session_id
+       for update;
+    if v_session.id is null then
+        raise exception 'memsub: session "%" of user "%" in app "%" does not exist', p_session_id, p_user_id, p_app_name
+            using errcode = 'P0002', column = 'session_id';
+    end if;
+    if p_last_update_time is not null and extract(epoch from v_session.updated_at)::double precision > p_last_update_time
+    then
+        raise exception 'memsub: session "%" changed since it was read (stale last_update_time)', p_session_id
+            using errcode = '40001', column = 'last_update_time',
+                  detail = format('stored=%s given=%s', extract(epoch from v_session.updated_at), p_last_update_time);
+    end if;
+    if exists (select from jsonb_object_keys(delta) k where k like 'app:%' or k like 'user:%') then
+        perform memsub.adk_write_states(p_app_name, p_user_id, delta);
+    end if;
+    update memsub.adk_sessions s
+       set state = s.state || memsub.adk_state_part(delta, ''), event_count = s.event_count + 1,
+           updated_at = greatest(now(), s.updated_at)
+     where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
+       and s.id = p_session_id
+    returning s.* into v_session;
+    insert into memsub.adk_events (tenant_id, org_id, app_name, user_id, session_id, position, id, author,
+                                   invocation_id, "timestamp", event)
+    values (tenant, v_session.org_id, p_app_name, p_user_id, p_session_id, v_session.event_count - 1, p_event ->> 'id',
+            p_event ->> 'author', p_event ->> 'invocation_id', stamp, p_event);
+    return extract(epoch from v_session.updated_at)::double precision;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) IS 'Appends an ADK event (JSON) to a session of the context tenant and organization and applies its actions.state_delta (app: and user: keys to their states, temp: keys dropped, the rest to the session), atomically. P0002 naming session_id when the session does not exist; 40001 naming last_update_time when the session changed after p_last_update_time. Returns the new last update time (epoch seconds).';
+
+CREATE FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text DEFAULT NULL::text, p_state jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id text, state jsonb, last_update_time double precision)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    delta   jsonb;
+    states  record;
+    created memsub.adk_sessions;
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    if p_session_id is not null then
+        perform memsub.adk_check_name(p_session_id, 'session_id');
+    end if;
+    delta := memsub.adk_check_state(p_state, 'state');
+    select * into states from memsub.adk_write_states(p_app_name, p_user_id, delta);
+    insert into memsub.adk_sessions as s (tenant_id, org_id, app_name, user_id, id, state)
+    values (tenant, memsub.current_org_id(), p_app_name, p_user_id, coalesce(p_session_id, gen_random_uuid()::text),
+            memsub.adk_state_part(delta, ''))
+    on conflict do nothing
+    returning s.* into created;
+    if created.id is null then
+        raise exception 'memsub: session "%" of user "%" in app "%" already exists', p_session_id, p_user_id, p_app_name
+            using errcode = '23505', column = 'session_id';
+    end if;
+    return query select created.id::text, memsub.adk_merged_state(states.app_state, states.user_state, created.state),
+                        extract(epoch from created.updated_at)::double precision;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text, p_state jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text, p_state jsonb) IS 'Creates an ADK session (id generated when NULL) of the context tenant and organization; the initial state''s app: and user: keys go to the app''s and user''s states, temp: keys are dropped. Returns the id, the merged state and the last update time (epoch seconds). 23505 naming session_id when it exists.';
+
+CREATE FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_session_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    orgk   uuid := memsub.adk_org_key();
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+            memsub.adk_check_name(p_session_id, 'session_id');
+    delete from memsub.adk_sessions s
+     where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
+       and s.id = p_session_id;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_session_id text) IS 'Deletes an ADK session and its events (not its memories); false when there was none.';
+
+CREATE FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer DEFAULT NULL::integer, p_after_timestamp double precision DEFAULT NULL::double precision) RETURNS TABLE(state jsonb, last_update_time double precision, events jsonb)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    orgk   uuid := memsub.adk_org_key();
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+            memsub.adk_check_name(p_session_id, 'session_id');
+    if p_num_recent_events < 0 then
+        raise exception 'memsub: num_recent_events must not be negative' using errcode = '22023',
+            column = 'num_recent_events';
+    end if;
+    if p_after_timestamp = 'NaN'::float8 then
+        raise exception 'memsub: after_timestamp must be a number of seconds' using errcode = '22023',
+            column = 'after_timestamp';
+    end if;
+    return query
+    select memsub.adk_merged_state(
+               (select a.state from memsub.adk_app_states a
+                 where a.tenant_id = tenant and a.org_key = orgk and a.app_name = p_app_name),
+               (select u.state from memsub.adk_user_states u
+                 where u.tenant_id = tenant and u.org_key = orgk and u.app_name = p_app_name
+                   and u.user_id = p_user_id),
+               s.state),
+           extract(epoch from s.updated_at)::double precision,
+           (select coalesce(jsonb_agg(r.event order by r.position), '[]')
+              from (select e.event, e.position from memsub.adk_events e
+                     where e.tenant_id = tenant and e.org_key = orgk and e.app_name = p_app_name
+                       and e.user_id = p_user_id and e.session_id = p_session_id
+                       and (p_after_timestamp is null or e."timestamp" >= p_after_timestamp)
+                     order by e.position desc
+                     limit p_num_recent_events) r)
+      from memsub.adk_sessions s
+     where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
+       and s.id = p_session_id;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) IS 'The ADK session of the context tenant and organization (no row when there is none): merged state, last update time (epoch seconds) and its events in order, only those at or after p_after_timestamp and only the p_num_recent_events most recent when given.';
+
+CREATE FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) RETURNS TABLE(id text, last_update_time double precision)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    orgk   uuid := memsub.adk_org_key();
+begin
+    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    return query
+    select s.id::text, extract(epoch from s.updated_at)::double precision
+      from memsub.adk_sessions s
+     where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
+     order by s.created_at, s.id;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) IS 'The ADK sessions of a user in an app (context tenant and organization), oldest first: id and last update time.';
+
+CREATE FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(jsonb_object_agg(substr(e.key, length(p_prefix) + 1), e.value), '{}')
+      from jsonb_each(p_state) e
+     where case when p_prefix = '' then e.key not like 'app:%' and e.key not like 'user:%' and e.key not like 'temp:%'
+                else left(e.key, length(p_prefix)) = p_prefix end
+$$;
+
+ALTER FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) IS 'The keys of an ADK state (delta) with the prefix (app: or user:), the prefix removed; with '''' the keys without an app:, user: or temp: prefix.';
+
+CREATE FUNCTION memsub.adk_words(p_text text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(array_agg(distinct lower(m[1])), '{}')
+      from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
+$$;
+
+ALTER FUNCTION memsub.adk_words(p_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_words(p_text text) IS 'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
+
+CREATE FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) RETURNS TABLE(app_state jsonb, user_state jsonb)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    org    uuid := memsub.current_org_id();
+    orgk   uuid := memsub.adk_org_key();
+    app_delta  jsonb := memsub.adk_state_part(p_delta, 'app:');
+    user_delta jsonb := memsub.adk_state_part(p_delta, 'user:');
+begin
+    insert into memsub.adk_app_states as s (tenant_id, org_id, app_name, state)
+    values (tenant, org, p_app_name, app_delta)
+    on conflict (tenant_id, org_key, app_name) do update
+       set state = s.state || excluded.state,
+           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
+    returning s.state into app_state;
+    insert into memsub.adk_user_states as s (tenant_id, org_id, app_name, user_id, state)
+    values (tenant, org, p_app_name, p_user_id, user_delta)
+    on conflict (tenant_id, org_key, app_name, user_id) do update
+       set state = s.state || excluded.state,
+           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
+    returning s.state into user_state;
+    return next;
+end
+$$;
+
+ALTER FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) IS 'Internal: merges the app: and user: keys of an ADK state delta into the app''s and user''s states of the context tenant and organization (creating them) and returns both states.';
+
+CREATE FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub.agent_session_lock(p_session_id);
+    bad    bigint;
+    added  integer;
+begin
+    if p_items is null or json_typeof(p_items) <> 'array' then
+        raise exception 'memsub.agent_session_add_items: items must be a JSON array'
+            using errcode = '22023', column = 'items';
+    end if;
+    select min(e.n) - 1 into bad
+      from json_array_elements(p_items) with ordinality as e(item, n)
+     where json_typeof(e.item) <> 'object';
+    if bad is not null then
+        raise exception 'memsub.agent_session_add_items: items[%] must be a JSON object', bad
+            using errcode = '22023', column = format('items[%s]', bad);
+    end if;
+    insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
+    select tenant, memsub.current_org_id(), p_session_id, e.item
+      from json_array_elements(p_items) with ordinality as e(item, n)
+     order by e.n;
+    get diagnostics added = row_count;
+    return added;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) IS 'Appends items (a JSON array of objects, in order) to a session of the context tenant; returns the number added. 22023 naming session_id when blank, items when not an array, items[i] when an element is not an object.';
+
+CREATE FUNCTION memsub.agent_session_clear(p_session_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub.agent_session_lock(p_session_id);
+    deleted integer;
+begin
+    delete from memsub.agent_session_items i where i.tenant_id = tenant and i.session_id = p_session_id;
+    get diagnostics deleted = row_count;
+    return deleted;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_session_clear(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_session_clear(p_session_id text) IS 'Deletes every item of a session of the context tenant; returns the number deleted. 22023 naming session_id when blank.';
+
+CREATE FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer DEFAULT NULL::integer) RETURNS TABLE(item_id bigint, item json)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_session_id is null or btrim(p_session_id) = '' then
+        raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    -- Like the SDK's SQLite session: NULL or a negative limit reads the whole history, 0 reads nothing.
+    if p_limit is null or p_limit < 0 then
+        return query
+        select i.item_id, i.item from memsub.agent_session_items i
+         where i.tenant_id = tenant and i.session_id = p_session_id
+         order by i.item_id;
+    else
+        return query
+        select l.item_id, l.item
+          from (select i.item_id, i.item from memsub.agent_session_items i
+                 where i.tenant_id = tenant and i.session_id = p_session_id
+                 order by i.item_id desc limit p_limit) l
+         order by l.item_id;
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL or negative: all). 22023 naming session_id when blank.';
+
+CREATE FUNCTION memsub.agent_session_lock(p_session_id text) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_session_id is null or btrim(p_session_id) = '' then
+        raise exception 'memsub: session_id must be a non-empty string'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
+    perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    return tenant;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_session_lock(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_session_lock(p_session_id text) IS 'Internal: checks p_session_id (22023 naming session_id when NULL or blank), locks that session of the context tenant until the end of the transaction and returns the tenant.';
+
+CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub.agent_session_lock(p_session_id);
+    popped json;
+begin
+    delete from memsub.agent_session_items i
+     where i.tenant_id = tenant and i.session_id = p_session_id
+       and i.item_id = (select max(x.item_id) from memsub.agent_session_items x
+                         where x.tenant_id = tenant and x.session_id = p_session_id)
+    returning i.item into popped;
+    return popped;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_session_pop_item(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_session_pop_item(p_session_id text) IS 'Removes the newest item of a session of the context tenant and returns it; NULL when the session is empty. 22023 naming session_id when blank.';
+
+CREATE TABLE memsub.agents (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    name text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    session_id text,
+    task_id bigint,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT agents_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT agents_name_not_blank CHECK ((length(btrim(name)) > 0)),
+    CONSTRAINT agents_status_check CHECK ((status = ANY (ARRAY['active'::text, 'finished'::text])))
+);
+
+ALTER TABLE ONLY memsub.agents FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.agents OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.agents IS 'Agents spawned for a task within a session (seed 001).';
+
+COMMENT ON COLUMN memsub.agents.tenant_id IS 'Tenant owning the agent.';
+
+COMMENT ON COLUMN memsub.agents.id IS 'Agent identifier.';
+
+COMMENT ON COLUMN memsub.agents.org_id IS 'Organization of the agent (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.agents.user_id IS 'User on whose behalf the agent was spawned.';
+
+COMMENT ON COLUMN memsub.agents.name IS 'Agent name or kind, e.g. memory-systems-architect.';
+
+COMMENT ON COLUMN memsub.agents.status IS 'active or finished.';
+
+COMMENT ON COLUMN memsub.agents.session_id IS 'Session the agent works in (NULL once the session was deleted).';
+
+COMMENT ON COLUMN memsub.agents.task_id IS 'Task the agent was spawned for.';
+
+COMMENT ON COLUMN memsub.agents.metadata IS 'Free-form agent metadata (JSON object).';
+
+COMMENT ON COLUMN memsub.agents.created_at IS 'When the agent was spawned.';
+
+CREATE FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text DEFAULT NULL::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.agents
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_task    memsub.tasks;
+    v_session text;
+    v_agent   memsub.agents;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    if p_name is null or btrim(p_name) = '' then
+        raise exception 'agent name is required' using errcode = '22023', column = 'name';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id;
+    if not found then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = '23503', column = 'task_id';
+    end if;
+    v_session := coalesce(p_session_id, v_task.session_id);
+    if v_session is not null
+       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+        raise exception 'session "%" does not exist or is not visible', v_session
+            using errcode = '23503', column = 'session_id';
+    end if;
+    insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
+    returning a.* into v_agent;
+    perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
+    return v_agent;
+end
+$$;
+
+ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
+
+CREATE TABLE memsub.world_model_updates (
+    update_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    insight_id uuid,
+    insight_type text NOT NULL,
+    entities jsonb NOT NULL,
+    content jsonb DEFAULT '{}'::jsonb NOT NULL,
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    applied_at timestamp without time zone DEFAULT (now() AT TIME ZONE 'UTC'::text) NOT NULL,
+    state_version_before integer NOT NULL,
+    state_version_after integer NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    CONSTRAINT world_model_updates_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT world_model_updates_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
+    CONSTRAINT world_model_updates_versions_step CHECK ((state_version_after = (state_version_before + 1)))
+);
+
+ALTER TABLE ONLY memsub.world_model_updates FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_updates OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.world_model_updates IS 'Applied insight updates of the world model, one per state version.';
+
+COMMENT ON COLUMN memsub.world_model_updates.update_id IS 'Unique update identifier.';
+
+COMMENT ON COLUMN memsub.world_model_updates.insight_id IS 'Insight the update came from (e.g. an insight packet).';
+
+COMMENT ON COLUMN memsub.world_model_updates.insight_type IS 'Kind of insight.';
+
+COMMENT ON COLUMN memsub.world_model_updates.entities IS 'Entity changes applied: [{entity_id, entity_type, attributes, confidence}].';
+
+COMMENT ON COLUMN memsub.world_model_updates.content IS 'Insight content.';
+
+COMMENT ON COLUMN memsub.world_model_updates.confidence IS 'Confidence of the insight in [0, 1].';
+
+COMMENT ON COLUMN memsub.world_model_updates.applied_at IS 'When the update was applied (UTC).';
+
+COMMENT ON COLUMN memsub.world_model_updates.state_version_before IS 'State version before the update.';
+
+COMMENT ON COLUMN memsub.world_model_updates.state_version_after IS 'State version after the update (before + 1).';
+
+COMMENT ON COLUMN memsub.world_model_updates.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.world_model_updates.org_id IS 'Organization of the updater.';
+
+COMMENT ON COLUMN memsub.world_model_updates.user_id IS 'User of the updater.';
+
+CREATE FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb DEFAULT '{}'::jsonb, p_confidence double precision DEFAULT 0.5, p_insight_id uuid DEFAULT NULL::uuid, p_expected_version integer DEFAULT NULL::integer) RETURNS memsub.world_model_updates
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_org      uuid := memsub.current_org_id();
+    v_user     uuid := memsub.current_user_id();
+    v_now      timestamp := now() at time zone 'UTC';
+    v_before   integer;
+    v_after    integer;
+    v_entity   jsonb;
+    v_position integer;
+    v_field    text;
+    v_id       text;
+    v_ids      text[] := '{}';
+    v_attrs    jsonb;
+    v_update   memsub.world_model_updates;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
+            memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
+            memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
+    perform memsub._require_text(p_insight_type, 'insight_type');
+    perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._check_json_type(p_content, 'object', 'content');
+    if p_entities is null or jsonb_typeof(p_entities) <> 'array' or jsonb_array_length(p_entities) = 0 then
+        raise exception 'field "entities" must be a non-empty JSON array of entity changes'
+            using errcode = '22023', column = 'entities';
+    end if;
+    -- Validate every change before touching anything.
+    for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
+        v_field := format('entities[%s]', v_position);
+        if jsonb_typeof(v_entity) <> 'object' then
+            raise exception 'field "%" must be an object {entity_id, entity_type, attributes, confidence}', v_field
+                using errcode = '22023', column = v_field;
+        end if;
+        select k into v_id from jsonb_object_keys(v_entity) as k
+         where k not in ('entity_id', 'entity_type', 'attributes', 'confidence') order by k limit 1;
+        if v_id is not null then
+            raise exception 'field "%.%" is not part of an entity change', v_field, v_id
+                using errcode = '22023', column = v_field || '.' || v_id;
+        end if;
+        v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
+                                    v_field || '.entity_id');
+        if v_id = any(v_ids) then
+            raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
+                using errcode = '22023', column = v_field || '.entity_id';
+        end if;
+        v_ids := v_ids || v_id;
+        perform memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type');
+        perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
+        if v_entity ? 'confidence' then
+            perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
+            perform memsub._check_unit((v_entity ->> 'confidence')::double precision, v_field || '.confidence');
+        end if;
+    end loop;
+
+    insert into memsub.world_model_state (tenant_id, state_version, org_id, user_id)
+    values (v_tenant, 0, v_org, v_user)
+    on conflict (tenant_id) do nothing;
+    select s.state_version into v_before from memsub.world_model_state s where s.tenant_id = v_tenant for update;
+    if p_expected_version is not null and p_expected_version <> v_before then
+        raise exception 'world model is at state version %, not the expected %', v_before, p_expected_version
+            using errcode = '40001', column = 'expected_version',
+                  hint = 'Re-read the world model and apply the insight again.';
+    end if;
+    v_after := v_before + 1;
+
+    for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
+        v_field := format('entities[%s]', v_position);
+        v_id := memsub._require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
+        v_attrs := coalesce(v_entity -> 'attributes', '{}');
+        update memsub.world_model_entities w
+           set entity_type = coalesce(v_entity ->> 'entity_type', w.entity_type),
+               attributes = (w.attributes || v_attrs)
+                            - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
+               confidence = coalesce((v_entity ->> 'confidence')::double precision, w.confidence),
+               version = w.version + 1,
+               updated_at = v_now,
+               state_version = v_after,
+               org_id = v_org,
+               user_id = v_user
+         where w.tenant_id = v_tenant and w.entity_id = v_id;
+        if not found then
+            if v_entity ->> 'entity_type' is null then
+                raise exception 'field "%.entity_type" is required for the new entity %', v_field, v_id
+                    using errcode = '23502', column = v_field || '.entity_type';
+            end if;
+            insert into memsub.world_model_entities (
+                entity_id, entity_type, attributes, confidence, version, created_at, updated_at, state_version,
+                tenant_id, org_id, user_id)
+            values (
+                v_id, memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type'),
+                jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
+                v_now, v_now, v_after, v_tenant, v_org, v_user);
+        end if;
+    end loop;
+
+    update memsub.world_model_state s
+       set state_version = v_after, updated_at = v_now, org_id = v_org, user_id = v_user
+     where s.tenant_id = v_tenant;
+    insert into memsub.world_model_updates (
+        insight_id, insight_type, entities, content, confidence, applied_at, state_version_before,
+        state_version_after, tenant_id, org_id, user_id)
+    values (
+        p_insight_id, memsub._require_text(p_insight_type, 'insight_type'), p_entities, coalesce(p_content, '{}'),
+        coalesce(p_confidence, 0.5), v_now, v_before, v_after, v_tenant, v_org, v_user)
+    returning * into v_update;
+    return v_update;
+end
+$$;
+
+ALTER FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) IS 'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key), the state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at another version raises 40001 and nothing changes. Any error changes nothing.';
+
+CREATE TABLE memsub.knowledge_facts (
+    fact_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    subject text NOT NULL,
+    predicate text NOT NULL,
+    object jsonb NOT NULL,
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    source_packet uuid,
+    subject_normalized text NOT NULL,
+    object_normalized text NOT NULL,
+    supporting_packet_count integer DEFAULT 1 NOT NULL,
+    contradiction_count integer DEFAULT 0 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT knowledge_facts_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT knowledge_facts_counts_non_negative CHECK (((supporting_packet_count >= 0) AND (contradiction_count >= 0) AND (access_count >= 0)))
+);
+
+ALTER TABLE ONLY memsub.knowledge_facts FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.knowledge_facts OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.knowledge_facts IS 'Extracted facts (subject, predicate, object), tenant-wide, reinforced and contradicted by later assertions (memsub.assert_fact).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.fact_id IS 'Unique fact identifier.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.subject IS 'Subject as first asserted.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.predicate IS 'Predicate, normalized (trimmed, lower case, single spaces).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.object IS 'Object as first asserted (any JSON value).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.confidence IS 'Combined confidence in [0, 1]: 1 - product of (1 - each assertion''s confidence).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.source_packet IS 'Packet of the first assertion (NULL when asserted directly or purged).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.subject_normalized IS 'Subject trimmed, lower case, single spaces: the matching key.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.object_normalized IS 'Object normalized the same way (strings) or as canonical JSON text (other values).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.supporting_packet_count IS 'Number of assertions supporting the fact.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.contradiction_count IS 'Times another object was asserted for the same subject and predicate.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.access_count IS 'Retrieval counter (memsub.record_access).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.last_accessed IS 'Last retrieval time.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.created_at IS 'First assertion time.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.updated_at IS 'Last assertion or contradiction time.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.org_id IS 'Organization of the first asserter (facts are tenant-wide).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.user_id IS 'User of the first asserter.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.correlation_id IS 'Request correlation identifier (from the source packet).';
+
+COMMENT ON COLUMN memsub.knowledge_facts.session_id IS 'Session of the first asserter.';
+
+COMMENT ON COLUMN memsub.knowledge_facts.trace_id IS 'Distributed tracing identifier (from the source packet).';
+
+CREATE FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision DEFAULT 0.5, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.knowledge_facts
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant       uuid := memsub._require_tenant_id();
+    v_subject      text := memsub._require_text(p_subject, 'subject');
+    v_predicate    text := memsub.normalize_text(memsub._require_text(p_predicate, 'predicate'));
+    v_confidence   double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
+    v_subject_norm text := memsub.normalize_text(v_subject);
+    v_object_norm  text;
+    v_packet       memsub.packet_store;
+    v_fact         memsub.knowledge_facts;
+    v_others       integer;
+    v_packets      uuid[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_subject), 'max_text_chars', 'subject'),
+            memsub._check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+            memsub._check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
+    if p_object is null or jsonb_typeof(p_object) = 'null' then
+        raise exception 'field "object" is required' using errcode = '23502', column = 'object';
+    end if;
+    v_object_norm := memsub._normalize_json_value(p_object);
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+
+    -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
+    -- contradiction counting see every committed assertion whatever the concurrency.
+    perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+
+    update memsub.knowledge_facts f
+       set supporting_packet_count = f.supporting_packet_count + 1,
+           confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
+           updated_at = now()
+     where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
+       and f.object_normalized = v_object_norm
+    returning f.* into v_fact;
+    if not found then
+        insert into memsub.knowledge_facts (
+            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        values (
+            v_subject, v_predicate, p_object, v_confidence, p_source_packet, v_subject_norm, v_object_norm,
+            v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            memsub.current_session_id(), v_packet.trace_id)
+        returning * into v_fact;
+    end if;
+
+    -- A different object for the same subject and predicate contradicts the facts already recorded: each of
+    -- them counts one contradiction, the asserted fact one per fact it contradicts, and so do the packets.
+    with contradicted as (
+        update memsub.knowledge_facts f
+           set contradiction_count = f.contradiction_count + 1, updated_at = now()
+         where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
+           and f.object_normalized <> v_object_norm
+        returning f.source_packet
+    )
+    select count(*), array_agg(distinct c.source_packet) filter (where c.source_packet is not null)
+      into v_others, v_packets
+      from contradicted c;
+    if v_others > 0 then
+        update memsub.knowledge_facts f
+           set contradiction_count = f.contradiction_count + v_others
+         where f.tenant_id = v_tenant and f.fact_id = v_fact.fact_id
+        returning f.* into v_fact;
+        update memsub.packet_store s
+           set contradiction_count = s.contradiction_count + 1
+         where s.tenant_id = v_tenant
+           and s.packet_id = any(coalesce(v_packets, '{}') || p_source_packet);
+    end if;
+    return v_fact;
+end
+$$;
+
+ALTER FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) IS 'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as canonical JSON). The same fact again adds one supporting assertion and raises confidence to 1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: counted on every fact involved and on their (visible) source packets. Race-free: assertions about one subject and predicate are serialized.';
+
+CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_id bigint;
+begin
+    insert into memsub.audit (tenant_id, org_id, user_id, operation, session_id, agent_id, task_id,
+                              memory_entry_id, namespace, key, version, details)
+    values (memsub._require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
+            p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
+            coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
+            coalesce(p_details, '{}'))
+    returning id into v_id;
+    return v_id;
+end
+$$;
+
+ALTER FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). Called by the SECURITY DEFINER write functions; not granted to clients.';
+
+CREATE FUNCTION memsub.base64url_decode(p_text text, p_field text) RETURNS bytea
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    if p_text is null or p_text = '' or p_text !~ '^[A-Za-z0-9_-]+$' or length(p_text) % 4 = 1 then
+        raise exception 'memsub.set_context_signed: % is not base64url', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return decode(rpad(translate(p_text, '-_', '+/'), (length(p_text) + 3) / 4 * 4, '='), 'base64');
+end
+$_$;
+
+ALTER FUNCTION memsub.base64url_decode(p_text text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.base64url_decode(p_text text, p_field text) IS 'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
+
+CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    inserted integer;
+begin
+    perform memsub.require_login(p_login);
+    if p_tenant_id is null then
+        raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
+            using errcode = '22004', column = 'tenant_id';
+    end if;
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+
+ALTER FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Lets a login act for a tenant (org NULL: any organization of it; else that organization only). Platform admins only. True when the binding is new.';
+
+CREATE FUNCTION memsub.canonical_uuid_text(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+                then p_value::uuid::text end
+$_$;
+
+ALTER FUNCTION memsub.canonical_uuid_text(p_value text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.canonical_uuid_text(p_value text) IS 'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
+
+CREATE FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $_$
+declare
+    v_chunk    jsonb;
+    v_position integer;
+    v_field    text;
+    v_key      text;
+    v_start    integer;
+    v_end      integer;
+    v_expected integer := 0;
+begin
+    if p_chunks is null or jsonb_typeof(p_chunks) <> 'array' then
+        raise exception 'field "chunks" must be a JSON array of {start_char, end_char, page?, embedding?}'
+            using errcode = '22023', column = 'chunks';
+    end if;
+    for v_chunk, v_position in select c, n - 1 from jsonb_array_elements(p_chunks) with ordinality as a(c, n) loop
+        v_field := format('chunks[%s]', v_position);
+        if jsonb_typeof(v_chunk) <> 'object' then
+            raise exception 'field "%" must be an object {start_char, end_char, page?, embedding?}', v_field
+                using errcode = '22023', column = v_field;
+        end if;
+        select k into v_key from jsonb_object_keys(v_chunk) as k
+         where k not in ('start_char', 'end_char', 'page', 'embedding') order by k limit 1;
+        if v_key is not null then
+            raise exception 'field "%.%" is not part of a chunk', v_field, v_key
+                using errcode = '22023', column = v_field || '.' || v_key;
+        end if;
+        foreach v_key in array array['start_char', 'end_char', 'page'] loop
+            if v_chunk ? v_key and jsonb_typeof(v_chunk -> v_key) <> 'null'
+               and (jsonb_typeof(v_chunk -> v_key) <> 'number' or (v_chunk ->> v_key) !~ '^\d{1,9}$') then
+                raise exception 'field "%.%" must be a non-negative integer', v_field, v_key
+                    using errcode = '22023', column = v_field || '.' || v_key;
+            end if;
+        end loop;
+        v_start := (v_chunk ->> 'start_char')::integer;
+        v_end := (v_chunk ->> 'end_char')::integer;
+        if v_start is distinct from v_expected then
+            raise exception 'field "%.start_char" must be %: chunks are contiguous and cover the text from offset 0',
+                v_field, v_expected
+                using errcode = '22023', column = v_field || '.start_char';
+        end if;
+        if v_end is null or v_end <= v_start or v_end > length(p_text) then
+            raise exception 'field "%.end_char" must be after start_char (%) and at most the text length (%)',
+                v_field, v_start, length(p_text)
+                using errcode = '22023', column = v_field || '.end_char';
+        end if;
+        if (v_chunk ->> 'page')::integer = 0 then
+            raise exception 'field "%.page" counts from 1', v_field using errcode = '22023', column = v_field || '.page';
+        end if;
+        perform memsub._json_vector(v_chunk -> 'embedding', v_field || '.embedding');
+        v_expected := v_end;
+    end loop;
+    if v_expected <> length(p_text) then
+        raise exception 'field "chunks" covers the text up to offset %, not its length %', v_expected, length(p_text)
+            using errcode = '22023', column = 'chunks';
+    end if;
+    return jsonb_array_length(p_chunks);
+end
+$_$;
+
+ALTER FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) IS 'Internal: checks that chunks are contiguous spans {start_char, end_char, page?, embedding?} covering the text exactly, with vectors of the installation''s dimension; raises 22023 naming the element. Returns the count.';
+
+CREATE FUNCTION memsub.check_memory_address(p_namespace text, p_key text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+begin
+    if p_namespace is null then
+        raise exception 'namespace is required' using errcode = '23502', column = 'namespace';
+    end if;
+    if p_namespace ~ '^temp(:|$)' then
+        raise exception 'namespace "%": temp: keys are never persisted to memory_entries; keep them in the session state',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_namespace !~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$' or length(p_namespace) > 512 then
+        raise exception 'namespace "%" must look like project:<id>, app:<name>, user:<user id> or session:<session id>, optionally followed by :<part> segments (letters, digits, _ . -)',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_key is null then
+        raise exception 'key is required' using errcode = '23502', column = 'key';
+    end if;
+    if p_key !~ '^[^:[:space:]][^:]{0,255}$' then
+        raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
+            using errcode = '22023', column = 'key';
+    end if;
+end
+$_$;
+
+ALTER FUNCTION memsub.check_memory_address(p_namespace text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) IS 'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
+
+CREATE TABLE memsub.sessions (
+    tenant_id uuid NOT NULL,
+    id text DEFAULT (gen_random_uuid())::text NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    project_id text,
+    app_name text,
+    status text DEFAULT 'active'::text NOT NULL,
+    events jsonb DEFAULT '[]'::jsonb NOT NULL,
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    terminated_at timestamp with time zone,
+    CONSTRAINT sessions_app_name_format CHECK ((app_name ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_events_is_array CHECK ((jsonb_typeof(events) = 'array'::text)),
+    CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
+    CONSTRAINT sessions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'terminated'::text]))),
+    CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
+);
+
+ALTER TABLE ONLY memsub.sessions FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.sessions OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.sessions IS 'Agent sessions (seed 001): the event history and the short-term state (temp:, session: and pending user: keys). Written only through memsub.session_* functions.';
+
+COMMENT ON COLUMN memsub.sessions.tenant_id IS 'Tenant owning the session.';
+
+COMMENT ON COLUMN memsub.sessions.id IS 'Session identifier (letters, digits, _ . -; no colon, since it appears in session:<id>: namespaces). Matches the context session of memsub.set_context.';
+
+COMMENT ON COLUMN memsub.sessions.org_id IS 'Organization of the session (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.sessions.user_id IS 'User the session belongs to; its user:<user_id>: namespace is readable and writable by the session.';
+
+COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; its project:<project_id>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.status IS 'active or terminated.';
+
+COMMENT ON COLUMN memsub.sessions.events IS 'Append-only JSON array of the session''s events, in order.';
+
+COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
+
+COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
+
+COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
+
+COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
+
+CREATE FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_key   text;
+    v_kind  text;
+    v_parts text[];
+begin
+    if p_delta is null or jsonb_typeof(p_delta) <> 'object' then
+        raise exception '% must be a JSON object of namespaced keys', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    for v_key in select k from jsonb_object_keys(p_delta) as k order by k loop
+        v_parts := string_to_array(v_key, ':');
+        v_kind := v_parts[1];
+        if v_kind in ('app', 'project') then
+            raise exception '% key "%": sessions write temp:, session: and user: keys only; % memory needs an elevated role (memsub.memory_write as tenant_admin)',
+                p_field, v_key, v_kind
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind not in ('temp', 'session', 'user')
+           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]{0,255}$' then
+            raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
+                p_field, v_key
+                using errcode = '22023', column = p_field;
+        end if;
+        if v_kind = 'session' and v_parts[2] <> p_session.id then
+            raise exception '% key "%" belongs to another session than "%"', p_field, v_key, p_session.id
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind = 'user' and v_parts[2] is distinct from p_session.user_id::text then
+            raise exception '% key "%" belongs to another user than the session''s (%)', p_field, v_key,
+                coalesce(p_session.user_id::text, 'none')
+                using errcode = '42501', column = p_field;
+        end if;
+    end loop;
+end
+$_$;
+
+ALTER FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) IS 'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: key (22023 for a malformed key, 42501 for another session''s or user''s key or an app:/project: key).';
+
+CREATE TABLE memsub.checkpoints (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    task_id bigint NOT NULL,
+    session_id text,
+    sequence integer NOT NULL,
+    label text,
+    state jsonb NOT NULL,
+    session_state jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT checkpoints_sequence_positive CHECK ((sequence >= 1))
+);
+
+ALTER TABLE ONLY memsub.checkpoints FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.checkpoints OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.checkpoints IS 'Checkpoints (seed 001): saved task state, linked to its task and session, restorable.';
+
+COMMENT ON COLUMN memsub.checkpoints.tenant_id IS 'Tenant owning the checkpoint.';
+
+COMMENT ON COLUMN memsub.checkpoints.id IS 'Checkpoint identifier.';
+
+COMMENT ON COLUMN memsub.checkpoints.org_id IS 'Organization of the writer (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.checkpoints.user_id IS 'User who saved the checkpoint.';
+
+COMMENT ON COLUMN memsub.checkpoints.task_id IS 'Task whose state was saved.';
+
+COMMENT ON COLUMN memsub.checkpoints.session_id IS 'Session of the task when saved (NULL if none or deleted).';
+
+COMMENT ON COLUMN memsub.checkpoints.sequence IS 'Per-task checkpoint number: 1, 2, 3, ...';
+
+COMMENT ON COLUMN memsub.checkpoints.label IS 'Optional human label.';
+
+COMMENT ON COLUMN memsub.checkpoints.state IS 'Saved task state (JSON).';
+
+COMMENT ON COLUMN memsub.checkpoints.session_state IS 'The session''s state when the checkpoint was saved; restored into the session by memsub.checkpoint_restore.';
+
+COMMENT ON COLUMN memsub.checkpoints.created_at IS 'When the checkpoint was saved.';
+
+CREATE FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) RETURNS memsub.checkpoints
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_checkpoint memsub.checkpoints;
+    v_restored   boolean := false;
+begin
+    select c.* into v_checkpoint from memsub.checkpoints c where c.tenant_id = v_tenant and c.id = p_checkpoint_id;
+    if not found then
+        raise exception 'checkpoint % does not exist or is not visible', p_checkpoint_id
+            using errcode = 'P0002', column = 'checkpoint_id';
+    end if;
+    if v_checkpoint.session_id is not null and v_checkpoint.session_state is not null then
+        update memsub.sessions s set state = v_checkpoint.session_state, updated_at = now()
+         where s.tenant_id = v_tenant and s.id = v_checkpoint.session_id and s.status = 'active';
+        v_restored := found;
+    end if;
+    perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+        p_task_id => v_checkpoint.task_id,
+        p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
+                                        'session_state_restored', v_restored));
+    return v_checkpoint;
+end
+$$;
+
+ALTER FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) IS 'Restores a checkpoint: returns it (its state is the task state to resume from) and puts its saved session state back into the session if that session is still active. Audited as checkpoint_restore.';
+
+CREATE FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text DEFAULT NULL::text) RETURNS memsub.checkpoints
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_task       memsub.tasks;
+    v_session    memsub.sessions;
+    v_checkpoint memsub.checkpoints;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
+            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
+    if p_state is null then
+        raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
+    end if;
+    -- Locking the task serializes the checkpoints of one task, so sequences are dense.
+    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
+    if not found then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = '23503', column = 'task_id';
+    end if;
+    if v_task.session_id is not null then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = v_tenant and s.id = v_task.session_id;
+    end if;
+    insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
+                                         session_state)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
+            coalesce((select max(c2.sequence) from memsub.checkpoints c2
+                       where c2.tenant_id = v_tenant and c2.task_id = p_task_id), 0) + 1,
+            p_label, p_state, v_session.state)
+    returning c.* into v_checkpoint;
+    perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+        p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
+                                        'label', p_label));
+    return v_checkpoint;
+end
+$$;
+
+ALTER FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task: the given state plus a copy of its session''s state, numbered 1, 2, ... per task. Audited as checkpoint_save.';
+
+CREATE TABLE memsub.entity_relationships (
+    relationship_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    source_entity text NOT NULL,
+    relationship_type text NOT NULL,
+    target_entity text NOT NULL,
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    source_packet uuid,
+    mention_count integer DEFAULT 1 NOT NULL,
+    first_seen timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    valid_period tstzrange DEFAULT tstzrange(now(), NULL::timestamp with time zone, '[)'::text) NOT NULL,
+    evidence jsonb DEFAULT '[]'::jsonb NOT NULL,
+    source_type text DEFAULT 'Entity'::text NOT NULL,
+    target_type text DEFAULT 'Entity'::text NOT NULL,
+    source_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(source_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
+    target_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(target_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
+    CONSTRAINT entity_relationships_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT entity_relationships_evidence_is_array CHECK ((jsonb_typeof(evidence) = 'array'::text)),
+    CONSTRAINT entity_relationships_mention_count_positive CHECK ((mention_count >= 1)),
+    CONSTRAINT entity_relationships_names_not_blank CHECK (((length(source_entity) > 0) AND (length(relationship_type) > 0) AND (length(target_entity) > 0))),
+    CONSTRAINT entity_relationships_node_types_known CHECK (((source_type = ANY (ARRAY['Entity'::text, 'Episode'::text, 'Document'::text, 'Memory'::text])) AND (target_type = ANY (ARRAY['Entity'::text, 'Episode'::text, 'Document'::text, 'Memory'::text])))),
+    CONSTRAINT entity_relationships_seen_in_order CHECK ((last_seen >= first_seen)),
+    CONSTRAINT entity_relationships_valid_period_bounded_below CHECK (((NOT lower_inf(valid_period)) AND (NOT isempty(valid_period))))
+);
+
+ALTER TABLE ONLY memsub.entity_relationships FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.entity_relationships OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.entity_relationships IS 'Knowledge-graph edges, tenant-wide, with validity windows (seed 003 Edge): one row per window of (source, type, target), never overlapping; the open window is the current edge, reinforced by memsub.upsert_relationship; superseding closes it.';
+
+COMMENT ON COLUMN memsub.entity_relationships.relationship_id IS 'Unique relationship identifier.';
+
+COMMENT ON COLUMN memsub.entity_relationships.source_entity IS 'Source entity name (trimmed, single spaces).';
+
+COMMENT ON COLUMN memsub.entity_relationships.relationship_type IS 'Relationship type, a verb (trimmed, lower case, single spaces).';
+
+COMMENT ON COLUMN memsub.entity_relationships.target_entity IS 'Target entity name (trimmed, single spaces).';
+
+COMMENT ON COLUMN memsub.entity_relationships.confidence IS 'Combined confidence in [0, 1]: 1 - product of (1 - each observation''s confidence).';
+
+COMMENT ON COLUMN memsub.entity_relationships.source_packet IS 'Packet of the first observation (NULL when given directly or purged).';
+
+COMMENT ON COLUMN memsub.entity_relationships.mention_count IS 'Times the relationship was observed.';
+
+COMMENT ON COLUMN memsub.entity_relationships.first_seen IS 'First observation.';
+
+COMMENT ON COLUMN memsub.entity_relationships.last_seen IS 'Most recent observation.';
+
+COMMENT ON COLUMN memsub.entity_relationships.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.entity_relationships.org_id IS 'Organization of the first observer (edges are tenant-wide).';
+
+COMMENT ON COLUMN memsub.entity_relationships.user_id IS 'User of the first observer.';
+
+COMMENT ON COLUMN memsub.entity_relationships.correlation_id IS 'Request correlation identifier (from the source packet).';
+
+COMMENT ON COLUMN memsub.entity_relationships.session_id IS 'Session of the first observer.';
+
+COMMENT ON COLUMN memsub.entity_relationships.trace_id IS 'Distributed tracing identifier (from the source packet).';
+
+COMMENT ON COLUMN memsub.entity_relationships.valid_period IS 'When the relationship holds: [valid from, valid until); open-ended (upper bound NULL) while current.';
+
+COMMENT ON COLUMN memsub.entity_relationships.evidence IS 'DocRefs supporting the edge: a JSON array of {doc_id, chunk_id, score}.';
+
+COMMENT ON COLUMN memsub.entity_relationships.source_type IS 'Node type of the source: Entity (by name), Episode (session id), Document (document id) or Memory (memory entry id).';
+
+COMMENT ON COLUMN memsub.entity_relationships.target_type IS 'Node type of the target (as source_type).';
+
+COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text): edges and lookups compare these.';
+
+COMMENT ON COLUMN memsub.entity_relationships.target_key IS 'Matching form of target_entity (memsub.normalize_text).';
+
+CREATE FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.entity_relationships
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_source text := memsub._require_text(p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub._require_text(p_target_entity, 'target_entity');
+    v_until  timestamptz := coalesce(p_valid_until, now());
+    v_edge   memsub.entity_relationships;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    select r.* into v_edge from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
+       and r.target_key = any(memsub._entity_keys(v_target)) and upper_inf(r.valid_period)
+     order by r.relationship_id
+     limit 1
+       for update;
+    if not found then
+        raise exception 'edge (%)-[%]->(%) has no current window to close', v_source, v_type, v_target
+            using errcode = 'P0002', column = 'relationship_type';
+    end if;
+    if v_until <= lower(v_edge.valid_period) then
+        raise exception 'field "valid_until" (%) must be after the window''s start (%)', v_until, lower(v_edge.valid_period)
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
+     where r.tenant_id = v_tenant and r.relationship_id = v_edge.relationship_id
+    returning r.* into v_edge;
+    return v_edge;
+end
+$$;
+
+ALTER FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) IS 'Ends the current window of an edge at valid_until (default now): the relationship no longer holds from then on. P0002 when the edge has no current window.';
+
+CREATE FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision DEFAULT 0.7, p_importance_weight double precision DEFAULT 0.2, p_recency_weight double precision DEFAULT 0.1, p_half_life interval DEFAULT '30 days'::interval) RETURNS double precision
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- One comparison per argument on the common path; the checks (which name the field) only for a bad value.
+    if p_distance in ('NaN', 'Infinity', '-Infinity') or p_importance in ('NaN', 'Infinity', '-Infinity')
+       or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
+       or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
+       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+        perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
+                memsub._check_finite_time(p_last_active, 'last_active'),
+                memsub._check_finite(p_similarity_weight, 'similarity_weight'),
+                memsub._check_finite(p_importance_weight, 'importance_weight'),
+                memsub._check_finite(p_recency_weight, 'recency_weight'),
+                memsub._check_finite_interval(p_half_life, 'half_life');
+    end if;
+    return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
+         + p_importance_weight * coalesce(p_importance, 0.5)
+         + p_recency_weight * power(0.5, greatest(0.0, extract(epoch from now() - coalesce(p_last_active, now())))
+                                          / greatest(1.0, extract(epoch from p_half_life)));
+end
+$$;
+
+ALTER FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days).';
+
+CREATE FUNCTION memsub.consolidate_memories(p_strategy text DEFAULT 'last_write_wins'::text, p_namespace_prefix text DEFAULT NULL::text) RETURNS TABLE(namespace text, key text, version integer, memory_entry_id uuid, consolidated_versions integer[], strategy text, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_function regprocedure;
+    v_conflict record;
+    v_versions jsonb;
+    v_value    jsonb;
+    v_row      memsub.memory_entries;
+begin
+    if not (memsub._caller_is_admin()) then
+        raise exception 'memsub.consolidate_memories needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'strategy';
+    end if;
+    if p_strategy is null or p_strategy !~ '^[a-z][a-z0-9_]{0,50}$' then
+        raise exception 'strategy "%" is not a strategy name', coalesce(p_strategy, 'NULL')
+            using errcode = '22023', column = 'strategy';
+    end if;
+    v_function := pg_catalog.to_regprocedure(format('memsub.%I(jsonb)', 'consolidation_' || p_strategy));
+    if v_function is null then
+        raise exception 'unknown consolidation strategy "%" (no function memsub.consolidation_%(jsonb))',
+            p_strategy, p_strategy
+            using errcode = '22023', column = 'strategy',
+                  hint = 'Built in: last_write_wins, merge_objects.';
+    end if;
+    if p_namespace_prefix is not null and p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
+        raise exception 'namespace prefix "%" must look like kind[:segment...]', p_namespace_prefix
+            using errcode = '22023', column = 'namespace';
+    end if;
+    -- One consolidation job per tenant at a time.
+    perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);
+
+    for v_conflict in
+        select m.namespace, m.key, array_agg(m.version order by m.version) as versions,
+               array_agg(m.id order by m.version) as ids,
+               (array_agg(m.memory_type order by m.version desc))[1] as memory_type
+          from memsub.memory_entries m
+         where m.tenant_id = v_tenant and not m.is_deleted and not (m.metadata ? 'consolidated_into')
+           and (p_namespace_prefix is null
+                or (m.namespace >= p_namespace_prefix collate "C" and m.namespace < p_namespace_prefix || ';' collate "C"
+                    and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')))
+         group by m.namespace, m.key
+        having count(*) > 1
+         order by m.namespace, m.key
+    loop
+        select jsonb_agg(jsonb_build_object('id', m.id, 'version', m.version, 'value', m.value,
+                                            'memory_type', m.memory_type, 'user_id', m.user_id,
+                                            'session_id', m.session_id, 'created_at', m.created_at,
+                                            'metadata', m.metadata) order by m.version)
+          into v_versions
+          from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.id = any(v_conflict.ids);
+        execute format('select %s($1)', v_function::regproc) using v_versions into v_value;
+        if v_value is null then
+            raise exception 'consolidation strategy "%" returned NULL for key "%" in namespace "%"',
+                p_strategy, v_conflict.key, v_conflict.namespace
+                using errcode = '22004', column = 'strategy';
+        end if;
+        begin
+            v_row := memsub.store_memory_version(
+                v_conflict.namespace, v_conflict.key, v_value, v_conflict.memory_type,
+                jsonb_build_object('consolidated_from', to_jsonb(v_conflict.ids), 'strategy', p_strategy),
+                null, false, false, 'memory_consolidate',
+                jsonb_build_object('strategy', p_strategy, 'consolidated_versions', to_jsonb(v_conflict.versions)));
+        exception when serialization_failure then
+            -- A writer committed a newer version meanwhile: leave this key for the next run.
+            return query select v_conflict.namespace, v_conflict.key, null::integer, null::uuid,
+                                v_conflict.versions, p_strategy, 'skipped'::text;
+            continue;
+        end;
+        update memsub.memory_entries m
+           set metadata = m.metadata || jsonb_build_object('consolidated_into', v_row.id,
+                                                           'consolidated_at', now(), 'strategy', p_strategy)
+         where m.tenant_id = v_tenant and m.id = any(v_conflict.ids);
+        return query select v_conflict.namespace, v_conflict.key, v_row.version, v_row.id,
+                            v_conflict.versions, p_strategy, 'consolidated'::text;
+    end loop;
+end
+$_$;
+
+ALTER FUNCTION memsub.consolidate_memories(p_strategy text, p_namespace_prefix text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.consolidate_memories(p_strategy text, p_namespace_prefix text) IS 'Consolidation job (seed 001 section 4.3; tenant_admin or platform_admin): for every key with more than one live unconsolidated version (optionally under a namespace prefix), applies the strategy memsub.consolidation_<strategy>(jsonb) (built in: last_write_wins, merge_objects), writes the result as a new version, marks the old versions consolidated_into it and audits memory_consolidate. One run per tenant at a time; a key written concurrently is reported skipped.';
+
+CREATE FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select p_versions -> -1 -> 'value' $$;
+
+ALTER FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) IS 'Consolidation strategy last_write_wins: the value of the newest version.';
+
+CREATE FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_merged  jsonb := '{}';
+    v_version jsonb;
+begin
+    for v_version in select e from jsonb_array_elements(p_versions) as e loop
+        if jsonb_typeof(v_version -> 'value') <> 'object' then
+            return p_versions -> -1 -> 'value';
+        end if;
+        v_merged := v_merged || (v_version -> 'value');
+    end loop;
+    return v_merged;
+end
+$$;
+
+ALTER FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) IS 'Consolidation strategy merge_objects: shallow merge of object values, oldest first (newer fields win); falls back to last_write_wins when a value is not an object.';
+
+CREATE FUNCTION memsub.context_mac(p_key_id text, p_message text) RETURNS bytea
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select sha256(k.outer_pad || sha256(k.inner_pad || convert_to(p_message, 'UTF8')))
+      from memsub.context_keys k where k.key_id = p_key_id
+$$;
+
+ALTER FUNCTION memsub.context_mac(p_key_id text, p_message text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.context_mac(p_key_id text, p_message text) IS 'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: only memsub''s SECURITY DEFINER context functions may compute MACs.';
+
+CREATE FUNCTION memsub.count_packet_chunks() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    update memsub.packet_store p
+       set chunk_count = greatest(p.chunk_count, n.chunks), is_chunked = true
+      from (select a.tenant_id, a.packet_id, max(a.chunk_index) as chunks
+              from added a where a.chunk_index >= 1 group by a.tenant_id, a.packet_id) n
+     where p.tenant_id = n.tenant_id and p.packet_id = n.packet_id and p.chunk_count < n.chunks;
+    return null;
+end
+$$;
+
+ALTER FUNCTION memsub.count_packet_chunks() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.count_packet_chunks() IS 'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a packet and sets is_chunked.';
+
+CREATE FUNCTION memsub.current_agent_id() RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select nullif(current_setting('memsub.agent_id', true), '')::uuid $$;
+
+ALTER FUNCTION memsub.current_agent_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_agent_id() IS 'Acting agent of the current transaction (memsub.set_actor), or NULL.';
+
+CREATE FUNCTION memsub.current_context_roles() RETURNS text[]
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select coalesce(string_to_array(nullif(current_setting('memsub.roles', true), ''), ','), '{}') $$;
+
+ALTER FUNCTION memsub.current_context_roles() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_context_roles() IS 'Context roles requested by memsub.set_context() (tenant_admin, platform_admin).';
+
+CREATE FUNCTION memsub.current_org_id() RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select nullif(current_setting('memsub.org_id', true), '')::uuid $$;
+
+ALTER FUNCTION memsub.current_org_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_org_id() IS 'Organization of the current context, or NULL.';
+
+CREATE FUNCTION memsub.current_session_id() RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select nullif(current_setting('memsub.session_id', true), '') $$;
+
+ALTER FUNCTION memsub.current_session_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_session_id() IS 'Session of the current context, or NULL.';
+
+CREATE FUNCTION memsub.current_task_id() RETURNS bigint
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select nullif(current_setting('memsub.task_id', true), '')::bigint $$;
+
+ALTER FUNCTION memsub.current_task_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_task_id() IS 'Acting task of the current transaction (memsub.set_actor), or NULL.';
+
+CREATE FUNCTION memsub.current_tenant_id() RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    seal_key record;
+begin
+    if tenant is null then
+        return null;
+    end if;
+    -- The seal memsub.store_context (015_identity_binding.sql) wrote, recomputed with the same expression.
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
+       pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+           || pg_catalog.convert_to(pg_catalog.concat_ws('|', session_user,
+                  extract(epoch from pg_catalog.transaction_timestamp()), pg_catalog.quote_nullable(tenant),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))), 'UTF8'))), 'hex') then
+        raise exception 'memsub: the context was not set by memsub.set_context in this transaction (or was changed since)'
+            using errcode = '42501', column = 'tenant_id',
+                  hint = 'Set the context with memsub.set_context or memsub.set_context_signed, never with set_config or SET.';
+    end if;
+    return tenant::uuid;
+end
+$$;
+
+ALTER FUNCTION memsub.current_tenant_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_tenant_id() IS 'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, user or session settings do not carry the seal memsub.set_context wrote in this transaction.';
+
+CREATE FUNCTION memsub.current_user_id() RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select nullif(current_setting('memsub.user_id', true), '')::uuid $$;
+
+ALTER FUNCTION memsub.current_user_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.current_user_id() IS 'User of the current context, or NULL.';
+
+CREATE TABLE memsub.document_chunks (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    document_id uuid NOT NULL,
+    chunk_index integer NOT NULL,
+    content text NOT NULL,
+    page integer,
+    start_char integer NOT NULL,
+    end_char integer NOT NULL,
+    neighbors uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    content_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, content)) STORED,
+    org_id uuid,
+    user_id uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT document_chunks_chunk_index_positive CHECK ((chunk_index >= 1)),
+    CONSTRAINT document_chunks_content_length CHECK ((length(content) = (end_char - start_char))),
+    CONSTRAINT document_chunks_page_positive CHECK ((page >= 1)),
+    CONSTRAINT document_chunks_span_valid CHECK (((start_char >= 0) AND (end_char > start_char)))
+);
+
+ALTER TABLE ONLY memsub.document_chunks FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_chunks OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.document_chunks IS 'Chunks of a document version (seed 003 Chunk): contiguous character spans that cover the extracted text, with full-text search and cross-document neighbours. The vector of chunk n is the memory_embeddings row (document packet, content, chunk_index n). Written by memsub.document_ingest.';
+
+COMMENT ON COLUMN memsub.document_chunks.tenant_id IS 'Tenant owning the chunk.';
+
+COMMENT ON COLUMN memsub.document_chunks.id IS 'Chunk identifier (seed 003 chunk_id, used in DocRefs).';
+
+COMMENT ON COLUMN memsub.document_chunks.document_id IS 'Document version the chunk belongs to (document_index.id; seed 003 doc_id).';
+
+COMMENT ON COLUMN memsub.document_chunks.chunk_index IS 'Position of the chunk in its document: 1, 2, 3, ... (memory_embeddings.chunk_index of its vector).';
+
+COMMENT ON COLUMN memsub.document_chunks.content IS 'Chunk text: extracted_text from start_char to end_char.';
+
+COMMENT ON COLUMN memsub.document_chunks.page IS 'Page of a paginated document (pdf), NULL otherwise.';
+
+COMMENT ON COLUMN memsub.document_chunks.start_char IS 'Offset of the first character in the extracted text (0-based, inclusive).';
+
+COMMENT ON COLUMN memsub.document_chunks.end_char IS 'Offset after the last character (exclusive); the next chunk starts here.';
+
+COMMENT ON COLUMN memsub.document_chunks.neighbors IS 'Cross-document links: ids of the nearest chunks of other documents (by vector distance), both ways.';
+
+COMMENT ON COLUMN memsub.document_chunks.content_tsv IS 'Full-text vector of the content (english configuration), GIN-indexed.';
+
+COMMENT ON COLUMN memsub.document_chunks.org_id IS 'Organization of the document (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.document_chunks.user_id IS 'User who ingested the document.';
+
+COMMENT ON COLUMN memsub.document_chunks.created_at IS 'When the chunk was stored.';
+
+CREATE FUNCTION memsub.document_chunks_of(p_document_id uuid) RETURNS SETOF memsub.document_chunks
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select c.* from memsub.document_chunks c
+     where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+     order by c.chunk_index
+$$;
+
+ALTER FUNCTION memsub.document_chunks_of(p_document_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_chunks_of(p_document_id uuid) IS 'The chunks of a document version, in order, if the caller may see them.';
+
+CREATE FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) RETURNS SETOF memsub.document_chunks
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select c.* from memsub.document_chunks c
+      join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+     where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+       and not exists (select from memsub.memory_embeddings e
+                        where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                          and e.embedding_type = 'content' and e.chunk_index = c.chunk_index)
+     order by c.chunk_index
+$$;
+
+ALTER FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) IS 'The chunks of a document version that carry no vector yet, in order (what memsub.document_embed_chunks fills).';
+
+CREATE FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer DEFAULT 3, p_neighbor_max_distance double precision DEFAULT 0.5) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_document memsub.document_index;
+    v_item     jsonb;
+    v_position integer;
+    v_embedded integer;
+begin
+    if p_document_id is null then
+        raise exception 'field "document_id" is required' using errcode = '23502', column = 'document_id';
+    end if;
+    select d.* into v_document from memsub.document_index d
+     where d.tenant_id = v_tenant and d.id = p_document_id;  -- row-level security decides visibility
+    if not found or not v_document.is_latest or v_document.packet_id is null then
+        raise exception 'field "document_id": % is not a visible latest document version', p_document_id
+            using errcode = 'P0002', column = 'document_id';
+    end if;
+    if p_embeddings is null or jsonb_typeof(p_embeddings) <> 'array' then
+        raise exception 'field "embeddings" must be a JSON array of {chunk_index, embedding}'
+            using errcode = '22023', column = 'embeddings';
+    end if;
+    for v_item, v_position in select e, n - 1 from jsonb_array_elements(p_embeddings) with ordinality as a(e, n) loop
+        if jsonb_typeof(v_item) <> 'object' or jsonb_typeof(v_item -> 'chunk_index') is distinct from 'number'
+           or jsonb_typeof(v_item -> 'embedding') is distinct from 'array' then
+            raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
+                using errcode = '22023', column = format('embeddings[%s]', v_position);
+        end if;
+        perform memsub._check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
+        if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
+                          and c.document_id = p_document_id and c.chunk_index = (v_item ->> 'chunk_index')::integer) then
+            raise exception 'field "embeddings[%].chunk_index": document % has no chunk %', v_position, p_document_id,
+                v_item ->> 'chunk_index'
+                using errcode = '22023', column = format('embeddings[%s].chunk_index', v_position);
+        end if;
+    end loop;
+
+    -- Only chunks that carry no vector yet; the others keep theirs.
+    insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
+                                          tenant_id, org_id, user_id, session_id)
+    select distinct on (c.chunk_index)
+           v_document.packet_id, 'content', (a.e ->> 'embedding')::vector, c.chunk_index, c.content,
+           jsonb_build_object('document_id', v_document.id, 'chunk_id', c.id, 'file_path', v_document.file_path,
+                              'version', v_document.version),
+           'shared', v_tenant, v_document.org_id, memsub.current_user_id(), memsub.current_session_id()
+      from jsonb_array_elements(p_embeddings) as a(e)
+      join memsub.document_chunks c on c.tenant_id = v_tenant and c.document_id = p_document_id
+                                   and c.chunk_index = (a.e ->> 'chunk_index')::integer
+     where not exists (select from memsub.memory_embeddings x
+                        where x.tenant_id = v_tenant and x.packet_id = v_document.packet_id
+                          and x.embedding_type = 'content' and x.chunk_index = c.chunk_index)
+     order by c.chunk_index;
+    get diagnostics v_embedded = row_count;
+
+    if v_embedded > 0 then
+        update memsub.document_index d
+           set embedding = (select avg(e.vector) from memsub.memory_embeddings e
+                             where e.tenant_id = v_tenant and e.packet_id = v_document.packet_id
+                               and e.embedding_type = 'content' and e.chunk_index >= 1),
+               updated_at = now()
+         where d.tenant_id = v_tenant and d.id = p_document_id;
+        if coalesce(p_neighbor_count, 0) > 0 then
+            perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
+        end if;
+    end if;
+    perform memsub.audit_record('document_ingest',
+        p_details => jsonb_build_object('document_id', p_document_id, 'file_path', v_document.file_path,
+                                        'version', v_document.version, 'embedded', v_embedded));
+    return v_embedded;
+end
+$$;
+
+ALTER FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Adds vectors to the chunks of a latest document version that were stored without one (e.g. ingested without an embedder): embeddings [{chunk_index, embedding}]; chunks that already carry a vector keep it. Updates the document embedding (mean of its chunk vectors) and cross-document neighbours. Returns the number of vectors added. Audited as document_ingest.';
+
+CREATE FUNCTION memsub.document_index_get(p_file_path text) RETURNS TABLE(id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+    select d.id, d.file_path, d.embedding::real[], d.metadata, d.created_at, d.updated_at
+      from memsub.document_index d
+     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path and d.is_latest
+$$;
+
+ALTER FUNCTION memsub.document_index_get(p_file_path text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_index_get(p_file_path text) IS 'The latest version of a file path''s document index entry, if the caller may see it.';
+
+CREATE FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[] DEFAULT NULL::double precision[], p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entry  memsub.document_index;
+    v_vector vector;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    if p_file_path is null or btrim(p_file_path) = '' then
+        raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
+    v_vector := memsub._float_array_vector(p_embedding, 'embedding');
+    insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, v_vector, p_metadata)
+    on conflict (tenant_id, file_path) where is_latest do update
+       set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
+           updated_at = now()
+    returning d.* into v_entry;
+    perform memsub.audit_record('document_index_put',
+        p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
+                                        'dimensions', cardinality(p_embedding)));
+    return query select v_entry.id, v_entry.file_path, v_entry.embedding::real[], v_entry.metadata,
+                        v_entry.created_at, v_entry.updated_at;
+end
+$$;
+
+ALTER FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) IS 'Indexes a file path (or replaces the embedding and metadata of its latest version). Audited as document_index_put.';
+
+CREATE FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb DEFAULT '{}'::jsonb, p_summary text DEFAULT NULL::text, p_key_concepts text[] DEFAULT '{}'::text[], p_entities jsonb DEFAULT '[]'::jsonb, p_neighbor_count integer DEFAULT 3, p_neighbor_max_distance double precision DEFAULT 0.5) RETURNS TABLE(document_id uuid, file_path text, version integer, hash text, status text, previous_id uuid, packet_id uuid, chunk_count integer, embedded_count integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $_$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_path     text;
+    v_latest   memsub.document_index;
+    v_id       uuid := gen_random_uuid();
+    v_version  integer;
+    v_packet   uuid;
+    v_chunks   integer;
+    v_embedded integer;
+    v_entity   jsonb;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+            memsub._check_limit(length(p_hash), 'max_text_chars', 'hash'),
+            memsub._check_limit(length(p_mime), 'max_text_chars', 'mime'),
+            memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
+            memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
+            memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub._check_limit(length(p_summary), 'max_text_chars', 'summary'),
+            memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
+            memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
+    if p_file_path is null or btrim(p_file_path) = '' then
+        raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
+    end if;
+    v_path := p_file_path;
+    if p_hash is null or p_hash !~ '^[0-9a-f]{64}$' then
+        raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
+            using errcode = '22023', column = 'hash';
+    end if;
+    perform memsub._check_one_of(p_mime, array['pdf', 'md', 'txt'], 'mime');
+    if p_text is null then
+        raise exception 'field "text" is required (the extracted text)' using errcode = '23502', column = 'text';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'field "metadata" must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    if p_entities is null or jsonb_typeof(p_entities) <> 'array' then
+        raise exception 'field "entities" must be a JSON array of {type, value}' using errcode = '22023', column = 'entities';
+    end if;
+    for v_entity in select e from jsonb_array_elements(p_entities) e loop
+        if jsonb_typeof(v_entity) <> 'object' or jsonb_typeof(v_entity -> 'type') is distinct from 'string'
+           or jsonb_typeof(v_entity -> 'value') is distinct from 'string' then
+            raise exception 'field "entities": every element must be {"type": text, "value": text}, not %', v_entity
+                using errcode = '22023', column = 'entities';
+        end if;
+    end loop;
+    if p_neighbor_count is null or p_neighbor_count not between 0 and 100 then
+        raise exception 'field "neighbor_count" must be between 0 and 100' using errcode = '22023', column = 'neighbor_count';
+    end if;
+    if p_neighbor_max_distance is null or p_neighbor_max_distance not between 0 and 2 then
+        raise exception 'field "neighbor_max_distance" must be a cosine distance between 0 and 2'
+            using errcode = '22023', column = 'neighbor_max_distance';
+    end if;
+    v_chunks := memsub.check_document_chunks(p_chunks, p_text);
+
+    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || v_path);
+    select d.* into v_latest from memsub.document_index d
+     where d.tenant_id = v_tenant and d.file_path = v_path and d.is_latest;
+
+    if found and v_latest.hash = p_hash then
+        return query select v_latest.id, v_latest.file_path, v_latest.version, v_latest.hash, 'unchanged'::text,
+                            v_latest.previous_id, v_latest.packet_id, v_latest.chunk_count,
+                            (select count(*)::integer from memsub.memory_embeddings e
+                              where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
+                                and e.embedding_type = 'content' and e.chunk_index >= 1);
+        return;
+    end if;
+    v_version := coalesce(v_latest.version, 0) + 1;
+
+    select w.packet_id into v_packet from memsub.write_packet(jsonb_build_object(
+        'packet_type', 'document',
+        'payload', jsonb_build_object('document_id', v_id, 'file_path', v_path, 'version', v_version,
+                                      'hash', p_hash, 'mime', p_mime, 'chunk_count', v_chunks),
+        'tags', jsonb_build_array('document'))) w;
+
+    if v_latest.id is not null then
+        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
+         where d.tenant_id = v_tenant and d.id = v_latest.id;
+        -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
+        delete from memsub.memory_embeddings e
+         where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
+           and e.embedding_type = 'content' and e.chunk_index >= 1;
+    end if;
+
+    begin
+        insert into memsub.document_index (
+            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
+            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
+        values (
+            v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
+            v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
+            v_chunks);
+    exception when unique_violation then
+        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
+        -- this caller cannot see, and then it cannot be superseded from here.
+        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
+            v_path using errcode = '23505', column = 'file_path';
+    end;
+
+    insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
+                                        org_id, user_id)
+    select v_tenant, v_id, a.n::integer,
+           substr(p_text, (a.c ->> 'start_char')::integer + 1,
+                  (a.c ->> 'end_char')::integer - (a.c ->> 'start_char')::integer),
+           (a.c ->> 'page')::integer, (a.c ->> 'start_char')::integer, (a.c ->> 'end_char')::integer,
+           memsub.current_org_id(), memsub.current_user_id()
+      from jsonb_array_elements(p_chunks) with ordinality as a(c, n);
+
+    insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
+                                          tenant_id, org_id, user_id, session_id)
+    select v_packet, 'content', (a.c ->> 'embedding')::vector, a.n::integer, ch.content,
+           jsonb_build_object('document_id', v_id, 'chunk_id', ch.id, 'file_path', v_path, 'version', v_version),
+           'shared', v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id()
+      from jsonb_array_elements(p_chunks) with ordinality as a(c, n)
+      join memsub.document_chunks ch on ch.tenant_id = v_tenant and ch.document_id = v_id and ch.chunk_index = a.n
+     where jsonb_typeof(a.c -> 'embedding') = 'array';
+    get diagnostics v_embedded = row_count;
+    -- The document's packet is stored in chunks (seed 000 chunk_count, is_chunked).
+    update memsub.packet_store p set chunk_count = v_chunks, is_chunked = v_chunks > 0
+     where p.tenant_id = v_tenant and p.packet_id = v_packet;
+
+    if v_embedded > 0 then
+        -- The mean of the chunk vectors; none when they cancel out (a zero mean has no cosine distance).
+        update memsub.document_index d
+           set embedding = (select case when cosine_distance(m.mean, m.mean) = 'NaN'::double precision then null
+                                        else m.mean end
+                              from (select avg(e.vector) as mean from memsub.memory_embeddings e
+                                     where e.tenant_id = v_tenant and e.packet_id = v_packet
+                                       and e.embedding_type = 'content' and e.chunk_index >= 1) m)
+         where d.tenant_id = v_tenant and d.id = v_id;
+        if p_neighbor_count > 0 then
+            perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
+        end if;
+    end if;
+
+    perform memsub.audit_record('document_ingest',
+        p_details => jsonb_build_object('document_id', v_id, 'file_path', v_path, 'version', v_version,
+                                        'hash', p_hash, 'previous_id', v_latest.id, 'chunks', v_chunks,
+                                        'embedded', v_embedded));
+    return query select v_id, v_path, v_version, p_hash,
+                        case when v_latest.id is null then 'created' else 'new_version' end,
+                        v_latest.id, v_packet, v_chunks, v_embedded;
+end
+$_$;
+
+ALTER FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks [{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change (status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
+
+CREATE TABLE memsub.document_index (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    file_path text NOT NULL,
+    embedding public.vector,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    is_latest boolean DEFAULT true NOT NULL,
+    previous_id uuid,
+    hash text,
+    mime text,
+    summary text,
+    key_concepts text[] DEFAULT '{}'::text[] NOT NULL,
+    entities jsonb DEFAULT '[]'::jsonb NOT NULL,
+    extracted_text text,
+    packet_id uuid,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    superseded_at timestamp with time zone,
+    CONSTRAINT document_index_chain_consistent CHECK (((version = 1) = (previous_id IS NULL))),
+    CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
+    CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
+    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
+    CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
+    CONSTRAINT document_index_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.document_index FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_index OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.document_index IS 'Documents (seed 001 document index and seed 003 Document): one row per version of a file path; versions chain by content hash (previous_id) and the latest version of a path has is_latest. Chunks are in document_chunks; their vectors in memory_embeddings under the version''s packet.';
+
+COMMENT ON COLUMN memsub.document_index.tenant_id IS 'Tenant owning the entry.';
+
+COMMENT ON COLUMN memsub.document_index.id IS 'Entry identifier.';
+
+COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
+
+COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
+
+COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
+
+COMMENT ON COLUMN memsub.document_index.metadata IS 'Free-form metadata (JSON object; seed 003 Document.metadata).';
+
+COMMENT ON COLUMN memsub.document_index.created_at IS 'When the file was first indexed.';
+
+COMMENT ON COLUMN memsub.document_index.updated_at IS 'When the version was last changed (document_index_put replaces the latest version in place).';
+
+COMMENT ON COLUMN memsub.document_index.version IS 'Version of the path: 1, 2, 3, ... (a new version per changed content hash).';
+
+COMMENT ON COLUMN memsub.document_index.is_latest IS 'True for the latest version of the path (the latest pointer).';
+
+COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one replaced (NULL for version 1): the version chain.';
+
+COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
+
+COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
+
+COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
+
+COMMENT ON COLUMN memsub.document_index.key_concepts IS 'Key concepts (e.g. the headings of a Markdown file).';
+
+COMMENT ON COLUMN memsub.document_index.entities IS 'Entities mentioned: a JSON array of {type, value}.';
+
+COMMENT ON COLUMN memsub.document_index.extracted_text IS 'Text extracted from the file; chunk positions are character offsets into it.';
+
+COMMENT ON COLUMN memsub.document_index.packet_id IS 'Packet (packet_type document) that carries the version: its memory_embeddings rows are the chunk vectors.';
+
+COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this version.';
+
+COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
+
+CREATE FUNCTION memsub.document_versions(p_file_path text) RETURNS SETOF memsub.document_index
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select d.* from memsub.document_index d
+     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path
+     order by d.version desc
+$$;
+
+ALTER FUNCTION memsub.document_versions(p_file_path text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_versions(p_file_path text) IS 'The version chain of a path that the caller may see, newest first (the first row is the latest pointer).';
+
+CREATE FUNCTION memsub.drop_context_signing_key(p_key_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    removed integer;
+begin
+    delete from memsub.context_keys k where k.key_id = p_key_id and k.purpose = 'token';
+    get diagnostics removed = row_count;
+    return removed = 1;
+end
+$$;
+
+ALTER FUNCTION memsub.drop_context_signing_key(p_key_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.drop_context_signing_key(p_key_id text) IS 'Removes a context token signing key: tokens signed with it are refused from then on. Platform admins only.';
+
+CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_entity text DEFAULT NULL::text, p_relationship_type text DEFAULT NULL::text) RETURNS SETOF memsub.entity_relationships
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
+    return query
+    select r.* from memsub.entity_relationships r
+     where r.tenant_id = memsub.current_tenant_id()
+       and r.valid_period @> coalesce(p_as_of, now())
+       and (p_entity is null or r.source_key = any(memsub._entity_keys(p_entity))
+            or r.target_key = any(memsub._entity_keys(p_entity)))
+       and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
+     order by r.source_entity, r.relationship_type, r.target_entity;
+end
+$$;
+
+ALTER FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) IS 'The graph as of a time (default now): the edges whose validity window contains it, optionally only those touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type.';
+
+CREATE FUNCTION memsub.embedding_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['content', 'context', 'entity', 'summary', 'reasoning']::text[] $$;
+
+ALTER FUNCTION memsub.embedding_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.embedding_types() IS 'The vector spaces an embedding can belong to (memory_embeddings.embedding_type, semantic_memory.embedding_type except reasoning, the embedding_type argument of the vector and search functions).';
+
+CREATE FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision DEFAULT 0.0, p_limit integer DEFAULT 100, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(kind text, direction text, relationship_type text, other_entity text, object jsonb, confidence double precision, mention_count integer, id uuid)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entity text := memsub._require_text(p_entity, 'entity');
+    v_keys   text[];
+    v_at     timestamptz := coalesce(p_as_of, now());
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
+    v_keys := memsub._entity_keys(v_entity);
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    return query
+    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
+            null::jsonb, r.confidence, r.mention_count, r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.target_entity limit p_limit)
+    union all
+    (select 'relationship', 'incoming', r.relationship_type, memsub._resolve_entity(r.source_entity), null,
+            r.confidence, r.mention_count, r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.source_entity limit p_limit)
+    union all
+    (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
+       from memsub.knowledge_facts f
+      where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
+        and f.confidence >= coalesce(p_min_confidence, 0)
+      order by f.confidence desc, f.predicate limit p_limit);
+end
+$$;
+
+ALTER FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then and the facts whose subject it is (subject matched by memsub.normalize_text), each kind most confident first and at most limit rows.';
+
+CREATE FUNCTION memsub.entity_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_rrf_k integer DEFAULT 60) RETURNS TABLE(entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_candidates integer;
+    v_query      tsquery;
+begin
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    v_candidates := greatest(50, 4 * p_k);
+    v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
+    return query
+    with vector_leg as (
+        select w.entity_id, (w.embedding <=> p_query)::double precision as distance,
+               (row_number() over (order by w.embedding <=> p_query, w.entity_id))::integer as vector_rank
+          from memsub.world_model_entities w
+         where p_query is not null and w.tenant_id = v_tenant and w.embedding is not null
+         order by w.embedding <=> p_query, w.entity_id
+         limit v_candidates
+    ), named as (
+        -- Names and aliases, word by word (simple configuration: names are not stemmed).
+        select w.entity_id, ts_rank_cd(to_tsvector('simple'::regconfig,
+                                                   w.entity_id || ' ' || array_to_string(w.aliases, ' ')), v_query)
+                   as text_score
+          from memsub.world_model_entities w
+         where numnode(v_query) > 0 and w.tenant_id = v_tenant
+           and to_tsvector('simple'::regconfig, w.entity_id || ' ' || array_to_string(w.aliases, ' ')) @@ v_query
+    ), text_leg as (
+        select n.entity_id, n.text_score,
+               (row_number() over (order by n.text_score desc, n.entity_id))::integer as text_rank
+          from named n
+         order by n.text_score desc, n.entity_id
+         limit v_candidates
+    ), fused as (
+        select coalesce(v.entity_id, t.entity_id) as entity_id, v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.entity_id = v.entity_id
+    )
+    select w.entity_id, w.entity_type, w.aliases, w.attributes, f.rrf::double precision, f.vector_rank,
+           f.text_rank, f.distance, f.text_score
+      from fused f
+      join memsub.world_model_entities w on w.tenant_id = v_tenant and w.entity_id = f.entity_id
+     order by f.rrf desc, w.entity_id
+     limit p_k;
+end
+$$;
+
+ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
+
+CREATE FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'object' then
+        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value;
+end
+$$;
+
+ALTER FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) IS 'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
+
+CREATE FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'string' then
+        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value #>> '{}';
+end
+$$;
+
+ALTER FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) IS 'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
+
+CREATE FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    text_value text;
+    parts      text[];
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    text_value := p_value #>> '{}';
+    parts := regexp_match(text_value,
+        '^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
+        '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?)?'
+        '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$');
+    -- The shape is checked by the pattern, the calendar by arithmetic: no cast can fail after this.
+    if jsonb_typeof(p_value) <> 'string' or parts is null or parts[1]::integer = 0
+       or (parts[4] is null and parts[8] is not null)
+       or parts[3]::integer > extract(day from make_date(parts[1]::integer, parts[2]::integer, 1)
+                                              + interval '1 month - 1 day') then
+        raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
+            using errcode = '22007', column = p_field;
+    end if;
+    if parts[8] is not null and parts[4] is not null then
+        return text_value::timestamptz;
+    end if;
+    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
+end
+$_$;
+
+ALTER FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) IS 'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
+
+CREATE FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric not between 0 and 1 then
+        raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
+            using errcode = '22023', column = p_field;
+    end if;
+    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
+    return round((p_value::text)::numeric, 300)::double precision;
+end
+$$;
+
+ALTER FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) IS 'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
+
+CREATE FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) RETURNS uuid
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'string'
+       or (p_value #>> '{}') !~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then
+        raise exception 'envelope field "%" is not a valid UUID: %', p_field, left(p_value::text, 80)
+            using errcode = '22P02', column = p_field;
+    end if;
+    return (p_value #>> '{}')::uuid;
+end
+$_$;
+
+ALTER FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) IS 'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+CREATE FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_written   jsonb := '{}';
+    v_path      text;
+    v_element   jsonb;
+    v_position  integer;
+    v_count     integer;
+    v_key       text;
+    err_state   text;
+    err_message text;
+    err_column  text;
+begin
+    if jsonb_typeof(p_memory) is distinct from 'object' then
+        return v_written;
+    end if;
+    foreach v_key in array array['facts', 'relationships'] loop
+        if p_memory ? v_key and p_scope <> 'shared' then
+            raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
+                            'packets can', v_key, p_scope
+                using errcode = '22023', column = 'memory.' || v_key;
+        end if;
+    end loop;
+    begin
+        foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
+            continue when not p_memory ? v_key;
+            v_path := 'memory.' || v_key;
+            if jsonb_typeof(p_memory -> v_key) <> 'array' then
+                raise exception 'must be a JSON array of objects' using errcode = '22023';
+            end if;
+            v_count := 0;
+            for v_element, v_position in
+                select e, n - 1 from jsonb_array_elements(p_memory -> v_key) with ordinality as a(e, n) loop
+                v_path := format('memory.%s[%s]', v_key, v_position);
+                if jsonb_typeof(v_element) <> 'object' then
+                    raise exception 'must be a JSON object' using errcode = '22023';
+                end if;
+                if v_key = 'facts' then
+                    perform memsub.assert_fact(
+                        v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                elsif v_key = 'relationships' then
+                    perform memsub.upsert_relationship(
+                        v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                else
+                    if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
+                        v_path := v_path || '.vector';
+                        raise exception 'must be a JSON array of numbers' using errcode = '22023';
+                    end if;
+                    perform memsub.store_embedding(
+                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
+                        coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
+                        coalesce(v_element -> 'metadata', '{}'));
+                end if;
+                v_count := v_count + 1;
+            end loop;
+            if v_count > 0 then
+                v_written := v_written || jsonb_build_object(
+                    case v_key when 'facts' then 'knowledge_facts' when 'relationships' then 'entity_relationships'
+                               else 'memory_embeddings' end, v_count);
+            end if;
+        end loop;
+        if p_memory ? 'reasoning_trace' then
+            v_path := 'memory.reasoning_trace';
+            v_element := p_memory -> 'reasoning_trace';
+            if jsonb_typeof(v_element) <> 'object' then
+                raise exception 'must be a JSON object' using errcode = '22023';
+            end if;
+            perform memsub.record_reasoning_trace(
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet_id,
+                coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
+                coalesce(v_element -> 'inference_steps', '[]'),
+                coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
+                coalesce((v_element ->> 'decision_tokens')::integer, 0),
+                coalesce(v_element -> 'confidence_scores', '{}'));
+            v_written := v_written || jsonb_build_object('reasoning_traces', 1);
+        end if;
+    exception when others then
+        -- One handler for the whole fan-out (a single subtransaction): name the element and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text, err_column = column_name;
+        err_column := v_path || case when coalesce(err_column, '') <> '' then '.' || err_column else '' end;
+        raise exception using errcode = err_state, column = err_column,
+                              message = format('envelope field "%s": %s', err_column, err_message);
+    end;
+    return v_written;
+end
+$$;
+
+ALTER FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet of the given scope and returns the rows written per table. Not granted to clients.';
+
+CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    start_tenant uuid;
+    frontier     uuid[];
+    visited      jsonb;  -- packet id -> true: a set with logarithmic lookups
+    reached      integer := 0;
+    level        integer := 0;
+begin
+    if p_direction is null or p_direction not in ('ancestors', 'descendants') then
+        raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
+            using errcode = '22023', column = 'direction';
+    end if;
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'memsub.get_lineage: max_depth must be at least 1, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    perform memsub._check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
+    -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
+    -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
+    select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;
+    if start_tenant is null then
+        select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
+    end if;
+    if start_tenant is null then
+        return;
+    end if;
+    frontier := array[p_packet_id];
+    visited := jsonb_build_object(p_packet_id, true);
+    -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
+    -- a cycle in (legacy) lineage data cannot loop.
+    while level < p_max_depth and cardinality(frontier) > 0 loop
+        level := level + 1;
+        if p_direction = 'ancestors' then
+            frontier := array(
+                select distinct n.packet_id
+                  from memsub.lineage_nodes(start_tenant, frontier) c
+                  join memsub.lineage_nodes(start_tenant, c.parent_ids) n on true
+                 where not visited ? n.packet_id::text);
+        else
+            frontier := array(
+                select distinct c.packet_id
+                  from memsub.packet_store c
+                 where c.tenant_id = start_tenant and c.parent_ids && frontier
+                   and not visited ? c.packet_id::text
+                 union
+                select t.packet_id
+                  from memsub.packet_tombstones t
+                 where t.tenant_id = start_tenant and t.parent_ids && frontier
+                   and not visited ? t.packet_id::text);
+        end if;
+        -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
+        reached := reached + cardinality(frontier);
+        if reached > memsub.limit_value('max_rows') then
+            raise exception 'memsub.get_lineage: more than % packets within max_depth %; ask for fewer generations',
+                memsub.limit_value('max_rows'), p_max_depth
+                using errcode = '54000', column = 'max_depth',
+                      detail = format('limit=max_rows value=%s', memsub.limit_value('max_rows')),
+                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+        end if;
+        visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
+        return query
+            select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
+              from memsub.lineage_nodes(start_tenant, frontier) n
+             order by n."timestamp", n.packet_id;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
+
+CREATE TABLE memsub.packet_store (
+    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    packet_type text NOT NULL,
+    envelope jsonb NOT NULL,
+    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
+    routing jsonb,
+    provenance jsonb,
+    thread_id uuid,
+    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    ttl timestamp without time zone,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    importance_score double precision DEFAULT 0.5 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    contradiction_count integer DEFAULT 0 NOT NULL,
+    content_hash text,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    is_chunked boolean DEFAULT false NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    write_seq bigint NOT NULL,
+    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
+    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
+    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
+    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
+    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+);
+
+ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
+
+COMMENT ON COLUMN memsub.packet_store.envelope IS 'The full, normalized PacketEnvelope as JSON.';
+
+COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
+
+COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
+
+COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
+
+COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
+
+COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
+
+COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
+
+COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope: shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
+
+COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
+
+COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
+
+COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
+
+COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
+
+COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
+
+COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
+
+COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
+
+COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
+
+COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
+
+COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
+
+COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
+
+CREATE FUNCTION memsub.get_packet(p_packet_id uuid) RETURNS SETOF memsub.packet_store
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
+
+ALTER FUNCTION memsub.get_packet(p_packet_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise).';
+
+CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_limit is null or p_limit < 1 then
+        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
+    -- parent is always written before its children. The cursor is the write_seq of the last row read.
+    return query
+        select s.* from memsub.packet_store s
+         where s.thread_id = p_thread_id
+           and (p_after_cursor is null or s.write_seq > p_after_cursor)
+         order by s.write_seq
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) IS 'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
+
+CREATE FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer DEFAULT 2, p_limit integer DEFAULT 100) RETURNS TABLE(depth integer, source_entity text, relationship_type text, target_entity text, confidence double precision, mention_count integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- The current graph is the graph as of now (memsub.graph_neighbors_as_of, sql/420_temporal_graph.sql).
+    return query
+        select n.depth, n.source_entity, n.relationship_type, n.target_entity, n.confidence, n.mention_count
+          from memsub.graph_neighbors_as_of(p_entity, null, p_max_depth, p_limit) as n;
+end
+$$;
+
+ALTER FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) IS 'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, at most limit edges in all.';
+
+CREATE FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_depth integer DEFAULT 2, p_limit integer DEFAULT 100) RETURNS TABLE(depth integer, source_entity text, relationship_type text, target_entity text, confidence double precision, mention_count integer, valid_period tstzrange)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_at     timestamptz := coalesce(p_as_of, now());
+    v_left   integer;
+    frontier text[];  -- matching forms (names and aliases) of the entities of the current level
+    visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
+    level    integer := 0;
+    returned integer;
+begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
+    frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    v_left := p_limit;
+    visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
+    -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
+    while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
+        level := level + 1;
+        return query
+            select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                   r.valid_period
+              from memsub.entity_relationships r
+             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+               and r.valid_period @> v_at
+             order by r.source_entity, r.mention_count desc, r.target_entity
+             limit v_left;
+        get diagnostics returned = row_count;
+        v_left := v_left - returned;
+        frontier := array(
+            select distinct k from memsub.entity_relationships r
+             cross join lateral unnest(memsub._entity_keys(r.target_entity)) as k
+             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+               and r.valid_period @> v_at
+               and not visited ? r.target_key);
+        visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows).';
+
+CREATE TABLE memsub.world_model_entities (
+    entity_id text NOT NULL,
+    entity_type text NOT NULL,
+    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    created_at timestamp without time zone DEFAULT (now() AT TIME ZONE 'UTC'::text) NOT NULL,
+    updated_at timestamp without time zone DEFAULT (now() AT TIME ZONE 'UTC'::text) NOT NULL,
+    state_version integer NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    aliases text[] DEFAULT '{}'::text[] NOT NULL,
+    doc_refs jsonb DEFAULT '[]'::jsonb NOT NULL,
+    alias_keys text[] DEFAULT '{}'::text[] NOT NULL,
+    embedding public.vector(1536),
+    CONSTRAINT world_model_entities_attributes_is_object CHECK ((jsonb_typeof(attributes) = 'object'::text)),
+    CONSTRAINT world_model_entities_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT world_model_entities_doc_refs_is_array CHECK ((jsonb_typeof(doc_refs) = 'array'::text)),
+    CONSTRAINT world_model_entities_id_not_blank CHECK ((length(btrim(entity_id)) > 0)),
+    CONSTRAINT world_model_entities_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.world_model_entities FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_entities OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.world_model_entities IS 'World-model entities of a tenant, versioned: each applied update bumps the entities it touches.';
+
+COMMENT ON COLUMN memsub.world_model_entities.entity_id IS 'Entity identifier (a name).';
+
+COMMENT ON COLUMN memsub.world_model_entities.entity_type IS 'Entity type (Person, Organization, Concept, ...).';
+
+COMMENT ON COLUMN memsub.world_model_entities.attributes IS 'Entity attributes; updates merge into them (a JSON null removes a key).';
+
+COMMENT ON COLUMN memsub.world_model_entities.confidence IS 'Confidence in [0, 1].';
+
+COMMENT ON COLUMN memsub.world_model_entities.version IS 'Entity version: 1 when created, +1 per update touching it.';
+
+COMMENT ON COLUMN memsub.world_model_entities.created_at IS 'Creation time (UTC).';
+
+COMMENT ON COLUMN memsub.world_model_entities.updated_at IS 'Last update time (UTC).';
+
+COMMENT ON COLUMN memsub.world_model_entities.state_version IS 'World-model state version that last changed the entity.';
+
+COMMENT ON COLUMN memsub.world_model_entities.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.world_model_entities.org_id IS 'Organization of the last updater (entities are tenant-wide).';
+
+COMMENT ON COLUMN memsub.world_model_entities.user_id IS 'User of the last updater.';
+
+COMMENT ON COLUMN memsub.world_model_entities.aliases IS 'Other names of the entity (seed 003 Entity aliases).';
+
+COMMENT ON COLUMN memsub.world_model_entities.doc_refs IS 'DocRefs where the entity is mentioned: a JSON array of {doc_id, chunk_id, score}.';
+
+COMMENT ON COLUMN memsub.world_model_entities.alias_keys IS 'Matching forms of the aliases (memsub.normalize_text), for alias lookups.';
+
+COMMENT ON COLUMN memsub.world_model_entities.embedding IS 'Embedding of the entity (seed 003 Node.embedding; dimension: installation_settings.vector_dimension), NULL when none was given.';
+
+CREATE FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[] DEFAULT '{}'::text[], p_properties jsonb DEFAULT '{}'::jsonb, p_doc_refs jsonb DEFAULT '[]'::jsonb, p_confidence double precision DEFAULT 0.5, p_embedding public.vector DEFAULT NULL::public.vector) RETURNS memsub.world_model_entities
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_name     text := memsub._require_text(p_name, 'name');
+    v_doc_refs jsonb := memsub._check_doc_refs(p_doc_refs, 'doc_refs');
+    v_entity   memsub.world_model_entities;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub._check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
+            memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
+            memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
+            memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
+    perform memsub._check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    perform memsub._check_vector(p_embedding, 'embedding');
+    if array_position(p_aliases, null) is not null then
+        raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
+    end if;
+    -- Through the world model, so the entity is versioned like every other world-model change.
+    perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
+        'entity_id', v_name, 'entity_type', p_entity_type,
+        'attributes', coalesce(memsub._check_json_type(p_properties, 'object', 'properties'), '{}'),
+        'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
+    update memsub.world_model_entities w
+       set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
+                            where btrim(a) <> '' order by a),
+           alias_keys = array(select distinct memsub.normalize_text(a)
+                                from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
+                               where btrim(a) <> '' order by 1),
+           doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
+           embedding = coalesce(p_embedding, w.embedding)
+     where w.tenant_id = v_tenant and w.entity_id = v_name
+    returning w.* into v_entity;
+    return v_entity;
+end
+$$;
+
+ALTER FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) IS 'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; embedding (seed 003 Node.embedding, the installation''s dimension) replaces the stored one when given.';
+
+CREATE FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) RETURNS record
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with k as (select case when length(p_key) > 64 then sha256(p_key) else p_key end as key),
+         padded as (select k.key || decode(repeat('00', 64 - length(k.key)), 'hex') as key from k)
+    select decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 54), 2, '0'), '' order by i), 'hex'),
+           decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 92), 2, '0'), '' order by i), 'hex')
+      from padded, generate_series(0, 63) as i
+$$;
+
+ALTER FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) IS 'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to 64 bytes, XOR 0x36 and XOR 0x5c.';
+
+CREATE FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_vector_weight double precision DEFAULT 1.0, p_text_weight double precision DEFAULT 1.0, p_rrf_k integer DEFAULT 60, p_candidates integer DEFAULT NULL::integer, p_importance_weight double precision DEFAULT 0.0, p_recency_weight double precision DEFAULT 0.0, p_half_life interval DEFAULT '30 days'::interval, p_record_access boolean DEFAULT false, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, packet_id uuid, chunk_index integer, chunk_text text, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real, importance_score double precision, access_id uuid)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid    := memsub._require_tenant_id();
+    v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
+begin
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
+    end if;
+    perform memsub._check_limit(p_k, 'max_k', 'k');
+    if v_candidates < p_k then
+        raise exception 'field "candidates" must be at least k, not %', v_candidates
+            using errcode = '22023', column = 'candidates';
+    end if;
+    perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
+    perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
+            memsub._check_finite(p_importance_weight, 'importance_weight'),
+            memsub._check_finite(p_recency_weight, 'recency_weight');
+    if p_vector_weight is null or p_vector_weight < 0 then
+        raise exception 'field "vector_weight" must be >= 0' using errcode = '22023', column = 'vector_weight';
+    end if;
+    if p_text_weight is null or p_text_weight < 0 then
+        raise exception 'field "text_weight" must be >= 0' using errcode = '22023', column = 'text_weight';
+    end if;
+    if p_importance_weight is null or p_importance_weight < 0 then
+        raise exception 'field "importance_weight" must be >= 0' using errcode = '22023', column = 'importance_weight';
+    end if;
+    if p_recency_weight is null or p_recency_weight < 0 then
+        raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
+    end if;
+    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_vector(p_query, 'query');
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+
+    -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
+    -- optional access records (the one-time filter on p_record_access skips them entirely when false).
+    return query
+    with vector_leg as (
+        select s.embedding_id, s.distance,
+               (row_number() over (order by s.distance, s.embedding_id))::integer as vector_rank
+          from memsub.semantic_search(p_query, v_candidates, p_embedding_type) s
+         where p_query is not null and p_vector_weight > 0
+    ), text_hits as (
+        select k.embedding_id as hit_id, k.text_score, false as is_chunk
+          from memsub._keyword_candidates(p_query_text, p_embedding_type, v_candidates) k
+         where p_query_text is not null and p_text_weight > 0
+        union all
+        -- Document chunks stored without a vector are found by their text (content space only).
+        select c.chunk_id, c.text_score, true
+          from memsub._chunk_keyword_candidates(p_query_text, v_candidates) c
+         where p_query_text is not null and p_text_weight > 0 and p_embedding_type = 'content'
+    ), text_leg as (
+        select h.hit_id as embedding_id, h.is_chunk, h.text_score,
+               (row_number() over (order by h.text_score desc, h.hit_id))::integer as text_rank
+          from text_hits h
+         order by h.text_score desc, h.hit_id
+         limit v_candidates
+    ), fused as materialized (
+        select coalesce(v.embedding_id, t.embedding_id) as embedding_id, coalesce(t.is_chunk, false) as is_chunk,
+               v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(p_vector_weight / (p_rrf_k + v.vector_rank), 0.0)
+               + coalesce(p_text_weight / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.embedding_id = v.embedding_id
+    ), scored as (
+        -- Each fused candidate is read back by its primary key, one probe per candidate (the lateral LIMIT 1).
+        -- Written as a join, the planner sizes both legs at a set-returning function's default of 1000 rows and
+        -- hash-joins them with every row of the tenant: 47 times the slower leg for a tenant of 25,000 rows
+        -- (docs/benchmarks.md). fused is materialized so its embedding_id is a plain column: the policies are
+        -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
+        select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
+               f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
+                            + p_recency_weight * power(0.5, extract(epoch from now() - r.last_active)
+                                                            / greatest(1.0, extract(epoch from p_half_life)))) as score,
+               f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
+               r.importance_score
+          from fused f
+          cross join lateral (
+              select e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text, p.importance_score,
+                     coalesce(p.last_accessed, p."timestamp") as last_active,
+                     case when f.distance is null then (e.vector <=> p_query)::double precision end as distance
+                from memsub.memory_embeddings e
+                join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id
+               where not f.is_chunk and e.tenant_id = v_tenant and e.embedding_id = f.embedding_id
+              union all
+              -- A chunk without a vector: embedding_id NULL, the packet of its document version.
+              select null::uuid, d.packet_id, c.chunk_index, c.content, p.importance_score,
+                     coalesce(p.last_accessed, p."timestamp", c.created_at), null::double precision
+                from memsub.document_chunks c
+                join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+                left join memsub.packet_store p on p.tenant_id = d.tenant_id and p.packet_id = d.packet_id
+               where f.is_chunk and c.tenant_id = v_tenant and c.id = f.embedding_id
+              limit 1
+          ) r
+    ), top as materialized (
+        select s.*, (row_number() over (order by s.score desc, s.hit_id))::integer as ord
+          from scored s
+         order by s.score desc, s.hit_id
+         limit p_k
+    ), recorded as (
+        select r.target_id, r.access_id
+          from memsub._record_accesses('embedding',
+                                      (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
+                                      (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
+                                      p_query_text, 'hybrid_search', p_agent_id) r
+         where p_record_access
+    )
+    select t.embedding_id, t.packet_id, t.chunk_index, t.chunk_text, t.score::double precision, t.vector_rank,
+           t.text_rank, t.distance, t.text_score, t.importance_score, r.access_id
+      from top t
+      left join recorded r on r.target_id = t.embedding_id
+     order by t.ord;
+end
+$$;
+
+ALTER FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) IS 'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
+
+CREATE PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';
+begin
+    execute format('alter table %s enable row level security', p_table);
+    execute format('alter table %s force row level security', p_table);
+
+    execute format('drop policy if exists tenant_isolation on %s', p_table);
+    execute format('create policy tenant_isolation on %s as permissive for all to public '
+                   'using (tenant_id = (select memsub.current_tenant_id()))', p_table);
+    execute format('comment on policy tenant_isolation on %s is %L', p_table,
+                   'Rows of the context tenant only (memsub.set_context).');
+
+    execute format('drop policy if exists admin_override on %s', p_table);
+    execute format('create policy admin_override on %s as permissive for all to public '
+                   'using ((select memsub.is_platform_admin()))', p_table);
+    execute format('comment on policy admin_override on %s is %L', p_table,
+                   'platform_admin contexts (members of memsub_platform_admin) reach every tenant.');
+
+    execute format('drop policy if exists org_isolation on %s', p_table);
+    if 'org' = any(p_layers) then
+        execute format('create policy org_isolation on %s as restrictive for all to public '
+                       'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)',
+                       p_table, admin_pass);
+        execute format('comment on policy org_isolation on %s is %L', p_table,
+                       'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.');
+    end if;
+
+    execute format('drop policy if exists user_visibility on %s', p_table);
+    if 'user' = any(p_layers) then
+        execute format('create policy user_visibility on %s as restrictive for all to public using ('
+                       'scope = ''shared'''
+                       ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
+                       ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
+                       '                            or session_id = (select memsub.current_session_id())))'
+                       ' or %s)', p_table, admin_pass);
+        execute format('comment on policy user_visibility on %s is %L', p_table,
+                       'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.');
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) IS 'Installs the standard memsub policy set on a tenant table: tenant_isolation and admin_override always, org_isolation when layers has ''org'', user_visibility (by scope) when layers has ''user''. Idempotent.';
+
+CREATE FUNCTION memsub.is_platform_admin() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select 'platform_admin' = any(memsub.current_context_roles())
+       and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_platform_admin', 'MEMBER')
+$$;
+
+ALTER FUNCTION memsub.is_platform_admin() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.is_platform_admin() IS 'True when the context asks for platform_admin and the acting role is a member of memsub_platform_admin.';
+
+CREATE FUNCTION memsub.is_tenant_admin() RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select 'tenant_admin' = any(memsub.current_context_roles())
+       and pg_catalog.pg_has_role(memsub.acting_role(), 'memsub_tenant_admin', 'MEMBER')
+$$;
+
+ALTER FUNCTION memsub.is_tenant_admin() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.is_tenant_admin() IS 'True when the context asks for tenant_admin and the acting role is a member of memsub_tenant_admin.';
+
+CREATE FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or (not p_blank_allowed and btrim(p_value) = '') then
+        raise exception 'memsub: % must be a non-empty string', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed).';
+
+CREATE FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text DEFAULT ''::text, p_checkpoint_id text DEFAULT NULL::text) RETURNS SETOF memsub.langgraph_checkpoint_row
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    found  memsub.langgraph_checkpoints;
+begin
+    -- Two fixed statements instead of one with `p_checkpoint_id is null or ...`, so each keeps a cached plan
+    -- that walks the primary key.
+    if p_checkpoint_id is null then
+        select c.* into found from memsub.langgraph_checkpoints c
+         where c.tenant_id = tenant and c.thread_id = p_thread_id and c.checkpoint_ns = p_checkpoint_ns
+         order by c.checkpoint_id desc limit 1;
+    else
+        select c.* into found from memsub.langgraph_checkpoints c
+         where c.tenant_id = tenant and c.thread_id = p_thread_id and c.checkpoint_ns = p_checkpoint_ns
+           and c.checkpoint_id = p_checkpoint_id;
+    end if;
+    if found.checkpoint_id is null then
+        return;
+    end if;
+    return query
+    select found.thread_id, found.checkpoint_ns, found.checkpoint_id, found.parent_checkpoint_id,
+           found.checkpoint_type, found.checkpoint, found.metadata,
+           array_agg(x.task_id order by x.task_id, x.idx), array_agg(x.task_path order by x.task_id, x.idx),
+           array_agg(x.idx order by x.task_id, x.idx), array_agg(x.channel order by x.task_id, x.idx),
+           array_agg(x.value_type order by x.task_id, x.idx), array_agg(x.value order by x.task_id, x.idx)
+      from memsub.langgraph_checkpoint_writes x
+     where x.tenant_id = tenant and x.thread_id = found.thread_id and x.checkpoint_ns = found.checkpoint_ns
+       and x.checkpoint_id = found.checkpoint_id;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) IS 'One LangGraph checkpoint of the context tenant with its pending writes: the given id, or the newest of the thread and namespace when p_checkpoint_id is NULL. No row when there is none.';
+
+CREATE FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text DEFAULT NULL::text, p_checkpoint_ns text DEFAULT NULL::text, p_checkpoint_id text DEFAULT NULL::text, p_filter jsonb DEFAULT NULL::jsonb, p_before text DEFAULT NULL::text, p_limit integer DEFAULT NULL::integer) RETURNS SETOF memsub.langgraph_checkpoint_row
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET plan_cache_mode TO 'force_custom_plan'
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_limit is not null and p_limit < 0 then
+        raise exception 'memsub.langgraph_checkpoint_list: limit must not be negative'
+            using errcode = '22023', column = 'limit';
+    end if;
+    if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
+        raise exception 'memsub.langgraph_checkpoint_list: filter must be a JSON object'
+            using errcode = '22023', column = 'filter';
+    end if;
+    return query
+    select c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint,
+           c.metadata, w.task_ids, w.task_paths, w.idx, w.channels, w.value_types, w."values"
+      from memsub.langgraph_checkpoints c
+      left join lateral (
+            select array_agg(x.task_id order by x.task_id, x.idx) as task_ids,
+                   array_agg(x.task_path order by x.task_id, x.idx) as task_paths,
+                   array_agg(x.idx order by x.task_id, x.idx) as idx,
+                   array_agg(x.channel order by x.task_id, x.idx) as channels,
+                   array_agg(x.value_type order by x.task_id, x.idx) as value_types,
+                   array_agg(x.value order by x.task_id, x.idx) as "values"
+              from memsub.langgraph_checkpoint_writes x
+             where x.tenant_id = c.tenant_id and x.thread_id = c.thread_id
+               and x.checkpoint_ns = c.checkpoint_ns and x.checkpoint_id = c.checkpoint_id) w on true
+     where c.tenant_id = tenant
+       and (p_thread_id is null or c.thread_id = p_thread_id)
+       and (p_checkpoint_ns is null or c.checkpoint_ns = p_checkpoint_ns)
+       and (p_checkpoint_id is null or c.checkpoint_id = p_checkpoint_id)
+       and (p_filter is null or c.metadata @> p_filter)
+       and (p_before is null or c.checkpoint_id < p_before)
+     order by c.checkpoint_id desc
+     limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) IS 'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, at most p_limit rows. Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
+
+CREATE FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub.langgraph_check_text(p_checkpoint_type, 'checkpoint_type', false);
+    if p_checkpoint is null then
+        raise exception 'memsub.langgraph_checkpoint_put: checkpoint must not be null'
+            using errcode = '23502', column = 'checkpoint';
+    end if;
+    if jsonb_typeof(coalesce(p_metadata, '{}'::jsonb)) <> 'object' then
+        raise exception 'memsub.langgraph_checkpoint_put: metadata must be a JSON object'
+            using errcode = '22023', column = 'metadata';
+    end if;
+    insert into memsub.langgraph_checkpoints as c
+           (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
+            checkpoint, metadata)
+    values (tenant, memsub.current_org_id(), p_thread_id, p_checkpoint_ns, p_checkpoint_id,
+            nullif(p_parent_checkpoint_id, ''), p_checkpoint_type, p_checkpoint, coalesce(p_metadata, '{}'::jsonb))
+    on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id) do update
+       set parent_checkpoint_id = excluded.parent_checkpoint_id,
+           checkpoint_type = excluded.checkpoint_type,
+           checkpoint = excluded.checkpoint,
+           metadata = excluded.metadata;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb) IS 'Saves a LangGraph checkpoint of the context tenant (replacing one with the same thread, namespace and id). 22023 naming the field for a blank thread_id/checkpoint_id/checkpoint_type or non-object metadata.';
+
+CREATE FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_task_id text, p_task_path text, p_idx integer[], p_channels text[], p_value_types text[], p_values bytea[], p_replace boolean DEFAULT false) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    n       integer := coalesce(cardinality(p_idx), 0);
+    written integer;
+begin
+    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub.langgraph_check_text(p_task_id, 'task_id', false);
+    if coalesce(cardinality(p_channels), 0) <> n or coalesce(cardinality(p_value_types), 0) <> n
+       or coalesce(cardinality(p_values), 0) <> n then
+        raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels, value_types and values must have '
+                        'the same length'
+            using errcode = '22023', column = 'channels';
+    end if;
+    if array_position(p_channels, null) is not null or array_position(p_value_types, null) is not null
+       or array_position(p_idx, null) is not null then
+        raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels and value_types must not hold NULL'
+            using errcode = '22023', column = 'channels';
+    end if;
+    insert into memsub.langgraph_checkpoint_writes as w
+           (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
+            value_type, value)
+    select tenant, memsub.current_org_id(), p_thread_id, p_checkpoint_ns, p_checkpoint_id, p_task_id,
+           coalesce(p_task_path, ''), u.idx, u.channel, u.value_type, u.value
+      from unnest(p_idx, p_channels, p_value_types, p_values) as u(idx, channel, value_type, value)
+    on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) do update
+       set channel = excluded.channel, value_type = excluded.value_type, value = excluded.value,
+           task_path = excluded.task_path
+     where p_replace;
+    get diagnostics written = row_count;
+    return written;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_task_id text, p_task_path text, p_idx integer[], p_channels text[], p_value_types text[], p_values bytea[], p_replace boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_task_id text, p_task_path text, p_idx integer[], p_channels text[], p_value_types text[], p_values bytea[], p_replace boolean) IS 'Records the pending writes of one LangGraph task against a checkpoint (parallel arrays, one element per write). An existing write (same task and idx) is kept, or replaced when p_replace. Returns the rows written.';
+
+CREATE FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    deleted integer;
+begin
+    with gone as (
+        delete from memsub.langgraph_checkpoints c
+         where c.tenant_id = tenant and c.metadata ? 'run_id' and (c.metadata ->> 'run_id') = any(p_run_ids)
+        returning c.tenant_id, c.thread_id, c.checkpoint_ns, c.checkpoint_id
+    ), writes as (
+        delete from memsub.langgraph_checkpoint_writes w
+         using gone g
+         where w.tenant_id = g.tenant_id and w.thread_id = g.thread_id and w.checkpoint_ns = g.checkpoint_ns
+           and w.checkpoint_id = g.checkpoint_id
+    )
+    select count(*) into deleted from gone;
+    return deleted;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) IS 'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes; returns the checkpoints deleted.';
+
+CREATE FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_namespace is null or cardinality(p_namespace) = 0 then
+        raise exception 'memsub: % must hold at least one label', p_field using errcode = '22023', column = p_field;
+    end if;
+    if array_position(p_namespace, null) is not null
+       or exists (select from unnest(p_namespace) label where label = '' or strpos(label, '.') > 0) then
+        raise exception 'memsub: % labels must be non-empty and hold no period', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_namespace;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) IS 'Returns p_namespace, or raises 22023 naming p_field when it is empty or a label is NULL, empty or holds a period.';
+
+CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean DEFAULT true) RETURNS SETOF memsub.langgraph_store_item
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    return query
+    with found as (
+        select i.* from memsub.langgraph_store_items i
+         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key
+           and (i.expires_at is null or i.expires_at > now())
+    ), refreshed as (
+        update memsub.langgraph_store_items i
+           set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
+          from found f
+         where p_refresh_ttl and f.ttl_minutes is not null
+           and i.tenant_id = tenant and i.namespace = f.namespace and i.key = f.key
+    )
+    select f.namespace::text[], f.key::text, f.value, f.created_at, f.updated_at, null::double precision from found f;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) IS 'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; p_refresh_ttl restarts its time to live.';
+
+CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT NULL::text[], p_suffix text[] DEFAULT NULL::text[], p_max_depth integer DEFAULT NULL::integer, p_limit integer DEFAULT 100, p_offset integer DEFAULT 0) RETURNS TABLE(namespace text[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
+       or (p_max_depth is not null and p_max_depth < 1) then
+        raise exception 'memsub.langgraph_store_list_namespaces: limit, offset and max_depth must be non-negative '
+                        '(max_depth at least 1)'
+            using errcode = '22023',
+                  column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
+                                when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    -- A label '*' in the prefix or suffix matches any label.
+    return query
+    select distinct n.truncated
+      from (select case when p_max_depth is null then i.namespace::text[]
+                        else (i.namespace[1:p_max_depth])::text[] end as truncated
+              from memsub.langgraph_store_items i
+             where i.tenant_id = tenant
+               and (i.expires_at is null or i.expires_at > now())
+               and (p_prefix is null or (cardinality(i.namespace) >= cardinality(p_prefix)
+                    and not exists (select from unnest(p_prefix) with ordinality as p(label, position)
+                                     where p.label <> '*' and p.label is distinct from i.namespace[p.position])))
+               and (p_suffix is null or (cardinality(i.namespace) >= cardinality(p_suffix)
+                    and not exists (select from unnest(p_suffix) with ordinality as s(label, position)
+                                     where s.label <> '*' and s.label is distinct from
+                                           i.namespace[cardinality(i.namespace) - cardinality(p_suffix) + s.position])))
+           ) n
+     order by n.truncated
+     limit p_limit offset p_offset;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted, matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels.';
+
+CREATE FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    field     text;
+    condition jsonb;
+    operator  text;
+    operand   jsonb;
+    actual    jsonb;
+    compared  integer;
+    satisfied boolean;
+begin
+    for field, condition in select * from jsonb_each(coalesce(p_filter, '{}'::jsonb)) loop
+        actual := p_value -> field;
+        if jsonb_typeof(condition) = 'object'
+           and exists (select from jsonb_object_keys(condition) k where left(k, 1) = '$') then
+            for operator, operand in select * from jsonb_each(condition) loop
+                if operator = '$eq' then
+                    if actual is distinct from operand then return false; end if;
+                elsif operator = '$ne' then
+                    if actual is not distinct from operand then return false; end if;
+                elsif operator in ('$gt', '$gte', '$lt', '$lte') then
+                    if actual is null or jsonb_typeof(actual) <> jsonb_typeof(operand)
+                       or jsonb_typeof(actual) not in ('number', 'string') then
+                        return false;
+                    end if;
+                    compared := case when jsonb_typeof(actual) = 'number'
+                                     then sign((actual #>> '{}')::numeric - (operand #>> '{}')::numeric)::integer
+                                     else case when (actual #>> '{}') < (operand #>> '{}') then -1
+                                               when (actual #>> '{}') > (operand #>> '{}') then 1 else 0 end end;
+                    satisfied := case operator when '$gt' then compared > 0 when '$gte' then compared >= 0
+                                               when '$lt' then compared < 0 else compared <= 0 end;
+                    if not satisfied then
+                        return false;
+                    end if;
+                else
+                    raise exception 'memsub: unknown filter operator "%" for field %', operator, field
+                        using errcode = '22023', column = 'filter',
+                              hint = 'Known operators: $eq, $ne, $gt, $gte, $lt, $lte.';
+                end if;
+            end loop;
+        elsif actual is distinct from condition then
+            return false;
+        end if;
+    end loop;
+    return true;
+end
+$_$;
+
+ALTER FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text). 22023 for another $op.';
+
+CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings jsonb DEFAULT '[]'::jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    org    uuid := memsub.current_org_id();
+begin
+    perform memsub.langgraph_store_check_namespace(p_namespace, 'namespace');
+    if p_key is null or p_key = '' then
+        raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
+            using errcode = '22023', column = 'key';
+    end if;
+    if p_value is null then  -- LangGraph's delete is a put of None
+        delete from memsub.langgraph_store_items i
+         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key;
+        return;
+    end if;
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'memsub.langgraph_store_put: value must be a JSON object'
+            using errcode = '22023', column = 'value';
+    end if;
+    if p_ttl_minutes is not null and not (p_ttl_minutes > 0 and p_ttl_minutes < 'infinity'::float8) then
+        raise exception 'memsub.langgraph_store_put: ttl must be a positive, finite number of minutes'
+            using errcode = '22023', column = 'ttl';
+    end if;
+    if jsonb_typeof(coalesce(p_embeddings, '[]'::jsonb)) <> 'array'
+       or jsonb_array_length(coalesce(p_embeddings, '[]'::jsonb)) <> coalesce(cardinality(p_fields), 0) then
+        raise exception 'memsub.langgraph_store_put: embeddings must be an array with one vector per field'
+            using errcode = '22023', column = 'embeddings';
+    end if;
+    insert into memsub.langgraph_store_items as i
+           (tenant_id, org_id, namespace, key, value, ttl_minutes, expires_at)
+    values (tenant, org, p_namespace, p_key, p_value, p_ttl_minutes,
+            now() + make_interval(secs => p_ttl_minutes * 60))
+    on conflict (tenant_id, namespace, key) do update
+       set value = excluded.value, updated_at = now(), ttl_minutes = excluded.ttl_minutes,
+           expires_at = excluded.expires_at;
+    delete from memsub.langgraph_store_vectors v
+     where v.tenant_id = tenant and v.namespace = p_namespace and v.key = p_key;
+    insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, key, field_name, embedding)
+    select tenant, org, p_namespace, p_key, f.field_name, (e.embedding #>> '{}')::vector
+      from unnest(p_fields) with ordinality as f(field_name, position)
+      join jsonb_array_elements(coalesce(p_embeddings, '[]'::jsonb)) with ordinality as e(embedding, position)
+        using (position);
+exception
+    when data_exception then
+        if sqlstate in ('22023', '22P02', '22000') and sqlerrm like '%vector%' then
+            raise exception 'memsub.langgraph_store_put: embeddings must be arrays of finite numbers (%)', sqlerrm
+                using errcode = '22023', column = 'embeddings';
+        end if;
+        raise;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it expire; p_fields and p_embeddings (one JSON array of numbers per field) replace its search vectors.';
+
+CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true) RETURNS SETOF memsub.langgraph_store_item
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    prefix text[] := coalesce(p_namespace_prefix, '{}');
+    query  vector;
+begin
+    if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
+        raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
+            using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
+        raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
+            using errcode = '22023', column = 'filter';
+    end if;
+    if p_query_embedding is not null then
+        begin
+            query := (p_query_embedding #>> '{}')::vector;
+        exception when others then
+            raise exception 'memsub.langgraph_store_search: query_embedding must be an array of numbers'
+                using errcode = '22023', column = 'query_embedding';
+        end;
+    end if;
+    return query
+    with candidates as (
+        select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
+               case when query is null then null::double precision
+                    else (select max(1 - (v.embedding <=> query)) from memsub.langgraph_store_vectors v
+                           where v.tenant_id = tenant and v.namespace = i.namespace and v.key = i.key
+                             and vector_dims(v.embedding) = vector_dims(query)) end as score
+          from memsub.langgraph_store_items i
+         where i.tenant_id = tenant
+           and i.namespace[1:cardinality(prefix)] = prefix
+           and (i.expires_at is null or i.expires_at > now())
+           and (p_filter is null or memsub.langgraph_store_matches(i.value, p_filter))
+    ), page as (
+        select c.* from candidates c
+         order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key
+         limit p_limit offset p_offset
+    ), refreshed as (
+        update memsub.langgraph_store_items i
+           set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
+          from page p
+         where p_refresh_ttl and p.ttl_minutes is not null
+           and i.tenant_id = tenant and i.namespace = p.namespace and i.key = p.key
+    )
+    select p.namespace::text[], p.key::text, p.value, p.created_at, p.updated_at, p.score from page p
+     order by p.score desc nulls last, p.updated_at desc, p.namespace, p.key;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by similarity to p_query_embedding (cosine; the best of the item''s indexed fields) when given, else newest first; p_refresh_ttl restarts the time to live of what is returned.';
+
+CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    deleted integer;
+begin
+    delete from memsub.langgraph_store_items i where i.tenant_id = tenant and i.expires_at <= now();
+    get diagnostics deleted = row_count;
+    return deleted;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_store_sweep() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_store_sweep() IS 'Deletes the context tenant''s expired LangGraph store items (and their vectors); returns how many.';
+
+CREATE FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    copied integer;
+begin
+    perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
+    perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
+    insert into memsub.langgraph_checkpoints
+           (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
+            checkpoint, metadata)
+    select tenant, memsub.current_org_id(), p_target_thread_id, c.checkpoint_ns, c.checkpoint_id,
+           c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.metadata
+      from memsub.langgraph_checkpoints c
+     where c.tenant_id = tenant and c.thread_id = p_source_thread_id
+    on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id) do nothing;
+    get diagnostics copied = row_count;
+    insert into memsub.langgraph_checkpoint_writes
+           (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
+            value_type, value)
+    select tenant, memsub.current_org_id(), p_target_thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
+           w.task_path, w.idx, w.channel, w.value_type, w.value
+      from memsub.langgraph_checkpoint_writes w
+     where w.tenant_id = tenant and w.thread_id = p_source_thread_id
+    on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) do nothing;
+    return copied;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) IS 'Copies every checkpoint (the whole parent chain) and write of a thread of the context tenant to another thread; returns the checkpoints copied. Existing checkpoints of the target are kept.';
+
+CREATE FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    deleted integer;
+begin
+    delete from memsub.langgraph_checkpoint_writes w where w.tenant_id = tenant and w.thread_id = any(p_thread_ids);
+    delete from memsub.langgraph_checkpoints c where c.tenant_id = tenant and c.thread_id = any(p_thread_ids);
+    get diagnostics deleted = row_count;
+    return deleted;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) IS 'Deletes every checkpoint and write of the given threads of the context tenant; returns the checkpoints deleted.';
+
+CREATE FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text DEFAULT 'keep_latest'::text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    deleted integer;
+begin
+    if p_strategy = 'delete' then
+        return memsub.langgraph_thread_delete(p_thread_ids);
+    elsif p_strategy is distinct from 'keep_latest' then
+        raise exception 'memsub.langgraph_thread_prune: unknown strategy "%"', p_strategy
+            using errcode = '22023', column = 'strategy', hint = 'Known strategies: keep_latest, delete.';
+    end if;
+    with latest as (
+        select distinct on (c.thread_id, c.checkpoint_ns) c.thread_id, c.checkpoint_ns, c.checkpoint_id
+          from memsub.langgraph_checkpoints c
+         where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+         order by c.thread_id, c.checkpoint_ns, c.checkpoint_id desc
+    ), gone as (
+        delete from memsub.langgraph_checkpoints c
+         where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+           and not exists (select from latest l where l.thread_id = c.thread_id
+                            and l.checkpoint_ns = c.checkpoint_ns and l.checkpoint_id = c.checkpoint_id)
+        returning 1
+    ), writes as (
+        delete from memsub.langgraph_checkpoint_writes w
+         where w.tenant_id = tenant and w.thread_id = any(p_thread_ids)
+           and not exists (select from latest l where l.thread_id = w.thread_id
+                            and l.checkpoint_ns = w.checkpoint_ns and l.checkpoint_id = w.checkpoint_id)
+    )
+    select count(*) into deleted from gone;
+    return deleted;
+end
+$$;
+
+ALTER FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) IS 'Prunes threads of the context tenant: keep_latest keeps the newest checkpoint of each namespace and its writes; delete removes everything. Returns the checkpoints deleted.';
+
+CREATE TABLE memsub.importance_learning_runs (
+    run_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    tenant_id uuid NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    accesses_counted integer NOT NULL,
+    feedback_learned integer NOT NULL,
+    targets_updated integer NOT NULL,
+    targets_decayed integer NOT NULL,
+    decay_factor double precision NOT NULL,
+    parameters jsonb NOT NULL,
+    CONSTRAINT importance_learning_runs_decay_in_unit_range CHECK (((decay_factor >= (0)::double precision) AND (decay_factor <= (1)::double precision)))
+);
+
+ALTER TABLE ONLY memsub.importance_learning_runs FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.importance_learning_runs OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.importance_learning_runs IS 'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay interval.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.run_id IS 'Run identifier.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.tenant_id IS 'Tenant the run learned for.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.started_at IS 'Start of the run (its transaction time).';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.finished_at IS 'End of the run.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.accesses_counted IS 'Accesses folded in as frequency.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.feedback_learned IS 'Feedback (useful / not useful) folded in.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.targets_updated IS 'Packets and legacy memories whose importance moved by access or feedback.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.targets_decayed IS 'Idle packets and legacy memories whose importance decayed.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.decay_factor IS 'Factor applied to (importance - floor) of idle memories in this run.';
+
+COMMENT ON COLUMN memsub.importance_learning_runs.parameters IS 'Learning parameters of the run (rates, half-life, floor, idle window).';
+
+CREATE FUNCTION memsub.learn_importance(p_access_rate double precision DEFAULT 0.02, p_feedback_rate double precision DEFAULT 0.2, p_half_life interval DEFAULT '30 days'::interval, p_floor double precision DEFAULT 0.05, p_idle_after interval DEFAULT '7 days'::interval) RETURNS memsub.importance_learning_runs
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_started  timestamptz := now();
+    v_previous timestamptz;
+    v_factor   double precision := 1.0;
+    v_counted  integer;
+    v_feedback integer;
+    v_updated  integer := 0;
+    v_decayed  integer := 0;
+    v_rows     integer;
+    v_run      memsub.importance_learning_runs;
+begin
+    perform memsub._check_unit(p_access_rate, 'access_rate');
+    perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
+    perform memsub._check_unit(p_floor, 'floor');
+    perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
+    if p_half_life is null or p_half_life <= interval '0' then
+        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
+    end if;
+    if p_idle_after is null or p_idle_after < interval '0' then
+        raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
+    end if;
+    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub.take_maintenance_lock).
+    perform memsub.take_maintenance_lock('learn_importance', v_tenant::text);
+
+    select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
+    if v_previous is not null then
+        v_factor := power(0.5, greatest(0.0, extract(epoch from clock_timestamp() - v_previous))
+                               / extract(epoch from p_half_life));
+    end if;
+
+    -- What is new in the log. An embedding access counts for its packet; an embedding id with no
+    -- memory_embeddings row is a legacy memory (semantic_memory.embedding_id).
+    create temporary table learn_batch on commit drop as
+    select l.access_id,
+           case when l.target_type <> 'embedding' then l.target_type
+                when e.embedding_id is null then 'semantic' else 'packet' end as target_type,
+           coalesce(e.packet_id, l.target_id) as target_id,
+           l.counted_at is null as count_it,
+           (l.was_useful is not null and l.feedback_learned_at is null) as learn_feedback,
+           l.was_useful
+      from memsub.memory_access_log l
+      left join memsub.memory_embeddings e
+             on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
+     where l.tenant_id = v_tenant
+       and (l.counted_at is null or (l.was_useful is not null and l.feedback_learned_at is null))
+       for update of l;
+
+    select count(*) filter (where b.count_it), count(*) filter (where b.learn_feedback)
+      into v_counted, v_feedback from learn_batch b;
+
+    create temporary table learn_delta on commit drop as
+    select b.target_type, b.target_id,
+           count(*) filter (where b.count_it) as accesses,
+           count(*) filter (where b.learn_feedback and b.was_useful) as useful,
+           count(*) filter (where b.learn_feedback and not b.was_useful) as useless
+      from learn_batch b
+     group by 1, 2;
+
+    update memsub.packet_store s
+       set importance_score = least(1.0, greatest(0.0,
+               memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+      from learn_delta d
+     where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id;
+    get diagnostics v_rows = row_count;
+    v_updated := v_updated + v_rows;
+    update memsub.semantic_memory m
+       set importance_score = least(1.0, greatest(0.0,
+               memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
+      from learn_delta d
+     where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id;
+    get diagnostics v_rows = row_count;
+    v_updated := v_updated + v_rows;
+
+    -- Decay of idle memories, by the time since the previous run.
+    if v_factor < 1.0 then
+        update memsub.packet_store s
+           set importance_score = p_floor + (s.importance_score - p_floor) * v_factor
+         where s.tenant_id = v_tenant and s.importance_score > p_floor
+           and coalesce(s.last_accessed, s."timestamp") <= v_started - p_idle_after;
+        get diagnostics v_rows = row_count;
+        v_decayed := v_decayed + v_rows;
+        update memsub.semantic_memory m
+           set importance_score = p_floor + (m.importance_score - p_floor) * v_factor
+         where m.tenant_id = v_tenant and m.importance_score > p_floor
+           and coalesce(m.last_accessed, m.created_at) <= v_started - p_idle_after;
+        get diagnostics v_rows = row_count;
+        v_decayed := v_decayed + v_rows;
+    end if;
+
+    update memsub.memory_access_log l
+       set counted_at = coalesce(l.counted_at, v_started),
+           feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end
+      from learn_batch b
+     where l.tenant_id = v_tenant and l.access_id = b.access_id;
+
+    insert into memsub.importance_learning_runs (
+        tenant_id, started_at, finished_at, accesses_counted, feedback_learned, targets_updated, targets_decayed,
+        decay_factor, parameters)
+    values (
+        v_tenant, v_started, clock_timestamp(), v_counted, v_feedback, v_updated, v_decayed, v_factor,
+        jsonb_build_object('access_rate', p_access_rate, 'feedback_rate', p_feedback_rate,
+                           'half_life', p_half_life::text, 'floor', p_floor, 'idle_after', p_idle_after::text))
+    returning * into v_run;
+    drop table learn_batch;
+    drop table learn_delta;
+    return v_run;
+end
+$$;
+
+ALTER FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) IS 'Maintenance: folds the context tenant''s new accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) towards floor. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is learned once. Returns the run''s report (also kept in importance_learning_runs).';
+
+CREATE FUNCTION memsub.limit_value(p_name text) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_value bigint;
+begin
+    select l.value into v_value from memsub.limits l where l.name = p_name;
+    if v_value is not null then
+        return v_value;
+    end if;
+    v_value := case p_name
+        when 'max_envelope_bytes'  then 1048576     -- one PacketEnvelope (jsonb size)
+        when 'max_batch_envelopes' then 1000        -- envelopes in one write_packets call
+        when 'max_batch_bytes'     then 16777216    -- all envelopes of one write_packets call (jsonb size)
+        when 'max_tags'            then 256         -- tags of a packet, a reflection or a retrieval filter
+        when 'max_tag_chars'       then 200         -- characters of one tag
+        when 'max_parent_ids'      then 256         -- lineage.parent_ids of one envelope
+        when 'max_query_chars'     then 4096        -- query text of a search
+        when 'max_query_nodes'     then 256         -- words and operators of the full-text query built from it
+        when 'max_k'               then 1000        -- k, candidates and limit of a similarity search
+        when 'max_rows'            then 10000       -- rows one read may return (limit)
+        when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
+        when 'max_depth'           then 10          -- hops of a graph traversal
+        when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
+        when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function
+        when 'max_text_chars'      then 1048576     -- one text argument (content, summary, chunk text, ...)
+        when 'max_array_items'     then 1000        -- one array argument (entities, ids, aliases, evidence, ...)
+        when 'max_document_chars'  then 16777216    -- the text of one document
+        when 'max_document_chunks' then 10000       -- the chunks of one document
+        when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
+        -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
+        when 'statement_timeout_ms'           then 30000
+        when 'lock_timeout_ms'                then 5000
+        when 'idle_in_transaction_timeout_ms' then 60000
+    end;
+    if v_value is null then
+        raise exception 'field "name" is not a known limit: %', coalesce(p_name, 'NULL')
+            using errcode = '22023', column = 'name',
+                  hint = 'docs/security.md, "Limits", lists the limits.';
+    end if;
+    return v_value;
+end
+$$;
+
+ALTER FUNCTION memsub.limit_value(p_name text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.limit_value(p_name text) IS 'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
+
+CREATE FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) RETURNS TABLE(tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select s.tenant_id, s.packet_id, s.packet_type, s."timestamp", s.parent_ids, s.thread_id,
+           coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+           case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
+      from memsub.packet_store s
+     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
+    union all
+    select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
+      from memsub.packet_tombstones t
+     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
+$$;
+
+ALTER FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) IS 'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, live, expired or purged (from packet_tombstones). Not granted to clients.';
+
+CREATE FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer DEFAULT 3, p_max_distance double precision DEFAULT 0.5) RETURNS integer
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+    with mine as (
+        select c.id as chunk_id, e.vector
+          from memsub.document_chunks c
+          join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+          join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                                         and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
+         where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+    ), links as (
+        select mine.chunk_id, near.chunk_id as other_id
+          from mine
+         cross join lateral (
+            select oc.id as chunk_id
+              from memsub.memory_embeddings oe
+              join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
+              join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
+                                            and oc.chunk_index = oe.chunk_index
+             where oe.tenant_id = memsub.current_tenant_id() and oe.embedding_type = 'content'
+               and oe.chunk_index >= 1 and od.is_latest and od.id <> p_document_id
+               and (oe.vector <=> mine.vector) <= p_max_distance
+             order by oe.vector <=> mine.vector
+             limit p_count) near
+    ), forward as (
+        update memsub.document_chunks c
+           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
+          from (select k.chunk_id, array_agg(k.other_id) as others from links k group by k.chunk_id) l
+         where c.tenant_id = memsub.current_tenant_id() and c.id = l.chunk_id
+        returning 1
+    ), backward as (
+        update memsub.document_chunks c
+           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
+          from (select k.other_id, array_agg(k.chunk_id) as others from links k group by k.other_id) l
+         where c.tenant_id = memsub.current_tenant_id() and c.id = l.other_id
+        returning 1
+    )
+    -- Data-modifying CTEs run to completion whether or not the final query reads them.
+    select count(*)::integer from links
+$$;
+
+ALTER FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). Returns the number of links found. Called by memsub.document_ingest.';
+
+CREATE FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select pg_catalog.format('pid %s (role %s, application %L)', l.pid, coalesce(a.usename::text, '?'),
+                             coalesce(a.application_name, ''))
+      from memsub.maintenance_lock m
+      join pg_catalog.pg_locks l
+        on l.locktype = 'transactionid' and l.transactionid = m.xmax and l.mode = 'ExclusiveLock' and l.granted
+      left join pg_catalog.pg_stat_activity a on a.pid = l.pid
+     where m.task = p_task and m.lock_key = pg_catalog.hashtextextended(coalesce(p_key, ''), 0)
+     limit 1
+$$;
+
+ALTER FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) IS 'The session holding the maintenance lock (task, key): "pid N (role R, application A)", or NULL when none is known. For messages that name who a skipped or timed-out run waited for.';
+
+CREATE FUNCTION memsub.memory_context(p_session_id text DEFAULT NULL::text) RETURNS TABLE(name text, namespace text, key text, value jsonb, version integer, memory_type text, source text, precedence integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    if coalesce(p_session_id, memsub.current_session_id()) is null then
+        raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = memsub.current_tenant_id() and s.id = coalesce(p_session_id, memsub.current_session_id());
+    if not found then
+        raise exception 'session "%" does not exist or is not visible', coalesce(p_session_id, memsub.current_session_id())
+            using errcode = 'P0002', column = 'session_id';
+    end if;
+    return query
+    with candidates as (
+        select e.k as full_key, e.v as value, null::integer as version, null::text as memory_type,
+               'state'::text as source, 0 as tie,
+               case split_part(e.k, ':', 1) when 'temp' then 1 when 'session' then 2 when 'user' then 3 end as precedence
+          from jsonb_each(v_session.state) as e(k, v)
+        union all
+        select latest.namespace || ':' || latest.key, latest.value, latest.version, latest.memory_type,
+               'memory', 1,
+               case latest.namespace_kind when 'session' then 2 when 'user' then 3 when 'app' then 4 else 5 end
+          from (select distinct on (m.namespace, m.key) m.*
+                  from memsub.memory_entries m
+                 where m.tenant_id = v_session.tenant_id and not m.is_deleted
+                   and ((m.namespace_kind = 'session' and m.namespace_owner = v_session.id
+                         and m.namespace >= 'session:' || v_session.id collate "C"
+                         and m.namespace < 'session:' || v_session.id || ';' collate "C")
+                     or (m.namespace_kind = 'user' and m.namespace_owner = v_session.user_id::text
+                         and m.namespace >= 'user:' || v_session.user_id::text collate "C"
+                         and m.namespace < 'user:' || v_session.user_id::text || ';' collate "C")
+                     or (m.namespace_kind = 'app' and m.namespace_owner = v_session.app_name
+                         and m.namespace >= 'app:' || v_session.app_name collate "C"
+                         and m.namespace < 'app:' || v_session.app_name || ';' collate "C")
+                     or (m.namespace_kind = 'project' and m.namespace_owner = v_session.project_id
+                         and m.namespace >= 'project:' || v_session.project_id collate "C"
+                         and m.namespace < 'project:' || v_session.project_id || ';' collate "C"))
+                 order by m.namespace, m.key, m.version desc) latest
+    ),
+    named as (
+        select regexp_replace(c.full_key, '^(temp|(session|user|app|project):[^:]+):', '') as name, c.*
+          from candidates c
+    ),
+    winners as (
+        select distinct on (n.name) n.* from named n order by n.name, n.precedence, n.tie
+    )
+    select w.name, regexp_replace(w.full_key, ':[^:]*$', ''), substring(w.full_key from '[^:]*$'),
+           w.value, w.version, w.memory_type, w.source, w.precedence
+      from winners w
+     order by w.precedence, w.name;
+end
+$_$;
+
+ALTER FUNCTION memsub.memory_context(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_context(p_session_id text) IS 'Context of a session resolved through the namespace hierarchy (seed 001 sections 2.1 and 4.2): its state''s temp:, session: and user: keys and the live memory entries of session:<id>, user:<user>, app:<app> and project:<project>. A name (the namespace path below kind and owner, plus the key) is answered by the first of temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats memory_entries. Only what the caller may see takes part.';
+
+CREATE FUNCTION memsub.memory_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['semantic', 'episodic', 'procedural']::text[] $$;
+
+ALTER FUNCTION memsub.memory_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_types() IS 'The kinds of namespaced memory (memory_entries.memory_type): what an entry remembers, a fact, an event or a way of doing something.';
+
+CREATE TABLE memsub.memory_entries (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    namespace text NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL COLLATE pg_catalog."C",
+    value jsonb,
+    memory_type text DEFAULT 'semantic'::text NOT NULL,
+    version integer NOT NULL,
+    is_deleted boolean DEFAULT false NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    session_id text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    namespace_kind text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 1)) STORED COLLATE pg_catalog."C",
+    namespace_owner text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 2)) STORED COLLATE pg_catalog."C",
+    short_term boolean DEFAULT false NOT NULL,
+    importance double precision DEFAULT 0.5 NOT NULL,
+    decay_weight double precision DEFAULT 1.0 NOT NULL,
+    last_access_ts timestamp with time zone,
+    promoted_at timestamp with time zone,
+    memory_tier text GENERATED ALWAYS AS (
+CASE
+    WHEN (memory_type = 'procedural'::text) THEN 'Procedural'::text
+    WHEN short_term THEN 'STM'::text
+    ELSE 'LTM'::text
+END) STORED,
+    embedding public.vector(1536),
+    search_tsv tsvector GENERATED ALWAYS AS ((setweight(to_tsvector('english'::regconfig, replace(key, '_'::text, ' '::text)), 'A'::"char") || jsonb_to_tsvector('english'::regconfig, COALESCE(value, 'null'::jsonb), '["string"]'::jsonb))) STORED,
+    CONSTRAINT memory_entries_decay_weight_positive CHECK ((decay_weight > (0)::double precision)),
+    CONSTRAINT memory_entries_importance_in_unit_range CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
+    CONSTRAINT memory_entries_key_format CHECK ((key ~ '^[^:[:space:]][^:]{0,255}$'::text)),
+    CONSTRAINT memory_entries_memory_type_check CHECK ((memory_type = ANY (memsub.memory_types()))),
+    CONSTRAINT memory_entries_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT memory_entries_namespace_format CHECK (((namespace ~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$'::text) AND (length(namespace) <= 512))),
+    CONSTRAINT memory_entries_procedural_not_short_term CHECK ((NOT (short_term AND (memory_type = 'procedural'::text)))),
+    CONSTRAINT memory_entries_value_present CHECK ((is_deleted OR (value IS NOT NULL))),
+    CONSTRAINT memory_entries_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.memory_entries FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_entries OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_entries IS 'Long-term namespaced memory (seed 001): one row per version of (namespace, key); optimistic locking through UNIQUE (tenant_id, namespace, key, version); soft delete. Written only through memsub.memory_* functions.';
+
+COMMENT ON COLUMN memsub.memory_entries.tenant_id IS 'Tenant owning the entry.';
+
+COMMENT ON COLUMN memsub.memory_entries.id IS 'Identifier of this version of the entry.';
+
+COMMENT ON COLUMN memsub.memory_entries.org_id IS 'Organization of the writer (provenance; visibility follows the namespace).';
+
+COMMENT ON COLUMN memsub.memory_entries.user_id IS 'User who wrote this version.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace IS 'Hierarchical namespace: project:<id>[:...], app:<name>[:...], user:<user_id>[:...], session:<session_id>[:...]. temp: is never stored here.';
+
+COMMENT ON COLUMN memsub.memory_entries.key IS 'Key within the namespace (no colon).';
+
+COMMENT ON COLUMN memsub.memory_entries.value IS 'The value (JSON); NULL only on the tombstone version written by a delete.';
+
+COMMENT ON COLUMN memsub.memory_entries.memory_type IS 'Kind of memory: one of memsub.memory_types() (semantic, episodic, procedural); its tier is memory_tier.';
+
+COMMENT ON COLUMN memsub.memory_entries.version IS 'Version of (namespace, key): 1, 2, 3, ... A write states the version it read.';
+
+COMMENT ON COLUMN memsub.memory_entries.is_deleted IS 'Soft delete (seed: is_deleted = 0 means active). A delete writes a tombstone version and flags every version of the key.';
+
+COMMENT ON COLUMN memsub.memory_entries.metadata IS 'Free-form metadata; the consolidation job adds consolidated_into (old versions) and consolidated_from (the new one).';
+
+COMMENT ON COLUMN memsub.memory_entries.session_id IS 'Session that wrote this version, when the writer''s context named an existing session.';
+
+COMMENT ON COLUMN memsub.memory_entries.created_at IS 'When this version was written.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace_kind IS 'First namespace segment (project, app, user, session); read by the row-level security policies.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace_owner IS 'Second namespace segment (project id, app name, user id, session id); read by the row-level security policies.';
+
+COMMENT ON COLUMN memsub.memory_entries.short_term IS 'True for short-term memory (STM) not yet promoted; seed 001 writes are long-term (false).';
+
+COMMENT ON COLUMN memsub.memory_entries.importance IS 'Importance in [0, 1] (seed 003 Memory importance).';
+
+COMMENT ON COLUMN memsub.memory_entries.decay_weight IS 'Strength as of last_access_ts (or created_at): each access adds 1 to the decayed strength; it halves every half-life without access.';
+
+COMMENT ON COLUMN memsub.memory_entries.last_access_ts IS 'Last recorded access (seed 003 decay_state.last_access_ts; NULL: never accessed since written).';
+
+COMMENT ON COLUMN memsub.memory_entries.promoted_at IS 'When memsub.memory_maintenance promoted the entry from STM to LTM.';
+
+COMMENT ON COLUMN memsub.memory_entries.memory_tier IS 'Tier (seed 003''s Memory memory_type): Procedural for procedural memory, STM while short_term, otherwise LTM; one of memsub.memory_tiers().';
+
+COMMENT ON COLUMN memsub.memory_entries.embedding IS 'Embedding of the entry (dimension: installation_settings.vector_dimension), given by the writer; NULL when written without one.';
+
+COMMENT ON COLUMN memsub.memory_entries.search_tsv IS 'Full-text vector of the key (weight A) and the strings of the value (english configuration).';
+
+CREATE FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    if p_expected_version is null then
+        raise exception 'expected_version is required to delete memory key "%"', p_key
+            using errcode = '23502', column = 'expected_version';
+    end if;
+    return memsub.store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
+                                       true, true, 'memory_delete', '{}');
+end
+$$;
+
+ALTER FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) IS 'Soft-deletes (namespace, key): writes a tombstone version (value NULL, is_deleted) and flags every earlier version is_deleted. States the version read, like a write (40001 when stale; P0002 when nothing is live). The history is kept. Audited as memory_delete.';
+
+CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    return query
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
+           and not m.is_deleted
+         order by m.version desc limit 1;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_get(p_namespace text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_get(p_namespace text, p_key text) IS 'The live (latest, not deleted) version of (namespace, key), if the caller may see it; no row otherwise.';
+
+CREATE FUNCTION memsub.memory_history(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    return query
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
+         order by m.version;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_history(p_namespace text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_history(p_namespace text, p_key text) IS 'Every version of (namespace, key) the caller may see, oldest first, deleted ones and tombstones included.';
+
+CREATE FUNCTION memsub.memory_list(p_namespace_prefix text) RETURNS SETOF memsub.memory_entries
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
+    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
+        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
+            using errcode = '22023', column = 'namespace';
+    end if;
+    return query
+        select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id()
+           and m.namespace >= p_namespace_prefix collate "C"
+           and m.namespace < p_namespace_prefix || ';' collate "C"
+           and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')
+           and not m.is_deleted
+         order by m.namespace, m.key, m.version desc;
+end
+$_$;
+
+ALTER FUNCTION memsub.memory_list(p_namespace_prefix text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_list(p_namespace_prefix text) IS 'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or project:schema_redesign:status, that the caller may see.';
+
+CREATE FUNCTION memsub.memory_maintenance(p_threshold double precision DEFAULT 1.0, p_half_life interval DEFAULT '7 days'::interval) RETURNS TABLE(memory_entry_id uuid, namespace text, key text, version integer, importance double precision, strength double precision, score double precision, outcome text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_row    record;
+begin
+    if not memsub._caller_is_admin() then
+        raise exception 'memsub.memory_maintenance needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'roles';
+    end if;
+    if p_threshold is null or p_threshold <= 0 or memsub._check_finite(p_threshold, 'threshold') is null then
+        raise exception 'field "threshold" must be a positive number' using errcode = '22023', column = 'threshold';
+    end if;
+    perform memsub._check_half_life(p_half_life);
+    -- One maintenance run per tenant at a time.
+    perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
+    for v_row in
+        select m.id, m.namespace, m.key, m.version, m.importance,
+               memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
+          from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.short_term and not m.is_deleted
+           and not exists (select from memsub.memory_entries n
+                            where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                              and n.version > m.version)
+         order by m.namespace, m.key
+           for update of m
+    loop
+        memory_entry_id := v_row.id;
+        namespace := v_row.namespace;
+        key := v_row.key;
+        version := v_row.version;
+        importance := v_row.importance;
+        strength := v_row.strength;
+        score := v_row.importance * v_row.strength;
+        if score >= p_threshold then
+            update memsub.memory_entries m set short_term = false, promoted_at = now()
+             where m.tenant_id = v_tenant and m.id = v_row.id;
+            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_row.id, p_namespace => v_row.namespace,
+                p_key => v_row.key, p_version => v_row.version,
+                p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_row.importance,
+                                                'strength', v_row.strength, 'threshold', p_threshold,
+                                                'half_life', p_half_life::text));
+            outcome := 'promoted';
+        else
+            outcome := 'kept';
+        end if;
+        return next;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
+
+CREATE FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text DEFAULT 'STM'::text, p_importance double precision DEFAULT 0.5, p_expected_version integer DEFAULT NULL::integer, p_kind text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_entry memsub.memory_entries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub._check_limit(length(p_tier), 'max_text_chars', 'tier'),
+            memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
+    perform memsub._check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
+    if p_importance is null then
+        raise exception 'field "importance" is required' using errcode = '23502', column = 'importance';
+    end if;
+    perform memsub._check_unit(p_importance, 'importance');
+    v_entry := memsub.memory_write(p_namespace, p_key, p_value, p_expected_version,
+                                   case when p_tier = 'Procedural' then 'procedural' else p_kind end, p_metadata);
+    update memsub.memory_entries m set short_term = (p_tier = 'STM'), importance = p_importance
+     where m.tenant_id = v_entry.tenant_id and m.id = v_entry.id
+    returning m.* into v_entry;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text, p_importance double precision, p_expected_version integer, p_kind text, p_metadata jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text, p_importance double precision, p_expected_version integer, p_kind text, p_metadata jsonb) IS 'memsub.memory_write with seed 003''s memory type: writes the next version of (namespace, key) as STM (short-term, promoted by memsub.memory_maintenance), LTM or Procedural, with an importance in [0, 1]. kind is seed 001''s semantic or episodic for STM and LTM. Same namespace rules, optimistic lock and audit as memory_write.';
+
+CREATE FUNCTION memsub.memory_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_namespace_prefix text DEFAULT NULL::text, p_rrf_k integer DEFAULT 60) RETURNS TABLE(id uuid, namespace text, key text, version integer, value jsonb, memory_type text, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_candidates integer;
+    v_query      tsquery;
+begin
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    v_candidates := greatest(50, 4 * p_k);
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    return query
+    with latest as (
+        -- Live entries only, and of each key its latest version.
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = v_tenant and not m.is_deleted
+           and (p_namespace_prefix is null or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+           and not exists (select from memsub.memory_entries n
+                            where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                              and n.version > m.version)
+    ), vector_leg as (
+        select l.id, (l.embedding <=> p_query)::double precision as distance,
+               (row_number() over (order by l.embedding <=> p_query, l.id))::integer as vector_rank
+          from latest l
+         where p_query is not null and l.embedding is not null
+         order by l.embedding <=> p_query, l.id
+         limit v_candidates
+    ), text_leg as (
+        select l.id, ts_rank_cd(l.search_tsv, v_query) as text_score,
+               (row_number() over (order by ts_rank_cd(l.search_tsv, v_query) desc, l.id))::integer as text_rank
+          from latest l
+         where numnode(v_query) > 0 and l.search_tsv @@ v_query
+         order by 3
+         limit v_candidates
+    ), fused as (
+        select coalesce(v.id, t.id) as id, v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.id = v.id
+    )
+    select m.id, m.namespace::text, m.key::text, m.version, m.value, m.memory_type, f.rrf::double precision,
+           f.vector_rank, f.text_rank, f.distance, f.text_score
+      from fused f
+      join memsub.memory_entries m on m.tenant_id = v_tenant and m.id = f.id
+     order by f.rrf desc, m.id
+     limit p_k;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_search(p_query_text text, p_query public.vector, p_k integer, p_namespace_prefix text, p_rrf_k integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_search(p_query_text text, p_query public.vector, p_k integer, p_namespace_prefix text, p_rrf_k integer) IS 'Namespaced memory by meaning and words: the latest live versions the caller may see (row-level security), optionally under a namespace prefix, nearest to query (embedding, cosine) and best by full text (key and the strings of the value, websearch syntax, english), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
+
+CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
+    select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
+                then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
+         * power(0.5, greatest(0, extract(epoch from
+                                  case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
+                                  - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
+                                                  else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
+                                             case when isfinite(p_created_at) then p_created_at
+                                                  else memsub._check_finite_time(p_created_at, 'created_at') end)))
+                      / extract(epoch from case when isfinite(p_half_life) then p_half_life
+                                                else memsub._check_finite_interval(p_half_life, 'half_life') end))
+$$;
+
+ALTER FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) IS 'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
+
+CREATE FUNCTION memsub.memory_tiers() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['STM', 'LTM', 'Procedural']::text[] $$;
+
+ALTER FUNCTION memsub.memory_tiers() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_tiers() IS 'The tiers of namespaced memory (memory_entries.memory_tier, graph_nodes.memory_tier, seed 003''s memory type): short-term, long-term or procedural, which decides how an entry decays and is promoted.';
+
+CREATE FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval DEFAULT '7 days'::interval) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entry  memsub.memory_entries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub.check_memory_address(p_namespace, p_key);
+    perform memsub._check_half_life(p_half_life);
+    if not memsub._memory_namespace_writable(p_namespace) then
+        raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
+            using errcode = '42501', column = 'namespace';
+    end if;
+    select m.* into v_entry from memsub.memory_entries m
+     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+     order by m.version desc limit 1
+       for update;
+    if not found or v_entry.is_deleted then
+        raise exception 'memory key "%" in namespace "%" has no live entry', p_key, p_namespace
+            using errcode = 'P0002', column = 'key';
+    end if;
+    update memsub.memory_entries m
+       set decay_weight = memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) + 1,
+           last_access_ts = now()
+     where m.tenant_id = v_tenant and m.id = v_entry.id
+    returning m.* into v_entry;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) IS 'Records an access of the latest live version of (namespace, key): decay_weight := strength now + 1, last_access_ts := now. Needs write access to the namespace (42501), like memory_write.';
+
+CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer DEFAULT NULL::integer, p_memory_type text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb, p_embedding public.vector DEFAULT NULL::public.vector) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_row memsub.memory_entries;
+begin
+    perform memsub._check_vector(p_embedding, 'embedding');
+    v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                         p_expected_version, true, false, 'memory_write', '{}');
+    if p_embedding is not null then
+        update memsub.memory_entries m set embedding = p_embedding
+         where m.tenant_id = v_row.tenant_id and m.id = v_row.id
+        returning m.* into v_row;
+    end if;
+    return v_row;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) IS 'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a new version without one carries none). expected_version is the version the writer read (NULL or 0: the key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is rejected. Audited as memory_write.';
+
+CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
+
+ALTER FUNCTION memsub.normalize_text(p_value text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
+
+CREATE FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select encode(sha256(convert_to(jsonb_build_object(
+        'packet_type', p_packet_type,
+        'payload',     p_payload,
+        'thread_id',   p_thread_id,
+        'parent_ids',  to_jsonb(array(select p from unnest(p_parent_ids) as p order by p)),
+        'scope',       p_scope,
+        'org_id',      p_org_id,
+        'user_id',     p_user_id,
+        'session_id',  p_session_id,
+        'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
+$$;
+
+ALTER FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) IS 'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
+
+CREATE FUNCTION memsub.packet_store_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if tg_op = 'TRUNCATE' then
+        raise exception 'memsub.packet_store is immutable: TRUNCATE is not allowed'
+            using errcode = '0A000', hint = 'Expired packets are removed by memsub.purge_expired().';
+    elsif tg_op = 'DELETE' then
+        if old.ttl is null or old.ttl >= (now() at time zone 'UTC') then
+            raise exception 'memsub.packet_store is immutable: packet % has not expired and cannot be deleted', old.packet_id
+                using errcode = '0A000', hint = 'Only packets whose ttl has passed are removed, by memsub.purge_expired().';
+        end if;
+        return old;
+    end if;
+    -- UPDATE: compare the row with its learned statistics blanked out.
+    if (old.packet_id, old.packet_type, old.envelope, old."timestamp", old.routing, old.provenance,
+        old.thread_id, old.parent_ids, old.tags, old.ttl, old.scope, old.content_hash,
+        old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id, old.trace_id, old.write_seq)
+       is distinct from
+       (new.packet_id, new.packet_type, new.envelope, new."timestamp", new.routing, new.provenance,
+        new.thread_id, new.parent_ids, new.tags, new.ttl, new.scope, new.content_hash,
+        new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id, new.trace_id, new.write_seq) then
+        raise exception 'memsub.packet_store is immutable: packet % cannot be modified', old.packet_id
+            using errcode = '0A000',
+                  hint = 'Only importance_score, access_count, last_accessed, contradiction_count, chunk_count and is_chunked may change.';
+    end if;
+    return new;
+end
+$$;
+
+ALTER FUNCTION memsub.packet_store_guard() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
+
+CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURNS TABLE(tenant_id uuid, purged bigint)
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    with removed as (
+        delete from memsub.packet_store s
+         where s.ttl is not null and s.ttl <= (now() at time zone 'UTC')
+           and (p_tenant_id is null or s.tenant_id = p_tenant_id)
+        returning s.tenant_id, s.packet_id, s.packet_type, s.thread_id, s.parent_ids,
+                  coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0) as generation,
+                  coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id) as root_packet_id,
+                  s."timestamp", s.write_seq, s.ttl, s.scope, s.org_id, s.user_id, s.session_id
+    ), tombstones as (
+        insert into memsub.packet_tombstones as t (
+            tenant_id, packet_id, packet_type, thread_id, parent_ids, generation, root_packet_id, "timestamp",
+            write_seq, expired_at, scope, org_id, user_id, session_id)
+        select r.tenant_id, r.packet_id, r.packet_type, r.thread_id, r.parent_ids, r.generation, r.root_packet_id,
+               r."timestamp", r.write_seq, r.ttl, r.scope, r.org_id, r.user_id, r.session_id
+          from removed r
+        on conflict on constraint packet_tombstones_pkey do nothing
+    )
+    select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id
+$$;
+
+ALTER FUNCTION memsub.purge_expired(p_tenant_id uuid) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings; leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
+
+CREATE TABLE memsub.memory_access_log (
+    access_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    target_type text NOT NULL,
+    target_id uuid NOT NULL,
+    agent_id text,
+    access_context text,
+    query_text text,
+    relevance_score double precision,
+    was_useful boolean,
+    feedback_reason text,
+    accessed_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    feedback_at timestamp with time zone,
+    counted_at timestamp with time zone,
+    feedback_learned_at timestamp with time zone,
+    CONSTRAINT memory_access_log_target_type_known CHECK ((target_type = ANY (ARRAY['packet'::text, 'embedding'::text, 'fact'::text, 'reflection'::text])))
+);
+
+ALTER TABLE ONLY memsub.memory_access_log FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_access_log OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_access_log IS 'Every retrieval of a memory and its feedback: the input of importance learning.';
+
+COMMENT ON COLUMN memsub.memory_access_log.access_id IS 'Unique access identifier.';
+
+COMMENT ON COLUMN memsub.memory_access_log.target_type IS 'packet, embedding, fact or reflection.';
+
+COMMENT ON COLUMN memsub.memory_access_log.target_id IS 'Identifier of the accessed row (packet_id, embedding_id, fact_id, reflection_id).';
+
+COMMENT ON COLUMN memsub.memory_access_log.agent_id IS 'Agent that accessed it.';
+
+COMMENT ON COLUMN memsub.memory_access_log.access_context IS 'Why it was accessed (retrieval pipeline stage, tool, ...).';
+
+COMMENT ON COLUMN memsub.memory_access_log.query_text IS 'Query that retrieved it.';
+
+COMMENT ON COLUMN memsub.memory_access_log.relevance_score IS 'Relevance score given by the retriever.';
+
+COMMENT ON COLUMN memsub.memory_access_log.was_useful IS 'Feedback: whether it helped (NULL: no feedback).';
+
+COMMENT ON COLUMN memsub.memory_access_log.feedback_reason IS 'Feedback explanation.';
+
+COMMENT ON COLUMN memsub.memory_access_log.accessed_at IS 'Access time.';
+
+COMMENT ON COLUMN memsub.memory_access_log.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.memory_access_log.org_id IS 'Organization of the accessor (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.memory_access_log.user_id IS 'User of the accessor.';
+
+COMMENT ON COLUMN memsub.memory_access_log.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.memory_access_log.session_id IS 'Session of the accessor.';
+
+COMMENT ON COLUMN memsub.memory_access_log.trace_id IS 'Distributed tracing identifier.';
+
+COMMENT ON COLUMN memsub.memory_access_log.feedback_at IS 'When was_useful was last given (memsub.record_feedback).';
+
+COMMENT ON COLUMN memsub.memory_access_log.counted_at IS 'When memsub.learn_importance folded this access into the target''s importance (NULL: not yet).';
+
+COMMENT ON COLUMN memsub.memory_access_log.feedback_learned_at IS 'When memsub.learn_importance folded this access''s feedback into the importance (NULL: not yet or no feedback).';
+
+CREATE FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_query_text text DEFAULT NULL::text, p_relevance_score double precision DEFAULT NULL::double precision, p_was_useful boolean DEFAULT NULL::boolean, p_feedback_reason text DEFAULT NULL::text) RETURNS memsub.memory_access_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_packet uuid;
+    v_entry  memsub.memory_access_log;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
+    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    if p_target_id is null then
+        raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
+    end if;
+    perform memsub._check_finite(p_relevance_score, 'relevance_score');
+    if p_target_type = 'packet' then
+        update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
+         where s.tenant_id = v_tenant and s.packet_id = p_target_id;
+    elsif p_target_type = 'fact' then
+        update memsub.knowledge_facts f set access_count = f.access_count + 1, last_accessed = now()
+         where f.tenant_id = v_tenant and f.fact_id = p_target_id;
+    elsif p_target_type = 'reflection' then
+        update memsub.reflection_store r set access_count = r.access_count + 1, last_accessed = now()
+         where r.tenant_id = v_tenant and r.reflection_id = p_target_id;
+    else
+        update memsub.semantic_memory m set access_count = m.access_count + 1, last_accessed = now()
+         where m.tenant_id = v_tenant and m.embedding_id = p_target_id;
+        if not found then
+            select e.packet_id into v_packet from memsub.memory_embeddings e
+             where e.tenant_id = v_tenant and e.embedding_id = p_target_id;
+            update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
+             where s.tenant_id = v_tenant and s.packet_id = v_packet;
+        end if;
+    end if;
+    if not found then
+        raise exception 'field "target_id": % % does not exist or is not visible', p_target_type, p_target_id
+            using errcode = '23503', column = 'target_id';
+    end if;
+    insert into memsub.memory_access_log (
+        target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
+        feedback_reason, tenant_id, org_id, user_id, session_id)
+    values (
+        p_target_type, p_target_id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text,
+        p_relevance_score, p_was_useful, p_feedback_reason,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_entry;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) IS 'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on its packet. A target that does not exist or is not visible raises 23503.';
+
+CREATE TABLE memsub.agent_memory_events (
+    event_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    agent_id text NOT NULL,
+    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
+    packet_id uuid,
+    event_type text NOT NULL,
+    content jsonb DEFAULT '{}'::jsonb NOT NULL,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT agent_memory_events_agent_not_blank CHECK ((length(btrim(agent_id)) > 0)),
+    CONSTRAINT agent_memory_events_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
+    CONSTRAINT agent_memory_events_type_not_blank CHECK ((length(btrim(event_type)) > 0))
+);
+
+ALTER TABLE ONLY memsub.agent_memory_events FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.agent_memory_events OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.agent_memory_events IS 'What agents did: one row per agent event, linked to the packet that carried it.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.event_id IS 'Unique event identifier.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.agent_id IS 'Agent that produced the event.';
+
+COMMENT ON COLUMN memsub.agent_memory_events."timestamp" IS 'Event time.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.packet_id IS 'Packet that carried the event (NULL once that packet was purged).';
+
+COMMENT ON COLUMN memsub.agent_memory_events.event_type IS 'Kind of event (free text, e.g. tool_call, user_query).';
+
+COMMENT ON COLUMN memsub.agent_memory_events.content IS 'Event content.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.scope IS 'Visibility scope, copied from the packet (shared when there is none).';
+
+COMMENT ON COLUMN memsub.agent_memory_events.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.agent_memory_events.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.correlation_id IS 'Request correlation identifier (from the packet).';
+
+COMMENT ON COLUMN memsub.agent_memory_events.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.agent_memory_events.trace_id IS 'Distributed tracing identifier (from the packet).';
+
+CREATE FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb DEFAULT '{}'::jsonb, p_packet_id uuid DEFAULT NULL::uuid, p_timestamp timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.agent_memory_events
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_event  memsub.agent_memory_events;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
+            memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
+    perform memsub._check_finite_time(p_timestamp, 'timestamp');
+    insert into memsub.agent_memory_events (
+        agent_id, "timestamp", packet_id, event_type, content, scope,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        memsub._require_text(p_agent_id, 'agent_id'),
+        coalesce(p_timestamp, v_packet."timestamp", now()),
+        p_packet_id,
+        memsub._require_text(p_event_type, 'event_type'),
+        coalesce(p_content, '{}'),
+        coalesce(v_packet.scope, 'shared'),
+        v_tenant,
+        case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
+        case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
+        v_packet.correlation_id,
+        case when p_packet_id is null then memsub.current_session_id() else v_packet.session_id end,
+        v_packet.trace_id)
+    returning * into v_event;
+    return v_event;
+end
+$$;
+
+ALTER FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) IS 'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity and scope).';
+
+CREATE FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text DEFAULT NULL::text) RETURNS memsub.memory_access_log
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entry  memsub.memory_access_log;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_reason), 'max_text_chars', 'reason');
+    if p_access_id is null then
+        raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
+    end if;
+    if p_was_useful is null then
+        raise exception 'field "was_useful" is required' using errcode = '23502', column = 'was_useful';
+    end if;
+    -- Row-level security binds this function's owner: only an access the caller can see is updated.
+    update memsub.memory_access_log l
+       set was_useful = p_was_useful, feedback_reason = p_reason, feedback_at = now(),
+           feedback_learned_at = case when l.was_useful is not distinct from p_was_useful
+                                      then l.feedback_learned_at end
+     where l.tenant_id = v_tenant and l.access_id = p_access_id
+    returning l.* into v_entry;
+    if not found then
+        raise exception 'field "access_id": access % does not exist or is not visible', p_access_id
+            using errcode = '23503', column = 'access_id';
+    end if;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) IS 'Records whether an access was useful (and why). Changed feedback is learned again by the next memsub.learn_importance run; repeating the same feedback is not. Unknown or invisible access: 23503.';
+
+CREATE TABLE memsub.reasoning_traces (
+    trace_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    agent_id text,
+    packet_id uuid,
+    steps jsonb DEFAULT '[]'::jsonb NOT NULL,
+    extracted_features jsonb DEFAULT '{}'::jsonb NOT NULL,
+    inference_steps jsonb DEFAULT '[]'::jsonb NOT NULL,
+    reasoning_tokens integer DEFAULT 0 NOT NULL,
+    decision_tokens integer DEFAULT 0 NOT NULL,
+    confidence_scores jsonb DEFAULT '{}'::jsonb NOT NULL,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    distributed_trace_id text,
+    CONSTRAINT reasoning_traces_features_is_object CHECK ((jsonb_typeof(extracted_features) = 'object'::text)),
+    CONSTRAINT reasoning_traces_inference_steps_is_array CHECK ((jsonb_typeof(inference_steps) = 'array'::text)),
+    CONSTRAINT reasoning_traces_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
+    CONSTRAINT reasoning_traces_scores_is_object CHECK ((jsonb_typeof(confidence_scores) = 'object'::text)),
+    CONSTRAINT reasoning_traces_steps_is_array CHECK ((jsonb_typeof(steps) = 'array'::text)),
+    CONSTRAINT reasoning_traces_tokens_non_negative CHECK (((reasoning_tokens >= 0) AND (decision_tokens >= 0)))
+);
+
+ALTER TABLE ONLY memsub.reasoning_traces FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.reasoning_traces OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.reasoning_traces IS 'Structured reasoning of an agent for one packet: steps, features, inference, token counts.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.trace_id IS 'Unique reasoning trace identifier.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.agent_id IS 'Agent that reasoned.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.packet_id IS 'Packet the reasoning belongs to (NULL once purged).';
+
+COMMENT ON COLUMN memsub.reasoning_traces.steps IS 'Reasoning steps, a JSON array.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.extracted_features IS 'Features extracted from the input, a JSON object.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.inference_steps IS 'Inference steps, a JSON array.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.reasoning_tokens IS 'Tokens spent reasoning.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.decision_tokens IS 'Tokens spent deciding.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.confidence_scores IS 'Confidence per step or decision, a JSON object.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.scope IS 'Visibility scope, copied from the packet (shared when there is none).';
+
+COMMENT ON COLUMN memsub.reasoning_traces.created_at IS 'When the trace was recorded.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.reasoning_traces.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.correlation_id IS 'Request correlation identifier (from the packet).';
+
+COMMENT ON COLUMN memsub.reasoning_traces.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.reasoning_traces.distributed_trace_id IS 'Distributed tracing identifier (the multi-tenant trace_id column; renamed because trace_id is this table''s key).';
+
+CREATE FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid DEFAULT NULL::uuid, p_steps jsonb DEFAULT '[]'::jsonb, p_extracted_features jsonb DEFAULT '{}'::jsonb, p_inference_steps jsonb DEFAULT '[]'::jsonb, p_reasoning_tokens integer DEFAULT 0, p_decision_tokens integer DEFAULT 0, p_confidence_scores jsonb DEFAULT '{}'::jsonb) RETURNS memsub.reasoning_traces
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_trace  memsub.reasoning_traces;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
+            memsub._check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
+            memsub._check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),
+            memsub._check_limit(pg_column_size(p_confidence_scores), 'max_json_bytes', 'confidence_scores');
+    if coalesce(p_reasoning_tokens, 0) < 0 then
+        raise exception 'field "reasoning_tokens" must not be negative' using errcode = '22023', column = 'reasoning_tokens';
+    end if;
+    if coalesce(p_decision_tokens, 0) < 0 then
+        raise exception 'field "decision_tokens" must not be negative' using errcode = '22023', column = 'decision_tokens';
+    end if;
+    insert into memsub.reasoning_traces (
+        agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
+        confidence_scores, scope, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
+    values (
+        nullif(btrim(coalesce(p_agent_id, v_packet.routing ->> 'agent', '')), ''),
+        p_packet_id,
+        coalesce(memsub._check_json_type(p_steps, 'array', 'steps'), '[]'),
+        coalesce(memsub._check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),
+        coalesce(memsub._check_json_type(p_inference_steps, 'array', 'inference_steps'), '[]'),
+        coalesce(p_reasoning_tokens, 0),
+        coalesce(p_decision_tokens, 0),
+        coalesce(memsub._check_json_type(p_confidence_scores, 'object', 'confidence_scores'), '{}'),
+        coalesce(v_packet.scope, 'shared'),
+        v_tenant,
+        case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
+        case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
+        v_packet.correlation_id,
+        case when p_packet_id is null then memsub.current_session_id() else v_packet.session_id end,
+        v_packet.trace_id)
+    returning * into v_trace;
+    return v_trace;
+end
+$$;
+
+ALTER FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity and scope it takes.';
+
+CREATE TABLE memsub.reflection_store (
+    reflection_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    task_id text,
+    reflection_type text NOT NULL,
+    content text NOT NULL,
+    context text,
+    entities text[] DEFAULT '{}'::text[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    priority text DEFAULT 'medium'::text NOT NULL,
+    source_agent text,
+    source_packet uuid,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    vector public.vector(1536),
+    expires_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT reflection_store_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT reflection_store_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT reflection_store_priority_known CHECK ((priority = ANY (ARRAY['critical'::text, 'high'::text, 'medium'::text, 'low'::text]))),
+    CONSTRAINT reflection_store_type_known CHECK ((reflection_type = ANY (ARRAY['lesson'::text, 'pattern'::text, 'failure'::text, 'success'::text, 'insight'::text, 'improvement'::text, 'false_constraint'::text])))
+)
+WITH (fillfactor='80');
+
+ALTER TABLE ONLY memsub.reflection_store FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.reflection_store OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.reflection_store IS 'Lessons learned: typed, prioritized reflections with an optional embedding and expiry.';
+
+COMMENT ON COLUMN memsub.reflection_store.reflection_id IS 'Unique reflection identifier.';
+
+COMMENT ON COLUMN memsub.reflection_store.task_id IS 'Associated task (task_reflections.task_id), if any.';
+
+COMMENT ON COLUMN memsub.reflection_store.reflection_type IS 'lesson, pattern, failure, success, insight, improvement or false_constraint.';
+
+COMMENT ON COLUMN memsub.reflection_store.content IS 'Reflection content.';
+
+COMMENT ON COLUMN memsub.reflection_store.context IS 'When and where it was learned.';
+
+COMMENT ON COLUMN memsub.reflection_store.entities IS 'Related entities.';
+
+COMMENT ON COLUMN memsub.reflection_store.tags IS 'Categorization tags.';
+
+COMMENT ON COLUMN memsub.reflection_store.confidence IS 'Confidence in the lesson, in [0, 1].';
+
+COMMENT ON COLUMN memsub.reflection_store.priority IS 'critical, high, medium or low.';
+
+COMMENT ON COLUMN memsub.reflection_store.source_agent IS 'Agent that learned it.';
+
+COMMENT ON COLUMN memsub.reflection_store.source_packet IS 'Originating packet (NULL once purged).';
+
+COMMENT ON COLUMN memsub.reflection_store.access_count IS 'Times accessed.';
+
+COMMENT ON COLUMN memsub.reflection_store.last_accessed IS 'Last access time.';
+
+COMMENT ON COLUMN memsub.reflection_store.vector IS 'Semantic search embedding (dimension: installation_settings.vector_dimension).';
+
+COMMENT ON COLUMN memsub.reflection_store.expires_at IS 'Optional expiration; expired reflections leave mv_reflection_patterns.';
+
+COMMENT ON COLUMN memsub.reflection_store.created_at IS 'When it was recorded.';
+
+COMMENT ON COLUMN memsub.reflection_store.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.reflection_store.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.reflection_store.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.reflection_store.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.reflection_store.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.reflection_store.trace_id IS 'Distributed tracing identifier.';
+
+CREATE FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text DEFAULT NULL::text, p_entities text[] DEFAULT '{}'::text[], p_tags text[] DEFAULT '{}'::text[], p_confidence double precision DEFAULT 0.5, p_priority text DEFAULT 'medium'::text, p_source_agent text DEFAULT NULL::text, p_source_packet uuid DEFAULT NULL::uuid, p_task_id text DEFAULT NULL::text, p_vector public.vector DEFAULT NULL::public.vector, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.reflection_store
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_packet     memsub.packet_store;
+    v_reflection memsub.reflection_store;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
+            memsub._check_limit(length(p_content), 'max_text_chars', 'content'),
+            memsub._check_limit(length(p_context), 'max_text_chars', 'context'),
+            memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(length(p_priority), 'max_text_chars', 'priority'),
+            memsub._check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
+            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id');
+    perform memsub._check_one_of(p_reflection_type,
+        array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
+    perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
+    perform memsub._check_vector(p_vector, 'vector');
+    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    if p_expires_at is not null and p_expires_at <= now() then
+        raise exception 'field "expires_at" must be in the future, not %', p_expires_at
+            using errcode = '22023', column = 'expires_at';
+    end if;
+    v_packet := memsub.visible_packet(p_source_packet, 'source_packet');
+    insert into memsub.reflection_store (
+        task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
+        source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        nullif(btrim(p_task_id), ''), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        coalesce(p_entities, '{}'),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where btrim(t) <> '' order by t),
+        coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
+        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector, p_expires_at,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+        memsub.current_session_id(), v_packet.trace_id)
+    returning * into v_reflection;
+    return v_reflection;
+end
+$$;
+
+ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry.';
+
+CREATE TABLE memsub.memory_summaries (
+    summary_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    scope_type text NOT NULL,
+    scope_value text NOT NULL,
+    summary_text text NOT NULL,
+    key_facts jsonb DEFAULT '[]'::jsonb NOT NULL,
+    key_entities text[] DEFAULT '{}'::text[] NOT NULL,
+    key_decisions text[] DEFAULT '{}'::text[] NOT NULL,
+    source_packet_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    packet_count integer DEFAULT 0 NOT NULL,
+    vector public.vector(1536),
+    confidence double precision DEFAULT 0.5 NOT NULL,
+    coverage_start timestamp with time zone,
+    coverage_end timestamp with time zone,
+    valid_until timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT memory_summaries_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT memory_summaries_coverage_in_order CHECK ((coverage_end >= coverage_start)),
+    CONSTRAINT memory_summaries_key_facts_is_array CHECK ((jsonb_typeof(key_facts) = 'array'::text)),
+    CONSTRAINT memory_summaries_packet_count_matches CHECK ((packet_count = cardinality(source_packet_ids))),
+    CONSTRAINT memory_summaries_scope_type_known CHECK ((scope_type = ANY (ARRAY['thread'::text, 'agent'::text, 'topic'::text, 'time_period'::text, 'project'::text, 'task'::text])))
+);
+
+ALTER TABLE ONLY memsub.memory_summaries FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_summaries OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_summaries IS 'Consolidated memories: a summary over a set of packets of one scope, valid until regenerated.';
+
+COMMENT ON COLUMN memsub.memory_summaries.summary_id IS 'Unique summary identifier.';
+
+COMMENT ON COLUMN memsub.memory_summaries.scope_type IS 'thread, agent, topic, time_period, project or task.';
+
+COMMENT ON COLUMN memsub.memory_summaries.scope_value IS 'Identifier or name of the scope.';
+
+COMMENT ON COLUMN memsub.memory_summaries.summary_text IS 'Natural-language summary.';
+
+COMMENT ON COLUMN memsub.memory_summaries.key_facts IS 'Important facts, a JSON array.';
+
+COMMENT ON COLUMN memsub.memory_summaries.key_entities IS 'Mentioned entities.';
+
+COMMENT ON COLUMN memsub.memory_summaries.key_decisions IS 'Decision points.';
+
+COMMENT ON COLUMN memsub.memory_summaries.source_packet_ids IS 'Summarized packets (distinct).';
+
+COMMENT ON COLUMN memsub.memory_summaries.packet_count IS 'How many packets were summarized.';
+
+COMMENT ON COLUMN memsub.memory_summaries.vector IS 'Summary embedding (dimension: installation_settings.vector_dimension).';
+
+COMMENT ON COLUMN memsub.memory_summaries.confidence IS 'Summary confidence in [0, 1].';
+
+COMMENT ON COLUMN memsub.memory_summaries.coverage_start IS 'Earliest timestamp of the summarized packets.';
+
+COMMENT ON COLUMN memsub.memory_summaries.coverage_end IS 'Latest timestamp of the summarized packets.';
+
+COMMENT ON COLUMN memsub.memory_summaries.valid_until IS 'When to regenerate (NULL: never due by time).';
+
+COMMENT ON COLUMN memsub.memory_summaries.created_at IS 'When the summary was recorded.';
+
+COMMENT ON COLUMN memsub.memory_summaries.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.memory_summaries.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.memory_summaries.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.memory_summaries.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.memory_summaries.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.memory_summaries.trace_id IS 'Distributed tracing identifier.';
+
+CREATE FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb DEFAULT '[]'::jsonb, p_key_entities text[] DEFAULT '{}'::text[], p_key_decisions text[] DEFAULT '{}'::text[], p_vector public.vector DEFAULT NULL::public.vector, p_confidence double precision DEFAULT 0.5, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.memory_summaries
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_ids     uuid[];
+    v_found   integer;
+    v_start   timestamptz;
+    v_end     timestamptz;
+    v_missing uuid;
+    v_summary memsub.memory_summaries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
+            memsub._check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
+            memsub._check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+            memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
+            memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
+            memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
+            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+    perform memsub._check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
+                                'scope_type');
+    perform memsub._require_text(p_scope_value, 'scope_value');
+    perform memsub._require_text(p_summary_text, 'summary_text');
+    perform memsub._check_vector(p_vector, 'vector');
+    if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
+        raise exception 'field "source_packet_ids" must list at least one packet'
+            using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    if array_position(p_source_packet_ids, null) is not null then
+        raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    if p_valid_until is not null and p_valid_until <= now() then
+        raise exception 'field "valid_until" must be in the future, not %', p_valid_until
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    v_ids := array(select distinct u from unnest(p_source_packet_ids) as u order by u);
+    select count(*), min(s."timestamp"), max(s."timestamp") into v_found, v_start, v_end
+      from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids);
+    if v_found < cardinality(v_ids) then
+        select u into v_missing from unnest(v_ids) as u
+         where not exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = u) limit 1;
+        raise exception 'field "source_packet_ids": packet % does not exist or is not visible to this writer', v_missing
+            using errcode = '23503', column = 'source_packet_ids';
+    end if;
+    insert into memsub.memory_summaries (
+        scope_type, scope_value, summary_text, key_facts, key_entities, key_decisions, source_packet_ids,
+        packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        p_scope_type, btrim(p_scope_value), p_summary_text,
+        coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
+        coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
+        coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_summary;
+    return v_summary;
+end
+$$;
+
+ALTER FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) IS 'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of visible packets; packet_count and the coverage window (first and last packet time) are computed from them.';
+
+CREATE TABLE memsub.task_reflections (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    task_id text NOT NULL,
+    task_description text,
+    outcome text DEFAULT 'unknown'::text NOT NULL,
+    what_worked text[] DEFAULT '{}'::text[] NOT NULL,
+    what_failed text[] DEFAULT '{}'::text[] NOT NULL,
+    false_constraints text[] DEFAULT '{}'::text[] NOT NULL,
+    helpful_patterns text[] DEFAULT '{}'::text[] NOT NULL,
+    lessons text[] DEFAULT '{}'::text[] NOT NULL,
+    recommendations text[] DEFAULT '{}'::text[] NOT NULL,
+    related_decisions uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    execution_time_ms double precision,
+    metrics_improved jsonb DEFAULT '{}'::jsonb NOT NULL,
+    metrics_degraded jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT task_reflections_execution_time_non_negative CHECK ((execution_time_ms >= (0)::double precision)),
+    CONSTRAINT task_reflections_outcome_known CHECK ((outcome = ANY (ARRAY['success'::text, 'partial'::text, 'failure'::text, 'unknown'::text]))),
+    CONSTRAINT task_reflections_task_not_blank CHECK ((length(btrim(task_id)) > 0))
+);
+
+ALTER TABLE ONLY memsub.task_reflections FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.task_reflections OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.task_reflections IS 'Per-task learning: one row per task of a tenant (the latest reflection replaces the previous).';
+
+COMMENT ON COLUMN memsub.task_reflections.id IS 'Primary key.';
+
+COMMENT ON COLUMN memsub.task_reflections.task_id IS 'Task identifier, unique per tenant.';
+
+COMMENT ON COLUMN memsub.task_reflections.task_description IS 'What the task was.';
+
+COMMENT ON COLUMN memsub.task_reflections.outcome IS 'success, partial, failure or unknown.';
+
+COMMENT ON COLUMN memsub.task_reflections.what_worked IS 'Successful approaches.';
+
+COMMENT ON COLUMN memsub.task_reflections.what_failed IS 'Failed approaches.';
+
+COMMENT ON COLUMN memsub.task_reflections.false_constraints IS 'Unnecessary constraints found.';
+
+COMMENT ON COLUMN memsub.task_reflections.helpful_patterns IS 'Patterns that helped.';
+
+COMMENT ON COLUMN memsub.task_reflections.lessons IS 'Lessons learned.';
+
+COMMENT ON COLUMN memsub.task_reflections.recommendations IS 'Future recommendations.';
+
+COMMENT ON COLUMN memsub.task_reflections.related_decisions IS 'Links to decision packets.';
+
+COMMENT ON COLUMN memsub.task_reflections.execution_time_ms IS 'How long the task took, in milliseconds.';
+
+COMMENT ON COLUMN memsub.task_reflections.metrics_improved IS 'Metrics that got better.';
+
+COMMENT ON COLUMN memsub.task_reflections.metrics_degraded IS 'Metrics that got worse.';
+
+COMMENT ON COLUMN memsub.task_reflections.created_at IS 'First reflection time.';
+
+COMMENT ON COLUMN memsub.task_reflections.updated_at IS 'Last reflection time.';
+
+COMMENT ON COLUMN memsub.task_reflections.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.task_reflections.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.task_reflections.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.task_reflections.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.task_reflections.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.task_reflections.trace_id IS 'Distributed tracing identifier.';
+
+CREATE FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text DEFAULT 'unknown'::text, p_task_description text DEFAULT NULL::text, p_what_worked text[] DEFAULT '{}'::text[], p_what_failed text[] DEFAULT '{}'::text[], p_false_constraints text[] DEFAULT '{}'::text[], p_helpful_patterns text[] DEFAULT '{}'::text[], p_lessons text[] DEFAULT '{}'::text[], p_recommendations text[] DEFAULT '{}'::text[], p_related_decisions uuid[] DEFAULT '{}'::uuid[], p_execution_time_ms double precision DEFAULT NULL::double precision, p_metrics_improved jsonb DEFAULT '{}'::jsonb, p_metrics_degraded jsonb DEFAULT '{}'::jsonb) RETURNS memsub.task_reflections
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_reflection memsub.task_reflections;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub._check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
+            memsub._check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
+            memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
+            memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
+            memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
+            memsub._check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
+            memsub._check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
+            memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
+            memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
+            memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
+    perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
+    if p_execution_time_ms < 0 then
+        raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';
+    end if;
+    insert into memsub.task_reflections as t (
+        task_id, task_description, outcome, what_worked, what_failed, false_constraints, helpful_patterns,
+        lessons, recommendations, related_decisions, execution_time_ms, metrics_improved, metrics_degraded,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        memsub._require_text(p_task_id, 'task_id'), p_task_description, p_outcome,
+        coalesce(p_what_worked, '{}'), coalesce(p_what_failed, '{}'), coalesce(p_false_constraints, '{}'),
+        coalesce(p_helpful_patterns, '{}'), coalesce(p_lessons, '{}'), coalesce(p_recommendations, '{}'),
+        coalesce(p_related_decisions, '{}'), p_execution_time_ms,
+        coalesce(memsub._check_json_type(p_metrics_improved, 'object', 'metrics_improved'), '{}'),
+        coalesce(memsub._check_json_type(p_metrics_degraded, 'object', 'metrics_degraded'), '{}'),
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    on conflict (tenant_id, task_id) do update
+       set task_description = coalesce(excluded.task_description, t.task_description),
+           outcome = excluded.outcome, what_worked = excluded.what_worked, what_failed = excluded.what_failed,
+           false_constraints = excluded.false_constraints, helpful_patterns = excluded.helpful_patterns,
+           lessons = excluded.lessons, recommendations = excluded.recommendations,
+           related_decisions = excluded.related_decisions, execution_time_ms = excluded.execution_time_ms,
+           metrics_improved = excluded.metrics_improved, metrics_degraded = excluded.metrics_degraded,
+           updated_at = now(), user_id = excluded.user_id, session_id = excluded.session_id
+    returning t.* into v_reflection;
+    return v_reflection;
+end
+$$;
+
+ALTER FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) IS 'Records what was learned from a task (one row per task_id and tenant; a later reflection on the same task replaces the earlier one). A task of another organization of the tenant raises 42501.';
+
+CREATE PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid DEFAULT NULL::uuid)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    v_name    pg_catalog.text;
+    v_status  pg_catalog.text;
+    v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
+begin
+    run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
+    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
+                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+        select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
+        if v_status operator(pg_catalog.=) 'skipped' then
+            v_skipped := v_skipped operator(pg_catalog.||) v_name;
+        end if;
+        commit;  -- one view per transaction: locks and snapshots are released view by view
+    end loop;
+    if pg_catalog.cardinality(v_skipped) operator(pg_catalog.>) 0 then
+        raise warning 'memsub.refresh_memory_views: skipped %: another refresh is running (run %)',
+            pg_catalog.array_to_string(v_skipped, ', '), run_id;
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped and a WARNING names the skipped views. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
+
+CREATE FUNCTION memsub.require_active_session(p_session memsub.sessions) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_session.status <> 'active' then
+        raise exception 'session "%" is %, not active', p_session.id, p_session.status
+            using errcode = '55000', column = 'session_id';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub.require_active_session(p_session memsub.sessions) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.require_active_session(p_session memsub.sessions) IS 'Internal: raises 55000 naming session_id unless the session is active.';
+
+CREATE FUNCTION memsub.require_login(p_login name) RETURNS name
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    can_login boolean := (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = p_login);
+begin
+    if can_login is null then
+        raise exception 'memsub: role "%" does not exist', p_login
+            using errcode = '42704', column = 'login';
+    elsif not can_login then
+        raise exception 'memsub: role "%" cannot log in; bind the login roles that are members of it', p_login
+            using errcode = '22023', column = 'login';
+    end if;
+    return p_login;
+end
+$$;
+
+ALTER FUNCTION memsub.require_login(p_login name) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.require_login(p_login name) IS 'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
+
+CREATE FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) RETURNS memsub.packet_store
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
+        raise exception 'field "%": packet % has scope %; tenant-wide knowledge can only come from shared packets',
+            p_field, p_packet.packet_id, p_packet.scope
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_packet;
+end
+$$;
+
+ALTER FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) IS 'Refuses (22023) a cursor or l-private packet as the source of tenant-wide knowledge (facts, relationships).';
+
+CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_rank   integer;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
+            memsub._check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
+            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
+    end if;
+    perform memsub._check_limit(p_k, 'max_k', 'k');
+    v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
+    return query
+    with scored as (
+        select r.reflection_id, r.reflection_type, r.content, r.tags, r.priority, r.confidence,
+               (r.vector <=> p_query)::double precision as distance,
+               case when cardinality(p_tags) > 0
+                    then (select count(*) from unnest(r.tags) t where t = any(p_tags))::double precision
+                         / cardinality(array(select distinct u from unnest(p_tags) u))
+                    else 0.0 end as tag_overlap,
+               array_position(array['low', 'medium', 'high', 'critical'], r.priority) / 4.0 as priority_weight
+          from memsub.reflection_store r
+         where r.tenant_id = v_tenant
+           and (r.expires_at is null or r.expires_at > now())
+           and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
+           and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
+           and (p_task_id is null or r.task_id = p_task_id)
+           and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
+    ), top as materialized (
+        select s.*,
+               0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
+               + 0.2 * s.priority_weight as score
+          from scored s
+         order by 0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
+                  + 0.2 * s.priority_weight desc, s.reflection_id
+         limit p_k
+    ), recorded as (
+        select a.target_id, a.access_id
+          from memsub._record_accesses('reflection', (select array_agg(t.reflection_id) from top t),
+                                      (select array_agg(t.score) from top t),
+                                      p_query_text, 'retrieve_reflections', p_agent_id) a
+         where p_record_access
+    )
+    select t.reflection_id, t.reflection_type, t.content, t.tags, t.priority, t.confidence, t.distance,
+           t.tag_overlap, t.score, a.access_id
+      from top t
+      left join recorded a on a.target_id = t.reflection_id
+     order by t.score desc, t.reflection_id;
+end
+$$;
+
+ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task, and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+
+CREATE FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_login name := session_user;
+    mode text;
+begin
+    if p_tenant_id is not null
+       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER')
+       and not exists (select from memsub.login_bindings b
+                        where b.login = v_login
+                          and (b.bound_tenant_id is null
+                               or (b.bound_tenant_id = p_tenant_id
+                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) then
+        if not exists (select from memsub.login_bindings b where b.login = v_login) then
+            mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
+                             'refuse');
+            if mode is distinct from 'allow' then
+                raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
+                    using errcode = '42501', column = 'tenant_id',
+                          hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
+                                 'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+            end if;
+        elsif exists (select from memsub.login_bindings b
+                       where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
+            raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
+                            v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
+                using errcode = '42501', column = 'org_id';
+        else
+            raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
+                using errcode = '42501', column = 'tenant_id';
+        end if;
+    end if;
+    perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+end
+$$;
+
+ALTER FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'The binding check behind memsub.set_context: refuses a tenant/organization the login (session_user) is not bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
+
+CREATE FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer DEFAULT 10) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, metadata jsonb, distance double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $_$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query execute format(
+        'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
+        '       (e.vector <=> $1)::double precision as distance '
+        '  from memsub.memory_embeddings e '
+        ' where e.embedding_type = %L '
+        ' order by e.vector <=> $1 '
+        ' limit $2', p_embedding_type)
+        using p_query, p_limit;
+end
+$_$;
+
+ALTER FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) IS 'The limit visible embeddings of one type nearest to the query (cosine distance), through that type''s partial HNSW index.';
+
+CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query
+        select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
+               (m.vector <=> p_query)::double precision
+          from memsub.semantic_memory m
+         where p_agent_id is null or m.agent_id = p_agent_id
+         order by m.vector <=> p_query
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
+
+CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_exact_below integer DEFAULT 1000, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    SET "hnsw.iterative_scan" TO 'relaxed_order'
+    SET "hnsw.ef_search" TO '100'
+    SET "hnsw.max_scan_tuples" TO '20000'
+    AS $_$
+declare
+    v_tenant  uuid := memsub.current_tenant_id();
+    v_pool    integer;
+    v_seen    integer;
+    v_method  text := 'approximate';
+    v_filters text := '';
+    v_query   text;
+    v_hits    memsub.retrieval_candidate[];
+    v_ids     uuid[];
+    v_scores  double precision[];
+    v_access  uuid[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
+            memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_finite_time(p_since, 'since');
+    perform memsub._check_finite_time(p_until, 'until');
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k
+            using errcode = '22023', column = 'k';
+    end if;
+    perform memsub._check_limit(p_k, 'max_k', 'k');
+    if p_exact_below is null or p_exact_below < 0 then
+        raise exception 'field "exact_below" must be >= 0, not %', p_exact_below
+            using errcode = '22023', column = 'exact_below';
+    end if;
+    if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
+        raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
+            using errcode = '22023', column = 'ef_search';
+    end if;
+    if p_max_scan_tuples is null or p_max_scan_tuples < 1 then
+        raise exception 'field "max_scan_tuples" must be >= 1, not %', p_max_scan_tuples
+            using errcode = '22023', column = 'max_scan_tuples';
+    end if;
+    -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
+    perform memsub._check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples'),
+            memsub._check_limit(p_exact_below, 'max_scan_tuples', 'exact_below');
+    perform memsub._check_unit(p_min_importance, 'min_importance');
+    perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
+    -- Combined ranking re-ranks a wider pool of nearest candidates.
+    v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
+    perform pg_catalog.set_config('hnsw.ef_search', greatest(coalesce(p_ef_search, 100), v_pool)::text, true);
+
+    if v_tenant is not null then
+        v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
+    end if;
+    if p_thread_id is not null then v_filters := v_filters || ' and p.thread_id = $3'; end if;
+    if p_tags is not null then v_filters := v_filters || ' and p.tags @> $4'; end if;
+    if p_packet_type is not null then v_filters := v_filters || ' and p.packet_type = $5'; end if;
+    if p_since is not null then v_filters := v_filters || ' and p."timestamp" >= $6'; end if;
+    if p_until is not null then v_filters := v_filters || ' and p."timestamp" < $7'; end if;
+    if p_min_importance is not null then v_filters := v_filters || ' and p.importance_score >= $8'; end if;
+
+    -- 1. Size probe: does the caller see at least p_exact_below rows of this type?
+    if v_tenant is not null then
+        execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
+                       ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit $1) s',
+                       v_tenant, p_embedding_type)
+           into v_seen using p_exact_below;
+        if v_seen < p_exact_below then
+            v_method := 'exact';
+        end if;
+    end if;
+
+    -- 2./3. HNSW walk, or the exact scan (the "+ 0" keeps the ordering expression off the HNSW index).
+    loop
+        v_query := format(
+            'select array_agg(c order by c.distance) from ('
+            '  select e.tenant_id, e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text,'
+            '         (e.vector <=> $1)::double precision as distance, p.importance_score,'
+            '         coalesce(p.last_accessed, p."timestamp") as last_active'
+            '    from memsub.memory_embeddings e'
+            '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id'
+            '   where e.embedding_type = %L %s'
+            '   order by %s'
+            '   limit $2) c',
+            p_embedding_type, v_filters,
+            case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
+        execute v_query into v_hits
+            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
+        exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
+        v_method := 'exact';
+    end loop;
+
+    if p_record_access and cardinality(v_hits) > 0 then
+        select array_agg(h.embedding_id order by h.distance), array_agg(1.0 - h.distance / 2.0 order by h.distance)
+          into v_ids, v_scores from unnest(v_hits) h;
+        select array_agg(a.access_id order by a.ord) into v_access
+          from (select r.access_id, array_position(v_ids, r.target_id) as ord
+                  from memsub._record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
+    end if;
+
+    return query
+        select h.embedding_id, h.packet_id, p_embedding_type, h.chunk_index, h.chunk_text, h.distance,
+               h.importance_score, memsub.combined_score(h.distance, h.importance_score, h.last_active),
+               v_method, v_access[array_position(v_ids, h.embedding_id)]
+          from unnest(v_hits) h
+         order by case when p_rank_by = 'combined'
+                       then -memsub.combined_score(h.distance, h.importance_score, h.last_active)
+                       else h.distance end,
+                  h.embedding_id
+         limit p_k;
+end
+$_$;
+
+ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). Tenants with fewer than exact_below rows of the type are searched exactly; for others the planner may walk the HNSW index with iterative scan (method approximate), falling back to exact when that finds fewer than k rows (method exact). record_access logs each result in memory_access_log (access_id) and counts it on its packet. ef_search (default max(100, pool)) and max_scan_tuples (default 20000) bound the HNSW walk; the settings return to their values after the call.';
+
+CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub.require_active_session(v_session);
+    if p_event is null or jsonb_typeof(p_event) <> 'object' then
+        raise exception 'event must be a JSON object'
+            using errcode = '22023', column = 'event';
+    end if;
+    if p_state_delta is not null then
+        perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    end if;
+    update memsub.sessions s
+       set events = s.events || jsonb_build_array(p_event),
+           state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
+           updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_event', p_session_id => v_session.id,
+        p_details => jsonb_build_object('event_index', jsonb_array_length(v_session.events) - 1,
+                                        'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
+                                                         from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) IS 'Appends an event (JSON object) to an active session and merges its state delta (JSON null removes a key), atomically. Audited as session_event.';
+
+CREATE FUNCTION memsub.session_create(p_session_id text DEFAULT NULL::text, p_project_id text DEFAULT NULL::text, p_app_name text DEFAULT NULL::text, p_state jsonb DEFAULT '{}'::jsonb) RETURNS memsub.sessions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
+            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+            memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
+    if memsub.current_user_id() is null then
+        raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
+            using errcode = '22023', column = 'user_id';
+    end if;
+    if p_session_id is not null and p_session_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'session_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_session_id
+            using errcode = '22023', column = 'session_id';
+    end if;
+    if p_project_id is not null and p_project_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'project_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_project_id
+            using errcode = '22023', column = 'project_id';
+    end if;
+    if p_app_name is not null and p_app_name !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'app_name "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_app_name
+            using errcode = '22023', column = 'app_name';
+    end if;
+    v_session.id := coalesce(p_session_id, gen_random_uuid()::text);
+    v_session.user_id := memsub.current_user_id();
+    perform memsub.check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
+
+    insert into memsub.sessions as s (tenant_id, id, org_id, user_id, project_id, app_name, state)
+    values (v_tenant, v_session.id, memsub.current_org_id(), memsub.current_user_id(), p_project_id, p_app_name,
+            memsub._apply_state_delta('{}', coalesce(p_state, '{}')))
+    on conflict (tenant_id, id) do nothing
+    returning s.* into v_session;
+    if not found then
+        raise exception 'session "%" already exists', coalesce(p_session_id, '')
+            using errcode = '23505', column = 'session_id';
+    end if;
+    perform memsub.audit_record('session_create', p_session_id => v_session.id,
+        p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
+    return v_session;
+end
+$_$;
+
+ALTER FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) IS 'Creates an active session for the context user (id generated when NULL), in a project and app, with an initial state (namespaced keys, checked like a state delta). Audited as session_create. 23505 when the id exists.';
+
+CREATE FUNCTION memsub.session_delete(p_session_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions;
+begin
+    if not (memsub._caller_is_admin()) then
+        raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'session_id';
+    end if;
+    v_session := memsub.session_lookup(p_session_id, true);
+    perform memsub.audit_record('session_delete', p_session_id => v_session.id,
+        p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
+                                        'events', jsonb_array_length(v_session.events)));
+    delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub.session_delete(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only). Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+
+CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_dropped text[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub.require_active_session(v_session);
+    select coalesce(array_agg(k order by k), '{}') into v_dropped
+      from jsonb_object_keys(v_session.state) k where k like 'temp:%';
+    update memsub.sessions s
+       set state = s.state - v_dropped, updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id,
+        p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub.session_end_turn(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_end_turn(p_session_id text) IS 'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
+
+CREATE FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean DEFAULT false) RETURNS memsub.sessions
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions;
+begin
+    if p_session_id is null then
+        raise exception 'session_id is required'
+            using errcode = '23502', column = 'session_id';
+    end if;
+    if p_for_update then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for update;
+    else
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+    end if;
+    if v_session.id is null then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = 'P0002', column = 'session_id';
+    end if;
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises P0002 naming session_id when there is none.';
+
+CREATE FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) RETURNS memsub.sessions
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub.require_active_session(v_session);
+    perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    update memsub.sessions s
+       set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_state', p_session_id => v_session.id,
+        p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
+                                                         from jsonb_object_keys(p_state_delta) k)));
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) IS 'Merges a state delta into an active session''s state (JSON null removes a key). Audited as session_state.';
+
+CREATE FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text DEFAULT 'semantic'::text, p_cancel_open_tasks boolean DEFAULT false) RETURNS TABLE(session_id text, status text, terminated_at timestamp with time zone, migrated_keys integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_key      text;
+    v_value    jsonb;
+    v_migrated text[] := '{}';
+    v_open     bigint[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub.require_active_session(v_session);
+    -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
+    -- session block it unless the caller cancels them here.
+    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
+      from memsub.tasks t
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id and t.status in ('pending', 'running');
+    if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
+        raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
+            cardinality(v_open), array_to_string(v_open, ', ')
+            using errcode = '55000', column = 'session_id',
+                  hint = 'Pass p_cancel_open_tasks => true to cancel them as the session terminates.';
+    end if;
+    if cardinality(v_open) > 0 then
+        update memsub.tasks t set status = 'cancelled', completed_at = now()
+         where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
+        perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
+                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'))
+           from unnest(v_open) as o(id);
+    end if;
+    -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
+    for v_key, v_value in
+        select e.k, e.v from jsonb_each(v_session.state) as e(k, v) where e.k like 'user:%' order by e.k
+    loop
+        perform memsub.store_memory_version(
+            regexp_replace(v_key, ':[^:]*$', ''), substring(v_key from '[^:]*$'), v_value, p_memory_type,
+            jsonb_build_object('source', 'session_terminate', 'session_id', v_session.id),
+            null, false, false, 'memory_write',
+            jsonb_build_object('source', 'session_terminate'), v_session.id);
+        v_migrated := v_migrated || v_key;
+    end loop;
+    update memsub.sessions s
+       set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_terminate', p_session_id => v_session.id,
+        p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
+                                        'memory_type', p_memory_type));
+    return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
+end
+$_$;
+
+ALTER FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels them (audited as task_status). Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+
+CREATE FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint DEFAULT NULL::bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+    v_task   bigint := p_task_id;
+begin
+    if v_tenant is null then
+        raise exception 'memsub.set_actor: no tenant context; call memsub.set_context(tenant_id, ...) first'
+            using errcode = '42501', column = 'tenant_id';
+    end if;
+    if p_agent_id is not null then
+        select coalesce(v_task, a.task_id) into v_task
+          from memsub.agents a where a.tenant_id = v_tenant and a.id = p_agent_id;
+        if not found then
+            raise exception 'memsub.set_actor: agent % does not exist or is not visible', p_agent_id
+                using errcode = '23503', column = 'agent_id';
+        end if;
+    end if;
+    if p_task_id is not null
+       and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id) then
+        raise exception 'memsub.set_actor: task % does not exist or is not visible', p_task_id
+            using errcode = '23503', column = 'task_id';
+    end if;
+    perform pg_catalog.set_config('memsub.agent_id', coalesce(p_agent_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.task_id', coalesce(v_task::text, ''), true);
+end
+$$;
+
+ALTER FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) IS 'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record them. Raises 23503 naming agent_id or task_id when either is unknown or not visible.';
+
+CREATE FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid, p_user_id uuid DEFAULT NULL::uuid, p_roles text[] DEFAULT '{}'::text[], p_session_id text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    requested text;
+begin
+    if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
+        raise exception 'memsub.set_context: tenant_id must not be null'
+            using errcode = '22004', column = 'tenant_id',
+                  hint = 'Only a platform_admin context may omit the tenant.';
+    end if;
+    foreach requested in array coalesce(p_roles, '{}') loop
+        if requested not in ('tenant_admin', 'platform_admin') then
+            raise exception 'memsub.set_context: unknown role "%"', requested
+                using errcode = '22023', column = 'roles',
+                      hint = 'Known context roles: tenant_admin, platform_admin.';
+        end if;
+        if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
+            raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
+    -- the login's binding decides which tenants and organizations it may act for (015_identity_binding.sql)
+    perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+end
+$$;
+
+ALTER FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. Context roles tenant_admin/platform_admin require membership in memsub_tenant_admin/memsub_platform_admin; the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction acts for one tenant.';
+
+CREATE FUNCTION memsub.set_context_signed(p_token text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    parts text[] := string_to_array(coalesce(p_token, ''), '.');
+    claims jsonb;
+    v_key_id text;
+    expected bytea;
+    roles text[];
+    requested text;
+    tenant uuid;
+    org uuid;
+    person uuid;
+begin
+    if array_length(parts, 1) is distinct from 2 then
+        raise exception 'memsub.set_context_signed: token must be <claims>.<signature>'
+            using errcode = '22023', column = 'token';
+    end if;
+    begin
+        claims := convert_from(memsub.base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
+    exception when data_exception then
+        raise exception 'memsub.set_context_signed: token claims are not base64url JSON'
+            using errcode = '22023', column = 'token';
+    end;
+    if jsonb_typeof(claims) is distinct from 'object' or jsonb_typeof(claims -> 'kid') is distinct from 'string'
+       or jsonb_typeof(claims -> 'exp') is distinct from 'number' then
+        raise exception 'memsub.set_context_signed: token claims need a string kid and a numeric exp'
+            using errcode = '22023', column = 'token';
+    end if;
+    v_key_id := claims ->> 'kid';
+    expected := memsub.context_mac(v_key_id, parts[1]);
+    if expected is null
+       or not exists (select from memsub.context_keys k where k.key_id = v_key_id and k.purpose = 'token') then
+        raise exception 'memsub.set_context_signed: unknown signing key "%"', v_key_id
+            using errcode = '28000', column = 'kid';
+    end if;
+    if expected is distinct from memsub.base64url_decode(parts[2], 'token') then
+        raise exception 'memsub.set_context_signed: the token signature does not match its claims'
+            using errcode = '28000', column = 'signature';
+    end if;
+    if (claims ->> 'exp')::numeric <= extract(epoch from pg_catalog.statement_timestamp()) then
+        raise exception 'memsub.set_context_signed: the token expired at %', to_timestamp((claims ->> 'exp')::double precision)
+            using errcode = '28000', column = 'exp';
+    end if;
+    if claims ? 'login' and claims ->> 'login' is distinct from session_user::text then
+        raise exception 'memsub.set_context_signed: the token is for login %, not %', claims ->> 'login', session_user
+            using errcode = '28000', column = 'login';
+    end if;
+    begin
+        tenant := (claims ->> 'tenant')::uuid;
+        org := (claims ->> 'org')::uuid;
+        person := (claims ->> 'user')::uuid;
+        roles := coalesce((select array_agg(r) from jsonb_array_elements_text(
+                               case when jsonb_typeof(claims -> 'roles') = 'array' then claims -> 'roles' else '[]' end) r),
+                          '{}');
+    exception when data_exception then
+        raise exception 'memsub.set_context_signed: token claims tenant, org and user must be UUIDs'
+            using errcode = '22023', column = 'token';
+    end;
+    if tenant is null and not ('platform_admin' = any(roles)) then
+        raise exception 'memsub.set_context_signed: the token names no tenant'
+            using errcode = '22004', column = 'tenant_id';
+    end if;
+    foreach requested in array roles loop
+        if requested not in ('tenant_admin', 'platform_admin') then
+            raise exception 'memsub.set_context_signed: unknown role "%"', requested
+                using errcode = '22023', column = 'roles';
+        end if;
+        if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
+            raise exception 'memsub.set_context_signed: role % requires membership in memsub_%', requested, requested
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
+    perform memsub.store_context(tenant, org, person, roles, claims ->> 'session');
+end
+$$;
+
+ALTER FUNCTION memsub.set_context_signed(p_token text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_context_signed(p_token text) IS 'Sets the request context from a token signed by a gateway (python/memsub/context_tokens.py): HMAC-SHA256 under a key registered with memsub.set_context_signing_key. No login binding is needed. Refused: a bad signature (28000, column signature), an unknown key (kid), an expired token (exp), a token for another login (login); malformed tokens 22023 (token).';
+
+CREATE FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+begin
+    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]{1,64}$' or p_key_id = 'seal' then
+        raise exception 'memsub.set_context_signing_key: key_id must be 1-64 letters, digits, ".", "_" or "-" (not "seal")'
+            using errcode = '22023', column = 'key_id';
+    end if;
+    if p_secret is null or length(p_secret) < 32 then
+        raise exception 'memsub.set_context_signing_key: secret must be at least 32 bytes'
+            using errcode = '22023', column = 'secret';
+    end if;
+    insert into memsub.context_keys (key_id, purpose, inner_pad, outer_pad)
+    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub.hmac_pads(p_secret) p
+    on conflict (key_id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
+                                      created_at = now(), created_by = session_user;
+end
+$_$;
+
+ALTER FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) IS 'Registers (or replaces) a key that context tokens are signed with; the secret cannot be read back. Platform admins only.';
+
+CREATE FUNCTION memsub.set_unbound_logins(p_mode text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_mode is null or p_mode not in ('allow', 'refuse') then
+        raise exception 'memsub.set_unbound_logins: mode must be allow or refuse, not %', coalesce(p_mode, 'NULL')
+            using errcode = '22023', column = 'mode';
+    end if;
+    insert into memsub.installation_settings (name, value) values ('unbound_logins', p_mode)
+    on conflict (name) do update set value = excluded.value, set_at = now();
+end
+$$;
+
+ALTER FUNCTION memsub.set_unbound_logins(p_mode text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_unbound_logins(p_mode text) IS 'What memsub.set_context does for a login with no binding: refuse (the default) or allow (any tenant, the behaviour before identity binding). Platform admins only.';
+
+CREATE FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    seal_key record;
+    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    -- The seal covers the login, the start of the transaction, tenant, org, user and session: it fits one
+    -- login's context in one transaction only. Context roles are not sealed: they count only for members of the
+    -- matching memsub role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give
+    -- the same message. memsub.current_tenant_id() (010_identity.sql) checks the seal with the same
+    -- expression, inlined there because it runs once per query.
+    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
+begin
+    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
+    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one.
+    if previous is not null and previous is distinct from p_tenant_id::text
+       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER')
+       and pg_catalog.current_setting('memsub.context_seal', true)
+           = pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+                 || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.tenant_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
+                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))),
+                    'UTF8'))), 'hex') then
+        raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
+            using errcode = '42501', column = 'tenant_id',
+                  hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
+    end if;
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true);
+    perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
+    perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
+    perform pg_catalog.set_config('memsub.context_seal',
+        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+            || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                   pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                   pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+        true);
+end
+$$;
+
+ALTER FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
+
+CREATE TABLE memsub.memory_embeddings (
+    embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    packet_id uuid NOT NULL,
+    embedding_type text NOT NULL,
+    vector public.vector(1536) NOT NULL,
+    chunk_index integer DEFAULT 0 NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings IS 'Multi-space vectors of packets: one per (packet, embedding_type, chunk). Deleted with their packet.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.embedding_id IS 'Unique embedding identifier.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.packet_id IS 'Source packet.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.embedding_type IS 'Vector space: one of memsub.embedding_types().';
+
+COMMENT ON COLUMN memsub.memory_embeddings.vector IS 'Embedding (dimension: installation_settings.vector_dimension, 1536 by default).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.chunk_index IS '0 = the full content, 1+ = chunk number.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.chunk_text IS 'Stored chunk text, for debugging.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.metadata IS 'Additional metadata (model, ...).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.scope IS 'Visibility scope, copied from the packet (shared when there is none).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.created_at IS 'When the embedding was stored.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.user_id IS 'User of the writer.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.correlation_id IS 'Request correlation identifier (from the packet).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.session_id IS 'Session of the writer.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.trace_id IS 'Distributed tracing identifier (from the packet).';
+
+COMMENT ON COLUMN memsub.memory_embeddings.search_tsv IS 'Full-text vector of chunk_text (english configuration), generated; the keyword leg of memsub.hybrid_search.';
+
+COMMENT ON COLUMN memsub.memory_embeddings.ttl IS 'Expiration time of the packet (UTC), copied from packet_store.ttl; an expired embedding is never read.';
+
+CREATE FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer DEFAULT 0, p_chunk_text text DEFAULT NULL::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.memory_embeddings
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_packet    memsub.packet_store;
+    v_embedding memsub.memory_embeddings;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    if p_packet_id is null then
+        raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
+    end if;
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub._check_vector(p_vector, 'vector');
+    if p_chunk_index is null or p_chunk_index < 0 then
+        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
+            using errcode = '22023', column = 'chunk_index';
+    end if;
+    v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
+    insert into memsub.memory_embeddings as e (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        p_packet_id, p_embedding_type, p_vector, p_chunk_index, p_chunk_text,
+        coalesce(memsub._check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope, v_packet.ttl,
+        v_tenant, v_packet.org_id, v_packet.user_id, v_packet.correlation_id, v_packet.session_id, v_packet.trace_id)
+    on conflict (tenant_id, packet_id, embedding_type, chunk_index) do update
+       set vector = excluded.vector, chunk_text = excluded.chunk_text, metadata = excluded.metadata,
+           created_at = now()
+    returning e.* into v_embedding;
+    return v_embedding;
+end
+$$;
+
+ALTER FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) IS 'Stores (or replaces) the embedding of a visible packet in one vector space (one of memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
+
+CREATE FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text DEFAULT NULL::text) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_kind     text := split_part(p_namespace, ':', 1);
+    v_current  integer;
+    v_deleted  boolean;
+    v_session  text;
+    v_row      memsub.memory_entries;
+    v_previous memsub.memory_entries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub.check_memory_address(p_namespace, p_key);
+    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
+        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
+            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    if not p_delete and p_value is null then
+        raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
+    end if;
+    if p_expected_version is not null and p_expected_version < 0 then
+        raise exception 'expected_version must be 0 or more, not %', p_expected_version
+            using errcode = '22023', column = 'expected_version';
+    end if;
+    if not memsub._memory_namespace_writable(p_namespace) then
+        if v_kind in ('app', 'project') then
+            raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
+                p_namespace, v_kind
+                using errcode = '42501', column = 'namespace';
+        end if;
+        raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
+            using errcode = '42501', column = 'namespace';
+    end if;
+
+    select m.version, m.is_deleted into v_current, v_deleted
+      from memsub.memory_entries m
+     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+     order by m.version desc limit 1;
+
+    if p_delete and (v_current is null or v_deleted) then
+        raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
+            using errcode = 'P0002', column = 'key';
+    end if;
+    if p_check_version and (
+        (p_expected_version is null and v_current is not null and not v_deleted)
+        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0))) then
+        raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
+            p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
+            using errcode = '40001', column = 'expected_version',
+                  detail = format('current_version=%s', coalesce(v_current, 0)),
+                  hint = 'Read the entry again and retry the write with the version you read.';
+    end if;
+
+    v_session := coalesce(p_session_id, memsub.current_session_id());
+    if v_session is not null
+       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+        v_session := null;
+    end if;
+
+    insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
+                                             version, is_deleted, metadata, session_id)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
+            case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
+            p_delete, p_metadata, v_session)
+    on conflict on constraint memory_entries_version_key do nothing
+    returning m.* into v_row;
+    if not found then
+        -- A concurrent writer committed this version first (the UNIQUE constraint decided).
+        select m.* into v_previous from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1;
+        raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
+            p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
+            using errcode = '40001', column = 'expected_version',
+                  detail = format('current_version=%s', coalesce(v_previous.version, 0)),
+                  hint = 'Read the entry again and retry the write with the version you read.';
+    end if;
+    if p_delete then
+        update memsub.memory_entries m set is_deleted = true
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+           and m.version < v_row.version and not m.is_deleted;
+    end if;
+    perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version,
+        p_details => coalesce(p_details, '{}')
+                     || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
+    return v_row;
+end
+$$;
+
+ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
+
+CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) RETURNS memsub.packet_write_result
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    known_fields constant text[] := array[
+        'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
+        'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
+        'correlation_id', 'session_id', 'trace_id', 'memory'];
+    derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
+    v_tenant        uuid := memsub._require_tenant_id();
+    v_org           uuid := memsub.current_org_id();
+    v_user          uuid := memsub.current_user_id();
+    v_field         text;
+    v_packet_id     uuid;
+    v_stated_id     uuid;
+    v_stated_time   timestamptz;
+    v_memory        jsonb;
+    v_unknown       text[];
+    v_packet_type   text;
+    v_payload       jsonb;
+    v_timestamp     timestamptz;
+    v_metadata      jsonb;
+    v_provenance    jsonb;
+    v_confidence    jsonb;
+    v_thread_id     uuid;
+    v_lineage       jsonb;
+    v_parent_ids    uuid[] := '{}';
+    v_derivation    text;
+    v_generation    integer := 0;
+    v_root          uuid;
+    v_parent_gen    integer;
+    v_parent_root   uuid;
+    v_tags          text[] := '{}';
+    v_ttl           timestamptz;
+    v_scope         text;
+    v_importance    double precision;
+    v_correlation   uuid;
+    v_session       text;
+    v_trace         text;
+    v_hash          text;
+    v_thread_org    uuid;
+    v_thread_known  boolean;
+    v_missing       uuid;
+    v_element       jsonb;
+    v_stored        memsub.packet_store%rowtype;
+    v_inserted      integer;
+    v_null_parent   boolean;
+    v_written       jsonb;
+begin
+    if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
+        raise exception 'envelope must be a JSON object'
+            using errcode = '22023', column = 'envelope';
+    end if;
+    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
+    -- The writer's identity comes from the context, never from the envelope.
+    select k into v_field from jsonb_object_keys(p_envelope) as k
+     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
+    if v_field is not null then
+        raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
+            using errcode = '22023', column = v_field;
+    end if;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
+    v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
+
+    -- Required fields.
+    v_packet_type := memsub.envelope_text(p_envelope, 'packet_type');
+    if v_packet_type is null then
+        raise exception 'envelope field "packet_type" is required'
+            using errcode = '23502', column = 'packet_type';
+    end if;
+    if btrim(v_packet_type) = '' or length(v_packet_type) > 200 then
+        raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
+            using errcode = '22023', column = 'packet_type';
+    end if;
+    v_payload := p_envelope -> 'payload';
+    if v_payload is null or jsonb_typeof(v_payload) = 'null' then
+        raise exception 'envelope field "payload" is required'
+            using errcode = '23502', column = 'payload';
+    end if;
+
+    -- Optional fields.
+    v_stated_id := memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    v_packet_id := coalesce(v_stated_id, gen_random_uuid());
+    v_stated_time := memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    v_timestamp := coalesce(v_stated_time, now());
+    v_memory := memsub.envelope_object(p_envelope, 'memory');
+    v_metadata := memsub.envelope_object(p_envelope, 'metadata');
+    v_provenance := memsub.envelope_object(p_envelope, 'provenance');
+    v_confidence := memsub.envelope_object(p_envelope, 'confidence');
+    perform memsub.envelope_object(p_envelope, 'reasoning_block');
+    perform memsub.envelope_object(p_envelope, 'routing');
+    if v_confidence is not null then
+        perform memsub.envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+    end if;
+    v_thread_id := memsub.envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    v_ttl := memsub.envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    if v_ttl is not null and v_ttl <= v_timestamp then
+        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
+            using errcode = '22023', column = 'ttl';
+    end if;
+    v_importance := coalesce(memsub.envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    v_correlation := memsub.envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    v_session := coalesce(memsub.envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    v_trace := memsub.envelope_text(p_envelope, 'trace_id');
+
+    v_scope := coalesce(memsub.envelope_text(p_envelope, 'scope'), 'shared');
+    if v_scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    if v_scope <> 'shared' and v_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+
+    if p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null' then
+        if jsonb_typeof(p_envelope -> 'tags') <> 'array' then
+            raise exception 'envelope field "tags" must be an array of strings'
+                using errcode = '22023', column = 'tags';
+        end if;
+        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+        select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
+         where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+        if found then
+            raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
+                using errcode = '22023', column = 'tags';
+        end if;
+        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+           from jsonb_array_elements(p_envelope -> 'tags') as e;
+        -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
+        v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
+                                             from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
+                                            group by 1) d
+                         order by d.first);
+    end if;
+
+    -- Lineage: validate, then check integrity against stored (visible) parents.
+    v_lineage := memsub.envelope_object(p_envelope, 'lineage');
+    if v_lineage is not null then
+        if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
+            if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
+                raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
+            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
+                                       'lineage.parent_ids');
+            -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
+            with ids as (
+                select memsub.envelope_uuid(e, 'lineage.parent_ids') as id, o
+                  from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
+            )
+            select coalesce(bool_or(ids.id is null), false),
+                   array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
+                                            group by i.id) d order by d.first)
+              into v_null_parent, v_parent_ids
+              from ids;
+            if v_null_parent then
+                raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
+        end if;
+        v_derivation := memsub.envelope_text(v_lineage, 'derivation_type');
+        if v_derivation is not null and v_derivation <> all(derivation_types) then
+            raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
+                using errcode = '22023', column = 'lineage.derivation_type';
+        end if;
+        v_unknown := v_unknown || array(
+            select 'lineage.' || k from jsonb_object_keys(v_lineage) as k
+             where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k);
+    end if;
+    if v_packet_id = any(v_parent_ids) then
+        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
+            using errcode = '23514', column = 'lineage.parent_ids';
+    end if;
+    if cardinality(v_parent_ids) > 0 then
+        -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement
+        -- gets a generic plan cached for the session; planned while packet_store was nearly empty, it
+        -- reads the tenant through any tenant-leading index and keeps scanning the whole tenant on every
+        -- write as the table grows.
+        foreach v_missing in array v_parent_ids loop
+            execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
+                            coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
+                       from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_parent_gen, v_parent_root using v_tenant, v_missing;
+            if v_parent_root is null then
+                raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
+                    using errcode = '23503', column = 'lineage.parent_ids';
+            end if;
+            v_generation := greatest(v_generation, v_parent_gen + 1);
+            v_root := coalesce(v_root, v_parent_root);  -- the root of the first parent
+        end loop;
+    else
+        v_root := v_packet_id;
+    end if;
+    if v_lineage ? 'generation' and (v_lineage -> 'generation') is distinct from to_jsonb(v_generation) then
+        raise exception 'envelope field "lineage.generation" is % but the parents give %', v_lineage -> 'generation', v_generation
+            using errcode = '22023', column = 'lineage.generation';
+    end if;
+    if v_lineage ? 'root_packet_id'
+       and memsub.envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
+        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
+            using errcode = '22023', column = 'lineage.root_packet_id';
+    end if;
+
+    -- Thread consistency: a thread belongs to the organization of its first packet.
+    if v_thread_id is not null then
+        select t.org_id, true into v_thread_org, v_thread_known
+          from memsub.packet_threads t where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+        if v_thread_known and v_thread_org is distinct from v_org then
+            raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                using errcode = '23514', column = 'thread_id';
+        end if;
+    end if;
+
+    if v_memory is not null then
+        v_unknown := v_unknown || array(
+            select 'memory.' || k from jsonb_object_keys(v_memory) as k
+             where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
+        if v_ttl is not null and v_ttl <= now() then
+            raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
+                            'fanned out from it', v_ttl
+                using errcode = '22023', column = 'ttl';
+        end if;
+    end if;
+    v_unknown := array(select u from unnest(v_unknown) as u order by u);
+
+    v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
+                                        v_scope, v_org, v_user, v_session, v_timestamp, v_stated_id);
+
+    insert into memsub.packet_store as s (
+        packet_id, packet_type, envelope, "timestamp", routing, provenance,
+        thread_id, parent_ids, tags, ttl,
+        scope, importance_score, content_hash,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        v_packet_id, v_packet_type,
+        p_envelope || jsonb_strip_nulls(jsonb_build_object(
+            'packet_id', v_packet_id,
+            'packet_type', v_packet_type,
+            'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'tags', case when cardinality(v_tags) > 0 then to_jsonb(v_tags) end,
+            'ttl', to_char(v_ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'scope', v_scope,
+            'session_id', v_session,
+            'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
+                coalesce(v_lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                    'parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation))
+                || jsonb_build_object('generation', v_generation, 'root_packet_id', v_root) end)),
+        v_timestamp,
+        coalesce(p_envelope -> 'routing', v_metadata),
+        v_provenance,
+        v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
+        v_scope, v_importance, v_hash,
+        v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
+    on conflict do nothing;
+    -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
+    get diagnostics v_inserted = row_count;
+
+    if v_inserted = 0 then
+        -- A named packet_id is the packet's identity: the same id again is the same packet when its content
+        -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
+        if v_stated_id is not null then
+            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
+            -- table was small would scan the tenant.
+            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_stored using v_tenant, v_stated_id;
+            if v_stored.packet_id is null then
+                raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
+                                'or expired)', v_stated_id
+                    using errcode = '23505', column = 'packet_id';
+            end if;
+            if (v_stored.packet_type, v_stored.envelope -> 'payload', v_stored.thread_id, v_stored.scope,
+                v_stored.org_id, v_stored.user_id, v_stored.session_id, v_stored."timestamp")
+               is distinct from
+               (v_packet_type, v_payload, v_thread_id, v_scope, v_org, v_user, v_session,
+                coalesce(v_stated_time, v_stored."timestamp"))
+               or array(select p from unnest(v_stored.parent_ids) as p order by p)
+                  is distinct from array(select p from unnest(v_parent_ids) as p order by p) then
+                raise exception 'packet_id % already names a packet with other content', v_stated_id
+                    using errcode = '23505', column = 'packet_id',
+                          hint = 'A packet is immutable: write the new content under a new packet_id.';
+            end if;
+        else
+            select s.* into v_stored from memsub.packet_store s
+             where s.tenant_id = v_tenant and s.content_hash = v_hash;
+            if not found then
+                raise exception 'deduplication: a packet with the same content and time exists but is not visible '
+                                'to this writer'
+                    using errcode = '23505', column = 'payload';
+            end if;
+        end if;
+        return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
+                   v_stored.parent_ids,
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
+                   v_stored.content_hash, true, '{}'::jsonb, v_unknown)::memsub.packet_write_result;
+    end if;
+
+    v_written := jsonb_build_object('packet_store', 1);
+    if v_thread_id is not null and not coalesce(v_thread_known, false) then
+        insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        values (v_tenant, v_thread_id, v_org, v_packet_id, v_timestamp)
+        on conflict (tenant_id, thread_id) do nothing;
+        if found then
+            v_written := v_written || jsonb_build_object('packet_threads', 1);
+        else
+            -- Another writer registered the thread first: re-check its organization.
+            select t.org_id into v_thread_org from memsub.packet_threads t
+             where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+            if v_thread_org is distinct from v_org then
+                raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                    using errcode = '23514', column = 'thread_id';
+            end if;
+        end if;
+    end if;
+
+    -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
+    -- in the same transaction. The payload itself is never interpreted.
+    if v_memory is not null then
+        v_written := v_written || memsub.fan_out_packet(
+            v_packet_id, v_memory, v_scope, coalesce((v_confidence ->> 'score')::double precision, 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+    end if;
+
+    return row(p_position, v_packet_id, v_packet_type, v_timestamp, v_thread_id,
+               v_parent_ids, v_generation, v_root, v_hash, false,
+               v_written, v_unknown)::memsub.packet_write_result;
+end
+$_$;
+
+ALTER FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) IS 'Internal: validates, normalizes and stores one envelope for write_packet/write_packets. Not granted to clients.';
+
+CREATE TABLE memsub.semantic_memory (
+    embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    agent_id text NOT NULL,
+    vector public.vector(1536) NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    importance_score double precision DEFAULT 0.5 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    embedding_type text DEFAULT 'content'::text NOT NULL,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    CONSTRAINT semantic_memory_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT semantic_memory_embedding_type_known CHECK (((embedding_type = ANY (memsub.embedding_types())) AND (embedding_type <> 'reasoning'::text))),
+    CONSTRAINT semantic_memory_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
+    CONSTRAINT semantic_memory_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+)
+WITH (fillfactor='80');
+
+ALTER TABLE ONLY memsub.semantic_memory FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.semantic_memory OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.semantic_memory IS 'Legacy vector store: one embedding per agent memory, with its payload and scope.';
+
+COMMENT ON COLUMN memsub.semantic_memory.embedding_id IS 'Unique embedding identifier.';
+
+COMMENT ON COLUMN memsub.semantic_memory.agent_id IS 'Owning agent.';
+
+COMMENT ON COLUMN memsub.semantic_memory.vector IS 'Embedding (dimension: installation_settings.vector_dimension, 1536 by default).';
+
+COMMENT ON COLUMN memsub.semantic_memory.payload IS 'Source content metadata.';
+
+COMMENT ON COLUMN memsub.semantic_memory.importance_score IS 'Learned importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.semantic_memory.access_count IS 'Retrieval counter.';
+
+COMMENT ON COLUMN memsub.semantic_memory.last_accessed IS 'Last retrieval time.';
+
+COMMENT ON COLUMN memsub.semantic_memory.embedding_type IS 'Vector space: one of memsub.embedding_types() except reasoning.';
+
+COMMENT ON COLUMN memsub.semantic_memory.scope IS 'Memory isolation scope: shared, cursor or l-private (as packet_store.scope).';
+
+COMMENT ON COLUMN memsub.semantic_memory.created_at IS 'When the embedding was stored.';
+
+COMMENT ON COLUMN memsub.semantic_memory.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.semantic_memory.org_id IS 'Organization of the writer (NULL: whole tenant).';
+
+COMMENT ON COLUMN memsub.semantic_memory.user_id IS 'User of the writer; cursor and l-private rows are visible to this user.';
+
+COMMENT ON COLUMN memsub.semantic_memory.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.semantic_memory.session_id IS 'Session of the writer; cursor rows are visible to this session.';
+
+COMMENT ON COLUMN memsub.semantic_memory.trace_id IS 'Distributed tracing identifier.';
+
+CREATE FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb DEFAULT '{}'::jsonb, p_embedding_type text DEFAULT 'content'::text, p_scope text DEFAULT 'shared'::text, p_importance_score double precision DEFAULT 0.5) RETURNS memsub.semantic_memory
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_memory memsub.semantic_memory;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub._check_vector(p_vector, 'vector');
+    perform memsub._check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
+    perform memsub._check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    if p_scope <> 'shared' and memsub.current_user_id() is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    insert into memsub.semantic_memory (
+        agent_id, vector, payload, importance_score, embedding_type, scope,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        memsub._require_text(p_agent_id, 'agent_id'), p_vector,
+        coalesce(memsub._check_json_type(p_payload, 'object', 'payload'), '{}'),
+        coalesce(memsub._check_unit(p_importance_score, 'importance_score'), 0.5), p_embedding_type, p_scope,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_memory;
+    return v_memory;
+end
+$$;
+
+ALTER FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) IS 'Stores an agent memory in the legacy vector store, visible by scope like packets (shared, cursor, l-private).';
+
+CREATE FUNCTION memsub.summaries_due(p_as_of timestamp with time zone DEFAULT now(), p_limit integer DEFAULT 100) RETURNS SETOF memsub.memory_summaries
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_finite_time(p_as_of, 'as_of');
+    -- Only the newest summary of each scope matters: an older one was already regenerated.
+    return query
+        select m.* from (
+            select distinct on (s.scope_type, s.scope_value) s.*
+              from memsub.memory_summaries s
+             order by s.scope_type, s.scope_value, s.created_at desc, s.summary_id
+        ) m
+         where m.valid_until is not null and m.valid_until <= coalesce(p_as_of, now())
+         order by m.valid_until, m.summary_id
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) IS 'Summaries due for regeneration: the newest visible summary of each scope whose valid_until has passed (as of the given time), oldest first.';
+
+CREATE FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone DEFAULT NULL::timestamp with time zone, p_confidence double precision DEFAULT 0.5, p_evidence jsonb DEFAULT '[]'::jsonb, p_source_type text DEFAULT 'Entity'::text, p_target_type text DEFAULT 'Entity'::text, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.entity_relationships
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_source   text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type     text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target   text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_from     timestamptz := coalesce(p_valid_from, now());
+    v_evidence jsonb := memsub._check_doc_refs(p_evidence, 'evidence');
+    v_late     memsub.entity_relationships;
+    v_edge     memsub.entity_relationships;
+    v_sources  text[];
+    v_targets  text[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_finite_time(p_valid_from, 'valid_from');
+    perform memsub._check_unit(p_confidence, 'confidence');
+    -- Supersedes of one (source, relationship) run one at a time.
+    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
+                                         || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
+    -- The source is matched as its entity (name or alias), the target by its matching form.
+    v_sources := memsub._entity_keys(v_source);
+    v_targets := memsub._entity_keys(v_target);
+    select r.* into v_late from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
+       and not r.target_key = any(v_targets) and upper_inf(r.valid_period) and lower(r.valid_period) >= v_from
+     limit 1;
+    if found then
+        raise exception 'field "valid_from": (%)-[%]->(%) holds only since %, after %; supersede from a later time',
+            v_source, v_type, v_late.target_entity, lower(v_late.valid_period), v_from
+            using errcode = '22023', column = 'valid_from';
+    end if;
+    -- The facts this one replaces stop holding where it starts.
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_from, '[)')
+     where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
+       and not r.target_key = any(v_targets) and upper_inf(r.valid_period);
+    -- The new fact: reinforce it when it already holds, otherwise open its window.
+    update memsub.entity_relationships r
+       set mention_count = r.mention_count + 1,
+           confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
+           last_seen = greatest(r.last_seen, now()),
+           evidence = memsub._merge_doc_refs(r.evidence, v_evidence)
+     where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
+                                 where h.tenant_id = v_tenant and h.source_key = any(v_sources)
+                                   and h.relationship_type = v_type and h.target_key = any(v_targets)
+                                   and upper_inf(h.valid_period)
+                                 order by h.source_key = memsub.normalize_text(v_source) desc, h.relationship_id
+                                 limit 1)
+       and r.tenant_id = v_tenant
+    returning r.* into v_edge;
+    if not found then
+        v_edge := memsub.temporal_edge_add(v_source, v_type, v_target, v_from, null, p_confidence, v_evidence,
+                                           p_source_type, p_target_type, p_source_packet);
+    end if;
+    return v_edge;
+end
+$$;
+
+ALTER FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged). Rejects (22023) a valid_from before the start of a fact it would replace.';
+
+CREATE FUNCTION memsub.take_maintenance_lock(p_task text, p_key text DEFAULT ''::text, p_wait boolean DEFAULT true) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key bigint := pg_catalog.hashtextextended(coalesce(p_key, ''), 0);
+begin
+    if p_task is null or p_task = '' then
+        raise exception 'field "task" is required' using errcode = '23502', column = 'task';
+    end if;
+    if p_wait then
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
+    else
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
+    end if;
+    if found then
+        return true;
+    end if;
+    -- No row yet (or, without p_wait, a held one): the first caller of a key creates its row; a concurrent first
+    -- caller waits on that insert.
+    insert into memsub.maintenance_lock (task, lock_key) values (p_task, v_key) on conflict do nothing;
+    if p_wait then
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
+        return true;
+    end if;
+    perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) IS 'Locks (task, key) until the calling transaction ends: waits for a holder (p_wait, bounded by the session''s lock_timeout) or returns false at once when another transaction holds it. Only memsub''s owner roles may call it, so no other login can hold these locks.';
+
+CREATE TABLE memsub.world_model_snapshots (
+    snapshot_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    snapshot jsonb NOT NULL,
+    state_version integer NOT NULL,
+    entity_count integer NOT NULL,
+    relation_count integer NOT NULL,
+    description text,
+    created_by text,
+    created_at timestamp without time zone DEFAULT (now() AT TIME ZONE 'UTC'::text) NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    CONSTRAINT world_model_snapshots_snapshot_is_object CHECK ((jsonb_typeof(snapshot) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.world_model_snapshots FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_snapshots OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.world_model_snapshots IS 'Full world-model states of a tenant at a state version.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.snapshot_id IS 'Unique snapshot identifier.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.snapshot IS 'Full state: {"state_version", "entities": {id: {entity_type, attributes, confidence, version}}, "relations": [...]}.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.state_version IS 'State version captured.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.entity_count IS 'Number of entities captured.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.relation_count IS 'Number of knowledge-graph relations captured.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.description IS 'Why the snapshot was taken.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.created_by IS 'Who took it (agent or operator).';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.created_at IS 'When it was taken (UTC).';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.org_id IS 'Organization of the taker.';
+
+COMMENT ON COLUMN memsub.world_model_snapshots.user_id IS 'User of the taker.';
+
+CREATE FUNCTION memsub.take_world_model_snapshot(p_description text DEFAULT NULL::text, p_created_by text DEFAULT NULL::text) RETURNS memsub.world_model_snapshots
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_version   integer;
+    v_entities  jsonb;
+    v_relations jsonb;
+    v_snapshot  memsub.world_model_snapshots;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_description), 'max_text_chars', 'description'),
+            memsub._check_limit(length(p_created_by), 'max_text_chars', 'created_by');
+    -- Share lock on the state row: no update can commit between reading the version and the entities.
+    select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
+    v_version := coalesce(v_version, 0);
+    select coalesce(jsonb_object_agg(w.entity_id, jsonb_build_object(
+               'entity_type', w.entity_type, 'attributes', w.attributes, 'confidence', w.confidence,
+               'version', w.version)), '{}')
+      into v_entities
+      from memsub.world_model_entities w where w.tenant_id = v_tenant;
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'source_entity', r.source_entity, 'relationship_type', r.relationship_type,
+               'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
+               order by r.source_entity, r.relationship_type, r.target_entity), '[]')
+      into v_relations
+      from memsub.entity_relationships r where r.tenant_id = v_tenant and upper_inf(r.valid_period);
+    insert into memsub.world_model_snapshots (
+        snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
+    values (
+        jsonb_build_object('state_version', v_version, 'entities', v_entities, 'relations', v_relations),
+        v_version, (select count(*) from jsonb_object_keys(v_entities)), jsonb_array_length(v_relations),
+        p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
+        v_tenant, memsub.current_org_id(), memsub.current_user_id())
+    returning * into v_snapshot;
+    return v_snapshot;
+end
+$$;
+
+ALTER FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations) at one state version, with entity and relation counts.';
+
+CREATE TABLE memsub.tasks (
+    tenant_id uuid NOT NULL,
+    id bigint NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    type text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    result jsonb,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    session_id text,
+    parent_task_id bigint,
+    CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) = (completed_at IS NOT NULL))),
+    CONSTRAINT tasks_not_own_parent CHECK ((parent_task_id IS DISTINCT FROM id)),
+    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT tasks_type_not_blank CHECK ((length(btrim(type)) > 0))
+);
+
+ALTER TABLE ONLY memsub.tasks FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.tasks OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.tasks IS 'Tasks (seed 000 operations layer, with seed 001''s session_id and parent_task_id): one table for both seeds.';
+
+COMMENT ON COLUMN memsub.tasks.tenant_id IS 'Tenant owning the task.';
+
+COMMENT ON COLUMN memsub.tasks.id IS 'Task identifier (seed 000: SERIAL; here a bigint identity, unique per tenant).';
+
+COMMENT ON COLUMN memsub.tasks.org_id IS 'Organization of the task (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.tasks.user_id IS 'User who created the task.';
+
+COMMENT ON COLUMN memsub.tasks.type IS 'Kind of task (free text, not blank).';
+
+COMMENT ON COLUMN memsub.tasks.status IS 'pending, running, completed, failed or cancelled.';
+
+COMMENT ON COLUMN memsub.tasks.payload IS 'Task input (JSON).';
+
+COMMENT ON COLUMN memsub.tasks.result IS 'Task output (JSON), set on completion.';
+
+COMMENT ON COLUMN memsub.tasks.error IS 'Error text of a failed task.';
+
+COMMENT ON COLUMN memsub.tasks.created_at IS 'When the task was created.';
+
+COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached completed, failed or cancelled.';
+
+COMMENT ON COLUMN memsub.tasks.session_id IS 'Session the task runs in; NULL for tasks without a session or whose session was deleted.';
+
+COMMENT ON COLUMN memsub.tasks.parent_task_id IS 'Parent task of a sub-task (must exist when the sub-task is created).';
+
+CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::jsonb, p_session_id text DEFAULT NULL::text, p_parent_task_id bigint DEFAULT NULL::bigint) RETURNS memsub.tasks
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_session memsub.sessions;
+    v_task    memsub.tasks;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    if p_type is null then
+        raise exception 'task type is required' using errcode = '23502', column = 'type';
+    end if;
+    if btrim(p_type) = '' then
+        raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
+    end if;
+    if p_session_id is not null then
+        select s.* into v_session from memsub.sessions s where s.tenant_id = v_tenant and s.id = p_session_id;
+        if not found then
+            raise exception 'session "%" does not exist or is not visible', p_session_id
+                using errcode = '23503', column = 'session_id';
+        end if;
+        perform memsub.require_active_session(v_session);
+    end if;
+    if p_parent_task_id is not null
+       and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
+        raise exception 'parent task % does not exist or is not visible', p_parent_task_id
+            using errcode = '23503', column = 'parent_task_id';
+    end if;
+    insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
+            p_session_id, p_parent_task_id)
+    returning t.* into v_task;
+    perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
+    return v_task;
+end
+$$;
+
+ALTER FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) IS 'Creates a pending task, optionally in an active session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as task_create.';
+
+CREATE FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) RETURNS memsub.tasks
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_session memsub.sessions;
+    v_task    memsub.tasks;
+begin
+    if p_session_id is null then
+        raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
+    end if;
+    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
+    if not found then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = 'P0002', column = 'task_id';
+    end if;
+    if v_task.session_id = p_session_id then
+        return v_task;  -- already linked there
+    end if;
+    if v_task.session_id is not null then
+        raise exception 'task % already belongs to session "%"; only an orphan task is linked', p_task_id,
+            v_task.session_id
+            using errcode = '55000', column = 'session_id';
+    end if;
+    select s.* into v_session from memsub.sessions s where s.tenant_id = v_tenant and s.id = p_session_id;
+    if not found then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = '23503', column = 'session_id';
+    end if;
+    perform memsub.require_active_session(v_session);
+    update memsub.tasks t set session_id = p_session_id
+     where t.tenant_id = v_tenant and t.id = p_task_id
+    returning t.* into v_task;
+    perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
+    return v_task;
+end
+$$;
+
+ALTER FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) IS 'Links an orphan task (no session, e.g. written before sessions existed; seed 001 7.2) to an active session. Linking it again to the same session changes nothing; a task of another session is not moved (55000), an unknown task is P0002 and an unknown session 23503. Audited as task_link.';
+
+CREATE FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb DEFAULT NULL::jsonb, p_error text DEFAULT NULL::text) RETURNS memsub.tasks
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
+    v_before text;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
+            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
+    if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
+        raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
+            coalesce(p_status, 'NULL')
+            using errcode = '22023', column = 'status';
+    end if;
+    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
+    if not found then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = 'P0002', column = 'task_id';
+    end if;
+    if v_task.status in ('completed', 'failed', 'cancelled') then
+        raise exception 'task % is already %', p_task_id, v_task.status
+            using errcode = '55000', column = 'status';
+    end if;
+    if p_error is not null and p_status <> 'failed' then
+        raise exception 'error may only be given with status failed'
+            using errcode = '22023', column = 'error';
+    end if;
+    v_before := v_task.status;
+    update memsub.tasks t
+       set status = p_status,
+           result = coalesce(p_result, t.result),
+           error = coalesce(p_error, t.error),
+           completed_at = case when p_status in ('completed', 'failed', 'cancelled') then now() end
+     where t.tenant_id = v_tenant and t.id = p_task_id
+    returning t.* into v_task;
+    perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('from', v_before, 'to', p_status));
+    return v_task;
+end
+$$;
+
+ALTER FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) IS 'Moves a task to a new status (completed, failed and cancelled are final and set completed_at), storing its result or error. 55000 when the task is already final. Audited as task_status.';
+
+CREATE FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone DEFAULT NULL::timestamp with time zone, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_confidence double precision DEFAULT 0.5, p_evidence jsonb DEFAULT '[]'::jsonb, p_source_type text DEFAULT 'Entity'::text, p_target_type text DEFAULT 'Entity'::text, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.entity_relationships
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_source text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
+    v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_from   timestamptz := coalesce(p_valid_from, now());
+    v_packet memsub.packet_store;
+    v_edge   memsub.entity_relationships;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
+            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
+            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
+    if p_valid_until is not null and p_valid_until <= v_from then
+        raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    begin
+        insert into memsub.entity_relationships (
+            source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
+            mention_count, first_seen, last_seen, valid_period, evidence,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        values (
+            v_source, v_type, v_target, p_source_type, p_target_type,
+            coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
+            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'),
+            v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            memsub.current_session_id(), v_packet.trace_id)
+        returning * into v_edge;
+    exception when exclusion_violation or unique_violation then
+        raise exception 'edge (%)-[%]->(%): the window % overlaps another validity window of the same edge',
+            v_source, v_type, v_target, tstzrange(v_from, p_valid_until, '[)')
+            using errcode = '23P01', column = 'valid_period',
+                  hint = 'Close or supersede the current window first (memsub.close_relationship, memsub.supersede_relationship).';
+    end;
+    return v_edge;
+end
+$$;
+
+ALTER FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is rejected with SQLSTATE 23P01 (column valid_period).';
+
+CREATE FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer DEFAULT 3, p_relationship_types text[] DEFAULT NULL::text[], p_min_confidence double precision DEFAULT 0.0, p_direction text DEFAULT 'outgoing'::text, p_min_path_confidence double precision DEFAULT 0.0, p_limit integer DEFAULT 1000, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(depth integer, entity text, path text[], relationship_path text[], path_confidence double precision, relationship_id uuid, edge_confidence double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_start    text := memsub._require_text(p_start_entity, 'start_entity');
+    v_at       timestamptz := coalesce(p_as_of, now());
+    -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
+    v_nodes    boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
+    v_types    text[];
+    v_level    integer := 0;
+    v_left     integer;
+    v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
+    v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
+    v_rows     jsonb;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
+            memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
+    perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
+    perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
+    v_left := p_limit;
+    v_start := memsub._resolve_entity(v_start);
+    v_visited := jsonb_build_object(memsub.normalize_text(v_start), true);
+    v_frontier := jsonb_build_array(jsonb_build_object('entity', v_start, 'keys', memsub._entity_keys(v_start),
+                                                       'path', array[v_start], 'relationship_path', array[]::text[],
+                                                       'path_confidence', 1.0));
+    while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
+        v_level := v_level + 1;
+        -- Each entity not yet reached, once, along its most confident step from the last level.
+        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
+          from (select d.* from (
+                    select distinct on (step.next_key)
+                           step.next_entity as entity, step.next_key as key,
+                           case when v_nodes then memsub._entity_keys(step.next_entity) else array[step.next_key] end
+                               as keys,
+                           f.path || step.next_entity as path,
+                           f.relationship_path || step.relationship_type as relationship_path,
+                           f.path_confidence * step.confidence as path_confidence,
+                           step.relationship_id, step.confidence as edge_confidence
+                      from jsonb_to_recordset(v_frontier)
+                           as f(entity text, keys text[], path text[], relationship_path text[],
+                                path_confidence double precision)
+                     cross join lateral (
+                          select n.next_entity,
+                                 case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
+                                     as next_key,
+                                 n.relationship_type, n.confidence, n.relationship_id
+                            from (select case when v_nodes then memsub._resolve_entity(r.target_entity)
+                                              else r.target_entity end as next_entity,
+                                         r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
+                                    from memsub.entity_relationships r
+                                   where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                                     and r.source_key = any(f.keys) and r.valid_period @> v_at
+                                  union all
+                                  select case when v_nodes then memsub._resolve_entity(r.source_entity)
+                                              else r.source_entity end,
+                                         r.source_key, r.relationship_type, r.confidence, r.relationship_id
+                                    from memsub.entity_relationships r
+                                   where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
+                     ) step
+                     where step.confidence >= coalesce(p_min_confidence, 0)
+                       and (p_relationship_types is null or step.relationship_type = any(v_types))
+                       and f.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
+                       and not v_visited ? step.next_key
+                     order by step.next_key, f.path_confidence * step.confidence desc,
+                              f.path || step.next_entity
+                ) d
+                order by d.path_confidence desc, d.path
+                limit v_left) c;
+        exit when jsonb_array_length(v_rows) = 0;
+        return query
+            select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
+                   r.edge_confidence
+              from jsonb_to_recordset(v_rows) as r(entity text, path text[], relationship_path text[],
+                                                   path_confidence double precision, relationship_id uuid,
+                                                   edge_confidence double precision)
+             order by r.path_confidence desc, r.path;
+        v_left := v_left - jsonb_array_length(v_rows);
+        v_visited := v_visited || (select jsonb_object_agg(e ->> 'key', true) from jsonb_array_elements(v_rows) e);
+        v_frontier := v_rows;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (limit max_rows).';
+
+CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    inserted integer;
+begin
+    perform memsub.require_login(p_login);
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, null, null)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+
+ALTER FUNCTION memsub.trust_login(p_login name) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.trust_login(p_login name) IS 'Lets a login act for any tenant: the single trusted application of a one-service deployment. Platform admins only. True when the binding is new.';
+
+CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    removed integer;
+begin
+    delete from memsub.login_bindings b
+     where b.login = p_login
+       and (p_tenant_id is null or b.bound_tenant_id = p_tenant_id)
+       and (p_org_id is null or b.bound_org_id = p_org_id);
+    get diagnostics removed = row_count;
+    return removed;
+end
+$$;
+
+ALTER FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Removes bindings of a login: every one (tenant NULL, trust included), those of a tenant, or one organization''s. Platform admins only. Returns how many were removed.';
+
+CREATE FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision DEFAULT 0.5, p_source_packet uuid DEFAULT NULL::uuid, p_seen_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.entity_relationships
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_source     text := memsub._require_text(p_source_entity, 'source_entity');
+    v_type       text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
+    v_target     text := memsub._require_text(p_target_entity, 'target_entity');
+    v_confidence double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
+    v_packet     memsub.packet_store;
+    v_seen       timestamptz;
+    v_edge       memsub.entity_relationships;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
+            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
+            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_finite_time(p_seen_at, 'seen_at');
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
+    -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
+    -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
+    -- last closed window ended if that is later, so windows never overlap.
+    insert into memsub.entity_relationships as r (
+        source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
+        first_seen, last_seen, valid_period, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
+        tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
+                                     where h.tenant_id = v_tenant and h.source_key = memsub.normalize_text(v_source)
+                                       and h.relationship_type = v_type
+                                       and h.target_key = memsub.normalize_text(v_target))),
+                  null, '[)'),
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+        memsub.current_session_id(), v_packet.trace_id)
+    on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
+       set mention_count = r.mention_count + 1,
+           confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
+           first_seen = least(r.first_seen, excluded.first_seen),
+           last_seen = greatest(r.last_seen, excluded.last_seen),
+           source_packet = coalesce(r.source_packet, excluded.source_packet)
+    returning r.* into v_edge;
+    return v_edge;
+end
+$$;
+
+ALTER FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation. Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
+
+CREATE FUNCTION memsub.vector_dimension() RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select s.value::integer from memsub.installation_settings s where s.name = 'vector_dimension' $$;
+
+ALTER FUNCTION memsub.vector_dimension() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.vector_dimension() IS 'Dimension of every vector column of this installation (recorded when migrating; 1536 unless memsub.vector_dimension was set).';
+
+CREATE FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    found_packet memsub.packet_store;
+begin
+    if p_packet_id is null then
+        return null;
+    end if;
+    select s.* into found_packet from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
+    if not found then
+        raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return found_packet;
+end
+$$;
+
+ALTER FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) IS 'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
+
+CREATE FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) RETURNS TABLE(entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_snapshot jsonb;
+begin
+    select s.snapshot into v_snapshot from memsub.world_model_snapshots s where s.snapshot_id = p_snapshot_id;
+    if v_snapshot is null then
+        raise exception 'field "snapshot_id": snapshot % does not exist or is not visible', p_snapshot_id
+            using errcode = '23503', column = 'snapshot_id';
+    end if;
+    return query
+        select e.key, e.value ->> 'entity_type', e.value -> 'attributes',
+               (e.value ->> 'confidence')::double precision, (e.value ->> 'version')::integer
+          from jsonb_each(v_snapshot -> 'entities') as e
+         order by e.key;
+end
+$$;
+
+ALTER FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) IS 'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities).';
+
+CREATE FUNCTION memsub.world_model_state_version() RETURNS integer
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select coalesce((select s.state_version from memsub.world_model_state s
+                      where s.tenant_id = memsub.current_tenant_id()), 0)
+$$;
+
+ALTER FUNCTION memsub.world_model_state_version() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.world_model_state_version() IS 'Current world-model state version of the context tenant (0 before any update).';
+
+CREATE FUNCTION memsub.write_packet(p_envelope jsonb) RETURNS memsub.packet_write_result
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
+
+ALTER FUNCTION memsub.write_packet(p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.write_packet(p_envelope jsonb) IS 'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. Fields of a newer contract version are kept and listed in unknown_fields. All or nothing.';
+
+CREATE FUNCTION memsub.write_packets(p_envelopes jsonb) RETURNS SETOF memsub.packet_write_result
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    total       integer;
+    idx         integer;
+    v_current   integer;   -- the envelope being stored, named in errors
+    top         integer;
+    parent_idx  integer;
+    envelope    jsonb;
+    batch_ids   jsonb;
+    state       integer[];  -- per envelope: 0 not reached, 1 waiting for its batch parents, 2 stored
+    stack       integer[] := '{}';
+    depth       integer;
+    waits       boolean;
+    results     memsub.packet_write_result[];
+    err_state   text;
+    err_message text;
+    err_column  text;
+    err_hint    text;
+begin
+    if p_envelopes is null or jsonb_typeof(p_envelopes) <> 'array' then
+        raise exception 'memsub.write_packets expects a JSON array of envelopes'
+            using errcode = '22023', column = 'envelopes';
+    end if;
+    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    if total = 0 then
+        return;
+    end if;
+    results := array_fill(null::memsub.packet_write_result, array[total]);
+    state := array_fill(0, array[total]);
+    -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
+    -- canonical packet_id -> position of its first envelope.
+    select coalesce(jsonb_object_agg(d.id, d.position), '{}') into batch_ids
+      from (select memsub.canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
+              from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+             where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null
+             group by 1) d;
+    begin
+        -- Parents inside the batch are written before their children: a depth-first walk in input order that
+        -- reaches each envelope once, so the work is linear in envelopes plus parent references. Meeting an
+        -- envelope that is still waiting for its own parents is a cycle.
+        for idx in 1 .. total loop
+            continue when state[idx] = 2;
+            stack := array[idx];
+            while cardinality(stack) > 0 loop
+                depth := cardinality(stack);
+                top := stack[depth];
+                if state[top] = 2 then
+                    stack := stack[1:depth - 1];
+                    continue;
+                end if;
+                envelope := p_envelopes -> (top - 1);
+                waits := false;
+                if state[top] = 0 then
+                    state[top] := 1;
+                    if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
+                       and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
+                        for parent_idx in
+                            select (batch_ids ->> memsub.canonical_uuid_text(p))::integer
+                              from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids')
+                                   with ordinality as x(p, o)
+                             where batch_ids ? memsub.canonical_uuid_text(p)
+                               and (batch_ids ->> memsub.canonical_uuid_text(p))::integer <> top
+                             order by o desc
+                        loop
+                            if state[parent_idx] = 1 then
+                                v_current := null;
+                                raise exception 'lineage cycle: envelopes % of the batch reference each other through lineage.parent_ids',
+                                    array_to_string(array(select distinct s from unnest(stack) as s
+                                                           where state[s] = 1 order by s), ', ')
+                                    using errcode = '23514', column = 'lineage.parent_ids';
+                            end if;
+                            if state[parent_idx] = 0 then
+                                stack := stack || parent_idx;
+                                waits := true;
+                            end if;
+                        end loop;
+                    end if;
+                end if;
+                continue when waits;
+                v_current := top;
+                results[top] := memsub.store_packet_envelope(envelope, top);
+                state[top] := 2;
+                stack := stack[1:depth - 1];
+            end loop;
+        end loop;
+    exception when others then
+        -- One handler for the whole batch (a single subtransaction): name the failing envelope and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text,
+                                err_column = column_name, err_hint = pg_exception_hint;
+        if v_current is not null then
+            err_message := format('envelope %s of the batch: %s', v_current, err_message);
+        end if;
+        if coalesce(err_hint, '') = '' then
+            raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, '');
+        end if;
+        raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, ''),
+                              hint = err_hint;
+    end;
+    return query select r.* from unnest(results) as r;
+end
+$$;
+
+ALTER FUNCTION memsub.write_packets(p_envelopes jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.write_packets(p_envelopes jsonb) IS 'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected (SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';
+
+CREATE TABLE memsub.adk_app_states (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    org_key uuid GENERATED ALWAYS AS (COALESCE(org_id, '00000000-0000-0000-0000-000000000000'::uuid)) STORED NOT NULL,
+    app_name text NOT NULL COLLATE pg_catalog."C",
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT adk_app_states_state_object CHECK ((jsonb_typeof(state) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.adk_app_states FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_app_states OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.adk_app_states IS 'ADK app state (keys written as app:<key>), one JSON object per app, shared by every user and session of the app.';
+
+COMMENT ON COLUMN memsub.adk_app_states.tenant_id IS 'Tenant that owns the state (row-level security).';
+
+COMMENT ON COLUMN memsub.adk_app_states.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.adk_app_states.org_key IS 'org_id, or the nil uuid when NULL: the organization part of the key.';
+
+COMMENT ON COLUMN memsub.adk_app_states.app_name IS 'ADK app name.';
+
+COMMENT ON COLUMN memsub.adk_app_states.state IS 'The app state, keys without their app: prefix.';
+
+COMMENT ON COLUMN memsub.adk_app_states.updated_at IS 'When the state last changed.';
+
+CREATE TABLE memsub.adk_events (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    org_key uuid GENERATED ALWAYS AS (COALESCE(org_id, '00000000-0000-0000-0000-000000000000'::uuid)) STORED NOT NULL,
+    app_name text NOT NULL COLLATE pg_catalog."C",
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    session_id text NOT NULL COLLATE pg_catalog."C",
+    "position" bigint NOT NULL,
+    id text NOT NULL,
+    author text,
+    invocation_id text,
+    "timestamp" double precision NOT NULL,
+    event jsonb NOT NULL,
+    CONSTRAINT adk_events_event_object CHECK ((jsonb_typeof(event) = 'object'::text)),
+    CONSTRAINT adk_events_position CHECK (("position" >= 0))
+);
+
+ALTER TABLE ONLY memsub.adk_events FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_events OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.adk_events IS 'Events of ADK sessions, in the order they were appended.';
+
+COMMENT ON COLUMN memsub.adk_events.tenant_id IS 'Tenant that owns the event (row-level security).';
+
+COMMENT ON COLUMN memsub.adk_events.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.adk_events.org_key IS 'org_id, or the nil uuid when NULL: the organization part of the key.';
+
+COMMENT ON COLUMN memsub.adk_events.app_name IS 'App of the session.';
+
+COMMENT ON COLUMN memsub.adk_events.user_id IS 'ADK user of the session.';
+
+COMMENT ON COLUMN memsub.adk_events.session_id IS 'Session the event belongs to.';
+
+COMMENT ON COLUMN memsub.adk_events."position" IS 'Order of the event in its session (0 first).';
+
+COMMENT ON COLUMN memsub.adk_events.id IS 'ADK event id.';
+
+COMMENT ON COLUMN memsub.adk_events.author IS 'Author of the event (user or an agent name).';
+
+COMMENT ON COLUMN memsub.adk_events.invocation_id IS 'ADK invocation the event belongs to.';
+
+COMMENT ON COLUMN memsub.adk_events."timestamp" IS 'ADK event time, seconds since the epoch (filtered by GetSessionConfig.after_timestamp).';
+
+COMMENT ON COLUMN memsub.adk_events.event IS 'The whole ADK event as JSON (pydantic JSON mode: bytes are base64).';
+
+CREATE TABLE memsub.adk_memories (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    org_key uuid GENERATED ALWAYS AS (COALESCE(org_id, '00000000-0000-0000-0000-000000000000'::uuid)) STORED NOT NULL,
+    app_name text NOT NULL COLLATE pg_catalog."C",
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    session_id text NOT NULL COLLATE pg_catalog."C",
+    event_id text NOT NULL COLLATE pg_catalog."C",
+    author text,
+    "timestamp" double precision,
+    content jsonb NOT NULL,
+    text text NOT NULL,
+    words text[] NOT NULL,
+    embedding public.vector,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT adk_memories_content_object CHECK ((jsonb_typeof(content) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.adk_memories FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_memories OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.adk_memories IS 'ADK memory (memsub.integrations.adk.MemsubMemoryService): the text events of sessions added to memory, searchable by keyword and, when embedded, by similarity. Kept when the session itself is deleted.';
+
+COMMENT ON COLUMN memsub.adk_memories.tenant_id IS 'Tenant that owns the memory (row-level security).';
+
+COMMENT ON COLUMN memsub.adk_memories.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.adk_memories.org_key IS 'org_id, or the nil uuid when NULL: the organization part of the key.';
+
+COMMENT ON COLUMN memsub.adk_memories.app_name IS 'App of the session the memory came from.';
+
+COMMENT ON COLUMN memsub.adk_memories.user_id IS 'ADK user the memory belongs to (searches are per app and user).';
+
+COMMENT ON COLUMN memsub.adk_memories.session_id IS 'Session the memory came from.';
+
+COMMENT ON COLUMN memsub.adk_memories.event_id IS 'ADK id of the event the memory came from.';
+
+COMMENT ON COLUMN memsub.adk_memories.author IS 'Author of the event.';
+
+COMMENT ON COLUMN memsub.adk_memories."timestamp" IS 'ADK event time, seconds since the epoch.';
+
+COMMENT ON COLUMN memsub.adk_memories.content IS 'The event''s content (google.genai Content as JSON).';
+
+COMMENT ON COLUMN memsub.adk_memories.text IS 'The text parts of the content, joined by newlines.';
+
+COMMENT ON COLUMN memsub.adk_memories.words IS 'Distinct lower-case words of text: what keyword search matches.';
+
+COMMENT ON COLUMN memsub.adk_memories.embedding IS 'Embedding of text, when the memory service has an embedder; NULL otherwise.';
+
+COMMENT ON COLUMN memsub.adk_memories.created_at IS 'When the memory was (last) added.';
+
+CREATE TABLE memsub.adk_sessions (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    org_key uuid GENERATED ALWAYS AS (COALESCE(org_id, '00000000-0000-0000-0000-000000000000'::uuid)) STORED NOT NULL,
+    app_name text NOT NULL COLLATE pg_catalog."C",
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    id text NOT NULL COLLATE pg_catalog."C",
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    event_count bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT adk_sessions_event_count CHECK ((event_count >= 0)),
+    CONSTRAINT adk_sessions_state_object CHECK ((jsonb_typeof(state) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.adk_sessions FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_sessions OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.adk_sessions IS 'ADK sessions: one conversation of an ADK user in an app, its session-scoped state (unprefixed keys).';
+
+COMMENT ON COLUMN memsub.adk_sessions.tenant_id IS 'Tenant that owns the session (row-level security).';
+
+COMMENT ON COLUMN memsub.adk_sessions.org_id IS 'Organization of the creator''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.adk_sessions.org_key IS 'org_id, or the nil uuid when NULL: the organization part of the key.';
+
+COMMENT ON COLUMN memsub.adk_sessions.app_name IS 'ADK app name.';
+
+COMMENT ON COLUMN memsub.adk_sessions.user_id IS 'ADK user id (free-form text).';
+
+COMMENT ON COLUMN memsub.adk_sessions.id IS 'ADK session id, unique per app and user.';
+
+COMMENT ON COLUMN memsub.adk_sessions.state IS 'Session state: the keys without an app:, user: or temp: prefix.';
+
+COMMENT ON COLUMN memsub.adk_sessions.event_count IS 'Number of events appended; the next event''s position.';
+
+COMMENT ON COLUMN memsub.adk_sessions.created_at IS 'When the session was created.';
+
+COMMENT ON COLUMN memsub.adk_sessions.updated_at IS 'Last event appended (ADK''s last_update_time).';
+
+CREATE TABLE memsub.adk_user_states (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    org_key uuid GENERATED ALWAYS AS (COALESCE(org_id, '00000000-0000-0000-0000-000000000000'::uuid)) STORED NOT NULL,
+    app_name text NOT NULL COLLATE pg_catalog."C",
+    user_id text NOT NULL COLLATE pg_catalog."C",
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT adk_user_states_state_object CHECK ((jsonb_typeof(state) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.adk_user_states FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_user_states OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.adk_user_states IS 'ADK user state (keys written as user:<key>), one JSON object per app and user, shared by the user''s sessions.';
+
+COMMENT ON COLUMN memsub.adk_user_states.tenant_id IS 'Tenant that owns the state (row-level security).';
+
+COMMENT ON COLUMN memsub.adk_user_states.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.adk_user_states.org_key IS 'org_id, or the nil uuid when NULL: the organization part of the key.';
+
+COMMENT ON COLUMN memsub.adk_user_states.app_name IS 'ADK app name.';
+
+COMMENT ON COLUMN memsub.adk_user_states.user_id IS 'ADK user id (free-form text, not a memsub user uuid).';
+
+COMMENT ON COLUMN memsub.adk_user_states.state IS 'The user state, keys without their user: prefix.';
+
+COMMENT ON COLUMN memsub.adk_user_states.updated_at IS 'When the state last changed.';
+
+CREATE TABLE memsub.agent_session_items (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    session_id text NOT NULL,
+    item_id bigint NOT NULL,
+    item json NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT agent_session_items_item_object CHECK ((json_typeof(item) = 'object'::text)),
+    CONSTRAINT agent_session_items_session_id_not_blank CHECK ((btrim(session_id) <> ''::text))
+);
+
+ALTER TABLE ONLY memsub.agent_session_items FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.agent_session_items OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.agent_session_items IS 'Conversation items of OpenAI Agents SDK sessions (memsub.integrations.openai_agents.MemsubSession), per tenant; a session''s history is its items in item_id order.';
+
+COMMENT ON COLUMN memsub.agent_session_items.tenant_id IS 'Tenant that owns the item (row-level security).';
+
+COMMENT ON COLUMN memsub.agent_session_items.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.agent_session_items.session_id IS 'The SDK session id (Session.session_id).';
+
+COMMENT ON COLUMN memsub.agent_session_items.item_id IS 'Position in the history: a later item has a larger id.';
+
+COMMENT ON COLUMN memsub.agent_session_items.item IS 'The conversation item (an SDK input item: a JSON object), kept as the text the SDK sent.';
+
+COMMENT ON COLUMN memsub.agent_session_items.created_at IS 'When the item was added.';
+
+ALTER TABLE memsub.agent_session_items ALTER COLUMN item_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memsub.agent_session_items_item_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE memsub.audit (
+    tenant_id uuid NOT NULL,
+    id bigint NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    operation text NOT NULL,
+    session_id text,
+    agent_id uuid,
+    task_id bigint,
+    memory_entry_id uuid,
+    namespace text,
+    key text,
+    version integer,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT audit_details_is_object CHECK ((jsonb_typeof(details) = 'object'::text)),
+    CONSTRAINT audit_operation_not_blank CHECK ((length(btrim(operation)) > 0))
+);
+
+ALTER TABLE ONLY memsub.audit FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.audit OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.audit IS 'Audit trail (seed 001): one row per operation of the session, task, memory, checkpoint and document-index functions, written in the same transaction as the operation. Rows survive deletion of what they reference.';
+
+COMMENT ON COLUMN memsub.audit.tenant_id IS 'Tenant the operation ran in.';
+
+COMMENT ON COLUMN memsub.audit.id IS 'Audit row identifier (increasing).';
+
+COMMENT ON COLUMN memsub.audit.org_id IS 'Organization of the context that ran the operation.';
+
+COMMENT ON COLUMN memsub.audit.user_id IS 'User of the context that ran the operation.';
+
+COMMENT ON COLUMN memsub.audit.operation IS 'What happened: memory_write, memory_delete, memory_consolidate, memory_promote, session_create, session_event, session_state, session_end_turn, session_terminate, session_delete, task_create, task_finish, agent_spawn, checkpoint_save, checkpoint_restore, document_index_put, document_ingest.';
+
+COMMENT ON COLUMN memsub.audit.session_id IS 'Session concerned (NULL once deleted; details keeps the id of a deleted session).';
+
+COMMENT ON COLUMN memsub.audit.agent_id IS 'Acting agent (memsub.set_actor), if any.';
+
+COMMENT ON COLUMN memsub.audit.task_id IS 'Task concerned or acting task (memsub.set_actor), if any.';
+
+COMMENT ON COLUMN memsub.audit.memory_entry_id IS 'Memory entry version written or deleted (NULL if that row was removed).';
+
+COMMENT ON COLUMN memsub.audit.namespace IS 'Namespace of the memory entry concerned.';
+
+COMMENT ON COLUMN memsub.audit.key IS 'Key of the memory entry concerned.';
+
+COMMENT ON COLUMN memsub.audit.version IS 'Version written (or the tombstone version of a delete).';
+
+COMMENT ON COLUMN memsub.audit.details IS 'Operation details (JSON object), e.g. the expected version, the strategy, counts.';
+
+COMMENT ON COLUMN memsub.audit.created_at IS 'When the operation ran (transaction time).';
+
+ALTER TABLE memsub.audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memsub.audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE memsub.context_keys (
+    key_id text NOT NULL,
+    purpose text NOT NULL,
+    inner_pad bytea NOT NULL,
+    outer_pad bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by name DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT context_keys_pads CHECK (((length(inner_pad) = 64) AND (length(outer_pad) = 64))),
+    CONSTRAINT context_keys_purpose CHECK ((purpose = ANY (ARRAY['seal'::text, 'token'::text])))
+);
+
+ALTER TABLE memsub.context_keys OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.context_keys IS 'Secrets of the request context, readable by no login: the installation''s seal key and the context token signing keys. Stored as the two HMAC-SHA256 pads (key XOR 0x36.., key XOR 0x5c..).';
+
+COMMENT ON COLUMN memsub.context_keys.key_id IS 'Key id: ''seal'' for the seal key, else the kid of context tokens.';
+
+COMMENT ON COLUMN memsub.context_keys.purpose IS 'seal (generated at installation) or token (registered by a platform admin).';
+
+COMMENT ON COLUMN memsub.context_keys.inner_pad IS 'HMAC inner pad: the key XOR 0x36 repeated, 64 bytes.';
+
+COMMENT ON COLUMN memsub.context_keys.outer_pad IS 'HMAC outer pad: the key XOR 0x5c repeated, 64 bytes.';
+
+COMMENT ON COLUMN memsub.context_keys.created_at IS 'When the key was stored.';
+
+COMMENT ON COLUMN memsub.context_keys.created_by IS 'The login that stored it.';
+
+CREATE VIEW memsub.graph_nodes WITH (security_invoker='true') AS
+ SELECT w.tenant_id,
+    'Entity'::text AS node_type,
+    w.entity_id AS node_id,
+    NULL::text AS content,
+    w.attributes AS properties,
+    (w.created_at AT TIME ZONE 'UTC'::text) AS created_at,
+    (w.updated_at AT TIME ZONE 'UTC'::text) AS updated_at,
+    w.doc_refs,
+    tstzrange((w.created_at AT TIME ZONE 'UTC'::text), NULL::timestamp with time zone, '[)'::text) AS valid_period,
+    w.entity_type,
+    w.aliases,
+    NULL::text AS session_id,
+    NULL::tstzrange AS timeline,
+    NULL::text AS mime,
+    NULL::text AS path,
+    NULL::text AS hash,
+    NULL::text AS memory_tier,
+    NULL::double precision AS importance,
+    NULL::jsonb AS decay_state
+   FROM memsub.world_model_entities w
+UNION ALL
+ SELECT s.tenant_id,
+    'Episode'::text AS node_type,
+    s.id AS node_id,
+    NULL::text AS content,
+    jsonb_build_object('status', s.status, 'user_id', s.user_id, 'project_id', s.project_id, 'app_name', s.app_name) AS properties,
+    s.created_at,
+    s.updated_at,
+    '[]'::jsonb AS doc_refs,
+    tstzrange(s.created_at, s.terminated_at, '[)'::text) AS valid_period,
+    NULL::text AS entity_type,
+    NULL::text[] AS aliases,
+    s.id AS session_id,
+    tstzrange(s.created_at, s.terminated_at, '[)'::text) AS timeline,
+    NULL::text AS mime,
+    NULL::text AS path,
+    NULL::text AS hash,
+    NULL::text AS memory_tier,
+    NULL::double precision AS importance,
+    NULL::jsonb AS decay_state
+   FROM memsub.sessions s
+UNION ALL
+ SELECT d.tenant_id,
+    'Document'::text AS node_type,
+    (d.id)::text AS node_id,
+    d.summary AS content,
+    (d.metadata || jsonb_build_object('version', d.version, 'is_latest', d.is_latest, 'previous_id', d.previous_id, 'key_concepts', to_jsonb(d.key_concepts), 'entities', d.entities, 'chunk_count', d.chunk_count)) AS properties,
+    d.created_at,
+    d.updated_at,
+    '[]'::jsonb AS doc_refs,
+    tstzrange(d.created_at, d.superseded_at, '[)'::text) AS valid_period,
+    NULL::text AS entity_type,
+    NULL::text[] AS aliases,
+    NULL::text AS session_id,
+    NULL::tstzrange AS timeline,
+    d.mime,
+    d.file_path AS path,
+    d.hash,
+    NULL::text AS memory_tier,
+    NULL::double precision AS importance,
+    NULL::jsonb AS decay_state
+   FROM memsub.document_index d
+UNION ALL
+ SELECT m.tenant_id,
+    'Memory'::text AS node_type,
+    (m.id)::text AS node_id,
+    (m.value)::text AS content,
+    jsonb_build_object('namespace', m.namespace, 'key', m.key, 'version', m.version, 'kind', m.memory_type, 'metadata', m.metadata) AS properties,
+    m.created_at,
+    COALESCE(m.last_access_ts, m.created_at) AS updated_at,
+    COALESCE((m.metadata -> 'doc_refs'::text), '[]'::jsonb) AS doc_refs,
+    tstzrange(m.created_at, NULL::timestamp with time zone, '[)'::text) AS valid_period,
+    NULL::text AS entity_type,
+    NULL::text[] AS aliases,
+    m.session_id,
+    NULL::tstzrange AS timeline,
+    NULL::text AS mime,
+    NULL::text AS path,
+    NULL::text AS hash,
+    m.memory_tier,
+    m.importance,
+    jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight) AS decay_state
+   FROM memsub.memory_entries m
+  WHERE ((NOT m.is_deleted) AND (NOT (EXISTS ( SELECT
+           FROM memsub.memory_entries n
+          WHERE ((n.tenant_id = m.tenant_id) AND (n.namespace = m.namespace) AND (n.key = m.key) AND (n.version > m.version))))));
+
+ALTER VIEW memsub.graph_nodes OWNER TO memsub_owner;
+
+COMMENT ON VIEW memsub.graph_nodes IS 'Typed knowledge-graph nodes (seed 003 Node): Entity (world_model_entities), Episode (sessions), Document (document_index versions), Memory (latest live memory_entries version). Security invoker: each source table''s row-level security applies.';
+
+COMMENT ON COLUMN memsub.graph_nodes.tenant_id IS 'Tenant owning the node.';
+
+COMMENT ON COLUMN memsub.graph_nodes.node_type IS 'Entity, Episode, Document or Memory.';
+
+COMMENT ON COLUMN memsub.graph_nodes.node_id IS 'Node id: entity name, session id, document version id or memory entry id (the ids edges use).';
+
+COMMENT ON COLUMN memsub.graph_nodes.content IS 'Text of the node: a document''s summary, a memory''s value (JSON text); NULL for entities and episodes.';
+
+COMMENT ON COLUMN memsub.graph_nodes.properties IS 'Properties of the node (entity attributes, session status, document version facts, memory address).';
+
+COMMENT ON COLUMN memsub.graph_nodes.created_at IS 'When the node was created.';
+
+COMMENT ON COLUMN memsub.graph_nodes.updated_at IS 'When the node last changed (memories: last access).';
+
+COMMENT ON COLUMN memsub.graph_nodes.doc_refs IS 'DocRefs of the node: a JSON array of {doc_id, chunk_id, score}.';
+
+COMMENT ON COLUMN memsub.graph_nodes.valid_period IS 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on.';
+
+COMMENT ON COLUMN memsub.graph_nodes.entity_type IS 'Entity: Person, Organization, Concept or Location.';
+
+COMMENT ON COLUMN memsub.graph_nodes.aliases IS 'Entity: other names.';
+
+COMMENT ON COLUMN memsub.graph_nodes.session_id IS 'Episode: its session; Memory: the session that wrote it.';
+
+COMMENT ON COLUMN memsub.graph_nodes.timeline IS 'Episode: [start_ts, end_ts) of the session (end open while active).';
+
+COMMENT ON COLUMN memsub.graph_nodes.mime IS 'Document: pdf, md or txt.';
+
+COMMENT ON COLUMN memsub.graph_nodes.path IS 'Document: file path.';
+
+COMMENT ON COLUMN memsub.graph_nodes.hash IS 'Document: sha256 of the file.';
+
+COMMENT ON COLUMN memsub.graph_nodes.memory_tier IS 'Memory: its tier, STM, LTM or Procedural (memsub.memory_tiers()).';
+
+COMMENT ON COLUMN memsub.graph_nodes.importance IS 'Memory: importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.graph_nodes.decay_state IS 'Memory: {last_access_ts, weight}.';
+
+CREATE TABLE memsub.installation_settings (
+    name text NOT NULL,
+    value text NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE memsub.installation_settings OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.installation_settings IS 'Installation-wide settings chosen when memsub was migrated (e.g. vector_dimension). Not tenant data.';
+
+COMMENT ON COLUMN memsub.installation_settings.name IS 'Setting name.';
+
+COMMENT ON COLUMN memsub.installation_settings.value IS 'Setting value as text.';
+
+COMMENT ON COLUMN memsub.installation_settings.set_at IS 'When the setting was recorded.';
+
+CREATE TABLE memsub.langgraph_checkpoint_writes (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    thread_id text NOT NULL,
+    checkpoint_ns text DEFAULT ''::text NOT NULL,
+    checkpoint_id text NOT NULL,
+    task_id text NOT NULL,
+    task_path text DEFAULT ''::text NOT NULL,
+    idx integer NOT NULL,
+    channel text NOT NULL,
+    value_type text NOT NULL,
+    value bytea
+);
+
+ALTER TABLE ONLY memsub.langgraph_checkpoint_writes FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_checkpoint_writes OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.langgraph_checkpoint_writes IS 'Pending writes of LangGraph tasks, recorded against a checkpoint (memsub.langgraph_checkpoint_put_writes).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.tenant_id IS 'Tenant that owns the write (row-level security).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.thread_id IS 'LangGraph thread id of the checkpoint.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.checkpoint_ns IS 'Checkpoint namespace of the checkpoint.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.checkpoint_id IS 'The checkpoint the write belongs to.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.task_id IS 'LangGraph task that produced the write.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.task_path IS 'Path of the task in the graph.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.idx IS 'Position of the write within the task; negative for LangGraph''s special channels (errors, interrupts).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.channel IS 'Channel written.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.value_type IS 'Type tag of the serialized value (LangGraph serializer).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoint_writes.value IS 'The serialized value.';
+
+CREATE TABLE memsub.langgraph_checkpoints (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    thread_id text NOT NULL,
+    checkpoint_ns text DEFAULT ''::text NOT NULL,
+    checkpoint_id text NOT NULL,
+    parent_checkpoint_id text,
+    checkpoint_type text NOT NULL,
+    checkpoint bytea NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT langgraph_checkpoints_metadata_object CHECK ((jsonb_typeof(metadata) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.langgraph_checkpoints FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_checkpoints OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.langgraph_checkpoints IS 'LangGraph checkpoints (memsub.integrations.langgraph.MemsubSaver): one row per saved graph state, per tenant.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.tenant_id IS 'Tenant that owns the checkpoint (row-level security).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.thread_id IS 'LangGraph thread id (configurable.thread_id).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.checkpoint_ns IS 'LangGraph checkpoint namespace; '''' for the root graph.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.checkpoint_id IS 'LangGraph checkpoint id (time-ordered: a later checkpoint sorts after).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.parent_checkpoint_id IS 'The checkpoint this one follows in the same thread and namespace.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.checkpoint_type IS 'Type tag of the serialized checkpoint (LangGraph serializer).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.checkpoint IS 'The serialized checkpoint.';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.metadata IS 'Checkpoint metadata as JSON (source, step, run_id, parents, ...).';
+
+COMMENT ON COLUMN memsub.langgraph_checkpoints.created_at IS 'When the row was first written.';
+
+CREATE TABLE memsub.langgraph_store_items (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    namespace text[] NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL COLLATE pg_catalog."C",
+    value jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    ttl_minutes double precision,
+    expires_at timestamp with time zone,
+    CONSTRAINT langgraph_store_items_namespace_labels CHECK ((cardinality(namespace) >= 1)),
+    CONSTRAINT langgraph_store_items_ttl_positive CHECK ((ttl_minutes > (0)::double precision)),
+    CONSTRAINT langgraph_store_items_value_object CHECK ((jsonb_typeof(value) = 'object'::text))
+);
+
+ALTER TABLE ONLY memsub.langgraph_store_items FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_store_items OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.langgraph_store_items IS 'LangGraph store items (memsub.integrations.langgraph_store.MemsubStore): a JSON object per (namespace, key), per tenant.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.tenant_id IS 'Tenant that owns the item (row-level security).';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.namespace IS 'The LangGraph namespace, one label per element (e.g. {users,42,memories}).';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.key IS 'Key of the item within its namespace.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.value IS 'The item: a JSON object.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.created_at IS 'When the item was first written.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.updated_at IS 'When the item was last written.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.ttl_minutes IS 'Time to live in minutes, or NULL: the item does not expire.';
+
+COMMENT ON COLUMN memsub.langgraph_store_items.expires_at IS 'When the item expires (written, or refreshed on read, plus ttl_minutes); NULL: never.';
+
+CREATE TABLE memsub.langgraph_store_vectors (
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    namespace text[] NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL COLLATE pg_catalog."C",
+    field_name text NOT NULL,
+    embedding public.vector NOT NULL
+);
+
+ALTER TABLE ONLY memsub.langgraph_store_vectors FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_store_vectors OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.langgraph_store_vectors IS 'Embeddings of the indexed fields of LangGraph store items, one row per field (path) and item.';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.tenant_id IS 'Tenant that owns the item (row-level security).';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.namespace IS 'Namespace of the item.';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.key IS 'Key of the item.';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.field_name IS 'Path of the embedded field in the item (e.g. text, or content.0 for the first of several).';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.embedding IS 'Embedding of the field''s text (the dimension of the store''s index configuration).';
+
+CREATE TABLE memsub.limits (
+    name text NOT NULL,
+    value bigint NOT NULL,
+    set_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT limits_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
+    CONSTRAINT limits_value_positive CHECK ((value > 0))
+);
+
+ALTER TABLE memsub.limits OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.limits IS 'Installation-wide overrides of the resource limits (docs/security.md, "Limits"); a limit without a row keeps its default. Written by the owner only; read by memsub.limit_value.';
+
+COMMENT ON COLUMN memsub.limits.name IS 'Limit name, e.g. max_envelope_bytes (see memsub.limit_value for the list).';
+
+COMMENT ON COLUMN memsub.limits.value IS 'The limit (a count, characters or bytes, per the name); positive.';
+
+COMMENT ON COLUMN memsub.limits.set_at IS 'When the override was recorded.';
+
+CREATE TABLE memsub.login_bindings (
+    binding_id bigint NOT NULL,
+    login name NOT NULL,
+    bound_tenant_id uuid,
+    bound_org_id uuid,
+    bound_at timestamp with time zone DEFAULT now() NOT NULL,
+    bound_by name DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT login_bindings_org_needs_tenant CHECK (((bound_org_id IS NULL) OR (bound_tenant_id IS NOT NULL)))
+);
+
+ALTER TABLE memsub.login_bindings OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.login_bindings IS 'Which tenants (and organizations) each login role may act for: memsub.set_context refuses any other. Written through memsub.bind_login/trust_login/unbind_login by platform admins.';
+
+COMMENT ON COLUMN memsub.login_bindings.binding_id IS 'Surrogate key.';
+
+COMMENT ON COLUMN memsub.login_bindings.login IS 'The login role (session_user) the binding applies to.';
+
+COMMENT ON COLUMN memsub.login_bindings.bound_tenant_id IS 'The tenant the login may act for; NULL: any tenant (a trusted login, memsub.trust_login).';
+
+COMMENT ON COLUMN memsub.login_bindings.bound_org_id IS 'The organization the login may act for within the tenant; NULL: the whole tenant, any organization.';
+
+COMMENT ON COLUMN memsub.login_bindings.bound_at IS 'When the binding was made.';
+
+COMMENT ON COLUMN memsub.login_bindings.bound_by IS 'The login that made the binding.';
+
+ALTER TABLE memsub.login_bindings ALTER COLUMN binding_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memsub.login_bindings_binding_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE memsub.maintenance_lock (
+    task text NOT NULL,
+    lock_key bigint NOT NULL
+);
+
+ALTER TABLE memsub.maintenance_lock OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.maintenance_lock IS 'One row per serialized task and key: the transaction that holds a row lock on it runs the task (memsub.take_maintenance_lock). Holds no data; rows may be deleted when nothing runs.';
+
+COMMENT ON COLUMN memsub.maintenance_lock.task IS 'What is serialized, e.g. refresh_memory_view, learn_importance, document_ingest.';
+
+COMMENT ON COLUMN memsub.maintenance_lock.lock_key IS 'hashtextextended of the key within the task (a view name, a tenant id, a tenant and document path ...).';
+
+CREATE MATERIALIZED VIEW memsub.mv_agent_recent_important AS
+ SELECT tenant_id,
+    org_id,
+    user_id,
+    session_id,
+    (routing ->> 'agent'::text) AS agent_id,
+    packet_id,
+    packet_type,
+    "timestamp",
+    importance_score,
+    access_count,
+    tags,
+    scope,
+    (round((((((0.6)::double precision * importance_score) + ((0.2)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))) + ((0.2 * GREATEST(0.0, (1.0 - (EXTRACT(epoch FROM (now() - "timestamp")) / ((30 * 86400))::numeric)))))::double precision))::numeric, 6))::double precision AS combined_score
+   FROM memsub.packet_store p
+  WHERE (("timestamp" >= (now() - '30 days'::interval)) AND (importance_score >= (0.7)::double precision) AND ((routing ->> 'agent'::text) IS NOT NULL))
+  WITH NO DATA;
+
+ALTER MATERIALIZED VIEW memsub.mv_agent_recent_important OWNER TO memsub_view_owner;
+
+COMMENT ON MATERIALIZED VIEW memsub.mv_agent_recent_important IS 'Recent (30 days) high-importance (>= 0.7) packets per agent (routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 recency. Tenant roles: memsub.tenant_agent_recent_important.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.tenant_id IS 'Tenant of the packet.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.org_id IS 'Organization of the packet (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.user_id IS 'User who wrote the packet.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.session_id IS 'Session the packet was written in.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.agent_id IS 'The agent that wrote it (routing.agent).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.packet_id IS 'The packet (packet_store.packet_id).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.packet_type IS 'Kind of packet (packet_store.packet_type).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important."timestamp" IS 'When the packet happened (within the 30 days before the refresh).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.importance_score IS 'Learned importance in [0, 1] at the refresh (0.7 or more).';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.access_count IS 'Retrievals of the packet at the refresh.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.tags IS 'Tags of the packet.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.scope IS 'Memory isolation scope: shared, cursor or l-private.';
+
+COMMENT ON COLUMN memsub.mv_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+
+CREATE MATERIALIZED VIEW memsub.mv_entity_graph AS
+ SELECT tenant_id,
+    source_key AS source_entity,
+    relationship_type,
+    target_key AS target_entity,
+    sum(mention_count) AS total_mentions,
+    max(confidence) AS max_confidence,
+    avg(confidence) AS avg_confidence,
+    max(last_seen) AS last_seen,
+    count(*) AS relationship_count
+   FROM memsub.entity_relationships r
+  WHERE (upper_inf(valid_period) AND (lower(valid_period) <= now()))
+  GROUP BY tenant_id, source_key, relationship_type, target_key
+  WITH NO DATA;
+
+ALTER MATERIALIZED VIEW memsub.mv_entity_graph OWNER TO memsub_view_owner;
+
+COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names in their matching form (memsub.normalize_text). Tenant roles: memsub.tenant_entity_graph.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.tenant_id IS 'Tenant of the edges.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.source_entity IS 'Matching form of the source entity (entity_relationships.source_key).';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.relationship_type IS 'Relationship type of the edges.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.target_entity IS 'Matching form of the target entity (entity_relationships.target_key).';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid now.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.max_confidence IS 'Highest confidence among those edges.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.avg_confidence IS 'Mean confidence of those edges.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.last_seen IS 'When any of those edges was last seen.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.relationship_count IS 'Number of edges (spellings of the two entities) grouped into this row.';
+
+CREATE MATERIALIZED VIEW memsub.mv_high_confidence_facts AS
+ SELECT tenant_id,
+    fact_id,
+    subject,
+    subject_normalized,
+    predicate,
+    object,
+    confidence,
+    supporting_packet_count,
+    access_count,
+    (round((((((0.6)::double precision * confidence) + ((0.25)::double precision * LEAST((1.0)::double precision, (ln(((1 + supporting_packet_count))::double precision) / ln((11)::double precision))))) + ((0.15)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))))::numeric, 6))::double precision AS combined_score
+   FROM memsub.knowledge_facts f
+  WHERE ((confidence >= (0.6)::double precision) AND (contradiction_count < 3))
+  WITH NO DATA;
+
+ALTER MATERIALIZED VIEW memsub.mv_high_confidence_facts OWNER TO memsub_view_owner;
+
+COMMENT ON MATERIALIZED VIEW memsub.mv_high_confidence_facts IS 'Facts with confidence >= 0.6 and fewer than 3 contradictions, with a combined score: 0.6 confidence + 0.25 support (log scale, saturating at 10) + 0.15 access (saturating at 100). Tenant roles: memsub.tenant_high_confidence_facts.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.tenant_id IS 'Tenant of the fact.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.fact_id IS 'The fact (knowledge_facts.fact_id).';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.subject IS 'Subject as written.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.subject_normalized IS 'Matching form of the subject.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.predicate IS 'Predicate of the fact.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.object IS 'Object of the fact (JSON).';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.confidence IS 'Confidence in [0, 1] at the refresh (0.6 or more).';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.supporting_packet_count IS 'Packets that asserted the fact.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.access_count IS 'Retrievals of the fact at the refresh.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.combined_score IS '0.6 confidence + 0.25 support (log scale, 10 packets = 1) + 0.15 access (log scale, 100 accesses = 1), at the refresh.';
+
+CREATE MATERIALIZED VIEW memsub.mv_reflection_patterns AS
+ WITH live AS (
+         SELECT r.reflection_id,
+            r.task_id,
+            r.reflection_type,
+            r.content,
+            r.context,
+            r.entities,
+            r.tags,
+            r.confidence,
+            r.priority,
+            r.source_agent,
+            r.source_packet,
+            r.access_count,
+            r.last_accessed,
+            r.vector,
+            r.expires_at,
+            r.created_at,
+            r.tenant_id,
+            r.org_id,
+            r.user_id,
+            r.correlation_id,
+            r.session_id,
+            r.trace_id
+           FROM memsub.reflection_store r
+          WHERE ((r.expires_at IS NULL) OR (r.expires_at > now()))
+        ), stats AS (
+         SELECT l.tenant_id,
+            l.org_id,
+            l.reflection_type,
+            count(*) AS count,
+            avg(l.confidence) AS avg_confidence,
+            max(l.created_at) AS latest
+           FROM live l
+          GROUP BY l.tenant_id, l.org_id, l.reflection_type
+        ), tag_sets AS (
+         SELECT l.tenant_id,
+            l.org_id,
+            l.reflection_type,
+            array_agg(DISTINCT t_1.tag ORDER BY t_1.tag) AS all_tags
+           FROM (live l
+             CROSS JOIN LATERAL unnest(l.tags) t_1(tag))
+          GROUP BY l.tenant_id, l.org_id, l.reflection_type
+        )
+ SELECT s.tenant_id,
+    s.org_id,
+    s.reflection_type,
+    s.count,
+    s.avg_confidence,
+    COALESCE(t.all_tags, '{}'::text[]) AS all_tags,
+    s.latest
+   FROM (stats s
+     LEFT JOIN tag_sets t ON (((t.tenant_id = s.tenant_id) AND (NOT (t.org_id IS DISTINCT FROM s.org_id)) AND (t.reflection_type = s.reflection_type))))
+  WITH NO DATA;
+
+ALTER MATERIALIZED VIEW memsub.mv_reflection_patterns OWNER TO memsub_view_owner;
+
+COMMENT ON MATERIALIZED VIEW memsub.mv_reflection_patterns IS 'Unexpired reflections per tenant, organization and type: count, average confidence, all tags, latest. Tenant roles: memsub.tenant_reflection_patterns.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.tenant_id IS 'Tenant of the reflections.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.org_id IS 'Organization of the reflections (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.reflection_type IS 'Reflection type the row counts.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.count IS 'Reflections of this type not expired at the refresh.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.avg_confidence IS 'Mean confidence of those reflections.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.all_tags IS 'Every tag used by those reflections, sorted, each once.';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.latest IS 'When the newest of those reflections was created.';
+
+ALTER TABLE memsub.packet_store ALTER COLUMN write_seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memsub.packet_store_write_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE memsub.packet_threads (
+    tenant_id uuid NOT NULL,
+    thread_id uuid NOT NULL,
+    org_id uuid,
+    first_packet_id uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY memsub.packet_threads FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_threads OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_threads IS 'Thread registry: each conversation thread of a tenant, bound to one organization.';
+
+COMMENT ON COLUMN memsub.packet_threads.tenant_id IS 'Tenant owning the thread.';
+
+COMMENT ON COLUMN memsub.packet_threads.thread_id IS 'Thread identifier (packet_store.thread_id).';
+
+COMMENT ON COLUMN memsub.packet_threads.org_id IS 'Organization every packet of the thread belongs to (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.packet_threads.first_packet_id IS 'First packet written to the thread (NULL once it was purged).';
+
+COMMENT ON COLUMN memsub.packet_threads.created_at IS 'Time of the thread''s first packet.';
+
+CREATE TABLE memsub.packet_tombstones (
+    tenant_id uuid NOT NULL,
+    packet_id uuid NOT NULL,
+    packet_type text NOT NULL,
+    thread_id uuid,
+    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    generation integer NOT NULL,
+    root_packet_id uuid NOT NULL,
+    "timestamp" timestamp with time zone NOT NULL,
+    write_seq bigint NOT NULL,
+    expired_at timestamp without time zone NOT NULL,
+    purged_at timestamp with time zone DEFAULT now() NOT NULL,
+    scope text NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    session_id text,
+    CONSTRAINT packet_tombstones_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+);
+
+ALTER TABLE ONLY memsub.packet_tombstones FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_tombstones OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_tombstones IS 'What remains of a purged (expired) packet: its lineage skeleton, so lineage walks still reach its ancestors. No payload, envelope, tags or vectors. Written by memsub.purge_expired().';
+
+COMMENT ON COLUMN memsub.packet_tombstones.tenant_id IS 'Tenant of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.packet_id IS 'Id of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.packet_type IS 'Semantic category of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.thread_id IS 'Thread of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.parent_ids IS 'Lineage parents of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.generation IS 'Lineage generation of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.root_packet_id IS 'Lineage root of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones."timestamp" IS 'Event time of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.write_seq IS 'Write order of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.expired_at IS 'The ttl of the purged packet (UTC).';
+
+COMMENT ON COLUMN memsub.packet_tombstones.purged_at IS 'When the packet was purged.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.scope IS 'Visibility scope of the purged packet (the same policies apply).';
+
+COMMENT ON COLUMN memsub.packet_tombstones.org_id IS 'Organization of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.user_id IS 'Writing user of the purged packet.';
+
+COMMENT ON COLUMN memsub.packet_tombstones.session_id IS 'Session of the purged packet.';
+
+CREATE TABLE memsub.schema_history (
+    version text NOT NULL,
+    version_order integer[] GENERATED ALWAYS AS ((string_to_array(version, '.'::text))::integer[]) STORED,
+    name text NOT NULL,
+    sha256 text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    duration_ms double precision,
+    applied_by text DEFAULT CURRENT_USER NOT NULL
+);
+
+ALTER TABLE memsub.schema_history OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.schema_history IS 'memsub migrations applied to this database, one row per version.';
+
+COMMENT ON COLUMN memsub.schema_history.version IS 'Semantic version of the migration file.';
+
+COMMENT ON COLUMN memsub.schema_history.version_order IS 'The version as an integer array, for ordering.';
+
+COMMENT ON COLUMN memsub.schema_history.name IS 'Description part of the migration file name.';
+
+COMMENT ON COLUMN memsub.schema_history.sha256 IS 'sha256 of the file as applied; a changed file is drift.';
+
+COMMENT ON COLUMN memsub.schema_history.applied_at IS 'When the migration transaction started.';
+
+COMMENT ON COLUMN memsub.schema_history.duration_ms IS 'How long the migration took.';
+
+COMMENT ON COLUMN memsub.schema_history.applied_by IS 'Database role that applied it.';
+
+CREATE TABLE memsub.schema_repeatable_history (
+    file_name text NOT NULL,
+    sha256 text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    duration_ms double precision,
+    applied_by text DEFAULT CURRENT_USER NOT NULL
+);
+
+ALTER TABLE memsub.schema_repeatable_history OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.schema_repeatable_history IS 'memsub re-runnable SQL files (sql/) as last applied.';
+
+COMMENT ON COLUMN memsub.schema_repeatable_history.file_name IS 'File name in sql/.';
+
+COMMENT ON COLUMN memsub.schema_repeatable_history.sha256 IS 'sha256 of the file as last applied.';
+
+COMMENT ON COLUMN memsub.schema_repeatable_history.applied_at IS 'When it was last applied.';
+
+COMMENT ON COLUMN memsub.schema_repeatable_history.duration_ms IS 'How long applying it took.';
+
+COMMENT ON COLUMN memsub.schema_repeatable_history.applied_by IS 'Database role that applied it.';
+
+ALTER TABLE memsub.tasks ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME memsub.tasks_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE VIEW memsub.tenant_agent_recent_important WITH (security_barrier='true') AS
+ SELECT tenant_id,
+    agent_id,
+    packet_id,
+    packet_type,
+    "timestamp",
+    importance_score,
+    access_count,
+    tags,
+    scope,
+    combined_score
+   FROM memsub.mv_agent_recent_important m
+  WHERE (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND (EXISTS ( SELECT
+           FROM memsub.packet_store p
+          WHERE ((p.tenant_id = m.tenant_id) AND (p.packet_id = m.packet_id)))));
+
+ALTER VIEW memsub.tenant_agent_recent_important OWNER TO memsub_owner;
+
+COMMENT ON VIEW memsub.tenant_agent_recent_important IS 'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet policies allow, and only packets that have not expired since the refresh (security barrier).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.tenant_id IS 'Tenant of the packet.';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.agent_id IS 'The agent that wrote it (routing.agent).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.packet_id IS 'The packet (packet_store.packet_id).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.packet_type IS 'Kind of packet (packet_store.packet_type).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important."timestamp" IS 'When the packet happened (within the 30 days before the refresh).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.importance_score IS 'Learned importance in [0, 1] at the refresh (0.7 or more).';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.access_count IS 'Retrievals of the packet at the refresh.';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.tags IS 'Tags of the packet.';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.scope IS 'Memory isolation scope: shared, cursor or l-private.';
+
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+
+CREATE VIEW memsub.tenant_entity_graph WITH (security_barrier='true') AS
+ SELECT tenant_id,
+    source_entity,
+    relationship_type,
+    target_entity,
+    total_mentions,
+    max_confidence,
+    avg_confidence,
+    last_seen,
+    relationship_count
+   FROM memsub.mv_entity_graph m
+  WHERE ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+ALTER VIEW memsub.tenant_entity_graph OWNER TO memsub_owner;
+
+COMMENT ON VIEW memsub.tenant_entity_graph IS 'mv_entity_graph of the caller''s tenant only (security barrier).';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.tenant_id IS 'Tenant of the edges.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.source_entity IS 'Matching form of the source entity (entity_relationships.source_key).';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.relationship_type IS 'Relationship type of the edges.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.target_entity IS 'Matching form of the target entity (entity_relationships.target_key).';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid now.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.max_confidence IS 'Highest confidence among those edges.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.avg_confidence IS 'Mean confidence of those edges.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.last_seen IS 'When any of those edges was last seen.';
+
+COMMENT ON COLUMN memsub.tenant_entity_graph.relationship_count IS 'Number of edges (spellings of the two entities) grouped into this row.';
+
+CREATE VIEW memsub.tenant_high_confidence_facts WITH (security_barrier='true') AS
+ SELECT tenant_id,
+    fact_id,
+    subject,
+    subject_normalized,
+    predicate,
+    object,
+    confidence,
+    supporting_packet_count,
+    access_count,
+    combined_score
+   FROM memsub.mv_high_confidence_facts m
+  WHERE ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+ALTER VIEW memsub.tenant_high_confidence_facts OWNER TO memsub_owner;
+
+COMMENT ON VIEW memsub.tenant_high_confidence_facts IS 'mv_high_confidence_facts of the caller''s tenant only (security barrier).';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.tenant_id IS 'Tenant of the fact.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.fact_id IS 'The fact (knowledge_facts.fact_id).';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.subject IS 'Subject as written.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.subject_normalized IS 'Matching form of the subject.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.predicate IS 'Predicate of the fact.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.object IS 'Object of the fact (JSON).';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.confidence IS 'Confidence in [0, 1] at the refresh (0.6 or more).';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.supporting_packet_count IS 'Packets that asserted the fact.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.access_count IS 'Retrievals of the fact at the refresh.';
+
+COMMENT ON COLUMN memsub.tenant_high_confidence_facts.combined_score IS '0.6 confidence + 0.25 support (log scale, 10 packets = 1) + 0.15 access (log scale, 100 accesses = 1), at the refresh.';
+
+CREATE VIEW memsub.tenant_reflection_patterns WITH (security_barrier='true') AS
+ SELECT tenant_id,
+    org_id,
+    reflection_type,
+    count,
+    avg_confidence,
+    all_tags,
+    latest
+   FROM memsub.mv_reflection_patterns m
+  WHERE (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+ALTER VIEW memsub.tenant_reflection_patterns OWNER TO memsub_owner;
+
+COMMENT ON VIEW memsub.tenant_reflection_patterns IS 'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s (security barrier).';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.tenant_id IS 'Tenant of the reflections.';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.org_id IS 'Organization of the reflections (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.reflection_type IS 'Reflection type the row counts.';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.count IS 'Reflections of this type not expired at the refresh.';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.avg_confidence IS 'Mean confidence of those reflections.';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.all_tags IS 'Every tag used by those reflections, sorted, each once.';
+
+COMMENT ON COLUMN memsub.tenant_reflection_patterns.latest IS 'When the newest of those reflections was created.';
+
+CREATE TABLE memsub.world_model_state (
+    tenant_id uuid NOT NULL,
+    state_version integer DEFAULT 0 NOT NULL,
+    updated_at timestamp without time zone DEFAULT (now() AT TIME ZONE 'UTC'::text) NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    CONSTRAINT world_model_state_version_non_negative CHECK ((state_version >= 0))
+);
+
+ALTER TABLE ONLY memsub.world_model_state FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_state OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.world_model_state IS 'Current world-model state version per tenant; its row is the lock that serializes world-model updates.';
+
+COMMENT ON COLUMN memsub.world_model_state.tenant_id IS 'Tenant isolation.';
+
+COMMENT ON COLUMN memsub.world_model_state.state_version IS 'Version of the tenant''s world model: +1 per applied update.';
+
+COMMENT ON COLUMN memsub.world_model_state.updated_at IS 'Time of the last applied update (UTC).';
+
+COMMENT ON COLUMN memsub.world_model_state.org_id IS 'Organization of the last updater.';
+
+COMMENT ON COLUMN memsub.world_model_state.user_id IS 'User of the last updater.';
+
+ALTER TABLE ONLY memsub.adk_app_states
+    ADD CONSTRAINT adk_app_states_pkey PRIMARY KEY (tenant_id, org_key, app_name);
+
+ALTER TABLE ONLY memsub.adk_events
+    ADD CONSTRAINT adk_events_pkey PRIMARY KEY (tenant_id, org_key, app_name, user_id, session_id, "position");
+
+ALTER TABLE ONLY memsub.adk_memories
+    ADD CONSTRAINT adk_memories_pkey PRIMARY KEY (tenant_id, org_key, app_name, user_id, session_id, event_id);
+
+ALTER TABLE ONLY memsub.adk_sessions
+    ADD CONSTRAINT adk_sessions_pkey PRIMARY KEY (tenant_id, org_key, app_name, user_id, id);
+
+ALTER TABLE ONLY memsub.adk_user_states
+    ADD CONSTRAINT adk_user_states_pkey PRIMARY KEY (tenant_id, org_key, app_name, user_id);
+
+ALTER TABLE ONLY memsub.agent_memory_events
+    ADD CONSTRAINT agent_memory_events_pkey PRIMARY KEY (tenant_id, event_id);
+
+ALTER TABLE ONLY memsub.agent_session_items
+    ADD CONSTRAINT agent_session_items_pkey PRIMARY KEY (tenant_id, session_id, item_id);
+
+ALTER TABLE ONLY memsub.agents
+    ADD CONSTRAINT agents_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.audit
+    ADD CONSTRAINT audit_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.checkpoints
+    ADD CONSTRAINT checkpoints_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.checkpoints
+    ADD CONSTRAINT checkpoints_sequence_key UNIQUE (tenant_id, task_id, sequence);
+
+ALTER TABLE ONLY memsub.context_keys
+    ADD CONSTRAINT context_keys_pkey PRIMARY KEY (key_id);
+
+ALTER TABLE ONLY memsub.document_chunks
+    ADD CONSTRAINT document_chunks_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.document_chunks
+    ADD CONSTRAINT document_chunks_position_key UNIQUE (tenant_id, document_id, chunk_index);
+
+ALTER TABLE ONLY memsub.document_index
+    ADD CONSTRAINT document_index_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.document_index
+    ADD CONSTRAINT document_index_version_key UNIQUE (tenant_id, file_path, version);
+
+ALTER TABLE ONLY memsub.entity_relationships
+    ADD CONSTRAINT entity_relationships_no_overlapping_windows EXCLUDE USING gist (tenant_id WITH =, source_key WITH =, relationship_type WITH =, target_key WITH =, valid_period WITH &&) DEFERRABLE;
+
+ALTER TABLE ONLY memsub.entity_relationships
+    ADD CONSTRAINT entity_relationships_pkey PRIMARY KEY (tenant_id, relationship_id);
+
+ALTER TABLE ONLY memsub.importance_learning_runs
+    ADD CONSTRAINT importance_learning_runs_pkey PRIMARY KEY (tenant_id, run_id);
+
+ALTER TABLE ONLY memsub.installation_settings
+    ADD CONSTRAINT installation_settings_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY memsub.knowledge_facts
+    ADD CONSTRAINT knowledge_facts_fact_key UNIQUE (tenant_id, subject_normalized, predicate, object_normalized);
+
+ALTER TABLE ONLY memsub.knowledge_facts
+    ADD CONSTRAINT knowledge_facts_pkey PRIMARY KEY (tenant_id, fact_id);
+
+ALTER TABLE ONLY memsub.langgraph_checkpoint_writes
+    ADD CONSTRAINT langgraph_checkpoint_writes_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx);
+
+ALTER TABLE ONLY memsub.langgraph_checkpoints
+    ADD CONSTRAINT langgraph_checkpoints_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id);
+
+ALTER TABLE ONLY memsub.langgraph_store_items
+    ADD CONSTRAINT langgraph_store_items_pkey PRIMARY KEY (tenant_id, namespace, key);
+
+ALTER TABLE ONLY memsub.langgraph_store_vectors
+    ADD CONSTRAINT langgraph_store_vectors_pkey PRIMARY KEY (tenant_id, namespace, key, field_name);
+
+ALTER TABLE ONLY memsub.limits
+    ADD CONSTRAINT limits_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY memsub.login_bindings
+    ADD CONSTRAINT login_bindings_key UNIQUE NULLS NOT DISTINCT (login, bound_tenant_id, bound_org_id);
+
+ALTER TABLE ONLY memsub.login_bindings
+    ADD CONSTRAINT login_bindings_pkey PRIMARY KEY (binding_id);
+
+ALTER TABLE ONLY memsub.maintenance_lock
+    ADD CONSTRAINT maintenance_lock_pkey PRIMARY KEY (task, lock_key);
+
+ALTER TABLE ONLY memsub.memory_access_log
+    ADD CONSTRAINT memory_access_log_pkey PRIMARY KEY (tenant_id, access_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings
+    ADD CONSTRAINT memory_embeddings_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings
+    ADD CONSTRAINT memory_embeddings_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_entries
+    ADD CONSTRAINT memory_entries_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.memory_entries
+    ADD CONSTRAINT memory_entries_version_key UNIQUE (tenant_id, namespace, key, version);
+
+ALTER TABLE ONLY memsub.memory_summaries
+    ADD CONSTRAINT memory_summaries_pkey PRIMARY KEY (tenant_id, summary_id);
+
+ALTER TABLE ONLY memsub.memory_view_refresh_log
+    ADD CONSTRAINT memory_view_refresh_log_pkey PRIMARY KEY (refresh_id);
+
+ALTER TABLE ONLY memsub.packet_store
+    ADD CONSTRAINT packet_store_pkey PRIMARY KEY (tenant_id, packet_id);
+
+ALTER TABLE ONLY memsub.packet_threads
+    ADD CONSTRAINT packet_threads_pkey PRIMARY KEY (tenant_id, thread_id);
+
+ALTER TABLE ONLY memsub.packet_tombstones
+    ADD CONSTRAINT packet_tombstones_pkey PRIMARY KEY (tenant_id, packet_id);
+
+ALTER TABLE ONLY memsub.reasoning_traces
+    ADD CONSTRAINT reasoning_traces_pkey PRIMARY KEY (tenant_id, trace_id);
+
+ALTER TABLE ONLY memsub.reflection_store
+    ADD CONSTRAINT reflection_store_pkey PRIMARY KEY (tenant_id, reflection_id);
+
+ALTER TABLE ONLY memsub.schema_history
+    ADD CONSTRAINT schema_history_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY memsub.schema_repeatable_history
+    ADD CONSTRAINT schema_repeatable_history_pkey PRIMARY KEY (file_name);
+
+ALTER TABLE ONLY memsub.semantic_memory
+    ADD CONSTRAINT semantic_memory_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.sessions
+    ADD CONSTRAINT sessions_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.task_reflections
+    ADD CONSTRAINT task_reflections_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.task_reflections
+    ADD CONSTRAINT task_reflections_task_key UNIQUE (tenant_id, task_id);
+
+ALTER TABLE ONLY memsub.tasks
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.world_model_entities
+    ADD CONSTRAINT world_model_entities_pkey PRIMARY KEY (tenant_id, entity_id);
+
+ALTER TABLE ONLY memsub.world_model_snapshots
+    ADD CONSTRAINT world_model_snapshots_pkey PRIMARY KEY (tenant_id, snapshot_id);
+
+ALTER TABLE ONLY memsub.world_model_state
+    ADD CONSTRAINT world_model_state_pkey PRIMARY KEY (tenant_id);
+
+ALTER TABLE ONLY memsub.world_model_updates
+    ADD CONSTRAINT world_model_updates_pkey PRIMARY KEY (tenant_id, update_id);
+
+ALTER TABLE ONLY memsub.world_model_updates
+    ADD CONSTRAINT world_model_updates_version_key UNIQUE (tenant_id, state_version_after);
+
+CREATE INDEX adk_events_time_idx ON memsub.adk_events USING btree (tenant_id, org_key, app_name, user_id, session_id, "timestamp");
+
+CREATE INDEX adk_memories_words_idx ON memsub.adk_memories USING gin (words);
+
+CREATE INDEX idx_agent_memory_events_agent ON memsub.agent_memory_events USING btree (tenant_id, agent_id, "timestamp" DESC);
+
+CREATE INDEX idx_agent_memory_events_packet ON memsub.agent_memory_events USING btree (tenant_id, packet_id) WHERE (packet_id IS NOT NULL);
+
+CREATE INDEX idx_agents_session ON memsub.agents USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
+
+CREATE INDEX idx_agents_task ON memsub.agents USING btree (tenant_id, task_id) WHERE (task_id IS NOT NULL);
+
+CREATE INDEX idx_audit_agent ON memsub.audit USING btree (tenant_id, agent_id) WHERE (agent_id IS NOT NULL);
+
+CREATE INDEX idx_audit_key ON memsub.audit USING btree (tenant_id, namespace, key, created_at) WHERE (namespace IS NOT NULL);
+
+CREATE INDEX idx_audit_memory_entry ON memsub.audit USING btree (tenant_id, memory_entry_id) WHERE (memory_entry_id IS NOT NULL);
+
+CREATE INDEX idx_audit_session ON memsub.audit USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
+
+CREATE INDEX idx_audit_task ON memsub.audit USING btree (tenant_id, task_id) WHERE (task_id IS NOT NULL);
+
+CREATE INDEX idx_checkpoints_session ON memsub.checkpoints USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
+
+CREATE INDEX idx_document_chunks_tsv ON memsub.document_chunks USING gin (content_tsv);
+
+COMMENT ON INDEX memsub.idx_document_chunks_tsv IS 'Full-text search over chunk content.';
+
+CREATE INDEX idx_document_index_hash ON memsub.document_index USING btree (tenant_id, hash) WHERE (hash IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_document_index_hash IS 'Finds document versions by content hash.';
+
+CREATE UNIQUE INDEX idx_document_index_latest ON memsub.document_index USING btree (tenant_id, file_path) WHERE is_latest;
+
+COMMENT ON INDEX memsub.idx_document_index_latest IS 'Latest pointer per path: one latest version of each file path per tenant.';
+
+CREATE INDEX idx_document_index_previous ON memsub.document_index USING btree (tenant_id, previous_id) WHERE (previous_id IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_document_index_previous IS 'Walks the version chain forward (which version replaced this one).';
+
+CREATE INDEX idx_embeddings_vector_content ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content IS 'HNSW (cosine) over the content embeddings only.';
+
+CREATE INDEX idx_embeddings_vector_context ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context IS 'HNSW (cosine) over the context embeddings only.';
+
+CREATE INDEX idx_embeddings_vector_entity ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity IS 'HNSW (cosine) over the entity embeddings only.';
+
+CREATE INDEX idx_embeddings_vector_reasoning ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning IS 'HNSW (cosine) over the reasoning embeddings only.';
+
+CREATE INDEX idx_embeddings_vector_summary ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary IS 'HNSW (cosine) over the summary embeddings only.';
+
+CREATE UNIQUE INDEX idx_entity_relationships_edge ON memsub.entity_relationships USING btree (tenant_id, source_key, relationship_type, target_key) WHERE upper_inf(valid_period);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_edge IS 'The seed''s unique edge key over the matching form of the entity names, for the current (open-ended) window of each edge: the arbiter of the relationship UPSERT.';
+
+CREATE INDEX idx_entity_relationships_source_packet ON memsub.entity_relationships USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
+
+CREATE INDEX idx_entity_relationships_target ON memsub.entity_relationships USING btree (tenant_id, target_key);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_target IS 'Incoming edges of an entity (by matching form).';
+
+CREATE INDEX idx_importance_learning_runs_time ON memsub.importance_learning_runs USING btree (tenant_id, finished_at DESC);
+
+CREATE INDEX idx_knowledge_facts_source_packet ON memsub.knowledge_facts USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
+
+CREATE INDEX idx_memory_access_log_target ON memsub.memory_access_log USING btree (tenant_id, target_type, target_id, accessed_at DESC);
+
+CREATE INDEX idx_memory_access_log_time ON memsub.memory_access_log USING btree (tenant_id, accessed_at DESC);
+
+CREATE INDEX idx_memory_access_log_unlearned ON memsub.memory_access_log USING btree (tenant_id, target_type, target_id) WHERE ((counted_at IS NULL) OR ((was_useful IS NOT NULL) AND (feedback_learned_at IS NULL)));
+
+COMMENT ON INDEX memsub.idx_memory_access_log_unlearned IS 'Accesses and feedback importance learning has not read yet.';
+
+CREATE INDEX idx_memory_embeddings_search ON memsub.memory_embeddings USING gin (tenant_id, search_tsv);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search IS 'GIN over (tenant_id, search_tsv): one tenant''s full-text matches (btree_gin for the tenant key).';
+
+CREATE INDEX idx_memory_embeddings_tenant_type ON memsub.memory_embeddings USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type IS 'A tenant''s embeddings of one type: the size probe and the exact scan of memsub.semantic_search.';
+
+CREATE INDEX idx_memory_entries_embedding ON memsub.memory_entries USING hnsw (embedding public.vector_cosine_ops) WHERE ((embedding IS NOT NULL) AND (NOT is_deleted));
+
+COMMENT ON INDEX memsub.idx_memory_entries_embedding IS 'HNSW (cosine) over the live memory entries that carry an embedding.';
+
+CREATE INDEX idx_memory_entries_live ON memsub.memory_entries USING btree (tenant_id, namespace, key, version DESC) WHERE (NOT is_deleted);
+
+CREATE INDEX idx_memory_entries_search ON memsub.memory_entries USING gin (search_tsv) WHERE (NOT is_deleted);
+
+COMMENT ON INDEX memsub.idx_memory_entries_search IS 'Full-text search over live memory entries.';
+
+CREATE INDEX idx_memory_entries_short_term ON memsub.memory_entries USING btree (tenant_id, namespace, key) WHERE (short_term AND (NOT is_deleted));
+
+COMMENT ON INDEX memsub.idx_memory_entries_short_term IS 'Live short-term entries: the candidates of STM -> LTM promotion.';
+
+CREATE INDEX idx_memory_entries_unconsolidated ON memsub.memory_entries USING btree (tenant_id, namespace, key, version) WHERE ((NOT is_deleted) AND (NOT (metadata ? 'consolidated_into'::text)));
+
+CREATE INDEX idx_memory_summaries_scope ON memsub.memory_summaries USING btree (tenant_id, scope_type, scope_value, created_at DESC);
+
+CREATE INDEX idx_memory_summaries_valid_until ON memsub.memory_summaries USING btree (tenant_id, valid_until) WHERE (valid_until IS NOT NULL);
+
+CREATE INDEX idx_memory_summaries_vector ON memsub.memory_summaries USING hnsw (vector public.vector_cosine_ops);
+
+CREATE INDEX idx_memory_view_refresh_log_view ON memsub.memory_view_refresh_log USING btree (view_name, started_at DESC);
+
+CREATE INDEX idx_packet_lineage ON memsub.packet_store USING gin (parent_ids);
+
+CREATE INDEX idx_packet_store_packet_type ON memsub.packet_store USING btree (tenant_id, packet_type);
+
+CREATE INDEX idx_packet_store_timestamp ON memsub.packet_store USING btree (tenant_id, "timestamp" DESC);
+
+CREATE INDEX idx_packet_tags ON memsub.packet_store USING gin (tags);
+
+CREATE INDEX idx_packet_thread ON memsub.packet_store USING btree (tenant_id, thread_id, "timestamp");
+
+CREATE INDEX idx_packet_thread_write_seq ON memsub.packet_store USING btree (tenant_id, thread_id, write_seq);
+
+COMMENT ON INDEX memsub.idx_packet_thread_write_seq IS 'Thread replay in write order and its keyset cursor.';
+
+CREATE INDEX idx_packet_tombstones_lineage ON memsub.packet_tombstones USING gin (parent_ids);
+
+CREATE INDEX idx_packet_ttl ON memsub.packet_store USING btree (ttl) WHERE (ttl IS NOT NULL);
+
+CREATE INDEX idx_reasoning_traces_agent ON memsub.reasoning_traces USING btree (tenant_id, agent_id, created_at DESC);
+
+CREATE INDEX idx_reasoning_traces_packet ON memsub.reasoning_traces USING btree (tenant_id, packet_id) WHERE (packet_id IS NOT NULL);
+
+CREATE INDEX idx_reflection_store_source_packet ON memsub.reflection_store USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
+
+CREATE INDEX idx_reflection_store_task ON memsub.reflection_store USING btree (tenant_id, task_id) WHERE (task_id IS NOT NULL);
+
+CREATE INDEX idx_reflection_store_type ON memsub.reflection_store USING btree (tenant_id, reflection_type, created_at DESC);
+
+CREATE INDEX idx_reflection_store_vector ON memsub.reflection_store USING hnsw (vector public.vector_cosine_ops);
+
+CREATE INDEX idx_semantic_memory_agent ON memsub.semantic_memory USING btree (tenant_id, agent_id);
+
+CREATE INDEX idx_semantic_memory_vector ON memsub.semantic_memory USING hnsw (vector public.vector_cosine_ops);
+
+CREATE INDEX idx_sessions_user ON memsub.sessions USING btree (tenant_id, user_id, created_at DESC);
+
+CREATE INDEX idx_tasks_parent ON memsub.tasks USING btree (tenant_id, parent_task_id) WHERE (parent_task_id IS NOT NULL);
+
+CREATE INDEX idx_tasks_session ON memsub.tasks USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
+
+CREATE INDEX idx_tasks_status ON memsub.tasks USING btree (tenant_id, status, created_at);
+
+CREATE INDEX idx_world_model_entities_alias_keys ON memsub.world_model_entities USING gin (alias_keys) WITH (fastupdate=off);
+
+COMMENT ON INDEX memsub.idx_world_model_entities_alias_keys IS 'Finds an entity by the matching form of one of its aliases.';
+
+CREATE INDEX idx_world_model_entities_embedding ON memsub.world_model_entities USING hnsw (embedding public.vector_cosine_ops) WHERE (embedding IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_world_model_entities_embedding IS 'HNSW (cosine) over the entities that carry an embedding.';
+
+CREATE INDEX idx_world_model_entities_key ON memsub.world_model_entities USING btree (tenant_id, lower(regexp_replace(btrim(entity_id), '\s+'::text, ' '::text, 'g'::text)));
+
+COMMENT ON INDEX memsub.idx_world_model_entities_key IS 'Finds an entity by the matching form of its name (memsub.normalize_text).';
+
+CREATE INDEX idx_world_model_snapshots_version ON memsub.world_model_snapshots USING btree (tenant_id, state_version DESC);
+
+CREATE INDEX langgraph_checkpoints_run_idx ON memsub.langgraph_checkpoints USING btree (tenant_id, ((metadata ->> 'run_id'::text))) WHERE (metadata ? 'run_id'::text);
+
+CREATE INDEX langgraph_store_items_expiry_idx ON memsub.langgraph_store_items USING btree (tenant_id, expires_at) WHERE (expires_at IS NOT NULL);
+
+CREATE INDEX mv_agent_recent_important_agent ON memsub.mv_agent_recent_important USING btree (tenant_id, agent_id, combined_score DESC);
+
+CREATE UNIQUE INDEX mv_agent_recent_important_key ON memsub.mv_agent_recent_important USING btree (tenant_id, packet_id);
+
+CREATE UNIQUE INDEX mv_entity_graph_key ON memsub.mv_entity_graph USING btree (tenant_id, source_entity, relationship_type, target_entity);
+
+COMMENT ON INDEX memsub.mv_entity_graph_key IS 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
+
+CREATE UNIQUE INDEX mv_high_confidence_facts_key ON memsub.mv_high_confidence_facts USING btree (tenant_id, fact_id);
+
+CREATE INDEX mv_high_confidence_facts_subject ON memsub.mv_high_confidence_facts USING btree (tenant_id, subject_normalized, predicate);
+
+CREATE UNIQUE INDEX mv_reflection_patterns_key ON memsub.mv_reflection_patterns USING btree (tenant_id, org_id, reflection_type) NULLS NOT DISTINCT;
+
+CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING btree (tenant_id, content_hash) WHERE (content_hash IS NOT NULL);
+
+CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
+
+COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS 'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';
+
+CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub.packet_store_guard();
+
+COMMENT ON TRIGGER packet_store_immutable ON memsub.packet_store IS 'Rejects modification of envelope columns and deletion of unexpired packets.';
+
+CREATE TRIGGER packet_store_no_truncate BEFORE TRUNCATE ON memsub.packet_store FOR EACH STATEMENT EXECUTE FUNCTION memsub.packet_store_guard();
+
+COMMENT ON TRIGGER packet_store_no_truncate ON memsub.packet_store IS 'Rejects TRUNCATE of the event log.';
+
+ALTER TABLE ONLY memsub.adk_events
+    ADD CONSTRAINT adk_events_session_fkey FOREIGN KEY (tenant_id, org_key, app_name, user_id, session_id) REFERENCES memsub.adk_sessions(tenant_id, org_key, app_name, user_id, id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY memsub.agent_memory_events
+    ADD CONSTRAINT agent_memory_events_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (packet_id);
+
+ALTER TABLE ONLY memsub.agents
+    ADD CONSTRAINT agents_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE SET NULL (session_id);
+
+ALTER TABLE ONLY memsub.agents
+    ADD CONSTRAINT agents_task_fkey FOREIGN KEY (tenant_id, task_id) REFERENCES memsub.tasks(tenant_id, id);
+
+ALTER TABLE ONLY memsub.audit
+    ADD CONSTRAINT audit_agent_fkey FOREIGN KEY (tenant_id, agent_id) REFERENCES memsub.agents(tenant_id, id);
+
+ALTER TABLE ONLY memsub.audit
+    ADD CONSTRAINT audit_memory_entry_fkey FOREIGN KEY (tenant_id, memory_entry_id) REFERENCES memsub.memory_entries(tenant_id, id) ON DELETE SET NULL (memory_entry_id);
+
+ALTER TABLE ONLY memsub.audit
+    ADD CONSTRAINT audit_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE SET NULL (session_id);
+
+ALTER TABLE ONLY memsub.audit
+    ADD CONSTRAINT audit_task_fkey FOREIGN KEY (tenant_id, task_id) REFERENCES memsub.tasks(tenant_id, id);
+
+ALTER TABLE ONLY memsub.checkpoints
+    ADD CONSTRAINT checkpoints_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE SET NULL (session_id);
+
+ALTER TABLE ONLY memsub.checkpoints
+    ADD CONSTRAINT checkpoints_task_fkey FOREIGN KEY (tenant_id, task_id) REFERENCES memsub.tasks(tenant_id, id);
+
+ALTER TABLE ONLY memsub.document_chunks
+    ADD CONSTRAINT document_chunks_document_fkey FOREIGN KEY (tenant_id, document_id) REFERENCES memsub.document_index(tenant_id, id);
+
+ALTER TABLE ONLY memsub.document_index
+    ADD CONSTRAINT document_index_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (packet_id);
+
+ALTER TABLE ONLY memsub.document_index
+    ADD CONSTRAINT document_index_previous_fkey FOREIGN KEY (tenant_id, previous_id) REFERENCES memsub.document_index(tenant_id, id);
+
+ALTER TABLE ONLY memsub.entity_relationships
+    ADD CONSTRAINT entity_relationships_source_packet_fkey FOREIGN KEY (tenant_id, source_packet) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (source_packet);
+
+ALTER TABLE ONLY memsub.knowledge_facts
+    ADD CONSTRAINT knowledge_facts_source_packet_fkey FOREIGN KEY (tenant_id, source_packet) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (source_packet);
+
+ALTER TABLE ONLY memsub.langgraph_store_vectors
+    ADD CONSTRAINT langgraph_store_vectors_item_fkey FOREIGN KEY (tenant_id, namespace, key) REFERENCES memsub.langgraph_store_items(tenant_id, namespace, key) ON DELETE CASCADE;
+
+ALTER TABLE ONLY memsub.memory_embeddings
+    ADD CONSTRAINT memory_embeddings_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY memsub.memory_entries
+    ADD CONSTRAINT memory_entries_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE SET NULL (session_id);
+
+ALTER TABLE ONLY memsub.packet_threads
+    ADD CONSTRAINT packet_threads_first_packet_fkey FOREIGN KEY (tenant_id, first_packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (first_packet_id);
+
+ALTER TABLE ONLY memsub.reasoning_traces
+    ADD CONSTRAINT reasoning_traces_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (packet_id);
+
+ALTER TABLE ONLY memsub.reflection_store
+    ADD CONSTRAINT reflection_store_source_packet_fkey FOREIGN KEY (tenant_id, source_packet) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (source_packet);
+
+ALTER TABLE ONLY memsub.tasks
+    ADD CONSTRAINT tasks_parent_task_fkey FOREIGN KEY (tenant_id, parent_task_id) REFERENCES memsub.tasks(tenant_id, id);
+
+ALTER TABLE ONLY memsub.tasks
+    ADD CONSTRAINT tasks_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE SET NULL (session_id);
+
+ALTER TABLE memsub.adk_app_states ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_events ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_memories ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_sessions ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.adk_user_states ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY admin_override ON memsub.adk_app_states USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.adk_app_states IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.adk_events USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.adk_events IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.adk_memories USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.adk_memories IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.adk_sessions USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.adk_sessions IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.adk_user_states USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.adk_user_states IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.agent_memory_events USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.agent_memory_events IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.agent_session_items USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.agent_session_items IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.agents USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.agents IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.audit USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.audit IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.checkpoints USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.checkpoints IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.document_chunks USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.document_chunks IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.document_index USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.document_index IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.entity_relationships USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.entity_relationships IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.importance_learning_runs USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.importance_learning_runs IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.knowledge_facts USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.knowledge_facts IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.langgraph_checkpoint_writes USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.langgraph_checkpoint_writes IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.langgraph_checkpoints USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.langgraph_checkpoints IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.langgraph_store_items USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.langgraph_store_items IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.langgraph_store_vectors USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.langgraph_store_vectors IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.memory_access_log USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.memory_access_log IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.memory_embeddings USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.memory_embeddings IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.memory_entries USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.memory_entries IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.memory_summaries USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.memory_summaries IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.packet_store USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.packet_store IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.packet_threads USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.packet_threads IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.packet_tombstones USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.packet_tombstones IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.reasoning_traces USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.reasoning_traces IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.reflection_store USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.reflection_store IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.semantic_memory USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.semantic_memory IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.sessions USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.sessions IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.task_reflections USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.task_reflections IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.tasks USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.tasks IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.world_model_entities USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.world_model_entities IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.world_model_snapshots USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.world_model_snapshots IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.world_model_state USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.world_model_state IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.world_model_updates USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.world_model_updates IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.agent_session_items ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.agents ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.audit ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY audit_actor_visibility ON memsub.audit AS RESTRICTIVE USING (((NOT (user_id IS DISTINCT FROM ( SELECT memsub.current_user_id() AS current_user_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY audit_actor_visibility ON memsub.audit IS 'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
+
+ALTER TABLE memsub.checkpoints ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_chunks ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_index ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.entity_relationships ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.importance_learning_runs ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.knowledge_facts ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_checkpoint_writes ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_checkpoints ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_store_items ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.langgraph_store_vectors ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_access_log ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_entries ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_summaries ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY namespace_insert ON memsub.memory_entries AS RESTRICTIVE FOR INSERT WITH CHECK ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY namespace_insert ON memsub.memory_entries IS 'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
+
+CREATE POLICY namespace_update ON memsub.memory_entries AS RESTRICTIVE FOR UPDATE USING ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY namespace_update ON memsub.memory_entries IS 'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
+
+CREATE POLICY namespace_visibility ON memsub.memory_entries AS RESTRICTIVE USING (((namespace_kind = ANY (ARRAY['app'::text, 'project'::text])) OR ((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY namespace_visibility ON memsub.memory_entries IS 'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that session; admins pass.';
+
+CREATE POLICY not_expired ON memsub.memory_embeddings AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone))));
+
+COMMENT ON POLICY not_expired ON memsub.memory_embeddings IS 'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
+
+CREATE POLICY not_expired ON memsub.packet_store AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.packet_store IS 'A packet whose ttl has passed is never read (only memsub_expiry_owner, for purging and lineage, sees it).';
+
+CREATE POLICY org_isolation ON memsub.adk_app_states AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.adk_app_states IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.adk_events AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.adk_events IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.adk_memories AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.adk_memories IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.adk_sessions AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.adk_sessions IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.adk_user_states AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.adk_user_states IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.agent_memory_events AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.agent_memory_events IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.agent_session_items AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.agent_session_items IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.agents AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.agents IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.audit AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.audit IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.checkpoints AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.checkpoints IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.document_chunks AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.document_chunks IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.document_index AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.document_index IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.langgraph_checkpoint_writes AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.langgraph_checkpoint_writes IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.langgraph_checkpoints AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.langgraph_checkpoints IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.langgraph_store_items AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.langgraph_store_items IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.langgraph_store_vectors AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.langgraph_store_vectors IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.memory_access_log AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.memory_access_log IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.memory_embeddings AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.memory_embeddings IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.memory_summaries AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.memory_summaries IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.packet_store AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.packet_store IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.packet_tombstones AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.packet_tombstones IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.reasoning_traces AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.reasoning_traces IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.reflection_store AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.reflection_store IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.semantic_memory AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.semantic_memory IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.sessions AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.sessions IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.task_reflections AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.task_reflections IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.tasks AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.tasks IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+ALTER TABLE memsub.packet_store ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_threads ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_tombstones ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.reasoning_traces ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.reflection_store ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.semantic_memory ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY session_access ON memsub.sessions AS RESTRICTIVE USING (((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (id = ( SELECT memsub.current_session_id() AS current_session_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY session_access ON memsub.sessions IS 'A session is visible to its user and to the context whose session_id names it; admins pass.';
+
+ALTER TABLE memsub.sessions ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.task_reflections ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.tasks ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY tenant_isolation ON memsub.adk_app_states USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.adk_app_states IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.adk_events USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.adk_events IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.adk_memories USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.adk_memories IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.adk_sessions USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.adk_sessions IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.adk_user_states USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.adk_user_states IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.agent_memory_events USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.agent_memory_events IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.agent_session_items USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.agent_session_items IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.agents USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.agents IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.audit USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.audit IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.checkpoints USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.checkpoints IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.document_chunks USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.document_chunks IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.document_index USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.document_index IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.entity_relationships USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.entity_relationships IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.importance_learning_runs USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.importance_learning_runs IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.knowledge_facts USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.knowledge_facts IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.langgraph_checkpoint_writes USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.langgraph_checkpoint_writes IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.langgraph_checkpoints USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.langgraph_checkpoints IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.langgraph_store_items USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.langgraph_store_items IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.langgraph_store_vectors USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.langgraph_store_vectors IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.memory_access_log USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.memory_access_log IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.memory_embeddings USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.memory_embeddings IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.memory_entries USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.memory_entries IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.memory_summaries USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.memory_summaries IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.packet_store USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.packet_store IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.packet_threads USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.packet_threads IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.packet_tombstones USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.packet_tombstones IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.reasoning_traces USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.reasoning_traces IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.reflection_store USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.reflection_store IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.semantic_memory USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.semantic_memory IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.sessions USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.sessions IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.task_reflections USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.task_reflections IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.tasks USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.tasks IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.world_model_entities USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.world_model_entities IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.world_model_snapshots USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.world_model_snapshots IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.world_model_state USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.world_model_state IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.world_model_updates USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.world_model_updates IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY user_visibility ON memsub.agent_memory_events AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.agent_memory_events IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+CREATE POLICY user_visibility ON memsub.memory_embeddings AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.memory_embeddings IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+CREATE POLICY user_visibility ON memsub.packet_store AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.packet_store IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+CREATE POLICY user_visibility ON memsub.packet_tombstones AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.packet_tombstones IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+CREATE POLICY user_visibility ON memsub.reasoning_traces AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.reasoning_traces IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+CREATE POLICY user_visibility ON memsub.semantic_memory AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.semantic_memory IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
+ALTER TABLE memsub.world_model_entities ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_snapshots ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_state ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.world_model_updates ENABLE ROW LEVEL SECURITY;
+
+GRANT USAGE ON SCHEMA memsub TO memsub_expiry_owner;
+GRANT USAGE ON SCHEMA memsub TO memsub_retrieval_owner;
+GRANT USAGE ON SCHEMA memsub TO memsub_view_owner;
+GRANT USAGE ON SCHEMA memsub TO memsub_app;
+GRANT USAGE ON SCHEMA memsub TO memsub_analyst;
+
+REVOKE ALL ON TYPE memsub.langgraph_checkpoint_row FROM PUBLIC;
+
+REVOKE ALL ON TYPE memsub.langgraph_store_item FROM PUBLIC;
+
+REVOKE ALL ON TYPE memsub.packet_write_result FROM PUBLIC;
+GRANT ALL ON TYPE memsub.packet_write_result TO memsub_app;
+GRANT ALL ON TYPE memsub.packet_write_result TO memsub_analyst;
+
+REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
+GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
+GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
+GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_finite_interval(p_value interval, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_finite_interval(p_value interval, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_finite_interval(p_value interval, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_finite_interval(p_value interval, p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_finite_time(p_value timestamp with time zone, p_field text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_half_life(p_half_life interval) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._entity_keys(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
+
+GRANT SELECT,INSERT ON TABLE memsub.memory_view_refresh_log TO memsub_view_owner;
+GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub._require_tenant_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._require_text(p_value text, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._require_text(p_value text, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._require_text(p_value text, p_field text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._resolve_entity(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub.acting_role() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.adk_check_name(p_value text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_org_key() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text, p_state jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text, p_state jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_words(p_text text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.agent_session_clear(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_session_clear(p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.agent_session_lock(p_session_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.agents TO memsub_app;
+GRANT SELECT ON TABLE memsub.agents TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_app;
+GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_app;
+GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_view_owner;
+
+REVOKE ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.base64url_decode(p_text text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.canonical_uuid_text(p_value text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
+GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.checkpoints TO memsub_app;
+GRANT SELECT ON TABLE memsub.checkpoints TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_app;
+GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_view_owner;
+
+REVOKE ALL ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.consolidate_memories(p_strategy text, p_namespace_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.consolidate_memories(p_strategy text, p_namespace_prefix text) TO memsub_tenant_admin;
+
+REVOKE ALL ON FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.context_mac(p_key_id text, p_message text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.count_packet_chunks() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.current_agent_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_agent_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_agent_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_context_roles() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_context_roles() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.current_context_roles() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_context_roles() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_org_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_org_id() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.current_org_id() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.current_org_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_org_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_session_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_session_id() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.current_session_id() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.current_session_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_session_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_task_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_task_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_task_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_tenant_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_tenant_id() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.current_tenant_id() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.current_tenant_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_tenant_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.current_user_id() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.document_chunks TO memsub_app;
+GRANT SELECT ON TABLE memsub.document_chunks TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.document_chunks_of(p_document_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_chunks_of(p_document_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.document_chunks_of(p_document_id uuid) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.document_index_get(p_file_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_index_get(p_file_path text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.document_index_get(p_file_path text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
+GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.document_versions(p_file_path text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.embedding_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
+GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_app;
+GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) TO memsub_analyst;
+
+REVOKE ALL ON PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.is_platform_admin() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.is_platform_admin() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.is_platform_admin() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.is_platform_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.is_tenant_admin() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_expiry_owner;
+GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_task_id text, p_task_path text, p_idx integer[], p_channels text[], p_value_types text[], p_values bytea[], p_replace boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_task_id text, p_task_path text, p_idx integer[], p_channels text[], p_value_types text[], p_values bytea[], p_replace boolean) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_store_sweep() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_sweep() TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_app;
+GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
+GRANT SELECT,INSERT ON TABLE memsub.importance_learning_runs TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.limit_value(p_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.memory_context(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.memory_entries TO memsub_app;
+GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text, p_importance double precision, p_expected_version integer, p_kind text, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text, p_importance double precision, p_expected_version integer, p_kind text, p_metadata jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.memory_search(p_query_text text, p_query public.vector, p_k integer, p_namespace_prefix text, p_rrf_k integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_search(p_query_text text, p_query public.vector, p_k integer, p_namespace_prefix text, p_rrf_k integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_search(p_query_text text, p_query public.vector, p_k integer, p_namespace_prefix text, p_rrf_k integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_tiers() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_tiers() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_tiers() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.normalize_text(p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.packet_store_guard() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_app;
+GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_analyst;
+GRANT SELECT,UPDATE ON TABLE memsub.memory_access_log TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.agent_memory_events TO memsub_app;
+GRANT SELECT ON TABLE memsub.agent_memory_events TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.reasoning_traces TO memsub_app;
+GRANT SELECT ON TABLE memsub.reasoning_traces TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.reflection_store TO memsub_app;
+GRANT SELECT ON TABLE memsub.reflection_store TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.reflection_store TO memsub_view_owner;
+
+REVOKE ALL ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_app;
+GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.task_reflections TO memsub_app;
+GRANT SELECT ON TABLE memsub.task_reflections TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) TO memsub_app;
+
+REVOKE ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) FROM PUBLIC;
+GRANT ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.require_active_session(p_session memsub.sessions) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.require_login(p_login name) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.session_delete(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_delete(p_session_id text) TO memsub_tenant_admin;
+
+REVOKE ALL ON FUNCTION memsub.session_end_turn(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_end_turn(p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.set_context_signed(p_token text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.set_context_signed(p_token text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.set_context_signed(p_token text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.set_unbound_logins(p_mode text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.set_unbound_logins(p_mode text) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_app;
+GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_app;
+GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_analyst;
+GRANT SELECT,UPDATE ON TABLE memsub.semantic_memory TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_retrieval_owner;
+
+GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_app;
+GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
+GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.trust_login(p_login name) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.trust_login(p_login name) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.vector_dimension() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.vector_dimension() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.vector_dimension() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.world_model_state_version() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.world_model_state_version() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.world_model_state_version() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_app;
+GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.adk_events TO memsub_app;
+GRANT SELECT ON TABLE memsub.adk_events TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.adk_memories TO memsub_app;
+GRANT SELECT ON TABLE memsub.adk_memories TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.adk_sessions TO memsub_app;
+GRANT SELECT ON TABLE memsub.adk_sessions TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_app;
+GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_app;
+GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.audit TO memsub_app;
+GRANT SELECT ON TABLE memsub.audit TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_app;
+GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.installation_settings TO memsub_app;
+GRANT SELECT ON TABLE memsub.installation_settings TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_app;
+GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
+GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_app;
+GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.langgraph_store_vectors TO memsub_app;
+GRANT SELECT ON TABLE memsub.langgraph_store_vectors TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.limits TO memsub_app;
+GRANT SELECT ON TABLE memsub.limits TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.login_bindings TO memsub_platform_admin;
+
+GRANT SELECT ON TABLE memsub.mv_agent_recent_important TO memsub_owner;
+GRANT SELECT ON TABLE memsub.mv_agent_recent_important TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.mv_entity_graph TO memsub_owner;
+GRANT SELECT ON TABLE memsub.mv_entity_graph TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.mv_high_confidence_facts TO memsub_owner;
+GRANT SELECT ON TABLE memsub.mv_high_confidence_facts TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_owner;
+GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.packet_threads TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_threads TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_analyst;
+GRANT SELECT,INSERT ON TABLE memsub.packet_tombstones TO memsub_expiry_owner;
+
+GRANT SELECT ON TABLE memsub.schema_history TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.schema_repeatable_history TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_app;
+GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.tenant_entity_graph TO memsub_app;
+GRANT SELECT ON TABLE memsub.tenant_entity_graph TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.tenant_high_confidence_facts TO memsub_app;
+GRANT SELECT ON TABLE memsub.tenant_high_confidence_facts TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.tenant_reflection_patterns TO memsub_app;
+GRANT SELECT ON TABLE memsub.tenant_reflection_patterns TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.world_model_state TO memsub_app;
+GRANT SELECT ON TABLE memsub.world_model_state TO memsub_analyst;

@@ -1,0 +1,47 @@
+"""The committed current schema (schema/memsub.sql) and SQL API reference (docs/sql-reference.md) are those of a
+fresh installation: after changing sql/ or migrations/, run make schema and review the diff."""
+
+from __future__ import annotations
+
+from memsub.schema_docs import REFERENCE_PATH, SCHEMA_PATH, dump_schema, normalize_dump, sql_reference
+from memsub.sqllint import lint
+
+
+def _first_difference(expected: str, found: str) -> str:
+    for number, (left, right) in enumerate(zip(expected.splitlines(), found.splitlines(), strict=False), 1):
+        if left != right:
+            return f"line {number}: committed {left!r}, fresh installation {right!r}"
+    return "one of them is longer"
+
+
+def test_the_committed_schema_is_a_fresh_installations(db):
+    found = dump_schema(db.dsn())
+    committed = SCHEMA_PATH.read_text()
+    assert committed == found, f"schema/memsub.sql is stale (make schema): {_first_difference(committed, found)}"
+
+
+def test_the_sql_reference_is_current(db):
+    found = sql_reference(db.dsn())
+    committed = REFERENCE_PATH.read_text()
+    assert committed == found, f"docs/sql-reference.md is stale (make schema): {_first_difference(committed, found)}"
+
+
+def test_the_reference_lists_the_public_api_only(db):
+    text = REFERENCE_PATH.read_text()
+    assert "### `memsub.write_packet(" in text and "### `memsub.semantic_search(" in text
+    assert "### `memsub._" not in text
+
+
+def test_normalizing_drops_what_differs_between_two_dumps():
+    dump = "--\n-- PostgreSQL database dump\n\\restrict abc\nSET lock_timeout = 0;\n\n\n\nCREATE SCHEMA memsub;\n"
+    assert normalize_dump(dump) == "CREATE SCHEMA memsub;\n"
+
+
+def test_the_lint_requires_a_comment_on_each_view_column(tmp_path):
+    source = tmp_path / "v.sql"
+    source.write_text("create or replace view memsub.v with (security_barrier = true) as\n"
+                      "select m.tenant_id, m.\"timestamp\", count(*) as n, m.* from memsub.t m;\n"
+                      "comment on view memsub.v is 'x';\n"
+                      "comment on column memsub.v.tenant_id is 'x';\n")
+    problems = [problem.message for problem in lint([source])]
+    assert problems == ["column memsub.v.n has no comment on", "column memsub.v.timestamp has no comment on"]
