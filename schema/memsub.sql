@@ -1502,6 +1502,20 @@ ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id te
 
 COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
 
+CREATE FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles
+      from memsub.api_keys k
+     where k.key_id = p_key_id and k.key_hash = p_key_hash and k.revoked_at is null
+       and (k.expires_at is null or k.expires_at > pg_catalog.statement_timestamp())
+$$;
+
+ALTER FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) IS 'The binding of the live key with this id and hash, read across tenants (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner: memsub.authenticate_api_key calls it.';
+
 CREATE TABLE memsub.world_model_updates (
     update_id uuid DEFAULT gen_random_uuid() NOT NULL,
     insight_id uuid,
@@ -1688,6 +1702,7 @@ CREATE TABLE memsub.knowledge_facts (
     correlation_id uuid,
     session_id text,
     trace_id text,
+    ttl timestamp without time zone,
     CONSTRAINT knowledge_facts_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT knowledge_facts_counts_non_negative CHECK (((supporting_packet_count >= 0) AND (contradiction_count >= 0) AND (access_count >= 0)))
 );
@@ -1738,6 +1753,8 @@ COMMENT ON COLUMN memsub.knowledge_facts.session_id IS 'Session of the first ass
 
 COMMENT ON COLUMN memsub.knowledge_facts.trace_id IS 'Distributed tracing identifier (from the source packet).';
 
+COMMENT ON COLUMN memsub.knowledge_facts.ttl IS 'Expiration time (UTC): the latest ttl of the packets that asserted the fact, NULL (never) once one assertion came without an expiring packet. An expired fact is never read and purge_expired() deletes it.';
+
 CREATE FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision DEFAULT 0.5, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.knowledge_facts
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1767,21 +1784,25 @@ begin
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
     -- contradiction counting see every committed assertion whatever the concurrency.
     perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+    -- An expired fact is gone for every reader: asserting it again starts it afresh.
+    perform memsub.drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
+    -- Expiry: the packet's (none without a packet); a reinforced fact lives as long as its latest support.
     update memsub.knowledge_facts f
        set supporting_packet_count = f.supporting_packet_count + 1,
            confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
+           ttl = memsub.later_expiry(f.ttl, v_packet.ttl),
            updated_at = now()
      where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
        and f.object_normalized = v_object_norm
     returning f.* into v_fact;
     if not found then
         insert into memsub.knowledge_facts (
-            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized,
+            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         values (
             v_subject, v_predicate, p_object, v_confidence, p_source_packet, v_subject_norm, v_object_norm,
-            v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
             memsub.current_session_id(), v_packet.trace_id)
         returning * into v_fact;
     end if;
@@ -1814,7 +1835,7 @@ $$;
 
 ALTER FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) IS 'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as canonical JSON). The same fact again adds one supporting assertion and raises confidence to 1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: counted on every fact involved and on their (visible) source packets. Race-free: assertions about one subject and predicate are serialized.';
+COMMENT ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) IS 'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as canonical JSON). The same fact again adds one supporting assertion and raises confidence to 1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: counted on every fact involved and on their (visible) source packets. The fact expires with the packets that asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
 
 CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid) RETURNS bigint
     LANGUAGE plpgsql
@@ -1838,6 +1859,41 @@ ALTER FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_i
 
 COMMENT ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). Called by the SECURITY DEFINER write functions; not granted to clients.';
 
+CREATE FUNCTION memsub.authenticate_api_key(p_api_key text) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    found_key record;
+    requested text;
+begin
+    if p_api_key is null or p_api_key !~ '^msk_[0-9a-f]{16}_[0-9a-f]{64}$' then
+        raise exception 'memsub.authenticate_api_key: not an API key (msk_<16 hex>_<64 hex>)'
+            using errcode = '28000', column = 'api_key';
+    end if;
+    select l.* into found_key
+      from memsub.api_key_lookup(pg_catalog.substr(p_api_key, 5, 16),
+                                 pg_catalog.sha256(pg_catalog.convert_to(p_api_key, 'UTF8'))) l;
+    if found_key is null then
+        raise exception 'memsub.authenticate_api_key: unknown, revoked or expired API key'
+            using errcode = '28000', column = 'api_key';
+    end if;
+    foreach requested in array found_key.roles loop
+        if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
+            raise exception 'memsub.authenticate_api_key: the key''s role % requires membership of login % in memsub_%',
+                            requested, session_user, requested
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
+    perform memsub.store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
+    return query select found_key.key_id, found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles;
+end
+$_$;
+
+ALTER FUNCTION memsub.authenticate_api_key(p_api_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.authenticate_api_key(p_api_key text) IS 'Verifies an API key (sha256 against memsub.api_keys; not revoked, not expired) and seals the context of its tenant, organization, user and roles in this transaction, like memsub.set_context_signed: no login binding needed, and one transaction acts for one tenant. 28000 (column api_key) for a malformed, unknown, revoked or expired key; 42501 (roles) when the login lacks a key role''s memsub role. Returns the key''s binding.';
+
 CREATE FUNCTION memsub.base64url_decode(p_text text, p_field text) RETURNS bytea
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1854,6 +1910,116 @@ $_$;
 ALTER FUNCTION memsub.base64url_decode(p_text text, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.base64url_decode(p_text text, p_field text) IS 'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
+
+CREATE FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS TABLE(pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamp with time zone, thread_id uuid, ttl timestamp with time zone, importance double precision, correlation_id uuid, session_id text, trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text, metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+    -- Plain expressions rather than the raising field readers (a function call per field and envelope would
+    -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
+    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+           r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
+           coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
+           r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
+           case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
+           case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           r.memory,
+           array(select k from jsonb_object_keys(r.e) as k
+                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
+                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
+                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
+                                       'memory'])
+                 union all
+                 select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
+                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                 order by 1),
+           coalesce(
+               jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
+               and pg_column_size(r.e) <= p_max_envelope_bytes
+               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
+               and length(r.e ->> 'packet_type') <= 200
+               and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
+               and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
+               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
+               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
+               and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
+               and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
+               and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)
+               and coalesce(jsonb_typeof(r.e -> 'confidence' -> 'score') in ('null', 'number')
+                            and (r.e -> 'confidence' ->> 'score')::numeric between 0 and 1, true)
+               and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
+               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
+               and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'confidence') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'reasoning_block') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'routing') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'lineage') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'memory') in ('null', 'object'), true)
+               and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
+               and r.tags is not null and r.parent_ids is not null
+               and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
+                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            true)
+               and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
+               and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
+               and (r.memory is null
+                    or coalesce((select bool_and(k = 'embeddings') from jsonb_object_keys(r.memory) as k), true)
+                       and (r.ttl is null or r.ttl > now())
+                       and (not r.memory ? 'embeddings'
+                            or jsonb_typeof(r.memory -> 'embeddings') = 'array'
+                               and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
+                                                where jsonb_typeof(v.e) <> 'object'
+                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+               false)
+      from (
+        select x.o::integer as pos, x.e,
+               case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
+               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
+                        else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
+               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
+                        else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
+               case when jsonb_typeof(x.e -> 'thread_id') = 'string' and (x.e -> 'thread_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'thread_id' #>> '{}')::uuid end as thread_id,
+               case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
+               case when jsonb_typeof(x.e -> 'importance_score') = 'number'
+                         and (x.e ->> 'importance_score')::numeric between 0 and 1
+                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
+               case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
+               case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
+               -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
+               case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
+                    when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
+                         and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
+                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
+                                             or length(g.v #>> '{}') > p_max_tag_chars)
+                    then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
+                                                    from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
+                                                   group by 1) d order by d.first) end as tags,
+               -- parents: NULL (not clean) unless absent or an array of UUIDs within the limit
+               case when jsonb_typeof(x.e -> 'lineage') is distinct from 'object'
+                         or (x.e -> 'lineage' -> 'parent_ids' is null or jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'null') then '{}'::uuid[]
+                    when jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'array'
+                         and jsonb_array_length(x.e -> 'lineage' -> 'parent_ids') <= p_max_parent_ids
+                         and not exists (select from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids') as p(v)
+                                          where (case when jsonb_typeof(p.v) = 'string' and (p.v #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (p.v #>> '{}')::uuid end) is null)
+                    then array(select d.id from (select (p.v #>> '{}')::uuid as id, min(p.o) as first
+                                                   from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids')
+                                                        with ordinality as p(v, o)
+                                                  group by 1) d order by d.first) end as parent_ids
+          from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+      ) r
+$_$;
+
+ALTER FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
 
 CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2225,6 +2391,7 @@ CREATE TABLE memsub.entity_relationships (
     target_type text DEFAULT 'Entity'::text NOT NULL,
     source_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(source_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
     target_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(target_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
+    ttl timestamp without time zone,
     CONSTRAINT entity_relationships_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT entity_relationships_evidence_is_array CHECK ((jsonb_typeof(evidence) = 'array'::text)),
     CONSTRAINT entity_relationships_mention_count_positive CHECK ((mention_count >= 1)),
@@ -2281,6 +2448,8 @@ COMMENT ON COLUMN memsub.entity_relationships.target_type IS 'Node type of the t
 COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text): edges and lookups compare these.';
 
 COMMENT ON COLUMN memsub.entity_relationships.target_key IS 'Matching form of target_entity (memsub.normalize_text).';
+
+COMMENT ON COLUMN memsub.entity_relationships.ttl IS 'Expiration time (UTC): the latest ttl of the packets that observed the edge window, NULL (never) once one observation came without an expiring packet. An expired window is never read and purge_expired() deletes it.';
 
 CREATE FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.entity_relationships
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2499,6 +2668,61 @@ $$;
 ALTER FUNCTION memsub.count_packet_chunks() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.count_packet_chunks() IS 'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a packet and sets is_chunked.';
+
+CREATE FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid, p_user_id uuid DEFAULT NULL::uuid, p_roles text[] DEFAULT '{}'::text[], p_label text DEFAULT ''::text, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(key_id text, api_key text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text, expires_at timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key_id text := pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 16);
+    v_key    text;
+    requested text;
+begin
+    if p_tenant_id is null then
+        raise exception 'memsub.create_api_key: tenant_id must not be null'
+            using errcode = '22004', column = 'tenant_id';
+    end if;
+    perform memsub.require_key_admin(p_tenant_id);
+    if p_roles is null or pg_catalog.array_position(p_roles, null) is not null then
+        raise exception 'memsub.create_api_key: roles must be an array of role names'
+            using errcode = '22023', column = 'roles';
+    end if;
+    foreach requested in array p_roles loop
+        if requested not in ('tenant_admin', 'platform_admin') then
+            raise exception 'memsub.create_api_key: unknown role "%"', requested
+                using errcode = '22023', column = 'roles', hint = 'Known context roles: tenant_admin, platform_admin.';
+        end if;
+        if requested = 'platform_admin' and not memsub.is_platform_admin() then
+            raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
+    if p_label is null then
+        raise exception 'memsub.create_api_key: label must not be null'
+            using errcode = '22004', column = 'label';
+    end if;
+    perform memsub._check_limit(pg_catalog.length(p_label), 'max_text_chars', 'label');
+    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    if p_expires_at <= pg_catalog.statement_timestamp() then
+        raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at
+            using errcode = '22023', column = 'expires_at';
+    end if;
+    v_key := 'msk_' || v_key_id || '_'
+             || pg_catalog.encode(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+                                  || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()), 'hex');
+    insert into memsub.api_keys as k (tenant_id, key_id, key_hash, org_id, user_id, roles, label, expires_at)
+    values (p_tenant_id, v_key_id, pg_catalog.sha256(pg_catalog.convert_to(v_key, 'UTF8')), p_org_id, p_user_id,
+            (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
+            p_label, p_expires_at);
+    return query select v_key_id, v_key, p_tenant_id, p_org_id, p_user_id,
+                        (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
+                        p_label, p_expires_at;
+end
+$$;
+
+ALTER FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) IS 'Creates an API key acting for a tenant (and optionally an organization, a user, context roles) and returns it once as api_key; only its sha256 is kept. A platform_admin context: any tenant and roles; a tenant_admin context: its own tenant, roles tenant_admin at most (42501 otherwise).';
 
 CREATE FUNCTION memsub.current_agent_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -3063,6 +3287,32 @@ ALTER FUNCTION memsub.drop_context_signing_key(p_key_id text) OWNER TO memsub_ow
 
 COMMENT ON FUNCTION memsub.drop_context_signing_key(p_key_id text) IS 'Removes a context token signing key: tokens signed with it are refused from then on. Platform admins only.';
 
+CREATE FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    delete from memsub.entity_relationships r
+     where r.tenant_id = p_tenant_id and r.source_key = p_source_key and r.relationship_type = p_relationship_type
+       and r.target_key = p_target_key and r.ttl <= (now() at time zone 'UTC')
+$$;
+
+ALTER FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) IS 'Internal: deletes the expired validity windows of one edge (source, type, target matching forms) so that it can be observed afresh. Not granted to clients.';
+
+CREATE FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    delete from memsub.knowledge_facts f
+     where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
+       and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
+$$;
+
+ALTER FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) IS 'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. Not granted to clients.';
+
 CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_entity text DEFAULT NULL::text, p_relationship_type text DEFAULT NULL::text) RETURNS SETOF memsub.entity_relationships
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3083,6 +3333,18 @@ $$;
 ALTER FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) IS 'The graph as of a time (default now): the edges whose validity window contains it, optionally only those touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type.';
+
+CREATE FUNCTION memsub.embedding_chunk_index(p_element jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
+                then coalesce(p_element ->> 'chunk_index', '0')::integer end
+$_$;
+
+ALTER FUNCTION memsub.embedding_chunk_index(p_element jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) IS 'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not an integer (the fan-out refuses such an element).';
 
 CREATE FUNCTION memsub.embedding_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3242,25 +3504,34 @@ CREATE FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) RETURNS t
     AS $_$
 declare
     text_value text;
-    parts      text[];
+    has_time   boolean;
+    has_zone   boolean;
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
     text_value := p_value #>> '{}';
-    parts := regexp_match(text_value,
-        '^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])'
-        '([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?)?'
-        '(Z|z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?$');
-    -- The shape is checked by the pattern, the calendar by arithmetic: no cast can fail after this.
-    if jsonb_typeof(p_value) <> 'string' or parts is null or parts[1]::integer = 0
-       or (parts[4] is null and parts[8] is not null)
-       or parts[3]::integer > extract(day from make_date(parts[1]::integer, parts[2]::integer, 1)
-                                              + interval '1 month - 1 day') then
+    -- The shape is checked by the pattern (no capture groups: matching alone is an order of magnitude cheaper
+    -- than extracting groups), the calendar by arithmetic on the fixed-width date: no cast can fail after this.
+    if jsonb_typeof(p_value) = 'string' and text_value ~
+        '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' then
+        has_time := substr(text_value, 11, 1) in ('T', ' ');
+        has_zone := case when has_time then substr(text_value, 12) ~ '[-+Zz]' else length(text_value) > 10 end;
+    end if;
+    -- Separate tests: a failed pattern leaves nothing the date arithmetic could read.
+    if has_time is not null then
+        if left(text_value, 4) = '0000' or (has_zone and not has_time)
+           or substr(text_value, 9, 2)::integer
+              > extract(day from make_date(left(text_value, 4)::integer, substr(text_value, 6, 2)::integer, 1)
+                                 + interval '1 month - 1 day') then
+            has_time := null;
+        end if;
+    end if;
+    if has_time is null then
         raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
             using errcode = '22007', column = p_field;
     end if;
-    if parts[8] is not null and parts[4] is not null then
+    if has_zone then
         return text_value::timestamptz;
     end if;
     return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
@@ -3312,6 +3583,44 @@ $_$;
 ALTER FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) IS 'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+CREATE FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
+                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+
+ALTER FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null.';
+
+CREATE FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(
+                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                           jsonb_set(x.e, '{vector}', coalesce((
+                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
+                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
+                                  and m.embedding_type = x.e ->> 'embedding_type'
+                                  and m.chunk_index = memsub.embedding_chunk_index(x.e)), 'null'))
+                       else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+
+ALTER FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) IS 'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level security applies).';
 
 CREATE FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
     LANGUAGE plpgsql
@@ -3575,13 +3884,62 @@ COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifie
 COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
 
 CREATE FUNCTION memsub.get_packet(p_packet_id uuid) RETURNS SETOF memsub.packet_store
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$ select s.* from memsub.packet_store s where s.packet_id = p_packet_id $$;
+    AS $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- The key is (tenant_id, packet_id): with the context tenant it is one index search; by packet_id alone it
+    -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+                       where s.packet_id = p_packet_id;
+    else
+        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+                       where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
+    end if;
+end
+$$;
 
 ALTER FUNCTION memsub.get_packet(p_packet_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise).';
+COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise), its envelope as written. Searches the context tenant''s key.';
+
+CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[]) RETURNS SETOF memsub.packet_store
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
+             cross join lateral memsub.packet_with_vectors(x.s) v
+             order by w.n;
+    else
+        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
+        -- may prefer to read every row of a big tenant).
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s
+                                  where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
+             cross join lateral memsub.packet_with_vectors(x.s) v
+             order by w.n;
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id.';
 
 CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -3596,11 +3954,14 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select s.* from memsub.packet_store s
-         where s.thread_id = p_thread_id
-           and (p_after_cursor is null or s.write_seq > p_after_cursor)
-         order by s.write_seq
-         limit p_limit;
+        select w.* from (
+            select s.* from memsub.packet_store s
+             where s.thread_id = p_thread_id
+               and (p_after_cursor is null or s.write_seq > p_after_cursor)
+             order by s.write_seq
+             limit p_limit) s
+        cross join lateral memsub.packet_with_vectors(s::memsub.packet_store) w
+        order by s.write_seq;
 end
 $$;
 
@@ -4405,7 +4766,7 @@ ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_valu
 
 COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it expire; p_fields and p_embeddings (one JSON array of numbers per field) replace its search vectors.';
 
-CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true) RETURNS SETOF memsub.langgraph_store_item
+CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -4417,6 +4778,11 @@ begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
             using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    if p_distance is null or p_distance not in ('cosine', 'l2', 'inner_product') then
+        raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
+                        coalesce(p_distance, 'NULL')
+            using errcode = '22023', column = 'distance_type';
     end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
@@ -4434,7 +4800,12 @@ begin
     with candidates as (
         select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
                case when query is null then null::double precision
-                    else (select max(1 - (v.embedding <=> query)) from memsub.langgraph_store_vectors v
+                    -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
+                    else (select max(case p_distance
+                                         when 'l2' then -(v.embedding <-> query)
+                                         when 'inner_product' then -(v.embedding <#> query)
+                                         else 1 - (v.embedding <=> query) end)
+                            from memsub.langgraph_store_vectors v
                            where v.tenant_id = tenant and v.namespace = i.namespace and v.key = i.key
                              and vector_dims(v.embedding) = vector_dims(query)) end as score
           from memsub.langgraph_store_items i
@@ -4458,9 +4829,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by similarity to p_query_embedding (cosine; the best of the item''s indexed fields) when given, else newest first; p_refresh_ttl restarts the time to live of what is returned.';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4573,6 +4944,15 @@ $$;
 ALTER FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) IS 'Prunes threads of the context tenant: keep_latest keeps the newest checkpoint of each namespace and its writes; delete removes everything. Returns the checkpoints deleted.';
+
+CREATE FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select case when p_first is null or p_second is null then null else greatest(p_first, p_second) end $$;
+
+ALTER FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) IS 'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge supported by two assertions.';
 
 CREATE TABLE memsub.importance_learning_runs (
     run_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -4846,6 +5226,45 @@ ALTER FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, 
 
 COMMENT ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). Returns the number of links found. Called by memsub.document_ingest.';
 
+CREATE FUNCTION memsub.list_api_keys() RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text, created_at timestamp with time zone, created_by name, expires_at timestamp with time zone, revoked_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub.require_key_admin(null);
+    return query
+        select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles, k.label, k.created_at, k.created_by,
+               k.expires_at, k.revoked_at
+          from memsub.api_keys k
+         order by k.tenant_id, k.created_at, k.key_id;
+end
+$$;
+
+ALTER FUNCTION memsub.list_api_keys() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.list_api_keys() IS 'The API keys the admin context manages (its tenant''s, or every tenant''s for platform_admin), without their hashes.';
+
+CREATE FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_task is null or p_task not in ('purge_expired', 'refresh_memory_views', 'learn_importance',
+                                        'memory_maintenance', 'summaries_due') then
+        raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
+            using errcode = '22023', column = 'task';
+    end if;
+    taken := memsub.take_maintenance_lock('maintain', p_task, false);
+    if not taken then
+        holder := coalesce(memsub.maintenance_lock_holder('maintain', p_task), 'holder unknown');
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) IS 'Takes the lock of one memsub maintain task until the calling transaction ends, without waiting: taken, or not taken and the holder ("pid N (role R, application A)"). For memsub maintain; platform admins only.';
+
 CREATE FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5049,6 +5468,35 @@ $$;
 ALTER FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) IS 'Soft-deletes (namespace, key): writes a tombstone version (value NULL, is_deleted) and flags every earlier version is_deleted. States the version read, like a write (40001 when stale; P0002 when nothing is live). The history is kept. Audited as memory_delete.';
+
+CREATE FUNCTION memsub.memory_embeddings_envelope_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    if (old.vector, old.tenant_id, old.packet_id, old.embedding_type, old.chunk_index)
+       is not distinct from (new.vector, new.tenant_id, new.packet_id, new.embedding_type, new.chunk_index) then
+        return new;
+    end if;
+    if exists (select from memsub.packet_store s
+                cross join lateral jsonb_array_elements(
+                    case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                         then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                  and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                  and memsub.embedding_chunk_index(x.e) = old.chunk_index) then
+        raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                        'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+            using errcode = '0A000', column = 'vector',
+                  hint = 'Write a new packet with the new vector, or store it under another chunk_index.';
+    end if;
+    return new;
+end
+$$;
+
+ALTER FUNCTION memsub.memory_embeddings_envelope_guard() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding whose vector belongs to its packet''s envelope (SQLSTATE 0A000); embeddings stored with store_embedding alone may be replaced.';
 
 CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
@@ -5415,6 +5863,22 @@ ALTER FUNCTION memsub.packet_store_guard() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
 
+CREATE FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) RETURNS memsub.packet_store
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
+        p_packet.envelope := memsub.envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
+    end if;
+    return p_packet;
+end
+$$;
+
+ALTER FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) IS 'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
+
 CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURNS TABLE(tenant_id uuid, purged bigint)
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5435,13 +5899,31 @@ CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURN
                r."timestamp", r.write_seq, r.ttl, r.scope, r.org_id, r.user_id, r.session_id
           from removed r
         on conflict on constraint packet_tombstones_pkey do nothing
+    ),
+    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/110, 130, 150):
+    -- deleted in the same statement, so nothing derived from a purged packet outlives it, not even unlinked.
+    events as (
+        delete from memsub.agent_memory_events e
+         where e.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or e.tenant_id = p_tenant_id)
+    ), traces as (
+        delete from memsub.reasoning_traces t
+         where t.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or t.tenant_id = p_tenant_id)
+    ), facts as (
+        delete from memsub.knowledge_facts f
+         where f.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or f.tenant_id = p_tenant_id)
+    ), edges as (
+        delete from memsub.entity_relationships r
+         where r.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or r.tenant_id = p_tenant_id)
+    ), reflections as (
+        delete from memsub.reflection_store r
+         where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id)
     )
     select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id
 $$;
 
 ALTER FUNCTION memsub.purge_expired(p_tenant_id uuid) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings; leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
+COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship windows, reflections); leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
 
 CREATE TABLE memsub.memory_access_log (
     access_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -5583,6 +6065,7 @@ CREATE TABLE memsub.agent_memory_events (
     correlation_id uuid,
     session_id text,
     trace_id text,
+    ttl timestamp without time zone,
     CONSTRAINT agent_memory_events_agent_not_blank CHECK ((length(btrim(agent_id)) > 0)),
     CONSTRAINT agent_memory_events_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
     CONSTRAINT agent_memory_events_type_not_blank CHECK ((length(btrim(event_type)) > 0))
@@ -5620,6 +6103,8 @@ COMMENT ON COLUMN memsub.agent_memory_events.session_id IS 'Session of the write
 
 COMMENT ON COLUMN memsub.agent_memory_events.trace_id IS 'Distributed tracing identifier (from the packet).';
 
+COMMENT ON COLUMN memsub.agent_memory_events.ttl IS 'Expiration time (UTC) of the packet the event is linked to, copied from packet_store.ttl; an expired event is never read and purge_expired() deletes it.';
+
 CREATE FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb DEFAULT '{}'::jsonb, p_packet_id uuid DEFAULT NULL::uuid, p_timestamp timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.agent_memory_events
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5635,7 +6120,7 @@ begin
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub._check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
-        agent_id, "timestamp", packet_id, event_type, content, scope,
+        agent_id, "timestamp", packet_id, event_type, content, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         memsub._require_text(p_agent_id, 'agent_id'),
@@ -5644,6 +6129,7 @@ begin
         memsub._require_text(p_event_type, 'event_type'),
         coalesce(p_content, '{}'),
         coalesce(v_packet.scope, 'shared'),
+        v_packet.ttl,
         v_tenant,
         case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
         case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
@@ -5657,7 +6143,7 @@ $$;
 
 ALTER FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) IS 'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity and scope).';
+COMMENT ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) IS 'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity, scope and expiry).';
 
 CREATE FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text DEFAULT NULL::text) RETURNS memsub.memory_access_log
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5712,6 +6198,7 @@ CREATE TABLE memsub.reasoning_traces (
     correlation_id uuid,
     session_id text,
     distributed_trace_id text,
+    ttl timestamp without time zone,
     CONSTRAINT reasoning_traces_features_is_object CHECK ((jsonb_typeof(extracted_features) = 'object'::text)),
     CONSTRAINT reasoning_traces_inference_steps_is_array CHECK ((jsonb_typeof(inference_steps) = 'array'::text)),
     CONSTRAINT reasoning_traces_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
@@ -5760,6 +6247,8 @@ COMMENT ON COLUMN memsub.reasoning_traces.session_id IS 'Session of the writer.'
 
 COMMENT ON COLUMN memsub.reasoning_traces.distributed_trace_id IS 'Distributed tracing identifier (the multi-tenant trace_id column; renamed because trace_id is this table''s key).';
 
+COMMENT ON COLUMN memsub.reasoning_traces.ttl IS 'Expiration time (UTC) of the packet the trace belongs to, copied from packet_store.ttl; an expired trace is never read and purge_expired() deletes it.';
+
 CREATE FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid DEFAULT NULL::uuid, p_steps jsonb DEFAULT '[]'::jsonb, p_extracted_features jsonb DEFAULT '{}'::jsonb, p_inference_steps jsonb DEFAULT '[]'::jsonb, p_reasoning_tokens integer DEFAULT 0, p_decision_tokens integer DEFAULT 0, p_confidence_scores jsonb DEFAULT '{}'::jsonb) RETURNS memsub.reasoning_traces
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5783,7 +6272,7 @@ begin
     end if;
     insert into memsub.reasoning_traces (
         agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
-        confidence_scores, scope, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
+        confidence_scores, scope, ttl, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
     values (
         nullif(btrim(coalesce(p_agent_id, v_packet.routing ->> 'agent', '')), ''),
         p_packet_id,
@@ -5794,6 +6283,7 @@ begin
         coalesce(p_decision_tokens, 0),
         coalesce(memsub._check_json_type(p_confidence_scores, 'object', 'confidence_scores'), '{}'),
         coalesce(v_packet.scope, 'shared'),
+        v_packet.ttl,
         v_tenant,
         case when p_packet_id is null then memsub.current_org_id() else v_packet.org_id end,
         case when p_packet_id is null then memsub.current_user_id() else v_packet.user_id end,
@@ -5807,7 +6297,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity and scope it takes.';
+COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity, scope and expiry it takes.';
 
 CREATE TABLE memsub.reflection_store (
     reflection_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -5925,7 +6415,9 @@ begin
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where btrim(t) <> '' order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
-        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector, p_expires_at,
+        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
+        -- a reflection drawn from an expiring packet expires with it at the latest
+        least(p_expires_at, v_packet.ttl at time zone 'UTC'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
     returning * into v_reflection;
@@ -5935,7 +6427,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry.';
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the source packet''s).';
 
 CREATE TABLE memsub.memory_summaries (
     summary_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -6257,6 +6749,29 @@ ALTER FUNCTION memsub.require_active_session(p_session memsub.sessions) OWNER TO
 
 COMMENT ON FUNCTION memsub.require_active_session(p_session memsub.sessions) IS 'Internal: raises 55000 naming session_id unless the session is active.';
 
+CREATE FUNCTION memsub.require_key_admin(p_tenant_id uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if memsub.is_platform_admin() then
+        return;
+    end if;
+    if not memsub.is_tenant_admin() then
+        raise exception 'memsub: managing API keys needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'roles';
+    end if;
+    if p_tenant_id is not null and p_tenant_id is distinct from memsub.current_tenant_id() then
+        raise exception 'memsub: a tenant_admin context manages the API keys of its own tenant only'
+            using errcode = '42501', column = 'tenant_id';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub.require_key_admin(p_tenant_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.require_key_admin(p_tenant_id uuid) IS 'Refuses (42501) a context that may not manage the API keys of a tenant: platform_admin contexts manage every tenant''s, tenant_admin contexts their own tenant''s (NULL: the context tenant).';
+
 CREATE FUNCTION memsub.require_login(p_login name) RETURNS name
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -6362,6 +6877,26 @@ $$;
 ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task, and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+
+CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    changed integer;
+begin
+    perform memsub.require_key_admin(null);
+    -- row-level security (forced) keeps a tenant_admin context to the keys of its tenant
+    update memsub.api_keys k set revoked_at = pg_catalog.statement_timestamp()
+     where k.key_id = p_key_id and k.revoked_at is null;
+    get diagnostics changed = row_count;
+    return changed > 0;
+end
+$$;
+
+ALTER FUNCTION memsub.revoke_api_key(p_key_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.revoke_api_key(p_key_id text) IS 'Revokes an API key by its key_id: it never authenticates again. True when a live key of a tenant the context manages was revoked. Needs a tenant_admin or platform_admin context.';
 
 CREATE FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6471,7 +7006,70 @@ ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit inte
 
 COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
 
-CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_exact_below integer DEFAULT 1000, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid)
+CREATE FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_stats  memsub.search_stats;
+    v_total  double precision;
+    v_rows   bigint;
+    v_share  double precision;
+    v_ef     integer;
+    v_recall double precision;
+    v_probed boolean := false;
+begin
+    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
+    select greatest(c.reltuples, 0) into v_total
+      from pg_catalog.pg_class c
+     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
+    if p_tenant_id is null then
+        v_rows := coalesce(v_total, 0)::bigint;
+    else
+        select * into v_stats from memsub.search_stats st
+         where st.tenant_id = p_tenant_id and st.embedding_type = p_embedding_type;
+        if found then
+            v_rows := v_stats.row_count;
+            v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
+        else
+            -- Not measured yet: count at most 2000 of the tenant's rows.
+            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
+                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
+                           p_tenant_id, p_embedding_type)
+               into v_rows;
+            v_probed := v_rows >= 2000;
+        end if;
+    end if;
+    v_total := greatest(coalesce(v_total, 0), v_rows, 1);
+    v_share := greatest(v_rows, 1) / v_total;
+    v_ef := coalesce(p_ef_search,
+                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    v_ef := greatest(v_ef, least(p_pool, 1000));
+    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
+    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+        v_recall := v_stats.recall;
+    end if;
+    method := case
+        when p_mode = 'exact' then 'exact'
+        when p_mode = 'approximate' then 'approximate'
+        when v_probed then 'approximate'
+        when v_recall is not null and v_recall < 0.97 then 'exact'
+        when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
+        else 'approximate' end;
+    ef_search := v_ef;
+    tenant_rows := v_rows;
+    type_rows := v_total::bigint;
+    share := v_share;
+    recall := v_recall;
+    return next;
+end
+$$;
+
+ALTER FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
+
+CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -6479,27 +7077,29 @@ CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAUL
     SET "hnsw.max_scan_tuples" TO '20000'
     AS $_$
 declare
-    v_tenant  uuid := memsub.current_tenant_id();
-    v_pool    integer;
-    v_seen    integer;
-    v_method  text := 'approximate';
-    v_filters text := '';
-    v_query   text;
-    v_hits    memsub.retrieval_candidate[];
-    v_ids     uuid[];
-    v_scores  double precision[];
-    v_access  uuid[];
+    v_tenant   uuid := memsub.current_tenant_id();
+    v_pool     integer;
+    v_method   text;
+    v_ef       integer;
+    v_filters  text := '';
+    v_packets  text := '';
+    v_query    text;
+    v_hits     memsub.retrieval_candidate[];
+    v_ids      uuid[];
+    v_scores   double precision[];
+    v_access   uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
             memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
+            memsub._check_limit(length(p_mode), 'max_text_chars', 'mode'),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
             memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
-    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
-                                'embedding_type');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
+    perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -6511,10 +7111,6 @@ begin
             using errcode = '22023', column = 'k';
     end if;
     perform memsub._check_limit(p_k, 'max_k', 'k');
-    if p_exact_below is null or p_exact_below < 0 then
-        raise exception 'field "exact_below" must be >= 0, not %', p_exact_below
-            using errcode = '22023', column = 'exact_below';
-    end if;
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -6524,48 +7120,43 @@ begin
             using errcode = '22023', column = 'max_scan_tuples';
     end if;
     -- The HNSW graph holds every tenant's vectors: the scan bound is what keeps one call from walking all of it.
-    perform memsub._check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples'),
-            memsub._check_limit(p_exact_below, 'max_scan_tuples', 'exact_below');
+    perform memsub._check_limit(p_max_scan_tuples, 'max_scan_tuples', 'max_scan_tuples');
     perform memsub._check_unit(p_min_importance, 'min_importance');
     perform pg_catalog.set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
     -- Combined ranking re-ranks a wider pool of nearest candidates.
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
-    perform pg_catalog.set_config('hnsw.ef_search', greatest(coalesce(p_ef_search, 100), v_pool)::text, true);
+
+    select st.method, st.ef_search into v_method, v_ef
+      from memsub.search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
+    perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
         v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
     end if;
-    if p_thread_id is not null then v_filters := v_filters || ' and p.thread_id = $3'; end if;
-    if p_tags is not null then v_filters := v_filters || ' and p.tags @> $4'; end if;
-    if p_packet_type is not null then v_filters := v_filters || ' and p.packet_type = $5'; end if;
-    if p_since is not null then v_filters := v_filters || ' and p."timestamp" >= $6'; end if;
-    if p_until is not null then v_filters := v_filters || ' and p."timestamp" < $7'; end if;
-    if p_min_importance is not null then v_filters := v_filters || ' and p.importance_score >= $8'; end if;
+    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
+    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
+    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $5'; end if;
+    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $6'; end if;
+    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $7'; end if;
+    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
 
-    -- 1. Size probe: does the caller see at least p_exact_below rows of this type?
-    if v_tenant is not null then
-        execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                       ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit $1) s',
-                       v_tenant, p_embedding_type)
-           into v_seen using p_exact_below;
-        if v_seen < p_exact_below then
-            v_method := 'exact';
-        end if;
-    end if;
-
-    -- 2./3. HNSW walk, or the exact scan (the "+ 0" keeps the ordering expression off the HNSW index).
+    -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
+    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet.
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
-            '  select e.tenant_id, e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text,'
-            '         (e.vector <=> $1)::double precision as distance, p.importance_score,'
-            '         coalesce(p.last_accessed, p."timestamp") as last_active'
-            '    from memsub.memory_embeddings e'
-            '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id'
-            '   where e.embedding_type = %L %s'
-            '   order by %s'
-            '   limit $2) c',
-            p_embedding_type, v_filters,
+            '  select e.tenant_id, e.embedding_id, e.packet_id, e.chunk_index, e.chunk_text, n.distance,'
+            '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
+            '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
+            '            from memsub.memory_embeddings e %s'
+            '           where e.embedding_type = %L %s %s'
+            '           order by %s'
+            '           limit $2) n'
+            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
+            '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
+            case when v_packets = '' then ''
+                 else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
+            p_embedding_type, v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
         execute v_query into v_hits
             using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
@@ -6594,9 +7185,9 @@ begin
 end
 $_$;
 
-ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). Tenants with fewer than exact_below rows of the type are searched exactly; for others the planner may walk the HNSW index with iterative scan (method approximate), falling back to exact when that finds fewer than k rows (method exact). record_access logs each result in memory_access_log (access_id) and counts it on its packet. ef_search (default max(100, pool)) and max_scan_tuples (default 20000) bound the HNSW walk; the settings return to their values after the call.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub.search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7359,6 +7950,8 @@ declare
     v_inserted      integer;
     v_null_parent   boolean;
     v_written       jsonb;
+    v_repeated      integer;
+    v_repeated_of   integer;
 begin
     if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
         raise exception 'envelope must be a JSON object'
@@ -7529,6 +8122,21 @@ begin
         v_unknown := v_unknown || array(
             select 'memory.' || k from jsonb_object_keys(v_memory) as k
              where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
+        -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
+        if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
+            select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
+              from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
+                                                            memsub.embedding_chunk_index(a.e)) as first
+                      from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
+                     where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
+                       and memsub.embedding_chunk_index(a.e) is not null) d
+             where d.o > d.first order by d.o limit 1;
+            if v_repeated is not null then
+                raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
+                                'as memory.embeddings[%]', v_repeated, v_repeated_of
+                    using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
+            end if;
+        end if;
         if v_ttl is not null and v_ttl <= now() then
             raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
                             'fanned out from it', v_ttl
@@ -7547,7 +8155,7 @@ begin
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_packet_id, v_packet_type,
-        p_envelope || jsonb_strip_nulls(jsonb_build_object(
+        memsub.envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
             'packet_id', v_packet_id,
             'packet_type', v_packet_type,
             'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -7790,6 +8398,7 @@ declare
     v_edge     memsub.entity_relationships;
     v_sources  text[];
     v_targets  text[];
+    v_packet   memsub.packet_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
@@ -7800,6 +8409,7 @@ begin
             memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
     perform memsub._check_finite_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
                                          || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
@@ -7824,7 +8434,8 @@ begin
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
-           evidence = memsub._merge_doc_refs(r.evidence, v_evidence)
+           evidence = memsub._merge_doc_refs(r.evidence, v_evidence),
+           ttl = memsub.later_expiry(r.ttl, v_packet.ttl)
      where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
                                  where h.tenant_id = v_tenant and h.source_key = any(v_sources)
                                    and h.relationship_type = v_type and h.target_key = any(v_targets)
@@ -8183,15 +8794,17 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
+    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
-            mention_count, first_seen, last_seen, valid_period, evidence,
+            mention_count, first_seen, last_seen, valid_period, evidence, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         values (
             v_source, v_type, v_target, p_source_type, p_target_type,
             coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
-            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'),
+            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
             v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
             memsub.current_session_id(), v_packet.trace_id)
         returning * into v_edge;
@@ -8333,6 +8946,108 @@ ALTER FUNCTION memsub.trust_login(p_login name) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.trust_login(p_login name) IS 'Lets a login act for any tenant: the single trusted application of a one-service deployment. Platform admins only. True when the binding is new.';
 
+CREATE FUNCTION memsub.tune_search(p_samples integer DEFAULT 20, p_k integer DEFAULT 10) RETURNS TABLE(tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text, ef_search integer, recall double precision)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    SET "hnsw.iterative_scan" TO 'relaxed_order'
+    SET "hnsw.ef_search" TO '100'
+    SET "hnsw.max_scan_tuples" TO '20000'
+    AS $_$
+declare
+    v_group  record;
+    v_plan   record;
+    v_query  vector;
+    v_truth  uuid[];
+    v_found  uuid[];
+    v_sum    double precision;
+    v_done   integer;
+    v_recall double precision;
+begin
+    if not memsub.is_platform_admin() then
+        raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
+    end if;
+    if p_samples is null or p_samples < 1 or p_samples > 1000 then
+        raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
+            using errcode = '22023', column = 'samples';
+    end if;
+    if p_k is null or p_k < 1 then
+        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
+    end if;
+    perform memsub._check_limit(p_k, 'max_k', 'k');
+    for v_group in
+        select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
+          from memsub.memory_embeddings e
+         where e.vector is not null
+         group by e.tenant_id, e.embedding_type
+    loop
+        -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
+        insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
+                                               samples, measured_at)
+        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, 0, now())
+        on conflict on constraint search_stats_pkey do update
+           set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
+               samples = 0, measured_at = excluded.measured_at;
+        select * into v_plan
+          from memsub.search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
+        v_recall := null;
+        v_done := 0;
+        if v_plan.method = 'approximate' then
+            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors.
+            v_sum := 0;
+            perform pg_catalog.set_config('hnsw.ef_search', v_plan.ef_search::text, true);
+            for v_query in
+                select l2_normalize(a.vector + b.vector)
+                  from (select x.vector, row_number() over () as r
+                          from (select e.vector from memsub.memory_embeddings e
+                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
+                                 order by pg_catalog.random() limit p_samples * 2) x) a
+                  join (select y.vector, row_number() over () as r
+                          from (select e.vector from memsub.memory_embeddings e
+                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
+                                 order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
+            loop
+                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
+                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
+                               ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n',
+                               v_group.embedding_type, v_group.tenant_id)
+                   into v_truth using v_query, p_k;
+                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
+                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
+                               ' order by e.vector <=> $1 limit $2) n',
+                               v_group.embedding_type, v_group.tenant_id)
+                   into v_found using v_query, p_k;
+                v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
+                                                             select unnest(v_found))), 0)::double precision
+                                 / greatest(1, cardinality(v_truth));
+                v_done := v_done + 1;
+            end loop;
+            if v_done > 0 then
+                v_recall := v_sum / v_done;
+                update memsub.search_stats st
+                   set ef_search = v_plan.ef_search, recall = v_recall, samples = v_done
+                 where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
+            end if;
+        end if;
+        tenant_id := v_group.tenant_id;
+        embedding_type := v_group.embedding_type;
+        row_count := v_group.n;
+        type_rows := v_group.total::bigint;
+        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
+        ef_search := v_plan.ef_search;
+        recall := v_recall;
+        return next;
+    end loop;
+    -- Tenants that no longer hold embeddings of a type.
+    delete from memsub.search_stats st
+     where not exists (select from memsub.memory_embeddings e
+                        where e.tenant_id = st.tenant_id and e.embedding_type = st.embedding_type);
+end
+$_$;
+
+ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below 0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
+
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -8374,12 +9089,14 @@ begin
     perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
+    -- An expired window is gone for every reader: observing the edge again starts it afresh.
+    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
     insert into memsub.entity_relationships as r (
         source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
-        first_seen, last_seen, valid_period, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        first_seen, last_seen, valid_period, ttl, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
@@ -8387,14 +9104,16 @@ begin
                                        and h.relationship_type = v_type
                                        and h.target_key = memsub.normalize_text(v_target))),
                   null, '[)'),
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+        v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)
     on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
        set mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
            first_seen = least(r.first_seen, excluded.first_seen),
            last_seen = greatest(r.last_seen, excluded.last_seen),
-           source_packet = coalesce(r.source_packet, excluded.source_packet)
+           source_packet = coalesce(r.source_packet, excluded.source_packet),
+           -- the window lives as long as its latest observation's packet (never without an expiring packet)
+           ttl = memsub.later_expiry(r.ttl, excluded.ttl)
     returning r.* into v_edge;
     return v_edge;
 end
@@ -8402,7 +9121,7 @@ $$;
 
 ALTER FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation. Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
+COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation. Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. The window expires with the packets that observed it (the latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts afresh. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
 
 CREATE FUNCTION memsub.vector_dimension() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -8513,6 +9232,20 @@ begin
     if total = 0 then
         return;
     end if;
+    -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
+    -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
+    -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
+    if total >= 8 then
+        begin
+            results := memsub.write_packets_set(p_envelopes);
+        exception when others then
+            results := null;
+        end;
+    end if;
+    if results is not null then
+        return query select r.* from unnest(results) as r;
+        return;
+    end if;
     results := array_fill(null::memsub.packet_write_result, array[total]);
     state := array_fill(0, array[total]);
     -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
@@ -8591,6 +9324,182 @@ $$;
 ALTER FUNCTION memsub.write_packets(p_envelopes jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.write_packets(p_envelopes jsonb) IS 'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected (SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';
+
+CREATE FUNCTION memsub.write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_user      uuid := memsub.current_user_id();
+    v_session   text := memsub.current_session_id();
+    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
+    v_max_tags  bigint := memsub.limit_value('max_tags');
+    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
+    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
+    v_total     integer;
+    v_clean     boolean;
+    v_ids       uuid[];
+    v_threads   uuid[];
+    v_parents   jsonb;     -- per envelope: its parent ids
+    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
+    v_position  jsonb;     -- packet id of the batch -> position
+    v_gens      integer[];
+    v_roots     uuid[];
+    v_gen       integer;
+    v_root      uuid;
+    v_parent    text;
+    v_at        integer;
+    v_inserted  integer;
+    v_results   memsub.packet_write_result[];
+begin
+    -- 1. Read every envelope once; give each its packet id.
+    select count(*), bool_and(b.clean),
+           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
+           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
+           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
+      into v_total, v_clean, v_ids, v_parents, v_threads
+      from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b;
+    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
+        return null;
+    end if;
+    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
+    -- 2. Parents outside the batch: one probe; each must be visible.
+    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
+      into v_outside
+      from memsub.packet_store s
+     where s.tenant_id = v_tenant
+       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
+                                                              jsonb_array_elements_text(a.l) as p
+                                    where not v_position ? p));
+    -- 3. Generation and root, parents before children.
+    v_gens := array_fill(0, array[v_total]);
+    v_roots := array_fill(null::uuid, array[v_total]);
+    for v_at in 1 .. v_total loop
+        v_gen := 0;
+        v_root := null;
+        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
+            if v_position ? v_parent then
+                if (v_position ->> v_parent)::integer >= v_at then
+                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
+                end if;
+                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
+                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
+            elsif v_outside ? v_parent then
+                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
+                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
+            else
+                return null;  -- a missing parent: reported by the envelope-by-envelope path
+            end if;
+        end loop;
+        v_gens[v_at] := v_gen;
+        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
+    end loop;
+    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
+       or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
+        return null;
+    end if;
+    -- 5. One INSERT of every packet.
+    with b as (
+        select b.*, i.id, i.gen, i.root,
+               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
+                                          v_user, b.session_id, b.ts, b.stated_id) as hash
+          from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b
+          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
+    ), stored as (
+        insert into memsub.packet_store as s (
+            packet_id, packet_type, envelope, "timestamp", routing, provenance,
+            thread_id, parent_ids, tags, ttl,
+            scope, importance_score, content_hash,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id, b.packet_type,
+               memsub.envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+                   'packet_id', b.id,
+                   'packet_type', b.packet_type,
+                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'scope', b.scope,
+                   'session_id', b.session_id,
+                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
+               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+               b.scope, b.importance, b.hash,
+               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
+          from b order by b.pos
+        on conflict do nothing
+        returning s.packet_id
+    ), threads as (
+        insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
+          from b join stored on stored.packet_id = b.id
+         where b.thread_id is not null
+         order by b.thread_id, b.pos
+        on conflict (tenant_id, thread_id) do nothing
+        returning t.first_packet_id
+    ), vectors as (
+        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
+        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
+        insert into memsub.memory_embeddings (
+            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id,
+               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+               memsub._json_vector(v.e -> 'vector', 'vector'),
+               case when memsub.embedding_chunk_index(v.e) >= 0 then memsub.embedding_chunk_index(v.e) end,
+               v.e ->> 'chunk_text',
+               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
+               b.trace_id
+          from b join stored on stored.packet_id = b.id
+         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
+         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
+                        0) >= 0
+           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
+        returning 1
+    )
+    select (select count(*) from stored),
+           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+                         jsonb_build_object('packet_store', 1)
+                         || case when b.id in (select first_packet_id from threads)
+                                 then jsonb_build_object('packet_threads', 1) else '{}' end
+                         || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                      and jsonb_array_length(b.memory -> 'embeddings') > 0
+                                 then jsonb_build_object('memory_embeddings',
+                                                         jsonb_array_length(b.memory -> 'embeddings'))
+                                 else '{}' end,
+                         b.unknown)::memsub.packet_write_result order by b.pos)
+      into v_inserted, v_results
+      from b;
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    -- A thread registered meanwhile by another organization.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
+                  and t.org_id is distinct from v_org) then
+        raise exception 'batch path: thread of another organization' using errcode = 'P0001';
+    end if;
+    return v_results;
+end
+$$;
+
+ALTER FUNCTION memsub.write_packets_set(p_envelopes jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.write_packets_set(p_envelopes jsonb) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. Not granted to clients.';
 
 CREATE TABLE memsub.adk_app_states (
     tenant_id uuid NOT NULL,
@@ -8828,6 +9737,51 @@ ALTER TABLE memsub.agent_session_items ALTER COLUMN item_id ADD GENERATED ALWAYS
     NO MAXVALUE
     CACHE 1
 );
+
+CREATE TABLE memsub.api_keys (
+    tenant_id uuid NOT NULL,
+    key_id text NOT NULL,
+    key_hash bytea NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    roles text[] DEFAULT '{}'::text[] NOT NULL,
+    label text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by name DEFAULT SESSION_USER NOT NULL,
+    expires_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_keys_hash CHECK ((length(key_hash) = 32)),
+    CONSTRAINT api_keys_key_id CHECK ((key_id ~ '^[0-9a-f]{16}$'::text)),
+    CONSTRAINT api_keys_roles CHECK ((roles <@ ARRAY['tenant_admin'::text, 'platform_admin'::text]))
+);
+
+ALTER TABLE ONLY memsub.api_keys FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.api_keys OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.api_keys IS 'Credentials of the HTTP API: each key acts for one tenant (and optionally an organization, a user and context roles). Only the sha256 of a key is stored; memsub.create_api_key shows the key once.';
+
+COMMENT ON COLUMN memsub.api_keys.tenant_id IS 'The tenant every request with this key acts for.';
+
+COMMENT ON COLUMN memsub.api_keys.key_id IS 'Public id of the key (16 hex digits), the part of the key after msk_ and before the secret.';
+
+COMMENT ON COLUMN memsub.api_keys.key_hash IS 'sha256 of the whole key text (msk_<key_id>_<secret>); the key itself is never stored.';
+
+COMMENT ON COLUMN memsub.api_keys.org_id IS 'The organization requests act for; NULL: none (tenant-wide rows only, unless an admin role).';
+
+COMMENT ON COLUMN memsub.api_keys.user_id IS 'The user requests act for; NULL: none.';
+
+COMMENT ON COLUMN memsub.api_keys.roles IS 'Context roles of the requests (tenant_admin, platform_admin); the server login must be a member of the matching memsub role.';
+
+COMMENT ON COLUMN memsub.api_keys.label IS 'Free text naming the key''s holder or purpose.';
+
+COMMENT ON COLUMN memsub.api_keys.created_at IS 'When the key was created.';
+
+COMMENT ON COLUMN memsub.api_keys.created_by IS 'The login that created it.';
+
+COMMENT ON COLUMN memsub.api_keys.expires_at IS 'When the key stops authenticating; NULL: never.';
+
+COMMENT ON COLUMN memsub.api_keys.revoked_at IS 'When the key was revoked (memsub.revoke_api_key); a revoked key never authenticates again.';
 
 CREATE TABLE memsub.audit (
     tenant_id uuid NOT NULL,
@@ -9283,6 +10237,7 @@ CREATE MATERIALIZED VIEW memsub.mv_agent_recent_important AS
     org_id,
     user_id,
     session_id,
+    (ttl AT TIME ZONE 'UTC'::text) AS expires_at,
     (routing ->> 'agent'::text) AS agent_id,
     packet_id,
     packet_type,
@@ -9293,12 +10248,12 @@ CREATE MATERIALIZED VIEW memsub.mv_agent_recent_important AS
     scope,
     (round((((((0.6)::double precision * importance_score) + ((0.2)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))) + ((0.2 * GREATEST(0.0, (1.0 - (EXTRACT(epoch FROM (now() - "timestamp")) / ((30 * 86400))::numeric)))))::double precision))::numeric, 6))::double precision AS combined_score
    FROM memsub.packet_store p
-  WHERE (("timestamp" >= (now() - '30 days'::interval)) AND (importance_score >= (0.7)::double precision) AND ((routing ->> 'agent'::text) IS NOT NULL))
+  WHERE (("timestamp" >= (now() - '30 days'::interval)) AND (importance_score >= (0.7)::double precision) AND ((routing ->> 'agent'::text) IS NOT NULL) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
   WITH NO DATA;
 
 ALTER MATERIALIZED VIEW memsub.mv_agent_recent_important OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_agent_recent_important IS 'Recent (30 days) high-importance (>= 0.7) packets per agent (routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 recency. Tenant roles: memsub.tenant_agent_recent_important.';
+COMMENT ON MATERIALIZED VIEW memsub.mv_agent_recent_important IS 'Recent (30 days) high-importance (>= 0.7) packets per agent (routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 recency; expires_at is the packet''s expiry. Clients read memsub.tenant_agent_recent_important, which drops expired rows at read time.';
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.tenant_id IS 'Tenant of the packet.';
 
@@ -9328,6 +10283,7 @@ COMMENT ON COLUMN memsub.mv_agent_recent_important.combined_score IS '0.6 import
 
 CREATE MATERIALIZED VIEW memsub.mv_entity_graph AS
  SELECT tenant_id,
+    (min(ttl) AT TIME ZONE 'UTC'::text) AS expires_at,
     source_key AS source_entity,
     relationship_type,
     target_key AS target_entity,
@@ -9337,13 +10293,13 @@ CREATE MATERIALIZED VIEW memsub.mv_entity_graph AS
     max(last_seen) AS last_seen,
     count(*) AS relationship_count
    FROM memsub.entity_relationships r
-  WHERE (upper_inf(valid_period) AND (lower(valid_period) <= now()))
+  WHERE (upper_inf(valid_period) AND (lower(valid_period) <= now()) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
   GROUP BY tenant_id, source_key, relationship_type, target_key
   WITH NO DATA;
 
 ALTER MATERIALIZED VIEW memsub.mv_entity_graph OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names in their matching form (memsub.normalize_text). Tenant roles: memsub.tenant_entity_graph.';
+COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names in their matching form (memsub.normalize_text); expires_at is the earliest expiry among the merged edges. Clients read memsub.tenant_entity_graph, which drops a row at read time once expires_at has passed (until the next refresh recomputes it without the expired edge).';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.tenant_id IS 'Tenant of the edges.';
 
@@ -9365,6 +10321,7 @@ COMMENT ON COLUMN memsub.mv_entity_graph.relationship_count IS 'Number of edges 
 
 CREATE MATERIALIZED VIEW memsub.mv_high_confidence_facts AS
  SELECT tenant_id,
+    (ttl AT TIME ZONE 'UTC'::text) AS expires_at,
     fact_id,
     subject,
     subject_normalized,
@@ -9375,12 +10332,12 @@ CREATE MATERIALIZED VIEW memsub.mv_high_confidence_facts AS
     access_count,
     (round((((((0.6)::double precision * confidence) + ((0.25)::double precision * LEAST((1.0)::double precision, (ln(((1 + supporting_packet_count))::double precision) / ln((11)::double precision))))) + ((0.15)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))))::numeric, 6))::double precision AS combined_score
    FROM memsub.knowledge_facts f
-  WHERE ((confidence >= (0.6)::double precision) AND (contradiction_count < 3))
+  WHERE ((confidence >= (0.6)::double precision) AND (contradiction_count < 3) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
   WITH NO DATA;
 
 ALTER MATERIALIZED VIEW memsub.mv_high_confidence_facts OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_high_confidence_facts IS 'Facts with confidence >= 0.6 and fewer than 3 contradictions, with a combined score: 0.6 confidence + 0.25 support (log scale, saturating at 10) + 0.15 access (saturating at 100). Tenant roles: memsub.tenant_high_confidence_facts.';
+COMMENT ON MATERIALIZED VIEW memsub.mv_high_confidence_facts IS 'Facts with confidence >= 0.6 and fewer than 3 contradictions, with a combined score: 0.6 confidence + 0.25 support (log scale, saturating at 10) + 0.15 access (saturating at 100); expires_at is the fact''s expiry. Clients read memsub.tenant_high_confidence_facts, which drops expired rows at read time.';
 
 COMMENT ON COLUMN memsub.mv_high_confidence_facts.tenant_id IS 'Tenant of the fact.';
 
@@ -9434,7 +10391,8 @@ CREATE MATERIALIZED VIEW memsub.mv_reflection_patterns AS
             l.reflection_type,
             count(*) AS count,
             avg(l.confidence) AS avg_confidence,
-            max(l.created_at) AS latest
+            max(l.created_at) AS latest,
+            min(l.expires_at) AS expires_at
            FROM live l
           GROUP BY l.tenant_id, l.org_id, l.reflection_type
         ), tag_sets AS (
@@ -9448,6 +10406,7 @@ CREATE MATERIALIZED VIEW memsub.mv_reflection_patterns AS
         )
  SELECT s.tenant_id,
     s.org_id,
+    s.expires_at,
     s.reflection_type,
     s.count,
     s.avg_confidence,
@@ -9459,7 +10418,7 @@ CREATE MATERIALIZED VIEW memsub.mv_reflection_patterns AS
 
 ALTER MATERIALIZED VIEW memsub.mv_reflection_patterns OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_reflection_patterns IS 'Unexpired reflections per tenant, organization and type: count, average confidence, all tags, latest. Tenant roles: memsub.tenant_reflection_patterns.';
+COMMENT ON MATERIALIZED VIEW memsub.mv_reflection_patterns IS 'Unexpired reflections per tenant, organization and type: count, average confidence, all tags, latest; expires_at is the earliest expiry among them. Clients read memsub.tenant_reflection_patterns, which drops a row at read time once expires_at has passed (until the next refresh recomputes it).';
 
 COMMENT ON COLUMN memsub.mv_reflection_patterns.tenant_id IS 'Tenant of the reflections.';
 
@@ -9613,6 +10572,41 @@ COMMENT ON COLUMN memsub.schema_repeatable_history.duration_ms IS 'How long appl
 
 COMMENT ON COLUMN memsub.schema_repeatable_history.applied_by IS 'Database role that applied it.';
 
+CREATE TABLE memsub.search_stats (
+    tenant_id uuid NOT NULL,
+    embedding_type text NOT NULL,
+    row_count bigint NOT NULL,
+    type_rows bigint NOT NULL,
+    ef_search integer,
+    recall double precision,
+    samples integer DEFAULT 0 NOT NULL,
+    measured_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT search_stats_counts_non_negative CHECK (((row_count >= 0) AND (type_rows >= 0))),
+    CONSTRAINT search_stats_recall_unit CHECK (((recall IS NULL) OR ((recall >= (0)::double precision) AND (recall <= (1)::double precision))))
+);
+
+ALTER TABLE ONLY memsub.search_stats FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.search_stats OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.search_stats IS 'Per tenant and embedding type: row counts and the measured recall of the HNSW walk, written by memsub.tune_search() and read by memsub.semantic_search to choose exact or approximate search.';
+
+COMMENT ON COLUMN memsub.search_stats.tenant_id IS 'Tenant (row-level security).';
+
+COMMENT ON COLUMN memsub.search_stats.embedding_type IS 'Vector space: content, context, entity, summary or reasoning.';
+
+COMMENT ON COLUMN memsub.search_stats.row_count IS 'Embeddings of this type the tenant held when measured.';
+
+COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type of all tenants (the HNSW index) when measured.';
+
+COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at (NULL: not measured).';
+
+COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant).';
+
+COMMENT ON COLUMN memsub.search_stats.samples IS 'Sample queries the recall was measured on.';
+
+COMMENT ON COLUMN memsub.search_stats.measured_at IS 'When the row was written.';
+
 ALTER TABLE memsub.tasks ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     SEQUENCE NAME memsub.tasks_id_seq
     START WITH 1
@@ -9634,13 +10628,11 @@ CREATE VIEW memsub.tenant_agent_recent_important WITH (security_barrier='true') 
     scope,
     combined_score
    FROM memsub.mv_agent_recent_important m
-  WHERE (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND (EXISTS ( SELECT
-           FROM memsub.packet_store p
-          WHERE ((p.tenant_id = m.tenant_id) AND (p.packet_id = m.packet_id)))));
+  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND (( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role) OR (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)))));
 
 ALTER VIEW memsub.tenant_agent_recent_important OWNER TO memsub_owner;
 
-COMMENT ON VIEW memsub.tenant_agent_recent_important IS 'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet policies allow, and only packets that have not expired since the refresh (security barrier).';
+COMMENT ON VIEW memsub.tenant_agent_recent_important IS 'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet policies allow (every tenant for memsub_analyst), and only packets that have not expired, whenever the view was refreshed (security barrier).';
 
 COMMENT ON COLUMN memsub.tenant_agent_recent_important.tenant_id IS 'Tenant of the packet.';
 
@@ -9673,11 +10665,11 @@ CREATE VIEW memsub.tenant_entity_graph WITH (security_barrier='true') AS
     last_seen,
     relationship_count
    FROM memsub.mv_entity_graph m
-  WHERE ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin));
+  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin) OR ( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role)));
 
 ALTER VIEW memsub.tenant_entity_graph OWNER TO memsub_owner;
 
-COMMENT ON VIEW memsub.tenant_entity_graph IS 'mv_entity_graph of the caller''s tenant only (security barrier).';
+COMMENT ON VIEW memsub.tenant_entity_graph IS 'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge that has expired since the refresh (security barrier).';
 
 COMMENT ON COLUMN memsub.tenant_entity_graph.tenant_id IS 'Tenant of the edges.';
 
@@ -9709,11 +10701,11 @@ CREATE VIEW memsub.tenant_high_confidence_facts WITH (security_barrier='true') A
     access_count,
     combined_score
    FROM memsub.mv_high_confidence_facts m
-  WHERE ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin));
+  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin) OR ( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role)));
 
 ALTER VIEW memsub.tenant_high_confidence_facts OWNER TO memsub_owner;
 
-COMMENT ON VIEW memsub.tenant_high_confidence_facts IS 'mv_high_confidence_facts of the caller''s tenant only (security barrier).';
+COMMENT ON VIEW memsub.tenant_high_confidence_facts IS 'mv_high_confidence_facts of the caller''s tenant only (every tenant for memsub_analyst), without facts that have expired since the refresh (security barrier).';
 
 COMMENT ON COLUMN memsub.tenant_high_confidence_facts.tenant_id IS 'Tenant of the fact.';
 
@@ -9744,11 +10736,11 @@ CREATE VIEW memsub.tenant_reflection_patterns WITH (security_barrier='true') AS
     all_tags,
     latest
    FROM memsub.mv_reflection_patterns m
-  WHERE (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND (( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role) OR (((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)) AND ((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)))));
 
 ALTER VIEW memsub.tenant_reflection_patterns OWNER TO memsub_owner;
 
-COMMENT ON VIEW memsub.tenant_reflection_patterns IS 'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s (security barrier).';
+COMMENT ON VIEW memsub.tenant_reflection_patterns IS 'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s (every tenant for memsub_analyst), without rows made of a reflection that has expired since the refresh (security barrier).';
 
 COMMENT ON COLUMN memsub.tenant_reflection_patterns.tenant_id IS 'Tenant of the reflections.';
 
@@ -9812,6 +10804,9 @@ ALTER TABLE ONLY memsub.agent_session_items
 
 ALTER TABLE ONLY memsub.agents
     ADD CONSTRAINT agents_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (tenant_id, key_id);
 
 ALTER TABLE ONLY memsub.audit
     ADD CONSTRAINT audit_pkey PRIMARY KEY (tenant_id, id);
@@ -9921,6 +10916,9 @@ ALTER TABLE ONLY memsub.schema_history
 ALTER TABLE ONLY memsub.schema_repeatable_history
     ADD CONSTRAINT schema_repeatable_history_pkey PRIMARY KEY (file_name);
 
+ALTER TABLE ONLY memsub.search_stats
+    ADD CONSTRAINT search_stats_pkey PRIMARY KEY (tenant_id, embedding_type);
+
 ALTER TABLE ONLY memsub.semantic_memory
     ADD CONSTRAINT semantic_memory_pkey PRIMARY KEY (tenant_id, embedding_id);
 
@@ -9955,9 +10953,15 @@ CREATE INDEX adk_events_time_idx ON memsub.adk_events USING btree (tenant_id, or
 
 CREATE INDEX adk_memories_words_idx ON memsub.adk_memories USING gin (words);
 
+CREATE INDEX api_keys_key_id ON memsub.api_keys USING btree (key_id);
+
 CREATE INDEX idx_agent_memory_events_agent ON memsub.agent_memory_events USING btree (tenant_id, agent_id, "timestamp" DESC);
 
 CREATE INDEX idx_agent_memory_events_packet ON memsub.agent_memory_events USING btree (tenant_id, packet_id) WHERE (packet_id IS NOT NULL);
+
+CREATE INDEX idx_agent_memory_events_ttl ON memsub.agent_memory_events USING btree (ttl) WHERE (ttl IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_agent_memory_events_ttl IS 'Expired events for purge_expired().';
 
 CREATE INDEX idx_agents_session ON memsub.agents USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
 
@@ -10021,9 +11025,17 @@ CREATE INDEX idx_entity_relationships_target ON memsub.entity_relationships USIN
 
 COMMENT ON INDEX memsub.idx_entity_relationships_target IS 'Incoming edges of an entity (by matching form).';
 
+CREATE INDEX idx_entity_relationships_ttl ON memsub.entity_relationships USING btree (ttl) WHERE (ttl IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_ttl IS 'Expired edge windows for purge_expired().';
+
 CREATE INDEX idx_importance_learning_runs_time ON memsub.importance_learning_runs USING btree (tenant_id, finished_at DESC);
 
 CREATE INDEX idx_knowledge_facts_source_packet ON memsub.knowledge_facts USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
+
+CREATE INDEX idx_knowledge_facts_ttl ON memsub.knowledge_facts USING btree (ttl) WHERE (ttl IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_knowledge_facts_ttl IS 'Expired facts for purge_expired().';
 
 CREATE INDEX idx_memory_access_log_target ON memsub.memory_access_log USING btree (tenant_id, target_type, target_id, accessed_at DESC);
 
@@ -10065,19 +11077,13 @@ CREATE INDEX idx_memory_summaries_vector ON memsub.memory_summaries USING hnsw (
 
 CREATE INDEX idx_memory_view_refresh_log_view ON memsub.memory_view_refresh_log USING btree (view_name, started_at DESC);
 
-CREATE INDEX idx_packet_lineage ON memsub.packet_store USING gin (parent_ids);
-
 CREATE INDEX idx_packet_store_packet_type ON memsub.packet_store USING btree (tenant_id, packet_type);
 
 CREATE INDEX idx_packet_store_timestamp ON memsub.packet_store USING btree (tenant_id, "timestamp" DESC);
 
-CREATE INDEX idx_packet_tags ON memsub.packet_store USING gin (tags);
+CREATE INDEX idx_packet_thread ON memsub.packet_store USING btree (tenant_id, thread_id, write_seq) WHERE (thread_id IS NOT NULL);
 
-CREATE INDEX idx_packet_thread ON memsub.packet_store USING btree (tenant_id, thread_id, "timestamp");
-
-CREATE INDEX idx_packet_thread_write_seq ON memsub.packet_store USING btree (tenant_id, thread_id, write_seq);
-
-COMMENT ON INDEX memsub.idx_packet_thread_write_seq IS 'Thread replay in write order and its keyset cursor.';
+COMMENT ON INDEX memsub.idx_packet_thread IS 'Thread replay in write order (get_thread) and its keyset cursor; any query of one thread of a tenant.';
 
 CREATE INDEX idx_packet_tombstones_lineage ON memsub.packet_tombstones USING gin (parent_ids);
 
@@ -10086,6 +11092,14 @@ CREATE INDEX idx_packet_ttl ON memsub.packet_store USING btree (ttl) WHERE (ttl 
 CREATE INDEX idx_reasoning_traces_agent ON memsub.reasoning_traces USING btree (tenant_id, agent_id, created_at DESC);
 
 CREATE INDEX idx_reasoning_traces_packet ON memsub.reasoning_traces USING btree (tenant_id, packet_id) WHERE (packet_id IS NOT NULL);
+
+CREATE INDEX idx_reasoning_traces_ttl ON memsub.reasoning_traces USING btree (ttl) WHERE (ttl IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_reasoning_traces_ttl IS 'Expired traces for purge_expired().';
+
+CREATE INDEX idx_reflection_store_expires_at ON memsub.reflection_store USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_reflection_store_expires_at IS 'Expired reflections for purge_expired().';
 
 CREATE INDEX idx_reflection_store_source_packet ON memsub.reflection_store USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
 
@@ -10144,6 +11158,10 @@ CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING b
 CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
 
 COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS 'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';
+
+CREATE TRIGGER memory_embeddings_envelope_vector BEFORE UPDATE ON memsub.memory_embeddings FOR EACH ROW EXECUTE FUNCTION memsub.memory_embeddings_envelope_guard();
+
+COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
 
 CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub.packet_store_guard();
 
@@ -10264,6 +11282,10 @@ CREATE POLICY admin_override ON memsub.agents USING (( SELECT memsub.is_platform
 
 COMMENT ON POLICY admin_override ON memsub.agents IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
 
+CREATE POLICY admin_override ON memsub.api_keys USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.api_keys IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
 CREATE POLICY admin_override ON memsub.audit USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
 COMMENT ON POLICY admin_override ON memsub.audit IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
@@ -10344,6 +11366,10 @@ CREATE POLICY admin_override ON memsub.reflection_store USING (( SELECT memsub.i
 
 COMMENT ON POLICY admin_override ON memsub.reflection_store IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
 
+CREATE POLICY admin_override ON memsub.search_stats USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.search_stats IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
 CREATE POLICY admin_override ON memsub.semantic_memory USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
 COMMENT ON POLICY admin_override ON memsub.semantic_memory IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
@@ -10381,6 +11407,8 @@ ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memsub.agent_session_items ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.agents ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.api_keys ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.audit ENABLE ROW LEVEL SECURITY;
 
@@ -10428,6 +11456,18 @@ CREATE POLICY namespace_visibility ON memsub.memory_entries AS RESTRICTIVE USING
 
 COMMENT ON POLICY namespace_visibility ON memsub.memory_entries IS 'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that session; admins pass.';
 
+CREATE POLICY not_expired ON memsub.agent_memory_events AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.agent_memory_events IS 'An event linked to a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
+
+CREATE POLICY not_expired ON memsub.entity_relationships AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.entity_relationships IS 'An edge window whose observing packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
+
+CREATE POLICY not_expired ON memsub.knowledge_facts AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.knowledge_facts IS 'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
+
 CREATE POLICY not_expired ON memsub.memory_embeddings AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone))));
 
 COMMENT ON POLICY not_expired ON memsub.memory_embeddings IS 'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
@@ -10435,6 +11475,14 @@ COMMENT ON POLICY not_expired ON memsub.memory_embeddings IS 'An embedding of a 
 CREATE POLICY not_expired ON memsub.packet_store AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
 
 COMMENT ON POLICY not_expired ON memsub.packet_store IS 'A packet whose ttl has passed is never read (only memsub_expiry_owner, for purging and lineage, sees it).';
+
+CREATE POLICY not_expired ON memsub.reasoning_traces AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.reasoning_traces IS 'A reasoning trace of a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
+
+CREATE POLICY not_expired ON memsub.reflection_store AS RESTRICTIVE FOR SELECT USING (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.reflection_store IS 'A reflection whose expires_at (at the latest its source packet''s ttl) has passed is never read (only memsub_expiry_owner, for purging, sees it).';
 
 CREATE POLICY org_isolation ON memsub.adk_app_states AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
@@ -10467,6 +11515,10 @@ COMMENT ON POLICY org_isolation ON memsub.agent_session_items IS 'A row of an or
 CREATE POLICY org_isolation ON memsub.agents AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
 COMMENT ON POLICY org_isolation ON memsub.agents IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
+CREATE POLICY org_isolation ON memsub.api_keys AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.api_keys IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
 
 CREATE POLICY org_isolation ON memsub.audit AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
@@ -10554,6 +11606,8 @@ ALTER TABLE memsub.reasoning_traces ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.reflection_store ENABLE ROW LEVEL SECURITY;
 
+ALTER TABLE memsub.search_stats ENABLE ROW LEVEL SECURITY;
+
 ALTER TABLE memsub.semantic_memory ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY session_access ON memsub.sessions AS RESTRICTIVE USING (((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (id = ( SELECT memsub.current_session_id() AS current_session_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
@@ -10597,6 +11651,10 @@ COMMENT ON POLICY tenant_isolation ON memsub.agent_session_items IS 'Rows of the
 CREATE POLICY tenant_isolation ON memsub.agents USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
 COMMENT ON POLICY tenant_isolation ON memsub.agents IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.api_keys USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.api_keys IS 'Rows of the context tenant only (memsub.set_context).';
 
 CREATE POLICY tenant_isolation ON memsub.audit USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
@@ -10677,6 +11735,10 @@ COMMENT ON POLICY tenant_isolation ON memsub.reasoning_traces IS 'Rows of the co
 CREATE POLICY tenant_isolation ON memsub.reflection_store USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
 COMMENT ON POLICY tenant_isolation ON memsub.reflection_store IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.search_stats USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.search_stats IS 'Rows of the context tenant only (memsub.set_context).';
 
 CREATE POLICY tenant_isolation ON memsub.semantic_memory USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
@@ -10926,12 +11988,16 @@ GRANT SELECT ON TABLE memsub.agents TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) TO memsub_app;
 
+REVOKE ALL ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
+
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) TO memsub_app;
 
+GRANT SELECT,DELETE ON TABLE memsub.knowledge_facts TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_app;
 GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_view_owner;
@@ -10941,7 +12007,13 @@ GRANT ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_obj
 
 REVOKE ALL ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub.base64url_decode(p_text text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
@@ -10966,6 +12038,7 @@ GRANT ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) TO memsub_
 REVOKE ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) TO memsub_app;
 
+GRANT SELECT,DELETE ON TABLE memsub.entity_relationships TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_app;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_view_owner;
@@ -10987,6 +12060,9 @@ REVOKE ALL ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) FROM
 REVOKE ALL ON FUNCTION memsub.context_mac(p_key_id text, p_message text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.count_packet_chunks() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) TO memsub_tenant_admin;
 
 REVOKE ALL ON FUNCTION memsub.current_agent_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.current_agent_id() TO memsub_app;
@@ -11059,9 +12135,19 @@ GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_analy
 REVOKE ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) TO memsub_platform_admin;
 
+REVOKE ALL ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.embedding_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_app;
@@ -11086,6 +12172,12 @@ REVOKE ALL ON FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) 
 
 REVOKE ALL ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
@@ -11101,6 +12193,10 @@ GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
 REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
@@ -11169,8 +12265,8 @@ REVOKE ALL ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter js
 REVOKE ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean) TO memsub_app;
+REVOKE ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.langgraph_store_sweep() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_sweep() TO memsub_app;
@@ -11183,6 +12279,8 @@ GRANT ALL ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) TO mem
 
 REVOKE ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_app;
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
@@ -11201,6 +12299,12 @@ REVOKE ALL ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[
 
 REVOKE ALL ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.list_api_keys() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.list_api_keys() TO memsub_tenant_admin;
+
+REVOKE ALL ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) TO memsub_platform_admin;
+
 REVOKE ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
 GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_retrieval_owner;
@@ -11218,6 +12322,8 @@ GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.memory_embeddings_envelope_guard() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) TO memsub_app;
@@ -11264,6 +12370,10 @@ REVOKE ALL ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload 
 
 REVOKE ALL ON FUNCTION memsub.packet_store_guard() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
 
@@ -11274,6 +12384,7 @@ GRANT SELECT,UPDATE ON TABLE memsub.memory_access_log TO memsub_retrieval_owner;
 REVOKE ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) TO memsub_app;
 
+GRANT SELECT,DELETE ON TABLE memsub.agent_memory_events TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.agent_memory_events TO memsub_app;
 GRANT SELECT ON TABLE memsub.agent_memory_events TO memsub_analyst;
 
@@ -11283,12 +12394,14 @@ GRANT ALL ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_
 REVOKE ALL ON FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text) TO memsub_app;
 
+GRANT SELECT,DELETE ON TABLE memsub.reasoning_traces TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.reasoning_traces TO memsub_app;
 GRANT SELECT ON TABLE memsub.reasoning_traces TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) TO memsub_app;
 
+GRANT SELECT,DELETE ON TABLE memsub.reflection_store TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_view_owner;
@@ -11313,6 +12426,8 @@ GRANT ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) TO memsub_
 
 REVOKE ALL ON FUNCTION memsub.require_active_session(p_session memsub.sessions) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.require_key_admin(p_tenant_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub.require_login(p_login name) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) FROM PUBLIC;
@@ -11320,6 +12435,9 @@ REVOKE ALL ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store
 REVOKE ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) TO memsub_tenant_admin;
 
 REVOKE ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_app;
@@ -11333,9 +12451,13 @@ REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_li
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_exact_below integer, p_ef_search integer, p_max_scan_tuples integer) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) TO memsub_app;
@@ -11434,6 +12556,9 @@ GRANT ALL ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth int
 REVOKE ALL ON FUNCTION memsub.trust_login(p_login name) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.trust_login(p_login name) TO memsub_platform_admin;
 
+REVOKE ALL ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) TO memsub_platform_admin;
+
 REVOKE ALL ON FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
 
@@ -11460,6 +12585,8 @@ GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) TO memsub_app;
 REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) TO memsub_app;
 
+REVOKE ALL ON FUNCTION memsub.write_packets_set(p_envelopes jsonb) FROM PUBLIC;
+
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_analyst;
 
@@ -11477,6 +12604,38 @@ GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.api_keys TO memsub_retrieval_owner;
+
+GRANT SELECT(tenant_id) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(tenant_id) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(key_id) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(key_id) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(org_id) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(org_id) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(user_id) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(user_id) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(roles) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(roles) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(label) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(label) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(created_at) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(created_at) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(created_by) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(created_by) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(expires_at) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(expires_at) ON TABLE memsub.api_keys TO memsub_analyst;
+
+GRANT SELECT(revoked_at) ON TABLE memsub.api_keys TO memsub_app;
+GRANT SELECT(revoked_at) ON TABLE memsub.api_keys TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.audit TO memsub_app;
 GRANT SELECT ON TABLE memsub.audit TO memsub_analyst;
@@ -11505,16 +12664,12 @@ GRANT SELECT ON TABLE memsub.limits TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.login_bindings TO memsub_platform_admin;
 
 GRANT SELECT ON TABLE memsub.mv_agent_recent_important TO memsub_owner;
-GRANT SELECT ON TABLE memsub.mv_agent_recent_important TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.mv_entity_graph TO memsub_owner;
-GRANT SELECT ON TABLE memsub.mv_entity_graph TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.mv_high_confidence_facts TO memsub_owner;
-GRANT SELECT ON TABLE memsub.mv_high_confidence_facts TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_owner;
-GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_analyst;
@@ -11526,6 +12681,10 @@ GRANT SELECT,INSERT ON TABLE memsub.packet_tombstones TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.schema_history TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.schema_repeatable_history TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.search_stats TO memsub_app;
+GRANT SELECT ON TABLE memsub.search_stats TO memsub_analyst;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memsub.search_stats TO memsub_platform_admin;
 
 GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_app;
 GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_analyst;
