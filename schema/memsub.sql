@@ -95,6 +95,20 @@ ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
 
+CREATE FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles
+      from memsub.api_keys k
+     where k.key_id = p_key_id and k.key_hash = p_key_hash and k.revoked_at is null
+       and (k.expires_at is null or k.expires_at > pg_catalog.statement_timestamp())
+$$;
+
+ALTER FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) IS 'The binding of the live key with this id and hash, read across tenants (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner: memsub.authenticate_api_key calls it.';
+
 CREATE FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -108,6 +122,116 @@ $$;
 ALTER FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS 'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
+
+CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS TABLE(pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamp with time zone, thread_id uuid, ttl timestamp with time zone, importance double precision, correlation_id uuid, session_id text, trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text, metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+    -- Plain expressions rather than the raising field readers (a function call per field and envelope would
+    -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
+    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+           r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
+           coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
+           r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
+           case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
+           case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           r.memory,
+           array(select k from jsonb_object_keys(r.e) as k
+                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
+                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
+                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
+                                       'memory'])
+                 union all
+                 select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
+                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                 order by 1),
+           coalesce(
+               jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
+               and pg_column_size(r.e) <= p_max_envelope_bytes
+               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
+               and length(r.e ->> 'packet_type') <= 200
+               and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
+               and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
+               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
+               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
+               and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
+               and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
+               and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)
+               and coalesce(jsonb_typeof(r.e -> 'confidence' -> 'score') in ('null', 'number')
+                            and (r.e -> 'confidence' ->> 'score')::numeric between 0 and 1, true)
+               and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
+               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
+               and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'confidence') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'reasoning_block') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'routing') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'lineage') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'memory') in ('null', 'object'), true)
+               and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
+               and r.tags is not null and r.parent_ids is not null
+               and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
+                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            true)
+               and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
+               and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
+               and (r.memory is null
+                    or coalesce((select bool_and(k = 'embeddings') from jsonb_object_keys(r.memory) as k), true)
+                       and (r.ttl is null or r.ttl > now())
+                       and (not r.memory ? 'embeddings'
+                            or jsonb_typeof(r.memory -> 'embeddings') = 'array'
+                               and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
+                                                where jsonb_typeof(v.e) <> 'object'
+                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+               false)
+      from (
+        select x.o::integer as pos, x.e,
+               case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
+               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
+                        else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
+               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
+                        else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
+               case when jsonb_typeof(x.e -> 'thread_id') = 'string' and (x.e -> 'thread_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'thread_id' #>> '{}')::uuid end as thread_id,
+               case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
+               case when jsonb_typeof(x.e -> 'importance_score') = 'number'
+                         and (x.e ->> 'importance_score')::numeric between 0 and 1
+                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
+               case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
+               case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
+               -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
+               case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
+                    when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
+                         and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
+                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
+                                             or length(g.v #>> '{}') > p_max_tag_chars)
+                    then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
+                                                    from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
+                                                   group by 1) d order by d.first) end as tags,
+               -- parents: NULL (not clean) unless absent or an array of UUIDs within the limit
+               case when jsonb_typeof(x.e -> 'lineage') is distinct from 'object'
+                         or (x.e -> 'lineage' -> 'parent_ids' is null or jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'null') then '{}'::uuid[]
+                    when jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'array'
+                         and jsonb_array_length(x.e -> 'lineage' -> 'parent_ids') <= p_max_parent_ids
+                         and not exists (select from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids') as p(v)
+                                          where (case when jsonb_typeof(p.v) = 'string' and (p.v #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (p.v #>> '{}')::uuid end) is null)
+                    then array(select d.id from (select (p.v #>> '{}')::uuid as id, min(p.o) as first
+                                                   from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids')
+                                                        with ordinality as p(v, o)
+                                                  group by 1) d order by d.first) end as parent_ids
+          from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+      ) r
+$_$;
+
+ALTER FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
 
 CREATE FUNCTION memsub._caller_is_admin() RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -452,6 +576,44 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    delete from memsub.entity_relationships r
+     where r.tenant_id = p_tenant_id and r.source_key = p_source_key and r.relationship_type = p_relationship_type
+       and r.target_key = p_target_key and r.ttl <= (now() at time zone 'UTC')
+$$;
+
+ALTER FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) IS 'Internal: deletes the expired validity windows of one edge (source, type, target matching forms) so that it can be observed afresh. Not granted to clients.';
+
+CREATE FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    delete from memsub.knowledge_facts f
+     where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
+       and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
+$$;
+
+ALTER FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) IS 'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. Not granted to clients.';
+
+CREATE FUNCTION memsub._embedding_chunk_index(p_element jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
+                then coalesce(p_element ->> 'chunk_index', '0')::integer end
+$_$;
+
+ALTER FUNCTION memsub._embedding_chunk_index(p_element jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) IS 'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not an integer (the fan-out refuses such an element).';
+
 CREATE FUNCTION memsub._entity_keys(p_name text) RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -478,6 +640,174 @@ $$;
 ALTER FUNCTION memsub._entity_keys(p_name text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+
+CREATE FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'object' then
+        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value;
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) IS 'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
+
+CREATE FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'string' then
+        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value #>> '{}';
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) IS 'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
+
+CREATE FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    text_value text;
+    has_time   boolean;
+    has_zone   boolean;
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    text_value := p_value #>> '{}';
+    -- The shape is checked by the pattern (no capture groups: matching alone is an order of magnitude cheaper
+    -- than extracting groups), the calendar by arithmetic on the fixed-width date: no cast can fail after this.
+    if jsonb_typeof(p_value) = 'string' and text_value ~
+        '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' then
+        has_time := substr(text_value, 11, 1) in ('T', ' ');
+        has_zone := case when has_time then substr(text_value, 12) ~ '[-+Zz]' else length(text_value) > 10 end;
+    end if;
+    -- Separate tests: a failed pattern leaves nothing the date arithmetic could read.
+    if has_time is not null then
+        if left(text_value, 4) = '0000' or (has_zone and not has_time)
+           or substr(text_value, 9, 2)::integer
+              > extract(day from make_date(left(text_value, 4)::integer, substr(text_value, 6, 2)::integer, 1)
+                                 + interval '1 month - 1 day') then
+            has_time := null;
+        end if;
+    end if;
+    if has_time is null then
+        raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
+            using errcode = '22007', column = p_field;
+    end if;
+    if has_zone then
+        return text_value::timestamptz;
+    end if;
+    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
+end
+$_$;
+
+ALTER FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) IS 'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
+
+CREATE FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric not between 0 and 1 then
+        raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
+            using errcode = '22023', column = p_field;
+    end if;
+    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
+    return round((p_value::text)::numeric, 300)::double precision;
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text) IS 'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
+
+CREATE FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) RETURNS uuid
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'string'
+       or (p_value #>> '{}') !~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then
+        raise exception 'envelope field "%" is not a valid UUID: %', p_field, left(p_value::text, 80)
+            using errcode = '22P02', column = p_field;
+    end if;
+    return (p_value #>> '{}')::uuid;
+end
+$_$;
+
+ALTER FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) IS 'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+CREATE FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
+                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+
+ALTER FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null.';
+
+CREATE FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(
+                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                           jsonb_set(x.e, '{vector}', coalesce((
+                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
+                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
+                                  and m.embedding_type = x.e ->> 'embedding_type'
+                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                       else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+
+ALTER FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) IS 'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level security applies).';
 
 CREATE FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -602,6 +932,15 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
+CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select case when p_first is null or p_second is null then null else greatest(p_first, p_second) end $$;
+
+ALTER FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) IS 'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge supported by two assertions.';
+
 CREATE FUNCTION memsub._memory_namespace_writable(p_namespace text) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -642,6 +981,113 @@ $$;
 ALTER FUNCTION memsub._normalize_json_value(p_value jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+
+CREATE TABLE memsub.packet_store (
+    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    packet_type text NOT NULL,
+    envelope jsonb NOT NULL,
+    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
+    routing jsonb,
+    provenance jsonb,
+    thread_id uuid,
+    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    ttl timestamp without time zone,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    importance_score double precision DEFAULT 0.5 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    contradiction_count integer DEFAULT 0 NOT NULL,
+    content_hash text,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    is_chunked boolean DEFAULT false NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    write_seq bigint NOT NULL,
+    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
+    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
+    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
+    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
+    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+);
+
+ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
+
+COMMENT ON COLUMN memsub.packet_store.envelope IS 'The full, normalized PacketEnvelope as JSON.';
+
+COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
+
+COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
+
+COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
+
+COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
+
+COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
+
+COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
+
+COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope: shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
+
+COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
+
+COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
+
+COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
+
+COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
+
+COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
+
+COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
+
+COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
+
+COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
+
+COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
+
+COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
+
+COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
+
+CREATE FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) RETURNS memsub.packet_store
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
+        p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
+    end if;
+    return p_packet;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) IS 'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
 
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -867,6 +1313,245 @@ $$;
 ALTER FUNCTION memsub._resolve_entity(p_name text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+
+CREATE FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_stats  memsub.search_stats;
+    v_total  double precision;
+    v_rows   bigint;
+    v_share  double precision;
+    v_ef     integer;
+    v_recall double precision;
+    v_probed boolean := false;
+begin
+    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
+    select greatest(c.reltuples, 0) into v_total
+      from pg_catalog.pg_class c
+     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
+    if p_tenant_id is null then
+        v_rows := coalesce(v_total, 0)::bigint;
+    else
+        select * into v_stats from memsub.search_stats st
+         where st.tenant_id = p_tenant_id and st.embedding_type = p_embedding_type;
+        if found then
+            v_rows := v_stats.row_count;
+            v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
+        else
+            -- Not measured yet: count at most 2000 of the tenant's rows.
+            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
+                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
+                           p_tenant_id, p_embedding_type)
+               into v_rows;
+            v_probed := v_rows >= 2000;
+        end if;
+    end if;
+    v_total := greatest(coalesce(v_total, 0), v_rows, 1);
+    v_share := greatest(v_rows, 1) / v_total;
+    v_ef := coalesce(p_ef_search,
+                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    v_ef := greatest(v_ef, least(p_pool, 1000));
+    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
+    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+        v_recall := v_stats.recall;
+    end if;
+    method := case
+        when p_mode = 'exact' then 'exact'
+        when p_mode = 'approximate' then 'approximate'
+        when v_probed then 'approximate'
+        when v_recall is not null and v_recall < 0.97 then 'exact'
+        when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
+        else 'approximate' end;
+    ef_search := v_ef;
+    tenant_rows := v_rows;
+    type_rows := v_total::bigint;
+    share := v_share;
+    recall := v_recall;
+    return next;
+end
+$$;
+
+ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
+
+CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_user      uuid := memsub.current_user_id();
+    v_session   text := memsub.current_session_id();
+    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
+    v_max_tags  bigint := memsub.limit_value('max_tags');
+    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
+    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
+    v_total     integer;
+    v_clean     boolean;
+    v_ids       uuid[];
+    v_threads   uuid[];
+    v_parents   jsonb;     -- per envelope: its parent ids
+    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
+    v_position  jsonb;     -- packet id of the batch -> position
+    v_gens      integer[];
+    v_roots     uuid[];
+    v_gen       integer;
+    v_root      uuid;
+    v_parent    text;
+    v_at        integer;
+    v_inserted  integer;
+    v_results   memsub.packet_write_result[];
+begin
+    -- 1. Read every envelope once; give each its packet id.
+    select count(*), bool_and(b.clean),
+           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
+           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
+           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
+      into v_total, v_clean, v_ids, v_parents, v_threads
+      from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b;
+    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
+        return null;
+    end if;
+    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
+    -- 2. Parents outside the batch: one probe; each must be visible.
+    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
+      into v_outside
+      from memsub.packet_store s
+     where s.tenant_id = v_tenant
+       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
+                                                              jsonb_array_elements_text(a.l) as p
+                                    where not v_position ? p));
+    -- 3. Generation and root, parents before children.
+    v_gens := array_fill(0, array[v_total]);
+    v_roots := array_fill(null::uuid, array[v_total]);
+    for v_at in 1 .. v_total loop
+        v_gen := 0;
+        v_root := null;
+        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
+            if v_position ? v_parent then
+                if (v_position ->> v_parent)::integer >= v_at then
+                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
+                end if;
+                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
+                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
+            elsif v_outside ? v_parent then
+                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
+                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
+            else
+                return null;  -- a missing parent: reported by the envelope-by-envelope path
+            end if;
+        end loop;
+        v_gens[v_at] := v_gen;
+        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
+    end loop;
+    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
+       or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
+        return null;
+    end if;
+    -- 5. One INSERT of every packet.
+    with b as (
+        select b.*, i.id, i.gen, i.root,
+               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
+                                          v_user, b.session_id, b.ts, b.stated_id) as hash
+          from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b
+          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
+    ), stored as (
+        insert into memsub.packet_store as s (
+            packet_id, packet_type, envelope, "timestamp", routing, provenance,
+            thread_id, parent_ids, tags, ttl,
+            scope, importance_score, content_hash,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id, b.packet_type,
+               memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+                   'packet_id', b.id,
+                   'packet_type', b.packet_type,
+                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'scope', b.scope,
+                   'session_id', b.session_id,
+                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
+               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+               b.scope, b.importance, b.hash,
+               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
+          from b order by b.pos
+        on conflict do nothing
+        returning s.packet_id
+    ), threads as (
+        insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
+          from b join stored on stored.packet_id = b.id
+         where b.thread_id is not null
+         order by b.thread_id, b.pos
+        on conflict (tenant_id, thread_id) do nothing
+        returning t.first_packet_id
+    ), vectors as (
+        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
+        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
+        insert into memsub.memory_embeddings (
+            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id,
+               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+               memsub._json_vector(v.e -> 'vector', 'vector'),
+               case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+               v.e ->> 'chunk_text',
+               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
+               b.trace_id
+          from b join stored on stored.packet_id = b.id
+         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
+         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
+                        0) >= 0
+           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
+        returning 1
+    )
+    select (select count(*) from stored),
+           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+                         jsonb_build_object('packet_store', 1)
+                         || case when b.id in (select first_packet_id from threads)
+                                 then jsonb_build_object('packet_threads', 1) else '{}' end
+                         || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                      and jsonb_array_length(b.memory -> 'embeddings') > 0
+                                 then jsonb_build_object('memory_embeddings',
+                                                         jsonb_array_length(b.memory -> 'embeddings'))
+                                 else '{}' end,
+                         b.unknown)::memsub.packet_write_result order by b.pos)
+      into v_inserted, v_results
+      from b;
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    -- A thread registered meanwhile by another organization.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
+                  and t.org_id is distinct from v_org) then
+        raise exception 'batch path: thread of another organization' using errcode = 'P0001';
+    end if;
+    return v_results;
+end
+$$;
+
+ALTER FUNCTION memsub._write_packets_set(p_envelopes jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. Not granted to clients.';
 
 CREATE FUNCTION memsub.acting_role() RETURNS name
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -1502,20 +2187,6 @@ ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id te
 
 COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
 
-CREATE FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles
-      from memsub.api_keys k
-     where k.key_id = p_key_id and k.key_hash = p_key_hash and k.revoked_at is null
-       and (k.expires_at is null or k.expires_at > pg_catalog.statement_timestamp())
-$$;
-
-ALTER FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) OWNER TO memsub_retrieval_owner;
-
-COMMENT ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) IS 'The binding of the live key with this id and hash, read across tenants (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner: memsub.authenticate_api_key calls it.';
-
 CREATE TABLE memsub.world_model_updates (
     update_id uuid DEFAULT gen_random_uuid() NOT NULL,
     insight_id uuid,
@@ -1785,13 +2456,13 @@ begin
     -- contradiction counting see every committed assertion whatever the concurrency.
     perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
     -- An expired fact is gone for every reader: asserting it again starts it afresh.
-    perform memsub.drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
+    perform memsub._drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
     -- Expiry: the packet's (none without a packet); a reinforced fact lives as long as its latest support.
     update memsub.knowledge_facts f
        set supporting_packet_count = f.supporting_packet_count + 1,
            confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
-           ttl = memsub.later_expiry(f.ttl, v_packet.ttl),
+           ttl = memsub._later_expiry(f.ttl, v_packet.ttl),
            updated_at = now()
      where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
        and f.object_normalized = v_object_norm
@@ -1872,7 +2543,7 @@ begin
             using errcode = '28000', column = 'api_key';
     end if;
     select l.* into found_key
-      from memsub.api_key_lookup(pg_catalog.substr(p_api_key, 5, 16),
+      from memsub._api_key_lookup(pg_catalog.substr(p_api_key, 5, 16),
                                  pg_catalog.sha256(pg_catalog.convert_to(p_api_key, 'UTF8'))) l;
     if found_key is null then
         raise exception 'memsub.authenticate_api_key: unknown, revoked or expired API key'
@@ -1910,116 +2581,6 @@ $_$;
 ALTER FUNCTION memsub.base64url_decode(p_text text, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.base64url_decode(p_text text, p_field text) IS 'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
-
-CREATE FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS TABLE(pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamp with time zone, thread_id uuid, ttl timestamp with time zone, importance double precision, correlation_id uuid, session_id text, trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text, metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
-    -- Plain expressions rather than the raising field readers (a function call per field and envelope would
-    -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
-    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
-           r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
-           coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
-           r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
-           case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
-           case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
-           r.memory,
-           array(select k from jsonb_object_keys(r.e) as k
-                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
-                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
-                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
-                                       'memory'])
-                 union all
-                 select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
-                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
-                 order by 1),
-           coalesce(
-               jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
-               and pg_column_size(r.e) <= p_max_envelope_bytes
-               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
-               and length(r.e ->> 'packet_type') <= 200
-               and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
-               and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
-               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
-               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
-               and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
-               and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
-               and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)
-               and coalesce(jsonb_typeof(r.e -> 'confidence' -> 'score') in ('null', 'number')
-                            and (r.e -> 'confidence' ->> 'score')::numeric between 0 and 1, true)
-               and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
-               and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
-               and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
-               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
-               and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
-               and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'confidence') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'reasoning_block') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'routing') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'lineage') in ('null', 'object'), true)
-               and coalesce(jsonb_typeof(r.e -> 'memory') in ('null', 'object'), true)
-               and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
-               and r.tags is not null and r.parent_ids is not null
-               and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
-                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
-                            true)
-               and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
-               and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
-               and (r.memory is null
-                    or coalesce((select bool_and(k = 'embeddings') from jsonb_object_keys(r.memory) as k), true)
-                       and (r.ttl is null or r.ttl > now())
-                       and (not r.memory ? 'embeddings'
-                            or jsonb_typeof(r.memory -> 'embeddings') = 'array'
-                               and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
-                                                where jsonb_typeof(v.e) <> 'object'
-                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
-               false)
-      from (
-        select x.o::integer as pos, x.e,
-               case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
-               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
-                             and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
-                   case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
-                        else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
-               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
-                             and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
-                   case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
-                        else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
-               case when jsonb_typeof(x.e -> 'thread_id') = 'string' and (x.e -> 'thread_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'thread_id' #>> '{}')::uuid end as thread_id,
-               case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
-               case when jsonb_typeof(x.e -> 'importance_score') = 'number'
-                         and (x.e ->> 'importance_score')::numeric between 0 and 1
-                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
-               case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
-               case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
-               -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
-               case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
-                    when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
-                         and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
-                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
-                                             or length(g.v #>> '{}') > p_max_tag_chars)
-                    then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
-                                                    from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
-                                                   group by 1) d order by d.first) end as tags,
-               -- parents: NULL (not clean) unless absent or an array of UUIDs within the limit
-               case when jsonb_typeof(x.e -> 'lineage') is distinct from 'object'
-                         or (x.e -> 'lineage' -> 'parent_ids' is null or jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'null') then '{}'::uuid[]
-                    when jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'array'
-                         and jsonb_array_length(x.e -> 'lineage' -> 'parent_ids') <= p_max_parent_ids
-                         and not exists (select from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids') as p(v)
-                                          where (case when jsonb_typeof(p.v) = 'string' and (p.v #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (p.v #>> '{}')::uuid end) is null)
-                    then array(select d.id from (select (p.v #>> '{}')::uuid as id, min(p.o) as first
-                                                   from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids')
-                                                        with ordinality as p(v, o)
-                                                  group by 1) d order by d.first) end as parent_ids
-          from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
-      ) r
-$_$;
-
-ALTER FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
 
 CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3287,32 +3848,6 @@ ALTER FUNCTION memsub.drop_context_signing_key(p_key_id text) OWNER TO memsub_ow
 
 COMMENT ON FUNCTION memsub.drop_context_signing_key(p_key_id text) IS 'Removes a context token signing key: tokens signed with it are refused from then on. Platform admins only.';
 
-CREATE FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    delete from memsub.entity_relationships r
-     where r.tenant_id = p_tenant_id and r.source_key = p_source_key and r.relationship_type = p_relationship_type
-       and r.target_key = p_target_key and r.ttl <= (now() at time zone 'UTC')
-$$;
-
-ALTER FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) OWNER TO memsub_expiry_owner;
-
-COMMENT ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) IS 'Internal: deletes the expired validity windows of one edge (source, type, target matching forms) so that it can be observed afresh. Not granted to clients.';
-
-CREATE FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    delete from memsub.knowledge_facts f
-     where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
-       and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
-$$;
-
-ALTER FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) OWNER TO memsub_expiry_owner;
-
-COMMENT ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) IS 'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. Not granted to clients.';
-
 CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_entity text DEFAULT NULL::text, p_relationship_type text DEFAULT NULL::text) RETURNS SETOF memsub.entity_relationships
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3333,18 +3868,6 @@ $$;
 ALTER FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) IS 'The graph as of a time (default now): the edges whose validity window contains it, optionally only those touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type.';
-
-CREATE FUNCTION memsub.embedding_chunk_index(p_element jsonb) RETURNS integer
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-    select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
-                then coalesce(p_element ->> 'chunk_index', '0')::integer end
-$_$;
-
-ALTER FUNCTION memsub.embedding_chunk_index(p_element jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) IS 'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not an integer (the fan-out refuses such an element).';
 
 CREATE FUNCTION memsub.embedding_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3453,174 +3976,6 @@ $$;
 ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
-
-CREATE FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-    value jsonb := p_envelope -> p_field;
-begin
-    if value is null or jsonb_typeof(value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(value) <> 'object' then
-        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
-            using errcode = '22023', column = p_field;
-    end if;
-    return value;
-end
-$$;
-
-ALTER FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) IS 'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
-
-CREATE FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-    value jsonb := p_envelope -> p_field;
-begin
-    if value is null or jsonb_typeof(value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(value) <> 'string' then
-        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
-            using errcode = '22023', column = p_field;
-    end if;
-    return value #>> '{}';
-end
-$$;
-
-ALTER FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) IS 'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
-
-CREATE FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-declare
-    text_value text;
-    has_time   boolean;
-    has_zone   boolean;
-begin
-    if p_value is null or jsonb_typeof(p_value) = 'null' then
-        return null;
-    end if;
-    text_value := p_value #>> '{}';
-    -- The shape is checked by the pattern (no capture groups: matching alone is an order of magnitude cheaper
-    -- than extracting groups), the calendar by arithmetic on the fixed-width date: no cast can fail after this.
-    if jsonb_typeof(p_value) = 'string' and text_value ~
-        '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' then
-        has_time := substr(text_value, 11, 1) in ('T', ' ');
-        has_zone := case when has_time then substr(text_value, 12) ~ '[-+Zz]' else length(text_value) > 10 end;
-    end if;
-    -- Separate tests: a failed pattern leaves nothing the date arithmetic could read.
-    if has_time is not null then
-        if left(text_value, 4) = '0000' or (has_zone and not has_time)
-           or substr(text_value, 9, 2)::integer
-              > extract(day from make_date(left(text_value, 4)::integer, substr(text_value, 6, 2)::integer, 1)
-                                 + interval '1 month - 1 day') then
-            has_time := null;
-        end if;
-    end if;
-    if has_time is null then
-        raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
-            using errcode = '22007', column = p_field;
-    end if;
-    if has_zone then
-        return text_value::timestamptz;
-    end if;
-    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
-end
-$_$;
-
-ALTER FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) IS 'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
-
-CREATE FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) RETURNS double precision
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    if p_value is null or jsonb_typeof(p_value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric not between 0 and 1 then
-        raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
-            using errcode = '22023', column = p_field;
-    end if;
-    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
-    return round((p_value::text)::numeric, 300)::double precision;
-end
-$$;
-
-ALTER FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) IS 'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
-
-CREATE FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) RETURNS uuid
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-begin
-    if p_value is null or jsonb_typeof(p_value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(p_value) <> 'string'
-       or (p_value #>> '{}') !~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then
-        raise exception 'envelope field "%" is not a valid UUID: %', p_field, left(p_value::text, 80)
-            using errcode = '22P02', column = p_field;
-    end if;
-    return (p_value #>> '{}')::uuid;
-end
-$_$;
-
-ALTER FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) IS 'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
-
-CREATE FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
-        jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
-                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
-              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-        else p_envelope end
-$$;
-
-ALTER FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null.';
-
-CREATE FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) RETURNS jsonb
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
-        jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(
-                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                           jsonb_set(x.e, '{vector}', coalesce((
-                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
-                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
-                                  and m.embedding_type = x.e ->> 'embedding_type'
-                                  and m.chunk_index = memsub.embedding_chunk_index(x.e)), 'null'))
-                       else x.e end order by x.o), '[]')
-              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-        else p_envelope end
-$$;
-
-ALTER FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) IS 'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level security applies).';
 
 CREATE FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
     LANGUAGE plpgsql
@@ -3792,97 +4147,6 @@ ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_dept
 
 COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
 
-CREATE TABLE memsub.packet_store (
-    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    packet_type text NOT NULL,
-    envelope jsonb NOT NULL,
-    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
-    routing jsonb,
-    provenance jsonb,
-    thread_id uuid,
-    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
-    tags text[] DEFAULT '{}'::text[] NOT NULL,
-    ttl timestamp without time zone,
-    scope text DEFAULT 'shared'::text NOT NULL,
-    importance_score double precision DEFAULT 0.5 NOT NULL,
-    access_count integer DEFAULT 0 NOT NULL,
-    last_accessed timestamp with time zone,
-    contradiction_count integer DEFAULT 0 NOT NULL,
-    content_hash text,
-    chunk_count integer DEFAULT 0 NOT NULL,
-    is_chunked boolean DEFAULT false NOT NULL,
-    tenant_id uuid NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    correlation_id uuid,
-    session_id text,
-    trace_id text,
-    write_seq bigint NOT NULL,
-    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
-    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
-    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
-    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
-    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
-    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
-    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
-);
-
-ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
-
-COMMENT ON COLUMN memsub.packet_store.envelope IS 'The full, normalized PacketEnvelope as JSON.';
-
-COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
-
-COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
-
-COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
-
-COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
-
-COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
-
-COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
-
-COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope: shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
-
-COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
-
-COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
-
-COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
-
-COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
-
-COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
-
-COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
-
-COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
-
-COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
-
-COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
-
-COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
-
-COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
-
-COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
-
 CREATE FUNCTION memsub.get_packet(p_packet_id uuid) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3894,10 +4158,10 @@ begin
     -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
     -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
     if v_tenant is null or memsub.is_platform_admin() then
-        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
                        where s.packet_id = p_packet_id;
     else
-        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
                        where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
     end if;
 end
@@ -3921,7 +4185,7 @@ begin
             select v.*
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
-             cross join lateral memsub.packet_with_vectors(x.s) v
+             cross join lateral memsub._packet_with_vectors(x.s) v
              order by w.n;
     else
         -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
@@ -3931,7 +4195,7 @@ begin
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (select s from memsub.packet_store s
                                   where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
-             cross join lateral memsub.packet_with_vectors(x.s) v
+             cross join lateral memsub._packet_with_vectors(x.s) v
              order by w.n;
     end if;
 end
@@ -3960,7 +4224,7 @@ begin
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq
              limit p_limit) s
-        cross join lateral memsub.packet_with_vectors(s::memsub.packet_store) w
+        cross join lateral memsub._packet_with_vectors(s::memsub.packet_store) w
         order by s.write_seq;
 end
 $$;
@@ -4945,15 +5209,6 @@ ALTER FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy tex
 
 COMMENT ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) IS 'Prunes threads of the context tenant: keep_latest keeps the newest checkpoint of each namespace and its writes; delete removes everything. Returns the checkpoints deleted.';
 
-CREATE FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select case when p_first is null or p_second is null then null else greatest(p_first, p_second) end $$;
-
-ALTER FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) IS 'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge supported by two assertions.';
-
 CREATE TABLE memsub.importance_learning_runs (
     run_id uuid DEFAULT gen_random_uuid() NOT NULL,
     tenant_id uuid NOT NULL,
@@ -5484,7 +5739,7 @@ begin
                          then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
                 where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
                   and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
-                  and memsub.embedding_chunk_index(x.e) = old.chunk_index) then
+                  and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
         raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
                         'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
             using errcode = '0A000', column = 'vector',
@@ -5862,22 +6117,6 @@ $$;
 ALTER FUNCTION memsub.packet_store_guard() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
-
-CREATE FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) RETURNS memsub.packet_store
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
-        p_packet.envelope := memsub.envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
-    end if;
-    return p_packet;
-end
-$$;
-
-ALTER FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) IS 'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
 
 CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURNS TABLE(tenant_id uuid, purged bigint)
     LANGUAGE sql SECURITY DEFINER
@@ -7006,69 +7245,6 @@ ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit inte
 
 COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
 
-CREATE FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-declare
-    v_stats  memsub.search_stats;
-    v_total  double precision;
-    v_rows   bigint;
-    v_share  double precision;
-    v_ef     integer;
-    v_recall double precision;
-    v_probed boolean := false;
-begin
-    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
-    select greatest(c.reltuples, 0) into v_total
-      from pg_catalog.pg_class c
-     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
-    if p_tenant_id is null then
-        v_rows := coalesce(v_total, 0)::bigint;
-    else
-        select * into v_stats from memsub.search_stats st
-         where st.tenant_id = p_tenant_id and st.embedding_type = p_embedding_type;
-        if found then
-            v_rows := v_stats.row_count;
-            v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
-        else
-            -- Not measured yet: count at most 2000 of the tenant's rows.
-            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
-                           p_tenant_id, p_embedding_type)
-               into v_rows;
-            v_probed := v_rows >= 2000;
-        end if;
-    end if;
-    v_total := greatest(coalesce(v_total, 0), v_rows, 1);
-    v_share := greatest(v_rows, 1) / v_total;
-    v_ef := coalesce(p_ef_search,
-                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
-    v_ef := greatest(v_ef, least(p_pool, 1000));
-    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
-    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
-        v_recall := v_stats.recall;
-    end if;
-    method := case
-        when p_mode = 'exact' then 'exact'
-        when p_mode = 'approximate' then 'approximate'
-        when v_probed then 'approximate'
-        when v_recall is not null and v_recall < 0.97 then 'exact'
-        when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
-        else 'approximate' end;
-    ef_search := v_ef;
-    tenant_rows := v_rows;
-    type_rows := v_total::bigint;
-    share := v_share;
-    recall := v_recall;
-    return next;
-end
-$$;
-
-ALTER FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
-
 CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -7127,7 +7303,7 @@ begin
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
 
     select st.method, st.ef_search into v_method, v_ef
-      from memsub.search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
+      from memsub._search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
@@ -7187,7 +7363,7 @@ $_$;
 
 ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub.search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7969,7 +8145,7 @@ begin
     v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
 
     -- Required fields.
-    v_packet_type := memsub.envelope_text(p_envelope, 'packet_type');
+    v_packet_type := memsub._envelope_text(p_envelope, 'packet_type');
     if v_packet_type is null then
         raise exception 'envelope field "packet_type" is required'
             using errcode = '23502', column = 'packet_type';
@@ -7985,31 +8161,31 @@ begin
     end if;
 
     -- Optional fields.
-    v_stated_id := memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    v_stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
     v_packet_id := coalesce(v_stated_id, gen_random_uuid());
-    v_stated_time := memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    v_stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
     v_timestamp := coalesce(v_stated_time, now());
-    v_memory := memsub.envelope_object(p_envelope, 'memory');
-    v_metadata := memsub.envelope_object(p_envelope, 'metadata');
-    v_provenance := memsub.envelope_object(p_envelope, 'provenance');
-    v_confidence := memsub.envelope_object(p_envelope, 'confidence');
-    perform memsub.envelope_object(p_envelope, 'reasoning_block');
-    perform memsub.envelope_object(p_envelope, 'routing');
+    v_memory := memsub._envelope_object(p_envelope, 'memory');
+    v_metadata := memsub._envelope_object(p_envelope, 'metadata');
+    v_provenance := memsub._envelope_object(p_envelope, 'provenance');
+    v_confidence := memsub._envelope_object(p_envelope, 'confidence');
+    perform memsub._envelope_object(p_envelope, 'reasoning_block');
+    perform memsub._envelope_object(p_envelope, 'routing');
     if v_confidence is not null then
-        perform memsub.envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+        perform memsub._envelope_unit_number(v_confidence -> 'score', 'confidence.score');
     end if;
-    v_thread_id := memsub.envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
-    v_ttl := memsub.envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    v_thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    v_ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
     if v_ttl is not null and v_ttl <= v_timestamp then
         raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
             using errcode = '22023', column = 'ttl';
     end if;
-    v_importance := coalesce(memsub.envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
-    v_correlation := memsub.envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
-    v_session := coalesce(memsub.envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
-    v_trace := memsub.envelope_text(p_envelope, 'trace_id');
+    v_importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    v_correlation := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    v_session := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    v_trace := memsub._envelope_text(p_envelope, 'trace_id');
 
-    v_scope := coalesce(memsub.envelope_text(p_envelope, 'scope'), 'shared');
+    v_scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
     if v_scope not in ('shared', 'cursor', 'l-private') then
         raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
             using errcode = '22023', column = 'scope';
@@ -8041,7 +8217,7 @@ begin
     end if;
 
     -- Lineage: validate, then check integrity against stored (visible) parents.
-    v_lineage := memsub.envelope_object(p_envelope, 'lineage');
+    v_lineage := memsub._envelope_object(p_envelope, 'lineage');
     if v_lineage is not null then
         if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
             if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
@@ -8052,7 +8228,7 @@ begin
                                        'lineage.parent_ids');
             -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
             with ids as (
-                select memsub.envelope_uuid(e, 'lineage.parent_ids') as id, o
+                select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
                   from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
             )
             select coalesce(bool_or(ids.id is null), false),
@@ -8065,7 +8241,7 @@ begin
                     using errcode = '22023', column = 'lineage.parent_ids';
             end if;
         end if;
-        v_derivation := memsub.envelope_text(v_lineage, 'derivation_type');
+        v_derivation := memsub._envelope_text(v_lineage, 'derivation_type');
         if v_derivation is not null and v_derivation <> all(derivation_types) then
             raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
                 using errcode = '22023', column = 'lineage.derivation_type';
@@ -8103,7 +8279,7 @@ begin
             using errcode = '22023', column = 'lineage.generation';
     end if;
     if v_lineage ? 'root_packet_id'
-       and memsub.envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
+       and memsub._envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
         raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
             using errcode = '22023', column = 'lineage.root_packet_id';
     end if;
@@ -8126,10 +8302,10 @@ begin
         if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
             select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
               from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
-                                                            memsub.embedding_chunk_index(a.e)) as first
+                                                            memsub._embedding_chunk_index(a.e)) as first
                       from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
                      where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
-                       and memsub.embedding_chunk_index(a.e) is not null) d
+                       and memsub._embedding_chunk_index(a.e) is not null) d
              where d.o > d.first order by d.o limit 1;
             if v_repeated is not null then
                 raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
@@ -8155,7 +8331,7 @@ begin
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_packet_id, v_packet_type,
-        memsub.envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
+        memsub._envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
             'packet_id', v_packet_id,
             'packet_type', v_packet_type,
             'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -8435,7 +8611,7 @@ begin
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
            evidence = memsub._merge_doc_refs(r.evidence, v_evidence),
-           ttl = memsub.later_expiry(r.ttl, v_packet.ttl)
+           ttl = memsub._later_expiry(r.ttl, v_packet.ttl)
      where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
                                  where h.tenant_id = v_tenant and h.source_key = any(v_sources)
                                    and h.relationship_type = v_type and h.target_key = any(v_targets)
@@ -8795,7 +8971,7 @@ begin
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
-    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
@@ -8988,7 +9164,7 @@ begin
            set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
                samples = 0, measured_at = excluded.measured_at;
         select * into v_plan
-          from memsub.search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
+          from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
@@ -9090,7 +9266,7 @@ begin
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
-    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
@@ -9113,7 +9289,7 @@ begin
            last_seen = greatest(r.last_seen, excluded.last_seen),
            source_packet = coalesce(r.source_packet, excluded.source_packet),
            -- the window lives as long as its latest observation's packet (never without an expiring packet)
-           ttl = memsub.later_expiry(r.ttl, excluded.ttl)
+           ttl = memsub._later_expiry(r.ttl, excluded.ttl)
     returning r.* into v_edge;
     return v_edge;
 end
@@ -9237,7 +9413,7 @@ begin
     -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
     if total >= 8 then
         begin
-            results := memsub.write_packets_set(p_envelopes);
+            results := memsub._write_packets_set(p_envelopes);
         exception when others then
             results := null;
         end;
@@ -9324,182 +9500,6 @@ $$;
 ALTER FUNCTION memsub.write_packets(p_envelopes jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.write_packets(p_envelopes jsonb) IS 'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected (SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';
-
-CREATE FUNCTION memsub.write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_tenant    uuid := memsub._require_tenant_id();
-    v_org       uuid := memsub.current_org_id();
-    v_user      uuid := memsub.current_user_id();
-    v_session   text := memsub.current_session_id();
-    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
-    v_max_tags  bigint := memsub.limit_value('max_tags');
-    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
-    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
-    v_total     integer;
-    v_clean     boolean;
-    v_ids       uuid[];
-    v_threads   uuid[];
-    v_parents   jsonb;     -- per envelope: its parent ids
-    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
-    v_position  jsonb;     -- packet id of the batch -> position
-    v_gens      integer[];
-    v_roots     uuid[];
-    v_gen       integer;
-    v_root      uuid;
-    v_parent    text;
-    v_at        integer;
-    v_inserted  integer;
-    v_results   memsub.packet_write_result[];
-begin
-    -- 1. Read every envelope once; give each its packet id.
-    select count(*), bool_and(b.clean),
-           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
-           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
-           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
-      into v_total, v_clean, v_ids, v_parents, v_threads
-      from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b;
-    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
-        return null;
-    end if;
-    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
-    -- 2. Parents outside the batch: one probe; each must be visible.
-    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
-               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
-               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
-      into v_outside
-      from memsub.packet_store s
-     where s.tenant_id = v_tenant
-       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
-                                                              jsonb_array_elements_text(a.l) as p
-                                    where not v_position ? p));
-    -- 3. Generation and root, parents before children.
-    v_gens := array_fill(0, array[v_total]);
-    v_roots := array_fill(null::uuid, array[v_total]);
-    for v_at in 1 .. v_total loop
-        v_gen := 0;
-        v_root := null;
-        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
-            if v_position ? v_parent then
-                if (v_position ->> v_parent)::integer >= v_at then
-                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
-                end if;
-                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
-                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
-            elsif v_outside ? v_parent then
-                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
-                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
-            else
-                return null;  -- a missing parent: reported by the envelope-by-envelope path
-            end if;
-        end loop;
-        v_gens[v_at] := v_gen;
-        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
-    end loop;
-    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
-    if exists (select from memsub.packet_threads t
-                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
-       or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
-        return null;
-    end if;
-    -- 5. One INSERT of every packet.
-    with b as (
-        select b.*, i.id, i.gen, i.root,
-               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
-                                          v_user, b.session_id, b.ts, b.stated_id) as hash
-          from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b
-          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
-    ), stored as (
-        insert into memsub.packet_store as s (
-            packet_id, packet_type, envelope, "timestamp", routing, provenance,
-            thread_id, parent_ids, tags, ttl,
-            scope, importance_score, content_hash,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id, b.packet_type,
-               memsub.envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-                   'packet_id', b.id,
-                   'packet_type', b.packet_type,
-                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
-                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'scope', b.scope,
-                   'session_id', b.session_id,
-                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
-                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
-                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
-               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
-               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
-               b.scope, b.importance, b.hash,
-               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
-          from b order by b.pos
-        on conflict do nothing
-        returning s.packet_id
-    ), threads as (
-        insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
-        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
-          from b join stored on stored.packet_id = b.id
-         where b.thread_id is not null
-         order by b.thread_id, b.pos
-        on conflict (tenant_id, thread_id) do nothing
-        returning t.first_packet_id
-    ), vectors as (
-        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
-        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
-        insert into memsub.memory_embeddings (
-            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id,
-               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
-               memsub._json_vector(v.e -> 'vector', 'vector'),
-               case when memsub.embedding_chunk_index(v.e) >= 0 then memsub.embedding_chunk_index(v.e) end,
-               v.e ->> 'chunk_text',
-               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
-               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
-               b.trace_id
-          from b join stored on stored.packet_id = b.id
-         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
-         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
-                        0) >= 0
-           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
-           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
-        returning 1
-    )
-    select (select count(*) from stored),
-           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
-                         jsonb_build_object('packet_store', 1)
-                         || case when b.id in (select first_packet_id from threads)
-                                 then jsonb_build_object('packet_threads', 1) else '{}' end
-                         || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                      and jsonb_array_length(b.memory -> 'embeddings') > 0
-                                 then jsonb_build_object('memory_embeddings',
-                                                         jsonb_array_length(b.memory -> 'embeddings'))
-                                 else '{}' end,
-                         b.unknown)::memsub.packet_write_result order by b.pos)
-      into v_inserted, v_results
-      from b;
-    if v_inserted <> v_total then
-        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
-        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
-    end if;
-    -- A thread registered meanwhile by another organization.
-    if exists (select from memsub.packet_threads t
-                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
-                  and t.org_id is distinct from v_org) then
-        raise exception 'batch path: thread of another organization' using errcode = 'P0001';
-    end if;
-    return v_results;
-end
-$$;
-
-ALTER FUNCTION memsub.write_packets_set(p_envelopes jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.write_packets_set(p_envelopes jsonb) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. Not granted to clients.';
 
 CREATE TABLE memsub.adk_app_states (
     tenant_id uuid NOT NULL,
@@ -10263,6 +10263,8 @@ COMMENT ON COLUMN memsub.mv_agent_recent_important.user_id IS 'User who wrote th
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.session_id IS 'Session the packet was written in.';
 
+COMMENT ON COLUMN memsub.mv_agent_recent_important.expires_at IS 'When the packet expires (its ttl; NULL: never): the tenant_* view hides the row from then on.';
+
 COMMENT ON COLUMN memsub.mv_agent_recent_important.agent_id IS 'The agent that wrote it (routing.agent).';
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.packet_id IS 'The packet (packet_store.packet_id).';
@@ -10303,6 +10305,8 @@ COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The current knowledge gr
 
 COMMENT ON COLUMN memsub.mv_entity_graph.tenant_id IS 'Tenant of the edges.';
 
+COMMENT ON COLUMN memsub.mv_entity_graph.expires_at IS 'Earliest expiry among the relationships counted in the row (NULL: none expires): the tenant_* view withholds the row from then until the next refresh recomputes it.';
+
 COMMENT ON COLUMN memsub.mv_entity_graph.source_entity IS 'Matching form of the source entity (entity_relationships.source_key).';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.relationship_type IS 'Relationship type of the edges.';
@@ -10340,6 +10344,8 @@ ALTER MATERIALIZED VIEW memsub.mv_high_confidence_facts OWNER TO memsub_view_own
 COMMENT ON MATERIALIZED VIEW memsub.mv_high_confidence_facts IS 'Facts with confidence >= 0.6 and fewer than 3 contradictions, with a combined score: 0.6 confidence + 0.25 support (log scale, saturating at 10) + 0.15 access (saturating at 100); expires_at is the fact''s expiry. Clients read memsub.tenant_high_confidence_facts, which drops expired rows at read time.';
 
 COMMENT ON COLUMN memsub.mv_high_confidence_facts.tenant_id IS 'Tenant of the fact.';
+
+COMMENT ON COLUMN memsub.mv_high_confidence_facts.expires_at IS 'When the fact expires (the latest expiry of the packets that asserted it; NULL: never): the tenant_* view hides the row from then on.';
 
 COMMENT ON COLUMN memsub.mv_high_confidence_facts.fact_id IS 'The fact (knowledge_facts.fact_id).';
 
@@ -10423,6 +10429,8 @@ COMMENT ON MATERIALIZED VIEW memsub.mv_reflection_patterns IS 'Unexpired reflect
 COMMENT ON COLUMN memsub.mv_reflection_patterns.tenant_id IS 'Tenant of the reflections.';
 
 COMMENT ON COLUMN memsub.mv_reflection_patterns.org_id IS 'Organization of the reflections (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.mv_reflection_patterns.expires_at IS 'Earliest expiry among the reflections counted in the row (NULL: none expires): the tenant_* view withholds the row from then until the next refresh recomputes it.';
 
 COMMENT ON COLUMN memsub.mv_reflection_patterns.reflection_type IS 'Reflection type the row counts.';
 
@@ -11822,7 +11830,12 @@ REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
@@ -11878,10 +11891,36 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._entity_keys(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) FROM PUBLIC;
 
@@ -11896,12 +11935,24 @@ REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
+GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
@@ -11927,6 +11978,12 @@ REVOKE ALL ON FUNCTION memsub._resolve_entity(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.acting_role() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_expiry_owner;
@@ -11988,9 +12045,6 @@ GRANT SELECT ON TABLE memsub.agents TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
-
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_analyst;
 
@@ -12012,8 +12066,6 @@ GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.base64url_decode(p_text text, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
@@ -12135,19 +12187,9 @@ GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_analy
 REVOKE ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.drop_context_signing_key(p_key_id text) TO memsub_platform_admin;
 
-REVOKE ALL ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
-
-REVOKE ALL ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) TO memsub_owner;
-
 REVOKE ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.embedding_chunk_index(p_element jsonb) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.embedding_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_app;
@@ -12162,33 +12204,11 @@ REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.ve
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.envelope_object(p_envelope jsonb, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_text(p_envelope jsonb, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_timestamp(p_value jsonb, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_unit_number(p_value jsonb, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_analyst;
-
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
-GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
-GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_app;
@@ -12280,8 +12300,6 @@ GRANT ALL ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) TO mem
 REVOKE ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
-
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_app;
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
 GRANT SELECT,INSERT ON TABLE memsub.importance_learning_runs TO memsub_retrieval_owner;
@@ -12370,10 +12388,6 @@ REVOKE ALL ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload 
 
 REVOKE ALL ON FUNCTION memsub.packet_store_guard() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.packet_with_vectors(p_packet memsub.packet_store) TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
 
@@ -12450,10 +12464,6 @@ GRANT ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embeddin
 REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) TO memsub_app;
@@ -12584,8 +12594,6 @@ GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_analyst;

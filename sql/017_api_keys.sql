@@ -7,7 +7,7 @@
 -- token does: the login that presents the key needs no binding, and the tenant comes from the key, never from
 -- the request. The HTTP server therefore runs each request as one transaction: authenticate, then one call.
 --
--- The key is looked up before any tenant is known, so the lookup (memsub.api_key_lookup) runs as
+-- The key is looked up before any tenant is known, so the lookup (memsub._api_key_lookup) runs as
 -- memsub_retrieval_owner (BYPASSRLS, NOLOGIN), matches one key id and its hash and returns that key's binding
 -- only; it is executable by memsub_owner alone, i.e. by memsub.authenticate_api_key.
 -- Keys are created, listed and revoked by admins: a platform_admin context for any tenant and any roles, a
@@ -139,7 +139,7 @@ comment on function memsub.list_api_keys() is
     'The API keys the admin context manages (its tenant''s, or every tenant''s for platform_admin), without '
     'their hashes.';
 
-create or replace function memsub.api_key_lookup(p_key_id text, p_key_hash bytea)
+create or replace function memsub._api_key_lookup(p_key_id text, p_key_hash bytea)
 returns table (key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
 language sql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -149,8 +149,8 @@ as $$
      where k.key_id = p_key_id and k.key_hash = p_key_hash and k.revoked_at is null
        and (k.expires_at is null or k.expires_at > pg_catalog.statement_timestamp())
 $$;
-alter function memsub.api_key_lookup(text, bytea) owner to memsub_retrieval_owner;
-comment on function memsub.api_key_lookup(text, bytea) is
+alter function memsub._api_key_lookup(text, bytea) owner to memsub_retrieval_owner;
+comment on function memsub._api_key_lookup(text, bytea) is
     'The binding of the live key with this id and hash, read across tenants (owned by memsub_retrieval_owner, '
     'BYPASSRLS). Executable only by memsub_owner: memsub.authenticate_api_key calls it.';
 
@@ -168,7 +168,7 @@ begin
             using errcode = '28000', column = 'api_key';
     end if;
     select l.* into found_key
-      from memsub.api_key_lookup(pg_catalog.substr(p_api_key, 5, 16),
+      from memsub._api_key_lookup(pg_catalog.substr(p_api_key, 5, 16),
                                  pg_catalog.sha256(pg_catalog.convert_to(p_api_key, 'UTF8'))) l;
     if found_key is null then
         raise exception 'memsub.authenticate_api_key: unknown, revoked or expired API key'
@@ -194,7 +194,7 @@ comment on function memsub.authenticate_api_key(text) is
 grant select (tenant_id, key_id, org_id, user_id, roles, label, created_at, created_by, expires_at, revoked_at)
     on memsub.api_keys to memsub_app, memsub_analyst;
 grant select on memsub.api_keys to memsub_retrieval_owner;
-grant execute on function memsub.api_key_lookup(text, bytea) to memsub_owner;
+grant execute on function memsub._api_key_lookup(text, bytea) to memsub_owner;
 grant execute on function memsub.authenticate_api_key(text) to memsub_app, memsub_analyst;
 grant execute on function
     memsub.create_api_key(uuid, uuid, uuid, text[], text, timestamptz), memsub.revoke_api_key(text),

@@ -5,7 +5,7 @@
 -- forced on the owner too, so a writer only ever sees, references and writes its own tenant's packets.
 -- Errors name the envelope field (SQLSTATE, message and the COLUMN diagnostic field); docs/errors.md lists them.
 
-create or replace function memsub.envelope_uuid(p_value jsonb, p_field text) returns uuid
+create or replace function memsub._envelope_uuid(p_value jsonb, p_field text) returns uuid
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -21,10 +21,10 @@ begin
     return (p_value #>> '{}')::uuid;
 end
 $$;
-comment on function memsub.envelope_uuid(jsonb, text) is
+comment on function memsub._envelope_uuid(jsonb, text) is
     'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
 
-create or replace function memsub.envelope_timestamp(p_value jsonb, p_field text) returns timestamptz
+create or replace function memsub._envelope_timestamp(p_value jsonb, p_field text) returns timestamptz
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -63,10 +63,10 @@ begin
     return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
 end
 $$;
-comment on function memsub.envelope_timestamp(jsonb, text) is
+comment on function memsub._envelope_timestamp(jsonb, text) is
     'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
 
-create or replace function memsub.envelope_object(p_envelope jsonb, p_field text) returns jsonb
+create or replace function memsub._envelope_object(p_envelope jsonb, p_field text) returns jsonb
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -83,10 +83,10 @@ begin
     return value;
 end
 $$;
-comment on function memsub.envelope_object(jsonb, text) is
+comment on function memsub._envelope_object(jsonb, text) is
     'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
 
-create or replace function memsub.envelope_text(p_envelope jsonb, p_field text) returns text
+create or replace function memsub._envelope_text(p_envelope jsonb, p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -103,10 +103,10 @@ begin
     return value #>> '{}';
 end
 $$;
-comment on function memsub.envelope_text(jsonb, text) is
+comment on function memsub._envelope_text(jsonb, text) is
     'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
 
-create or replace function memsub.envelope_unit_number(p_value jsonb, p_field text) returns double precision
+create or replace function memsub._envelope_unit_number(p_value jsonb, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -122,7 +122,7 @@ begin
     return round((p_value::text)::numeric, 300)::double precision;
 end
 $$;
-comment on function memsub.envelope_unit_number(jsonb, text) is
+comment on function memsub._envelope_unit_number(jsonb, text) is
     'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
 
 drop function if exists memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text);
@@ -157,18 +157,18 @@ comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, 
 -- vector number as the exact value of the single-precision number memory_embeddings holds (a vector sent as
 -- single-precision values comes back identical).
 
-create or replace function memsub.embedding_chunk_index(p_element jsonb) returns integer
+create or replace function memsub._embedding_chunk_index(p_element jsonb) returns integer
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
                 then coalesce(p_element ->> 'chunk_index', '0')::integer end
 $$;
-comment on function memsub.embedding_chunk_index(jsonb) is
+comment on function memsub._embedding_chunk_index(jsonb) is
     'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not '
     'an integer (the fan-out refuses such an element).';
 
-create or replace function memsub.envelope_vectors_apart(p_envelope jsonb) returns jsonb
+create or replace function memsub._envelope_vectors_apart(p_envelope jsonb) returns jsonb
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -179,11 +179,11 @@ as $$
               from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
         else p_envelope end
 $$;
-comment on function memsub.envelope_vectors_apart(jsonb) is
+comment on function memsub._envelope_vectors_apart(jsonb) is
     'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
     'replaced by JSON null.';
 
-create or replace function memsub.envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb)
+create or replace function memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb)
 returns jsonb
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -196,28 +196,28 @@ as $$
                                select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
                                 where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
                                   and m.embedding_type = x.e ->> 'embedding_type'
-                                  and m.chunk_index = memsub.embedding_chunk_index(x.e)), 'null'))
+                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
                        else x.e end order by x.o), '[]')
               from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
         else p_envelope end
 $$;
-comment on function memsub.envelope_vectors_joined(uuid, uuid, jsonb) is
+comment on function memsub._envelope_vectors_joined(uuid, uuid, jsonb) is
     'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from '
     'memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level '
     'security applies).';
 
-create or replace function memsub.packet_with_vectors(p_packet memsub.packet_store) returns memsub.packet_store
+create or replace function memsub._packet_with_vectors(p_packet memsub.packet_store) returns memsub.packet_store
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
-        p_packet.envelope := memsub.envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
+        p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
     end if;
     return p_packet;
 end
 $$;
-comment on function memsub.packet_with_vectors(memsub.packet_store) is
+comment on function memsub._packet_with_vectors(memsub.packet_store) is
     'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
 
 create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
@@ -235,7 +235,7 @@ begin
                          then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
                 where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
                   and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
-                  and memsub.embedding_chunk_index(x.e) = old.chunk_index) then
+                  and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
         raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
                         'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
             using errcode = '0A000', column = 'vector',
@@ -324,7 +324,7 @@ begin
     v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
 
     -- Required fields.
-    v_packet_type := memsub.envelope_text(p_envelope, 'packet_type');
+    v_packet_type := memsub._envelope_text(p_envelope, 'packet_type');
     if v_packet_type is null then
         raise exception 'envelope field "packet_type" is required'
             using errcode = '23502', column = 'packet_type';
@@ -340,31 +340,31 @@ begin
     end if;
 
     -- Optional fields.
-    v_stated_id := memsub.envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    v_stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
     v_packet_id := coalesce(v_stated_id, gen_random_uuid());
-    v_stated_time := memsub.envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    v_stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
     v_timestamp := coalesce(v_stated_time, now());
-    v_memory := memsub.envelope_object(p_envelope, 'memory');
-    v_metadata := memsub.envelope_object(p_envelope, 'metadata');
-    v_provenance := memsub.envelope_object(p_envelope, 'provenance');
-    v_confidence := memsub.envelope_object(p_envelope, 'confidence');
-    perform memsub.envelope_object(p_envelope, 'reasoning_block');
-    perform memsub.envelope_object(p_envelope, 'routing');
+    v_memory := memsub._envelope_object(p_envelope, 'memory');
+    v_metadata := memsub._envelope_object(p_envelope, 'metadata');
+    v_provenance := memsub._envelope_object(p_envelope, 'provenance');
+    v_confidence := memsub._envelope_object(p_envelope, 'confidence');
+    perform memsub._envelope_object(p_envelope, 'reasoning_block');
+    perform memsub._envelope_object(p_envelope, 'routing');
     if v_confidence is not null then
-        perform memsub.envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+        perform memsub._envelope_unit_number(v_confidence -> 'score', 'confidence.score');
     end if;
-    v_thread_id := memsub.envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
-    v_ttl := memsub.envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    v_thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    v_ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
     if v_ttl is not null and v_ttl <= v_timestamp then
         raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
             using errcode = '22023', column = 'ttl';
     end if;
-    v_importance := coalesce(memsub.envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
-    v_correlation := memsub.envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
-    v_session := coalesce(memsub.envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
-    v_trace := memsub.envelope_text(p_envelope, 'trace_id');
+    v_importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    v_correlation := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    v_session := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    v_trace := memsub._envelope_text(p_envelope, 'trace_id');
 
-    v_scope := coalesce(memsub.envelope_text(p_envelope, 'scope'), 'shared');
+    v_scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
     if v_scope not in ('shared', 'cursor', 'l-private') then
         raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
             using errcode = '22023', column = 'scope';
@@ -396,7 +396,7 @@ begin
     end if;
 
     -- Lineage: validate, then check integrity against stored (visible) parents.
-    v_lineage := memsub.envelope_object(p_envelope, 'lineage');
+    v_lineage := memsub._envelope_object(p_envelope, 'lineage');
     if v_lineage is not null then
         if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
             if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
@@ -407,7 +407,7 @@ begin
                                        'lineage.parent_ids');
             -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
             with ids as (
-                select memsub.envelope_uuid(e, 'lineage.parent_ids') as id, o
+                select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
                   from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
             )
             select coalesce(bool_or(ids.id is null), false),
@@ -420,7 +420,7 @@ begin
                     using errcode = '22023', column = 'lineage.parent_ids';
             end if;
         end if;
-        v_derivation := memsub.envelope_text(v_lineage, 'derivation_type');
+        v_derivation := memsub._envelope_text(v_lineage, 'derivation_type');
         if v_derivation is not null and v_derivation <> all(derivation_types) then
             raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
                 using errcode = '22023', column = 'lineage.derivation_type';
@@ -458,7 +458,7 @@ begin
             using errcode = '22023', column = 'lineage.generation';
     end if;
     if v_lineage ? 'root_packet_id'
-       and memsub.envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
+       and memsub._envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
         raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
             using errcode = '22023', column = 'lineage.root_packet_id';
     end if;
@@ -481,10 +481,10 @@ begin
         if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
             select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
               from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
-                                                            memsub.embedding_chunk_index(a.e)) as first
+                                                            memsub._embedding_chunk_index(a.e)) as first
                       from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
                      where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
-                       and memsub.embedding_chunk_index(a.e) is not null) d
+                       and memsub._embedding_chunk_index(a.e) is not null) d
              where d.o > d.first order by d.o limit 1;
             if v_repeated is not null then
                 raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
@@ -510,7 +510,7 @@ begin
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
         v_packet_id, v_packet_type,
-        memsub.envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
+        memsub._envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
             'packet_id', v_packet_id,
             'packet_type', v_packet_type,
             'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -635,7 +635,7 @@ comment on function memsub.canonical_uuid_text(text) is
 -- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
 -- sends the batch to the envelope-by-envelope path, which names the envelope and field.
 
-create or replace function memsub.batch_envelopes(
+create or replace function memsub._batch_envelopes(
     p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
     p_max_tag_chars bigint, p_max_parent_ids bigint
 ) returns table (pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamptz,
@@ -746,12 +746,12 @@ as $$
           from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
       ) r
 $$;
-comment on function memsub.batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
+comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
     'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
     'clean = false where the set-based path must leave it to store_packet_envelope (which names the field). '
     'Not granted to clients.';
 
-create or replace function memsub.write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
+create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -786,7 +786,7 @@ begin
            jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
            array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
       into v_total, v_clean, v_ids, v_parents, v_threads
-      from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+      from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
                                       v_max_parents) b;
     if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
         return null;
@@ -836,7 +836,7 @@ begin
         select b.*, i.id, i.gen, i.root,
                memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
                                           v_user, b.session_id, b.ts, b.stated_id) as hash
-          from memsub.batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+          from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
                                       v_max_parents) b
           join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
     ), stored as (
@@ -846,7 +846,7 @@ begin
             scope, importance_score, content_hash,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
         select b.id, b.packet_type,
-               memsub.envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+               memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
                    'packet_id', b.id,
                    'packet_type', b.packet_type,
                    'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -882,7 +882,7 @@ begin
         select b.id,
                memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
                memsub._json_vector(v.e -> 'vector', 'vector'),
-               case when memsub.embedding_chunk_index(v.e) >= 0 then memsub.embedding_chunk_index(v.e) end,
+               case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
                v.e ->> 'chunk_text',
                memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
                b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
@@ -922,7 +922,7 @@ begin
     return v_results;
 end
 $$;
-comment on function memsub.write_packets_set(jsonb) is
+comment on function memsub._write_packets_set(jsonb) is
     'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope '
     'would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the '
     'envelope-by-envelope path. Not granted to clients.';
@@ -963,7 +963,7 @@ begin
     -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
     if total >= 8 then
         begin
-            results := memsub.write_packets_set(p_envelopes);
+            results := memsub._write_packets_set(p_envelopes);
         exception when others then
             results := null;
         end;

@@ -1,6 +1,6 @@
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
--- return the envelope as written: memsub.packet_with_vectors puts the embedding vectors back (sql/030).
+-- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/030).
 
 create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
 language plpgsql stable security invoker
@@ -13,10 +13,10 @@ begin
     -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
     -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
     if v_tenant is null or memsub.is_platform_admin() then
-        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
                        where s.packet_id = p_packet_id;
     else
-        return query select w.* from memsub.packet_store s cross join lateral memsub.packet_with_vectors(s) w
+        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
                        where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
     end if;
 end
@@ -39,7 +39,7 @@ begin
             select v.*
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
-             cross join lateral memsub.packet_with_vectors(x.s) v
+             cross join lateral memsub._packet_with_vectors(x.s) v
              order by w.n;
     else
         -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
@@ -49,7 +49,7 @@ begin
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (select s from memsub.packet_store s
                                   where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
-             cross join lateral memsub.packet_with_vectors(x.s) v
+             cross join lateral memsub._packet_with_vectors(x.s) v
              order by w.n;
     end if;
 end
@@ -81,7 +81,7 @@ begin
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq
              limit p_limit) s
-        cross join lateral memsub.packet_with_vectors(s::memsub.packet_store) w
+        cross join lateral memsub._packet_with_vectors(s::memsub.packet_store) w
         order by s.write_seq;
 end
 $$;

@@ -60,7 +60,7 @@ alter function memsub.purge_expired(uuid) owner to memsub_expiry_owner;
 -- it afresh, but the expired row still holds the key and, being expired, is invisible to the asserting function.
 -- These two remove the expired row of one key first; like purge_expired they run as memsub_expiry_owner under
 -- the tenant policies. Internal to assert_fact, upsert_relationship and temporal_edge_add.
-create or replace function memsub.drop_expired_fact(
+create or replace function memsub._drop_expired_fact(
     p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text
 ) returns void
 language sql volatile security definer
@@ -70,12 +70,12 @@ as $$
      where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
        and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
 $$;
-comment on function memsub.drop_expired_fact(uuid, text, text, text) is
+comment on function memsub._drop_expired_fact(uuid, text, text, text) is
     'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. '
     'Not granted to clients.';
-alter function memsub.drop_expired_fact(uuid, text, text, text) owner to memsub_expiry_owner;
+alter function memsub._drop_expired_fact(uuid, text, text, text) owner to memsub_expiry_owner;
 
-create or replace function memsub.drop_expired_edge(
+create or replace function memsub._drop_expired_edge(
     p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text
 ) returns void
 language sql volatile security definer
@@ -85,16 +85,16 @@ as $$
      where r.tenant_id = p_tenant_id and r.source_key = p_source_key and r.relationship_type = p_relationship_type
        and r.target_key = p_target_key and r.ttl <= (now() at time zone 'UTC')
 $$;
-comment on function memsub.drop_expired_edge(uuid, text, text, text) is
+comment on function memsub._drop_expired_edge(uuid, text, text, text) is
     'Internal: deletes the expired validity windows of one edge (source, type, target matching forms) so that it '
     'can be observed afresh. Not granted to clients.';
-alter function memsub.drop_expired_edge(uuid, text, text, text) owner to memsub_expiry_owner;
+alter function memsub._drop_expired_edge(uuid, text, text, text) owner to memsub_expiry_owner;
 
 -- The later of two expiries, NULL (never) when either is: the expiry of knowledge supported by both.
-create or replace function memsub.later_expiry(p_first timestamp, p_second timestamp) returns timestamp
+create or replace function memsub._later_expiry(p_first timestamp, p_second timestamp) returns timestamp
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$ select case when p_first is null or p_second is null then null else greatest(p_first, p_second) end $$;
-comment on function memsub.later_expiry(timestamp, timestamp) is
+comment on function memsub._later_expiry(timestamp, timestamp) is
     'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge '
     'supported by two assertions.';

@@ -25,21 +25,21 @@ grant execute on function
     to memsub_app;
 grant execute on function
     memsub.get_packet(uuid), memsub.get_packets(uuid[]), memsub.get_thread(uuid, integer, bigint),
-    memsub.get_lineage(uuid, text, integer), memsub.packet_with_vectors(memsub.packet_store),
-    memsub.envelope_vectors_joined(uuid, uuid, jsonb), memsub.embedding_chunk_index(jsonb)
+    memsub.get_lineage(uuid, text, integer), memsub._packet_with_vectors(memsub.packet_store),
+    memsub._envelope_vectors_joined(uuid, uuid, jsonb), memsub._embedding_chunk_index(jsonb)
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.
 grant usage on schema memsub to memsub_expiry_owner;
 grant select, delete on memsub.packet_store to memsub_expiry_owner;
 grant select, insert on memsub.packet_tombstones to memsub_expiry_owner;
--- ... and deletes the expired rows derived from packets (purge_expired, drop_expired_fact, drop_expired_edge).
+-- ... and deletes the expired rows derived from packets (purge_expired, _drop_expired_fact, _drop_expired_edge).
 grant select, delete on memsub.agent_memory_events, memsub.reasoning_traces, memsub.knowledge_facts,
     memsub.entity_relationships, memsub.reflection_store
     to memsub_expiry_owner;
 -- Knowledge asserted again after it expired replaces the expired row (sql/110, 130, 420).
 grant execute on function
-    memsub.drop_expired_fact(uuid, text, text, text), memsub.drop_expired_edge(uuid, text, text, text)
+    memsub._drop_expired_fact(uuid, text, text, text), memsub._drop_expired_edge(uuid, text, text, text)
     to memsub_owner;
 grant execute on function
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),

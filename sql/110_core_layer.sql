@@ -394,13 +394,13 @@ begin
     -- contradiction counting see every committed assertion whatever the concurrency.
     perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
     -- An expired fact is gone for every reader: asserting it again starts it afresh.
-    perform memsub.drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
+    perform memsub._drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
     -- Expiry: the packet's (none without a packet); a reinforced fact lives as long as its latest support.
     update memsub.knowledge_facts f
        set supporting_packet_count = f.supporting_packet_count + 1,
            confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
-           ttl = memsub.later_expiry(f.ttl, v_packet.ttl),
+           ttl = memsub._later_expiry(f.ttl, v_packet.ttl),
            updated_at = now()
      where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
        and f.object_normalized = v_object_norm

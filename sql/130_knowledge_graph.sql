@@ -93,7 +93,7 @@ begin
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
-    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
@@ -116,7 +116,7 @@ begin
            last_seen = greatest(r.last_seen, excluded.last_seen),
            source_packet = coalesce(r.source_packet, excluded.source_packet),
            -- the window lives as long as its latest observation's packet (never without an expiring packet)
-           ttl = memsub.later_expiry(r.ttl, excluded.ttl)
+           ttl = memsub._later_expiry(r.ttl, excluded.ttl)
     returning r.* into v_edge;
     return v_edge;
 end

@@ -245,6 +245,17 @@ comment on column memsub.mv_reflection_patterns."count" is 'Reflections of this 
 comment on column memsub.mv_reflection_patterns.avg_confidence is 'Mean confidence of those reflections.';
 comment on column memsub.mv_reflection_patterns.all_tags is 'Every tag used by those reflections, sorted, each once.';
 comment on column memsub.mv_reflection_patterns.latest is 'When the newest of those reflections was created.';
+comment on column memsub.mv_agent_recent_important.expires_at is
+    'When the packet expires (its ttl; NULL: never): the tenant_* view hides the row from then on.';
+comment on column memsub.mv_entity_graph.expires_at is
+    'Earliest expiry among the relationships counted in the row (NULL: none expires): the tenant_* view withholds '
+    'the row from then until the next refresh recomputes it.';
+comment on column memsub.mv_high_confidence_facts.expires_at is
+    'When the fact expires (the latest expiry of the packets that asserted it; NULL: never): the tenant_* view '
+    'hides the row from then on.';
+comment on column memsub.mv_reflection_patterns.expires_at is
+    'Earliest expiry among the reflections counted in the row (NULL: none expires): the tenant_* view withholds '
+    'the row from then until the next refresh recomputes it.';
 
 comment on column memsub.tenant_reflection_patterns.tenant_id is 'Tenant of the reflections.';
 comment on column memsub.tenant_reflection_patterns.org_id is 'Organization of the reflections (NULL: tenant-wide).';

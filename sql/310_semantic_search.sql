@@ -3,7 +3,7 @@
 -- HNSW filters after the graph walk: the caller's row-level security predicates (and the packet filters) drop
 -- rows the walk found, so a plain index scan returns fewer than k rows, and finds the wrong ones, for a tenant
 -- that holds a small share of the index. memsub.semantic_search therefore chooses per call (p_mode 'auto',
--- memsub.search_strategy):
+-- memsub._search_strategy):
 --   1. the tenant's row count n and share s of the type's index, from memsub.search_stats (kept by
 --      memsub.tune_search, the maintenance job's tune_search task; a tenant not measured yet is probed, at most
 --      2000 rows, and walked when it holds more);
@@ -126,7 +126,7 @@ comment on function memsub._record_accesses(text, uuid[], double precision[], te
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
 call memsub.install_row_security('memsub.search_stats', array[]::text[]);
 
-create or replace function memsub.search_strategy(
+create or replace function memsub._search_strategy(
     p_tenant_id      uuid,
     p_embedding_type text,
     p_pool           integer,
@@ -191,7 +191,7 @@ begin
     return next;
 end
 $$;
-comment on function memsub.search_strategy(uuid, text, integer, text, integer) is
+comment on function memsub._search_strategy(uuid, text, integer, text, integer) is
     'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or '
     'approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, '
     'measured recall). See the head of sql/310_semantic_search.sql.';
@@ -273,7 +273,7 @@ begin
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
 
     select st.method, st.ef_search into v_method, v_ef
-      from memsub.search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
+      from memsub._search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
@@ -335,7 +335,7 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, '
     'time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). '
     'mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall '
-    '(memsub.search_strategy); exact always scans exactly (recall 1); approximate always walks the index. '
+    '(memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. '
     'A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. '
     'ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) '
     'bound the walk; the settings return to their values after the call. record_access logs each result in '
@@ -385,7 +385,7 @@ begin
            set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
                samples = 0, measured_at = excluded.measured_at;
         select * into v_plan
-          from memsub.search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
+          from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
@@ -449,7 +449,7 @@ comment on function memsub.tune_search(integer, integer) is
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
     memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer),
-    memsub.search_strategy(uuid, text, integer, text, integer)
+    memsub._search_strategy(uuid, text, integer, text, integer)
     to memsub_app, memsub_analyst;
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;

@@ -152,7 +152,7 @@ begin
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
-    perform memsub.drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
@@ -287,7 +287,7 @@ begin
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
            evidence = memsub._merge_doc_refs(r.evidence, v_evidence),
-           ttl = memsub.later_expiry(r.ttl, v_packet.ttl)
+           ttl = memsub._later_expiry(r.ttl, v_packet.ttl)
      where r.relationship_id = (select h.relationship_id from memsub.entity_relationships h
                                  where h.tenant_id = v_tenant and h.source_key = any(v_sources)
                                    and h.relationship_type = v_type and h.target_key = any(v_targets)

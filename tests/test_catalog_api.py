@@ -26,8 +26,8 @@ def _client_source() -> str:
     return "\n".join(path.read_text() for path in sorted(CLIENT.rglob("*.py")))
 
 
-# RetrievalMixin._call("name", {"arg": value, ...}) calls memsub.name(p_arg => value, ...).
-NAMED_CALL = re.compile(r'_call\(\s*"(\w+)",\s*\{(.*?)\}\)', re.DOTALL)
+# function("name", {"arg": value, ...}) (memsub._calls) calls memsub.name(p_arg => value, ...).
+NAMED_CALL = re.compile(r'\b(?:_call|function)\(\s*"(\w+)",\s*\{(.*?)\}', re.DOTALL)
 
 
 def _called(source: str) -> dict[str, set[str]]:

@@ -54,9 +54,10 @@ ARGUMENTS: dict[str, list[str]] = {
     "graph neighbourhood": ["acme"],
     "ingest": ["README.md"],
     "login-timeouts": ["memsub_test_app"],
+    "api-key revoke": ["mk_0000000000000000"],
 }
 TENANT_COMMANDS = {"packet get", "packet thread", "packet lineage", "packet write", "search", "graph traverse",
-                   "graph neighbourhood", "ingest"}
+                   "graph neighbourhood", "ingest", "api-key create", "mcp"}
 WITHOUT_SERVER = {"sql", "db start", "db stop", "db status", "db url"}
 
 

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import click
 
-from memsub.cli import dsn_option, server_dsn
+from memsub.cli_common import dsn_option, server_dsn
 from memsub.connection import probe
 from memsub.embedding import EMBEDDER_NAMES, default_embedder_name, describe_embedder, make_embedder
 from memsub.errors import ConfigurationError, MemsubError
