@@ -76,8 +76,8 @@ def build_ingest_command(tenant_options: Callable[[Callable[..., Any]], Callable
                     with substrate.tenant(tenant_id, org_id=org_id, user_id=user_id, roles=roles,
                                           session_id=session_id) as memory:
                         if embedder_spec and embedder is None:
-                            embedder = load_embedder(embedder_spec, documents.installation_dimension(memory))
-                        result = documents.ingest_file(memory, path, embedder=embedder, max_chars=max_chars)
+                            embedder = load_embedder(embedder_spec, memory.vector_dimension())
+                        result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
                 except MemsubError as error:
                     counts["failed"] += 1
                     field = f" [field {error.field}]" if error.field else ""
