@@ -172,9 +172,9 @@ def test_hybrid_search_finds_chunks_by_full_text_and_by_vector(db):
     other = "Gardening notes.\n\nTomatoes need sun, water and patience in the greenhouse.\n"
     with tenant_session(db.dsn("app")) as memory:
         target = memory.ingest_text("design.md", DESIGN, file_hash="1" * 64, mime="md",
-                                       spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
+                                    spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
         garden = memory.ingest_text("garden.txt", other, file_hash="2" * 64, mime="txt",
-                                       embedder=embedder)
+                                    embedder=embedder)
         chunks = memory.document_chunks(target.document_id)
     wanted = next(c for c in chunks if "tsvector" in c.content)
 
@@ -195,9 +195,9 @@ def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
     embedder = WordEmbedder()
     with tenant_session(db.dsn("app")) as memory:
         first = memory.ingest_text("a.md", "pgvector hnsw index cosine distance\n\nunrelated words here\n",
-                                      file_hash="a" * 64, mime="md", spans=None, embedder=embedder, max_chars=40)
+                                   file_hash="a" * 64, mime="md", spans=None, embedder=embedder, max_chars=40)
         second = memory.ingest_text("b.md", "hnsw index with cosine distance in pgvector\n",
-                                       file_hash="b" * 64, mime="md", embedder=embedder)
+                                    file_hash="b" * 64, mime="md", embedder=embedder)
         a_chunks = memory.document_chunks(first.document_id)
         b_chunks = memory.document_chunks(second.document_id)
     assert len(a_chunks) == 2 and len(b_chunks) == 1

@@ -26,8 +26,8 @@ def _ingest_everywhere(db: Any) -> None:
                              (TENANT_B, None, "b")]:
         with tenant_session(db.dsn("app"), tenant, org=org, user=USER_1) as memory:
             memory.ingest_text(f"{tag}.md", f"document {tag}\n\nsecond part of {tag}\n",
-                                  file_hash=hashlib.sha256(tag.encode()).hexdigest(),
-                                  mime="md", embedder=embedder, max_chars=16)
+                               file_hash=hashlib.sha256(tag.encode()).hexdigest(),
+                               mime="md", embedder=embedder, max_chars=16)
 
 
 def _problems(db: Any, table: str) -> list[str]:
@@ -84,7 +84,7 @@ def test_a_path_held_by_an_invisible_organization_is_refused_by_name_and_nothing
     with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as memory, \
             pytest.raises(IntegrityError) as raised:
         memory.ingest_text("a2.md", "organization one's own text for the same path\n",
-                              file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
+                           file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
     assert raised.value.sqlstate == "23505" and raised.value.field == "file_path"
     assert "a2.md" in str(raised.value)
     after = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608

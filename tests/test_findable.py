@@ -22,7 +22,7 @@ TEXT = ("# Field notes\n\nThe zanzibar quokka is a fictional animal.\n\n"
 
 def _ingest(memory, embedder=None, path="notes/field.md"):
     return memory.ingest_text(path, TEXT, file_hash=documents.sha256_hex(TEXT.encode()), mime="md",
-                                 embedder=embedder, max_chars=600)
+                              embedder=embedder, max_chars=600)
 
 
 def test_hybrid_search_finds_a_chunk_stored_without_a_vector_by_its_words(db):
@@ -78,9 +78,9 @@ def test_memory_entries_carry_vectors_and_are_found_by_meaning_and_words_under_r
     embedder = WordEmbedder()
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
         memory.write_memory(f"user:{ALICE}:preferences", "drink",
-                              {"text": "prefers green tea in the morning"}, embedder=embedder)
+                            {"text": "prefers green tea in the morning"}, embedder=embedder)
         memory.write_memory(f"user:{ALICE}:preferences", "style", {"text": "concise technical answers"},
-                              embedder=embedder)
+                            embedder=embedder)
         memory.write_memory(f"user:{ALICE}:notes", "plain", {"text": "no vector here, about tea"})
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
         by_meaning = memory.search_memory(None, embedder.vector("green tea"), k=2)
@@ -108,7 +108,7 @@ def test_a_newer_version_replaces_the_older_in_memory_search(db):
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
         first = memory.write_memory(namespace, "drink", {"text": "coffee"}, embedder=embedder)
         memory.write_memory(namespace, "drink", {"text": "tea"}, expected_version=first.version,
-                              embedder=embedder)
+                            embedder=embedder)
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
         by_old_words = memory.search_memory("coffee", k=5)
         by_vector = memory.search_memory(None, embedder.vector("coffee"), k=5)

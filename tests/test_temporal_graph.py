@@ -33,7 +33,7 @@ def test_overlapping_windows_of_one_edge_are_rejected(db):
                                     (T2, None)]:  # a second open window
         with pytest.raises(IntegrityError) as info, tenant_session(db.dsn("app")) as memory:
             memory.add_edge("Alice", "works_at", "Acme", valid_from=valid_from,
-                                    valid_until=valid_until)
+                            valid_until=valid_until)
         assert (info.value.sqlstate, info.value.field) == ("23P01", "valid_period")
 
     # The exclusion constraint itself holds, not only the function: a direct insert by the superuser fails too.
@@ -56,7 +56,7 @@ def test_superseding_closes_the_old_window_and_as_of_reads_see_each_side(db):
         history = {(e.target_entity, e.valid_from, e.valid_until)
                    for e in memory.edges_as_of(T2, entity="Alice")}
         before = [e.target_entity for e in memory.edges_as_of(T1 - timedelta(seconds=1),
-                                                                        entity="Alice")]
+                                                                entity="Alice")]
         at_change = [e.target_entity for e in memory.edges_as_of(T1, entity="Alice")]
         earlier = memory.edges_as_of(T0 - timedelta(days=1), entity="Alice")
         walk_before = [(n.depth, n.target_entity) for n in
@@ -141,13 +141,13 @@ def test_typed_nodes_of_the_four_kinds_and_edges_between_them(db):
         new_session(conn, "s-graph", user=ALICE)
     with tenant_session(db.dsn("app"), user=ALICE, session="s-graph") as memory:
         doc = memory.ingest_text("bio.md", "# Alice\n\nAlice is a database engineer.",
-                                    file_hash="f" * 64, mime="md", summary="About Alice", key_concepts=["Alice"])
+                                 file_hash="f" * 64, mime="md", summary="About Alice", key_concepts=["Alice"])
         entity = memory.upsert_entity("Alice", "Person", aliases=["A. Smith"],
-                                              properties={"role": "engineer"},
-                                              doc_refs=[{"doc_id": str(doc.document_id), "score": 1.0}])
+                                      properties={"role": "engineer"},
+                                      doc_refs=[{"doc_id": str(doc.document_id), "score": 1.0}])
         entity = memory.upsert_entity("Alice", "Person", aliases=["Ali", "A. Smith"])
         note = memory.remember(f"user:{ALICE}:notes", "alice", {"likes": "postgres"},
-                                     tier="STM", importance=0.7)
+                               tier="STM", importance=0.7)
         memory.add_edge(str(note.id), "about", "Alice", source_type="Memory")
         memory.add_edge("s-graph", "mentions", "Alice", source_type="Episode")
         memory.add_edge(str(doc.document_id), "describes", "Alice", source_type="Document")
