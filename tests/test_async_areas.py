@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -105,18 +106,23 @@ async def test_async_tasks_checkpoints_and_update_memory(db384: Any) -> None:
 
 
 @pytest.mark.asyncio
-async def test_async_document_ingest_is_found_by_hybrid_search(db384: Any) -> None:
+async def test_async_document_ingest_is_found_by_hybrid_search(db384: Any, tmp_path: Path) -> None:
     embedder = CountingEmbedder(384)
+    (tmp_path / "plain.md").write_text("# Plain\n\nStored first without vectors, embedded later.\n")
     async with AsyncSubstrate(db384.dsn("app")) as substrate:
         async with substrate.tenant(TENANT_A) as memory:
             assert await memory.vector_dimension() == 384
             first = await memory.ingest_text("docs/design.md", DESIGN, file_hash="1" * 64, mime="md",
                                              embedder=embedder, summary="Storage and search")
+            plain = await memory.ingest_file(tmp_path / "plain.md", file_path="docs/plain.md")
         assert (first.status, first.version, first.embedded_count) == ("created", 1, first.chunk_count)
+        assert (plain.status, plain.embedded_count) == ("created", 0) and plain.chunk_count > 0
         async with substrate.tenant(TENANT_A, per_call=True) as memory:
             again = await memory.ingest_text("docs/design.md", DESIGN, file_hash="1" * 64, mime="md",
                                              embedder=embedder)
             assert (again.status, again.document_id, embedder.calls) == ("unchanged", first.document_id, 1)
+            embedded = await memory.ingest_file(tmp_path / "plain.md", file_path="docs/plain.md", embedder=embedder)
+            assert (embedded.status, embedded.embedded_count, embedder.calls) == ("unchanged", plain.chunk_count, 2)
             query = embedder.embed(["keyword search find chunks"])[0]
             hits = await memory.hybrid_search("keyword search", query, 3)
             versions = await memory.document_versions("docs/design.md")

@@ -34,7 +34,7 @@ def test_session_flow_through_the_client(db):
             assert memory.restore_checkpoint(checkpoint.id).state == {"step": 1}
             done = memory.set_task_status(task.id, "completed", result={"a": 2})
             assert done.status == "completed"
-            dimension = memory.fetch("select memsub.vector_dimension() as d")[0]["d"]
+            dimension = memory.vector_dimension()
             document = memory.put_document("docs/x.md", [0.25, 0.5] * (dimension // 2), {"k": "v"})
             assert memory.get_document("docs/x.md") == document
         with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as memory:
@@ -72,14 +72,22 @@ def test_client_errors_are_typed(db):
             memory.end_turn("s2")
 
 
-def test_update_memory_retries_conflicts_and_loses_nothing(db):
+@pytest.mark.parametrize("per_call", [False, True])
+def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
+    """In a block each attempt is a savepoint; in per-call mode the read and the write are transactions of their own
+    (two writers there: one loses at most as many races as the other writes, fewer than its ten attempts)."""
     ns = f"user:{ALICE}:counters"
-    writers, updates = 3, 5
+    writers, updates = (2 if per_call else 3), 5
     failures: list[BaseException] = []
 
     def worker() -> None:
         try:
             with Substrate(db.dsn("app"), max_size=1) as substrate:
+                if per_call:
+                    with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as memory:
+                        for _ in range(updates):
+                            memory.update_memory(ns, "hits", lambda value: (value or 0) + 1)
+                    return
                 for _ in range(updates):
                     with substrate.tenant(TENANT_A, user_id=ALICE) as memory:
                         memory.update_memory(ns, "hits", lambda value: (value or 0) + 1)
