@@ -53,7 +53,12 @@ def test_the_async_session_has_the_sync_session_methods_with_the_same_parameters
     for name, signature in sync.items():
         assert list(signature.parameters) == list(aio[name].parameters), name
     assert {"write_packet", "replay", "lineage", "search", "hybrid_search", "traverse", "assert_fact",
-            "apply_world_model_update", "record_summary", "entity_graph"} <= sync.keys()
+            "apply_world_model_update", "record_summary", "entity_graph", "create_session", "terminate_session",
+            "memory_context", "consolidate", "update_memory", "create_task", "set_task_status", "spawn_agent",
+            "set_actor", "save_checkpoint", "restore_checkpoint", "put_document", "audit_trail", "ingest_text",
+            "ingest_file", "embed_missing_chunks", "document_versions", "document_chunks", "vector_dimension",
+            "add_edge", "supersede_edge", "close_edge", "edges_as_of", "neighbors_as_of", "upsert_entity",
+            "search_entities", "graph_nodes", "remember", "touch_memory", "memory_maintenance"} <= sync.keys()
 
 
 @pytest.mark.asyncio

@@ -7,7 +7,7 @@ import json
 
 from click.testing import CliRunner
 
-from memsub import documents, sessions, temporal_graph
+from memsub import documents
 from memsub.cli import main
 from memsub.embedding import HashingEmbedder
 
@@ -21,8 +21,8 @@ TEXT = ("# Field notes\n\nThe zanzibar quokka is a fictional animal.\n\n"
 
 
 def _ingest(memory, embedder=None, path="notes/field.md"):
-    return documents.ingest_text(memory, path, TEXT, file_hash=documents.sha256_hex(TEXT.encode()), mime="md",
-                                 embedder=embedder, max_chars=600)
+    return memory.ingest_text(path, TEXT, file_hash=documents.sha256_hex(TEXT.encode()), mime="md",
+                              embedder=embedder, max_chars=600)
 
 
 def test_hybrid_search_finds_a_chunk_stored_without_a_vector_by_its_words(db):
@@ -77,16 +77,16 @@ def test_packet_chunk_count_and_is_chunked_follow_the_document(db):
 def test_memory_entries_carry_vectors_and_are_found_by_meaning_and_words_under_row_security(db):
     embedder = WordEmbedder()
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        sessions.write_memory(memory, f"user:{ALICE}:preferences", "drink",
-                              {"text": "prefers green tea in the morning"}, embedder=embedder)
-        sessions.write_memory(memory, f"user:{ALICE}:preferences", "style", {"text": "concise technical answers"},
-                              embedder=embedder)
-        sessions.write_memory(memory, f"user:{ALICE}:notes", "plain", {"text": "no vector here, about tea"})
+        memory.write_memory(f"user:{ALICE}:preferences", "drink",
+                            {"text": "prefers green tea in the morning"}, embedder=embedder)
+        memory.write_memory(f"user:{ALICE}:preferences", "style", {"text": "concise technical answers"},
+                            embedder=embedder)
+        memory.write_memory(f"user:{ALICE}:notes", "plain", {"text": "no vector here, about tea"})
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        by_meaning = sessions.search_memory(memory, None, embedder.vector("green tea"), k=2)
-        by_words = sessions.search_memory(memory, "tea", k=5)
-        both = sessions.search_memory(memory, "morning tea", embedder=embedder, k=1)
-        scoped = sessions.search_memory(memory, "tea", k=5, namespace_prefix=f"user:{ALICE}:notes")
+        by_meaning = memory.search_memory(None, embedder.vector("green tea"), k=2)
+        by_words = memory.search_memory("tea", k=5)
+        both = memory.search_memory("morning tea", embedder=embedder, k=1)
+        scoped = memory.search_memory("tea", k=5, namespace_prefix=f"user:{ALICE}:notes")
     assert by_meaning[0].key == "drink" and by_meaning[0].vector_rank == 1
     assert sorted(h.key for h in by_words) == ["drink", "plain"]
     assert [h.key for h in both] == ["drink"]
@@ -97,22 +97,22 @@ def test_memory_entries_carry_vectors_and_are_found_by_meaning_and_words_under_r
     # Another user of the tenant does not see Alice's user: namespace; another tenant sees nothing.
     other_user = BOB
     with tenant_session(db.dsn("app"), user=other_user) as memory:
-        assert sessions.search_memory(memory, "tea", embedder.vector("green tea"), k=5) == []
+        assert memory.search_memory("tea", embedder.vector("green tea"), k=5) == []
     with tenant_session(db.dsn("app"), TENANT_B, user=ALICE) as memory:
-        assert sessions.search_memory(memory, "tea", embedder.vector("green tea"), k=5) == []
+        assert memory.search_memory("tea", embedder.vector("green tea"), k=5) == []
 
 
 def test_a_newer_version_replaces_the_older_in_memory_search(db):
     embedder = WordEmbedder()
     namespace = f"user:{ALICE}:preferences"
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        first = sessions.write_memory(memory, namespace, "drink", {"text": "coffee"}, embedder=embedder)
-        sessions.write_memory(memory, namespace, "drink", {"text": "tea"}, expected_version=first.version,
-                              embedder=embedder)
+        first = memory.write_memory(namespace, "drink", {"text": "coffee"}, embedder=embedder)
+        memory.write_memory(namespace, "drink", {"text": "tea"}, expected_version=first.version,
+                            embedder=embedder)
     with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        by_old_words = sessions.search_memory(memory, "coffee", k=5)
-        by_vector = sessions.search_memory(memory, None, embedder.vector("coffee"), k=5)
-        by_new_words = sessions.search_memory(memory, "tea", k=5)
+        by_old_words = memory.search_memory("coffee", k=5)
+        by_vector = memory.search_memory(None, embedder.vector("coffee"), k=5)
+        by_new_words = memory.search_memory("tea", k=5)
     assert by_old_words == []
     assert [(h.key, h.version) for h in by_vector] == [("drink", 2)]
     assert [(h.key, h.version) for h in by_new_words] == [("drink", 2)]
@@ -121,18 +121,18 @@ def test_a_newer_version_replaces_the_older_in_memory_search(db):
 def test_graph_entities_carry_vectors_and_are_found_by_meaning_and_name(db):
     embedder = HashingEmbedder(DIMENSION)
     with tenant_session(db.dsn("app")) as memory:
-        temporal_graph.upsert_entity(memory, "Alice Smith", "Person", aliases=["Al"], embedder=embedder)
-        temporal_graph.upsert_entity(memory, "Acme Corporation", "Organization", embedder=embedder)
-        temporal_graph.upsert_entity(memory, "Berlin", "Location")
+        memory.upsert_entity("Alice Smith", "Person", aliases=["Al"], embedder=embedder)
+        memory.upsert_entity("Acme Corporation", "Organization", embedder=embedder)
+        memory.upsert_entity("Berlin", "Location")
     with tenant_session(db.dsn("app")) as memory:
-        by_alias = temporal_graph.search_entities(memory, "al", k=3)
-        by_meaning = temporal_graph.search_entities(memory, None, embedder.embed(["Acme Corporation"])[0], k=1)
-        by_name = temporal_graph.search_entities(memory, "berlin", k=3)
+        by_alias = memory.search_entities("al", k=3)
+        by_meaning = memory.search_entities(None, embedder.embed(["Acme Corporation"])[0], k=1)
+        by_name = memory.search_entities("berlin", k=3)
     assert [e.entity_id for e in by_alias] == ["Alice Smith"]
     assert [e.entity_id for e in by_meaning] == ["Acme Corporation"] and by_meaning[0].vector_rank == 1
     assert [e.entity_id for e in by_name] == ["Berlin"]
     with tenant_session(db.dsn("app"), TENANT_B) as memory:
-        assert temporal_graph.search_entities(memory, "berlin", embedder.embed(["Berlin"])[0], k=3) == []
+        assert memory.search_entities("berlin", embedder.embed(["Berlin"])[0], k=3) == []
 
 
 def test_vectors_of_the_wrong_shape_are_refused_naming_the_field(db):

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 from click.testing import CliRunner
 
-from memsub import temporal_graph
 from memsub.cli import main
 from memsub.migrator import Migrator
 
@@ -22,10 +21,10 @@ BEFORE = T1 - timedelta(days=30)
 
 def _superseded_employer(db):
     with tenant_session(db.dsn("app")) as memory:
-        temporal_graph.add_edge(memory, "Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
-        temporal_graph.add_edge(memory, "Acme", "located_in", "Berlin", valid_from=T0)
-        temporal_graph.add_edge(memory, "Globex", "located_in", "Paris", valid_from=T0)
-        temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
+        memory.add_edge("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
+        memory.add_edge("Acme", "located_in", "Berlin", valid_from=T0)
+        memory.add_edge("Globex", "located_in", "Paris", valid_from=T0)
+        memory.supersede_edge("Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
 
 
 def test_traversal_and_neighbourhood_follow_the_edges_valid_now_or_at_a_given_time(db):
@@ -59,18 +58,18 @@ def test_traversal_and_neighbourhood_follow_the_edges_valid_now_or_at_a_given_ti
 
 def test_aliases_resolve_to_their_entity_in_traversals_and_lookups(db):
     with tenant_session(db.dsn("app")) as memory:
-        temporal_graph.upsert_entity(memory, "Alice Smith", "Person", aliases=["Al", "A. Smith"])
-        temporal_graph.add_edge(memory, "Al", "knows", "Bob", valid_from=T0)
-        temporal_graph.add_edge(memory, "Alice Smith", "works_at", "Acme", valid_from=T0)
-        temporal_graph.add_edge(memory, "Carol", "manages", "a. smith", valid_from=T0)
+        memory.upsert_entity("Alice Smith", "Person", aliases=["Al", "A. Smith"])
+        memory.add_edge("Al", "knows", "Bob", valid_from=T0)
+        memory.add_edge("Alice Smith", "works_at", "Acme", valid_from=T0)
+        memory.add_edge("Carol", "manages", "a. smith", valid_from=T0)
     with tenant_session(db.dsn("app")) as memory:
         from_alias = sorted((p.entity, tuple(p.path)) for p in memory.traverse("al"))
         from_name = sorted((p.entity, tuple(p.path)) for p in memory.traverse("Alice Smith"))
         to_entity = [(p.entity, tuple(p.path)) for p in memory.traverse("Carol", max_depth=2)]
         near = sorted((i.direction, i.other_entity) for i in memory.neighbourhood("A. Smith")
                       if i.kind == "relationship")
-        edges = sorted(e.target_entity for e in temporal_graph.edges_as_of(memory, entity="AL"))
-        walk = sorted(n.target_entity for n in temporal_graph.neighbors_as_of(memory, "al", max_depth=1))
+        edges = sorted(e.target_entity for e in memory.edges_as_of(entity="AL"))
+        walk = sorted(n.target_entity for n in memory.neighbors_as_of("al", max_depth=1))
     expected = [("Acme", ("Alice Smith", "Acme")), ("Bob", ("Alice Smith", "Bob"))]
     assert from_alias == expected and from_name == expected
     assert to_entity == [("Alice Smith", ("Carol", "Alice Smith")), ("Acme", ("Carol", "Alice Smith", "Acme")),

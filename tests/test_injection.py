@@ -12,7 +12,7 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from memsub import MemsubError, Substrate, sessions
+from memsub import MemsubError, Substrate
 from memsub.cli import main as cli
 from memsub.embedding import HashingEmbedder
 
@@ -65,10 +65,10 @@ def test_client_parameters_carry_values_not_sql(seeded, attempt):
             memory.traverse(attempt, max_depth=2)
             memory.assert_fact(attempt, attempt, attempt)
             key = attempt.replace(":", "_")  # ":" separates namespace parts and is refused in keys
-            sessions.write_memory(memory, f"user:{user}:notes", key, attempt)
-            assert sessions.get_memory(memory, f"user:{user}:notes", key).value == attempt
+            memory.write_memory(f"user:{user}:notes", key, attempt)
+            assert memory.get_memory(f"user:{user}:notes", key).value == attempt
         with pytest.raises(MemsubError), substrate.tenant(TENANT_A, user_id=user) as memory:
-            sessions.write_memory(memory, attempt, "key", 1)
+            memory.write_memory(attempt, "key", 1)
     assert snapshot(db.dsn()) == before  # no object created, dropped or altered
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.packet_store where tenant_id = %s",

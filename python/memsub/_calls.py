@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
@@ -169,6 +169,12 @@ class Call(Generic[T]):
     params: Sequence[Any]
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
+
+
+Steps = Generator[Call[Any], Any, T]
+"""Several calls whose arguments depend on earlier results, declared once: a generator that yields each call, is
+sent its decoded result, and returns the outcome. The sync session drives it with plain calls, the async one with
+awaited calls (:func:`sync_steps`, :func:`async_steps`)."""
 
 
 def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T]:
@@ -424,6 +430,14 @@ class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Conne
             return execute(self._connection, call)
         return execute_in_context(*self._per_call(), call)
 
+    def _drive(self, steps: Steps[T]) -> T:
+        try:
+            call = next(steps)
+            while True:
+                call = steps.send(self._run(call))
+        except StopIteration as done:
+            return cast(T, done.value)
+
 
 class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[psycopg.AsyncConnection[Row]]]):
     """A session on an async connection or pool."""
@@ -433,6 +447,14 @@ class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[ps
         if self._connection is not None:
             return await execute_async(self._connection, call)
         return await execute_in_context_async(*self._per_call(), call)
+
+    async def _drive(self, steps: Steps[T]) -> T:
+        try:
+            call = next(steps)
+            while True:
+                call = steps.send(await self._run(call))
+        except StopIteration as done:
+            return cast(T, done.value)
 
 
 def sync_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[SyncSession, P], T]:
@@ -447,6 +469,22 @@ def async_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[AsyncSes
     """An async session method that runs the call ``builder`` declares."""
     async def method(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._run(builder(*args, **kwargs))
+    _describe(method, builder)
+    return method
+
+
+def sync_steps(builder: Callable[P, Steps[T]]) -> Callable[Concatenate[SyncSession, P], T]:
+    """A session method that runs the calls ``builder`` yields, one after another."""
+    def method(self: SyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._drive(builder(*args, **kwargs))
+    _describe(method, builder)
+    return method
+
+
+def async_steps(builder: Callable[P, Steps[T]]) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, T]]:
+    """An async session method that awaits the calls ``builder`` yields, one after another."""
+    async def method(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._drive(builder(*args, **kwargs))
     _describe(method, builder)
     return method
 

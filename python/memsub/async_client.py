@@ -15,8 +15,8 @@ pinning a pooled connection or an open transaction across the wait. A session us
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -24,9 +24,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memsub import _calls, layers, memory, packets, retrieval
-from memsub._calls import AsyncSession, Call, async_method, raw
-from memsub.errors import from_database_error
+from memsub import _calls, documents, layers, memory, memory_decay, packets, retrieval, sessions, temporal_graph
+from memsub._calls import AsyncSession, Call, async_method, async_steps, raw
+from memsub.errors import ConflictError, from_database_error
+from memsub.memory import MemoryEntry, MemoryType
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
@@ -83,6 +84,70 @@ class AsyncTenantSession(AsyncSession):
     list_memory = async_method(memory.list_memory)
     search_memory = async_method(memory.search_memory)
 
+    async def update_memory(self, namespace: str, key: str, change: Callable[[Any], Any], *,
+                            memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry:
+        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one; on a
+        version conflict the attempt is undone (to a savepoint, or with its own transaction in per-call mode),
+        re-read and retried, at most ``attempts`` times."""
+        for attempt in range(attempts):
+            try:
+                async with nullcontext() if self.per_call else self.connection.transaction():
+                    current = await self._run(memory.get_memory(namespace, key))
+                    return await self._run(memory.write_memory(
+                        namespace, key, change(current.value if current else None),
+                        expected_version=current.version if current else None, memory_type=memory_type))
+            except ConflictError:
+                if attempt == attempts - 1:
+                    raise
+        raise ValueError("attempts must be at least 1")
+
+    # sessions
+    create_session = async_method(sessions.create_session)
+    get_session = async_method(sessions.get_session)
+    append_event = async_method(sessions.append_event)
+    merge_state = async_method(sessions.merge_state)
+    end_turn = async_method(sessions.end_turn)
+    terminate_session = async_method(sessions.terminate_session)
+    delete_session = async_method(sessions.delete_session)
+    memory_context = async_method(sessions.memory_context)
+    consolidate = async_method(sessions.consolidate)
+
+    # tasks, agents and checkpoints
+    create_task = async_method(sessions.create_task)
+    link_task = async_method(sessions.link_task)
+    set_task_status = async_method(sessions.set_task_status)
+    spawn_agent = async_method(sessions.spawn_agent)
+    set_actor = async_method(sessions.set_actor)
+    save_checkpoint = async_method(sessions.save_checkpoint)
+    restore_checkpoint = async_method(sessions.restore_checkpoint)
+
+    # document index and audit
+    put_document = async_method(sessions.put_document)
+    get_document = async_method(sessions.get_document)
+    audit_trail = async_method(sessions.audit_trail)
+
+    # documents
+    ingest_text = async_steps(documents.ingest_text)
+    ingest_file = async_steps(documents.ingest_file)
+    embed_missing_chunks = async_steps(documents.embed_missing_chunks)
+    document_versions = async_method(documents.document_versions)
+    document_chunks = async_method(documents.document_chunks)
+    vector_dimension = async_method(documents.vector_dimension)
+
+    # temporal graph
+    add_edge = async_method(temporal_graph.add_edge)
+    close_edge = async_method(temporal_graph.close_edge)
+    supersede_edge = async_method(temporal_graph.supersede_edge)
+    edges_as_of = async_method(temporal_graph.edges_as_of)
+    neighbors_as_of = async_method(temporal_graph.neighbors_as_of)
+    upsert_entity = async_method(temporal_graph.upsert_entity)
+    search_entities = async_method(temporal_graph.search_entities)
+    graph_nodes = async_method(temporal_graph.graph_nodes)
+
+    # memory types and decay
+    remember = async_method(memory_decay.remember)
+    touch_memory = async_method(memory_decay.touch_memory)
+    memory_maintenance = async_method(memory_decay.memory_maintenance)
     # layers
     record_event = async_method(layers.record_event)
     record_reasoning_trace = async_method(layers.record_reasoning_trace)

@@ -72,8 +72,8 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
             try:
                 with substrate.tenant(target.tenant_id, **target.context()) as memory:
                     if embedder_spec and embedder is None:
-                        embedder = load_embedder(embedder_spec, documents.installation_dimension(memory))
-                    result = documents.ingest_file(memory, path, embedder=embedder, max_chars=max_chars)
+                        embedder = load_embedder(embedder_spec, memory.vector_dimension())
+                    result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
             except MemsubError as error:
                 counts["failed"] += 1
                 results.append({"path": str(path), "status": "failed", "error": str(error), "field": error.field})

@@ -17,8 +17,8 @@ The methods are declared once, as calls (:mod:`memsub.packets`, :mod:`memsub.lay
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -26,9 +26,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from memsub import _calls, layers, memory, packets, retrieval
-from memsub._calls import Call, SyncSession, raw, sync_method
-from memsub.errors import from_database_error
+from memsub import _calls, documents, layers, memory, memory_decay, packets, retrieval, sessions, temporal_graph
+from memsub._calls import Call, SyncSession, raw, sync_method, sync_steps
+from memsub.errors import ConflictError, from_database_error
+from memsub.memory import MemoryEntry, MemoryType
 from memsub.models import PacketStoreRow, PacketWriteResult
 from memsub.packets import EnvelopeLike
 
@@ -84,6 +85,70 @@ class TenantSession(SyncSession):
     list_memory = sync_method(memory.list_memory)
     search_memory = sync_method(memory.search_memory)
 
+    def update_memory(self, namespace: str, key: str, change: Callable[[Any], Any], *,
+                      memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry:
+        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one; on a
+        version conflict the attempt is undone (to a savepoint, or with its own transaction in per-call mode),
+        re-read and retried, at most ``attempts`` times."""
+        for attempt in range(attempts):
+            try:
+                with nullcontext() if self.per_call else self.connection.transaction():
+                    current = self._run(memory.get_memory(namespace, key))
+                    return self._run(memory.write_memory(
+                        namespace, key, change(current.value if current else None),
+                        expected_version=current.version if current else None, memory_type=memory_type))
+            except ConflictError:
+                if attempt == attempts - 1:
+                    raise
+        raise ValueError("attempts must be at least 1")
+
+    # sessions
+    create_session = sync_method(sessions.create_session)
+    get_session = sync_method(sessions.get_session)
+    append_event = sync_method(sessions.append_event)
+    merge_state = sync_method(sessions.merge_state)
+    end_turn = sync_method(sessions.end_turn)
+    terminate_session = sync_method(sessions.terminate_session)
+    delete_session = sync_method(sessions.delete_session)
+    memory_context = sync_method(sessions.memory_context)
+    consolidate = sync_method(sessions.consolidate)
+
+    # tasks, agents and checkpoints
+    create_task = sync_method(sessions.create_task)
+    link_task = sync_method(sessions.link_task)
+    set_task_status = sync_method(sessions.set_task_status)
+    spawn_agent = sync_method(sessions.spawn_agent)
+    set_actor = sync_method(sessions.set_actor)
+    save_checkpoint = sync_method(sessions.save_checkpoint)
+    restore_checkpoint = sync_method(sessions.restore_checkpoint)
+
+    # document index and audit
+    put_document = sync_method(sessions.put_document)
+    get_document = sync_method(sessions.get_document)
+    audit_trail = sync_method(sessions.audit_trail)
+
+    # documents
+    ingest_text = sync_steps(documents.ingest_text)
+    ingest_file = sync_steps(documents.ingest_file)
+    embed_missing_chunks = sync_steps(documents.embed_missing_chunks)
+    document_versions = sync_method(documents.document_versions)
+    document_chunks = sync_method(documents.document_chunks)
+    vector_dimension = sync_method(documents.vector_dimension)
+
+    # temporal graph
+    add_edge = sync_method(temporal_graph.add_edge)
+    close_edge = sync_method(temporal_graph.close_edge)
+    supersede_edge = sync_method(temporal_graph.supersede_edge)
+    edges_as_of = sync_method(temporal_graph.edges_as_of)
+    neighbors_as_of = sync_method(temporal_graph.neighbors_as_of)
+    upsert_entity = sync_method(temporal_graph.upsert_entity)
+    search_entities = sync_method(temporal_graph.search_entities)
+    graph_nodes = sync_method(temporal_graph.graph_nodes)
+
+    # memory types and decay
+    remember = sync_method(memory_decay.remember)
+    touch_memory = sync_method(memory_decay.touch_memory)
+    memory_maintenance = sync_method(memory_decay.memory_maintenance)
     # layers
     record_event = sync_method(layers.record_event)
     record_reasoning_trace = sync_method(layers.record_reasoning_trace)

@@ -38,7 +38,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memsub import embedded, temporal_graph
+from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
 from memsub.connection import describe, with_timeout
@@ -716,13 +716,12 @@ def current_facts_section(story: Story, app: Substrate, now: datetime) -> None:
     story.section("Current facts: a superseded supplier is not returned")
     then = now - timedelta(days=30)
     with person_context(app, ALICE) as memory:
-        if not temporal_graph.edges_as_of(memory, entity="Acme Plastics", relationship_type="buys_from"):
-            temporal_graph.add_edge(memory, "Acme Plastics", "buys_from", "Pacific Polymers",
-                                    valid_from=now - timedelta(days=60), confidence=0.9)
-            temporal_graph.add_edge(memory, "Pacific Polymers", "located_in", "Stockton",
-                                    valid_from=now - timedelta(days=60))
-            temporal_graph.supersede(memory, "Acme Plastics", "buys_from", "Golden Resin",
-                                     valid_from=now - timedelta(days=1), confidence=0.8)
+        if not memory.edges_as_of(entity="Acme Plastics", relationship_type="buys_from"):
+            memory.add_edge("Acme Plastics", "buys_from", "Pacific Polymers",
+                            valid_from=now - timedelta(days=60), confidence=0.9)
+            memory.add_edge("Pacific Polymers", "located_in", "Stockton", valid_from=now - timedelta(days=60))
+            memory.supersede_edge("Acme Plastics", "buys_from", "Golden Resin",
+                                  valid_from=now - timedelta(days=1), confidence=0.8)
     story.line("alice records: Acme Plastics buys_from Pacific Polymers (60 days ago), Pacific Polymers "
                "located_in Stockton;")
     story.line("since yesterday Acme Plastics buys_from Golden Resin (supersede_relationship closes the old edge)")

@@ -6,8 +6,11 @@ plain text (PDF needs a text extraction library, which memsub does not ship), cu
 chunks that cover it exactly, and embeds them through any object with ``dimension`` and ``embed(texts)``::
 
     with substrate.tenant(tenant_id, user_id=user) as memory:
-        result = documents.ingest_file(memory, Path("docs/design.md"), embedder=my_embedder)
-        chunks = documents.chunks_of(memory, result.document_id)
+        result = memory.ingest_file(Path("docs/design.md"), embedder=my_embedder)
+        chunks = memory.document_chunks(result.document_id)
+
+The calls are declared here once; the sync and async tenant sessions expose them as methods of the same name.
+Reading, chunking and summarizing a file are plain Python functions of this module.
 """
 
 from __future__ import annotations
@@ -21,10 +24,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
-from memsub.client import TenantSession
+from memsub._calls import Call, Json, Steps, function, one, rows, scalar
 from memsub.errors import InvalidInput
 
 Mime = Literal["pdf", "md", "txt"]
@@ -105,8 +107,6 @@ class Chunk(BaseModel):
     neighbors: list[UUID]
 
 
-_DOCUMENT_COLUMNS = ", ".join(Document.model_fields)
-_CHUNK_COLUMNS = ", ".join(Chunk.model_fields)
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -176,8 +176,18 @@ def summarize(text: str, mime: Mime) -> tuple[str | None, list[str]]:
     return summary, concepts[:MAX_KEY_CONCEPTS]
 
 
+def document_ingest(file_path: str, text: str, chunks: Sequence[dict[str, Any]], *, file_hash: str, mime: Mime,
+                    metadata: dict[str, Any] | None = None, summary: str | None = None,
+                    key_concepts: Sequence[str] = (), entities: Sequence[dict[str, str]] = ()) -> Call[IngestResult]:
+    """Store one version of a document from its text and its chunks' spans (and vectors) (memsub.document_ingest)."""
+    return function("document_ingest", {
+        "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(list(chunks)),
+        "metadata": None if metadata is None else Json(metadata), "summary": summary,
+        "key_concepts": list(key_concepts) if key_concepts else None,
+        "entities": Json(list(entities)) if entities else None}, one(IngestResult))
+
+
 def ingest_text(
-    session: TenantSession,
     file_path: str,
     text: str,
     *,
@@ -190,7 +200,7 @@ def ingest_text(
     key_concepts: Sequence[str] = (),
     entities: Sequence[dict[str, str]] = (),
     max_chars: int = DEFAULT_MAX_CHARS,
-) -> IngestResult:
+) -> Steps[IngestResult]:
     """Store one version of a document from its extracted text (chunked here unless ``spans`` are given).
 
     Chunks are embedded when the content hash differs from the path's latest version. An unchanged file costs
@@ -198,7 +208,7 @@ def ingest_text(
     after an ingest without an embedder): none left, no embedding call.
     """
     chunks = list(spans) if spans is not None else chunk_spans(text, max_chars)
-    latest = versions(session, file_path)
+    latest: list[Document] = yield document_versions(file_path)
     vectors: list[list[float]] | None = None
     if embedder is not None and chunks and not (latest and latest[0].hash == file_hash):
         vectors = embedder.embed([text[s.start:s.end] for s in chunks])
@@ -213,23 +223,19 @@ def ingest_text(
         if vectors is not None:
             item["embedding"] = [float(v) for v in vectors[position]]
         payload.append(item)
-    rows = session.fetch(
-        "select * from memsub.document_ingest(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        [file_path, file_hash, mime, text, Jsonb(payload), Jsonb(metadata or {}), summary, list(key_concepts),
-         Jsonb(list(entities))],
-    )
-    result = IngestResult.model_validate(rows[0])
+    result: IngestResult = yield document_ingest(
+        file_path, text, payload, file_hash=file_hash, mime=mime, metadata=metadata, summary=summary,
+        key_concepts=key_concepts, entities=entities)
     if embedder is not None and result.status == "unchanged" and result.embedded_count < result.chunk_count:
-        result.embedded_count += embed_missing_chunks(session, result.document_id, embedder)
+        result.embedded_count += yield from embed_missing_chunks(result.document_id, embedder)
     return result
 
 
-def embed_missing_chunks(session: TenantSession, document_id: UUID | str, embedder: Embedder) -> int:
+def embed_missing_chunks(document_id: UUID | str, embedder: Embedder) -> Steps[int]:
     """Embed the chunks of a latest document version stored without a vector (memsub.document_embed_chunks);
     returns how many vectors were added."""
-    rows = session.fetch(f"select {_CHUNK_COLUMNS} from memsub.document_chunks_without_embedding(%s)",  # noqa: S608 - fixed names
-                         [str(document_id)])
-    missing = [Chunk.model_validate(row) for row in rows]
+    missing: list[Chunk] = yield function("document_chunks_without_embedding", {"document_id": document_id},
+                                          rows(Chunk))
     if not missing:
         return 0
     vectors = embedder.embed([chunk.content for chunk in missing])
@@ -238,46 +244,41 @@ def embed_missing_chunks(session: TenantSession, document_id: UUID | str, embedd
                            field="embedding")
     payload = [{"chunk_index": chunk.chunk_index, "embedding": [float(v) for v in vector]}
                for chunk, vector in zip(missing, vectors, strict=True)]
-    added = session.fetch("select memsub.document_embed_chunks(%s, %s) as added", [str(document_id), Jsonb(payload)])
-    return int(added[0]["added"])
+    added: int = yield function("document_embed_chunks", {"document_id": document_id, "embeddings": Json(payload)},
+                                scalar(int))
+    return added
 
 
 def ingest_file(
-    session: TenantSession,
     path: Path,
     *,
     file_path: str | None = None,
     embedder: Embedder | None = None,
     metadata: dict[str, Any] | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
-) -> IngestResult:
+) -> Steps[IngestResult]:
     """Read, hash, chunk, embed and store a Markdown or text file; ``file_path`` defaults to the path as given."""
     mime = mime_of(path)
     data = path.read_bytes()
     text = extract_text(data, mime, path)
     summary, concepts = summarize(text, mime)
-    return ingest_text(
-        session, file_path or path.as_posix(), text, file_hash=sha256_hex(data), mime=mime, embedder=embedder,
+    return (yield from ingest_text(
+        file_path or path.as_posix(), text, file_hash=sha256_hex(data), mime=mime, embedder=embedder,
         metadata={"size_bytes": len(data), **(metadata or {})}, summary=summary, key_concepts=concepts,
         max_chars=max_chars,
-    )
+    ))
 
 
-def versions(session: TenantSession, file_path: str) -> list[Document]:
-    """The version chain of a path, newest (the latest pointer) first."""
-    rows = session.fetch(f"select {_DOCUMENT_COLUMNS} from memsub.document_versions(%s)",  # noqa: S608 - fixed names
-                         [file_path])
-    return [Document.model_validate(row) for row in rows]
+def document_versions(file_path: str) -> Call[list[Document]]:
+    """The version chain of a path, newest (the latest pointer) first (memsub.document_versions)."""
+    return function("document_versions", {"file_path": file_path}, rows(Document))
 
 
-def chunks_of(session: TenantSession, document_id: UUID | str) -> list[Chunk]:
-    """The chunks of a document version, in order."""
-    rows = session.fetch(f"select {_CHUNK_COLUMNS} from memsub.document_chunks_of(%s)",  # noqa: S608 - fixed names
-                         [str(document_id)])
-    return [Chunk.model_validate(row) for row in rows]
+def document_chunks(document_id: UUID | str) -> Call[list[Chunk]]:
+    """The chunks of a document version, in order (memsub.document_chunks_of)."""
+    return function("document_chunks_of", {"document_id": document_id}, rows(Chunk))
 
 
-def installation_dimension(session: TenantSession) -> int:
+def vector_dimension() -> Call[int]:
     """The vector dimension of this installation (every embedder used for ingest must produce it)."""
-    rows = session.fetch("select memsub.vector_dimension() as dimension", [])
-    return int(rows[0]["dimension"])
+    return function("vector_dimension", {}, scalar(int))

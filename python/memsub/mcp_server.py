@@ -26,7 +26,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memsub import sessions, temporal_graph
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_one
 from memsub.errors import ConfigurationError, MemsubError
@@ -317,8 +316,8 @@ class MemoryTools:
                        memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
         text = memory_text(key, value)
         with self._memory(writes=True) as memory:
-            entry = sessions.write_memory(memory, namespace, key, value, expected_version=expected_version,
-                                          memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
+            entry = memory.write_memory(namespace, key, value, expected_version=expected_version,
+                                        memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
         return EntryWritten.model_validate(entry.model_dump())
 
     def recall(self, query: str, k: int, mode: Literal["semantic", "hybrid"], embedding_type: EmbeddingType,
@@ -355,7 +354,7 @@ class MemoryTools:
             raise ToolError("field query: must not be empty")
         vector = self._embed(query)
         with self._memory() as memory:
-            rows = sessions.search_memory(memory, query, vector, k=k, namespace_prefix=namespace_prefix)
+            rows = memory.search_memory(query, vector, k=k, namespace_prefix=namespace_prefix)
         return EntryRecallResult(hits=[EntryHit.model_validate(row.model_dump()) for row in rows])
 
     def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
@@ -389,7 +388,7 @@ class MemoryTools:
                     relationship_type: str | None) -> EdgesResult:
         when = _utc(as_of)
         with self._memory() as memory:
-            edges = temporal_graph.edges_as_of(memory, when, entity=entity, relationship_type=relationship_type)
+            edges = memory.edges_as_of(when, entity=entity, relationship_type=relationship_type)
         return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
 
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:

@@ -1,13 +1,14 @@
 """Memory types (STM, LTM, Procedural), importance and decay on namespaced memory entries.
 
     with substrate.tenant(tenant_id, user_id=user, session_id="s1") as memory:
-        memory_decay.remember(memory, f"user:{user}:notes", "topic", "pgvector", tier="STM", importance=0.9)
-        memory_decay.touch(memory, f"user:{user}:notes", "topic")
+        memory.remember(f"user:{user}:notes", "topic", "pgvector", tier="STM", importance=0.9)
+        memory.touch_memory(f"user:{user}:notes", "topic")
     with substrate.tenant(tenant_id, roles=["tenant_admin"]) as admin:
-        report = memory_decay.maintenance(admin)   # promotes STM entries by the documented rule
+        report = admin.memory_maintenance()   # promotes STM entries by the documented rule
 
 The rule (sql/430_memory_decay.sql): strength halves every half-life without access and each access adds 1;
-an STM entry is promoted to LTM when importance * strength reaches the threshold.
+an STM entry is promoted to LTM when importance * strength reaches the threshold. Each call is declared once
+here; the sync and async tenant sessions expose it as a method of the same name.
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
-from memsub.client import TenantSession
+from memsub._calls import Call, Json, function, one, rows
 
 MemoryTier = Literal["STM", "LTM", "Procedural"]
-DEFAULT_HALF_LIFE = timedelta(days=7)
 
 
 class TieredMemory(BaseModel):
@@ -55,30 +54,25 @@ class MaintenanceOutcome(BaseModel):
     outcome: Literal["promoted", "kept"]
 
 
-_COLUMNS = ", ".join(TieredMemory.model_fields)
+def remember(namespace: str, key: str, value: Any, *, tier: MemoryTier | None = None,
+             importance: float | None = None, expected_version: int | None = None,
+             kind: Literal["semantic", "episodic"] | None = None,
+             metadata: dict[str, Any] | None = None) -> Call[TieredMemory]:
+    """Write the next version of (namespace, key) as STM (the default), LTM or Procedural memory, importance 0.5
+    unless given (memsub.memory_remember)."""
+    return function("memory_remember", {
+        "namespace": namespace, "key": key, "value": Json(value), "tier": tier, "importance": importance,
+        "expected_version": expected_version, "kind": kind, "metadata": None if metadata is None else Json(metadata)},
+        one(TieredMemory))
 
 
-def remember(session: TenantSession, namespace: str, key: str, value: Any, *, tier: MemoryTier = "STM",
-             importance: float = 0.5, expected_version: int | None = None,
-             kind: Literal["semantic", "episodic"] = "semantic",
-             metadata: dict[str, Any] | None = None) -> TieredMemory:
-    """Write the next version of (namespace, key) as STM, LTM or Procedural memory."""
-    rows = session.fetch(
-        f"select {_COLUMNS} from memsub.memory_remember(%s, %s, %s, %s, %s, %s, %s, %s)",  # noqa: S608 - fixed names
-        [namespace, key, Jsonb(value), tier, importance, expected_version, kind, Jsonb(metadata or {})])
-    return TieredMemory.model_validate(rows[0])
+def touch_memory(namespace: str, key: str, half_life: timedelta | None = None) -> Call[TieredMemory]:
+    """Record an access of the live entry of (namespace, key) (half-life 7 days unless given) (memsub.memory_touch)."""
+    return function("memory_touch", {"namespace": namespace, "key": key, "half_life": half_life}, one(TieredMemory))
 
 
-def touch(session: TenantSession, namespace: str, key: str,
-          half_life: timedelta = DEFAULT_HALF_LIFE) -> TieredMemory:
-    """Record an access of the live entry of (namespace, key)."""
-    rows = session.fetch(f"select {_COLUMNS} from memsub.memory_touch(%s, %s, %s)",  # noqa: S608 - fixed names
-                         [namespace, key, half_life])
-    return TieredMemory.model_validate(rows[0])
-
-
-def maintenance(session: TenantSession, threshold: float = 1.0,
-                half_life: timedelta = DEFAULT_HALF_LIFE) -> list[MaintenanceOutcome]:
-    """Promote short-term memories by the rule (tenant_admin context); returns every STM entry looked at."""
-    rows = session.fetch("select * from memsub.memory_maintenance(%s, %s)", [threshold, half_life])
-    return [MaintenanceOutcome.model_validate(row) for row in rows]
+def memory_maintenance(threshold: float | None = None,
+                       half_life: timedelta | None = None) -> Call[list[MaintenanceOutcome]]:
+    """Promote short-term memories by the rule (tenant_admin context; threshold 1.0 and half-life 7 days unless
+    given); returns every STM entry looked at (memsub.memory_maintenance)."""
+    return function("memory_maintenance", {"threshold": threshold, "half_life": half_life}, rows(MaintenanceOutcome))

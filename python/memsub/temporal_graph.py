@@ -1,11 +1,11 @@
 """The temporal knowledge graph: typed nodes, edges with validity windows and evidence, reads "as of" a time.
 
-Thin typed wrappers over memsub's stored functions, used inside a tenant context::
+Each call is declared once here; the sync and async tenant sessions expose it as a method of the same name::
 
     with substrate.tenant(tenant_id) as memory:
-        temporal_graph.upsert_entity(memory, "Alice", "Person", aliases=["A. Smith"])
-        temporal_graph.supersede(memory, "Alice", "works_at", "Globex", valid_from=moved_on)
-        before = temporal_graph.edges_as_of(memory, moved_on - timedelta(days=1), entity="Alice")
+        memory.upsert_entity("Alice", "Person", aliases=["A. Smith"])
+        memory.supersede_edge("Alice", "works_at", "Globex", valid_from=moved_on)
+        before = memory.edges_as_of(moved_on - timedelta(days=1), entity="Alice")
 
 An edge's window is ``[valid_from, valid_until)``; ``valid_until`` None is the current edge. Two windows of one
 edge never overlap: the database rejects that with SQLSTATE 23P01 (``IntegrityError``).
@@ -13,17 +13,16 @@ edge never overlap: the database rejects that with SQLSTATE 23P01 (``IntegrityEr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from uuid import UUID
 
-from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
-from memsub.client import TenantSession
+from memsub._calls import NULL, Call, Json, Row, Shape, function, one, query, rows, vector
 from memsub.embedding import TextEmbedder, embed_one
-from memsub.sessions import vector_text
+from memsub.errors import MemsubError
 
 NodeType = Literal["Entity", "Episode", "Document", "Memory"]
 EntityType = Literal["Person", "Organization", "Concept", "Location"]
@@ -101,115 +100,6 @@ class GraphNode(BaseModel):
     decay_state: dict[str, Any] | None
 
 
-_EDGE_COLUMNS = (
-    "relationship_id, source_entity, relationship_type, target_entity, source_type, target_type, confidence, "
-    "mention_count, lower(valid_period) as valid_from, upper(valid_period) as valid_until, evidence, first_seen, "
-    "last_seen"
-)
-_NODE_COLUMNS = (
-    "node_type, node_id, content, properties, created_at, updated_at, doc_refs, lower(valid_period) as valid_from, "
-    "upper(valid_period) as valid_until, entity_type, aliases, session_id, mime, path, hash, memory_tier, "
-    "importance, decay_state"
-)
-
-
-def _refs(evidence: Sequence[DocRef | dict[str, Any]] | None) -> Jsonb:
-    return Jsonb([r.model_dump(mode="json") if isinstance(r, DocRef) else r for r in evidence or []])
-
-
-def _edge(session: TenantSession, function: str, params: Sequence[Any]) -> TemporalEdge:
-    rows = session.fetch(f"select {_EDGE_COLUMNS} from {function}", params)  # noqa: S608 - fixed names
-    return TemporalEdge.model_validate(rows[0])
-
-
-def add_edge(
-    session: TenantSession,
-    source: str,
-    relationship_type: str,
-    target: str,
-    *,
-    valid_from: datetime | None = None,
-    valid_until: datetime | None = None,
-    confidence: float = 0.5,
-    evidence: Sequence[DocRef | dict[str, Any]] | None = None,
-    source_type: NodeType = "Entity",
-    target_type: NodeType = "Entity",
-    source_packet: UUID | str | None = None,
-) -> TemporalEdge:
-    """Add one window of an edge; an overlap with another window of it raises ``IntegrityError`` (23P01)."""
-    return _edge(session, "memsub.temporal_edge_add(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                 [source, relationship_type, target, valid_from, valid_until, confidence, _refs(evidence),
-                  source_type, target_type, None if source_packet is None else str(source_packet)])
-
-
-def close_edge(session: TenantSession, source: str, relationship_type: str, target: str,
-               valid_until: datetime | None = None) -> TemporalEdge:
-    """End the current window of an edge (default: now)."""
-    return _edge(session, "memsub.close_relationship(%s, %s, %s, %s)",
-                 [source, relationship_type, target, valid_until])
-
-
-def supersede(
-    session: TenantSession,
-    source: str,
-    relationship_type: str,
-    target: str,
-    *,
-    valid_from: datetime | None = None,
-    confidence: float = 0.5,
-    evidence: Sequence[DocRef | dict[str, Any]] | None = None,
-    source_type: NodeType = "Entity",
-    target_type: NodeType = "Entity",
-    source_packet: UUID | str | None = None,
-) -> TemporalEdge:
-    """(source)-[type]->(target) holds from ``valid_from``; the other targets of (source, type) stop holding then."""
-    return _edge(session, "memsub.supersede_relationship(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                 [source, relationship_type, target, valid_from, confidence, _refs(evidence), source_type,
-                  target_type, None if source_packet is None else str(source_packet)])
-
-
-def edges_as_of(session: TenantSession, as_of: datetime | None = None, *, entity: str | None = None,
-                relationship_type: str | None = None) -> list[TemporalEdge]:
-    """The edges valid at ``as_of`` (default now), optionally touching an entity or of one type."""
-    rows = session.fetch(f"select {_EDGE_COLUMNS} from memsub.edges_as_of(%s, %s, %s)",  # noqa: S608 - fixed names
-                         [as_of, entity, relationship_type])
-    return [TemporalEdge.model_validate(row) for row in rows]
-
-
-def neighbors_as_of(session: TenantSession, entity: str, as_of: datetime | None = None, *, max_depth: int = 2,
-                    limit: int = 100) -> list[NeighborEdge]:
-    """Outgoing edges valid at ``as_of`` reachable from an entity, breadth first."""
-    rows = session.fetch(
-        "select depth, source_entity, relationship_type, target_entity, confidence, mention_count, "
-        "lower(valid_period) as valid_from, upper(valid_period) as valid_until "
-        "from memsub.graph_neighbors_as_of(%s, %s, %s, %s)", [entity, as_of, max_depth, limit])
-    return [NeighborEdge.model_validate(row) for row in rows]
-
-
-def upsert_entity(
-    session: TenantSession,
-    name: str,
-    entity_type: EntityType,
-    *,
-    aliases: Sequence[str] = (),
-    properties: dict[str, Any] | None = None,
-    doc_refs: Sequence[DocRef | dict[str, Any]] | None = None,
-    confidence: float = 0.5,
-    embedding: Sequence[float] | None = None,
-    embedder: TextEmbedder | None = None,
-) -> EntityNode:
-    """Create or update an Entity node, adding aliases and DocRefs; with ``embedding``, or an ``embedder`` (which
-    embeds the name and aliases), the node carries a vector for :func:`search_entities`."""
-    if embedding is None and embedder is not None:
-        embedding = embed_one(embedder, ", ".join([name, *aliases]))
-    rows = session.fetch(
-        "select entity_id, entity_type, attributes, aliases, doc_refs, confidence, version "
-        "from memsub.graph_upsert_entity(%s, %s, %s, %s, %s, %s, %s::vector)",
-        [name, entity_type, list(aliases), Jsonb(properties or {}), _refs(doc_refs), confidence,
-         None if embedding is None else vector_text(embedding)])
-    return EntityNode.model_validate(rows[0])
-
-
 class EntityHit(BaseModel):
     """One row of memsub.entity_search."""
 
@@ -224,23 +114,150 @@ class EntityHit(BaseModel):
     text_score: float | None
 
 
-def search_entities(session: TenantSession, query_text: str | None, query: Sequence[float] | None = None, *,
-                    embedder: TextEmbedder | None = None, k: int = 10) -> list[EntityHit]:
+M = TypeVar("M", bound=BaseModel)
+
+
+def _windowed(model: type[M]) -> Callable[[list[Row]], list[M]]:
+    """Rows whose ``valid_period`` range becomes ``valid_from`` and ``valid_until`` (None: still valid)."""
+    def decode(found: list[Row]) -> list[M]:
+        decoded = []
+        for row in found:
+            period = row.pop("valid_period")
+            decoded.append(model.model_validate({**row, "valid_from": period.lower, "valid_until": period.upper}))
+        return decoded
+    return decode
+
+
+def _window_columns(model: type[BaseModel]) -> tuple[str, ...]:
+    return (*(name for name in model.model_fields if name not in ("valid_from", "valid_until")), "valid_period")
+
+
+_EDGES: Shape[list[TemporalEdge]] = Shape(_window_columns(TemporalEdge), _windowed(TemporalEdge))
+_EDGE: Shape[TemporalEdge] = Shape(_EDGES.columns, lambda found: _single_edge(_EDGES.decode(found)))
+_NEIGHBORS: Shape[list[NeighborEdge]] = Shape(_window_columns(NeighborEdge), _windowed(NeighborEdge))
+
+
+def _single_edge(edges: list[TemporalEdge]) -> TemporalEdge:
+    if len(edges) != 1:
+        raise MemsubError(f"expected one edge, the function returned {len(edges)}")
+    return edges[0]
+
+
+def _refs(evidence: Sequence[DocRef | dict[str, Any]] | None) -> Json | None:
+    if evidence is None:
+        return None
+    return Json([r.model_dump(mode="json") if isinstance(r, DocRef) else r for r in evidence])
+
+
+def _text(value: UUID | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def add_edge(
+    source: str,
+    relationship_type: str,
+    target: str,
+    *,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    confidence: float | None = None,
+    evidence: Sequence[DocRef | dict[str, Any]] | None = None,
+    source_type: NodeType | None = None,
+    target_type: NodeType | None = None,
+    source_packet: UUID | str | None = None,
+) -> Call[TemporalEdge]:
+    """Add one window of an edge (default from now, open-ended, confidence 0.5, Entity to Entity); an overlap with
+    another window of it raises ``IntegrityError`` (23P01) (memsub.temporal_edge_add)."""
+    return function("temporal_edge_add", {
+        "source_entity": source, "relationship_type": relationship_type, "target_entity": target,
+        "valid_from": valid_from, "valid_until": valid_until, "confidence": confidence, "evidence": _refs(evidence),
+        "source_type": source_type, "target_type": target_type, "source_packet": _text(source_packet)}, _EDGE)
+
+
+def close_edge(source: str, relationship_type: str, target: str,
+               valid_until: datetime | None = None) -> Call[TemporalEdge]:
+    """End the current window of an edge (default: now) (memsub.close_relationship)."""
+    return function("close_relationship", {"source_entity": source, "relationship_type": relationship_type,
+                                           "target_entity": target, "valid_until": valid_until}, _EDGE)
+
+
+def supersede_edge(
+    source: str,
+    relationship_type: str,
+    target: str,
+    *,
+    valid_from: datetime | None = None,
+    confidence: float | None = None,
+    evidence: Sequence[DocRef | dict[str, Any]] | None = None,
+    source_type: NodeType | None = None,
+    target_type: NodeType | None = None,
+    source_packet: UUID | str | None = None,
+) -> Call[TemporalEdge]:
+    """(source)-[type]->(target) holds from ``valid_from`` (default now); the other targets of (source, type) stop
+    holding then (memsub.supersede_relationship)."""
+    return function("supersede_relationship", {
+        "source_entity": source, "relationship_type": relationship_type, "target_entity": target,
+        "valid_from": valid_from, "confidence": confidence, "evidence": _refs(evidence), "source_type": source_type,
+        "target_type": target_type, "source_packet": _text(source_packet)}, _EDGE)
+
+
+def edges_as_of(as_of: datetime | None = None, *, entity: str | None = None,
+                relationship_type: str | None = None) -> Call[list[TemporalEdge]]:
+    """The edges valid at ``as_of`` (default now), optionally touching an entity or of one type
+    (memsub.edges_as_of)."""
+    return function("edges_as_of", {"as_of": as_of, "entity": entity, "relationship_type": relationship_type},
+                    _EDGES)
+
+
+def neighbors_as_of(entity: str, as_of: datetime | None = None, *, max_depth: int | None = None,
+                    limit: int | None = None) -> Call[list[NeighborEdge]]:
+    """Outgoing edges valid at ``as_of`` (default now) reachable from an entity, breadth first (default depth 2,
+    at most 100) (memsub.graph_neighbors_as_of)."""
+    return function("graph_neighbors_as_of", {"entity": entity, "as_of": as_of, "max_depth": max_depth,
+                                              "limit": limit}, _NEIGHBORS)
+
+
+def upsert_entity(
+    name: str,
+    entity_type: EntityType,
+    *,
+    aliases: Sequence[str] = (),
+    properties: dict[str, Any] | None = None,
+    doc_refs: Sequence[DocRef | dict[str, Any]] | None = None,
+    confidence: float | None = None,
+    embedding: Sequence[float] | None = None,
+    embedder: TextEmbedder | None = None,
+) -> Call[EntityNode]:
+    """Create or update an Entity node, adding aliases and DocRefs; with ``embedding``, or an ``embedder`` (which
+    embeds the name and aliases), the node carries a vector for :func:`search_entities` (memsub.graph_upsert_entity)."""
+    if embedding is None and embedder is not None:
+        embedding = embed_one(embedder, ", ".join([name, *aliases]))
+    return function("graph_upsert_entity", {
+        "name": name, "entity_type": entity_type, "aliases": list(aliases) if aliases else None,
+        "properties": None if properties is None else Json(properties), "doc_refs": _refs(doc_refs),
+        "confidence": confidence, "embedding": vector(embedding)}, one(EntityNode))
+
+
+def search_entities(query_text: str | None, query: Sequence[float] | None = None, *,
+                    embedder: TextEmbedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
     """Entity nodes by meaning (``query``, or ``query_text`` embedded by ``embedder``) and by name or alias
-    (``query_text``), fused by reciprocal rank fusion (memsub.entity_search)."""
+    (``query_text``), fused by reciprocal rank fusion (memsub.entity_search; default 10)."""
     if query is None and embedder is not None and query_text is not None:
         query = embed_one(embedder, query_text)
-    rows = session.fetch("select * from memsub.entity_search(%s, %s::vector, %s)",
-                         [query_text, None if query is None else vector_text(query), k])
-    return [EntityHit.model_validate(row) for row in rows]
+    return function("entity_search", {"query_text": NULL if query_text is None else query_text,
+                                      "query": vector(query), "k": k}, rows(EntityHit))
 
 
-def nodes(session: TenantSession, node_type: NodeType | None = None, *, as_of: datetime | None = None,
-          limit: int = 1000) -> list[GraphNode]:
-    """Typed nodes the caller may see, optionally of one type and existing at ``as_of``."""
-    rows = session.fetch(
-        f"select {_NODE_COLUMNS} from memsub.graph_nodes "  # noqa: S608 - fixed names
-        "where (%s::text is null or node_type = %s) and (%s::timestamptz is null or valid_period @> %s::timestamptz) "
-        "order by node_type, created_at, node_id limit %s",
-        [node_type, node_type, as_of, as_of, limit])
-    return [GraphNode.model_validate(row) for row in rows]
+_NODES = (
+    "select node_type, node_id, content, properties, created_at, updated_at, doc_refs, valid_period, entity_type, "
+    "aliases, session_id, mime, path, hash, memory_tier, importance, decay_state from memsub.graph_nodes "
+    "where (%s::text is null or node_type = %s) and (%s::timestamptz is null or valid_period @> %s::timestamptz) "
+    "order by node_type, created_at, node_id limit %s"
+)
+
+
+def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = None,
+                limit: int = 1000) -> Call[list[GraphNode]]:
+    """Typed nodes the caller may see (the view memsub.graph_nodes), optionally of one type and existing at
+    ``as_of``."""
+    return query(_NODES, [node_type, node_type, as_of, as_of, limit], Shape(None, _windowed(GraphNode)))
