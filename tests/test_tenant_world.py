@@ -128,6 +128,11 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
         admin.execute("select * from memsub.learn_importance()")
         admin.execute("select * from memsub.create_api_key(%s, %s, %s, p_label => 'world')", [tenant, org, user])
         admin.commit()
+    # The per-tenant search statistics come from the maintenance task, run by a platform admin.
+    with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_platform_admin")) as platform:
+        set_context(platform, tenant, org, user, ["platform_admin"], session)
+        platform.execute("select * from memsub.tune_search(p_samples => 2)")
+        platform.commit()
 
 
 def rls_tables(conn: psycopg.Connection[Any]) -> dict[str, set[str]]:
