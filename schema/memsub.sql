@@ -5505,7 +5505,7 @@ CREATE FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder 
     AS $$
 begin
     if p_task is null or p_task not in ('purge_expired', 'refresh_memory_views', 'learn_importance',
-                                        'memory_maintenance', 'summaries_due') then
+                                        'memory_maintenance', 'summaries_due', 'tune_search') then
         raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
             using errcode = '22023', column = 'task';
     end if;

@@ -89,7 +89,11 @@ def _json_safe(value: Any, path: str) -> Any:
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
     if isinstance(value, (list, tuple)):
-        return [_json_safe(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        # a loop, not a comprehension: one stack frame per level, so deep documents nest as far as json allows
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            items.append(_json_safe(item, f"{path}[{index}]"))
+        return items
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, (datetime, date, time)):
