@@ -29,7 +29,7 @@ BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit b
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
          "peer_langgraph", "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store",
-         "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "scaling")
+         "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "http_load", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
@@ -51,6 +51,7 @@ def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
         "adapter_adk": [python, str(BENCH / "adapter_adk.py")],
         "partitioning": [python, str(BENCH / "partitioning.py")],
         "mcp_calls": [python, str(BENCH / "mcp_calls.py")],
+        "http_load": [python, str(BENCH / "http_load.py")],
         "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
     }
 
