@@ -389,18 +389,20 @@ def _memsub(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*_command(), *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
-def _stdio(db: Any, tenant: uuid.UUID) -> StdioServerParameters:
+def _stdio(db: Any, tenant: uuid.UUID, embedder: str = "hashing") -> StdioServerParameters:
     command = _command()
     return StdioServerParameters(command=command[0], args=[*command[1:], "mcp", "--transport", "stdio"],
                                  env=_env(MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(tenant),
-                                          MEMSUB_EMBEDDER="hashing"))
+                                          MEMSUB_EMBEDDER=embedder))
 
 
 def test_stdio_servers_for_two_tenants(db):
     tenant_a, tenant_b = uuid.uuid4(), uuid.uuid4()
 
     async def scenario() -> None:
-        async with Client(_stdio(db, tenant_a)) as a, Client(_stdio(db, tenant_b)) as b:
+        # the same embedder named both ways: a built-in name and module:factory
+        async with Client(_stdio(db, tenant_a)) as a, \
+                Client(_stdio(db, tenant_b, "memsub.embedding:HashingEmbedder")) as b:
             assert [t.name for t in (await a.list_tools()).tools] == tool_names()
             written = _data(await a.call_tool("remember", {"text": "the vault code is under the blue mug"}))
             hits = _data(await a.call_tool("recall", {"query": "vault code blue mug"}))["hits"]

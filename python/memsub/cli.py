@@ -27,6 +27,7 @@ from memsub.cli_common import (
     server_dsn,
     tenant_options,
 )
+from memsub.embedding import EMBEDDER_SPEC_HELP, embed_envelopes, resolve_embedder
 from memsub.errors import ConfigurationError, InvalidInput, MemsubError, NotFound
 from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
@@ -240,8 +241,12 @@ def _read_envelopes(stream: IO[str]) -> Iterator[dict[str, Any]]:
 @click.argument("source", type=click.File("r"))
 @tenant_options
 @click.option("--batch-size", default=500, show_default=True, help="Envelopes per memsub.write_packets call.")
+@click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
+              help=f"Embed each envelope's payload.text on write (its content vector, unless it brings one): "
+                   f"{EMBEDDER_SPEC_HELP}. Without one, only the vectors the envelopes carry are stored.")
 @click.option("--json", "as_json", is_flag=True, help="Print one PacketWriteResult per envelope as JSON Lines.")
-def packet_write(source: IO[str], target: Target, batch_size: int, as_json: bool) -> None:
+def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec: str | None,
+                 as_json: bool) -> None:
     """Write envelopes from FILE (JSON or JSON Lines; - for stdin), all in one transaction."""
     try:
         envelopes = list(_read_envelopes(source))
@@ -250,10 +255,13 @@ def packet_write(source: IO[str], target: Target, batch_size: int, as_json: bool
     results = []
     try:
         with target.session() as memory:
+            embedder = resolve_embedder(embedder_spec, memory.vector_dimension()) if embedder_spec else None
             with click.progressbar(length=len(envelopes), label="writing packets", file=sys.stderr,
                                    show_pos=True) as bar:
                 for start in range(0, len(envelopes), batch_size):
                     chunk = envelopes[start:start + batch_size]
+                    if embedder is not None:
+                        embed_envelopes(chunk, embedder)
                     for result in memory.write_packets(chunk, batch_size=batch_size):
                         result.position += start
                         results.append(result)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import click
 
 from memsub import documents
 from memsub.cli_common import Target, emit_json_lines, tenant_options
+from memsub.embedding import EMBEDDER_SPEC_HELP, Embedder, resolve_embedder
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED
 
@@ -27,31 +27,12 @@ def _files(paths: tuple[Path, ...]) -> Iterator[Path]:
             yield path
 
 
-def load_embedder(spec: str, dimension: int) -> documents.Embedder:
-    """Build an embedder from ``module:factory``; the factory is called with ``dimension=`` the installation's."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter(f"{spec!r}: expected module:factory", param_hint="--embedder")
-    try:
-        factory: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise click.BadParameter(f"{spec!r}: {error}", param_hint="--embedder") from error
-    embedder = factory(dimension=dimension)
-    if not isinstance(embedder, documents.Embedder):
-        raise click.BadParameter(f"{spec!r} did not build an object with dimension and embed(texts)",
-                                 param_hint="--embedder")
-    if embedder.dimension != dimension:
-        raise click.BadParameter(f"{spec!r} embeds in {embedder.dimension} dimensions; this installation uses "
-                                 f"{dimension}", param_hint="--embedder")
-    return embedder
-
-
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @tenant_options
 @click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
-              help="module:factory building an embedder (called with dimension=...); or MEMSUB_EMBEDDER. "
-                   "Without one, chunks are stored and full-text indexed but not embedded.")
+              help=f"How to embed the chunks: {EMBEDDER_SPEC_HELP}. Without one, chunks are stored and "
+                   "full-text indexed but not embedded.")
 @click.option("--max-chars", default=documents.DEFAULT_MAX_CHARS, show_default=True,
               help="Longest chunk, in characters.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one result per file.")
@@ -64,23 +45,25 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
     files = list(_files(paths))
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
     results: list[dict[str, Any]] = []
-    embedder: documents.Embedder | None = None
-    with target.substrate() as substrate, click.progressbar(
-            files, label="ingesting", file=sys.stderr, show_pos=True,
-            item_show_func=lambda p: p.name if p else None) as bar:
-        for path in bar:
-            try:
-                with substrate.tenant(target.tenant_id, **target.context()) as memory:
-                    if embedder_spec and embedder is None:
-                        embedder = load_embedder(embedder_spec, memory.vector_dimension())
-                    result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
-            except MemsubError as error:
-                counts["failed"] += 1
-                results.append({"path": str(path), "status": "failed", "error": str(error), "field": error.field})
-                continue
-            counts[result.status] += 1
-            results.append({"path": str(path), "status": result.status, "version": result.version,
-                            "chunk_count": result.chunk_count, "embedded_count": result.embedded_count})
+    embedder: Embedder | None = None
+    with target.substrate() as substrate:
+        if embedder_spec:
+            with substrate.tenant(target.tenant_id, **target.context()) as memory:
+                embedder = resolve_embedder(embedder_spec, memory.vector_dimension())
+        with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
+                               item_show_func=lambda p: p.name if p else None) as bar:
+            for path in bar:
+                try:
+                    with substrate.tenant(target.tenant_id, **target.context()) as memory:
+                        result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
+                except MemsubError as error:
+                    counts["failed"] += 1
+                    results.append({"path": str(path), "status": "failed", "error": str(error),
+                                    "field": error.field})
+                    continue
+                counts[result.status] += 1
+                results.append({"path": str(path), "status": result.status, "version": result.version,
+                                "chunk_count": result.chunk_count, "embedded_count": result.embedded_count})
     if as_json:
         emit_json_lines(results)
     else:

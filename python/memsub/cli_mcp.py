@@ -15,7 +15,7 @@ import click
 
 from memsub.cli_common import dsn_option, server_dsn
 from memsub.connection import probe
-from memsub.embedding import EMBEDDER_NAMES, default_embedder_name, describe_embedder, make_embedder
+from memsub.embedding import EMBEDDER_SPEC_HELP, default_embedder_name, describe_embedder, resolve_embedder
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import fail
 
@@ -51,8 +51,8 @@ def _uuid(value: str | None, option: str) -> UUID | None:
               type=click.Path(path_type=Path, dir_okay=False),
               help="A file holding a signed context token, read again for every call, so a gateway can "
                    "replace short-lived tokens (or MEMSUB_CONTEXT_TOKEN_FILE).")
-@click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), envvar="MEMSUB_EMBEDDER", default=None,
-              help="How texts and queries are embedded (or MEMSUB_EMBEDDER); the one that embedded the stored "
+@click.option("--embedder", envvar="MEMSUB_EMBEDDER", default=None,
+              help=f"How texts and queries are embedded: {EMBEDDER_SPEC_HELP}; the one that embedded the stored "
                    "texts. Default: minilm when memsub[embed] is installed, else hashing.")
 @click.option("--agent-id", envvar="MEMSUB_AGENT_ID", default=None,
               help="Recorded as the packets' provenance and in the access log (or MEMSUB_AGENT_ID).")
@@ -85,9 +85,9 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
         except MemsubError as error:
             fail(error, suffix=f" (the identity: {identity.describe()})")
         try:
-            chosen = make_embedder(embedder, dimension)
-        except (ValueError, RuntimeError) as error:
-            fail(ConfigurationError(str(error)))
+            chosen = resolve_embedder(embedder, dimension)
+        except MemsubError as error:
+            fail(error)
         tools = MemoryTools(substrate, identity, chosen, agent_id=agent_id)
         how = "chosen" if embedder else f"default: {default_embedder_name()}"
         click.echo(f"memsub: MCP tools act for {identity.describe()}; texts embedded by "

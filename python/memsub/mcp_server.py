@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from memsub.client import Substrate, TenantSession
-from memsub.embedding import Embedder, embed_one
+from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.memory import memory_text
 from memsub.models import PacketEnvelopeIn, PacketWriteResult
@@ -287,8 +287,7 @@ class MemoryTools:
                  embedding_type: EmbeddingType) -> PacketWriteResult:
         if not text.strip():
             raise ToolError("field text: must not be empty; nothing was written")
-        memory_fields: dict[str, Any] = {
-            "embeddings": [{"embedding_type": embedding_type, "vector": self._embed(text), "chunk_text": text}]}
+        memory_fields: dict[str, Any] = {}
         if facts:
             memory_fields["facts"] = [f.model_dump(exclude_none=True) for f in facts]
         if relationships:
@@ -305,6 +304,7 @@ class MemoryTools:
             envelope["lineage"] = {"parent_ids": list(parent_ids), "derivation_type": derivation_type}
         if self.agent_id:
             envelope["provenance"] = {"agent_id": self.agent_id}
+        embed_envelopes([envelope], self.embedder, embedding_type)
         try:
             model = PacketEnvelopeIn.model_validate({k: v for k, v in envelope.items() if v is not None})
         except MemsubError as error:
