@@ -27,7 +27,17 @@ comment on function memsub.memory_tiers() is
     'The tiers of namespaced memory (memory_entries.memory_tier, graph_nodes.memory_tier, seed 003''s memory '
     'type): short-term, long-term or procedural, which decides how an entry decays and is promoted.';
 
+create or replace function memsub.maintain_tasks() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
+                   'summaries_due', 'tune_search']::text[] $$;
+comment on function memsub.maintain_tasks() is
+    'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock '
+    '(memsub.maintain_lock).';
+
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
+grant execute on function memsub.maintain_tasks() to memsub_platform_admin;

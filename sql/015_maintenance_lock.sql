@@ -71,8 +71,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_task is null or p_task not in ('purge_expired', 'refresh_memory_views', 'learn_importance',
-                                        'memory_maintenance', 'summaries_due', 'tune_search') then
+    if p_task is null or not p_task = any (memsub.maintain_tasks()) then
         raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
             using errcode = '22023', column = 'task';
     end if;
@@ -89,8 +88,7 @@ comment on function memsub.maintain_lock(text) is
 -- The tasks' lock rows exist before any run, so a run that finds one held never waits for its creation.
 insert into memsub.maintenance_lock (task, lock_key)
 select 'maintain', pg_catalog.hashtextextended(t.name, 0)
-  from pg_catalog.unnest(array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
-                               'summaries_due', 'tune_search']) as t(name)
+  from pg_catalog.unnest(memsub.maintain_tasks()) as t(name)
     on conflict do nothing;
 
 grant execute on function memsub.maintain_lock(text) to memsub_platform_admin;

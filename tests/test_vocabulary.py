@@ -10,6 +10,7 @@ import pytest
 
 from memsub.cli_search import EMBEDDING_TYPES
 from memsub.layers import EmbeddingType
+from memsub.maintain import TASKS
 from memsub.memory_decay import MemoryTier
 from memsub.sessions import MemoryType
 
@@ -28,6 +29,12 @@ def test_the_cli_offers_the_embedding_types_of_the_database(db):
     with db.connect("analyst") as conn:
         row = conn.execute("select memsub.embedding_types()").fetchone()
     assert row is not None and EMBEDDING_TYPES == row[0]
+
+
+def test_maintain_runs_the_tasks_of_the_database(db):
+    with db.connect("platform_admin") as conn:
+        row = conn.execute("select memsub.maintain_tasks()").fetchone()
+    assert row is not None and TASKS == tuple(row[0])
 
 
 def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db):

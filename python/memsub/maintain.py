@@ -39,8 +39,6 @@ from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
 Connection = psycopg.Connection[dict[str, Any]]
 
-TASKS = ("purge_expired", "refresh_memory_views", "learn_importance", "memory_maintenance", "summaries_due",
-         "tune_search")
 
 
 @dataclass
@@ -211,6 +209,8 @@ RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
     "summaries_due": _summaries_due,
     "tune_search": _tune_search,
 }
+# The tasks in the order they run: memsub.maintain_tasks() (tests/test_vocabulary.py holds the two equal).
+TASKS = tuple(RUNNERS)
 
 
 def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
