@@ -53,6 +53,7 @@ as $$
 declare
     v_key_id text := pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 16);
     v_key    text;
+    v_roles  text[];
     requested text;
 begin
     if p_tenant_id is null then
@@ -87,13 +88,11 @@ begin
     v_key := 'msk_' || v_key_id || '_'
              || pg_catalog.encode(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
                                   || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()), 'hex');
+    v_roles := (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r);
     insert into memsub.api_keys as k (tenant_id, key_id, key_hash, org_id, user_id, roles, label, expires_at)
     values (p_tenant_id, v_key_id, pg_catalog.sha256(pg_catalog.convert_to(v_key, 'UTF8')), p_org_id, p_user_id,
-            (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
-            p_label, p_expires_at);
-    return query select v_key_id, v_key, p_tenant_id, p_org_id, p_user_id,
-                        (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
-                        p_label, p_expires_at;
+            v_roles, p_label, p_expires_at);
+    return query select v_key_id, v_key, p_tenant_id, p_org_id, p_user_id, v_roles, p_label, p_expires_at;
 end
 $$;
 comment on function memsub.create_api_key(uuid, uuid, uuid, text[], text, timestamptz) is

@@ -211,9 +211,7 @@ language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
-        p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
-    end if;
+    p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
     return p_packet;
 end
 $$;

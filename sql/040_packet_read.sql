@@ -2,29 +2,6 @@
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
 -- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/030).
 
-create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
-language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-declare
-    v_tenant uuid := memsub.current_tenant_id();
-begin
-    -- The key is (tenant_id, packet_id): with the context tenant it is one index search; by packet_id alone it
-    -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
-    if v_tenant is null or memsub.is_platform_admin() then
-        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
-                       where s.packet_id = p_packet_id;
-    else
-        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
-                       where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
-    end if;
-end
-$$;
-comment on function memsub.get_packet(uuid) is
-    'The packet with this id, if the caller may see it (no row otherwise), its envelope as written. Searches the '
-    'context tenant''s key.';
-
 create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -34,6 +11,9 @@ declare
 begin
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
+    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
     if v_tenant is null or memsub.is_platform_admin() then
         return query
             select v.*
@@ -58,6 +38,14 @@ comment on function memsub.get_packets(uuid[]) is
     'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
     'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
     'per id.';
+
+create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select * from memsub.get_packets(array[p_packet_id]) $$;
+comment on function memsub.get_packet(uuid) is
+    'The packet with this id, if the caller may see it (no row otherwise), its envelope as written: '
+    'memsub.get_packets of one id.';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub.get_thread(

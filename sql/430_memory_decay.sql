@@ -77,7 +77,7 @@ begin
             memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
-    perform memsub._check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
+    perform memsub._check_one_of(p_kind, array_remove(memsub.memory_types(), 'procedural'), 'kind');
     if p_importance is null then
         raise exception 'field "importance" is required' using errcode = '23502', column = 'importance';
     end if;
