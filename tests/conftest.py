@@ -15,6 +15,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 import pytest
@@ -266,3 +267,14 @@ def retrieval_db(server: Server, template_db_384: str) -> Iterator[Database]:
         build(conn, RETRIEVAL_SPEC)
     yield database
     janitor.drop()
+
+
+@pytest.fixture(scope="module")
+def api(server: Server, template_db: str) -> Iterator[Any]:
+    """``memsub serve`` on a real socket over a database of its own, with an API key per test tenant
+    (tests/http_helpers.py), shared by the tests of one module."""
+    from http_helpers import running_api
+
+    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name, template=template_db), running_api(Database(server, name)) as running:
+        yield running

@@ -11,8 +11,7 @@ import httpx
 import psycopg
 import pytest
 
-from conftest import Database
-from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key, running_api
+from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key
 from memsub.http_api import openapi_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,14 +21,6 @@ SEED_EXAMPLE = {
     "thread_id": "11111111-2222-3333-4444-555555555555",
     "tags": ["hdpe", "search"],
 }
-
-
-@pytest.fixture(scope="module")
-def api(server, template_db):
-    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db):
-        with running_api(Database(server, name)) as running:
-            yield running
 
 
 def vector(dimension: int, hot: int) -> list[float]:

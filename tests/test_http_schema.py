@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-
 import httpx
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from conftest import Database
-from http_helpers import running_api
-
 EXAMPLES_PER_OPERATION = 10
-
-
-@pytest.fixture(scope="module")
-def api(server, template_db):
-    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db):
-        with running_api(Database(server, name)) as running:
-            yield running
 
 
 def test_generated_requests_to_every_route_never_get_a_server_error(api):

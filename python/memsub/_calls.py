@@ -69,6 +69,11 @@ class Json:
     value: Any
 
 
+def json_or_none(value: Any) -> Json | None:
+    """A jsonb argument, or None (the argument is left out and its SQL default applies) when not given."""
+    return None if value is None else Json(value)
+
+
 def _json_safe(value: Any, path: str) -> Any:
     """``value`` as plain JSON data; TypeError naming ``path`` for anything that is not JSON.
 

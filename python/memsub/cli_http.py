@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from memsub.cli_common import reachable_dsn
 from memsub.client import Substrate
-from memsub.connection import probe, resolve
 from memsub.errors import MemsubError
 from memsub.exit_codes import fail
 
@@ -33,8 +33,7 @@ def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_bod
     except ImportError as error:  # the optional extra is not installed
         click.echo(f"memsub: the HTTP API needs the http extra (pip install 'memsub[http]'): {error}", err=True)
         sys.exit(2)
-    conninfo = resolve(dsn, announce=True).dsn
-    probe(conninfo)
+    conninfo = reachable_dsn(dsn)
     app = create_app(conninfo, max_size=pool_size, max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES)
     click.echo(f"memsub: serving http://{host}:{port}/api/v1 (OpenAPI: /api/v1/openapi.json)", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -59,9 +58,7 @@ def _admin_options(function: Any) -> Any:
 
 
 def _substrate(dsn: str | None) -> Substrate:
-    conninfo = resolve(dsn, announce=True).dsn
-    probe(conninfo)
-    return Substrate(conninfo, max_size=1, timeout=10.0)
+    return Substrate(reachable_dsn(dsn), max_size=1, timeout=10.0)
 
 
 @api_key_group.command("create")

@@ -13,8 +13,7 @@ from uuid import UUID
 
 import click
 
-from memsub.cli_common import dsn_option, server_dsn
-from memsub.connection import probe
+from memsub.cli_common import dsn_option, reachable_dsn
 from memsub.embedding import EMBEDDER_SPEC_HELP, default_embedder_name, describe_embedder, resolve_embedder
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import fail
@@ -76,9 +75,7 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
                             token=token or None, token_file=token_file)
     except ValueError as error:
         fail(ConfigurationError(str(error)))
-    conninfo = server_dsn(dsn)
-    probe(conninfo)
-    substrate = Substrate(conninfo, max_size=pool_size, timeout=10.0)
+    substrate = Substrate(reachable_dsn(dsn), max_size=pool_size, timeout=10.0)
     try:
         try:
             dimension = check_identity(substrate, identity)

@@ -26,7 +26,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Call, Json, Steps, function, one, rows, scalar
+from memsub._calls import Call, Json, Steps, function, json_or_none, one, rows, scalar
 from memsub.errors import InvalidInput
 
 Mime = Literal["pdf", "md", "txt"]
@@ -183,7 +183,7 @@ def document_ingest(file_path: str, text: str, chunks: Sequence[dict[str, Any]],
     """Store one version of a document from its text and its chunks' spans (and vectors) (memsub.document_ingest)."""
     return function("document_ingest", {
         "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(list(chunks)),
-        "metadata": None if metadata is None else Json(metadata), "summary": summary,
+        "metadata": json_or_none(metadata), "summary": summary,
         "key_concepts": list(key_concepts) if key_concepts else None,
         "entities": Json(list(entities)) if entities else None}, one(IngestResult))
 

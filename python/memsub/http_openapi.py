@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
+
+from memsub.memory import MemoryType
 
 Schema = dict[str, Any]
 
@@ -146,7 +148,7 @@ HYBRID_REQUEST: Schema = {
 MEMORY_WRITE_REQUEST: Schema = {
     "type": "object", "required": ["value"], "additionalProperties": False,
     "properties": {"value": {"description": "Any JSON value but null."}, "expected_version": INT32,
-                   "memory_type": {"enum": ["semantic", "episodic", "procedural"]}, "metadata": {"type": "object"}},
+                   "memory_type": {"enum": list(get_args(MemoryType))}, "metadata": {"type": "object"}},
 }
 
 

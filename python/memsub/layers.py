@@ -18,7 +18,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, Json, VectorLike, function, one, rows, scalar
+from memsub._calls import NULL, Call, Json, VectorLike, function, json_or_none, one, rows, scalar
 from memsub._calls import query as _query
 from memsub._calls import vector as _vector
 
@@ -239,11 +239,6 @@ class EntityGraphRow(BaseModel):
     relationship_count: int
 
 
-def _json(value: Any) -> Json | None:
-    """A jsonb argument, or None (the SQL default) when not given."""
-    return None if value is None else Json(value)
-
-
 def _uuids(values: Sequence[UUID | str]) -> list[UUID]:
     return [value if isinstance(value, UUID) else UUID(str(value)) for value in values]
 
@@ -252,7 +247,7 @@ def _uuids(values: Sequence[UUID | str]) -> list[UUID]:
 def record_event(agent_id: str, event_type: str, content: Any = None, *, packet_id: UUID | str | None = None,
                  timestamp: datetime | None = None) -> Call[AgentEvent]:
     """Record an agent event (memsub.record_event)."""
-    return function("record_event", {"agent_id": agent_id, "event_type": event_type, "content": _json(content),
+    return function("record_event", {"agent_id": agent_id, "event_type": event_type, "content": json_or_none(content),
                                      "packet_id": packet_id, "timestamp": timestamp}, one(AgentEvent))
 
 
@@ -263,10 +258,10 @@ def record_reasoning_trace(agent_id: str | None, packet_id: UUID | str | None = 
                            confidence_scores: dict[str, Any] | None = None) -> Call[ReasoningTrace]:
     """Record a reasoning trace (memsub.record_reasoning_trace); agent None: the packet's agent."""
     return function("record_reasoning_trace", {
-        "agent_id": NULL if agent_id is None else agent_id, "packet_id": packet_id, "steps": _json(steps),
-        "extracted_features": _json(extracted_features), "inference_steps": _json(inference_steps),
+        "agent_id": NULL if agent_id is None else agent_id, "packet_id": packet_id, "steps": json_or_none(steps),
+        "extracted_features": json_or_none(extracted_features), "inference_steps": json_or_none(inference_steps),
         "reasoning_tokens": reasoning_tokens, "decision_tokens": decision_tokens,
-        "confidence_scores": _json(confidence_scores)}, one(ReasoningTrace))
+        "confidence_scores": json_or_none(confidence_scores)}, one(ReasoningTrace))
 
 
 def assert_fact(subject: str, predicate: str, obj: Any, *, confidence: float = 0.5,
@@ -284,7 +279,8 @@ def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector
     """Store one embedding of a packet (memsub.store_embedding)."""
     return function("store_embedding", {"packet_id": packet_id, "embedding_type": embedding_type,
                                         "vector": _vector(vector), "chunk_index": chunk_index,
-                                        "chunk_text": chunk_text, "metadata": _json(metadata)}, one(MemoryEmbedding))
+                                        "chunk_text": chunk_text, "metadata": json_or_none(metadata)},
+                    one(MemoryEmbedding))
 
 
 def search_embeddings(query: VectorLike, embedding_type: EmbeddingType,
@@ -299,8 +295,8 @@ def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, 
                           importance_score: float = 0.5) -> Call[SemanticMemory]:
     """Store an agent's semantic memory (memsub.store_semantic_memory)."""
     return function("store_semantic_memory", {
-        "agent_id": agent_id, "vector": _vector(vector), "payload": _json(payload), "embedding_type": embedding_type,
-        "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
+        "agent_id": agent_id, "vector": _vector(vector), "payload": json_or_none(payload),
+        "embedding_type": embedding_type, "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
 
 
 def search_semantic_memory(query: VectorLike, limit: int = 10,
@@ -333,7 +329,7 @@ def apply_world_model_update(insight_type: str, entities: list[dict[str, Any]], 
                              expected_version: int | None = None) -> Call[WorldModelUpdate]:
     """Apply an insight to the world model, optionally at an expected version (memsub.apply_world_model_update)."""
     return function("apply_world_model_update", {
-        "insight_type": insight_type, "entities": Json(entities), "content": _json(content),
+        "insight_type": insight_type, "entities": Json(entities), "content": json_or_none(content),
         "confidence": confidence, "insight_id": insight_id, "expected_version": expected_version},
         one(WorldModelUpdate))
 
@@ -383,7 +379,7 @@ def record_task_reflection(task_id: str, outcome: Outcome = "unknown", *, task_d
         "false_constraints": list(false_constraints), "helpful_patterns": list(helpful_patterns),
         "lessons": list(lessons), "recommendations": list(recommendations),
         "related_decisions": _uuids(related_decisions), "execution_time_ms": execution_time_ms,
-        "metrics_improved": _json(metrics_improved), "metrics_degraded": _json(metrics_degraded)},
+        "metrics_improved": json_or_none(metrics_improved), "metrics_degraded": json_or_none(metrics_degraded)},
         one(TaskReflection))
 
 
@@ -396,7 +392,7 @@ def record_summary(scope_type: SummaryScope, scope_value: str, summary_text: str
     """Record a summary of packets (memsub.record_summary)."""
     return function("record_summary", {
         "scope_type": scope_type, "scope_value": scope_value, "summary_text": summary_text,
-        "source_packet_ids": _uuids(source_packet_ids), "key_facts": _json(key_facts),
+        "source_packet_ids": _uuids(source_packet_ids), "key_facts": json_or_none(key_facts),
         "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": _vector(vector),
         "confidence": confidence, "valid_until": valid_until}, one(MemorySummary))
 

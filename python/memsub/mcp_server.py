@@ -29,7 +29,8 @@ from pydantic import BaseModel, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.memory import memory_text
+from memsub.layers import EmbeddingType
+from memsub.memory import MemoryType, memory_text
 from memsub.models import PacketEnvelopeIn, PacketWriteResult
 from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
 
@@ -42,9 +43,7 @@ INSTRUCTIONS = (
     "`graph_neighbourhood` and `graph_edges` read the knowledge graph, optionally as it was at a past time."
 )
 
-EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 Scope = Literal["shared", "cursor", "l-private"]
-MemoryType = Literal["semantic", "episodic", "procedural"]
 Direction = Literal["outgoing", "incoming", "both"]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
@@ -257,7 +256,7 @@ def check_identity(substrate: Substrate, identity: Identity) -> int:
     """Open one transaction for the identity (the database checks the login's binding, or the token) and return
     the installation's vector dimension; raises the memsub error when the identity is refused."""
     with identity.transaction(substrate) as memory:
-        return int(memory.fetch("select memsub.vector_dimension() as d")[0]["d"])
+        return memory.vector_dimension()
 
 
 class MemoryTools:

@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, Json, function, one, optional, rows, vector
+from memsub._calls import NULL, Call, Json, function, json_or_none, one, optional, rows, vector
 from memsub.embedding import TextEmbedder, embed_one
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
@@ -85,7 +85,7 @@ def write_memory(namespace: str, key: str, value: Any, *, expected_version: int 
         embedding = embed_one(embedder, memory_text(key, value))
     return function("memory_write", {
         "namespace": namespace, "key": key, "value": Json(value), "expected_version": expected_version,
-        "memory_type": memory_type, "metadata": None if metadata is None else Json(metadata),
+        "memory_type": memory_type, "metadata": json_or_none(metadata),
         "embedding": vector(embedding)}, one(MemoryEntry))
 
 

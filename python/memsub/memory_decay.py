@@ -19,7 +19,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Call, Json, function, one, rows
+from memsub._calls import Call, Json, function, json_or_none, one, rows
 
 MemoryTier = Literal["STM", "LTM", "Procedural"]
 
@@ -62,7 +62,7 @@ def remember(namespace: str, key: str, value: Any, *, tier: MemoryTier | None = 
     unless given (memsub.memory_remember)."""
     return function("memory_remember", {
         "namespace": namespace, "key": key, "value": Json(value), "tier": tier, "importance": importance,
-        "expected_version": expected_version, "kind": kind, "metadata": None if metadata is None else Json(metadata)},
+        "expected_version": expected_version, "kind": kind, "metadata": json_or_none(metadata)},
         one(TieredMemory))
 
 

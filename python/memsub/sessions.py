@@ -20,7 +20,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Call, Json, Shape, function, one, optional, query, rows, scalar
+from memsub._calls import Call, Json, Shape, function, json_or_none, one, optional, query, rows, scalar
 from memsub.memory import MemoryType
 
 SessionStatus = Literal["active", "terminated"]
@@ -157,10 +157,6 @@ class AuditEntry(BaseModel):
     created_at: datetime
 
 
-def _json(value: Any) -> Json | None:
-    return None if value is None else Json(value)
-
-
 # Sessions -------------------------------------------------------------------------------------------------
 
 
@@ -168,7 +164,7 @@ def create_session(session_id: str | None = None, *, project_id: str | None = No
                    state: dict[str, Any] | None = None) -> Call[Session]:
     """Create an active session (memsub.session_create); without ``session_id`` the context's session id."""
     return function("session_create", {"session_id": session_id, "project_id": project_id, "app_name": app_name,
-                                       "state": _json(state)}, one(Session))
+                                       "state": json_or_none(state)}, one(Session))
 
 
 def get_session(session_id: str) -> Call[Session | None]:
@@ -180,7 +176,7 @@ def get_session(session_id: str) -> Call[Session | None]:
 def append_event(session_id: str, event: dict[str, Any], state_delta: dict[str, Any] | None = None) -> Call[Session]:
     """Append an event and merge its state delta (a value of None removes the key) (memsub.session_append_event)."""
     return function("session_append_event", {"session_id": session_id, "event": Json(event),
-                                             "state_delta": _json(state_delta)}, one(Session))
+                                             "state_delta": json_or_none(state_delta)}, one(Session))
 
 
 def merge_state(session_id: str, state_delta: dict[str, Any]) -> Call[Session]:
@@ -230,7 +226,7 @@ def consolidate(strategy: str | None = None, namespace_prefix: str | None = None
 def create_task(type: str, payload: Any = None, *, session_id: str | None = None,
                 parent_task_id: int | None = None) -> Call[Task]:
     """Create a pending task (memsub.task_create); the payload defaults to ``{}``."""
-    return function("task_create", {"type": type, "payload": _json(payload), "session_id": session_id,
+    return function("task_create", {"type": type, "payload": json_or_none(payload), "session_id": session_id,
                                     "parent_task_id": parent_task_id}, one(Task))
 
 
@@ -241,7 +237,7 @@ def link_task(task_id: int, session_id: str) -> Call[Task]:
 
 def set_task_status(task_id: int, status: TaskStatus, *, result: Any = None, error: str | None = None) -> Call[Task]:
     """Move a task to ``status``, with its result or error (memsub.task_set_status)."""
-    return function("task_set_status", {"task_id": task_id, "status": status, "result": _json(result),
+    return function("task_set_status", {"task_id": task_id, "status": status, "result": json_or_none(result),
                                         "error": error}, one(Task))
 
 
@@ -249,7 +245,7 @@ def spawn_agent(name: str, task_id: int, *, session_id: str | None = None,
                 metadata: dict[str, Any] | None = None) -> Call[Agent]:
     """Register an agent working on a task (memsub.agent_spawn)."""
     return function("agent_spawn", {"name": name, "task_id": task_id, "session_id": session_id,
-                                    "metadata": _json(metadata)}, one(Agent))
+                                    "metadata": json_or_none(metadata)}, one(Agent))
 
 
 def set_actor(agent_id: UUID | str, task_id: int | None = None) -> Call[None]:
@@ -276,7 +272,7 @@ def put_document(file_path: str, embedding: Sequence[float] | None = None,
     """Create or update a document index entry (memsub.document_index_put)."""
     return function("document_index_put", {
         "file_path": file_path, "embedding": None if embedding is None else [float(x) for x in embedding],
-        "metadata": _json(metadata)}, one(DocumentIndexEntry))
+        "metadata": json_or_none(metadata)}, one(DocumentIndexEntry))
 
 
 def get_document(file_path: str) -> Call[DocumentIndexEntry | None]:

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, Json, Row, Shape, function, one, query, rows, vector
+from memsub._calls import NULL, Call, Json, Row, Shape, function, json_or_none, one, query, rows, vector
 from memsub.embedding import TextEmbedder, embed_one
 from memsub.errors import MemsubError
 
@@ -149,10 +149,6 @@ def _refs(evidence: Sequence[DocRef | dict[str, Any]] | None) -> Json | None:
     return Json([r.model_dump(mode="json") if isinstance(r, DocRef) else r for r in evidence])
 
 
-def _text(value: UUID | str | None) -> str | None:
-    return None if value is None else str(value)
-
-
 def add_edge(
     source: str,
     relationship_type: str,
@@ -171,7 +167,7 @@ def add_edge(
     return function("temporal_edge_add", {
         "source_entity": source, "relationship_type": relationship_type, "target_entity": target,
         "valid_from": valid_from, "valid_until": valid_until, "confidence": confidence, "evidence": _refs(evidence),
-        "source_type": source_type, "target_type": target_type, "source_packet": _text(source_packet)}, _EDGE)
+        "source_type": source_type, "target_type": target_type, "source_packet": source_packet}, _EDGE)
 
 
 def close_edge(source: str, relationship_type: str, target: str,
@@ -198,7 +194,7 @@ def supersede_edge(
     return function("supersede_relationship", {
         "source_entity": source, "relationship_type": relationship_type, "target_entity": target,
         "valid_from": valid_from, "confidence": confidence, "evidence": _refs(evidence), "source_type": source_type,
-        "target_type": target_type, "source_packet": _text(source_packet)}, _EDGE)
+        "target_type": target_type, "source_packet": source_packet}, _EDGE)
 
 
 def edges_as_of(as_of: datetime | None = None, *, entity: str | None = None,
@@ -234,7 +230,7 @@ def upsert_entity(
         embedding = embed_one(embedder, ", ".join([name, *aliases]))
     return function("graph_upsert_entity", {
         "name": name, "entity_type": entity_type, "aliases": list(aliases) if aliases else None,
-        "properties": None if properties is None else Json(properties), "doc_refs": _refs(doc_refs),
+        "properties": json_or_none(properties), "doc_refs": _refs(doc_refs),
         "confidence": confidence, "embedding": vector(embedding)}, one(EntityNode))
 
 

@@ -11,10 +11,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from memsub import _calls
 from memsub.errors import from_database_error
 
 Row = dict[str, Any]
-SET_CONTEXT = "select memsub.set_context(%s, %s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -27,12 +27,9 @@ class TenantContext:
     roles: Sequence[str] = field(default_factory=tuple)
     session_id: str | None = None
 
-    def parameters(self) -> list[Any]:
-        return [str(self.tenant_id), _text(self.org_id), _text(self.user_id), list(self.roles), self.session_id]
-
-
-def _text(value: UUID | str | None) -> str | None:
-    return None if value is None else str(value)
+    def statement(self) -> _calls.Call[None]:
+        """The ``memsub.set_context`` call that opens each of the adapter's transactions."""
+        return _calls.set_context(self.tenant_id, self.org_id, self.user_id, self.roles, self.session_id)
 
 
 def sync_pool(dsn: str, max_size: int = 4) -> ConnectionPool[psycopg.Connection[Row]]:
@@ -62,7 +59,8 @@ def call_many(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantCont
     database errors become memsub errors."""
     try:
         with pool.connection() as connection, connection.pipeline(), connection.transaction():
-            connection.execute(SET_CONTEXT, context.parameters())
+            opening = context.statement()
+            connection.execute(opening.statement, opening.params)
             cursors = [connection.execute(query, args) for query, args in statements]
             return [cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
@@ -80,7 +78,8 @@ async def async_call_many(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]
     """The async twin of :func:`call_many`."""
     try:
         async with pool.connection() as connection, connection.pipeline(), connection.transaction():
-            await connection.execute(SET_CONTEXT, context.parameters())
+            opening = context.statement()
+            await connection.execute(opening.statement, opening.params)
             cursors = [await connection.execute(query, args) for query, args in statements]
             return [await cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
