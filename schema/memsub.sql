@@ -1078,9 +1078,7 @@ CREATE FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) RETURN
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    if jsonb_typeof(p_packet.envelope -> 'memory' -> 'embeddings') = 'array' then
-        p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
-    end if;
+    p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
     return p_packet;
 end
 $$;
@@ -3237,6 +3235,7 @@ CREATE FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid DEFAULT NU
 declare
     v_key_id text := pg_catalog.substr(pg_catalog.md5(pg_catalog.gen_random_uuid()::text), 1, 16);
     v_key    text;
+    v_roles  text[];
     requested text;
 begin
     if p_tenant_id is null then
@@ -3271,13 +3270,11 @@ begin
     v_key := 'msk_' || v_key_id || '_'
              || pg_catalog.encode(pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
                                   || pg_catalog.uuid_send(pg_catalog.gen_random_uuid()), 'hex');
+    v_roles := (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r);
     insert into memsub.api_keys as k (tenant_id, key_id, key_hash, org_id, user_id, roles, label, expires_at)
     values (p_tenant_id, v_key_id, pg_catalog.sha256(pg_catalog.convert_to(v_key, 'UTF8')), p_org_id, p_user_id,
-            (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
-            p_label, p_expires_at);
-    return query select v_key_id, v_key, p_tenant_id, p_org_id, p_user_id,
-                        (select coalesce(array_agg(distinct r order by r), '{}') from pg_catalog.unnest(p_roles) r),
-                        p_label, p_expires_at;
+            v_roles, p_label, p_expires_at);
+    return query select v_key_id, v_key, p_tenant_id, p_org_id, p_user_id, v_roles, p_label, p_expires_at;
 end
 $$;
 
@@ -4148,28 +4145,13 @@ ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_dept
 COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
 
 CREATE FUNCTION memsub.get_packet(p_packet_id uuid) RETURNS SETOF memsub.packet_store
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_tenant uuid := memsub.current_tenant_id();
-begin
-    -- The key is (tenant_id, packet_id): with the context tenant it is one index search; by packet_id alone it
-    -- would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
-    if v_tenant is null or memsub.is_platform_admin() then
-        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
-                       where s.packet_id = p_packet_id;
-    else
-        return query select w.* from memsub.packet_store s cross join lateral memsub._packet_with_vectors(s) w
-                       where s.tenant_id = v_tenant and s.packet_id = p_packet_id;
-    end if;
-end
-$$;
+    AS $$ select * from memsub.get_packets(array[p_packet_id]) $$;
 
 ALTER FUNCTION memsub.get_packet(p_packet_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise), its envelope as written. Searches the context tenant''s key.';
+COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise), its envelope as written: memsub.get_packets of one id.';
 
 CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[]) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -4180,6 +4162,9 @@ declare
 begin
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
+    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
     if v_tenant is null or memsub.is_platform_admin() then
         return query
             select v.*
@@ -5504,8 +5489,7 @@ CREATE FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder 
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    if p_task is null or p_task not in ('purge_expired', 'refresh_memory_views', 'learn_importance',
-                                        'memory_maintenance', 'summaries_due', 'tune_search') then
+    if p_task is null or not p_task = any (memsub.maintain_tasks()) then
         raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
             using errcode = '22023', column = 'task';
     end if;
@@ -5519,6 +5503,16 @@ $$;
 ALTER FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) IS 'Takes the lock of one memsub maintain task until the calling transaction ends, without waiting: taken, or not taken and the holder ("pid N (role R, application A)"). For memsub maintain; platform admins only.';
+
+CREATE FUNCTION memsub.maintain_tasks() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
+                   'summaries_due', 'tune_search']::text[] $$;
+
+ALTER FUNCTION memsub.maintain_tasks() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.maintain_tasks() IS 'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock (memsub.maintain_lock).';
 
 CREATE FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -5890,7 +5884,7 @@ begin
             memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
-    perform memsub._check_one_of(p_kind, array['semantic', 'episodic'], 'kind');
+    perform memsub._check_one_of(p_kind, array_remove(memsub.memory_types(), 'procedural'), 'kind');
     if p_importance is null then
         raise exception 'field "importance" is required' using errcode = '23502', column = 'importance';
     end if;
@@ -12322,6 +12316,9 @@ GRANT ALL ON FUNCTION memsub.list_api_keys() TO memsub_tenant_admin;
 
 REVOKE ALL ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT holder text) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub.maintain_tasks() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.maintain_tasks() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
