@@ -59,43 +59,8 @@ comment on function memsub.store_embedding(uuid, text, vector, integer, text, js
     'Stores (or replaces) the embedding of a visible packet in one vector space (one of '
     'memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
 
-create or replace function memsub.search_embeddings(
-    p_query          vector,
-    p_embedding_type text,
-    p_limit          integer default 10
-) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
-                 metadata jsonb, distance double precision)
-language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, public, pg_temp
-as $$
-begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
-    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
-                                'embedding_type');
-    if p_query is null then
-        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub._check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
-    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
-    return query execute format(
-        'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
-        '       (e.vector <=> $1)::double precision as distance '
-        '  from memsub.memory_embeddings e '
-        ' where e.embedding_type = %L '
-        ' order by e.vector <=> $1 '
-        ' limit $2', p_embedding_type)
-        using p_query, p_limit;
-end
-$$;
-comment on function memsub.search_embeddings(vector, text, integer) is
-    'The limit visible embeddings of one type nearest to the query (cosine distance), through that type''s partial '
-    'HNSW index.';
+-- semantic_search (sql/310_semantic_search.sql) is the one vector search of embeddings.
+drop function if exists memsub.search_embeddings(vector, text, integer);
 
 create or replace function memsub.store_semantic_memory(
     p_agent_id         text,
@@ -197,6 +162,5 @@ grant execute on function
     memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision)
     to memsub_app;
 grant execute on function
-    memsub.search_embeddings(vector, text, integer),
     memsub.search_semantic_memory(vector, integer, text)
     to memsub_app, memsub_analyst;

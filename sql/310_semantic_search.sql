@@ -124,6 +124,8 @@ comment on function memsub._record_accesses(text, uuid[], double precision[], te
     'used by the retrieval functions when asked to record. Returns the access id of each target.';
 
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
+-- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
+drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer);
 call memsub.install_row_security('memsub.search_stats', array[]::text[]);
 
 create or replace function memsub._search_strategy(
@@ -212,10 +214,11 @@ create or replace function memsub.semantic_search(
     p_agent_id        text             default null,
     p_mode            text             default 'auto',
     p_ef_search       integer          default null,
-    p_max_scan_tuples integer          default 20000
+    p_max_scan_tuples integer          default 20000,
+    p_with_packets    boolean          default false
 ) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
                  distance double precision, importance_score double precision, combined_score double precision,
-                 method text, access_id uuid)
+                 method text, access_id uuid, packet jsonb)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
@@ -234,6 +237,7 @@ declare
     v_ids      uuid[];
     v_scores   double precision[];
     v_access   uuid[];
+    v_packet_rows jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
@@ -318,10 +322,17 @@ begin
                   from memsub._record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
     end if;
 
+    if p_with_packets and cardinality(v_hits) > 0 then
+        -- The candidates' packets in one read, as memsub.get_packets returns them (vectors put back, row-level
+        -- security applies); only when asked, so a plain search reads no envelope.
+        select jsonb_object_agg(g.packet_id, to_jsonb(g)) into v_packet_rows
+          from memsub.get_packets(array(select h.packet_id from unnest(v_hits) h)) g;
+    end if;
+
     return query
         select h.embedding_id, h.packet_id, p_embedding_type, h.chunk_index, h.chunk_text, h.distance,
                h.importance_score, memsub.combined_score(h.distance, h.importance_score, h.last_active),
-               v_method, v_access[array_position(v_ids, h.embedding_id)]
+               v_method, v_access[array_position(v_ids, h.embedding_id)], v_packet_rows -> h.packet_id::text
           from unnest(v_hits) h
          order by case when p_rank_by = 'combined'
                        then -memsub.combined_score(h.distance, h.importance_score, h.last_active)
@@ -330,7 +341,7 @@ begin
          limit p_k;
 end
 $$;
-comment on function memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer) is
+comment on function memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean) is
     'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance '
     'and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, '
     'time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). '
@@ -339,7 +350,9 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. '
     'ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) '
     'bound the walk; the settings return to their values after the call. record_access logs each result in '
-    'memory_access_log (access_id) and counts it on its packet.';
+    'memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each '
+    'hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); '
+    'NULL otherwise.';
 
 create or replace function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
 returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
@@ -448,7 +461,7 @@ comment on function memsub.tune_search(integer, integer) is
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
-    memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer),
+    memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean),
     memsub._search_strategy(uuid, text, integer, text, integer)
     to memsub_app, memsub_analyst;
 grant select on memsub.search_stats to memsub_app, memsub_analyst;

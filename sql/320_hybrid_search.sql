@@ -100,6 +100,8 @@ comment on function memsub._chunk_keyword_candidates(text, integer) is
     'Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts '
     'only; chunks are few next to embeddings).';
 
+-- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
+drop function if exists memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text);
 create or replace function memsub.hybrid_search(
     p_query_text        text,
     p_query             vector,
@@ -113,10 +115,11 @@ create or replace function memsub.hybrid_search(
     p_recency_weight    double precision default 0.0,
     p_half_life         interval         default interval '30 days',
     p_record_access     boolean          default false,
-    p_agent_id          text             default null
+    p_agent_id          text             default null,
+    p_with_packets      boolean          default false
 ) returns table (embedding_id uuid, packet_id uuid, chunk_index integer, chunk_text text, score double precision,
                  vector_rank integer, text_rank integer, distance double precision, text_score real,
-                 importance_score double precision, access_id uuid)
+                 importance_score double precision, access_id uuid, packet jsonb)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -232,27 +235,34 @@ begin
                                       (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                                       p_query_text, 'hybrid_search', p_agent_id) r
          where p_record_access
+    ), packets as (
+        -- The hits' packets in one read, as memsub.get_packets returns them, only when asked (a one-time filter).
+        select g.packet_id, to_jsonb(g) as packet
+          from memsub.get_packets(array(select t.packet_id from top t)) g
+         where p_with_packets
     )
     select t.embedding_id, t.packet_id, t.chunk_index, t.chunk_text, t.score::double precision, t.vector_rank,
-           t.text_rank, t.distance, t.text_score, t.importance_score, r.access_id
+           t.text_rank, t.distance, t.text_score, t.importance_score, r.access_id, g.packet
       from top t
       left join recorded r on r.target_id = t.embedding_id
+      left join packets g on g.packet_id = t.packet_id
      order by t.ord;
 end
 $$;
-comment on function memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text) is
+comment on function memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text, boolean) is
     'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best '
     'by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + '
     'vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). '
     'Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), '
     'weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. '
     'In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector '
-    '(memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
+    '(memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id. '
+    'with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it; NULL otherwise.';
 
 grant execute on function memsub._keyword_candidates(text, text, integer) to memsub_app, memsub_analyst;
 grant execute on function memsub._chunk_keyword_candidates(text, integer) to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text)
+    memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text, boolean)
     to memsub_app, memsub_analyst;
 -- The keyword leg's owner reads what its predicates select, and nothing else.
 grant usage on schema memsub to memsub_retrieval_owner;

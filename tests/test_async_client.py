@@ -94,7 +94,7 @@ async def test_async_calls_return_what_sync_calls_return(db384: Any) -> None:
         ("traverse", ("BayCycle",), {}),
         ("neighbourhood", ("BayCycle",), {}),
         ("graph_neighbors", ("BayCycle",), {}),
-        ("search_embeddings", (query, "content", 2), {}),
+        ("search", (query, 2), {"with_packets": True}),
         ("reflections", (vectors[2],), {"tags": ["routing"]}),
         ("world_model_state_version", (), {}),
         ("summaries_due", (), {}),

@@ -91,7 +91,6 @@ def _refused(world: tuple[str, str, int], call: str, params: list[Any], column: 
 
 VECTOR_CALLS = [
     ("select memsub.store_embedding(%s, 'content', %s::vector)", "packet", "vector"),
-    ("select * from memsub.search_embeddings(%s::vector, 'content')", None, "query"),
     ("select memsub.store_semantic_memory('agent', %s::vector)", None, "vector"),
     ("select * from memsub.search_semantic_memory(%s::vector)", None, "query"),
     ("select memsub.record_reflection('lesson', 'text', p_vector => %s::vector)", None, "vector"),

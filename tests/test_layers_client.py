@@ -30,7 +30,7 @@ def test_client_covers_every_layer(db):
             fact = memory.assert_fact("l9", "USES", "neo4j", confidence=0.5)
             assert (fact.supporting_packet_count, fact.confidence) == (2, 0.75)
             embedding = memory.store_embedding(packet.packet_id, "summary", one_hot, chunk_text="t")
-            assert memory.search_embeddings(one_hot, "summary", 1)[0].embedding_id == embedding.embedding_id
+            assert memory.search(one_hot, 1, embedding_type="summary")[0].embedding_id == embedding.embedding_id
             memory.store_semantic_memory("planner", one_hot, {"k": 1})
             assert memory.search_semantic_memory(one_hot, 1)[0].payload == {"k": 1}
             edge = memory.upsert_relationship("L9", "Develops", "Python")

@@ -59,25 +59,31 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         assert plan is not None
         assert _index_names(plan[0][0]["Plan"]) == {f"idx_embeddings_vector_{space}"}
         # The search function gives the caller's rows of that type, nearest first.
-        rows = conn.execute("select packet_id, embedding_type, distance "
-                            "from memsub.search_embeddings(%s::vector, %s, 5)", [vec(1.0, 0.3, 0.1), space]).fetchall()
+        rows = conn.execute("select packet_id, embedding_type, distance from memsub.semantic_search("
+                            "%s::vector, 5, %s)", [vec(1.0, 0.3, 0.1), space]).fetchall()
         assert len(rows) == 5 and {r[1] for r in rows} == {space}
         distances = [r[2] for r in rows]
         assert all(later >= earlier - 1e-6 for earlier, later in pairwise(distances))
         tenants = conn.execute("select distinct tenant_id from memsub.memory_embeddings").fetchall()
         assert tenants == [(TENANT_A,)]
+        # Asked for more rows than the tenant holds, the search gives every one of its 30 and none of the other
+        # tenant's 10.
+        own = {r[0] for r in conn.execute("select packet_id from memsub.packet_store").fetchall()}
+        found = [r[0] for r in conn.execute("select packet_id from memsub.semantic_search(%s::vector, 100, %s)",
+                                            [vec(1.0, 0.3, 0.1), space]).fetchall()]
+        assert len(found) == 30 and set(found) == own
 
 
 def test_wrong_dimension_and_unknown_type_are_refused(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select * from memsub.search_embeddings('[1,2,3]'::vector, 'content')")
+            conn.execute("select * from memsub.semantic_search('[1,2,3]'::vector, 5, 'content')")
         assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "query")
         conn.rollback()
         set_context(conn, TENANT_A)
         with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select * from memsub.search_embeddings(%s::vector, 'colour')", [vec(1.0)])
+            conn.execute("select * from memsub.semantic_search(%s::vector, 5, 'colour')", [vec(1.0)])
         assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "embedding_type")
 
 
@@ -109,7 +115,7 @@ def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
         result = write(conn, {"packet_type": "memory_write", "payload": {}, "memory": {
             "embeddings": [{"embedding_type": "summary", "vector": json.loads(vec(1.0, dimension=384))}]}})
         assert result["written"]["memory_embeddings"] == 1
-        rows = conn.execute("select distance from memsub.search_embeddings(%s::vector, 'summary', 3)",
+        rows = conn.execute("select distance from memsub.semantic_search(%s::vector, 3, 'summary')",
                             [vec(1.0, dimension=384)]).fetchall()
         assert len(rows) == 1 and rows[0][0] < 1e-6
         with pytest.raises(psycopg.Error) as caught:

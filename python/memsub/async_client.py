@@ -153,7 +153,6 @@ class AsyncTenantSession(AsyncSession):
     record_reasoning_trace = async_method(layers.record_reasoning_trace)
     assert_fact = async_method(layers.assert_fact)
     store_embedding = async_method(layers.store_embedding)
-    search_embeddings = async_method(layers.search_embeddings)
     store_semantic_memory = async_method(layers.store_semantic_memory)
     search_semantic_memory = async_method(layers.search_semantic_memory)
     upsert_relationship = async_method(layers.upsert_relationship)

@@ -41,9 +41,11 @@ def _number(value: float | None, digits: int = 4) -> str:
                    "else hashing.")
 @click.option("--record", "record_access", is_flag=True,
               help="Log each result in memory_access_log (its access id can then get feedback).")
+@click.option("--with-packets", "with_packets", is_flag=True,
+              help="Return each hit's packet with it, read in the same statement (shown with --json).")
 @json_lines_option
 def search_command(query: str, target: Target, mode: str, k: int, embedding_type: str,
-                   embedder: str | None, record_access: bool, as_json: bool) -> None:
+                   embedder: str | None, record_access: bool, with_packets: bool, as_json: bool) -> None:
     """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid)."""
     rows: list[Any] = []
     with target.session() as memory:
@@ -53,10 +55,10 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
         vector = chosen.embed([query])[0]
         if mode == "semantic":
             rows = memory.search(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                 record_access=record_access, query_text=query)
+                                 record_access=record_access, query_text=query, with_packets=with_packets)
         else:
             rows = memory.hybrid_search(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                        record_access=record_access)
+                                        record_access=record_access, with_packets=with_packets)
     if as_json:
         emit_json_lines(rows)
         return

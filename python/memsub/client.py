@@ -154,7 +154,6 @@ class TenantSession(SyncSession):
     record_reasoning_trace = sync_method(layers.record_reasoning_trace)
     assert_fact = sync_method(layers.assert_fact)
     store_embedding = sync_method(layers.store_embedding)
-    search_embeddings = sync_method(layers.search_embeddings)
     store_semantic_memory = sync_method(layers.store_semantic_memory)
     search_semantic_memory = sync_method(layers.search_semantic_memory)
     upsert_relationship = sync_method(layers.upsert_relationship)

@@ -83,16 +83,6 @@ class MemoryEmbedding(_TenantRow):
     scope: str
 
 
-class EmbeddingMatch(BaseModel):
-    embedding_id: UUID
-    packet_id: UUID
-    embedding_type: str
-    chunk_index: int
-    chunk_text: str | None
-    metadata: dict[str, Any]
-    distance: float
-
-
 class SemanticMemory(_TenantRow):
     embedding_id: UUID
     agent_id: str
@@ -281,13 +271,6 @@ def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector
                                         "vector": _vector(vector), "chunk_index": chunk_index,
                                         "chunk_text": chunk_text, "metadata": json_or_none(metadata)},
                     one(MemoryEmbedding))
-
-
-def search_embeddings(query: VectorLike, embedding_type: EmbeddingType,
-                      limit: int = 10) -> Call[list[EmbeddingMatch]]:
-    """The visible embeddings of one type nearest to a vector (memsub.search_embeddings)."""
-    return function("search_embeddings", {"query": _vector(query), "embedding_type": embedding_type,
-                                          "limit": limit}, rows(EmbeddingMatch))
 
 
 def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, Any] | None = None, *,

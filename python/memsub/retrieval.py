@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from memsub._calls import NULL, Call, VectorLike, function, one, rows
 from memsub._calls import vector as _vector
 from memsub.layers import EmbeddingType, Priority, ReflectionType
+from memsub.models import PacketStoreRow
 
 RankBy = Literal["distance", "combined"]
 SearchMode = Literal["auto", "exact", "approximate"]
@@ -43,6 +44,8 @@ class SemanticHit(BaseModel):
     combined_score: float
     method: Literal["exact", "approximate"]
     access_id: UUID | None
+    packet: PacketStoreRow | None = None
+    """The hit's packet as :meth:`get_packets` returns it, when the search was asked ``with_packets``."""
 
 
 class HybridHit(BaseModel):
@@ -63,6 +66,8 @@ class HybridHit(BaseModel):
     text_score: float | None
     importance_score: float | None
     access_id: UUID | None
+    packet: PacketStoreRow | None = None
+    """The hit's packet as :meth:`get_packets` returns it, when the search was asked ``with_packets``."""
 
 
 class GraphPath(BaseModel):
@@ -144,17 +149,18 @@ def search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "c
            since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
            rank_by: RankBy = "distance", record_access: bool = False, query_text: str | None = None,
            agent_id: str | None = None, mode: SearchMode = "auto", ef_search: int | None = None,
-           max_scan_tuples: int | None = None) -> Call[list[SemanticHit]]:
+           max_scan_tuples: int | None = None, with_packets: bool = False) -> Call[list[SemanticHit]]:
     """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search).
 
     ``mode``: ``auto`` (default) chooses the exact scan or the HNSW walk per call by cost and measured recall;
-    ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks."""
+    ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks.
+    ``with_packets``: each hit carries its packet (``hit.packet``), read in the same statement."""
     return function("semantic_search", {
         "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
         "tags": _list(tags), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
         "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
-        "max_scan_tuples": max_scan_tuples}, rows(SemanticHit))
+        "max_scan_tuples": max_scan_tuples, "with_packets": True if with_packets else None}, rows(SemanticHit))
 
 
 def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10, *,
@@ -162,10 +168,11 @@ def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10,
                   text_weight: float | None = None, rrf_k: int | None = None, candidates: int | None = None,
                   importance_weight: float | None = None, recency_weight: float | None = None,
                   half_life: timedelta | None = None, record_access: bool = False,
-                  agent_id: str | None = None) -> Call[list[HybridHit]]:
+                  agent_id: str | None = None, with_packets: bool = False) -> Call[list[HybridHit]]:
     """Full text and vector similarity fused by reciprocal rank fusion (memsub.hybrid_search).
 
     Either query may be None (one leg only). Unset weights take the function's defaults (docs/retrieval.md).
+    ``with_packets``: each hit carries its packet (``hit.packet``), read in the same statement.
     """
     vector = _vector(query)
     return function("hybrid_search", {
@@ -173,7 +180,7 @@ def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10,
         "k": k, "embedding_type": embedding_type, "vector_weight": vector_weight, "text_weight": text_weight,
         "rrf_k": rrf_k, "candidates": candidates, "importance_weight": importance_weight,
         "recency_weight": recency_weight, "half_life": half_life, "record_access": record_access,
-        "agent_id": agent_id}, rows(HybridHit))
+        "agent_id": agent_id, "with_packets": True if with_packets else None}, rows(HybridHit))
 
 
 def traverse(start_entity: str, max_depth: int = 3, *, relationship_types: Sequence[str] | None = None,
