@@ -421,7 +421,7 @@ SEMANTIC_ARGUMENTS = (
     Argument("since", timestamp, "timestamptz"), Argument("until", timestamp, "timestamptz"),
     Argument("min_importance", number, "double precision"), Argument("rank_by", text, "text"),
     Argument("record_access", boolean, "boolean"), Argument("query_text", text, "text"),
-    Argument("agent_id", text, "text"),
+    Argument("agent_id", text, "text"), Argument("with_packets", boolean, "boolean"),
 )
 
 
@@ -439,6 +439,7 @@ HYBRID_ARGUMENTS = (
     Argument("importance_weight", number, "double precision"),
     Argument("recency_weight", number, "double precision"),
     Argument("record_access", boolean, "boolean"), Argument("agent_id", text, "text"),
+    Argument("with_packets", boolean, "boolean"),
 )
 
 

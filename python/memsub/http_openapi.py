@@ -86,7 +86,8 @@ SEMANTIC_HIT: Schema = {
         "chunk_index": {"type": "integer"}, "chunk_text": nullable({"type": "string"}),
         "distance": {"type": "number"}, "importance_score": nullable({"type": "number"}),
         "combined_score": {"type": "number"}, "method": {"enum": ["exact", "approximate"]},
-        "access_id": nullable(UUID)},
+        "access_id": nullable(UUID),
+        "packet": nullable({**ref("PacketStoreRow"), "description": "The hit's packet when asked with_packets."})},
 }
 
 HYBRID_HIT: Schema = {
@@ -95,7 +96,8 @@ HYBRID_HIT: Schema = {
         "chunk_text": nullable({"type": "string"}), "score": {"type": "number"},
         "vector_rank": nullable({"type": "integer"}), "text_rank": nullable({"type": "integer"}),
         "distance": nullable({"type": "number"}), "text_score": nullable({"type": "number"}),
-        "importance_score": nullable({"type": "number"}), "access_id": nullable(UUID)},
+        "importance_score": nullable({"type": "number"}), "access_id": nullable(UUID),
+        "packet": nullable({**ref("PacketStoreRow"), "description": "The hit's packet when asked with_packets."})},
 }
 
 GRAPH_NODE: Schema = {
@@ -132,7 +134,8 @@ SEMANTIC_REQUEST: Schema = {
         "tags": {"type": "array", "items": {"type": "string"}}, "packet_type": {"type": "string"},
         "since": TIMESTAMP, "until": TIMESTAMP, "min_importance": {"type": "number"},
         "rank_by": {"enum": ["distance", "combined"]}, "record_access": {"type": "boolean"},
-        "query_text": {"type": "string"}, "agent_id": {"type": "string"}},
+        "query_text": {"type": "string"}, "agent_id": {"type": "string"},
+        "with_packets": {"type": "boolean", "description": "Each hit carries its packet (one statement)."}},
 }
 
 HYBRID_REQUEST: Schema = {
@@ -142,7 +145,8 @@ HYBRID_REQUEST: Schema = {
         "query_text": {"type": "string"}, "query": VECTOR, "k": INT32, "embedding_type": {"type": "string"},
         "vector_weight": {"type": "number"}, "text_weight": {"type": "number"}, "rrf_k": INT32,
         "candidates": INT32, "importance_weight": {"type": "number"}, "recency_weight": {"type": "number"},
-        "record_access": {"type": "boolean"}, "agent_id": {"type": "string"}},
+        "record_access": {"type": "boolean"}, "agent_id": {"type": "string"},
+        "with_packets": {"type": "boolean", "description": "Each hit carries its packet (one statement)."}},
 }
 
 MEMORY_WRITE_REQUEST: Schema = {

@@ -31,7 +31,7 @@ from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.layers import EmbeddingType
 from memsub.memory import MemoryType, memory_text
-from memsub.models import PacketEnvelopeIn, PacketWriteResult
+from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult
 from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
 
 SERVER_NAME = "memsub"
@@ -149,6 +149,7 @@ class RecallHit(BaseModel):
     vector_rank: int | None = None
     text_rank: int | None = None
     access_id: UUID | None = Field(description="Give this to the feedback tool.")
+    packet: ThreadPacket | None = Field(default=None, description="The hit's packet, when asked with_packets.")
 
 
 class RecallResult(BaseModel):
@@ -196,6 +197,15 @@ class ThreadPacket(BaseModel):
     scope: str
     importance_score: float
     payload: Any
+
+
+def _thread_packet(row: PacketStoreRow | None) -> ThreadPacket | None:
+    """A packet as the tools show it (replay_thread, recall with_packets)."""
+    if row is None:
+        return None
+    return ThreadPacket(write_seq=row.write_seq, packet_id=row.packet_id, packet_type=row.packet_type,
+                        timestamp=row.timestamp, parent_ids=row.parent_ids, tags=row.tags, scope=row.scope,
+                        importance_score=row.importance_score, payload=row.payload)
 
 
 class ThreadPage(BaseModel):
@@ -321,7 +331,7 @@ class MemoryTools:
 
     def recall(self, query: str, k: int, mode: Literal["semantic", "hybrid"], embedding_type: EmbeddingType,
                thread_id: UUID | None, tags: Sequence[str] | None, packet_type: str | None,
-               since: datetime | None, until: datetime | None) -> RecallResult:
+               since: datetime | None, until: datetime | None, with_packets: bool = False) -> RecallResult:
         if not query.strip():
             raise ToolError("field query: must not be empty")
         filters = {"thread_id": thread_id, "tags": tags, "packet_type": packet_type, "since": since, "until": until}
@@ -335,17 +345,20 @@ class MemoryTools:
                 semantic: list[SemanticHit] = memory.search(
                     vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
                     packet_type=packet_type, since=_utc(since), until=_utc(until), record_access=True,
-                    query_text=query, agent_id=self.agent_id)
+                    query_text=query, agent_id=self.agent_id, with_packets=with_packets)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=1.0 - h.distance, distance=h.distance,
-                                  importance_score=h.importance_score, access_id=h.access_id) for h in semantic]
+                                  importance_score=h.importance_score, access_id=h.access_id,
+                                  packet=_thread_packet(h.packet)) for h in semantic]
             else:
                 hybrid: list[HybridHit] = memory.hybrid_search(
-                    query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id)
+                    query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id,
+                    with_packets=with_packets)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=h.score, distance=h.distance,
                                   importance_score=h.importance_score, vector_rank=h.vector_rank,
-                                  text_rank=h.text_rank, access_id=h.access_id) for h in hybrid]
+                                  text_rank=h.text_rank, access_id=h.access_id,
+                                  packet=_thread_packet(h.packet)) for h in hybrid]
         return RecallResult(mode=mode, hits=hits)
 
     def recall_entries(self, query: str, k: int, namespace_prefix: str | None) -> EntryRecallResult:
@@ -361,9 +374,7 @@ class MemoryTools:
             rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
         more = len(rows) > limit
         rows = rows[:limit]
-        packets = [ThreadPacket(write_seq=r.write_seq, packet_id=r.packet_id, packet_type=r.packet_type,
-                                timestamp=r.timestamp, parent_ids=r.parent_ids, tags=r.tags, scope=r.scope,
-                                importance_score=r.importance_score, payload=r.payload) for r in rows]
+        packets = [packet for packet in map(_thread_packet, rows) if packet is not None]
         return ThreadPage(thread_id=thread_id, packets=packets,
                           next_cursor=rows[-1].write_seq if more and rows else None)
 
@@ -461,10 +472,13 @@ def build_server(tools: MemoryTools) -> MCPServer:
         packet_type: Annotated[str | None, Field(description="semantic only: packets of this type.")] = None,
         since: Annotated[datetime | None, Field(description="semantic only: packets timestamped since then.")] = None,
         until: Annotated[datetime | None, Field(description="semantic only: packets timestamped before then.")] = None,
+        with_packets: Annotated[bool, Field(description="Each hit carries its packet (type, time, parents, tags, "
+                                                        "payload), read with the hits.")] = False,
     ) -> RecallResult:
         """Find remembered texts by meaning (memsub.semantic_search) or by meaning and words
         (memsub.hybrid_search). Each hit's access is logged; send feedback on its access_id."""
-        return tools.recall(query, k, mode, embedding_type, thread_id, tags, packet_type, since, until)
+        return tools.recall(query, k, mode, embedding_type, thread_id, tags, packet_type, since, until,
+                            with_packets)
 
     @server.tool(annotations=READ_ONLY)
     def recall_entries(
