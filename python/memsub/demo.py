@@ -15,8 +15,9 @@ They are named outside the ``memsub_`` prefix, which belongs to memsub's own NOL
 run drops its roles and, unless ``--keep``, its database; an embedded cluster it had to start is stopped again.
 Nothing the run did not create is dropped.
 
-Every packet's text is embedded and stored as its content embedding, so the story can search the conversation by
-meaning (memsub.semantic_search) and by meaning and words (memsub.hybrid_search). The embedder is MiniLM
+Every packet is written with its text's content embedding in the same write (the envelope's memory.embeddings),
+so the story can search the conversation by meaning (memsub.semantic_search) and by meaning and words
+(memsub.hybrid_search). The embedder is MiniLM
 (all-MiniLM-L6-v2, bundled by the ``embed`` extra) when it is installed, else the hashing embedder; the demo
 says which. A recreated demo database is migrated with the embedder's dimension.
 """
@@ -42,7 +43,8 @@ from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
 from memsub.connection import describe, with_timeout
-from memsub.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, minilm_available
+from memsub.embedding import (Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, embed_envelopes,
+                              minilm_available)
 from memsub.errors import ConnectionFailed, MemsubError
 from memsub.exit_codes import fail
 from memsub.migrator import Migrator
@@ -250,12 +252,13 @@ class Scene:
     """Writes envelopes for one person and remembers each result under a short label."""
 
     def __init__(self, substrate: Substrate, written: Written, person: Person, thread: str,
-                 started: datetime) -> None:
+                 started: datetime, embedder: Embedder | None = None) -> None:
         self.substrate = substrate
         self.written = written
         self.person = person
         self.thread_id = written.threads.setdefault(thread, uuid.uuid4())
         self.started = started
+        self.embedder = embedder
 
     @contextmanager
     def session(self) -> Iterator[TenantSession]:
@@ -271,7 +274,7 @@ class Scene:
             lineage = PacketLineage.model_validate({
                 "parent_ids": [self.written.packets[p].packet_id for p in parents],
                 "derivation_type": derivation})
-        return PacketEnvelopeIn.model_validate({
+        fields: dict[str, Any] = {
             "packet_type": packet_type,
             "timestamp": self.started + timedelta(seconds=seconds),
             "payload": {"speaker": speaker, "text": text, **payload},
@@ -282,7 +285,12 @@ class Scene:
             "scope": scope,
             "ttl": ttl,
             "confidence": None if confidence is None else {"score": confidence},
-        })
+        }
+        # The text's content embedding travels in the envelope (memory.embeddings): the packet and its vector
+        # are one write. A packet whose ttl has passed is never read, so it gets none (and could fan out none).
+        if self.embedder is not None and (ttl is None or ttl > datetime.now(UTC)):
+            embed_envelopes([fields], self.embedder)
+        return PacketEnvelopeIn.model_validate(fields)
 
     def write(self, label: str, packet_type: str, speaker: str, text: str,
               **options: Any) -> PacketWriteResult:
@@ -301,11 +309,11 @@ def person_context(substrate: Substrate, person: Person,
         yield memory
 
 
-def write_acme(app: Substrate, written: Written, now: datetime) -> None:
+def write_acme(app: Substrate, written: Written, now: datetime, embedder: Embedder | None = None) -> None:
     """Alice asks the brokerage agent for HDPE suppliers; Bob later picks the thread up."""
     started = now - timedelta(hours=2)
     soon = now + timedelta(days=7)
-    scene = Scene(app, written, ALICE, "acme-suppliers", started)
+    scene = Scene(app, written, ALICE, "acme-suppliers", started, embedder)
     scene.write("query", "event", "alice",
                 "Find HDPE suppliers in California that can ship 20 t/month of recycled pellets.",
                 seconds=0, tags=["hdpe", "supplier_search", "california"], action="user_query")
@@ -344,7 +352,7 @@ def write_acme(app: Substrate, written: Written, now: datetime) -> None:
                 seconds=20, parents=["recommendation"], derivation="transform", scope="cursor",
                 action="agent_response")
 
-    bob = Scene(app, written, BOB, "acme-suppliers", started)
+    bob = Scene(app, written, BOB, "acme-suppliers", started, embedder)
     bob.write("bob_question", "event", "bob", "Did we find an HDPE supplier for the Sacramento plant?",
               seconds=3600, tags=["hdpe"], action="user_query")
     bob.write("bob_draft", "memory_write", "agent",
@@ -352,7 +360,7 @@ def write_acme(app: Substrate, written: Written, now: datetime) -> None:
               seconds=3605, parents=["bob_question", "shortlist"], derivation="inference", scope="cursor")
 
     # Market ticks are working memory: each lives one hour. The first two have already expired.
-    ticks = Scene(app, written, ALICE, "acme-price-watch", started)
+    ticks = Scene(app, written, ALICE, "acme-price-watch", started, embedder)
     envelopes = [
         ticks.envelope(label, "event", "price_feed", text, seconds=seconds, tags=["hdpe", "market_tick"],
                        ttl=started + timedelta(seconds=seconds, hours=1), action="market_tick")
@@ -367,10 +375,10 @@ def write_acme(app: Substrate, written: Written, now: datetime) -> None:
         written.record(label, ALICE, envelope, result)
 
 
-def write_borealis(app: Substrate, written: Written, now: datetime) -> None:
+def write_borealis(app: Substrate, written: Written, now: datetime, embedder: Embedder | None = None) -> None:
     """Carol asks Borealis' dispatch agent to route a load; written as one batch with in-batch lineage."""
     started = now - timedelta(minutes=90)
-    scene = Scene(app, written, CAROL, "borealis-route", started)
+    scene = Scene(app, written, CAROL, "borealis-route", started, embedder)
     labels = ("route_ask", "road_report", "route_plan", "route_decision", "diesel")
     ids = {label: uuid.uuid4() for label in labels}
 
@@ -435,24 +443,11 @@ def refused(call: Callable[[], object], what: str) -> MemsubError:
     raise RuntimeError(f"memsub accepted {what}")
 
 
-def embed_conversation(app: Substrate, written: Written, embedder: Embedder) -> int:
-    """Store each readable packet's text as its content embedding, in its writer's context; returns how many.
-    A packet whose ttl has passed is never read, so it gets no embedding."""
-    labels = [label for label in written.texts if label not in written.expired]
-    vectors = dict(zip(labels, embedder.embed([written.texts[label] for label in labels]), strict=True))
-    for person in dict.fromkeys(written.writers.values()):
-        with person_context(app, person) as memory:
-            for label in labels:
-                if written.writers[label] == person:
-                    memory.store_embedding(written.packets[label].packet_id, "content", vectors[label],
-                                           chunk_text=written.texts[label])
-    return len(labels)
-
-
 def search_section(story: Story, app: Substrate, written: Written, embedder: Embedder) -> None:
     story.section("Searching the conversation: semantic and hybrid retrieval")
     story.line(f"embedder: {describe_embedder(embedder)}")
-    story.line("each packet's text is stored as its content embedding (memsub.store_embedding)")
+    story.line("each packet was written with its text's content embedding (the envelope's memory.embeddings: "
+               "one write)")
 
     question = "Which vendor should we buy recycled plastic from within budget?"
     with person_context(app, ALICE) as memory:
@@ -502,10 +497,8 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
 def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder | None = None) -> Written:
     now = datetime.now(UTC)
     written = Written({}, {}, {}, {})
-    write_acme(app, written, now)
-    write_borealis(app, written, now)
-    if embedder is not None:
-        embed_conversation(app, written, embedder)
+    write_acme(app, written, now, embedder)
+    write_borealis(app, written, now, embedder)
     packets = written.packets
     acme_thread = written.threads["acme-suppliers"]
 
