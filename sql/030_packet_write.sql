@@ -253,62 +253,116 @@ create trigger memory_embeddings_envelope_vector
 comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
     'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
 
-create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
-returns memsub.packet_write_result
+-- Writing one envelope (store_packet_envelope, for write_packet and the envelope-by-envelope path of
+-- write_packets), in the order its checks raise: the fields (_packet_from_envelope, with _envelope_tags and
+-- _envelope_lineage), the lineage against the stored parents (_packet_lineage), the thread (_packet_thread_check),
+-- the embedding slots (_packet_embeddings_check), the insert shared with the batch path (_insert_packets), a
+-- retry (_packet_deduplicated), the thread's registration (_packet_thread_register) and the fan-out.
+
+create or replace function memsub._envelope_fields(p_part text) returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case p_part
+        when 'envelope' then array[
+            'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
+            'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
+            'correlation_id', 'session_id', 'trace_id', 'memory']
+        when 'lineage' then array['parent_ids', 'derivation_type', 'generation', 'root_packet_id']
+        when 'memory' then array['facts', 'relationships', 'embeddings', 'reasoning_trace']
+    end
+$$;
+comment on function memsub._envelope_fields(text) is
+    'The fields of the envelope contract this version knows, of the envelope (''envelope''), its lineage '
+    '(''lineage'') or its memory (''memory''); any other field is kept and listed in unknown_fields.';
+
+create or replace function memsub._envelope_tags(p_envelope jsonb) returns text[]
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_element jsonb;
+begin
+    if jsonb_typeof(p_envelope -> 'tags') is distinct from 'array' then
+        raise exception 'envelope field "tags" must be an array of strings'
+            using errcode = '22023', column = 'tags';
+    end if;
+    perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+    select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
+     where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+    if found then
+        raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
+            using errcode = '22023', column = 'tags';
+    end if;
+    perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+       from jsonb_array_elements(p_envelope -> 'tags') as e;
+    -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
+    return array(select d.tag from (select e #>> '{}' as tag, min(o) as first
+                                      from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
+                                     group by 1) d
+                  order by d.first);
+end
+$$;
+comment on function memsub._envelope_tags(jsonb) is
+    'Internal: the envelope''s tags (present and not null) as distinct strings in order of first appearance; '
+    'raises SQLSTATE 22023 or the limit''s error naming the field "tags".';
+
+create or replace function memsub._envelope_lineage(
+    p_lineage jsonb, out parent_ids uuid[], out derivation text, out unknown text[]
+)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_null_parent boolean;
+begin
+    parent_ids := '{}';
+    if p_lineage ? 'parent_ids' and jsonb_typeof(p_lineage -> 'parent_ids') <> 'null' then
+        if jsonb_typeof(p_lineage -> 'parent_ids') <> 'array' then
+            raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
+                using errcode = '22023', column = 'lineage.parent_ids';
+        end if;
+        perform memsub._check_limit(jsonb_array_length(p_lineage -> 'parent_ids'), 'max_parent_ids',
+                                   'lineage.parent_ids');
+        -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
+        with ids as (
+            select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
+              from jsonb_array_elements(p_lineage -> 'parent_ids') with ordinality as p(e, o)
+        )
+        select coalesce(bool_or(ids.id is null), false),
+               array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
+                                        group by i.id) d order by d.first)
+          into v_null_parent, parent_ids
+          from ids;
+        if v_null_parent then
+            raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                using errcode = '22023', column = 'lineage.parent_ids';
+        end if;
+    end if;
+    derivation := memsub._envelope_text(p_lineage, 'derivation_type');
+    if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
+        raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
+            using errcode = '22023', column = 'lineage.derivation_type';
+    end if;
+    unknown := array(select 'lineage.' || k from jsonb_object_keys(p_lineage) as k
+                      where k <> all(memsub._envelope_fields('lineage')) order by k);
+end
+$$;
+comment on function memsub._envelope_lineage(jsonb) is
+    'Internal: reads an envelope''s lineage object: its parents (distinct, in order of first appearance), its '
+    'derivation_type and its unknown fields; raises SQLSTATE 22023 naming the lineage field.';
+
+create or replace function memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid)
+returns memsub.packet_fields
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    known_fields constant text[] := array[
-        'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
-        'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
-        'correlation_id', 'session_id', 'trace_id', 'memory'];
-    derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
-    v_tenant        uuid := memsub._require_tenant_id();
-    v_org           uuid := memsub.current_org_id();
-    v_user          uuid := memsub.current_user_id();
-    v_field         text;
-    v_packet_id     uuid;
-    v_stated_id     uuid;
-    v_stated_time   timestamptz;
-    v_memory        jsonb;
-    v_unknown       text[];
-    v_packet_type   text;
-    v_payload       jsonb;
-    v_timestamp     timestamptz;
-    v_metadata      jsonb;
-    v_provenance    jsonb;
-    v_confidence    jsonb;
-    v_thread_id     uuid;
-    v_lineage       jsonb;
-    v_parent_ids    uuid[] := '{}';
-    v_derivation    text;
-    v_generation    integer := 0;
-    v_root          uuid;
-    v_parent_gen    integer;
-    v_parent_root   uuid;
-    v_tags          text[] := '{}';
-    v_ttl           timestamptz;
-    v_scope         text;
-    v_importance    double precision;
-    v_correlation   uuid;
-    v_session       text;
-    v_trace         text;
-    v_hash          text;
-    v_thread_org    uuid;
-    v_thread_known  boolean;
-    v_missing       uuid;
-    v_element       jsonb;
-    v_stored        memsub.packet_store%rowtype;
-    v_inserted      integer;
-    v_null_parent   boolean;
-    v_written       jsonb;
-    v_repeated      integer;
-    v_repeated_of   integer;
+    f       memsub.packet_fields;
+    v_field text;
 begin
     if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
-        raise exception 'envelope must be a JSON object'
-            using errcode = '22023', column = 'envelope';
+        raise exception 'envelope must be a JSON object' using errcode = '22023', column = 'envelope';
     end if;
     perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
     -- The writer's identity comes from the context, never from the envelope.
@@ -318,287 +372,343 @@ begin
         raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
             using errcode = '22023', column = v_field;
     end if;
+    f.pos := p_position;
+    f.envelope := p_envelope;
     -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
-    v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
-
-    -- Required fields.
-    v_packet_type := memsub._envelope_text(p_envelope, 'packet_type');
-    if v_packet_type is null then
-        raise exception 'envelope field "packet_type" is required'
-            using errcode = '23502', column = 'packet_type';
+    f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
+                        where k <> all(memsub._envelope_fields('envelope')));
+    f.packet_type := memsub._envelope_text(p_envelope, 'packet_type');
+    if f.packet_type is null then
+        raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
-    if btrim(v_packet_type) = '' or length(v_packet_type) > 200 then
+    if btrim(f.packet_type) = '' or length(f.packet_type) > 200 then
         raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
-    v_payload := p_envelope -> 'payload';
-    if v_payload is null or jsonb_typeof(v_payload) = 'null' then
-        raise exception 'envelope field "payload" is required'
-            using errcode = '23502', column = 'payload';
+    f.payload := p_envelope -> 'payload';
+    if f.payload is null or jsonb_typeof(f.payload) = 'null' then
+        raise exception 'envelope field "payload" is required' using errcode = '23502', column = 'payload';
     end if;
-
-    -- Optional fields.
-    v_stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
-    v_packet_id := coalesce(v_stated_id, gen_random_uuid());
-    v_stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
-    v_timestamp := coalesce(v_stated_time, now());
-    v_memory := memsub._envelope_object(p_envelope, 'memory');
-    v_metadata := memsub._envelope_object(p_envelope, 'metadata');
-    v_provenance := memsub._envelope_object(p_envelope, 'provenance');
-    v_confidence := memsub._envelope_object(p_envelope, 'confidence');
+    f.stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    f.packet_id := coalesce(f.stated_id, gen_random_uuid());
+    f.stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    f.ts := coalesce(f.stated_time, now());
+    f.memory := memsub._envelope_object(p_envelope, 'memory');
+    f.metadata := memsub._envelope_object(p_envelope, 'metadata');
+    f.provenance := memsub._envelope_object(p_envelope, 'provenance');
+    f.confidence := memsub._envelope_object(p_envelope, 'confidence');
     perform memsub._envelope_object(p_envelope, 'reasoning_block');
     perform memsub._envelope_object(p_envelope, 'routing');
-    if v_confidence is not null then
-        perform memsub._envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+    if f.confidence is not null then
+        perform memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score');
     end if;
-    v_thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
-    v_ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
-    if v_ttl is not null and v_ttl <= v_timestamp then
-        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
+    f.thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    f.ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    if f.ttl <= f.ts then
+        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', f.ttl, f.ts
             using errcode = '22023', column = 'ttl';
     end if;
-    v_importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
-    v_correlation := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
-    v_session := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
-    v_trace := memsub._envelope_text(p_envelope, 'trace_id');
-
-    v_scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
-    if v_scope not in ('shared', 'cursor', 'l-private') then
-        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+    f.importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    f.correlation_id := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    f.session_id := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    f.trace_id := memsub._envelope_text(p_envelope, 'trace_id');
+    f.scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+    if f.scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', f.scope
             using errcode = '22023', column = 'scope';
     end if;
-    if v_scope <> 'shared' and v_user is null then
-        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+    if f.scope <> 'shared' and p_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', f.scope
             using errcode = '22023', column = 'scope';
     end if;
-
-    if p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null' then
-        if jsonb_typeof(p_envelope -> 'tags') <> 'array' then
-            raise exception 'envelope field "tags" must be an array of strings'
-                using errcode = '22023', column = 'tags';
-        end if;
-        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
-        select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-         where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
-        if found then
-            raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
-                using errcode = '22023', column = 'tags';
-        end if;
-        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
-           from jsonb_array_elements(p_envelope -> 'tags') as e;
-        -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
-        v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
-                                             from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
-                                            group by 1) d
-                         order by d.first);
+    f.tags := case when p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null'
+                   then memsub._envelope_tags(p_envelope) else '{}' end;
+    f.lineage := memsub._envelope_object(p_envelope, 'lineage');
+    f.parent_ids := '{}';
+    if f.lineage is not null then
+        select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
+          from memsub._envelope_lineage(f.lineage) l;
     end if;
-
-    -- Lineage: validate, then check integrity against stored (visible) parents.
-    v_lineage := memsub._envelope_object(p_envelope, 'lineage');
-    if v_lineage is not null then
-        if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
-            if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
-                raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
-                    using errcode = '22023', column = 'lineage.parent_ids';
-            end if;
-            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
-                                       'lineage.parent_ids');
-            -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
-            with ids as (
-                select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
-                  from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
-            )
-            select coalesce(bool_or(ids.id is null), false),
-                   array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
-                                            group by i.id) d order by d.first)
-              into v_null_parent, v_parent_ids
-              from ids;
-            if v_null_parent then
-                raise exception 'envelope field "lineage.parent_ids" must not contain null'
-                    using errcode = '22023', column = 'lineage.parent_ids';
-            end if;
-        end if;
-        v_derivation := memsub._envelope_text(v_lineage, 'derivation_type');
-        if v_derivation is not null and v_derivation <> all(derivation_types) then
-            raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
-                using errcode = '22023', column = 'lineage.derivation_type';
-        end if;
-        v_unknown := v_unknown || array(
-            select 'lineage.' || k from jsonb_object_keys(v_lineage) as k
-             where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k);
+    if f.memory is not null then
+        f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
+                                         where k <> all(memsub._envelope_fields('memory')));
     end if;
-    if v_packet_id = any(v_parent_ids) then
-        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
+    f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    f.clean := true;
+    return f;
+end
+$$;
+comment on function memsub._packet_from_envelope(jsonb, integer, uuid) is
+    'Internal: reads, validates and normalizes every field of one envelope (p_user: the writer, for the scope '
+    'check), in one place; raises naming the field (docs/errors.md). Lineage generation and root and the content '
+    'hash are left to the write.';
+
+create or replace function memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields,
+                                                 out generation integer, out root_packet_id uuid)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_parent      uuid;
+    v_parent_gen  integer;
+    v_parent_root uuid;
+begin
+    generation := 0;
+    if p_packet.packet_id = any(p_packet.parent_ids) then
+        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', p_packet.packet_id
             using errcode = '23514', column = 'lineage.parent_ids';
     end if;
-    if cardinality(v_parent_ids) > 0 then
-        -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement
-        -- gets a generic plan cached for the session; planned while packet_store was nearly empty, it
-        -- reads the tenant through any tenant-leading index and keeps scanning the whole tenant on every
-        -- write as the table grows.
-        foreach v_missing in array v_parent_ids loop
-            execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
-                            coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
-                       from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
-               into v_parent_gen, v_parent_root using v_tenant, v_missing;
-            if v_parent_root is null then
-                raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
-                    using errcode = '23503', column = 'lineage.parent_ids';
-            end if;
-            v_generation := greatest(v_generation, v_parent_gen + 1);
-            v_root := coalesce(v_root, v_parent_root);  -- the root of the first parent
-        end loop;
-    else
-        v_root := v_packet_id;
-    end if;
-    if v_lineage ? 'generation' and (v_lineage -> 'generation') is distinct from to_jsonb(v_generation) then
-        raise exception 'envelope field "lineage.generation" is % but the parents give %', v_lineage -> 'generation', v_generation
+    -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement gets a
+    -- generic plan cached for the session; planned while packet_store was nearly empty, it reads the tenant
+    -- through any tenant-leading index and keeps scanning the whole tenant on every write as the table grows.
+    foreach v_parent in array p_packet.parent_ids loop
+        execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
+                        coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
+                   from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+           into v_parent_gen, v_parent_root using p_tenant, v_parent;
+        if v_parent_root is null then
+            raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_parent
+                using errcode = '23503', column = 'lineage.parent_ids';
+        end if;
+        generation := greatest(generation, v_parent_gen + 1);
+        root_packet_id := coalesce(root_packet_id, v_parent_root);  -- the root of the first parent
+    end loop;
+    root_packet_id := coalesce(root_packet_id, p_packet.packet_id);
+    if p_packet.lineage ? 'generation' and (p_packet.lineage -> 'generation') is distinct from to_jsonb(generation) then
+        raise exception 'envelope field "lineage.generation" is % but the parents give %', p_packet.lineage -> 'generation', generation
             using errcode = '22023', column = 'lineage.generation';
     end if;
-    if v_lineage ? 'root_packet_id'
-       and memsub._envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
-        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
+    if p_packet.lineage ? 'root_packet_id'
+       and memsub._envelope_uuid(p_packet.lineage -> 'root_packet_id', 'lineage.root_packet_id')
+           is distinct from root_packet_id then
+        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', p_packet.lineage ->> 'root_packet_id', root_packet_id
             using errcode = '22023', column = 'lineage.root_packet_id';
     end if;
+end
+$$;
+comment on function memsub._packet_lineage(uuid, memsub.packet_fields) is
+    'Internal: the lineage generation and root of a packet from its stored, visible parents; raises on a self '
+    'reference (23514), a missing or invisible parent (23503) or a stated generation or root that disagrees (22023).';
 
-    -- Thread consistency: a thread belongs to the organization of its first packet.
-    if v_thread_id is not null then
-        select t.org_id, true into v_thread_org, v_thread_known
-          from memsub.packet_threads t where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
-        if v_thread_known and v_thread_org is distinct from v_org then
-            raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
-                using errcode = '23514', column = 'thread_id';
+create or replace function memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) returns boolean
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_thread_org uuid;
+begin
+    select t.org_id into v_thread_org from memsub.packet_threads t
+     where t.tenant_id = p_tenant and t.thread_id = p_thread_id;
+    if found and v_thread_org is distinct from p_org then
+        raise exception 'thread consistency: thread % belongs to another organization', p_thread_id
+            using errcode = '23514', column = 'thread_id';
+    end if;
+    return found;
+end
+$$;
+comment on function memsub._packet_thread_check(uuid, uuid, uuid) is
+    'Internal: whether the thread is registered already; raises SQLSTATE 23514 when it belongs to another '
+    'organization (a thread belongs to the organization of its first packet).';
+
+create or replace function memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields)
+returns jsonb
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
+    values (p_tenant, p_packet.thread_id, p_org, p_packet.packet_id, p_packet.ts)
+    on conflict (tenant_id, thread_id) do nothing;
+    if found then
+        return jsonb_build_object('packet_threads', 1);
+    end if;
+    -- Another writer registered the thread first: re-check its organization.
+    if (select t.org_id from memsub.packet_threads t
+         where t.tenant_id = p_tenant and t.thread_id = p_packet.thread_id) is distinct from p_org then
+        raise exception 'thread consistency: thread % belongs to another organization', p_packet.thread_id
+            using errcode = '23514', column = 'thread_id';
+    end if;
+    return '{}';
+end
+$$;
+comment on function memsub._packet_thread_register(uuid, uuid, memsub.packet_fields) is
+    'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization '
+    'of a thread another writer registered meanwhile ({}).';
+
+create or replace function memsub._packet_embeddings_check(p_packet memsub.packet_fields) returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_repeated    integer;
+    v_repeated_of integer;
+begin
+    -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
+    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array' then
+        select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
+          from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
+                                                        memsub._embedding_chunk_index(a.e)) as first
+                  from jsonb_array_elements(p_packet.memory -> 'embeddings') with ordinality as a(e, o)
+                 where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
+                   and memsub._embedding_chunk_index(a.e) is not null) d
+         where d.o > d.first order by d.o limit 1;
+        if v_repeated is not null then
+            raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
+                            'as memory.embeddings[%]', v_repeated, v_repeated_of
+                using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
         end if;
     end if;
-
-    if v_memory is not null then
-        v_unknown := v_unknown || array(
-            select 'memory.' || k from jsonb_object_keys(v_memory) as k
-             where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
-        -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
-        if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
-            select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
-              from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
-                                                            memsub._embedding_chunk_index(a.e)) as first
-                      from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
-                     where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
-                       and memsub._embedding_chunk_index(a.e) is not null) d
-             where d.o > d.first order by d.o limit 1;
-            if v_repeated is not null then
-                raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
-                                'as memory.embeddings[%]', v_repeated, v_repeated_of
-                    using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
-            end if;
-        end if;
-        if v_ttl is not null and v_ttl <= now() then
-            raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
-                            'fanned out from it', v_ttl
-                using errcode = '22023', column = 'ttl';
-        end if;
+    if p_packet.ttl <= now() then
+        raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
+                        'fanned out from it', p_packet.ttl
+            using errcode = '22023', column = 'ttl';
     end if;
-    v_unknown := array(select u from unnest(v_unknown) as u order by u);
+end
+$$;
+comment on function memsub._packet_embeddings_check(memsub.packet_fields) is
+    'Internal, for an envelope with a memory field: each memory.embeddings slot (embedding_type, chunk_index) at '
+    'most once, since the stored envelope keeps each vector only in its slot, and nothing fanned out of a packet '
+    'that has expired already; raises SQLSTATE 22023 naming the field.';
 
-    v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
-                                        v_scope, v_org, v_user, v_session, v_timestamp, v_stated_id);
-
+create or replace function memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid,
+                                                 p_user uuid) returns integer
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_inserted integer;
+begin
+    -- The stored envelope is the written one, vectors apart, with the normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-    values (
-        v_packet_id, v_packet_type,
-        memsub._envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
-            'packet_id', v_packet_id,
-            'packet_type', v_packet_type,
-            'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'tags', case when cardinality(v_tags) > 0 then to_jsonb(v_tags) end,
-            'ttl', to_char(v_ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'scope', v_scope,
-            'session_id', v_session,
-            'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
-                coalesce(v_lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                    'parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation))
-                || jsonb_build_object('generation', v_generation, 'root_packet_id', v_root) end)),
-        v_timestamp,
-        coalesce(p_envelope -> 'routing', v_metadata),
-        v_provenance,
-        v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
-        v_scope, v_importance, v_hash,
-        v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
+    select b.packet_id, b.packet_type,
+           memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+               'packet_id', b.packet_id,
+               'packet_type', b.packet_type,
+               'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+               'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'scope', b.scope,
+               'session_id', b.session_id,
+               'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                   coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                       'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                   || jsonb_build_object('generation', b.generation, 'root_packet_id', b.root_packet_id) end)),
+           b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+           b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+           b.scope, b.importance, b.content_hash,
+           p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
+      from unnest(p_packets) as b
+     order by b.pos
     on conflict do nothing;
     -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
     get diagnostics v_inserted = row_count;
+    return v_inserted;
+end
+$$;
+comment on function memsub._insert_packets(memsub.packet_fields[], uuid, uuid, uuid) is
+    'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; '
+    'skips a packet whose id or content is stored already and returns how many it stored.';
 
-    if v_inserted = 0 then
-        -- A named packet_id is the packet's identity: the same id again is the same packet when its content
-        -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
-        if v_stated_id is not null then
-            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
-            -- table was small would scan the tenant.
-            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
-               into v_stored using v_tenant, v_stated_id;
-            if v_stored.packet_id is null then
-                raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
-                                'or expired)', v_stated_id
-                    using errcode = '23505', column = 'packet_id';
-            end if;
-            if (v_stored.packet_type, v_stored.envelope -> 'payload', v_stored.thread_id, v_stored.scope,
-                v_stored.org_id, v_stored.user_id, v_stored.session_id, v_stored."timestamp")
-               is distinct from
-               (v_packet_type, v_payload, v_thread_id, v_scope, v_org, v_user, v_session,
-                coalesce(v_stated_time, v_stored."timestamp"))
-               or array(select p from unnest(v_stored.parent_ids) as p order by p)
-                  is distinct from array(select p from unnest(v_parent_ids) as p order by p) then
-                raise exception 'packet_id % already names a packet with other content', v_stated_id
-                    using errcode = '23505', column = 'packet_id',
-                          hint = 'A packet is immutable: write the new content under a new packet_id.';
-            end if;
-        else
-            select s.* into v_stored from memsub.packet_store s
-             where s.tenant_id = v_tenant and s.content_hash = v_hash;
-            if not found then
-                raise exception 'deduplication: a packet with the same content and time exists but is not visible '
-                                'to this writer'
-                    using errcode = '23505', column = 'payload';
-            end if;
+create or replace function memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid,
+                                                      p_packet memsub.packet_fields)
+returns memsub.packet_write_result
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    s memsub.packet_store%rowtype;
+begin
+    -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
+    -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
+    if p_packet.stated_id is not null then
+        -- Planned on every call (EXECUTE), like the parent probes: a cached generic plan made while the table was
+        -- small would scan the tenant.
+        execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+           into s using p_tenant, p_packet.stated_id;
+        if s.packet_id is null then
+            raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
+                            'or expired)', p_packet.stated_id
+                using errcode = '23505', column = 'packet_id';
         end if;
-        return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
-                   v_stored.parent_ids,
-                   coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
-                   coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
-                   v_stored.content_hash, true, '{}'::jsonb, v_unknown)::memsub.packet_write_result;
-    end if;
-
-    v_written := jsonb_build_object('packet_store', 1);
-    if v_thread_id is not null and not coalesce(v_thread_known, false) then
-        insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
-        values (v_tenant, v_thread_id, v_org, v_packet_id, v_timestamp)
-        on conflict (tenant_id, thread_id) do nothing;
-        if found then
-            v_written := v_written || jsonb_build_object('packet_threads', 1);
-        else
-            -- Another writer registered the thread first: re-check its organization.
-            select t.org_id into v_thread_org from memsub.packet_threads t
-             where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
-            if v_thread_org is distinct from v_org then
-                raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
-                    using errcode = '23514', column = 'thread_id';
-            end if;
+        if (s.packet_type, s.envelope -> 'payload', s.thread_id, s.scope, s.org_id, s.user_id, s.session_id,
+            s."timestamp")
+           is distinct from
+           (p_packet.packet_type, p_packet.payload, p_packet.thread_id, p_packet.scope, p_org, p_user,
+            p_packet.session_id, coalesce(p_packet.stated_time, s."timestamp"))
+           or array(select p from unnest(s.parent_ids) as p order by p)
+              is distinct from array(select p from unnest(p_packet.parent_ids) as p order by p) then
+            raise exception 'packet_id % already names a packet with other content', p_packet.stated_id
+                using errcode = '23505', column = 'packet_id',
+                      hint = 'A packet is immutable: write the new content under a new packet_id.';
+        end if;
+    else
+        select * into s from memsub.packet_store x
+         where x.tenant_id = p_tenant and x.content_hash = p_packet.content_hash;
+        if not found then
+            raise exception 'deduplication: a packet with the same content and time exists but is not visible '
+                            'to this writer'
+                using errcode = '23505', column = 'payload';
         end if;
     end if;
+    return row(p_packet.pos, s.packet_id, s.packet_type, s."timestamp", s.thread_id, s.parent_ids,
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id),
+               s.content_hash, true, '{}'::jsonb, p_packet.unknown)::memsub.packet_write_result;
+end
+$$;
+comment on function memsub._packet_deduplicated(uuid, uuid, uuid, memsub.packet_fields) is
+    'Internal: the result of a write that stored nothing because the packet exists: the stored packet, flagged '
+    'deduplicated, when it is the same packet (a retry); SQLSTATE 23505 when the id names other content or the '
+    'existing packet is invisible to the writer.';
 
+create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
+returns memsub.packet_write_result
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_org     uuid := memsub.current_org_id();
+    v_user    uuid := memsub.current_user_id();
+    f         memsub.packet_fields;
+    v_known   boolean;
+    v_written jsonb := jsonb_build_object('packet_store', 1);
+begin
+    f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
+    if f.lineage is null and cardinality(f.parent_ids) = 0 then
+        f.generation := 0;
+        f.root_packet_id := f.packet_id;
+    else
+        select l.generation, l.root_packet_id into f.generation, f.root_packet_id
+          from memsub._packet_lineage(v_tenant, f) l;
+    end if;
+    if f.thread_id is not null then
+        v_known := memsub._packet_thread_check(v_tenant, v_org, f.thread_id);
+    end if;
+    if f.memory is not null then
+        perform memsub._packet_embeddings_check(f);
+    end if;
+    f.content_hash := memsub.packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
+                                                 v_user, f.session_id, f.ts, f.stated_id);
+    if memsub._insert_packets(array[f], v_tenant, v_org, v_user) = 0 then
+        return memsub._packet_deduplicated(v_tenant, v_org, v_user, f);
+    end if;
+    if f.thread_id is not null and not v_known then
+        v_written := v_written || memsub._packet_thread_register(v_tenant, v_org, f);
+    end if;
     -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
     -- in the same transaction. The payload itself is never interpreted.
-    if v_memory is not null then
+    if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            v_packet_id, v_memory, v_scope, coalesce((v_confidence ->> 'score')::double precision, 0.5),
-            coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+            f.packet_id, f.memory, f.scope, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
     end if;
-
-    return row(p_position, v_packet_id, v_packet_type, v_timestamp, v_thread_id,
-               v_parent_ids, v_generation, v_root, v_hash, false,
-               v_written, v_unknown)::memsub.packet_write_result;
+    return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
+               f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
 end
 $$;
 comment on function memsub.store_packet_envelope(jsonb, integer) is
@@ -633,33 +743,31 @@ comment on function memsub.canonical_uuid_text(text) is
 -- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
 -- sends the batch to the envelope-by-envelope path, which names the envelope and field.
 
+drop function if exists memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint);
 create or replace function memsub._batch_envelopes(
     p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
     p_max_tag_chars bigint, p_max_parent_ids bigint
-) returns table (pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamptz,
-                 thread_id uuid, ttl timestamptz, importance double precision, correlation_id uuid, session_id text,
-                 trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text,
-                 metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
-language sql stable security invoker
+) returns setof memsub.packet_fields
+language sql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     -- Plain expressions rather than the raising field readers (a function call per field and envelope would
     -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
-    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+    -- The fields and the contract's field lists are store_packet_envelope's (memsub.packet_fields,
+    -- memsub._envelope_fields).
+    select r.pos, r.e, r.stated_id, r.stated_time, coalesce(r.stated_id, gen_random_uuid()), r.e ->> 'packet_type',
+           r.e -> 'payload', coalesce(r.stated_time, now()),
            r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
            coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
            r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
            case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
            case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           case when jsonb_typeof(r.e -> 'confidence') = 'object' then r.e -> 'confidence' end,
            r.memory,
-           array(select k from jsonb_object_keys(r.e) as k
-                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
-                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
-                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
-                                       'memory'])
+           array(select k from jsonb_object_keys(r.e) as k where k <> all(memsub._envelope_fields('envelope'))
                  union all
                  select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
-                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                  where k <> all(memsub._envelope_fields('lineage'))
                  order by 1),
            coalesce(
                jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
@@ -702,7 +810,8 @@ as $$
                                and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
                                                 where jsonb_typeof(v.e) <> 'object'
                                                    or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
-               false)
+               false),
+           null::integer, null::uuid, null::text
       from (
         select x.o::integer as pos, x.e,
                case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
@@ -746,8 +855,8 @@ as $$
 $$;
 comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
     'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
-    'clean = false where the set-based path must leave it to store_packet_envelope (which names the field). '
-    'Not granted to clients.';
+    'its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names '
+    'the field). Not granted to clients.';
 
 create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
 language plpgsql volatile security invoker
@@ -775,17 +884,20 @@ declare
     v_root      uuid;
     v_parent    text;
     v_at        integer;
+    v_batch     memsub.packet_fields[];
     v_inserted  integer;
+    v_new_threads uuid[];  -- first packets of the threads this batch registered
     v_results   memsub.packet_write_result[];
 begin
-    -- 1. Read every envelope once; give each its packet id.
-    select count(*), bool_and(b.clean),
-           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
+    -- 1. Read every envelope once, with its packet id.
+    v_batch := array(select b from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags,
+                                                          v_max_tag_chars, v_max_parents) b
+                      order by b.pos);
+    select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
            jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
            array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
       into v_total, v_clean, v_ids, v_parents, v_threads
-      from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b;
+      from unnest(v_batch) b;
     if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
         return null;
     end if;
@@ -829,75 +941,53 @@ begin
        or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
         return null;
     end if;
-    -- 5. One INSERT of every packet.
-    with b as (
-        select b.*, i.id, i.gen, i.root,
-               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
-                                          v_user, b.session_id, b.ts, b.stated_id) as hash
-          from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b
-          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
-    ), stored as (
-        insert into memsub.packet_store as s (
-            packet_id, packet_type, envelope, "timestamp", routing, provenance,
-            thread_id, parent_ids, tags, ttl,
-            scope, importance_score, content_hash,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id, b.packet_type,
-               memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-                   'packet_id', b.id,
-                   'packet_type', b.packet_type,
-                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
-                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'scope', b.scope,
-                   'session_id', b.session_id,
-                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
-                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
-                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
-               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
-               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
-               b.scope, b.importance, b.hash,
-               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
-          from b order by b.pos
-        on conflict do nothing
-        returning s.packet_id
-    ), threads as (
+    -- 5. Lineage and content hash into the fields, then the one INSERT of packets store_packet_envelope uses.
+    v_batch := array(select jsonb_populate_record(b, jsonb_build_object(
+                                'generation', i.gen, 'root_packet_id', i.root,
+                                'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
+                                                                          b.parent_ids, b.scope, v_org, v_user,
+                                                                          b.session_id, b.ts, b.stated_id)))
+                       from unnest(v_batch) b
+                       join unnest(v_gens, v_roots) with ordinality as i(gen, root, pos) on i.pos = b.pos
+                      order by b.pos);
+    v_inserted := memsub._insert_packets(v_batch, v_tenant, v_org, v_user);
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    -- 6. Each new thread, registered with its first packet.
+    with threads as (
         insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
-        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
-          from b join stored on stored.packet_id = b.id
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.packet_id, b.ts
+          from unnest(v_batch) b
          where b.thread_id is not null
          order by b.thread_id, b.pos
         on conflict (tenant_id, thread_id) do nothing
         returning t.first_packet_id
-    ), vectors as (
-        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
-        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
-        insert into memsub.memory_embeddings (
-            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id,
-               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
-               memsub._json_vector(v.e -> 'vector', 'vector'),
-               case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
-               v.e ->> 'chunk_text',
-               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
-               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
-               b.trace_id
-          from b join stored on stored.packet_id = b.id
-         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
-         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
-                        0) >= 0
-           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
-           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
-        returning 1
     )
-    select (select count(*) from stored),
-           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+    select coalesce(array_agg(threads.first_packet_id), '{}') into v_new_threads from threads;
+    -- 7. The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates the
+    -- unique key and sends the batch to the envelope-by-envelope path, which names it.
+    insert into memsub.memory_embeddings (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    select b.packet_id,
+           memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+           memsub._json_vector(v.e -> 'vector', 'vector'),
+           case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+           v.e ->> 'chunk_text',
+           memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+           b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
+      from unnest(v_batch) b
+     cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
+     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
+       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+       and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
+    select array_agg(row(b.pos, b.packet_id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.generation,
+                         b.root_packet_id, b.content_hash, false,
                          jsonb_build_object('packet_store', 1)
-                         || case when b.id in (select first_packet_id from threads)
+                         || case when b.packet_id = any(v_new_threads)
                                  then jsonb_build_object('packet_threads', 1) else '{}' end
                          || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                       and jsonb_array_length(b.memory -> 'embeddings') > 0
@@ -905,16 +995,11 @@ begin
                                                          jsonb_array_length(b.memory -> 'embeddings'))
                                  else '{}' end,
                          b.unknown)::memsub.packet_write_result order by b.pos)
-      into v_inserted, v_results
-      from b;
-    if v_inserted <> v_total then
-        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
-        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
-    end if;
+      into v_results
+      from unnest(v_batch) b;
     -- A thread registered meanwhile by another organization.
     if exists (select from memsub.packet_threads t
-                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
-                  and t.org_id is distinct from v_org) then
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org) then
         raise exception 'batch path: thread of another organization' using errcode = 'P0001';
     end if;
     return v_results;
