@@ -352,6 +352,28 @@ comment on function memsub._envelope_lineage(jsonb) is
     'Internal: reads an envelope''s lineage object: its parents (distinct, in order of first appearance), its '
     'derivation_type and its unknown fields; raises SQLSTATE 22023 naming the lineage field.';
 
+create or replace function memsub._envelope_scope(p_envelope jsonb, p_user uuid) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_scope text := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+begin
+    if v_scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    if v_scope <> 'shared' and p_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    return v_scope;
+end
+$$;
+comment on function memsub._envelope_scope(jsonb, uuid) is
+    'Internal: the envelope''s scope (shared when absent) for a writer (p_user: the context user); raises SQLSTATE '
+    '22023 naming the field "scope" for an unknown scope, or a private one without a user.';
+
 create or replace function memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid)
 returns memsub.packet_fields
 language plpgsql volatile security invoker
@@ -412,15 +434,7 @@ begin
     f.correlation_id := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
     f.session_id := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
     f.trace_id := memsub._envelope_text(p_envelope, 'trace_id');
-    f.scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
-    if f.scope not in ('shared', 'cursor', 'l-private') then
-        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', f.scope
-            using errcode = '22023', column = 'scope';
-    end if;
-    if f.scope <> 'shared' and p_user is null then
-        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', f.scope
-            using errcode = '22023', column = 'scope';
-    end if;
+    f.scope := memsub._envelope_scope(p_envelope, p_user);
     f.tags := case when p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null'
                    then memsub._envelope_tags(p_envelope) else '{}' end;
     f.lineage := memsub._envelope_object(p_envelope, 'lineage');
@@ -736,9 +750,10 @@ $$;
 comment on function memsub.canonical_uuid_text(text) is
     'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
 
--- The set-based batch path of write_packets: one statement normalizes and validates every envelope with the same
--- field readers as store_packet_envelope, one probe reads the parents outside the batch, one INSERT writes every
--- packet, one every new thread. It takes only batches it can write exactly as the envelope-by-envelope path
+-- The set-based batch path of write_packets: one statement reads every envelope into the fields
+-- store_packet_envelope reads (memsub.packet_fields, the same field lists), one probe reads the parents outside the
+-- batch (_batch_lineage), the INSERT store_packet_envelope uses writes every packet (_insert_packets), one INSERT
+-- every new thread, one the embeddings (_batch_embeddings). It takes only batches it can write exactly as the envelope-by-envelope path
 -- would (returning NULL otherwise): no memory field beyond embeddings, parents before their children, no packet
 -- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
 -- sends the batch to the envelope-by-envelope path, which names the envelope and field.
@@ -858,63 +873,36 @@ comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, b
     'its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names '
     'the field). Not granted to clients.';
 
-create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
-language plpgsql volatile security invoker
+create or replace function memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid,
+                                                p_user uuid) returns memsub.packet_fields[]
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant    uuid := memsub._require_tenant_id();
-    v_org       uuid := memsub.current_org_id();
-    v_user      uuid := memsub.current_user_id();
-    v_session   text := memsub.current_session_id();
-    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
-    v_max_tags  bigint := memsub.limit_value('max_tags');
-    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
-    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
-    v_total     integer;
-    v_clean     boolean;
-    v_ids       uuid[];
-    v_threads   uuid[];
-    v_parents   jsonb;     -- per envelope: its parent ids
-    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
-    v_position  jsonb;     -- packet id of the batch -> position
-    v_gens      integer[];
-    v_roots     uuid[];
-    v_gen       integer;
-    v_root      uuid;
-    v_parent    text;
-    v_at        integer;
-    v_batch     memsub.packet_fields[];
-    v_inserted  integer;
-    v_new_threads uuid[];  -- first packets of the threads this batch registered
-    v_results   memsub.packet_write_result[];
+    v_total    integer := cardinality(p_batch);
+    v_ids      uuid[] := array(select b.packet_id from unnest(p_batch) b order by b.pos);
+    v_parents  jsonb;      -- per envelope: its parent ids
+    v_position jsonb;      -- packet id of the batch -> position
+    v_outside  jsonb;      -- parent id outside the batch -> [generation, root]
+    v_gens     integer[] := array_fill(0, array[v_total]);
+    v_roots    uuid[] := array_fill(null::uuid, array[v_total]);
+    v_gen      integer;
+    v_root     uuid;
+    v_parent   text;
 begin
-    -- 1. Read every envelope once, with its packet id.
-    v_batch := array(select b from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags,
-                                                          v_max_tag_chars, v_max_parents) b
-                      order by b.pos);
-    select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
-           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
-           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
-      into v_total, v_clean, v_ids, v_parents, v_threads
-      from unnest(v_batch) b;
-    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
-        return null;
-    end if;
+    select jsonb_agg(to_jsonb(b.parent_ids) order by b.pos) into v_parents from unnest(p_batch) b;
     select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
-    -- 2. Parents outside the batch: one probe; each must be visible.
+    -- Parents outside the batch: one probe; each must be visible.
     select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
                coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
                coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
       into v_outside
       from memsub.packet_store s
-     where s.tenant_id = v_tenant
+     where s.tenant_id = p_tenant
        and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
                                                               jsonb_array_elements_text(a.l) as p
                                     where not v_position ? p));
-    -- 3. Generation and root, parents before children.
-    v_gens := array_fill(0, array[v_total]);
-    v_roots := array_fill(null::uuid, array[v_total]);
+    -- Generation and root, parents before children.
     for v_at in 1 .. v_total loop
         v_gen := 0;
         v_root := null;
@@ -935,27 +923,100 @@ begin
         v_gens[v_at] := v_gen;
         v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
     end loop;
-    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    -- The fields with their lineage and content hash.
+    return array(select jsonb_populate_record(b, jsonb_build_object(
+                            'generation', i.gen, 'root_packet_id', i.root,
+                            'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
+                                                                      b.parent_ids, b.scope, p_org, p_user,
+                                                                      b.session_id, b.ts, b.stated_id)))
+                   from unnest(p_batch) b
+                   join unnest(v_gens, v_roots) with ordinality as i(gen, root, pos) on i.pos = b.pos
+                  order by b.pos);
+end
+$$;
+comment on function memsub._batch_lineage(memsub.packet_fields[], uuid, uuid, uuid) is
+    'Internal to write_packets: a batch''s packets with their lineage generation and root (parents in the batch '
+    'or stored and visible, one probe for the stored ones) and content hash; NULL when a parent is missing or '
+    'listed after its child (the envelope-by-envelope path reports or orders them).';
+
+create or replace function memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid,
+                                                   p_user uuid) returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- The readers store_embedding uses; a slot named twice violates the unique key and sends the batch to the
+    -- envelope-by-envelope path, which names it.
+    insert into memsub.memory_embeddings (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    select b.packet_id,
+           memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+           memsub._json_vector(v.e -> 'vector', 'vector'),
+           case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+           v.e ->> 'chunk_text',
+           memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+           b.scope, b.ttl at time zone 'UTC', p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
+      from unnest(p_batch) b
+     cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
+     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
+       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+       and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
+end
+$$;
+comment on function memsub._batch_embeddings(memsub.packet_fields[], uuid, uuid, uuid) is
+    'Internal to write_packets: the fan-out of the memory.embeddings of a batch''s stored packets (the only memory '
+    'field the set-based path takes) in one INSERT.';
+
+create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant      uuid := memsub._require_tenant_id();
+    v_org         uuid := memsub.current_org_id();
+    v_user        uuid := memsub.current_user_id();
+    v_batch       memsub.packet_fields[];
+    v_total       integer;
+    v_clean       boolean;
+    v_ids         uuid[];
+    v_threads     uuid[];
+    v_inserted    integer;
+    v_new_threads uuid[];  -- first packets of the threads this batch registered
+    v_results     memsub.packet_write_result[];
+begin
+    -- 1. Read every envelope once, with its packet id.
+    v_batch := array(select b from memsub._batch_envelopes(p_envelopes, v_user, memsub.current_session_id(),
+                                                          memsub.limit_value('max_envelope_bytes'),
+                                                          memsub.limit_value('max_tags'),
+                                                          memsub.limit_value('max_tag_chars'),
+                                                          memsub.limit_value('max_parent_ids')) b
+                      order by b.pos);
+    select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
+           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
+      into v_total, v_clean, v_ids, v_threads
+      from unnest(v_batch) b;
+    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
+        return null;
+    end if;
+    -- 2. Lineage and content hash.
+    v_batch := memsub._batch_lineage(v_batch, v_tenant, v_org, v_user);
+    if v_batch is null then
+        return null;
+    end if;
+    -- 3. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
     if exists (select from memsub.packet_threads t
                 where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
        or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
         return null;
     end if;
-    -- 5. Lineage and content hash into the fields, then the one INSERT of packets store_packet_envelope uses.
-    v_batch := array(select jsonb_populate_record(b, jsonb_build_object(
-                                'generation', i.gen, 'root_packet_id', i.root,
-                                'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
-                                                                          b.parent_ids, b.scope, v_org, v_user,
-                                                                          b.session_id, b.ts, b.stated_id)))
-                       from unnest(v_batch) b
-                       join unnest(v_gens, v_roots) with ordinality as i(gen, root, pos) on i.pos = b.pos
-                      order by b.pos);
+    -- 4. The one INSERT of packets store_packet_envelope uses, each new thread, the embeddings.
     v_inserted := memsub._insert_packets(v_batch, v_tenant, v_org, v_user);
     if v_inserted <> v_total then
         -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
         raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
     end if;
-    -- 6. Each new thread, registered with its first packet.
     with threads as (
         insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
         select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.packet_id, b.ts
@@ -966,24 +1027,7 @@ begin
         returning t.first_packet_id
     )
     select coalesce(array_agg(threads.first_packet_id), '{}') into v_new_threads from threads;
-    -- 7. The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates the
-    -- unique key and sends the batch to the envelope-by-envelope path, which names it.
-    insert into memsub.memory_embeddings (
-        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-    select b.packet_id,
-           memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
-           memsub._json_vector(v.e -> 'vector', 'vector'),
-           case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
-           v.e ->> 'chunk_text',
-           memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
-           b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
-      from unnest(v_batch) b
-     cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
-     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
-       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
-       and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
+    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user);
     select array_agg(row(b.pos, b.packet_id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.generation,
                          b.root_packet_id, b.content_hash, false,
                          jsonb_build_object('packet_store', 1)
