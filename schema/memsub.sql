@@ -37,6 +37,97 @@ ALTER TYPE memsub.langgraph_store_item OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.langgraph_store_item IS 'A LangGraph store item as the read functions return it; score is the similarity of a natural-language search, else NULL.';
 
+CREATE TYPE memsub.packet_fields AS (
+	pos integer,
+	envelope jsonb,
+	stated_id uuid,
+	stated_time timestamp with time zone,
+	packet_id uuid,
+	packet_type text,
+	payload jsonb,
+	ts timestamp with time zone,
+	thread_id uuid,
+	ttl timestamp with time zone,
+	importance double precision,
+	correlation_id uuid,
+	session_id text,
+	trace_id text,
+	scope text,
+	tags text[],
+	lineage jsonb,
+	parent_ids uuid[],
+	derivation text,
+	metadata jsonb,
+	provenance jsonb,
+	confidence jsonb,
+	memory jsonb,
+	unknown text[],
+	clean boolean,
+	generation integer,
+	root_packet_id uuid,
+	content_hash text
+);
+
+ALTER TYPE memsub.packet_fields OWNER TO memsub_owner;
+
+COMMENT ON TYPE memsub.packet_fields IS 'Internal: one envelope read for writing (sql/030_packet_write.sql): its fields validated and normalized, then its lineage and content hash, as the insert into packet_store takes them.';
+
+COMMENT ON COLUMN memsub.packet_fields.pos IS '1-based position of the envelope in its batch (1 for a single write).';
+
+COMMENT ON COLUMN memsub.packet_fields.envelope IS 'The envelope as written (memory.embeddings vectors included).';
+
+COMMENT ON COLUMN memsub.packet_fields.stated_id IS 'The packet_id the envelope names; NULL when the database gives one.';
+
+COMMENT ON COLUMN memsub.packet_fields.stated_time IS 'The timestamp the envelope names; NULL when it names none.';
+
+COMMENT ON COLUMN memsub.packet_fields.packet_id IS 'The packet''s id: stated_id, else a new random UUID.';
+
+COMMENT ON COLUMN memsub.packet_fields.packet_type IS 'Semantic category of the packet.';
+
+COMMENT ON COLUMN memsub.packet_fields.payload IS 'The free payload.';
+
+COMMENT ON COLUMN memsub.packet_fields.ts IS 'Event time: stated_time, else the transaction time.';
+
+COMMENT ON COLUMN memsub.packet_fields.thread_id IS 'Thread of the packet, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.ttl IS 'Expiry time, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.importance IS 'importance_score (0.5 when absent).';
+
+COMMENT ON COLUMN memsub.packet_fields.correlation_id IS 'Correlation id, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.session_id IS 'Session: the envelope''s, else the context''s.';
+
+COMMENT ON COLUMN memsub.packet_fields.trace_id IS 'Trace id, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.scope IS 'shared (default), cursor or l-private.';
+
+COMMENT ON COLUMN memsub.packet_fields.tags IS 'Distinct tags in order of first appearance.';
+
+COMMENT ON COLUMN memsub.packet_fields.lineage IS 'The envelope''s lineage object, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.parent_ids IS 'Distinct lineage parents in order of first appearance.';
+
+COMMENT ON COLUMN memsub.packet_fields.derivation IS 'lineage.derivation_type, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.metadata IS 'The metadata object, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.provenance IS 'The provenance object, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.confidence IS 'The confidence object, if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.memory IS 'The memory object (fan-out into the layer tables), if any.';
+
+COMMENT ON COLUMN memsub.packet_fields.unknown IS 'Fields of a newer contract version, sorted (unknown_fields).';
+
+COMMENT ON COLUMN memsub.packet_fields.clean IS 'Batch path only: false when the envelope needs the envelope-by-envelope path (which names the field).';
+
+COMMENT ON COLUMN memsub.packet_fields.generation IS 'Lineage generation, once the parents are known.';
+
+COMMENT ON COLUMN memsub.packet_fields.root_packet_id IS 'Lineage root, once the parents are known.';
+
+COMMENT ON COLUMN memsub.packet_fields.content_hash IS 'Deduplication hash (memsub.packet_content_hash).';
+
 CREATE TYPE memsub.packet_write_result AS (
 	"position" integer,
 	packet_id uuid,
@@ -123,27 +214,57 @@ ALTER FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) OWNER TO 
 
 COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS 'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
-CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS TABLE(pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamp with time zone, thread_id uuid, ttl timestamp with time zone, importance double precision, correlation_id uuid, session_id text, trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text, metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
-    LANGUAGE sql STABLE
+CREATE FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- The readers store_embedding uses; a slot named twice violates the unique key and sends the batch to the
+    -- envelope-by-envelope path, which names it.
+    insert into memsub.memory_embeddings (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    select b.packet_id,
+           memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+           memsub._json_vector(v.e -> 'vector', 'vector'),
+           case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+           v.e ->> 'chunk_text',
+           memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+           b.scope, b.ttl at time zone 'UTC', p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
+      from unnest(p_batch) b
+     cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
+     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
+       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+       and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
+end
+$$;
+
+ALTER FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal to write_packets: the fan-out of the memory.embeddings of a batch''s stored packets (the only memory field the set-based path takes) in one INSERT.';
+
+CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS SETOF memsub.packet_fields
+    LANGUAGE sql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
     -- Plain expressions rather than the raising field readers (a function call per field and envelope would
     -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
-    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+    -- The fields and the contract's field lists are store_packet_envelope's (memsub.packet_fields,
+    -- memsub._envelope_fields).
+    select r.pos, r.e, r.stated_id, r.stated_time, coalesce(r.stated_id, gen_random_uuid()), r.e ->> 'packet_type',
+           r.e -> 'payload', coalesce(r.stated_time, now()),
            r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
            coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
            r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
            case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
            case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           case when jsonb_typeof(r.e -> 'confidence') = 'object' then r.e -> 'confidence' end,
            r.memory,
-           array(select k from jsonb_object_keys(r.e) as k
-                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
-                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
-                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
-                                       'memory'])
+           array(select k from jsonb_object_keys(r.e) as k where k <> all(memsub._envelope_fields('envelope'))
                  union all
                  select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
-                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                  where k <> all(memsub._envelope_fields('lineage'))
                  order by 1),
            coalesce(
                jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
@@ -186,7 +307,8 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                                and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
                                                 where jsonb_typeof(v.e) <> 'object'
                                                    or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
-               false)
+               false),
+           null::integer, null::uuid, null::text
       from (
         select x.o::integer as pos, x.e,
                case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
@@ -231,7 +353,72 @@ $_$;
 
 ALTER FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
+COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
+
+CREATE FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS memsub.packet_fields[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_total    integer := cardinality(p_batch);
+    v_ids      uuid[] := array(select b.packet_id from unnest(p_batch) b order by b.pos);
+    v_parents  jsonb;      -- per envelope: its parent ids
+    v_position jsonb;      -- packet id of the batch -> position
+    v_outside  jsonb;      -- parent id outside the batch -> [generation, root]
+    v_gens     integer[] := array_fill(0, array[v_total]);
+    v_roots    uuid[] := array_fill(null::uuid, array[v_total]);
+    v_gen      integer;
+    v_root     uuid;
+    v_parent   text;
+begin
+    select jsonb_agg(to_jsonb(b.parent_ids) order by b.pos) into v_parents from unnest(p_batch) b;
+    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
+    -- Parents outside the batch: one probe; each must be visible.
+    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
+      into v_outside
+      from memsub.packet_store s
+     where s.tenant_id = p_tenant
+       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
+                                                              jsonb_array_elements_text(a.l) as p
+                                    where not v_position ? p));
+    -- Generation and root, parents before children.
+    for v_at in 1 .. v_total loop
+        v_gen := 0;
+        v_root := null;
+        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
+            if v_position ? v_parent then
+                if (v_position ->> v_parent)::integer >= v_at then
+                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
+                end if;
+                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
+                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
+            elsif v_outside ? v_parent then
+                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
+                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
+            else
+                return null;  -- a missing parent: reported by the envelope-by-envelope path
+            end if;
+        end loop;
+        v_gens[v_at] := v_gen;
+        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
+    end loop;
+    -- The fields with their lineage and content hash.
+    return array(select jsonb_populate_record(b, jsonb_build_object(
+                            'generation', i.gen, 'root_packet_id', i.root,
+                            'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
+                                                                      b.parent_ids, b.scope, p_org, p_user,
+                                                                      b.session_id, b.ts, b.stated_id)))
+                   from unnest(p_batch) b
+                   join unnest(v_gens, v_roots) with ordinality as i(gen, root, pos) on i.pos = b.pos
+                  order by b.pos);
+end
+$$;
+
+ALTER FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal to write_packets: a batch''s packets with their lineage generation and root (parents in the batch or stored and visible, one probe for the stored ones) and content hash; NULL when a parent is missing or listed after its child (the envelope-by-envelope path reports or orders them).';
 
 CREATE FUNCTION memsub._caller_is_admin() RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -641,6 +828,68 @@ ALTER FUNCTION memsub._entity_keys(p_name text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
 
+CREATE FUNCTION memsub._envelope_fields(p_part text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case p_part
+        when 'envelope' then array[
+            'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
+            'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
+            'correlation_id', 'session_id', 'trace_id', 'memory']
+        when 'lineage' then array['parent_ids', 'derivation_type', 'generation', 'root_packet_id']
+        when 'memory' then array['facts', 'relationships', 'embeddings', 'reasoning_trace']
+    end
+$$;
+
+ALTER FUNCTION memsub._envelope_fields(p_part text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_fields(p_part text) IS 'The fields of the envelope contract this version knows, of the envelope (''envelope''), its lineage (''lineage'') or its memory (''memory''); any other field is kept and listed in unknown_fields.';
+
+CREATE FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_null_parent boolean;
+begin
+    parent_ids := '{}';
+    if p_lineage ? 'parent_ids' and jsonb_typeof(p_lineage -> 'parent_ids') <> 'null' then
+        if jsonb_typeof(p_lineage -> 'parent_ids') <> 'array' then
+            raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
+                using errcode = '22023', column = 'lineage.parent_ids';
+        end if;
+        perform memsub._check_limit(jsonb_array_length(p_lineage -> 'parent_ids'), 'max_parent_ids',
+                                   'lineage.parent_ids');
+        -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
+        with ids as (
+            select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
+              from jsonb_array_elements(p_lineage -> 'parent_ids') with ordinality as p(e, o)
+        )
+        select coalesce(bool_or(ids.id is null), false),
+               array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
+                                        group by i.id) d order by d.first)
+          into v_null_parent, parent_ids
+          from ids;
+        if v_null_parent then
+            raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                using errcode = '22023', column = 'lineage.parent_ids';
+        end if;
+    end if;
+    derivation := memsub._envelope_text(p_lineage, 'derivation_type');
+    if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
+        raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
+            using errcode = '22023', column = 'lineage.derivation_type';
+    end if;
+    unknown := array(select 'lineage.' || k from jsonb_object_keys(p_lineage) as k
+                      where k <> all(memsub._envelope_fields('lineage')) order by k);
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) IS 'Internal: reads an envelope''s lineage object: its parents (distinct, in order of first appearance), its derivation_type and its unknown fields; raises SQLSTATE 22023 naming the lineage field.';
+
 CREATE FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -662,6 +911,61 @@ $$;
 ALTER FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) IS 'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
+
+CREATE FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_scope text := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+begin
+    if v_scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    if v_scope <> 'shared' and p_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    return v_scope;
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) IS 'Internal: the envelope''s scope (shared when absent) for a writer (p_user: the context user); raises SQLSTATE 22023 naming the field "scope" for an unknown scope, or a private one without a user.';
+
+CREATE FUNCTION memsub._envelope_tags(p_envelope jsonb) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_element jsonb;
+begin
+    if jsonb_typeof(p_envelope -> 'tags') is distinct from 'array' then
+        raise exception 'envelope field "tags" must be an array of strings'
+            using errcode = '22023', column = 'tags';
+    end if;
+    perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+    select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
+     where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+    if found then
+        raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
+            using errcode = '22023', column = 'tags';
+    end if;
+    perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+       from jsonb_array_elements(p_envelope -> 'tags') as e;
+    -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
+    return array(select d.tag from (select e #>> '{}' as tag, min(o) as first
+                                      from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
+                                     group by 1) d
+                  order by d.first);
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_tags(p_envelope jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_tags(p_envelope jsonb) IS 'Internal: the envelope''s tags (present and not null) as distinct strings in order of first appearance; raises SQLSTATE 22023 or the limit''s error naming the field "tags".';
 
 CREATE FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -861,6 +1165,49 @@ ALTER FUNCTION memsub._importance_step(p_importance double precision, p_accesses
 
 COMMENT ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) IS 'One learning step of memsub.learn_importance: frequency, then useful feedback (both towards 1), then not-useful feedback (towards 0). Stays in [0, 1] for an input in [0, 1] and rates in [0, 1].';
 
+CREATE FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_inserted integer;
+begin
+    -- The stored envelope is the written one, vectors apart, with the normalized fields filled in.
+    insert into memsub.packet_store as s (
+        packet_id, packet_type, envelope, "timestamp", routing, provenance,
+        thread_id, parent_ids, tags, ttl,
+        scope, importance_score, content_hash,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    select b.packet_id, b.packet_type,
+           memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+               'packet_id', b.packet_id,
+               'packet_type', b.packet_type,
+               'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+               'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+               'scope', b.scope,
+               'session_id', b.session_id,
+               'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                   coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                       'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                   || jsonb_build_object('generation', b.generation, 'root_packet_id', b.root_packet_id) end)),
+           b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+           b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+           b.scope, b.importance, b.content_hash,
+           p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
+      from unnest(p_packets) as b
+     order by b.pos
+    on conflict do nothing;
+    -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
+    get diagnostics v_inserted = row_count;
+    return v_inserted;
+end
+$$;
+
+ALTER FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; skips a packet whose id or content is stored already and returns how many it stored.';
+
 CREATE FUNCTION memsub._json_vector(p_value jsonb, p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -981,6 +1328,266 @@ $$;
 ALTER FUNCTION memsub._normalize_json_value(p_value jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+
+CREATE FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) RETURNS memsub.packet_write_result
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    s memsub.packet_store%rowtype;
+begin
+    -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
+    -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
+    if p_packet.stated_id is not null then
+        -- Planned on every call (EXECUTE), like the parent probes: a cached generic plan made while the table was
+        -- small would scan the tenant.
+        execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+           into s using p_tenant, p_packet.stated_id;
+        if s.packet_id is null then
+            raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
+                            'or expired)', p_packet.stated_id
+                using errcode = '23505', column = 'packet_id';
+        end if;
+        if (s.packet_type, s.envelope -> 'payload', s.thread_id, s.scope, s.org_id, s.user_id, s.session_id,
+            s."timestamp")
+           is distinct from
+           (p_packet.packet_type, p_packet.payload, p_packet.thread_id, p_packet.scope, p_org, p_user,
+            p_packet.session_id, coalesce(p_packet.stated_time, s."timestamp"))
+           or array(select p from unnest(s.parent_ids) as p order by p)
+              is distinct from array(select p from unnest(p_packet.parent_ids) as p order by p) then
+            raise exception 'packet_id % already names a packet with other content', p_packet.stated_id
+                using errcode = '23505', column = 'packet_id',
+                      hint = 'A packet is immutable: write the new content under a new packet_id.';
+        end if;
+    else
+        select * into s from memsub.packet_store x
+         where x.tenant_id = p_tenant and x.content_hash = p_packet.content_hash;
+        if not found then
+            raise exception 'deduplication: a packet with the same content and time exists but is not visible '
+                            'to this writer'
+                using errcode = '23505', column = 'payload';
+        end if;
+    end if;
+    return row(p_packet.pos, s.packet_id, s.packet_type, s."timestamp", s.thread_id, s.parent_ids,
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id),
+               s.content_hash, true, '{}'::jsonb, p_packet.unknown)::memsub.packet_write_result;
+end
+$_$;
+
+ALTER FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) IS 'Internal: the result of a write that stored nothing because the packet exists: the stored packet, flagged deduplicated, when it is the same packet (a retry); SQLSTATE 23505 when the id names other content or the existing packet is invisible to the writer.';
+
+CREATE FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_repeated    integer;
+    v_repeated_of integer;
+begin
+    -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
+    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array' then
+        select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
+          from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
+                                                        memsub._embedding_chunk_index(a.e)) as first
+                  from jsonb_array_elements(p_packet.memory -> 'embeddings') with ordinality as a(e, o)
+                 where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
+                   and memsub._embedding_chunk_index(a.e) is not null) d
+         where d.o > d.first order by d.o limit 1;
+        if v_repeated is not null then
+            raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
+                            'as memory.embeddings[%]', v_repeated, v_repeated_of
+                using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
+        end if;
+    end if;
+    if p_packet.ttl <= now() then
+        raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
+                        'fanned out from it', p_packet.ttl
+            using errcode = '22023', column = 'ttl';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) IS 'Internal, for an envelope with a memory field: each memory.embeddings slot (embedding_type, chunk_index) at most once, since the stored envelope keeps each vector only in its slot, and nothing fanned out of a packet that has expired already; raises SQLSTATE 22023 naming the field.';
+
+CREATE FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) RETURNS memsub.packet_fields
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    f       memsub.packet_fields;
+    v_field text;
+begin
+    if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
+        raise exception 'envelope must be a JSON object' using errcode = '22023', column = 'envelope';
+    end if;
+    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
+    -- The writer's identity comes from the context, never from the envelope.
+    select k into v_field from jsonb_object_keys(p_envelope) as k
+     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
+    if v_field is not null then
+        raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
+            using errcode = '22023', column = v_field;
+    end if;
+    f.pos := p_position;
+    f.envelope := p_envelope;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
+    f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
+                        where k <> all(memsub._envelope_fields('envelope')));
+    f.packet_type := memsub._envelope_text(p_envelope, 'packet_type');
+    if f.packet_type is null then
+        raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
+    end if;
+    if btrim(f.packet_type) = '' or length(f.packet_type) > 200 then
+        raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
+            using errcode = '22023', column = 'packet_type';
+    end if;
+    f.payload := p_envelope -> 'payload';
+    if f.payload is null or jsonb_typeof(f.payload) = 'null' then
+        raise exception 'envelope field "payload" is required' using errcode = '23502', column = 'payload';
+    end if;
+    f.stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    f.packet_id := coalesce(f.stated_id, gen_random_uuid());
+    f.stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    f.ts := coalesce(f.stated_time, now());
+    f.memory := memsub._envelope_object(p_envelope, 'memory');
+    f.metadata := memsub._envelope_object(p_envelope, 'metadata');
+    f.provenance := memsub._envelope_object(p_envelope, 'provenance');
+    f.confidence := memsub._envelope_object(p_envelope, 'confidence');
+    perform memsub._envelope_object(p_envelope, 'reasoning_block');
+    perform memsub._envelope_object(p_envelope, 'routing');
+    if f.confidence is not null then
+        perform memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score');
+    end if;
+    f.thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    f.ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    if f.ttl <= f.ts then
+        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', f.ttl, f.ts
+            using errcode = '22023', column = 'ttl';
+    end if;
+    f.importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    f.correlation_id := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    f.session_id := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    f.trace_id := memsub._envelope_text(p_envelope, 'trace_id');
+    f.scope := memsub._envelope_scope(p_envelope, p_user);
+    f.tags := case when p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null'
+                   then memsub._envelope_tags(p_envelope) else '{}' end;
+    f.lineage := memsub._envelope_object(p_envelope, 'lineage');
+    f.parent_ids := '{}';
+    if f.lineage is not null then
+        select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
+          from memsub._envelope_lineage(f.lineage) l;
+    end if;
+    if f.memory is not null then
+        f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
+                                         where k <> all(memsub._envelope_fields('memory')));
+    end if;
+    f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    f.clean := true;
+    return f;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) IS 'Internal: reads, validates and normalizes every field of one envelope (p_user: the writer, for the scope check), in one place; raises naming the field (docs/errors.md). Lineage generation and root and the content hash are left to the write.';
+
+CREATE FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_parent      uuid;
+    v_parent_gen  integer;
+    v_parent_root uuid;
+begin
+    generation := 0;
+    if p_packet.packet_id = any(p_packet.parent_ids) then
+        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', p_packet.packet_id
+            using errcode = '23514', column = 'lineage.parent_ids';
+    end if;
+    -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement gets a
+    -- generic plan cached for the session; planned while packet_store was nearly empty, it reads the tenant
+    -- through any tenant-leading index and keeps scanning the whole tenant on every write as the table grows.
+    foreach v_parent in array p_packet.parent_ids loop
+        execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
+                        coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
+                   from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+           into v_parent_gen, v_parent_root using p_tenant, v_parent;
+        if v_parent_root is null then
+            raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_parent
+                using errcode = '23503', column = 'lineage.parent_ids';
+        end if;
+        generation := greatest(generation, v_parent_gen + 1);
+        root_packet_id := coalesce(root_packet_id, v_parent_root);  -- the root of the first parent
+    end loop;
+    root_packet_id := coalesce(root_packet_id, p_packet.packet_id);
+    if p_packet.lineage ? 'generation' and (p_packet.lineage -> 'generation') is distinct from to_jsonb(generation) then
+        raise exception 'envelope field "lineage.generation" is % but the parents give %', p_packet.lineage -> 'generation', generation
+            using errcode = '22023', column = 'lineage.generation';
+    end if;
+    if p_packet.lineage ? 'root_packet_id'
+       and memsub._envelope_uuid(p_packet.lineage -> 'root_packet_id', 'lineage.root_packet_id')
+           is distinct from root_packet_id then
+        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', p_packet.lineage ->> 'root_packet_id', root_packet_id
+            using errcode = '22023', column = 'lineage.root_packet_id';
+    end if;
+end
+$_$;
+
+ALTER FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) IS 'Internal: the lineage generation and root of a packet from its stored, visible parents; raises on a self reference (23514), a missing or invisible parent (23503) or a stated generation or root that disagrees (22023).';
+
+CREATE FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_thread_org uuid;
+begin
+    select t.org_id into v_thread_org from memsub.packet_threads t
+     where t.tenant_id = p_tenant and t.thread_id = p_thread_id;
+    if found and v_thread_org is distinct from p_org then
+        raise exception 'thread consistency: thread % belongs to another organization', p_thread_id
+            using errcode = '23514', column = 'thread_id';
+    end if;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) IS 'Internal: whether the thread is registered already; raises SQLSTATE 23514 when it belongs to another organization (a thread belongs to the organization of its first packet).';
+
+CREATE FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
+    values (p_tenant, p_packet.thread_id, p_org, p_packet.packet_id, p_packet.ts)
+    on conflict (tenant_id, thread_id) do nothing;
+    if found then
+        return jsonb_build_object('packet_threads', 1);
+    end if;
+    -- Another writer registered the thread first: re-check its organization.
+    if (select t.org_id from memsub.packet_threads t
+         where t.tenant_id = p_tenant and t.thread_id = p_packet.thread_id) is distinct from p_org then
+        raise exception 'thread consistency: thread % belongs to another organization', p_packet.thread_id
+            using errcode = '23514', column = 'thread_id';
+    end if;
+    return '{}';
+end
+$$;
+
+ALTER FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) IS 'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization of a thread another writer registered meanwhile ({}).';
 
 CREATE TABLE memsub.packet_store (
     packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -1380,150 +1987,64 @@ CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.pack
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_tenant    uuid := memsub._require_tenant_id();
-    v_org       uuid := memsub.current_org_id();
-    v_user      uuid := memsub.current_user_id();
-    v_session   text := memsub.current_session_id();
-    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
-    v_max_tags  bigint := memsub.limit_value('max_tags');
-    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
-    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
-    v_total     integer;
-    v_clean     boolean;
-    v_ids       uuid[];
-    v_threads   uuid[];
-    v_parents   jsonb;     -- per envelope: its parent ids
-    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
-    v_position  jsonb;     -- packet id of the batch -> position
-    v_gens      integer[];
-    v_roots     uuid[];
-    v_gen       integer;
-    v_root      uuid;
-    v_parent    text;
-    v_at        integer;
-    v_inserted  integer;
-    v_results   memsub.packet_write_result[];
+    v_tenant      uuid := memsub._require_tenant_id();
+    v_org         uuid := memsub.current_org_id();
+    v_user        uuid := memsub.current_user_id();
+    v_batch       memsub.packet_fields[];
+    v_total       integer;
+    v_clean       boolean;
+    v_ids         uuid[];
+    v_threads     uuid[];
+    v_inserted    integer;
+    v_new_threads uuid[];  -- first packets of the threads this batch registered
+    v_results     memsub.packet_write_result[];
 begin
-    -- 1. Read every envelope once; give each its packet id.
-    select count(*), bool_and(b.clean),
-           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
-           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
+    -- 1. Read every envelope once, with its packet id.
+    v_batch := array(select b from memsub._batch_envelopes(p_envelopes, v_user, memsub.current_session_id(),
+                                                          memsub.limit_value('max_envelope_bytes'),
+                                                          memsub.limit_value('max_tags'),
+                                                          memsub.limit_value('max_tag_chars'),
+                                                          memsub.limit_value('max_parent_ids')) b
+                      order by b.pos);
+    select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
            array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
-      into v_total, v_clean, v_ids, v_parents, v_threads
-      from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b;
+      into v_total, v_clean, v_ids, v_threads
+      from unnest(v_batch) b;
     if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
         return null;
     end if;
-    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
-    -- 2. Parents outside the batch: one probe; each must be visible.
-    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
-               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
-               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
-      into v_outside
-      from memsub.packet_store s
-     where s.tenant_id = v_tenant
-       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
-                                                              jsonb_array_elements_text(a.l) as p
-                                    where not v_position ? p));
-    -- 3. Generation and root, parents before children.
-    v_gens := array_fill(0, array[v_total]);
-    v_roots := array_fill(null::uuid, array[v_total]);
-    for v_at in 1 .. v_total loop
-        v_gen := 0;
-        v_root := null;
-        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
-            if v_position ? v_parent then
-                if (v_position ->> v_parent)::integer >= v_at then
-                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
-                end if;
-                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
-                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
-            elsif v_outside ? v_parent then
-                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
-                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
-            else
-                return null;  -- a missing parent: reported by the envelope-by-envelope path
-            end if;
-        end loop;
-        v_gens[v_at] := v_gen;
-        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
-    end loop;
-    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    -- 2. Lineage and content hash.
+    v_batch := memsub._batch_lineage(v_batch, v_tenant, v_org, v_user);
+    if v_batch is null then
+        return null;
+    end if;
+    -- 3. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
     if exists (select from memsub.packet_threads t
                 where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
        or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
         return null;
     end if;
-    -- 5. One INSERT of every packet.
-    with b as (
-        select b.*, i.id, i.gen, i.root,
-               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
-                                          v_user, b.session_id, b.ts, b.stated_id) as hash
-          from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
-                                      v_max_parents) b
-          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
-    ), stored as (
-        insert into memsub.packet_store as s (
-            packet_id, packet_type, envelope, "timestamp", routing, provenance,
-            thread_id, parent_ids, tags, ttl,
-            scope, importance_score, content_hash,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id, b.packet_type,
-               memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-                   'packet_id', b.id,
-                   'packet_type', b.packet_type,
-                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
-                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                   'scope', b.scope,
-                   'session_id', b.session_id,
-                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
-                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
-                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
-               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
-               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
-               b.scope, b.importance, b.hash,
-               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
-          from b order by b.pos
-        on conflict do nothing
-        returning s.packet_id
-    ), threads as (
+    -- 4. The one INSERT of packets store_packet_envelope uses, each new thread, the embeddings.
+    v_inserted := memsub._insert_packets(v_batch, v_tenant, v_org, v_user);
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    with threads as (
         insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
-        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
-          from b join stored on stored.packet_id = b.id
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.packet_id, b.ts
+          from unnest(v_batch) b
          where b.thread_id is not null
          order by b.thread_id, b.pos
         on conflict (tenant_id, thread_id) do nothing
         returning t.first_packet_id
-    ), vectors as (
-        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
-        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
-        insert into memsub.memory_embeddings (
-            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        select b.id,
-               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
-               memsub._json_vector(v.e -> 'vector', 'vector'),
-               case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
-               v.e ->> 'chunk_text',
-               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
-               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
-               b.trace_id
-          from b join stored on stored.packet_id = b.id
-         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
-         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
-                        0) >= 0
-           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
-           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
-        returning 1
     )
-    select (select count(*) from stored),
-           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+    select coalesce(array_agg(threads.first_packet_id), '{}') into v_new_threads from threads;
+    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user);
+    select array_agg(row(b.pos, b.packet_id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.generation,
+                         b.root_packet_id, b.content_hash, false,
                          jsonb_build_object('packet_store', 1)
-                         || case when b.id in (select first_packet_id from threads)
+                         || case when b.packet_id = any(v_new_threads)
                                  then jsonb_build_object('packet_threads', 1) else '{}' end
                          || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                       and jsonb_array_length(b.memory -> 'embeddings') > 0
@@ -1531,16 +2052,11 @@ begin
                                                          jsonb_array_length(b.memory -> 'embeddings'))
                                  else '{}' end,
                          b.unknown)::memsub.packet_write_result order by b.pos)
-      into v_inserted, v_results
-      from b;
-    if v_inserted <> v_total then
-        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
-        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
-    end if;
+      into v_results
+      from unnest(v_batch) b;
     -- A thread registered meanwhile by another organization.
     if exists (select from memsub.packet_threads t
-                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
-                  and t.org_id is distinct from v_org) then
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org) then
         raise exception 'batch path: thread of another organization' using errcode = 'P0001';
     end if;
     return v_results;
@@ -4406,7 +4922,7 @@ ALTER FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad 
 
 COMMENT ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) IS 'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to 64 bytes, XOR 0x36 and XOR 0x5c.';
 
-CREATE FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_vector_weight double precision DEFAULT 1.0, p_text_weight double precision DEFAULT 1.0, p_rrf_k integer DEFAULT 60, p_candidates integer DEFAULT NULL::integer, p_importance_weight double precision DEFAULT 0.0, p_recency_weight double precision DEFAULT 0.0, p_half_life interval DEFAULT '30 days'::interval, p_record_access boolean DEFAULT false, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, packet_id uuid, chunk_index integer, chunk_text text, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real, importance_score double precision, access_id uuid)
+CREATE FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_vector_weight double precision DEFAULT 1.0, p_text_weight double precision DEFAULT 1.0, p_rrf_k integer DEFAULT 60, p_candidates integer DEFAULT NULL::integer, p_importance_weight double precision DEFAULT 0.0, p_recency_weight double precision DEFAULT 0.0, p_half_life interval DEFAULT '30 days'::interval, p_record_access boolean DEFAULT false, p_agent_id text DEFAULT NULL::text, p_with_packets boolean DEFAULT false) RETURNS TABLE(embedding_id uuid, packet_id uuid, chunk_index integer, chunk_text text, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real, importance_score double precision, access_id uuid, packet jsonb)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -4522,18 +5038,24 @@ begin
                                       (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                                       p_query_text, 'hybrid_search', p_agent_id) r
          where p_record_access
+    ), packets as (
+        -- The hits' packets in one read, as memsub.get_packets returns them, only when asked (a one-time filter).
+        select g.packet_id, to_jsonb(g) as packet
+          from memsub.get_packets(array(select t.packet_id from top t)) g
+         where p_with_packets
     )
     select t.embedding_id, t.packet_id, t.chunk_index, t.chunk_text, t.score::double precision, t.vector_rank,
-           t.text_rank, t.distance, t.text_score, t.importance_score, r.access_id
+           t.text_rank, t.distance, t.text_score, t.importance_score, r.access_id, g.packet
       from top t
       left join recorded r on r.target_id = t.embedding_id
+      left join packets g on g.packet_id = t.packet_id
      order by t.ord;
 end
 $$;
 
-ALTER FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) IS 'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id.';
+COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) IS 'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it; NULL otherwise.';
 
 CREATE PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[])
     LANGUAGE plpgsql
@@ -7174,40 +7696,6 @@ ALTER FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uu
 
 COMMENT ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'The binding check behind memsub.set_context: refuses a tenant/organization the login (session_user) is not bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
 
-CREATE FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer DEFAULT 10) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, metadata jsonb, distance double precision)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $_$
-begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
-    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
-                                'embedding_type');
-    if p_query is null then
-        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub._check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
-    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
-    return query execute format(
-        'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
-        '       (e.vector <=> $1)::double precision as distance '
-        '  from memsub.memory_embeddings e '
-        ' where e.embedding_type = %L '
-        ' order by e.vector <=> $1 '
-        ' limit $2', p_embedding_type)
-        using p_query, p_limit;
-end
-$_$;
-
-ALTER FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) IS 'The limit visible embeddings of one type nearest to the query (cosine distance), through that type''s partial HNSW index.';
-
 CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -7239,7 +7727,7 @@ ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit inte
 
 COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
 
-CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid)
+CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000, p_with_packets boolean DEFAULT false) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid, packet jsonb)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -7258,6 +7746,7 @@ declare
     v_ids      uuid[];
     v_scores   double precision[];
     v_access   uuid[];
+    v_packet_rows jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
@@ -7342,10 +7831,17 @@ begin
                   from memsub._record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
     end if;
 
+    if p_with_packets and cardinality(v_hits) > 0 then
+        -- The candidates' packets in one read, as memsub.get_packets returns them (vectors put back, row-level
+        -- security applies); only when asked, so a plain search reads no envelope.
+        select jsonb_object_agg(g.packet_id, to_jsonb(g)) into v_packet_rows
+          from memsub.get_packets(array(select h.packet_id from unnest(v_hits) h)) g;
+    end if;
+
     return query
         select h.embedding_id, h.packet_id, p_embedding_type, h.chunk_index, h.chunk_text, h.distance,
                h.importance_score, memsub.combined_score(h.distance, h.importance_score, h.last_active),
-               v_method, v_access[array_position(v_ids, h.embedding_id)]
+               v_method, v_access[array_position(v_ids, h.embedding_id)], v_packet_rows -> h.packet_id::text
           from unnest(v_hits) h
          order by case when p_rank_by = 'combined'
                        then -memsub.combined_score(h.distance, h.importance_score, h.last_active)
@@ -7355,9 +7851,9 @@ begin
 end
 $_$;
 
-ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8074,350 +8570,48 @@ COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_
 CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
+    AS $$
 declare
-    known_fields constant text[] := array[
-        'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
-        'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
-        'correlation_id', 'session_id', 'trace_id', 'memory'];
-    derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
-    v_tenant        uuid := memsub._require_tenant_id();
-    v_org           uuid := memsub.current_org_id();
-    v_user          uuid := memsub.current_user_id();
-    v_field         text;
-    v_packet_id     uuid;
-    v_stated_id     uuid;
-    v_stated_time   timestamptz;
-    v_memory        jsonb;
-    v_unknown       text[];
-    v_packet_type   text;
-    v_payload       jsonb;
-    v_timestamp     timestamptz;
-    v_metadata      jsonb;
-    v_provenance    jsonb;
-    v_confidence    jsonb;
-    v_thread_id     uuid;
-    v_lineage       jsonb;
-    v_parent_ids    uuid[] := '{}';
-    v_derivation    text;
-    v_generation    integer := 0;
-    v_root          uuid;
-    v_parent_gen    integer;
-    v_parent_root   uuid;
-    v_tags          text[] := '{}';
-    v_ttl           timestamptz;
-    v_scope         text;
-    v_importance    double precision;
-    v_correlation   uuid;
-    v_session       text;
-    v_trace         text;
-    v_hash          text;
-    v_thread_org    uuid;
-    v_thread_known  boolean;
-    v_missing       uuid;
-    v_element       jsonb;
-    v_stored        memsub.packet_store%rowtype;
-    v_inserted      integer;
-    v_null_parent   boolean;
-    v_written       jsonb;
-    v_repeated      integer;
-    v_repeated_of   integer;
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_org     uuid := memsub.current_org_id();
+    v_user    uuid := memsub.current_user_id();
+    f         memsub.packet_fields;
+    v_known   boolean;
+    v_written jsonb := jsonb_build_object('packet_store', 1);
 begin
-    if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
-        raise exception 'envelope must be a JSON object'
-            using errcode = '22023', column = 'envelope';
-    end if;
-    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
-    -- The writer's identity comes from the context, never from the envelope.
-    select k into v_field from jsonb_object_keys(p_envelope) as k
-     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
-    if v_field is not null then
-        raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
-            using errcode = '22023', column = v_field;
-    end if;
-    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
-    v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
-
-    -- Required fields.
-    v_packet_type := memsub._envelope_text(p_envelope, 'packet_type');
-    if v_packet_type is null then
-        raise exception 'envelope field "packet_type" is required'
-            using errcode = '23502', column = 'packet_type';
-    end if;
-    if btrim(v_packet_type) = '' or length(v_packet_type) > 200 then
-        raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
-            using errcode = '22023', column = 'packet_type';
-    end if;
-    v_payload := p_envelope -> 'payload';
-    if v_payload is null or jsonb_typeof(v_payload) = 'null' then
-        raise exception 'envelope field "payload" is required'
-            using errcode = '23502', column = 'payload';
-    end if;
-
-    -- Optional fields.
-    v_stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
-    v_packet_id := coalesce(v_stated_id, gen_random_uuid());
-    v_stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
-    v_timestamp := coalesce(v_stated_time, now());
-    v_memory := memsub._envelope_object(p_envelope, 'memory');
-    v_metadata := memsub._envelope_object(p_envelope, 'metadata');
-    v_provenance := memsub._envelope_object(p_envelope, 'provenance');
-    v_confidence := memsub._envelope_object(p_envelope, 'confidence');
-    perform memsub._envelope_object(p_envelope, 'reasoning_block');
-    perform memsub._envelope_object(p_envelope, 'routing');
-    if v_confidence is not null then
-        perform memsub._envelope_unit_number(v_confidence -> 'score', 'confidence.score');
-    end if;
-    v_thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
-    v_ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
-    if v_ttl is not null and v_ttl <= v_timestamp then
-        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
-            using errcode = '22023', column = 'ttl';
-    end if;
-    v_importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
-    v_correlation := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
-    v_session := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
-    v_trace := memsub._envelope_text(p_envelope, 'trace_id');
-
-    v_scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
-    if v_scope not in ('shared', 'cursor', 'l-private') then
-        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
-            using errcode = '22023', column = 'scope';
-    end if;
-    if v_scope <> 'shared' and v_user is null then
-        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
-            using errcode = '22023', column = 'scope';
-    end if;
-
-    if p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null' then
-        if jsonb_typeof(p_envelope -> 'tags') <> 'array' then
-            raise exception 'envelope field "tags" must be an array of strings'
-                using errcode = '22023', column = 'tags';
-        end if;
-        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
-        select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-         where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
-        if found then
-            raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
-                using errcode = '22023', column = 'tags';
-        end if;
-        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
-           from jsonb_array_elements(p_envelope -> 'tags') as e;
-        -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
-        v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
-                                             from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
-                                            group by 1) d
-                         order by d.first);
-    end if;
-
-    -- Lineage: validate, then check integrity against stored (visible) parents.
-    v_lineage := memsub._envelope_object(p_envelope, 'lineage');
-    if v_lineage is not null then
-        if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
-            if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
-                raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
-                    using errcode = '22023', column = 'lineage.parent_ids';
-            end if;
-            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
-                                       'lineage.parent_ids');
-            -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
-            with ids as (
-                select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
-                  from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
-            )
-            select coalesce(bool_or(ids.id is null), false),
-                   array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
-                                            group by i.id) d order by d.first)
-              into v_null_parent, v_parent_ids
-              from ids;
-            if v_null_parent then
-                raise exception 'envelope field "lineage.parent_ids" must not contain null'
-                    using errcode = '22023', column = 'lineage.parent_ids';
-            end if;
-        end if;
-        v_derivation := memsub._envelope_text(v_lineage, 'derivation_type');
-        if v_derivation is not null and v_derivation <> all(derivation_types) then
-            raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
-                using errcode = '22023', column = 'lineage.derivation_type';
-        end if;
-        v_unknown := v_unknown || array(
-            select 'lineage.' || k from jsonb_object_keys(v_lineage) as k
-             where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k);
-    end if;
-    if v_packet_id = any(v_parent_ids) then
-        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
-            using errcode = '23514', column = 'lineage.parent_ids';
-    end if;
-    if cardinality(v_parent_ids) > 0 then
-        -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement
-        -- gets a generic plan cached for the session; planned while packet_store was nearly empty, it
-        -- reads the tenant through any tenant-leading index and keeps scanning the whole tenant on every
-        -- write as the table grows.
-        foreach v_missing in array v_parent_ids loop
-            execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
-                            coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
-                       from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
-               into v_parent_gen, v_parent_root using v_tenant, v_missing;
-            if v_parent_root is null then
-                raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
-                    using errcode = '23503', column = 'lineage.parent_ids';
-            end if;
-            v_generation := greatest(v_generation, v_parent_gen + 1);
-            v_root := coalesce(v_root, v_parent_root);  -- the root of the first parent
-        end loop;
+    f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
+    if f.lineage is null and cardinality(f.parent_ids) = 0 then
+        f.generation := 0;
+        f.root_packet_id := f.packet_id;
     else
-        v_root := v_packet_id;
+        select l.generation, l.root_packet_id into f.generation, f.root_packet_id
+          from memsub._packet_lineage(v_tenant, f) l;
     end if;
-    if v_lineage ? 'generation' and (v_lineage -> 'generation') is distinct from to_jsonb(v_generation) then
-        raise exception 'envelope field "lineage.generation" is % but the parents give %', v_lineage -> 'generation', v_generation
-            using errcode = '22023', column = 'lineage.generation';
+    if f.thread_id is not null then
+        v_known := memsub._packet_thread_check(v_tenant, v_org, f.thread_id);
     end if;
-    if v_lineage ? 'root_packet_id'
-       and memsub._envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
-        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
-            using errcode = '22023', column = 'lineage.root_packet_id';
+    if f.memory is not null then
+        perform memsub._packet_embeddings_check(f);
     end if;
-
-    -- Thread consistency: a thread belongs to the organization of its first packet.
-    if v_thread_id is not null then
-        select t.org_id, true into v_thread_org, v_thread_known
-          from memsub.packet_threads t where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
-        if v_thread_known and v_thread_org is distinct from v_org then
-            raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
-                using errcode = '23514', column = 'thread_id';
-        end if;
+    f.content_hash := memsub.packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
+                                                 v_user, f.session_id, f.ts, f.stated_id);
+    if memsub._insert_packets(array[f], v_tenant, v_org, v_user) = 0 then
+        return memsub._packet_deduplicated(v_tenant, v_org, v_user, f);
     end if;
-
-    if v_memory is not null then
-        v_unknown := v_unknown || array(
-            select 'memory.' || k from jsonb_object_keys(v_memory) as k
-             where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
-        -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
-        if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
-            select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
-              from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
-                                                            memsub._embedding_chunk_index(a.e)) as first
-                      from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
-                     where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
-                       and memsub._embedding_chunk_index(a.e) is not null) d
-             where d.o > d.first order by d.o limit 1;
-            if v_repeated is not null then
-                raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
-                                'as memory.embeddings[%]', v_repeated, v_repeated_of
-                    using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
-            end if;
-        end if;
-        if v_ttl is not null and v_ttl <= now() then
-            raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
-                            'fanned out from it', v_ttl
-                using errcode = '22023', column = 'ttl';
-        end if;
+    if f.thread_id is not null and not v_known then
+        v_written := v_written || memsub._packet_thread_register(v_tenant, v_org, f);
     end if;
-    v_unknown := array(select u from unnest(v_unknown) as u order by u);
-
-    v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
-                                        v_scope, v_org, v_user, v_session, v_timestamp, v_stated_id);
-
-    insert into memsub.packet_store as s (
-        packet_id, packet_type, envelope, "timestamp", routing, provenance,
-        thread_id, parent_ids, tags, ttl,
-        scope, importance_score, content_hash,
-        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-    values (
-        v_packet_id, v_packet_type,
-        memsub._envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
-            'packet_id', v_packet_id,
-            'packet_type', v_packet_type,
-            'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'tags', case when cardinality(v_tags) > 0 then to_jsonb(v_tags) end,
-            'ttl', to_char(v_ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'scope', v_scope,
-            'session_id', v_session,
-            'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
-                coalesce(v_lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                    'parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation))
-                || jsonb_build_object('generation', v_generation, 'root_packet_id', v_root) end)),
-        v_timestamp,
-        coalesce(p_envelope -> 'routing', v_metadata),
-        v_provenance,
-        v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
-        v_scope, v_importance, v_hash,
-        v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
-    on conflict do nothing;
-    -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
-    get diagnostics v_inserted = row_count;
-
-    if v_inserted = 0 then
-        -- A named packet_id is the packet's identity: the same id again is the same packet when its content
-        -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
-        if v_stated_id is not null then
-            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
-            -- table was small would scan the tenant.
-            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
-               into v_stored using v_tenant, v_stated_id;
-            if v_stored.packet_id is null then
-                raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
-                                'or expired)', v_stated_id
-                    using errcode = '23505', column = 'packet_id';
-            end if;
-            if (v_stored.packet_type, v_stored.envelope -> 'payload', v_stored.thread_id, v_stored.scope,
-                v_stored.org_id, v_stored.user_id, v_stored.session_id, v_stored."timestamp")
-               is distinct from
-               (v_packet_type, v_payload, v_thread_id, v_scope, v_org, v_user, v_session,
-                coalesce(v_stated_time, v_stored."timestamp"))
-               or array(select p from unnest(v_stored.parent_ids) as p order by p)
-                  is distinct from array(select p from unnest(v_parent_ids) as p order by p) then
-                raise exception 'packet_id % already names a packet with other content', v_stated_id
-                    using errcode = '23505', column = 'packet_id',
-                          hint = 'A packet is immutable: write the new content under a new packet_id.';
-            end if;
-        else
-            select s.* into v_stored from memsub.packet_store s
-             where s.tenant_id = v_tenant and s.content_hash = v_hash;
-            if not found then
-                raise exception 'deduplication: a packet with the same content and time exists but is not visible '
-                                'to this writer'
-                    using errcode = '23505', column = 'payload';
-            end if;
-        end if;
-        return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
-                   v_stored.parent_ids,
-                   coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
-                   coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
-                   v_stored.content_hash, true, '{}'::jsonb, v_unknown)::memsub.packet_write_result;
-    end if;
-
-    v_written := jsonb_build_object('packet_store', 1);
-    if v_thread_id is not null and not coalesce(v_thread_known, false) then
-        insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
-        values (v_tenant, v_thread_id, v_org, v_packet_id, v_timestamp)
-        on conflict (tenant_id, thread_id) do nothing;
-        if found then
-            v_written := v_written || jsonb_build_object('packet_threads', 1);
-        else
-            -- Another writer registered the thread first: re-check its organization.
-            select t.org_id into v_thread_org from memsub.packet_threads t
-             where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
-            if v_thread_org is distinct from v_org then
-                raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
-                    using errcode = '23514', column = 'thread_id';
-            end if;
-        end if;
-    end if;
-
     -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
     -- in the same transaction. The payload itself is never interpreted.
-    if v_memory is not null then
+    if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            v_packet_id, v_memory, v_scope, coalesce((v_confidence ->> 'score')::double precision, 0.5),
-            coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+            f.packet_id, f.memory, f.scope, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
     end if;
-
-    return row(p_position, v_packet_id, v_packet_type, v_timestamp, v_thread_id,
-               v_parent_ids, v_generation, v_root, v_hash, false,
-               v_written, v_unknown)::memsub.packet_write_result;
+    return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
+               f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
 end
-$_$;
+$$;
 
 ALTER FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) OWNER TO memsub_owner;
 
@@ -11816,6 +12010,8 @@ REVOKE ALL ON TYPE memsub.langgraph_checkpoint_row FROM PUBLIC;
 
 REVOKE ALL ON TYPE memsub.langgraph_store_item FROM PUBLIC;
 
+REVOKE ALL ON TYPE memsub.packet_fields FROM PUBLIC;
+
 REVOKE ALL ON TYPE memsub.packet_write_result FROM PUBLIC;
 GRANT ALL ON TYPE memsub.packet_write_result TO memsub_app;
 GRANT ALL ON TYPE memsub.packet_write_result TO memsub_analyst;
@@ -11829,7 +12025,11 @@ GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO
 
 REVOKE ALL ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
@@ -11900,7 +12100,15 @@ GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_owner;
 
+REVOKE ALL ON FUNCTION memsub._envelope_fields(p_part text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_tags(p_envelope jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) FROM PUBLIC;
 
@@ -11921,6 +12129,8 @@ REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_
 REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
 
+REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_analyst;
@@ -11937,6 +12147,18 @@ GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO mem
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
@@ -12233,9 +12455,9 @@ GRANT ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text
 
 REVOKE ALL ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) TO memsub_analyst;
 
 REVOKE ALL ON PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) FROM PUBLIC;
 
@@ -12454,17 +12676,13 @@ REVOKE ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_us
 GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.search_embeddings(p_query public.vector, p_embedding_type text, p_limit integer) TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) TO memsub_app;
