@@ -43,8 +43,14 @@ from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
 from memsub.connection import describe, with_timeout
-from memsub.embedding import (Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, embed_envelopes,
-                              minilm_available)
+from memsub.embedding import (
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    describe_embedder,
+    embed_envelopes,
+    minilm_available,
+)
 from memsub.errors import ConnectionFailed, MemsubError
 from memsub.exit_codes import fail
 from memsub.migrator import Migrator
