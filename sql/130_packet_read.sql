@@ -180,3 +180,46 @@ comment on function memsub.get_lineage(uuid, text, integer) is
     'lineage skeleton.';
 alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
 alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;
+
+-- Packets referenced by the rows of other areas ----------------------------------------------------------------
+-- Events, traces, facts, relationships, embeddings and the other rows that name a packet take it through
+-- memsub.visible_packet: a packet the caller cannot see is indistinguishable from a missing one (23503).
+
+create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    found_packet memsub.packet_store;
+begin
+    if p_packet_id is null then
+        return null;
+    end if;
+    select s.* into found_packet from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
+    if not found then
+        raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return found_packet;
+end
+$$;
+comment on function memsub.visible_packet(uuid, text) is
+    'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
+
+create or replace function memsub.require_shared_packet(p_packet memsub.packet_store, p_field text)
+returns memsub.packet_store
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
+        raise exception 'field "%": packet % has scope %; tenant-wide knowledge can only come from shared packets',
+            p_field, p_packet.packet_id, p_packet.scope
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_packet;
+end
+$$;
+comment on function memsub.require_shared_packet(memsub.packet_store, text) is
+    'Refuses (22023) a cursor or l-private packet as the source of tenant-wide knowledge (facts, relationships).';

@@ -172,3 +172,109 @@ grant execute on function memsub._resolve_entity(text), memsub._entity_keys(text
 grant usage on schema memsub to memsub_retrieval_owner;
 grant select on memsub.world_model_entities to memsub_retrieval_owner;
 grant execute on function memsub.current_tenant_id(), memsub.normalize_text(text) to memsub_retrieval_owner;
+
+-- Knowledge facts ----------------------------------------------------------------------------------------------
+
+create or replace function memsub.assert_fact(
+    p_subject       text,
+    p_predicate     text,
+    p_object        jsonb,
+    p_confidence    double precision default 0.5,
+    p_source_packet uuid             default null
+) returns memsub.knowledge_facts
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant       uuid := memsub._require_tenant_id();
+    v_subject      text := memsub._require_text(p_subject, 'subject');
+    v_predicate    text := memsub.normalize_text(memsub._require_text(p_predicate, 'predicate'));
+    v_confidence   double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
+    v_subject_norm text := memsub.normalize_text(v_subject);
+    v_object_norm  text;
+    v_packet       memsub.packet_store;
+    v_fact         memsub.knowledge_facts;
+    v_others       integer;
+    v_packets      uuid[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_subject), 'max_text_chars', 'subject'),
+            memsub._check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+            memsub._check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
+    if p_object is null or jsonb_typeof(p_object) = 'null' then
+        raise exception 'field "object" is required' using errcode = '23502', column = 'object';
+    end if;
+    v_object_norm := memsub._normalize_json_value(p_object);
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+
+    -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
+    -- contradiction counting see every committed assertion whatever the concurrency.
+    perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+    -- An expired fact is gone for every reader: asserting it again starts it afresh.
+    perform memsub._drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
+
+    -- Expiry: the packet's (none without a packet); a reinforced fact lives as long as its latest support.
+    update memsub.knowledge_facts f
+       set supporting_packet_count = f.supporting_packet_count + 1,
+           confidence = 1 - (1 - f.confidence) * (1 - v_confidence),
+           ttl = memsub._later_expiry(f.ttl, v_packet.ttl),
+           updated_at = now()
+     where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
+       and f.object_normalized = v_object_norm
+    returning f.* into v_fact;
+    if not found then
+        insert into memsub.knowledge_facts (
+            subject, predicate, object, confidence, source_packet, subject_normalized, object_normalized, ttl,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        values (
+            v_subject, v_predicate, p_object, v_confidence, p_source_packet, v_subject_norm, v_object_norm,
+            v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+            memsub.current_session_id(), v_packet.trace_id)
+        returning * into v_fact;
+    end if;
+
+    -- A different object for the same subject and predicate contradicts the facts already recorded: each of
+    -- them counts one contradiction, the asserted fact one per fact it contradicts, and so do the packets.
+    with contradicted as (
+        update memsub.knowledge_facts f
+           set contradiction_count = f.contradiction_count + 1, updated_at = now()
+         where f.tenant_id = v_tenant and f.subject_normalized = v_subject_norm and f.predicate = v_predicate
+           and f.object_normalized <> v_object_norm
+        returning f.source_packet
+    )
+    select count(*), array_agg(distinct c.source_packet) filter (where c.source_packet is not null)
+      into v_others, v_packets
+      from contradicted c;
+    if v_others > 0 then
+        update memsub.knowledge_facts f
+           set contradiction_count = f.contradiction_count + v_others
+         where f.tenant_id = v_tenant and f.fact_id = v_fact.fact_id
+        returning f.* into v_fact;
+        update memsub.packet_store s
+           set contradiction_count = s.contradiction_count + 1
+         where s.tenant_id = v_tenant
+           and s.packet_id = any(coalesce(v_packets, '{}') || p_source_packet);
+    end if;
+    return v_fact;
+end
+$$;
+comment on function memsub.assert_fact(text, text, jsonb, double precision, uuid) is
+    'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as '
+    'canonical JSON). The same fact again adds one supporting assertion and raises confidence to '
+    '1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: '
+    'counted on every fact involved and on their (visible) source packets. The fact expires with the packets that '
+    'asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted '
+    'again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
+
+call memsub.install_row_security('memsub.knowledge_facts', array[]::text[]);
+
+-- Expiry is honoured on every read, like the packets' (sql/150_packet_security.sql).
+drop policy if exists not_expired on memsub.knowledge_facts;
+create policy not_expired on memsub.knowledge_facts as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.knowledge_facts is
+    'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
+
+grant select on memsub.knowledge_facts to memsub_app, memsub_analyst;
+grant execute on function memsub.assert_fact(text, text, jsonb, double precision, uuid) to memsub_app;
