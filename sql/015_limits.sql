@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: none (the GUIDE's security model: one tenant must not starve the others).
+--
 -- Resource limits: what one call may ask of the database, so that one tenant cannot starve the others.
 --
 -- Every function a tenant can call checks the size of what it is given (bytes, characters, counts, depth, k,

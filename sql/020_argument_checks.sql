@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 004 "Contracts & Invariants" (typed, checked input), applied to every area.
+--
 -- Shared argument checks: the input checks every area's functions use, so a bad argument gets the same SQLSTATE,
 -- message and column diagnostic wherever it is given (docs/errors.md).
 --

@@ -1,3 +1,5 @@
+-- Area: packets. Seed: seed 004 "Contracts & Invariants" 1 (immutability).
+--
 -- Immutability of packet_store (seed 004, contract 1).
 --
 -- The envelope and everything derived from it never change after insertion. Only the learned statistics

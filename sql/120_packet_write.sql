@@ -1,3 +1,5 @@
+-- Area: packets. Seed: seed 004 "Field Reference", "JSON Schema", "Database Mapping", "Contracts & Invariants".
+--
 -- Writing PacketEnvelopes (seed 004): validation, normalization, lineage, thread consistency, dedup.
 --
 -- memsub.write_packet(envelope) and memsub.write_packets(array) are the only way rows enter packet_store.

@@ -1,6 +1,9 @@
+-- Area: packets. Seed: seed 004 "PacketLineage (v1.1.0)" and invariants 4-5; seed 000 "CORE MEMORY LAYER"
+--   (packet_store).
+--
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
--- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/030).
+-- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/120_packet_write.sql).
 
 create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
 language plpgsql stable security invoker

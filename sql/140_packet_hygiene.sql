@@ -1,6 +1,8 @@
+-- Area: packets. Seed: seed 000 "CORE MEMORY LAYER" (packet_store.ttl).
+--
 -- TTL hygiene: removing expired packets, keeping their lineage.
 --
--- An expired packet is never read (the not_expired policies, sql/060_packet_security.sql); purging removes it
+-- An expired packet is never read (the not_expired policies, sql/150_packet_security.sql); purging removes it
 -- and its vectors (memory_embeddings cascade) and the expired rows derived from packets, and leaves a tombstone in packet_tombstones, so lineage walks still
 -- reach through it. The function runs as memsub_expiry_owner, the one role the not_expired policies let see
 -- expired rows; the tenant, org and scope policies still apply, so each caller purges what its context covers.

@@ -1,3 +1,5 @@
+-- Area: packets. Seed: seed 000 "MULTI-TENANT IDENTITY" (RLS policies) for packet_store.
+--
 -- Row-level security and privileges of the packet area (packet_store, packet_threads, packet_tombstones).
 
 call memsub.install_row_security('memsub.packet_store', array['org', 'user']);
@@ -37,7 +39,8 @@ grant select, insert on memsub.packet_tombstones to memsub_expiry_owner;
 grant select, delete on memsub.agent_memory_events, memsub.reasoning_traces, memsub.knowledge_facts,
     memsub.entity_relationships, memsub.reflection_store
     to memsub_expiry_owner;
--- Knowledge asserted again after it expired replaces the expired row (sql/110, 130, 420).
+-- Knowledge asserted again after it expired replaces the expired row (sql/410_knowledge_graph.sql,
+-- 420_temporal_graph.sql).
 grant execute on function
     memsub._drop_expired_fact(uuid, text, text, text), memsub._drop_expired_edge(uuid, text, text, text)
     to memsub_owner;

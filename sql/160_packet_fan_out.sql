@@ -1,3 +1,5 @@
+-- Area: packets. Seed: seed 000 "DATA FLOW DIAGRAM".
+--
 -- The data flow of seed 000: a packet's payload fans out into the layer tables, in the packet's transaction.
 --
 -- The payload is free (seed 004, invariant 3): memsub never reads meaning into it. A writer asks for fan-out

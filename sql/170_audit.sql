@@ -1,3 +1,5 @@
+-- Area: packets. Seed: seed 001 sections 1.2, 3.1 and 4.1 (the audit trail).
+--
 -- The audit trail of seed 001 and the acting agent/task context it records.
 --
 -- Every session, task, memory, checkpoint and document-index function writes one memsub.audit row per

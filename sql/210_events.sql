@@ -1,3 +1,5 @@
+-- Area: events. Seed: seed 000 "CORE MEMORY LAYER" (agent_memory_events, reasoning_traces).
+--
 -- Agent events and reasoning traces: what agents did and how they reasoned, optionally tied to a packet.
 --
 -- Writes follow the packet writes: SECURITY DEFINER functions owned by memsub_owner, bound by forced row-level

@@ -1,3 +1,5 @@
+-- Area: events. Seed: seed 000 "OPERATIONS LAYER" (memory_access_log).
+--
 -- Operations layer: the memory access log. Recording an access also counts it on the accessed row
 -- (access_count + 1, last_accessed = now), the input of importance learning.
 --

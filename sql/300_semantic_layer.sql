@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 000 "SEMANTIC LAYER" (semantic_memory, memory_embeddings).
+--
 -- Semantic layer: the legacy vector store (semantic_memory) and per-packet multi-space embeddings
 -- (memory_embeddings), with nearest-neighbour search by cosine distance.
 --
@@ -178,7 +180,7 @@ comment on function memsub.search_semantic_memory(vector, integer, text) is
 
 call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
 call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);
--- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/060).
+-- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/150_packet_security.sql).
 drop policy if exists not_expired on memsub.memory_embeddings;
 create policy not_expired on memsub.memory_embeddings as restrictive for select to public
     using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC'));

@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 000 "SEMANTIC LAYER" and "DATA FLOW DIAGRAM"; seed 003 "Vector Index (HNSW)".
+--
 -- Retrieval pipeline, semantic leg: nearest packets by embedding, correct for tenants of every size.
 --
 -- HNSW filters after the graph walk: the caller's row-level security predicates (and the packet filters) drop

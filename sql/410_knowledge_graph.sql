@@ -1,3 +1,6 @@
+-- Area: graph. Seed: seed 000 "KNOWLEDGE GRAPH LAYER" (entity_relationships) and "CORE MEMORY LAYER"
+--   (knowledge_facts).
+--
 -- Knowledge-graph layer: entity_relationships, reinforced by UPSERT, and a bounded graph walk.
 --
 -- Edges are tenant-wide knowledge (the seed's unique key is (tenant_id, source, type, target)): every member of
@@ -153,7 +156,8 @@ comment on function memsub.graph_neighbors(text, integer, integer) is
     'at most limit edges in all.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
--- Expiry is honoured on every read (sql/110): a window whose observing packets have all expired is never read.
+-- Expiry is honoured on every read (sql/150_packet_security.sql): a window whose observing packets have all
+-- expired is never read.
 drop policy if exists not_expired on memsub.entity_relationships;
 create policy not_expired on memsub.entity_relationships as restrictive for select to public
     using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')

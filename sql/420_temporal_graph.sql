@@ -1,3 +1,5 @@
+-- Area: graph. Seed: seed 003 "Knowledge Graph Schema" and "Temporal & Versioning".
+--
 -- The temporal knowledge graph (seed 003): typed nodes over the tables that hold them, edges with validity
 -- windows and evidence in entity_relationships, and "as of time T" reads.
 --

@@ -1,3 +1,5 @@
+-- Area: graph. Seed: seed 000 "KNOWLEDGE GRAPH LAYER" and "DATA FLOW DIAGRAM".
+--
 -- Retrieval pipeline, graph leg: paths through entity_relationships and the neighbourhood of an entity.
 --
 -- Breadth first over entities with a visited set: each entity is reached once, at its shortest distance, along

@@ -1,3 +1,5 @@
+-- Area: world_model. Seed: seed 000 "WORLD MODEL LAYER".
+--
 -- World-model layer: versioned entities, the updates that changed them, and snapshots of the whole state.
 --
 -- A tenant's world model has one state version. memsub.apply_world_model_update() locks the tenant's

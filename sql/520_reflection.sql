@@ -1,3 +1,5 @@
+-- Area: reflection. Seed: seed 000 "REFLECTION LAYER".
+--
 -- Reflection layer: lessons learned (reflection_store) and per-task learning (task_reflections).
 
 create or replace function memsub.record_reflection(
@@ -132,7 +134,8 @@ comment on function memsub.record_task_reflection(text, text, text, text[], text
     'replaces the earlier one). A task of another organization of the tenant raises 42501.';
 
 call memsub.install_row_security('memsub.reflection_store', array['org']);
--- Expiry is honoured on every read (sql/110): an expired reflection is never read; purge_expired() deletes it.
+-- Expiry is honoured on every read (sql/150_packet_security.sql): an expired reflection is never read;
+-- purge_expired() deletes it.
 drop policy if exists not_expired on memsub.reflection_store;
 create policy not_expired on memsub.reflection_store as restrictive for select to public
     using (expires_at is null or expires_at > (select pg_catalog.now())

@@ -1,3 +1,5 @@
+-- Area: reflection. Seed: seed 000 "INTELLIGENCE LAYER" (memory_summaries).
+--
 -- Intelligence layer: consolidated summaries over sets of packets, and the list of summaries due for
 -- regeneration.
 

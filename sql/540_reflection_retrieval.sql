@@ -1,3 +1,5 @@
+-- Area: reflection. Seed: seed 000 "REFLECTION LAYER" and "DATA FLOW DIAGRAM".
+--
 -- Retrieval pipeline, last stage of seed 000's data flow: the lessons relevant to a task.
 --
 -- A tenant's reflections are few next to its embeddings (lessons, not events), so they are scored exactly: every

@@ -1,3 +1,5 @@
+-- Area: memory. Seed: seed 001 sections 2, 4.2 and 6.
+--
 -- Namespaced, versioned memory (seed 001 sections 2, 4.2 and 6).
 --
 -- Namespaces and who may use them (the context is memsub.set_context's user and session):

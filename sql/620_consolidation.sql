@@ -1,3 +1,5 @@
+-- Area: memory. Seed: seed 001 section 4.3.
+--
 -- Memory consolidation (seed 001 section 4.3).
 --
 -- A conflict is a key with more than one live, unconsolidated version (the seed's

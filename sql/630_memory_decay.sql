@@ -1,3 +1,5 @@
+-- Area: memory. Seed: seed 003 "Knowledge Graph Schema" (Memory node: memory_type, decay_state).
+--
 -- Memory types and decay (seed 003 Memory node) on memory_entries.
 --
 -- memory_tier (generated): Procedural for procedural memory, STM while short_term, otherwise LTM. Seed 001

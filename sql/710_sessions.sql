@@ -1,3 +1,5 @@
+-- Area: sessions. Seed: seed 001 sections 5 and 6.1.
+--
 -- Sessions (seed 001): create, append events, merge state deltas, end a turn, terminate, delete.
 --
 -- sessions.state holds namespaced keys "<namespace>:<key>":

@@ -1,3 +1,5 @@
+-- Area: sessions. Seed: seed 001 sections 4.1 and 7.2; seed 000 "OPERATIONS LAYER" (tasks).
+--
 -- Tasks and agents (seed 000 operations layer, seed 001 task execution flow).
 --
 -- A task may run in a session and may be a sub-task of a parent task; an agent is spawned for a task (and its

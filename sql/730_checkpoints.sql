@@ -1,3 +1,5 @@
+-- Area: sessions. Seed: seed 001 section 3.1 (checkpoints: task_id, session_id).
+--
 -- Checkpoints (seed 001): save a task's state, linked to the task and its session, and restore it.
 --
 -- A checkpoint keeps the task state the caller gives and a copy of the session's state at that moment.

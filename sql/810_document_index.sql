@@ -1,3 +1,5 @@
+-- Area: documents. Seed: seed 001 section 1.3.
+--
 -- The document index of seed 001: one entry per file path with an embedding and metadata.
 --
 -- Embeddings travel as double precision[] in and real[] out (cast to pgvector's vector inside), so clients need no vector type adapter.

@@ -1,3 +1,5 @@
+-- Area: documents. Seed: seed 003 "Documentary Memory Schema".
+--
 -- Documentary memory (seed 003): documents as a version chain in document_index, their chunks, and the chunk
 -- vectors in the semantic layer's memory_embeddings.
 --

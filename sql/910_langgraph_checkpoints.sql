@@ -1,3 +1,5 @@
+-- Area: integrations. Seed: none (an adapter: LangGraph's checkpoint saver over memsub).
+--
 -- LangGraph checkpoints (memsub.integrations.langgraph.MemsubSaver): save, read, list, delete, copy and prune
 -- graph states of the context tenant. Tables: migrations/2.15.0__langgraph_checkpoints.sql.
 --

@@ -1,3 +1,5 @@
+-- Area: integrations. Seed: none (an adapter: LangGraph's BaseStore over memsub).
+--
 -- LangGraph store (memsub.integrations.langgraph_store.MemsubStore): put, get, search, list namespaces and sweep
 -- expired items of the context tenant. Tables: migrations/2.17.0__langgraph_store.sql.
 --

@@ -1,3 +1,5 @@
+-- Area: integrations. Seed: none (an adapter: the OpenAI Agents SDK's session over memsub).
+--
 -- OpenAI Agents SDK sessions (memsub.integrations.openai_agents.MemsubSession): add, read, pop and clear the
 -- conversation items of a session of the context tenant. Table: migrations/2.16.0__agent_session_items.sql.
 --

@@ -1,3 +1,5 @@
+-- Area: integrations. Seed: none (an adapter: Google ADK's session and memory services over memsub).
+--
 -- Google ADK sessions and memory (memsub.integrations.adk): create, get, list and delete sessions, append events
 -- with their state deltas, add sessions to memory and search it. Tables: migrations/2.18.0__adk_sessions.sql.
 --

@@ -1,3 +1,5 @@
+-- Area: operations. Seed: seed 000 "MATERIALIZED VIEWS".
+--
 -- Materialized views: refresh, and the tenant-filtered ways to read them.
 --
 -- The four views (created by migration 2.2.0, rebuilt by 2.19.0) belong to memsub_view_owner, a NOLOGIN role that
