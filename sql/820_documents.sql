@@ -100,6 +100,7 @@ declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_path     text;
     v_latest   memsub.document_index;
+    v_entry    memsub.document_index;
     v_id       uuid := gen_random_uuid();
     v_version  integer;
     v_packet   uuid;
@@ -172,29 +173,26 @@ begin
                                       'hash', p_hash, 'mime', p_mime, 'chunk_count', v_chunks),
         'tags', jsonb_build_array('document'))) w;
 
+    v_entry.id := v_id;
+    v_entry.file_path := v_path;
+    v_entry.metadata := p_metadata;
+    v_entry.version := v_version;
+    v_entry.previous_id := v_latest.id;
+    v_entry.hash := p_hash;
+    v_entry.mime := p_mime;
+    v_entry.summary := p_summary;
+    v_entry.key_concepts := coalesce(p_key_concepts, '{}');
+    v_entry.entities := p_entities;
+    v_entry.extracted_text := p_text;
+    v_entry.packet_id := v_packet;
+    v_entry.chunk_count := v_chunks;
+    perform memsub._document_index_write(v_entry, true);
     if v_latest.id is not null then
-        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
-         where d.tenant_id = v_tenant and d.id = v_latest.id;
         -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
     end if;
-
-    begin
-        insert into memsub.document_index (
-            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
-            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
-        values (
-            v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
-            v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
-            v_chunks);
-    exception when unique_violation then
-        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
-        -- this caller cannot see, and then it cannot be superseded from here.
-        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
-            v_path using errcode = '23505', column = 'file_path';
-    end;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
                                         org_id, user_id)
