@@ -30,7 +30,7 @@ as $$
           from removed r
         on conflict on constraint packet_tombstones_pkey do nothing
     ),
-    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/110, 130, 150):
+    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/210, 410, 520):
     -- deleted in the same statement, so nothing derived from a purged packet outlives it, not even unlinked.
     events as (
         delete from memsub.agent_memory_events e
