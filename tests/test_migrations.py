@@ -146,7 +146,7 @@ def test_verify_names_the_file_of_a_missing_object_and_migrate_restores_it(db):
         conn.execute("drop function memsub.get_lineage(uuid, text, integer)")
     result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
     assert result.exit_code == 1
-    assert "function memsub.get_lineage declared in sql/040_packet_read.sql does not exist" in result.output
+    assert "function memsub.get_lineage declared in sql/130_packet_read.sql does not exist" in result.output
     assert Migrator(db.dsn()).migrate().repeatables_applied
     result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
     assert result.exit_code == 0, result.output
@@ -215,7 +215,7 @@ def test_cli_migrate_status_and_dry_run(empty_db):
     assert "nothing to do" in result.output
     result = runner.invoke(cli, ["status", "--dsn", empty_db.dsn()])
     assert result.exit_code == 0
-    assert "pending" not in result.output and "030_packet_write.sql" in result.output
+    assert "pending" not in result.output and "120_packet_write.sql" in result.output
 
 
 def test_dsn_resolution_order(monkeypatch):
@@ -247,7 +247,7 @@ def test_installed_wheel_carries_the_sql_and_migrates_a_fresh_database(empty_db,
     wheel = next(dist.glob("memsub-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "memsub/migrations/2.1.0__multi_tenant.sql" in names
-    assert "memsub/sql/030_packet_write.sql" in names
+    assert "memsub/sql/120_packet_write.sql" in names
     assert "memsub/py.typed" in names
     assert "memsub/catalog_snapshot.json" in names  # what memsub verify compares with
     venv = tmp_path / "venv"

@@ -10,7 +10,7 @@
 
 ``AsyncMemsubSaver`` is the same over psycopg's async pool. Checkpoints live in ``memsub.langgraph_checkpoints``
 and their pending writes in ``memsub.langgraph_checkpoint_writes``; every call is one stored function
-(``sql/610_langgraph_checkpoints.sql``) in one transaction of the saver's tenant context.
+(``sql/910_langgraph_checkpoints.sql``) in one transaction of the saver's tenant context.
 """
 
 from __future__ import annotations
