@@ -576,6 +576,135 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE TABLE memsub.document_index (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    file_path text NOT NULL,
+    embedding public.vector,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    is_latest boolean DEFAULT true NOT NULL,
+    previous_id uuid,
+    hash text,
+    mime text,
+    summary text,
+    key_concepts text[] DEFAULT '{}'::text[] NOT NULL,
+    entities jsonb DEFAULT '[]'::jsonb NOT NULL,
+    extracted_text text,
+    packet_id uuid,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    superseded_at timestamp with time zone,
+    CONSTRAINT document_index_chain_consistent CHECK (((version = 1) = (previous_id IS NULL))),
+    CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
+    CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
+    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
+    CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
+    CONSTRAINT document_index_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.document_index FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_index OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.document_index IS 'Documents (seed 001 document index and seed 003 Document): one row per version of a file path; versions chain by content hash (previous_id) and the latest version of a path has is_latest. Chunks are in document_chunks; their vectors in memory_embeddings under the version''s packet.';
+
+COMMENT ON COLUMN memsub.document_index.tenant_id IS 'Tenant owning the entry.';
+
+COMMENT ON COLUMN memsub.document_index.id IS 'Entry identifier.';
+
+COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
+
+COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
+
+COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
+
+COMMENT ON COLUMN memsub.document_index.metadata IS 'Free-form metadata (JSON object; seed 003 Document.metadata).';
+
+COMMENT ON COLUMN memsub.document_index.created_at IS 'When the file was first indexed.';
+
+COMMENT ON COLUMN memsub.document_index.updated_at IS 'When the version was last changed (document_index_put replaces the latest version in place).';
+
+COMMENT ON COLUMN memsub.document_index.version IS 'Version of the path: 1, 2, 3, ... (a new version per changed content hash).';
+
+COMMENT ON COLUMN memsub.document_index.is_latest IS 'True for the latest version of the path (the latest pointer).';
+
+COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one replaced (NULL for version 1): the version chain.';
+
+COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
+
+COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
+
+COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
+
+COMMENT ON COLUMN memsub.document_index.key_concepts IS 'Key concepts (e.g. the headings of a Markdown file).';
+
+COMMENT ON COLUMN memsub.document_index.entities IS 'Entities mentioned: a JSON array of {type, value}.';
+
+COMMENT ON COLUMN memsub.document_index.extracted_text IS 'Text extracted from the file; chunk positions are character offsets into it.';
+
+COMMENT ON COLUMN memsub.document_index.packet_id IS 'Packet (packet_type document) that carries the version: its memory_embeddings rows are the chunk vectors.';
+
+COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this version.';
+
+COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
+
+CREATE FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) RETURNS memsub.document_index
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_row    memsub.document_index;
+begin
+    if not p_new_version then
+        -- The latest entry of the path gets the embedding and metadata (a new path gets version 1).
+        insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
+        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path, p_entry.embedding,
+                p_entry.metadata)
+        on conflict (tenant_id, file_path) where is_latest do update
+           set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
+               updated_at = now()
+        returning d.* into v_row;
+        return v_row;
+    end if;
+    -- A new version: the previous one (p_entry.previous_id) stops being the latest, then the new one is stored.
+    if p_entry.previous_id is not null then
+        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
+         where d.tenant_id = v_tenant and d.id = p_entry.previous_id;
+    end if;
+    begin
+        insert into memsub.document_index as d (
+            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
+            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
+        values (
+            v_tenant, p_entry.id, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path,
+            p_entry.metadata, p_entry.version, true, p_entry.previous_id, p_entry.hash, p_entry.mime,
+            p_entry.summary, p_entry.key_concepts, p_entry.entities, p_entry.extracted_text, p_entry.packet_id,
+            p_entry.chunk_count)
+        returning d.* into v_row;
+    exception when unique_violation then
+        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
+        -- this caller cannot see, and then it cannot be superseded from here.
+        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
+            p_entry.file_path using errcode = '23505', column = 'file_path';
+    end;
+    return v_row;
+end
+$$;
+
+ALTER FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) IS 'Internal: stores a document_index entry in the caller''s context. p_new_version false: the path''s latest entry takes the entry''s embedding and metadata (created as version 1 for a new path); true: the entry (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the caller cannot see).';
+
 CREATE FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1106,7 +1235,7 @@ begin
     end if;
     perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
        from unnest(p_scores) with ordinality as s(score, n);
-    -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
+    -- Counters live off the vector rows: an embedding access counts on its packet (see 220_access_log.sql).
     if p_target_type in ('packet', 'embedding') then
         update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
           from (select coalesce(e.packet_id, t.id) as packet_id, count(*)::integer as hits
@@ -3549,7 +3678,6 @@ CREATE FUNCTION memsub.document_index_put(p_file_path text, p_embedding double p
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.document_index;
-    v_vector vector;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
@@ -3561,13 +3689,10 @@ begin
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
-    v_vector := memsub._float_array_vector(p_embedding, 'embedding');
-    insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, v_vector, p_metadata)
-    on conflict (tenant_id, file_path) where is_latest do update
-       set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
-           updated_at = now()
-    returning d.* into v_entry;
+    v_entry.file_path := p_file_path;
+    v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
+    v_entry.metadata := p_metadata;
+    v_entry := memsub._document_index_write(v_entry, false);
     perform memsub.audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
                                         'dimensions', cardinality(p_embedding)));
@@ -3588,6 +3713,7 @@ declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_path     text;
     v_latest   memsub.document_index;
+    v_entry    memsub.document_index;
     v_id       uuid := gen_random_uuid();
     v_version  integer;
     v_packet   uuid;
@@ -3660,29 +3786,26 @@ begin
                                       'hash', p_hash, 'mime', p_mime, 'chunk_count', v_chunks),
         'tags', jsonb_build_array('document'))) w;
 
+    v_entry.id := v_id;
+    v_entry.file_path := v_path;
+    v_entry.metadata := p_metadata;
+    v_entry.version := v_version;
+    v_entry.previous_id := v_latest.id;
+    v_entry.hash := p_hash;
+    v_entry.mime := p_mime;
+    v_entry.summary := p_summary;
+    v_entry.key_concepts := coalesce(p_key_concepts, '{}');
+    v_entry.entities := p_entities;
+    v_entry.extracted_text := p_text;
+    v_entry.packet_id := v_packet;
+    v_entry.chunk_count := v_chunks;
+    perform memsub._document_index_write(v_entry, true);
     if v_latest.id is not null then
-        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
-         where d.tenant_id = v_tenant and d.id = v_latest.id;
         -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
     end if;
-
-    begin
-        insert into memsub.document_index (
-            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
-            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
-        values (
-            v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
-            v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
-            v_chunks);
-    exception when unique_violation then
-        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
-        -- this caller cannot see, and then it cannot be superseded from here.
-        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
-            v_path using errcode = '23505', column = 'file_path';
-    end;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
                                         org_id, user_id)
@@ -3733,87 +3856,6 @@ $_$;
 ALTER FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks [{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change (status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
-
-CREATE TABLE memsub.document_index (
-    tenant_id uuid NOT NULL,
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    file_path text NOT NULL,
-    embedding public.vector,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    version integer DEFAULT 1 NOT NULL,
-    is_latest boolean DEFAULT true NOT NULL,
-    previous_id uuid,
-    hash text,
-    mime text,
-    summary text,
-    key_concepts text[] DEFAULT '{}'::text[] NOT NULL,
-    entities jsonb DEFAULT '[]'::jsonb NOT NULL,
-    extracted_text text,
-    packet_id uuid,
-    chunk_count integer DEFAULT 0 NOT NULL,
-    superseded_at timestamp with time zone,
-    CONSTRAINT document_index_chain_consistent CHECK (((version = 1) = (previous_id IS NULL))),
-    CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
-    CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
-    CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
-    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
-    CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
-    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
-    CONSTRAINT document_index_version_positive CHECK ((version >= 1))
-);
-
-ALTER TABLE ONLY memsub.document_index FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.document_index OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.document_index IS 'Documents (seed 001 document index and seed 003 Document): one row per version of a file path; versions chain by content hash (previous_id) and the latest version of a path has is_latest. Chunks are in document_chunks; their vectors in memory_embeddings under the version''s packet.';
-
-COMMENT ON COLUMN memsub.document_index.tenant_id IS 'Tenant owning the entry.';
-
-COMMENT ON COLUMN memsub.document_index.id IS 'Entry identifier.';
-
-COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (NULL: tenant-wide).';
-
-COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
-
-COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
-
-COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
-
-COMMENT ON COLUMN memsub.document_index.metadata IS 'Free-form metadata (JSON object; seed 003 Document.metadata).';
-
-COMMENT ON COLUMN memsub.document_index.created_at IS 'When the file was first indexed.';
-
-COMMENT ON COLUMN memsub.document_index.updated_at IS 'When the version was last changed (document_index_put replaces the latest version in place).';
-
-COMMENT ON COLUMN memsub.document_index.version IS 'Version of the path: 1, 2, 3, ... (a new version per changed content hash).';
-
-COMMENT ON COLUMN memsub.document_index.is_latest IS 'True for the latest version of the path (the latest pointer).';
-
-COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one replaced (NULL for version 1): the version chain.';
-
-COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
-
-COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
-
-COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
-
-COMMENT ON COLUMN memsub.document_index.key_concepts IS 'Key concepts (e.g. the headings of a Markdown file).';
-
-COMMENT ON COLUMN memsub.document_index.entities IS 'Entities mentioned: a JSON array of {type, value}.';
-
-COMMENT ON COLUMN memsub.document_index.extracted_text IS 'Text extracted from the file; chunk positions are character offsets into it.';
-
-COMMENT ON COLUMN memsub.document_index.packet_id IS 'Packet (packet_type document) that carries the version: its memory_embeddings rows are the chunk vectors.';
-
-COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this version.';
-
-COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
 
 CREATE FUNCTION memsub.document_versions(p_file_path text) RETURNS SETOF memsub.document_index
     LANGUAGE sql STABLE
@@ -6133,7 +6175,7 @@ CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURN
           from removed r
         on conflict on constraint packet_tombstones_pkey do nothing
     ),
-    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/110, 130, 150):
+    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/210, 410, 520):
     -- deleted in the same statement, so nothing derived from a purged packet outlives it, not even unlinked.
     events as (
         delete from memsub.agent_memory_events e
@@ -11885,6 +11927,11 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
+GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
 
@@ -11941,8 +11988,8 @@ REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
 GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
@@ -12170,9 +12217,6 @@ GRANT ALL ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding do
 
 REVOKE ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) TO memsub_app;
-
-GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
-GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.document_versions(p_file_path text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_app;

@@ -209,7 +209,8 @@ RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
     "summaries_due": _summaries_due,
     "tune_search": _tune_search,
 }
-# The tasks in the order they run: memsub.maintain_tasks() (tests/test_vocabulary.py holds the two equal).
+# The tasks in the order they run: memsub.maintain_tasks() (tests/foundation/test_vocabulary.py holds the two
+# equal).
 TASKS = tuple(RUNNERS)
 
 

@@ -11,7 +11,7 @@ import pytest
 from doc_helpers import column_types
 from session_helpers import ground_truth
 
-DECISIONS = Path(__file__).resolve().parent.parent / "docs" / "decisions.md"
+DECISIONS = Path(__file__).resolve().parents[2] / "docs" / "decisions.md"
 ROW = re.compile(r"^\| `([A-Za-z_.]+)` \| `(\w+)\.(\w+)` \| `([^`]+)` \|$")
 
 # Every field of seed 003's schemas (nodes, edges, DocRefs, documents, chunks, vector and full-text items, the

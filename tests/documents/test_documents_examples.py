@@ -8,7 +8,7 @@ from pathlib import Path
 
 from session_helpers import ground_truth
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "documents.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "documents.md"
 
 
 def test_documents_md_sql_examples_run(db):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-CLIENT = Path(__file__).resolve().parent.parent / "python" / "memsub"
+CLIENT = Path(__file__).resolve().parents[2] / "python" / "memsub"
 CLIENT_ROLES = ("memsub_app", "memsub_analyst", "memsub_tenant_admin", "memsub_platform_admin")
 
 # Public routines a client role may call that the Python client has no wrapper for, and why.

@@ -19,7 +19,7 @@ from psycopg.pq import Format
 
 from helpers import TENANT_A, documented_sqlstates, set_context, superuser_count
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000b1")
 MAIN = "from memsub.cli import main; main(prog_name='memsub')"  # what the memsub console script runs
 

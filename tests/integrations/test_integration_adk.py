@@ -1,5 +1,5 @@
 """The Google ADK services (memsub.integrations.adk) against the embedded server, beyond ADK's own tests
-(tests/test_integration_adk_sessions.py): tenants and organizations apart with the same app, user and session
+(test_integration_adk_sessions.py): tenants and organizations apart with the same app, user and session
 names, temp: state never stored, stale sessions refused, the memory service's keyword and vector search, bad
 input naming its field, and the docs/integrations.md example. Every service acts as an ordinary app login.
 """
@@ -317,7 +317,7 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
     section = doc.split("## Google ADK", 1)[1]
     example = re.search(r"```python\n(.*?)```", section, flags=re.S)
     assert example is not None

@@ -265,7 +265,7 @@ def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
     section = doc.split("## LangGraph store", 1)[1]
     example = re.search(r"```python\n(.*?)```", section, flags=re.S)
     assert example is not None

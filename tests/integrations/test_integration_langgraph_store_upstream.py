@@ -34,7 +34,7 @@ Left out, with the reason:
   serve (LIKE metacharacters and regex metacharacters in labels, segment boundaries) are checked through the
   store by the segment-boundary and metacharacter tests below.
 - ``test_nonnull_migrations``: checks PostgresStore's own migration list; memsub's schema is its migrations and
-  ``sql/`` files, checked by ``tests/test_migrations.py``.
+  ``sql/`` files, checked by ``tests/operations/test_migrations.py``.
 - ``test_omit_expired_disabled_preserves_expired_rows``: asserts that with ``omit_expired`` off, an expired but
   unswept item is still returned. memsub never returns an expired item (an expiry is enforced by every read
   function), so MemsubStore behaves as if ``omit_expired`` were always on; the three omit_expired tests that

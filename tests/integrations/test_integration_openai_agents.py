@@ -782,7 +782,7 @@ def test_a_stored_item_is_always_a_json_object(db: Any, tenant: uuid.UUID) -> No
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
     section = doc.split("## OpenAI Agents SDK session", 1)[1]
     example = re.search(r"```python\n(.*?)```", section, flags=re.S)
     assert example is not None

@@ -19,7 +19,7 @@ from memsub.cli import main as cli
 
 from helpers import TENANT_A
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _python(*args: str) -> subprocess.CompletedProcess[str]:

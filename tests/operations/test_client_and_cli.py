@@ -169,7 +169,7 @@ def test_cli_manages_an_embedded_cluster(tmp_path: Path):
 
 
 def test_sql_lint_passes_on_the_shipped_sql_and_catches_violations(tmp_path):
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     assert lint([root / "sql", root / "migrations"]) == []
     bad = tmp_path / "bad.sql"
     bad.write_text("create table memsub.t (a int, b text);\ncomment on table memsub.t is 'x';\n"

@@ -14,7 +14,7 @@ import pytest
 from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key
 from memsub.http_api import openapi_json
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED_EXAMPLE = {
     "packet_type": "event",
     "payload": {"action": "user_query", "content": "Find HDPE"},

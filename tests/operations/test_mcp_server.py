@@ -36,8 +36,8 @@ from memsub.mcp_server import Identity, MemoryTools, build_server, check_identit
 
 from helpers import superuser_count
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-MCP_DOC = Path(__file__).resolve().parent.parent / "docs" / "mcp.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
+MCP_DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 PACKAGE_PARENT = str(Path(memsub.__file__).resolve().parent.parent)
 IDENTITY_WORDS = {"tenant", "tenant_id", "org", "org_id", "user", "user_id", "roles", "role", "session",
                   "session_id", "token", "context"}

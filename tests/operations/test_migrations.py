@@ -22,7 +22,7 @@ from memsub.migrator import Migrator
 
 from catalog import snapshot
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _shipped_versions() -> list[str]:

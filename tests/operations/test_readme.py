@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def sql_examples() -> list[str]:
