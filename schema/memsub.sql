@@ -3062,13 +3062,13 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
                 memsub._check_finite(p_importance_weight, 'importance_weight'),
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
-                memsub._check_finite_interval(p_half_life, 'half_life');
+                memsub._check_half_life(p_half_life);
     end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
@@ -4454,7 +4454,7 @@ begin
     if p_recency_weight is null or p_recency_weight < 0 then
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
-    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_half_life(p_half_life);
     perform memsub._check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
@@ -5264,9 +5264,7 @@ begin
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
     perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
-    if p_half_life is null or p_half_life <= interval '0' then
-        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
-    end if;
+    perform memsub._check_half_life(p_half_life);
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;
@@ -5979,13 +5977,14 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
-                      / extract(epoch from case when isfinite(p_half_life) then p_half_life
-                                                else memsub._check_finite_interval(p_half_life, 'half_life') end))
+                      / extract(epoch from case when p_half_life >= interval '1 second' and isfinite(p_half_life)
+                                                     or p_half_life is null then p_half_life
+                                                else memsub._check_half_life(p_half_life) end))
 $$;
 
 ALTER FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) IS 'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
+COMMENT ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) IS 'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation). A half-life under a second is refused (22023, half_life).';
 
 CREATE FUNCTION memsub.memory_tiers() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -11868,6 +11867,9 @@ GRANT ALL ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p
 REVOKE ALL ON FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_half_life(p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) FROM PUBLIC;
 
