@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from google.adk.events import Event, EventActions
@@ -99,7 +99,7 @@ async def measure(app_dsn: str, peer_url: str, count: int, events: int) -> list[
             compare(f"get_session ({events} events)", whole), compare("get_session (5 most recent)", recent)]
 
 
-def run_with_peer(measure: Callable[..., Awaitable[list[dict[str, Any]]]], **counts: int) -> dict[str, Any]:
+def run_with_peer(measure: Callable[..., Coroutine[Any, Any, list[dict[str, Any]]]], **counts: int) -> dict[str, Any]:
     """The report of ``measure(app_dsn, peer_url, *counts)`` on a fresh server, the peer a login owning its schema."""
     with bench_database() as (superuser, app):
         peer_url = prepare_peer(superuser)

@@ -191,6 +191,22 @@ comment on function memsub._json_vector(jsonb, text) is
     'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for '
     'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
 
+create or replace function memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) returns vector
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    return (p_value #>> '{}')::vector;
+exception when others then
+    raise exception '%: % must be an array of numbers', p_caller, p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+comment on function memsub._json_query_vector(jsonb, text, text) is
+    'A query vector of any dimension given as a JSON array of numbers (NULL for NULL), for searches that compare it '
+    'only with stored vectors of its own dimension; raises 22023 naming the field, after the caller''s prefix, for '
+    'anything that is not a vector.';
+
 create or replace function memsub._float_array_vector(p_value double precision[], p_field text) returns vector
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp

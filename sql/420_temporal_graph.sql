@@ -355,16 +355,8 @@ declare
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
-    if p_max_depth is null or p_max_depth < 1 then
-        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
     visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
