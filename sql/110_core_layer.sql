@@ -89,6 +89,31 @@ $$;
 comment on function memsub._check_json_type(jsonb, text, text) is
     'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
 
+create or replace function memsub._check_object_keys(
+    p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text
+) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_key text;
+begin
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'field "%" must be an object %', p_field, p_shape
+            using errcode = '22023', column = p_field;
+    end if;
+    select k into v_key from jsonb_object_keys(p_value) as k where k <> all(p_keys) order by k limit 1;
+    if v_key is not null then
+        raise exception 'field "%.%" is not part of %', p_field, v_key, p_what
+            using errcode = '22023', column = p_field || '.' || v_key;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_object_keys(jsonb, text, text[], text, text) is
+    'Returns the JSON value when it is an object with no key outside p_keys; raises 22023 naming the field (not an '
+    'object, message showing p_shape) or the field and the first unknown key (not part of p_what) otherwise.';
+
 create or replace function memsub.vector_dimension() returns integer
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
