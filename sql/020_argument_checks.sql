@@ -92,6 +92,31 @@ $$;
 comment on function memsub._check_json_type(jsonb, text, text) is
     'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
 
+create or replace function memsub._check_object_keys(
+    p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text
+) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_key text;
+begin
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'field "%" must be an object %', p_field, p_shape
+            using errcode = '22023', column = p_field;
+    end if;
+    select k into v_key from jsonb_object_keys(p_value) as k where k <> all(p_keys) order by k limit 1;
+    if v_key is not null then
+        raise exception 'field "%.%" is not part of %', p_field, v_key, p_what
+            using errcode = '22023', column = p_field || '.' || v_key;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_object_keys(jsonb, text, text[], text, text) is
+    'Returns the JSON value when it is an object with no key outside p_keys; raises 22023 naming the field (not an '
+    'object, message showing p_shape) or the field and the first unknown key (not part of p_what) otherwise.';
+
 create or replace function memsub.vector_dimension() returns integer
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -193,6 +218,22 @@ $$;
 comment on function memsub._json_vector(jsonb, text) is
     'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for '
     'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+
+create or replace function memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) returns vector
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    return (p_value #>> '{}')::vector;
+exception when others then
+    raise exception '%: % must be an array of numbers', p_caller, p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+comment on function memsub._json_query_vector(jsonb, text, text) is
+    'A query vector of any dimension given as a JSON array of numbers (NULL for NULL), for searches that compare it '
+    'only with stored vectors of its own dimension; raises 22023 naming the field, after the caller''s prefix, for '
+    'anything that is not a vector.';
 
 create or replace function memsub._float_array_vector(p_value double precision[], p_field text) returns vector
 language plpgsql stable security invoker parallel safe

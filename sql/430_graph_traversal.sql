@@ -49,16 +49,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
             memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
-    if p_max_depth is null or p_max_depth < 1 then
-        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
@@ -157,11 +149,7 @@ begin
     perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     return query
     (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
             null::jsonb, r.confidence, r.mention_count, r.relationship_id

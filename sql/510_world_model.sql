@@ -56,16 +56,9 @@ begin
     -- Validate every change before touching anything.
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        if jsonb_typeof(v_entity) <> 'object' then
-            raise exception 'field "%" must be an object {entity_id, entity_type, attributes, confidence}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_id from jsonb_object_keys(v_entity) as k
-         where k not in ('entity_id', 'entity_type', 'attributes', 'confidence') order by k limit 1;
-        if v_id is not null then
-            raise exception 'field "%.%" is not part of an entity change', v_field, v_id
-                using errcode = '22023', column = v_field || '.' || v_id;
-        end if;
+        perform memsub._check_object_keys(v_entity, v_field,
+                                          array['entity_id', 'entity_type', 'attributes', 'confidence'],
+                                          '{entity_id, entity_type, attributes, confidence}', 'an entity change');
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         if v_id = any(v_ids) then

@@ -87,11 +87,7 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Only the newest summary of each scope matters: an older one was already regenerated.
     return query

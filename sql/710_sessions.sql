@@ -9,8 +9,14 @@
 -- app: and project: keys cannot be written by a session (seed 001 section 2.1). Termination moves the user:
 -- keys into memory_entries, clears the state and marks the session terminated, in one statement.
 
-create or replace function memsub.session_lookup(p_session_id text, p_for_update boolean default false)
-returns memsub.sessions
+-- The earlier signature, without p_errcode, would otherwise remain as an overload.
+drop function if exists memsub.session_lookup(text, boolean);
+
+create or replace function memsub.session_lookup(
+    p_session_id text,
+    p_for_update boolean default false,
+    p_errcode    text    default 'P0002'
+) returns memsub.sessions
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -31,14 +37,14 @@ begin
     end if;
     if v_session.id is null then
         raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = 'P0002', column = 'session_id';
+            using errcode = p_errcode, column = 'session_id';
     end if;
     return v_session;
 end
 $$;
-comment on function memsub.session_lookup(text, boolean) is
-    'Internal: the visible session of the context tenant with this id (optionally locked); raises P0002 naming '
-    'session_id when there is none.';
+comment on function memsub.session_lookup(text, boolean, text) is
+    'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming '
+    'session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
 create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker

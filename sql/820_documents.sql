@@ -33,16 +33,8 @@ begin
     end if;
     for v_chunk, v_position in select c, n - 1 from jsonb_array_elements(p_chunks) with ordinality as a(c, n) loop
         v_field := format('chunks[%s]', v_position);
-        if jsonb_typeof(v_chunk) <> 'object' then
-            raise exception 'field "%" must be an object {start_char, end_char, page?, embedding?}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_key from jsonb_object_keys(v_chunk) as k
-         where k not in ('start_char', 'end_char', 'page', 'embedding') order by k limit 1;
-        if v_key is not null then
-            raise exception 'field "%.%" is not part of a chunk', v_field, v_key
-                using errcode = '22023', column = v_field || '.' || v_key;
-        end if;
+        perform memsub._check_object_keys(v_chunk, v_field, array['start_char', 'end_char', 'page', 'embedding'],
+                                          '{start_char, end_char, page?, embedding?}', 'a chunk');
         foreach v_key in array array['start_char', 'end_char', 'page'] loop
             if v_chunk ? v_key and jsonb_typeof(v_chunk -> v_key) <> 'null'
                and (jsonb_typeof(v_chunk -> v_key) <> 'number' or (v_chunk ->> v_key) !~ '^\d{1,9}$') then

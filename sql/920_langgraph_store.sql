@@ -212,14 +212,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    if p_query_embedding is not null then
-        begin
-            query := (p_query_embedding #>> '{}')::vector;
-        exception when others then
-            raise exception 'memsub.langgraph_store_search: query_embedding must be an array of numbers'
-                using errcode = '22023', column = 'query_embedding';
-        end;
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     return query
     with candidates as (
         select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,

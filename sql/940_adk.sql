@@ -410,14 +410,7 @@ begin
     if p_limit is null or p_limit < 0 then
         raise exception 'memsub: limit must be a non-negative integer' using errcode = '22023', column = 'limit';
     end if;
-    if p_query_embedding is not null then
-        begin
-            query := (p_query_embedding #>> '{}')::vector;
-        exception when others then
-            raise exception 'memsub: query_embedding must be an array of numbers'
-                using errcode = '22023', column = 'query_embedding';
-        end;
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
     q_words := memsub.adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from psycopg import sql
 from psycopg.types.string import TextLoader
 
-from helpers import TENANT_A, documented_sqlstates, set_context, soak_factor
+from helpers import TENANT_A, documented_sqlstates, set_context, soak_factor, table_state
 
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000f0")
 # PostgreSQL's own messages for a constraint or policy: a function must have refused the input before, naming
@@ -113,14 +113,6 @@ def value_for(type_name: str, dimension: int) -> st.SearchStrategy[Any]:
     return st.none() | base
 
 
-def _state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-    tables = [r[0] for r in conn.execute("select relname from pg_class where relnamespace = 'memsub'::regnamespace "
-                                         "and relkind = 'r' order by 1")]
-    parts = [sql.SQL("select {}, count(*), coalesce(sum(hashtext(t::text)), 0) from {} t").format(
-        sql.Literal(name), sql.Identifier("memsub", name)) for name in tables]
-    return conn.execute(sql.SQL(" union all ").join(parts)).fetchall()
-
-
 @pytest.fixture(scope="module")
 def fuzz_world(server, template_db):
     name = f"memsub_fuzz_{uuid.uuid4().hex[:10]}"
@@ -150,7 +142,7 @@ def test_every_callable_function_fails_only_with_documented_errors(fuzz_world, d
         sql.Identifier("memsub", name),
         sql.SQL(", ").join(sql.SQL("%s::") + sql.SQL(t) for t in types))  # type: ignore[operator]
     with psycopg.connect(superuser_dsn) as ground, psycopg.connect(app_dsn) as conn:
-        before = _state(ground)
+        before = table_state(ground)
         ground.rollback()
         # results stay text: a deeply nested jsonb result is the server's to hold, not Python's parser's to read
         for json_type in ("json", "jsonb"):
@@ -166,4 +158,4 @@ def test_every_callable_function_fails_only_with_documented_errors(fuzz_world, d
             event(f"failed with {error.sqlstate}")
             assert error.sqlstate in documented_sqlstates(), f"{name}({types}) -> {error.sqlstate}: {error}"
             assert not RAW_MESSAGE.search(str(error)), f"{name}({types}) -> raw message: {error}"
-            assert _state(ground) == before, f"{name} failed but changed a table"
+            assert table_state(ground) == before, f"{name} failed but changed a table"

@@ -15,20 +15,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, set_context, table_state
 
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000a1")
 PACKET = uuid.UUID("00000000-0000-0000-0002-0000000000a1")
-
-
-def _state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-    tables = [r[0] for r in conn.execute("select relname from pg_class where relnamespace = 'memsub'::regnamespace "
-                                         "and relkind = 'r' order by 1")]
-    parts = [sql.SQL("select {}, count(*), coalesce(sum(hashtext(t::text)), 0) from {} t").format(
-        sql.Literal(name), sql.Identifier("memsub", name)) for name in tables]
-    return conn.execute(sql.SQL(" union all ").join(parts)).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +67,7 @@ def _refused(world: tuple[str, str, int], call: str, params: list[Any], column: 
         app = psycopg.conninfo.make_conninfo(superuser, user="memsub_test_platform_admin")
     call = _fill(call, dimension)
     with psycopg.connect(superuser) as ground, psycopg.connect(app) as conn:
-        before = _state(ground)
+        before = table_state(ground)
         ground.rollback()
         set_context(conn, TENANT_A, user=USER, session="values",
                     roles=("tenant_admin", "platform_admin") if admin else ())
@@ -85,7 +76,7 @@ def _refused(world: tuple[str, str, int], call: str, params: list[Any], column: 
         conn.rollback()
         assert (caught.value.sqlstate, caught.value.diag.column_name) == (sqlstate, column), str(caught.value)
         assert column.split("[")[0].split(".")[-1] in str(caught.value) or column in str(caught.value)
-        assert _state(ground) == before
+        assert table_state(ground) == before
     return caught.value
 
 
@@ -235,6 +226,16 @@ INTERVAL_CALLS = [
 @pytest.mark.parametrize("value", ["infinity", "-infinity"])
 @pytest.mark.parametrize(("call", "column"), INTERVAL_CALLS, ids=[f"{c[1]}-{i}" for i, c in enumerate(INTERVAL_CALLS)])
 def test_infinite_intervals_are_refused(world, call, column, value):
+    _refused(world, call, [value], column)
+
+
+HALF_LIFE_CALLS = [(call, column) for call, column in INTERVAL_CALLS if column == "half_life"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1 day", "0.5 seconds"])
+@pytest.mark.parametrize(("call", "column"), HALF_LIFE_CALLS, ids=[f"half_life-{i}" for i in range(len(HALF_LIFE_CALLS))])
+def test_a_half_life_under_a_second_is_refused(world, call, column, value):
+    """A zero half-life divided by zero (22012) in memory_strength; every half-life is at least a second."""
     _refused(world, call, [value], column)
 
 

@@ -7,10 +7,8 @@ input naming its field, and the docs/integrations.md example. Every service acts
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,6 +23,8 @@ from google.genai import types
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ConflictError, InvalidInput
 from memsub.integrations.adk import MemsubMemoryService, MemsubSessionService
+
+from helpers import assert_refused, run_doc_example
 
 APP, USER, SESSION = "helpdesk", "alice@example.com", "s-1"
 
@@ -272,14 +272,7 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
     with db.connect("app") as conn:
         conn.execute("select memsub.set_context(%s)", [str(tenant)])
         conn.execute("select * from memsub.adk_session_create('a', 'u', 's')")  # so that appends reach the checks
-        for call, field in BAD_CALLS:
-            try:
-                with conn.transaction():
-                    conn.execute(call)
-            except psycopg.errors.InvalidParameterValue as error:
-                assert error.diag.column_name == field, call
-            else:
-                raise AssertionError(f"{call} was accepted")
+        assert_refused(conn, BAD_CALLS)
         with pytest.raises(psycopg.errors.NoDataFound) as missing, conn.transaction():
             conn.execute("select memsub.adk_session_append_event('a', 'u', 'nope', "
                          "'{\"id\": \"e\", \"timestamp\": 1}')")
@@ -317,10 +310,6 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
-    section = doc.split("## Google ADK", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert example is not None
-    exec(compile(example.group(1), "docs/integrations.md", "exec", dont_inherit=True), {"dsn": db.dsn("app")})
+    run_doc_example("Google ADK", db.dsn("app"))
     out = capsys.readouterr().out
     assert "gold" in out and "printer" in out

@@ -19,6 +19,8 @@ from langgraph.graph import END, START, StateGraph
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_checkpoint import AsyncMemsubSaver, MemsubSaver
 
+from helpers import assert_refused, run_doc_example
+
 
 def test_async_saver_passes_langgraph_conformance_suite(db: Any) -> None:
     tenant = uuid.uuid4()
@@ -99,37 +101,22 @@ def test_checkpoint_rows_obey_row_level_security(db: Any) -> None:
 
 
 def test_bad_arguments_name_the_field_and_write_nothing(db: Any) -> None:
-    import psycopg
 
     tenant = uuid.uuid4()
     with db.connect("app") as conn:
         conn.execute("select memsub.set_context(%s)", [str(tenant)])
-        for call, field in [
+        assert_refused(conn, [
             ("select memsub.langgraph_checkpoint_put('', '', 'c1', null, 'msgpack', '\\x00', '{}')", "thread_id"),
             ("select memsub.langgraph_checkpoint_put('t', '', 'c1', null, 'msgpack', '\\x00', '[1]')", "metadata"),
             ("select memsub.langgraph_checkpoint_put_writes('t', '', 'c1', 'task', '', '{0,1}', '{a}', '{x}', "
              "'{\\\\x00}')", "channels"),
             ("select memsub.langgraph_thread_prune('{t}', 'everything')", "strategy"),
-        ]:
-            try:
-                with conn.transaction():
-                    conn.execute(call)
-            except psycopg.errors.InvalidParameterValue as error:
-                assert error.diag.column_name == field
-            else:
-                raise AssertionError(f"{call} was accepted")
+        ])
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.langgraph_checkpoints").fetchone() == (0,)
         assert conn.execute("select count(*) from memsub.langgraph_checkpoint_writes").fetchone() == (0,)
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
-    import re
-    from pathlib import Path
-
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
-    section = doc.split("## LangGraph checkpointer", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert example is not None
-    exec(compile(example.group(1), "docs/integrations.md", "exec", dont_inherit=True), {"dsn": db.dsn("app")})
+    run_doc_example("LangGraph checkpointer", db.dsn("app"))
     assert "{'steps': ['hello', 'thought']}" in capsys.readouterr().out

@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import re
 import uuid
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import psycopg
@@ -53,6 +51,8 @@ from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 from memsub.errors import ContextError, InvalidInput
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.openai_agents import MemsubSession, _settled
+
+from helpers import run_doc_example
 
 set_tracing_disabled(True)
 T = TypeVar("T")
@@ -782,10 +782,6 @@ def test_a_stored_item_is_always_a_json_object(db: Any, tenant: uuid.UUID) -> No
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
-    section = doc.split("## OpenAI Agents SDK session", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, flags=re.S)
-    assert example is not None
-    exec(compile(example.group(1), "docs/integrations.md", "exec", dont_inherit=True), {"dsn": db.dsn("app")})
+    run_doc_example("OpenAI Agents SDK session", db.dsn("app"))
     out = capsys.readouterr().out
     assert "Paris" in out and "['What is the capital of France?', 'Paris', 'And of Italy?', 'Rome']" in out

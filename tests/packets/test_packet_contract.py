@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
 
-from helpers import TENANT_A, TENANT_B, count, set_context, superuser_count, write
+from helpers import TENANT_A, TENANT_B, count, in_parallel, set_context, superuser_count, write
 
 ORG_A = uuid.UUID("0a000000-0000-0000-0000-00000000000a")
 ORG_B = uuid.UUID("0b000000-0000-0000-0000-00000000000b")
@@ -235,26 +234,8 @@ def test_same_content_at_the_same_time_returns_the_existing_packet_flagged(db):
 
 
 def test_same_content_written_concurrently_is_stored_once(db):
-    results: list[dict] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(6)
-
-    def writer() -> None:
-        try:
-            with db.connect("app") as conn:
-                set_context(conn, TENANT_A)
-                barrier.wait()
-                results.append(write(conn, {"packet_type": "event", "payload": {"same": True},
-                                            "timestamp": "2025-12-07T12:00:00Z"}))
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=writer) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    results = in_parallel(db, lambda conn, _: write(conn, {"packet_type": "event", "payload": {"same": True},
+                                                          "timestamp": "2025-12-07T12:00:00Z"}), 6)
     assert len({r["packet_id"] for r in results}) == 1
     assert sorted(r["deduplicated"] for r in results) == [False] + [True] * 5
     assert superuser_count(db) == 1
