@@ -11,7 +11,7 @@ import pytest
 from memsub import errors
 from memsub.errors import SQLSTATE_CONTRACT, contract_of
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 ROW = re.compile(r"^\| `([0-9A-Z]{5})` \| [a-z_]+ \| .* \| `([A-Za-z]+)`(?: \(an `[A-Za-z]+`\))? \|$")
 
 
