@@ -233,7 +233,8 @@ HALF_LIFE_CALLS = [(call, column) for call, column in INTERVAL_CALLS if column =
 
 
 @pytest.mark.parametrize("value", ["0", "-1 day", "0.5 seconds"])
-@pytest.mark.parametrize(("call", "column"), HALF_LIFE_CALLS, ids=[f"half_life-{i}" for i in range(len(HALF_LIFE_CALLS))])
+@pytest.mark.parametrize(("call", "column"), HALF_LIFE_CALLS,
+                         ids=[f"half_life-{i}" for i in range(len(HALF_LIFE_CALLS))])
 def test_a_half_life_under_a_second_is_refused(world, call, column, value):
     """A zero half-life divided by zero (22012) in memory_strength; every half-life is at least a second."""
     _refused(world, call, [value], column)
