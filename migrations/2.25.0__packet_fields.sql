@@ -1,7 +1,7 @@
 -- memsub 2.25.0: one type for a packet on its way into packet_store.
 --
 -- write_packet and the set-based batch path of write_packets read an envelope into the same fields and insert
--- them with the same statement (sql/030_packet_write.sql): memsub.packet_fields is that record, so the field
+-- them with the same statement (sql/120_packet_write.sql): memsub.packet_fields is that record, so the field
 -- list is written once and a batch is read once.
 create type memsub.packet_fields as (
     pos            integer,
@@ -34,7 +34,7 @@ create type memsub.packet_fields as (
     content_hash   text
 );
 comment on type memsub.packet_fields is
-    'Internal: one envelope read for writing (sql/030_packet_write.sql): its fields validated and normalized, then '
+    'Internal: one envelope read for writing (sql/120_packet_write.sql): its fields validated and normalized, then '
     'its lineage and content hash, as the insert into packet_store takes them.';
 comment on column memsub.packet_fields.pos is '1-based position of the envelope in its batch (1 for a single write).';
 comment on column memsub.packet_fields.envelope is 'The envelope as written (memory.embeddings vectors included).';

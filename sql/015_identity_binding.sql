@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 000 "MULTI-TENANT IDENTITY" (who may act for a tenant).
+--
 -- Identity binding: the tenant a connection acts for is decided by the database, not merely asserted.
 --
 -- Three parts (docs/security.md, "Identity binding"):
@@ -219,7 +221,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.set_context_signed: unknown role "%"', requested
                 using errcode = '22023', column = 'roles';
         end if;

@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 004 "API Submission" (the HTTP API's credentials).
+--
 -- API keys: the credentials of the HTTP API (memsub serve, docs/http.md).
 --
 -- A key is the text msk_<key_id>_<secret>: key_id is 16 hex digits, secret 64 hex digits from two
@@ -66,9 +68,10 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles', hint = 'Known context roles: tenant_admin, platform_admin.';
+                using errcode = '22023', column = 'roles',
+                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
         end if;
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'

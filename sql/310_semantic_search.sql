@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 000 "SEMANTIC LAYER" and "DATA FLOW DIAGRAM"; seed 003 "Vector Index (HNSW)".
+--
 -- Retrieval pipeline, semantic leg: nearest packets by embedding, correct for tenants of every size.
 --
 -- HNSW filters after the graph walk: the caller's row-level security predicates (and the packet filters) drop
@@ -38,13 +40,13 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
                 memsub._check_finite(p_importance_weight, 'importance_weight'),
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
-                memsub._check_finite_interval(p_half_life, 'half_life');
+                memsub._check_half_life(p_half_life);
     end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
@@ -82,7 +84,7 @@ begin
     end if;
     perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
        from unnest(p_scores) with ordinality as s(score, n);
-    -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
+    -- Counters live off the vector rows: an embedding access counts on its packet (see 220_access_log.sql).
     if p_target_type in ('packet', 'embedding') then
         update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
           from (select coalesce(e.packet_id, t.id) as packet_id, count(*)::integer as hits

@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 003 "Full-Text Index (Tantivy)" and "Vector Index (HNSW)"; seed 001 section 4.2.
+--
 -- Retrieval pipeline, hybrid leg: PostgreSQL full text fused with vector similarity by reciprocal rank fusion.
 --
 -- The keyword leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by the
@@ -157,7 +159,7 @@ begin
     if p_recency_weight is null or p_recency_weight < 0 then
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
-    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_half_life(p_half_life);
     perform memsub._check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';

@@ -1,3 +1,6 @@
+-- Area: search. Seed: seed 000 "CORE MEMORY LAYER" (importance_score, access_count) and "OPERATIONS LAYER"
+--   (was_useful).
+--
 -- Importance learning: feedback on accesses and the maintenance run that folds the access log into
 -- importance_score (packet_store, semantic_memory).
 --
@@ -79,9 +82,7 @@ begin
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
     perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
-    if p_half_life is null or p_half_life <= interval '0' then
-        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
-    end if;
+    perform memsub._check_half_life(p_half_life);
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;

@@ -211,7 +211,9 @@ def _thread_packet(row: PacketStoreRow | None) -> ThreadPacket | None:
 class ThreadPage(BaseModel):
     thread_id: UUID
     packets: list[ThreadPacket]
-    next_cursor: int | None = Field(description="Pass as after_cursor for the next page; null: no more packets.")
+    next_cursor: int | None = Field(description=(
+        "Pass as after_cursor for the next page; set when this page is full (the next one may be empty), "
+        "null when it is not."))
 
 
 class TraverseResult(BaseModel):
@@ -371,12 +373,10 @@ class MemoryTools:
 
     def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
         with self._memory() as memory:
-            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
-        more = len(rows) > limit
-        rows = rows[:limit]
+            rows = memory.thread(thread_id, limit=limit, after_cursor=after_cursor)
         packets = [packet for packet in map(_thread_packet, rows) if packet is not None]
         return ThreadPage(thread_id=thread_id, packets=packets,
-                          next_cursor=rows[-1].write_seq if more and rows else None)
+                          next_cursor=rows[-1].write_seq if len(rows) == limit else None)
 
     def graph_traverse(self, entity: str, max_depth: int, relationship_types: Sequence[str] | None,
                        direction: Direction, min_confidence: float | None, limit: int | None,

@@ -6,7 +6,7 @@
     with substrate.tenant(tenant_id, roles=["tenant_admin"]) as admin:
         report = admin.memory_maintenance()   # promotes STM entries by the documented rule
 
-The rule (sql/430_memory_decay.sql): strength halves every half-life without access and each access adds 1;
+The rule (sql/630_memory_decay.sql): strength halves every half-life without access and each access adds 1;
 an STM entry is promoted to LTM when importance * strength reaches the threshold. Each call is declared once
 here; the sync and async tenant sessions expose it as a method of the same name.
 """

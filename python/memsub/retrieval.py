@@ -1,5 +1,6 @@
 """Typed client calls for the retrieval pipeline: semantic, hybrid, graph and reflection retrieval, feedback and
-importance learning (sql/310-350, documented in docs/retrieval.md).
+importance learning (sql/310-340, 430_graph_traversal.sql, 540_reflection_retrieval.sql; documented in
+docs/retrieval.md).
 
 Each function here declares one stored-function call (:mod:`memsub._calls`); the sync and async tenant sessions
 expose them as methods that run the call and decode its rows by column name::

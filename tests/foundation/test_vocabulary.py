@@ -1,0 +1,85 @@
+"""Each closed list of values is spelled once in the database (sql/005_vocabulary.sql); the Python types, the CLI
+choices and the check constraints take it from there or are held equal to it here."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import psycopg
+import pytest
+
+from memsub._calls import ContextRole
+from memsub.cli_search import EMBEDDING_TYPES
+from memsub.layers import EmbeddingType
+from memsub.maintain import TASKS
+from memsub.memory_decay import MemoryTier
+from memsub.sessions import MemoryType
+
+from helpers import TENANT_A, set_context
+
+
+@pytest.mark.parametrize(("function", "python"), [
+    ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier),
+    ("context_roles", ContextRole)])
+def test_the_python_types_are_the_database_vocabularies(db, function, python):
+    with db.connect("app") as conn:
+        row = conn.execute(f"select memsub.{function}()").fetchone()
+    assert row is not None and tuple(row[0]) == get_args(python)
+
+
+def test_the_cli_offers_the_embedding_types_of_the_database(db):
+    with db.connect("analyst") as conn:
+        row = conn.execute("select memsub.embedding_types()").fetchone()
+    assert row is not None and EMBEDDING_TYPES == row[0]
+
+
+def test_every_role_option_offers_the_context_roles_of_the_database(db):
+    from memsub.cli import main
+
+    with db.connect("app") as conn:
+        row = conn.execute("select memsub.context_roles()").fetchone()
+    assert row is not None
+    offered = {}
+    stack = [("memsub", main)]
+    while stack:
+        name, command = stack.pop()
+        stack += [(f"{name} {sub}", c) for sub, c in getattr(command, "commands", {}).items()]
+        for param in command.params:
+            if param.name == "roles":
+                offered[name] = list(param.type.choices)
+    assert len(offered) >= 3 and all(choices == row[0] for choices in offered.values()), offered
+
+
+def test_maintain_runs_the_tasks_of_the_database(db):
+    with db.connect("platform_admin") as conn:
+        row = conn.execute("select memsub.maintain_tasks()").fetchone()
+    assert row is not None and TASKS == tuple(row[0])
+
+
+def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db):
+    with db.connect() as conn:
+        definitions = dict(conn.execute(
+            "select conname, pg_get_constraintdef(oid) from pg_constraint"
+            " where conrelid in ('memsub.memory_embeddings'::regclass, 'memsub.semantic_memory'::regclass,"
+            "                    'memsub.memory_entries'::regclass) and contype = 'c'").fetchall())
+    assert "embedding_types()" in definitions["memory_embeddings_embedding_type_known"]
+    assert "embedding_types()" in definitions["semantic_memory_embedding_type_known"]
+    assert "memory_types()" in definitions["memory_entries_memory_type_check"]
+
+
+def test_memory_type_and_memory_tier_are_two_names_for_two_meanings(db):
+    with db.connect() as conn:
+        columns = {(table, column) for table, column in conn.execute(
+            "select table_name, column_name from information_schema.columns where table_schema = 'memsub'"
+            " and column_name in ('memory_type', 'memory_tier')").fetchall()}
+    assert ("graph_nodes", "memory_tier") in columns and ("graph_nodes", "memory_type") not in columns
+    assert {("memory_entries", "memory_type"), ("memory_entries", "memory_tier")} <= columns
+
+
+def test_a_value_outside_the_vocabulary_is_refused_naming_the_field(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.memory_write('project:notes', 'k', '1'::jsonb, null, 'feelings')")
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "memory_type")
+    assert "semantic, episodic, procedural" in str(caught.value)
