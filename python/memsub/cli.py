@@ -262,7 +262,7 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
                     chunk = envelopes[start:start + batch_size]
                     if embedder is not None:
                         embed_envelopes(chunk, embedder)
-                    for result in memory.write_packets(chunk, batch_size=batch_size):
+                    for result in memory.packets.write_packets(chunk, batch_size=batch_size):
                         result.position += start
                         results.append(result)
                     bar.update(len(chunk))
@@ -281,7 +281,7 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
 def packet_get(packet_id: str, target: Target) -> None:
     """Print one packet's stored envelope (exit 1 when it does not exist or is not visible)."""
     with target.session() as memory:
-        row = memory.get_packet(packet_id)
+        row = memory.packets.get(packet_id)
     if row is None:
         fail(NotFound(f"packet {packet_id} does not exist or is not visible"))
     click.echo(json.dumps(row.envelope, indent=2, sort_keys=True))
@@ -302,9 +302,9 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
     truncated = False
     with target.session() as memory:
         if read_all:
-            rows = list(memory.replay(thread_id, page_size=limit, after_cursor=after_cursor))
+            rows = list(memory.packets.replay(thread_id, page_size=limit, after_cursor=after_cursor))
         else:
-            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+            rows = memory.packets.get_thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
             truncated = len(rows) > limit
             rows = rows[:limit]
     print_rows(rows, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"], as_json)
@@ -323,7 +323,7 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
 def packet_lineage(packet_id: str, target: Target, direction: str, max_depth: int, as_json: bool) -> None:
     """Walk a packet's lineage (ancestors or descendants), breadth first."""
     with target.session() as memory:
-        rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
+        rows = memory.packets.get_lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     print_rows(rows, ["depth", "packet_type", "packet_id", "parent_ids", "state"], as_json)
 
 

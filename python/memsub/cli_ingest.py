@@ -55,7 +55,7 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
             for path in bar:
                 try:
                     with substrate.tenant(target.tenant_id, **target.context()) as memory:
-                        result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
+                        result = memory.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
                 except MemsubError as error:
                     counts["failed"] += 1
                     results.append({"path": str(path), "status": "failed", "error": str(error),

@@ -14,7 +14,7 @@ import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
-from memsub.layers import EmbeddingType
+from memsub.search import EmbeddingType
 
 EMBEDDING_TYPES = list(get_args(EmbeddingType))
 
@@ -52,10 +52,10 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
         vector = chosen.embed([query])[0]
         if mode == "semantic":
-            rows = memory.search(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                 record_access=record_access, query_text=query)
+            rows = memory.search.semantic(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+                                          record_access=record_access, query_text=query)
         else:
-            rows = memory.hybrid_search(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+            rows = memory.search.hybrid(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
                                         record_access=record_access)
     if as_json:
         emit_json_lines(rows)
@@ -108,9 +108,9 @@ def graph_traverse(entity: str, target: Target, max_depth: int,
     shortest path (memsub.traverse_graph)."""
     when = _timestamp(as_of)
     with target.session() as memory:
-        paths = memory.traverse(entity, max_depth, relationship_types=relationship_types or None,
-                                min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
-                                limit=limit, as_of=when)
+        paths = memory.graph.traverse(entity, max_depth, relationship_types=relationship_types or None,
+                                      min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
+                                      limit=limit, as_of=when)
     if as_json:
         emit_json_lines(paths)
         return
@@ -133,7 +133,7 @@ def graph_neighbourhood(entity: str, target: Target, min_confidence: float | Non
     (memsub.entity_neighbourhood)."""
     when = _timestamp(as_of)
     with target.session() as memory:
-        items = memory.neighbourhood(entity, min_confidence=min_confidence, as_of=when)
+        items = memory.graph.entity_neighbourhood(entity, min_confidence=min_confidence, as_of=when)
     if as_json:
         emit_json_lines(items)
         return

@@ -45,9 +45,9 @@ from memsub.connection import describe, with_timeout
 from memsub.embedding import Embedder, HashingEmbedder, MiniLMEmbedder, describe_embedder, minilm_available
 from memsub.errors import ConnectionFailed, MemsubError
 from memsub.exit_codes import fail
+from memsub.graph import GraphPath
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
-from memsub.retrieval import GraphPath
 
 DEMO_DATABASE = "memsub_demo"
 APP_ROLE = "memsubdemo_app"
@@ -288,7 +288,7 @@ class Scene:
               **options: Any) -> PacketWriteResult:
         envelope = self.envelope(label, packet_type, speaker, text, **options)
         with self.session() as memory:
-            result = memory.write_packet(envelope)
+            result = memory.packets.write(envelope)
         self.written.record(label, self.person, envelope, result)
         return result
 
@@ -362,7 +362,7 @@ def write_acme(app: Substrate, written: Written, now: datetime) -> None:
             ("tick3", "HDPE spot, US Gulf: $0.51/lb", 7140),
         )]
     with ticks.session() as memory:
-        results = memory.write_packets(envelopes)
+        results = memory.packets.write_packets(envelopes)
     for label, envelope, result in zip(("tick1", "tick2", "tick3"), envelopes, results, strict=True):
         written.record(label, ALICE, envelope, result)
 
@@ -403,7 +403,7 @@ def write_borealis(app: Substrate, written: Written, now: datetime) -> None:
     # Children are listed before their parents on purpose: write_packets orders the batch itself.
     order = [3, 2, 0, 1, 4]
     with scene.session() as memory:
-        results = memory.write_packets([batch[i] for i in order])
+        results = memory.packets.write_packets([batch[i] for i in order])
     for i, result in zip(order, results, strict=True):
         written.record(list(ids)[i], CAROL, batch[i], result)
 
@@ -444,8 +444,8 @@ def embed_conversation(app: Substrate, written: Written, embedder: Embedder) -> 
         with person_context(app, person) as memory:
             for label in labels:
                 if written.writers[label] == person:
-                    memory.store_embedding(written.packets[label].packet_id, "content", vectors[label],
-                                           chunk_text=written.texts[label])
+                    memory.search.store_embedding(written.packets[label].packet_id, "content", vectors[label],
+                                                  chunk_text=written.texts[label])
     return len(labels)
 
 
@@ -456,7 +456,7 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
 
     question = "Which vendor should we buy recycled plastic from within budget?"
     with person_context(app, ALICE) as memory:
-        hits = memory.search(embedder.embed([question])[0], k=5, record_access=True, query_text=question)
+        hits = memory.search.semantic(embedder.embed([question])[0], k=5, record_access=True, query_text=question)
     story.line()
     story.line(f'alice, semantic_search: "{question}"')
     story.line()
@@ -466,7 +466,7 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
 
     words = "ISO 14001"
     with person_context(app, ALICE) as memory:
-        fused = memory.hybrid_search(words, embedder.embed([words])[0], k=5)
+        fused = memory.search.hybrid(words, embedder.embed([words])[0], k=5)
     story.line()
     story.line(f'alice, hybrid_search: "{words}" (reciprocal rank fusion: 1/(60 + vector rank) '
                "+ 1/(60 + text rank))")
@@ -478,7 +478,7 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
     story.line()
     for name, person in (("bob", BOB), ("carol", CAROL)):
         with person_context(app, person) as memory:
-            seen = memory.hybrid_search(words, embedder.embed([words])[0], k=20)
+            seen = memory.search.hybrid(words, embedder.embed([words])[0], k=20)
         labels = [written.label_of(h.packet_id) for h in seen]
         story.line(f"{name} runs the same hybrid search: {len(labels)} results "
                    f"({', '.join(labels) if labels else 'none'})")
@@ -486,11 +486,11 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
 
     with person_context(app, ALICE) as memory:
         first = hits[0]
-        before = memory.get_packet(first.packet_id)
+        before = memory.packets.get(first.packet_id)
         if first.access_id is not None:
-            memory.feedback(first.access_id, True, "answered the question")
-        run = memory.learn_importance()
-        after = memory.get_packet(first.packet_id)
+            memory.search.record_feedback(first.access_id, True, "answered the question")
+        run = memory.search.learn_importance()
+        after = memory.packets.get(first.packet_id)
     story.line()
     story.line(f"alice marks hit 1 ({written.label_of(first.packet_id)}) useful; learn_importance counted "
                f"{run.accesses_counted} accesses and {run.feedback_learned} feedback:")
@@ -528,7 +528,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
 
     story.section("Thread replay: alice's supplier thread, in write order")
     with person_context(app, ALICE) as memory:
-        alice_rows = memory.thread(acme_thread)
+        alice_rows = memory.packets.get_thread(acme_thread)
     started = alice_rows[0].timestamp
     replay(story, written, alice_rows, started)
     story.line()
@@ -537,7 +537,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     story.section("Lineage of alice's recommendation (ancestors, breadth first)")
     recommendation = packets["recommendation"]
     with person_context(app, ALICE) as memory:
-        ancestors = memory.lineage(recommendation.packet_id)
+        ancestors = memory.packets.get_lineage(recommendation.packet_id)
     story.line(f"insight {short(recommendation.packet_id)} 'recommendation': generation "
                f"{recommendation.generation}, root {short(recommendation.root_packet_id)} "
                f"({written.label_of(recommendation.root_packet_id)})")
@@ -551,8 +551,8 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     story.section("Deduplication: a retried envelope is one packet, a repeated turn is two")
     retry = written.envelopes["query"]
     with person_context(app, ALICE) as memory:
-        again = memory.write_packet(retry)
-        after = len(memory.thread(acme_thread))
+        again = memory.packets.write(retry)
+        after = len(memory.packets.get_thread(acme_thread))
     story.line(f"the client sends alice's first message again (packet_id {short(retry.packet_id)}, "
                f"{retry.timestamp:%H:%M:%S}) after a lost reply")
     story.line(f"deduplicated: {'yes' if again.deduplicated else 'no'}; "
@@ -563,7 +563,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     for label, seconds in (("yes1", 22), ("yes2", 300)):
         repeated.write(label, "user_message", "alice", "yes", seconds=seconds, action="user_reply")
     with person_context(app, ALICE) as memory:
-        replies = [r for r in memory.thread(acme_thread) if text_of(r) == "yes"]
+        replies = [r for r in memory.packets.get_thread(acme_thread) if text_of(r) == "yes"]
     story.line(f"alice answers \"yes\" to the trial load and \"yes\" again five minutes later: "
                f"packets {short(packets['yes1'].packet_id)} and {short(packets['yes2'].packet_id)}, "
                f"deduplicated: {'yes' if packets['yes2'].deduplicated else 'no'}")
@@ -589,22 +589,22 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
 
         def write_bad(envelope: dict[str, Any] = bad) -> None:
             with person_context(app, ALICE) as memory:
-                memory.write_packet(envelope)
+                memory.packets.write(envelope)
 
         error = refused(write_bad, f"an envelope with {what}")
         rejected.append([what, error.sqlstate, error.field, type(error).__name__, clip(str(error), 62)])
     story.table(["envelope with", "SQLSTATE", "field", "exception", "message"], rejected)
     with person_context(app, ALICE) as memory:
-        unchanged = len(memory.thread(acme_thread))
+        unchanged = len(memory.packets.get_thread(acme_thread))
     story.line()
     story.line(f"thread {short(acme_thread)} after the rejections: {unchanged} packets (unchanged).")
 
     story.section("Tenant isolation: carol (Borealis) against Acme's packets")
     shortlist = packets["shortlist"]
     with person_context(app, CAROL) as memory:
-        seen = memory.get_packet(shortlist.packet_id)
-        thread_rows = memory.thread(acme_thread)
-        lineage_rows = memory.lineage(packets["reply"].packet_id)
+        seen = memory.packets.get(shortlist.packet_id)
+        thread_rows = memory.packets.get_thread(acme_thread)
+        lineage_rows = memory.packets.get_lineage(packets["reply"].packet_id)
     checks: list[list[object]] = [
         [f"get_packet({short(shortlist.packet_id)})", "alice's shortlist", "a row" if seen else "no row"],
         [f"get_thread({short(acme_thread)})", "alice's supplier thread", f"{len(thread_rows)} packets"],
@@ -614,7 +614,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
 
     def reference_foreign_parent() -> None:
         with person_context(app, CAROL) as memory:
-            memory.write_packet(PacketEnvelopeIn.model_validate({
+            memory.packets.write(PacketEnvelopeIn.model_validate({
                 "packet_type": "insight", "payload": {"text": "Borrowing Acme's shortlist."},
                 "lineage": {"parent_ids": [shortlist.packet_id], "derivation_type": "inference"}}))
 
@@ -622,11 +622,11 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     checks.append([f"write_packet(parent {short(shortlist.packet_id)})", "an insight citing the shortlist",
                    f"refused: {type(error).__name__}, SQLSTATE {error.sqlstate}, field {error.field}"])
     with person_context(app, CAROL) as memory:
-        same_thread = memory.write_packet(PacketEnvelopeIn.model_validate({
+        same_thread = memory.packets.write(PacketEnvelopeIn.model_validate({
             "packet_type": "event", "payload": {"text": "Carol reuses a thread id by accident."},
             "thread_id": acme_thread}))
     with person_context(app, ALICE) as memory:
-        alice_after = len(memory.thread(acme_thread))
+        alice_after = len(memory.packets.get_thread(acme_thread))
     checks.append([f"write_packet(thread {short(acme_thread)})", "a packet in alice's thread id",
                    f"stored as carol's own packet {short(same_thread.packet_id)}"])
     story.table(["carol calls", "aiming at", "result"], checks)
@@ -646,22 +646,22 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
         row: list[object] = [label, short(packet_id), _scope(alice_rows, packet_id, written, label)]
         for _name, person, roles, substrate in viewers:
             with person_context(substrate, person, roles) as memory:
-                row.append("sees" if memory.get_packet(packet_id) else "-")
+                row.append("sees" if memory.packets.get(packet_id) else "-")
         matrix.append(row)
     story.table(["packet", "id", "scope", *[v[0] for v in viewers]], matrix)
     with person_context(app, BOB) as memory:
-        bob_rows = memory.thread(acme_thread)
+        bob_rows = memory.packets.get_thread(acme_thread)
     story.line()
     story.line(f"thread {short(acme_thread)}: alice sees {alice_after}, bob sees {len(bob_rows)} packets "
                "(alice's l-private and cursor packets are hidden from him).")
 
     def bob_builds_on_private() -> None:
         with person_context(app, BOB) as memory:
-            memory.write_packet(PacketEnvelopeIn.model_validate({
+            memory.packets.write(PacketEnvelopeIn.model_validate({
                 "packet_type": "insight", "payload": {"text": "Following alice's recommendation."},
                 "thread_id": acme_thread,
                 "lineage": {"parent_ids": [packets["recommendation"].packet_id],
-                            "derivation_type": "inference"}}))
+                             "derivation_type": "inference"}}))
 
     error = refused(bob_builds_on_private, "a parent that is another user's l-private packet")
     story.line(f"bob writes a child of alice's l-private recommendation -> SQLSTATE {error.sqlstate}, "
@@ -674,22 +674,22 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     watch = written.threads["acme-price-watch"]
     scratch = packets["scratch"].packet_id
     with person_context(app, ALICE) as memory:
-        before = len(memory.thread(watch))
-        scratch_row = memory.get_packet(scratch)
-        in_thread = any(r.packet_id == scratch for r in memory.thread(acme_thread))
-        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+        before = len(memory.packets.get_thread(watch))
+        scratch_row = memory.packets.get(scratch)
+        in_thread = any(r.packet_id == scratch for r in memory.packets.get_thread(acme_thread))
+        plan_children = memory.packets.get_lineage(packets["plan"].packet_id, "descendants", 1)
     story.line(f"scratch {short(scratch)} (the raw directory page, ttl passed an hour ago, not yet purged):")
     story.line(f"  get_packet -> {'the packet' if scratch_row else 'no row'}; "
                f"get_thread -> {'listed' if in_thread else 'not listed'}; searches and embeddings skip it too")
     story.line("  children of plan before purging: "
                + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children))
     with person_context(admin, BOB, ("tenant_admin",)) as memory:
-        acme_purged = memory.purge_expired()
+        acme_purged = memory.packets.purge_expired()
     with person_context(app, CAROL) as memory:
-        borealis_purged = memory.purge_expired()
+        borealis_purged = memory.packets.purge_expired()
     with person_context(app, ALICE) as memory:
-        watch_after = memory.thread(watch)
-        supplier_after = len(memory.thread(acme_thread))
+        watch_after = memory.packets.get_thread(watch)
+        supplier_after = len(memory.packets.get_thread(acme_thread))
     story.line(f"acme admin   purge_expired() -> {_purge_report(acme_purged)}")
     story.line(f"carol        purge_expired() -> {_purge_report(borealis_purged)}")
     story.line(f"price watch thread {short(watch)}: {before} of 3 ticks readable before the purge (two had "
@@ -697,7 +697,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     story.line(f"supplier thread {short(acme_thread)}: {supplier_after} packets for alice "
                f"(the raw directory page had expired)")
     with person_context(app, ALICE) as memory:
-        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+        plan_children = memory.packets.get_lineage(packets["plan"].packet_id, "descendants", 1)
     story.line("children of plan after purging: "
                + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children)
                + "; a purged packet leaves a tombstone (id, type, generation, thread, parents)")
@@ -716,19 +716,21 @@ def current_facts_section(story: Story, app: Substrate, now: datetime) -> None:
     story.section("Current facts: a superseded supplier is not returned")
     then = now - timedelta(days=30)
     with person_context(app, ALICE) as memory:
-        if not memory.edges_as_of(entity="Acme Plastics", relationship_type="buys_from"):
-            memory.add_edge("Acme Plastics", "buys_from", "Pacific Polymers",
-                            valid_from=now - timedelta(days=60), confidence=0.9)
-            memory.add_edge("Pacific Polymers", "located_in", "Stockton", valid_from=now - timedelta(days=60))
-            memory.supersede_edge("Acme Plastics", "buys_from", "Golden Resin",
-                                  valid_from=now - timedelta(days=1), confidence=0.8)
+        if not memory.graph.edges_as_of(entity="Acme Plastics", relationship_type="buys_from"):
+            memory.graph.temporal_edge_add("Acme Plastics", "buys_from", "Pacific Polymers",
+                                           valid_from=now - timedelta(days=60), confidence=0.9)
+            memory.graph.temporal_edge_add("Pacific Polymers", "located_in", "Stockton",
+                                           valid_from=now - timedelta(days=60))
+            memory.graph.supersede_relationship("Acme Plastics", "buys_from", "Golden Resin",
+                                                valid_from=now - timedelta(days=1), confidence=0.8)
     story.line("alice records: Acme Plastics buys_from Pacific Polymers (60 days ago), Pacific Polymers "
                "located_in Stockton;")
     story.line("since yesterday Acme Plastics buys_from Golden Resin (supersede_relationship closes the old edge)")
     with person_context(app, ALICE) as memory:
-        current = memory.traverse("Acme Plastics", max_depth=2)
-        earlier = memory.traverse("Acme Plastics", max_depth=2, as_of=then)
-        around = [i.other_entity for i in memory.neighbourhood("acme plastics") if i.kind == "relationship"]
+        current = memory.graph.traverse("Acme Plastics", max_depth=2)
+        earlier = memory.graph.traverse("Acme Plastics", max_depth=2, as_of=then)
+        around = [i.other_entity for i in memory.graph.entity_neighbourhood("acme plastics")
+                  if i.kind == "relationship"]
     story.line()
     story.line(f"traverse_graph('Acme Plastics') now: {'; '.join(_path_text(p) for p in current) or 'nothing'}")
     story.line(f"entity_neighbourhood('acme plastics') now: {', '.join(o or '-' for o in around) or 'nothing'}")

@@ -29,10 +29,10 @@ from pydantic import BaseModel, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.layers import EmbeddingType
+from memsub.graph import GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import PacketEnvelopeIn, PacketWriteResult
-from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
+from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
 
 SERVER_NAME = "memsub"
 INSTRUCTIONS = (
@@ -309,13 +309,13 @@ class MemoryTools:
         except MemsubError as error:
             raise _tool_error(error, True) from error
         with self._memory(writes=True) as memory:
-            return memory.write_packet(model)
+            return memory.packets.write(model)
 
     def remember_entry(self, namespace: str, key: str, value: Any, expected_version: int | None,
                        memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
         text = memory_text(key, value)
         with self._memory(writes=True) as memory:
-            entry = memory.write_memory(namespace, key, value, expected_version=expected_version,
+            entry = memory.memory.write(namespace, key, value, expected_version=expected_version,
                                         memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
         return EntryWritten.model_validate(entry.model_dump())
 
@@ -332,7 +332,7 @@ class MemoryTools:
         vector = self._embed(query)
         with self._memory() as memory:
             if mode == "semantic":
-                semantic: list[SemanticHit] = memory.search(
+                semantic: list[SemanticHit] = memory.search.semantic(
                     vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
                     packet_type=packet_type, since=_utc(since), until=_utc(until), record_access=True,
                     query_text=query, agent_id=self.agent_id)
@@ -340,7 +340,7 @@ class MemoryTools:
                                   text=h.chunk_text, score=1.0 - h.distance, distance=h.distance,
                                   importance_score=h.importance_score, access_id=h.access_id) for h in semantic]
             else:
-                hybrid: list[HybridHit] = memory.hybrid_search(
+                hybrid: list[HybridHit] = memory.search.hybrid(
                     query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=h.score, distance=h.distance,
@@ -353,12 +353,12 @@ class MemoryTools:
             raise ToolError("field query: must not be empty")
         vector = self._embed(query)
         with self._memory() as memory:
-            rows = memory.search_memory(query, vector, k=k, namespace_prefix=namespace_prefix)
+            rows = memory.memory.search(query, vector, k=k, namespace_prefix=namespace_prefix)
         return EntryRecallResult(hits=[EntryHit.model_validate(row.model_dump()) for row in rows])
 
     def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
         with self._memory() as memory:
-            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+            rows = memory.packets.get_thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
         more = len(rows) > limit
         rows = rows[:limit]
         packets = [ThreadPacket(write_seq=r.write_seq, packet_id=r.packet_id, packet_type=r.packet_type,
@@ -372,28 +372,28 @@ class MemoryTools:
                        as_of: datetime | None) -> TraverseResult:
         when = _utc(as_of)
         with self._memory() as memory:
-            paths = memory.traverse(entity, max_depth, relationship_types=relationship_types,
-                                    min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
+            paths = memory.graph.traverse(entity, max_depth, relationship_types=relationship_types,
+                                          min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
         return TraverseResult(as_of=when, paths=paths)
 
     def graph_neighbourhood(self, entity: str, min_confidence: float | None, limit: int | None,
                             as_of: datetime | None) -> NeighbourhoodResult:
         when = _utc(as_of)
         with self._memory() as memory:
-            items = memory.neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
+            items = memory.graph.entity_neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
         return NeighbourhoodResult(as_of=when, items=items)
 
     def graph_edges(self, as_of: datetime | None, entity: str | None,
                     relationship_type: str | None) -> EdgesResult:
         when = _utc(as_of)
         with self._memory() as memory:
-            edges = memory.edges_as_of(when, entity=entity, relationship_type=relationship_type)
+            edges = memory.graph.edges_as_of(when, entity=entity, relationship_type=relationship_type)
         return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
 
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
         with self._memory(writes=True) as memory:
-            recorded = memory.feedback(access_id, was_useful, reason)
-            run = memory.learn_importance() if learn_now else None
+            recorded = memory.search.record_feedback(access_id, was_useful, reason)
+            run = memory.search.learn_importance() if learn_now else None
         return FeedbackResult(feedback=recorded, learning_run=run)
 
 
