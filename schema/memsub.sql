@@ -3210,6 +3210,15 @@ ALTER FUNCTION memsub.context_mac(p_key_id text, p_message text) OWNER TO memsub
 
 COMMENT ON FUNCTION memsub.context_mac(p_key_id text, p_message text) IS 'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: only memsub''s SECURITY DEFINER context functions may compute MACs.';
 
+CREATE FUNCTION memsub.context_roles() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['tenant_admin', 'platform_admin']::text[] $$;
+
+ALTER FUNCTION memsub.context_roles() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.context_roles() IS 'The roles a context may ask for (memsub.set_context p_roles, signed context tokens, API keys); each needs membership in the database role memsub_<role>.';
+
 CREATE FUNCTION memsub.count_packet_chunks() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3248,9 +3257,10 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles', hint = 'Known context roles: tenant_admin, platform_admin.';
+                using errcode = '22023', column = 'roles',
+                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
         end if;
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'
@@ -7663,10 +7673,10 @@ begin
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
     foreach requested in array coalesce(p_roles, '{}') loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.set_context: unknown role "%"', requested
                 using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: tenant_admin, platform_admin.';
+                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
         end if;
         if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
@@ -7747,7 +7757,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.set_context_signed: unknown role "%"', requested
                 using errcode = '22023', column = 'roles';
         end if;
@@ -12104,6 +12114,10 @@ REVOKE ALL ON FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) FR
 REVOKE ALL ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.context_mac(p_key_id text, p_message text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.context_roles() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.count_packet_chunks() FROM PUBLIC;
 

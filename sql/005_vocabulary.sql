@@ -36,7 +36,16 @@ comment on function memsub.maintain_tasks() is
     'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock '
     '(memsub.maintain_lock).';
 
-grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers()
+create or replace function memsub.context_roles() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['tenant_admin', 'platform_admin']::text[] $$;
+comment on function memsub.context_roles() is
+    'The roles a context may ask for (memsub.set_context p_roles, signed context tokens, API keys); each needs '
+    'membership in the database role memsub_<role>.';
+
+grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers(),
+    memsub.context_roles()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;

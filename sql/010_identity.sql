@@ -24,10 +24,10 @@ begin
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
     foreach requested in array coalesce(p_roles, '{}') loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.set_context: unknown role "%"', requested
                 using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: tenant_admin, platform_admin.';
+                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
         end if;
         if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested

@@ -219,7 +219,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.set_context_signed: unknown role "%"', requested
                 using errcode = '22023', column = 'roles';
         end if;

@@ -66,9 +66,10 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested not in ('tenant_admin', 'platform_admin') then
+        if requested <> all (memsub.context_roles()) then
             raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles', hint = 'Known context roles: tenant_admin, platform_admin.';
+                using errcode = '22023', column = 'roles',
+                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
         end if;
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'

@@ -490,3 +490,19 @@ def test_console_entry_runs_as_a_module():
                             env={**os.environ, **_env()}, timeout=120, check=False)
     assert result.returncode == 0 and "--transport" in result.stdout, result.stderr
 
+
+
+def test_a_thread_page_at_the_largest_limit_follows_the_http_cursor_rule(db):
+    """replay_thread takes limit up to max_rows like get_thread, and its next_cursor follows the HTTP API's rule:
+    a full page carries the cursor of its last packet, a page that is not full carries none."""
+    thread = uuid.uuid4()
+    with _tools(db, uuid.uuid4()) as tools:
+        written = [tools.remember(f"turn {i}", "observation", [], thread, [], None, None, "shared", None, [], [],
+                                  "content") for i in range(3)]
+        page = tools.replay_thread(thread, 10_000, None)
+        assert [p.packet_id for p in page.packets] == [w.packet_id for w in written]
+        assert page.next_cursor is None
+        full = tools.replay_thread(thread, 3, None)
+        assert full.next_cursor == full.packets[-1].write_seq
+        assert tools.replay_thread(thread, 3, full.next_cursor) == type(full)(
+            thread_id=thread, packets=[], next_cursor=None)

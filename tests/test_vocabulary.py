@@ -8,6 +8,7 @@ from typing import get_args
 import psycopg
 import pytest
 
+from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
@@ -17,7 +18,8 @@ from helpers import TENANT_A, set_context
 
 
 @pytest.mark.parametrize(("function", "python"), [
-    ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier)])
+    ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier),
+    ("context_roles", ContextRole)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -28,6 +30,23 @@ def test_the_cli_offers_the_embedding_types_of_the_database(db):
     with db.connect("analyst") as conn:
         row = conn.execute("select memsub.embedding_types()").fetchone()
     assert row is not None and EMBEDDING_TYPES == row[0]
+
+
+def test_every_role_option_offers_the_context_roles_of_the_database(db):
+    from memsub.cli import main
+
+    with db.connect("app") as conn:
+        row = conn.execute("select memsub.context_roles()").fetchone()
+    assert row is not None
+    offered = {}
+    stack = [("memsub", main)]
+    while stack:
+        name, command = stack.pop()
+        stack += [(f"{name} {sub}", c) for sub, c in getattr(command, "commands", {}).items()]
+        for param in command.params:
+            if param.name == "roles":
+                offered[name] = list(param.type.choices)
+    assert len(offered) >= 3 and all(choices == row[0] for choices in offered.values()), offered
 
 
 def test_maintain_runs_the_tasks_of_the_database(db):

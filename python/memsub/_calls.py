@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Itera
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Any, Generic, ParamSpec, SupportsFloat, TypeVar, cast, overload
+from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
 
 import psycopg
@@ -222,6 +222,10 @@ def query(statement: sql.Composed | str, params: Sequence[Any], shape: Shape[T])
     """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
     text = statement.encode() if isinstance(statement, str) else statement
     return Call(text, list(params), shape.decode, any(isinstance(p, Vector) for p in params))
+
+
+ContextRole = Literal["tenant_admin", "platform_admin"]
+"""The roles a context may ask for (memsub.context_roles())."""
 
 
 def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id: UUID | str | None,

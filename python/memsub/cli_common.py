@@ -11,11 +11,12 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import click
 from pydantic import BaseModel
 
+from memsub._calls import ContextRole
 from memsub.connection import probe, resolve
 
 if TYPE_CHECKING:
@@ -96,11 +97,16 @@ def tenant_options(function: F) -> F:
         click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID."),
         click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID."),
         click.option("--session", "session_id", default=None, help="Session identifier."),
-        click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
-                     help="Context role (needs membership in the matching memsub role)."),
+        context_role_option("Context role (needs membership in the matching memsub role)."),
     ]):
         command = option(command)
     return command  # type: ignore[no-any-return]
+
+
+def context_role_option(help_text: str) -> Callable[[F], F]:
+    """``--role``, repeatable, one of the context roles of the database (memsub.context_roles())."""
+    return click.option("--role", "roles", multiple=True, type=click.Choice(list(get_args(ContextRole))),
+                        help=help_text)
 
 
 def _json_default(value: Any) -> str:

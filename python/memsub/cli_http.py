@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from memsub.cli_common import reachable_dsn
+from memsub.cli_common import context_role_option, reachable_dsn
 from memsub.client import Substrate
 from memsub.errors import MemsubError
 from memsub.exit_codes import fail
@@ -66,8 +66,7 @@ def _substrate(dsn: str | None) -> Substrate:
 @click.option("--tenant", "tenant_id", required=True, help="Tenant UUID every request with the key acts for.")
 @click.option("--org", "org_id", default=None, help="Organization UUID.")
 @click.option("--user", "user_id", default=None, help="User UUID.")
-@click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
-              help="Context role of the key's requests (the serving login needs memsub_<role>).")
+@context_role_option("Context role of the key's requests (the serving login needs memsub_<role>).")
 @click.option("--label", default="", help="Who holds the key, or what for.")
 @click.option("--expires-at", default=None, help="ISO 8601 time after which the key stops working.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

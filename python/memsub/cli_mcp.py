@@ -13,7 +13,7 @@ from uuid import UUID
 
 import click
 
-from memsub.cli_common import dsn_option, reachable_dsn
+from memsub.cli_common import context_role_option, dsn_option, reachable_dsn
 from memsub.embedding import EMBEDDER_SPEC_HELP, default_embedder_name, describe_embedder, resolve_embedder
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import fail
@@ -39,8 +39,7 @@ def _uuid(value: str | None, option: str) -> UUID | None:
               help="Tenant UUID every call acts for (or MEMSUB_TENANT).")
 @click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID (or MEMSUB_ORG).")
 @click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID (or MEMSUB_USER).")
-@click.option("--role", "roles", multiple=True, type=click.Choice(["tenant_admin", "platform_admin"]),
-              help="Context role (needs membership in the matching memsub role).")
+@context_role_option("Context role (needs membership in the matching memsub role).")
 @click.option("--session", "session_id", envvar="MEMSUB_SESSION", default=None,
               help="Session identifier (or MEMSUB_SESSION).")
 @click.option("--context-token", "token", envvar="MEMSUB_CONTEXT_TOKEN", default=None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import psycopg
 
 
@@ -82,28 +84,46 @@ class LocalValidationError(InvalidInput, ValueError):
     """A value rejected by the client before it reached the database (e.g. an envelope that fails its model)."""
 
 
+class Contract(NamedTuple):
+    """What one documented SQLSTATE means to every surface: the Python exception, and the HTTP status,
+    problem kind and title the HTTP API answers with."""
+
+    error: type[MemsubError]
+    status: int
+    kind: str
+    title: str
+
+
+_INVALID = Contract(InvalidInput, 422, "invalid-input", "Invalid input")
+
+# The one SQLSTATE contract (docs/errors.md). Class 22 (data exceptions) not listed here is invalid input.
+SQLSTATE_CONTRACT: dict[str, Contract] = {
+    "28000": Contract(ContextError, 401, "unauthenticated", "Authentication failed"),
+    "42501": Contract(ContextError, 403, "forbidden", "Not allowed in this context"),
+    "P0002": Contract(NotFound, 404, "not-found", "Not found"),
+    "23502": _INVALID,
+    "23503": Contract(IntegrityError, 422, "unknown-reference", "Unknown reference"),
+    "23514": Contract(IntegrityError, 422, "constraint-violated", "Contract violated"),
+    "54000": Contract(LimitExceeded, 422, "limit-exceeded", "Limit exceeded"),
+    "54001": Contract(InvalidInput, 422, "invalid-input", "Input too deeply nested"),
+    "23505": Contract(IntegrityError, 409, "conflict", "Conflicts with an existing object"),
+    "23P01": Contract(IntegrityError, 409, "conflict", "Overlaps an existing validity window"),
+    "40001": Contract(ConflictError, 409, "stale-version", "Stale version"),
+    "55000": Contract(StateError, 409, "wrong-state", "Object not in a state that allows this"),
+    "0A000": Contract(ImmutableError, 409, "immutable", "Immutable"),
+    "55P03": Contract(ConflictError, 503, "busy", "Locked by a concurrent call, retry later"),
+}
+
+
+def contract_of(sqlstate: str | None) -> Contract | None:
+    """The documented meaning of a SQLSTATE, or None when it is not part of the contract (a server error)."""
+    code = sqlstate or ""
+    return SQLSTATE_CONTRACT.get(code) or (_INVALID if code.startswith("22") else None)
+
+
 def from_database_error(error: psycopg.Error) -> MemsubError:
     """Translate a psycopg error raised by a stored function into the matching memsub exception."""
     sqlstate = error.sqlstate or ""
-    field = error.diag.column_name or None
-    message = error.diag.message_primary or str(error)
-    cls: type[MemsubError]
-    if sqlstate == "0A000":
-        cls = ImmutableError
-    elif sqlstate == "P0002":
-        cls = NotFound
-    elif sqlstate == "55000":
-        cls = StateError
-    elif sqlstate in {"42501", "28000"}:
-        cls = ContextError
-    elif sqlstate in {"23503", "23514", "23505", "23P01"}:
-        cls = IntegrityError
-    elif sqlstate in {"40001", "55P03"}:
-        cls = ConflictError
-    elif sqlstate == "54000":
-        cls = LimitExceeded
-    elif sqlstate.startswith("22") or sqlstate == "23502":
-        cls = InvalidInput
-    else:
-        cls = MemsubError
-    return cls(message, sqlstate=sqlstate, field=field)
+    contract = contract_of(sqlstate)
+    cls = contract.error if contract is not None else MemsubError
+    return cls(error.diag.message_primary or str(error), sqlstate=sqlstate, field=error.diag.column_name or None)

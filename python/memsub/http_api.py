@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from memsub.errors import contract_of
 from memsub.http_openapi import openapi_document
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
@@ -67,32 +68,12 @@ def invalid(field: str, detail: str) -> Problem:
     return Problem(422, "invalid-input", "Invalid input", detail, field=field)
 
 
-# SQLSTATE -> (HTTP status, problem kind, title). Classes 22 (data exceptions) fall back to 422.
-SQLSTATE_STATUS: dict[str, tuple[int, str, str]] = {
-    "28000": (401, "unauthenticated", "Authentication failed"),
-    "42501": (403, "forbidden", "Not allowed in this context"),
-    "P0002": (404, "not-found", "Not found"),
-    "23502": (422, "invalid-input", "Invalid input"),
-    "23503": (422, "unknown-reference", "Unknown reference"),
-    "23514": (422, "constraint-violated", "Contract violated"),
-    "54000": (422, "limit-exceeded", "Limit exceeded"),
-    "54001": (422, "invalid-input", "Input too deeply nested"),
-    "23505": (409, "conflict", "Conflicts with an existing object"),
-    "23P01": (409, "conflict", "Overlaps an existing validity window"),
-    "40001": (409, "stale-version", "Stale version"),
-    "55000": (409, "wrong-state", "Object not in a state that allows this"),
-    "0A000": (409, "immutable", "Immutable"),
-    "55P03": (503, "busy", "Locked by a concurrent call, retry later"),
-}
-
-
 def problem_from_database(error: psycopg.Error) -> Problem:
     sqlstate = error.sqlstate or ""
-    status = SQLSTATE_STATUS.get(sqlstate) or (
-        (422, "invalid-input", "Invalid input") if sqlstate.startswith("22") else None)
-    if status is None:
+    contract = contract_of(sqlstate)
+    if contract is None:
         raise error  # not part of the contract: a server error
-    code, kind, title = status
+    code, kind, title = contract.status, contract.kind, contract.title
     extra: dict[str, Any] = {}
     headers: dict[str, str] = {}
     if sqlstate == "54000" and error.diag.message_detail:

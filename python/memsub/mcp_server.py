@@ -201,7 +201,9 @@ class ThreadPacket(BaseModel):
 class ThreadPage(BaseModel):
     thread_id: UUID
     packets: list[ThreadPacket]
-    next_cursor: int | None = Field(description="Pass as after_cursor for the next page; null: no more packets.")
+    next_cursor: int | None = Field(description=(
+        "Pass as after_cursor for the next page; set when this page is full (the next one may be empty), "
+        "null when it is not."))
 
 
 class TraverseResult(BaseModel):
@@ -358,14 +360,12 @@ class MemoryTools:
 
     def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
         with self._memory() as memory:
-            rows = memory.packets.get_thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
-        more = len(rows) > limit
-        rows = rows[:limit]
+            rows = memory.packets.get_thread(thread_id, limit=limit, after_cursor=after_cursor)
         packets = [ThreadPacket(write_seq=r.write_seq, packet_id=r.packet_id, packet_type=r.packet_type,
                                 timestamp=r.timestamp, parent_ids=r.parent_ids, tags=r.tags, scope=r.scope,
                                 importance_score=r.importance_score, payload=r.payload) for r in rows]
         return ThreadPage(thread_id=thread_id, packets=packets,
-                          next_cursor=rows[-1].write_seq if more and rows else None)
+                          next_cursor=rows[-1].write_seq if len(rows) == limit else None)
 
     def graph_traverse(self, entity: str, max_depth: int, relationship_types: Sequence[str] | None,
                        direction: Direction, min_confidence: float | None, limit: int | None,
