@@ -46,17 +46,17 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
                    embedder: str | None, record_access: bool, as_json: bool) -> None:
     """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid)."""
     rows: list[Any] = []
-    with target.session() as memory:
-        chosen = resolve_embedder(embedder, memory.vector_dimension())
+    with target.session() as session:
+        chosen = resolve_embedder(embedder, session.vector_dimension())
         how = "chosen" if embedder else "default"
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
         vector = chosen.embed([query])[0]
         if mode == "semantic":
-            rows = memory.search.semantic(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                          record_access=record_access, query_text=query)
+            rows = session.search.semantic(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+                                           record_access=record_access, query_text=query)
         else:
-            rows = memory.search.hybrid(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                        record_access=record_access)
+            rows = session.search.hybrid(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+                                         record_access=record_access)
     if as_json:
         emit_json_lines(rows)
         return
@@ -107,10 +107,10 @@ def graph_traverse(entity: str, target: Target, max_depth: int,
     """Entities reachable from ENTITY through the edges valid now (or --as-of), each once with its most confident
     shortest path (memsub.traverse_graph)."""
     when = _timestamp(as_of)
-    with target.session() as memory:
-        paths = memory.graph.traverse(entity, max_depth, relationship_types=relationship_types or None,
-                                      min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
-                                      limit=limit, as_of=when)
+    with target.session() as session:
+        paths = session.graph.traverse(entity, max_depth, relationship_types=relationship_types or None,
+                                       min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
+                                       limit=limit, as_of=when)
     if as_json:
         emit_json_lines(paths)
         return
@@ -132,8 +132,8 @@ def graph_neighbourhood(entity: str, target: Target, min_confidence: float | Non
     """ENTITY's relationships in both directions valid now (or --as-of) and the facts about it
     (memsub.entity_neighbourhood)."""
     when = _timestamp(as_of)
-    with target.session() as memory:
-        items = memory.graph.entity_neighbourhood(entity, min_confidence=min_confidence, as_of=when)
+    with target.session() as session:
+        items = session.graph.entity_neighbourhood(entity, min_confidence=min_confidence, as_of=when)
     if as_json:
         emit_json_lines(items)
         return
