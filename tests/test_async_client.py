@@ -96,22 +96,22 @@ async def test_async_calls_return_what_sync_calls_return(db384: Any) -> None:
     embedder = HashingEmbedder(384)
     vectors = embedder.embed(NOTES)
     thread_id = uuid4()
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        written = await memory.packets.write_packets(
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        written = await session.packets.write_packets(
             [PacketEnvelopeIn(packet_type="event", payload={"text": text}, thread_id=thread_id) for text in NOTES],
             batch_size=2)
         assert [result.position for result in written] == [1, 2, 3]
-        child = await memory.packets.write(PacketEnvelopeIn(
+        child = await session.packets.write(PacketEnvelopeIn(
             packet_type="insight", payload={"text": "pellets"}, thread_id=thread_id,
             lineage={"parent_ids": [written[0].packet_id], "derivation_type": "inference"}))
         for result, vector, text in zip(written, vectors, NOTES, strict=True):
-            await memory.search.store_embedding(result.packet_id, "content", vector, chunk_text=text)
-        await memory.graph.upsert_relationship("BayCycle", "sells", "rHDPE", confidence=0.9)
-        await memory.graph.upsert_relationship("rHDPE", "made_from", "HDPE")
-        await memory.graph.assert_fact("BayCycle", "located_in", "Oakland", confidence=0.8)
-        await memory.reflection.record("lesson", "check the pass before routing to Reno", tags=["routing"],
-                                       vector=vectors[2])
-        await memory.world_model.apply_update("insight", [{"entity_id": "BayCycle", "entity_type": "Supplier"}])
+            await session.search.store_embedding(result.packet_id, "content", vector, chunk_text=text)
+        await session.graph.upsert_relationship("BayCycle", "sells", "rHDPE", confidence=0.9)
+        await session.graph.upsert_relationship("rHDPE", "made_from", "HDPE")
+        await session.graph.assert_fact("BayCycle", "located_in", "Oakland", confidence=0.8)
+        await session.reflection.record("lesson", "check the pass before routing to Reno", tags=["routing"],
+                                        vector=vectors[2])
+        await session.world_model.apply_update("insight", [{"entity_id": "BayCycle", "entity_type": "Supplier"}])
 
     query = embedder.embed(["HDPE pellets from Stockton"])[0]
     reads: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
@@ -132,9 +132,9 @@ async def test_async_calls_return_what_sync_calls_return(db384: Any) -> None:
     with Substrate(db384.dsn("app")) as sync_substrate, sync_substrate.tenant(TENANT_A) as sync_memory:
         expected = [called(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
         expected_replay = list(sync_memory.packets.replay(thread_id, page_size=2))
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        got = [await called(memory, name)(*args, **kwargs) for name, args, kwargs in reads]
-        replayed = [packet async for packet in memory.packets.replay(thread_id, page_size=2)]
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        got = [await called(session, name)(*args, **kwargs) for name, args, kwargs in reads]
+        replayed = [packet async for packet in session.packets.replay(thread_id, page_size=2)]
     for (name, _, _), want, have in zip(reads, expected, got, strict=True):
         assert comparable(have) == comparable(want), name
     assert expected[3] and expected[6], "the scenario finds something to compare"
@@ -146,19 +146,19 @@ async def test_async_namespaced_memory_matches_sync(db384: Any) -> None:
     embedder = HashingEmbedder(384)
     user = uuid4()
     namespace = f"user:{user}:preferences"
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
-        first = await memory.memory.write(namespace, "suppliers", {"prefer": "BayCycle"}, embedder=embedder)
-        await memory.memory.write(namespace, "suppliers", {"prefer": "BayCycle in Oakland"},
-                                  expected_version=first.version, embedder=embedder)
-        await memory.memory.write(namespace, "tone", "concise", metadata={"source": "chat"})
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as session:
+        first = await session.memory.write(namespace, "suppliers", {"prefer": "BayCycle"}, embedder=embedder)
+        await session.memory.write(namespace, "suppliers", {"prefer": "BayCycle in Oakland"},
+                                   expected_version=first.version, embedder=embedder)
+        await session.memory.write(namespace, "tone", "concise", metadata={"source": "chat"})
     async with AsyncSubstrate(db384.dsn("app")) as substrate, \
-            substrate.tenant(TENANT_A, user_id=user, per_call=True) as memory:
+            substrate.tenant(TENANT_A, user_id=user, per_call=True) as session:
         with pytest.raises(ConflictError) as conflict:
-            await memory.memory.write(namespace, "tone", "verbose", expected_version=7)
+            await session.memory.write(namespace, "tone", "verbose", expected_version=7)
         assert conflict.value.field == "expected_version"
-        tone = await memory.memory.get(namespace, "tone")
+        tone = await session.memory.get(namespace, "tone")
         assert tone is not None and tone.metadata == {"source": "chat"}
-        await memory.memory.delete(namespace, "tone", tone.version)
+        await session.memory.delete(namespace, "tone", tone.version)
     reads: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
         ("memory.get", (namespace, "suppliers"), {}),
         ("memory.get", (namespace, "tone"), {}),
@@ -169,8 +169,8 @@ async def test_async_namespaced_memory_matches_sync(db384: Any) -> None:
     with Substrate(db384.dsn("app")) as sync_substrate, \
             sync_substrate.tenant(TENANT_A, user_id=user) as sync_memory:
         expected = [called(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
-        got = [await called(memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as session:
+        got = [await called(session, name)(*args, **kwargs) for name, args, kwargs in reads]
     assert got == expected
     assert expected[1] is None and [entry.version for entry in expected[2]] == [1, 2]
     assert expected[4][0].key == "suppliers" and expected[4][0].vector_rank == 1
@@ -187,8 +187,8 @@ async def test_errors_map_to_the_same_exceptions_and_write_nothing(db384: Any) -
     ]
     for name, args, kwargs, error, field in calls:
         with Substrate(db384.dsn("app")) as substrate:
-            with pytest.raises(error) as sync_error, substrate.tenant(TENANT_A) as memory:
-                called(memory, name)(*args, **kwargs)
+            with pytest.raises(error) as sync_error, substrate.tenant(TENANT_A) as session:
+                called(session, name)(*args, **kwargs)
         async with AsyncSubstrate(db384.dsn("app")) as async_substrate:
             with pytest.raises(error) as async_error:
                 async with async_substrate.tenant(TENANT_A) as async_memory:
@@ -200,21 +200,21 @@ async def test_errors_map_to_the_same_exceptions_and_write_nothing(db384: Any) -
             assert async_error.value.field == field
     async with AsyncSubstrate(db384.dsn("nobody")) as outsider:
         with pytest.raises(ContextError):
-            async with outsider.tenant(TENANT_A) as memory:
-                await memory.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
+            async with outsider.tenant(TENANT_A) as session:
+                await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
     assert superuser_count(db384) == 0
 
 
 @pytest.mark.asyncio
 async def test_a_value_that_is_not_json_is_refused_naming_its_field(db384: Any) -> None:
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
         with pytest.raises(TypeError, match=r"envelope\.payload\.materials: a set is not JSON"):
-            await memory.packets.write(PacketEnvelopeIn(packet_type="event", payload={"materials": {"hdpe"}}))
+            await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"materials": {"hdpe"}}))
         with pytest.raises(TypeError, match=r"envelopes\[1\]\.payload\.raw: a bytes is not JSON"):
-            await memory.packets.write_packets([{"packet_type": "event", "payload": {}},
-                                                {"packet_type": "event", "payload": {"raw": b"\x00"}}])
+            await session.packets.write_packets([{"packet_type": "event", "payload": {}},
+                                                 {"packet_type": "event", "payload": {"raw": b"\x00"}}])
         with pytest.raises(TypeError, match=r"content\.when: a set"):
-            await memory.events.record("planner", "tool_call", {"when": {1}})
+            await session.events.record("planner", "tool_call", {"when": {1}})
     with Substrate(db384.dsn("app")) as sync_substrate, sync_substrate.tenant(TENANT_A) as sync_memory:
         with pytest.raises(TypeError, match=r"envelope\.payload\.materials: a set is not JSON"):
             sync_memory.packets.write({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
@@ -225,17 +225,17 @@ async def test_a_value_that_is_not_json_is_refused_naming_its_field(db384: Any) 
 async def test_a_session_used_after_its_block_raises(db384: Any) -> None:
     async with AsyncSubstrate(db384.dsn("app")) as substrate:
         for per_call in (False, True):
-            async with substrate.tenant(TENANT_A, per_call=per_call) as memory:
-                await memory.world_model.state_version()
-                graph = memory.graph
+            async with substrate.tenant(TENANT_A, per_call=per_call) as session:
+                await session.world_model.state_version()
+                graph = session.graph
             with pytest.raises(SessionClosed, match="block has ended"):
-                await memory.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
+                await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
             with pytest.raises(SessionClosed, match="block has ended"):
-                await memory.world_model.state_version()  # a namespace made inside the block
+                await session.world_model.state_version()  # a namespace made inside the block
             with pytest.raises(SessionClosed, match="block has ended"):
                 await graph.traverse("BayCycle")  # a namespace held past the block
             with pytest.raises(SessionClosed):
-                await memory.fetch("select 1")
+                await session.fetch("select 1")
     with Substrate(db384.dsn("app")) as sync_substrate:
         for per_call in (False, True):
             with sync_substrate.tenant(TENANT_A, per_call=per_call) as sync_memory:
@@ -265,22 +265,22 @@ async def test_two_tenants_on_one_pool_never_see_each_others_rows(db384: Any) ->
 
         async def work(tenant: Any, label: str) -> set[str]:
             nonlocal ready
-            async with substrate.tenant(tenant) as memory:
+            async with substrate.tenant(tenant) as session:
                 for index in range(5):
-                    await memory.packets.write(PacketEnvelopeIn(packet_type="event", payload={"who": label},
-                                                                tags=[f"{label}-{index}"]))
+                    await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"who": label},
+                                                                 tags=[f"{label}-{index}"]))
                     await asyncio.sleep(0)
                 ready += 1
                 if ready == 2:
                     started.set()
                 await started.wait()  # both transactions open at once
-                rows = await memory.fetch("select envelope->'payload'->>'who' as who from memsub.packet_store")
+                rows = await session.fetch("select envelope->'payload'->>'who' as who from memsub.packet_store")
                 return {row["who"] for row in rows}
 
         seen_a, seen_b = await asyncio.gather(work(TENANT_A, "a"), work(TENANT_B, "b"))
         assert (seen_a, seen_b) == ({"a"}, {"b"})
-        async with substrate.tenant(TENANT_B) as memory:
-            assert len(await memory.fetch("select packet_id from memsub.packet_store")) == 5
+        async with substrate.tenant(TENANT_B) as session:
+            assert len(await session.fetch("select packet_id from memsub.packet_store")) == 5
 
 
 @pytest.mark.asyncio
@@ -305,8 +305,8 @@ async def test_per_call_mode_holds_no_connection_between_calls(db384: Any) -> No
                 packet_type="insight", payload={"answer": "Stockton"},
                 lineage={"parent_ids": [hits[0].packet_id], "derivation_type": "inference"}))
             assert checked_out(substrate.pool) == 0
-            for memory, tenant in ((memory_a, TENANT_A), (memory_b, TENANT_B), (memory_a, TENANT_A)):
-                rows = await memory.fetch("select memsub.current_tenant_id() as tenant")
+            for session, tenant in ((memory_a, TENANT_A), (memory_b, TENANT_B), (memory_a, TENANT_A)):
+                rows = await session.fetch("select memsub.current_tenant_id() as tenant")
                 assert rows == [{"tenant": tenant}]
             assert [row.packet_id for row in await memory_a.packets.get_lineage(child.packet_id)] == [packet.packet_id]
             with pytest.raises(ConflictError):  # a failed call rolls back its own transaction only
