@@ -540,6 +540,8 @@ class Method(Generic[P, T]):
         functools.update_wrapper(bound, builder)
         bound.__name__ = self.name
         bound.__qualname__ = f"{owner.__name__}.{self.name}"
+        if isinstance(instance, Area) and hasattr(instance, "__dict__"):
+            instance.__dict__[self.name] = bound  # bound once per namespace: later reads skip this descriptor
         return bound
 
 
