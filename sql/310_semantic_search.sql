@@ -38,13 +38,13 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
                 memsub._check_finite(p_importance_weight, 'importance_weight'),
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
-                memsub._check_finite_interval(p_half_life, 'half_life');
+                memsub._check_half_life(p_half_life);
     end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)

@@ -154,7 +154,7 @@ begin
     if p_recency_weight is null or p_recency_weight < 0 then
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
-    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_half_life(p_half_life);
     perform memsub._check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';

@@ -79,9 +79,7 @@ begin
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
     perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
-    if p_half_life is null or p_half_life <= interval '0' then
-        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
-    end if;
+    perform memsub._check_half_life(p_half_life);
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;

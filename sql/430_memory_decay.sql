@@ -13,6 +13,21 @@
 -- (importance 0.9) is promoted after one recent access (0.9 * ~2 >= 1); an unimportant one (0.2) needs about
 -- five accesses close together; a memory nobody returns to never is.
 
+create or replace function memsub._check_half_life(p_half_life interval) returns interval
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
+        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
+            using errcode = '22023', column = 'half_life';
+    end if;
+    return p_half_life;
+end
+$$;
+comment on function memsub._check_half_life(interval) is
+    'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
+
 create or replace function memsub.memory_strength(
     p_decay_weight   double precision,
     p_last_access_ts timestamptz,
@@ -32,26 +47,13 @@ as $$
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
-                      / extract(epoch from case when isfinite(p_half_life) then p_half_life
-                                                else memsub._check_finite_interval(p_half_life, 'half_life') end))
+                      / extract(epoch from case when p_half_life >= interval '1 second' and isfinite(p_half_life)
+                                                     or p_half_life is null then p_half_life
+                                                else memsub._check_half_life(p_half_life) end))
 $$;
 comment on function memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval) is
-    'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
-
-create or replace function memsub._check_half_life(p_half_life interval) returns interval
-language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
-        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
-            using errcode = '22023', column = 'half_life';
-    end if;
-    return p_half_life;
-end
-$$;
-comment on function memsub._check_half_life(interval) is
-    'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
+    'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation). '
+    'A half-life under a second is refused (22023, half_life).';
 
 create or replace function memsub.memory_remember(
     p_namespace        text,
@@ -199,8 +201,11 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
 
 grant execute on function
-    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval)
+    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval),
+    memsub._check_half_life(interval)
     to memsub_app, memsub_analyst;
+-- learn_importance (340_importance.sql) runs as memsub_retrieval_owner and checks its half_life with it.
+grant execute on function memsub._check_half_life(interval) to memsub_retrieval_owner;
 grant execute on function
     memsub.memory_remember(text, text, jsonb, text, double precision, integer, text, jsonb),
     memsub.memory_touch(text, text, interval),

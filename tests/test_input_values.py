@@ -238,6 +238,17 @@ def test_infinite_intervals_are_refused(world, call, column, value):
     _refused(world, call, [value], column)
 
 
+HALF_LIFE_CALLS = [(call, column) for call, column in INTERVAL_CALLS if column == "half_life"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1 day", "0.5 seconds"])
+@pytest.mark.parametrize(("call", "column"), HALF_LIFE_CALLS,
+                         ids=[f"half_life-{i}" for i in range(len(HALF_LIFE_CALLS))])
+def test_a_half_life_under_a_second_is_refused(world, call, column, value):
+    """A zero half-life divided by zero (22012) in memory_strength; every half-life is at least a second."""
+    _refused(world, call, [value], column)
+
+
 @pytest.mark.parametrize("field", ["timestamp", "ttl"])
 @pytest.mark.parametrize("value", ["infinity", "-infinity", "+infinity"])
 def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):

@@ -74,10 +74,12 @@ def test_client_errors_are_typed(db):
 
 @pytest.mark.parametrize("per_call", [False, True])
 def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
-    """In a block each attempt is a savepoint; in per-call mode the read and the write are transactions of their own
-    (two writers there: one loses at most as many races as the other writes, fewer than its ten attempts)."""
+    """In a block each attempt is a savepoint; in per-call mode the read and the write are transactions of their own.
+    Each lost race is another writer's committed update, so one call loses at most (writers - 1) * updates races:
+    with one attempt more than that no call can run out of attempts, however the threads are scheduled."""
     ns = f"user:{ALICE}:counters"
     writers, updates = (2 if per_call else 3), 5
+    attempts = (writers - 1) * updates + 1
     failures: list[BaseException] = []
 
     def worker() -> None:
@@ -86,11 +88,11 @@ def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
                 if per_call:
                     with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as session:
                         for _ in range(updates):
-                            session.memory.update(ns, "hits", lambda value: (value or 0) + 1)
+                            session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
                     return
                 for _ in range(updates):
                     with substrate.tenant(TENANT_A, user_id=ALICE) as session:
-                        session.memory.update(ns, "hits", lambda value: (value or 0) + 1)
+                        session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
         except BaseException as error:
             failures.append(error)
 
