@@ -126,6 +126,11 @@ def vector(values: VectorLike | None) -> Vector | None:
     return Vector([float(v) for v in values])
 
 
+def list_or_none(values: Sequence[str] | None) -> list[str] | None:
+    """A text[] argument, or None (the argument is left out and its SQL default applies) when not given."""
+    return None if values is None else list(values)
+
+
 def text_or_none(value: UUID | str | None) -> str | None:
     return None if value is None else str(value)
 

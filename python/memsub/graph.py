@@ -31,6 +31,7 @@ from memsub._calls import (
     Shape,
     function,
     json_or_none,
+    list_or_none,
     method,
     one,
     query,
@@ -239,10 +240,6 @@ def _refs(evidence: Sequence[DocRef | dict[str, Any]] | None) -> Json | None:
     return Json([r.model_dump(mode="json") if isinstance(r, DocRef) else r for r in evidence])
 
 
-def _list(values: Sequence[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
-
-
 def assert_fact(subject: str, predicate: str, obj: Any, *, confidence: float = 0.5,
                 source_packet: UUID | str | None = None) -> Call[KnowledgeFact]:
     """Assert a fact, or reinforce the same normalized fact (memsub.assert_fact)."""
@@ -274,7 +271,7 @@ def traverse_graph(start_entity: str, max_depth: int = 3, *, relationship_types:
     the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
     their entity (memsub.traverse_graph)."""
     return function("traverse_graph", {
-        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": _list(relationship_types),
+        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": list_or_none(relationship_types),
         "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
         "limit": limit, "as_of": as_of}, rows(GraphPath))
 

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Area, Call, SessionT, VectorLike, function, json_or_none, method, one, rows
+from memsub._calls import Area, Call, SessionT, VectorLike, function, json_or_none, list_or_none, method, one, rows
 from memsub._calls import vector as _vector
 from memsub.models import TenantRow
 
@@ -93,10 +93,6 @@ def _uuids(values: Sequence[UUID | str]) -> list[UUID]:
     return [value if isinstance(value, UUID) else UUID(str(value)) for value in values]
 
 
-def _list(values: Sequence[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
-
-
 def record_reflection(reflection_type: ReflectionType, content: str, *, context: str | None = None,
                       entities: Sequence[str] = (), tags: Sequence[str] = (), confidence: float = 0.5,
                       priority: Priority = "medium", source_agent: str | None = None,
@@ -152,7 +148,7 @@ def retrieve_reflections(query: VectorLike | None = None, *, tags: Sequence[str]
                 query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
     """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
     return function("retrieve_reflections", {
-        "query": _vector(query), "tags": _list(tags), "k": k,
+        "query": _vector(query), "tags": list_or_none(tags), "k": k,
         "reflection_types": None if reflection_types is None else list(reflection_types),
         "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
         "record_access": record_access, "query_text": query_text, "agent_id": agent_id}, rows(ReflectionHit))

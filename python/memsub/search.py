@@ -18,7 +18,19 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Area, Call, SessionT, VectorLike, function, json_or_none, method, one, rows
+from memsub._calls import (
+    NULL,
+    Area,
+    Call,
+    SessionT,
+    VectorLike,
+    function,
+    json_or_none,
+    list_or_none,
+    method,
+    one,
+    rows,
+)
 from memsub._calls import vector as _vector
 from memsub.models import TenantRow
 
@@ -165,10 +177,6 @@ def search_semantic_memory(query: VectorLike, limit: int = 10,
                     rows(SemanticMatch))
 
 
-def _list(values: Sequence[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
-
-
 def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
            thread_id: UUID | str | None = None, tags: Sequence[str] | None = None, packet_type: str | None = None,
            since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
@@ -181,7 +189,7 @@ def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: Embedding
     ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks."""
     return function("semantic_search", {
         "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
-        "tags": _list(tags), "packet_type": packet_type, "since": since, "until": until,
+        "tags": list_or_none(tags), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
         "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
         "max_scan_tuples": max_scan_tuples}, rows(SemanticHit))
