@@ -13,8 +13,9 @@ SCALING_SETTINGS ?= shared_buffers=6GB,max_wal_size=8GB,effective_cache_size=16G
 # make soak runs the crash, load and fuzz tests this many times longer than make test (crash rounds, seconds of
 # mixed load, hypothesis examples), then the full policy mutation run.
 SOAK_FACTOR ?= 20
-SOAK_TESTS := tests/test_reliability.py tests/test_concurrency.py tests/test_fuzz_functions.py \
-              tests/test_fuzz_packets.py tests/test_row_security.py tests/test_tenant_world.py
+SOAK_TESTS := tests/operations/test_reliability.py tests/operations/test_concurrency.py \
+              tests/foundation/test_fuzz_functions.py tests/foundation/test_fuzz_packets.py \
+              tests/foundation/test_row_security.py tests/foundation/test_tenant_world.py
 
 .PHONY: install test lint demo bench soak mutation catalog-snapshot schema clean
 
@@ -57,13 +58,13 @@ soak: install
 	$(BIN)/python tests/policy_mutation.py
 
 # The expected catalog `memsub verify` compares with, taken from a fresh installation on a throwaway cluster.
-# tests/test_verify_tampering.py fails while it is stale: run this after changing sql/ or migrations/.
+# tests/operations/test_verify_tampering.py fails while it is stale: run this after changing sql/ or migrations/.
 catalog-snapshot: install
 	$(BIN)/python -m memsub.catalog_check
 
 # The committed current schema (schema/memsub.sql, a normalized pg_dump) and the SQL API reference
-# (docs/sql-reference.md), from a fresh installation on a throwaway cluster; tests/test_generated_docs.py fails
-# while they are stale. Run after changing sql/ or migrations/, with catalog-snapshot.
+# (docs/sql-reference.md), from a fresh installation on a throwaway cluster;
+# tests/operations/test_generated_docs.py fails while they are stale. Run after changing sql/ or migrations/, with catalog-snapshot.
 schema: install
 	$(BIN)/python -m memsub.schema_docs
 

@@ -1,8 +1,13 @@
-"""What the adapter benchmarks share: alternating rounds, the side-by-side summary and its printed table."""
+"""What the adapter benchmarks share: alternating timed rounds, the side-by-side summary, its printed table and the
+command line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from _vectors import latency_summary
@@ -18,6 +23,28 @@ def rounds(items: Sequence[Any], names: Sequence[str]) -> Iterator[tuple[str, Se
     for number, start in enumerate(range(0, len(items), size)):
         for name in (names if number % 2 == 0 else list(names)[::-1]):
             yield name, items[start:start + size]
+
+
+async def time_sides_async(items: Sequence[Any],
+                           sides: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, list[float]]:
+    """Each side's latency (seconds) for every item, the sides taking turns in rounds."""
+    timings: dict[str, list[float]] = {name: [] for name in sides}
+    for name, chunk in rounds(items, list(sides)):
+        for item in chunk:
+            began = time.perf_counter()
+            await sides[name](item)
+            timings[name].append(time.perf_counter() - began)
+    return timings
+
+
+def time_sides(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> dict[str, list[float]]:
+    """time_sides_async for blocking calls (the coroutine around each call costs the same on both sides)."""
+    def awaitable(call: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+        async def wrapped(item: Any) -> Any:
+            return call(item)
+        return wrapped
+
+    return asyncio.run(time_sides_async(items, {name: awaitable(call) for name, call in sides.items()}))
 
 
 def compare(operation: str, timings: dict[str, list[float]], peer: str) -> dict[str, Any]:
@@ -36,3 +63,17 @@ def render(title: str, environment: str, setup: str, peer: str, results: list[di
         lines.append(f"{row['operation']:32} {row[peer]['p50_ms']:>8.2f} ms {row['memsub']['p50_ms']:>8.2f} ms"
                      f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None, doc: str, counts: dict[str, int], run: Callable[..., dict[str, Any]],
+         render: Callable[[dict[str, Any]], str]) -> int:
+    """An adapter benchmark's command line: one --NAME option per count (with its default) and --json; prints the
+    report of ``run(**counts)``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name, default in counts.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = vars(parser.parse_args(argv))
+    report = run(**{name: args[name] for name in counts})
+    print(json.dumps(report, indent=2) if args["json"] else render(report))
+    return 0

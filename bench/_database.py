@@ -8,7 +8,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -71,6 +71,18 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
         finally:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+def peer_login(superuser: str, role: str, schema: str, search_path: Sequence[str]) -> str:
+    """A login role owning a schema of its own, for a peer library's tables; the conninfo of that login."""
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        login = sql.Identifier(role)
+        # Private throwaway server with local trust authentication: the role needs no password.
+        conn.execute(sql.SQL("create role {} login").format(login))
+        conn.execute(sql.SQL("create schema {} authorization {}").format(sql.Identifier(schema), login))
+        conn.execute(sql.SQL("alter role {} set search_path = {}").format(
+            login, sql.SQL(", ").join(map(sql.Identifier, search_path))))
+    return make_conninfo(superuser, user=role)
 
 
 def server_settings(text: str) -> list[tuple[str, str]]:

@@ -13,28 +13,24 @@ the machine's load hits both. Ratios are memsub / peer throughput (> 1: memsub i
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import sys
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-import psycopg
 from google.adk.events import Event, EventActions
 from google.adk.sessions import DatabaseSessionService, Session
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.genai import types
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
 from _adapter_report import compare as compare_sides
+from _adapter_report import main as adapter_main
 from _adapter_report import render as render_table
-from _adapter_report import rounds
-from _database import bench_database, environment, environment_line
+from _adapter_report import time_sides_async as alternate
+from _database import bench_database, environment, environment_line, peer_login
 from memsub.integrations._context import TenantContext, async_pool
 from memsub.integrations.adk import MemsubSessionService
 
@@ -45,13 +41,7 @@ APP = "bench"
 
 def prepare_peer(superuser: str) -> str:
     """A login role owning a schema for ADK's tables; the SQLAlchemy URL of that login."""
-    with psycopg.connect(superuser, autocommit=True) as conn:
-        role = sql.Identifier(PEER_ROLE)
-        # Private throwaway server with local trust authentication: the role needs no password.
-        conn.execute(sql.SQL("create role {} login").format(role))
-        conn.execute(sql.SQL("create schema adk authorization {}").format(role))
-        conn.execute(sql.SQL("alter role {} set search_path = adk").format(role))
-    parts = conninfo_to_dict(superuser)
+    parts = conninfo_to_dict(peer_login(superuser, PEER_ROLE, "adk", ("adk",)))
     return URL.create("postgresql+psycopg", username=PEER_ROLE, database=str(parts.get("dbname")),
                       query={"host": str(parts.get("host")), "port": str(parts.get("port", 5432))}
                       ).render_as_string(hide_password=False)
@@ -63,16 +53,6 @@ def event(number: int) -> Event:
                                        parts=[types.Part(text=f"message {number} " + "x" * 200)]),
                  actions=EventActions(state_delta={"step": number, "user:seen": number, "app:total": number,
                                                    "temp:scratch": "not stored"}))
-
-
-async def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {name: [] for name in sides}
-    for name, chunk in rounds(items, list(sides)):
-        for item in chunk:
-            began = time.perf_counter()
-            await sides[name](item)
-            timings[name].append(time.perf_counter() - began)
-    return timings
 
 
 def compare(operation: str, timings: dict[str, list[float]]) -> dict[str, Any]:
@@ -119,12 +99,17 @@ async def measure(app_dsn: str, peer_url: str, count: int, events: int) -> list[
             compare(f"get_session ({events} events)", whole), compare("get_session (5 most recent)", recent)]
 
 
-def run(count: int, events: int) -> dict[str, Any]:
+def run_with_peer(measure: Callable[..., Coroutine[Any, Any, list[dict[str, Any]]]], **counts: int) -> dict[str, Any]:
+    """The report of ``measure(app_dsn, peer_url, *counts)`` on a fresh server, the peer a login owning its schema."""
     with bench_database() as (superuser, app):
         peer_url = prepare_peer(superuser)
         env = environment(superuser)
-        results = asyncio.run(measure(app, peer_url, count, events))
-    return {"environment": env, "sessions": count, "events": events, "results": results}
+        results = asyncio.run(measure(app, peer_url, *counts.values()))
+    return {"environment": env, **counts, "results": results}
+
+
+def run(sessions: int, events: int) -> dict[str, Any]:
+    return run_with_peer(measure, sessions=sessions, events=events)
 
 
 def render(report: dict[str, Any]) -> str:
@@ -135,14 +120,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--events", type=int, default=20)
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    report = run(args.sessions, args.events)
-    print(json.dumps(report, indent=2) if args.json else render(report))
-    return 0
+    return adapter_main(argv, __doc__, {"sessions": 20, "events": 20}, run, render)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,9 @@ faster) and p50 latency (< 1: memsub is faster).
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -26,8 +23,9 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 
 from _adapter_report import compare as compare_sides
+from _adapter_report import main as adapter_main
 from _adapter_report import render as render_table
-from _adapter_report import rounds
+from _adapter_report import time_sides as alternate
 from _database import bench_database, environment, environment_line
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_checkpoint import MemsubSaver
@@ -54,16 +52,6 @@ def chain(saver: Any, thread: str, steps: int) -> Callable[[Step], None]:
         state["config"], state["checkpoint"] = config, checkpoint
 
     return save
-
-
-def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {name: [] for name in sides}
-    for name, chunk in rounds(items, list(sides)):
-        for item in chunk:
-            began = time.perf_counter()
-            sides[name](item)
-            timings[name].append(time.perf_counter() - began)
-    return timings
 
 
 def compare(operation: str, timings: dict[str, list[float]]) -> dict[str, Any]:
@@ -106,14 +94,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=40)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    report = run(args.threads, args.steps)
-    print(json.dumps(report, indent=2) if args.json else render(report))
-    return 0
+    return adapter_main(argv, __doc__, {"threads": 40, "steps": 10}, run, render)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,15 @@ the sides in rounds. Ratios are memsub / PostgresStore throughput (> 1: memsub i
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import time
 import uuid
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from _adapter_report import compare, render, rounds
+from _adapter_report import compare, render
+from _adapter_report import main as adapter_main
+from _adapter_report import time_sides as alternate
 from _database import bench_database, environment, environment_line
 from memsub.embedding import HashingEmbedder
 from memsub.integrations._context import TenantContext, sync_pool
@@ -32,16 +30,6 @@ from peer_langgraph import LangGraph, prepare_langgraph
 PEER = "PostgresStore"
 DIMS = 64
 TOPICS = ("tea", "coffee", "cycling", "chess", "hiking", "jazz", "sailing", "pottery")
-
-
-def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {name: [] for name in sides}
-    for name, chunk in rounds(items, list(sides)):
-        for item in chunk:
-            began = time.perf_counter()
-            sides[name](item)
-            timings[name].append(time.perf_counter() - began)
-    return timings
 
 
 def item(user: int, number: int) -> tuple[tuple[str, ...], str, dict[str, Any]]:
@@ -85,19 +73,15 @@ def run(users: int, items: int) -> dict[str, Any]:
                         compare("list namespaces", listing, PEER)]}
 
 
+def render_report(report: dict[str, Any]) -> str:
+    return render("memsub LangGraph store vs LangGraph PostgresStore (same server, same run)",
+                  environment_line(report["environment"]),
+                  f"{report['users']} users x {report['items']} items; memsub as a memsub_app login with RLS", PEER,
+                  report["results"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=20)
-    parser.add_argument("--items", type=int, default=20)
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    report = run(args.users, args.items)
-    print(json.dumps(report, indent=2) if args.json else render(
-        "memsub LangGraph store vs LangGraph PostgresStore (same server, same run)",
-        environment_line(report["environment"]),
-        f"{report['users']} users x {report['items']} items; memsub as a memsub_app login with RLS", PEER,
-        report["results"]))
-    return 0
+    return adapter_main(argv, __doc__, {"users": 20, "items": 20}, run, render_report)
 
 
 if __name__ == "__main__":

@@ -12,34 +12,21 @@ throughput (> 1: memsub is faster) and p50 latency.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
 import sys
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agents.extensions.memory import SQLAlchemySession
 
-from _adapter_report import compare, render, rounds
-from _database import bench_database, environment, environment_line
-from adapter_adk import prepare_peer
+from _adapter_report import compare, render
+from _adapter_report import main as adapter_main
+from _adapter_report import time_sides_async as alternate
+from _database import environment_line
+from adapter_adk import run_with_peer
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.openai_agents import MemsubSession
 
 PEER = "SQLAlchemySession"
-
-
-async def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {name: [] for name in sides}
-    for name, chunk in rounds(items, list(sides)):
-        for item in chunk:
-            began = time.perf_counter()
-            await sides[name](item)
-            timings[name].append(time.perf_counter() - began)
-    return timings
 
 
 def turn(number: int) -> list[Any]:
@@ -68,27 +55,19 @@ async def measure(app: str, peer_url: str, count: int, turns: int) -> list[dict[
             compare("pop_item", pop, PEER)]
 
 
-def run(count: int, turns: int) -> dict[str, Any]:
-    with bench_database() as (superuser, app):
-        peer_url = prepare_peer(superuser)
-        env = environment(superuser)
-        results = asyncio.run(measure(app, peer_url, count, turns))
-    return {"environment": env, "sessions": count, "turns": turns, "results": results}
+def run(sessions: int, turns: int) -> dict[str, Any]:
+    return run_with_peer(measure, sessions=sessions, turns=turns)
+
+
+def render_report(report: dict[str, Any]) -> str:
+    return render("memsub OpenAI Agents session vs the SDK's SQLAlchemySession (same server, same run)",
+                  environment_line(report["environment"]),
+                  f"{report['sessions']} sessions x {report['turns']} turns; memsub as a memsub_app login with RLS",
+                  PEER, report["results"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    report = run(args.sessions, args.turns)
-    print(json.dumps(report, indent=2) if args.json else render(
-        "memsub OpenAI Agents session vs the SDK's SQLAlchemySession (same server, same run)",
-        environment_line(report["environment"]),
-        f"{report['sessions']} sessions x {report['turns']} turns; memsub as a memsub_app login with RLS", PEER,
-        report["results"]))
-    return 0
+    return adapter_main(argv, __doc__, {"sessions": 20, "turns": 20}, run, render_report)
 
 
 if __name__ == "__main__":

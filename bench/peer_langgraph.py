@@ -43,11 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from _database import bench_database, environment, environment_line
+from _database import bench_database, environment, environment_line, peer_login
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
 
 TENANT = uuid.UUID("b0000000-0000-4000-8000-0000000000f1")
@@ -64,13 +62,7 @@ K = 10
 
 def prepare_langgraph(superuser: str) -> str:
     """A login role owning a schema for LangGraph's tables (the vector type stays in public)."""
-    with psycopg.connect(superuser, autocommit=True) as conn:
-        role = sql.Identifier(LANGGRAPH_ROLE)
-        # Private throwaway server with local trust authentication: the role needs no password.
-        conn.execute(sql.SQL("create role {} login").format(role))
-        conn.execute(sql.SQL("create schema langgraph authorization {}").format(role))
-        conn.execute(sql.SQL("alter role {} set search_path = langgraph, public").format(role))
-    return make_conninfo(superuser, user=LANGGRAPH_ROLE)
+    return peer_login(superuser, LANGGRAPH_ROLE, "langgraph", ("langgraph", "public"))
 
 
 class LangGraph:

@@ -33,27 +33,10 @@ ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieva
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
-    """The command line of each benchmark, in the order they run."""
-    python = sys.executable
-    return {
-        "ingest": [python, str(BENCH / "ingest.py")],
-        "write_path": [python, str(BENCH / "write_path.py")],
-        "upserts": [python, str(BENCH / "upserts.py")],
-        "refresh": [python, str(BENCH / "refresh.py")],
-        "hot_counters": [python, str(BENCH / "hot_counters.py")],
-        "retrieval": [python, str(BENCH / "retrieval.py")],
-        "noisy_neighbour": [python, str(BENCH / "noisy_neighbour.py")],
-        "peer_langgraph": [python, str(BENCH / "peer_langgraph.py"), "--out", str(charts)],
-        "peer_tenants": [python, str(BENCH / "peer_tenants.py"), "--out", str(charts)],
-        "adapter_langgraph_checkpoint": [python, str(BENCH / "adapter_langgraph_checkpoint.py")],
-        "adapter_langgraph_store": [python, str(BENCH / "adapter_langgraph_store.py")],
-        "adapter_openai_agents": [python, str(BENCH / "adapter_openai_agents.py")],
-        "adapter_adk": [python, str(BENCH / "adapter_adk.py")],
-        "partitioning": [python, str(BENCH / "partitioning.py")],
-        "mcp_calls": [python, str(BENCH / "mcp_calls.py")],
-        "http_load": [python, str(BENCH / "http_load.py")],
-        "scaling": [python, str(BENCH / "scaling.py"), "--max", str(scaling_max), "--out", str(charts)],
-    }
+    """The command line of each benchmark (bench/<name>.py and its options), in the order they run."""
+    options = {"peer_langgraph": ["--out", str(charts)], "peer_tenants": ["--out", str(charts)],
+               "scaling": ["--max", str(scaling_max), "--out", str(charts)]}
+    return {name: [sys.executable, str(BENCH / f"{name}.py"), *options.get(name, [])] for name in ORDER}
 
 
 def machine() -> str:

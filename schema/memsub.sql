@@ -242,6 +242,23 @@ ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
+CREATE FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) RETURNS bigint
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or p_value < 1 then
+        raise exception 'field "%" must be at least 1, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_limit(p_value, p_limit, p_field);
+end
+$$;
+
+ALTER FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) IS 'A required count argument (k, limit, max_depth): NULL or below 1 raises 22023, over the resource limit p_limit 54000 (memsub._check_limit), both naming the field; returns the value otherwise.';
+
 CREATE FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -250,7 +267,6 @@ declare
     v_ref      jsonb;
     v_position integer;
     v_field    text;
-    v_key      text;
     v_doc      uuid;
     v_chunk    uuid;
     v_result   jsonb := '[]';
@@ -265,16 +281,8 @@ begin
     end if;
     for v_ref, v_position in select r, n - 1 from jsonb_array_elements(p_refs) with ordinality as a(r, n) loop
         v_field := format('%s[%s]', p_field, v_position);
-        if jsonb_typeof(v_ref) <> 'object' then
-            raise exception 'field "%" must be an object {doc_id, chunk_id, score}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_key from jsonb_object_keys(v_ref) as k
-         where k not in ('doc_id', 'chunk_id', 'score') order by k limit 1;
-        if v_key is not null then
-            raise exception 'field "%.%" is not part of a DocRef', v_field, v_key
-                using errcode = '22023', column = v_field || '.' || v_key;
-        end if;
+        perform memsub._check_object_keys(v_ref, v_field, array['doc_id', 'chunk_id', 'score'],
+                                          '{doc_id, chunk_id, score}', 'a DocRef');
         if jsonb_typeof(v_ref -> 'doc_id') is distinct from 'string' or (v_ref ->> 'doc_id') !~ uuid_text then
             raise exception 'field "%.doc_id" must be a document id (UUID)', v_field
                 using errcode = '22023', column = v_field || '.doc_id';
@@ -368,10 +376,7 @@ CREATE FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 begin
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if p_rrf_k is null or p_rrf_k < 0 then
         raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
     end if;
@@ -475,6 +480,30 @@ ALTER FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) O
 
 COMMENT ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) IS 'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit (detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
 
+CREATE FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_key text;
+begin
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'field "%" must be an object %', p_field, p_shape
+            using errcode = '22023', column = p_field;
+    end if;
+    select k into v_key from jsonb_object_keys(p_value) as k where k <> all(p_keys) order by k limit 1;
+    if v_key is not null then
+        raise exception 'field "%.%" is not part of %', p_field, v_key, p_what
+            using errcode = '22023', column = p_field || '.' || v_key;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) IS 'Returns the JSON value when it is an object with no key outside p_keys; raises 22023 naming the field (not an object, message showing p_shape) or the field and the first unknown key (not part of p_what) otherwise.';
+
 CREATE FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -575,6 +604,135 @@ $$;
 ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
+
+CREATE TABLE memsub.document_index (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    file_path text NOT NULL,
+    embedding public.vector,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    is_latest boolean DEFAULT true NOT NULL,
+    previous_id uuid,
+    hash text,
+    mime text,
+    summary text,
+    key_concepts text[] DEFAULT '{}'::text[] NOT NULL,
+    entities jsonb DEFAULT '[]'::jsonb NOT NULL,
+    extracted_text text,
+    packet_id uuid,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    superseded_at timestamp with time zone,
+    CONSTRAINT document_index_chain_consistent CHECK (((version = 1) = (previous_id IS NULL))),
+    CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
+    CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
+    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
+    CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
+    CONSTRAINT document_index_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.document_index FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.document_index OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.document_index IS 'Documents (seed 001 document index and seed 003 Document): one row per version of a file path; versions chain by content hash (previous_id) and the latest version of a path has is_latest. Chunks are in document_chunks; their vectors in memory_embeddings under the version''s packet.';
+
+COMMENT ON COLUMN memsub.document_index.tenant_id IS 'Tenant owning the entry.';
+
+COMMENT ON COLUMN memsub.document_index.id IS 'Entry identifier.';
+
+COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
+
+COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
+
+COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
+
+COMMENT ON COLUMN memsub.document_index.metadata IS 'Free-form metadata (JSON object; seed 003 Document.metadata).';
+
+COMMENT ON COLUMN memsub.document_index.created_at IS 'When the file was first indexed.';
+
+COMMENT ON COLUMN memsub.document_index.updated_at IS 'When the version was last changed (document_index_put replaces the latest version in place).';
+
+COMMENT ON COLUMN memsub.document_index.version IS 'Version of the path: 1, 2, 3, ... (a new version per changed content hash).';
+
+COMMENT ON COLUMN memsub.document_index.is_latest IS 'True for the latest version of the path (the latest pointer).';
+
+COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one replaced (NULL for version 1): the version chain.';
+
+COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
+
+COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
+
+COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
+
+COMMENT ON COLUMN memsub.document_index.key_concepts IS 'Key concepts (e.g. the headings of a Markdown file).';
+
+COMMENT ON COLUMN memsub.document_index.entities IS 'Entities mentioned: a JSON array of {type, value}.';
+
+COMMENT ON COLUMN memsub.document_index.extracted_text IS 'Text extracted from the file; chunk positions are character offsets into it.';
+
+COMMENT ON COLUMN memsub.document_index.packet_id IS 'Packet (packet_type document) that carries the version: its memory_embeddings rows are the chunk vectors.';
+
+COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this version.';
+
+COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
+
+CREATE FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) RETURNS memsub.document_index
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_row    memsub.document_index;
+begin
+    if not p_new_version then
+        -- The latest entry of the path gets the embedding and metadata (a new path gets version 1).
+        insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
+        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path, p_entry.embedding,
+                p_entry.metadata)
+        on conflict (tenant_id, file_path) where is_latest do update
+           set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
+               updated_at = now()
+        returning d.* into v_row;
+        return v_row;
+    end if;
+    -- A new version: the previous one (p_entry.previous_id) stops being the latest, then the new one is stored.
+    if p_entry.previous_id is not null then
+        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
+         where d.tenant_id = v_tenant and d.id = p_entry.previous_id;
+    end if;
+    begin
+        insert into memsub.document_index as d (
+            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
+            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
+        values (
+            v_tenant, p_entry.id, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path,
+            p_entry.metadata, p_entry.version, true, p_entry.previous_id, p_entry.hash, p_entry.mime,
+            p_entry.summary, p_entry.key_concepts, p_entry.entities, p_entry.extracted_text, p_entry.packet_id,
+            p_entry.chunk_count)
+        returning d.* into v_row;
+    exception when unique_violation then
+        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
+        -- this caller cannot see, and then it cannot be superseded from here.
+        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
+            p_entry.file_path using errcode = '23505', column = 'file_path';
+    end;
+    return v_row;
+end
+$$;
+
+ALTER FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) IS 'Internal: stores a document_index entry in the caller''s context. p_new_version false: the path''s latest entry takes the entry''s embedding and metadata (created as version 1 for a new path); true: the entry (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the caller cannot see).';
 
 CREATE FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
@@ -861,6 +1019,22 @@ ALTER FUNCTION memsub._importance_step(p_importance double precision, p_accesses
 
 COMMENT ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) IS 'One learning step of memsub.learn_importance: frequency, then useful feedback (both towards 1), then not-useful feedback (towards 0). Stays in [0, 1] for an input in [0, 1] and rates in [0, 1].';
 
+CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    return (p_value #>> '{}')::vector;
+exception when others then
+    raise exception '%: % must be an array of numbers', p_caller, p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+
+ALTER FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) IS 'A query vector of any dimension given as a JSON array of numbers (NULL for NULL), for searches that compare it only with stored vectors of its own dimension; raises 22023 naming the field, after the caller''s prefix, for anything that is not a vector.';
+
 CREATE FUNCTION memsub._json_vector(p_value jsonb, p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -1106,7 +1280,7 @@ begin
     end if;
     perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
        from unnest(p_scores) with ordinality as s(score, n);
-    -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
+    -- Counters live off the vector rows: an embedding access counts on its packet (see 220_access_log.sql).
     if p_target_type in ('packet', 'embedding') then
         update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
           from (select coalesce(e.packet_id, t.id) as packet_id, count(*)::integer as hits
@@ -1674,14 +1848,7 @@ begin
     if p_limit is null or p_limit < 0 then
         raise exception 'memsub: limit must be a non-negative integer' using errcode = '22023', column = 'limit';
     end if;
-    if p_query_embedding is not null then
-        begin
-            query := (p_query_embedding #>> '{}')::vector;
-        exception when others then
-            raise exception 'memsub: query_embedding must be an array of numbers'
-                using errcode = '22023', column = 'query_embedding';
-        end;
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
     q_words := memsub.adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
@@ -2161,16 +2328,10 @@ begin
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
-    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id;
-    if not found then
-        raise exception 'task % does not exist or is not visible', p_task_id
-            using errcode = '23503', column = 'task_id';
-    end if;
+    v_task := memsub.task_lookup(p_task_id, false, '23503');
     v_session := coalesce(p_session_id, v_task.session_id);
-    if v_session is not null
-       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
-        raise exception 'session "%" does not exist or is not visible', v_session
-            using errcode = '23503', column = 'session_id';
+    if v_session is not null then
+        perform memsub.session_lookup(v_session, false, '23503');
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -2266,16 +2427,9 @@ begin
     -- Validate every change before touching anything.
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        if jsonb_typeof(v_entity) <> 'object' then
-            raise exception 'field "%" must be an object {entity_id, entity_type, attributes, confidence}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_id from jsonb_object_keys(v_entity) as k
-         where k not in ('entity_id', 'entity_type', 'attributes', 'confidence') order by k limit 1;
-        if v_id is not null then
-            raise exception 'field "%.%" is not part of an entity change', v_field, v_id
-                using errcode = '22023', column = v_field || '.' || v_id;
-        end if;
+        perform memsub._check_object_keys(v_entity, v_field,
+                                          array['entity_id', 'entity_type', 'attributes', 'confidence'],
+                                          '{entity_id, entity_type, attributes, confidence}', 'an entity change');
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         if v_id = any(v_ids) then
@@ -2635,16 +2789,8 @@ begin
     end if;
     for v_chunk, v_position in select c, n - 1 from jsonb_array_elements(p_chunks) with ordinality as a(c, n) loop
         v_field := format('chunks[%s]', v_position);
-        if jsonb_typeof(v_chunk) <> 'object' then
-            raise exception 'field "%" must be an object {start_char, end_char, page?, embedding?}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_key from jsonb_object_keys(v_chunk) as k
-         where k not in ('start_char', 'end_char', 'page', 'embedding') order by k limit 1;
-        if v_key is not null then
-            raise exception 'field "%.%" is not part of a chunk', v_field, v_key
-                using errcode = '22023', column = v_field || '.' || v_key;
-        end if;
+        perform memsub._check_object_keys(v_chunk, v_field, array['start_char', 'end_char', 'page', 'embedding'],
+                                          '{start_char, end_char, page?, embedding?}', 'a chunk');
         foreach v_key in array array['start_char', 'end_char', 'page'] loop
             if v_chunk ? v_key and jsonb_typeof(v_chunk -> v_key) <> 'null'
                and (jsonb_typeof(v_chunk -> v_key) <> 'number' or (v_chunk ->> v_key) !~ '^\d{1,9}$') then
@@ -2901,11 +3047,7 @@ begin
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
-    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
-    if not found then
-        raise exception 'task % does not exist or is not visible', p_task_id
-            using errcode = '23503', column = 'task_id';
-    end if;
+    v_task := memsub.task_lookup(p_task_id, true, '23503');
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;
@@ -3062,13 +3204,13 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) then
+       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
                 memsub._check_finite(p_importance_weight, 'importance_weight'),
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
-                memsub._check_finite_interval(p_half_life, 'half_life');
+                memsub._check_half_life(p_half_life);
     end if;
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
@@ -3559,7 +3701,6 @@ CREATE FUNCTION memsub.document_index_put(p_file_path text, p_embedding double p
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.document_index;
-    v_vector vector;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
@@ -3571,13 +3712,10 @@ begin
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
-    v_vector := memsub._float_array_vector(p_embedding, 'embedding');
-    insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_file_path, v_vector, p_metadata)
-    on conflict (tenant_id, file_path) where is_latest do update
-       set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
-           updated_at = now()
-    returning d.* into v_entry;
+    v_entry.file_path := p_file_path;
+    v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
+    v_entry.metadata := p_metadata;
+    v_entry := memsub._document_index_write(v_entry, false);
     perform memsub.audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
                                         'dimensions', cardinality(p_embedding)));
@@ -3598,6 +3736,7 @@ declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_path     text;
     v_latest   memsub.document_index;
+    v_entry    memsub.document_index;
     v_id       uuid := gen_random_uuid();
     v_version  integer;
     v_packet   uuid;
@@ -3670,29 +3809,26 @@ begin
                                       'hash', p_hash, 'mime', p_mime, 'chunk_count', v_chunks),
         'tags', jsonb_build_array('document'))) w;
 
+    v_entry.id := v_id;
+    v_entry.file_path := v_path;
+    v_entry.metadata := p_metadata;
+    v_entry.version := v_version;
+    v_entry.previous_id := v_latest.id;
+    v_entry.hash := p_hash;
+    v_entry.mime := p_mime;
+    v_entry.summary := p_summary;
+    v_entry.key_concepts := coalesce(p_key_concepts, '{}');
+    v_entry.entities := p_entities;
+    v_entry.extracted_text := p_text;
+    v_entry.packet_id := v_packet;
+    v_entry.chunk_count := v_chunks;
+    perform memsub._document_index_write(v_entry, true);
     if v_latest.id is not null then
-        update memsub.document_index d set is_latest = false, superseded_at = now(), updated_at = now()
-         where d.tenant_id = v_tenant and d.id = v_latest.id;
         -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
     end if;
-
-    begin
-        insert into memsub.document_index (
-            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
-            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
-        values (
-            v_tenant, v_id, memsub.current_org_id(), memsub.current_user_id(), v_path, p_metadata, v_version, true,
-            v_latest.id, p_hash, p_mime, p_summary, coalesce(p_key_concepts, '{}'), p_entities, p_text, v_packet,
-            v_chunks);
-    exception when unique_violation then
-        -- A file path is one version chain per tenant; its latest version may belong to an organization or user
-        -- this caller cannot see, and then it cannot be superseded from here.
-        raise exception 'field "file_path": % is already a document of this tenant that this caller cannot see',
-            v_path using errcode = '23505', column = 'file_path';
-    end;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
                                         org_id, user_id)
@@ -3743,87 +3879,6 @@ $_$;
 ALTER FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks [{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change (status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
-
-CREATE TABLE memsub.document_index (
-    tenant_id uuid NOT NULL,
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    file_path text NOT NULL,
-    embedding public.vector,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    version integer DEFAULT 1 NOT NULL,
-    is_latest boolean DEFAULT true NOT NULL,
-    previous_id uuid,
-    hash text,
-    mime text,
-    summary text,
-    key_concepts text[] DEFAULT '{}'::text[] NOT NULL,
-    entities jsonb DEFAULT '[]'::jsonb NOT NULL,
-    extracted_text text,
-    packet_id uuid,
-    chunk_count integer DEFAULT 0 NOT NULL,
-    superseded_at timestamp with time zone,
-    CONSTRAINT document_index_chain_consistent CHECK (((version = 1) = (previous_id IS NULL))),
-    CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
-    CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
-    CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
-    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
-    CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
-    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
-    CONSTRAINT document_index_version_positive CHECK ((version >= 1))
-);
-
-ALTER TABLE ONLY memsub.document_index FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.document_index OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.document_index IS 'Documents (seed 001 document index and seed 003 Document): one row per version of a file path; versions chain by content hash (previous_id) and the latest version of a path has is_latest. Chunks are in document_chunks; their vectors in memory_embeddings under the version''s packet.';
-
-COMMENT ON COLUMN memsub.document_index.tenant_id IS 'Tenant owning the entry.';
-
-COMMENT ON COLUMN memsub.document_index.id IS 'Entry identifier.';
-
-COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (NULL: tenant-wide).';
-
-COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
-
-COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
-
-COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
-
-COMMENT ON COLUMN memsub.document_index.metadata IS 'Free-form metadata (JSON object; seed 003 Document.metadata).';
-
-COMMENT ON COLUMN memsub.document_index.created_at IS 'When the file was first indexed.';
-
-COMMENT ON COLUMN memsub.document_index.updated_at IS 'When the version was last changed (document_index_put replaces the latest version in place).';
-
-COMMENT ON COLUMN memsub.document_index.version IS 'Version of the path: 1, 2, 3, ... (a new version per changed content hash).';
-
-COMMENT ON COLUMN memsub.document_index.is_latest IS 'True for the latest version of the path (the latest pointer).';
-
-COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one replaced (NULL for version 1): the version chain.';
-
-COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
-
-COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
-
-COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
-
-COMMENT ON COLUMN memsub.document_index.key_concepts IS 'Key concepts (e.g. the headings of a Markdown file).';
-
-COMMENT ON COLUMN memsub.document_index.entities IS 'Entities mentioned: a JSON array of {type, value}.';
-
-COMMENT ON COLUMN memsub.document_index.extracted_text IS 'Text extracted from the file; chunk positions are character offsets into it.';
-
-COMMENT ON COLUMN memsub.document_index.packet_id IS 'Packet (packet_type document) that carries the version: its memory_embeddings rows are the chunk vectors.';
-
-COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this version.';
-
-COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
 
 CREATE FUNCTION memsub.document_versions(p_file_path text) RETURNS SETOF memsub.document_index
     LANGUAGE sql STABLE
@@ -3899,11 +3954,7 @@ begin
     perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     return query
     (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
             null::jsonb, r.confidence, r.mention_count, r.relationship_id
@@ -4258,16 +4309,8 @@ declare
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
-    if p_max_depth is null or p_max_depth < 1 then
-        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
     visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
@@ -4454,7 +4497,7 @@ begin
     if p_recency_weight is null or p_recency_weight < 0 then
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
-    perform memsub._check_finite_interval(p_half_life, 'half_life');
+    perform memsub._check_half_life(p_half_life);
     perform memsub._check_vector(p_query, 'query');
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
@@ -5047,14 +5090,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    if p_query_embedding is not null then
-        begin
-            query := (p_query_embedding #>> '{}')::vector;
-        exception when others then
-            raise exception 'memsub.langgraph_store_search: query_embedding must be an array of numbers'
-                using errcode = '22023', column = 'query_embedding';
-        end;
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     return query
     with candidates as (
         select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
@@ -5264,9 +5300,7 @@ begin
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
     perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
-    if p_half_life is null or p_half_life <= interval '0' then
-        raise exception 'field "half_life" must be a positive interval' using errcode = '22023', column = 'half_life';
-    end if;
+    perform memsub._check_half_life(p_half_life);
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;
@@ -5979,13 +6013,14 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
-                      / extract(epoch from case when isfinite(p_half_life) then p_half_life
-                                                else memsub._check_finite_interval(p_half_life, 'half_life') end))
+                      / extract(epoch from case when p_half_life >= interval '1 second' and isfinite(p_half_life)
+                                                     or p_half_life is null then p_half_life
+                                                else memsub._check_half_life(p_half_life) end))
 $$;
 
 ALTER FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) IS 'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation).';
+COMMENT ON FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) IS 'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation). A half-life under a second is refused (22023, half_life).';
 
 CREATE FUNCTION memsub.memory_tiers() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -6143,7 +6178,7 @@ CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURN
           from removed r
         on conflict on constraint packet_tombstones_pkey do nothing
     ),
-    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/110, 130, 150):
+    -- The rows derived from expired packets expire with them (their ttl is the packet's, sql/210, 410, 520):
     -- deleted in the same statement, so nothing derived from a purged packet outlives it, not even unlinked.
     events as (
         delete from memsub.agent_memory_events e
@@ -7072,11 +7107,7 @@ begin
             memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
     return query
     with scored as (
@@ -7509,7 +7540,7 @@ ALTER FUNCTION memsub.session_end_turn(p_session_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.session_end_turn(p_session_id text) IS 'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
 
-CREATE FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean DEFAULT false) RETURNS memsub.sessions
+CREATE FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean DEFAULT false, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -7530,15 +7561,15 @@ begin
     end if;
     if v_session.id is null then
         raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = 'P0002', column = 'session_id';
+            using errcode = p_errcode, column = 'session_id';
     end if;
     return v_session;
 end
 $$;
 
-ALTER FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises P0002 naming session_id when there is none.';
+COMMENT ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
 CREATE FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8540,11 +8571,7 @@ CREATE FUNCTION memsub.summaries_due(p_as_of timestamp with time zone DEFAULT no
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Only the newest summary of each scope matters: an older one was already regenerated.
     return query
@@ -8814,9 +8841,8 @@ CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::js
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_session memsub.sessions;
-    v_task    memsub.tasks;
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
@@ -8829,12 +8855,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        select s.* into v_session from memsub.sessions s where s.tenant_id = v_tenant and s.id = p_session_id;
-        if not found then
-            raise exception 'session "%" does not exist or is not visible', p_session_id
-                using errcode = '23503', column = 'session_id';
-        end if;
-        perform memsub.require_active_session(v_session);
+        perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -8860,18 +8881,13 @@ CREATE FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) RE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_session memsub.sessions;
-    v_task    memsub.tasks;
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
 begin
     if p_session_id is null then
         raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
     end if;
-    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
-    if not found then
-        raise exception 'task % does not exist or is not visible', p_task_id
-            using errcode = 'P0002', column = 'task_id';
-    end if;
+    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
     if v_task.session_id = p_session_id then
         return v_task;  -- already linked there
     end if;
@@ -8880,12 +8896,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    select s.* into v_session from memsub.sessions s where s.tenant_id = v_tenant and s.id = p_session_id;
-    if not found then
-        raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = '23503', column = 'session_id';
-    end if;
-    perform memsub.require_active_session(v_session);
+    perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -8898,6 +8909,33 @@ $$;
 ALTER FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) IS 'Links an orphan task (no session, e.g. written before sessions existed; seed 001 7.2) to an active session. Linking it again to the same session changes nothing; a task of another session is not moved (55000), an unknown task is P0002 and an unknown session 23503. Audited as task_link.';
+
+CREATE FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) RETURNS memsub.tasks
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_task memsub.tasks;
+begin
+    if p_for_update then
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
+           for update;
+    else
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id;
+    end if;
+    if v_task.id is null then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = p_errcode, column = 'task_id';
+    end if;
+    return v_task;
+end
+$$;
+
+ALTER FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 CREATE FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb DEFAULT NULL::jsonb, p_error text DEFAULT NULL::text) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8917,11 +8955,7 @@ begin
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
-    select t.* into v_task from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_task_id for update;
-    if not found then
-        raise exception 'task % does not exist or is not visible', p_task_id
-            using errcode = 'P0002', column = 'task_id';
-    end if;
+    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
     if v_task.status in ('completed', 'failed', 'cancelled') then
         raise exception 'task % is already %', p_task_id, v_task.status
             using errcode = '55000', column = 'status';
@@ -9022,16 +9056,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
             memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
-    if p_max_depth is null or p_max_depth < 1 then
-        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
@@ -11845,6 +11871,10 @@ REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) FROM PUBLIC;
@@ -11868,6 +11898,9 @@ GRANT ALL ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p
 REVOKE ALL ON FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_half_life(p_half_life interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) FROM PUBLIC;
 
@@ -11876,6 +11909,8 @@ GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field 
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_app;
@@ -11894,6 +11929,11 @@ GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) 
 REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
+GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
@@ -11931,6 +11971,8 @@ REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_
 REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
 
+REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub_analyst;
@@ -11951,8 +11993,8 @@ REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
 GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
@@ -12184,9 +12226,6 @@ GRANT ALL ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding do
 
 REVOKE ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) TO memsub_app;
-
-GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
-GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.document_versions(p_file_path text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_versions(p_file_path text) TO memsub_app;
@@ -12492,7 +12531,7 @@ GRANT ALL ON FUNCTION memsub.session_delete(p_session_id text) TO memsub_tenant_
 REVOKE ALL ON FUNCTION memsub.session_end_turn(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_end_turn(p_session_id text) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) TO memsub_app;
@@ -12563,6 +12602,8 @@ GRANT ALL ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session
 
 REVOKE ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) TO memsub_app;

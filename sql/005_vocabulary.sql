@@ -1,3 +1,6 @@
+-- Area: foundation. Seed: the closed value lists of seed 000 (scope, embedding_type, scope_type ...) and seed 001
+--   (memory_type, tiers).
+--
 -- Vocabularies: each closed list of values is spelled here once. Check constraints, the functions that check
 -- their arguments, and the Python types (tests/test_vocabulary.py keeps those equal) all take the list from here.
 -- Adding a value: append it to the function's array (append only: rows already stored keep their values) and to

@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 000 "MULTI-TENANT IDENTITY" (tenant_id -> org_id -> user_id, the RLS layering).
+--
 -- Identity and request context.
 --
 -- The tenant context is transaction-local: memsub.set_context() stores it with set_config(..., true), so it

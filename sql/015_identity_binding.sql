@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 000 "MULTI-TENANT IDENTITY" (who may act for a tenant).
+--
 -- Identity binding: the tenant a connection acts for is decided by the database, not merely asserted.
 --
 -- Three parts (docs/security.md, "Identity binding"):

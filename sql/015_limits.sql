@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: none (the GUIDE's security model: one tenant must not starve the others).
+--
 -- Resource limits: what one call may ask of the database, so that one tenant cannot starve the others.
 --
 -- Every function a tenant can call checks the size of what it is given (bytes, characters, counts, depth, k,
@@ -79,6 +81,23 @@ comment on function memsub._check_limit(bigint, text, text) is
     'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit '
     '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
 
+create or replace function memsub._check_count(p_value bigint, p_limit text, p_field text) returns bigint
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_value is null or p_value < 1 then
+        raise exception 'field "%" must be at least 1, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_limit(p_value, p_limit, p_field);
+end
+$$;
+comment on function memsub._check_count(bigint, text, text) is
+    'A required count argument (k, limit, max_depth): NULL or below 1 raises 22023, over the resource limit p_limit '
+    '54000 (memsub._check_limit), both naming the field; returns the value otherwise.';
+
 grant select on memsub.limits to memsub_app, memsub_analyst;
 grant execute on function memsub.limit_value(text), memsub._check_limit(bigint, text, text)
     to memsub_app, memsub_analyst, memsub_retrieval_owner;
+grant execute on function memsub._check_count(bigint, text, text) to memsub_app, memsub_analyst;

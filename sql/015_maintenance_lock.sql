@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: none (the GUIDE's security model: locks only memsub's roles can take).
+--
 -- Locks only memsub's own roles can take (table memsub.maintenance_lock, migration 2.7.0).
 --
 -- Advisory-lock keys are shared by every login of the cluster: a login with no memsub grant at all could take

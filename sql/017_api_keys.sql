@@ -1,3 +1,5 @@
+-- Area: foundation. Seed: seed 004 "API Submission" (the HTTP API's credentials).
+--
 -- API keys: the credentials of the HTTP API (memsub serve, docs/http.md).
 --
 -- A key is the text msk_<key_id>_<secret>: key_id is 16 hex digits, secret 64 hex digits from two

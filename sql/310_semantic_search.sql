@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 000 "SEMANTIC LAYER" and "DATA FLOW DIAGRAM"; seed 003 "Vector Index (HNSW)".
+--
 -- Retrieval pipeline, semantic leg: nearest packets by embedding, correct for tenants of every size.
 --
 -- HNSW filters after the graph walk: the caller's row-level security predicates (and the packet filters) drop
@@ -82,7 +84,7 @@ begin
     end if;
     perform memsub._check_finite(s.score, format('scores[%s]', s.n - 1))
        from unnest(p_scores) with ordinality as s(score, n);
-    -- Counters live off the vector rows: an embedding access counts on its packet (see 170_operations.sql).
+    -- Counters live off the vector rows: an embedding access counts on its packet (see 220_access_log.sql).
     if p_target_type in ('packet', 'embedding') then
         update memsub.packet_store s set access_count = s.access_count + n.hits, last_accessed = now()
           from (select coalesce(e.packet_id, t.id) as packet_id, count(*)::integer as hits

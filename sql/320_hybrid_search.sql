@@ -1,3 +1,5 @@
+-- Area: search. Seed: seed 003 "Full-Text Index (Tantivy)" and "Vector Index (HNSW)"; seed 001 section 4.2.
+--
 -- Retrieval pipeline, hybrid leg: PostgreSQL full text fused with vector similarity by reciprocal rank fusion.
 --
 -- The keyword leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by the

@@ -1,3 +1,6 @@
+-- Area: search. Seed: seed 000 "CORE MEMORY LAYER" (importance_score, access_count) and "OPERATIONS LAYER"
+--   (was_useful).
+--
 -- Importance learning: feedback on accesses and the maintenance run that folds the access log into
 -- importance_score (packet_store, semantic_memory).
 --

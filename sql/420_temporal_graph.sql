@@ -1,3 +1,5 @@
+-- Area: graph. Seed: seed 003 "Knowledge Graph Schema" and "Temporal & Versioning".
+--
 -- The temporal knowledge graph (seed 003): typed nodes over the tables that hold them, edges with validity
 -- windows and evidence in entity_relationships, and "as of time T" reads.
 --
@@ -16,7 +18,6 @@ declare
     v_ref      jsonb;
     v_position integer;
     v_field    text;
-    v_key      text;
     v_doc      uuid;
     v_chunk    uuid;
     v_result   jsonb := '[]';
@@ -31,16 +32,8 @@ begin
     end if;
     for v_ref, v_position in select r, n - 1 from jsonb_array_elements(p_refs) with ordinality as a(r, n) loop
         v_field := format('%s[%s]', p_field, v_position);
-        if jsonb_typeof(v_ref) <> 'object' then
-            raise exception 'field "%" must be an object {doc_id, chunk_id, score}', v_field
-                using errcode = '22023', column = v_field;
-        end if;
-        select k into v_key from jsonb_object_keys(v_ref) as k
-         where k not in ('doc_id', 'chunk_id', 'score') order by k limit 1;
-        if v_key is not null then
-            raise exception 'field "%.%" is not part of a DocRef', v_field, v_key
-                using errcode = '22023', column = v_field || '.' || v_key;
-        end if;
+        perform memsub._check_object_keys(v_ref, v_field, array['doc_id', 'chunk_id', 'score'],
+                                          '{doc_id, chunk_id, score}', 'a DocRef');
         if jsonb_typeof(v_ref -> 'doc_id') is distinct from 'string' or (v_ref ->> 'doc_id') !~ uuid_text then
             raise exception 'field "%.doc_id" must be a document id (UUID)', v_field
                 using errcode = '22023', column = v_field || '.doc_id';
@@ -355,16 +348,8 @@ declare
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
-    if p_max_depth is null or p_max_depth < 1 then
-        raise exception 'field "max_depth" must be at least 1, not %', p_max_depth
-            using errcode = '22023', column = 'max_depth';
-    end if;
-    perform memsub._check_limit(p_max_depth, 'max_depth', 'max_depth');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
     visited := (select jsonb_object_agg(f, true) from unnest(frontier) as f);
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.

@@ -1,3 +1,5 @@
+-- Area: operations. Seed: seed 000 "MULTI-TENANT IDENTITY" (roles: admin_override, the application).
+--
 -- Ownership and the schema-wide privileges; applied last. Nothing is granted to PUBLIC: each area file grants
 -- its own objects to the roles that need them, by name.
 
@@ -7,9 +9,9 @@ grant memsub_tenant_admin to memsub_platform_admin;
 
 -- Every memsub object belongs to memsub_owner, a role that cannot log in: SECURITY DEFINER functions run as it.
 -- The exceptions are memsub_view_owner's (the materialized views and their refresh function, see
--- 180_materialized_views.sql), memsub_retrieval_owner's (the functions that apply the tenant predicates
+-- 950_materialized_views.sql), memsub_retrieval_owner's (the functions that apply the tenant predicates
 -- explicitly, see 320_hybrid_search.sql and 340_importance.sql) and memsub_expiry_owner's (purge_expired and
--- get_lineage, the readers of expired packets, see 050_packet_hygiene.sql).
+-- get_lineage, the readers of expired packets, see 140_packet_hygiene.sql).
 alter schema memsub owner to memsub_owner;
 do $ownership$
 declare

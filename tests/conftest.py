@@ -117,7 +117,7 @@ def _create_test_roles(server: Server, dbname: str) -> None:
                 conn.execute(psycopg.sql.SQL("grant {} to {}").format(
                     psycopg.sql.Identifier(member_of), psycopg.sql.Identifier(role)))
                 # The test logins act for many tenants, as the one trusted application of a single-service
-                # deployment does; tests/test_identity_binding.py makes bound logins of its own.
+                # deployment does; tests/foundation/test_identity_binding.py makes bound logins of its own.
                 conn.execute("select memsub.trust_login(%s)", [role])
 
 

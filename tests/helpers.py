@@ -1,4 +1,5 @@
-"""Small helpers shared by the tests: tenant context, packet writes, row counts."""
+"""Small helpers shared by the tests: tenant context, packet writes, row counts and table states, refused calls,
+threads, the documentation's examples."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import sql
 
 TENANT_A = uuid.UUID("aaaaaaaa-0000-0000-0000-000000000001")
 TENANT_B = uuid.UUID("bbbbbbbb-0000-0000-0000-000000000002")
@@ -82,6 +84,37 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
         thread.join(timeout=60)
     assert errors == []
     return [results[i] for i in range(workers)]
+
+
+def table_state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    """Every memsub table's row count and content hash: equal before and after a call that changed nothing."""
+    tables = [r[0] for r in conn.execute("select relname from pg_class where relnamespace = 'memsub'::regnamespace "
+                                         "and relkind = 'r' order by 1")]
+    parts = [sql.SQL("select {}, count(*), coalesce(sum(hashtext(t::text)), 0) from {} t").format(
+        sql.Literal(name), sql.Identifier("memsub", name)) for name in tables]
+    return conn.execute(sql.SQL(" union all ").join(parts)).fetchall()
+
+
+def assert_refused(conn: psycopg.Connection[Any], calls: Iterable[tuple[str, str]],
+                   error: type[psycopg.Error] = psycopg.errors.InvalidParameterValue) -> None:
+    """Each (SQL call, field): the call, in a savepoint of its own, raises ``error`` naming the field in the column
+    diagnostic."""
+    for call, field in calls:
+        try:
+            with conn.transaction():
+                conn.execute(call)
+        except error as raised:
+            assert raised.diag.column_name == field, call
+        else:
+            raise AssertionError(f"{call} was accepted")
+
+
+def run_doc_example(heading: str, dsn: str) -> None:
+    """Runs the first Python example after ``## heading`` in docs/integrations.md as written, with ``dsn`` bound."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text()
+    example = re.search(r"```python\n(.*?)```", doc.split(f"## {heading}", 1)[1], flags=re.S)
+    assert example is not None
+    exec(compile(example.group(1), "docs/integrations.md", "exec", dont_inherit=True), {"dsn": dsn})
 
 
 def documented_sqlstates() -> set[str]:

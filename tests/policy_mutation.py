@@ -71,7 +71,8 @@ def list_policies() -> list[str]:
 def test_files(table: str) -> list[str]:
     """Files that mention the table first, then the security files, then the rest: -x stops at the first
     failure, so the likeliest catchers go first."""
-    candidates = [p for p in sorted(TESTS.glob("test_*.py")) if not NOT_BEHAVIOURAL.match(p.name)]
+    candidates = [p for p in sorted(TESTS.glob("*/test_*.py"), key=lambda p: p.name)
+                  if not NOT_BEHAVIOURAL.match(p.name)]
     mentions = [p for p in candidates if re.search(rf"\b{re.escape(table)}\b", p.read_text(encoding="utf-8"))]
     security = [p for p in candidates if p.name in SECURITY_FIRST and p not in mentions]
     rest = [p for p in candidates if p not in mentions and p not in security]
@@ -96,7 +97,7 @@ def run_one(mutation: str) -> Outcome:
     return Outcome(mutation, False, f"pytest exited {result.returncode}: {result.stdout[-500:]}", seconds)
 
 
-SWEEP_TEST = "tests/test_tenant_world.py::test_every_tenant_table_isolates_tenants_organizations_and_users"
+SWEEP_TEST = "tests/foundation/test_tenant_world.py::test_every_tenant_table_isolates_tenants_organizations_and_users"
 
 
 def sweep(mutations: list[str]) -> dict[str, Outcome]:

@@ -2,7 +2,7 @@
 
 Each cell is observed by running the statement as a login role that is a member of the memsub role (inside a
 transaction that is rolled back): a cell is allowed unless PostgreSQL answers "permission denied". The expected
-matrix is the table between the markers in docs/security.md; tests/test_security_matrix.py compares the two.
+matrix is the table between the markers in docs/security.md; tests/foundation/test_security_matrix.py compares the two.
 ``python tests/security_matrix.py DSN`` prints the observed table, for review before updating the document.
 """
 

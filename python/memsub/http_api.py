@@ -137,12 +137,18 @@ def uuid_text(value: Any, field: str) -> str:
     raise invalid(field, f"{field} must be a UUID")
 
 
-def integer(value: Any, field: str) -> int:
+def _from_text(value: Any, field: str, convert: Callable[[str], Any], what: str) -> Any:
+    """A string converted (a query parameter; 422 naming the field when it does not convert); any other value as is."""
     if isinstance(value, str):
         try:
-            value = int(value)
+            return convert(value)
         except ValueError as error:
-            raise invalid(field, f"{field} must be an integer") from error
+            raise invalid(field, f"{field} must be {what}") from error
+    return value
+
+
+def integer(value: Any, field: str) -> int:
+    value = _from_text(value, field, int, "an integer")
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid(field, f"{field} must be an integer")
     if not INT_MIN <= value <= INT_MAX:
@@ -151,23 +157,14 @@ def integer(value: Any, field: str) -> int:
 
 
 def bigint(value: Any, field: str) -> int:
-    number = value
-    if isinstance(value, str):
-        try:
-            number = int(value)
-        except ValueError as error:
-            raise invalid(field, f"{field} must be an integer") from error
+    number = _from_text(value, field, int, "an integer")
     if isinstance(number, bool) or not isinstance(number, int) or not -(2**63) <= number < 2**63:
         raise invalid(field, f"{field} must be a 64-bit integer")
     return number
 
 
 def number(value: Any, field: str) -> float:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError as error:
-            raise invalid(field, f"{field} must be a number") from error
+    value = _from_text(value, field, float, "a number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise invalid(field, f"{field} must be a number")
     result = float(value)

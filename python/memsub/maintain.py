@@ -96,6 +96,13 @@ def _as_platform_admin(conn: Connection, tenant: UUID | None) -> None:
     conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [tenant])
 
 
+def _tenant_wide_rows(conn: Connection, query: str | sql.Composed) -> list[dict[str, Any]]:
+    """The rows of a query run as platform admin with no tenant context, in a transaction of its own."""
+    with conn.transaction():
+        _as_platform_admin(conn, None)
+        return conn.execute(query).fetchall()
+
+
 def _tenants(conn: Connection, table: str) -> list[UUID]:
     """Tenants with rows in ``table`` (a fixed memsub table name), by walking its tenant_id index."""
     query = sql.SQL(
@@ -104,15 +111,11 @@ def _tenants(conn: Connection, table: str) -> list[UUID]:
         "order by s.tenant_id limit 1) from t where t.id is not null) "
         "select id from t where id is not null").format(
             table=sql.Identifier("memsub", table))
-    with conn.transaction():
-        _as_platform_admin(conn, None)
-        return [row["id"] for row in conn.execute(query).fetchall()]
+    return [row["id"] for row in _tenant_wide_rows(conn, query)]
 
 
 def _purge_expired(conn: Connection, report: TaskReport) -> None:
-    with conn.transaction():
-        _as_platform_admin(conn, None)
-        rows = conn.execute("select tenant_id, purged from memsub.purge_expired()").fetchall()
+    rows = _tenant_wide_rows(conn, "select tenant_id, purged from memsub.purge_expired()")
     for row in rows:
         report.tenants[str(row["tenant_id"])] = {"purged": int(row["purged"])}
     report.summary = f"{sum(int(r['purged']) for r in rows)} expired packet(s) purged"
@@ -177,10 +180,8 @@ def _memory_maintenance(conn: Connection, report: TaskReport) -> None:
 
 
 def _summaries_due(conn: Connection, report: TaskReport) -> None:
-    with conn.transaction():
-        _as_platform_admin(conn, None)
-        rows = conn.execute("select tenant_id, count(*) as due from memsub.summaries_due(now(), 10000) "
-                            "group by tenant_id order by tenant_id").fetchall()
+    rows = _tenant_wide_rows(conn, "select tenant_id, count(*) as due from memsub.summaries_due(now(), 10000) "
+                                   "group by tenant_id order by tenant_id")
     for row in rows:
         report.tenants[str(row["tenant_id"])] = {"due": int(row["due"])}
     report.summary = (f"{sum(int(r['due']) for r in rows)} summary(ies) due for regeneration by the application"
@@ -188,10 +189,8 @@ def _summaries_due(conn: Connection, report: TaskReport) -> None:
 
 
 def _tune_search(conn: Connection, report: TaskReport) -> None:
-    with conn.transaction():
-        _as_platform_admin(conn, None)
-        rows = conn.execute("select tenant_id, embedding_type, row_count, method, ef_search, recall "
-                            "from memsub.tune_search() order by tenant_id, embedding_type").fetchall()
+    rows = _tenant_wide_rows(conn, "select tenant_id, embedding_type, row_count, method, ef_search, recall "
+                                   "from memsub.tune_search() order by tenant_id, embedding_type")
     for row in rows:
         figures = report.tenants.setdefault(str(row["tenant_id"]), {})
         figures[str(row["embedding_type"])] = (
@@ -209,7 +208,8 @@ RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
     "summaries_due": _summaries_due,
     "tune_search": _tune_search,
 }
-# The tasks in the order they run: memsub.maintain_tasks() (tests/test_vocabulary.py holds the two equal).
+# The tasks in the order they run: memsub.maintain_tasks() (tests/foundation/test_vocabulary.py holds the two
+# equal).
 TASKS = tuple(RUNNERS)
 
 

@@ -10,7 +10,7 @@ Both sessions expose it as ``session.memory``::
     with substrate.tenant(tenant_id, roles=["tenant_admin"]) as admin:
         report = admin.memory.maintenance()   # promotes STM entries by the documented rule
 
-The decay rule (sql/430_memory_decay.sql): strength halves every half-life without access and each access adds
+The decay rule (sql/630_memory_decay.sql): strength halves every half-life without access and each access adds
 1; an STM entry is promoted to LTM when importance * strength reaches the threshold.
 """
 

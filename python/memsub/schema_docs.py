@@ -3,10 +3,10 @@
 - ``schema/memsub.sql``: ``pg_dump --schema-only --schema=memsub``, normalized (no version banner, no session
   settings, no dump-specific tokens);
 - ``docs/sql-reference.md``: the public SQL API (every routine whose name does not start with ``_``), grouped by
-  the ``sql/`` file that defines it, with its ``COMMENT ON`` text and the roles that may execute it.
+  memory area and ``sql/`` file that defines it, with its ``COMMENT ON`` text and the roles that may execute it.
 
 ``python -m memsub.schema_docs [DSN]`` rewrites both from a scratch database on DSN's server (or a throwaway
-embedded cluster); tests/test_generated_docs.py fails while either is stale (``make schema``).
+embedded cluster); tests/operations/test_generated_docs.py fails while either is stale (``make schema``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,18 @@ def _areas() -> dict[str, str]:
     return areas
 
 
+_AREA = re.compile(r"^-- Area: (\w+)\.", re.MULTILINE)
+
+
+def _file_areas() -> dict[str, str]:
+    """sql/ file (without .sql) -> the memory area its header names (``-- Area: graph. ...``)."""
+    areas: dict[str, str] = {}
+    for path in repeatables_dir().glob("*.sql"):
+        match = _AREA.search(path.read_text())
+        areas[path.stem] = match[1] if match else "other"
+    return areas
+
+
 def _title(stem: str) -> str:
     words = stem.split("_", 1)[-1].replace("_", " ")
     return f"{words[0].upper()}{words[1:]} (`sql/{stem}.sql`)"
@@ -95,15 +107,21 @@ def sql_reference(dsn: str) -> str:
     for name, arguments, result, definer, comment, roles in rows:
         signature = f"memsub.{name}({arguments})" + (f" → {result}" if result else "")
         who = ", ".join(f"`{r}`" for r in roles) if roles else "owner only"
-        entry = (f"### `{signature}`\n\n{comment or '(no comment)'}\n\n"
+        entry = (f"#### `{signature}`\n\n{comment or '(no comment)'}\n\n"
                  f"Security {'definer' if definer else 'invoker'}; executable by {who}.\n")
         grouped.setdefault(areas.get(name, "zzz_other"), []).append(entry)
     parts = ["# SQL API reference\n",
              "Generated from a fresh installation's catalog by `make schema` (`python -m memsub.schema_docs`); "
-             "tests/test_generated_docs.py fails while it is stale. Each routine's text is its `COMMENT ON`. "
-             "Internal helpers (names starting with `_`) are left out: they are not part of the API.\n"]
+             "tests/operations/test_generated_docs.py fails while it is stale. Each routine's text is its "
+             "`COMMENT ON`. Internal helpers (names starting with `_`) are left out: they are not part of the API. "
+             "Routines are grouped by memory area, then by the `sql/` file that defines them.\n"]
+    file_areas = _file_areas()
+    area = None
     for stem in sorted(grouped):
-        parts.append(f"## {_title(stem) if stem != 'zzz_other' else 'Other'}\n")
+        if file_areas.get(stem, "other") != area:
+            area = file_areas.get(stem, "other")
+            parts.append(f"## Area: {area}\n")
+        parts.append(f"### {_title(stem) if stem != 'zzz_other' else 'Other'}\n")
         parts.extend(grouped[stem])
     return "\n".join(parts)
 

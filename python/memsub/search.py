@@ -1,5 +1,5 @@
 """The search area: embeddings and semantic memory, semantic and hybrid search, feedback and importance learning
-(sql/310-350, documented in docs/retrieval.md). Both sessions expose it as ``session.search``::
+(sql/300-340, documented in docs/retrieval.md). Both sessions expose it as ``session.search``::
 
     with substrate.tenant(tenant_id) as session:
         hits = session.search.semantic(query_vector, k=5, record_access=True)

@@ -16,7 +16,7 @@ nowhere, other keys to the session. ``MemsubMemoryService`` implements ``BaseMem
 memory are searched by keyword, and by similarity when the service has an embedder.
 
 Each call is one transaction of the service's tenant context running one stored function
-(``sql/640_adk.sql``; tables in ``migrations/2.18.0__adk_sessions.sql``). Everything lives in the context's
+(``sql/940_adk.sql``; tables in ``migrations/2.18.0__adk_sessions.sql``). Everything lives in the context's
 tenant and organization: two tenants (or two organizations) may use the same app, user and session names.
 """
 

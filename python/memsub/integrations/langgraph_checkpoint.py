@@ -10,7 +10,7 @@
 
 ``AsyncMemsubSaver`` is the same over psycopg's async pool. Checkpoints live in ``memsub.langgraph_checkpoints``
 and their pending writes in ``memsub.langgraph_checkpoint_writes``; every call is one stored function
-(``sql/610_langgraph_checkpoints.sql``) in one transaction of the saver's tenant context.
+(``sql/910_langgraph_checkpoints.sql``) in one transaction of the saver's tenant context.
 """
 
 from __future__ import annotations
@@ -59,9 +59,13 @@ PRUNE = "select memsub.langgraph_thread_prune(p_thread_ids => %s, p_strategy => 
 
 
 class _Codec(BaseCheckpointSaver[str]):
-    """What the sync and async savers share: arguments of the stored functions and decoding of their rows."""
+    """What the sync and async savers share: their pool and tenant context, arguments of the stored functions and
+    decoding of their rows."""
 
-    context: TenantContext
+    def __init__(self, pool: Any, context: TenantContext, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.pool = pool
+        self.context = context
 
     def _put_args(self, config: RunnableConfig, checkpoint: Checkpoint,
                   metadata: CheckpointMetadata) -> tuple[list[Any], RunnableConfig]:
@@ -126,11 +130,6 @@ def _metadata_json(value: Any) -> str:
 class MemsubSaver(_Codec):
     """LangGraph ``BaseCheckpointSaver`` over memsub's stored functions (synchronous)."""
 
-    def __init__(self, pool: Any, context: TenantContext, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
-        self.pool = pool
-        self.context = context
-
     @classmethod
     def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
                  serde: SerializerProtocol | None = None) -> MemsubSaver:
@@ -182,11 +181,6 @@ class MemsubSaver(_Codec):
 
 class AsyncMemsubSaver(_Codec):
     """LangGraph ``BaseCheckpointSaver`` over memsub's stored functions, on psycopg's async pool."""
-
-    def __init__(self, pool: Any, context: TenantContext, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
-        self.pool = pool
-        self.context = context
 
     @classmethod
     async def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,

@@ -14,7 +14,7 @@ natural-language query over the indexed fields (scored by the index's ``distance
 ``l2`` or ``inner_product``, as LangGraph's PostgresStore scores them), ``list_namespaces`` with
 prefix/suffix/depth, and time to live with refresh on read. Items live in ``memsub.langgraph_store_items``
 (vectors in ``langgraph_store_vectors``); each ``batch`` of operations is one transaction of the store's tenant
-context, one stored function per operation (``sql/620_langgraph_store.sql``). Texts are embedded in Python by
+context, one stored function per operation (``sql/920_langgraph_store.sql``). Texts are embedded in Python by
 the configured embedder, as LangGraph does.
 """
 

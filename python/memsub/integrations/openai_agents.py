@@ -11,7 +11,7 @@
 
 ``MemsubSession`` implements the SDK's ``Session`` protocol (``get_items``, ``add_items``, ``pop_item``,
 ``clear_session``). Items live in ``memsub.agent_session_items``; every method is one stored function
-(``sql/630_agent_sessions.sql``) in one transaction of the session's tenant context. Like the SDK's own
+(``sql/930_agent_sessions.sql``) in one transaction of the session's tenant context. Like the SDK's own
 ``SQLiteSession``, the database calls run in a worker thread over a synchronous pool, so one session can be used
 from any event loop (``Runner.run``, ``Runner.run_sync``, ``Runner.run_streamed``).
 """

@@ -1,0 +1,262 @@
+-- Area: foundation. Seed: seed 004 "Contracts & Invariants" (typed, checked input), applied to every area.
+--
+-- Shared argument checks: the input checks every area's functions use, so a bad argument gets the same SQLSTATE,
+-- message and column diagnostic wherever it is given (docs/errors.md).
+--
+-- NULL and blank text (memsub._require_text), closed lists (memsub._check_one_of), ranges and finiteness
+-- (memsub._check_unit, memsub._check_finite*), JSON types, and vectors: every vector is checked against the
+-- installation's dimension (memsub.vector_dimension) and for a usable norm, whether given as a vector, a JSON
+-- array or a double precision[]. Names match by one rule everywhere (memsub.normalize_text).
+
+-- Input checks -----------------------------------------------------------------------------------------------
+
+create or replace function memsub._require_text(p_value text, p_field text) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is null then
+        raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
+    end if;
+    if btrim(p_value) = '' then
+        raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
+    end if;
+    return regexp_replace(btrim(p_value), '\s+', ' ', 'g');
+end
+$$;
+comment on function memsub._require_text(text, text) is
+    'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
+
+create or replace function memsub.normalize_text(p_value text) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
+comment on function memsub.normalize_text(text) is 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
+
+create or replace function memsub._normalize_json_value(p_value jsonb) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
+                else p_value::text end
+$$;
+comment on function memsub._normalize_json_value(jsonb) is
+    'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+
+create or replace function memsub._check_unit(p_value double precision, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and (p_value < 0 or p_value > 1 or p_value = 'NaN'::double precision) then
+        raise exception 'field "%" must be between 0 and 1, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_unit(double precision, text) is
+    'Returns a value in [0, 1] (or NULL) unchanged; raises 22023 naming the field otherwise.';
+
+create or replace function memsub._check_one_of(p_value text, p_allowed text[], p_field text) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is null then
+        raise exception 'field "%" is required (one of %)', p_field, array_to_string(p_allowed, ', ')
+            using errcode = '23502', column = p_field;
+    end if;
+    if p_value <> all(p_allowed) then
+        raise exception 'field "%" must be one of %, not "%"', p_field, array_to_string(p_allowed, ', '), p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_one_of(text, text[], text) is
+    'Returns the value when it is one of the allowed values; raises 23502 (NULL) or 22023 naming the field.';
+
+create or replace function memsub._check_json_type(p_value jsonb, p_type text, p_field text) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and jsonb_typeof(p_value) <> p_type then
+        raise exception 'field "%" must be a JSON %, not %', p_field, p_type, jsonb_typeof(p_value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_json_type(jsonb, text, text) is
+    'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
+
+create or replace function memsub._check_object_keys(
+    p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text
+) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_key text;
+begin
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'field "%" must be an object %', p_field, p_shape
+            using errcode = '22023', column = p_field;
+    end if;
+    select k into v_key from jsonb_object_keys(p_value) as k where k <> all(p_keys) order by k limit 1;
+    if v_key is not null then
+        raise exception 'field "%.%" is not part of %', p_field, v_key, p_what
+            using errcode = '22023', column = p_field || '.' || v_key;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_object_keys(jsonb, text, text[], text, text) is
+    'Returns the JSON value when it is an object with no key outside p_keys; raises 22023 naming the field (not an '
+    'object, message showing p_shape) or the field and the first unknown key (not part of p_what) otherwise.';
+
+create or replace function memsub.vector_dimension() returns integer
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select s.value::integer from memsub.installation_settings s where s.name = 'vector_dimension' $$;
+comment on function memsub.vector_dimension() is
+    'Dimension of every vector column of this installation (recorded when migrating; 1536 unless memsub.vector_dimension was set).';
+
+create or replace function memsub._check_vector(p_value vector, p_field text) returns vector
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    expected integer := memsub.vector_dimension();
+begin
+    if p_value is not null and vector_dims(p_value) <> expected then
+        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+            p_field, expected, vector_dims(p_value)
+            using errcode = '22023', column = p_field;
+    end if;
+    -- pgvector computes a cosine distance from norms summed in single precision: a zero vector, or one whose
+    -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
+    -- exactly then.
+    if p_value is not null and cosine_distance(p_value, p_value) = 'NaN'::double precision then
+        raise exception 'field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
+                        'large to square in single precision, has no cosine distance)', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_vector(vector, text) is
+    'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, '
+    'squares representable in single precision); raises 22023 naming the field otherwise.';
+
+create or replace function memsub._check_finite(p_value double precision, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null
+       and (p_value = 'NaN'::double precision or p_value in ('Infinity'::double precision, '-Infinity'::double precision)) then
+        raise exception 'field "%" must be a finite number, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_finite(double precision, text) is
+    'Returns the number (or NULL) unchanged when it is finite; raises 22023 naming the field for NaN and infinities.';
+
+create or replace function memsub._check_finite_time(p_value timestamptz, p_field text) returns timestamptz
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite time, not %; leave it NULL for an open bound', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_finite_time(timestamptz, text) is
+    'Returns the timestamp (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+create or replace function memsub._check_finite_interval(p_value interval, p_field text) returns interval
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is not null and not isfinite(p_value) then
+        raise exception 'field "%" must be a finite interval, not %', p_field, p_value
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_finite_interval(interval, text) is
+    'Returns the interval (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
+
+create or replace function memsub._json_vector(p_value jsonb, p_field text) returns vector
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
+       or exists (select from jsonb_array_elements(p_value) as x(e)
+                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_vector((p_value::text)::vector, p_field);
+end
+$$;
+comment on function memsub._json_vector(jsonb, text) is
+    'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for '
+    'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+
+create or replace function memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) returns vector
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    return (p_value #>> '{}')::vector;
+exception when others then
+    raise exception '%: % must be an array of numbers', p_caller, p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+comment on function memsub._json_query_vector(jsonb, text, text) is
+    'A query vector of any dimension given as a JSON array of numbers (NULL for NULL), for searches that compare it '
+    'only with stored vectors of its own dimension; raises 22023 naming the field, after the caller''s prefix, for '
+    'anything that is not a vector.';
+
+create or replace function memsub._float_array_vector(p_value double precision[], p_field text) returns vector
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if p_value is null then
+        return null;
+    end if;
+    if cardinality(p_value) = 0
+       or exists (select from unnest(p_value) as x(e)
+                   where x.e is null or x.e = 'NaN'::double precision or abs(x.e) > 3.4028234e38) then
+        raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return memsub._check_vector(p_value::vector, p_field);
+end
+$$;
+comment on function memsub._float_array_vector(double precision[], text) is
+    'A vector given as double precision[], checked by memsub._check_vector; raises 22023 naming the field for an '
+    'empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
+
+grant select on memsub.installation_settings to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.vector_dimension(), memsub.normalize_text(text)
+    to memsub_app, memsub_analyst;

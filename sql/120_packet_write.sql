@@ -1,0 +1,1052 @@
+-- Area: packets. Seed: seed 004 "Field Reference", "JSON Schema", "Database Mapping", "Contracts & Invariants".
+--
+-- Writing PacketEnvelopes (seed 004): validation, normalization, lineage, thread consistency, dedup.
+--
+-- memsub.write_packet(envelope) and memsub.write_packets(array) are the only way rows enter packet_store.
+-- They run as memsub_owner (SECURITY DEFINER) under the caller's tenant context; row-level security is
+-- forced on the owner too, so a writer only ever sees, references and writes its own tenant's packets.
+-- Errors name the envelope field (SQLSTATE, message and the COLUMN diagnostic field); docs/errors.md lists them.
+
+create or replace function memsub._envelope_uuid(p_value jsonb, p_field text) returns uuid
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'string'
+       or (p_value #>> '{}') !~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then
+        raise exception 'envelope field "%" is not a valid UUID: %', p_field, left(p_value::text, 80)
+            using errcode = '22P02', column = p_field;
+    end if;
+    return (p_value #>> '{}')::uuid;
+end
+$$;
+comment on function memsub._envelope_uuid(jsonb, text) is
+    'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+create or replace function memsub._envelope_timestamp(p_value jsonb, p_field text) returns timestamptz
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    text_value text;
+    has_time   boolean;
+    has_zone   boolean;
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    text_value := p_value #>> '{}';
+    -- The shape is checked by the pattern (no capture groups: matching alone is an order of magnitude cheaper
+    -- than extracting groups), the calendar by arithmetic on the fixed-width date: no cast can fail after this.
+    if jsonb_typeof(p_value) = 'string' and text_value ~
+        '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' then
+        has_time := substr(text_value, 11, 1) in ('T', ' ');
+        has_zone := case when has_time then substr(text_value, 12) ~ '[-+Zz]' else length(text_value) > 10 end;
+    end if;
+    -- Separate tests: a failed pattern leaves nothing the date arithmetic could read.
+    if has_time is not null then
+        if left(text_value, 4) = '0000' or (has_zone and not has_time)
+           or substr(text_value, 9, 2)::integer
+              > extract(day from make_date(left(text_value, 4)::integer, substr(text_value, 6, 2)::integer, 1)
+                                 + interval '1 month - 1 day') then
+            has_time := null;
+        end if;
+    end if;
+    if has_time is null then
+        raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
+            using errcode = '22007', column = p_field;
+    end if;
+    if has_zone then
+        return text_value::timestamptz;
+    end if;
+    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
+end
+$$;
+comment on function memsub._envelope_timestamp(jsonb, text) is
+    'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
+
+create or replace function memsub._envelope_object(p_envelope jsonb, p_field text) returns jsonb
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'object' then
+        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value;
+end
+$$;
+comment on function memsub._envelope_object(jsonb, text) is
+    'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
+
+create or replace function memsub._envelope_text(p_envelope jsonb, p_field text) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> 'string' then
+        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value #>> '{}';
+end
+$$;
+comment on function memsub._envelope_text(jsonb, text) is
+    'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
+
+create or replace function memsub._envelope_unit_number(p_value jsonb, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' or (p_value::text)::numeric not between 0 and 1 then
+        raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
+            using errcode = '22023', column = p_field;
+    end if;
+    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
+    return round((p_value::text)::numeric, 300)::double precision;
+end
+$$;
+comment on function memsub._envelope_unit_number(jsonb, text) is
+    'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
+
+drop function if exists memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text);
+create or replace function memsub.packet_content_hash(
+    p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[],
+    p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text,
+    p_timestamp timestamptz, p_stated_packet_id uuid
+) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select encode(sha256(convert_to(jsonb_build_object(
+        'packet_type', p_packet_type,
+        'payload',     p_payload,
+        'thread_id',   p_thread_id,
+        'parent_ids',  to_jsonb(array(select p from unnest(p_parent_ids) as p order by p)),
+        'scope',       p_scope,
+        'org_id',      p_org_id,
+        'user_id',     p_user_id,
+        'session_id',  p_session_id,
+        'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
+$$;
+comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text, timestamptz, uuid) is
+    'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, '
+    'scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the '
+    'database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
+
+-- Vectors are stored once (docs/decisions.md, "An embedding's vector is stored once"): the vector of every
+-- memory.embeddings element lives in memory_embeddings.vector, and the stored envelope keeps JSON null in its
+-- place. The readers (get_packet, get_thread) put the vectors back, so callers get the envelope they wrote, each
+-- vector number as the exact value of the single-precision number memory_embeddings holds (a vector sent as
+-- single-precision values comes back identical).
+
+create or replace function memsub._embedding_chunk_index(p_element jsonb) returns integer
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when coalesce(p_element ->> 'chunk_index', '0') ~ '^\s*[+-]?\d{1,9}\s*$'
+                then coalesce(p_element ->> 'chunk_index', '0')::integer end
+$$;
+comment on function memsub._embedding_chunk_index(jsonb) is
+    'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not '
+    'an integer (the fan-out refuses such an element).';
+
+create or replace function memsub._envelope_vectors_apart(p_envelope jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
+                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+comment on function memsub._envelope_vectors_apart(jsonb) is
+    'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
+    'replaced by JSON null.';
+
+create or replace function memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb)
+returns jsonb
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
+        jsonb_set(p_envelope, '{memory,embeddings}', (
+            select coalesce(jsonb_agg(
+                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                           jsonb_set(x.e, '{vector}', coalesce((
+                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
+                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
+                                  and m.embedding_type = x.e ->> 'embedding_type'
+                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                       else x.e end order by x.o), '[]')
+              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+        else p_envelope end
+$$;
+comment on function memsub._envelope_vectors_joined(uuid, uuid, jsonb) is
+    'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from '
+    'memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level '
+    'security applies).';
+
+create or replace function memsub._packet_with_vectors(p_packet memsub.packet_store) returns memsub.packet_store
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
+    return p_packet;
+end
+$$;
+comment on function memsub._packet_with_vectors(memsub.packet_store) is
+    'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
+
+create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    if (old.vector, old.tenant_id, old.packet_id, old.embedding_type, old.chunk_index)
+       is not distinct from (new.vector, new.tenant_id, new.packet_id, new.embedding_type, new.chunk_index) then
+        return new;
+    end if;
+    if exists (select from memsub.packet_store s
+                cross join lateral jsonb_array_elements(
+                    case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                         then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                  and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                  and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
+        raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                        'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+            using errcode = '0A000', column = 'vector',
+                  hint = 'Write a new packet with the new vector, or store it under another chunk_index.';
+    end if;
+    return new;
+end
+$$;
+comment on function memsub.memory_embeddings_envelope_guard() is
+    'Trigger function: refuses to change an embedding whose vector belongs to its packet''s envelope (SQLSTATE '
+    '0A000); embeddings stored with store_embedding alone may be replaced.';
+
+drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
+create trigger memory_embeddings_envelope_vector
+    before update on memsub.memory_embeddings
+    for each row execute function memsub.memory_embeddings_envelope_guard();
+comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
+    'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
+
+create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
+returns memsub.packet_write_result
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    known_fields constant text[] := array[
+        'packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance', 'confidence',
+        'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope', 'importance_score', 'routing',
+        'correlation_id', 'session_id', 'trace_id', 'memory'];
+    derivation_types constant text[] := array['split', 'merge', 'transform', 'inference'];
+    v_tenant        uuid := memsub._require_tenant_id();
+    v_org           uuid := memsub.current_org_id();
+    v_user          uuid := memsub.current_user_id();
+    v_field         text;
+    v_packet_id     uuid;
+    v_stated_id     uuid;
+    v_stated_time   timestamptz;
+    v_memory        jsonb;
+    v_unknown       text[];
+    v_packet_type   text;
+    v_payload       jsonb;
+    v_timestamp     timestamptz;
+    v_metadata      jsonb;
+    v_provenance    jsonb;
+    v_confidence    jsonb;
+    v_thread_id     uuid;
+    v_lineage       jsonb;
+    v_parent_ids    uuid[] := '{}';
+    v_derivation    text;
+    v_generation    integer := 0;
+    v_root          uuid;
+    v_parent_gen    integer;
+    v_parent_root   uuid;
+    v_tags          text[] := '{}';
+    v_ttl           timestamptz;
+    v_scope         text;
+    v_importance    double precision;
+    v_correlation   uuid;
+    v_session       text;
+    v_trace         text;
+    v_hash          text;
+    v_thread_org    uuid;
+    v_thread_known  boolean;
+    v_missing       uuid;
+    v_element       jsonb;
+    v_stored        memsub.packet_store%rowtype;
+    v_inserted      integer;
+    v_null_parent   boolean;
+    v_written       jsonb;
+    v_repeated      integer;
+    v_repeated_of   integer;
+begin
+    if p_envelope is null or jsonb_typeof(p_envelope) <> 'object' then
+        raise exception 'envelope must be a JSON object'
+            using errcode = '22023', column = 'envelope';
+    end if;
+    perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
+    -- The writer's identity comes from the context, never from the envelope.
+    select k into v_field from jsonb_object_keys(p_envelope) as k
+     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
+    if v_field is not null then
+        raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
+            using errcode = '22023', column = v_field;
+    end if;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
+    v_unknown := array(select k from jsonb_object_keys(p_envelope) as k where k <> all(known_fields) order by k);
+
+    -- Required fields.
+    v_packet_type := memsub._envelope_text(p_envelope, 'packet_type');
+    if v_packet_type is null then
+        raise exception 'envelope field "packet_type" is required'
+            using errcode = '23502', column = 'packet_type';
+    end if;
+    if btrim(v_packet_type) = '' or length(v_packet_type) > 200 then
+        raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
+            using errcode = '22023', column = 'packet_type';
+    end if;
+    v_payload := p_envelope -> 'payload';
+    if v_payload is null or jsonb_typeof(v_payload) = 'null' then
+        raise exception 'envelope field "payload" is required'
+            using errcode = '23502', column = 'payload';
+    end if;
+
+    -- Optional fields.
+    v_stated_id := memsub._envelope_uuid(p_envelope -> 'packet_id', 'packet_id');
+    v_packet_id := coalesce(v_stated_id, gen_random_uuid());
+    v_stated_time := memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp');
+    v_timestamp := coalesce(v_stated_time, now());
+    v_memory := memsub._envelope_object(p_envelope, 'memory');
+    v_metadata := memsub._envelope_object(p_envelope, 'metadata');
+    v_provenance := memsub._envelope_object(p_envelope, 'provenance');
+    v_confidence := memsub._envelope_object(p_envelope, 'confidence');
+    perform memsub._envelope_object(p_envelope, 'reasoning_block');
+    perform memsub._envelope_object(p_envelope, 'routing');
+    if v_confidence is not null then
+        perform memsub._envelope_unit_number(v_confidence -> 'score', 'confidence.score');
+    end if;
+    v_thread_id := memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id');
+    v_ttl := memsub._envelope_timestamp(p_envelope -> 'ttl', 'ttl');
+    if v_ttl is not null and v_ttl <= v_timestamp then
+        raise exception 'envelope field "ttl" (%) must be later than the packet timestamp (%)', v_ttl, v_timestamp
+            using errcode = '22023', column = 'ttl';
+    end if;
+    v_importance := coalesce(memsub._envelope_unit_number(p_envelope -> 'importance_score', 'importance_score'), 0.5);
+    v_correlation := memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id');
+    v_session := coalesce(memsub._envelope_text(p_envelope, 'session_id'), memsub.current_session_id());
+    v_trace := memsub._envelope_text(p_envelope, 'trace_id');
+
+    v_scope := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+    if v_scope not in ('shared', 'cursor', 'l-private') then
+        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    if v_scope <> 'shared' and v_user is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', v_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+
+    if p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null' then
+        if jsonb_typeof(p_envelope -> 'tags') <> 'array' then
+            raise exception 'envelope field "tags" must be an array of strings'
+                using errcode = '22023', column = 'tags';
+        end if;
+        perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
+        select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
+         where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+        if found then
+            raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
+                using errcode = '22023', column = 'tags';
+        end if;
+        perform memsub._check_limit(max(length(e #>> '{}')), 'max_tag_chars', 'tags')
+           from jsonb_array_elements(p_envelope -> 'tags') as e;
+        -- Distinct tags in order of first appearance: one grouping, linear in the number of tags.
+        v_tags := array(select d.tag from (select e #>> '{}' as tag, min(o) as first
+                                             from jsonb_array_elements(p_envelope -> 'tags') with ordinality as t(e, o)
+                                            group by 1) d
+                         order by d.first);
+    end if;
+
+    -- Lineage: validate, then check integrity against stored (visible) parents.
+    v_lineage := memsub._envelope_object(p_envelope, 'lineage');
+    if v_lineage is not null then
+        if v_lineage ? 'parent_ids' and jsonb_typeof(v_lineage -> 'parent_ids') <> 'null' then
+            if jsonb_typeof(v_lineage -> 'parent_ids') <> 'array' then
+                raise exception 'envelope field "lineage.parent_ids" must be an array of UUIDs'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
+            perform memsub._check_limit(jsonb_array_length(v_lineage -> 'parent_ids'), 'max_parent_ids',
+                                       'lineage.parent_ids');
+            -- Distinct parents in order of first appearance: one grouping, linear in the number of parents.
+            with ids as (
+                select memsub._envelope_uuid(e, 'lineage.parent_ids') as id, o
+                  from jsonb_array_elements(v_lineage -> 'parent_ids') with ordinality as p(e, o)
+            )
+            select coalesce(bool_or(ids.id is null), false),
+                   array(select d.id from (select i.id, min(i.o) as first from ids i where i.id is not null
+                                            group by i.id) d order by d.first)
+              into v_null_parent, v_parent_ids
+              from ids;
+            if v_null_parent then
+                raise exception 'envelope field "lineage.parent_ids" must not contain null'
+                    using errcode = '22023', column = 'lineage.parent_ids';
+            end if;
+        end if;
+        v_derivation := memsub._envelope_text(v_lineage, 'derivation_type');
+        if v_derivation is not null and v_derivation <> all(derivation_types) then
+            raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', v_derivation
+                using errcode = '22023', column = 'lineage.derivation_type';
+        end if;
+        v_unknown := v_unknown || array(
+            select 'lineage.' || k from jsonb_object_keys(v_lineage) as k
+             where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id') order by k);
+    end if;
+    if v_packet_id = any(v_parent_ids) then
+        raise exception 'lineage cycle: packet % lists itself in lineage.parent_ids', v_packet_id
+            using errcode = '23514', column = 'lineage.parent_ids';
+    end if;
+    if cardinality(v_parent_ids) > 0 then
+        -- One primary-key probe per parent, in order, planned on every call (EXECUTE). A static statement
+        -- gets a generic plan cached for the session; planned while packet_store was nearly empty, it
+        -- reads the tenant through any tenant-leading index and keeps scanning the whole tenant on every
+        -- write as the table grows.
+        foreach v_missing in array v_parent_ids loop
+            execute 'select coalesce((s.envelope -> ''lineage'' ->> ''generation'')::integer, 0),
+                            coalesce((s.envelope -> ''lineage'' ->> ''root_packet_id'')::uuid, s.packet_id)
+                       from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_parent_gen, v_parent_root using v_tenant, v_missing;
+            if v_parent_root is null then
+                raise exception 'lineage integrity: parent packet % does not exist or is not visible to this writer', v_missing
+                    using errcode = '23503', column = 'lineage.parent_ids';
+            end if;
+            v_generation := greatest(v_generation, v_parent_gen + 1);
+            v_root := coalesce(v_root, v_parent_root);  -- the root of the first parent
+        end loop;
+    else
+        v_root := v_packet_id;
+    end if;
+    if v_lineage ? 'generation' and (v_lineage -> 'generation') is distinct from to_jsonb(v_generation) then
+        raise exception 'envelope field "lineage.generation" is % but the parents give %', v_lineage -> 'generation', v_generation
+            using errcode = '22023', column = 'lineage.generation';
+    end if;
+    if v_lineage ? 'root_packet_id'
+       and memsub._envelope_uuid(v_lineage -> 'root_packet_id', 'lineage.root_packet_id') is distinct from v_root then
+        raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', v_lineage ->> 'root_packet_id', v_root
+            using errcode = '22023', column = 'lineage.root_packet_id';
+    end if;
+
+    -- Thread consistency: a thread belongs to the organization of its first packet.
+    if v_thread_id is not null then
+        select t.org_id, true into v_thread_org, v_thread_known
+          from memsub.packet_threads t where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+        if v_thread_known and v_thread_org is distinct from v_org then
+            raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                using errcode = '23514', column = 'thread_id';
+        end if;
+    end if;
+
+    if v_memory is not null then
+        v_unknown := v_unknown || array(
+            select 'memory.' || k from jsonb_object_keys(v_memory) as k
+             where k not in ('facts', 'relationships', 'embeddings', 'reasoning_trace') order by k);
+        -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
+        if jsonb_typeof(v_memory -> 'embeddings') = 'array' then
+            select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
+              from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
+                                                            memsub._embedding_chunk_index(a.e)) as first
+                      from jsonb_array_elements(v_memory -> 'embeddings') with ordinality as a(e, o)
+                     where jsonb_typeof(a.e) = 'object' and a.e ->> 'embedding_type' is not null
+                       and memsub._embedding_chunk_index(a.e) is not null) d
+             where d.o > d.first order by d.o limit 1;
+            if v_repeated is not null then
+                raise exception 'envelope field "memory.embeddings[%]" names the same embedding_type and chunk_index '
+                                'as memory.embeddings[%]', v_repeated, v_repeated_of
+                    using errcode = '22023', column = format('memory.embeddings[%s]', v_repeated);
+            end if;
+        end if;
+        if v_ttl is not null and v_ttl <= now() then
+            raise exception 'envelope field "memory": the packet has already expired (ttl %), so nothing can be '
+                            'fanned out from it', v_ttl
+                using errcode = '22023', column = 'ttl';
+        end if;
+    end if;
+    v_unknown := array(select u from unnest(v_unknown) as u order by u);
+
+    v_hash := memsub.packet_content_hash(v_packet_type, v_payload, v_thread_id, v_parent_ids,
+                                        v_scope, v_org, v_user, v_session, v_timestamp, v_stated_id);
+
+    insert into memsub.packet_store as s (
+        packet_id, packet_type, envelope, "timestamp", routing, provenance,
+        thread_id, parent_ids, tags, ttl,
+        scope, importance_score, content_hash,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        v_packet_id, v_packet_type,
+        memsub._envelope_vectors_apart(p_envelope) || jsonb_strip_nulls(jsonb_build_object(
+            'packet_id', v_packet_id,
+            'packet_type', v_packet_type,
+            'timestamp', to_char(v_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'tags', case when cardinality(v_tags) > 0 then to_jsonb(v_tags) end,
+            'ttl', to_char(v_ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'scope', v_scope,
+            'session_id', v_session,
+            'lineage', case when v_lineage is not null or cardinality(v_parent_ids) > 0 then
+                coalesce(v_lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                    'parent_ids', to_jsonb(v_parent_ids), 'derivation_type', v_derivation))
+                || jsonb_build_object('generation', v_generation, 'root_packet_id', v_root) end)),
+        v_timestamp,
+        coalesce(p_envelope -> 'routing', v_metadata),
+        v_provenance,
+        v_thread_id, v_parent_ids, v_tags, v_ttl at time zone 'UTC',
+        v_scope, v_importance, v_hash,
+        v_tenant, v_org, v_user, v_correlation, v_session, v_trace)
+    on conflict do nothing;
+    -- No RETURNING: it would have to pass the read policies, which hide a packet that is already expired.
+    get diagnostics v_inserted = row_count;
+
+    if v_inserted = 0 then
+        -- A named packet_id is the packet's identity: the same id again is the same packet when its content
+        -- matches (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
+        if v_stated_id is not null then
+            -- Planned on every call (EXECUTE), like the parent probes above: a cached generic plan made while the
+            -- table was small would scan the tenant.
+            execute 'select s.* from memsub.packet_store s where s.tenant_id = $1 and s.packet_id = $2'
+               into v_stored using v_tenant, v_stated_id;
+            if v_stored.packet_id is null then
+                raise exception 'packet_id % is already used by a packet this writer cannot see (another user''s, '
+                                'or expired)', v_stated_id
+                    using errcode = '23505', column = 'packet_id';
+            end if;
+            if (v_stored.packet_type, v_stored.envelope -> 'payload', v_stored.thread_id, v_stored.scope,
+                v_stored.org_id, v_stored.user_id, v_stored.session_id, v_stored."timestamp")
+               is distinct from
+               (v_packet_type, v_payload, v_thread_id, v_scope, v_org, v_user, v_session,
+                coalesce(v_stated_time, v_stored."timestamp"))
+               or array(select p from unnest(v_stored.parent_ids) as p order by p)
+                  is distinct from array(select p from unnest(v_parent_ids) as p order by p) then
+                raise exception 'packet_id % already names a packet with other content', v_stated_id
+                    using errcode = '23505', column = 'packet_id',
+                          hint = 'A packet is immutable: write the new content under a new packet_id.';
+            end if;
+        else
+            select s.* into v_stored from memsub.packet_store s
+             where s.tenant_id = v_tenant and s.content_hash = v_hash;
+            if not found then
+                raise exception 'deduplication: a packet with the same content and time exists but is not visible '
+                                'to this writer'
+                    using errcode = '23505', column = 'payload';
+            end if;
+        end if;
+        return row(p_position, v_stored.packet_id, v_stored.packet_type, v_stored."timestamp", v_stored.thread_id,
+                   v_stored.parent_ids,
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'generation')::integer, 0),
+                   coalesce((v_stored.envelope -> 'lineage' ->> 'root_packet_id')::uuid, v_stored.packet_id),
+                   v_stored.content_hash, true, '{}'::jsonb, v_unknown)::memsub.packet_write_result;
+    end if;
+
+    v_written := jsonb_build_object('packet_store', 1);
+    if v_thread_id is not null and not coalesce(v_thread_known, false) then
+        insert into memsub.packet_threads (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        values (v_tenant, v_thread_id, v_org, v_packet_id, v_timestamp)
+        on conflict (tenant_id, thread_id) do nothing;
+        if found then
+            v_written := v_written || jsonb_build_object('packet_threads', 1);
+        else
+            -- Another writer registered the thread first: re-check its organization.
+            select t.org_id into v_thread_org from memsub.packet_threads t
+             where t.tenant_id = v_tenant and t.thread_id = v_thread_id;
+            if v_thread_org is distinct from v_org then
+                raise exception 'thread consistency: thread % belongs to another organization', v_thread_id
+                    using errcode = '23514', column = 'thread_id';
+            end if;
+        end if;
+    end if;
+
+    -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
+    -- in the same transaction. The payload itself is never interpreted.
+    if v_memory is not null then
+        v_written := v_written || memsub.fan_out_packet(
+            v_packet_id, v_memory, v_scope, coalesce((v_confidence ->> 'score')::double precision, 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', v_metadata ->> 'agent'));
+    end if;
+
+    return row(p_position, v_packet_id, v_packet_type, v_timestamp, v_thread_id,
+               v_parent_ids, v_generation, v_root, v_hash, false,
+               v_written, v_unknown)::memsub.packet_write_result;
+end
+$$;
+comment on function memsub.store_packet_envelope(jsonb, integer) is
+    'Internal: validates, normalizes and stores one envelope for write_packet/write_packets. Not granted to clients.';
+
+create or replace function memsub.write_packet(p_envelope jsonb) returns memsub.packet_write_result
+language sql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
+comment on function memsub.write_packet(jsonb) is
+    'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
+    'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
+    'consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the '
+    'same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory '
+    'field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. '
+    'Fields of a newer contract version are kept and listed in unknown_fields. All or nothing.';
+
+create or replace function memsub.canonical_uuid_text(p_value text) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+                then p_value::uuid::text end
+$$;
+comment on function memsub.canonical_uuid_text(text) is
+    'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
+
+-- The set-based batch path of write_packets: one statement normalizes and validates every envelope with the same
+-- field readers as store_packet_envelope, one probe reads the parents outside the batch, one INSERT writes every
+-- packet, one every new thread. It takes only batches it can write exactly as the envelope-by-envelope path
+-- would (returning NULL otherwise): no memory field beyond embeddings, parents before their children, no packet
+-- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
+-- sends the batch to the envelope-by-envelope path, which names the envelope and field.
+
+create or replace function memsub._batch_envelopes(
+    p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
+    p_max_tag_chars bigint, p_max_parent_ids bigint
+) returns table (pos integer, envelope jsonb, stated_id uuid, packet_type text, payload jsonb, ts timestamptz,
+                 thread_id uuid, ttl timestamptz, importance double precision, correlation_id uuid, session_id text,
+                 trace_id text, scope text, tags text[], lineage jsonb, parent_ids uuid[], derivation text,
+                 metadata jsonb, provenance jsonb, memory jsonb, unknown text[], clean boolean)
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- Plain expressions rather than the raising field readers (a function call per field and envelope would
+    -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
+    select r.pos, r.e, r.stated_id, r.e ->> 'packet_type', r.e -> 'payload', coalesce(r.stated_time, now()),
+           r.thread_id, r.ttl, coalesce(r.importance, 0.5), r.correlation_id,
+           coalesce(r.e ->> 'session_id', p_session), r.e ->> 'trace_id', coalesce(r.e ->> 'scope', 'shared'),
+           r.tags, r.lineage, r.parent_ids, r.lineage ->> 'derivation_type',
+           case when jsonb_typeof(r.e -> 'metadata') = 'object' then r.e -> 'metadata' end,
+           case when jsonb_typeof(r.e -> 'provenance') = 'object' then r.e -> 'provenance' end,
+           r.memory,
+           array(select k from jsonb_object_keys(r.e) as k
+                  where k <> all(array['packet_id', 'packet_type', 'timestamp', 'payload', 'metadata', 'provenance',
+                                       'confidence', 'reasoning_block', 'thread_id', 'lineage', 'tags', 'ttl', 'scope',
+                                       'importance_score', 'routing', 'correlation_id', 'session_id', 'trace_id',
+                                       'memory'])
+                 union all
+                 select 'lineage.' || k from jsonb_object_keys(coalesce(r.lineage, '{}')) as k
+                  where k not in ('parent_ids', 'derivation_type', 'generation', 'root_packet_id')
+                 order by 1),
+           coalesce(
+               jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
+               and pg_column_size(r.e) <= p_max_envelope_bytes
+               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
+               and length(r.e ->> 'packet_type') <= 200
+               and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
+               and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
+               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
+               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
+               and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
+               and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
+               and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)
+               and coalesce(jsonb_typeof(r.e -> 'confidence' -> 'score') in ('null', 'number')
+                            and (r.e -> 'confidence' ->> 'score')::numeric between 0 and 1, true)
+               and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
+               and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
+               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
+               and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'confidence') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'reasoning_block') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'routing') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'lineage') in ('null', 'object'), true)
+               and coalesce(jsonb_typeof(r.e -> 'memory') in ('null', 'object'), true)
+               and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
+               and r.tags is not null and r.parent_ids is not null
+               and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
+                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            true)
+               and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
+               and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
+               and (r.memory is null
+                    or coalesce((select bool_and(k = 'embeddings') from jsonb_object_keys(r.memory) as k), true)
+                       and (r.ttl is null or r.ttl > now())
+                       and (not r.memory ? 'embeddings'
+                            or jsonb_typeof(r.memory -> 'embeddings') = 'array'
+                               and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
+                                                where jsonb_typeof(v.e) <> 'object'
+                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+               false)
+      from (
+        select x.o::integer as pos, x.e,
+               case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
+               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
+                        else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
+               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
+                             and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
+                   case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
+                        else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
+               case when jsonb_typeof(x.e -> 'thread_id') = 'string' and (x.e -> 'thread_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'thread_id' #>> '{}')::uuid end as thread_id,
+               case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
+               case when jsonb_typeof(x.e -> 'importance_score') = 'number'
+                         and (x.e ->> 'importance_score')::numeric between 0 and 1
+                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
+               case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
+               case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
+               -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
+               case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
+                    when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
+                         and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
+                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
+                                             or length(g.v #>> '{}') > p_max_tag_chars)
+                    then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
+                                                    from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
+                                                   group by 1) d order by d.first) end as tags,
+               -- parents: NULL (not clean) unless absent or an array of UUIDs within the limit
+               case when jsonb_typeof(x.e -> 'lineage') is distinct from 'object'
+                         or (x.e -> 'lineage' -> 'parent_ids' is null or jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'null') then '{}'::uuid[]
+                    when jsonb_typeof(x.e -> 'lineage' -> 'parent_ids') = 'array'
+                         and jsonb_array_length(x.e -> 'lineage' -> 'parent_ids') <= p_max_parent_ids
+                         and not exists (select from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids') as p(v)
+                                          where (case when jsonb_typeof(p.v) = 'string' and (p.v #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (p.v #>> '{}')::uuid end) is null)
+                    then array(select d.id from (select (p.v #>> '{}')::uuid as id, min(p.o) as first
+                                                   from jsonb_array_elements(x.e -> 'lineage' -> 'parent_ids')
+                                                        with ordinality as p(v, o)
+                                                  group by 1) d order by d.first) end as parent_ids
+          from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+      ) r
+$$;
+comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
+    'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
+    'clean = false where the set-based path must leave it to store_packet_envelope (which names the field). '
+    'Not granted to clients.';
+
+create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_user      uuid := memsub.current_user_id();
+    v_session   text := memsub.current_session_id();
+    v_max_bytes bigint := memsub.limit_value('max_envelope_bytes');
+    v_max_tags  bigint := memsub.limit_value('max_tags');
+    v_max_tag_chars bigint := memsub.limit_value('max_tag_chars');
+    v_max_parents   bigint := memsub.limit_value('max_parent_ids');
+    v_total     integer;
+    v_clean     boolean;
+    v_ids       uuid[];
+    v_threads   uuid[];
+    v_parents   jsonb;     -- per envelope: its parent ids
+    v_outside   jsonb;     -- parent id outside the batch -> [generation, root]
+    v_position  jsonb;     -- packet id of the batch -> position
+    v_gens      integer[];
+    v_roots     uuid[];
+    v_gen       integer;
+    v_root      uuid;
+    v_parent    text;
+    v_at        integer;
+    v_inserted  integer;
+    v_results   memsub.packet_write_result[];
+begin
+    -- 1. Read every envelope once; give each its packet id.
+    select count(*), bool_and(b.clean),
+           array_agg(coalesce(b.stated_id, gen_random_uuid()) order by b.pos),
+           jsonb_agg(to_jsonb(b.parent_ids) order by b.pos),
+           array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
+      into v_total, v_clean, v_ids, v_parents, v_threads
+      from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b;
+    if not v_clean or cardinality(v_ids) <> (select count(distinct i) from unnest(v_ids) as i) then
+        return null;
+    end if;
+    select jsonb_object_agg(i, o) into v_position from unnest(v_ids) with ordinality as u(i, o);
+    -- 2. Parents outside the batch: one probe; each must be visible.
+    select coalesce(jsonb_object_agg(s.packet_id, jsonb_build_array(
+               coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+               coalesce((s.envelope -> 'lineage' ->> 'root_packet_id')::uuid, s.packet_id))), '{}')
+      into v_outside
+      from memsub.packet_store s
+     where s.tenant_id = v_tenant
+       and s.packet_id = any(array(select distinct p::uuid from jsonb_array_elements(v_parents) as a(l),
+                                                              jsonb_array_elements_text(a.l) as p
+                                    where not v_position ? p));
+    -- 3. Generation and root, parents before children.
+    v_gens := array_fill(0, array[v_total]);
+    v_roots := array_fill(null::uuid, array[v_total]);
+    for v_at in 1 .. v_total loop
+        v_gen := 0;
+        v_root := null;
+        for v_parent in select jsonb_array_elements_text(v_parents -> (v_at - 1)) loop
+            if v_position ? v_parent then
+                if (v_position ->> v_parent)::integer >= v_at then
+                    return null;  -- a child before its parent: the envelope-by-envelope path orders them
+                end if;
+                v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
+                v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
+            elsif v_outside ? v_parent then
+                v_gen := greatest(v_gen, (v_outside -> v_parent ->> 0)::integer + 1);
+                v_root := coalesce(v_root, (v_outside -> v_parent ->> 1)::uuid);
+            else
+                return null;  -- a missing parent: reported by the envelope-by-envelope path
+            end if;
+        end loop;
+        v_gens[v_at] := v_gen;
+        v_roots[v_at] := coalesce(v_root, v_ids[v_at]);
+    end loop;
+    -- 4. Threads of another organization, packets that exist already: the envelope-by-envelope path reports them.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(v_threads) and t.org_id is distinct from v_org)
+       or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
+        return null;
+    end if;
+    -- 5. One INSERT of every packet.
+    with b as (
+        select b.*, i.id, i.gen, i.root,
+               memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id, b.parent_ids, b.scope, v_org,
+                                          v_user, b.session_id, b.ts, b.stated_id) as hash
+          from memsub._batch_envelopes(p_envelopes, v_user, v_session, v_max_bytes, v_max_tags, v_max_tag_chars,
+                                      v_max_parents) b
+          join unnest(v_ids, v_gens, v_roots) with ordinality as i(id, gen, root, pos) on i.pos = b.pos
+    ), stored as (
+        insert into memsub.packet_store as s (
+            packet_id, packet_type, envelope, "timestamp", routing, provenance,
+            thread_id, parent_ids, tags, ttl,
+            scope, importance_score, content_hash,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id, b.packet_type,
+               memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
+                   'packet_id', b.id,
+                   'packet_type', b.packet_type,
+                   'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
+                   'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'scope', b.scope,
+                   'session_id', b.session_id,
+                   'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
+                       coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                           'parent_ids', to_jsonb(b.parent_ids), 'derivation_type', b.derivation))
+                       || jsonb_build_object('generation', b.gen, 'root_packet_id', b.root) end)),
+               b.ts, coalesce(b.envelope -> 'routing', b.metadata), b.provenance,
+               b.thread_id, b.parent_ids, b.tags, b.ttl at time zone 'UTC',
+               b.scope, b.importance, b.hash,
+               v_tenant, v_org, v_user, b.correlation_id, b.session_id, b.trace_id
+          from b order by b.pos
+        on conflict do nothing
+        returning s.packet_id
+    ), threads as (
+        insert into memsub.packet_threads as t (tenant_id, thread_id, org_id, first_packet_id, created_at)
+        select distinct on (b.thread_id) v_tenant, b.thread_id, v_org, b.id, b.ts
+          from b join stored on stored.packet_id = b.id
+         where b.thread_id is not null
+         order by b.thread_id, b.pos
+        on conflict (tenant_id, thread_id) do nothing
+        returning t.first_packet_id
+    ), vectors as (
+        -- The fan-out of memory.embeddings, with the readers store_embedding uses; a slot named twice violates
+        -- the unique key and sends the batch to the envelope-by-envelope path, which names it.
+        insert into memsub.memory_embeddings (
+            packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+            tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+        select b.id,
+               memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
+               memsub._json_vector(v.e -> 'vector', 'vector'),
+               case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+               v.e ->> 'chunk_text',
+               memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+               b.scope, b.ttl at time zone 'UTC', v_tenant, v_org, v_user, b.correlation_id, b.session_id,
+               b.trace_id
+          from b join stored on stored.packet_id = b.id
+         cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                                      then b.memory -> 'embeddings' else '[]' end) as v(e)
+         where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'),
+                        0) >= 0
+           and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+           and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0
+        returning 1
+    )
+    select (select count(*) from stored),
+           array_agg(row(b.pos, b.id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.gen, b.root, b.hash, false,
+                         jsonb_build_object('packet_store', 1)
+                         || case when b.id in (select first_packet_id from threads)
+                                 then jsonb_build_object('packet_threads', 1) else '{}' end
+                         || case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
+                                      and jsonb_array_length(b.memory -> 'embeddings') > 0
+                                 then jsonb_build_object('memory_embeddings',
+                                                         jsonb_array_length(b.memory -> 'embeddings'))
+                                 else '{}' end,
+                         b.unknown)::memsub.packet_write_result order by b.pos)
+      into v_inserted, v_results
+      from b;
+    if v_inserted <> v_total then
+        -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
+        raise exception 'batch path: % of % packets stored', v_inserted, v_total using errcode = 'P0001';
+    end if;
+    -- A thread registered meanwhile by another organization.
+    if exists (select from memsub.packet_threads t
+                where t.tenant_id = v_tenant and t.thread_id = any(array(select r.thread_id from unnest(v_results) r))
+                  and t.org_id is distinct from v_org) then
+        raise exception 'batch path: thread of another organization' using errcode = 'P0001';
+    end if;
+    return v_results;
+end
+$$;
+comment on function memsub._write_packets_set(jsonb) is
+    'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope '
+    'would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the '
+    'envelope-by-envelope path. Not granted to clients.';
+
+create or replace function memsub.write_packets(p_envelopes jsonb) returns setof memsub.packet_write_result
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    total       integer;
+    idx         integer;
+    v_current   integer;   -- the envelope being stored, named in errors
+    top         integer;
+    parent_idx  integer;
+    envelope    jsonb;
+    batch_ids   jsonb;
+    state       integer[];  -- per envelope: 0 not reached, 1 waiting for its batch parents, 2 stored
+    stack       integer[] := '{}';
+    depth       integer;
+    waits       boolean;
+    results     memsub.packet_write_result[];
+    err_state   text;
+    err_message text;
+    err_column  text;
+    err_hint    text;
+begin
+    if p_envelopes is null or jsonb_typeof(p_envelopes) <> 'array' then
+        raise exception 'memsub.write_packets expects a JSON array of envelopes'
+            using errcode = '22023', column = 'envelopes';
+    end if;
+    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    if total = 0 then
+        return;
+    end if;
+    -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
+    -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
+    -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
+    if total >= 8 then
+        begin
+            results := memsub._write_packets_set(p_envelopes);
+        exception when others then
+            results := null;
+        end;
+    end if;
+    if results is not null then
+        return query select r.* from unnest(results) as r;
+        return;
+    end if;
+    results := array_fill(null::memsub.packet_write_result, array[total]);
+    state := array_fill(0, array[total]);
+    -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
+    -- canonical packet_id -> position of its first envelope.
+    select coalesce(jsonb_object_agg(d.id, d.position), '{}') into batch_ids
+      from (select memsub.canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
+              from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+             where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null
+             group by 1) d;
+    begin
+        -- Parents inside the batch are written before their children: a depth-first walk in input order that
+        -- reaches each envelope once, so the work is linear in envelopes plus parent references. Meeting an
+        -- envelope that is still waiting for its own parents is a cycle.
+        for idx in 1 .. total loop
+            continue when state[idx] = 2;
+            stack := array[idx];
+            while cardinality(stack) > 0 loop
+                depth := cardinality(stack);
+                top := stack[depth];
+                if state[top] = 2 then
+                    stack := stack[1:depth - 1];
+                    continue;
+                end if;
+                envelope := p_envelopes -> (top - 1);
+                waits := false;
+                if state[top] = 0 then
+                    state[top] := 1;
+                    if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
+                       and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
+                        for parent_idx in
+                            select (batch_ids ->> memsub.canonical_uuid_text(p))::integer
+                              from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids')
+                                   with ordinality as x(p, o)
+                             where batch_ids ? memsub.canonical_uuid_text(p)
+                               and (batch_ids ->> memsub.canonical_uuid_text(p))::integer <> top
+                             order by o desc
+                        loop
+                            if state[parent_idx] = 1 then
+                                v_current := null;
+                                raise exception 'lineage cycle: envelopes % of the batch reference each other through lineage.parent_ids',
+                                    array_to_string(array(select distinct s from unnest(stack) as s
+                                                           where state[s] = 1 order by s), ', ')
+                                    using errcode = '23514', column = 'lineage.parent_ids';
+                            end if;
+                            if state[parent_idx] = 0 then
+                                stack := stack || parent_idx;
+                                waits := true;
+                            end if;
+                        end loop;
+                    end if;
+                end if;
+                continue when waits;
+                v_current := top;
+                results[top] := memsub.store_packet_envelope(envelope, top);
+                state[top] := 2;
+                stack := stack[1:depth - 1];
+            end loop;
+        end loop;
+    exception when others then
+        -- One handler for the whole batch (a single subtransaction): name the failing envelope and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text,
+                                err_column = column_name, err_hint = pg_exception_hint;
+        if v_current is not null then
+            err_message := format('envelope %s of the batch: %s', v_current, err_message);
+        end if;
+        if coalesce(err_hint, '') = '' then
+            raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, '');
+        end if;
+        raise exception using errcode = err_state, message = err_message, column = coalesce(err_column, ''),
+                              hint = err_hint;
+    end;
+    return query select r.* from unnest(results) as r;
+end
+$$;
+comment on function memsub.write_packets(jsonb) is
+    'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per '
+    'envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected '
+    '(SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';

@@ -1,0 +1,228 @@
+-- Area: packets. Seed: seed 004 "PacketLineage (v1.1.0)" and invariants 4-5; seed 000 "CORE MEMORY LAYER"
+--   (packet_store).
+--
+-- Reading packets: by id, a thread in order, lineage ancestors and descendants.
+-- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
+-- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/120_packet_write.sql).
+
+create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
+    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
+    if v_tenant is null or memsub.is_platform_admin() then
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
+             cross join lateral memsub._packet_with_vectors(x.s) v
+             order by w.n;
+    else
+        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
+        -- may prefer to read every row of a big tenant).
+        return query
+            select v.*
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select s from memsub.packet_store s
+                                  where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
+             cross join lateral memsub._packet_with_vectors(x.s) v
+             order by w.n;
+    end if;
+end
+$$;
+comment on function memsub.get_packets(uuid[]) is
+    'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
+    'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
+    'per id.';
+
+create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select * from memsub.get_packets(array[p_packet_id]) $$;
+comment on function memsub.get_packet(uuid) is
+    'The packet with this id, if the caller may see it (no row otherwise), its envelope as written: '
+    'memsub.get_packets of one id.';
+
+drop function if exists memsub.get_thread(uuid, integer, timestamptz);
+create or replace function memsub.get_thread(
+    p_thread_id uuid, p_limit integer default 1000, p_after_cursor bigint default null
+) returns setof memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_limit is null or p_limit < 1 then
+        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
+    -- parent is always written before its children. The cursor is the write_seq of the last row read.
+    return query
+        select w.* from (
+            select s.* from memsub.packet_store s
+             where s.thread_id = p_thread_id
+               and (p_after_cursor is null or s.write_seq > p_after_cursor)
+             order by s.write_seq
+             limit p_limit) s
+        cross join lateral memsub._packet_with_vectors(s::memsub.packet_store) w
+        order by s.write_seq;
+end
+$$;
+comment on function memsub.get_thread(uuid, integer, bigint) is
+    'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at '
+    'most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
+
+drop function if exists memsub.lineage_nodes(uuid[]);
+create or replace function memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])
+returns table (tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamptz, parent_ids uuid[],
+               thread_id uuid, generation integer, state text)
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select s.tenant_id, s.packet_id, s.packet_type, s."timestamp", s.parent_ids, s.thread_id,
+           coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+           case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
+      from memsub.packet_store s
+     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
+    union all
+    select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
+      from memsub.packet_tombstones t
+     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
+$$;
+comment on function memsub.lineage_nodes(uuid, uuid[]) is
+    'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, '
+    'live, expired or purged (from packet_tombstones). Not granted to clients.';
+
+drop function if exists memsub.get_lineage(uuid, text, integer);
+create or replace function memsub.get_lineage(
+    p_packet_id uuid, p_direction text default 'ancestors', p_max_depth integer default 16
+) returns table (packet_id uuid, depth integer, packet_type text, "timestamp" timestamptz,
+                 parent_ids uuid[], thread_id uuid, generation integer, state text)
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    start_tenant uuid;
+    frontier     uuid[];
+    visited      jsonb;  -- packet id -> true: a set with logarithmic lookups
+    reached      integer := 0;
+    level        integer := 0;
+begin
+    if p_direction is null or p_direction not in ('ancestors', 'descendants') then
+        raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
+            using errcode = '22023', column = 'direction';
+    end if;
+    if p_max_depth is null or p_max_depth < 1 then
+        raise exception 'memsub.get_lineage: max_depth must be at least 1, not %', p_max_depth
+            using errcode = '22023', column = 'max_depth';
+    end if;
+    perform memsub._check_limit(p_max_depth, 'max_lineage_depth', 'max_depth');
+    -- Runs as memsub_expiry_owner: the tenant, org and scope policies apply as for the caller, but expired
+    -- packets are walked too. Only their lineage skeleton is returned, which is what a tombstone keeps.
+    select s.tenant_id into start_tenant from memsub.packet_store s where s.packet_id = p_packet_id limit 1;
+    if start_tenant is null then
+        select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
+    end if;
+    if start_tenant is null then
+        return;
+    end if;
+    frontier := array[p_packet_id];
+    visited := jsonb_build_object(p_packet_id, true);
+    -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
+    -- a cycle in (legacy) lineage data cannot loop.
+    while level < p_max_depth and cardinality(frontier) > 0 loop
+        level := level + 1;
+        if p_direction = 'ancestors' then
+            frontier := array(
+                select distinct n.packet_id
+                  from memsub.lineage_nodes(start_tenant, frontier) c
+                  join memsub.lineage_nodes(start_tenant, c.parent_ids) n on true
+                 where not visited ? n.packet_id::text);
+        else
+            frontier := array(
+                select distinct c.packet_id
+                  from memsub.packet_store c
+                 where c.tenant_id = start_tenant and c.parent_ids && frontier
+                   and not visited ? c.packet_id::text
+                 union
+                select t.packet_id
+                  from memsub.packet_tombstones t
+                 where t.tenant_id = start_tenant and t.parent_ids && frontier
+                   and not visited ? t.packet_id::text);
+        end if;
+        -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
+        reached := reached + cardinality(frontier);
+        if reached > memsub.limit_value('max_rows') then
+            raise exception 'memsub.get_lineage: more than % packets within max_depth %; ask for fewer generations',
+                memsub.limit_value('max_rows'), p_max_depth
+                using errcode = '54000', column = 'max_depth',
+                      detail = format('limit=max_rows value=%s', memsub.limit_value('max_rows')),
+                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+        end if;
+        visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
+        return query
+            select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
+              from memsub.lineage_nodes(start_tenant, frontier) n
+             order by n."timestamp", n.packet_id;
+    end loop;
+end
+$$;
+comment on function memsub.get_lineage(uuid, text, integer) is
+    'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its '
+    'distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows '
+    'packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl '
+    'passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their '
+    'lineage skeleton.';
+alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
+alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;
+
+-- Packets referenced by the rows of other areas ----------------------------------------------------------------
+-- Events, traces, facts, relationships, embeddings and the other rows that name a packet take it through
+-- memsub.visible_packet: a packet the caller cannot see is indistinguishable from a missing one (23503).
+
+create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    found_packet memsub.packet_store;
+begin
+    if p_packet_id is null then
+        return null;
+    end if;
+    select s.* into found_packet from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
+    if not found then
+        raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return found_packet;
+end
+$$;
+comment on function memsub.visible_packet(uuid, text) is
+    'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
+
+create or replace function memsub.require_shared_packet(p_packet memsub.packet_store, p_field text)
+returns memsub.packet_store
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
+        raise exception 'field "%": packet % has scope %; tenant-wide knowledge can only come from shared packets',
+            p_field, p_packet.packet_id, p_packet.scope
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_packet;
+end
+$$;
+comment on function memsub.require_shared_packet(memsub.packet_store, text) is
+    'Refuses (22023) a cursor or l-private packet as the source of tenant-wide knowledge (facts, relationships).';

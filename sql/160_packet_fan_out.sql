@@ -1,0 +1,116 @@
+-- Area: packets. Seed: seed 000 "DATA FLOW DIAGRAM".
+--
+-- The data flow of seed 000: a packet's payload fans out into the layer tables, in the packet's transaction.
+--
+-- The payload is free (seed 004, invariant 3): memsub never reads meaning into it. A writer asks for fan-out
+-- with the envelope's own `memory` field, and memsub.write_packet(s) calls memsub.fan_out_packet() with it for
+-- every newly stored packet (not for a deduplicated one). Keys of `memory` (docs/layers.md):
+--   facts          [{subject, predicate, object, confidence?}]                     -> knowledge_facts
+--   relationships  [{source_entity, relationship_type, target_entity, confidence?}] -> entity_relationships
+--   embeddings     [{embedding_type, vector, chunk_index?, chunk_text?, metadata?}]  -> memory_embeddings
+--   reasoning_trace {agent_id?, steps?, extracted_features?, inference_steps?, reasoning_tokens?,
+--                    decision_tokens?, confidence_scores?}                            -> reasoning_traces
+-- Any bad element fails the whole write; the error's column names the element, e.g. memory.facts[1].subject.
+-- Facts and relationships are tenant-wide knowledge, so a cursor or l-private packet cannot ask for them (22023).
+
+drop function if exists memsub.fan_out_packet(uuid, jsonb, double precision, text);
+create or replace function memsub.fan_out_packet(
+    p_packet_id          uuid,
+    p_memory             jsonb,
+    p_scope              text,
+    p_default_confidence double precision,
+    p_agent_id           text
+) returns jsonb
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_written   jsonb := '{}';
+    v_path      text;
+    v_element   jsonb;
+    v_position  integer;
+    v_count     integer;
+    v_key       text;
+    err_state   text;
+    err_message text;
+    err_column  text;
+begin
+    if jsonb_typeof(p_memory) is distinct from 'object' then
+        return v_written;
+    end if;
+    foreach v_key in array array['facts', 'relationships'] loop
+        if p_memory ? v_key and p_scope <> 'shared' then
+            raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
+                            'packets can', v_key, p_scope
+                using errcode = '22023', column = 'memory.' || v_key;
+        end if;
+    end loop;
+    begin
+        foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
+            continue when not p_memory ? v_key;
+            v_path := 'memory.' || v_key;
+            if jsonb_typeof(p_memory -> v_key) <> 'array' then
+                raise exception 'must be a JSON array of objects' using errcode = '22023';
+            end if;
+            v_count := 0;
+            for v_element, v_position in
+                select e, n - 1 from jsonb_array_elements(p_memory -> v_key) with ordinality as a(e, n) loop
+                v_path := format('memory.%s[%s]', v_key, v_position);
+                if jsonb_typeof(v_element) <> 'object' then
+                    raise exception 'must be a JSON object' using errcode = '22023';
+                end if;
+                if v_key = 'facts' then
+                    perform memsub.assert_fact(
+                        v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                elsif v_key = 'relationships' then
+                    perform memsub.upsert_relationship(
+                        v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                else
+                    if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
+                        v_path := v_path || '.vector';
+                        raise exception 'must be a JSON array of numbers' using errcode = '22023';
+                    end if;
+                    perform memsub.store_embedding(
+                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
+                        coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
+                        coalesce(v_element -> 'metadata', '{}'));
+                end if;
+                v_count := v_count + 1;
+            end loop;
+            if v_count > 0 then
+                v_written := v_written || jsonb_build_object(
+                    case v_key when 'facts' then 'knowledge_facts' when 'relationships' then 'entity_relationships'
+                               else 'memory_embeddings' end, v_count);
+            end if;
+        end loop;
+        if p_memory ? 'reasoning_trace' then
+            v_path := 'memory.reasoning_trace';
+            v_element := p_memory -> 'reasoning_trace';
+            if jsonb_typeof(v_element) <> 'object' then
+                raise exception 'must be a JSON object' using errcode = '22023';
+            end if;
+            perform memsub.record_reasoning_trace(
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet_id,
+                coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
+                coalesce(v_element -> 'inference_steps', '[]'),
+                coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
+                coalesce((v_element ->> 'decision_tokens')::integer, 0),
+                coalesce(v_element -> 'confidence_scores', '{}'));
+            v_written := v_written || jsonb_build_object('reasoning_traces', 1);
+        end if;
+    exception when others then
+        -- One handler for the whole fan-out (a single subtransaction): name the element and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text, err_column = column_name;
+        err_column := v_path || case when coalesce(err_column, '') <> '' then '.' || err_column else '' end;
+        raise exception using errcode = err_state, column = err_column,
+                              message = format('envelope field "%s": %s', err_column, err_message);
+    end;
+    return v_written;
+end
+$$;
+comment on function memsub.fan_out_packet(uuid, jsonb, text, double precision, text) is
+    'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, '
+    'reasoning_trace) into the layer tables for a newly stored packet of the given scope and returns the rows '
+    'written per table. Not granted to clients.';

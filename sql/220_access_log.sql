@@ -1,0 +1,84 @@
+-- Area: events. Seed: seed 000 "OPERATIONS LAYER" (memory_access_log).
+--
+-- Operations layer: the memory access log. Recording an access also counts it on the accessed row
+-- (access_count + 1, last_accessed = now), the input of importance learning.
+--
+-- Counters stay off the rows that carry HNSW-indexed vectors where the seed allows it: an access to a
+-- memory_embeddings row is counted on its packet. semantic_memory and reflection_store carry their own counters
+-- (seed columns); such an update changes no indexed column, so PostgreSQL can make it a HOT update when the
+-- page has room. That was not measured separately.
+
+create or replace function memsub.record_access(
+    p_target_type     text,
+    p_target_id       uuid,
+    p_agent_id        text             default null,
+    p_access_context  text             default null,
+    p_query_text      text             default null,
+    p_relevance_score double precision default null,
+    p_was_useful      boolean          default null,
+    p_feedback_reason text             default null
+) returns memsub.memory_access_log
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_packet uuid;
+    v_entry  memsub.memory_access_log;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
+    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    if p_target_id is null then
+        raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
+    end if;
+    perform memsub._check_finite(p_relevance_score, 'relevance_score');
+    if p_target_type = 'packet' then
+        update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
+         where s.tenant_id = v_tenant and s.packet_id = p_target_id;
+    elsif p_target_type = 'fact' then
+        update memsub.knowledge_facts f set access_count = f.access_count + 1, last_accessed = now()
+         where f.tenant_id = v_tenant and f.fact_id = p_target_id;
+    elsif p_target_type = 'reflection' then
+        update memsub.reflection_store r set access_count = r.access_count + 1, last_accessed = now()
+         where r.tenant_id = v_tenant and r.reflection_id = p_target_id;
+    else
+        update memsub.semantic_memory m set access_count = m.access_count + 1, last_accessed = now()
+         where m.tenant_id = v_tenant and m.embedding_id = p_target_id;
+        if not found then
+            select e.packet_id into v_packet from memsub.memory_embeddings e
+             where e.tenant_id = v_tenant and e.embedding_id = p_target_id;
+            update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
+             where s.tenant_id = v_tenant and s.packet_id = v_packet;
+        end if;
+    end if;
+    if not found then
+        raise exception 'field "target_id": % % does not exist or is not visible', p_target_type, p_target_id
+            using errcode = '23503', column = 'target_id';
+    end if;
+    insert into memsub.memory_access_log (
+        target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
+        feedback_reason, tenant_id, org_id, user_id, session_id)
+    values (
+        p_target_type, p_target_id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text,
+        p_relevance_score, p_was_useful, p_feedback_reason,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_entry;
+    return v_entry;
+end
+$$;
+comment on function memsub.record_access(text, uuid, text, text, text, double precision, boolean, text) is
+    'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) '
+    'and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on '
+    'its packet. A target that does not exist or is not visible raises 23503.';
+
+call memsub.install_row_security('memsub.memory_access_log', array['org']);
+
+grant select on memsub.memory_access_log to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.record_access(text, uuid, text, text, text, double precision, boolean, text)
+    to memsub_app;

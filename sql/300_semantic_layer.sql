@@ -1,0 +1,204 @@
+-- Area: search. Seed: seed 000 "SEMANTIC LAYER" (semantic_memory, memory_embeddings).
+--
+-- Semantic layer: the legacy vector store (semantic_memory) and per-packet multi-space embeddings
+-- (memory_embeddings), with nearest-neighbour search by cosine distance.
+--
+-- Searches are SECURITY INVOKER: row-level security decides what the caller sees. HNSW scans filter after the
+-- graph walk, so a tenant filter can return fewer than k rows; the search functions turn on pgvector's
+-- iterative scan (hnsw.iterative_scan = strict_order) for their transaction, which keeps walking until k
+-- visible rows are found. The embedding type is written into the query as a literal so the planner can choose
+-- that type's partial index.
+
+create or replace function memsub.store_embedding(
+    p_packet_id      uuid,
+    p_embedding_type text,
+    p_vector         vector,
+    p_chunk_index    integer default 0,
+    p_chunk_text     text    default null,
+    p_metadata       jsonb   default '{}'
+) returns memsub.memory_embeddings
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_packet    memsub.packet_store;
+    v_embedding memsub.memory_embeddings;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    if p_packet_id is null then
+        raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
+    end if;
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub._check_vector(p_vector, 'vector');
+    if p_chunk_index is null or p_chunk_index < 0 then
+        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
+            using errcode = '22023', column = 'chunk_index';
+    end if;
+    v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
+    insert into memsub.memory_embeddings as e (
+        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+    values (
+        p_packet_id, p_embedding_type, p_vector, p_chunk_index, p_chunk_text,
+        coalesce(memsub._check_json_type(p_metadata, 'object', 'metadata'), '{}'), v_packet.scope, v_packet.ttl,
+        v_tenant, v_packet.org_id, v_packet.user_id, v_packet.correlation_id, v_packet.session_id, v_packet.trace_id)
+    on conflict (tenant_id, packet_id, embedding_type, chunk_index) do update
+       set vector = excluded.vector, chunk_text = excluded.chunk_text, metadata = excluded.metadata,
+           created_at = now()
+    returning e.* into v_embedding;
+    return v_embedding;
+end
+$$;
+comment on function memsub.store_embedding(uuid, text, vector, integer, text, jsonb) is
+    'Stores (or replaces) the embedding of a visible packet in one vector space (one of '
+    'memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
+
+create or replace function memsub.search_embeddings(
+    p_query          vector,
+    p_embedding_type text,
+    p_limit          integer default 10
+) returns table (embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text,
+                 metadata jsonb, distance double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type');
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
+                                'embedding_type');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query execute format(
+        'select e.embedding_id, e.packet_id, e.embedding_type, e.chunk_index, e.chunk_text, e.metadata, '
+        '       (e.vector <=> $1)::double precision as distance '
+        '  from memsub.memory_embeddings e '
+        ' where e.embedding_type = %L '
+        ' order by e.vector <=> $1 '
+        ' limit $2', p_embedding_type)
+        using p_query, p_limit;
+end
+$$;
+comment on function memsub.search_embeddings(vector, text, integer) is
+    'The limit visible embeddings of one type nearest to the query (cosine distance), through that type''s partial '
+    'HNSW index.';
+
+create or replace function memsub.store_semantic_memory(
+    p_agent_id         text,
+    p_vector           vector,
+    p_payload          jsonb            default '{}',
+    p_embedding_type   text             default 'content',
+    p_scope            text             default 'shared',
+    p_importance_score double precision default 0.5
+) returns memsub.semantic_memory
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_memory memsub.semantic_memory;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
+    if p_vector is null then
+        raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
+    end if;
+    perform memsub._check_vector(p_vector, 'vector');
+    perform memsub._check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
+    perform memsub._check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    if p_scope <> 'shared' and memsub.current_user_id() is null then
+        raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
+            using errcode = '22023', column = 'scope';
+    end if;
+    insert into memsub.semantic_memory (
+        agent_id, vector, payload, importance_score, embedding_type, scope,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        memsub._require_text(p_agent_id, 'agent_id'), p_vector,
+        coalesce(memsub._check_json_type(p_payload, 'object', 'payload'), '{}'),
+        coalesce(memsub._check_unit(p_importance_score, 'importance_score'), 0.5), p_embedding_type, p_scope,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_memory;
+    return v_memory;
+end
+$$;
+comment on function memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision) is
+    'Stores an agent memory in the legacy vector store, visible by scope like packets (shared, cursor, l-private).';
+
+create or replace function memsub.search_semantic_memory(
+    p_query    vector,
+    p_limit    integer default 10,
+    p_agent_id text    default null
+) returns table (embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text,
+                 importance_score double precision, distance double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    if p_query is null then
+        raise exception 'field "query" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
+    return query
+        select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
+               (m.vector <=> p_query)::double precision
+          from memsub.semantic_memory m
+         where p_agent_id is null or m.agent_id = p_agent_id
+         order by m.vector <=> p_query
+         limit p_limit;
+end
+$$;
+comment on function memsub.search_semantic_memory(vector, integer, text) is
+    'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
+
+call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
+call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);
+-- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/150_packet_security.sql).
+drop policy if exists not_expired on memsub.memory_embeddings;
+create policy not_expired on memsub.memory_embeddings as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC'));
+comment on policy not_expired on memsub.memory_embeddings is
+    'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
+
+grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
+grant execute on function
+    memsub._check_one_of(text, text[], text), memsub._check_vector(vector, text), memsub._check_unit(double precision, text),
+    memsub._require_text(text, text),
+    memsub._check_finite(double precision, text), memsub._check_finite_time(timestamptz, text),
+    memsub._check_finite_interval(interval, text), memsub._json_vector(jsonb, text)
+    to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.store_embedding(uuid, text, vector, integer, text, jsonb),
+    memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision)
+    to memsub_app;
+grant execute on function
+    memsub.search_embeddings(vector, text, integer),
+    memsub.search_semantic_memory(vector, integer, text)
+    to memsub_app, memsub_analyst;

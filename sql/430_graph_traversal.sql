@@ -1,0 +1,183 @@
+-- Area: graph. Seed: seed 000 "KNOWLEDGE GRAPH LAYER" and "DATA FLOW DIAGRAM".
+--
+-- Retrieval pipeline, graph leg: paths through entity_relationships and the neighbourhood of an entity.
+--
+-- Breadth first over entities with a visited set: each entity is reached once, at its shortest distance, along
+-- its most confident shortest path, so the work is linear in the edges of the entities it returns (enumerating
+-- every path instead grows with the factorial of a dense graph's size: a complete graph of 10 entities has
+-- about a million). Depth and the row limit bound the walk; both are capped by memsub.limits (max_depth,
+-- max_rows). Confidence accumulates as the product of the edge confidences along the path (independent evidence,
+-- so a path is as trustworthy as all its edges at once).
+-- SECURITY INVOKER: row-level security decides which edges and facts the caller sees; the tenant is also
+-- written into the query so every hop is an index lookup on (tenant_id, entity).
+--
+-- Graph reads mean the graph as of a time, now by default (p_as_of): only edges whose validity window contains
+-- it are walked, so a superseded or closed fact neither answers nor extends a path. Entities are matched by their
+-- matching form (source_key / target_key, memsub.normalize_text) and, when the tenant has Entity nodes, by name or
+-- alias (memsub._entity_keys), and reported by the entity's name (memsub._resolve_entity).
+
+drop function if exists memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer);
+drop function if exists memsub.entity_neighbourhood(text, double precision, integer);
+
+create or replace function memsub.traverse_graph(
+    p_start_entity        text,
+    p_max_depth           integer          default 3,
+    p_relationship_types  text[]           default null,
+    p_min_confidence      double precision default 0.0,
+    p_direction           text             default 'outgoing',
+    p_min_path_confidence double precision default 0.0,
+    p_limit               integer          default 1000,
+    p_as_of               timestamptz      default null
+) returns table (depth integer, entity text, path text[], relationship_path text[], path_confidence double precision,
+                 relationship_id uuid, edge_confidence double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_start    text := memsub._require_text(p_start_entity, 'start_entity');
+    v_at       timestamptz := coalesce(p_as_of, now());
+    -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
+    v_nodes    boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
+    v_types    text[];
+    v_level    integer := 0;
+    v_left     integer;
+    v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
+    v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
+    v_rows     jsonb;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
+            memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
+    perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
+    perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
+    perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
+    v_left := p_limit;
+    v_start := memsub._resolve_entity(v_start);
+    v_visited := jsonb_build_object(memsub.normalize_text(v_start), true);
+    v_frontier := jsonb_build_array(jsonb_build_object('entity', v_start, 'keys', memsub._entity_keys(v_start),
+                                                       'path', array[v_start], 'relationship_path', array[]::text[],
+                                                       'path_confidence', 1.0));
+    while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
+        v_level := v_level + 1;
+        -- Each entity not yet reached, once, along its most confident step from the last level.
+        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
+          from (select d.* from (
+                    select distinct on (step.next_key)
+                           step.next_entity as entity, step.next_key as key,
+                           case when v_nodes then memsub._entity_keys(step.next_entity) else array[step.next_key] end
+                               as keys,
+                           f.path || step.next_entity as path,
+                           f.relationship_path || step.relationship_type as relationship_path,
+                           f.path_confidence * step.confidence as path_confidence,
+                           step.relationship_id, step.confidence as edge_confidence
+                      from jsonb_to_recordset(v_frontier)
+                           as f(entity text, keys text[], path text[], relationship_path text[],
+                                path_confidence double precision)
+                     cross join lateral (
+                          select n.next_entity,
+                                 case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
+                                     as next_key,
+                                 n.relationship_type, n.confidence, n.relationship_id
+                            from (select case when v_nodes then memsub._resolve_entity(r.target_entity)
+                                              else r.target_entity end as next_entity,
+                                         r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
+                                    from memsub.entity_relationships r
+                                   where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                                     and r.source_key = any(f.keys) and r.valid_period @> v_at
+                                  union all
+                                  select case when v_nodes then memsub._resolve_entity(r.source_entity)
+                                              else r.source_entity end,
+                                         r.source_key, r.relationship_type, r.confidence, r.relationship_id
+                                    from memsub.entity_relationships r
+                                   where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
+                     ) step
+                     where step.confidence >= coalesce(p_min_confidence, 0)
+                       and (p_relationship_types is null or step.relationship_type = any(v_types))
+                       and f.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
+                       and not v_visited ? step.next_key
+                     order by step.next_key, f.path_confidence * step.confidence desc,
+                              f.path || step.next_entity
+                ) d
+                order by d.path_confidence desc, d.path
+                limit v_left) c;
+        exit when jsonb_array_length(v_rows) = 0;
+        return query
+            select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
+                   r.edge_confidence
+              from jsonb_to_recordset(v_rows) as r(entity text, path text[], relationship_path text[],
+                                                   path_confidence double precision, relationship_id uuid,
+                                                   edge_confidence double precision)
+             order by r.path_confidence desc, r.path;
+        v_left := v_left - jsonb_array_length(v_rows);
+        v_visited := v_visited || (select jsonb_object_agg(e ->> 'key', true) from jsonb_array_elements(v_rows) e);
+        v_frontier := v_rows;
+    end loop;
+end
+$$;
+comment on function memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz) is
+    'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only '
+    'edges valid then; entities by name or alias), breadth first: up to max_depth hops '
+    '(1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given '
+    'relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest '
+    'distance, with its most confident shortest path (cycle-safe, linear in the edges walked). path_confidence is '
+    'the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, '
+    'at most limit rows (limit max_rows).';
+
+create or replace function memsub.entity_neighbourhood(
+    p_entity         text,
+    p_min_confidence double precision default 0.0,
+    p_limit          integer          default 100,
+    p_as_of          timestamptz      default null
+) returns table (kind text, direction text, relationship_type text, other_entity text, object jsonb,
+                 confidence double precision, mention_count integer, id uuid)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_entity text := memsub._require_text(p_entity, 'entity');
+    v_keys   text[];
+    v_at     timestamptz := coalesce(p_as_of, now());
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
+    v_keys := memsub._entity_keys(v_entity);
+    perform memsub._check_unit(p_min_confidence, 'min_confidence');
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    return query
+    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
+            null::jsonb, r.confidence, r.mention_count, r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.target_entity limit p_limit)
+    union all
+    (select 'relationship', 'incoming', r.relationship_type, memsub._resolve_entity(r.source_entity), null,
+            r.confidence, r.mention_count, r.relationship_id
+       from memsub.entity_relationships r
+      where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+        and r.confidence >= coalesce(p_min_confidence, 0)
+      order by r.confidence desc, r.source_entity limit p_limit)
+    union all
+    (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
+       from memsub.knowledge_facts f
+      where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
+        and f.confidence >= coalesce(p_min_confidence, 0)
+      order by f.confidence desc, f.predicate limit p_limit);
+end
+$$;
+comment on function memsub.entity_neighbourhood(text, double precision, integer, timestamptz) is
+    'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming '
+    'relationships valid then and the facts whose subject it is (subject matched by memsub.normalize_text), each '
+    'kind most confident first and at most limit rows.';
+
+grant execute on function
+    memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz),
+    memsub.entity_neighbourhood(text, double precision, integer, timestamptz)
+    to memsub_app, memsub_analyst;

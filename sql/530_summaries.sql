@@ -1,0 +1,114 @@
+-- Area: reflection. Seed: seed 000 "INTELLIGENCE LAYER" (memory_summaries).
+--
+-- Intelligence layer: consolidated summaries over sets of packets, and the list of summaries due for
+-- regeneration.
+
+create or replace function memsub.record_summary(
+    p_scope_type        text,
+    p_scope_value       text,
+    p_summary_text      text,
+    p_source_packet_ids uuid[],
+    p_key_facts         jsonb            default '[]',
+    p_key_entities      text[]           default '{}',
+    p_key_decisions     text[]           default '{}',
+    p_vector            vector           default null,
+    p_confidence        double precision default 0.5,
+    p_valid_until       timestamptz      default null
+) returns memsub.memory_summaries
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_ids     uuid[];
+    v_found   integer;
+    v_start   timestamptz;
+    v_end     timestamptz;
+    v_missing uuid;
+    v_summary memsub.memory_summaries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
+            memsub._check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
+            memsub._check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+            memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
+            memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
+            memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
+            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+    perform memsub._check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
+                                'scope_type');
+    perform memsub._require_text(p_scope_value, 'scope_value');
+    perform memsub._require_text(p_summary_text, 'summary_text');
+    perform memsub._check_vector(p_vector, 'vector');
+    if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
+        raise exception 'field "source_packet_ids" must list at least one packet'
+            using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    if array_position(p_source_packet_ids, null) is not null then
+        raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
+    end if;
+    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    if p_valid_until is not null and p_valid_until <= now() then
+        raise exception 'field "valid_until" must be in the future, not %', p_valid_until
+            using errcode = '22023', column = 'valid_until';
+    end if;
+    v_ids := array(select distinct u from unnest(p_source_packet_ids) as u order by u);
+    select count(*), min(s."timestamp"), max(s."timestamp") into v_found, v_start, v_end
+      from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids);
+    if v_found < cardinality(v_ids) then
+        select u into v_missing from unnest(v_ids) as u
+         where not exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = u) limit 1;
+        raise exception 'field "source_packet_ids": packet % does not exist or is not visible to this writer', v_missing
+            using errcode = '23503', column = 'source_packet_ids';
+    end if;
+    insert into memsub.memory_summaries (
+        scope_type, scope_value, summary_text, key_facts, key_entities, key_decisions, source_packet_ids,
+        packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
+        tenant_id, org_id, user_id, session_id)
+    values (
+        p_scope_type, btrim(p_scope_value), p_summary_text,
+        coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
+        coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
+        coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+    returning * into v_summary;
+    return v_summary;
+end
+$$;
+comment on function memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz) is
+    'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of '
+    'visible packets; packet_count and the coverage window (first and last packet time) are computed from them.';
+
+create or replace function memsub.summaries_due(
+    p_as_of timestamptz default now(),
+    p_limit integer     default 100
+) returns setof memsub.memory_summaries
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    perform memsub._check_finite_time(p_as_of, 'as_of');
+    -- Only the newest summary of each scope matters: an older one was already regenerated.
+    return query
+        select m.* from (
+            select distinct on (s.scope_type, s.scope_value) s.*
+              from memsub.memory_summaries s
+             order by s.scope_type, s.scope_value, s.created_at desc, s.summary_id
+        ) m
+         where m.valid_until is not null and m.valid_until <= coalesce(p_as_of, now())
+         order by m.valid_until, m.summary_id
+         limit p_limit;
+end
+$$;
+comment on function memsub.summaries_due(timestamptz, integer) is
+    'Summaries due for regeneration: the newest visible summary of each scope whose valid_until has passed '
+    '(as of the given time), oldest first.';
+
+call memsub.install_row_security('memsub.memory_summaries', array['org']);
+
+grant select on memsub.memory_summaries to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz)
+    to memsub_app;
+grant execute on function memsub.summaries_due(timestamptz, integer) to memsub_app, memsub_analyst;

@@ -1,0 +1,89 @@
+-- Area: reflection. Seed: seed 000 "REFLECTION LAYER" and "DATA FLOW DIAGRAM".
+--
+-- Retrieval pipeline, last stage of seed 000's data flow: the lessons relevant to a task.
+--
+-- A tenant's reflections are few next to its embeddings (lessons, not events), so they are scored exactly: every
+-- visible, unexpired reflection passing the filters gets
+--   score = 0.6 * similarity (1 - cosine distance / 2; 0.5 without a query vector or a stored vector)
+--         + 0.2 * tag overlap (shared tags / asked tags; 0 without asked tags)
+--         + 0.2 * priority (critical 1, high 0.75, medium 0.5, low 0.25)
+-- and the k best are returned, optionally recorded as accesses (access_count + 1 on each reflection).
+
+create or replace function memsub.retrieve_reflections(
+    p_query            vector           default null,
+    p_tags             text[]           default null,
+    p_k                integer          default 5,
+    p_reflection_types text[]           default null,
+    p_min_priority     text             default 'low',
+    p_task_id          text             default null,
+    p_require_tags     boolean          default false,
+    p_record_access    boolean          default false,
+    p_query_text       text             default null,
+    p_agent_id         text             default null
+) returns table (reflection_id uuid, reflection_type text, content text, tags text[], priority text,
+                 confidence double precision, distance double precision, tag_overlap double precision,
+                 score double precision, access_id uuid)
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_rank   integer;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
+            memsub._check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
+            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
+            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
+    perform memsub._check_count(p_k, 'max_k', 'k');
+    v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
+    return query
+    with scored as (
+        select r.reflection_id, r.reflection_type, r.content, r.tags, r.priority, r.confidence,
+               (r.vector <=> p_query)::double precision as distance,
+               case when cardinality(p_tags) > 0
+                    then (select count(*) from unnest(r.tags) t where t = any(p_tags))::double precision
+                         / cardinality(array(select distinct u from unnest(p_tags) u))
+                    else 0.0 end as tag_overlap,
+               array_position(array['low', 'medium', 'high', 'critical'], r.priority) / 4.0 as priority_weight
+          from memsub.reflection_store r
+         where r.tenant_id = v_tenant
+           and (r.expires_at is null or r.expires_at > now())
+           and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
+           and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
+           and (p_task_id is null or r.task_id = p_task_id)
+           and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
+    ), top as materialized (
+        select s.*,
+               0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
+               + 0.2 * s.priority_weight as score
+          from scored s
+         order by 0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
+                  + 0.2 * s.priority_weight desc, s.reflection_id
+         limit p_k
+    ), recorded as (
+        select a.target_id, a.access_id
+          from memsub._record_accesses('reflection', (select array_agg(t.reflection_id) from top t),
+                                      (select array_agg(t.score) from top t),
+                                      p_query_text, 'retrieve_reflections', p_agent_id) a
+         where p_record_access
+    )
+    select t.reflection_id, t.reflection_type, t.content, t.tags, t.priority, t.confidence, t.distance,
+           t.tag_overlap, t.score, a.access_id
+      from top t
+      left join recorded a on a.target_id = t.reflection_id
+     order by t.score desc, t.reflection_id;
+end
+$$;
+comment on function memsub.retrieve_reflections(vector, text[], integer, text[], text, text, boolean, boolean, text, text) is
+    'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the '
+    'query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, '
+    'task, and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+
+grant execute on function
+    memsub.retrieve_reflections(vector, text[], integer, text[], text, text, boolean, boolean, text, text)
+    to memsub_app, memsub_analyst;

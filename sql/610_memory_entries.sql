@@ -1,0 +1,500 @@
+-- Area: memory. Seed: seed 001 sections 2, 4.2 and 6.
+--
+-- Namespaced, versioned memory (seed 001 sections 2, 4.2 and 6).
+--
+-- Namespaces and who may use them (the context is memsub.set_context's user and session):
+--   project:<project id>[:...]   read: everyone in the tenant   write: tenant_admin / platform_admin context
+--   app:<app name>[:...]         read: everyone in the tenant   write: tenant_admin / platform_admin context
+--   user:<user id>[:...]         read/write: the context user (user id = its UUID in canonical text)
+--   session:<session id>[:...]   read/write: the context session
+--   temp:...                     never stored here: sessions.state only
+-- Admin contexts read and write every namespace of the tenant. The functions check the rules and name the
+-- offending field; the row-level security policies enforce the same rules underneath.
+--
+-- Versions: each write of (namespace, key) inserts version n+1 and states the version it read (NULL: "I read
+-- no live entry"). UNIQUE (tenant_id, namespace, key, version) lets exactly one of two concurrent writers of the
+-- same version win; the other, like a writer that read an old version, gets SQLSTATE 40001 naming the key and
+-- rolls back and retries (seed 001 section 6.2). A delete writes a tombstone version and flags every version
+-- of the key is_deleted. Every write and delete is audited.
+--
+-- Reads by namespace carry a range on namespace (collation "C": every namespace below prefix p lies in
+-- [p, p || ';'), since ';' follows ':'). Comparison operators are leakproof, so under row-level security the
+-- range is an index condition on (tenant_id, namespace, ...); LIKE is not leakproof and would only filter a
+-- scan of the tenant's whole memory.
+
+create or replace function memsub.check_memory_address(p_namespace text, p_key text) returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_namespace is null then
+        raise exception 'namespace is required' using errcode = '23502', column = 'namespace';
+    end if;
+    if p_namespace ~ '^temp(:|$)' then
+        raise exception 'namespace "%": temp: keys are never persisted to memory_entries; keep them in the session state',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_namespace !~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$' or length(p_namespace) > 512 then
+        raise exception 'namespace "%" must look like project:<id>, app:<name>, user:<user id> or session:<session id>, optionally followed by :<part> segments (letters, digits, _ . -)',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_key is null then
+        raise exception 'key is required' using errcode = '23502', column = 'key';
+    end if;
+    if p_key !~ '^[^:[:space:]][^:]{0,255}$' then
+        raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
+            using errcode = '22023', column = 'key';
+    end if;
+end
+$$;
+comment on function memsub.check_memory_address(text, text) is
+    'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
+
+create or replace function memsub._memory_namespace_writable(p_namespace text) returns boolean
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- Never NULL: a context without a user or session owns no user: or session: namespace (false, not unknown).
+    select coalesce(case split_part(p_namespace, ':', 1)
+                        when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
+                        when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
+                        else false
+                    end, false)
+        or memsub._caller_is_admin()
+$$;
+comment on function memsub._memory_namespace_writable(text) is
+    'True when the current context may write the namespace: its own user: and session: namespaces, or any '
+    'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+
+create or replace function memsub.store_memory_version(
+    p_namespace        text,
+    p_key              text,
+    p_value            jsonb,
+    p_memory_type      text,
+    p_metadata         jsonb,
+    p_expected_version integer,
+    p_check_version    boolean,
+    p_delete           boolean,
+    p_operation        text,
+    p_details          jsonb,
+    p_session_id       text default null
+) returns memsub.memory_entries
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_kind     text := split_part(p_namespace, ':', 1);
+    v_current  integer;
+    v_deleted  boolean;
+    v_session  text;
+    v_row      memsub.memory_entries;
+    v_previous memsub.memory_entries;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub.check_memory_address(p_namespace, p_key);
+    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
+        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
+            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    if not p_delete and p_value is null then
+        raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
+    end if;
+    if p_expected_version is not null and p_expected_version < 0 then
+        raise exception 'expected_version must be 0 or more, not %', p_expected_version
+            using errcode = '22023', column = 'expected_version';
+    end if;
+    if not memsub._memory_namespace_writable(p_namespace) then
+        if v_kind in ('app', 'project') then
+            raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
+                p_namespace, v_kind
+                using errcode = '42501', column = 'namespace';
+        end if;
+        raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
+            using errcode = '42501', column = 'namespace';
+    end if;
+
+    select m.version, m.is_deleted into v_current, v_deleted
+      from memsub.memory_entries m
+     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+     order by m.version desc limit 1;
+
+    if p_delete and (v_current is null or v_deleted) then
+        raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
+            using errcode = 'P0002', column = 'key';
+    end if;
+    if p_check_version and (
+        (p_expected_version is null and v_current is not null and not v_deleted)
+        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0))) then
+        raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
+            p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
+            using errcode = '40001', column = 'expected_version',
+                  detail = format('current_version=%s', coalesce(v_current, 0)),
+                  hint = 'Read the entry again and retry the write with the version you read.';
+    end if;
+
+    v_session := coalesce(p_session_id, memsub.current_session_id());
+    if v_session is not null
+       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+        v_session := null;
+    end if;
+
+    insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
+                                             version, is_deleted, metadata, session_id)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
+            case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
+            p_delete, p_metadata, v_session)
+    on conflict on constraint memory_entries_version_key do nothing
+    returning m.* into v_row;
+    if not found then
+        -- A concurrent writer committed this version first (the UNIQUE constraint decided).
+        select m.* into v_previous from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1;
+        raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
+            p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
+            using errcode = '40001', column = 'expected_version',
+                  detail = format('current_version=%s', coalesce(v_previous.version, 0)),
+                  hint = 'Read the entry again and retry the write with the version you read.';
+    end if;
+    if p_delete then
+        update memsub.memory_entries m set is_deleted = true
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+           and m.version < v_row.version and not m.is_deleted;
+    end if;
+    perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version,
+        p_details => coalesce(p_details, '{}')
+                     || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
+    return v_row;
+end
+$$;
+comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text) is
+    'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), enforcing the '
+    'namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without '
+    'p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
+
+drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
+create or replace function memsub.memory_write(
+    p_namespace        text,
+    p_key              text,
+    p_value            jsonb,
+    p_expected_version integer default null,
+    p_memory_type      text    default 'semantic',
+    p_metadata         jsonb   default '{}',
+    p_embedding        vector  default null
+) returns memsub.memory_entries
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_row memsub.memory_entries;
+begin
+    perform memsub._check_vector(p_embedding, 'embedding');
+    v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                         p_expected_version, true, false, 'memory_write', '{}');
+    if p_embedding is not null then
+        update memsub.memory_entries m set embedding = p_embedding
+         where m.tenant_id = v_row.tenant_id and m.id = v_row.id
+        returning m.* into v_row;
+    end if;
+    return v_row;
+end
+$$;
+comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector) is
+    'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a '
+    'new version without one carries none). expected_version is the version the writer read (NULL or 0: the '
+    'key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. '
+    'Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is '
+    'rejected. Audited as memory_write.';
+
+create or replace function memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer)
+returns memsub.memory_entries
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    if p_expected_version is null then
+        raise exception 'expected_version is required to delete memory key "%"', p_key
+            using errcode = '23502', column = 'expected_version';
+    end if;
+    return memsub.store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
+                                       true, true, 'memory_delete', '{}');
+end
+$$;
+comment on function memsub.memory_delete(text, text, integer) is
+    'Soft-deletes (namespace, key): writes a tombstone version (value NULL, is_deleted) and flags every earlier '
+    'version is_deleted. States the version read, like a write (40001 when stale; P0002 when nothing is live). '
+    'The history is kept. Audited as memory_delete.';
+
+create or replace function memsub.memory_get(p_namespace text, p_key text) returns setof memsub.memory_entries
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    return query
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
+           and not m.is_deleted
+         order by m.version desc limit 1;
+end
+$$;
+comment on function memsub.memory_get(text, text) is
+    'The live (latest, not deleted) version of (namespace, key), if the caller may see it; no row otherwise.';
+
+create or replace function memsub.memory_history(p_namespace text, p_key text) returns setof memsub.memory_entries
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
+            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    return query
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
+         order by m.version;
+end
+$$;
+comment on function memsub.memory_history(text, text) is
+    'Every version of (namespace, key) the caller may see, oldest first, deleted ones and tombstones included.';
+
+create or replace function memsub.memory_list(p_namespace_prefix text) returns setof memsub.memory_entries
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
+    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
+        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
+            using errcode = '22023', column = 'namespace';
+    end if;
+    return query
+        select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
+         where m.tenant_id = memsub.current_tenant_id()
+           and m.namespace >= p_namespace_prefix collate "C"
+           and m.namespace < p_namespace_prefix || ';' collate "C"
+           and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')
+           and not m.is_deleted
+         order by m.namespace, m.key, m.version desc;
+end
+$$;
+comment on function memsub.memory_list(text) is
+    'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or '
+    'project:schema_redesign:status, that the caller may see.';
+
+create or replace function memsub.memory_context(p_session_id text default null)
+returns table (name text, namespace text, key text, value jsonb, version integer, memory_type text,
+               source text, precedence integer)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    if coalesce(p_session_id, memsub.current_session_id()) is null then
+        raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = memsub.current_tenant_id() and s.id = coalesce(p_session_id, memsub.current_session_id());
+    if not found then
+        raise exception 'session "%" does not exist or is not visible', coalesce(p_session_id, memsub.current_session_id())
+            using errcode = 'P0002', column = 'session_id';
+    end if;
+    return query
+    with candidates as (
+        select e.k as full_key, e.v as value, null::integer as version, null::text as memory_type,
+               'state'::text as source, 0 as tie,
+               case split_part(e.k, ':', 1) when 'temp' then 1 when 'session' then 2 when 'user' then 3 end as precedence
+          from jsonb_each(v_session.state) as e(k, v)
+        union all
+        select latest.namespace || ':' || latest.key, latest.value, latest.version, latest.memory_type,
+               'memory', 1,
+               case latest.namespace_kind when 'session' then 2 when 'user' then 3 when 'app' then 4 else 5 end
+          from (select distinct on (m.namespace, m.key) m.*
+                  from memsub.memory_entries m
+                 where m.tenant_id = v_session.tenant_id and not m.is_deleted
+                   and ((m.namespace_kind = 'session' and m.namespace_owner = v_session.id
+                         and m.namespace >= 'session:' || v_session.id collate "C"
+                         and m.namespace < 'session:' || v_session.id || ';' collate "C")
+                     or (m.namespace_kind = 'user' and m.namespace_owner = v_session.user_id::text
+                         and m.namespace >= 'user:' || v_session.user_id::text collate "C"
+                         and m.namespace < 'user:' || v_session.user_id::text || ';' collate "C")
+                     or (m.namespace_kind = 'app' and m.namespace_owner = v_session.app_name
+                         and m.namespace >= 'app:' || v_session.app_name collate "C"
+                         and m.namespace < 'app:' || v_session.app_name || ';' collate "C")
+                     or (m.namespace_kind = 'project' and m.namespace_owner = v_session.project_id
+                         and m.namespace >= 'project:' || v_session.project_id collate "C"
+                         and m.namespace < 'project:' || v_session.project_id || ';' collate "C"))
+                 order by m.namespace, m.key, m.version desc) latest
+    ),
+    named as (
+        select regexp_replace(c.full_key, '^(temp|(session|user|app|project):[^:]+):', '') as name, c.*
+          from candidates c
+    ),
+    winners as (
+        select distinct on (n.name) n.* from named n order by n.name, n.precedence, n.tie
+    )
+    select w.name, regexp_replace(w.full_key, ':[^:]*$', ''), substring(w.full_key from '[^:]*$'),
+           w.value, w.version, w.memory_type, w.source, w.precedence
+      from winners w
+     order by w.precedence, w.name;
+end
+$$;
+comment on function memsub.memory_context(text) is
+    'Context of a session resolved through the namespace hierarchy (seed 001 sections 2.1 and 4.2): its state''s '
+    'temp:, session: and user: keys and the live memory entries of session:<id>, user:<user>, app:<app> and '
+    'project:<project>. A name (the namespace path below kind and owner, plus the key) is answered by the first of '
+    'temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats '
+    'memory_entries. Only what the caller may see takes part.';
+
+-- The arguments memory_search and entity_search share: k (at least 1, at most the installation's max_k limit,
+-- 54000 above it, like every other search), rrf_k, and a query vector or text.
+create or replace function memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
+    perform memsub._check_vector(p_query, 'query');
+end
+$$;
+comment on function memsub._check_fused_search(integer, integer, vector, text) is
+    'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the '
+    'max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
+
+create or replace function memsub.memory_search(
+    p_query_text       text,
+    p_query            vector  default null,
+    p_k                integer default 10,
+    p_namespace_prefix text    default null,
+    p_rrf_k            integer default 60
+) returns table (id uuid, namespace text, key text, version integer, value jsonb, memory_type text,
+                 score double precision, vector_rank integer, text_rank integer, distance double precision,
+                 text_score real)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_candidates integer;
+    v_query      tsquery;
+begin
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    v_candidates := greatest(50, 4 * p_k);
+    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    return query
+    with latest as (
+        -- Live entries only, and of each key its latest version.
+        select m.* from memsub.memory_entries m
+         where m.tenant_id = v_tenant and not m.is_deleted
+           and (p_namespace_prefix is null or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+           and not exists (select from memsub.memory_entries n
+                            where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                              and n.version > m.version)
+    ), vector_leg as (
+        select l.id, (l.embedding <=> p_query)::double precision as distance,
+               (row_number() over (order by l.embedding <=> p_query, l.id))::integer as vector_rank
+          from latest l
+         where p_query is not null and l.embedding is not null
+         order by l.embedding <=> p_query, l.id
+         limit v_candidates
+    ), text_leg as (
+        select l.id, ts_rank_cd(l.search_tsv, v_query) as text_score,
+               (row_number() over (order by ts_rank_cd(l.search_tsv, v_query) desc, l.id))::integer as text_rank
+          from latest l
+         where numnode(v_query) > 0 and l.search_tsv @@ v_query
+         order by 3
+         limit v_candidates
+    ), fused as (
+        select coalesce(v.id, t.id) as id, v.vector_rank, t.text_rank, v.distance, t.text_score,
+               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+          from vector_leg v
+          full join text_leg t on t.id = v.id
+    )
+    select m.id, m.namespace::text, m.key::text, m.version, m.value, m.memory_type, f.rrf::double precision,
+           f.vector_rank, f.text_rank, f.distance, f.text_score
+      from fused f
+      join memsub.memory_entries m on m.tenant_id = v_tenant and m.id = f.id
+     order by f.rrf desc, m.id
+     limit p_k;
+end
+$$;
+comment on function memsub.memory_search(text, vector, integer, text, integer) is
+    'Namespaced memory by meaning and words: the latest live versions the caller may see (row-level security), '
+    'optionally under a namespace prefix, nearest to query (embedding, cosine) and best by full text (key and the '
+    'strings of the value, websearch syntax, english), fused by reciprocal rank fusion (1 / (rrf_k + rank) per '
+    'leg). Either query may be NULL.';
+
+-- Visibility follows the namespace, not the organization: namespaces are tenant-wide names (the unique key is
+-- (tenant_id, namespace, key, version)), so org_id is provenance only.
+call memsub.install_row_security('memsub.memory_entries', array[]::text[]);
+
+drop policy if exists namespace_visibility on memsub.memory_entries;
+create policy namespace_visibility on memsub.memory_entries as restrictive for all to public
+    using (namespace_kind in ('app', 'project')
+           or (namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
+           or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+           or (select memsub._caller_is_admin()));
+comment on policy namespace_visibility on memsub.memory_entries is
+    'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that '
+    'session; admins pass.';
+
+drop policy if exists namespace_insert on memsub.memory_entries;
+create policy namespace_insert on memsub.memory_entries as restrictive for insert to public
+    with check ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
+                or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+                or (select memsub._caller_is_admin()));
+comment on policy namespace_insert on memsub.memory_entries is
+    'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
+
+drop policy if exists namespace_update on memsub.memory_entries;
+create policy namespace_update on memsub.memory_entries as restrictive for update to public
+    using ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
+           or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+           or (select memsub._caller_is_admin()));
+comment on policy namespace_update on memsub.memory_entries is
+    'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
+
+grant select on memsub.memory_entries to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector),
+    memsub.memory_delete(text, text, integer),
+    memsub._memory_namespace_writable(text)
+    to memsub_app;
+grant execute on function
+    memsub.memory_get(text, text),
+    memsub.memory_history(text, text),
+    memsub.memory_list(text),
+    memsub.memory_context(text),
+    memsub.memory_search(text, vector, integer, text, integer),
+    memsub._check_fused_search(integer, integer, vector, text)
+    to memsub_app, memsub_analyst;

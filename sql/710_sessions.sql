@@ -1,0 +1,374 @@
+-- Area: sessions. Seed: seed 001 sections 5 and 6.1.
+--
+-- Sessions (seed 001): create, append events, merge state deltas, end a turn, terminate, delete.
+--
+-- sessions.state holds namespaced keys "<namespace>:<key>":
+--   temp:[<part>:...]<key>                  current turn only; dropped by memsub.session_end_turn
+--   session:<session id>:[<part>:...]<key>  this session only
+--   user:<user id>:[<part>:...]<key>        the session's user; moved into memory_entries on termination
+-- app: and project: keys cannot be written by a session (seed 001 section 2.1). Termination moves the user:
+-- keys into memory_entries, clears the state and marks the session terminated, in one statement.
+
+-- The earlier signature, without p_errcode, would otherwise remain as an overload.
+drop function if exists memsub.session_lookup(text, boolean);
+
+create or replace function memsub.session_lookup(
+    p_session_id text,
+    p_for_update boolean default false,
+    p_errcode    text    default 'P0002'
+) returns memsub.sessions
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions;
+begin
+    if p_session_id is null then
+        raise exception 'session_id is required'
+            using errcode = '23502', column = 'session_id';
+    end if;
+    if p_for_update then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for update;
+    else
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+    end if;
+    if v_session.id is null then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = p_errcode, column = 'session_id';
+    end if;
+    return v_session;
+end
+$$;
+comment on function memsub.session_lookup(text, boolean, text) is
+    'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming '
+    'session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
+
+create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_session.status <> 'active' then
+        raise exception 'session "%" is %, not active', p_session.id, p_session.status
+            using errcode = '55000', column = 'session_id';
+    end if;
+end
+$$;
+comment on function memsub.require_active_session(memsub.sessions) is
+    'Internal: raises 55000 naming session_id unless the session is active.';
+
+create or replace function memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_key   text;
+    v_kind  text;
+    v_parts text[];
+begin
+    if p_delta is null or jsonb_typeof(p_delta) <> 'object' then
+        raise exception '% must be a JSON object of namespaced keys', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    for v_key in select k from jsonb_object_keys(p_delta) as k order by k loop
+        v_parts := string_to_array(v_key, ':');
+        v_kind := v_parts[1];
+        if v_kind in ('app', 'project') then
+            raise exception '% key "%": sessions write temp:, session: and user: keys only; % memory needs an elevated role (memsub.memory_write as tenant_admin)',
+                p_field, v_key, v_kind
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind not in ('temp', 'session', 'user')
+           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]{0,255}$' then
+            raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
+                p_field, v_key
+                using errcode = '22023', column = p_field;
+        end if;
+        if v_kind = 'session' and v_parts[2] <> p_session.id then
+            raise exception '% key "%" belongs to another session than "%"', p_field, v_key, p_session.id
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind = 'user' and v_parts[2] is distinct from p_session.user_id::text then
+            raise exception '% key "%" belongs to another user than the session''s (%)', p_field, v_key,
+                coalesce(p_session.user_id::text, 'none')
+                using errcode = '42501', column = p_field;
+        end if;
+    end loop;
+end
+$$;
+comment on function memsub.check_state_delta(memsub.sessions, jsonb, text) is
+    'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: '
+    'key (22023 for a malformed key, 42501 for another session''s or user''s key or an app:/project: key).';
+
+create or replace function memsub._apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select (p_state || coalesce((select jsonb_object_agg(k, v) from jsonb_each(p_delta) as d(k, v)
+                                  where jsonb_typeof(v) <> 'null'), '{}'))
+           - coalesce((select array_agg(k) from jsonb_each(p_delta) as d(k, v) where jsonb_typeof(v) = 'null'),
+                      '{}'::text[])
+$$;
+comment on function memsub._apply_state_delta(jsonb, jsonb) is
+    'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
+
+create or replace function memsub.session_create(
+    p_session_id text  default null,
+    p_project_id text  default null,
+    p_app_name   text  default null,
+    p_state      jsonb default '{}'
+) returns memsub.sessions
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
+            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+            memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
+    if memsub.current_user_id() is null then
+        raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
+            using errcode = '22023', column = 'user_id';
+    end if;
+    if p_session_id is not null and p_session_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'session_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_session_id
+            using errcode = '22023', column = 'session_id';
+    end if;
+    if p_project_id is not null and p_project_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'project_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_project_id
+            using errcode = '22023', column = 'project_id';
+    end if;
+    if p_app_name is not null and p_app_name !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'app_name "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_app_name
+            using errcode = '22023', column = 'app_name';
+    end if;
+    v_session.id := coalesce(p_session_id, gen_random_uuid()::text);
+    v_session.user_id := memsub.current_user_id();
+    perform memsub.check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
+
+    insert into memsub.sessions as s (tenant_id, id, org_id, user_id, project_id, app_name, state)
+    values (v_tenant, v_session.id, memsub.current_org_id(), memsub.current_user_id(), p_project_id, p_app_name,
+            memsub._apply_state_delta('{}', coalesce(p_state, '{}')))
+    on conflict (tenant_id, id) do nothing
+    returning s.* into v_session;
+    if not found then
+        raise exception 'session "%" already exists', coalesce(p_session_id, '')
+            using errcode = '23505', column = 'session_id';
+    end if;
+    perform memsub.audit_record('session_create', p_session_id => v_session.id,
+        p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
+    return v_session;
+end
+$$;
+comment on function memsub.session_create(text, text, text, jsonb) is
+    'Creates an active session for the context user (id generated when NULL), in a project and app, with an initial '
+    'state (namespaced keys, checked like a state delta). Audited as session_create. 23505 when the id exists.';
+
+create or replace function memsub.session_append_event(
+    p_session_id  text,
+    p_event       jsonb,
+    p_state_delta jsonb default null
+) returns memsub.sessions
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub.require_active_session(v_session);
+    if p_event is null or jsonb_typeof(p_event) <> 'object' then
+        raise exception 'event must be a JSON object'
+            using errcode = '22023', column = 'event';
+    end if;
+    if p_state_delta is not null then
+        perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    end if;
+    update memsub.sessions s
+       set events = s.events || jsonb_build_array(p_event),
+           state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
+           updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_event', p_session_id => v_session.id,
+        p_details => jsonb_build_object('event_index', jsonb_array_length(v_session.events) - 1,
+                                        'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
+                                                         from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
+    return v_session;
+end
+$$;
+comment on function memsub.session_append_event(text, jsonb, jsonb) is
+    'Appends an event (JSON object) to an active session and merges its state delta (JSON null removes a key), '
+    'atomically. Audited as session_event.';
+
+create or replace function memsub.session_merge_state(p_session_id text, p_state_delta jsonb)
+returns memsub.sessions
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    perform memsub.require_active_session(v_session);
+    perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    update memsub.sessions s
+       set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_state', p_session_id => v_session.id,
+        p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
+                                                         from jsonb_object_keys(p_state_delta) k)));
+    return v_session;
+end
+$$;
+comment on function memsub.session_merge_state(text, jsonb) is
+    'Merges a state delta into an active session''s state (JSON null removes a key). Audited as session_state.';
+
+create or replace function memsub.session_end_turn(p_session_id text) returns memsub.sessions
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_dropped text[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub.require_active_session(v_session);
+    select coalesce(array_agg(k order by k), '{}') into v_dropped
+      from jsonb_object_keys(v_session.state) k where k like 'temp:%';
+    update memsub.sessions s
+       set state = s.state - v_dropped, updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id,
+        p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
+    return v_session;
+end
+$$;
+comment on function memsub.session_end_turn(text) is
+    'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
+
+drop function if exists memsub.session_terminate(text, text);
+create or replace function memsub.session_terminate(
+    p_session_id        text,
+    p_memory_type       text    default 'semantic',
+    p_cancel_open_tasks boolean default false
+)
+returns table (session_id text, status text, terminated_at timestamptz, migrated_keys integer)
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_key      text;
+    v_value    jsonb;
+    v_migrated text[] := '{}';
+    v_open     bigint[];
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub.require_active_session(v_session);
+    -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
+    -- session block it unless the caller cancels them here.
+    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
+      from memsub.tasks t
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id and t.status in ('pending', 'running');
+    if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
+        raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
+            cardinality(v_open), array_to_string(v_open, ', ')
+            using errcode = '55000', column = 'session_id',
+                  hint = 'Pass p_cancel_open_tasks => true to cancel them as the session terminates.';
+    end if;
+    if cardinality(v_open) > 0 then
+        update memsub.tasks t set status = 'cancelled', completed_at = now()
+         where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
+        perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
+                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'))
+           from unnest(v_open) as o(id);
+    end if;
+    -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
+    for v_key, v_value in
+        select e.k, e.v from jsonb_each(v_session.state) as e(k, v) where e.k like 'user:%' order by e.k
+    loop
+        perform memsub.store_memory_version(
+            regexp_replace(v_key, ':[^:]*$', ''), substring(v_key from '[^:]*$'), v_value, p_memory_type,
+            jsonb_build_object('source', 'session_terminate', 'session_id', v_session.id),
+            null, false, false, 'memory_write',
+            jsonb_build_object('source', 'session_terminate'), v_session.id);
+        v_migrated := v_migrated || v_key;
+    end loop;
+    update memsub.sessions s
+       set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+    returning s.* into v_session;
+    perform memsub.audit_record('session_terminate', p_session_id => v_session.id,
+        p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
+                                        'memory_type', p_memory_type));
+    return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
+end
+$$;
+comment on function memsub.session_terminate(text, text, boolean) is
+    'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or '
+    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status). Writes each user:<user id>:...:<key> state key as a new version of '
+    '(namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the '
+    'session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+
+create or replace function memsub.session_delete(p_session_id text) returns boolean
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions;
+begin
+    if not (memsub._caller_is_admin()) then
+        raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'session_id';
+    end if;
+    v_session := memsub.session_lookup(p_session_id, true);
+    perform memsub.audit_record('session_delete', p_session_id => v_session.id,
+        p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
+                                        'events', jsonb_array_length(v_session.events)));
+    delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
+    return found;
+end
+$$;
+comment on function memsub.session_delete(text) is
+    'Deletes a session (tenant_admin or platform_admin only). Its tasks, agents, checkpoints, memory entries and '
+    'audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+
+-- A session is visible to its user, to the context naming it, and to admins.
+call memsub.install_row_security('memsub.sessions', array['org']);
+
+drop policy if exists session_access on memsub.sessions;
+create policy session_access on memsub.sessions as restrictive for all to public
+    using (user_id = (select memsub.current_user_id())
+           or id = (select memsub.current_session_id())
+           or (select memsub._caller_is_admin()));
+comment on policy session_access on memsub.sessions is
+    'A session is visible to its user and to the context whose session_id names it; admins pass.';
+
+grant select on memsub.sessions to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.session_create(text, text, text, jsonb),
+    memsub.session_append_event(text, jsonb, jsonb),
+    memsub.session_merge_state(text, jsonb),
+    memsub.session_end_turn(text),
+    memsub.session_terminate(text, text, boolean)
+    to memsub_app;
+grant execute on function memsub.session_delete(text) to memsub_tenant_admin;

@@ -1,0 +1,212 @@
+-- Area: sessions. Seed: seed 001 sections 4.1 and 7.2; seed 000 "OPERATIONS LAYER" (tasks).
+--
+-- Tasks and agents (seed 000 operations layer, seed 001 task execution flow).
+--
+-- A task may run in a session and may be a sub-task of a parent task; an agent is spawned for a task (and its
+-- session). Both are written through the functions below, which audit what they do.
+
+create or replace function memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text)
+returns memsub.tasks
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_task memsub.tasks;
+begin
+    if p_for_update then
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
+           for update;
+    else
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id;
+    end if;
+    if v_task.id is null then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = p_errcode, column = 'task_id';
+    end if;
+    return v_task;
+end
+$$;
+comment on function memsub.task_lookup(bigint, boolean, text) is
+    'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming '
+    'task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
+
+create or replace function memsub.task_create(
+    p_type           text,
+    p_payload        jsonb  default '{}',
+    p_session_id     text   default null,
+    p_parent_task_id bigint default null
+) returns memsub.tasks
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    if p_type is null then
+        raise exception 'task type is required' using errcode = '23502', column = 'type';
+    end if;
+    if btrim(p_type) = '' then
+        raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
+    end if;
+    if p_session_id is not null then
+        perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+    end if;
+    if p_parent_task_id is not null
+       and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
+        raise exception 'parent task % does not exist or is not visible', p_parent_task_id
+            using errcode = '23503', column = 'parent_task_id';
+    end if;
+    insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
+            p_session_id, p_parent_task_id)
+    returning t.* into v_task;
+    perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
+    return v_task;
+end
+$$;
+comment on function memsub.task_create(text, jsonb, text, bigint) is
+    'Creates a pending task, optionally in an active session and under a parent task (23503 naming session_id or '
+    'parent_task_id when unknown). Audited as task_create.';
+
+create or replace function memsub.task_link_session(p_task_id bigint, p_session_id text) returns memsub.tasks
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
+begin
+    if p_session_id is null then
+        raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
+    end if;
+    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    if v_task.session_id = p_session_id then
+        return v_task;  -- already linked there
+    end if;
+    if v_task.session_id is not null then
+        raise exception 'task % already belongs to session "%"; only an orphan task is linked', p_task_id,
+            v_task.session_id
+            using errcode = '55000', column = 'session_id';
+    end if;
+    perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+    update memsub.tasks t set session_id = p_session_id
+     where t.tenant_id = v_tenant and t.id = p_task_id
+    returning t.* into v_task;
+    perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
+    return v_task;
+end
+$$;
+comment on function memsub.task_link_session(bigint, text) is
+    'Links an orphan task (no session, e.g. written before sessions existed; seed 001 7.2) to an active session. '
+    'Linking it again to the same session changes nothing; a task of another session is not moved (55000), an '
+    'unknown task is P0002 and an unknown session 23503. Audited as task_link.';
+
+create or replace function memsub.task_set_status(
+    p_task_id bigint,
+    p_status  text,
+    p_result  jsonb default null,
+    p_error   text  default null
+) returns memsub.tasks
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_task   memsub.tasks;
+    v_before text;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
+            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
+    if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
+        raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
+            coalesce(p_status, 'NULL')
+            using errcode = '22023', column = 'status';
+    end if;
+    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    if v_task.status in ('completed', 'failed', 'cancelled') then
+        raise exception 'task % is already %', p_task_id, v_task.status
+            using errcode = '55000', column = 'status';
+    end if;
+    if p_error is not null and p_status <> 'failed' then
+        raise exception 'error may only be given with status failed'
+            using errcode = '22023', column = 'error';
+    end if;
+    v_before := v_task.status;
+    update memsub.tasks t
+       set status = p_status,
+           result = coalesce(p_result, t.result),
+           error = coalesce(p_error, t.error),
+           completed_at = case when p_status in ('completed', 'failed', 'cancelled') then now() end
+     where t.tenant_id = v_tenant and t.id = p_task_id
+    returning t.* into v_task;
+    perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+        p_details => jsonb_build_object('from', v_before, 'to', p_status));
+    return v_task;
+end
+$$;
+comment on function memsub.task_set_status(bigint, text, jsonb, text) is
+    'Moves a task to a new status (completed, failed and cancelled are final and set completed_at), storing its '
+    'result or error. 55000 when the task is already final. Audited as task_status.';
+
+create or replace function memsub.agent_spawn(
+    p_name       text,
+    p_task_id    bigint,
+    p_session_id text  default null,
+    p_metadata   jsonb default '{}'
+) returns memsub.agents
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_task    memsub.tasks;
+    v_session text;
+    v_agent   memsub.agents;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
+            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    if p_name is null or btrim(p_name) = '' then
+        raise exception 'agent name is required' using errcode = '22023', column = 'name';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    v_task := memsub.task_lookup(p_task_id, false, '23503');
+    v_session := coalesce(p_session_id, v_task.session_id);
+    if v_session is not null then
+        perform memsub.session_lookup(v_session, false, '23503');
+    end if;
+    insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
+    returning a.* into v_agent;
+    perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
+    return v_agent;
+end
+$$;
+comment on function memsub.agent_spawn(text, bigint, text, jsonb) is
+    'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
+
+call memsub.install_row_security('memsub.tasks', array['org']);
+call memsub.install_row_security('memsub.agents', array['org']);
+
+grant select on memsub.tasks, memsub.agents to memsub_app, memsub_analyst;
+grant execute on function
+    memsub.task_create(text, jsonb, text, bigint),
+    memsub.task_set_status(bigint, text, jsonb, text),
+    memsub.task_link_session(bigint, text),
+    memsub.agent_spawn(text, bigint, text, jsonb)
+    to memsub_app;

@@ -1,0 +1,83 @@
+-- Area: sessions. Seed: seed 001 section 3.1 (checkpoints: task_id, session_id).
+--
+-- Checkpoints (seed 001): save a task's state, linked to the task and its session, and restore it.
+--
+-- A checkpoint keeps the task state the caller gives and a copy of the session's state at that moment.
+-- Restoring returns the checkpoint (the task state to resume from) and puts the saved session state back
+-- into the session when it is still active.
+
+create or replace function memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text default null)
+returns memsub.checkpoints
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_task       memsub.tasks;
+    v_session    memsub.sessions;
+    v_checkpoint memsub.checkpoints;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
+            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
+    if p_state is null then
+        raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
+    end if;
+    -- Locking the task serializes the checkpoints of one task, so sequences are dense.
+    v_task := memsub.task_lookup(p_task_id, true, '23503');
+    if v_task.session_id is not null then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = v_tenant and s.id = v_task.session_id;
+    end if;
+    insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
+                                         session_state)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
+            coalesce((select max(c2.sequence) from memsub.checkpoints c2
+                       where c2.tenant_id = v_tenant and c2.task_id = p_task_id), 0) + 1,
+            p_label, p_state, v_session.state)
+    returning c.* into v_checkpoint;
+    perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+        p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
+                                        'label', p_label));
+    return v_checkpoint;
+end
+$$;
+comment on function memsub.checkpoint_save(bigint, jsonb, text) is
+    'Saves a checkpoint of a task: the given state plus a copy of its session''s state, numbered 1, 2, ... per task. '
+    'Audited as checkpoint_save.';
+
+create or replace function memsub.checkpoint_restore(p_checkpoint_id uuid) returns memsub.checkpoints
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_checkpoint memsub.checkpoints;
+    v_restored   boolean := false;
+begin
+    select c.* into v_checkpoint from memsub.checkpoints c where c.tenant_id = v_tenant and c.id = p_checkpoint_id;
+    if not found then
+        raise exception 'checkpoint % does not exist or is not visible', p_checkpoint_id
+            using errcode = 'P0002', column = 'checkpoint_id';
+    end if;
+    if v_checkpoint.session_id is not null and v_checkpoint.session_state is not null then
+        update memsub.sessions s set state = v_checkpoint.session_state, updated_at = now()
+         where s.tenant_id = v_tenant and s.id = v_checkpoint.session_id and s.status = 'active';
+        v_restored := found;
+    end if;
+    perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+        p_task_id => v_checkpoint.task_id,
+        p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
+                                        'session_state_restored', v_restored));
+    return v_checkpoint;
+end
+$$;
+comment on function memsub.checkpoint_restore(uuid) is
+    'Restores a checkpoint: returns it (its state is the task state to resume from) and puts its saved session '
+    'state back into the session if that session is still active. Audited as checkpoint_restore.';
+
+call memsub.install_row_security('memsub.checkpoints', array['org']);
+
+grant select on memsub.checkpoints to memsub_app, memsub_analyst;
+grant execute on function memsub.checkpoint_save(bigint, jsonb, text), memsub.checkpoint_restore(uuid)
+    to memsub_app;

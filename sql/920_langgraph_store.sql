@@ -1,0 +1,324 @@
+-- Area: integrations. Seed: none (an adapter: LangGraph's BaseStore over memsub).
+--
+-- LangGraph store (memsub.integrations.langgraph_store.MemsubStore): put, get, search, list namespaces and sweep
+-- expired items of the context tenant. Tables: migrations/2.17.0__langgraph_store.sql.
+--
+-- The functions are SECURITY DEFINER over tables the client roles can only read; row-level security is forced,
+-- and each query also names the context tenant so the primary key is an index condition. Expired items are
+-- never returned, whether or not a sweep has removed them yet.
+
+call memsub.install_row_security('memsub.langgraph_store_items', array['org']);
+call memsub.install_row_security('memsub.langgraph_store_vectors', array['org']);
+
+create or replace function memsub.langgraph_store_check_namespace(p_namespace text[], p_field text)
+returns text[]
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_namespace is null or cardinality(p_namespace) = 0 then
+        raise exception 'memsub: % must hold at least one label', p_field using errcode = '22023', column = p_field;
+    end if;
+    if array_position(p_namespace, null) is not null
+       or exists (select from unnest(p_namespace) label where label = '' or strpos(label, '.') > 0) then
+        raise exception 'memsub: % labels must be non-empty and hold no period', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_namespace;
+end
+$$;
+comment on function memsub.langgraph_store_check_namespace(text[], text) is
+    'Returns p_namespace, or raises 22023 naming p_field when it is empty or a label is NULL, empty or holds a period.';
+
+create or replace function memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb)
+returns boolean
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    field     text;
+    condition jsonb;
+    operator  text;
+    operand   jsonb;
+    actual    jsonb;
+    compared  integer;
+    satisfied boolean;
+begin
+    for field, condition in select * from jsonb_each(coalesce(p_filter, '{}'::jsonb)) loop
+        actual := p_value -> field;
+        if jsonb_typeof(condition) = 'object'
+           and exists (select from jsonb_object_keys(condition) k where left(k, 1) = '$') then
+            for operator, operand in select * from jsonb_each(condition) loop
+                if operator = '$eq' then
+                    if actual is distinct from operand then return false; end if;
+                elsif operator = '$ne' then
+                    if actual is not distinct from operand then return false; end if;
+                elsif operator in ('$gt', '$gte', '$lt', '$lte') then
+                    if actual is null or jsonb_typeof(actual) <> jsonb_typeof(operand)
+                       or jsonb_typeof(actual) not in ('number', 'string') then
+                        return false;
+                    end if;
+                    compared := case when jsonb_typeof(actual) = 'number'
+                                     then sign((actual #>> '{}')::numeric - (operand #>> '{}')::numeric)::integer
+                                     else case when (actual #>> '{}') < (operand #>> '{}') then -1
+                                               when (actual #>> '{}') > (operand #>> '{}') then 1 else 0 end end;
+                    satisfied := case operator when '$gt' then compared > 0 when '$gte' then compared >= 0
+                                               when '$lt' then compared < 0 else compared <= 0 end;
+                    if not satisfied then
+                        return false;
+                    end if;
+                else
+                    raise exception 'memsub: unknown filter operator "%" for field %', operator, field
+                        using errcode = '22023', column = 'filter',
+                              hint = 'Known operators: $eq, $ne, $gt, $gte, $lt, $lte.';
+                end if;
+            end loop;
+        elsif actual is distinct from condition then
+            return false;
+        end if;
+    end loop;
+    return true;
+end
+$$;
+comment on function memsub.langgraph_store_matches(jsonb, jsonb) is
+    'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} '
+    'compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text). 22023 for another $op.';
+
+create or replace function memsub.langgraph_store_put(
+    p_namespace   text[],
+    p_key         text,
+    p_value       jsonb,
+    p_ttl_minutes double precision default null,
+    p_fields      text[]           default '{}',
+    p_embeddings  jsonb            default '[]'::jsonb
+) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    org    uuid := memsub.current_org_id();
+begin
+    perform memsub.langgraph_store_check_namespace(p_namespace, 'namespace');
+    if p_key is null or p_key = '' then
+        raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
+            using errcode = '22023', column = 'key';
+    end if;
+    if p_value is null then  -- LangGraph's delete is a put of None
+        delete from memsub.langgraph_store_items i
+         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key;
+        return;
+    end if;
+    if jsonb_typeof(p_value) <> 'object' then
+        raise exception 'memsub.langgraph_store_put: value must be a JSON object'
+            using errcode = '22023', column = 'value';
+    end if;
+    if p_ttl_minutes is not null and not (p_ttl_minutes > 0 and p_ttl_minutes < 'infinity'::float8) then
+        raise exception 'memsub.langgraph_store_put: ttl must be a positive, finite number of minutes'
+            using errcode = '22023', column = 'ttl';
+    end if;
+    if jsonb_typeof(coalesce(p_embeddings, '[]'::jsonb)) <> 'array'
+       or jsonb_array_length(coalesce(p_embeddings, '[]'::jsonb)) <> coalesce(cardinality(p_fields), 0) then
+        raise exception 'memsub.langgraph_store_put: embeddings must be an array with one vector per field'
+            using errcode = '22023', column = 'embeddings';
+    end if;
+    insert into memsub.langgraph_store_items as i
+           (tenant_id, org_id, namespace, key, value, ttl_minutes, expires_at)
+    values (tenant, org, p_namespace, p_key, p_value, p_ttl_minutes,
+            now() + make_interval(secs => p_ttl_minutes * 60))
+    on conflict (tenant_id, namespace, key) do update
+       set value = excluded.value, updated_at = now(), ttl_minutes = excluded.ttl_minutes,
+           expires_at = excluded.expires_at;
+    delete from memsub.langgraph_store_vectors v
+     where v.tenant_id = tenant and v.namespace = p_namespace and v.key = p_key;
+    insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, key, field_name, embedding)
+    select tenant, org, p_namespace, p_key, f.field_name, (e.embedding #>> '{}')::vector
+      from unnest(p_fields) with ordinality as f(field_name, position)
+      join jsonb_array_elements(coalesce(p_embeddings, '[]'::jsonb)) with ordinality as e(embedding, position)
+        using (position);
+exception
+    when data_exception then
+        if sqlstate in ('22023', '22P02', '22000') and sqlerrm like '%vector%' then
+            raise exception 'memsub.langgraph_store_put: embeddings must be arrays of finite numbers (%)', sqlerrm
+                using errcode = '22023', column = 'embeddings';
+        end if;
+        raise;
+end
+$$;
+comment on function memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb) is
+    'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it '
+    'expire; p_fields and p_embeddings (one JSON array of numbers per field) replace its search vectors.';
+
+create or replace function memsub.langgraph_store_get(
+    p_namespace   text[],
+    p_key         text,
+    p_refresh_ttl boolean default true
+) returns setof memsub.langgraph_store_item
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    return query
+    with found as (
+        select i.* from memsub.langgraph_store_items i
+         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key
+           and (i.expires_at is null or i.expires_at > now())
+    ), refreshed as (
+        update memsub.langgraph_store_items i
+           set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
+          from found f
+         where p_refresh_ttl and f.ttl_minutes is not null
+           and i.tenant_id = tenant and i.namespace = f.namespace and i.key = f.key
+    )
+    select f.namespace::text[], f.key::text, f.value, f.created_at, f.updated_at, null::double precision from found f;
+end
+$$;
+comment on function memsub.langgraph_store_get(text[], text, boolean) is
+    'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; '
+    'p_refresh_ttl restarts its time to live.';
+
+-- The earlier signature, without p_distance (it scored by cosine only), would otherwise remain as an overload.
+drop function if exists memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean);
+
+create or replace function memsub.langgraph_store_search(
+    p_namespace_prefix text[]  default '{}',
+    p_filter           jsonb   default null,
+    p_query_embedding  jsonb   default null,
+    p_limit            integer default 10,
+    p_offset           integer default 0,
+    p_refresh_ttl      boolean default true,
+    p_distance         text    default 'cosine'
+) returns setof memsub.langgraph_store_item
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    prefix text[] := coalesce(p_namespace_prefix, '{}');
+    query  vector;
+begin
+    if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
+        raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
+            using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    if p_distance is null or p_distance not in ('cosine', 'l2', 'inner_product') then
+        raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
+                        coalesce(p_distance, 'NULL')
+            using errcode = '22023', column = 'distance_type';
+    end if;
+    if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
+        raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
+            using errcode = '22023', column = 'filter';
+    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
+    return query
+    with candidates as (
+        select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
+               case when query is null then null::double precision
+                    -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
+                    else (select max(case p_distance
+                                         when 'l2' then -(v.embedding <-> query)
+                                         when 'inner_product' then -(v.embedding <#> query)
+                                         else 1 - (v.embedding <=> query) end)
+                            from memsub.langgraph_store_vectors v
+                           where v.tenant_id = tenant and v.namespace = i.namespace and v.key = i.key
+                             and vector_dims(v.embedding) = vector_dims(query)) end as score
+          from memsub.langgraph_store_items i
+         where i.tenant_id = tenant
+           and i.namespace[1:cardinality(prefix)] = prefix
+           and (i.expires_at is null or i.expires_at > now())
+           and (p_filter is null or memsub.langgraph_store_matches(i.value, p_filter))
+    ), page as (
+        select c.* from candidates c
+         order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key
+         limit p_limit offset p_offset
+    ), refreshed as (
+        update memsub.langgraph_store_items i
+           set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
+          from page p
+         where p_refresh_ttl and p.ttl_minutes is not null
+           and i.tenant_id = tenant and i.namespace = p.namespace and i.key = p.key
+    )
+    select p.namespace::text[], p.key::text, p.value, p.created_at, p.updated_at, p.score from page p
+     order by p.score desc nulls last, p.updated_at desc, p.namespace, p.key;
+end
+$$;
+comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text) is
+    'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against '
+    'p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, '
+    'l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl '
+    'restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
+
+create or replace function memsub.langgraph_store_list_namespaces(
+    p_prefix    text[]  default null,
+    p_suffix    text[]  default null,
+    p_max_depth integer default null,
+    p_limit     integer default 100,
+    p_offset    integer default 0
+) returns table (namespace text[])
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
+       or (p_max_depth is not null and p_max_depth < 1) then
+        raise exception 'memsub.langgraph_store_list_namespaces: limit, offset and max_depth must be non-negative '
+                        '(max_depth at least 1)'
+            using errcode = '22023',
+                  column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
+                                when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
+    end if;
+    -- A label '*' in the prefix or suffix matches any label.
+    return query
+    select distinct n.truncated
+      from (select case when p_max_depth is null then i.namespace::text[]
+                        else (i.namespace[1:p_max_depth])::text[] end as truncated
+              from memsub.langgraph_store_items i
+             where i.tenant_id = tenant
+               and (i.expires_at is null or i.expires_at > now())
+               and (p_prefix is null or (cardinality(i.namespace) >= cardinality(p_prefix)
+                    and not exists (select from unnest(p_prefix) with ordinality as p(label, position)
+                                     where p.label <> '*' and p.label is distinct from i.namespace[p.position])))
+               and (p_suffix is null or (cardinality(i.namespace) >= cardinality(p_suffix)
+                    and not exists (select from unnest(p_suffix) with ordinality as s(label, position)
+                                     where s.label <> '*' and s.label is distinct from
+                                           i.namespace[cardinality(i.namespace) - cardinality(p_suffix) + s.position])))
+           ) n
+     order by n.truncated
+     limit p_limit offset p_offset;
+end
+$$;
+comment on function memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer) is
+    'Distinct namespaces of the context tenant''s live store items, sorted, matching a prefix and/or suffix (a '
+    'label ''*'' matches any label) and cut to p_max_depth labels.';
+
+create or replace function memsub.langgraph_store_sweep()
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant  uuid := memsub._require_tenant_id();
+    deleted integer;
+begin
+    delete from memsub.langgraph_store_items i where i.tenant_id = tenant and i.expires_at <= now();
+    get diagnostics deleted = row_count;
+    return deleted;
+end
+$$;
+comment on function memsub.langgraph_store_sweep() is
+    'Deletes the context tenant''s expired LangGraph store items (and their vectors); returns how many.';
+
+grant execute on function
+    memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb),
+    memsub.langgraph_store_get(text[], text, boolean),
+    memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text),
+    memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer),
+    memsub.langgraph_store_sweep()
+    to memsub_app;
+-- Reading the rows directly is allowed (row-level security applies); writes go through the functions.
+grant select on memsub.langgraph_store_items, memsub.langgraph_store_vectors to memsub_app, memsub_analyst;

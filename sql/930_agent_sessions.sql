@@ -1,0 +1,146 @@
+-- Area: integrations. Seed: none (an adapter: the OpenAI Agents SDK's session over memsub).
+--
+-- OpenAI Agents SDK sessions (memsub.integrations.openai_agents.MemsubSession): add, read, pop and clear the
+-- conversation items of a session of the context tenant. Table: migrations/2.16.0__agent_session_items.sql.
+--
+-- Every function is SECURITY DEFINER over a table the client roles can only read; row-level security is forced,
+-- so each call sees and changes only its context tenant (and organization). The queries also name the context
+-- tenant themselves, so the primary key (tenant_id, session_id, item_id) is their index condition. Writers of
+-- one session take a transaction lock on it: a batch of items gets consecutive ids, and two concurrent pops
+-- remove two different items.
+
+call memsub.install_row_security('memsub.agent_session_items', array['org']);
+
+create or replace function memsub.agent_session_lock(p_session_id text)
+returns uuid
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_session_id is null or btrim(p_session_id) = '' then
+        raise exception 'memsub: session_id must be a non-empty string'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
+    perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    return tenant;
+end
+$$;
+comment on function memsub.agent_session_lock(text) is
+    'Internal: checks p_session_id (22023 naming session_id when NULL or blank), locks that session of the context '
+    'tenant until the end of the transaction and returns the tenant.';
+
+create or replace function memsub.agent_session_add_items(p_session_id text, p_items json)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub.agent_session_lock(p_session_id);
+    bad    bigint;
+    added  integer;
+begin
+    if p_items is null or json_typeof(p_items) <> 'array' then
+        raise exception 'memsub.agent_session_add_items: items must be a JSON array'
+            using errcode = '22023', column = 'items';
+    end if;
+    select min(e.n) - 1 into bad
+      from json_array_elements(p_items) with ordinality as e(item, n)
+     where json_typeof(e.item) <> 'object';
+    if bad is not null then
+        raise exception 'memsub.agent_session_add_items: items[%] must be a JSON object', bad
+            using errcode = '22023', column = format('items[%s]', bad);
+    end if;
+    insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
+    select tenant, memsub.current_org_id(), p_session_id, e.item
+      from json_array_elements(p_items) with ordinality as e(item, n)
+     order by e.n;
+    get diagnostics added = row_count;
+    return added;
+end
+$$;
+comment on function memsub.agent_session_add_items(text, json) is
+    'Appends items (a JSON array of objects, in order) to a session of the context tenant; returns the number added. '
+    '22023 naming session_id when blank, items when not an array, items[i] when an element is not an object.';
+
+create or replace function memsub.agent_session_get_items(p_session_id text, p_limit integer default null)
+returns table (item_id bigint, item json)
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_session_id is null or btrim(p_session_id) = '' then
+        raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    -- Like the SDK's SQLite session: NULL or a negative limit reads the whole history, 0 reads nothing.
+    if p_limit is null or p_limit < 0 then
+        return query
+        select i.item_id, i.item from memsub.agent_session_items i
+         where i.tenant_id = tenant and i.session_id = p_session_id
+         order by i.item_id;
+    else
+        return query
+        select l.item_id, l.item
+          from (select i.item_id, i.item from memsub.agent_session_items i
+                 where i.tenant_id = tenant and i.session_id = p_session_id
+                 order by i.item_id desc limit p_limit) l
+         order by l.item_id;
+    end if;
+end
+$$;
+comment on function memsub.agent_session_get_items(text, integer) is
+    'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; '
+    'NULL or negative: all). 22023 naming session_id when blank.';
+
+create or replace function memsub.agent_session_pop_item(p_session_id text)
+returns json
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant uuid := memsub.agent_session_lock(p_session_id);
+    popped json;
+begin
+    delete from memsub.agent_session_items i
+     where i.tenant_id = tenant and i.session_id = p_session_id
+       and i.item_id = (select max(x.item_id) from memsub.agent_session_items x
+                         where x.tenant_id = tenant and x.session_id = p_session_id)
+    returning i.item into popped;
+    return popped;
+end
+$$;
+comment on function memsub.agent_session_pop_item(text) is
+    'Removes the newest item of a session of the context tenant and returns it; NULL when the session is empty. '
+    '22023 naming session_id when blank.';
+
+create or replace function memsub.agent_session_clear(p_session_id text)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    tenant  uuid := memsub.agent_session_lock(p_session_id);
+    deleted integer;
+begin
+    delete from memsub.agent_session_items i where i.tenant_id = tenant and i.session_id = p_session_id;
+    get diagnostics deleted = row_count;
+    return deleted;
+end
+$$;
+comment on function memsub.agent_session_clear(text) is
+    'Deletes every item of a session of the context tenant; returns the number deleted. 22023 naming session_id '
+    'when blank.';
+
+grant execute on function
+    memsub.agent_session_add_items(text, json),
+    memsub.agent_session_get_items(text, integer),
+    memsub.agent_session_pop_item(text),
+    memsub.agent_session_clear(text)
+    to memsub_app;
+-- Reading the rows directly is allowed (row-level security applies); writes go through the functions.
+grant select on memsub.agent_session_items to memsub_app, memsub_analyst;

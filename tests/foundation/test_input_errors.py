@@ -1,0 +1,152 @@
+"""Input the server refuses before or while a function runs gets a documented SQLSTATE, never a raw policy or
+constraint message; the CLI reports such input in one line on stderr, never with a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+from helpers import TENANT_A, documented_sqlstates, set_context, superuser_count
+
+ROOT = Path(__file__).resolve().parents[2]
+USER = uuid.UUID("00000000-0000-0000-0001-0000000000b1")
+MAIN = "from memsub.cli import main; main(prog_name='memsub')"  # what the memsub console script runs
+
+
+class RawTextDumper(Dumper):
+    """Sends bytes as a text parameter unchanged, so the server sees exactly those bytes."""
+
+    oid = 25  # text
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj)
+
+
+@pytest.mark.parametrize(("namespace", "user", "session"), [("session:s1", USER, None), (f"user:{USER}", None, "s1")],
+                         ids=["session without a session", "user without a user"])
+def test_an_own_namespace_without_its_owner_in_the_context_is_refused_naming_the_namespace(db, namespace, user,
+                                                                                          session):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, user=user, session=session)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.memory_write(%s, 'k', '1'::jsonb)", [namespace])
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("42501", "namespace")
+    assert "row-level security" not in str(caught.value) and namespace in str(caught.value)
+    assert superuser_count(db, "memsub.memory_entries") == 0
+
+
+@pytest.mark.parametrize("function", ["write_packet", "write_packets"])
+def test_invalid_utf8_in_a_json_argument_is_a_documented_error(db, function):
+    envelope = b'{"packet_type": "event", "payload": {"text": "\xff\xfe"}}'
+    argument = b"[" + envelope + b"]" if function == "write_packets" else envelope
+    with db.connect("app") as conn:
+        conn.adapters.register_dumper(bytes, RawTextDumper)
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(f"select * from memsub.{function}(%s::text::jsonb)", [argument])  # noqa: S608 - fixed names
+    assert caught.value.sqlstate == "22021"
+    assert caught.value.sqlstate in documented_sqlstates()
+    assert superuser_count(db) == 0
+
+
+def test_json_nested_deeper_than_the_server_stack_is_a_documented_error(db):
+    depth = 100_000
+    envelope = '{"packet_type": "event", "payload": ' + '{"a": ' * depth + "1" + "}" * depth + "}"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope])
+    assert caught.value.sqlstate == "54001"
+    assert caught.value.sqlstate in documented_sqlstates()
+    assert superuser_count(db) == 0
+
+
+def test_the_errors_page_lists_the_argument_parsing_states():
+    assert {"22000", "22003", "22008", "22015", "2201X", "22021", "22P05", "54001"} <= documented_sqlstates()
+
+
+# -- the CLI ---------------------------------------------------------------------------------------------------
+
+def _cli(args: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    return subprocess.run([sys.executable, "-c", MAIN, *args], input=stdin, capture_output=True,
+                          env=env, timeout=120, check=False)
+
+
+def _one_clear_line(result: subprocess.CompletedProcess[bytes], *words: str) -> str:
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode != 0, stderr
+    assert "Traceback" not in stderr, stderr
+    # the error line; commands that connect may first say which server they use ("memsub: server ...")
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("memsub: server ")]
+    assert len(lines) == 1, stderr
+    for word in words:
+        assert re.search(word, lines[0], flags=re.I), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("shape", ["object", "array", "lines"])
+def test_cli_packet_write_with_deeply_nested_json_fails_in_one_line(db, shape):
+    depth = 50_000
+    deep = '{"packet_type": "event", "payload": ' + "[" * depth + "]" * depth + "}"
+    stdin = {"object": deep, "array": "[" + deep + "]", "lines": '{"packet_type": "event", "payload": 1}\n' + deep}
+    result = _cli(["packet", "write", "-", "--dsn", db.dsn("app"), "--tenant", str(TENANT_A)],
+                  stdin[shape].encode())
+    _one_clear_line(result, "nest")
+    assert superuser_count(db) == 0
+
+
+@pytest.mark.parametrize("where", ["stdin", "file"])
+def test_cli_packet_write_with_invalid_utf8_fails_in_one_line(db, tmp_path, where):
+    data = b'{"packet_type": "event", "payload": "caf\xe9"}\n'
+    source = tmp_path / "bad.jsonl"
+    source.write_bytes(data)
+    argument = "-" if where == "stdin" else str(source)
+    result = _cli(["packet", "write", argument, "--dsn", db.dsn("app"), "--tenant", str(TENANT_A)], data)
+    _one_clear_line(result, "UTF-8")
+    assert superuser_count(db) == 0
+
+
+def test_cli_graph_traverse_with_an_undecodable_argument_fails_in_one_line(db):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
+    result = subprocess.run([sys.executable.encode(), b"-c", MAIN.encode(), b"graph", b"traverse", b"caf\xe9",
+                             b"--dsn", db.dsn("app").encode(), b"--tenant", str(TENANT_A).encode()],
+                            capture_output=True, env=env, timeout=120, check=False)
+    _one_clear_line(result, "UTF-8")
+
+
+def test_cli_packet_write_accepts_moderately_nested_json(db):
+    # 500 levels: within Python's parser and the server's stack, so it is stored like any other payload.
+    nested = {"packet_type": "event", "payload": json.loads("[" * 500 + "]" * 500)}
+    result = _cli(["packet", "write", "-", "--dsn", db.dsn("app"), "--tenant", str(TENANT_A)],
+                  json.dumps(nested).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    assert superuser_count(db) == 1
+
+
+def test_an_explicit_packet_id_taken_by_other_content_is_refused_naming_the_field(db):
+    packet_id = str(uuid.uuid4())
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.write_packet(%s::jsonb)",
+                     [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 1})])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select memsub.write_packet(%s::jsonb)",
+                         [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 2})])
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("23505", "packet_id")
+    assert "duplicate key" not in str(caught.value) and packet_id in str(caught.value)
+    assert superuser_count(db) == 1

@@ -1,0 +1,247 @@
+"""Values that are well-formed for their type but meaningless for memsub are refused, naming the field.
+
+Zero vectors (and vectors whose norm single precision cannot hold) give NaN cosine distances; NaN and infinite
+numbers poison weights, scores and confidences; infinite timestamps and intervals make validity windows and
+decay meaningless; a document index vector of the wrong dimension cannot be searched. Each is refused with
+22023 and the field in the error's column diagnostic, as an ordinary application login, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, set_context, table_state
+
+USER = uuid.UUID("00000000-0000-0000-0001-0000000000a1")
+PACKET = uuid.UUID("00000000-0000-0000-0002-0000000000a1")
+
+
+@pytest.fixture(scope="module")
+def world(server, template_db) -> Iterator[tuple[str, str, int]]:
+    """One database for the module: a packet and a memory key to point at; returns (superuser, app dsn, dim)."""
+    name = f"memsub_values_{uuid.uuid4().hex[:10]}"
+    with server.janitor(name, template=template_db):
+        superuser, app = server.dsn(name), server.dsn(name, "memsub_test_app")
+        with psycopg.connect(superuser) as conn:
+            dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+        with psycopg.connect(app) as conn:
+            set_context(conn, TENANT_A, user=USER, session="values")
+            conn.execute("select memsub.write_packet(%s::jsonb)", [json.dumps(
+                {"packet_id": str(PACKET), "packet_type": "event", "payload": {"text": "seed"}})])
+            conn.execute("select memsub.memory_remember(%s, 'k', '1'::jsonb)", [f"user:{USER}"])
+            conn.commit()
+        yield superuser, app, dimension
+
+
+def _vector(dimension: int, value: float = 0.0, first: float | None = None) -> str:
+    values = [value] * dimension
+    if first is not None:
+        values[0] = first
+    return "[" + ",".join(repr(v) for v in values) + "]"
+
+
+def _fill(call: str, dimension: int) -> str:
+    """Constant arguments spelled as placeholders in the call tables: a valid query vector, the seeded packet, the
+    user's memory namespace and a well-formed content hash."""
+    for placeholder, value in [("'VALID'", _vector(dimension, 0.0, first=1.0)), ("'PACKET'", str(PACKET)),
+                               ("'NAMESPACE'", f"user:{USER}"), ("'HASH'", "0" * 64)]:
+        call = call.replace(placeholder, "'" + value + "'")
+    return call
+
+
+# Functions that need an admin context: called as the platform admin login.
+ADMIN_ONLY = ("memory_maintenance", "learn_importance")
+
+
+def _refused(world: tuple[str, str, int], call: str, params: list[Any], column: str,
+             sqlstate: str = "22023") -> psycopg.Error:
+    superuser, app, dimension = world
+    admin = any(name in call for name in ADMIN_ONLY)
+    if admin:
+        app = psycopg.conninfo.make_conninfo(superuser, user="memsub_test_platform_admin")
+    call = _fill(call, dimension)
+    with psycopg.connect(superuser) as ground, psycopg.connect(app) as conn:
+        before = table_state(ground)
+        ground.rollback()
+        set_context(conn, TENANT_A, user=USER, session="values",
+                    roles=("tenant_admin", "platform_admin") if admin else ())
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(call, params).fetchall()
+        conn.rollback()
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == (sqlstate, column), str(caught.value)
+        assert column.split("[")[0].split(".")[-1] in str(caught.value) or column in str(caught.value)
+        assert table_state(ground) == before
+    return caught.value
+
+
+VECTOR_CALLS = [
+    ("select memsub.store_embedding(%s, 'content', %s::vector)", "packet", "vector"),
+    ("select * from memsub.search_embeddings(%s::vector, 'content')", None, "query"),
+    ("select memsub.store_semantic_memory('agent', %s::vector)", None, "vector"),
+    ("select * from memsub.search_semantic_memory(%s::vector)", None, "query"),
+    ("select memsub.record_reflection('lesson', 'text', p_vector => %s::vector)", None, "vector"),
+    ("select memsub.record_summary('topic', 'x', 'text', %s, p_vector => %s::vector)", "packets", "vector"),
+    ("select * from memsub.semantic_search(%s::vector)", None, "query"),
+    ("select * from memsub.hybrid_search('seed', %s::vector)", None, "query"),
+    ("select * from memsub.retrieve_reflections(%s::vector)", None, "query"),
+]
+
+
+@pytest.mark.parametrize("kind", ["zero", "tiny", "huge"])
+@pytest.mark.parametrize(("call", "extra", "column"), VECTOR_CALLS, ids=[c[0].split("(")[0][-40:] + c[2]
+                                                                        for c in VECTOR_CALLS])
+def test_a_vector_argument_without_a_usable_norm_is_refused(world, call, extra, column, kind):
+    dimension = world[2]
+    # zero: every element 0; tiny: squares underflow single precision; huge: squares overflow it
+    vector = {"zero": _vector(dimension), "tiny": _vector(dimension, 1e-30),
+              "huge": _vector(dimension, 0.0, first=1e30)}[kind]
+    params: list[Any] = {"packet": [PACKET, vector], "packets": [[PACKET], vector], None: [vector]}[extra]
+    _refused(world, call, params, column)
+
+
+def test_the_vector_check_names_the_field(world):
+    _refused(world, "select memsub._check_vector(%s::vector, 'my_field')", [_vector(world[2])], "my_field")
+
+
+@pytest.mark.parametrize(("embedding", "label"), [
+    ("zero", "zero"), ("short", "wrong dimension"), ("nan", "NaN"), ("inf", "infinity"), ("big", "over real")])
+def test_document_index_put_refuses_unusable_embeddings(world, embedding, label):
+    dimension = world[2]
+    values: list[float] = {
+        "zero": [0.0] * dimension,
+        "short": [1.0] * (dimension - 1),
+        "nan": [float("nan")] + [1.0] * (dimension - 1),
+        "inf": [float("inf")] + [1.0] * (dimension - 1),
+        "big": [1e300] + [1.0] * (dimension - 1),
+    }[embedding]
+    _refused(world, "select * from memsub.document_index_put('a.txt', %s::double precision[])", [values], "embedding")
+
+
+@pytest.mark.parametrize("embedding", ["zero", "big", "string"])
+def test_document_chunk_embeddings_without_a_usable_norm_are_refused(world, embedding):
+    dimension = world[2]
+    vector: Any = {"zero": [0] * dimension, "big": [1e39] + [1] * (dimension - 1),
+                   "string": ["NaN"] + [1] * (dimension - 1)}[embedding]
+    chunks = json.dumps([{"start_char": 0, "end_char": 4, "embedding": vector}])
+    _refused(world, "select * from memsub.document_ingest('d.txt', %s, 'txt', 'text', %s::jsonb)",
+             ["0" * 64, chunks], "chunks[0].embedding")
+
+
+@pytest.mark.parametrize("embedding", ["zero", "big", "tiny"])
+def test_fanned_out_payload_embeddings_without_a_usable_norm_are_refused(world, embedding):
+    dimension = world[2]
+    vector: Any = {"zero": [0] * dimension, "big": [1e39] + [1] * (dimension - 1),
+                   "tiny": [1e-30] * dimension}[embedding]
+    envelope = {"packet_type": "memory_write", "payload": {},
+                "memory": {"embeddings": [{"embedding_type": "content", "vector": vector}]}}
+    _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)],
+             "memory.embeddings[0].vector")
+
+
+NAN, INF, NINF = float("nan"), float("inf"), float("-inf")
+
+FLOAT_CALLS = [
+    ("select * from memsub.hybrid_search('seed', null, p_vector_weight => %s)", "vector_weight"),
+    ("select * from memsub.hybrid_search('seed', null, p_text_weight => %s)", "text_weight"),
+    ("select * from memsub.hybrid_search('seed', null, p_importance_weight => %s)", "importance_weight"),
+    ("select * from memsub.hybrid_search('seed', null, p_recency_weight => %s)", "recency_weight"),
+    ("select memsub.combined_score(0.5, 0.5, now(), p_similarity_weight => %s)", "similarity_weight"),
+    ("select memsub.combined_score(0.5, 0.5, now(), p_importance_weight => %s)", "importance_weight"),
+    ("select memsub.combined_score(0.5, 0.5, now(), p_recency_weight => %s)", "recency_weight"),
+    ("select memsub.combined_score(%s, 0.5, now())", "distance"),
+    ("select memsub.combined_score(0.5, %s, now())", "importance"),
+    ("select memsub.record_access('packet', 'PACKET', p_relevance_score => %s)", "relevance_score"),
+    ("select * from memsub._record_accesses('packet', array['PACKET']::uuid[], array[%s])",
+     "scores[0]"),
+    ("select memsub.record_task_reflection('t1', p_execution_time_ms => %s)", "execution_time_ms"),
+    ("select * from memsub.memory_maintenance(p_threshold => %s)", "threshold"),
+    ("select * from memsub.document_ingest('d.txt', 'HASH', 'txt', 'text', "
+     "'[{\"start_char\": 0, \"end_char\": 4}]', p_neighbor_max_distance => %s)", "neighbor_max_distance"),
+    ("select memsub.memory_strength(%s, now(), now(), now(), '1 day')", "decay_weight"),
+    ("select * from memsub.learn_importance(p_access_rate => %s)", "access_rate"),
+    ("select * from memsub.learn_importance(p_feedback_rate => %s)", "feedback_rate"),
+    ("select memsub.assert_fact('a', 'b', '1', %s)", "confidence"),
+    ("select memsub.memory_remember('NAMESPACE', 'k2', '1', p_importance => %s)", "importance"),
+    ("select * from memsub.traverse_graph('a', p_min_confidence => %s)", "min_confidence"),
+]
+
+
+@pytest.mark.parametrize("value", [NAN, INF, NINF], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(("call", "column"), FLOAT_CALLS, ids=[f"{c[1]}-{i}" for i, c in enumerate(FLOAT_CALLS)])
+def test_nan_and_infinite_numbers_are_refused(world, call, column, value):
+    _refused(world, call, [value], column)
+
+
+def test_a_fact_confidence_given_as_a_string_nan_is_refused(world):
+    envelope = {"packet_type": "memory_write", "payload": {},
+                "memory": {"facts": [{"subject": "a", "predicate": "b", "object": 1, "confidence": "NaN"}]}}
+    _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)],
+             "memory.facts[0].confidence")
+
+
+TIMESTAMP_CALLS = [
+    ("select memsub.temporal_edge_add('a', 'knows', 'b', p_valid_from => %s::timestamptz)", "valid_from"),
+    ("select memsub.temporal_edge_add('a', 'knows', 'b', p_valid_until => %s::timestamptz)", "valid_until"),
+    ("select memsub.close_relationship('a', 'knows', 'b', %s::timestamptz)", "valid_until"),
+    ("select memsub.supersede_relationship('a', 'knows', 'b', %s::timestamptz)", "valid_from"),
+    ("select * from memsub.edges_as_of(%s::timestamptz)", "as_of"),
+    ("select * from memsub.graph_neighbors_as_of('a', %s::timestamptz)", "as_of"),
+    ("select memsub.upsert_relationship('a', 'knows', 'b', p_seen_at => %s::timestamptz)", "seen_at"),
+    ("select memsub.record_event('agent', 'x', p_timestamp => %s::timestamptz)", "timestamp"),
+    ("select memsub.record_reflection('lesson', 'text', p_expires_at => %s::timestamptz)", "expires_at"),
+    ("select memsub.record_summary('topic', 'x', 'text', array['PACKET']::uuid[], "
+     "p_valid_until => %s::timestamptz)", "valid_until"),
+    ("select * from memsub.summaries_due(%s::timestamptz)", "as_of"),
+    ("select * from memsub.semantic_search('VALID', p_since => %s::timestamptz)", "since"),
+    ("select * from memsub.semantic_search('VALID', p_until => %s::timestamptz)", "until"),
+    ("select memsub.combined_score(0.5, 0.5, %s::timestamptz)", "last_active"),
+    ("select memsub.memory_strength(1, %s::timestamptz, now(), now(), '1 day')", "last_access_ts"),
+]
+
+
+@pytest.mark.parametrize("value", ["infinity", "-infinity"])
+@pytest.mark.parametrize(("call", "column"), TIMESTAMP_CALLS,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(TIMESTAMP_CALLS)])
+def test_infinite_timestamps_are_refused(world, call, column, value):
+    _refused(world, call, [value], column)
+
+
+INTERVAL_CALLS = [
+    ("select * from memsub.hybrid_search('seed', null, p_half_life => %s::interval)", "half_life"),
+    ("select memsub.combined_score(0.5, 0.5, now(), p_half_life => %s::interval)", "half_life"),
+    ("select memsub.memory_touch('NAMESPACE', 'k', %s::interval)", "half_life"),
+    ("select * from memsub.memory_maintenance(p_half_life => %s::interval)", "half_life"),
+    ("select memsub.memory_strength(1, now(), now(), now(), %s::interval)", "half_life"),
+    ("select * from memsub.learn_importance(p_half_life => %s::interval)", "half_life"),
+    ("select * from memsub.learn_importance(p_idle_after => %s::interval)", "idle_after"),
+]
+
+
+@pytest.mark.parametrize("value", ["infinity", "-infinity"])
+@pytest.mark.parametrize(("call", "column"), INTERVAL_CALLS, ids=[f"{c[1]}-{i}" for i, c in enumerate(INTERVAL_CALLS)])
+def test_infinite_intervals_are_refused(world, call, column, value):
+    _refused(world, call, [value], column)
+
+
+HALF_LIFE_CALLS = [(call, column) for call, column in INTERVAL_CALLS if column == "half_life"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1 day", "0.5 seconds"])
+@pytest.mark.parametrize(("call", "column"), HALF_LIFE_CALLS,
+                         ids=[f"half_life-{i}" for i in range(len(HALF_LIFE_CALLS))])
+def test_a_half_life_under_a_second_is_refused(world, call, column, value):
+    """A zero half-life divided by zero (22012) in memory_strength; every half-life is at least a second."""
+    _refused(world, call, [value], column)
+
+
+@pytest.mark.parametrize("field", ["timestamp", "ttl"])
+@pytest.mark.parametrize("value", ["infinity", "-infinity", "+infinity"])
+def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):
+    envelope = {"packet_type": "event", "payload": {"n": 1}, field: value}
+    _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)], field, sqlstate="22007")

@@ -1,0 +1,315 @@
+"""The Google ADK services (memsub.integrations.adk) against the embedded server, beyond ADK's own tests
+(test_integration_adk_sessions.py): tenants and organizations apart with the same app, user and session
+names, temp: state never stored, stale sessions refused, the memory service's keyword and vector search, bad
+input naming its field, and the docs/integrations.md example. Every service acts as an ordinary app login.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+import psycopg
+import pytest
+from google.adk.agents import BaseAgent
+from google.adk.agents.invocation_context import InvocationContext
+from google.adk.events import Event, EventActions
+from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import GetSessionConfig
+from google.genai import types
+
+from memsub.embedding import HashingEmbedder
+from memsub.errors import ConflictError, InvalidInput
+from memsub.integrations.adk import MemsubMemoryService, MemsubSessionService
+
+from helpers import assert_refused, run_doc_example
+
+APP, USER, SESSION = "helpdesk", "alice@example.com", "s-1"
+
+
+def run(db: Any, scenario: Callable[..., Awaitable[None]], *services: tuple[type, dict[str, Any]]) -> None:
+    """Run `scenario` with services built from (class, options), each closed afterwards."""
+    async def main() -> None:
+        built = [cls.from_dsn(db.dsn("app"), **options) for cls, options in services]
+        try:
+            await scenario(*built)
+        finally:
+            for service in built:
+                await service.close()
+
+    asyncio.run(main())
+
+
+def said(author: str, text: str, delta: dict[str, Any] | None = None, timestamp: float | None = None) -> Event:
+    extra: dict[str, Any] = {} if timestamp is None else {"timestamp": timestamp}
+    return Event(author=author, invocation_id="inv-1",
+                 content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=text)]),
+                 actions=EventActions(state_delta=delta or {}), **extra)
+
+
+def test_two_tenants_use_the_same_names_without_seeing_each_other(db: Any) -> None:
+    first, second = uuid.uuid4(), uuid.uuid4()
+
+    async def scenario(a: MemsubSessionService, b: MemsubSessionService) -> None:
+        sa = await a.create_session(app_name=APP, user_id=USER, session_id=SESSION, state={"topic": "billing"})
+        sb = await b.create_session(app_name=APP, user_id=USER, session_id=SESSION, state={"topic": "shipping"})
+        await a.append_event(sa, said("user", "refund please", {"app:greeting": "hi A", "user:tier": "gold"}))
+        await b.append_event(sb, said("user", "where is my parcel", {"app:greeting": "hi B"}))
+        got_a = await a.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        got_b = await b.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert got_a is not None and got_b is not None
+        assert got_a.state == {"topic": "billing", "app:greeting": "hi A", "user:tier": "gold"}
+        assert got_b.state == {"topic": "shipping", "app:greeting": "hi B"}
+        assert [e.content.parts[0].text for e in got_a.events if e.content and e.content.parts] == ["refund please"]
+        assert [e.content.parts[0].text for e in got_b.events if e.content and e.content.parts] == [
+            "where is my parcel"]
+        await a.delete_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert await a.get_session(app_name=APP, user_id=USER, session_id=SESSION) is None
+        assert [s.id for s in (await b.list_sessions(app_name=APP, user_id=USER)).sessions] == [SESSION]
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": first}), (MemsubSessionService, {"tenant_id": second}))
+    with db.connect() as conn:  # ground truth: one session per tenant was written, tenant A's is gone
+        rows = conn.execute("select tenant_id, count(*) from memsub.adk_sessions group by 1").fetchall()
+        assert rows == [(second, 1)]
+        assert conn.execute("select count(*) from memsub.adk_events where tenant_id = %s", [first]).fetchone() == (0,)
+
+
+def test_two_organizations_of_a_tenant_are_apart(db: Any) -> None:
+    tenant, org_a, org_b = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+
+    async def scenario(a: MemsubSessionService, b: MemsubSessionService) -> None:
+        await a.create_session(app_name=APP, user_id=USER, session_id=SESSION, state={"app:motd": "A"})
+        assert await b.get_session(app_name=APP, user_id=USER, session_id=SESSION) is None
+        created = await b.create_session(app_name=APP, user_id=USER, session_id=SESSION)  # no collision
+        assert created.state == {}
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant, "org_id": org_a}),
+        (MemsubSessionService, {"tenant_id": tenant, "org_id": org_b}))
+
+
+def test_temp_state_is_never_stored_and_state_lands_by_prefix(db: Any) -> None:
+    tenant = uuid.uuid4()
+
+    async def scenario(service: MemsubSessionService) -> None:
+        session = await service.create_session(app_name=APP, user_id=USER, state={"temp:x": 1, "step": 0})
+        await service.append_event(session, said("user", "hello", {"temp:scratch": "gone", "step": 1,
+                                                                    "app:k": "a", "user:k": "u"}))
+        assert "temp:scratch" not in session.state and "temp:x" not in session.state
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}))
+    with db.connect() as conn:
+        states = conn.execute("""
+            select (select state from memsub.adk_app_states where tenant_id = %(t)s),
+                   (select state from memsub.adk_user_states where tenant_id = %(t)s),
+                   (select state from memsub.adk_sessions where tenant_id = %(t)s)""", {"t": tenant}).fetchone()
+        assert states == ({"k": "a"}, {"k": "u"}, {"step": 1})
+
+
+def test_a_stale_session_is_refused_and_writes_nothing(db: Any) -> None:
+    async def scenario(service: MemsubSessionService) -> None:
+        session = await service.create_session(app_name=APP, user_id=USER, session_id=SESSION)
+        stale = session.model_copy(deep=True)
+        await service.append_event(session, said("user", "first"))
+        stale.last_update_time -= 1  # read before the first event
+        with pytest.raises(ConflictError) as raised:
+            await service.append_event(stale, said("user", "second"))
+        assert raised.value.field == "last_update_time"
+        again = await service.get_session(app_name=APP, user_id=USER, session_id=SESSION)
+        assert again is not None and len(again.events) == 1
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": uuid.uuid4()}))
+
+
+def test_concurrent_events_of_one_user_lose_no_user_or_app_state(db: Any) -> None:
+    """State deltas merge in the database under the row lock, so events appended at once to different sessions
+    of one user keep every user: and app: key (a read-modify-write in the client would lose some)."""
+    tenant = uuid.uuid4()
+
+    async def scenario(service: MemsubSessionService) -> None:
+        sessions = [await service.create_session(app_name=APP, user_id=USER) for _ in range(8)]
+        await asyncio.gather(*[service.append_event(session, said("user", f"note {i}", {
+            f"user:k{i}": i, f"app:k{i}": i})) for i, session in enumerate(sessions)])
+        again = await service.get_session(app_name=APP, user_id=USER, session_id=sessions[0].id)
+        assert again is not None
+        assert {k: v for k, v in again.state.items() if k.startswith("user:")} == {f"user:k{i}": i for i in range(8)}
+        assert {k: v for k, v in again.state.items() if k.startswith("app:")} == {f"app:k{i}": i for i in range(8)}
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}))
+
+
+def test_recent_events_and_timestamps_filter_the_events_read(db: Any) -> None:
+    async def scenario(service: MemsubSessionService) -> None:
+        session = await service.create_session(app_name=APP, user_id=USER)
+        for i in range(1, 6):
+            await service.append_event(session, said("user", f"event {i}", timestamp=float(i)))
+        got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
+                                        config=GetSessionConfig(num_recent_events=2, after_timestamp=2.0))
+        assert got is not None and [e.timestamp for e in got.events] == [4.0, 5.0]
+        assert got.events == session.events[-2:]
+        with pytest.raises(InvalidInput) as raised:
+            await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
+                                      config=GetSessionConfig(num_recent_events=-1))
+        assert raised.value.field == "num_recent_events"
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": uuid.uuid4()}))
+
+
+def test_memory_keyword_search_is_per_user_and_a_session_added_twice_is_replaced(db: Any) -> None:
+    tenant = uuid.uuid4()
+
+    async def scenario(sessions: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        session = await sessions.create_session(app_name=APP, user_id=USER)
+        await sessions.append_event(session, said("user", "My printer jams on page two", timestamp=10.0))
+        await sessions.append_event(session, Event(author="tool", invocation_id="inv-1"))  # no text: not stored
+        await memory.add_session_to_memory(session)
+        await sessions.append_event(session, said("helper", "Clean the PRINTER roller", timestamp=20.0))
+        await memory.add_session_to_memory(session)
+        other = await sessions.create_session(app_name=APP, user_id="bob")
+        await sessions.append_event(other, said("user", "printer on fire"))
+        await memory.add_session_to_memory(other)
+
+        found = await memory.search_memory(app_name=APP, user_id=USER, query="printer roller")
+        texts = [m.content.parts[0].text for m in found.memories if m.content.parts]
+        assert texts == ["Clean the PRINTER roller", "My printer jams on page two"]  # both words first
+        assert found.memories[0].author == "helper" and found.memories[0].timestamp is not None
+        assert (await memory.search_memory(app_name=APP, user_id=USER, query="fire")).memories == []
+        await sessions.delete_session(app_name=APP, user_id=USER, session_id=session.id)
+        kept = await memory.search_memory(app_name=APP, user_id=USER, query="jams")
+        assert len(kept.memories) == 1  # memory outlives its session
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}), (MemsubMemoryService, {"tenant_id": tenant}))
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.adk_memories where tenant_id = %s",
+                            [tenant]).fetchone() == (3,)
+
+
+def test_memory_vector_search_ranks_by_similarity(db: Any) -> None:
+    tenant = uuid.uuid4()
+    embedder = HashingEmbedder(64)
+
+    async def scenario(sessions: MemsubSessionService, memory: MemsubMemoryService,
+                       other_tenant: MemsubMemoryService) -> None:
+        session = await sessions.create_session(app_name=APP, user_id=USER)
+        for text in ["prefers green tea in the morning", "rides a bicycle to work", "lives near the harbour"]:
+            await sessions.append_event(session, said("user", text))
+        await memory.add_session_to_memory(session)
+        found = await memory.search_memory(app_name=APP, user_id=USER, query="green tea drink")
+        assert found.memories[0].content.parts[0].text == "prefers green tea in the morning"
+        assert len(found.memories) == 3  # every embedded memory is a candidate, best first
+        assert (await other_tenant.search_memory(app_name=APP, user_id=USER, query="green tea")).memories == []
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}),
+        (MemsubMemoryService, {"tenant_id": tenant, "embedder": embedder}),
+        (MemsubMemoryService, {"tenant_id": uuid.uuid4(), "embedder": embedder}))
+
+
+class Counter(BaseAgent):
+    """An agent without a model: answers each message with the number of turns the user has had in the app."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        turns = int(ctx.session.state.get("user:turns", 0)) + 1
+        heard = ctx.user_content.parts[0].text if ctx.user_content and ctx.user_content.parts else ""
+        yield Event(author=self.name, invocation_id=ctx.invocation_id, branch=ctx.branch,
+                    content=types.Content(role="model", parts=[types.Part(text=f"turn {turns}: {heard}")]),
+                    actions=EventActions(state_delta={"user:turns": turns, "last": heard, "temp:scratch": 1}))
+
+
+def test_an_adk_runner_keeps_its_sessions_and_memory_in_memsub(db: Any) -> None:
+    tenant = uuid.uuid4()
+
+    async def scenario(sessions: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        runner = Runner(app_name=APP, agent=Counter(name="counter"), session_service=sessions, memory_service=memory)
+        first = await sessions.create_session(app_name=APP, user_id=USER)
+        second = await sessions.create_session(app_name=APP, user_id=USER)
+        replies = []
+        for session, text in [(first, "hello"), (first, "invoice overdue"), (second, "again")]:
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+                replies.append(event.content.parts[0].text if event.content and event.content.parts else None)
+        assert replies == ["turn 1: hello", "turn 2: invoice overdue", "turn 3: again"]  # user: state is shared
+        stored = await sessions.get_session(app_name=APP, user_id=USER, session_id=first.id)
+        assert stored is not None
+        assert stored.state == {"user:turns": 3, "last": "invoice overdue"}
+        assert [e.author for e in stored.events] == ["user", "counter", "user", "counter"]
+        await memory.add_session_to_memory(stored)
+        found = await memory.search_memory(app_name=APP, user_id=USER, query="overdue invoice")
+        assert [m.content.parts[0].text for m in found.memories if m.content.parts] == [
+            "turn 2: invoice overdue", "invoice overdue"]  # both hold both words: newest first
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}), (MemsubMemoryService, {"tenant_id": tenant}))
+
+
+BAD_CALLS = [
+    ("select * from memsub.adk_session_create('', 'u')", "app_name"),
+    ("select * from memsub.adk_session_create('a', null)", "user_id"),
+    ("select * from memsub.adk_session_create('a', 'u', e'x\\ny')", "session_id"),
+    ("select * from memsub.adk_session_create('a', 'u', 's', '[1]')", "state"),
+    ("select * from memsub.adk_session_get('a', 'u', '')", "session_id"),
+    ("select * from memsub.adk_session_get('a', 'u', 's', -1)", "num_recent_events"),
+    ("select * from memsub.adk_session_list('a', '')", "user_id"),
+    ("select memsub.adk_session_delete('a', 'u', null)", "session_id"),
+    ("select memsub.adk_session_append_event('a', 'u', 's', '[]')", "event"),
+    ("select memsub.adk_session_append_event('a', 'u', 's', '{\"timestamp\": 1}')", "event.id"),
+    ("select memsub.adk_session_append_event('a', 'u', 's', '{\"id\": \"e\", \"timestamp\": \"x\"}')",
+     "event.timestamp"),
+    ("select memsub.adk_session_append_event('a', 'u', 's', "
+     "'{\"id\": \"e\", \"timestamp\": 1, \"actions\": {\"state_delta\": [1]}}')", "event.actions.state_delta"),
+    ("select memsub.adk_memory_add('a', 'u', 's', '{}')", "memories"),
+    ("select memsub.adk_memory_add('a', 'u', 's', '[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\"}, "
+     "{\"event_id\": \"f\", \"text\": \"t\"}]')", "memories[1]"),
+    ("select memsub.adk_memory_add('a', 'u', 's', "
+     "'[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\", \"embedding\": [\"x\"]}]')", "memories"),
+    ("select * from memsub.adk_memory_search('a', 'u', null)", "query"),
+    ("select * from memsub.adk_memory_search('a', 'u', 'q', null, -1)", "limit"),
+    ("select * from memsub.adk_memory_search('a', 'u', 'q', '\"x\"')", "query_embedding"),
+]
+
+
+def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
+    tenant = uuid.uuid4()
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        conn.execute("select * from memsub.adk_session_create('a', 'u', 's')")  # so that appends reach the checks
+        assert_refused(conn, BAD_CALLS)
+        with pytest.raises(psycopg.errors.NoDataFound) as missing, conn.transaction():
+            conn.execute("select memsub.adk_session_append_event('a', 'u', 'nope', "
+                         "'{\"id\": \"e\", \"timestamp\": 1}')")
+        assert missing.value.diag.column_name == "session_id"
+        with pytest.raises(psycopg.errors.UniqueViolation) as twice, conn.transaction():
+            conn.execute("select * from memsub.adk_session_create('a', 'u', 's')")
+        assert twice.value.diag.column_name == "session_id"
+        conn.commit()
+    with db.connect() as conn:
+        counts = conn.execute("""
+            select (select count(*) from memsub.adk_sessions where tenant_id = %(t)s),
+                   (select count(*) from memsub.adk_events where tenant_id = %(t)s),
+                   (select count(*) from memsub.adk_memories where tenant_id = %(t)s)""", {"t": tenant}).fetchone()
+        assert counts == (1, 0, 0)
+
+    async def scenario(service: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        for call, field in [
+            (service.create_session(app_name="", user_id=USER), "app_name"),  # refused by the database
+            (service.create_session(app_name=APP, user_id=42), "user_id"),  # refused before it
+            (service.create_session(app_name=APP, user_id=USER, session_id=7), "session_id"),
+            (service.create_session(app_name=APP, user_id=USER, state=["a"]), "state"),
+            (service.get_session(app_name=APP, user_id=USER, session_id=None), "session_id"),
+            (service.list_sessions(app_name=None, user_id=USER), "app_name"),
+            (service.delete_session(app_name=APP, user_id=USER, session_id=b"s"), "session_id"),
+            (memory.search_memory(app_name=APP, user_id=USER, query=None), "query"),
+        ]:
+            with pytest.raises(InvalidInput) as raised:
+                await call
+            assert raised.value.field == field
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}), (MemsubMemoryService, {"tenant_id": tenant}))
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.adk_sessions where tenant_id = %s",
+                            [tenant]).fetchone() == (1,)
+
+
+def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
+    run_doc_example("Google ADK", db.dsn("app"))
+    out = capsys.readouterr().out
+    assert "gold" in out and "printer" in out

@@ -1,0 +1,260 @@
+"""The LangGraph store (memsub.integrations.langgraph_store.MemsubStore) against the embedded server.
+
+One test per behaviour LangGraph documents for its stores: put/get/delete, batches in order, search with
+filters and a natural-language query over the indexed fields (per-put index override, index=False),
+pagination, namespace listing with prefix, suffix, wildcards and depth, time to live with refresh on read and
+sweeping, and the async methods. Every store acts as an ordinary app login; two tenants share namespaces and
+keys without seeing each other's items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+from memsub.embedding import HashingEmbedder
+from memsub.errors import InvalidInput
+from memsub.integrations._context import TenantContext, sync_pool
+from memsub.integrations.langgraph_store import MemsubStore
+
+from helpers import assert_refused, run_doc_example
+
+DIMS = 64
+EMBEDDER = HashingEmbedder(DIMS)
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    return EMBEDDER.embed(texts)
+
+
+@pytest.fixture
+def pool(db: Any) -> Iterator[Any]:
+    pool = sync_pool(db.dsn("app"))
+    yield pool
+    pool.close()
+
+
+def store_for(pool: Any, tenant: uuid.UUID | None = None, **options: Any) -> MemsubStore:
+    return MemsubStore(pool, TenantContext(tenant or uuid.uuid4()), **options)
+
+
+def test_put_get_update_delete(pool: Any) -> None:
+    store = store_for(pool)
+    ns = ("users", "42", "prefs")
+    assert store.get(ns, "drink") is None
+    store.put(ns, "drink", {"value": "tea"})
+    first = store.get(ns, "drink")
+    assert first is not None and first.value == {"value": "tea"} and first.namespace == ns and first.key == "drink"
+    store.put(ns, "drink", {"value": "coffee"})
+    second = store.get(ns, "drink")
+    assert second is not None and second.value == {"value": "coffee"}
+    assert second.created_at == first.created_at and second.updated_at >= first.updated_at
+    store.delete(ns, "drink")
+    assert store.get(ns, "drink") is None
+
+
+def test_batch_returns_results_in_operation_order_and_last_put_wins(pool: Any) -> None:
+    store = store_for(pool)
+    ns = ("docs",)
+    results = store.batch([
+        PutOp(ns, "a", {"n": 1}),
+        PutOp(ns, "a", {"n": 2}),
+        GetOp(ns, "a"),
+        SearchOp(ns, None, 10, 0),
+        ListNamespacesOp(None, None, 10, 0),
+        GetOp(ns, "missing"),
+    ])
+    assert results[0] is None and results[1] is None
+    assert results[2] is not None and results[2].value == {"n": 2}  # the batch's puts land before its reads
+    assert [item.key for item in results[3]] == ["a"]
+    assert results[4] == [("docs",)]
+    assert results[5] is None
+
+
+def test_two_tenants_share_namespaces_without_seeing_each_other(pool: Any) -> None:
+    first, second = store_for(pool), store_for(pool)
+    ns = ("users", "1")
+    first.put(ns, "k", {"owner": "first"})
+    second.put(ns, "k", {"owner": "second"})
+    assert first.get(ns, "k").value == {"owner": "first"}  # type: ignore[union-attr]
+    assert second.get(ns, "k").value == {"owner": "second"}  # type: ignore[union-attr]
+    second.delete(ns, "k")
+    assert first.get(ns, "k") is not None
+    assert [i.value for i in first.search(("users",))] == [{"owner": "first"}]
+
+
+def test_search_filters_with_operators(pool: Any) -> None:
+    store = store_for(pool)
+    ns = ("items",)
+    for key, value in {"a": {"color": "red", "size": 9, "tag": "x"}, "b": {"color": "blue", "size": 10},
+                       "c": {"color": "red", "size": 100}}.items():
+        store.put(ns, key, value)
+
+    def keys(**filter: Any) -> list[str]:
+        return sorted(item.key for item in store.search(ns, filter=filter))
+
+    assert keys(color="red") == ["a", "c"]
+    assert keys(color={"$ne": "red"}) == ["b"]
+    assert keys(size={"$gt": 9}) == ["b", "c"]  # numbers compare as numbers (10 > 9, 100 > 9)
+    assert keys(size={"$gte": 10, "$lt": 100}) == ["b"]
+    assert keys(size={"$lte": 9}) == ["a"]
+    assert keys(color="red", tag="x") == ["a"]
+    with pytest.raises(InvalidInput) as error:
+        store.search(ns, filter={"size": {"$near": 1}})
+    assert error.value.field == "filter"
+
+
+def test_search_by_namespace_prefix_respects_label_boundaries_and_paginates(pool: Any) -> None:
+    store = store_for(pool)
+    store.put(("a", "b"), "1", {"v": 1})
+    store.put(("a", "bc"), "2", {"v": 2})
+    store.put(("a", "b", "c"), "3", {"v": 3})
+    store.put(("x",), "4", {"v": 4})
+    assert sorted(i.key for i in store.search(("a", "b"))) == ["1", "3"]
+    assert sorted(i.key for i in store.search(())) == ["1", "2", "3", "4"]
+    pages = [store.search(("a",), limit=2, offset=0), store.search(("a",), limit=2, offset=2)]
+    assert [len(p) for p in pages] == [2, 1]
+    assert {i.key for p in pages for i in p} == {"1", "2", "3"}
+
+
+def test_natural_language_search_ranks_by_the_indexed_fields(pool: Any) -> None:
+    store = store_for(pool, index={"dims": DIMS, "embed": embed, "fields": ["text"]})
+    ns = ("memories",)
+    store.put(ns, "tea", {"text": "the user drinks green tea every morning", "other": "zzz"})
+    store.put(ns, "bike", {"text": "the user rides a bicycle to work"})
+    store.put(ns, "plain", {"text": "green tea"}, index=False)  # stored, never embedded
+    hits = store.search(ns, query="green tea morning", limit=3)
+    assert hits[0].key == "tea" and hits[0].score is not None and hits[0].score > hits[1].score  # type: ignore[operator]
+    assert {h.key: h.score for h in hits}["plain"] is None  # not indexed: listed after the scored items
+    # A per-put index list overrides the configured fields.
+    store.put(ns, "other", {"text": "nothing alike", "title": "green tea morning"}, index=["title"])
+    assert store.search(ns, query="green tea morning", limit=1)[0].key == "other"
+    # Filters apply with a query too.
+    assert [h.key for h in store.search(ns, query="tea", filter={"other": "zzz"})] == ["tea"]
+
+
+# Vectors of unequal length, so that the three distances rank them three different ways.
+_SHAPED = {"query": [1.0, 0.0], "long": [10.0, 10.0], "near": [1.0, 0.1], "short": [0.5, 0.0]}
+
+
+def _shaped(texts: list[str]) -> list[list[float]]:
+    return [_SHAPED[text] for text in texts]
+
+
+@pytest.mark.parametrize("distance_type,ranking,scores", [
+    ("cosine", ["short", "near", "long"], [1.0, 1 / 1.01 ** 0.5, 0.5 ** 0.5]),
+    ("inner_product", ["long", "near", "short"], [10.0, 1.0, 0.5]),
+    ("l2", ["near", "short", "long"], [-0.1, -0.5, -181 ** 0.5]),
+])
+def test_search_ranks_and_scores_by_the_configured_distance(pool: Any, distance_type: str, ranking: list[str],
+                                                           scores: list[float]) -> None:
+    """cosine scores 1 - cosine distance, inner_product the inner product, l2 minus the Euclidean distance (as
+    LangGraph's PostgresStore does); higher is nearer for all three."""
+    store = store_for(pool, index={"dims": 2, "embed": _shaped, "fields": ["text"], "distance_type": distance_type})
+    for key in ("long", "near", "short"):
+        store.put(("shapes",), key, {"text": key})
+    hits = store.search(("shapes",), query="query")
+    assert [h.key for h in hits] == ranking
+    assert [h.score for h in hits] == pytest.approx(scores, abs=1e-5)
+
+
+def test_an_unknown_distance_is_refused(pool: Any) -> None:
+    with pytest.raises(InvalidInput, match="distance_type") as refused:
+        store_for(pool, index={"dims": DIMS, "embed": embed, "distance_type": "hamming"})  # type: ignore[typeddict-item]
+    assert refused.value.field == "distance_type"
+
+
+def test_list_namespaces_prefix_suffix_wildcards_depth_and_pages(pool: Any) -> None:
+    store = store_for(pool)
+    for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "x", "c"), ("z", "b", "c")]:
+        store.put(ns, "k", {"v": 1})
+    assert store.list_namespaces(prefix=("a",)) == [("a", "b", "c"), ("a", "b", "d"), ("a", "x", "c")]
+    assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c"), ("a", "x", "c"), ("z", "b", "c")]
+    assert store.list_namespaces(prefix=("*", "b")) == [("a", "b", "c"), ("a", "b", "d"), ("z", "b", "c")]
+    assert store.list_namespaces(prefix=("a",), max_depth=2) == [("a", "b"), ("a", "x")]
+    assert store.list_namespaces(limit=2, offset=1) == [("a", "b", "d"), ("a", "x", "c")]
+    assert store.batch([ListNamespacesOp((MatchCondition("prefix", ("a",)), MatchCondition("suffix", ("d",))),
+                                         None, 10, 0)])[0] == [("a", "b", "d")]
+
+
+def test_time_to_live_expires_refreshes_on_read_and_sweeps(pool: Any, db: Any) -> None:
+    tenant = uuid.uuid4()
+    store = store_for(pool, tenant, ttl={"default_ttl": 0.02, "refresh_on_read": True})  # 1.2 s
+    ns = ("session",)
+    store.put(ns, "short", {"v": 1})
+    store.put(ns, "long", {"v": 2}, ttl=60)
+    store.put(ns, "forever", {"v": 3}, ttl=None)
+
+    def expires(key: str) -> Any:
+        with db.connect() as conn:
+            row = conn.execute("select expires_at from memsub.langgraph_store_items where tenant_id = %s "
+                               "and key = %s", [tenant, key]).fetchone()
+            return row[0] if row else "gone"
+
+    before = expires("long")
+    time.sleep(0.05)
+    assert store.get(ns, "long") is not None and expires("long") > before  # refreshed by the read
+    store.get(ns, "long", refresh_ttl=False)
+    assert expires("forever") is None
+    time.sleep(1.5)
+    assert store.get(ns, "short") is None  # expired: never read, even before a sweep
+    assert sorted(i.key for i in store.search(ns)) == ["forever", "long"]
+    assert expires("short") != "gone"
+    assert store.sweep_ttl() == 1
+    assert expires("short") == "gone"
+
+
+def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> None:
+    tenant = uuid.uuid4()
+    store = store_for(pool, tenant)
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        assert_refused(conn, [
+            ("select memsub.langgraph_store_put('{}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{a.b}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{a}', '', '{}')", "key"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '[1]')", "value"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', -1)", "ttl"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[]')", "embeddings"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[[\"x\"]]')", "embeddings"),
+            ("select * from memsub.langgraph_store_search('{}', null, null, -1)", "limit"),
+            ("select * from memsub.langgraph_store_search('{}', null, '[1, 0]', p_distance => 'hamming')",
+             "distance_type"),
+            ("select * from memsub.langgraph_store_search('{}', null, '[1, 0]', p_distance => null)",
+             "distance_type"),
+            ("select * from memsub.langgraph_store_list_namespaces(null, null, 0)", "max_depth"),
+        ])
+    with pytest.raises(TypeError):
+        store.put(("a",), "k", {"tags": {"a-set"}})  # not JSON: refused, never stored as its str()
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
+
+
+def test_async_methods_share_the_stored_functions(db: Any) -> None:
+    async def scenario() -> None:
+        store = MemsubStore.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4(),
+                                     index={"dims": DIMS, "embed": embed, "fields": ["text"]})
+        try:
+            await store.aput(("notes",), "n1", {"text": "async put"})
+            item = await store.aget(("notes",), "n1")
+            assert item is not None and item.value == {"text": "async put"}
+            hits = await store.asearch(("notes",), query="async")
+            assert [h.key for h in hits] == ["n1"] and hits[0].score is not None
+            assert await store.alist_namespaces() == [("notes",)]
+            await store.adelete(("notes",), "n1")
+            assert await store.aget(("notes",), "n1") is None
+        finally:
+            await store.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
+    run_doc_example("LangGraph store", db.dsn("app"))
+    assert "tea" in capsys.readouterr().out

@@ -1,0 +1,123 @@
+"""The command line as one program: it starts as a module, every command ends a failure in one line on stderr
+with the exit code of its kind (memsub.exit_codes), and commands whose output is data print it as JSON on asking."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memsub import exit_codes
+from memsub.cli import main as cli
+
+from helpers import TENANT_A
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+
+
+@pytest.mark.parametrize("module", ["memsub", "memsub.cli"])
+def test_the_cli_starts_as_a_module(module):
+    result = _python("-m", module, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert {"migrate", "packet", "search", "graph", "verify", "ingest"} <= set(result.stdout.split())
+
+
+def _refused_dsn() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://nobody@127.0.0.1:{port}/memsub?connect_timeout=2"
+
+
+# Arguments that get each command past its own argument parsing to the point where it connects.
+ARGUMENTS: dict[str, list[str]] = {
+    "packet get": ["00000000-0000-0000-0000-000000000001"],
+    "packet thread": ["00000000-0000-0000-0000-000000000001"],
+    "packet lineage": ["00000000-0000-0000-0000-000000000001"],
+    "packet write": ["-"],
+    "search": ["hdpe", "--embedder", "hashing"],
+    "graph traverse": ["acme"],
+    "graph neighbourhood": ["acme"],
+    "ingest": ["README.md"],
+    "login-timeouts": ["memsub_test_app"],
+    "api-key revoke": ["mk_0000000000000000"],
+}
+TENANT_COMMANDS = {"packet get", "packet thread", "packet lineage", "packet write", "search", "graph traverse",
+                   "graph neighbourhood", "ingest", "api-key create", "mcp"}
+WITHOUT_SERVER = {"sql", "db start", "db stop", "db status", "db url"}
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    found: list[tuple[str, click.Command]] = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix}{name} ")
+        else:
+            found.append((f"{prefix}{name}", command))
+    return found
+
+
+SERVER_COMMANDS = [name for name, _ in _commands(cli) if name not in WITHOUT_SERVER]
+
+
+@pytest.mark.parametrize("name", SERVER_COMMANDS)
+def test_every_command_reports_an_unreachable_server_in_one_line_with_exit_3(name, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", _refused_dsn()]
+    if name in TENANT_COMMANDS:
+        args += ["--tenant", str(TENANT_A)]
+    result = CliRunner().invoke(cli, args, input="")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == exit_codes.CANNOT_CONNECT, result.output
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
+    assert len(lines) == 1 and lines[0].startswith("memsub: "), result.stderr
+
+
+def test_a_login_without_the_privilege_gets_exit_4_in_one_line(db):
+    result = CliRunner().invoke(cli, ["login-timeouts", "memsub_test_analyst", "--dsn", db.dsn("app")])
+    assert result.exit_code == exit_codes.NO_PRIVILEGE, result.output
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
+    assert len(lines) == 1 and "Traceback" not in result.output
+
+
+def test_an_unknown_login_is_bad_input(db):
+    result = CliRunner().invoke(cli, ["login-timeouts", "no_such_login_here", "--dsn", db.dsn()])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert "no_such_login_here" in result.stderr
+
+
+def test_commands_that_print_data_print_json_on_asking(db, tmp_path):
+    runner = CliRunner()
+    timeouts = runner.invoke(cli, ["login-timeouts", "memsub_test_analyst", "--dsn", db.dsn(), "--json"])
+    assert timeouts.exit_code == 0, timeouts.output
+    row = json.loads(timeouts.stdout.splitlines()[0])
+    assert row["login"] == "memsub_test_analyst" and row["statement_timeout"] > 0
+
+    views = runner.invoke(cli, ["refresh-views", "--dsn", db.dsn("platform_admin"), "--json"])
+    assert views.exit_code == 0, views.output
+    refreshed = [json.loads(line) for line in views.stdout.splitlines()]
+    assert refreshed and {"view_name", "status", "method", "duration_ms", "row_count"} <= set(refreshed[0])
+
+    (tmp_path / "a.md").write_text("# A\n\nHDPE pellets.\n")
+    ingested = runner.invoke(cli, ["ingest", str(tmp_path / "a.md"), "--dsn", db.dsn("app"),
+                                   "--tenant", str(TENANT_A), "--json"])
+    assert ingested.exit_code == 0, ingested.output
+    result = json.loads(ingested.stdout.splitlines()[0])
+    assert result["path"].endswith("a.md") and result["status"] == "created"
+
+    status = runner.invoke(cli, ["db", "status", "--data-dir", str(tmp_path / "none"), "--json"])
+    assert status.exit_code == 3 and json.loads(status.stdout)["state"] == "not initialized"

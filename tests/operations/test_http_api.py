@@ -1,0 +1,300 @@
+"""The HTTP API (memsub serve) through a real HTTP client against a uvicorn server on a local socket."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key
+from memsub.http_api import openapi_json
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED_EXAMPLE = {
+    "packet_type": "event",
+    "payload": {"action": "user_query", "content": "Find HDPE"},
+    "thread_id": "11111111-2222-3333-4444-555555555555",
+    "tags": ["hdpe", "search"],
+}
+
+
+def vector(dimension: int, hot: int) -> list[float]:
+    values = [0.01] * dimension
+    values[hot] = 1.0
+    return values
+
+
+def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == status and body["type"].startswith("urn:memsub:problem:") and body["detail"]
+    if field is not None:
+        assert body.get("field") == field, body
+    return body
+
+
+def test_the_seed_example_body_is_written_and_read_back(api: Api):
+    with api.client() as client:
+        response = client.post("/api/v1/memory/packet", json=SEED_EXAMPLE)
+        assert response.status_code == 201, response.text
+        result = response.json()
+        assert result["packet_type"] == "event" and result["deduplicated"] is False
+        assert result["thread_id"] == SEED_EXAMPLE["thread_id"] and result["generation"] == 0
+        packet = client.get(f"/api/v1/memory/packet/{result['packet_id']}").json()
+        assert packet["envelope"]["payload"] == SEED_EXAMPLE["payload"]
+        assert packet["tags"] == ["hdpe", "search"] and packet["tenant_id"] == str(TENANT_A)
+        assert packet["user_id"] == str(USER_A) and "search_tsv" not in packet
+        again = client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "packet_id": result["packet_id"],
+                                                           "timestamp": result["timestamp"]})
+        assert again.status_code == 200 and again.json()["deduplicated"] is True
+
+
+def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
+    thread = str(uuid.uuid4())
+    root = str(uuid.uuid4())
+    envelopes = [{"packet_id": root, "packet_type": "event", "payload": {"n": 0}, "thread_id": thread}]
+    envelopes += [{"packet_type": "insight", "payload": {"n": n}, "thread_id": thread,
+                   "lineage": {"parent_ids": [root], "derivation_type": "inference"}} for n in range(1, 5)]
+    with api.client() as client:
+        response = client.post("/api/v1/memory/packets", json=envelopes)
+        assert response.status_code == 200, response.text
+        results = response.json()["results"]
+        assert [r["position"] for r in results] == [1, 2, 3, 4, 5]
+        assert client.post("/api/v1/memory/packets", json={"envelopes": []}).json() == {"results": []}
+
+        seen, cursor, pages = [], None, 0
+        while True:
+            params = {"limit": 2} | ({"after": cursor} if cursor is not None else {})
+            page = client.get(f"/api/v1/memory/thread/{thread}", params=params).json()
+            seen += [p["envelope"]["payload"]["n"] for p in page["packets"]]
+            pages += 1
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [0, 1, 2, 3, 4] and pages == 3
+
+        lineage = client.get(f"/api/v1/memory/packet/{results[1]['packet_id']}/lineage").json()["lineage"]
+        assert [(row["depth"], row["packet_id"]) for row in lineage] == [(1, root)]
+        children = client.get(f"/api/v1/memory/packet/{root}/lineage",
+                              params={"direction": "descendants", "max_depth": 1}).json()["lineage"]
+        assert len(children) == 4
+
+
+def test_semantic_and_hybrid_search(api: Api):
+    dimension = api.dimension()
+    with api.client() as client:
+        for hot, words in ((0, "polymer supplier in california"), (1, "weather report for tuesday")):
+            response = client.post("/api/v1/memory/packet", json={
+                "packet_type": "note", "payload": {"text": words},
+                "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, hot),
+                                           "chunk_text": words}]}})
+            assert response.status_code == 201, response.text
+        hits = client.post("/api/v1/search/semantic", json={"query": vector(dimension, 1), "k": 2}).json()["hits"]
+        assert [h["chunk_text"] for h in hits] == ["weather report for tuesday", "polymer supplier in california"]
+        hybrid = client.post("/api/v1/search/hybrid", json={"query_text": "polymer supplier",
+                                                            "query": vector(dimension, 0), "k": 1}).json()["hits"]
+        assert hybrid[0]["chunk_text"] == "polymer supplier in california" and hybrid[0]["text_rank"] == 1
+        keyword_only = client.post("/api/v1/search/hybrid", json={"query_text": "weather"}).json()["hits"]
+        assert keyword_only[0]["chunk_text"] == "weather report for tuesday"
+        wrong = client.post("/api/v1/search/semantic", json={"query": [1.0, 2.0]})
+        assert_problem(wrong, 422, "query")
+
+
+def test_graph_traversal(api: Api):
+    with api.client() as client:
+        response = client.post("/api/v1/memory/packet", json={
+            "packet_type": "event", "payload": {"text": "L9 uses Neo4j, Neo4j runs on Java"},
+            "memory": {"relationships": [
+                {"source_entity": "L9", "relationship_type": "uses", "target_entity": "Neo4j"},
+                {"source_entity": "Neo4j", "relationship_type": "runs_on", "target_entity": "Java"}]}})
+        assert response.status_code == 201, response.text
+        nodes = client.get("/api/v1/graph/traverse", params={"start_entity": "L9", "max_depth": 2}).json()["nodes"]
+        assert [(n["depth"], n["entity"]) for n in nodes] == [(1, "Neo4j"), (2, "Java")]
+        only_uses = client.get("/api/v1/graph/traverse", params=[("start_entity", "L9"), ("max_depth", "2"),
+                                                                 ("relationship_types", "uses")]).json()["nodes"]
+        assert [n["entity"] for n in only_uses] == ["Neo4j"]
+        assert_problem(client.get("/api/v1/graph/traverse"), 422, "start_entity")
+        assert_problem(client.get("/api/v1/graph/traverse", params={"start_entity": "L9", "max_depth": "x"}),
+                       422, "max_depth")
+
+
+def test_namespaced_memory_read_and_write(api: Api):
+    namespace = f"user:{USER_A}:preferences"
+    with api.client() as client:
+        written = client.put(f"/api/v1/memory/namespace/{namespace}/keys/style", json={"value": "concise"})
+        assert written.status_code == 200, written.text
+        assert written.json()["version"] == 1 and written.json()["value"] == "concise"
+        second = client.put(f"/api/v1/memory/namespace/{namespace}/keys/style",
+                            json={"value": {"tone": "dry"}, "expected_version": 1})
+        assert second.json()["version"] == 2
+        stale = client.put(f"/api/v1/memory/namespace/{namespace}/keys/style",
+                           json={"value": "x", "expected_version": 1})
+        assert_problem(stale, 409, "expected_version")
+        assert client.get(f"/api/v1/memory/namespace/{namespace}/keys/style").json()["value"] == {"tone": "dry"}
+        entries = client.get(f"/api/v1/memory/namespace/user:{USER_A}/keys").json()["entries"]
+        assert [(e["key"], e["version"]) for e in entries] == [("style", 2)]
+        assert_problem(client.get(f"/api/v1/memory/namespace/{namespace}/keys/missing"), 404, "key")
+        other_user = client.put(f"/api/v1/memory/namespace/user:{uuid.uuid4()}:x/keys/k", json={"value": 1})
+        assert_problem(other_user, 403, "namespace")
+
+
+def test_health_readiness_and_the_committed_openapi_document(api: Api):
+    with httpx.Client(base_url=api.url) as client:  # no key needed
+        assert client.get("/api/v1/health").json() == {"status": "ok"}
+        assert client.get("/api/v1/ready").json() == {"status": "ready"}
+        served = client.get("/api/v1/openapi.json")
+    assert served.status_code == 200
+    assert served.text == (ROOT / "docs" / "openapi.json").read_text() == openapi_json()
+    document = served.json()
+    documented = {(path, method.upper()) for path, item in document["paths"].items() for method in item}
+    from memsub.http_api import ROUTES
+    assert documented == {(path, method) for path, method, _ in ROUTES}
+
+
+def test_errors_are_problem_details_and_write_nothing(api: Api):
+    before = api.packet_count()
+    with api.client() as client:
+        assert_problem(client.post("/api/v1/memory/packet", content=b"{not json"), 400)
+        assert_problem(client.post("/api/v1/memory/packet", content=b'{"packet_type": NaN}'), 400)
+        assert_problem(client.post("/api/v1/memory/packet", content=b"\xff\xfe"), 400)
+        assert_problem(client.post("/api/v1/memory/packet", content=b""), 400)
+        assert_problem(client.post("/api/v1/memory/packet", json=[SEED_EXAMPLE]), 422, "envelope")
+        assert_problem(client.post("/api/v1/memory/packet", json={"payload": {}}), 422, "packet_type")
+        body = assert_problem(client.post("/api/v1/memory/packet", json={
+            **SEED_EXAMPLE, "confidence": {"score": 1.5}}), 422, "confidence.score")
+        assert body["sqlstate"] == "22023"
+        assert_problem(client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "thread_id": "nope"}), 422)
+        orphan = client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "lineage": {
+            "parent_ids": [str(uuid.uuid4())]}})
+        assert_problem(orphan, 422)
+        # a batch is all or nothing: the bad second envelope keeps the good first one out
+        batch = client.post("/api/v1/memory/packets", json=[SEED_EXAMPLE, {"payload": 1}])
+        assert_problem(batch, 422, "packet_type")
+        big = {**SEED_EXAMPLE, "payload": {"text": "x" * SMALL_BODY_LIMIT}}
+        too_large = client.post("/api/v1/memory/packet", json=big)
+        assert_problem(too_large, 413)
+        streamed = client.post("/api/v1/memory/packet", content=iter([json.dumps(big).encode()]))
+        assert_problem(streamed, 413)
+        assert_problem(client.get("/api/v1/memory/packet/not-a-uuid"), 422, "packet_id")
+        assert_problem(client.get(f"/api/v1/memory/packet/{uuid.uuid4()}"), 404, "packet_id")
+        assert_problem(client.get(f"/api/v1/memory/thread/{uuid.uuid4()}", params={"limit": 0}), 422, "limit")
+        assert_problem(client.get(f"/api/v1/memory/thread/{uuid.uuid4()}", params={"limit": 10**6}), 422, "limit")
+        assert_problem(client.post("/api/v1/search/semantic", json={"query": [1], "tenant_id": str(TENANT_B)}),
+                       422, "tenant_id")
+        assert_problem(client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "tenant_id": str(TENANT_B)}),
+                       422, "tenant_id")
+        assert_problem(client.get("/api/v1/nowhere"), 404)
+        wrong_method = client.delete("/api/v1/memory/packet")
+        assert_problem(wrong_method, 405)
+        assert "POST" in wrong_method.headers["allow"]
+    assert api.packet_count() == before
+
+
+def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
+    key = create_key(api.database.dsn("platform_admin"), TENANT_A, label="to revoke")
+    before = api.packet_count(), api.memory_count()
+    bad_keys = [None, "msk_0123456789abcdef_" + "0" * 64, "not-a-key", key["api_key"][:-1] + "0"]
+    for bad in bad_keys:
+        headers = {"Authorization": f"Bearer {bad}"} if bad else {}
+        with httpx.Client(base_url=api.url, headers=headers) as client:
+            response = client.post("/api/v1/memory/packet", json=SEED_EXAMPLE)
+            assert_problem(response, 401, "api_key")
+            assert response.headers["www-authenticate"].startswith("Bearer")
+    with httpx.Client(base_url=api.url, headers={"X-API-Key": key["api_key"]}) as client:
+        assert client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "before"}).status_code == 201
+    with psycopg.connect(api.database.dsn("platform_admin")) as conn:
+        conn.execute("select memsub.set_context(null, p_roles => '{platform_admin}')")
+        assert conn.execute("select memsub.revoke_api_key(%s)", [key["key_id"]]).fetchone() == (True,)
+    after_revoke = api.packet_count(), api.memory_count()
+    with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {key['api_key']}"}) as client:
+        assert_problem(client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "after"}), 401)
+        assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}:x/keys/k", json={"value": 1}), 401)
+        assert_problem(client.get(f"/api/v1/memory/thread/{SEED_EXAMPLE['thread_id']}"), 401)
+    assert (api.packet_count(), api.memory_count()) == after_revoke
+    assert after_revoke == (before[0] + 1, before[1])
+
+
+def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
+    dimension = api.dimension()
+    thread = str(uuid.uuid4())
+    with api.client("b") as b:
+        written = b.post("/api/v1/memory/packet", json={
+            "packet_type": "secret", "payload": {"text": "tenant b secret"}, "thread_id": thread,
+            "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, 5),
+                                       "chunk_text": "tenant b secret"}],
+                       "relationships": [{"source_entity": "Bsecret", "relationship_type": "knows",
+                                          "target_entity": "Bother"}]}}).json()
+        assert b.put(f"/api/v1/memory/namespace/user:{uuid.UUID('b1000000-0000-0000-0000-00000000000b')}:p/keys/k",
+                     json={"value": "b memory"}).status_code == 200
+        assert b.get(f"/api/v1/memory/packet/{written['packet_id']}").status_code == 200
+    with api.client("a") as a:
+        assert_problem(a.get(f"/api/v1/memory/packet/{written['packet_id']}"), 404)
+        assert a.get(f"/api/v1/memory/thread/{thread}").json() == {"packets": [], "next_cursor": None}
+        assert a.get(f"/api/v1/memory/packet/{written['packet_id']}/lineage").json()["lineage"] == []
+        hits = a.post("/api/v1/search/semantic", json={"query": vector(dimension, 5), "k": 50}).json()["hits"]
+        assert written["packet_id"] not in {h["packet_id"] for h in hits}
+        hybrid = a.post("/api/v1/search/hybrid", json={"query_text": "tenant secret", "k": 50}).json()["hits"]
+        assert written["packet_id"] not in {h["packet_id"] for h in hybrid}
+        assert a.get("/api/v1/graph/traverse", params={"start_entity": "Bsecret"}).json()["nodes"] == []
+        user_b = "b1000000-0000-0000-0000-00000000000b"
+        assert_problem(a.get(f"/api/v1/memory/namespace/user:{user_b}:p/keys/k"), 404)
+        assert a.get(f"/api/v1/memory/namespace/user:{user_b}/keys").json()["entries"] == []
+        # a lineage parent in tenant B is unknown to tenant A
+        assert_problem(a.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "lineage": {
+            "parent_ids": [written["packet_id"]]}}), 422)
+
+
+def test_the_server_login_cannot_choose_a_tenant(api: Api):
+    with api.database.connect("app") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select memsub.set_context(%s)", [TENANT_A])
+    with api.database.connect("app") as conn:  # one transaction acts for one tenant: the key's
+        conn.execute("select * from memsub.authenticate_api_key(%s)", [api.keys["a"]["api_key"]])
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from memsub.authenticate_api_key(%s)", [api.keys["b"]["api_key"]])
+    with api.database.connect("app") as conn:  # keys are stored as hashes only; app sees no hash column
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select key_hash from memsub.api_keys")
+
+
+def test_a_key_role_needs_the_server_login_to_hold_it(api: Api):
+    admin_key = create_key(api.database.dsn("platform_admin"), TENANT_A, roles=("tenant_admin",))
+    with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {admin_key['api_key']}"}) as client:
+        assert_problem(client.get(f"/api/v1/memory/thread/{uuid.uuid4()}"), 403, "roles")
+
+
+def test_who_may_create_and_revoke_keys(api: Api):
+    with api.database.connect("tenant_admin") as conn:
+        conn.execute("select memsub.set_context(%s, p_roles => '{tenant_admin}')", [TENANT_A])
+        key_id = conn.execute("select key_id from memsub.create_api_key(%s, p_roles => '{tenant_admin}')",
+                              [TENANT_A]).fetchone()[0]
+        assert {row[0] for row in conn.execute("select tenant_id from memsub.list_api_keys()")} == {TENANT_A}
+        conn.execute("savepoint s")
+        for statement, args in (("select memsub.create_api_key(%s)", [TENANT_B]),
+                                ("select memsub.create_api_key(%s, p_roles => '{platform_admin}')", [TENANT_A])):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement, args)
+            conn.execute("rollback to savepoint s")
+        # another tenant's key is invisible, so it cannot be revoked
+        assert conn.execute("select memsub.revoke_api_key(%s)", [api.keys["b"]["key_id"]]).fetchone() == (False,)
+        assert conn.execute("select memsub.revoke_api_key(%s)", [key_id]).fetchone() == (True,)
+    with api.database.connect("app") as conn:
+        conn.execute("select * from memsub.authenticate_api_key(%s)", [api.keys["a"]["api_key"]])
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select memsub.create_api_key(%s)", [TENANT_A])
+
+
+def test_readme_http_example_runs(api: Api):
+    block = re.search(r"```python\n(import httpx\n.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    assert block is not None
+    namespace: dict[str, object] = {"MEMSUB_URL": api.url, "API_KEY": api.keys["a"]["api_key"]}
+    code = block.group(1).replace('os.environ["MEMSUB_URL"]', "MEMSUB_URL").replace(
+        "os.environ['MEMSUB_API_KEY']", "API_KEY")
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["result"]["packet_type"] == "event"  # type: ignore[index]
