@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 import psycopg
 
-from memsub.layers import EmbeddingType
+from memsub.search import EmbeddingType
 
 BIG = uuid.UUID("b1000000-0000-0000-0000-000000000001")
 SMALL = uuid.UUID("5a000000-0000-0000-0000-000000000002")

@@ -6,11 +6,10 @@ executor runs it on a connection::
     def get_packet(packet_id: UUID | str) -> Call[PacketStoreRow | None]:
         return function("get_packet", {"packet_id": packet_id}, optional(PacketStoreRow))
 
-    class TenantSession(SyncSession):
-        get_packet = sync_method(get_packet)        # memory.get_packet(id) -> PacketStoreRow | None
+    class PacketsArea(Area[SessionT]):
+        get = method(get_packet)          # session.packets.get(id) -> PacketStoreRow | None
 
-    class AsyncTenantSession(AsyncSession):
-        get_packet = async_method(get_packet)       # await memory.get_packet(id)
+    (and ``await session.packets.get(id)`` on the async session: the area is declared once for both).
 
 Rules every call follows:
 
@@ -24,13 +23,15 @@ Rules every call follows:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from typing import Any, Concatenate, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast
+from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
 
 import psycopg
@@ -125,6 +126,11 @@ def vector(values: VectorLike | None) -> Vector | None:
     return Vector([float(v) for v in values])
 
 
+def list_or_none(values: Sequence[str] | None) -> list[str] | None:
+    """A text[] argument, or None (the argument is left out and its SQL default applies) when not given."""
+    return None if values is None else list(values)
+
+
 def text_or_none(value: UUID | str | None) -> str | None:
     return None if value is None else str(value)
 
@@ -183,7 +189,7 @@ class Call(Generic[T]):
 Steps = Generator[Call[Any], Any, T]
 """Several calls whose arguments depend on earlier results, declared once: a generator that yields each call, is
 sent its decoded result, and returns the outcome. The sync session drives it with plain calls, the async one with
-awaited calls (:func:`sync_steps`, :func:`async_steps`)."""
+awaited calls (:func:`method` binds it either way)."""
 
 
 def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T]:
@@ -470,39 +476,125 @@ class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[ps
             return cast(T, done.value)
 
 
-def sync_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[SyncSession, P], T]:
-    """A session method that runs the call ``builder`` declares."""
-    def method(self: SyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._run(builder(*args, **kwargs))
-    _describe(method, builder)
-    return method
+# --- areas: one namespace per memory area, the same on both sessions ------------------------------------------
+
+SessionT = TypeVar("SessionT", bound="SyncSession | AsyncSession")
 
 
-def async_method(builder: Callable[P, Call[T]]) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, T]]:
-    """An async session method that runs the call ``builder`` declares."""
-    async def method(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._run(builder(*args, **kwargs))
-    _describe(method, builder)
-    return method
+class Area(Generic[SessionT]):
+    """One memory area's calls, the namespace a session exposes for it (``session.memory``, ``session.graph``).
+
+    An area module declares each call once, as a :class:`Method` of its area class; the sync session's namespace
+    runs the calls directly and the async session's awaits them (the area class is generic in the session kind).
+    A namespace runs its calls through its session, so it is unusable once the session's block has ended."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: SessionT) -> None:
+        self._session = session
+
+    @classmethod
+    def methods(cls) -> dict[str, Method[..., Any]]:
+        """The declared calls of this area by method name."""
+        found: dict[str, Method[..., Any]] = {}
+        for klass in reversed(cls.__mro__):
+            found.update({name: value for name, value in vars(klass).items() if isinstance(value, Method)})
+        return found
 
 
-def sync_steps(builder: Callable[P, Steps[T]]) -> Callable[Concatenate[SyncSession, P], T]:
-    """A session method that runs the calls ``builder`` yields, one after another."""
-    def method(self: SyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._drive(builder(*args, **kwargs))
-    _describe(method, builder)
-    return method
+class Method(Generic[P, T]):
+    """A namespace (or session) method that runs the call ``builder`` declares; a builder that is a generator
+    (:data:`Steps`) is driven call by call. Read on a sync session or its areas it is a plain method, on an async
+    one a coroutine method."""
+
+    def __init__(self, builder: Callable[P, Call[T]] | Callable[P, Steps[T]]) -> None:
+        self.builder: Callable[..., Any] = builder
+        self.steps = inspect.isgeneratorfunction(builder)
+        self.name = builder.__name__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> Method[P, T]: ...
+
+    @overload
+    def __get__(self, instance: Area[SyncSession] | SyncSession, owner: type[Any]) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(self, instance: Area[AsyncSession] | AsyncSession,
+                owner: type[Any]) -> Callable[P, Coroutine[Any, Any, T]]: ...
+
+    def __get__(self, instance: Any, owner: type[Any]) -> Any:
+        if instance is None:
+            return self
+        session: SyncSession | AsyncSession = instance._session if isinstance(instance, Area) else instance
+        builder = self.builder
+        if isinstance(session, AsyncSession):
+            drive_async = session._drive if self.steps else session._run
+
+            async def awaited(*args: Any, **kwargs: Any) -> Any:
+                return await drive_async(builder(*args, **kwargs))
+            bound: Callable[..., Any] = awaited
+        else:
+            drive = session._drive if self.steps else session._run
+
+            def direct(*args: Any, **kwargs: Any) -> Any:
+                return drive(builder(*args, **kwargs))
+            bound = direct
+        functools.update_wrapper(bound, builder)
+        bound.__name__ = self.name
+        bound.__qualname__ = f"{owner.__name__}.{self.name}"
+        if isinstance(instance, Area) and hasattr(instance, "__dict__"):
+            instance.__dict__[self.name] = bound  # bound once per namespace: later reads skip this descriptor
+        return bound
 
 
-def async_steps(builder: Callable[P, Steps[T]]) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, T]]:
-    """An async session method that awaits the calls ``builder`` yields, one after another."""
-    async def method(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._drive(builder(*args, **kwargs))
-    _describe(method, builder)
-    return method
+@overload
+def method(builder: Callable[P, Call[T]]) -> Method[P, T]: ...
 
 
-def _describe(method: Callable[..., Any], builder: Callable[..., Any]) -> None:
-    method.__name__ = method.__qualname__ = builder.__name__
-    method.__doc__ = builder.__doc__
-    method.__wrapped__ = builder  # type: ignore[attr-defined]
+@overload
+def method(builder: Callable[P, Steps[T]]) -> Method[P, T]: ...
+
+
+def method(builder: Callable[P, Call[T]] | Callable[P, Steps[T]]) -> Method[P, T]:
+    """Bind a call declaration (or a generator of calls) as a method of an area or a session::
+
+        class MemoryArea(Area[SessionT]):
+            write = method(memory_write)       # session.memory.write(...) runs memsub.memory_write
+    """
+    return Method(builder)
+
+
+class _Namespace:
+    """The descriptor behind :func:`namespace`: the area bound to the session, made once per session."""
+
+    def __init__(self, area: type[Area[Any]]) -> None:
+        self.area = area
+        self.name = area.__name__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type[Any]) -> Any:
+        if instance is None:
+            return self.area
+        bound = self.area(instance)
+        instance.__dict__[self.name] = bound
+        return bound
+
+
+def namespace(area: type[Area[Any]]) -> Any:
+    """Attach an area to the sessions as a namespace; the attribute's annotation gives its type::
+
+        class Namespaces(Generic[SessionT]):
+            memory: MemoryArea[SessionT] = namespace(MemoryArea)
+
+    Read on a session class it is the area class, on a session the area bound to that session."""
+    return _Namespace(area)
+
+
+def vector_dimension() -> Call[int]:
+    """The vector dimension of this installation (every embedder used with it must produce it)."""
+    return function("vector_dimension", {}, scalar(int))

@@ -3,8 +3,8 @@
 ::
 
     async with AsyncSubstrate("postgresql://...") as substrate:
-        async with substrate.tenant(tenant_id, user_id=user_id) as memory:
-            result = await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
+        async with substrate.tenant(tenant_id, user_id=user_id) as session:
+            result = await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
 
 One ``async with`` block is one transaction (commit on success, rollback on any exception). With
 ``per_call=True`` the block holds no connection and each call is a short transaction of its own that sets the
@@ -15,8 +15,8 @@ pinning a pooled connection or an open transaction across the wait. A session us
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -24,19 +24,17 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from memsub import _calls, documents, layers, memory, memory_decay, packets, retrieval, sessions, temporal_graph
-from memsub._calls import AsyncSession, Call, async_method, async_steps, raw
-from memsub.errors import ConflictError, from_database_error
-from memsub.memory import MemoryEntry, MemoryType
-from memsub.models import PacketStoreRow, PacketWriteResult
-from memsub.packets import EnvelopeLike
+from memsub import _calls
+from memsub._calls import AsyncSession, Call, raw
+from memsub.client import Namespaces
+from memsub.errors import from_database_error
 
 Row = dict[str, Any]
 T = TypeVar("T")
 
 
-class AsyncTenantSession(AsyncSession):
-    """The async twin of :class:`memsub.client.TenantSession`: the same methods, each awaited."""
+class AsyncTenantSession(AsyncSession, Namespaces[AsyncSession]):
+    """The async twin of :class:`memsub.client.TenantSession`: the same namespaces and methods, each awaited."""
 
     async def fetch(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
         """Rows of one parameterized statement, by column name; database errors become memsub errors."""
@@ -45,137 +43,6 @@ class AsyncTenantSession(AsyncSession):
     async def run(self, call: Call[T]) -> T:
         """Run a declared call (:mod:`memsub._calls`) in this session."""
         return await self._run(call)
-
-    # packets
-    write_packet = async_method(packets.write_packet)
-    get_packet = async_method(packets.get_packet)
-    get_packets = async_method(packets.get_packets)
-    thread = async_method(packets.thread)
-    lineage = async_method(packets.lineage)
-    purge_expired = async_method(packets.purge_expired)
-
-    async def write_packets(self, envelopes: Iterable[EnvelopeLike],
-                            batch_size: int = 500) -> list[PacketWriteResult]:
-        """Write many envelopes, ``batch_size`` per call to memsub.write_packets (in per-call mode each batch is
-        a transaction of its own)."""
-        results: list[PacketWriteResult] = []
-        for batch in packets.batches(envelopes, batch_size):
-            written = await self._run(packets.write_packet_batch(batch, offset=len(results)))
-            results.extend(written)
-        return results
-
-    async def replay(self, thread_id: UUID | str, page_size: int = 1000,
-                     after_cursor: int | None = None) -> AsyncIterator[PacketStoreRow]:
-        """Every packet of a thread in write order, read ``page_size`` at a time with the keyset cursor."""
-        cursor = after_cursor
-        while True:
-            page = await self._run(packets.thread(thread_id, limit=page_size, after_cursor=cursor))
-            for row in page:
-                yield row
-            if len(page) < page_size:
-                return
-            cursor = page[-1].write_seq
-
-    # namespaced memory
-    write_memory = async_method(memory.write_memory)
-    get_memory = async_method(memory.get_memory)
-    delete_memory = async_method(memory.delete_memory)
-    memory_history = async_method(memory.memory_history)
-    list_memory = async_method(memory.list_memory)
-    search_memory = async_method(memory.search_memory)
-
-    async def update_memory(self, namespace: str, key: str, change: Callable[[Any], Any], *,
-                            memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry:
-        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one; on a
-        version conflict the attempt is undone (to a savepoint, or with its own transaction in per-call mode),
-        re-read and retried, at most ``attempts`` times."""
-        for attempt in range(attempts):
-            try:
-                async with nullcontext() if self.per_call else self.connection.transaction():
-                    current = await self._run(memory.get_memory(namespace, key))
-                    return await self._run(memory.write_memory(
-                        namespace, key, change(current.value if current else None),
-                        expected_version=current.version if current else None, memory_type=memory_type))
-            except ConflictError:
-                if attempt == attempts - 1:
-                    raise
-        raise ValueError("attempts must be at least 1")
-
-    # sessions
-    create_session = async_method(sessions.create_session)
-    get_session = async_method(sessions.get_session)
-    append_event = async_method(sessions.append_event)
-    merge_state = async_method(sessions.merge_state)
-    end_turn = async_method(sessions.end_turn)
-    terminate_session = async_method(sessions.terminate_session)
-    delete_session = async_method(sessions.delete_session)
-    memory_context = async_method(sessions.memory_context)
-    consolidate = async_method(sessions.consolidate)
-
-    # tasks, agents and checkpoints
-    create_task = async_method(sessions.create_task)
-    link_task = async_method(sessions.link_task)
-    set_task_status = async_method(sessions.set_task_status)
-    spawn_agent = async_method(sessions.spawn_agent)
-    set_actor = async_method(sessions.set_actor)
-    save_checkpoint = async_method(sessions.save_checkpoint)
-    restore_checkpoint = async_method(sessions.restore_checkpoint)
-
-    # document index and audit
-    put_document = async_method(sessions.put_document)
-    get_document = async_method(sessions.get_document)
-    audit_trail = async_method(sessions.audit_trail)
-
-    # documents
-    ingest_text = async_steps(documents.ingest_text)
-    ingest_file = async_steps(documents.ingest_file)
-    embed_missing_chunks = async_steps(documents.embed_missing_chunks)
-    document_versions = async_method(documents.document_versions)
-    document_chunks = async_method(documents.document_chunks)
-    vector_dimension = async_method(documents.vector_dimension)
-
-    # temporal graph
-    add_edge = async_method(temporal_graph.add_edge)
-    close_edge = async_method(temporal_graph.close_edge)
-    supersede_edge = async_method(temporal_graph.supersede_edge)
-    edges_as_of = async_method(temporal_graph.edges_as_of)
-    neighbors_as_of = async_method(temporal_graph.neighbors_as_of)
-    upsert_entity = async_method(temporal_graph.upsert_entity)
-    search_entities = async_method(temporal_graph.search_entities)
-    graph_nodes = async_method(temporal_graph.graph_nodes)
-
-    # memory types and decay
-    remember = async_method(memory_decay.remember)
-    touch_memory = async_method(memory_decay.touch_memory)
-    memory_maintenance = async_method(memory_decay.memory_maintenance)
-    # layers
-    record_event = async_method(layers.record_event)
-    record_reasoning_trace = async_method(layers.record_reasoning_trace)
-    assert_fact = async_method(layers.assert_fact)
-    store_embedding = async_method(layers.store_embedding)
-    store_semantic_memory = async_method(layers.store_semantic_memory)
-    search_semantic_memory = async_method(layers.search_semantic_memory)
-    upsert_relationship = async_method(layers.upsert_relationship)
-    graph_neighbors = async_method(layers.graph_neighbors)
-    apply_world_model_update = async_method(layers.apply_world_model_update)
-    take_world_model_snapshot = async_method(layers.take_world_model_snapshot)
-    world_model_state_at = async_method(layers.world_model_state_at)
-    world_model_state_version = async_method(layers.world_model_state_version)
-    record_reflection = async_method(layers.record_reflection)
-    record_task_reflection = async_method(layers.record_task_reflection)
-    record_summary = async_method(layers.record_summary)
-    summaries_due = async_method(layers.summaries_due)
-    record_access = async_method(layers.record_access)
-    entity_graph = async_method(layers.entity_graph)
-
-    # retrieval
-    search = async_method(retrieval.search)
-    hybrid_search = async_method(retrieval.hybrid_search)
-    traverse = async_method(retrieval.traverse)
-    neighbourhood = async_method(retrieval.neighbourhood)
-    feedback = async_method(retrieval.feedback)
-    reflections = async_method(retrieval.reflections)
-    learn_importance = async_method(retrieval.learn_importance)
 
 
 class AsyncSubstrate:

@@ -254,15 +254,15 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
         raise InvalidInput(f"input is not valid JSON: {error}; nothing was written") from error
     results = []
     try:
-        with target.session() as memory:
-            embedder = resolve_embedder(embedder_spec, memory.vector_dimension()) if embedder_spec else None
+        with target.session() as session:
+            embedder = resolve_embedder(embedder_spec, session.vector_dimension()) if embedder_spec else None
             with click.progressbar(length=len(envelopes), label="writing packets", file=sys.stderr,
                                    show_pos=True) as bar:
                 for start in range(0, len(envelopes), batch_size):
                     chunk = envelopes[start:start + batch_size]
                     if embedder is not None:
                         embed_envelopes(chunk, embedder)
-                    for result in memory.write_packets(chunk, batch_size=batch_size):
+                    for result in session.packets.write_packets(chunk, batch_size=batch_size):
                         result.position += start
                         results.append(result)
                     bar.update(len(chunk))
@@ -280,8 +280,8 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
 @tenant_options
 def packet_get(packet_id: str, target: Target) -> None:
     """Print one packet's stored envelope (exit 1 when it does not exist or is not visible)."""
-    with target.session() as memory:
-        row = memory.get_packet(packet_id)
+    with target.session() as session:
+        row = session.packets.get(packet_id)
     if row is None:
         fail(NotFound(f"packet {packet_id} does not exist or is not visible"))
     click.echo(json.dumps(row.envelope, indent=2, sort_keys=True))
@@ -300,11 +300,11 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
                   as_json: bool) -> None:
     """Replay a thread in write order (parents before children), one page or --all."""
     truncated = False
-    with target.session() as memory:
+    with target.session() as session:
         if read_all:
-            rows = list(memory.replay(thread_id, page_size=limit, after_cursor=after_cursor))
+            rows = list(session.packets.replay(thread_id, page_size=limit, after_cursor=after_cursor))
         else:
-            rows = memory.thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
+            rows = session.packets.get_thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
             truncated = len(rows) > limit
             rows = rows[:limit]
     print_rows(rows, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"], as_json)
@@ -322,8 +322,8 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
 @json_lines_option
 def packet_lineage(packet_id: str, target: Target, direction: str, max_depth: int, as_json: bool) -> None:
     """Walk a packet's lineage (ancestors or descendants), breadth first."""
-    with target.session() as memory:
-        rows = memory.lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
+    with target.session() as session:
+        rows = session.packets.get_lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     print_rows(rows, ["depth", "packet_type", "packet_id", "parent_ids", "state"], as_json)
 
 

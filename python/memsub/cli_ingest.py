@@ -48,14 +48,14 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
     embedder: Embedder | None = None
     with target.substrate() as substrate:
         if embedder_spec:
-            with substrate.tenant(target.tenant_id, **target.context()) as memory:
-                embedder = resolve_embedder(embedder_spec, memory.vector_dimension())
+            with substrate.tenant(target.tenant_id, **target.context()) as session:
+                embedder = resolve_embedder(embedder_spec, session.vector_dimension())
         with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
                                item_show_func=lambda p: p.name if p else None) as bar:
             for path in bar:
                 try:
-                    with substrate.tenant(target.tenant_id, **target.context()) as memory:
-                        result = memory.ingest_file(path, embedder=embedder, max_chars=max_chars)
+                    with substrate.tenant(target.tenant_id, **target.context()) as session:
+                        result = session.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
                 except MemsubError as error:
                     counts["failed"] += 1
                     results.append({"path": str(path), "status": "failed", "error": str(error),

@@ -14,7 +14,7 @@ import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
-from memsub.layers import EmbeddingType
+from memsub.search import EmbeddingType
 
 EMBEDDING_TYPES = list(get_args(EmbeddingType))
 
@@ -48,17 +48,17 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
                    embedder: str | None, record_access: bool, with_packets: bool, as_json: bool) -> None:
     """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid)."""
     rows: list[Any] = []
-    with target.session() as memory:
-        chosen = resolve_embedder(embedder, memory.vector_dimension())
+    with target.session() as session:
+        chosen = resolve_embedder(embedder, session.vector_dimension())
         how = "chosen" if embedder else "default"
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
         vector = chosen.embed([query])[0]
         if mode == "semantic":
-            rows = memory.search(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                 record_access=record_access, query_text=query, with_packets=with_packets)
+            rows = session.search.semantic(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+                                           record_access=record_access, query_text=query, with_packets=with_packets)
         else:
-            rows = memory.hybrid_search(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                        record_access=record_access, with_packets=with_packets)
+            rows = session.search.hybrid(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
+                                         record_access=record_access, with_packets=with_packets)
     if as_json:
         emit_json_lines(rows)
         return
@@ -109,10 +109,10 @@ def graph_traverse(entity: str, target: Target, max_depth: int,
     """Entities reachable from ENTITY through the edges valid now (or --as-of), each once with its most confident
     shortest path (memsub.traverse_graph)."""
     when = _timestamp(as_of)
-    with target.session() as memory:
-        paths = memory.traverse(entity, max_depth, relationship_types=relationship_types or None,
-                                min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
-                                limit=limit, as_of=when)
+    with target.session() as session:
+        paths = session.graph.traverse(entity, max_depth, relationship_types=relationship_types or None,
+                                       min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
+                                       limit=limit, as_of=when)
     if as_json:
         emit_json_lines(paths)
         return
@@ -134,8 +134,8 @@ def graph_neighbourhood(entity: str, target: Target, min_confidence: float | Non
     """ENTITY's relationships in both directions valid now (or --as-of) and the facts about it
     (memsub.entity_neighbourhood)."""
     when = _timestamp(as_of)
-    with target.session() as memory:
-        items = memory.neighbourhood(entity, min_confidence=min_confidence, as_of=when)
+    with target.session() as session:
+        items = session.graph.entity_neighbourhood(entity, min_confidence=min_confidence, as_of=when)
     if as_json:
         emit_json_lines(items)
         return

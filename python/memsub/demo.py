@@ -53,9 +53,9 @@ from memsub.embedding import (
 )
 from memsub.errors import ConnectionFailed, MemsubError
 from memsub.exit_codes import fail
+from memsub.graph import GraphPath
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn, PacketLineage, PacketStoreRow, PacketWriteResult
-from memsub.retrieval import GraphPath
 
 DEMO_DATABASE = "memsub_demo"
 APP_ROLE = "memsubdemo_app"
@@ -268,8 +268,8 @@ class Scene:
 
     @contextmanager
     def session(self) -> Iterator[TenantSession]:
-        with person_context(self.substrate, self.person) as memory:
-            yield memory
+        with person_context(self.substrate, self.person) as session:
+            yield session
 
     def envelope(self, label: str, packet_type: str, speaker: str, text: str, *, seconds: int,
                  parents: Sequence[str] = (), derivation: str | None = None, tags: Sequence[str] = (),
@@ -301,8 +301,8 @@ class Scene:
     def write(self, label: str, packet_type: str, speaker: str, text: str,
               **options: Any) -> PacketWriteResult:
         envelope = self.envelope(label, packet_type, speaker, text, **options)
-        with self.session() as memory:
-            result = memory.write_packet(envelope)
+        with self.session() as session:
+            result = session.packets.write(envelope)
         self.written.record(label, self.person, envelope, result)
         return result
 
@@ -311,8 +311,8 @@ class Scene:
 def person_context(substrate: Substrate, person: Person,
                    roles: Sequence[str] = ()) -> Iterator[TenantSession]:
     with substrate.tenant(person.tenant.tenant_id, org_id=person.tenant.org_id, user_id=person.user_id,
-                          roles=roles, session_id=person.session_id) as memory:
-        yield memory
+                          roles=roles, session_id=person.session_id) as session:
+        yield session
 
 
 def write_acme(app: Substrate, written: Written, now: datetime, embedder: Embedder | None = None) -> None:
@@ -375,8 +375,8 @@ def write_acme(app: Substrate, written: Written, now: datetime, embedder: Embedd
             ("tick2", "HDPE spot, US Gulf: $0.53/lb", 1800),
             ("tick3", "HDPE spot, US Gulf: $0.51/lb", 7140),
         )]
-    with ticks.session() as memory:
-        results = memory.write_packets(envelopes)
+    with ticks.session() as session:
+        results = session.packets.write_packets(envelopes)
     for label, envelope, result in zip(("tick1", "tick2", "tick3"), envelopes, results, strict=True):
         written.record(label, ALICE, envelope, result)
 
@@ -416,8 +416,8 @@ def write_borealis(app: Substrate, written: Written, now: datetime, embedder: Em
     batch[3].lineage = lineage(["route_plan"], "inference")
     # Children are listed before their parents on purpose: write_packets orders the batch itself.
     order = [3, 2, 0, 1, 4]
-    with scene.session() as memory:
-        results = memory.write_packets([batch[i] for i in order])
+    with scene.session() as session:
+        results = session.packets.write_packets([batch[i] for i in order])
     for i, result in zip(order, results, strict=True):
         written.record(list(ids)[i], CAROL, batch[i], result)
 
@@ -456,8 +456,8 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
                "one write)")
 
     question = "Which vendor should we buy recycled plastic from within budget?"
-    with person_context(app, ALICE) as memory:
-        hits = memory.search(embedder.embed([question])[0], k=5, record_access=True, query_text=question)
+    with person_context(app, ALICE) as session:
+        hits = session.search.semantic(embedder.embed([question])[0], k=5, record_access=True, query_text=question)
     story.line()
     story.line(f'alice, semantic_search: "{question}"')
     story.line()
@@ -466,8 +466,8 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
                   clip(h.chunk_text or "", 60)] for n, h in enumerate(hits, 1)])
 
     words = "ISO 14001"
-    with person_context(app, ALICE) as memory:
-        fused = memory.hybrid_search(words, embedder.embed([words])[0], k=5)
+    with person_context(app, ALICE) as session:
+        fused = session.search.hybrid(words, embedder.embed([words])[0], k=5)
     story.line()
     story.line(f'alice, hybrid_search: "{words}" (reciprocal rank fusion: 1/(60 + vector rank) '
                "+ 1/(60 + text rank))")
@@ -478,20 +478,20 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
 
     story.line()
     for name, person in (("bob", BOB), ("carol", CAROL)):
-        with person_context(app, person) as memory:
-            seen = memory.hybrid_search(words, embedder.embed([words])[0], k=20)
+        with person_context(app, person) as session:
+            seen = session.search.hybrid(words, embedder.embed([words])[0], k=20)
         labels = [written.label_of(h.packet_id) for h in seen]
         story.line(f"{name} runs the same hybrid search: {len(labels)} results "
                    f"({', '.join(labels) if labels else 'none'})")
     story.line("bob gets no l-private or cursor packet of alice's; carol gets only Borealis packets.")
 
-    with person_context(app, ALICE) as memory:
+    with person_context(app, ALICE) as session:
         first = hits[0]
-        before = memory.get_packet(first.packet_id)
+        before = session.packets.get(first.packet_id)
         if first.access_id is not None:
-            memory.feedback(first.access_id, True, "answered the question")
-        run = memory.learn_importance()
-        after = memory.get_packet(first.packet_id)
+            session.search.record_feedback(first.access_id, True, "answered the question")
+        run = session.search.learn_importance()
+        after = session.packets.get(first.packet_id)
     story.line()
     story.line(f"alice marks hit 1 ({written.label_of(first.packet_id)}) useful; learn_importance counted "
                f"{run.accesses_counted} accesses and {run.feedback_learned} feedback:")
@@ -526,8 +526,8 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
                "write_packets stored the parents first.")
 
     story.section("Thread replay: alice's supplier thread, in write order")
-    with person_context(app, ALICE) as memory:
-        alice_rows = memory.thread(acme_thread)
+    with person_context(app, ALICE) as session:
+        alice_rows = session.packets.get_thread(acme_thread)
     started = alice_rows[0].timestamp
     replay(story, written, alice_rows, started)
     story.line()
@@ -535,8 +535,8 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
 
     story.section("Lineage of alice's recommendation (ancestors, breadth first)")
     recommendation = packets["recommendation"]
-    with person_context(app, ALICE) as memory:
-        ancestors = memory.lineage(recommendation.packet_id)
+    with person_context(app, ALICE) as session:
+        ancestors = session.packets.get_lineage(recommendation.packet_id)
     story.line(f"insight {short(recommendation.packet_id)} 'recommendation': generation "
                f"{recommendation.generation}, root {short(recommendation.root_packet_id)} "
                f"({written.label_of(recommendation.root_packet_id)})")
@@ -549,9 +549,9 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
 
     story.section("Deduplication: a retried envelope is one packet, a repeated turn is two")
     retry = written.envelopes["query"]
-    with person_context(app, ALICE) as memory:
-        again = memory.write_packet(retry)
-        after = len(memory.thread(acme_thread))
+    with person_context(app, ALICE) as session:
+        again = session.packets.write(retry)
+        after = len(session.packets.get_thread(acme_thread))
     story.line(f"the client sends alice's first message again (packet_id {short(retry.packet_id)}, "
                f"{retry.timestamp:%H:%M:%S}) after a lost reply")
     story.line(f"deduplicated: {'yes' if again.deduplicated else 'no'}; "
@@ -561,8 +561,8 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     repeated = Scene(app, written, ALICE, "acme-suppliers", alice_rows[0].timestamp)
     for label, seconds in (("yes1", 22), ("yes2", 300)):
         repeated.write(label, "user_message", "alice", "yes", seconds=seconds, action="user_reply")
-    with person_context(app, ALICE) as memory:
-        replies = [r for r in memory.thread(acme_thread) if text_of(r) == "yes"]
+    with person_context(app, ALICE) as session:
+        replies = [r for r in session.packets.get_thread(acme_thread) if text_of(r) == "yes"]
     story.line(f"alice answers \"yes\" to the trial load and \"yes\" again five minutes later: "
                f"packets {short(packets['yes1'].packet_id)} and {short(packets['yes2'].packet_id)}, "
                f"deduplicated: {'yes' if packets['yes2'].deduplicated else 'no'}")
@@ -587,23 +587,23 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     for what, bad in bad_envelopes:
 
         def write_bad(envelope: dict[str, Any] = bad) -> None:
-            with person_context(app, ALICE) as memory:
-                memory.write_packet(envelope)
+            with person_context(app, ALICE) as session:
+                session.packets.write(envelope)
 
         error = refused(write_bad, f"an envelope with {what}")
         rejected.append([what, error.sqlstate, error.field, type(error).__name__, clip(str(error), 62)])
     story.table(["envelope with", "SQLSTATE", "field", "exception", "message"], rejected)
-    with person_context(app, ALICE) as memory:
-        unchanged = len(memory.thread(acme_thread))
+    with person_context(app, ALICE) as session:
+        unchanged = len(session.packets.get_thread(acme_thread))
     story.line()
     story.line(f"thread {short(acme_thread)} after the rejections: {unchanged} packets (unchanged).")
 
     story.section("Tenant isolation: carol (Borealis) against Acme's packets")
     shortlist = packets["shortlist"]
-    with person_context(app, CAROL) as memory:
-        seen = memory.get_packet(shortlist.packet_id)
-        thread_rows = memory.thread(acme_thread)
-        lineage_rows = memory.lineage(packets["reply"].packet_id)
+    with person_context(app, CAROL) as session:
+        seen = session.packets.get(shortlist.packet_id)
+        thread_rows = session.packets.get_thread(acme_thread)
+        lineage_rows = session.packets.get_lineage(packets["reply"].packet_id)
     checks: list[list[object]] = [
         [f"get_packet({short(shortlist.packet_id)})", "alice's shortlist", "a row" if seen else "no row"],
         [f"get_thread({short(acme_thread)})", "alice's supplier thread", f"{len(thread_rows)} packets"],
@@ -612,20 +612,20 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     ]
 
     def reference_foreign_parent() -> None:
-        with person_context(app, CAROL) as memory:
-            memory.write_packet(PacketEnvelopeIn.model_validate({
-                "packet_type": "insight", "payload": {"text": "Borrowing Acme's shortlist."},
-                "lineage": {"parent_ids": [shortlist.packet_id], "derivation_type": "inference"}}))
+        with person_context(app, CAROL) as session:
+            session.packets.write(PacketEnvelopeIn.model_validate({
+                 "packet_type": "insight", "payload": {"text": "Borrowing Acme's shortlist."},
+                 "lineage": {"parent_ids": [shortlist.packet_id], "derivation_type": "inference"}}))
 
     error = refused(reference_foreign_parent, "a parent packet from another tenant")
     checks.append([f"write_packet(parent {short(shortlist.packet_id)})", "an insight citing the shortlist",
                    f"refused: {type(error).__name__}, SQLSTATE {error.sqlstate}, field {error.field}"])
-    with person_context(app, CAROL) as memory:
-        same_thread = memory.write_packet(PacketEnvelopeIn.model_validate({
+    with person_context(app, CAROL) as session:
+        same_thread = session.packets.write(PacketEnvelopeIn.model_validate({
             "packet_type": "event", "payload": {"text": "Carol reuses a thread id by accident."},
             "thread_id": acme_thread}))
-    with person_context(app, ALICE) as memory:
-        alice_after = len(memory.thread(acme_thread))
+    with person_context(app, ALICE) as session:
+        alice_after = len(session.packets.get_thread(acme_thread))
     checks.append([f"write_packet(thread {short(acme_thread)})", "a packet in alice's thread id",
                    f"stored as carol's own packet {short(same_thread.packet_id)}"])
     story.table(["carol calls", "aiming at", "result"], checks)
@@ -644,23 +644,23 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     for label, packet_id in probes:
         row: list[object] = [label, short(packet_id), _scope(alice_rows, packet_id, written, label)]
         for _name, person, roles, substrate in viewers:
-            with person_context(substrate, person, roles) as memory:
-                row.append("sees" if memory.get_packet(packet_id) else "-")
+            with person_context(substrate, person, roles) as session:
+                row.append("sees" if session.packets.get(packet_id) else "-")
         matrix.append(row)
     story.table(["packet", "id", "scope", *[v[0] for v in viewers]], matrix)
-    with person_context(app, BOB) as memory:
-        bob_rows = memory.thread(acme_thread)
+    with person_context(app, BOB) as session:
+        bob_rows = session.packets.get_thread(acme_thread)
     story.line()
     story.line(f"thread {short(acme_thread)}: alice sees {alice_after}, bob sees {len(bob_rows)} packets "
                "(alice's l-private and cursor packets are hidden from him).")
 
     def bob_builds_on_private() -> None:
-        with person_context(app, BOB) as memory:
-            memory.write_packet(PacketEnvelopeIn.model_validate({
-                "packet_type": "insight", "payload": {"text": "Following alice's recommendation."},
-                "thread_id": acme_thread,
-                "lineage": {"parent_ids": [packets["recommendation"].packet_id],
-                            "derivation_type": "inference"}}))
+        with person_context(app, BOB) as session:
+            session.packets.write(PacketEnvelopeIn.model_validate({
+                 "packet_type": "insight", "payload": {"text": "Following alice's recommendation."},
+                 "thread_id": acme_thread,
+                 "lineage": {"parent_ids": [packets["recommendation"].packet_id],
+                              "derivation_type": "inference"}}))
 
     error = refused(bob_builds_on_private, "a parent that is another user's l-private packet")
     story.line(f"bob writes a child of alice's l-private recommendation -> SQLSTATE {error.sqlstate}, "
@@ -672,31 +672,31 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     story.section("Expiry: a packet whose ttl has passed is never read; purge_expired() keeps its lineage")
     watch = written.threads["acme-price-watch"]
     scratch = packets["scratch"].packet_id
-    with person_context(app, ALICE) as memory:
-        before = len(memory.thread(watch))
-        scratch_row = memory.get_packet(scratch)
-        in_thread = any(r.packet_id == scratch for r in memory.thread(acme_thread))
-        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+    with person_context(app, ALICE) as session:
+        before = len(session.packets.get_thread(watch))
+        scratch_row = session.packets.get(scratch)
+        in_thread = any(r.packet_id == scratch for r in session.packets.get_thread(acme_thread))
+        plan_children = session.packets.get_lineage(packets["plan"].packet_id, "descendants", 1)
     story.line(f"scratch {short(scratch)} (the raw directory page, ttl passed an hour ago, not yet purged):")
     story.line(f"  get_packet -> {'the packet' if scratch_row else 'no row'}; "
                f"get_thread -> {'listed' if in_thread else 'not listed'}; searches and embeddings skip it too")
     story.line("  children of plan before purging: "
                + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children))
-    with person_context(admin, BOB, ("tenant_admin",)) as memory:
-        acme_purged = memory.purge_expired()
-    with person_context(app, CAROL) as memory:
-        borealis_purged = memory.purge_expired()
-    with person_context(app, ALICE) as memory:
-        watch_after = memory.thread(watch)
-        supplier_after = len(memory.thread(acme_thread))
+    with person_context(admin, BOB, ("tenant_admin",)) as session:
+        acme_purged = session.packets.purge_expired()
+    with person_context(app, CAROL) as session:
+        borealis_purged = session.packets.purge_expired()
+    with person_context(app, ALICE) as session:
+        watch_after = session.packets.get_thread(watch)
+        supplier_after = len(session.packets.get_thread(acme_thread))
     story.line(f"acme admin   purge_expired() -> {_purge_report(acme_purged)}")
     story.line(f"carol        purge_expired() -> {_purge_report(borealis_purged)}")
     story.line(f"price watch thread {short(watch)}: {before} of 3 ticks readable before the purge (two had "
                f"expired), {len(watch_after)} after ({', '.join(text_of(r) for r in watch_after)})")
     story.line(f"supplier thread {short(acme_thread)}: {supplier_after} packets for alice "
                f"(the raw directory page had expired)")
-    with person_context(app, ALICE) as memory:
-        plan_children = memory.lineage(packets["plan"].packet_id, "descendants", 1)
+    with person_context(app, ALICE) as session:
+        plan_children = session.packets.get_lineage(packets["plan"].packet_id, "descendants", 1)
     story.line("children of plan after purging: "
                + ", ".join(f"{written.label_of(c.packet_id)} ({c.state})" for c in plan_children)
                + "; a purged packet leaves a tombstone (id, type, generation, thread, parents)")
@@ -714,20 +714,22 @@ def current_facts_section(story: Story, app: Substrate, now: datetime) -> None:
     """The knowledge graph answers with what holds now; history is read by asking for an earlier time."""
     story.section("Current facts: a superseded supplier is not returned")
     then = now - timedelta(days=30)
-    with person_context(app, ALICE) as memory:
-        if not memory.edges_as_of(entity="Acme Plastics", relationship_type="buys_from"):
-            memory.add_edge("Acme Plastics", "buys_from", "Pacific Polymers",
-                            valid_from=now - timedelta(days=60), confidence=0.9)
-            memory.add_edge("Pacific Polymers", "located_in", "Stockton", valid_from=now - timedelta(days=60))
-            memory.supersede_edge("Acme Plastics", "buys_from", "Golden Resin",
-                                  valid_from=now - timedelta(days=1), confidence=0.8)
+    with person_context(app, ALICE) as session:
+        if not session.graph.edges_as_of(entity="Acme Plastics", relationship_type="buys_from"):
+            session.graph.temporal_edge_add("Acme Plastics", "buys_from", "Pacific Polymers",
+                                            valid_from=now - timedelta(days=60), confidence=0.9)
+            session.graph.temporal_edge_add("Pacific Polymers", "located_in", "Stockton",
+                                            valid_from=now - timedelta(days=60))
+            session.graph.supersede_relationship("Acme Plastics", "buys_from", "Golden Resin",
+                                                 valid_from=now - timedelta(days=1), confidence=0.8)
     story.line("alice records: Acme Plastics buys_from Pacific Polymers (60 days ago), Pacific Polymers "
                "located_in Stockton;")
     story.line("since yesterday Acme Plastics buys_from Golden Resin (supersede_relationship closes the old edge)")
-    with person_context(app, ALICE) as memory:
-        current = memory.traverse("Acme Plastics", max_depth=2)
-        earlier = memory.traverse("Acme Plastics", max_depth=2, as_of=then)
-        around = [i.other_entity for i in memory.neighbourhood("acme plastics") if i.kind == "relationship"]
+    with person_context(app, ALICE) as session:
+        current = session.graph.traverse("Acme Plastics", max_depth=2)
+        earlier = session.graph.traverse("Acme Plastics", max_depth=2, as_of=then)
+        around = [i.other_entity for i in session.graph.entity_neighbourhood("acme plastics")
+                  if i.kind == "relationship"]
     story.line()
     story.line(f"traverse_graph('Acme Plastics') now: {'; '.join(_path_text(p) for p in current) or 'nothing'}")
     story.line(f"entity_neighbourhood('acme plastics') now: {', '.join(o or '-' for o in around) or 'nothing'}")

@@ -5,12 +5,13 @@ make a new version of the path and the old version's vectors leave the index. Th
 plain text (PDF needs a text extraction library, which memsub does not ship), cuts the text into contiguous
 chunks that cover it exactly, and embeds them through any object with ``dimension`` and ``embed(texts)``::
 
-    with substrate.tenant(tenant_id, user_id=user) as memory:
-        result = memory.ingest_file(Path("docs/design.md"), embedder=my_embedder)
-        chunks = memory.document_chunks(result.document_id)
+    with substrate.tenant(tenant_id, user_id=user) as session:
+        result = session.documents.ingest_file(Path("docs/design.md"), embedder=my_embedder)
+        chunks = session.documents.chunks_of(result.document_id)
 
-The calls are declared here once; the sync and async tenant sessions expose them as methods of the same name.
-Reading, chunking and summarizing a file are plain Python functions of this module.
+Both sessions expose the documents area as ``session.documents`` (with the path-keyed document index,
+``index_put`` and ``index_get``). Reading, chunking and summarizing a file are plain Python functions of this
+module.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Call, Json, Steps, function, json_or_none, one, rows, scalar
+from memsub._calls import Area, Call, Json, SessionT, Steps, function, json_or_none, method, one, optional, rows, scalar
 from memsub.errors import InvalidInput
 
 Mime = Literal["pdf", "md", "txt"]
@@ -108,6 +109,17 @@ class Chunk(BaseModel):
     neighbors: list[UUID]
 
 
+class DocumentIndexEntry(BaseModel):
+    """One entry of memsub.document_index, its embedding as a list of floats."""
+
+    id: UUID
+    file_path: str
+    embedding: list[float] | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -177,18 +189,7 @@ def summarize(text: str, mime: Mime) -> tuple[str | None, list[str]]:
     return summary, concepts[:MAX_KEY_CONCEPTS]
 
 
-def document_ingest(file_path: str, text: str, chunks: Sequence[dict[str, Any]], *, file_hash: str, mime: Mime,
-                    metadata: dict[str, Any] | None = None, summary: str | None = None,
-                    key_concepts: Sequence[str] = (), entities: Sequence[dict[str, str]] = ()) -> Call[IngestResult]:
-    """Store one version of a document from its text and its chunks' spans (and vectors) (memsub.document_ingest)."""
-    return function("document_ingest", {
-        "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(list(chunks)),
-        "metadata": json_or_none(metadata), "summary": summary,
-        "key_concepts": list(key_concepts) if key_concepts else None,
-        "entities": Json(list(entities)) if entities else None}, one(IngestResult))
-
-
-def ingest_text(
+def document_ingest(
     file_path: str,
     text: str,
     *,
@@ -202,7 +203,8 @@ def ingest_text(
     entities: Sequence[dict[str, str]] = (),
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Steps[IngestResult]:
-    """Store one version of a document from its extracted text (chunked here unless ``spans`` are given).
+    """Store one version of a document from its extracted text (chunked here unless ``spans`` are given)
+    (memsub.document_ingest).
 
     Chunks are embedded when the content hash differs from the path's latest version. An unchanged file costs
     one lookup and, given an ``embedder``, embeds only the stored chunks that carry no vector yet (for example
@@ -224,9 +226,11 @@ def ingest_text(
         if vectors is not None:
             item["embedding"] = [float(v) for v in vectors[position]]
         payload.append(item)
-    result: IngestResult = yield document_ingest(
-        file_path, text, payload, file_hash=file_hash, mime=mime, metadata=metadata, summary=summary,
-        key_concepts=key_concepts, entities=entities)
+    result: IngestResult = yield function("document_ingest", {
+        "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(payload),
+        "metadata": json_or_none(metadata), "summary": summary,
+        "key_concepts": list(key_concepts) if key_concepts else None,
+        "entities": Json(list(entities)) if entities else None}, one(IngestResult))
     if embedder is not None and result.status == "unchanged" and result.embedded_count < result.chunk_count:
         result.embedded_count += yield from embed_missing_chunks(result.document_id, embedder)
     return result
@@ -263,7 +267,7 @@ def ingest_file(
     data = path.read_bytes()
     text = extract_text(data, mime, path)
     summary, concepts = summarize(text, mime)
-    return (yield from ingest_text(
+    return (yield from document_ingest(
         file_path or path.as_posix(), text, file_hash=sha256_hex(data), mime=mime, embedder=embedder,
         metadata={"size_bytes": len(data), **(metadata or {})}, summary=summary, key_concepts=concepts,
         max_chars=max_chars,
@@ -275,11 +279,31 @@ def document_versions(file_path: str) -> Call[list[Document]]:
     return function("document_versions", {"file_path": file_path}, rows(Document))
 
 
-def document_chunks(document_id: UUID | str) -> Call[list[Chunk]]:
+def document_chunks_of(document_id: UUID | str) -> Call[list[Chunk]]:
     """The chunks of a document version, in order (memsub.document_chunks_of)."""
     return function("document_chunks_of", {"document_id": document_id}, rows(Chunk))
 
 
-def vector_dimension() -> Call[int]:
-    """The vector dimension of this installation (every embedder used for ingest must produce it)."""
-    return function("vector_dimension", {}, scalar(int))
+def document_index_put(file_path: str, embedding: Sequence[float] | None = None,
+                 metadata: dict[str, Any] | None = None) -> Call[DocumentIndexEntry]:
+    """Create or update a document index entry (memsub.document_index_put)."""
+    return function("document_index_put", {
+        "file_path": file_path, "embedding": None if embedding is None else [float(x) for x in embedding],
+        "metadata": json_or_none(metadata)}, one(DocumentIndexEntry))
+
+
+def document_index_get(file_path: str) -> Call[DocumentIndexEntry | None]:
+    """The document index entry of a path, or None (memsub.document_index_get)."""
+    return function("document_index_get", {"file_path": file_path}, optional(DocumentIndexEntry))
+
+
+class DocumentsArea(Area[SessionT]):
+    """``session.documents``: versioned documents, their chunks and vectors, and the path-keyed document index."""
+
+    ingest = method(document_ingest)
+    ingest_file = method(ingest_file)
+    embed_missing_chunks = method(embed_missing_chunks)
+    versions = method(document_versions)
+    chunks_of = method(document_chunks_of)
+    index_put = method(document_index_put)
+    index_get = method(document_index_get)

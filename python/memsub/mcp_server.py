@@ -29,10 +29,10 @@ from pydantic import BaseModel, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.layers import EmbeddingType
+from memsub.graph import GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult
-from memsub.retrieval import Feedback, GraphPath, HybridHit, LearningRun, NeighbourhoodItem, SemanticHit
+from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
 
 SERVER_NAME = "memsub"
 INSTRUCTIONS = (
@@ -100,12 +100,12 @@ class Identity:
         """One transaction acting for this identity; committed on success, rolled back on any exception."""
         if self.token is not None or self.token_file is not None:
             token = self.token if self.token is not None else self._read_token()
-            with substrate.signed(token) as memory:
-                yield memory
+            with substrate.signed(token) as session:
+                yield session
             return
         with substrate.tenant(self.tenant_id, org_id=self.org_id, user_id=self.user_id, roles=self.roles,
-                              session_id=self.session_id) as memory:
-            yield memory
+                              session_id=self.session_id) as session:
+            yield session
 
     def _read_token(self) -> str:
         assert self.token_file is not None
@@ -267,8 +267,8 @@ def _tool_error(error: MemsubError, writes: bool) -> ToolError:
 def check_identity(substrate: Substrate, identity: Identity) -> int:
     """Open one transaction for the identity (the database checks the login's binding, or the token) and return
     the installation's vector dimension; raises the memsub error when the identity is refused."""
-    with identity.transaction(substrate) as memory:
-        return memory.vector_dimension()
+    with identity.transaction(substrate) as session:
+        return session.vector_dimension()
 
 
 class MemoryTools:
@@ -284,8 +284,8 @@ class MemoryTools:
     @contextmanager
     def _memory(self, writes: bool = False) -> Iterator[TenantSession]:
         try:
-            with self.identity.transaction(self.substrate) as memory:
-                yield memory
+            with self.identity.transaction(self.substrate) as session:
+                yield session
         except MemsubError as error:
             raise _tool_error(error, writes) from error
 
@@ -320,15 +320,15 @@ class MemoryTools:
             model = PacketEnvelopeIn.model_validate({k: v for k, v in envelope.items() if v is not None})
         except MemsubError as error:
             raise _tool_error(error, True) from error
-        with self._memory(writes=True) as memory:
-            return memory.write_packet(model)
+        with self._memory(writes=True) as session:
+            return session.packets.write(model)
 
     def remember_entry(self, namespace: str, key: str, value: Any, expected_version: int | None,
                        memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
         text = memory_text(key, value)
-        with self._memory(writes=True) as memory:
-            entry = memory.write_memory(namespace, key, value, expected_version=expected_version,
-                                        memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
+        with self._memory(writes=True) as session:
+            entry = session.memory.write(namespace, key, value, expected_version=expected_version,
+                                         memory_type=memory_type, metadata=metadata, embedding=self._embed(text))
         return EntryWritten.model_validate(entry.model_dump())
 
     def recall(self, query: str, k: int, mode: Literal["semantic", "hybrid"], embedding_type: EmbeddingType,
@@ -342,9 +342,9 @@ class MemoryTools:
             raise ToolError(f"field {given[0]}: filters apply to mode 'semantic' only (hybrid search ranks the "
                             "whole tenant's memory by meaning and words)")
         vector = self._embed(query)
-        with self._memory() as memory:
+        with self._memory() as session:
             if mode == "semantic":
-                semantic: list[SemanticHit] = memory.search(
+                semantic: list[SemanticHit] = session.search.semantic(
                     vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
                     packet_type=packet_type, since=_utc(since), until=_utc(until), record_access=True,
                     query_text=query, agent_id=self.agent_id, with_packets=with_packets)
@@ -353,7 +353,7 @@ class MemoryTools:
                                   importance_score=h.importance_score, access_id=h.access_id,
                                   packet=_thread_packet(h.packet)) for h in semantic]
             else:
-                hybrid: list[HybridHit] = memory.hybrid_search(
+                hybrid: list[HybridHit] = session.search.hybrid(
                     query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id,
                     with_packets=with_packets)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
@@ -367,13 +367,13 @@ class MemoryTools:
         if not query.strip():
             raise ToolError("field query: must not be empty")
         vector = self._embed(query)
-        with self._memory() as memory:
-            rows = memory.search_memory(query, vector, k=k, namespace_prefix=namespace_prefix)
+        with self._memory() as session:
+            rows = session.memory.search(query, vector, k=k, namespace_prefix=namespace_prefix)
         return EntryRecallResult(hits=[EntryHit.model_validate(row.model_dump()) for row in rows])
 
     def replay_thread(self, thread_id: UUID, limit: int, after_cursor: int | None) -> ThreadPage:
-        with self._memory() as memory:
-            rows = memory.thread(thread_id, limit=limit, after_cursor=after_cursor)
+        with self._memory() as session:
+            rows = session.packets.get_thread(thread_id, limit=limit, after_cursor=after_cursor)
         packets = [packet for packet in map(_thread_packet, rows) if packet is not None]
         return ThreadPage(thread_id=thread_id, packets=packets,
                           next_cursor=rows[-1].write_seq if len(rows) == limit else None)
@@ -382,29 +382,29 @@ class MemoryTools:
                        direction: Direction, min_confidence: float | None, limit: int | None,
                        as_of: datetime | None) -> TraverseResult:
         when = _utc(as_of)
-        with self._memory() as memory:
-            paths = memory.traverse(entity, max_depth, relationship_types=relationship_types,
-                                    min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
+        with self._memory() as session:
+            paths = session.graph.traverse(entity, max_depth, relationship_types=relationship_types,
+                                           min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
         return TraverseResult(as_of=when, paths=paths)
 
     def graph_neighbourhood(self, entity: str, min_confidence: float | None, limit: int | None,
                             as_of: datetime | None) -> NeighbourhoodResult:
         when = _utc(as_of)
-        with self._memory() as memory:
-            items = memory.neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
+        with self._memory() as session:
+            items = session.graph.entity_neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
         return NeighbourhoodResult(as_of=when, items=items)
 
     def graph_edges(self, as_of: datetime | None, entity: str | None,
                     relationship_type: str | None) -> EdgesResult:
         when = _utc(as_of)
-        with self._memory() as memory:
-            edges = memory.edges_as_of(when, entity=entity, relationship_type=relationship_type)
+        with self._memory() as session:
+            edges = session.graph.edges_as_of(when, entity=entity, relationship_type=relationship_type)
         return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
 
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
-        with self._memory(writes=True) as memory:
-            recorded = memory.feedback(access_id, was_useful, reason)
-            run = memory.learn_importance() if learn_now else None
+        with self._memory(writes=True) as session:
+            recorded = session.search.record_feedback(access_id, was_useful, reason)
+            run = session.search.learn_importance() if learn_now else None
         return FeedbackResult(feedback=recorded, learning_run=run)
 
 

@@ -1,21 +1,51 @@
-"""Namespaced memory (seed 001): versioned entries per (namespace, key) with optimistic concurrency, soft
-deletes, history, prefix listing and fused search by meaning and words. The sync and async tenant sessions expose
-each call as a method of the same name; :mod:`memsub.sessions` keeps the session-first functions."""
+"""The memory area (seeds 001 and 003): namespaced entries, versioned per (namespace, key) with optimistic
+concurrency, soft deletes, history, prefix listing and fused search by meaning and words; a session's context
+resolved by namespace precedence; consolidation; memory types (STM, LTM, Procedural), importance and decay.
+Both sessions expose it as ``session.memory``::
+
+    with substrate.tenant(tenant_id, user_id=user, session_id="s1") as session:
+        entry = session.memory.write(f"user:{user}:preferences", "style", {"tone": "concise"})
+        session.memory.remember(f"user:{user}:notes", "topic", "pgvector", tier="STM", importance=0.9)
+        context = session.memory.context()
+    with substrate.tenant(tenant_id, roles=["tenant_admin"]) as admin:
+        report = admin.memory.maintenance()   # promotes STM entries by the documented rule
+
+The decay rule (sql/630_memory_decay.sql): strength halves every half-life without access and each access adds
+1; an STM entry is promoted to LTM when importance * strength reaches the threshold.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from datetime import datetime, timedelta
+from typing import Any, Literal, overload
 from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, Json, function, json_or_none, one, optional, rows, vector
+from memsub._calls import (
+    NULL,
+    Area,
+    AsyncSession,
+    Call,
+    Json,
+    SessionT,
+    SyncSession,
+    function,
+    json_or_none,
+    method,
+    one,
+    optional,
+    rows,
+    vector,
+)
 from memsub.embedding import TextEmbedder, embed_one
+from memsub.errors import ConflictError
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
+MemoryTier = Literal["STM", "LTM", "Procedural"]
 
 
 class MemoryEntry(BaseModel):
@@ -54,6 +84,61 @@ class MemoryHit(BaseModel):
     text_score: float | None
 
 
+class TieredMemory(BaseModel):
+    """A memory entry version with its seed 003 memory type and decay state."""
+
+    id: UUID
+    namespace: str
+    key: str
+    value: Any
+    version: int
+    memory_type: str
+    memory_tier: MemoryTier
+    importance: float
+    decay_weight: float
+    last_access_ts: datetime | None
+    promoted_at: datetime | None
+    created_at: datetime
+
+
+class MaintenanceOutcome(BaseModel):
+    """One short-term entry looked at by memsub.memory_maintenance."""
+
+    memory_entry_id: UUID
+    namespace: str
+    key: str
+    version: int
+    importance: float
+    strength: float
+    score: float
+    outcome: Literal["promoted", "kept"]
+
+
+class ContextEntry(BaseModel):
+    """One name of a session's resolved context (memsub.memory_context): the entry of highest precedence."""
+
+    name: str
+    namespace: str
+    key: str
+    value: Any
+    version: int | None
+    memory_type: MemoryType | None
+    source: Literal["state", "memory"]
+    precedence: int
+
+
+class Consolidation(BaseModel):
+    """One key handled by memsub.consolidate_memories."""
+
+    namespace: str
+    key: str
+    version: int | None
+    memory_entry_id: UUID | None
+    consolidated_versions: list[int]
+    strategy: str
+    outcome: Literal["consolidated", "skipped"]
+
+
 def memory_text(key: str, value: Any) -> str:
     """The text a memory entry is embedded from: its key and the strings of its value (or the value as JSON)."""
     strings: list[str] = []
@@ -72,13 +157,13 @@ def memory_text(key: str, value: Any) -> str:
     return f"{key}: " + (" ".join(strings) if strings else json.dumps(value, sort_keys=True))
 
 
-def write_memory(namespace: str, key: str, value: Any, *, expected_version: int | None = None,
+def memory_write(namespace: str, key: str, value: Any, *, expected_version: int | None = None,
                  memory_type: MemoryType = "semantic", metadata: dict[str, Any] | None = None,
                  embedding: Sequence[float] | None = None, embedder: TextEmbedder | None = None) -> Call[MemoryEntry]:
     """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
 
     The version carries ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so
-    :func:`search_memory` finds it by meaning as well as by words). Raises ``ConflictError`` when another writer
+    :func:`memory_search` finds it by meaning as well as by words). Raises ``ConflictError`` when another writer
     got there first (memsub.memory_write).
     """
     if embedding is None and embedder is not None:
@@ -89,12 +174,12 @@ def write_memory(namespace: str, key: str, value: Any, *, expected_version: int 
         "embedding": vector(embedding)}, one(MemoryEntry))
 
 
-def get_memory(namespace: str, key: str) -> Call[MemoryEntry | None]:
+def memory_get(namespace: str, key: str) -> Call[MemoryEntry | None]:
     """The live version of (namespace, key), or None (memsub.memory_get)."""
     return function("memory_get", {"namespace": namespace, "key": key}, optional(MemoryEntry))
 
 
-def delete_memory(namespace: str, key: str, expected_version: int) -> Call[MemoryEntry]:
+def memory_delete(namespace: str, key: str, expected_version: int) -> Call[MemoryEntry]:
     """Soft-delete (namespace, key) at the version read; returns the tombstone version (memsub.memory_delete)."""
     return function("memory_delete", {"namespace": namespace, "key": key,
                                       "expected_version": NULL if expected_version is None else expected_version},
@@ -106,12 +191,12 @@ def memory_history(namespace: str, key: str) -> Call[list[MemoryEntry]]:
     return function("memory_history", {"namespace": namespace, "key": key}, rows(MemoryEntry))
 
 
-def list_memory(namespace_prefix: str) -> Call[list[MemoryEntry]]:
+def memory_list(namespace_prefix: str) -> Call[list[MemoryEntry]]:
     """The live entries of the namespaces under a prefix (memsub.memory_list)."""
     return function("memory_list", {"namespace_prefix": namespace_prefix}, rows(MemoryEntry))
 
 
-def search_memory(query_text: str | None, query: Sequence[float] | None = None, *,
+def memory_search(query_text: str | None, query: Sequence[float] | None = None, *,
                   embedder: TextEmbedder | None = None, k: int = 10,
                   namespace_prefix: str | None = None) -> Call[list[MemoryHit]]:
     """Namespaced memory the caller may see, by meaning (``query``, or ``query_text`` embedded by ``embedder``) and
@@ -121,3 +206,103 @@ def search_memory(query_text: str | None, query: Sequence[float] | None = None, 
     return function("memory_search", {"query_text": NULL if query_text is None else query_text,
                                       "query": vector(query), "k": k, "namespace_prefix": namespace_prefix},
                     rows(MemoryHit))
+
+
+def memory_remember(namespace: str, key: str, value: Any, *, tier: MemoryTier | None = None,
+             importance: float | None = None, expected_version: int | None = None,
+             kind: Literal["semantic", "episodic"] | None = None,
+             metadata: dict[str, Any] | None = None) -> Call[TieredMemory]:
+    """Write the next version of (namespace, key) as STM (the default), LTM or Procedural memory, importance 0.5
+    unless given (memsub.memory_remember)."""
+    return function("memory_remember", {
+        "namespace": namespace, "key": key, "value": Json(value), "tier": tier, "importance": importance,
+        "expected_version": expected_version, "kind": kind, "metadata": json_or_none(metadata)},
+        one(TieredMemory))
+
+
+def memory_touch(namespace: str, key: str, half_life: timedelta | None = None) -> Call[TieredMemory]:
+    """Record an access of the live entry of (namespace, key) (half-life 7 days unless given) (memsub.memory_touch)."""
+    return function("memory_touch", {"namespace": namespace, "key": key, "half_life": half_life}, one(TieredMemory))
+
+
+def memory_maintenance(threshold: float | None = None,
+                       half_life: timedelta | None = None) -> Call[list[MaintenanceOutcome]]:
+    """Promote short-term memories by the rule (tenant_admin context; threshold 1.0 and half-life 7 days unless
+    given); returns every STM entry looked at (memsub.memory_maintenance)."""
+    return function("memory_maintenance", {"threshold": threshold, "half_life": half_life}, rows(MaintenanceOutcome))
+
+
+def memory_context(session_id: str | None = None) -> Call[list[ContextEntry]]:
+    """A session's context resolved by precedence temp: > session: > user: > app: > project: (default: the
+    context's session) (memsub.memory_context)."""
+    return function("memory_context", {"session_id": session_id}, rows(ContextEntry))
+
+
+def consolidate_memories(strategy: str | None = None, namespace_prefix: str | None = None) -> Call[list[Consolidation]]:
+    """Run the consolidation job (tenant_admin context; default strategy last_write_wins)
+    (memsub.consolidate_memories)."""
+    return function("consolidate_memories", {"strategy": strategy, "namespace_prefix": namespace_prefix},
+                    rows(Consolidation))
+
+
+def _update(session: SyncSession, namespace: str, key: str, change: Callable[[Any], Any], memory_type: MemoryType,
+            attempts: int) -> MemoryEntry:
+    for attempt in range(attempts):
+        try:
+            with nullcontext() if session.per_call else session.connection.transaction():
+                current = session._run(memory_get(namespace, key))
+                return session._run(memory_write(
+                    namespace, key, change(current.value if current else None),
+                    expected_version=current.version if current else None, memory_type=memory_type))
+        except ConflictError:
+            if attempt == attempts - 1:
+                raise
+    raise ValueError("attempts must be at least 1")
+
+
+async def _update_async(session: AsyncSession, namespace: str, key: str, change: Callable[[Any], Any],
+                        memory_type: MemoryType, attempts: int) -> MemoryEntry:
+    for attempt in range(attempts):
+        try:
+            async with nullcontext() if session.per_call else session.connection.transaction():
+                current = await session._run(memory_get(namespace, key))
+                return await session._run(memory_write(
+                    namespace, key, change(current.value if current else None),
+                    expected_version=current.version if current else None, memory_type=memory_type))
+        except ConflictError:
+            if attempt == attempts - 1:
+                raise
+    raise ValueError("attempts must be at least 1")
+
+
+class MemoryArea(Area[SessionT]):
+    """``session.memory``: namespaced entries, their context, consolidation, types and decay."""
+
+    @overload
+    def update(self: MemoryArea[SyncSession], namespace: str, key: str, change: Callable[[Any], Any], *,
+               memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry: ...
+
+    @overload
+    async def update(self: MemoryArea[AsyncSession], namespace: str, key: str, change: Callable[[Any], Any], *,
+                     memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry: ...
+
+    def update(self, namespace: str, key: str, change: Callable[[Any], Any], *, memory_type: MemoryType = "semantic",
+               attempts: int = 10) -> Any:
+        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one; on a
+        version conflict the attempt is undone (to a savepoint, or with its own transaction in per-call mode),
+        re-read and retried, at most ``attempts`` times (awaited on the async session)."""
+        if isinstance(self._session, AsyncSession):
+            return _update_async(self._session, namespace, key, change, memory_type, attempts)
+        return _update(self._session, namespace, key, change, memory_type, attempts)
+
+    write = method(memory_write)
+    get = method(memory_get)
+    delete = method(memory_delete)
+    history = method(memory_history)
+    search = method(memory_search)
+    remember = method(memory_remember)
+    touch = method(memory_touch)
+    maintenance = method(memory_maintenance)
+    context = method(memory_context)
+    consolidate = method(consolidate_memories)
+    list = method(memory_list)

@@ -184,3 +184,11 @@ class LineageRow(BaseModel):
     generation: int
     state: Literal["live", "expired", "purged"]
     """live; expired (ttl passed, not yet purged); purged (only its tombstone remains)."""
+
+
+class TenantRow(BaseModel):
+    """The tenant-leading columns every row of a tenant's memory carries (shared by the areas' row models)."""
+
+    tenant_id: UUID
+    org_id: UUID | None = None
+    user_id: UUID | None = None

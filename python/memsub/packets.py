@@ -1,13 +1,37 @@
-"""Typed calls for packets (seed 004): write one or many envelopes, read a packet, a thread page, a lineage walk,
-and purge expired packets. The sync and async tenant sessions expose each as a method of the same name."""
+"""The packets area (seed 004): write one or many envelopes, read a packet, a thread page, a lineage walk, purge
+expired packets, name the acting agent and read the audit trail. Both sessions expose it as ``session.packets``::
+
+    with substrate.tenant(tenant_id) as session:
+        written = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "hi"}))
+        page = session.packets.get_thread(written.thread_id)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, Literal, overload
 from uuid import UUID
 
-from memsub._calls import Call, Json, Shape, function, json_text, one, optional, rows
+from pydantic import BaseModel
+
+from memsub._calls import (
+    Area,
+    AsyncSession,
+    Call,
+    Json,
+    SessionT,
+    Shape,
+    Steps,
+    SyncSession,
+    function,
+    json_text,
+    method,
+    one,
+    optional,
+    query,
+    rows,
+)
 from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
 
 EnvelopeLike = PacketEnvelope | dict[str, Any]
@@ -16,6 +40,16 @@ EnvelopeLike = PacketEnvelope | dict[str, Any]
 def write_packet(envelope: EnvelopeLike) -> Call[PacketWriteResult]:
     """Write one envelope (memsub.write_packet): stored, deduplicated or refused with a field-naming error."""
     return function("write_packet", {"envelope": Json(_envelope_value(envelope))}, one(PacketWriteResult))
+
+
+def write_packets(envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> Steps[list[PacketWriteResult]]:
+    """Write many envelopes, ``batch_size`` per call of memsub.write_packets (in per-call mode each batch is a
+    transaction of its own)."""
+    results: list[PacketWriteResult] = []
+    for batch in batches(envelopes, batch_size):
+        written: list[PacketWriteResult] = yield write_packet_batch(batch, offset=len(results))
+        results.extend(written)
+    return results
 
 
 def write_packet_batch(envelopes: Sequence[EnvelopeLike], offset: int = 0) -> Call[list[PacketWriteResult]]:
@@ -49,14 +83,14 @@ def get_packets(packet_ids: Iterable[UUID | str]) -> Call[list[PacketStoreRow]]:
     return function("get_packets", {"packet_ids": [str(p) for p in packet_ids]}, rows(PacketStoreRow))
 
 
-def thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:
+def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:
     """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the ``write_seq``
     of the last packet already read; None: from the start) (memsub.get_thread)."""
     return function("get_thread", {"thread_id": thread_id, "limit": limit, "after_cursor": after_cursor},
                     rows(PacketStoreRow))
 
 
-def lineage(packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
+def get_lineage(packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
             max_depth: int = 16) -> Call[list[LineageRow]]:
     """The packets a lineage walk reaches from a packet, with their depth (memsub.get_lineage)."""
     return function("get_lineage", {"packet_id": packet_id, "direction": direction, "max_depth": max_depth},
@@ -80,3 +114,91 @@ def batches(envelopes: Iterable[EnvelopeLike], size: int) -> Iterator[list[Envel
             batch = []
     if batch:
         yield batch
+
+
+def set_actor(agent_id: UUID | str, task_id: int | None = None) -> Call[None]:
+    """Name the agent (and task) acting in this transaction; audit rows record them (memsub.set_actor). In
+    per-call mode the transaction is the call's own, so this names nobody for later calls."""
+    return function("set_actor", {"agent_id": agent_id, "task_id": task_id}, Shape(("value",), lambda _: None))
+
+
+class AuditEntry(BaseModel):
+    """One row of memsub.audit."""
+
+    tenant_id: UUID
+    id: int
+    org_id: UUID | None
+    user_id: UUID | None
+    operation: str
+    session_id: str | None
+    agent_id: UUID | None
+    task_id: int | None
+    memory_entry_id: UUID | None
+    namespace: str | None
+    key: str | None
+    version: int | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+def audit_trail(*, session_id: str | None = None, namespace: str | None = None, key: str | None = None,
+                limit: int = 1000) -> Call[list[AuditEntry]]:
+    """Visible audit rows, oldest first, optionally of one session or one memory key (the table memsub.audit)."""
+    return query(
+        "select * from memsub.audit where tenant_id = memsub.current_tenant_id()"
+        " and (%s::text is null or session_id = %s) and (%s::text is null or namespace = %s)"
+        " and (%s::text is null or key = %s) order by id limit %s",
+        [session_id, session_id, namespace, namespace, key, key, limit], rows(AuditEntry))
+
+
+def _replay(session: SyncSession, thread_id: UUID | str, page_size: int,
+            after_cursor: int | None) -> Iterator[PacketStoreRow]:
+    cursor = after_cursor
+    while True:
+        page = session._run(get_thread(thread_id, limit=page_size, after_cursor=cursor))
+        yield from page
+        if len(page) < page_size:
+            return
+        cursor = page[-1].write_seq
+
+
+async def _replay_async(session: AsyncSession, thread_id: UUID | str, page_size: int,
+                        after_cursor: int | None) -> AsyncIterator[PacketStoreRow]:
+    cursor = after_cursor
+    while True:
+        page = await session._run(get_thread(thread_id, limit=page_size, after_cursor=cursor))
+        for row in page:
+            yield row
+        if len(page) < page_size:
+            return
+        cursor = page[-1].write_seq
+
+
+class PacketsArea(Area[SessionT]):
+    """``session.packets``: packets, their lineage and expiry, the acting agent and the audit trail."""
+
+    write = method(write_packet)
+    write_packets = method(write_packets)
+    get = method(get_packet)
+    get_packets = method(get_packets)
+    get_thread = method(get_thread)
+    get_lineage = method(get_lineage)
+    purge_expired = method(purge_expired)
+    set_actor = method(set_actor)
+    audit_trail = method(audit_trail)
+
+    @overload
+    def replay(self: PacketsArea[SyncSession], thread_id: UUID | str, page_size: int = 1000,
+               after_cursor: int | None = None) -> Iterator[PacketStoreRow]: ...
+
+    @overload
+    def replay(self: PacketsArea[AsyncSession], thread_id: UUID | str, page_size: int = 1000,
+               after_cursor: int | None = None) -> AsyncIterator[PacketStoreRow]: ...
+
+    def replay(self, thread_id: UUID | str, page_size: int = 1000,
+               after_cursor: int | None = None) -> Iterator[PacketStoreRow] | AsyncIterator[PacketStoreRow]:
+        """Every packet of a thread in write order, read ``page_size`` at a time with the keyset cursor (an async
+        iterator on the async session: ``async for packet in session.packets.replay(thread)``)."""
+        if isinstance(self._session, AsyncSession):
+            return _replay_async(self._session, thread_id, page_size, after_cursor)
+        return _replay(self._session, thread_id, page_size, after_cursor)

@@ -53,8 +53,8 @@ def test_reingesting_the_same_file_changes_nothing(db, tmp_path):
     path = tmp_path / "design.md"
     path.write_text(DESIGN, encoding="utf-8")
     embedder = WordEmbedder()
-    with tenant_session(db.dsn("app")) as memory:
-        first = memory.ingest_file(path, file_path="docs/design.md", embedder=embedder, max_chars=120)
+    with tenant_session(db.dsn("app")) as session:
+        first = session.documents.ingest_file(path, file_path="docs/design.md", embedder=embedder, max_chars=120)
     assert first.status == "created" and first.version == 1 and first.previous_id is None
     assert first.chunk_count > 1 and first.embedded_count == first.chunk_count
     before = _stored(db, "docs/design.md")
@@ -62,8 +62,8 @@ def test_reingesting_the_same_file_changes_nothing(db, tmp_path):
                       "audits": 1}
 
     calls = embedder.calls
-    with tenant_session(db.dsn("app")) as memory:
-        again = memory.ingest_file(path, file_path="docs/design.md", embedder=embedder, max_chars=120)
+    with tenant_session(db.dsn("app")) as session:
+        again = session.documents.ingest_file(path, file_path="docs/design.md", embedder=embedder, max_chars=120)
     assert again.status == "unchanged"
     assert (again.document_id, again.version, again.chunk_count) == (first.document_id, 1, first.chunk_count)
     assert _stored(db, "docs/design.md") == before
@@ -73,15 +73,15 @@ def test_reingesting_the_same_file_changes_nothing(db, tmp_path):
 def test_a_changed_file_is_a_new_version_chained_by_hash_and_rechunked(db, tmp_path):
     path = tmp_path / "design.md"
     path.write_text(DESIGN, encoding="utf-8")
-    with tenant_session(db.dsn("app")) as memory:
-        v1 = memory.ingest_file(path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
+    with tenant_session(db.dsn("app")) as session:
+        v1 = session.documents.ingest_file(path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
     path.write_text(DESIGN + "\n## Temporal graph\n\nEdges carry validity windows that never overlap.\n",
                     encoding="utf-8")
-    with tenant_session(db.dsn("app")) as memory:
-        v2 = memory.ingest_file(path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
-        chain = memory.document_versions("design.md")
-        old_chunks = memory.document_chunks(v1.document_id)
-        new_chunks = memory.document_chunks(v2.document_id)
+    with tenant_session(db.dsn("app")) as session:
+        v2 = session.documents.ingest_file(path, file_path="design.md", embedder=WordEmbedder(), max_chars=120)
+        chain = session.documents.versions("design.md")
+        old_chunks = session.documents.chunks_of(v1.document_id)
+        new_chunks = session.documents.chunks_of(v2.document_id)
     assert v2.status == "new_version" and v2.version == 2 and v2.previous_id == v1.document_id
     assert v2.hash != v1.hash and v2.packet_id != v1.packet_id
     assert [(d.version, d.is_latest) for d in chain] == [(2, True), (1, False)]
@@ -97,9 +97,9 @@ def test_a_changed_file_is_a_new_version_chained_by_hash_and_rechunked(db, tmp_p
 
     # Going back to the first content is a third version (the chain is by hash, never rewritten).
     path.write_text(DESIGN, encoding="utf-8")
-    with tenant_session(db.dsn("app")) as memory:
-        v3 = memory.ingest_file(path, file_path="design.md", max_chars=120)
-        latest = memory.document_versions("design.md")[0]
+    with tenant_session(db.dsn("app")) as session:
+        v3 = session.documents.ingest_file(path, file_path="design.md", max_chars=120)
+        latest = session.documents.versions("design.md")[0]
     assert (v3.status, v3.version, v3.previous_id, v3.hash) == ("new_version", 3, v2.document_id, v1.hash)
     assert latest.id == v3.document_id and v3.embedded_count == 0
     unique_latest = ground_truth(db, "select count(*) as n from memsub.document_index "
@@ -119,9 +119,9 @@ def test_chunk_spans_are_contiguous_bounded_and_cover_the_text(text, max_chars):
 def test_stored_chunk_positions_cover_the_extracted_text(db):
     text = DESIGN * 3
     spans = documents.chunk_spans(text, 90)
-    with tenant_session(db.dsn("app")) as memory:
-        result = memory.ingest_text("notes.txt", text, file_hash="a" * 64, mime="txt", spans=spans)
-        chunks = memory.document_chunks(result.document_id)
+    with tenant_session(db.dsn("app")) as session:
+        result = session.documents.ingest("notes.txt", text, file_hash="a" * 64, mime="txt", spans=spans)
+        chunks = session.documents.chunks_of(result.document_id)
     assert [c.chunk_index for c in chunks] == list(range(1, len(spans) + 1))
     assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
     assert all(a.end_char == b.start_char for a, b in itertools.pairwise(chunks))
@@ -170,12 +170,12 @@ def test_hybrid_search_finds_chunks_by_full_text_and_by_vector(db):
     """memsub.hybrid_search fuses a full-text and a vector ranking over the chunks' embedding rows."""
     embedder = WordEmbedder()
     other = "Gardening notes.\n\nTomatoes need sun, water and patience in the greenhouse.\n"
-    with tenant_session(db.dsn("app")) as memory:
-        target = memory.ingest_text("design.md", DESIGN, file_hash="1" * 64, mime="md",
-                                    spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
-        garden = memory.ingest_text("garden.txt", other, file_hash="2" * 64, mime="txt",
-                                    embedder=embedder)
-        chunks = memory.document_chunks(target.document_id)
+    with tenant_session(db.dsn("app")) as session:
+        target = session.documents.ingest("design.md", DESIGN, file_hash="1" * 64, mime="md",
+                                          spans=documents.chunk_spans(DESIGN, 120), embedder=embedder)
+        garden = session.documents.ingest("garden.txt", other, file_hash="2" * 64, mime="txt",
+                                          embedder=embedder)
+        chunks = session.documents.chunks_of(target.document_id)
     wanted = next(c for c in chunks if "tsvector" in c.content)
 
     with db.connect("app") as conn:
@@ -193,13 +193,13 @@ def test_hybrid_search_finds_chunks_by_full_text_and_by_vector(db):
 
 def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
     embedder = WordEmbedder()
-    with tenant_session(db.dsn("app")) as memory:
-        first = memory.ingest_text("a.md", "pgvector hnsw index cosine distance\n\nunrelated words here\n",
-                                   file_hash="a" * 64, mime="md", spans=None, embedder=embedder, max_chars=40)
-        second = memory.ingest_text("b.md", "hnsw index with cosine distance in pgvector\n",
-                                    file_hash="b" * 64, mime="md", embedder=embedder)
-        a_chunks = memory.document_chunks(first.document_id)
-        b_chunks = memory.document_chunks(second.document_id)
+    with tenant_session(db.dsn("app")) as session:
+        first = session.documents.ingest("a.md", "pgvector hnsw index cosine distance\n\nunrelated words here\n",
+                                         file_hash="a" * 64, mime="md", spans=None, embedder=embedder, max_chars=40)
+        second = session.documents.ingest("b.md", "hnsw index with cosine distance in pgvector\n",
+                                          file_hash="b" * 64, mime="md", embedder=embedder)
+        a_chunks = session.documents.chunks_of(first.document_id)
+        b_chunks = session.documents.chunks_of(second.document_id)
     assert len(a_chunks) == 2 and len(b_chunks) == 1
     assert b_chunks[0].neighbors == [a_chunks[0].id]
     assert a_chunks[0].neighbors == [b_chunks[0].id], "links go both ways"
@@ -219,8 +219,8 @@ def test_seed_001_document_index_put_works_on_the_latest_version(db):
         set_context(conn, TENANT_A)
         conn.execute(put, [unit(1), '{"v": 2}'])
         conn.commit()
-    with tenant_session(db.dsn("app")) as memory:
-        ingested = memory.ingest_text("spec.md", "the spec", file_hash="c" * 64, mime="md")
+    with tenant_session(db.dsn("app")) as session:
+        ingested = session.documents.ingest("spec.md", "the spec", file_hash="c" * 64, mime="md")
     assert (ingested.status, ingested.version) == ("new_version", 2)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)

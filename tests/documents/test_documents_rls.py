@@ -24,10 +24,10 @@ def _ingest_everywhere(db: Any) -> None:
     embedder = WordEmbedder()
     for tenant, org, tag in [(TENANT_A, ORG_1, "a1"), (TENANT_A, ORG_2, "a2"), (TENANT_A, None, "a0"),
                              (TENANT_B, None, "b")]:
-        with tenant_session(db.dsn("app"), tenant, org=org, user=USER_1) as memory:
-            memory.ingest_text(f"{tag}.md", f"document {tag}\n\nsecond part of {tag}\n",
-                               file_hash=hashlib.sha256(tag.encode()).hexdigest(),
-                               mime="md", embedder=embedder, max_chars=16)
+        with tenant_session(db.dsn("app"), tenant, org=org, user=USER_1) as session:
+            session.documents.ingest(f"{tag}.md", f"document {tag}\n\nsecond part of {tag}\n",
+                                     file_hash=hashlib.sha256(tag.encode()).hexdigest(),
+                                     mime="md", embedder=embedder, max_chars=16)
 
 
 def _problems(db: Any, table: str) -> list[str]:
@@ -81,10 +81,10 @@ def test_a_path_held_by_an_invisible_organization_is_refused_by_name_and_nothing
     _ingest_everywhere(db)
     tables = ("document_index", "document_chunks", "packet_store", "memory_embeddings")
     before = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608
-    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as memory, \
+    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as session, \
             pytest.raises(IntegrityError) as raised:
-        memory.ingest_text("a2.md", "organization one's own text for the same path\n",
-                           file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
+        session.documents.ingest("a2.md", "organization one's own text for the same path\n",
+                                 file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
     assert raised.value.sqlstate == "23505" and raised.value.field == "file_path"
     assert "a2.md" in str(raised.value)
     after = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608

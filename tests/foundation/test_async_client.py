@@ -10,12 +10,13 @@ from uuid import uuid4
 
 import pytest
 
+from memsub._calls import Method
 from memsub.async_client import AsyncSubstrate, AsyncTenantSession
-from memsub.client import Substrate, TenantSession
+from memsub.client import AREAS, Substrate, TenantSession
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ConflictError, ContextError, InvalidInput, MemsubError, SessionClosed
 from memsub.models import PacketEnvelopeIn
-from memsub.retrieval import SemanticHit
+from memsub.search import SemanticHit
 
 from helpers import TENANT_A, TENANT_B, superuser_count
 
@@ -42,23 +43,52 @@ def comparable(result: Any) -> Any:
     return result
 
 
+def called(session: Any, path: str) -> Any:
+    """The method at ``area.method`` of a session's namespace."""
+    area, name = path.split(".")
+    return getattr(getattr(session, area), name)
+
+
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
-    return {name: inspect.signature(getattr(cls, name)) for name in dir(cls)
-            if not name.startswith("_") and callable(getattr(cls, name))}
+    """The session-level methods of a session class (its namespaces are area classes, left out)."""
+    found = {}
+    for name in dir(cls):
+        value = getattr(cls, name)
+        if isinstance(value, Method):
+            found[name] = inspect.signature(value.builder)
+        elif not name.startswith("_") and callable(value) and not isinstance(value, type):
+            found[name] = inspect.signature(value)
+    return found
 
 
-def test_the_async_session_has_the_sync_session_methods_with_the_same_parameters() -> None:
+def test_the_async_session_has_the_sync_session_namespaces_and_methods() -> None:
     sync, aio = public_methods(TenantSession), public_methods(AsyncTenantSession)
-    assert sync.keys() == aio.keys()
+    assert sync.keys() == aio.keys() == {"fetch", "run", "vector_dimension"}
     for name, signature in sync.items():
         assert list(signature.parameters) == list(aio[name].parameters), name
-    assert {"write_packet", "replay", "lineage", "search", "hybrid_search", "traverse", "assert_fact",
-            "apply_world_model_update", "record_summary", "entity_graph", "create_session", "terminate_session",
-            "memory_context", "consolidate", "update_memory", "create_task", "set_task_status", "spawn_agent",
-            "set_actor", "save_checkpoint", "restore_checkpoint", "put_document", "audit_trail", "ingest_text",
-            "ingest_file", "embed_missing_chunks", "document_versions", "document_chunks", "vector_dimension",
-            "add_edge", "supersede_edge", "close_edge", "edges_as_of", "neighbors_as_of", "upsert_entity",
-            "search_entities", "graph_nodes", "remember", "touch_memory", "memory_maintenance"} <= sync.keys()
+    assert {"packets", "events", "search", "graph", "world_model", "reflection", "memory", "sessions",
+            "documents"} <= set(AREAS)
+    for area in AREAS:
+        assert getattr(TenantSession, area) is getattr(AsyncTenantSession, area), "one area class serves both"
+
+
+@pytest.mark.asyncio
+async def test_each_namespace_method_is_a_method_on_the_sync_session_and_a_coroutine_on_the_async_one(
+        db384: Any) -> None:
+    with Substrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as sync_session:
+        async with AsyncSubstrate(db384.dsn("app")) as async_substrate, \
+                async_substrate.tenant(TENANT_A) as async_session:
+            for area in AREAS:
+                declared = getattr(TenantSession, area).methods()
+                assert declared, area
+                for name, declaration in declared.items():
+                    sync_method, async_method = called(sync_session, f"{area}.{name}"), called(
+                        async_session, f"{area}.{name}")
+                    assert not inspect.iscoroutinefunction(sync_method), name
+                    assert inspect.iscoroutinefunction(async_method), name
+                    assert inspect.signature(sync_method) == inspect.signature(async_method) == inspect.signature(
+                        declaration.builder), name
+            assert sync_session.vector_dimension() == await async_session.vector_dimension() == 384
 
 
 @pytest.mark.asyncio
@@ -66,45 +96,45 @@ async def test_async_calls_return_what_sync_calls_return(db384: Any) -> None:
     embedder = HashingEmbedder(384)
     vectors = embedder.embed(NOTES)
     thread_id = uuid4()
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        written = await memory.write_packets(
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        written = await session.packets.write_packets(
             [PacketEnvelopeIn(packet_type="event", payload={"text": text}, thread_id=thread_id) for text in NOTES],
             batch_size=2)
         assert [result.position for result in written] == [1, 2, 3]
-        child = await memory.write_packet(PacketEnvelopeIn(
+        child = await session.packets.write(PacketEnvelopeIn(
             packet_type="insight", payload={"text": "pellets"}, thread_id=thread_id,
             lineage={"parent_ids": [written[0].packet_id], "derivation_type": "inference"}))
         for result, vector, text in zip(written, vectors, NOTES, strict=True):
-            await memory.store_embedding(result.packet_id, "content", vector, chunk_text=text)
-        await memory.upsert_relationship("BayCycle", "sells", "rHDPE", confidence=0.9)
-        await memory.upsert_relationship("rHDPE", "made_from", "HDPE")
-        await memory.assert_fact("BayCycle", "located_in", "Oakland", confidence=0.8)
-        await memory.record_reflection("lesson", "check the pass before routing to Reno", tags=["routing"],
-                                       vector=vectors[2])
-        await memory.apply_world_model_update("insight", [{"entity_id": "BayCycle", "entity_type": "Supplier"}])
+            await session.search.store_embedding(result.packet_id, "content", vector, chunk_text=text)
+        await session.graph.upsert_relationship("BayCycle", "sells", "rHDPE", confidence=0.9)
+        await session.graph.upsert_relationship("rHDPE", "made_from", "HDPE")
+        await session.graph.assert_fact("BayCycle", "located_in", "Oakland", confidence=0.8)
+        await session.reflection.record("lesson", "check the pass before routing to Reno", tags=["routing"],
+                                        vector=vectors[2])
+        await session.world_model.apply_update("insight", [{"entity_id": "BayCycle", "entity_type": "Supplier"}])
 
     query = embedder.embed(["HDPE pellets from Stockton"])[0]
     reads: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
-        ("get_packet", (child.packet_id,), {}),
-        ("thread", (thread_id,), {"limit": 2}),
-        ("lineage", (child.packet_id,), {}),
-        ("search", (query,), {"k": 2}),
-        ("hybrid_search", ("HDPE pellets", query), {"k": 3}),
-        ("hybrid_search", ("Donner Pass", None), {}),
-        ("traverse", ("BayCycle",), {}),
-        ("neighbourhood", ("BayCycle",), {}),
-        ("graph_neighbors", ("BayCycle",), {}),
-        ("search", (query, 2), {"with_packets": True}),
-        ("reflections", (vectors[2],), {"tags": ["routing"]}),
-        ("world_model_state_version", (), {}),
-        ("summaries_due", (), {}),
+        ("packets.get", (child.packet_id,), {}),
+        ("packets.get_thread", (thread_id,), {"limit": 2}),
+        ("packets.get_lineage", (child.packet_id,), {}),
+        ("search.semantic", (query,), {"k": 2}),
+        ("search.hybrid", ("HDPE pellets", query), {"k": 3}),
+        ("search.hybrid", ("Donner Pass", None), {}),
+        ("graph.traverse", ("BayCycle",), {}),
+        ("graph.entity_neighbourhood", ("BayCycle",), {}),
+        ("graph.neighbors", ("BayCycle",), {}),
+        ("search.semantic", (query, 2), {"with_packets": True}),
+        ("reflection.retrieve", (vectors[2],), {"tags": ["routing"]}),
+        ("world_model.state_version", (), {}),
+        ("reflection.summaries_due", (), {}),
     ]
     with Substrate(db384.dsn("app")) as sync_substrate, sync_substrate.tenant(TENANT_A) as sync_memory:
-        expected = [getattr(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
-        expected_replay = list(sync_memory.replay(thread_id, page_size=2))
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        got = [await getattr(memory, name)(*args, **kwargs) for name, args, kwargs in reads]
-        replayed = [packet async for packet in memory.replay(thread_id, page_size=2)]
+        expected = [called(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+        expected_replay = list(sync_memory.packets.replay(thread_id, page_size=2))
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        got = [await called(session, name)(*args, **kwargs) for name, args, kwargs in reads]
+        replayed = [packet async for packet in session.packets.replay(thread_id, page_size=2)]
     for (name, _, _), want, have in zip(reads, expected, got, strict=True):
         assert comparable(have) == comparable(want), name
     assert expected[3] and expected[6], "the scenario finds something to compare"
@@ -116,31 +146,31 @@ async def test_async_namespaced_memory_matches_sync(db384: Any) -> None:
     embedder = HashingEmbedder(384)
     user = uuid4()
     namespace = f"user:{user}:preferences"
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
-        first = await memory.write_memory(namespace, "suppliers", {"prefer": "BayCycle"}, embedder=embedder)
-        await memory.write_memory(namespace, "suppliers", {"prefer": "BayCycle in Oakland"},
-                                  expected_version=first.version, embedder=embedder)
-        await memory.write_memory(namespace, "tone", "concise", metadata={"source": "chat"})
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as session:
+        first = await session.memory.write(namespace, "suppliers", {"prefer": "BayCycle"}, embedder=embedder)
+        await session.memory.write(namespace, "suppliers", {"prefer": "BayCycle in Oakland"},
+                                   expected_version=first.version, embedder=embedder)
+        await session.memory.write(namespace, "tone", "concise", metadata={"source": "chat"})
     async with AsyncSubstrate(db384.dsn("app")) as substrate, \
-            substrate.tenant(TENANT_A, user_id=user, per_call=True) as memory:
+            substrate.tenant(TENANT_A, user_id=user, per_call=True) as session:
         with pytest.raises(ConflictError) as conflict:
-            await memory.write_memory(namespace, "tone", "verbose", expected_version=7)
+            await session.memory.write(namespace, "tone", "verbose", expected_version=7)
         assert conflict.value.field == "expected_version"
-        tone = await memory.get_memory(namespace, "tone")
+        tone = await session.memory.get(namespace, "tone")
         assert tone is not None and tone.metadata == {"source": "chat"}
-        await memory.delete_memory(namespace, "tone", tone.version)
+        await session.memory.delete(namespace, "tone", tone.version)
     reads: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
-        ("get_memory", (namespace, "suppliers"), {}),
-        ("get_memory", (namespace, "tone"), {}),
-        ("memory_history", (namespace, "suppliers"), {}),
-        ("list_memory", (f"user:{user}",), {}),
-        ("search_memory", ("BayCycle Oakland",), {"embedder": embedder, "k": 2}),
+        ("memory.get", (namespace, "suppliers"), {}),
+        ("memory.get", (namespace, "tone"), {}),
+        ("memory.history", (namespace, "suppliers"), {}),
+        ("memory.list", (f"user:{user}",), {}),
+        ("memory.search", ("BayCycle Oakland",), {"embedder": embedder, "k": 2}),
     ]
     with Substrate(db384.dsn("app")) as sync_substrate, \
             sync_substrate.tenant(TENANT_A, user_id=user) as sync_memory:
-        expected = [getattr(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as memory:
-        got = [await getattr(memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+        expected = [called(sync_memory, name)(*args, **kwargs) for name, args, kwargs in reads]
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A, user_id=user) as session:
+        got = [await called(session, name)(*args, **kwargs) for name, args, kwargs in reads]
     assert got == expected
     assert expected[1] is None and [entry.version for entry in expected[2]] == [1, 2]
     assert expected[4][0].key == "suppliers" and expected[4][0].vector_rank == 1
@@ -149,20 +179,20 @@ async def test_async_namespaced_memory_matches_sync(db384: Any) -> None:
 @pytest.mark.asyncio
 async def test_errors_map_to_the_same_exceptions_and_write_nothing(db384: Any) -> None:
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any], type[MemsubError], str | None]] = [
-        ("apply_world_model_update", ("insight", [{"entity_id": "x"}]), {"expected_version": 7},
+        ("world_model.apply_update", ("insight", [{"entity_id": "x"}]), {"expected_version": 7},
          ConflictError, "expected_version"),
-        ("write_packet", ({"packet_id": str(uuid4()), "packet_type": "event", "timestamp": "not a time",
+        ("packets.write", ({"packet_id": str(uuid4()), "packet_type": "event", "timestamp": "not a time",
                            "payload": {}},), {}, InvalidInput, "timestamp"),
-        ("search", ([1.0, 0.0],), {}, InvalidInput, None),
+        ("search.semantic", ([1.0, 0.0],), {}, InvalidInput, None),
     ]
     for name, args, kwargs, error, field in calls:
         with Substrate(db384.dsn("app")) as substrate:
-            with pytest.raises(error) as sync_error, substrate.tenant(TENANT_A) as memory:
-                getattr(memory, name)(*args, **kwargs)
+            with pytest.raises(error) as sync_error, substrate.tenant(TENANT_A) as session:
+                called(session, name)(*args, **kwargs)
         async with AsyncSubstrate(db384.dsn("app")) as async_substrate:
             with pytest.raises(error) as async_error:
                 async with async_substrate.tenant(TENANT_A) as async_memory:
-                    await getattr(async_memory, name)(*args, **kwargs)
+                    await called(async_memory, name)(*args, **kwargs)
         assert type(async_error.value) is type(sync_error.value), name
         assert async_error.value.sqlstate == sync_error.value.sqlstate, name
         assert async_error.value.field == sync_error.value.field, name
@@ -170,24 +200,24 @@ async def test_errors_map_to_the_same_exceptions_and_write_nothing(db384: Any) -
             assert async_error.value.field == field
     async with AsyncSubstrate(db384.dsn("nobody")) as outsider:
         with pytest.raises(ContextError):
-            async with outsider.tenant(TENANT_A) as memory:
-                await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={}))
+            async with outsider.tenant(TENANT_A) as session:
+                await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
     assert superuser_count(db384) == 0
 
 
 @pytest.mark.asyncio
 async def test_a_value_that_is_not_json_is_refused_naming_its_field(db384: Any) -> None:
-    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
+    async with AsyncSubstrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
         with pytest.raises(TypeError, match=r"envelope\.payload\.materials: a set is not JSON"):
-            await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"materials": {"hdpe"}}))
+            await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"materials": {"hdpe"}}))
         with pytest.raises(TypeError, match=r"envelopes\[1\]\.payload\.raw: a bytes is not JSON"):
-            await memory.write_packets([{"packet_type": "event", "payload": {}},
-                                        {"packet_type": "event", "payload": {"raw": b"\x00"}}])
+            await session.packets.write_packets([{"packet_type": "event", "payload": {}},
+                                                 {"packet_type": "event", "payload": {"raw": b"\x00"}}])
         with pytest.raises(TypeError, match=r"content\.when: a set"):
-            await memory.record_event("planner", "tool_call", {"when": {1}})
+            await session.events.record("planner", "tool_call", {"when": {1}})
     with Substrate(db384.dsn("app")) as sync_substrate, sync_substrate.tenant(TENANT_A) as sync_memory:
         with pytest.raises(TypeError, match=r"envelope\.payload\.materials: a set is not JSON"):
-            sync_memory.write_packet({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
+            sync_memory.packets.write({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
     assert superuser_count(db384) == 0
 
 
@@ -195,20 +225,30 @@ async def test_a_value_that_is_not_json_is_refused_naming_its_field(db384: Any) 
 async def test_a_session_used_after_its_block_raises(db384: Any) -> None:
     async with AsyncSubstrate(db384.dsn("app")) as substrate:
         for per_call in (False, True):
-            async with substrate.tenant(TENANT_A, per_call=per_call) as memory:
-                await memory.world_model_state_version()
+            async with substrate.tenant(TENANT_A, per_call=per_call) as session:
+                await session.world_model.state_version()
+                graph = session.graph
             with pytest.raises(SessionClosed, match="block has ended"):
-                await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={}))
+                await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
+            with pytest.raises(SessionClosed, match="block has ended"):
+                await session.world_model.state_version()  # a namespace made inside the block
+            with pytest.raises(SessionClosed, match="block has ended"):
+                await graph.traverse("BayCycle")  # a namespace held past the block
             with pytest.raises(SessionClosed):
-                await memory.fetch("select 1")
+                await session.fetch("select 1")
     with Substrate(db384.dsn("app")) as sync_substrate:
         for per_call in (False, True):
             with sync_substrate.tenant(TENANT_A, per_call=per_call) as sync_memory:
-                sync_memory.world_model_state_version()
+                sync_memory.world_model.state_version()
+                memory_area = sync_memory.memory
             with pytest.raises(SessionClosed):
-                sync_memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={}))
+                sync_memory.packets.write(PacketEnvelopeIn(packet_type="event", payload={}))
             with pytest.raises(SessionClosed):
-                list(sync_memory.replay(uuid4()))
+                sync_memory.world_model.state_version()
+            with pytest.raises(SessionClosed):
+                memory_area.update("user:x:notes", "k", lambda value: value)
+            with pytest.raises(SessionClosed):
+                list(sync_memory.packets.replay(uuid4()))
         with sync_substrate.tenant(TENANT_A) as sync_memory:
             connection = sync_memory.connection
         with pytest.raises(SessionClosed):
@@ -225,22 +265,22 @@ async def test_two_tenants_on_one_pool_never_see_each_others_rows(db384: Any) ->
 
         async def work(tenant: Any, label: str) -> set[str]:
             nonlocal ready
-            async with substrate.tenant(tenant) as memory:
+            async with substrate.tenant(tenant) as session:
                 for index in range(5):
-                    await memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"who": label},
-                                                               tags=[f"{label}-{index}"]))
+                    await session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"who": label},
+                                                                 tags=[f"{label}-{index}"]))
                     await asyncio.sleep(0)
                 ready += 1
                 if ready == 2:
                     started.set()
                 await started.wait()  # both transactions open at once
-                rows = await memory.fetch("select envelope->'payload'->>'who' as who from memsub.packet_store")
+                rows = await session.fetch("select envelope->'payload'->>'who' as who from memsub.packet_store")
                 return {row["who"] for row in rows}
 
         seen_a, seen_b = await asyncio.gather(work(TENANT_A, "a"), work(TENANT_B, "b"))
         assert (seen_a, seen_b) == ({"a"}, {"b"})
-        async with substrate.tenant(TENANT_B) as memory:
-            assert len(await memory.fetch("select packet_id from memsub.packet_store")) == 5
+        async with substrate.tenant(TENANT_B) as session:
+            assert len(await session.fetch("select packet_id from memsub.packet_store")) == 5
 
 
 @pytest.mark.asyncio
@@ -251,28 +291,28 @@ async def test_per_call_mode_holds_no_connection_between_calls(db384: Any) -> No
         async with substrate.tenant(TENANT_A, per_call=True) as memory_a, \
                 substrate.tenant(TENANT_B, per_call=True) as memory_b:
             assert checked_out(substrate.pool) == 0
-            packet = await memory_a.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": NOTES[0]}))
-            await memory_a.store_embedding(packet.packet_id, "content", embedder.embed([NOTES[0]])[0])
+            packet = await memory_a.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": NOTES[0]}))
+            await memory_a.search.store_embedding(packet.packet_id, "content", embedder.embed([NOTES[0]])[0])
             assert checked_out(substrate.pool) == 0
-            hits = await memory_a.search(embedder.embed(["HDPE pellets"])[0], k=1)
+            hits = await memory_a.search.semantic(embedder.embed(["HDPE pellets"])[0], k=1)
             # Between the search and the write an agent awaits its model; the only pooled connection is free,
             # so the other tenant's calls run meanwhile on it.
             assert checked_out(substrate.pool) == 0
-            other = await memory_b.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": "b"}))
-            assert await memory_b.get_packet(packet.packet_id) is None
-            assert await memory_a.get_packet(other.packet_id) is None
-            child = await memory_a.write_packet(PacketEnvelopeIn(
+            other = await memory_b.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "b"}))
+            assert await memory_b.packets.get(packet.packet_id) is None
+            assert await memory_a.packets.get(other.packet_id) is None
+            child = await memory_a.packets.write(PacketEnvelopeIn(
                 packet_type="insight", payload={"answer": "Stockton"},
                 lineage={"parent_ids": [hits[0].packet_id], "derivation_type": "inference"}))
             assert checked_out(substrate.pool) == 0
-            for memory, tenant in ((memory_a, TENANT_A), (memory_b, TENANT_B), (memory_a, TENANT_A)):
-                rows = await memory.fetch("select memsub.current_tenant_id() as tenant")
+            for session, tenant in ((memory_a, TENANT_A), (memory_b, TENANT_B), (memory_a, TENANT_A)):
+                rows = await session.fetch("select memsub.current_tenant_id() as tenant")
                 assert rows == [{"tenant": tenant}]
-            assert [row.packet_id for row in await memory_a.lineage(child.packet_id)] == [packet.packet_id]
+            assert [row.packet_id for row in await memory_a.packets.get_lineage(child.packet_id)] == [packet.packet_id]
             with pytest.raises(ConflictError):  # a failed call rolls back its own transaction only
-                await memory_a.apply_world_model_update("insight", [{"entity_id": "x"}], expected_version=3)
+                await memory_a.world_model.apply_update("insight", [{"entity_id": "x"}], expected_version=3)
             assert checked_out(substrate.pool) == 0
-            assert await memory_a.get_packet(child.packet_id) is not None
+            assert await memory_a.packets.get(child.packet_id) is not None
         async with substrate.pool.connection() as connection:
             cursor = await connection.execute("select memsub.current_tenant_id() as tenant")
             assert await cursor.fetchone() == {"tenant": None}  # no context is left on the pooled connection
@@ -284,11 +324,11 @@ def test_sync_per_call_mode_holds_no_connection_between_calls(db384: Any) -> Non
         substrate.pool.wait()
         with substrate.tenant(TENANT_A, per_call=True) as memory_a, \
                 substrate.tenant(TENANT_B, per_call=True) as memory_b:
-            written = memory_a.write_packets([PacketEnvelopeIn(packet_type="event", payload={"n": n})
-                                              for n in range(3)])
+            written = memory_a.packets.write_packets([PacketEnvelopeIn(packet_type="event", payload={"n": n})
+                                                      for n in range(3)])
             assert checked_out(substrate.pool) == 0
-            assert memory_b.get_packet(written[0].packet_id) is None
-            assert memory_a.get_packet(written[0].packet_id) is not None
+            assert memory_b.packets.get(written[0].packet_id) is None
+            assert memory_a.packets.get(written[0].packet_id) is not None
             assert checked_out(substrate.pool) == 0
             with pytest.raises(SessionClosed, match="per-call"):
                 memory_a.connection  # noqa: B018

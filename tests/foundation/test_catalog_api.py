@@ -4,6 +4,7 @@ argument the client passes by name exists in pg_proc."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -81,3 +82,99 @@ def test_every_argument_the_client_names_exists_in_pg_proc(db):
     missing = sorted(f"memsub.{name}({argument} => ...)" for name, arguments in called.items()
                      for argument in arguments if argument not in granted.get(name, set()))
     assert missing == []
+
+
+# --- namespace method names follow the SQL names ---------------------------------------------------------------
+#
+# The rule (docs/client.md): a method of ``session.<area>`` is named after the SQL routine it calls with the area's
+# word (singular or plural) taken out, wherever it stands in the name: memsub.memory_write is session.memory.write,
+# memsub.apply_world_model_update is session.world_model.apply_update. When taking the word out would leave
+# nothing or give the name of another method of the area, the method keeps the SQL name (memsub.write_packets is
+# session.packets.write_packets, next to session.packets.write).
+
+def area_words(area: str) -> tuple[str, ...]:
+    """An area's word, singular and plural (packets: packet, packets; memory: memory, memories)."""
+    if area.endswith("s"):
+        return (area[:-1], area)
+    if area.endswith("y"):
+        return (area, area[:-1] + "ies")
+    return (area, area + "s")
+
+
+# Methods that call no routine of their own name, and why.
+PYTHON_ONLY = {
+    "packets.replay": "composite: pages through get_thread with the keyset cursor",
+    "packets.audit_trail": "reads the table memsub.audit",
+    "memory.update": "composite: memory_get then memory_write at the version read, retried on a conflict",
+    "sessions.get": "reads the table memsub.sessions",
+    "graph.nodes": "reads the view memsub.graph_nodes",
+    "graph.entity_graph": "reads the materialized view memsub.tenant_entity_graph",
+    "documents.ingest_file": "composite: reads, hashes and chunks a file, then document_ingest",
+    "documents.embed_missing_chunks": "composite: document_chunks_without_embedding, then document_embed_chunks",
+}
+
+
+def python_name(sql_name: str, words: tuple[str, ...]) -> str:
+    """The SQL name without the area's word (the SQL name itself when nothing would be left)."""
+    parts = sql_name.split("_")
+    for word in sorted(words, key=len, reverse=True):
+        word_parts = word.split("_")
+        for start in range(len(parts) - len(word_parts) + 1):
+            if parts[start:start + len(word_parts)] == word_parts:
+                rest = parts[:start] + parts[start + len(word_parts):]
+                return "_".join(rest) if rest else sql_name
+    return sql_name
+
+
+def _routines_of(builder) -> set[str]:
+    """The routines a declaration calls: its own function("...") calls, else those of the declarations it uses."""
+    source = inspect.getsource(builder)
+    found = set(re.findall(r'\bfunction\(\s*"(\w+)"', source))
+    if found:
+        return found
+    module = inspect.getmodule(builder)
+    for name in re.findall(r"\b(\w+)\(", source):
+        helper = getattr(module, name, None)
+        if inspect.isfunction(helper) and helper is not builder and helper.__module__ == builder.__module__:
+            found |= set(re.findall(r'\bfunction\(\s*"(\w+)"', inspect.getsource(helper)))
+    return found
+
+
+def test_python_name_rule() -> None:
+    assert area_words("packets") == ("packet", "packets") and area_words("memory") == ("memory", "memories")
+    assert python_name("memory_write", area_words("memory")) == "write"
+    assert python_name("consolidate_memories", area_words("memory")) == "consolidate"
+    assert python_name("apply_world_model_update", area_words("world_model")) == "apply_update"
+    assert python_name("task_link_session", area_words("sessions")) == "task_link"
+    assert python_name("retrieve_reflections", area_words("reflection")) == "retrieve"
+    assert python_name("record_event", area_words("events")) == "record"
+    assert python_name("temporal_edge_add", area_words("graph")) == "temporal_edge_add"
+    assert python_name("search", area_words("search")) == "search"
+
+
+def test_every_namespace_method_is_named_after_a_granted_routine_by_the_rule(db) -> None:
+    from memsub.client import AREAS, TenantSession
+
+    granted = _granted(db)
+    unnamed, ungranted, seen = [], [], set()
+    for area in AREAS:
+        area_class = getattr(TenantSession, area)
+        methods = area_class.methods()
+        seen |= {f"{area}.{name}" for name, value in vars(area_class).items()
+                 if not name.startswith("_") and inspect.isfunction(value)}  # written in Python on the area
+        for name, declared in methods.items():
+            key = f"{area}.{name}"
+            seen.add(key)
+            routines = _routines_of(declared.builder)
+            ungranted += [f"{key} -> memsub.{r}" for r in routines if r not in granted]
+            if key in PYTHON_ONLY:
+                continue
+            by_rule = {python_name(r, area_words(area)) for r in routines}
+            kept = {r for r in routines if python_name(r, area_words(area)) in set(methods) - {r}}
+            if name not in by_rule | kept:
+                unnamed.append(f"{key} calls {sorted(routines)}: expected one of {sorted(by_rule)}")
+    assert unnamed == [], "a namespace method not named by the rule (docs/client.md)"
+    assert ungranted == [], "a namespace method calls a routine no client role may execute"
+    composites = {key for key in seen if key.split(".")[1] not in getattr(TenantSession, key.split(".")[0]).methods()}
+    assert sorted(composites - set(PYTHON_ONLY)) == [], "a method written in Python on an area: list it above"
+    assert sorted(set(PYTHON_ONLY) - seen) == [], "listed as Python-only but no such method"

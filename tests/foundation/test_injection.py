@@ -49,26 +49,27 @@ def test_client_parameters_carry_values_not_sql(seeded, attempt):
     with Substrate(db.dsn("app")) as substrate:
         with pytest.raises(MemsubError), substrate.tenant(attempt):
             pass
-        for call in (lambda m: m.get_packet(attempt), lambda m: m.thread(attempt),
-                     lambda m: m.lineage(attempt), lambda m: m.feedback(attempt, True, attempt)):
-            with pytest.raises(MemsubError), substrate.tenant(TENANT_A) as memory:
-                call(memory)
-        with substrate.tenant(TENANT_A, user_id=user, session_id=attempt) as memory:
-            stored = memory.write_packet({"packet_type": attempt, "payload": {"text": attempt}, "tags": [attempt],
-                                          "trace_id": attempt})
-            row = memory.get_packet(stored.packet_id)
+        for call in (lambda m: m.packets.get(attempt), lambda m: m.packets.get_thread(attempt),
+                     lambda m: m.packets.get_lineage(attempt),
+                     lambda m: m.search.record_feedback(attempt, True, attempt)):
+            with pytest.raises(MemsubError), substrate.tenant(TENANT_A) as session:
+                call(session)
+        with substrate.tenant(TENANT_A, user_id=user, session_id=attempt) as session:
+            stored = session.packets.write({"packet_type": attempt, "payload": {"text": attempt}, "tags": [attempt],
+                                            "trace_id": attempt})
+            row = session.packets.get(stored.packet_id)
             assert row is not None and row.packet_type == attempt and row.tags == [attempt]
             assert row.session_id == attempt and row.payload == {"text": attempt}
             vector = HashingEmbedder(dimension).embed([attempt])[0]
-            memory.search(vector, k=3, tags=[attempt], packet_type=attempt)
-            memory.hybrid_search(attempt, vector, k=3)
-            memory.traverse(attempt, max_depth=2)
-            memory.assert_fact(attempt, attempt, attempt)
+            session.search.semantic(vector, k=3, tags=[attempt], packet_type=attempt)
+            session.search.hybrid(attempt, vector, k=3)
+            session.graph.traverse(attempt, max_depth=2)
+            session.graph.assert_fact(attempt, attempt, attempt)
             key = attempt.replace(":", "_")  # ":" separates namespace parts and is refused in keys
-            memory.write_memory(f"user:{user}:notes", key, attempt)
-            assert memory.get_memory(f"user:{user}:notes", key).value == attempt
-        with pytest.raises(MemsubError), substrate.tenant(TENANT_A, user_id=user) as memory:
-            memory.write_memory(attempt, "key", 1)
+            session.memory.write(f"user:{user}:notes", key, attempt)
+            assert session.memory.get(f"user:{user}:notes", key).value == attempt
+        with pytest.raises(MemsubError), substrate.tenant(TENANT_A, user_id=user) as session:
+            session.memory.write(attempt, "key", 1)
     assert snapshot(db.dsn()) == before  # no object created, dropped or altered
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.packet_store where tenant_id = %s",

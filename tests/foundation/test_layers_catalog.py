@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from memsub.layers import EmbeddingType
+from memsub.search import EmbeddingType
 
 T, TZ, TS, U, J = "text", "timestamp with time zone", "timestamp without time zone", "uuid", "jsonb"
 F, N, B = "double precision", "integer", "boolean"

@@ -19,49 +19,51 @@ from layer_helpers import DIMENSION
 def test_client_covers_every_layer(db):
     one_hot = [1.0] + [0.0] * (DIMENSION - 1)
     with Substrate(db.dsn("app")) as substrate:
-        with substrate.tenant(TENANT_A) as memory:
-            packet = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"t": 1},
-                                                          metadata={"agent": "planner"}))
-            event = memory.record_event("planner", "tool_call", {"tool": "search"}, packet_id=packet.packet_id)
+        with substrate.tenant(TENANT_A) as session:
+            packet = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"t": 1},
+                                                            metadata={"agent": "planner"}))
+            event = session.events.record("planner", "tool_call", {"tool": "search"}, packet_id=packet.packet_id)
             assert event.packet_id == packet.packet_id
-            trace = memory.record_reasoning_trace(None, packet.packet_id, steps=["a"], reasoning_tokens=3)
+            trace = session.events.record_reasoning_trace(None, packet.packet_id, steps=["a"], reasoning_tokens=3)
             assert trace.agent_id == "planner" and trace.reasoning_tokens == 3
-            fact = memory.assert_fact("L9", "uses", "Neo4j", confidence=0.5, source_packet=packet.packet_id)
-            fact = memory.assert_fact("l9", "USES", "neo4j", confidence=0.5)
+            fact = session.graph.assert_fact("L9", "uses", "Neo4j", confidence=0.5, source_packet=packet.packet_id)
+            fact = session.graph.assert_fact("l9", "USES", "neo4j", confidence=0.5)
             assert (fact.supporting_packet_count, fact.confidence) == (2, 0.75)
-            embedding = memory.store_embedding(packet.packet_id, "summary", one_hot, chunk_text="t")
-            assert memory.search(one_hot, 1, embedding_type="summary")[0].embedding_id == embedding.embedding_id
-            memory.store_semantic_memory("planner", one_hot, {"k": 1})
-            assert memory.search_semantic_memory(one_hot, 1)[0].payload == {"k": 1}
-            edge = memory.upsert_relationship("L9", "Develops", "Python")
-            memory.upsert_relationship("Python", "requires", "FastAPI")
+            embedding = session.search.store_embedding(packet.packet_id, "summary", one_hot, chunk_text="t")
+            nearest = session.search.semantic(one_hot, 1, embedding_type="summary")[0]
+            assert nearest.embedding_id == embedding.embedding_id
+            session.search.store_semantic_memory("planner", one_hot, {"k": 1})
+            assert session.search.semantic_memory(one_hot, 1)[0].payload == {"k": 1}
+            edge = session.graph.upsert_relationship("L9", "Develops", "Python")
+            session.graph.upsert_relationship("Python", "requires", "FastAPI")
             assert edge.relationship_type == "develops"
-            assert [(e.depth, e.target_entity) for e in memory.graph_neighbors("L9")] == [
+            assert [(e.depth, e.target_entity) for e in session.graph.neighbors("L9")] == [
                 (1, "Python"), (2, "FastAPI")]
-            update = memory.apply_world_model_update("insight", [{"entity_id": "L9", "entity_type": "Concept"}])
-            snapshot = memory.take_world_model_snapshot("first")
-            assert memory.world_model_state_at(snapshot.snapshot_id)[0].entity_id == "L9"
-            assert memory.world_model_state_version() == update.state_version_after == 1
-            reflection = memory.record_reflection("lesson", "cache the schema", tags=["b", "a", "b"], vector=one_hot)
+            update = session.world_model.apply_update("insight", [{"entity_id": "L9", "entity_type": "Concept"}])
+            snapshot = session.world_model.take_snapshot("first")
+            assert session.world_model.state_at(snapshot.snapshot_id)[0].entity_id == "L9"
+            assert session.world_model.state_version() == update.state_version_after == 1
+            reflection = session.reflection.record("lesson", "cache the schema", tags=["b", "a", "b"], vector=one_hot)
             assert reflection.tags == ["a", "b"]
-            task = memory.record_task_reflection("task-1", "success", lessons=["x"])
-            assert memory.record_task_reflection("task-1", "failure").id == task.id
-            summary = memory.record_summary("thread", "t-1", "one event", [packet.packet_id, packet.packet_id],
-                                            valid_until=datetime.now(UTC) + timedelta(seconds=1))
+            task = session.reflection.record_task("task-1", "success", lessons=["x"])
+            assert session.reflection.record_task("task-1", "failure").id == task.id
+            summary = session.reflection.record_summary("thread", "t-1", "one event",
+                                                        [packet.packet_id, packet.packet_id],
+                                                        valid_until=datetime.now(UTC) + timedelta(seconds=1))
             assert summary.packet_count == 1
-            due = memory.summaries_due(as_of=datetime.now(UTC) + timedelta(hours=1))
+            due = session.reflection.summaries_due(as_of=datetime.now(UTC) + timedelta(hours=1))
             assert [s.summary_id for s in due] == [summary.summary_id]
-            memory.record_access("packet", packet.packet_id, was_useful=True)
-            memory.record_access("embedding", embedding.embedding_id)
-            assert memory.get_packet(packet.packet_id).access_count == 2  # type: ignore[union-attr]
-        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A) as memory:
-            memory.apply_world_model_update("insight", [{"entity_id": "L9"}], expected_version=0)
+            session.events.record_access("packet", packet.packet_id, was_useful=True)
+            session.events.record_access("embedding", embedding.embedding_id)
+            assert session.packets.get(packet.packet_id).access_count == 2  # type: ignore[union-attr]
+        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A) as session:
+            session.world_model.apply_update("insight", [{"entity_id": "L9"}], expected_version=0)
         assert conflict.value.field == "expected_version"
-        with pytest.raises(IntegrityError) as missing, substrate.tenant(TENANT_A) as memory:
-            memory.record_access("fact", packet.packet_id)
+        with pytest.raises(IntegrityError) as missing, substrate.tenant(TENANT_A) as session:
+            session.events.record_access("fact", packet.packet_id)
         assert missing.value.field == "target_id"
-        with pytest.raises(InvalidInput) as bad, substrate.tenant(TENANT_A) as memory:
-            memory.record_reflection("musing", "x")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput) as bad, substrate.tenant(TENANT_A) as session:
+            session.reflection.record("musing", "x")  # type: ignore[arg-type]
         assert bad.value.field == "reflection_type"
 
 

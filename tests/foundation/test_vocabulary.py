@@ -10,10 +10,9 @@ import pytest
 
 from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
-from memsub.layers import EmbeddingType
 from memsub.maintain import TASKS
-from memsub.memory_decay import MemoryTier
-from memsub.sessions import MemoryType
+from memsub.memory import MemoryTier, MemoryType
+from memsub.search import EmbeddingType
 
 from helpers import TENANT_A, set_context
 

@@ -20,23 +20,25 @@ BEFORE = T1 - timedelta(days=30)
 
 
 def _superseded_employer(db):
-    with tenant_session(db.dsn("app")) as memory:
-        memory.add_edge("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
-        memory.add_edge("Acme", "located_in", "Berlin", valid_from=T0)
-        memory.add_edge("Globex", "located_in", "Paris", valid_from=T0)
-        memory.supersede_edge("Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
+        session.graph.temporal_edge_add("Acme", "located_in", "Berlin", valid_from=T0)
+        session.graph.temporal_edge_add("Globex", "located_in", "Paris", valid_from=T0)
+        session.graph.supersede_relationship("Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
 
 
 def test_traversal_and_neighbourhood_follow_the_edges_valid_now_or_at_a_given_time(db):
     _superseded_employer(db)
-    with tenant_session(db.dsn("app")) as memory:
-        now_paths = [(p.depth, p.entity) for p in memory.traverse("Alice")]
-        then_paths = [(p.depth, p.entity) for p in memory.traverse("Alice", as_of=BEFORE)]
-        incoming_now = [p.entity for p in memory.traverse("Berlin", direction="incoming")]
-        near_now = [(i.direction, i.other_entity) for i in memory.neighbourhood("Alice") if i.kind == "relationship"]
-        near_then = [(i.direction, i.other_entity) for i in memory.neighbourhood("Alice", as_of=BEFORE)
+    with tenant_session(db.dsn("app")) as session:
+        now_paths = [(p.depth, p.entity) for p in session.graph.traverse("Alice")]
+        then_paths = [(p.depth, p.entity) for p in session.graph.traverse("Alice", as_of=BEFORE)]
+        incoming_now = [p.entity for p in session.graph.traverse("Berlin", direction="incoming")]
+        near_now = [(i.direction, i.other_entity) for i in session.graph.entity_neighbourhood("Alice")
+                    if i.kind == "relationship"]
+        near_then = [(i.direction, i.other_entity) for i in session.graph.entity_neighbourhood("Alice", as_of=BEFORE)
                      if i.kind == "relationship"]
-        acme_now = [(i.direction, i.other_entity) for i in memory.neighbourhood("Acme") if i.kind == "relationship"]
+        acme_now = [(i.direction, i.other_entity) for i in session.graph.entity_neighbourhood("Acme")
+                    if i.kind == "relationship"]
     assert now_paths == [(1, "Globex"), (2, "Paris")]
     assert then_paths == [(1, "Acme"), (2, "Berlin")]
     assert incoming_now == ["Acme"]  # Acme is still in Berlin; nobody works there now
@@ -57,19 +59,19 @@ def test_traversal_and_neighbourhood_follow_the_edges_valid_now_or_at_a_given_ti
 
 
 def test_aliases_resolve_to_their_entity_in_traversals_and_lookups(db):
-    with tenant_session(db.dsn("app")) as memory:
-        memory.upsert_entity("Alice Smith", "Person", aliases=["Al", "A. Smith"])
-        memory.add_edge("Al", "knows", "Bob", valid_from=T0)
-        memory.add_edge("Alice Smith", "works_at", "Acme", valid_from=T0)
-        memory.add_edge("Carol", "manages", "a. smith", valid_from=T0)
-    with tenant_session(db.dsn("app")) as memory:
-        from_alias = sorted((p.entity, tuple(p.path)) for p in memory.traverse("al"))
-        from_name = sorted((p.entity, tuple(p.path)) for p in memory.traverse("Alice Smith"))
-        to_entity = [(p.entity, tuple(p.path)) for p in memory.traverse("Carol", max_depth=2)]
-        near = sorted((i.direction, i.other_entity) for i in memory.neighbourhood("A. Smith")
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity("Alice Smith", "Person", aliases=["Al", "A. Smith"])
+        session.graph.temporal_edge_add("Al", "knows", "Bob", valid_from=T0)
+        session.graph.temporal_edge_add("Alice Smith", "works_at", "Acme", valid_from=T0)
+        session.graph.temporal_edge_add("Carol", "manages", "a. smith", valid_from=T0)
+    with tenant_session(db.dsn("app")) as session:
+        from_alias = sorted((p.entity, tuple(p.path)) for p in session.graph.traverse("al"))
+        from_name = sorted((p.entity, tuple(p.path)) for p in session.graph.traverse("Alice Smith"))
+        to_entity = [(p.entity, tuple(p.path)) for p in session.graph.traverse("Carol", max_depth=2)]
+        near = sorted((i.direction, i.other_entity) for i in session.graph.entity_neighbourhood("A. Smith")
                       if i.kind == "relationship")
-        edges = sorted(e.target_entity for e in memory.edges_as_of(entity="AL"))
-        walk = sorted(n.target_entity for n in memory.neighbors_as_of("al", max_depth=1))
+        edges = sorted(e.target_entity for e in session.graph.edges_as_of(entity="AL"))
+        walk = sorted(n.target_entity for n in session.graph.neighbors_as_of("al", max_depth=1))
     expected = [("Acme", ("Alice Smith", "Acme")), ("Bob", ("Alice Smith", "Bob"))]
     assert from_alias == expected and from_name == expected
     assert to_entity == [("Alice Smith", ("Carol", "Alice Smith")), ("Acme", ("Carol", "Alice Smith", "Acme")),

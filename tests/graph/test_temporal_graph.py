@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from memsub import temporal_graph
+from memsub import graph
 from memsub.errors import IntegrityError, InvalidInput
 
 from doc_helpers import tenant_session
@@ -21,19 +21,19 @@ T2 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def test_overlapping_windows_of_one_edge_are_rejected(db):
-    with tenant_session(db.dsn("app")) as memory:
-        memory.add_edge("Alice", "works_at", "Acme", valid_from=T0, valid_until=T1)
-        adjacent = memory.add_edge("Alice", "works_at", "Acme", valid_from=T1)
-        other_edge = memory.add_edge("Alice", "works_at", "Globex", valid_from=T0)
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=T0, valid_until=T1)
+        adjacent = session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=T1)
+        other_edge = session.graph.temporal_edge_add("Alice", "works_at", "Globex", valid_from=T0)
     assert (adjacent.valid_from, adjacent.valid_until) == (T1, None)
     assert other_edge.valid_until is None
 
     for valid_from, valid_until in [(T0 + timedelta(days=1), T1 - timedelta(days=1)),  # inside a closed window
                                     (T0 - timedelta(days=30), T0 + timedelta(days=1)),  # across its start
                                     (T2, None)]:  # a second open window
-        with pytest.raises(IntegrityError) as info, tenant_session(db.dsn("app")) as memory:
-            memory.add_edge("Alice", "works_at", "Acme", valid_from=valid_from,
-                            valid_until=valid_until)
+        with pytest.raises(IntegrityError) as info, tenant_session(db.dsn("app")) as session:
+            session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=valid_from,
+                                            valid_until=valid_until)
         assert (info.value.sqlstate, info.value.field) == ("23P01", "valid_period")
 
     # The exclusion constraint itself holds, not only the function: a direct insert by the superuser fails too.
@@ -45,23 +45,23 @@ def test_overlapping_windows_of_one_edge_are_rejected(db):
 
 
 def test_superseding_closes_the_old_window_and_as_of_reads_see_each_side(db):
-    with tenant_session(db.dsn("app")) as memory:
-        memory.add_edge("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
-        memory.add_edge("Acme", "located_in", "Berlin", valid_from=T0)
-        memory.add_edge("Globex", "located_in", "Paris", valid_from=T0)
-        new = memory.supersede_edge("Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
+        session.graph.temporal_edge_add("Acme", "located_in", "Berlin", valid_from=T0)
+        session.graph.temporal_edge_add("Globex", "located_in", "Paris", valid_from=T0)
+        new = session.graph.supersede_relationship("Alice", "works_at", "Globex", valid_from=T1, confidence=0.8)
     assert (new.target_entity, new.valid_from, new.valid_until) == ("Globex", T1, None)
 
-    with tenant_session(db.dsn("app")) as memory:
+    with tenant_session(db.dsn("app")) as session:
         history = {(e.target_entity, e.valid_from, e.valid_until)
-                   for e in memory.edges_as_of(T2, entity="Alice")}
-        before = [e.target_entity for e in memory.edges_as_of(T1 - timedelta(seconds=1),
-                                                                entity="Alice")]
-        at_change = [e.target_entity for e in memory.edges_as_of(T1, entity="Alice")]
-        earlier = memory.edges_as_of(T0 - timedelta(days=1), entity="Alice")
+                   for e in session.graph.edges_as_of(T2, entity="Alice")}
+        before = [e.target_entity for e in session.graph.edges_as_of(T1 - timedelta(seconds=1),
+                                                                       entity="Alice")]
+        at_change = [e.target_entity for e in session.graph.edges_as_of(T1, entity="Alice")]
+        earlier = session.graph.edges_as_of(T0 - timedelta(days=1), entity="Alice")
         walk_before = [(n.depth, n.target_entity) for n in
-                       memory.neighbors_as_of("Alice", T1 - timedelta(days=1))]
-        walk_after = [(n.depth, n.target_entity) for n in memory.neighbors_as_of("Alice", T2)]
+                       session.graph.neighbors_as_of("Alice", T1 - timedelta(days=1))]
+        walk_after = [(n.depth, n.target_entity) for n in session.graph.neighbors_as_of("Alice", T2)]
     assert history == {("Globex", T1, None)}
     assert before == ["Acme"] and at_change == ["Globex"] and earlier == []
     assert walk_before == [(1, "Acme"), (2, "Berlin")]
@@ -78,10 +78,10 @@ def test_superseding_closes_the_old_window_and_as_of_reads_see_each_side(db):
 
 
 def test_superseding_into_the_past_of_a_newer_fact_is_refused(db):
-    with tenant_session(db.dsn("app")) as memory:
-        memory.add_edge("Alice", "works_at", "Globex", valid_from=T1)
-    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app")) as memory:
-        memory.supersede_edge("Alice", "works_at", "Acme", valid_from=T0)
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.temporal_edge_add("Alice", "works_at", "Globex", valid_from=T1)
+    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app")) as session:
+        session.graph.supersede_relationship("Alice", "works_at", "Acme", valid_from=T0)
     assert info.value.field == "valid_from"
 
 
@@ -107,15 +107,15 @@ def test_upsert_relationship_reinforces_the_current_window_and_opens_a_new_one_a
 
 
 def test_evidence_names_visible_documents_and_their_chunks(db):
-    with tenant_session(db.dsn("app")) as memory:
-        doc = memory.ingest_text("hr.md", "Alice joined Globex in June.", file_hash="e" * 64, mime="md")
-        chunk = memory.document_chunks(doc.document_id)[0]
-        edge = memory.supersede_edge("Alice", "works_at", "Globex", valid_from=T1, evidence=[
-            temporal_graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)])
-        again = memory.supersede_edge("Alice", "works_at", "Globex", valid_from=T1, evidence=[
+    with tenant_session(db.dsn("app")) as session:
+        doc = session.documents.ingest("hr.md", "Alice joined Globex in June.", file_hash="e" * 64, mime="md")
+        chunk = session.documents.chunks_of(doc.document_id)[0]
+        edge = session.graph.supersede_relationship("Alice", "works_at", "Globex", valid_from=T1, evidence=[
+            graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)])
+        again = session.graph.supersede_relationship("Alice", "works_at", "Globex", valid_from=T1, evidence=[
             {"doc_id": str(doc.document_id), "chunk_id": str(chunk.id), "score": 0.92},
             {"doc_id": str(doc.document_id), "score": 0.5}])
-    assert edge.evidence == [temporal_graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)]
+    assert edge.evidence == [graph.DocRef(doc_id=doc.document_id, chunk_id=chunk.id, score=0.92)]
     assert again.mention_count == 2 and len(again.evidence) == 2, "evidence is merged without duplicates"
 
     missing = str(uuid.uuid4())
@@ -139,20 +139,20 @@ def test_evidence_names_visible_documents_and_their_chunks(db):
 def test_typed_nodes_of_the_four_kinds_and_edges_between_them(db):
     with db.connect("app") as conn:
         new_session(conn, "s-graph", user=ALICE)
-    with tenant_session(db.dsn("app"), user=ALICE, session="s-graph") as memory:
-        doc = memory.ingest_text("bio.md", "# Alice\n\nAlice is a database engineer.",
-                                 file_hash="f" * 64, mime="md", summary="About Alice", key_concepts=["Alice"])
-        entity = memory.upsert_entity("Alice", "Person", aliases=["A. Smith"],
-                                      properties={"role": "engineer"},
-                                      doc_refs=[{"doc_id": str(doc.document_id), "score": 1.0}])
-        entity = memory.upsert_entity("Alice", "Person", aliases=["Ali", "A. Smith"])
-        note = memory.remember(f"user:{ALICE}:notes", "alice", {"likes": "postgres"},
-                               tier="STM", importance=0.7)
-        memory.add_edge(str(note.id), "about", "Alice", source_type="Memory")
-        memory.add_edge("s-graph", "mentions", "Alice", source_type="Episode")
-        memory.add_edge(str(doc.document_id), "describes", "Alice", source_type="Document")
-        nodes = {n.node_type: n for n in memory.graph_nodes()}
-        edges = memory.edges_as_of(entity="Alice")
+    with tenant_session(db.dsn("app"), user=ALICE, session="s-graph") as session:
+        doc = session.documents.ingest("bio.md", "# Alice\n\nAlice is a database engineer.",
+                                       file_hash="f" * 64, mime="md", summary="About Alice", key_concepts=["Alice"])
+        entity = session.graph.upsert_entity("Alice", "Person", aliases=["A. Smith"],
+                                             properties={"role": "engineer"},
+                                             doc_refs=[{"doc_id": str(doc.document_id), "score": 1.0}])
+        entity = session.graph.upsert_entity("Alice", "Person", aliases=["Ali", "A. Smith"])
+        note = session.memory.remember(f"user:{ALICE}:notes", "alice", {"likes": "postgres"},
+                                       tier="STM", importance=0.7)
+        session.graph.temporal_edge_add(str(note.id), "about", "Alice", source_type="Memory")
+        session.graph.temporal_edge_add("s-graph", "mentions", "Alice", source_type="Episode")
+        session.graph.temporal_edge_add(str(doc.document_id), "describes", "Alice", source_type="Document")
+        nodes = {n.node_type: n for n in session.graph.nodes()}
+        edges = session.graph.edges_as_of(entity="Alice")
     assert entity.aliases == ["A. Smith", "Ali"] and entity.entity_type == "Person" and entity.version == 2
     assert set(nodes) == {"Entity", "Episode", "Document", "Memory"}
     assert (nodes["Entity"].node_id, nodes["Entity"].entity_type, nodes["Entity"].aliases) == (
@@ -180,11 +180,11 @@ def test_typed_nodes_of_the_four_kinds_and_edges_between_them(db):
 
 
 def test_graph_nodes_view_shows_only_what_row_security_allows(db):
-    with tenant_session(db.dsn("app"), TENANT_A) as memory:
-        memory.upsert_entity("Alice", "Person")
-        memory.ingest_text("a.md", "tenant a", file_hash="a" * 64, mime="md")
-    with tenant_session(db.dsn("app"), TENANT_B) as memory:
-        memory.upsert_entity("Bob", "Person")
+    with tenant_session(db.dsn("app"), TENANT_A) as session:
+        session.graph.upsert_entity("Alice", "Person")
+        session.documents.ingest("a.md", "tenant a", file_hash="a" * 64, mime="md")
+    with tenant_session(db.dsn("app"), TENANT_B) as session:
+        session.graph.upsert_entity("Bob", "Person")
 
     def visible(tenant: uuid.UUID) -> set[str]:
         with db.connect("app") as conn:

@@ -16,59 +16,59 @@ NOTES = f"user:{ALICE}:notes"
 
 
 def test_memory_types_map_onto_memory_entries(db):
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        stm = memory.remember(NOTES, "draft", "first idea", tier="STM", importance=0.4)
-        ltm = memory.remember(NOTES, "fact", "the sky is blue", tier="LTM")
-        how = memory.remember(NOTES, "deploy", ["build", "migrate", "restart"], tier="Procedural")
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        stm = session.memory.remember(NOTES, "draft", "first idea", tier="STM", importance=0.4)
+        ltm = session.memory.remember(NOTES, "fact", "the sky is blue", tier="LTM")
+        how = session.memory.remember(NOTES, "deploy", ["build", "migrate", "restart"], tier="Procedural")
         # A plain seed 001 write is long-term memory.
-        plain = memory.fetch("select memory_tier, memory_type from memsub.memory_write(%s, 'plain', '1'::jsonb)",
-                             [NOTES])[0]
+        plain = session.fetch("select memory_tier, memory_type from memsub.memory_write(%s, 'plain', '1'::jsonb)",
+                              [NOTES])[0]
         # A new version written through memory_write is long-term again.
-        rewritten = memory.fetch("select memory_tier, version from memsub.memory_write(%s, 'draft', '2'::jsonb, 1)",
-                                 [NOTES])[0]
+        rewritten = session.fetch("select memory_tier, version from memsub.memory_write(%s, 'draft', '2'::jsonb, 1)",
+                                  [NOTES])[0]
     assert (stm.memory_tier, stm.memory_type, stm.importance) == ("STM", "semantic", 0.4)
     assert (ltm.memory_tier, how.memory_tier, how.memory_type) == ("LTM", "Procedural", "procedural")
     assert plain == {"memory_tier": "LTM", "memory_type": "semantic"}
     assert rewritten == {"memory_tier": "LTM", "version": 2}
-    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.remember(NOTES, "x", 1, tier="Working")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.remember(NOTES, "x", 1, tier="Working")  # type: ignore[arg-type]
     assert info.value.field == "tier"
-    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.remember(NOTES, "x", 1, importance=1.5)
+    with pytest.raises(InvalidInput) as info, tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.remember(NOTES, "x", 1, importance=1.5)
     assert info.value.field == "importance"
 
 
 def test_an_access_adds_one_to_the_decayed_strength(db):
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.remember(NOTES, "topic", "pgvector", importance=0.9)
-        touched = memory.touch_memory(NOTES, "topic")
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.remember(NOTES, "topic", "pgvector", importance=0.9)
+        touched = session.memory.touch(NOTES, "topic")
     assert touched.last_access_ts is not None and touched.decay_weight == pytest.approx(2.0, abs=1e-3)
     # Pretend the last access was two half-lives ago: strength 2 * 1/4 = 0.5, so the next access gives 1.5.
     with db.connect() as conn:
         conn.execute("update memsub.memory_entries set last_access_ts = now() - interval '14 days' where key = 'topic'")
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        again = memory.touch_memory(NOTES, "topic")
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        again = session.memory.touch(NOTES, "topic")
     assert again.decay_weight == pytest.approx(1.5, abs=1e-3)
     # Other users may not record accesses to (or even see) Alice's memory.
-    with pytest.raises(ContextError), tenant_session(db.dsn("app"), user=BOB) as memory:
-        memory.touch_memory(NOTES, "topic")
+    with pytest.raises(ContextError), tenant_session(db.dsn("app"), user=BOB) as session:
+        session.memory.touch(NOTES, "topic")
 
 
 def test_maintenance_promotes_stm_by_importance_times_strength(db):
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.remember(NOTES, "important", "the migration plan", importance=0.9)
-        memory.remember(NOTES, "trivial", "the weather", importance=0.2)
-        memory.remember(NOTES, "stale", "an old lead", importance=0.9)
-        memory.remember(NOTES, "rule", "always run make test", tier="LTM", importance=0.9)
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.remember(NOTES, "important", "the migration plan", importance=0.9)
+        session.memory.remember(NOTES, "trivial", "the weather", importance=0.2)
+        session.memory.remember(NOTES, "stale", "an old lead", importance=0.9)
+        session.memory.remember(NOTES, "rule", "always run make test", tier="LTM", importance=0.9)
         for key in ("important", "trivial", "stale"):
-            memory.touch_memory(NOTES, key)  # strength 2
+            session.memory.touch(NOTES, key)  # strength 2
     with db.connect() as conn:  # the stale one was last used three half-lives ago: strength 2/8
         conn.execute("update memsub.memory_entries set last_access_ts = now() - interval '21 days' where key = 'stale'")
 
-    with pytest.raises(ContextError), tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.memory_maintenance()
+    with pytest.raises(ContextError), tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.maintenance()
     with tenant_session(db.dsn("tenant_admin"), roles=["tenant_admin"]) as admin:
-        report = {r.key: r for r in admin.memory_maintenance()}
+        report = {r.key: r for r in admin.memory.maintenance()}
     assert set(report) == {"important", "trivial", "stale"}, "only STM entries are looked at"
     assert report["important"].outcome == "promoted" and report["important"].score == pytest.approx(1.8, abs=1e-3)
     assert report["trivial"].outcome == "kept" and report["trivial"].score == pytest.approx(0.4, abs=1e-3)
@@ -83,11 +83,11 @@ def test_maintenance_promotes_stm_by_importance_times_strength(db):
     assert audit[0]["details"]["from"] == "STM" and audit[0]["details"]["to"] == "LTM"
 
     # A promoted entry is not looked at again; a trivial memory accessed often enough is promoted too.
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
         for _ in range(4):  # strength about 6, score about 1.2
-            memory.touch_memory(NOTES, "trivial")
+            session.memory.touch(NOTES, "trivial")
     with tenant_session(db.dsn("tenant_admin"), roles=["tenant_admin"]) as admin:
-        second = {r.key: r.outcome for r in admin.memory_maintenance()}
+        second = {r.key: r.outcome for r in admin.memory.maintenance()}
     assert second == {"trivial": "promoted", "stale": "kept"}
 
 

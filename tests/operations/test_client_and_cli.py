@@ -36,42 +36,43 @@ def substrate(db):
 
 def test_write_read_thread_and_lineage_through_typed_models(substrate):
     thread = uuid.uuid4()
-    with substrate.tenant(TENANT_A, user_id=uuid.uuid4()) as memory:
-        question = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"q": "HDPE?"},
-                                                        thread_id=thread, tags=["hdpe"]))
-        answer = memory.write_packet(PacketEnvelopeIn(
+    with substrate.tenant(TENANT_A, user_id=uuid.uuid4()) as session:
+        question = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"q": "HDPE?"},
+                                                          thread_id=thread, tags=["hdpe"]))
+        answer = session.packets.write(PacketEnvelopeIn(
             packet_type="insight", payload={"a": "three suppliers"}, thread_id=thread,
             lineage=PacketLineage(parent_ids=[question.packet_id], derivation_type="inference"), scope="l-private"))
         assert isinstance(answer, PacketWriteResult)
         assert answer.generation == 1 and answer.root_packet_id == question.packet_id
-        row = memory.get_packet(answer.packet_id)
+        row = session.packets.get(answer.packet_id)
         assert isinstance(row, PacketStoreRow) and row.scope == "l-private" and row.payload == {"a": "three suppliers"}
-        assert [p.packet_id for p in memory.thread(thread)] == [question.packet_id, answer.packet_id]
-        assert [(r.packet_id, r.depth) for r in memory.lineage(answer.packet_id)] == [(question.packet_id, 1)]
-        assert memory.get_packet(uuid.uuid4()) is None
+        assert [p.packet_id for p in session.packets.get_thread(thread)] == [question.packet_id, answer.packet_id]
+        lineage = session.packets.get_lineage(answer.packet_id)
+        assert [(r.packet_id, r.depth) for r in lineage] == [(question.packet_id, 1)]
+        assert session.packets.get(uuid.uuid4()) is None
 
 
 def test_batched_writes_keep_positions_across_batches(substrate):
     envelopes = [{"packet_type": "event", "payload": {"n": n}} for n in range(7)]
-    with substrate.tenant(TENANT_A) as memory:
-        results = memory.write_packets(envelopes, batch_size=3)
+    with substrate.tenant(TENANT_A) as session:
+        results = session.packets.write_packets(envelopes, batch_size=3)
     assert [r.position for r in results] == list(range(1, 8))
     assert len({r.packet_id for r in results}) == 7
 
 
 def test_errors_are_typed_and_name_the_field(substrate, db):
-    with pytest.raises(InvalidInput) as caught, substrate.tenant(TENANT_A) as memory:
-        memory.write_packet({"packet_type": "event", "payload": 1, "confidence": {"score": 1.5}})
+    with pytest.raises(InvalidInput) as caught, substrate.tenant(TENANT_A) as session:
+        session.packets.write({"packet_type": "event", "payload": 1, "confidence": {"score": 1.5}})
     assert caught.value.sqlstate == "22023" and caught.value.field == "confidence.score"
-    with pytest.raises(IntegrityError) as integrity, substrate.tenant(TENANT_A) as memory:
-        memory.write_packet({"packet_type": "event", "payload": 1, "lineage": {"parent_ids": [str(uuid.uuid4())]}})
+    with pytest.raises(IntegrityError) as integrity, substrate.tenant(TENANT_A) as session:
+        session.packets.write({"packet_type": "event", "payload": 1, "lineage": {"parent_ids": [str(uuid.uuid4())]}})
     assert integrity.value.sqlstate == "23503"
     with pytest.raises(ContextError), substrate.tenant(TENANT_A, roles=["platform_admin"]):
         pass
-    with substrate.tenant(TENANT_A) as memory:
-        memory.write_packet({"packet_type": "event", "payload": "keep"})
-    with substrate.tenant(TENANT_A) as memory:
-        assert memory.purge_expired() == {}
+    with substrate.tenant(TENANT_A) as session:
+        session.packets.write({"packet_type": "event", "payload": "keep"})
+    with substrate.tenant(TENANT_A) as session:
+        assert session.packets.purge_expired() == {}
     # The immutability trigger answers even the superuser (the application has no DELETE at all).
     with db.connect() as conn, pytest.raises(psycopg.errors.FeatureNotSupported) as raw:
         conn.execute("delete from memsub.packet_store")
@@ -80,9 +81,9 @@ def test_errors_are_typed_and_name_the_field(substrate, db):
 
 
 def test_a_failed_block_rolls_back_everything(substrate, db):
-    with pytest.raises(InvalidInput), substrate.tenant(TENANT_A) as memory:
-        memory.write_packet({"packet_type": "event", "payload": "first"})
-        memory.write_packet({"packet_type": "event"})
+    with pytest.raises(InvalidInput), substrate.tenant(TENANT_A) as session:
+        session.packets.write({"packet_type": "event", "payload": "first"})
+        session.packets.write({"packet_type": "event"})
     assert superuser_count(db) == 0
 
 
@@ -186,10 +187,10 @@ def test_sql_lint_passes_on_the_shipped_sql_and_catches_violations(tmp_path):
 
 def test_a_set_in_a_payload_is_refused_not_stored_as_its_string(db):
     """Python's ``str()`` of a set is not JSON: the client names the field instead of storing ``"{'hdpe'}"``."""
-    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
+    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
         with pytest.raises(TypeError, match=r"envelope\.payload\.materials"):
-            memory.write_packet({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
+            session.packets.write({"packet_type": "event", "payload": {"materials": {"hdpe"}}})
         with pytest.raises(TypeError, match=r"obj|object"):
-            memory.assert_fact("BayCycle", "sells", {"hdpe", "pet"})
+            session.graph.assert_fact("BayCycle", "sells", {"hdpe", "pet"})
     assert superuser_count(db) == 0
     assert superuser_count(db, "memsub.knowledge_facts") == 0

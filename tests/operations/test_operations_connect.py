@@ -153,9 +153,9 @@ def test_local_validation_errors_are_memsub_errors():
 
 def test_ttl_is_timezone_aware_like_timestamp(db):
     ttl = datetime.now(UTC) + timedelta(days=1)
-    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        written = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload=1, ttl=ttl))
-        row = memory.get_packet(written.packet_id)
+    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        written = session.packets.write(PacketEnvelopeIn(packet_type="event", payload=1, ttl=ttl))
+        row = session.packets.get(written.packet_id)
     assert row is not None and row.ttl is not None
     assert row.ttl.tzinfo is not None and row.timestamp.tzinfo is not None
     assert row.ttl > row.timestamp

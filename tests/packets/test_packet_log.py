@@ -110,13 +110,13 @@ def test_the_python_client_keeps_repeated_turns_and_deduplicates_a_retried_envel
     thread = uuid.uuid4()
     with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
         first = PacketEnvelopeIn(packet_type="user_message", payload={"content": "yes"}, thread_id=thread)
-        written = memory.write_packet(first)
-        repeated = memory.write_packet(
+        written = memory.packets.write(first)
+        repeated = memory.packets.write(
             PacketEnvelopeIn(packet_type="user_message", payload={"content": "yes"}, thread_id=thread))
-        retried = memory.write_packet(first)
+        retried = memory.packets.write(first)
         assert not repeated.deduplicated and repeated.packet_id != written.packet_id
         assert retried.deduplicated and retried.packet_id == written.packet_id == first.packet_id
-        assert len(memory.thread(thread)) == 2
+        assert len(memory.packets.get_thread(thread)) == 2
 
 
 # 2. Replay in write order, and a cursor that reaches every packet -------------------------------------------------
@@ -168,10 +168,10 @@ def test_the_client_and_cli_page_through_a_thread_with_a_notice(db):
         write_batch(conn, [{"packet_type": "event", "payload": {"n": n}, "thread_id": thread} for n in range(5)])
         conn.commit()
     with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        page = memory.thread(thread, limit=2)
-        rest = memory.thread(thread, limit=10, after_cursor=page[-1].write_seq)
+        page = memory.packets.get_thread(thread, limit=2)
+        rest = memory.packets.get_thread(thread, limit=10, after_cursor=page[-1].write_seq)
         assert [r.payload["n"] for r in page + rest] == [0, 1, 2, 3, 4]
-        assert [r.payload["n"] for r in memory.replay(thread, page_size=2)] == [0, 1, 2, 3, 4]
+        assert [r.payload["n"] for r in memory.packets.replay(thread, page_size=2)] == [0, 1, 2, 3, 4]
     runner = CliRunner()
     result = runner.invoke(main, ["packet", "thread", thread, "--tenant", str(TENANT_A), "--dsn", db.dsn("app"),
                                   "--limit", "2", "--json"])

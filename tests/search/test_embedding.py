@@ -73,11 +73,11 @@ def test_minilm_loads_offline_and_ranks_by_meaning(db384):
     similarities = [cosine(query_vector, v) for v in vectors]
     assert similarities[0] > 0.5 > 0.2 > max(similarities[1:])
 
-    with Substrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
+    with Substrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
         for sentence, vector in zip(sentences, vectors, strict=True):
-            packet = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": sentence}))
-            memory.store_embedding(packet.packet_id, "content", vector, chunk_text=sentence)
-        hits = memory.search(query_vector, k=4)
+            packet = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": sentence}))
+            session.search.store_embedding(packet.packet_id, "content", vector, chunk_text=sentence)
+        hits = session.search.semantic(query_vector, k=4)
         assert hits[0].chunk_text == sentences[0]
-        hybrid = memory.hybrid_search(query, query_vector, k=4)
+        hybrid = session.search.hybrid(query, query_vector, k=4)
         assert hybrid[0].chunk_text == sentences[0] and hybrid[0].text_rank is None

@@ -20,22 +20,22 @@ TEXT = ("# Field notes\n\nThe zanzibar quokka is a fictional animal.\n\n"
         + "\n\nAnother section about pellet suppliers in Stockton. " * 20)
 
 
-def _ingest(memory, embedder=None, path="notes/field.md"):
-    return memory.ingest_text(path, TEXT, file_hash=documents.sha256_hex(TEXT.encode()), mime="md",
-                              embedder=embedder, max_chars=600)
+def _ingest(session, embedder=None, path="notes/field.md"):
+    return session.documents.ingest(path, TEXT, file_hash=documents.sha256_hex(TEXT.encode()), mime="md",
+                                    embedder=embedder, max_chars=600)
 
 
 def test_hybrid_search_finds_a_chunk_stored_without_a_vector_by_its_words(db):
-    with tenant_session(db.dsn("app")) as memory:
-        result = _ingest(memory)
+    with tenant_session(db.dsn("app")) as session:
+        result = _ingest(session)
     assert result.chunk_count >= 3 and result.embedded_count == 0
-    with tenant_session(db.dsn("app")) as memory:
-        hits = memory.hybrid_search("zanzibar quokka", None, k=5)
+    with tenant_session(db.dsn("app")) as session:
+        hits = session.search.hybrid("zanzibar quokka", None, k=5)
     assert len(hits) == 1
     assert hits[0].embedding_id is None and hits[0].packet_id == result.packet_id
     assert "zanzibar quokka" in (hits[0].chunk_text or "") and hits[0].text_rank == 1
-    with tenant_session(db.dsn("app"), TENANT_B) as memory:
-        assert memory.hybrid_search("zanzibar quokka", None, k=5) == []  # another tenant finds nothing
+    with tenant_session(db.dsn("app"), TENANT_B) as session:
+        assert session.search.hybrid("zanzibar quokka", None, k=5) == []  # another tenant finds nothing
 
     out = CliRunner().invoke(main, ["search", "zanzibar quokka", "--dsn", db.dsn("app"), "--tenant", str(TENANT_A),
                                     "--mode", "hybrid", "--embedder", "hashing", "--json"])
@@ -45,16 +45,16 @@ def test_hybrid_search_finds_a_chunk_stored_without_a_vector_by_its_words(db):
 
 
 def test_ingest_with_an_embedder_embeds_the_chunks_stored_without_vectors(db):
-    with tenant_session(db.dsn("app")) as memory:
-        first = _ingest(memory)
+    with tenant_session(db.dsn("app")) as session:
+        first = _ingest(session)
     embedder = WordEmbedder()
-    with tenant_session(db.dsn("app")) as memory:
-        again = _ingest(memory, embedder)
+    with tenant_session(db.dsn("app")) as session:
+        again = _ingest(session, embedder)
     assert again.status == "unchanged" and again.document_id == first.document_id
     assert again.embedded_count == first.chunk_count and embedder.calls == 1
-    with tenant_session(db.dsn("app")) as memory:
-        third = _ingest(memory, embedder)  # nothing left to embed: no embedding call
-        hits = memory.hybrid_search("zanzibar quokka", embedder.vector("zanzibar quokka"), k=3)
+    with tenant_session(db.dsn("app")) as session:
+        third = _ingest(session, embedder)  # nothing left to embed: no embedding call
+        hits = session.search.hybrid("zanzibar quokka", embedder.vector("zanzibar quokka"), k=3)
     assert third.embedded_count == first.chunk_count and embedder.calls == 1
     assert hits[0].embedding_id is not None and "zanzibar quokka" in (hits[0].chunk_text or "")
     assert hits[0].vector_rank == 1 and hits[0].text_rank == 1
@@ -63,9 +63,9 @@ def test_ingest_with_an_embedder_embeds_the_chunks_stored_without_vectors(db):
 
 
 def test_packet_chunk_count_and_is_chunked_follow_the_document(db):
-    with tenant_session(db.dsn("app")) as memory:
-        result = _ingest(memory, WordEmbedder())
-        plain = memory.write_packet({"packet_type": "event", "payload": {"text": "one piece"}})
+    with tenant_session(db.dsn("app")) as session:
+        result = _ingest(session, WordEmbedder())
+        plain = session.packets.write({"packet_type": "event", "payload": {"text": "one piece"}})
     packet = ground_truth(db, "select chunk_count, is_chunked from memsub.packet_store where packet_id = %s",
                           [result.packet_id])
     assert packet == [{"chunk_count": result.chunk_count, "is_chunked": True}] and result.chunk_count >= 3
@@ -76,17 +76,17 @@ def test_packet_chunk_count_and_is_chunked_follow_the_document(db):
 
 def test_memory_entries_carry_vectors_and_are_found_by_meaning_and_words_under_row_security(db):
     embedder = WordEmbedder()
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        memory.write_memory(f"user:{ALICE}:preferences", "drink",
-                            {"text": "prefers green tea in the morning"}, embedder=embedder)
-        memory.write_memory(f"user:{ALICE}:preferences", "style", {"text": "concise technical answers"},
-                            embedder=embedder)
-        memory.write_memory(f"user:{ALICE}:notes", "plain", {"text": "no vector here, about tea"})
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        by_meaning = memory.search_memory(None, embedder.vector("green tea"), k=2)
-        by_words = memory.search_memory("tea", k=5)
-        both = memory.search_memory("morning tea", embedder=embedder, k=1)
-        scoped = memory.search_memory("tea", k=5, namespace_prefix=f"user:{ALICE}:notes")
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.write(f"user:{ALICE}:preferences", "drink",
+                             {"text": "prefers green tea in the morning"}, embedder=embedder)
+        session.memory.write(f"user:{ALICE}:preferences", "style", {"text": "concise technical answers"},
+                             embedder=embedder)
+        session.memory.write(f"user:{ALICE}:notes", "plain", {"text": "no vector here, about tea"})
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        by_meaning = session.memory.search(None, embedder.vector("green tea"), k=2)
+        by_words = session.memory.search("tea", k=5)
+        both = session.memory.search("morning tea", embedder=embedder, k=1)
+        scoped = session.memory.search("tea", k=5, namespace_prefix=f"user:{ALICE}:notes")
     assert by_meaning[0].key == "drink" and by_meaning[0].vector_rank == 1
     assert sorted(h.key for h in by_words) == ["drink", "plain"]
     assert [h.key for h in both] == ["drink"]
@@ -96,23 +96,23 @@ def test_memory_entries_carry_vectors_and_are_found_by_meaning_and_words_under_r
                       {"key": "style", "has_vector": True}]
     # Another user of the tenant does not see Alice's user: namespace; another tenant sees nothing.
     other_user = BOB
-    with tenant_session(db.dsn("app"), user=other_user) as memory:
-        assert memory.search_memory("tea", embedder.vector("green tea"), k=5) == []
-    with tenant_session(db.dsn("app"), TENANT_B, user=ALICE) as memory:
-        assert memory.search_memory("tea", embedder.vector("green tea"), k=5) == []
+    with tenant_session(db.dsn("app"), user=other_user) as session:
+        assert session.memory.search("tea", embedder.vector("green tea"), k=5) == []
+    with tenant_session(db.dsn("app"), TENANT_B, user=ALICE) as session:
+        assert session.memory.search("tea", embedder.vector("green tea"), k=5) == []
 
 
 def test_a_newer_version_replaces_the_older_in_memory_search(db):
     embedder = WordEmbedder()
     namespace = f"user:{ALICE}:preferences"
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        first = memory.write_memory(namespace, "drink", {"text": "coffee"}, embedder=embedder)
-        memory.write_memory(namespace, "drink", {"text": "tea"}, expected_version=first.version,
-                            embedder=embedder)
-    with tenant_session(db.dsn("app"), user=ALICE) as memory:
-        by_old_words = memory.search_memory("coffee", k=5)
-        by_vector = memory.search_memory(None, embedder.vector("coffee"), k=5)
-        by_new_words = memory.search_memory("tea", k=5)
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        first = session.memory.write(namespace, "drink", {"text": "coffee"}, embedder=embedder)
+        session.memory.write(namespace, "drink", {"text": "tea"}, expected_version=first.version,
+                             embedder=embedder)
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        by_old_words = session.memory.search("coffee", k=5)
+        by_vector = session.memory.search(None, embedder.vector("coffee"), k=5)
+        by_new_words = session.memory.search("tea", k=5)
     assert by_old_words == []
     assert [(h.key, h.version) for h in by_vector] == [("drink", 2)]
     assert [(h.key, h.version) for h in by_new_words] == [("drink", 2)]
@@ -120,24 +120,24 @@ def test_a_newer_version_replaces_the_older_in_memory_search(db):
 
 def test_graph_entities_carry_vectors_and_are_found_by_meaning_and_name(db):
     embedder = HashingEmbedder(DIMENSION)
-    with tenant_session(db.dsn("app")) as memory:
-        memory.upsert_entity("Alice Smith", "Person", aliases=["Al"], embedder=embedder)
-        memory.upsert_entity("Acme Corporation", "Organization", embedder=embedder)
-        memory.upsert_entity("Berlin", "Location")
-    with tenant_session(db.dsn("app")) as memory:
-        by_alias = memory.search_entities("al", k=3)
-        by_meaning = memory.search_entities(None, embedder.embed(["Acme Corporation"])[0], k=1)
-        by_name = memory.search_entities("berlin", k=3)
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity("Alice Smith", "Person", aliases=["Al"], embedder=embedder)
+        session.graph.upsert_entity("Acme Corporation", "Organization", embedder=embedder)
+        session.graph.upsert_entity("Berlin", "Location")
+    with tenant_session(db.dsn("app")) as session:
+        by_alias = session.graph.entity_search("al", k=3)
+        by_meaning = session.graph.entity_search(None, embedder.embed(["Acme Corporation"])[0], k=1)
+        by_name = session.graph.entity_search("berlin", k=3)
     assert [e.entity_id for e in by_alias] == ["Alice Smith"]
     assert [e.entity_id for e in by_meaning] == ["Acme Corporation"] and by_meaning[0].vector_rank == 1
     assert [e.entity_id for e in by_name] == ["Berlin"]
-    with tenant_session(db.dsn("app"), TENANT_B) as memory:
-        assert memory.search_entities("berlin", embedder.embed(["Berlin"])[0], k=3) == []
+    with tenant_session(db.dsn("app"), TENANT_B) as session:
+        assert session.graph.entity_search("berlin", embedder.embed(["Berlin"])[0], k=3) == []
 
 
 def test_vectors_of_the_wrong_shape_are_refused_naming_the_field(db):
-    with tenant_session(db.dsn("app")) as memory:
-        document = _ingest(memory)
+    with tenant_session(db.dsn("app")) as session:
+        document = _ingest(session)
     with db.connect("app") as conn:
         for query, params, column in [
                 ("select memsub.document_embed_chunks(%s, '[{\"chunk_index\": 1, \"embedding\": [1, 2]}]')",

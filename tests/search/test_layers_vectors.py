@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from memsub.layers import EmbeddingType
 from memsub.migrator import Migrator
+from memsub.search import EmbeddingType
 
 from helpers import TENANT_A, TENANT_B, set_context, write
 from layer_helpers import vec

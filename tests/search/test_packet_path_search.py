@@ -37,36 +37,36 @@ def _envelopes(texts: list[str], **fields: Any) -> list[dict[str, Any]]:
 
 
 def _fill(substrate: Substrate) -> None:
-    with substrate.tenant(TENANT_A, user_id=USER_1) as memory:
-        memory.write_packets(_envelopes(NOTES))
-        memory.write_packets(_envelopes(["recycled HDPE pellets Stockton, user 1's private note"],
+    with substrate.tenant(TENANT_A, user_id=USER_1) as session:
+        session.packets.write_packets(_envelopes(NOTES))
+        session.packets.write_packets(_envelopes(["recycled HDPE pellets Stockton, user 1's private note"],
                                         scope="l-private"))
-    with substrate.tenant(TENANT_B) as memory:
-        memory.write_packets(_envelopes(["recycled HDPE pellets Stockton, tenant B's copy"]))
+    with substrate.tenant(TENANT_B) as session:
+        session.packets.write_packets(_envelopes(["recycled HDPE pellets Stockton, tenant B's copy"]))
 
 
 def test_hits_with_packets_are_get_packets_of_the_hit_ids_in_hit_order(db384):
     query = EMBEDDER.embed([QUERY])[0]
     with Substrate(db384.dsn("app")) as substrate:
         _fill(substrate)
-        with substrate.tenant(TENANT_A, user_id=USER_1) as memory:
+        with substrate.tenant(TENANT_A, user_id=USER_1) as session:
             for rank_by in ("distance", "combined"):
-                hits = memory.search(query, k=4, rank_by=rank_by, with_packets=True)  # type: ignore[arg-type]
+                hits = session.search.semantic(query, k=4, rank_by=rank_by, with_packets=True)  # type: ignore[arg-type]
                 assert len(hits) == 4
-                expected = memory.get_packets([h.packet_id for h in hits])
+                expected = session.packets.get_packets([h.packet_id for h in hits])
                 assert [h.packet for h in hits] == expected
                 # vectors re-joined: the envelope is the one written, vector included
                 vector = hits[0].packet.envelope["memory"]["embeddings"][0]["vector"]  # type: ignore[union-attr]
                 assert isinstance(vector, list) and len(vector) == 384
-            fused = memory.hybrid_search(QUERY, query, k=4, with_packets=True)
+            fused = session.search.hybrid(QUERY, query, k=4, with_packets=True)
             assert len(fused) == 4
-            assert [h.packet for h in fused] == memory.get_packets([h.packet_id for h in fused])
-            text_only = memory.hybrid_search("Donner Pass", None, with_packets=True)
-            assert [h.packet for h in text_only] == memory.get_packets([h.packet_id for h in text_only])
+            assert [h.packet for h in fused] == session.packets.get_packets([h.packet_id for h in fused])
+            text_only = session.search.hybrid("Donner Pass", None, with_packets=True)
+            assert [h.packet for h in text_only] == session.packets.get_packets([h.packet_id for h in text_only])
             assert text_only and text_only[0].packet is not None
             # The default call carries no packet.
-            assert all(h.packet is None for h in memory.search(query, k=4))
-            assert all(h.packet is None for h in memory.hybrid_search(QUERY, query, k=4))
+            assert all(h.packet is None for h in session.search.semantic(query, k=4))
+            assert all(h.packet is None for h in session.search.hybrid(QUERY, query, k=4))
 
 
 def test_search_never_returns_a_packet_the_caller_cannot_see(db384):
@@ -100,16 +100,16 @@ def test_search_with_packets_is_one_statement(db384):
     query = EMBEDDER.embed([QUERY])[0]
     with Substrate(db384.dsn("app")) as substrate:
         _fill(substrate)
-        with substrate.tenant(TENANT_A, user_id=USER_1) as memory:
-            memory.search(query, k=1)  # the vector type is registered on the connection by a first call
-            connection = memory._connection
+        with substrate.tenant(TENANT_A, user_id=USER_1) as session:
+            session.search.semantic(query, k=1)  # the vector type is registered on the connection by a first call
+            connection = session._connection
             assert connection is not None
             handle, path = tempfile.mkstemp(suffix=".trace")
             try:
                 connection.pgconn.trace(handle)
                 connection.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
-                hits = memory.search(query, k=4, with_packets=True)
-                fused = memory.hybrid_search(QUERY, query, k=4, with_packets=True)
+                hits = session.search.semantic(query, k=4, with_packets=True)
+                fused = session.search.hybrid(QUERY, query, k=4, with_packets=True)
                 connection.pgconn.untrace()
                 assert _statements(path) == 2
             finally:

@@ -24,12 +24,12 @@ NOTES = [
 ]
 
 
-def write_notes(memory, embedder, texts=NOTES):
+def write_notes(session, embedder, texts=NOTES):
     """One packet per text with its content embedding; returns the packet ids in order."""
     ids = []
     for text, vector in zip(texts, embedder.embed(texts), strict=True):
-        packet = memory.write_packet(PacketEnvelopeIn(packet_type="event", payload={"text": text}))
-        memory.store_embedding(packet.packet_id, "content", vector, chunk_text=text)
+        packet = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": text}))
+        session.search.store_embedding(packet.packet_id, "content", vector, chunk_text=text)
         ids.append(packet.packet_id)
     return ids
 
@@ -38,91 +38,91 @@ def test_search_feedback_and_learning_through_the_client(db384):
     embedder = HashingEmbedder(384)
     query = embedder.embed(["recycled HDPE pellets Stockton"])[0]
     with Substrate(db384.dsn("app")) as substrate:
-        with substrate.tenant(TENANT_A) as memory:
-            ids = write_notes(memory, embedder)
-        with substrate.tenant(TENANT_B) as memory:
-            write_notes(memory, embedder, ["recycled HDPE pellets Stockton, tenant B's copy"])
-        with substrate.tenant(TENANT_A) as memory:
+        with substrate.tenant(TENANT_A) as session:
+            ids = write_notes(session, embedder)
+        with substrate.tenant(TENANT_B) as session:
+            write_notes(session, embedder, ["recycled HDPE pellets Stockton, tenant B's copy"])
+        with substrate.tenant(TENANT_A) as session:
             # A list and a NumPy array (float32 and float64) are the same query.
-            as_list = memory.search(query, k=3, record_access=True, query_text="hdpe")
-            as_array = memory.search(np.asarray(query, dtype=np.float32), k=3)
-            as_float64 = memory.search(np.asarray(query), k=3)
+            as_list = session.search.semantic(query, k=3, record_access=True, query_text="hdpe")
+            as_array = session.search.semantic(np.asarray(query, dtype=np.float32), k=3)
+            as_float64 = session.search.semantic(np.asarray(query), k=3)
             assert [h.packet_id for h in as_list] == [h.packet_id for h in as_array] == \
                    [h.packet_id for h in as_float64]
             assert as_list[0].packet_id == ids[0] and as_list[1].packet_id == ids[1]
             assert all(h.method == "exact" and h.access_id is not None for h in as_list)
             assert [h.distance for h in as_list] == sorted(h.distance for h in as_list)
             assert as_array[0].access_id is None
-            before = memory.get_packet(ids[0])
-            useful = memory.feedback(as_list[0].access_id, True, "named the supplier")  # type: ignore[arg-type]
+            before = session.packets.get(ids[0])
+            useful = session.search.record_feedback(as_list[0].access_id, True, "named the supplier")  # type: ignore[arg-type]
             assert (useful.was_useful, useful.feedback_reason, useful.target_id) == (
                 True, "named the supplier", as_list[0].embedding_id)
-            run = memory.learn_importance()
+            run = session.search.learn_importance()
             assert run.tenant_id == TENANT_A and run.accesses_counted == 3 and run.feedback_learned == 1
-            after = memory.get_packet(ids[0])
+            after = session.packets.get(ids[0])
             assert before is not None and after is not None
             assert after.importance_score > before.importance_score
-            ranked = memory.search(query, k=4, rank_by="combined")
+            ranked = session.search.semantic(query, k=4, rank_by="combined")
             assert [h.combined_score for h in ranked] == sorted((h.combined_score for h in ranked), reverse=True)
             # Filters are passed by name; the function's defaults apply to the rest.
-            assert memory.search(query, k=3, packet_type="insight") == []
-        with pytest.raises(IntegrityError) as foreign, substrate.tenant(TENANT_B) as memory:
-            memory.feedback(as_list[0].access_id, False)  # type: ignore[arg-type]
+            assert session.search.semantic(query, k=3, packet_type="insight") == []
+        with pytest.raises(IntegrityError) as foreign, substrate.tenant(TENANT_B) as session:
+            session.search.record_feedback(as_list[0].access_id, False)  # type: ignore[arg-type]
         assert foreign.value.field == "access_id"
-        with pytest.raises(InvalidInput) as wrong, substrate.tenant(TENANT_A) as memory:
-            memory.search([1.0, 0.0], k=3)
+        with pytest.raises(InvalidInput) as wrong, substrate.tenant(TENANT_A) as session:
+            session.search.semantic([1.0, 0.0], k=3)
         assert wrong.value.field == "query"
 
 
 def test_hybrid_graph_and_reflections_through_the_client(db384):
     embedder = HashingEmbedder(384)
     with Substrate(db384.dsn("app")) as substrate:
-        with substrate.tenant(TENANT_A) as memory:
-            ids = write_notes(memory, embedder)
-            hits = memory.hybrid_search("diesel", embedder.embed(["diesel prices"])[0], k=2, record_access=True)
+        with substrate.tenant(TENANT_A) as session:
+            ids = write_notes(session, embedder)
+            hits = session.search.hybrid("diesel", embedder.embed(["diesel prices"])[0], k=2, record_access=True)
             assert hits[0].packet_id == ids[3] and hits[0].text_rank == 1 and hits[0].vector_rank == 1
             assert hits[0].score == pytest.approx(2 / 61) and hits[0].access_id is not None
-            text_only = memory.hybrid_search("Donner", None, k=5)
+            text_only = session.search.hybrid("Donner", None, k=5)
             assert [(h.packet_id, h.vector_rank) for h in text_only] == [(ids[2], None)]
-            weighted = memory.hybrid_search("diesel", embedder.embed(["diesel"])[0], k=1, rrf_k=0, text_weight=3.0)
+            weighted = session.search.hybrid("diesel", embedder.embed(["diesel"])[0], k=1, rrf_k=0, text_weight=3.0)
             assert weighted[0].score == pytest.approx(1 / weighted[0].vector_rank + 3 / weighted[0].text_rank)
 
-            memory.upsert_relationship("Pacific Polymers", "supplies", "Acme", confidence=0.9)
-            memory.upsert_relationship("Acme", "ships_to", "Reno", confidence=0.5)
-            memory.upsert_relationship("Reno", "supplied_by", "Pacific Polymers", confidence=0.9)
-            memory.assert_fact("Acme", "based_in", "Sacramento", confidence=0.8)
-            paths = memory.traverse("Pacific Polymers", 5)
+            session.graph.upsert_relationship("Pacific Polymers", "supplies", "Acme", confidence=0.9)
+            session.graph.upsert_relationship("Acme", "ships_to", "Reno", confidence=0.5)
+            session.graph.upsert_relationship("Reno", "supplied_by", "Pacific Polymers", confidence=0.9)
+            session.graph.assert_fact("Acme", "based_in", "Sacramento", confidence=0.8)
+            paths = session.graph.traverse("Pacific Polymers", 5)
             assert [(p.depth, p.entity, p.path_confidence) for p in paths] == [
                 (1, "Acme", pytest.approx(0.9)), (2, "Reno", pytest.approx(0.45))]
             assert paths[1].relationship_path == ["supplies", "ships_to"]
-            assert memory.traverse("Pacific Polymers", 5, min_confidence=0.6) == paths[:1]
-            assert [p.entity for p in memory.traverse("Pacific Polymers", 1, direction="incoming")] == ["Reno"]
-            around = memory.neighbourhood("Acme")
+            assert session.graph.traverse("Pacific Polymers", 5, min_confidence=0.6) == paths[:1]
+            assert [p.entity for p in session.graph.traverse("Pacific Polymers", 1, direction="incoming")] == ["Reno"]
+            around = session.graph.entity_neighbourhood("Acme")
             assert {(i.kind, i.direction, i.relationship_type) for i in around} == {
                 ("relationship", "outgoing", "ships_to"), ("relationship", "incoming", "supplies"),
                 ("fact", "subject", "based_in")}
 
             lesson = embedder.embed(["check the Donner Pass forecast before routing to Reno"])[0]
-            memory.record_reflection("lesson", "check the Donner Pass forecast", tags=["routing"],
-                                     priority="high", vector=lesson)
-            memory.record_reflection("lesson", "diesel is cheaper on Tuesdays", tags=["fuel"], priority="low",
-                                     vector=embedder.embed(["diesel cheaper Tuesdays"])[0])
-            found = memory.reflections(embedder.embed(["Reno route snow"])[0], tags=["routing"], k=1,
-                                       record_access=True)
+            session.reflection.record("lesson", "check the Donner Pass forecast", tags=["routing"],
+                                      priority="high", vector=lesson)
+            session.reflection.record("lesson", "diesel is cheaper on Tuesdays", tags=["fuel"], priority="low",
+                                      vector=embedder.embed(["diesel cheaper Tuesdays"])[0])
+            found = session.reflection.retrieve(embedder.embed(["Reno route snow"])[0], tags=["routing"], k=1,
+                                                record_access=True)
             assert [r.content for r in found] == ["check the Donner Pass forecast"]
             assert found[0].tag_overlap == 1.0 and found[0].access_id is not None
-            assert memory.reflections(tags=["fuel"], require_tags=True)[0].distance is None
-        with substrate.tenant(TENANT_B) as memory:
-            assert memory.traverse("Pacific Polymers", 5) == []
-            assert memory.hybrid_search("diesel", None) == []
-            assert memory.reflections(embedder.embed(["Reno"])[0]) == []
+            assert session.reflection.retrieve(tags=["fuel"], require_tags=True)[0].distance is None
+        with substrate.tenant(TENANT_B) as session:
+            assert session.graph.traverse("Pacific Polymers", 5) == []
+            assert session.search.hybrid("diesel", None) == []
+            assert session.reflection.retrieve(embedder.embed(["Reno"])[0]) == []
 
 
 def test_search_and_graph_commands(db384):
     embedder = HashingEmbedder(384)
-    with Substrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as memory:
-        ids = write_notes(memory, embedder)
-        memory.upsert_relationship("Pacific Polymers", "supplies", "Acme", confidence=0.9)
+    with Substrate(db384.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        ids = write_notes(session, embedder)
+        session.graph.upsert_relationship("Pacific Polymers", "supplies", "Acme", confidence=0.9)
     runner = CliRunner()
     base = ["--dsn", db384.dsn("app"), "--tenant", str(TENANT_A)]
 

@@ -15,61 +15,61 @@ from session_helpers import ALICE, ground_truth
 
 def test_session_flow_through_the_client(db):
     with Substrate(db.dsn("app"), max_size=2) as substrate:
-        with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as memory:
-            created = memory.create_session("s1", project_id="schema_redesign", app_name="abathur")
+        with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as session:
+            created = session.sessions.create("s1", project_id="schema_redesign", app_name="abathur")
             assert created.status == "active" and created.user_id == ALICE
-            memory.append_event(
-                "s1",
-                {"text": "hello"},
-                {f"user:{ALICE}:preferences:style": "concise", "temp:turn:n": 1},
+            session.sessions.append_event(
+                 "s1",
+                 {"text": "hello"},
+                 {f"user:{ALICE}:preferences:style": "concise", "temp:turn:n": 1},
             )
-            task = memory.create_task("answer", {"q": 1}, session_id="s1")
-            agent = memory.spawn_agent("responder", task.id)
-            memory.set_actor(agent.id)
-            checkpoint = memory.save_checkpoint(task.id, {"step": 1}, label="first")
-            entry = memory.write_memory("session:s1:progress", "step", 1)
+            task = session.sessions.task_create("answer", {"q": 1}, session_id="s1")
+            agent = session.sessions.agent_spawn("responder", task.id)
+            session.packets.set_actor(agent.id)
+            checkpoint = session.sessions.checkpoint_save(task.id, {"step": 1}, label="first")
+            entry = session.memory.write("session:s1:progress", "step", 1)
             assert (entry.version, entry.namespace_kind, entry.namespace_owner) == (1, "session", "s1")
-            context = {c.name: c for c in memory.memory_context()}
+            context = {c.name: c for c in session.memory.context()}
             assert context["turn:n"].precedence == 1 and context["progress:step"].value == 1
-            assert memory.restore_checkpoint(checkpoint.id).state == {"step": 1}
-            done = memory.set_task_status(task.id, "completed", result={"a": 2})
+            assert session.sessions.checkpoint_restore(checkpoint.id).state == {"step": 1}
+            done = session.sessions.task_set_status(task.id, "completed", result={"a": 2})
             assert done.status == "completed"
-            dimension = memory.vector_dimension()
-            document = memory.put_document("docs/x.md", [0.25, 0.5] * (dimension // 2), {"k": "v"})
-            assert memory.get_document("docs/x.md") == document
-        with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as memory:
-            ended = memory.terminate_session("s1")
+            dimension = session.vector_dimension()
+            document = session.documents.index_put("docs/x.md", [0.25, 0.5] * (dimension // 2), {"k": "v"})
+            assert session.documents.index_get("docs/x.md") == document
+        with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as session:
+            ended = session.sessions.terminate("s1")
             assert ended.migrated_keys == 1
-            stored = memory.get_memory(f"user:{ALICE}:preferences", "style")
+            stored = session.memory.get(f"user:{ALICE}:preferences", "style")
             assert stored is not None and stored.value == "concise"
-            trail = memory.audit_trail(session_id="s1")
+            trail = session.packets.audit_trail(session_id="s1")
             assert [a.operation for a in trail][-1] == "session_terminate"
             assert any(a.agent_id == agent.id for a in trail)
-            session_row = memory.get_session("s1")
+            session_row = session.sessions.get("s1")
             assert session_row is not None and session_row.state == {}
 
 
 def test_client_errors_are_typed(db):
     ns = f"user:{ALICE}:preferences"
     with Substrate(db.dsn("app"), max_size=1) as substrate:
-        with substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.write_memory(ns, "k", 1)
-            memory.write_memory(ns, "k", 2, expected_version=1)
-        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.write_memory(ns, "k", 3, expected_version=1)
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.memory.write(ns, "k", 1)
+            session.memory.write(ns, "k", 2, expected_version=1)
+        with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.memory.write(ns, "k", 3, expected_version=1)
         assert conflict.value.field == "expected_version" and conflict.value.sqlstate == "40001"
-        with pytest.raises(ContextError), substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.write_memory("project:p", "k", 1)
-        with pytest.raises(InvalidInput) as invalid, substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.write_memory("temp:x", "k", 1)
+        with pytest.raises(ContextError), substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.memory.write("project:p", "k", 1)
+        with pytest.raises(InvalidInput) as invalid, substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.memory.write("temp:x", "k", 1)
         assert invalid.value.field == "namespace"
-        with pytest.raises(NotFound), substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.append_event("nope", {})
-        with substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.create_session("s2")
-            memory.terminate_session("s2")
-        with pytest.raises(StateError), substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-            memory.end_turn("s2")
+        with pytest.raises(NotFound), substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.sessions.append_event("nope", {})
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.sessions.create("s2")
+            session.sessions.terminate("s2")
+        with pytest.raises(StateError), substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.sessions.end_turn("s2")
 
 
 @pytest.mark.parametrize("per_call", [False, True])
@@ -86,13 +86,13 @@ def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
         try:
             with Substrate(db.dsn("app"), max_size=1) as substrate:
                 if per_call:
-                    with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as memory:
+                    with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as session:
                         for _ in range(updates):
-                            memory.update_memory(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
+                            session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
                     return
                 for _ in range(updates):
-                    with substrate.tenant(TENANT_A, user_id=ALICE) as memory:
-                        memory.update_memory(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
+                    with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+                        session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
         except BaseException as error:
             failures.append(error)
 

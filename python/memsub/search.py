@@ -1,13 +1,9 @@
-"""Typed client calls for the retrieval pipeline: semantic, hybrid, graph and reflection retrieval, feedback and
-importance learning (sql/310-340, 430_graph_traversal.sql, 540_reflection_retrieval.sql; documented in
-docs/retrieval.md).
+"""The search area: embeddings and semantic memory, semantic and hybrid search, feedback and importance learning
+(sql/300-340, documented in docs/retrieval.md). Both sessions expose it as ``session.search``::
 
-Each function here declares one stored-function call (:mod:`memsub._calls`); the sync and async tenant sessions
-expose them as methods that run the call and decode its rows by column name::
-
-    with substrate.tenant(tenant_id) as memory:
-        hits = memory.search(query_vector, k=5, record_access=True)
-        memory.feedback(hits[0].access_id, was_useful=True, reason="answered the question")
+    with substrate.tenant(tenant_id) as session:
+        hits = session.search.semantic(query_vector, k=5, record_access=True)
+        session.search.record_feedback(hits[0].access_id, was_useful=True, reason="answered the question")
 
 Query vectors may be any sequence of numbers or a NumPy array; they travel in pgvector's binary format
 (``pgvector.psycopg``), registered on each connection by :func:`memsub._calls.register_vector_type`.
@@ -22,14 +18,55 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, VectorLike, function, one, rows
+from memsub._calls import (
+    NULL,
+    Area,
+    Call,
+    SessionT,
+    VectorLike,
+    function,
+    json_or_none,
+    list_or_none,
+    method,
+    one,
+    rows,
+)
 from memsub._calls import vector as _vector
-from memsub.layers import EmbeddingType, Priority, ReflectionType
-from memsub.models import PacketStoreRow
+from memsub.models import PacketStoreRow, TenantRow
 
+EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 RankBy = Literal["distance", "combined"]
 SearchMode = Literal["auto", "exact", "approximate"]
-Direction = Literal["outgoing", "incoming", "both"]
+
+
+class MemoryEmbedding(TenantRow):
+    embedding_id: UUID
+    packet_id: UUID
+    embedding_type: str
+    chunk_index: int
+    chunk_text: str | None
+    metadata: dict[str, Any]
+    scope: str
+
+
+class SemanticMemory(TenantRow):
+    embedding_id: UUID
+    agent_id: str
+    payload: dict[str, Any]
+    importance_score: float
+    access_count: int
+    embedding_type: str
+    scope: str
+
+
+class SemanticMatch(BaseModel):
+    embedding_id: UUID
+    agent_id: str
+    payload: dict[str, Any]
+    embedding_type: str
+    scope: str
+    importance_score: float
+    distance: float
 
 
 class SemanticHit(BaseModel):
@@ -71,46 +108,6 @@ class HybridHit(BaseModel):
     """The hit's packet as :meth:`get_packets` returns it, when the search was asked ``with_packets``."""
 
 
-class GraphPath(BaseModel):
-    """One path of memsub.traverse_graph, ending at ``entity`` after ``depth`` hops."""
-
-    depth: int
-    entity: str
-    path: list[str]
-    relationship_path: list[str]
-    path_confidence: float
-    relationship_id: UUID | None
-    edge_confidence: float | None
-
-
-class NeighbourhoodItem(BaseModel):
-    """One row of memsub.entity_neighbourhood: a relationship (outgoing or incoming) or a fact about the entity."""
-
-    kind: Literal["relationship", "fact"]
-    direction: str
-    relationship_type: str
-    other_entity: str | None
-    object: Any
-    confidence: float
-    mention_count: int
-    id: UUID
-
-
-class ReflectionHit(BaseModel):
-    """One row of memsub.retrieve_reflections."""
-
-    reflection_id: UUID
-    reflection_type: str
-    content: str
-    tags: list[str]
-    priority: str
-    confidence: float
-    distance: float | None
-    tag_overlap: float
-    score: float
-    access_id: UUID | None
-
-
 class Feedback(BaseModel):
     """The access log row after memsub.record_feedback."""
 
@@ -141,11 +138,33 @@ class LearningRun(BaseModel):
     parameters: dict[str, Any]
 
 
-def _list(values: Sequence[str] | None) -> list[str] | None:
-    return None if values is None else list(values)
+def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector: VectorLike, *,
+                    chunk_index: int = 0, chunk_text: str | None = None,
+                    metadata: dict[str, Any] | None = None) -> Call[MemoryEmbedding]:
+    """Store one embedding of a packet (memsub.store_embedding)."""
+    return function("store_embedding", {"packet_id": packet_id, "embedding_type": embedding_type,
+                                        "vector": _vector(vector), "chunk_index": chunk_index,
+                                        "chunk_text": chunk_text, "metadata": json_or_none(metadata)},
+                    one(MemoryEmbedding))
 
 
-def search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
+def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, Any] | None = None, *,
+                          embedding_type: str = "content", scope: str = "shared",
+                          importance_score: float = 0.5) -> Call[SemanticMemory]:
+    """Store an agent's semantic memory (memsub.store_semantic_memory)."""
+    return function("store_semantic_memory", {
+        "agent_id": agent_id, "vector": _vector(vector), "payload": json_or_none(payload),
+        "embedding_type": embedding_type, "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
+
+
+def search_semantic_memory(query: VectorLike, limit: int = 10,
+                           agent_id: str | None = None) -> Call[list[SemanticMatch]]:
+    """The semantic memories nearest to a vector (memsub.search_semantic_memory)."""
+    return function("search_semantic_memory", {"query": _vector(query), "limit": limit, "agent_id": agent_id},
+                    rows(SemanticMatch))
+
+
+def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
            thread_id: UUID | str | None = None, tags: Sequence[str] | None = None, packet_type: str | None = None,
            since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
            rank_by: RankBy = "distance", record_access: bool = False, query_text: str | None = None,
@@ -158,7 +177,7 @@ def search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "c
     ``with_packets``: each hit carries its packet (``hit.packet``), read in the same statement."""
     return function("semantic_search", {
         "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
-        "tags": _list(tags), "packet_type": packet_type, "since": since, "until": until,
+        "tags": list_or_none(tags), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
         "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
         "max_scan_tuples": max_scan_tuples, "with_packets": True if with_packets else None}, rows(SemanticHit))
@@ -184,43 +203,10 @@ def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10,
         "agent_id": agent_id, "with_packets": True if with_packets else None}, rows(HybridHit))
 
 
-def traverse(start_entity: str, max_depth: int = 3, *, relationship_types: Sequence[str] | None = None,
-             min_confidence: float | None = None, direction: Direction = "outgoing",
-             min_path_confidence: float | None = None, limit: int | None = None,
-             as_of: datetime | None = None) -> Call[list[GraphPath]]:
-    """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
-    the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
-    their entity (memsub.traverse_graph)."""
-    return function("traverse_graph", {
-        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": _list(relationship_types),
-        "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
-        "limit": limit, "as_of": as_of}, rows(GraphPath))
-
-
-def neighbourhood(entity: str, *, min_confidence: float | None = None, limit: int | None = None,
-                  as_of: datetime | None = None) -> Call[list[NeighbourhoodItem]]:
-    """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
-    (memsub.entity_neighbourhood)."""
-    return function("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence, "limit": limit,
-                                             "as_of": as_of}, rows(NeighbourhoodItem))
-
-
-def feedback(access_id: UUID | str, was_useful: bool, reason: str | None = None) -> Call[Feedback]:
+def record_feedback(access_id: UUID | str, was_useful: bool, reason: str | None = None) -> Call[Feedback]:
     """Whether a recorded access was useful (memsub.record_feedback); learned by :func:`learn_importance`."""
     return function("record_feedback", {"access_id": access_id, "was_useful": was_useful, "reason": reason},
                     one(Feedback))
-
-
-def reflections(query: VectorLike | None = None, *, tags: Sequence[str] | None = None, k: int = 5,
-                reflection_types: Sequence[ReflectionType] | None = None, min_priority: Priority = "low",
-                task_id: str | None = None, require_tags: bool = False, record_access: bool = False,
-                query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
-    """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
-    return function("retrieve_reflections", {
-        "query": _vector(query), "tags": _list(tags), "k": k,
-        "reflection_types": None if reflection_types is None else list(reflection_types),
-        "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
-        "record_access": record_access, "query_text": query_text, "agent_id": agent_id}, rows(ReflectionHit))
 
 
 def learn_importance(*, access_rate: float | None = None, feedback_rate: float | None = None,
@@ -231,3 +217,15 @@ def learn_importance(*, access_rate: float | None = None, feedback_rate: float |
     return function("learn_importance", {"access_rate": access_rate, "feedback_rate": feedback_rate,
                                          "half_life": half_life, "floor": floor, "idle_after": idle_after},
                     one(LearningRun))
+
+
+class SearchArea(Area[SessionT]):
+    """``session.search``: vectors in, and memories found by meaning, words, importance and feedback."""
+
+    store_embedding = method(store_embedding)
+    store_semantic_memory = method(store_semantic_memory)
+    semantic_memory = method(search_semantic_memory)
+    semantic = method(semantic_search)
+    hybrid = method(hybrid_search)
+    record_feedback = method(record_feedback)
+    learn_importance = method(learn_importance)

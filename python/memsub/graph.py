@@ -1,11 +1,12 @@
-"""The temporal knowledge graph: typed nodes, edges with validity windows and evidence, reads "as of" a time.
+"""The graph area: facts, the knowledge graph and its traversal, and the temporal graph (typed nodes, edges with
+validity windows and evidence, reads "as of" a time). Both sessions expose it as ``session.graph``::
 
-Each call is declared once here; the sync and async tenant sessions expose it as a method of the same name::
-
-    with substrate.tenant(tenant_id) as memory:
-        memory.upsert_entity("Alice", "Person", aliases=["A. Smith"])
-        memory.supersede_edge("Alice", "works_at", "Globex", valid_from=moved_on)
-        before = memory.edges_as_of(moved_on - timedelta(days=1), entity="Alice")
+    with substrate.tenant(tenant_id) as session:
+        session.graph.assert_fact("L9", "uses", "Neo4j", confidence=0.8)
+        session.graph.upsert_entity("Alice", "Person", aliases=["A. Smith"])
+        session.graph.supersede_relationship("Alice", "works_at", "Globex", valid_from=moved_on)
+        before = session.graph.edges_as_of(moved_on - timedelta(days=1), entity="Alice")
+        reachable = session.graph.traverse("Alice", max_depth=2)
 
 An edge's window is ``[valid_from, valid_until)``; ``valid_until`` None is the current edge. Two windows of one
 edge never overlap: the database rejects that with SQLSTATE 23P01 (``IntegrityError``).
@@ -20,12 +21,102 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import NULL, Call, Json, Row, Shape, function, json_or_none, one, query, rows, vector
+from memsub._calls import (
+    NULL,
+    Area,
+    Call,
+    Json,
+    Row,
+    SessionT,
+    Shape,
+    function,
+    json_or_none,
+    list_or_none,
+    method,
+    one,
+    query,
+    rows,
+    vector,
+)
 from memsub.embedding import TextEmbedder, embed_one
 from memsub.errors import MemsubError
+from memsub.models import TenantRow
 
 NodeType = Literal["Entity", "Episode", "Document", "Memory"]
 EntityType = Literal["Person", "Organization", "Concept", "Location"]
+Direction = Literal["outgoing", "incoming", "both"]
+
+
+class KnowledgeFact(TenantRow):
+    fact_id: UUID
+    subject: str
+    predicate: str
+    object: Any
+    confidence: float
+    source_packet: UUID | None
+    subject_normalized: str
+    object_normalized: str
+    supporting_packet_count: int
+    contradiction_count: int
+    access_count: int
+
+
+class EntityRelationship(TenantRow):
+    relationship_id: UUID
+    source_entity: str
+    relationship_type: str
+    target_entity: str
+    confidence: float
+    source_packet: UUID | None
+    mention_count: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+class GraphEdge(BaseModel):
+    depth: int
+    source_entity: str
+    relationship_type: str
+    target_entity: str
+    confidence: float
+    mention_count: int
+
+
+class EntityGraphRow(BaseModel):
+    tenant_id: UUID
+    source_entity: str
+    relationship_type: str
+    target_entity: str
+    total_mentions: int
+    max_confidence: float
+    avg_confidence: float
+    last_seen: datetime
+    relationship_count: int
+
+
+class GraphPath(BaseModel):
+    """One path of memsub.traverse_graph, ending at ``entity`` after ``depth`` hops."""
+
+    depth: int
+    entity: str
+    path: list[str]
+    relationship_path: list[str]
+    path_confidence: float
+    relationship_id: UUID | None
+    edge_confidence: float | None
+
+
+class NeighbourhoodItem(BaseModel):
+    """One row of memsub.entity_neighbourhood: a relationship (outgoing or incoming) or a fact about the entity."""
+
+    kind: Literal["relationship", "fact"]
+    direction: str
+    relationship_type: str
+    other_entity: str | None
+    object: Any
+    confidence: float
+    mention_count: int
+    id: UUID
 
 
 class DocRef(BaseModel):
@@ -149,7 +240,51 @@ def _refs(evidence: Sequence[DocRef | dict[str, Any]] | None) -> Json | None:
     return Json([r.model_dump(mode="json") if isinstance(r, DocRef) else r for r in evidence])
 
 
-def add_edge(
+def assert_fact(subject: str, predicate: str, obj: Any, *, confidence: float = 0.5,
+                source_packet: UUID | str | None = None) -> Call[KnowledgeFact]:
+    """Assert a fact, or reinforce the same normalized fact (memsub.assert_fact)."""
+    return function("assert_fact", {"subject": subject, "predicate": predicate,
+                                    "object": NULL if obj is None else Json(obj), "confidence": confidence,
+                                    "source_packet": source_packet}, one(KnowledgeFact))
+
+
+def upsert_relationship(source_entity: str, relationship_type: str, target_entity: str, *,
+                        confidence: float = 0.5, source_packet: UUID | str | None = None,
+                        seen_at: datetime | None = None) -> Call[EntityRelationship]:
+    """Record a relationship, or reinforce it (memsub.upsert_relationship)."""
+    return function("upsert_relationship", {
+        "source_entity": source_entity, "relationship_type": relationship_type, "target_entity": target_entity,
+        "confidence": confidence, "source_packet": source_packet, "seen_at": seen_at}, one(EntityRelationship))
+
+
+def graph_neighbors(entity: str, max_depth: int = 2, limit: int = 100) -> Call[list[GraphEdge]]:
+    """The relationships reachable from an entity, breadth first (memsub.graph_neighbors)."""
+    return function("graph_neighbors", {"entity": entity, "max_depth": max_depth, "limit": limit},
+                    rows(GraphEdge))
+
+
+def traverse_graph(start_entity: str, max_depth: int = 3, *, relationship_types: Sequence[str] | None = None,
+             min_confidence: float | None = None, direction: Direction = "outgoing",
+             min_path_confidence: float | None = None, limit: int | None = None,
+             as_of: datetime | None = None) -> Call[list[GraphPath]]:
+    """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
+    the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
+    their entity (memsub.traverse_graph)."""
+    return function("traverse_graph", {
+        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": list_or_none(relationship_types),
+        "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
+        "limit": limit, "as_of": as_of}, rows(GraphPath))
+
+
+def entity_neighbourhood(entity: str, *, min_confidence: float | None = None, limit: int | None = None,
+                  as_of: datetime | None = None) -> Call[list[NeighbourhoodItem]]:
+    """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
+    (memsub.entity_neighbourhood)."""
+    return function("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence, "limit": limit,
+                                             "as_of": as_of}, rows(NeighbourhoodItem))
+
+
+def temporal_edge_add(
     source: str,
     relationship_type: str,
     target: str,
@@ -170,14 +305,14 @@ def add_edge(
         "source_type": source_type, "target_type": target_type, "source_packet": source_packet}, _EDGE)
 
 
-def close_edge(source: str, relationship_type: str, target: str,
+def close_relationship(source: str, relationship_type: str, target: str,
                valid_until: datetime | None = None) -> Call[TemporalEdge]:
     """End the current window of an edge (default: now) (memsub.close_relationship)."""
     return function("close_relationship", {"source_entity": source, "relationship_type": relationship_type,
                                            "target_entity": target, "valid_until": valid_until}, _EDGE)
 
 
-def supersede_edge(
+def supersede_relationship(
     source: str,
     relationship_type: str,
     target: str,
@@ -205,7 +340,7 @@ def edges_as_of(as_of: datetime | None = None, *, entity: str | None = None,
                     _EDGES)
 
 
-def neighbors_as_of(entity: str, as_of: datetime | None = None, *, max_depth: int | None = None,
+def graph_neighbors_as_of(entity: str, as_of: datetime | None = None, *, max_depth: int | None = None,
                     limit: int | None = None) -> Call[list[NeighborEdge]]:
     """Outgoing edges valid at ``as_of`` (default now) reachable from an entity, breadth first (default depth 2,
     at most 100) (memsub.graph_neighbors_as_of)."""
@@ -213,7 +348,7 @@ def neighbors_as_of(entity: str, as_of: datetime | None = None, *, max_depth: in
                                               "limit": limit}, _NEIGHBORS)
 
 
-def upsert_entity(
+def graph_upsert_entity(
     name: str,
     entity_type: EntityType,
     *,
@@ -225,7 +360,7 @@ def upsert_entity(
     embedder: TextEmbedder | None = None,
 ) -> Call[EntityNode]:
     """Create or update an Entity node, adding aliases and DocRefs; with ``embedding``, or an ``embedder`` (which
-    embeds the name and aliases), the node carries a vector for :func:`search_entities` (memsub.graph_upsert_entity)."""
+    embeds the name and aliases), the node carries a vector for :func:`entity_search` (memsub.graph_upsert_entity)."""
     if embedding is None and embedder is not None:
         embedding = embed_one(embedder, ", ".join([name, *aliases]))
     return function("graph_upsert_entity", {
@@ -234,7 +369,7 @@ def upsert_entity(
         "confidence": confidence, "embedding": vector(embedding)}, one(EntityNode))
 
 
-def search_entities(query_text: str | None, query: Sequence[float] | None = None, *,
+def entity_search(query_text: str | None, query: Sequence[float] | None = None, *,
                     embedder: TextEmbedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
     """Entity nodes by meaning (``query``, or ``query_text`` embedded by ``embedder``) and by name or alias
     (``query_text``), fused by reciprocal rank fusion (memsub.entity_search; default 10)."""
@@ -257,3 +392,28 @@ def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = N
     """Typed nodes the caller may see (the view memsub.graph_nodes), optionally of one type and existing at
     ``as_of``."""
     return query(_NODES, [node_type, node_type, as_of, as_of, limit], Shape(None, _windowed(GraphNode)))
+
+
+def entity_graph(limit: int = 1000) -> Call[list[EntityGraphRow]]:
+    """The tenant's rows of the entity graph view, most mentioned first (memsub.tenant_entity_graph)."""
+    return query("select * from memsub.tenant_entity_graph order by total_mentions desc, source_entity limit %s",
+                 [limit], rows(EntityGraphRow))
+
+
+class GraphArea(Area[SessionT]):
+    """``session.graph``: facts, relationships, traversal and the temporal graph."""
+
+    assert_fact = method(assert_fact)
+    upsert_relationship = method(upsert_relationship)
+    neighbors = method(graph_neighbors)
+    traverse = method(traverse_graph)
+    entity_neighbourhood = method(entity_neighbourhood)
+    temporal_edge_add = method(temporal_edge_add)
+    close_relationship = method(close_relationship)
+    supersede_relationship = method(supersede_relationship)
+    edges_as_of = method(edges_as_of)
+    neighbors_as_of = method(graph_neighbors_as_of)
+    upsert_entity = method(graph_upsert_entity)
+    entity_search = method(entity_search)
+    nodes = method(graph_nodes)
+    entity_graph = method(entity_graph)
