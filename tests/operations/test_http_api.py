@@ -199,7 +199,9 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
 def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
     key = create_key(api.database.dsn("platform_admin"), TENANT_A, label="to revoke")
     before = api.packet_count(), api.memory_count()
-    bad_keys = [None, "msk_0123456789abcdef_" + "0" * 64, "not-a-key", key["api_key"][:-1] + "0"]
+    # the real key with its last hex digit changed (appending "0" kept the key whenever it already ended in 0)
+    altered = key["api_key"][:-1] + ("1" if key["api_key"].endswith("0") else "0")
+    bad_keys = [None, "msk_0123456789abcdef_" + "0" * 64, "not-a-key", altered]
     for bad in bad_keys:
         headers = {"Authorization": f"Bearer {bad}"} if bad else {}
         with httpx.Client(base_url=api.url, headers=headers) as client:
