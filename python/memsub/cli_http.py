@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
+from typing import Any, get_args
 
 import click
 
-from memsub.cli_common import context_role_option, reachable_dsn
+from memsub import api_keys
+from memsub._calls import ContextRole
+from memsub.cli_common import context_role_option, emit_json_lines, reachable_dsn
 from memsub.client import Substrate
 from memsub.errors import MemsubError
 from memsub.exit_codes import fail
@@ -47,7 +48,7 @@ def api_key_group() -> None:
 def _admin_options(function: Any) -> Any:
     for option in reversed([
         click.option("--dsn", default=None, help="libpq connection string of an admin login."),
-        click.option("--as", "admin_role", type=click.Choice(["platform_admin", "tenant_admin"]),
+        click.option("--as", "admin_role", type=click.Choice(sorted(get_args(ContextRole), reverse=True)),
                      default="platform_admin", show_default=True,
                      help="The context role to act with (the login must be a member of memsub_<role>)."),
         click.option("--admin-tenant", default=None,
@@ -77,17 +78,16 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
     context_tenant = admin_tenant or (tenant_id if admin_role == "tenant_admin" else None)
     try:
         with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
-            rows = session.fetch("select key_id, api_key, tenant_id, org_id, user_id, roles, label, expires_at "
-                                 "from memsub.create_api_key(%s, %s, %s, %s, %s, %s::timestamptz)",
-                                 [tenant_id, org_id, user_id, list(roles), label, expires_at])
+            minted = session.run(api_keys.create_api_key(
+                tenant_id, org_id=org_id, user_id=user_id, roles=roles,  # type: ignore[arg-type]
+                label=label, expires_at=expires_at))
     except MemsubError as error:
         fail(error)
-    row = rows[0]
     if as_json:
-        click.echo(json.dumps(row, default=str))
+        emit_json_lines([minted])
     else:
-        click.echo(row["api_key"])
-        click.echo(f"memsub: key {row['key_id']} for tenant {row['tenant_id']}; it is shown only now", err=True)
+        click.echo(minted.api_key)
+        click.echo(f"memsub: key {minted.key_id} for tenant {minted.tenant_id}; it is shown only now", err=True)
 
 
 @api_key_group.command("revoke")
@@ -97,7 +97,7 @@ def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, k
     """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it."""
     try:
         with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
-            revoked = session.fetch("select memsub.revoke_api_key(%s) as revoked", [key_id])[0]["revoked"]
+            revoked = session.run(api_keys.revoke_api_key(key_id))
     except MemsubError as error:
         fail(error)
     if not revoked:
@@ -112,8 +112,7 @@ def api_key_list(dsn: str | None, admin_role: str, admin_tenant: str | None) -> 
     """The keys of the context (memsub.list_api_keys) as JSON Lines, without their secrets."""
     try:
         with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
-            rows = session.fetch("select * from memsub.list_api_keys()")
+            keys = session.run(api_keys.list_api_keys())
     except MemsubError as error:
         fail(error)
-    for row in rows:
-        click.echo(json.dumps(row, default=str))
+    emit_json_lines(keys)

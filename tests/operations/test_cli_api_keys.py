@@ -1,0 +1,56 @@
+"""``memsub api-key``: mint, list and revoke keys through the declared calls, as an admin login (never a
+superuser), and the minted key authenticates until it is revoked."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from memsub.cli import main as cli
+
+
+def _authenticates(dsn: str, api_key: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        try:
+            conn.execute("select memsub.authenticate_api_key(%s)", [api_key])
+        except psycopg.errors.InvalidAuthorizationSpecification:
+            return False
+    return True
+
+
+def test_create_list_revoke(db):
+    tenant, user = uuid.uuid4(), uuid.uuid4()
+    admin = ["--dsn", db.dsn("platform_admin")]
+    runner = CliRunner()
+    created = runner.invoke(cli, ["api-key", "create", *admin, "--tenant", str(tenant), "--user", str(user),
+                                  "--label", "worker", "--json"])
+    assert created.exit_code == 0, created.output
+    minted = json.loads(created.stdout)
+    assert minted["tenant_id"] == str(tenant) and minted["user_id"] == str(user) and minted["label"] == "worker"
+    assert minted["api_key"].startswith("msk_") and _authenticates(db.dsn("app"), minted["api_key"])
+
+    listed = runner.invoke(cli, ["api-key", "list", *admin])
+    assert listed.exit_code == 0, listed.output
+    keys = [json.loads(line) for line in listed.stdout.splitlines()]
+    mine = [k for k in keys if k["key_id"] == minted["key_id"]]
+    assert len(mine) == 1 and mine[0]["revoked_at"] is None and "api_key" not in mine[0]
+
+    revoked = runner.invoke(cli, ["api-key", "revoke", *admin, minted["key_id"]])
+    assert revoked.exit_code == 0 and f"revoked {minted['key_id']}" in revoked.stdout
+    assert not _authenticates(db.dsn("app"), minted["api_key"])
+    again = runner.invoke(cli, ["api-key", "revoke", *admin, minted["key_id"]])
+    assert again.exit_code == 1 and "no live key" in again.stderr
+
+
+@pytest.mark.parametrize(("arguments", "field"), [
+    (["--role", "superuser"], "--role"),
+    (["--as", "app"], "--as"),
+])
+def test_role_choices_are_the_context_roles(db, arguments, field):
+    result = CliRunner().invoke(cli, ["api-key", "create", "--dsn", db.dsn("platform_admin"),
+                                      "--tenant", str(uuid.uuid4()), *arguments])
+    assert result.exit_code == 2 and field in result.output
