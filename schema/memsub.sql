@@ -4740,33 +4740,53 @@ COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this
 CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[]) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
+    v_every_tenant boolean;
 begin
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
-    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
     -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
     -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way.
-    if v_tenant is null or memsub.is_platform_admin() then
-        return query
-            select v.*
-              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-             cross join lateral (select s from memsub.packet_store s where s.packet_id = w.id) x
-             cross join lateral memsub._packet_with_vectors(x.s) v
-             order by w.n;
-    else
-        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the planner
-        -- may prefer to read every row of a big tenant).
-        return query
-            select v.*
-              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-             cross join lateral (select s from memsub.packet_store s
-                                  where s.tenant_id = v_tenant and s.packet_id = w.id limit 1) x
-             cross join lateral memsub._packet_with_vectors(x.s) v
-             order by w.n;
-    end if;
+    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way. Only
+    -- the branch chosen here runs (the other is a one-time filter that is false).
+    v_every_tenant := v_tenant is null or memsub.is_platform_admin();
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
+    -- The envelope is put back as written in the same statement, as memsub._packet_with_vectors does row by row
+    -- (sql/120_packet_write.sql: each memory.embeddings[] object whose vector is null gets the vector of its
+    -- (embedding_type, chunk_index) slot, read from memory_embeddings as the caller, or null): one plan for all
+    -- the ids instead of two function calls per row, which cost more than the lookups themselves. The plan is
+    -- the same for every call (a nested loop of key searches), so it is made once per session (generic), not
+    -- planned again for each call: planning would cost more than reading one packet.
+    return query
+        select s.packet_id, s.packet_type,
+               case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array' then
+                   jsonb_set(s.envelope, '{memory,embeddings}', (
+                       select coalesce(jsonb_agg(
+                                  case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                      jsonb_set(x.e, '{vector}', coalesce((
+                                          select to_jsonb(m.vector::real[]::double precision[])
+                                            from memsub.memory_embeddings m
+                                           where m.tenant_id = s.tenant_id and m.packet_id = s.packet_id
+                                             and m.embedding_type = x.e ->> 'embedding_type'
+                                             and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                                  else x.e end order by x.o), '[]')
+                         from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+               else s.envelope end,
+               s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
+               s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
+               s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
+               s.trace_id, s.write_seq
+          from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+         cross join lateral (
+                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
+                -- planner may prefer to read every row of a big tenant).
+                (select s.* from memsub.packet_store s
+                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                union all
+                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+         order by w.n;
 end
 $$;
 

@@ -60,7 +60,7 @@ def test_the_envelope_keeps_no_second_copy_of_its_vectors(db):
     assert superuser_count(db, "memsub.memory_embeddings") == 2
 
 
-@pytest.mark.parametrize("reader", ["get_packet", "get_thread"])
+@pytest.mark.parametrize("reader", ["get_packet", "get_packets", "get_thread"])
 @pytest.mark.parametrize("writer", ["write_packet", "write_packets"])
 def test_readers_return_the_envelope_as_written(db, writer, reader):
     written = [envelope(n) for n in (1, 2)]
@@ -74,12 +74,43 @@ def test_readers_return_the_envelope_as_written(db, writer, reader):
         if reader == "get_packet":
             got = [conn.execute("select envelope from memsub.get_packet(%s)", [i]).fetchone() for i in ids]
             envelopes = [row[0] for row in got if row is not None]
+        elif reader == "get_packets":
+            envelopes = [row[0] for row in conn.execute("select envelope from memsub.get_packets(%s)", [ids])]
         else:
             envelopes = [row[0] for row in conn.execute("select envelope from memsub.get_thread(%s)", [THREAD])]
     assert len(envelopes) == 2
     for sent, back in zip(written, envelopes, strict=True):
         assert back["memory"] == sent["memory"]
         assert back["payload"] == sent["payload"]
+
+
+@pytest.mark.parametrize("login, roles", [("app", ()), ("platform_admin", ("platform_admin",))])
+def test_get_packets_returns_each_row_as_the_row_by_row_reader_does(db, login, roles):
+    """get_packets puts the vectors back for all its rows in one statement: every row, column and envelope is
+    what memsub._packet_with_vectors gives for the stored row, in the order asked, for both ways of searching."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ids = [write(conn, e)["packet_id"] for e in (
+            envelope(1), envelope(2, tags=["two"]),
+            {"packet_type": "memory_write", "payload": {"text": "no embeddings"}},
+            {"packet_type": "memory_write", "payload": {"text": "empty"}, "memory": {"embeddings": []}})]
+        conn.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        other = write(conn, envelope(3))["packet_id"]
+        conn.commit()
+    wanted = [ids[3], ids[1], other, uuid.uuid4(), ids[0], ids[1], ids[2]]
+    with db.connect(login) as conn:
+        set_context(conn, TENANT_A, roles=roles)
+        got = conn.execute("select g::text from memsub.get_packets(%s) g", [wanted]).fetchall()
+        expected = conn.execute(
+            "select memsub._packet_with_vectors(s)::text from unnest(%s::uuid[]) with ordinality i(id, n) "
+            "join memsub.packet_store s on s.packet_id = i.id where i.n in (1, 2, 3, 5, 7) order by i.n",
+            [wanted]).fetchall()
+    visible = [ids[3], ids[1], other, ids[0], ids[2]] if login == "platform_admin" else [
+        ids[3], ids[1], ids[0], ids[2]]
+    assert [uuid.UUID(r[0][1:37]) for r in got] == visible
+    assert got == expected
 
 
 def test_single_precision_values_come_back_identical(db):
