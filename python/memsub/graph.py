@@ -306,7 +306,7 @@ def temporal_edge_add(
 
 
 def close_relationship(source: str, relationship_type: str, target: str,
-               valid_until: datetime | None = None) -> Call[TemporalEdge]:
+                       valid_until: datetime | None = None) -> Call[TemporalEdge]:
     """End the current window of an edge (default: now) (memsub.close_relationship)."""
     return function("close_relationship", {"source_entity": source, "relationship_type": relationship_type,
                                            "target_entity": target, "valid_until": valid_until}, _EDGE)
