@@ -285,7 +285,7 @@ def document_chunks_of(document_id: UUID | str) -> Call[list[Chunk]]:
 
 
 def document_index_put(file_path: str, embedding: Sequence[float] | None = None,
-                 metadata: dict[str, Any] | None = None) -> Call[DocumentIndexEntry]:
+                       metadata: dict[str, Any] | None = None) -> Call[DocumentIndexEntry]:
     """Create or update a document index entry (memsub.document_index_put)."""
     return function("document_index_put", {
         "file_path": file_path, "embedding": None if embedding is None else [float(x) for x in embedding],

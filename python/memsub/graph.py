@@ -264,9 +264,9 @@ def graph_neighbors(entity: str, max_depth: int = 2, limit: int = 100) -> Call[l
 
 
 def traverse_graph(start_entity: str, max_depth: int = 3, *, relationship_types: Sequence[str] | None = None,
-             min_confidence: float | None = None, direction: Direction = "outgoing",
-             min_path_confidence: float | None = None, limit: int | None = None,
-             as_of: datetime | None = None) -> Call[list[GraphPath]]:
+                   min_confidence: float | None = None, direction: Direction = "outgoing",
+                   min_path_confidence: float | None = None, limit: int | None = None,
+                   as_of: datetime | None = None) -> Call[list[GraphPath]]:
     """Entities reachable from an entity through the visible knowledge graph as of ``as_of`` (default now: only
     the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
     their entity (memsub.traverse_graph)."""
@@ -277,7 +277,7 @@ def traverse_graph(start_entity: str, max_depth: int = 3, *, relationship_types:
 
 
 def entity_neighbourhood(entity: str, *, min_confidence: float | None = None, limit: int | None = None,
-                  as_of: datetime | None = None) -> Call[list[NeighbourhoodItem]]:
+                         as_of: datetime | None = None) -> Call[list[NeighbourhoodItem]]:
     """An entity's relationships (both directions) valid at ``as_of`` (default now) and the facts about it
     (memsub.entity_neighbourhood)."""
     return function("entity_neighbourhood", {"entity": entity, "min_confidence": min_confidence, "limit": limit,
@@ -306,7 +306,7 @@ def temporal_edge_add(
 
 
 def close_relationship(source: str, relationship_type: str, target: str,
-               valid_until: datetime | None = None) -> Call[TemporalEdge]:
+                       valid_until: datetime | None = None) -> Call[TemporalEdge]:
     """End the current window of an edge (default: now) (memsub.close_relationship)."""
     return function("close_relationship", {"source_entity": source, "relationship_type": relationship_type,
                                            "target_entity": target, "valid_until": valid_until}, _EDGE)
@@ -341,7 +341,7 @@ def edges_as_of(as_of: datetime | None = None, *, entity: str | None = None,
 
 
 def graph_neighbors_as_of(entity: str, as_of: datetime | None = None, *, max_depth: int | None = None,
-                    limit: int | None = None) -> Call[list[NeighborEdge]]:
+                          limit: int | None = None) -> Call[list[NeighborEdge]]:
     """Outgoing edges valid at ``as_of`` (default now) reachable from an entity, breadth first (default depth 2,
     at most 100) (memsub.graph_neighbors_as_of)."""
     return function("graph_neighbors_as_of", {"entity": entity, "as_of": as_of, "max_depth": max_depth,
@@ -370,7 +370,7 @@ def graph_upsert_entity(
 
 
 def entity_search(query_text: str | None, query: Sequence[float] | None = None, *,
-                    embedder: TextEmbedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
+                  embedder: TextEmbedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
     """Entity nodes by meaning (``query``, or ``query_text`` embedded by ``embedder``) and by name or alias
     (``query_text``), fused by reciprocal rank fusion (memsub.entity_search; default 10)."""
     if query is None and embedder is not None and query_text is not None:

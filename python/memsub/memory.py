@@ -209,9 +209,9 @@ def memory_search(query_text: str | None, query: Sequence[float] | None = None, 
 
 
 def memory_remember(namespace: str, key: str, value: Any, *, tier: MemoryTier | None = None,
-             importance: float | None = None, expected_version: int | None = None,
-             kind: Literal["semantic", "episodic"] | None = None,
-             metadata: dict[str, Any] | None = None) -> Call[TieredMemory]:
+                    importance: float | None = None, expected_version: int | None = None,
+                    kind: Literal["semantic", "episodic"] | None = None,
+                    metadata: dict[str, Any] | None = None) -> Call[TieredMemory]:
     """Write the next version of (namespace, key) as STM (the default), LTM or Procedural memory, importance 0.5
     unless given (memsub.memory_remember)."""
     return function("memory_remember", {

@@ -91,7 +91,7 @@ def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | Non
 
 
 def get_lineage(packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
-            max_depth: int = 16) -> Call[list[LineageRow]]:
+                max_depth: int = 16) -> Call[list[LineageRow]]:
     """The packets a lineage walk reaches from a packet, with their depth (memsub.get_lineage)."""
     return function("get_lineage", {"packet_id": packet_id, "direction": direction, "max_depth": max_depth},
                     rows(LineageRow))

@@ -143,9 +143,9 @@ def summaries_due(as_of: datetime | None = None, limit: int = 100) -> Call[list[
 
 
 def retrieve_reflections(query: VectorLike | None = None, *, tags: Sequence[str] | None = None, k: int = 5,
-                reflection_types: Sequence[ReflectionType] | None = None, min_priority: Priority = "low",
-                task_id: str | None = None, require_tags: bool = False, record_access: bool = False,
-                query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
+                         reflection_types: Sequence[ReflectionType] | None = None, min_priority: Priority = "low",
+                         task_id: str | None = None, require_tags: bool = False, record_access: bool = False,
+                         query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
     """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
     return function("retrieve_reflections", {
         "query": _vector(query), "tags": list_or_none(tags), "k": k,

@@ -165,11 +165,12 @@ def search_semantic_memory(query: VectorLike, limit: int = 10,
 
 
 def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",
-           thread_id: UUID | str | None = None, tags: Sequence[str] | None = None, packet_type: str | None = None,
-           since: datetime | None = None, until: datetime | None = None, min_importance: float | None = None,
-           rank_by: RankBy = "distance", record_access: bool = False, query_text: str | None = None,
-           agent_id: str | None = None, mode: SearchMode = "auto", ef_search: int | None = None,
-           max_scan_tuples: int | None = None, with_packets: bool = False) -> Call[list[SemanticHit]]:
+                    thread_id: UUID | str | None = None, tags: Sequence[str] | None = None,
+                    packet_type: str | None = None, since: datetime | None = None, until: datetime | None = None,
+                    min_importance: float | None = None, rank_by: RankBy = "distance", record_access: bool = False,
+                    query_text: str | None = None, agent_id: str | None = None, mode: SearchMode = "auto",
+                    ef_search: int | None = None, max_scan_tuples: int | None = None,
+                    with_packets: bool = False) -> Call[list[SemanticHit]]:
     """The k visible embeddings of one type nearest to ``query`` (memsub.semantic_search).
 
     ``mode``: ``auto`` (default) chooses the exact scan or the HNSW walk per call by cost and measured recall;
