@@ -309,13 +309,13 @@ async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
             await connection.execute(AUTHENTICATE, [key])
             cursor = await connection.execute(query, params)
             return await cursor.fetchone()
+    except PoolTimeout as error:  # before psycopg.Error: PoolTimeout is an OperationalError
+        raise Problem(503, "unavailable", "Database unavailable", "no database connection available in time",
+                      headers={"Retry-After": "1"}) from error
     except psycopg.Error as error:
         if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
             raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
         raise problem_from_database(error) from error
-    except PoolTimeout as error:
-        raise Problem(503, "unavailable", "Database unavailable", "no database connection available in time",
-                      headers={"Retry-After": "1"}) from error
 
 
 def json_response(row: tuple[Any, ...] | None, status: int = 200) -> Response:

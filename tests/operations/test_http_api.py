@@ -300,3 +300,30 @@ def test_readme_http_example_runs(api: Api):
         "os.environ['MEMSUB_API_KEY']", "API_KEY")
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["result"]["packet_type"] == "event"  # type: ignore[index]
+
+
+def test_no_connection_in_time_is_503_with_retry_after(db):
+    """A request that waits past the pool timeout gets 503 and Retry-After, not the 503 of a failed connection."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+    from starlette.datastructures import State
+    from starlette.requests import Request
+
+    from memsub.http_api import Problem, fetch_one
+
+    async def scenario() -> Problem:
+        async with AsyncConnectionPool(db.dsn("app"), min_size=1, max_size=1, timeout=0.2) as pool:
+            app = type("App", (), {"state": State({"pool": pool})})()
+            request = Request({"type": "http", "app": app,
+                               "headers": [(b"authorization", b"Bearer msk_" + b"0" * 16 + b"_" + b"0" * 64)]})
+            async with pool.connection():  # the only connection is busy
+                try:
+                    await fetch_one(request, "select 1", [])
+                except Problem as problem:
+                    return problem
+        raise AssertionError("fetch_one got a connection from a pool whose only connection was taken")
+
+    problem = asyncio.run(scenario())
+    assert problem.status == 503 and problem.headers == {"Retry-After": "1"}
+    assert "in time" in problem.detail
