@@ -244,3 +244,20 @@ def test_a_half_life_under_a_second_is_refused(world, call, column, value):
 def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):
     envelope = {"packet_type": "event", "payload": {"n": 1}, field: value}
     _refused(world, "select * from memsub.write_packet(%s::jsonb)", [json.dumps(envelope)], field, sqlstate="22007")
+
+
+@pytest.mark.parametrize("embedding", ["string", "big", "empty"])
+def test_embeddings_of_stored_chunks_name_the_element(world, embedding):
+    """memsub.document_embed_chunks refuses an element that is not a usable vector with 22023 naming it (a bare
+    cast error, 22P02 with no column, before), and writes nothing."""
+    superuser, app, dimension = world
+    with psycopg.connect(app) as conn:
+        set_context(conn, TENANT_A, user=USER, session="values")
+        row = conn.execute("select document_id from memsub.document_ingest('embed-later.txt', %s, 'txt', 'text', %s)",
+                           ["1" * 64, json.dumps([{"start_char": 0, "end_char": 4}])]).fetchone()
+        conn.commit()
+    assert row is not None
+    vector: Any = {"string": ["a"] + [1] * (dimension - 1), "big": [1e50] + [1] * (dimension - 1),
+                   "empty": []}[embedding]
+    _refused(world, "select * from memsub.document_embed_chunks(%s, %s::jsonb)",
+             [row[0], json.dumps([{"chunk_index": 0, "embedding": vector}])], "embeddings[0].embedding")
