@@ -250,7 +250,7 @@ def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):
 def test_embeddings_of_stored_chunks_name_the_element(world, embedding):
     """memsub.document_embed_chunks refuses an element that is not a usable vector with 22023 naming it (a bare
     cast error, 22P02 with no column, before), and writes nothing."""
-    superuser, app, dimension = world
+    _, app, dimension = world
     with psycopg.connect(app) as conn:
         set_context(conn, TENANT_A, user=USER, session="values")
         row = conn.execute("select document_id from memsub.document_ingest('embed-later.txt', %s, 'txt', 'text', %s)",
