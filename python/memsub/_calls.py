@@ -210,6 +210,8 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T
             vectors = True
         elif isinstance(value, UUID):
             value = str(value)
+        elif isinstance(value, list) and any(isinstance(item, UUID) for item in value):
+            value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
         parts.append(placeholder)
         params.append(value)
     target = sql.SQL("{}({})").format(sql.Identifier("memsub", name), sql.SQL(", ").join(parts))

@@ -80,7 +80,7 @@ def get_packet(packet_id: UUID | str) -> Call[PacketStoreRow | None]:
 def get_packets(packet_ids: Iterable[UUID | str]) -> Call[list[PacketStoreRow]]:
     """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call and
     one index search per id, however many tenants share the store."""
-    return function("get_packets", {"packet_ids": [str(p) for p in packet_ids]}, rows(PacketStoreRow))
+    return function("get_packets", {"packet_ids": list(packet_ids)}, rows(PacketStoreRow))
 
 
 def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:

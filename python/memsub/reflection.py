@@ -89,10 +89,6 @@ class ReflectionHit(BaseModel):
     access_id: UUID | None
 
 
-def _uuids(values: Sequence[UUID | str]) -> list[UUID]:
-    return [value if isinstance(value, UUID) else UUID(str(value)) for value in values]
-
-
 def record_reflection(reflection_type: ReflectionType, content: str, *, context: str | None = None,
                       entities: Sequence[str] = (), tags: Sequence[str] = (), confidence: float = 0.5,
                       priority: Priority = "medium", source_agent: str | None = None,
@@ -119,7 +115,7 @@ def record_task_reflection(task_id: str, outcome: Outcome = "unknown", *, task_d
         "what_worked": list(what_worked), "what_failed": list(what_failed),
         "false_constraints": list(false_constraints), "helpful_patterns": list(helpful_patterns),
         "lessons": list(lessons), "recommendations": list(recommendations),
-        "related_decisions": _uuids(related_decisions), "execution_time_ms": execution_time_ms,
+        "related_decisions": list(related_decisions), "execution_time_ms": execution_time_ms,
         "metrics_improved": json_or_none(metrics_improved), "metrics_degraded": json_or_none(metrics_degraded)},
         one(TaskReflection))
 
@@ -132,7 +128,7 @@ def record_summary(scope_type: SummaryScope, scope_value: str, summary_text: str
     """Record a summary of packets (memsub.record_summary)."""
     return function("record_summary", {
         "scope_type": scope_type, "scope_value": scope_value, "summary_text": summary_text,
-        "source_packet_ids": _uuids(source_packet_ids), "key_facts": json_or_none(key_facts),
+        "source_packet_ids": list(source_packet_ids), "key_facts": json_or_none(key_facts),
         "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": _vector(vector),
         "confidence": confidence, "valid_until": valid_until}, one(MemorySummary))
 

@@ -74,3 +74,14 @@ def test_refresh_views_command(db):
     # The views are populated (empty) at install, so even the first refresh runs concurrently.
     assert lines[0].startswith("mv_agent_recent_important: ok (concurrently,")
     assert len(lines) == 4
+
+
+def test_a_malformed_id_in_a_list_is_invalid_input_from_the_database(db):
+    """Ids in a list argument go to the database as they came, like every other argument: a malformed one is
+    InvalidInput (22P02), never a bare ValueError raised while the call is built."""
+    with Substrate(db.dsn("app")) as substrate:
+        with pytest.raises(InvalidInput) as caught, substrate.tenant(TENANT_A) as session:
+            session.reflection.record_summary("thread", "t-1", "one event", ["not-a-uuid"])
+        assert caught.value.sqlstate == "22P02"
+        with pytest.raises(InvalidInput), substrate.tenant(TENANT_A) as session:
+            session.packets.get_packets(["not-a-uuid"])
