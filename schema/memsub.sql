@@ -4155,7 +4155,7 @@ begin
             raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
                 using errcode = '22023', column = format('embeddings[%s]', v_position);
         end if;
-        perform memsub._check_vector((v_item ->> 'embedding')::vector, format('embeddings[%s].embedding', v_position));
+        perform memsub._json_vector(v_item -> 'embedding', format('embeddings[%s].embedding', v_position));
         if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
                           and c.document_id = p_document_id and c.chunk_index = (v_item ->> 'chunk_index')::integer) then
             raise exception 'field "embeddings[%].chunk_index": document % has no chunk %', v_position, p_document_id,

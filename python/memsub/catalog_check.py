@@ -40,9 +40,9 @@ SNAPSHOT_FORMAT = 1
 # The roles the migrations create. Role attributes and memberships are cluster-wide, so a scratch database on the
 # same server would share any tampering with them: they are always compared with the shipped snapshot.
 MEMSUB_ROLES = ("memsub_owner", "memsub_app", "memsub_tenant_admin", "memsub_platform_admin", "memsub_analyst",
-                "memsub_view_owner", "memsub_retrieval_owner")
+                "memsub_view_owner", "memsub_retrieval_owner", "memsub_expiry_owner")
 # Roles nobody may be granted (they own objects or bypass row-level security): their members are compared too.
-OWNER_ROLES = ("memsub_owner", "memsub_view_owner", "memsub_retrieval_owner")
+OWNER_ROLES = ("memsub_owner", "memsub_view_owner", "memsub_retrieval_owner", "memsub_expiry_owner")
 EXTENSIONS = ("vector", "btree_gin", "btree_gist")
 
 Attributes = dict[str, str]

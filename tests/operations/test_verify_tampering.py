@@ -80,6 +80,7 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
     ("column default changed", ["alter table memsub.packet_store alter column scope set default 'cursor'"],
      "column memsub.packet_store.scope", "default"),
     ("owner role granted", ["grant memsub_owner to memsub_app"], "role memsub_owner", "members"),
+    ("expiry owner granted", ["grant memsub_expiry_owner to memsub_app"], "role memsub_expiry_owner", "members"),
     ("role given bypassrls", ["alter role memsub_analyst bypassrls"], "role memsub_analyst", "attributes"),
     ("role setting added", ["alter role memsub_app set row_security = off"], "role memsub_app", "settings"),
     ("not null dropped", ["alter table memsub.packet_store alter column packet_type drop not null"],
@@ -120,6 +121,7 @@ def untamper_roles(db):
     yield
     with db.connect(autocommit=True) as conn:
         conn.execute("revoke memsub_owner from memsub_app")
+        conn.execute("revoke memsub_expiry_owner from memsub_app")
         conn.execute("alter role memsub_analyst nobypassrls")
         conn.execute("alter role memsub_app reset all")
 
