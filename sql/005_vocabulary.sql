@@ -2,7 +2,8 @@
 --   (memory_type, tiers).
 --
 -- Vocabularies: each closed list of values is spelled here once. Check constraints, the functions that check
--- their arguments, and the Python types (tests/test_vocabulary.py keeps those equal) all take the list from here.
+-- their arguments, and the Python types (tests/foundation/test_vocabulary.py keeps those equal) all take the
+-- list from here.
 -- Adding a value: append it to the function's array (append only: rows already stored keep their values) and to
 -- the matching Python Literal. The functions are IMMUTABLE because check constraints call them.
 

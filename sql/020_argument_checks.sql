@@ -256,7 +256,25 @@ comment on function memsub._float_array_vector(double precision[], text) is
     'A vector given as double precision[], checked by memsub._check_vector; raises 22023 naming the field for an '
     'empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
 
+create or replace function memsub._check_half_life(p_half_life interval) returns interval
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
+        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
+            using errcode = '22023', column = 'half_life';
+    end if;
+    return p_half_life;
+end
+$$;
+comment on function memsub._check_half_life(interval) is
+    'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
+
 grant select on memsub.installation_settings to memsub_app, memsub_analyst;
 grant execute on function
     memsub.vector_dimension(), memsub.normalize_text(text)
     to memsub_app, memsub_analyst;
+-- Half-lives: memory decay and search recency (invoker functions), and learn_importance, which runs as
+-- memsub_retrieval_owner.
+grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;

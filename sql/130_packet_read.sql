@@ -3,7 +3,8 @@
 --
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
--- return the envelope as written: memsub._packet_with_vectors puts the embedding vectors back (sql/120_packet_write.sql).
+-- return the envelope as written: the embedding vectors are put back, by get_packets in its own statement and by
+-- memsub._packet_with_vectors row by row for get_thread (sql/120_packet_write.sql).
 
 create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
 language plpgsql stable security invoker

@@ -81,8 +81,7 @@ begin
     perform memsub._check_unit(p_access_rate, 'access_rate');
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
-    perform memsub._check_finite_interval(p_half_life, 'half_life'), memsub._check_finite_interval(p_idle_after, 'idle_after');
-    perform memsub._check_half_life(p_half_life);
+    perform memsub._check_half_life(p_half_life), memsub._check_finite_interval(p_idle_after, 'idle_after');
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;

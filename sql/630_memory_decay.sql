@@ -15,21 +15,6 @@
 -- (importance 0.9) is promoted after one recent access (0.9 * ~2 >= 1); an unimportant one (0.2) needs about
 -- five accesses close together; a memory nobody returns to never is.
 
-create or replace function memsub._check_half_life(p_half_life interval) returns interval
-language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if p_half_life is null or p_half_life < interval '1 second' or not isfinite(p_half_life) then
-        raise exception 'field "half_life" must be a finite interval of at least one second, not %', p_half_life
-            using errcode = '22023', column = 'half_life';
-    end if;
-    return p_half_life;
-end
-$$;
-comment on function memsub._check_half_life(interval) is
-    'Returns a finite half-life of at least one second; raises 22023 naming half_life otherwise.';
-
 create or replace function memsub.memory_strength(
     p_decay_weight   double precision,
     p_last_access_ts timestamptz,
@@ -203,11 +188,8 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
 
 grant execute on function
-    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval),
-    memsub._check_half_life(interval)
+    memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval)
     to memsub_app, memsub_analyst;
--- learn_importance (340_importance.sql) runs as memsub_retrieval_owner and checks its half_life with it.
-grant execute on function memsub._check_half_life(interval) to memsub_retrieval_owner;
 grant execute on function
     memsub.memory_remember(text, text, jsonb, text, double precision, integer, text, jsonb),
     memsub.memory_touch(text, text, interval),
