@@ -122,24 +122,28 @@ def _purge_expired(conn: Connection, report: TaskReport) -> None:
 
 
 def _refresh_memory_views(conn: Connection, report: TaskReport) -> None:
-    started = conn.execute("select clock_timestamp() as now").fetchone()
-    assert started is not None
-    conn.execute("call memsub.refresh_memory_views()")  # commits per view: the connection is in autocommit
+    # The procedure commits per view (the connection is in autocommit) and returns the run id its log rows carry,
+    # so a refresh running at the same time is never counted as this one.
+    called = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
+    assert called is not None
     rows = conn.execute(
         "select view_name, method, status, duration_ms, row_count, error from memsub.memory_view_refresh_log "
-        "where started_at >= %s order by started_at", [started["now"]]).fetchall()
-    failed = [r for r in rows if r["status"] != "ok"]
+        "where run_id = %s order by started_at", [called["run_id"]]).fetchall()
+    failed = [r for r in rows if r["status"] == "error"]
+    skipped = [r for r in rows if r["status"] == "skipped"]
     views = {str(r["view_name"]): {"status": r["status"], "method": r["method"], "rows": r["row_count"],
                                    "ms": round(float(r["duration_ms"] or 0), 1), "error": r["error"]}
              for r in rows}
     report.tenants["*"] = {"views": views}
-    if not rows:
-        report.status = "skipped"
-        report.summary = "another refresh was running; nothing done"
-    elif failed:
+    if failed:
         report.status = "failed"
         report.error = "; ".join(f"{r['view_name']}: {r['error']}" for r in failed)
-    report.summary = report.summary or f"{len(rows) - len(failed)} of {len(rows)} view(s) refreshed"
+    elif skipped:
+        report.status = "skipped"
+        report.summary = ("another refresh was running: skipped "
+                          + ", ".join(str(r["view_name"]) for r in skipped))
+    ok = len(rows) - len(failed) - len(skipped)
+    report.summary = report.summary or f"{ok} of {len(rows)} view(s) refreshed"
 
 
 def _per_tenant(conn: Connection, report: TaskReport, table: str, call: str,
