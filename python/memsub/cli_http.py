@@ -11,8 +11,6 @@ from memsub import api_keys
 from memsub._calls import ContextRole
 from memsub.cli_common import context_role_option, emit_json_lines, reachable_dsn
 from memsub.client import Substrate
-from memsub.errors import MemsubError
-from memsub.exit_codes import fail
 
 
 @click.command("serve")
@@ -76,13 +74,10 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
                    as_json: bool) -> None:
     """Mint an API key (memsub.create_api_key). The key is printed once: only its sha256 is stored."""
     context_tenant = admin_tenant or (tenant_id if admin_role == "tenant_admin" else None)
-    try:
-        with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
-            minted = session.run(api_keys.create_api_key(
-                tenant_id, org_id=org_id, user_id=user_id, roles=roles,  # type: ignore[arg-type]
-                label=label, expires_at=expires_at))
-    except MemsubError as error:
-        fail(error)
+    with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
+        minted = session.run(api_keys.create_api_key(
+            tenant_id, org_id=org_id, user_id=user_id, roles=roles,  # type: ignore[arg-type]
+            label=label, expires_at=expires_at))
     if as_json:
         emit_json_lines([minted])
     else:
@@ -95,11 +90,8 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
 @click.argument("key_id")
 def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, key_id: str) -> None:
     """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it."""
-    try:
-        with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
-            revoked = session.run(api_keys.revoke_api_key(key_id))
-    except MemsubError as error:
-        fail(error)
+    with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+        revoked = session.run(api_keys.revoke_api_key(key_id))
     if not revoked:
         click.echo(f"memsub: no live key {key_id} in this context", err=True)
         sys.exit(1)
@@ -110,9 +102,6 @@ def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, k
 @_admin_options
 def api_key_list(dsn: str | None, admin_role: str, admin_tenant: str | None) -> None:
     """The keys of the context (memsub.list_api_keys) as JSON Lines, without their secrets."""
-    try:
-        with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
-            keys = session.run(api_keys.list_api_keys())
-    except MemsubError as error:
-        fail(error)
+    with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+        keys = session.run(api_keys.list_api_keys())
     emit_json_lines(keys)

@@ -227,23 +227,15 @@ class Written:
     threads: dict[str, uuid.UUID]
     tenants: dict[str, str]
     derivations: dict[str, str]
-    texts: dict[str, str] = field(default_factory=dict)
-    writers: dict[str, Person] = field(default_factory=dict)
     scopes: dict[str, str] = field(default_factory=dict)
     envelopes: dict[str, PacketEnvelopeIn] = field(default_factory=dict)
-    expired: set[str] = field(default_factory=set)
 
     def record(self, label: str, person: Person, envelope: PacketEnvelopeIn,
                result: PacketWriteResult) -> None:
         self.packets[label] = result
         self.envelopes[label] = envelope
-        if envelope.ttl is not None and envelope.ttl <= datetime.now(UTC):
-            self.expired.add(label)
         self.tenants[label] = "A" if person.tenant is ACME else "B"
-        self.writers[label] = person
         self.scopes[label] = str(envelope.scope)
-        if isinstance(envelope.payload, dict) and "text" in envelope.payload:
-            self.texts[label] = str(envelope.payload["text"])
         if envelope.lineage and envelope.lineage.derivation_type:
             self.derivations[label] = envelope.lineage.derivation_type
 
