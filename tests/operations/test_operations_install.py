@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from memsub import resources
+from memsub.catalog_check import OWNER_ROLES
 from memsub.cli import main as cli
 from memsub.errors import MigrationError, PreflightRefused
 from memsub.migrator import Migrator, migration_statements
@@ -81,8 +82,7 @@ def test_non_superuser_install_with_only_the_documented_privileges(server, empty
     assert differences and {(d["kind"], d["attribute"]) for d in differences} <= {
         ("role", "members"), ("role", "member of")}, differences
     members = {d["object"]: d["found"] for d in differences if d["attribute"] == "members"}
-    assert members == {f"role {r}": installer for r in ("memsub_owner", "memsub_view_owner",
-                                                         "memsub_retrieval_owner")}, members
+    assert members == {f"role {r}": installer for r in OWNER_ROLES}, members
 
 
 def test_a_role_lacking_privileges_is_refused_before_the_first_change(server, empty_db, installer):
