@@ -16,7 +16,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +31,7 @@ from starlette.routing import Route
 from memsub import _calls
 from memsub.errors import ConnectionFailed, contract_of
 from memsub.http_openapi import openapi_document
+from memsub.models import parse_time
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
@@ -193,12 +193,9 @@ def text(value: Any, field: str) -> str:
 def timestamp(value: Any, field: str) -> str:
     value = text(value, field)
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value).isoformat()
     except ValueError as error:
         raise invalid(field, f"{field} must be an ISO 8601 timestamp") from error
-    if parsed.tzinfo is None:
-        raise invalid(field, f"{field} must name its time zone (e.g. 2025-12-07T12:00:00Z)")
-    return parsed.isoformat()
 
 
 def texts(value: Any, field: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -123,6 +124,24 @@ def test_graph_traversal(api: Api):
         assert_problem(client.get("/api/v1/graph/traverse", params={"start_entity": "L9", "max_depth": "x"}),
                        422, "max_depth")
 
+
+def test_a_time_without_an_offset_is_utc_as_in_the_envelope(api: Api):
+    """HTTP reads times as the SQL envelope, the client, the CLI and MCP do: no offset means UTC."""
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    with api.client() as client:
+        response = client.post("/api/v1/memory/packet", json={
+            "packet_type": "event", "payload": {"text": "Ada uses Rust"},
+            "memory": {"relationships": [{"source_entity": "Ada", "relationship_type": "uses",
+                                          "target_entity": "Rust"}]}})
+        assert response.status_code == 201, response.text
+        after = datetime.now(UTC) + timedelta(seconds=1)
+        for when, entities in ((before, []), (after, ["Rust"])):
+            for text in (when.isoformat(), when.replace(tzinfo=None).isoformat()):
+                answer = client.get("/api/v1/graph/traverse", params={"start_entity": "Ada", "as_of": text})
+                assert answer.status_code == 200, answer.text
+                assert [n["entity"] for n in answer.json()["nodes"]] == entities, text
+        assert_problem(client.get("/api/v1/graph/traverse", params={"start_entity": "Ada", "as_of": "noon"}),
+                       422, "as_of")
 
 def test_namespaced_memory_read_and_write(api: Api):
     namespace = f"user:{USER_A}:preferences"
