@@ -58,22 +58,13 @@ def soak_factor() -> int:
     return int(value)
 
 
-def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], workers: int,
-                tenant: uuid.UUID = TENANT_A) -> list[T]:
-    """Run work(conn, i) for i in range(workers), each in its own thread on its own application connection in
-    `tenant`'s context, all released at once by a barrier; each commits. Returns the results in order of i and
-    fails the test with every error raised."""
-    barrier = threading.Barrier(workers)
-    results: dict[int, T] = {}
+def in_threads(work: Callable[[int], object], workers: int) -> None:
+    """Run work(i) for i in range(workers), each in a thread of its own, and fail the test with every error raised."""
     errors: list[str] = []
 
     def run(i: int) -> None:
         try:
-            with db.connect("app") as conn:
-                set_context(conn, tenant)
-                barrier.wait(timeout=30)
-                results[i] = work(conn, i)
-                conn.commit()
+            work(i)
         except BaseException as error:  # reported below
             errors.append(f"worker {i}: {type(error).__name__}: {error}")
 
@@ -83,6 +74,24 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
     for thread in threads:
         thread.join(timeout=60)
     assert errors == []
+
+
+def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], workers: int,
+                tenant: uuid.UUID = TENANT_A) -> list[T]:
+    """Run work(conn, i) for i in range(workers), each in its own thread on its own application connection in
+    `tenant`'s context, all released at once by a barrier; each commits. Returns the results in order of i and
+    fails the test with every error raised."""
+    barrier = threading.Barrier(workers)
+    results: dict[int, T] = {}
+
+    def run(i: int) -> None:
+        with db.connect("app") as conn:
+            set_context(conn, tenant)
+            barrier.wait(timeout=30)
+            results[i] = work(conn, i)
+            conn.commit()
+
+    in_threads(run, workers)
     return [results[i] for i in range(workers)]
 
 
