@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
+import pytest
 from psycopg import sql
 
 TENANT_A = uuid.UUID("aaaaaaaa-0000-0000-0000-000000000001")
@@ -116,6 +117,18 @@ def assert_refused(conn: psycopg.Connection[Any], calls: Iterable[tuple[str, str
             assert raised.diag.column_name == field, call
         else:
             raise AssertionError(f"{call} was accepted")
+
+
+def expect_error(
+    conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str, params: Sequence[Any] = ()
+) -> psycopg.Error:
+    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return it."""
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(query.encode(), list(params))
+    conn.rollback()
+    assert info.value.sqlstate == sqlstate, info.value
+    assert info.value.diag.column_name == column, info.value
+    return info.value
 
 
 def run_doc_example(heading: str, dsn: str) -> None:
