@@ -9,9 +9,11 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -94,6 +96,15 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
 
     in_threads(run, workers)
     return [results[i] for i in range(workers)]
+
+
+def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
+    """Wait (outside any transaction) until the server's clock has passed moment (a packet's ttl, say)."""
+    conn.commit()
+    while conn.execute("select clock_timestamp() <= %s", [moment]).fetchone()[0]:
+        conn.rollback()
+        time.sleep(0.2)
+    conn.rollback()
 
 
 def table_state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:

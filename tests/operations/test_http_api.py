@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key
+from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key, hot_vector, write_embedded_notes
 from memsub.http_api import openapi_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,12 +22,6 @@ SEED_EXAMPLE = {
     "thread_id": "11111111-2222-3333-4444-555555555555",
     "tags": ["hdpe", "search"],
 }
-
-
-def vector(dimension: int, hot: int) -> list[float]:
-    values = [0.01] * dimension
-    values[hot] = 1.0
-    return values
 
 
 def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> dict:
@@ -90,16 +84,11 @@ def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
 def test_semantic_and_hybrid_search(api: Api):
     dimension = api.dimension()
     with api.client() as client:
-        for hot, words in ((0, "polymer supplier in california"), (1, "weather report for tuesday")):
-            response = client.post("/api/v1/memory/packet", json={
-                "packet_type": "note", "payload": {"text": words},
-                "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, hot),
-                                           "chunk_text": words}]}})
-            assert response.status_code == 201, response.text
-        hits = client.post("/api/v1/search/semantic", json={"query": vector(dimension, 1), "k": 2}).json()["hits"]
+        write_embedded_notes(client, dimension, ("polymer supplier in california", "weather report for tuesday"))
+        hits = client.post("/api/v1/search/semantic", json={"query": hot_vector(dimension, 1), "k": 2}).json()["hits"]
         assert [h["chunk_text"] for h in hits] == ["weather report for tuesday", "polymer supplier in california"]
         hybrid = client.post("/api/v1/search/hybrid", json={"query_text": "polymer supplier",
-                                                            "query": vector(dimension, 0), "k": 1}).json()["hits"]
+                                                            "query": hot_vector(dimension, 0), "k": 1}).json()["hits"]
         assert hybrid[0]["chunk_text"] == "polymer supplier in california" and hybrid[0]["text_rank"] == 1
         keyword_only = client.post("/api/v1/search/hybrid", json={"query_text": "weather"}).json()["hits"]
         assert keyword_only[0]["chunk_text"] == "weather report for tuesday"
@@ -247,7 +236,7 @@ def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
     with api.client("b") as b:
         written = b.post("/api/v1/memory/packet", json={
             "packet_type": "secret", "payload": {"text": "tenant b secret"}, "thread_id": thread,
-            "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, 5),
+            "memory": {"embeddings": [{"embedding_type": "content", "vector": hot_vector(dimension, 5),
                                        "chunk_text": "tenant b secret"}],
                        "relationships": [{"source_entity": "Bsecret", "relationship_type": "knows",
                                           "target_entity": "Bother"}]}}).json()
@@ -258,7 +247,7 @@ def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
         assert_problem(a.get(f"/api/v1/memory/packet/{written['packet_id']}"), 404)
         assert a.get(f"/api/v1/memory/thread/{thread}").json() == {"packets": [], "next_cursor": None}
         assert a.get(f"/api/v1/memory/packet/{written['packet_id']}/lineage").json()["lineage"] == []
-        hits = a.post("/api/v1/search/semantic", json={"query": vector(dimension, 5), "k": 50}).json()["hits"]
+        hits = a.post("/api/v1/search/semantic", json={"query": hot_vector(dimension, 5), "k": 50}).json()["hits"]
         assert written["packet_id"] not in {h["packet_id"] for h in hits}
         hybrid = a.post("/api/v1/search/hybrid", json={"query_text": "tenant secret", "k": 50}).json()["hits"]
         assert written["packet_id"] not in {h["packet_id"] for h in hybrid}
