@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.graph import GraphPath, NeighbourhoodItem
+from memsub.graph import EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, as_utc
 from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
@@ -226,21 +226,9 @@ class NeighbourhoodResult(BaseModel):
     items: list[NeighbourhoodItem]
 
 
-class GraphEdge(BaseModel):
-    """One validity window of an edge: it holds from valid_from until valid_until (null: still holds)."""
-
-    source_entity: str
-    relationship_type: str
-    target_entity: str
-    confidence: float
-    mention_count: int
-    valid_from: datetime
-    valid_until: datetime | None
-
-
 class EdgesResult(BaseModel):
     as_of: datetime | None
-    edges: list[GraphEdge]
+    edges: list[EdgeWindow]
 
 
 class FeedbackResult(BaseModel):
@@ -394,7 +382,7 @@ class MemoryTools:
         when = as_utc(as_of)
         with self._memory() as session:
             edges = session.graph.edges_as_of(when, entity=entity, relationship_type=relationship_type)
-        return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
+        return EdgesResult(as_of=when, edges=[EdgeWindow.model_validate(e.model_dump()) for e in edges])
 
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
         with self._memory(writes=True) as session:
