@@ -71,20 +71,17 @@ RELKINDS = "case c.relkind when 'r' then 'table' when 'p' then 'table' when 'v' 
            "when 'm' then 'materialized view' when 'S' then 'sequence' when 'f' then 'foreign table' " \
            "when 'c' then 'type' else c.relkind::text end"
 
-# Other kinds of objects in the schema: (kind, catalog, how to name a row, its namespace column).
-_OTHER_KINDS = (
-    ("operator", "pg_operator o", "o.oid::regoperator::text", "o.oprnamespace"),
-    ("collation", "pg_collation", "'memsub.' || quote_ident(collname)", "collnamespace"),
-    ("conversion", "pg_conversion", "'memsub.' || quote_ident(conname)", "connamespace"),
-    ("operator class", "pg_opclass", "'memsub.' || quote_ident(opcname)", "opcnamespace"),
-    ("operator family", "pg_opfamily", "'memsub.' || quote_ident(opfname)", "opfnamespace"),
-    ("text search configuration", "pg_ts_config", "'memsub.' || quote_ident(cfgname)", "cfgnamespace"),
-    ("text search dictionary", "pg_ts_dict", "'memsub.' || quote_ident(dictname)", "dictnamespace"),
-    ("statistics", "pg_statistic_ext", "'memsub.' || quote_ident(stxname)", "stxnamespace"),
-)
-_OTHER_OBJECTS = " union all ".join(
-    f"select '{kind}' as kind, {name} as name from {catalog} where {namespace} = 'memsub'::regnamespace"  # noqa: S608
-    for kind, catalog, name, namespace in _OTHER_KINDS)
+# Other kinds of objects in the schema, named schema-qualified: (kind, catalog, column prefix of its name and
+# namespace columns, e.g. coll: collname, collnamespace). Operators are named by regoperator.
+_OTHER_KINDS = (("collation", "pg_collation", "coll"), ("conversion", "pg_conversion", "con"),
+                ("operator class", "pg_opclass", "opc"), ("operator family", "pg_opfamily", "opf"),
+                ("text search configuration", "pg_ts_config", "cfg"), ("text search dictionary", "pg_ts_dict", "dict"),
+                ("statistics", "pg_statistic_ext", "stx"))
+_OTHER_OBJECTS = " union all ".join([
+    "select 'operator' as kind, o.oid::regoperator::text as name from pg_operator o "
+    "where o.oprnamespace = 'memsub'::regnamespace",
+    *(f"select '{kind}', 'memsub.' || quote_ident({prefix}name) from {catalog} "  # noqa: S608
+      f"where {prefix}namespace = 'memsub'::regnamespace" for kind, catalog, prefix in _OTHER_KINDS)])
 
 QUERIES: dict[str, str] = {
     "schema": f"""
