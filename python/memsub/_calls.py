@@ -462,6 +462,18 @@ class _Session(Generic[ConnectionT, PoolT]):
         return self._pool, self._context
 
 
+SessionOf = TypeVar("SessionOf", bound=_Session[Any, Any])
+
+
+@contextmanager
+def ending(session: SessionOf) -> Iterator[SessionOf]:
+    """``session`` for a block (sync or async) after which it is unusable."""
+    try:
+        yield session
+    finally:
+        session._close()
+
+
 class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]]]):
     """A session on a sync connection or pool."""
 

@@ -76,21 +76,15 @@ class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
     @asynccontextmanager
     async def _session(self, context: Call[None], per_call: bool) -> AsyncIterator[AsyncTenantSession]:
         if per_call:
-            session = AsyncTenantSession(pool=self.pool, context=context)
-            try:
+            with _calls.ending(AsyncTenantSession(pool=self.pool, context=context)) as session:
                 yield session
-            finally:
-                session._close()
             return
         # As in the sync client: BEGIN and the context travel in pipeline mode with the block's first call.
         async with _calls.pooled_async(self.pool) as connection:
             try:
                 async with connection.pipeline(), connection.transaction():
                     await connection.execute(context.statement, context.params)
-                    session = AsyncTenantSession(connection)
-                    try:
+                    with _calls.ending(AsyncTenantSession(connection)) as session:
                         yield session
-                    finally:
-                        session._close()
             except psycopg.Error as error:
                 raise from_database_error(error) from error

@@ -125,11 +125,8 @@ class Substrate(Opens[AbstractContextManager[TenantSession]]):
     @contextmanager
     def _session(self, context: Call[None], per_call: bool) -> Iterator[TenantSession]:
         if per_call:
-            session = TenantSession(pool=self.pool, context=context)
-            try:
+            with _calls.ending(TenantSession(pool=self.pool, context=context)) as session:
                 yield session
-            finally:
-                session._close()
             return
         # BEGIN and the context travel in pipeline mode with the block's first call: one round trip plus the
         # COMMIT's for a one-call block. An error of the context statement is raised by that first call.
@@ -137,11 +134,8 @@ class Substrate(Opens[AbstractContextManager[TenantSession]]):
             try:
                 with connection.pipeline(), connection.transaction():
                     connection.execute(context.statement, context.params)
-                    session = TenantSession(connection)
-                    try:
+                    with _calls.ending(TenantSession(connection)) as session:
                         yield session
-                    finally:
-                        session._close()
             except psycopg.Error as error:
                 raise from_database_error(error) from error
 
