@@ -2101,7 +2101,7 @@ COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a n
 CREATE FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     v_stats  memsub.search_stats;
     v_total  double precision;
@@ -2125,10 +2125,9 @@ begin
             v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
         else
             -- Not measured yet: count at most 2000 of the tenant's rows.
-            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
-                           p_tenant_id, p_embedding_type)
-               into v_rows;
+            execute 'select count(*) from (select 1 from memsub.memory_embeddings e '
+                    ' where e.tenant_id = $1 and e.embedding_type = $2 limit 2000) s'
+               into v_rows using p_tenant_id, p_embedding_type;
             v_probed := v_rows >= 2000;
         end if;
     end if;
@@ -2155,7 +2154,7 @@ begin
     recall := v_recall;
     return next;
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
 
@@ -7834,7 +7833,7 @@ begin
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
-        v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
+        v_filters := ' and e.tenant_id = $9';
     end if;
     if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
     if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
@@ -7844,7 +7843,8 @@ begin
     if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
-    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet.
+    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
+    -- is put together from fixed fragments; every value is bound ($1 ... $10).
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -7852,17 +7852,18 @@ begin
             '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
             '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
             '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = %L %s %s'
+            '           where e.embedding_type = $10 %s %s'
             '           order by %s'
             '           limit $2) n'
             '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            p_embedding_type, v_filters, v_packets,
+            v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
         execute v_query into v_hits
-            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
+            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
+                  p_embedding_type;
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
     end loop;
@@ -9409,16 +9410,14 @@ begin
                                  where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
                                  order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
             loop
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_truth using v_query, p_k;
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by e.vector <=> $1 limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_found using v_query, p_k;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
+                   into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by e.vector <=> $1 limit $2) n'
+                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
                 v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
                                                              select unnest(v_found))), 0)::double precision
                                  / greatest(1, cardinality(v_truth));
