@@ -1397,11 +1397,7 @@ declare
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
@@ -4986,11 +4982,7 @@ declare
     v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
@@ -7750,11 +7742,7 @@ begin
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub._check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
@@ -7808,11 +7796,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -9374,10 +9358,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -12076,6 +12057,7 @@ GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
 

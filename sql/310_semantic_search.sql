@@ -258,11 +258,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -384,10 +380,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
