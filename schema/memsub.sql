@@ -1367,6 +1367,23 @@ ALTER FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant
 
 COMMENT ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; skips a packet whose id or content is stored already and returns how many it stored.';
 
+CREATE PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    execute format('drop policy if exists not_expired on %s', p_table);
+    execute format('create policy not_expired on %s as restrictive for select to public '
+                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
+end
+$$;
+
+ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
+
 CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -12206,6 +12223,8 @@ REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
 
