@@ -186,6 +186,25 @@ ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
 
+CREATE FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    inserted integer;
+begin
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+
+ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
+
 CREATE FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3278,19 +3297,13 @@ CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, p_tenant_id, p_org_id)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, p_tenant_id, p_org_id);
 end
 $$;
 
@@ -9373,15 +9386,9 @@ CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, null, null)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, null, null);
 end
 $$;
 
@@ -12098,6 +12105,8 @@ GRANT ALL ON TYPE memsub.packet_write_result TO memsub_analyst;
 REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
