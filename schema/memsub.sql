@@ -1516,6 +1516,17 @@ ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO mems
 
 COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: and session: namespaces, or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
+CREATE FUNCTION memsub._memory_view_names() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts', 'mv_reflection_patterns']
+$$;
+
+ALTER FUNCTION memsub._memory_view_names() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_view_names() IS 'The memsub materialized views, in the order they are refreshed: what memsub._refresh_memory_view accepts and memsub.refresh_memory_views refreshes.';
+
 CREATE FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2027,8 +2038,7 @@ declare
     v_error     text;
     v_entry     memsub.memory_view_refresh_log;
 begin
-    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                        'mv_reflection_patterns') then
+    if p_view is null or p_view <> all(memsub._memory_view_names()) then
         raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
             using errcode = '22023', column = 'view';
     end if;
@@ -7570,8 +7580,7 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
-    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+    foreach v_name in array memsub._memory_view_names() loop
         select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
@@ -12249,6 +12258,10 @@ REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone,
 
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub._memory_view_names() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
