@@ -186,6 +186,25 @@ ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
 
+CREATE FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    inserted integer;
+begin
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+
+ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
+
 CREATE FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1345,6 +1364,23 @@ ALTER FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant
 
 COMMENT ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; skips a packet whose id or content is stored already and returns how many it stored.';
 
+CREATE PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    execute format('drop policy if exists not_expired on %s', p_table);
+    execute format('create policy not_expired on %s as restrictive for select to public '
+                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
+end
+$$;
+
+ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
+
 CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -1453,6 +1489,17 @@ $$;
 ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: and session: namespaces, or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+
+CREATE FUNCTION memsub._memory_view_names() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts', 'mv_reflection_patterns']
+$$;
+
+ALTER FUNCTION memsub._memory_view_names() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_view_names() IS 'The memsub materialized views, in the order they are refreshed: what memsub._refresh_memory_view accepts and memsub.refresh_memory_views refreshes.';
 
 CREATE FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1985,8 +2032,7 @@ declare
     v_error     text;
     v_entry     memsub.memory_view_refresh_log;
 begin
-    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                        'mv_reflection_patterns') then
+    if p_view is null or p_view <> all(memsub._memory_view_names()) then
         raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
             using errcode = '22023', column = 'view';
     end if;
@@ -3254,19 +3300,13 @@ CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, p_tenant_id, p_org_id)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, p_tenant_id, p_org_id);
 end
 $$;
 
@@ -7508,8 +7548,7 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
-    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+    foreach v_name in array memsub._memory_view_names() loop
         select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
@@ -9318,15 +9357,9 @@ CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, null, null)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, null, null);
 end
 $$;
 
@@ -12039,6 +12072,8 @@ REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
 
@@ -12161,6 +12196,8 @@ GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_a
 
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
+REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) FROM PUBLIC;
@@ -12175,6 +12212,10 @@ REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone,
 
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub._memory_view_names() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
