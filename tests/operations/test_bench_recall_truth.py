@@ -46,3 +46,20 @@ def test_every_named_tenant_share_holds_rows_at_small_sizes():
         owners = tenant_layout(count)
         assert len(owners) == count
         assert all(owners.count(number) >= 1 for number in range(len(SHARES)))
+
+
+def test_the_real_corpus_is_distinct_prose_in_a_fixed_order(tmp_path):
+    from _corpus import passages
+
+    prose = "This function reads the configuration file and returns the settings it finds there, {}."
+    for package in ("alpha", "beta"):
+        (tmp_path / package).mkdir()
+        body = "\n".join(f'def f{i}():\n    """{prose.format(package + str(i))}\n\n    >>> f{i}()\n    """\n'
+                         for i in range(150))
+        (tmp_path / package / "module.py").write_text(f'"""{prose.format("shared")}"""\n{body}')
+    (tmp_path / "alpha" / "broken.py").write_text("def (:\n")
+    found = passages(250, tmp_path)
+    assert found == passages(250, tmp_path)
+    assert len(found) == len({p.casefold() for p in found}) == 200  # 100 a package, "shared" once
+    assert sum(p.endswith("shared.") for p in found) == 1
+    assert not any(">>>" in p for p in found)
