@@ -43,7 +43,7 @@ def exact_neighbours(data: np.ndarray, queries: np.ndarray, k: int) -> list[list
         scores = block @ unit.T
         top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
         for row, candidates in enumerate(top):
-            ordered = sorted(candidates, key=lambda c, r=row: (-scores[r, c], c))
+            ordered = candidates[np.lexsort((candidates, -scores[row, candidates]))]  # by distance, then row
             result.append([int(c) for c in ordered])
     return result
 
