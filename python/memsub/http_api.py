@@ -16,7 +16,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import Any, get_args
 from uuid import UUID
 
 import psycopg
@@ -30,7 +31,7 @@ from starlette.routing import Route
 
 from memsub import _calls
 from memsub.errors import ConnectionFailed, contract_of
-from memsub.http_openapi import openapi_document
+from memsub.memory import MemoryType
 from memsub.models import parse_time
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
@@ -198,6 +199,14 @@ def timestamp(value: Any, field: str) -> str:
         raise invalid(field, f"{field} must be an ISO 8601 timestamp") from error
 
 
+def seconds(value: Any, field: str) -> timedelta:
+    """A duration given as a number of seconds (the function checks its range)."""
+    try:
+        return timedelta(seconds=number(value, field))
+    except OverflowError as error:
+        raise invalid(field, f"{field} is too many seconds") from error
+
+
 def texts(value: Any, field: str) -> list[str]:
     if not isinstance(value, list):
         raise invalid(field, f"{field} must be an array of strings")
@@ -225,13 +234,17 @@ Coerce = Callable[[Any, str], Any]
 
 @dataclass(frozen=True)
 class Argument:
-    """One argument of a stored function, fed from a body or query field of the same name."""
+    """One argument of a stored function, fed from a body or query field of the same name. The route's list of
+    them is the one description of its input: the server reads fields with it and the OpenAPI document
+    (memsub.http_openapi) is derived from it."""
 
     name: str
     coerce: Coerce
     cast: str
     required: bool = False
     many: bool = False  # a query parameter that may repeat (an array)
+    choices: tuple[str, ...] = ()  # the values the function accepts, for the OpenAPI document
+    doc: str = ""  # the field's description in the OpenAPI document
 
 
 def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
@@ -360,7 +373,10 @@ async def get_packet(request: Request) -> Response:
     return json_response(row)
 
 
-THREAD_ARGUMENTS = (Argument("limit", integer, "integer"), Argument("after", bigint, "bigint"))
+THREAD_ARGUMENTS = (
+    Argument("limit", integer, "integer", doc="Packets per page (default 1000)."),
+    Argument("after", bigint, "bigint", doc="The cursor: next_cursor of the previous page (a write_seq)."),
+)
 
 
 async def get_thread(request: Request) -> Response:
@@ -377,7 +393,11 @@ async def get_thread(request: Request) -> Response:
     return json_response(await fetch_one(request, query, [limit, thread_id, limit, after]))
 
 
-LINEAGE_ARGUMENTS = (Argument("direction", text, "text"), Argument("max_depth", integer, "integer"))
+LINEAGE_ARGUMENTS = (
+    Argument("direction", text, "text", choices=("ancestors", "descendants"),
+             doc="Walk to parents (default) or children."),
+    Argument("max_depth", integer, "integer", doc="Hops at most (default 16)."),
+)
 
 
 async def get_lineage(request: Request) -> Response:
@@ -389,14 +409,27 @@ async def get_lineage(request: Request) -> Response:
     return json_response(await fetch_one(request, query, values))
 
 
+WITH_PACKETS = Argument("with_packets", boolean, "boolean", doc="Each hit carries its packet (one statement).")
+
 SEMANTIC_ARGUMENTS = (
     Argument("query", vector, "vector", required=True), Argument("k", integer, "integer"),
-    Argument("embedding_type", text, "text"), Argument("thread_id", lambda v, f: uuid_text(v, f), "uuid"),
+    Argument("embedding_type", text, "text"), Argument("thread_id", uuid_text, "uuid"),
     Argument("tags", texts, "text[]"), Argument("packet_type", text, "text"),
     Argument("since", timestamp, "timestamptz"), Argument("until", timestamp, "timestamptz"),
-    Argument("min_importance", number, "double precision"), Argument("rank_by", text, "text"),
+    Argument("min_importance", number, "double precision"),
+    Argument("rank_by", text, "text", choices=("distance", "combined")),
     Argument("record_access", boolean, "boolean"), Argument("query_text", text, "text"),
-    Argument("agent_id", text, "text"), Argument("with_packets", boolean, "boolean"),
+    Argument("agent_id", text, "text"),
+    Argument("mode", text, "text", choices=("auto", "exact", "approximate"),
+             doc="auto (default): the exact scan or the HNSW walk, whichever is cheaper at recall 0.95 or more; "
+                 "exact: always the exact scan; approximate: always the walk."),
+    Argument("ef_search", integer, "integer",
+             doc="HNSW candidate list size for this call, 1 to 1000 (default: derived from k and the tenant's "
+                 "share of the index)."),
+    Argument("max_scan_tuples", integer, "integer",
+             doc="Bound of the iterative HNSW scan for this call (default 20000, at most the limit "
+                 "max_scan_tuples)."),
+    WITH_PACKETS,
 )
 
 
@@ -413,8 +446,9 @@ HYBRID_ARGUMENTS = (
     Argument("rrf_k", integer, "integer"), Argument("candidates", integer, "integer"),
     Argument("importance_weight", number, "double precision"),
     Argument("recency_weight", number, "double precision"),
-    Argument("record_access", boolean, "boolean"), Argument("agent_id", text, "text"),
-    Argument("with_packets", boolean, "boolean"),
+    Argument("half_life", seconds, "interval",
+             doc="Seconds in which the recency boost halves (default 30 days: 2592000)."),
+    Argument("record_access", boolean, "boolean"), Argument("agent_id", text, "text"), WITH_PACKETS,
 )
 
 
@@ -427,11 +461,16 @@ async def hybrid_search(request: Request) -> Response:
 
 
 TRAVERSE_ARGUMENTS = (
-    Argument("start_entity", text, "text", required=True), Argument("max_depth", integer, "integer"),
-    Argument("relationship_types", texts, "text[]", many=True),
-    Argument("min_confidence", number, "double precision"), Argument("direction", text, "text"),
-    Argument("min_path_confidence", number, "double precision"), Argument("limit", integer, "integer"),
-    Argument("as_of", timestamp, "timestamptz"),
+    Argument("start_entity", text, "text", required=True, doc="The entity to start from."),
+    Argument("max_depth", integer, "integer", doc="Hops at most (default 3)."),
+    Argument("relationship_types", texts, "text[]", many=True,
+             doc="Follow only these relationship types (repeat the parameter)."),
+    Argument("min_confidence", number, "double precision", doc="Skip weaker edges."),
+    Argument("direction", text, "text", choices=("outgoing", "incoming", "both"),
+             doc="Edge direction (default outgoing)."),
+    Argument("min_path_confidence", number, "double precision", doc="Prune weaker paths."),
+    Argument("limit", integer, "integer", doc="Rows at most (default 1000)."),
+    Argument("as_of", timestamp, "timestamptz", doc="The graph as it was at this time."),
 )
 
 
@@ -465,8 +504,11 @@ async def memory_get(request: Request) -> Response:
 
 
 MEMORY_WRITE_ARGUMENTS = (
-    Argument("value", json_value, "jsonb", required=True), Argument("expected_version", integer, "integer"),
-    Argument("memory_type", text, "text"), Argument("metadata", json_object, "jsonb"),
+    Argument("value", json_value, "jsonb", required=True, doc="Any JSON value but null."),
+    Argument("expected_version", integer, "integer"),
+    Argument("memory_type", text, "text", choices=get_args(MemoryType)),
+    Argument("metadata", json_object, "jsonb"),
+    Argument("embedding", vector, "vector", doc="The entry's embedding (a new version without one carries none)."),
 )
 
 
@@ -614,6 +656,8 @@ def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
 
 def openapi_json() -> str:
     """The OpenAPI document as served (and as committed in docs/openapi.json)."""
+    from memsub.http_openapi import openapi_document  # it describes this module's routes and fields
+
     return json.dumps(openapi_document(), indent=2) + "\n"
 
 

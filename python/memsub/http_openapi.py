@@ -1,10 +1,16 @@
-"""The OpenAPI 3.1 document of the HTTP API (served at /api/v1/openapi.json, committed as docs/openapi.json)."""
+"""The OpenAPI 3.1 document of the HTTP API (served at /api/v1/openapi.json, committed as docs/openapi.json).
+
+The request bodies and query parameters are derived from the routes' ``Argument`` lists in memsub.http_api, the
+same lists the server reads requests with, so the document cannot describe a field the server refuses or miss
+one it takes."""
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from collections.abc import Sequence
+from typing import Any
 
-from memsub.memory import MemoryType
+from memsub import http_api
+from memsub.http_api import Argument
 
 Schema = dict[str, Any]
 
@@ -126,34 +132,43 @@ PROBLEM: Schema = {
                    "sqlstate": {"type": "string"}, "limit": {"type": "string"}},
 }
 
-SEMANTIC_REQUEST: Schema = {
-    "type": "object", "required": ["query"], "additionalProperties": False,
-    "description": "Arguments of memsub.semantic_search (docs/retrieval.md); absent ones take its defaults.",
-    "properties": {
-        "query": VECTOR, "k": INT32, "embedding_type": {"type": "string"}, "thread_id": UUID,
-        "tags": {"type": "array", "items": {"type": "string"}}, "packet_type": {"type": "string"},
-        "since": TIMESTAMP, "until": TIMESTAMP, "min_importance": {"type": "number"},
-        "rank_by": {"enum": ["distance", "combined"]}, "record_access": {"type": "boolean"},
-        "query_text": {"type": "string"}, "agent_id": {"type": "string"},
-        "with_packets": {"type": "boolean", "description": "Each hit carries its packet (one statement)."}},
+ARGUMENT_SCHEMAS: dict[http_api.Coerce, Schema] = {
+    http_api.integer: INT32, http_api.bigint: {"type": "integer"}, http_api.number: {"type": "number"},
+    http_api.boolean: {"type": "boolean"}, http_api.text: {"type": "string"}, http_api.timestamp: TIMESTAMP,
+    http_api.texts: {"type": "array", "items": {"type": "string"}}, http_api.vector: VECTOR,
+    http_api.uuid_text: UUID, http_api.json_value: ANY_JSON, http_api.json_object: {"type": "object"},
+    http_api.seconds: {"type": "number"},
 }
 
-HYBRID_REQUEST: Schema = {
-    "type": "object", "required": ["query_text"], "additionalProperties": False,
-    "description": "Arguments of memsub.hybrid_search (docs/retrieval.md); without query, the keyword leg only.",
-    "properties": {
-        "query_text": {"type": "string"}, "query": VECTOR, "k": INT32, "embedding_type": {"type": "string"},
-        "vector_weight": {"type": "number"}, "text_weight": {"type": "number"}, "rrf_k": INT32,
-        "candidates": INT32, "importance_weight": {"type": "number"}, "recency_weight": {"type": "number"},
-        "record_access": {"type": "boolean"}, "agent_id": {"type": "string"},
-        "with_packets": {"type": "boolean", "description": "Each hit carries its packet (one statement)."}},
-}
 
-MEMORY_WRITE_REQUEST: Schema = {
-    "type": "object", "required": ["value"], "additionalProperties": False,
-    "properties": {"value": {"description": "Any JSON value but null."}, "expected_version": INT32,
-                   "memory_type": {"enum": list(get_args(MemoryType))}, "metadata": {"type": "object"}},
-}
+def argument_schema(argument: Argument) -> Schema:
+    """The JSON Schema of a field: its converter's, or the enumeration of the values the function accepts."""
+    return {"enum": list(argument.choices)} if argument.choices else dict(ARGUMENT_SCHEMAS[argument.coerce])
+
+
+def request_body(arguments: Sequence[Argument], description: str) -> Schema:
+    """A JSON object body with exactly the fields of ``arguments``."""
+    properties = {argument.name: argument_schema(argument) | ({"description": argument.doc} if argument.doc else {})
+                  for argument in arguments}
+    schema: Schema = {"type": "object"}
+    required = [argument.name for argument in arguments if argument.required]
+    if required:
+        schema["required"] = required
+    return schema | {"additionalProperties": False, "description": description, "properties": properties}
+
+
+def query_parameters(arguments: Sequence[Argument]) -> list[dict[str, Any]]:
+    """The query parameters of ``arguments`` (a repeatable one is an array)."""
+    return [query_parameter(argument.name, argument_schema(argument), argument.doc, argument.required)
+            for argument in arguments]
+
+
+SEMANTIC_REQUEST = request_body(http_api.SEMANTIC_ARGUMENTS, "Arguments of memsub.semantic_search "
+                                "(docs/retrieval.md); absent ones take its defaults.")
+HYBRID_REQUEST = request_body(http_api.HYBRID_ARGUMENTS, "Arguments of memsub.hybrid_search (docs/retrieval.md); "
+                              "without query, the keyword leg only.")
+MEMORY_WRITE_REQUEST = request_body(http_api.MEMORY_WRITE_ARGUMENTS, "Arguments of memsub.memory_write; absent "
+                                    "ones take its defaults.")
 
 
 def problem_responses(*statuses: int) -> dict[str, Any]:
@@ -246,9 +261,7 @@ def openapi_document() -> dict[str, Any]:
                 "getLineage", "Ancestors or descendants of a packet (memsub.get_lineage)",
                 ("200", wrapped("lineage", "LineageRow")),
                 parameters=[path_parameter("packet_id", UUID, "The start packet."),
-                            query_parameter("direction", {"enum": ["ancestors", "descendants"]},
-                                            "Walk to parents (default) or children."),
-                            query_parameter("max_depth", INT32, "Hops at most (default 16).")],
+                            *query_parameters(http_api.LINEAGE_ARGUMENTS)],
                 errors=READ_ERRORS)},
             "/api/v1/memory/thread/{thread_id}": {"get": operation(
                 "getThread", "One page of a thread in write order (memsub.get_thread)",
@@ -256,9 +269,7 @@ def openapi_document() -> dict[str, Any]:
                     "packets": {"type": "array", "items": ref("PacketStoreRow")},
                     "next_cursor": nullable({"type": "integer"})}}),
                 parameters=[path_parameter("thread_id", UUID, "The thread."),
-                            query_parameter("limit", INT32, "Packets per page (default 1000)."),
-                            query_parameter("after", {"type": "integer"},
-                                            "The cursor: next_cursor of the previous page (a write_seq).")],
+                            *query_parameters(http_api.THREAD_ARGUMENTS)],
                 errors=READ_ERRORS)},
             "/api/v1/search/semantic": {"post": operation(
                 "semanticSearch", "Nearest packets by embedding (memsub.semantic_search)",
@@ -269,17 +280,7 @@ def openapi_document() -> dict[str, Any]:
             "/api/v1/graph/traverse": {"get": operation(
                 "traverseGraph", "Entities reachable from one entity (memsub.traverse_graph)",
                 ("200", wrapped("nodes", "GraphNode")),
-                parameters=[query_parameter("start_entity", {"type": "string"}, "The entity to start from.", True),
-                            query_parameter("max_depth", INT32, "Hops at most (default 3)."),
-                            query_parameter("relationship_types", {"type": "array", "items": {"type": "string"}},
-                                            "Follow only these relationship types (repeat the parameter)."),
-                            query_parameter("min_confidence", {"type": "number"}, "Skip weaker edges."),
-                            query_parameter("direction", {"enum": ["outgoing", "incoming", "both"]},
-                                            "Edge direction (default outgoing)."),
-                            query_parameter("min_path_confidence", {"type": "number"}, "Prune weaker paths."),
-                            query_parameter("limit", INT32, "Rows at most (default 1000)."),
-                            query_parameter("as_of", TIMESTAMP, "The graph as it was at this time.")],
-                errors=READ_ERRORS)},
+                parameters=query_parameters(http_api.TRAVERSE_ARGUMENTS), errors=READ_ERRORS)},
             "/api/v1/memory/namespace/{namespace}/keys": {"get": operation(
                 "listMemory", "Live entries under a namespace prefix (memsub.memory_list)",
                 ("200", wrapped("entries", "MemoryEntry")), parameters=[NAMESPACE], errors=READ_ERRORS)},

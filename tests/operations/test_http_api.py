@@ -12,7 +12,17 @@ import httpx
 import psycopg
 import pytest
 
-from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key, hot_vector, write_embedded_notes
+from http_helpers import (
+    SMALL_BODY_LIMIT,
+    TENANT_A,
+    TENANT_B,
+    USER_A,
+    USER_B,
+    Api,
+    create_key,
+    hot_vector,
+    write_embedded_notes,
+)
 from memsub.http_api import openapi_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +104,52 @@ def test_semantic_and_hybrid_search(api: Api):
         assert keyword_only[0]["chunk_text"] == "weather report for tuesday"
         wrong = client.post("/api/v1/search/semantic", json={"query": [1.0, 2.0]})
         assert_problem(wrong, 422, "query")
+
+
+def test_search_tuning_fields_reach_the_functions(api: Api):
+    """mode, ef_search, max_scan_tuples and half_life are passed to the stored functions, which judge them."""
+    dimension = api.dimension()
+    with api.client() as client:
+        write_embedded_notes(client, dimension, ("tuning note zero", "tuning note one", "tuning note two"))
+        query = hot_vector(dimension, 2)
+        for mode in ("exact", "approximate"):
+            response = client.post("/api/v1/search/semantic", json={
+                "query": query, "k": 1, "mode": mode, "ef_search": 200, "max_scan_tuples": 5000})
+            assert response.status_code == 200, response.text
+            assert [(h["chunk_text"], h["method"]) for h in response.json()["hits"]] == [("tuning note two", mode)]
+        for body, field in (({"mode": "sideways"}, "mode"), ({"ef_search": 0}, "ef_search"),
+                            ({"ef_search": 1001}, "ef_search"), ({"max_scan_tuples": 0}, "max_scan_tuples")):
+            problem = assert_problem(client.post("/api/v1/search/semantic", json={"query": query, **body}), 422, field)
+            assert problem["sqlstate"] == "22023", problem
+        assert_problem(client.post("/api/v1/search/semantic", json={"query": query, "ef_search": "many"}),
+                       422, "ef_search")
+
+        hybrid = client.post("/api/v1/search/hybrid", json={"query_text": "tuning note", "recency_weight": 0.5,
+                                                            "half_life": 3600})
+        assert hybrid.status_code == 200, hybrid.text
+        assert {h["chunk_text"] for h in hybrid.json()["hits"]} >= {"tuning note zero", "tuning note two"}
+        for half_life in (0, -5):
+            problem = assert_problem(client.post("/api/v1/search/hybrid", json={
+                "query_text": "tuning", "half_life": half_life}), 422, "half_life")
+            assert problem["sqlstate"] == "22023", problem
+        for half_life in (1e300, "soon"):
+            assert_problem(client.post("/api/v1/search/hybrid", json={"query_text": "tuning", "half_life": half_life}),
+                           422, "half_life")
+
+
+def test_a_memory_entry_is_written_with_its_embedding(api: Api):
+    dimension = api.dimension()
+    namespace = f"user:{USER_B}:embedded"  # tenant B's user: tenant A's memory listings stay as they were
+    with api.client("b") as client:
+        written = client.put(f"/api/v1/memory/namespace/{namespace}/keys/k",
+                             json={"value": "v", "embedding": hot_vector(dimension, 3)})
+        assert written.status_code == 200, written.text
+        assert_problem(client.put(f"/api/v1/memory/namespace/{namespace}/keys/k",
+                                  json={"value": "w", "embedding": [1.0, 2.0]}), 422, "embedding")
+    with api.database.connect() as conn:
+        stored = conn.execute("select version, embedding is not null from memsub.memory_entries "
+                              "where namespace = %s and key = 'k' order by version", [namespace]).fetchall()
+    assert stored == [(1, True)]
 
 
 def test_graph_traversal(api: Api):

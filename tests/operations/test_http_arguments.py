@@ -1,0 +1,113 @@
+"""The HTTP routes' arguments against the stored functions they call, and the OpenAPI document against the routes.
+
+Each route declares its body or query fields as ``Argument`` tuples (memsub.http_api). A function that gains an
+argument must gain the field too, or the route must say here why it does not expose it; and the OpenAPI
+document must describe exactly those fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from memsub import http_api
+from memsub.http_api import Argument
+from memsub.http_openapi import openapi_document
+
+
+@dataclass(frozen=True)
+class RouteCall:
+    """What one route calls: the stored function, the body or query fields, and the path segments it passes."""
+
+    function: str
+    arguments: Sequence[Argument]
+    path: dict[str, str] = field(default_factory=dict)  # path segment -> the function's argument (without p_)
+    renamed: dict[str, str] = field(default_factory=dict)  # field -> the function's argument (without p_)
+    not_exposed: dict[str, str] = field(default_factory=dict)  # the function's argument -> why the route omits it
+
+
+CALLS: dict[tuple[str, str], RouteCall] = {
+    ("POST", "/api/v1/memory/packet"): RouteCall(
+        "write_packet", (), not_exposed={"envelope": "the whole body is the envelope"}),
+    ("POST", "/api/v1/memory/packets"): RouteCall(
+        "write_packets", (), not_exposed={"envelopes": "the whole body is the array of envelopes"}),
+    ("GET", "/api/v1/memory/packet/{packet_id}"): RouteCall("get_packet", (), path={"packet_id": "packet_id"}),
+    ("GET", "/api/v1/memory/packet/{packet_id}/lineage"): RouteCall(
+        "get_lineage", http_api.LINEAGE_ARGUMENTS, path={"packet_id": "packet_id"}),
+    ("GET", "/api/v1/memory/thread/{thread_id}"): RouteCall(
+        "get_thread", http_api.THREAD_ARGUMENTS, path={"thread_id": "thread_id"},
+        renamed={"after": "after_cursor"}),
+    ("POST", "/api/v1/search/semantic"): RouteCall("semantic_search", http_api.SEMANTIC_ARGUMENTS),
+    ("POST", "/api/v1/search/hybrid"): RouteCall("hybrid_search", http_api.HYBRID_ARGUMENTS),
+    ("GET", "/api/v1/graph/traverse"): RouteCall("traverse_graph", http_api.TRAVERSE_ARGUMENTS),
+    ("GET", "/api/v1/memory/namespace/{namespace}/keys"): RouteCall(
+        "memory_list", (), path={"namespace": "namespace_prefix"}),
+    ("GET", "/api/v1/memory/namespace/{namespace}/keys/{key}"): RouteCall(
+        "memory_get", (), path={"namespace": "namespace", "key": "key"}),
+    ("PUT", "/api/v1/memory/namespace/{namespace}/keys/{key}"): RouteCall(
+        "memory_write", http_api.MEMORY_WRITE_ARGUMENTS, path={"namespace": "namespace", "key": "key"}),
+}
+NO_FUNCTION = {("GET", "/api/v1/health"), ("GET", "/api/v1/ready"), ("GET", "/api/v1/openapi.json")}
+
+
+def test_every_route_is_described_here():
+    assert {(method, path) for path, method, _ in http_api.ROUTES} == set(CALLS) | NO_FUNCTION
+
+
+def function_arguments(conn: Any, function: str) -> dict[str, str]:
+    """The argument names (without p_) and types of memsub.<function>, which has exactly one overload."""
+    rows = conn.execute(
+        "select p.proargnames, array(select pg_catalog.format_type(t, null) from unnest(p.proargtypes) t)"
+        "  from pg_catalog.pg_proc p where p.pronamespace = 'memsub'::regnamespace and p.proname = %s",
+        [function]).fetchall()
+    assert len(rows) == 1, f"memsub.{function} has {len(rows)} overloads"
+    names, types = rows[0]
+    assert all(name.startswith("p_") for name in names[:len(types)])
+    return {name[2:]: type_ for name, type_ in zip(names, types, strict=False)}
+
+
+def sql_type(conn: Any, cast: str) -> str:
+    return str(conn.execute("select pg_catalog.format_type(pg_catalog.to_regtype(%s), null)", [cast]).fetchone()[0])
+
+
+@pytest.mark.parametrize("route", sorted(CALLS), ids=lambda route: f"{route[0]} {route[1]}")
+def test_route_arguments_are_the_functions_arguments(db, route):
+    call = CALLS[route]
+    with db.connect("app") as conn:
+        expected = function_arguments(conn, call.function)
+        offered: dict[str, str] = {}
+        for argument in call.arguments:
+            offered[call.renamed.get(argument.name, argument.name)] = sql_type(conn, argument.cast)
+    for segment, name in call.path.items():
+        assert name in expected, f"{route}: path segment {segment} feeds no argument of {call.function}"
+        offered[name] = expected[name]
+    for name in call.not_exposed:
+        assert name in expected, f"{route}: {name} is not an argument of {call.function}"
+        offered[name] = expected[name]
+    missing = sorted(set(expected) - set(offered))
+    unknown = sorted(set(offered) - set(expected))
+    assert (missing, unknown) == ([], []), f"{route}: fields missing {missing}, fields the function lacks {unknown}"
+    assert offered == expected, f"{route}: SQL types differ from memsub.{call.function}'s"
+
+
+@pytest.mark.parametrize("route", sorted(CALLS), ids=lambda route: f"{route[0]} {route[1]}")
+def test_the_openapi_document_describes_the_route_arguments(route):
+    call = CALLS[route]
+    method, path = route
+    operation = openapi_document()["paths"][path][method.lower()]
+    parameters = operation.get("parameters", [])
+    assert {p["name"] for p in parameters if p["in"] == "path"} == set(call.path)
+    names = [argument.name for argument in call.arguments]
+    required = sorted(argument.name for argument in call.arguments if argument.required)
+    if method == "GET":
+        query = [p for p in parameters if p["in"] == "query"]
+        assert [p["name"] for p in query] == names
+        assert sorted(p["name"] for p in query if p["required"]) == required
+    elif call.arguments:
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert list(body["properties"]) == names
+        assert sorted(body.get("required", [])) == required
+        assert body["additionalProperties"] is False
