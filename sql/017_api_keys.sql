@@ -82,7 +82,7 @@ begin
         raise exception 'memsub.create_api_key: label must not be null'
             using errcode = '22004', column = 'label';
     end if;
-    perform memsub._check_limit(pg_catalog.length(p_label), 'max_text_chars', 'label');
+    perform memsub._check_text_limits('label', p_label);
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at <= pg_catalog.statement_timestamp() then
         raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at

@@ -971,8 +971,8 @@ begin
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                                   then b.memory -> 'embeddings' else '[]' end) as v(e)
-     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
-       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+     where coalesce(memsub._check_text_limits('embedding_type', v.e ->> 'embedding_type',
+                                              'chunk_text', v.e ->> 'chunk_text'), 0) >= 0
        and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
 end
 $$;

@@ -130,9 +130,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
-            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+    perform memsub._check_text_limits('session_id', p_session_id, 'project_id', p_project_id, 'app_name', p_app_name),
             memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
     if memsub.current_user_id() is null then
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
@@ -184,7 +182,7 @@ declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
@@ -221,7 +219,7 @@ declare
     v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
@@ -247,7 +245,7 @@ declare
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('session_id', p_session_id);
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -281,8 +279,7 @@ declare
     v_open     bigint[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
     -- session block it unless the caller cancels them here.

@@ -46,9 +46,8 @@ declare
     v_task   memsub.tasks;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
@@ -125,9 +124,8 @@ declare
     v_before text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
-            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
-            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
+    perform memsub._check_text_limits('status', p_status, 'error', p_error),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result');
     if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
         raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
             coalesce(p_status, 'NULL')
@@ -175,8 +173,7 @@ declare
     v_agent   memsub.agents;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_name is null or btrim(p_name) = '' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';

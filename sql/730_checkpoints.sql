@@ -19,7 +19,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
-            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
+            memsub._check_text_limits('label', p_label);
     if p_state is null then
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;

@@ -112,3 +112,31 @@ def test_values_at_the_limit_and_null_pass(db):
         assert rows == (0,)
         assert conn.execute("select count(*) from memsub.retrieve_reflections(p_task_id => null, p_agent_id => null)"
                             ).fetchone() == (0,)
+
+
+def test_the_embeddings_of_a_batch_are_checked_in_order(db):
+    # The set-based path of write_packets checks them too; any error sends the batch envelope by envelope, which
+    # names the envelope's field.
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_text_chars', %s)", [LIMIT])
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+        for embedding, field in (({"chunk_text": LONG}, "chunk_text"),
+                                 ({"embedding_type": LONG, "chunk_text": LONG}, "embedding_type")):
+            envelope = {"packet_type": "event", "payload": {"n": 1},
+                        "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * dimension,
+                                                   **embedding}]}}
+            error = _call(conn, "write_packets", {"envelopes": Jsonb([envelope, {**envelope, "payload": 2}])})
+            assert (error.sqlstate, error.diag.column_name) == ("54000", f"memory.embeddings[0].{field}")
+
+
+def test_the_shared_check_takes_name_and_value_pairs(db):
+    with db.connect("app") as conn:
+        check = "select memsub._check_text_limits(variadic %s::text[])"
+        assert conn.execute(check, [["a", "xy", "b", None, "c", "xyz"]]).fetchone() == (3,)
+        assert conn.execute(check, [["a", None]]).fetchone() == (None,)
+        assert conn.execute(check, [[]]).fetchone() == (None,)
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
+            conn.execute(check, [["a", "xy", "b"]])
+        assert error.value.diag.column_name == "name_value"
