@@ -9,10 +9,11 @@
 -- app: and project: keys cannot be written by a session (seed 001 section 2.1). Termination moves the user:
 -- keys into memory_entries, clears the state and marks the session terminated, in one statement.
 
--- The earlier signature, without p_errcode, would otherwise remain as an overload.
+-- The earlier names and signatures (without the _ of an internal helper, without p_errcode).
 drop function if exists memsub.session_lookup(text, boolean);
+drop function if exists memsub.session_lookup(text, boolean, text);
 
-create or replace function memsub.session_lookup(
+create or replace function memsub._session_lookup(
     p_session_id text,
     p_for_update boolean default false,
     p_errcode    text    default 'P0002'
@@ -42,7 +43,7 @@ begin
     return v_session;
 end
 $$;
-comment on function memsub.session_lookup(text, boolean, text) is
+comment on function memsub._session_lookup(text, boolean, text) is
     'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming '
     'session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
@@ -179,7 +180,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -216,7 +217,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -241,7 +242,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -272,7 +273,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session  memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_key      text;
     v_value    jsonb;
     v_migrated text[] := '{}';
@@ -337,7 +338,7 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub.session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.audit_record('session_delete', p_session_id => v_session.id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', jsonb_array_length(v_session.events)));

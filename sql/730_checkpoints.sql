@@ -24,7 +24,7 @@ begin
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
-    v_task := memsub.task_lookup(p_task_id, true, '23503');
+    v_task := memsub._task_lookup(p_task_id, true, '23503');
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;
