@@ -32,16 +32,18 @@ class VectorSource:
 
 
 def exact_neighbours(data: np.ndarray, queries: np.ndarray, k: int) -> list[list[int]]:
-    """Row numbers of the k nearest data rows by cosine distance, for each query (ties by row number)."""
+    """Row numbers of the k nearest data rows by cosine distance, for each query (ties by row number); all rows,
+    nearest first, when there are no more than k (a search must then return every one of them)."""
     unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    take = min(k, len(unit))
     result: list[list[int]] = []
     for start in range(0, len(queries), 64):
         block = queries[start:start + 64]
         block = block / np.linalg.norm(block, axis=1, keepdims=True)
         scores = block @ unit.T
-        top = np.argpartition(-scores, k, axis=1)[:, :k]
+        top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
         for row, candidates in enumerate(top):
-            ordered = sorted(candidates, key=lambda c, r=row: (-scores[r, c], c))
+            ordered = candidates[np.lexsort((candidates, -scores[row, candidates]))]  # by distance, then row
             result.append([int(c) for c in ordered])
     return result
 

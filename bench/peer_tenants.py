@@ -1,12 +1,16 @@
 """memsub against LangGraph's PostgresStore with many tenants: get by id (one and 100), filtered vector search
-per tenant size, and recall per tenant share, on clustered and on uniform random unit vectors; one run, one server.
+per tenant size, and recall per tenant share, on clustered, uniform random and real text embeddings; one run, one
+server.
 
-Usage: python bench/peer_tenants.py [--vectors 6000] [--kinds clustered,uniform] [--queries 40] [--gets 400]
-                                    [--json] [--out DIR]
+Usage: python bench/peer_tenants.py [--vectors 6000] [--kinds clustered,uniform,real] [--queries 40] [--gets 400]
+                                    [--json] [--out DIR] [--cache DIR]
 
 The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20, 10, 5,
-2, 1 and 0.5 %, the remaining 11.5 % is shared by 93 small tenants. For each kind of vector
-(``clustered``: a Gaussian mixture like text embeddings; ``uniform``: no neighbourhood structure) both sides load
+2, 1 and 0.5 %, the remaining 11.5 % is shared by 93 small tenants (at least 200 vectors; a tenant holding k rows
+or fewer must return all of them). For each kind of vector (``clustered``: a Gaussian mixture like text embeddings;
+``uniform``: no neighbourhood structure; ``real``: paragraphs of the docstrings and descriptions of the installed
+packages, bench/_corpus.py, embedded by memsub's MiniLM embedder offline, queried by held-out paragraphs of the
+same corpus; ``--cache DIR`` keeps those vectors between runs) both sides load
 the same rows: memsub through ``memsub.write_packets`` in each tenant's context (as a login in ``memsub_app``),
 LangGraph through ``store.batch`` of ``PutOp`` into namespace ``("docs", tenant)`` with the text indexed by the
 same vector. Then ``vacuum analyze`` and memsub's maintenance task ``tune_search`` (as run by ``memsub maintain``).
@@ -24,6 +28,7 @@ call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):
 On a database migrated by an older memsub without ``get_packets``, ``tune_search`` or ``p_mode`` (to measure
 "before"), the 100-item get is 100 ``get_packet`` calls in one pipeline, tuning is skipped and the exact variant
 passes ``p_exact_below => 100000`` (above the row count).
+The kinds use the embedding types content, context and summary, so each is its own vector space.
 Time: about 15 minutes at the default 6,000 vectors per kind on two cores shared with other work (load 11),
 most of it loading (100 tenants, a transaction each per batch); ``--vectors 100000`` is opt-in and takes hours
 there.
@@ -44,8 +49,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from _corpus import embed_passages, passages, site_packages
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
+from memsub.embedding import MINILM_DIMENSION
 from peer_langgraph import LangGraph, alternate, compare, prepare_langgraph
 
 K = 10
@@ -88,6 +95,10 @@ class Memsub:
         self.conn.close()
 
 
+KINDS = ("clustered", "uniform", "real")
+EMBEDDING_TYPE = {"clustered": "content", "uniform": "context", "real": "summary"}
+
+
 def draw(kind: str, count: int, dimension: int, seed: int) -> np.ndarray:
     if kind == "clustered":
         return VectorSource(dimension, seed=seed).draw(count)
@@ -97,15 +108,33 @@ def draw(kind: str, count: int, dimension: int, seed: int) -> np.ndarray:
     return np.round(rows, 6).astype(np.float32)
 
 
+def real_texts(count: int) -> list[str]:
+    """``count`` distinct passages of the installed packages' documentation (bench/_corpus.py), in a fixed order."""
+    found = passages(count)
+    if len(found) < count:
+        raise SystemExit(f"real: {len(found):,} distinct passages under {site_packages()}, {count:,} needed "
+                         f"(--vectors plus {len(SHARES)} x --queries)")
+    return found[:count]
+
+
 def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, langgraph_dsn: str,
              log: Callable[[str], None]) -> dict[str, Any]:
     rng = random.Random(13)
-    both = draw(kind, args.vectors + args.queries * len(SHARES), args.dimension, 21)
-    data, pool = both[:args.vectors], both[args.vectors:]
+    total = args.vectors + args.queries * len(SHARES)
+    if kind == "real":
+        corpus = real_texts(total)
+        log(f"real: embedding {total:,} passages with MiniLM")
+        started = time.perf_counter()
+        both = embed_passages(corpus, args.cache, log)
+        embed_seconds = time.perf_counter() - started
+    else:
+        both = draw(kind, total, args.dimension, 21)
+        embed_seconds = float("nan")
+    data, pool = both[:args.vectors], both[args.vectors:]  # real: the queries are held-out passages
     owners = tenant_layout(args.vectors)
-    tenants = [uuid.UUID(int=(0xE0 << 120) + (kind == "uniform") * 1000 + n, version=4)
+    tenants = [uuid.UUID(int=(0xE0 << 120) + KINDS.index(kind) * 1000 + n, version=4)
                for n in range(len(SHARES) + SMALL_TENANTS)]
-    texts = [f"{kind} doc {i}" for i in range(args.vectors)]
+    texts = corpus[:args.vectors] if kind == "real" else [f"{kind} doc {i}" for i in range(args.vectors)]
     lookup = {t: v.tolist() for t, v in zip(texts, data, strict=True)}
     query_text = {f"{kind} query {i}": v.tolist() for i, v in enumerate(pool)}
     lookup.update(query_text)
@@ -133,7 +162,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
                 "timestamp": "2026-01-01T00:00:00Z",
                 "metadata": {"schema_version": "1.1.0", "agent": "bench_agent", "domain": "peer"},
                 "payload": {"text": texts[i]}, "memory": {"embeddings": [
-                    {"embedding_type": "content" if kind == "clustered" else "context",
+                    {"embedding_type": EMBEDDING_TYPE[kind],
                      "vector": data[i].tolist(), "chunk_text": texts[i]}]},
             }) for i in chunk) + "]"
             ms.call(tenants[owner], b"select count(*) from memsub.write_packets(%s::jsonb)", [envelopes])
@@ -158,8 +187,9 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
 
-    result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds}
-    embedding_type = "content" if kind == "clustered" else "context"
+    result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds,
+                              "embed_seconds": embed_seconds}
+    embedding_type = EMBEDDING_TYPE[kind]
 
     if kind == "clustered":
         log("get one item / 100 items")
@@ -223,7 +253,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         entry["rows"] = len(rows)
         for side in ("langgraph", "memsub", "exact"):
             entry[side]["recall"] = recall(found[side], truth)
-            entry[side]["short"] = sum(1 for f in found[side] if len(f) < K)
+            entry[side]["short"] = sum(1 for f in found[side] if len(f) < min(K, len(rows)))
         entry["memsub"]["approximate_share"] = methods.count("approximate") / max(1, len(methods))
         entry["memsub_vs_exact_p50"] = entry["memsub"]["p50_ms"] / entry["exact"]["p50_ms"]
         result["search"].append(entry)
@@ -238,8 +268,9 @@ def render(results: dict[str, Any]) -> str:
     lines = ["memsub vs LangGraph PostgresStore, many tenants: same server and vectors, one run", "",
              environment_line(results["environment"]), ""]
     for part in results["kinds"]:
+        embedded = part.get("embed_seconds", float("nan"))
         lines.append(f"{part['kind']} vectors ({results['data']['vectors']:,}), tune_search "
-                     f"{part['tune_seconds']:.1f} s")
+                     f"{part['tune_seconds']:.1f} s" + ("" if embedded != embedded else f", MiniLM {embedded:.0f} s"))
         for op in part["operations"]:
             lines.append(f"  {op['operation']:<36} ratio (ops/s memsub / LangGraph) {op['ratio_ops']:.2f}   p50 ms "
                          f"LG {op['langgraph']['p50_ms']:.2f} / memsub {op['memsub']['p50_ms']:.2f}  {op['note']}")
@@ -263,11 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gets", type=int, default=400)
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--out", type=Path, help="write peer_tenants.json into this directory")
+    parser.add_argument("--cache", type=Path, help="keep the real kind's MiniLM vectors in this directory (.npy)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
-    if not set(kinds) <= {"clustered", "uniform"} or args.vectors < 2000:
-        parser.error("kinds: clustered, uniform; at least 2000 vectors")
+    if not kinds or not set(kinds) <= set(KINDS) or args.vectors < 200:
+        parser.error(f"kinds: {', '.join(KINDS)}; at least 200 vectors (the 50 % tenant serves the 100-item get)")
+    if "real" in kinds and args.dimension != MINILM_DIMENSION:
+        parser.error(f"the real kind is embedded by MiniLM: --dimension {MINILM_DIMENSION}")
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

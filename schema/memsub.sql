@@ -186,6 +186,25 @@ ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
 
+CREATE FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    inserted integer;
+begin
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+
+ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
+
 CREATE FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1260,28 +1279,6 @@ ALTER FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null.';
 
-CREATE FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) RETURNS jsonb
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
-        jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(
-                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                           jsonb_set(x.e, '{vector}', coalesce((
-                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
-                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
-                                  and m.embedding_type = x.e ->> 'embedding_type'
-                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                       else x.e end order by x.o), '[]')
-              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-        else p_envelope end
-$$;
-
-ALTER FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) IS 'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level security applies).';
-
 CREATE FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -1378,6 +1375,23 @@ ALTER FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant
 
 COMMENT ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; skips a packet whose id or content is stored already and returns how many it stored.';
 
+CREATE PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    execute format('drop policy if exists not_expired on %s', p_table);
+    execute format('create policy not_expired on %s as restrictive for select to public '
+                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
+end
+$$;
+
+ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
+
 CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -1430,11 +1444,7 @@ declare
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
@@ -1490,6 +1500,17 @@ $$;
 ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: and session: namespaces, or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+
+CREATE FUNCTION memsub._memory_view_names() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts', 'mv_reflection_patterns']
+$$;
+
+ALTER FUNCTION memsub._memory_view_names() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_view_names() IS 'The memsub materialized views, in the order they are refreshed: what memsub._refresh_memory_view accepts and memsub.refresh_memory_views refreshes.';
 
 CREATE FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1876,19 +1897,39 @@ COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifie
 
 COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
 
-CREATE FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) RETURNS memsub.packet_store
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
+CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETURNS SETOF memsub.packet_store
+    LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-begin
-    p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
-    return p_packet;
-end
+    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
+    -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
+    -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
+    -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
+    select p.packet_id, p.packet_type,
+           case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
+               jsonb_set(p.envelope, '{memory,embeddings}', (
+                   select coalesce(jsonb_agg(
+                              case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                  jsonb_set(x.e, '{vector}', coalesce((
+                                      select to_jsonb(m.vector::real[]::double precision[])
+                                        from memsub.memory_embeddings m
+                                       where m.tenant_id = p.tenant_id and m.packet_id = p.packet_id
+                                         and m.embedding_type = x.e ->> 'embedding_type'
+                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                              else x.e end order by x.o), '[]')
+                     from jsonb_array_elements(p.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+           else p.envelope end,
+           p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
+           p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
+           p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
+           p.trace_id, p.write_seq
+      from unnest(p_packets) with ordinality as p
+     order by p.ordinality
 $$;
 
-ALTER FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) IS 'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
+COMMENT ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) IS 'The packet_store rows given, in their order, each with its envelope as written: every memory.embeddings[] vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
 
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2006,8 +2047,7 @@ declare
     v_error     text;
     v_entry     memsub.memory_view_refresh_log;
 begin
-    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                        'mv_reflection_patterns') then
+    if p_view is null or p_view <> all(memsub._memory_view_names()) then
         raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
             using errcode = '22023', column = 'view';
     end if;
@@ -2141,7 +2181,7 @@ COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a n
 CREATE FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     v_stats  memsub.search_stats;
     v_total  double precision;
@@ -2165,10 +2205,9 @@ begin
             v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
         else
             -- Not measured yet: count at most 2000 of the tenant's rows.
-            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
-                           p_tenant_id, p_embedding_type)
-               into v_rows;
+            execute 'select count(*) from (select 1 from memsub.memory_embeddings e '
+                    ' where e.tenant_id = $1 and e.embedding_type = $2 limit 2000) s'
+               into v_rows using p_tenant_id, p_embedding_type;
             v_probed := v_rows >= 2000;
         end if;
     end if;
@@ -2195,7 +2234,7 @@ begin
     recall := v_recall;
     return next;
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
 
@@ -3459,19 +3498,13 @@ CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, p_tenant_id, p_org_id)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, p_tenant_id, p_org_id);
 end
 $$;
 
@@ -4894,41 +4927,22 @@ begin
     -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way. Only
     -- the branch chosen here runs (the other is a one-time filter that is false).
     v_every_tenant := v_tenant is null or memsub.is_platform_admin();
-    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
-    -- The envelope is put back as written in the same statement, as memsub._packet_with_vectors does row by row
-    -- (sql/120_packet_write.sql: each memory.embeddings[] object whose vector is null gets the vector of its
-    -- (embedding_type, chunk_index) slot, read from memory_embeddings as the caller, or null): one plan for all
-    -- the ids instead of two function calls per row, which cost more than the lookups themselves. The plan is
-    -- the same for every call (a nested loop of key searches), so it is made once per session (generic), not
-    -- planned again for each call: planning would cost more than reading one packet.
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
+    -- rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them. The
+    -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
+    -- not planned again for each call: planning would cost more than reading one packet.
     return query
-        select s.packet_id, s.packet_type,
-               case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array' then
-                   jsonb_set(s.envelope, '{memory,embeddings}', (
-                       select coalesce(jsonb_agg(
-                                  case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                      jsonb_set(x.e, '{vector}', coalesce((
-                                          select to_jsonb(m.vector::real[]::double precision[])
-                                            from memsub.memory_embeddings m
-                                           where m.tenant_id = s.tenant_id and m.packet_id = s.packet_id
-                                             and m.embedding_type = x.e ->> 'embedding_type'
-                                             and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                                  else x.e end order by x.o), '[]')
-                         from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-               else s.envelope end,
-               s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
-               s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
-               s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
-               s.trace_id, s.write_seq
-          from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-         cross join lateral (
-                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                -- planner may prefer to read every row of a big tenant).
-                (select s.* from memsub.packet_store s
-                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                union all
-                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-         order by w.n;
+        select * from memsub._packets_as_written(array(
+            select s::memsub.packet_store
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (
+                    -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
+                    -- planner may prefer to read every row of a big tenant).
+                    (select s.* from memsub.packet_store s
+                      where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                    union all
+                    select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+             order by w.n));
 end
 $$;
 
@@ -4949,14 +4963,12 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select w.* from (
-            select s.* from memsub.packet_store s
+        select * from memsub._packets_as_written(array(
+            select s from memsub.packet_store s
              where s.thread_id = p_thread_id
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq
-             limit p_limit) s
-        cross join lateral memsub._packet_with_vectors(s::memsub.packet_store) w
-        order by s.write_seq;
+             limit p_limit));
 end
 $$;
 
@@ -5151,11 +5163,7 @@ declare
     v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
@@ -7666,8 +7674,7 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
-    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+    foreach v_name in array memsub._memory_view_names() loop
         select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
@@ -7875,11 +7882,7 @@ begin
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub._check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
@@ -7933,11 +7936,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -7958,7 +7957,7 @@ begin
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
-        v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
+        v_filters := ' and e.tenant_id = $9';
     end if;
     if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
     if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
@@ -7968,7 +7967,8 @@ begin
     if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
-    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet.
+    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
+    -- is put together from fixed fragments; every value is bound ($1 ... $10).
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -7976,17 +7976,18 @@ begin
             '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
             '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
             '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = %L %s %s'
+            '           where e.embedding_type = $10 %s %s'
             '           order by %s'
             '           limit $2) n'
             '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            p_embedding_type, v_filters, v_packets,
+            v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
         execute v_query into v_hits
-            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
+            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
+                  p_embedding_type;
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
     end loop;
@@ -9334,15 +9335,9 @@ CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, null, null)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, null, null);
 end
 $$;
 
@@ -9374,10 +9369,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -9410,16 +9402,14 @@ begin
                                  where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
                                  order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
             loop
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_truth using v_query, p_k;
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by e.vector <=> $1 limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_found using v_query, p_k;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
+                   into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by e.vector <=> $1 limit $2) n'
+                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
                 v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
                                                              select unnest(v_found))), 0)::double precision
                                  / greatest(1, cardinality(v_truth));
@@ -12059,6 +12049,8 @@ REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
 
@@ -12077,6 +12069,7 @@ GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
 
@@ -12176,16 +12169,14 @@ REVOKE ALL ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_
 
 REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb) TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
 
@@ -12201,6 +12192,10 @@ REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone,
 
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub._memory_view_names() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
@@ -12224,9 +12219,9 @@ GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
 GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
-REVOKE ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._packet_with_vectors(p_packet memsub.packet_store) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;

@@ -214,3 +214,22 @@ $$;
 comment on procedure memsub.install_row_security(regclass, text[]) is
     'Installs the standard memsub policy set on a tenant table: tenant_isolation and admin_override always, '
     'org_isolation when layers has ''org'', user_visibility (by scope) when layers has ''user''. Idempotent.';
+
+-- Expiry is honoured on every read (sql/150_packet_security.sql): a row derived from a packet carries the packet's
+-- ttl and is never read once it has passed. memsub_expiry_owner, which purges expired rows (a DELETE must see what
+-- it removes), is the one role the policy lets see them. Both sub-selects are evaluated once per query.
+create or replace procedure memsub._install_expiry_policy(p_table regclass, p_comment text)
+language plpgsql security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    execute format('drop policy if exists not_expired on %s', p_table);
+    execute format('create policy not_expired on %s as restrictive for select to public '
+                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
+end
+$$;
+comment on procedure memsub._install_expiry_policy(regclass, text) is
+    'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the '
+    'future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';

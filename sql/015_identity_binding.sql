@@ -261,24 +261,37 @@ $$;
 comment on function memsub.require_login(name) is
     'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
 
+create or replace function memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid)
+returns boolean
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    inserted integer;
+begin
+    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
+    values (p_login, p_tenant_id, p_org_id)
+    on conflict on constraint login_bindings_key do nothing;
+    get diagnostics inserted = row_count;
+    return inserted = 1;
+end
+$$;
+comment on function memsub._add_login_binding(name, uuid, uuid) is
+    'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every '
+    'tenant); true when it is new.';
+
 create or replace function memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid default null)
 returns boolean
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, p_tenant_id, p_org_id)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, p_tenant_id, p_org_id);
 end
 $$;
 comment on function memsub.bind_login(name, uuid, uuid) is
@@ -289,15 +302,9 @@ create or replace function memsub.trust_login(p_login name) returns boolean
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-declare
-    inserted integer;
 begin
     perform memsub.require_login(p_login);
-    insert into memsub.login_bindings (login, bound_tenant_id, bound_org_id)
-    values (p_login, null, null)
-    on conflict on constraint login_bindings_key do nothing;
-    get diagnostics inserted = row_count;
-    return inserted = 1;
+    return memsub._add_login_binding(p_login, null, null);
 end
 $$;
 comment on function memsub.trust_login(name) is

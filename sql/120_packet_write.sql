@@ -139,9 +139,10 @@ comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, 
 
 -- Vectors are stored once (docs/decisions.md, "An embedding's vector is stored once"): the vector of every
 -- memory.embeddings element lives in memory_embeddings.vector, and the stored envelope keeps JSON null in its
--- place. The readers (get_packets and get_packet, get_thread, search with p_with_packets) put the vectors back,
--- so callers get the envelope they wrote, each vector number as the exact value of the single-precision number
--- memory_embeddings holds (a vector sent as single-precision values comes back identical).
+-- place. The readers (get_packets and get_packet, get_thread, search with p_with_packets) put the vectors back
+-- (memsub._packets_as_written, sql/130_packet_read.sql), so callers get the envelope they wrote, each vector
+-- number as the exact value of the single-precision number memory_embeddings holds (a vector sent as
+-- single-precision values comes back identical).
 
 create or replace function memsub._embedding_chunk_index(p_element jsonb) returns integer
 language sql immutable security invoker parallel safe
@@ -168,41 +169,6 @@ $$;
 comment on function memsub._envelope_vectors_apart(jsonb) is
     'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
     'replaced by JSON null.';
-
-create or replace function memsub._envelope_vectors_joined(p_tenant_id uuid, p_packet_id uuid, p_envelope jsonb)
-returns jsonb
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-    select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
-        jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(
-                       case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                           jsonb_set(x.e, '{vector}', coalesce((
-                               select to_jsonb(m.vector::real[]::double precision[]) from memsub.memory_embeddings m
-                                where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
-                                  and m.embedding_type = x.e ->> 'embedding_type'
-                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                       else x.e end order by x.o), '[]')
-              from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-        else p_envelope end
-$$;
-comment on function memsub._envelope_vectors_joined(uuid, uuid, jsonb) is
-    'The envelope as it was written: a stored envelope with each memory.embeddings[].vector read back from '
-    'memory_embeddings (the exact value of each single-precision number). Reads as the caller (row-level '
-    'security applies).';
-
-create or replace function memsub._packet_with_vectors(p_packet memsub.packet_store) returns memsub.packet_store
-language plpgsql stable security invoker parallel safe
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-begin
-    p_packet.envelope := memsub._envelope_vectors_joined(p_packet.tenant_id, p_packet.packet_id, p_packet.envelope);
-    return p_packet;
-end
-$$;
-comment on function memsub._packet_with_vectors(memsub.packet_store) is
-    'A packet_store row with its envelope as written (memory.embeddings vectors put back): what the readers return.';
 
 create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
 language plpgsql volatile security invoker

@@ -2,9 +2,49 @@
 --   (packet_store).
 --
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
--- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packet and get_thread
--- return the envelope as written: the embedding vectors are put back, by get_packets in its own statement and by
--- memsub._packet_with_vectors row by row for get_thread (sql/120_packet_write.sql).
+-- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packets (get_packet) and
+-- get_thread return the envelope as written: the embedding vectors are put back by memsub._packets_as_written,
+-- once for all the rows a call returns.
+
+-- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row) is replaced by the
+-- set-based one below.
+drop function if exists memsub._packet_with_vectors(memsub.packet_store);
+drop function if exists memsub._envelope_vectors_joined(uuid, uuid, jsonb);
+
+create or replace function memsub._packets_as_written(p_packets memsub.packet_store[])
+returns setof memsub.packet_store
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
+    -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
+    -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
+    -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
+    select p.packet_id, p.packet_type,
+           case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
+               jsonb_set(p.envelope, '{memory,embeddings}', (
+                   select coalesce(jsonb_agg(
+                              case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                  jsonb_set(x.e, '{vector}', coalesce((
+                                      select to_jsonb(m.vector::real[]::double precision[])
+                                        from memsub.memory_embeddings m
+                                       where m.tenant_id = p.tenant_id and m.packet_id = p.packet_id
+                                         and m.embedding_type = x.e ->> 'embedding_type'
+                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                              else x.e end order by x.o), '[]')
+                     from jsonb_array_elements(p.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+           else p.envelope end,
+           p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
+           p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
+           p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
+           p.trace_id, p.write_seq
+      from unnest(p_packets) with ordinality as p
+     order by p.ordinality
+$$;
+comment on function memsub._packets_as_written(memsub.packet_store[]) is
+    'The packet_store rows given, in their order, each with its envelope as written: every memory.embeddings[] '
+    'vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; '
+    'row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
 
 create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
 language plpgsql stable security invoker
@@ -21,41 +61,22 @@ begin
     -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way. Only
     -- the branch chosen here runs (the other is a one-time filter that is false).
     v_every_tenant := v_tenant is null or memsub.is_platform_admin();
-    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row.
-    -- The envelope is put back as written in the same statement, as memsub._packet_with_vectors does row by row
-    -- (sql/120_packet_write.sql: each memory.embeddings[] object whose vector is null gets the vector of its
-    -- (embedding_type, chunk_index) slot, read from memory_embeddings as the caller, or null): one plan for all
-    -- the ids instead of two function calls per row, which cost more than the lookups themselves. The plan is
-    -- the same for every call (a nested loop of key searches), so it is made once per session (generic), not
-    -- planned again for each call: planning would cost more than reading one packet.
+    -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
+    -- rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them. The
+    -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
+    -- not planned again for each call: planning would cost more than reading one packet.
     return query
-        select s.packet_id, s.packet_type,
-               case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array' then
-                   jsonb_set(s.envelope, '{memory,embeddings}', (
-                       select coalesce(jsonb_agg(
-                                  case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                      jsonb_set(x.e, '{vector}', coalesce((
-                                          select to_jsonb(m.vector::real[]::double precision[])
-                                            from memsub.memory_embeddings m
-                                           where m.tenant_id = s.tenant_id and m.packet_id = s.packet_id
-                                             and m.embedding_type = x.e ->> 'embedding_type'
-                                             and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                                  else x.e end order by x.o), '[]')
-                         from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-               else s.envelope end,
-               s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
-               s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
-               s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
-               s.trace_id, s.write_seq
-          from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-         cross join lateral (
-                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                -- planner may prefer to read every row of a big tenant).
-                (select s.* from memsub.packet_store s
-                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                union all
-                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-         order by w.n;
+        select * from memsub._packets_as_written(array(
+            select s::memsub.packet_store
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (
+                    -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
+                    -- planner may prefer to read every row of a big tenant).
+                    (select s.* from memsub.packet_store s
+                      where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                    union all
+                    select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+             order by w.n));
 end
 $$;
 comment on function memsub.get_packets(uuid[]) is
@@ -87,14 +108,12 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select w.* from (
-            select s.* from memsub.packet_store s
+        select * from memsub._packets_as_written(array(
+            select s from memsub.packet_store s
              where s.thread_id = p_thread_id
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq
-             limit p_limit) s
-        cross join lateral memsub._packet_with_vectors(s::memsub.packet_store) w
-        order by s.write_seq;
+             limit p_limit));
 end
 $$;
 comment on function memsub.get_thread(uuid, integer, bigint) is

@@ -27,8 +27,8 @@ grant execute on function
     to memsub_app;
 grant execute on function
     memsub.get_packet(uuid), memsub.get_packets(uuid[]), memsub.get_thread(uuid, integer, bigint),
-    memsub.get_lineage(uuid, text, integer), memsub._packet_with_vectors(memsub.packet_store),
-    memsub._envelope_vectors_joined(uuid, uuid, jsonb), memsub._embedding_chunk_index(jsonb)
+    memsub.get_lineage(uuid, text, integer), memsub._packets_as_written(memsub.packet_store[]),
+    memsub._embedding_chunk_index(jsonb)
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.

@@ -116,18 +116,10 @@ call memsub.install_row_security('memsub.reasoning_traces', array['org', 'user']
 -- Expiry is honoured on every read, like the packets' (sql/150_packet_security.sql): a row derived from a packet
 -- carries the packet's ttl and is never read once it has passed; purge_expired() (memsub_expiry_owner, the one
 -- role these policies let see expired rows) deletes it.
-drop policy if exists not_expired on memsub.agent_memory_events;
-create policy not_expired on memsub.agent_memory_events as restrictive for select to public
-    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
-           or (select current_user = 'memsub_expiry_owner'::name));
-comment on policy not_expired on memsub.agent_memory_events is
-    'An event linked to a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
-drop policy if exists not_expired on memsub.reasoning_traces;
-create policy not_expired on memsub.reasoning_traces as restrictive for select to public
-    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
-           or (select current_user = 'memsub_expiry_owner'::name));
-comment on policy not_expired on memsub.reasoning_traces is
-    'A reasoning trace of a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).';
+call memsub._install_expiry_policy('memsub.agent_memory_events',
+    'An event linked to a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).');
+call memsub._install_expiry_policy('memsub.reasoning_traces',
+    'A reasoning trace of a packet whose ttl has passed is never read (only memsub_expiry_owner, for purging, sees it).');
 
 grant select on memsub.agent_memory_events, memsub.reasoning_traces to memsub_app, memsub_analyst;
 grant execute on function

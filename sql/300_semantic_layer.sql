@@ -125,11 +125,7 @@ begin
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub._check_vector(p_query, 'query');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
     return query
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,

@@ -19,8 +19,9 @@
 --      with at least k matching rows always gets k rows.
 -- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4).
 -- The exact scan sorts only ids and distances, then joins the k winners to their text and packet.
--- Queries are built with the tenant as a literal and run with EXECUTE: every call is planned with the real
--- tenant, so the planner estimates a big tenant from its own statistics, not from the average tenant.
+-- Queries run with EXECUTE ... USING, the tenant and type bound as values: each EXECUTE is planned once for its
+-- own values (never a generic plan), so the planner estimates a big tenant from its own statistics, not from
+-- the average tenant, and the type's value selects that type's partial HNSW index.
 
 create or replace function memsub.combined_score(
     p_distance         double precision,
@@ -164,10 +165,9 @@ begin
             v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
         else
             -- Not measured yet: count at most 2000 of the tenant's rows.
-            execute format('select count(*) from (select 1 from memsub.memory_embeddings e '
-                           ' where e.tenant_id = %L::uuid and e.embedding_type = %L limit 2000) s',
-                           p_tenant_id, p_embedding_type)
-               into v_rows;
+            execute 'select count(*) from (select 1 from memsub.memory_embeddings e '
+                    ' where e.tenant_id = $1 and e.embedding_type = $2 limit 2000) s'
+               into v_rows using p_tenant_id, p_embedding_type;
             v_probed := v_rows >= 2000;
         end if;
     end if;
@@ -258,11 +258,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -283,7 +279,7 @@ begin
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
-        v_filters := format(' and e.tenant_id = %L::uuid', v_tenant);
+        v_filters := ' and e.tenant_id = $9';
     end if;
     if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
     if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
@@ -293,7 +289,8 @@ begin
     if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
-    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet.
+    -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
+    -- is put together from fixed fragments; every value is bound ($1 ... $10).
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -301,17 +298,18 @@ begin
             '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
             '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
             '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = %L %s %s'
+            '           where e.embedding_type = $10 %s %s'
             '           order by %s'
             '           limit $2) n'
             '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            p_embedding_type, v_filters, v_packets,
+            v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
         execute v_query into v_hits
-            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance;
+            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
+                  p_embedding_type;
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
     end loop;
@@ -382,10 +380,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -418,16 +413,14 @@ begin
                                  where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
                                  order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
             loop
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_truth using v_query, p_k;
-                execute format('select array_agg(n.embedding_id) from (select e.embedding_id '
-                               '  from memsub.memory_embeddings e where e.embedding_type = %L and e.tenant_id = %L'
-                               ' order by e.vector <=> $1 limit $2) n',
-                               v_group.embedding_type, v_group.tenant_id)
-                   into v_found using v_query, p_k;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
+                   into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
+                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        ' order by e.vector <=> $1 limit $2) n'
+                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
                 v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
                                                              select unnest(v_found))), 0)::double precision
                                  / greatest(1, cardinality(v_truth));

@@ -27,11 +27,7 @@ declare
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
                                 'embedding_type');
-    if p_limit is null or p_limit < 1 then
-        raise exception 'field "limit" must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_k', 'limit');
+    perform memsub._check_count(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
@@ -62,6 +58,8 @@ comment on function memsub._keyword_candidates(text, text, integer) is
     '(websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope '
     'predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 alter function memsub._keyword_candidates(text, text, integer) owner to memsub_retrieval_owner;
+-- ... which checks its limit as the shared count check does (sql/015_limits.sql).
+grant execute on function memsub._check_count(bigint, text, text) to memsub_retrieval_owner;
 
 create or replace function memsub._chunk_keyword_candidates(
     p_query_text text,
@@ -129,11 +127,7 @@ declare
     v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    if p_k is null or p_k < 1 then
-        raise exception 'field "k" must be at least 1, not %', p_k
-            using errcode = '22023', column = 'k';
-    end if;
-    perform memsub._check_limit(p_k, 'max_k', 'k');
+    perform memsub._check_count(p_k, 'max_k', 'k');
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';

@@ -157,13 +157,9 @@ comment on function memsub.graph_neighbors(text, integer, integer) is
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
 -- Expiry is honoured on every read (sql/150_packet_security.sql): a window whose observing packets have all
 -- expired is never read.
-drop policy if exists not_expired on memsub.entity_relationships;
-create policy not_expired on memsub.entity_relationships as restrictive for select to public
-    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
-           or (select current_user = 'memsub_expiry_owner'::name));
-comment on policy not_expired on memsub.entity_relationships is
+call memsub._install_expiry_policy('memsub.entity_relationships',
     'An edge window whose observing packets have all expired is never read (only memsub_expiry_owner, for purging, '
-    'sees it).';
+    'sees it).');
 
 grant select on memsub.entity_relationships to memsub_app, memsub_analyst;
 grant execute on function
@@ -271,12 +267,8 @@ comment on function memsub.assert_fact(text, text, jsonb, double precision, uuid
 call memsub.install_row_security('memsub.knowledge_facts', array[]::text[]);
 
 -- Expiry is honoured on every read, like the packets' (sql/150_packet_security.sql).
-drop policy if exists not_expired on memsub.knowledge_facts;
-create policy not_expired on memsub.knowledge_facts as restrictive for select to public
-    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
-           or (select current_user = 'memsub_expiry_owner'::name));
-comment on policy not_expired on memsub.knowledge_facts is
-    'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
+call memsub._install_expiry_policy('memsub.knowledge_facts',
+    'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).');
 
 grant select on memsub.knowledge_facts to memsub_app, memsub_analyst;
 grant execute on function memsub.assert_fact(text, text, jsonb, double precision, uuid) to memsub_app;

@@ -11,6 +11,16 @@
 -- expired row is withheld until the next refresh recomputes it without that row. The analyst role reads every
 -- tenant's rows through the same views (the tenant predicate lets members of memsub_analyst through).
 
+create or replace function memsub._memory_view_names() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts', 'mv_reflection_patterns']
+$$;
+comment on function memsub._memory_view_names() is
+    'The memsub materialized views, in the order they are refreshed: what memsub._refresh_memory_view accepts and '
+    'memsub.refresh_memory_views refreshes.';
+
 create or replace function memsub._refresh_memory_view(p_view text, p_run_id uuid default null)
 returns memsub.memory_view_refresh_log
 language plpgsql volatile security definer
@@ -26,8 +36,7 @@ declare
     v_error     text;
     v_entry     memsub.memory_view_refresh_log;
 begin
-    if p_view is null or p_view not in ('mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                        'mv_reflection_patterns') then
+    if p_view is null or p_view <> all(memsub._memory_view_names()) then
         raise exception 'field "view" must name a memsub materialized view, not "%"', p_view
             using errcode = '22023', column = 'view';
     end if;
@@ -76,8 +85,7 @@ alter function memsub._refresh_memory_view(text, uuid) owner to memsub_view_owne
 -- The views' lock rows exist before any refresh, so a refresh that finds one held never waits for its creation.
 insert into memsub.maintenance_lock (task, lock_key)
 select 'refresh_memory_view', pg_catalog.hashtextextended(v.name, 0)
-  from pg_catalog.unnest(array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                               'mv_reflection_patterns']) as v(name)
+  from pg_catalog.unnest(memsub._memory_view_names()) as v(name)
     on conflict do nothing;
 
 -- A procedure that commits cannot carry a SET clause (PostgreSQL refuses transaction control there), so it
@@ -94,8 +102,7 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
-    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                  'mv_reflection_patterns']::pg_catalog.text[] loop
+    foreach v_name in array memsub._memory_view_names() loop
         select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
@@ -286,6 +293,8 @@ grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph
     to memsub_app, memsub_analyst;
 grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
 grant execute on function memsub._refresh_memory_view(text, uuid) to memsub_platform_admin;
+-- The view list is read by _refresh_memory_view (as the views' owner) and by refresh_memory_views (as its caller).
+grant execute on function memsub._memory_view_names() to memsub_view_owner, memsub_platform_admin;
 grant execute on procedure memsub.refresh_memory_views(pg_catalog.uuid) to memsub_platform_admin;
 
 -- Populated at install -----------------------------------------------------------------------------------------
@@ -299,8 +308,7 @@ do $populate$
 declare
     v_name text;
 begin
-    foreach v_name in array array['mv_agent_recent_important', 'mv_entity_graph', 'mv_high_confidence_facts',
-                                'mv_reflection_patterns'] loop
+    foreach v_name in array memsub._memory_view_names() loop
         if not (select c.relispopulated from pg_catalog.pg_class c
                  where c.relnamespace = 'memsub'::regnamespace and c.relname = v_name) then
             execute pg_catalog.format('refresh materialized view memsub.%I', v_name);

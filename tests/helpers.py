@@ -9,13 +9,16 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
+import pytest
 from psycopg import sql
 
 TENANT_A = uuid.UUID("aaaaaaaa-0000-0000-0000-000000000001")
@@ -58,22 +61,13 @@ def soak_factor() -> int:
     return int(value)
 
 
-def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], workers: int,
-                tenant: uuid.UUID = TENANT_A) -> list[T]:
-    """Run work(conn, i) for i in range(workers), each in its own thread on its own application connection in
-    `tenant`'s context, all released at once by a barrier; each commits. Returns the results in order of i and
-    fails the test with every error raised."""
-    barrier = threading.Barrier(workers)
-    results: dict[int, T] = {}
+def in_threads(work: Callable[[int], object], workers: int) -> None:
+    """Run work(i) for i in range(workers), each in a thread of its own, and fail the test with every error raised."""
     errors: list[str] = []
 
     def run(i: int) -> None:
         try:
-            with db.connect("app") as conn:
-                set_context(conn, tenant)
-                barrier.wait(timeout=30)
-                results[i] = work(conn, i)
-                conn.commit()
+            work(i)
         except BaseException as error:  # reported below
             errors.append(f"worker {i}: {type(error).__name__}: {error}")
 
@@ -83,7 +77,34 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
     for thread in threads:
         thread.join(timeout=60)
     assert errors == []
+
+
+def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], workers: int,
+                tenant: uuid.UUID = TENANT_A) -> list[T]:
+    """Run work(conn, i) for i in range(workers), each in its own thread on its own application connection in
+    `tenant`'s context, all released at once by a barrier; each commits. Returns the results in order of i and
+    fails the test with every error raised."""
+    barrier = threading.Barrier(workers)
+    results: dict[int, T] = {}
+
+    def run(i: int) -> None:
+        with db.connect("app") as conn:
+            set_context(conn, tenant)
+            barrier.wait(timeout=30)
+            results[i] = work(conn, i)
+            conn.commit()
+
+    in_threads(run, workers)
     return [results[i] for i in range(workers)]
+
+
+def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
+    """Wait (outside any transaction) until the server's clock has passed moment (a packet's ttl, say)."""
+    conn.commit()
+    while conn.execute("select clock_timestamp() <= %s", [moment]).fetchone()[0]:
+        conn.rollback()
+        time.sleep(0.2)
+    conn.rollback()
 
 
 def table_state(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
@@ -107,6 +128,18 @@ def assert_refused(conn: psycopg.Connection[Any], calls: Iterable[tuple[str, str
             assert raised.diag.column_name == field, call
         else:
             raise AssertionError(f"{call} was accepted")
+
+
+def expect_error(
+    conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str, params: Sequence[Any] = ()
+) -> psycopg.Error:
+    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return it."""
+    with pytest.raises(psycopg.Error) as info:
+        conn.execute(query.encode(), list(params))
+    conn.rollback()
+    assert info.value.sqlstate == sqlstate, info.value
+    assert info.value.diag.column_name == column, info.value
+    return info.value
 
 
 def run_doc_example(heading: str, dsn: str) -> None:

@@ -31,6 +31,23 @@ def create_key(dsn: str, tenant: uuid.UUID, *, user: uuid.UUID | None = None, ro
     return {"key_id": key_id, "api_key": api_key}
 
 
+def hot_vector(dimension: int, hot: int) -> list[float]:
+    """A vector of ``dimension`` small values with one large one at index ``hot``."""
+    values = [0.01] * dimension
+    values[hot] = 1.0
+    return values
+
+
+def write_embedded_notes(client: httpx.Client, dimension: int, texts: tuple[str, ...]) -> None:
+    """Write one note packet a text, embedded (content) with the vector hot at the text's index."""
+    for hot, words in enumerate(texts):
+        response = client.post("/api/v1/memory/packet", json={
+            "packet_type": "note", "payload": {"text": words},
+            "memory": {"embeddings": [{"embedding_type": "content", "vector": hot_vector(dimension, hot),
+                                       "chunk_text": words}]}})
+        assert response.status_code == 201, response.text
+
+
 @dataclass
 class Api:
     url: str

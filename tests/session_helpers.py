@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-import pytest
 from psycopg.rows import dict_row
 
 from helpers import TENANT_A, set_context
+from helpers import expect_error as expect_error  # the session tests import it from here
 
 ALICE = uuid.UUID("a11ce000-0000-0000-0000-00000000a11c")
 BOB = uuid.UUID("b0b00000-0000-0000-0000-000000000b0b")
@@ -37,18 +37,6 @@ def as_user(
     tenant: uuid.UUID = TENANT_A,
 ) -> None:
     set_context(conn, tenant, user=user, roles=roles, session=session)
-
-
-def expect_error(
-    conn: psycopg.Connection[Any], sqlstate: str, column: str | None, query: str, params: Sequence[Any] = ()
-) -> psycopg.Error:
-    """Run a statement that must fail with this SQLSTATE and column diagnostic; roll back; return it."""
-    with pytest.raises(psycopg.Error) as info:
-        conn.execute(query.encode(), list(params))
-    conn.rollback()
-    assert info.value.sqlstate == sqlstate, info.value
-    assert info.value.diag.column_name == column, info.value
-    return info.value
 
 
 def ground_truth(db: Any, query: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:

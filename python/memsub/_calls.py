@@ -47,6 +47,7 @@ from memsub.errors import ConnectionFailed, MemsubError, SessionClosed, from_dat
 
 Row = dict[str, Any]
 T = TypeVar("T")
+RowT = TypeVar("RowT")
 M = TypeVar("M", bound=BaseModel)
 P = ParamSpec("P")
 VectorLike = Sequence[SupportsFloat] | Any  # any iterable of numbers, or a NumPy array
@@ -170,6 +171,11 @@ def raw() -> Shape[list[Row]]:
     return Shape(None, lambda found: found)
 
 
+def nothing() -> Shape[None]:
+    """No result: the statement is run for its effect (a context, an authentication)."""
+    return Shape(None, lambda _: None)
+
+
 def _single(found: list[Row]) -> Row:
     if len(found) != 1:
         raise MemsubError(f"expected one row, the function returned {len(found)}")
@@ -180,7 +186,7 @@ def _single(found: list[Row]) -> Row:
 class Call(Generic[T]):
     """One statement ready to run and the decoding of its rows."""
 
-    statement: sql.Composed | bytes
+    statement: sql.Composed | sql.SQL | bytes
     params: Sequence[Any]
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
@@ -225,7 +231,7 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T
     return Call(statement, params, shape.decode, vectors)
 
 
-def query(statement: sql.Composed | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
+def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
     """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
     text = statement.encode() if isinstance(statement, str) else statement
     return Call(text, list(params), shape.decode, any(isinstance(p, Vector) for p in params))
@@ -240,12 +246,12 @@ def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id
     """memsub.set_context for this transaction."""
     return query("select memsub.set_context(%s, %s, %s, %s, %s)",
                  [text_or_none(tenant_id), text_or_none(org_id), text_or_none(user_id), list(roles), session_id],
-                 Shape(None, lambda _: None))
+                 nothing())
 
 
 def set_context_signed(token: str) -> Call[None]:
     """memsub.set_context_signed for this transaction."""
-    return query("select memsub.set_context_signed(%s)", [token], Shape(None, lambda _: None))
+    return query("select memsub.set_context_signed(%s)", [token], nothing())
 
 
 # --- the vector type on a connection ---------------------------------------------------------------------------
@@ -338,7 +344,7 @@ def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
 
 
 @contextmanager
-def pooled(pool: ConnectionPool[psycopg.Connection[Row]]) -> Iterator[psycopg.Connection[Row]]:
+def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.Connection[RowT]]:
     """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
     try:
         connection = pool.getconn()
@@ -351,8 +357,8 @@ def pooled(pool: ConnectionPool[psycopg.Connection[Row]]) -> Iterator[psycopg.Co
 
 
 @asynccontextmanager
-async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]]
-                       ) -> AsyncIterator[psycopg.AsyncConnection[Row]]:
+async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
+                       ) -> AsyncIterator[psycopg.AsyncConnection[RowT]]:
     """The async twin of :func:`pooled`."""
     try:
         connection = await pool.getconn()
@@ -364,37 +370,51 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]]
         await pool.putconn(connection)
 
 
-def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:
-    """Run ``call`` in a transaction of its own: BEGIN, the context and the call travel in one round trip, the
-    COMMIT in a second; the connection goes back to the pool before this returns."""
+def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Call[None],
+                    calls: Sequence[Call[Any]]) -> list[list[RowT]]:
+    """The rows of each call, all in a transaction of their own that ``context`` opens: BEGIN, the context and
+    the calls travel in one round trip, the COMMIT in a second; the connection goes back to the pool before this
+    returns. A database error is raised as psycopg raises it (and nothing is kept); a pool that cannot hand out a
+    connection in time raises ConnectionFailed."""
     with pooled(pool) as connection:
-        try:
-            if call.vectors and not _has_vector(connection):
-                register_vector_type(connection)
-                connection.commit()
-            with connection.pipeline(), connection.transaction():
-                connection.execute(context.statement, context.params)
-                cursor = connection.execute(call.statement, call.params)
-                found = cursor.fetchall()
-        except psycopg.Error as error:
-            raise from_database_error(error) from error
+        if any(call.vectors for call in calls) and not _has_vector(connection):
+            register_vector_type(connection)
+            connection.commit()
+        with connection.pipeline(), connection.transaction():
+            connection.execute(context.statement, context.params)
+            cursors = [connection.execute(call.statement, call.params) for call in calls]
+            return [cursor.fetchall() for cursor in cursors]
+
+
+async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]], context: Call[None],
+                                calls: Sequence[Call[Any]]) -> list[list[RowT]]:
+    """The async twin of :func:`rows_in_context`."""
+    async with pooled_async(pool) as connection:
+        if any(call.vectors for call in calls) and not _has_vector(connection):
+            await register_vector_type_async(connection)
+            await connection.commit()
+        async with connection.pipeline(), connection.transaction():
+            await connection.execute(context.statement, context.params)
+            cursors = [await connection.execute(call.statement, call.params) for call in calls]
+            return [await cursor.fetchall() for cursor in cursors]
+
+
+def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:
+    """Run ``call`` in a transaction of its own (:func:`rows_in_context`); database errors become memsub errors."""
+    try:
+        found = rows_in_context(pool, context, [call])[0]
+    except psycopg.Error as error:
+        raise from_database_error(error) from error
     return call.decode(found)
 
 
 async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: Call[None],
                                    call: Call[T]) -> T:
     """The async twin of :func:`execute_in_context`."""
-    async with pooled_async(pool) as connection:
-        try:
-            if call.vectors and not _has_vector(connection):
-                await register_vector_type_async(connection)
-                await connection.commit()
-            async with connection.pipeline(), connection.transaction():
-                await connection.execute(context.statement, context.params)
-                cursor = await connection.execute(call.statement, call.params)
-                found = await cursor.fetchall()
-        except psycopg.Error as error:
-            raise from_database_error(error) from error
+    try:
+        found = (await rows_in_context_async(pool, context, [call]))[0]
+    except psycopg.Error as error:
+        raise from_database_error(error) from error
     return call.decode(found)
 
 
@@ -440,6 +460,18 @@ class _Session(Generic[ConnectionT, PoolT]):
     def _per_call(self) -> tuple[PoolT, Call[None]]:
         assert self._pool is not None and self._context is not None
         return self._pool, self._context
+
+
+SessionOf = TypeVar("SessionOf", bound=_Session[Any, Any])
+
+
+@contextmanager
+def ending(session: SessionOf) -> Iterator[SessionOf]:
+    """``session`` for a block (sync or async) after which it is unusable."""
+    try:
+        yield session
+    finally:
+        session._close()
 
 
 class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]]]):

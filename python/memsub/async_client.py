@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
-from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
@@ -26,7 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from memsub import _calls
 from memsub._calls import AsyncSession, Call, raw
-from memsub.client import Namespaces
+from memsub.client import Namespaces, Opens
 from memsub.errors import from_database_error
 
 Row = dict[str, Any]
@@ -45,7 +44,7 @@ class AsyncTenantSession(AsyncSession, Namespaces[AsyncSession]):
         return await self._run(call)
 
 
-class AsyncSubstrate:
+class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
     """An async pool of connections to a memsub database (psycopg's AsyncConnectionPool).
 
     Open it with ``async with AsyncSubstrate(dsn) as substrate`` (or ``await substrate.open()``)."""
@@ -74,35 +73,18 @@ class AsyncSubstrate:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
-               user_id: UUID | str | None = None, roles: Sequence[str] = (), session_id: str | None = None,
-               per_call: bool = False) -> AbstractAsyncContextManager[AsyncTenantSession]:
-        """A transaction whose memsub context is this tenant, org, user, context roles and session; with
-        ``per_call``, a block in which every call is a short transaction of its own in that context."""
-        return self._session(_calls.set_context(tenant_id, org_id, user_id, roles, session_id), per_call)
-
-    def signed(self, token: str, *, per_call: bool = False) -> AbstractAsyncContextManager[AsyncTenantSession]:
-        """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``)."""
-        return self._session(_calls.set_context_signed(token), per_call)
-
     @asynccontextmanager
     async def _session(self, context: Call[None], per_call: bool) -> AsyncIterator[AsyncTenantSession]:
         if per_call:
-            session = AsyncTenantSession(pool=self.pool, context=context)
-            try:
+            with _calls.ending(AsyncTenantSession(pool=self.pool, context=context)) as session:
                 yield session
-            finally:
-                session._close()
             return
         # As in the sync client: BEGIN and the context travel in pipeline mode with the block's first call.
         async with _calls.pooled_async(self.pool) as connection:
             try:
                 async with connection.pipeline(), connection.transaction():
                     await connection.execute(context.statement, context.params)
-                    session = AsyncTenantSession(connection)
-                    try:
+                    with _calls.ending(AsyncTenantSession(connection)) as session:
                         yield session
-                    finally:
-                        session._close()
             except psycopg.Error as error:
                 raise from_database_error(error) from error

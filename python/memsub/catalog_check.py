@@ -71,6 +71,18 @@ RELKINDS = "case c.relkind when 'r' then 'table' when 'p' then 'table' when 'v' 
            "when 'm' then 'materialized view' when 'S' then 'sequence' when 'f' then 'foreign table' " \
            "when 'c' then 'type' else c.relkind::text end"
 
+# Other kinds of objects in the schema, named schema-qualified: (kind, catalog, column prefix of its name and
+# namespace columns, e.g. coll: collname, collnamespace). Operators are named by regoperator.
+_OTHER_KINDS = (("collation", "pg_collation", "coll"), ("conversion", "pg_conversion", "con"),
+                ("operator class", "pg_opclass", "opc"), ("operator family", "pg_opfamily", "opf"),
+                ("text search configuration", "pg_ts_config", "cfg"), ("text search dictionary", "pg_ts_dict", "dict"),
+                ("statistics", "pg_statistic_ext", "stx"))
+_OTHER_OBJECTS = " union all ".join([
+    "select 'operator' as kind, o.oid::regoperator::text as name from pg_operator o "
+    "where o.oprnamespace = 'memsub'::regnamespace",
+    *(f"select '{kind}', 'memsub.' || quote_ident({prefix}name) from {catalog} "  # noqa: S608
+      f"where {prefix}namespace = 'memsub'::regnamespace" for kind, catalog, prefix in _OTHER_KINDS)])
+
 QUERIES: dict[str, str] = {
     "schema": f"""
         select 'schema' as kind, 'schema memsub' as object,
@@ -202,32 +214,8 @@ QUERIES: dict[str, str] = {
          where t.typnamespace = 'memsub'::regnamespace
            and not exists (select from pg_type e where e.typarray = t.oid)
            and not exists (select from pg_class c where c.oid = t.typrelid and c.relkind <> 'c')""",  # noqa: S608 - constant catalog fragments
-    "other objects": """
-        select kind, kind || ' ' || name as object, '{}'::json as attrs from (
-            select 'operator' as kind, o.oid::regoperator::text as name from pg_operator o
-             where o.oprnamespace = 'memsub'::regnamespace
-            union all
-            select 'collation', 'memsub.' || quote_ident(collname) from pg_collation
-             where collnamespace = 'memsub'::regnamespace
-            union all
-            select 'conversion', 'memsub.' || quote_ident(conname) from pg_conversion
-             where connamespace = 'memsub'::regnamespace
-            union all
-            select 'operator class', 'memsub.' || quote_ident(opcname) from pg_opclass
-             where opcnamespace = 'memsub'::regnamespace
-            union all
-            select 'operator family', 'memsub.' || quote_ident(opfname) from pg_opfamily
-             where opfnamespace = 'memsub'::regnamespace
-            union all
-            select 'text search configuration', 'memsub.' || quote_ident(cfgname) from pg_ts_config
-             where cfgnamespace = 'memsub'::regnamespace
-            union all
-            select 'text search dictionary', 'memsub.' || quote_ident(dictname) from pg_ts_dict
-             where dictnamespace = 'memsub'::regnamespace
-            union all
-            select 'statistics', 'memsub.' || quote_ident(stxname) from pg_statistic_ext
-             where stxnamespace = 'memsub'::regnamespace
-        ) o""",
+    "other objects": f"""
+        select kind, kind || ' ' || name as object, '{{}}'::json as attrs from ({_OTHER_OBJECTS}) o""",  # noqa: S608 - constant catalog fragments
 }
 
 ROLE_QUERY = """

@@ -7,13 +7,14 @@ The embedder must be the one that embedded the stored texts, and its dimension t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, get_args
 
 import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
+from memsub.models import parse_time
 from memsub.search import EmbeddingType
 
 EMBEDDING_TYPES = list(get_args(EmbeddingType))
@@ -81,10 +82,9 @@ def _timestamp(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
-        value = datetime.fromisoformat(text)
+        return parse_time(text)
     except ValueError as error:
         raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="--as-of") from error
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 @click.group("graph")

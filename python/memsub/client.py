@@ -78,7 +78,29 @@ class TenantSession(SyncSession, Namespaces[SyncSession]):
         return self._run(call)
 
 
-class Substrate:
+OpenedT = TypeVar("OpenedT")
+
+
+class Opens(Generic[OpenedT]):
+    """How a substrate (sync or async) opens a session: in a tenant's context or in a signed one."""
+
+    def _session(self, context: Call[None], per_call: bool) -> OpenedT:
+        raise NotImplementedError
+
+    def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
+               user_id: UUID | str | None = None, roles: Sequence[str] = (), session_id: str | None = None,
+               per_call: bool = False) -> OpenedT:
+        """A transaction whose memsub context is this tenant, org, user, context roles and session; with
+        ``per_call``, a block in which every call is a short transaction of its own in that context."""
+        return self._session(_calls.set_context(tenant_id, org_id, user_id, roles, session_id), per_call)
+
+    def signed(self, token: str, *, per_call: bool = False) -> OpenedT:
+        """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``; tokens
+        from ``memsub.context_tokens.mint_context_token``)."""
+        return self._session(_calls.set_context_signed(token), per_call)
+
+
+class Substrate(Opens[AbstractContextManager[TenantSession]]):
     """A pool of connections to a memsub database. It never changes the schema: run ``memsub migrate``."""
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
@@ -100,26 +122,11 @@ class Substrate:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def tenant(self, tenant_id: UUID | str | None, *, org_id: UUID | str | None = None,
-               user_id: UUID | str | None = None, roles: Sequence[str] = (), session_id: str | None = None,
-               per_call: bool = False) -> AbstractContextManager[TenantSession]:
-        """A transaction whose memsub context is this tenant, org, user, context roles and session; with
-        ``per_call``, a block in which every call is a short transaction of its own in that context."""
-        return self._session(_calls.set_context(tenant_id, org_id, user_id, roles, session_id), per_call)
-
-    def signed(self, token: str, *, per_call: bool = False) -> AbstractContextManager[TenantSession]:
-        """A transaction whose memsub context is the one a gateway signed (``memsub.set_context_signed``; tokens
-        from ``memsub.context_tokens.mint_context_token``)."""
-        return self._session(_calls.set_context_signed(token), per_call)
-
     @contextmanager
     def _session(self, context: Call[None], per_call: bool) -> Iterator[TenantSession]:
         if per_call:
-            session = TenantSession(pool=self.pool, context=context)
-            try:
+            with _calls.ending(TenantSession(pool=self.pool, context=context)) as session:
                 yield session
-            finally:
-                session._close()
             return
         # BEGIN and the context travel in pipeline mode with the block's first call: one round trip plus the
         # COMMIT's for a one-call block. An error of the context statement is raised by that first call.
@@ -127,11 +134,8 @@ class Substrate:
             try:
                 with connection.pipeline(), connection.transaction():
                     connection.execute(context.statement, context.params)
-                    session = TenantSession(connection)
-                    try:
+                    with _calls.ending(TenantSession(connection)) as session:
                         yield session
-                    finally:
-                        session._close()
             except psycopg.Error as error:
                 raise from_database_error(error) from error
 

@@ -145,8 +145,9 @@ class TemporalEdge(BaseModel):
     last_seen: datetime
 
 
-class NeighborEdge(BaseModel):
-    depth: int
+class EdgeWindow(BaseModel):
+    """One validity window of an edge: it holds from valid_from until valid_until (null: still holds)."""
+
     source_entity: str
     relationship_type: str
     target_entity: str
@@ -154,6 +155,12 @@ class NeighborEdge(BaseModel):
     mention_count: int
     valid_from: datetime
     valid_until: datetime | None
+
+
+class NeighborEdge(EdgeWindow):
+    """An edge window reached ``depth`` hops from the entity (memsub.graph_neighbors_as_of)."""
+
+    depth: int
 
 
 class EntityNode(BaseModel):

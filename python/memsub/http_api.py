@@ -16,7 +16,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -29,8 +28,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from memsub.errors import contract_of
+from memsub import _calls
+from memsub.errors import ConnectionFailed, contract_of
 from memsub.http_openapi import openapi_document
+from memsub.models import parse_time
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
@@ -192,12 +193,9 @@ def text(value: Any, field: str) -> str:
 def timestamp(value: Any, field: str) -> str:
     value = text(value, field)
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value).isoformat()
     except ValueError as error:
         raise invalid(field, f"{field} must be an ISO 8601 timestamp") from error
-    if parsed.tzinfo is None:
-        raise invalid(field, f"{field} must name its time zone (e.g. 2025-12-07T12:00:00Z)")
-    return parsed.isoformat()
 
 
 def texts(value: Any, field: str) -> list[str]:
@@ -300,22 +298,21 @@ def api_key_of(request: Request) -> str:
 
 async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
                     params: Sequence[Any]) -> tuple[Any, ...] | None:
-    """The first row of ``query``, run after authenticating the request's key, all in one transaction (one
-    round trip for both statements, a second for COMMIT). Database errors become problems; nothing is kept."""
-    key = api_key_of(request)
+    """The first row of ``query``, run after authenticating the request's key, all in one transaction
+    (``_calls.rows_in_context_async``: one round trip for both statements, a second for COMMIT). Database errors
+    become problems; nothing is kept."""
+    authenticate = _calls.query(AUTHENTICATE, [api_key_of(request)], _calls.nothing())
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool
     try:
-        async with pool.connection() as connection, connection.pipeline(), connection.transaction():
-            await connection.execute(AUTHENTICATE, [key])
-            cursor = await connection.execute(query, params)
-            return await cursor.fetchone()
-    except PoolTimeout as error:  # before psycopg.Error: PoolTimeout is an OperationalError
+        found = await _calls.rows_in_context_async(pool, authenticate, [_calls.query(query, params, _calls.raw())])
+    except ConnectionFailed as error:  # the pool had no connection in time
         raise Problem(503, "unavailable", "Database unavailable", "no database connection available in time",
                       headers={"Retry-After": "1"}) from error
     except psycopg.Error as error:
         if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
             raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
         raise problem_from_database(error) from error
+    return found[0][0] if found[0] else None
 
 
 def json_response(row: tuple[Any, ...] | None, status: int = 200) -> Response:

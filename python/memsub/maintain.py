@@ -34,6 +34,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from memsub import _calls
 from memsub.connection import connect, translate
 from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
@@ -93,7 +94,8 @@ def _try_lock(lock_conn: Connection, task: str) -> str | None:
 
 
 def _as_platform_admin(conn: Connection, tenant: UUID | None) -> None:
-    conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [tenant])
+    context = _calls.set_context(tenant, None, None, ["platform_admin"], None)
+    conn.execute(context.statement, context.params)
 
 
 def _tenant_wide_rows(conn: Connection, query: str | sql.Composed) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -29,9 +29,9 @@ from pydantic import BaseModel, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.graph import GraphPath, NeighbourhoodItem
+from memsub.graph import EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
-from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult
+from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, as_utc
 from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
 
 SERVER_NAME = "memsub"
@@ -226,21 +226,9 @@ class NeighbourhoodResult(BaseModel):
     items: list[NeighbourhoodItem]
 
 
-class GraphEdge(BaseModel):
-    """One validity window of an edge: it holds from valid_from until valid_until (null: still holds)."""
-
-    source_entity: str
-    relationship_type: str
-    target_entity: str
-    confidence: float
-    mention_count: int
-    valid_from: datetime
-    valid_until: datetime | None
-
-
 class EdgesResult(BaseModel):
     as_of: datetime | None
-    edges: list[GraphEdge]
+    edges: list[EdgeWindow]
 
 
 class FeedbackResult(BaseModel):
@@ -249,11 +237,6 @@ class FeedbackResult(BaseModel):
 
 
 # -- the tools -------------------------------------------------------------------------------------------------
-
-def _utc(value: datetime | None) -> datetime | None:
-    """A time without an offset is taken as UTC."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
-
 
 def _tool_error(error: MemsubError, writes: bool) -> ToolError:
     kind = type(error).__name__
@@ -346,7 +329,7 @@ class MemoryTools:
             if mode == "semantic":
                 semantic: list[SemanticHit] = session.search.semantic(
                     vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
-                    packet_type=packet_type, since=_utc(since), until=_utc(until), record_access=True,
+                    packet_type=packet_type, since=as_utc(since), until=as_utc(until), record_access=True,
                     query_text=query, agent_id=self.agent_id, with_packets=with_packets)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=1.0 - h.distance, distance=h.distance,
@@ -381,7 +364,7 @@ class MemoryTools:
     def graph_traverse(self, entity: str, max_depth: int, relationship_types: Sequence[str] | None,
                        direction: Direction, min_confidence: float | None, limit: int | None,
                        as_of: datetime | None) -> TraverseResult:
-        when = _utc(as_of)
+        when = as_utc(as_of)
         with self._memory() as session:
             paths = session.graph.traverse(entity, max_depth, relationship_types=relationship_types,
                                            min_confidence=min_confidence, direction=direction, limit=limit, as_of=when)
@@ -389,17 +372,17 @@ class MemoryTools:
 
     def graph_neighbourhood(self, entity: str, min_confidence: float | None, limit: int | None,
                             as_of: datetime | None) -> NeighbourhoodResult:
-        when = _utc(as_of)
+        when = as_utc(as_of)
         with self._memory() as session:
             items = session.graph.entity_neighbourhood(entity, min_confidence=min_confidence, limit=limit, as_of=when)
         return NeighbourhoodResult(as_of=when, items=items)
 
     def graph_edges(self, as_of: datetime | None, entity: str | None,
                     relationship_type: str | None) -> EdgesResult:
-        when = _utc(as_of)
+        when = as_utc(as_of)
         with self._memory() as session:
             edges = session.graph.edges_as_of(when, entity=entity, relationship_type=relationship_type)
-        return EdgesResult(as_of=when, edges=[GraphEdge.model_validate(e.model_dump()) for e in edges])
+        return EdgesResult(as_of=when, edges=[EdgeWindow.model_validate(e.model_dump()) for e in edges])
 
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
         with self._memory(writes=True) as session:

@@ -32,6 +32,7 @@ from memsub._calls import (
     Call,
     Json,
     SessionT,
+    Steps,
     SyncSession,
     function,
     json_or_none,
@@ -245,15 +246,22 @@ def consolidate_memories(strategy: str | None = None, namespace_prefix: str | No
                     rows(Consolidation))
 
 
+def _read_modify_write(namespace: str, key: str, change: Callable[[Any], Any],
+                       memory_type: MemoryType) -> Steps[MemoryEntry]:
+    """One attempt of :meth:`MemoryArea.update`: read the live entry, write ``change`` of it at its version."""
+    current = yield memory_get(namespace, key)
+    written: MemoryEntry = yield memory_write(namespace, key, change(current.value if current else None),
+                                              expected_version=current.version if current else None,
+                                              memory_type=memory_type)
+    return written
+
+
 def _update(session: SyncSession, namespace: str, key: str, change: Callable[[Any], Any], memory_type: MemoryType,
             attempts: int) -> MemoryEntry:
     for attempt in range(attempts):
         try:
             with nullcontext() if session.per_call else session.connection.transaction():
-                current = session._run(memory_get(namespace, key))
-                return session._run(memory_write(
-                    namespace, key, change(current.value if current else None),
-                    expected_version=current.version if current else None, memory_type=memory_type))
+                return session._drive(_read_modify_write(namespace, key, change, memory_type))
         except ConflictError:
             if attempt == attempts - 1:
                 raise
@@ -265,10 +273,7 @@ async def _update_async(session: AsyncSession, namespace: str, key: str, change:
     for attempt in range(attempts):
         try:
             async with nullcontext() if session.per_call else session.connection.transaction():
-                current = await session._run(memory_get(namespace, key))
-                return await session._run(memory_write(
-                    namespace, key, change(current.value if current else None),
-                    expected_version=current.version if current else None, memory_type=memory_type))
+                return await session._drive(_read_modify_write(namespace, key, change, memory_type))
         except ConflictError:
             if attempt == attempts - 1:
                 raise

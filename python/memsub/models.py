@@ -7,7 +7,7 @@ the obvious mistakes. Rows are decoded by column name, never by position.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, overload
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -101,6 +101,25 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@overload
+def as_utc(value: datetime) -> datetime: ...
+
+
+@overload
+def as_utc(value: None) -> None: ...
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """memsub's one time zone rule, the envelope's (sql/120): a time without an offset is UTC. The CLI, MCP
+    and HTTP read every time they are given by it."""
+    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time (``Z``, an offset, or none: UTC, :func:`as_utc`); ValueError when it is not one."""
+    return as_utc(datetime.fromisoformat(text))
+
+
 class PacketEnvelopeIn(PacketEnvelope):
     """Input DTO: like PacketEnvelope, with packet_id and timestamp generated when not given.
 
@@ -165,7 +184,7 @@ class PacketStoreRow(BaseModel):
     @classmethod
     def _ttl_is_utc(cls, value: datetime | None) -> datetime | None:
         """packet_store.ttl is a timestamp without time zone holding UTC: returned aware, like ``timestamp``."""
-        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+        return as_utc(value)
 
     @property
     def payload(self) -> Any:

@@ -94,6 +94,7 @@ _TRIGGER = re.compile(r"create\s+(?:or\s+replace\s+)?trigger\s+(\w+)\b.*?\bon\s+
 _POLICY = re.compile(r"create\s+policy\s+(\w+)\s+on\s+memsub\.(\w+)", re.I)
 _ROW_SECURITY = re.compile(
     r"call\s+memsub\.install_row_security\(\s*'memsub\.(\w+)'\s*,\s*array\[([^\]]*)\]", re.I)
+_EXPIRY_POLICY = re.compile(r"call\s+memsub\._install_expiry_policy\(\s*'memsub\.(\w+)'", re.I)
 
 
 def declared_objects(sql: str) -> tuple[DeclaredObject, ...]:
@@ -113,6 +114,8 @@ def declared_objects(sql: str) -> tuple[DeclaredObject, ...]:
         names += ["org_isolation"] if "org" in layers else []
         names += ["user_visibility"] if "user" in layers else []
         found.extend(DeclaredObject("policy", name, match[1]) for name in names)
+    for match in _EXPIRY_POLICY.finditer(sql):
+        found.append(DeclaredObject("policy", "not_expired", match[1]))
     unique: dict[tuple[str, str, str | None], DeclaredObject] = {}
     for obj in found:
         unique.setdefault((obj.kind, obj.name, obj.table), obj)

@@ -17,7 +17,7 @@ import pytest
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
-from helpers import TENANT_A, documented_sqlstates, set_context, superuser_count
+from helpers import TENANT_A, documented_sqlstates, expect_error, set_context, superuser_count
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000b1")
@@ -40,10 +40,9 @@ def test_an_own_namespace_without_its_owner_in_the_context_is_refused_naming_the
                                                                                           session):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A, user=user, session=session)
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select memsub.memory_write(%s, 'k', '1'::jsonb)", [namespace])
-    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("42501", "namespace")
-    assert "row-level security" not in str(caught.value) and namespace in str(caught.value)
+        refused = expect_error(conn, "42501", "namespace", "select memsub.memory_write(%s, 'k', '1'::jsonb)",
+                               [namespace])
+    assert "row-level security" not in str(refused) and namespace in str(refused)
     assert superuser_count(db, "memsub.memory_entries") == 0
 
 
@@ -144,9 +143,7 @@ def test_an_explicit_packet_id_taken_by_other_content_is_refused_naming_the_fiel
                      [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 1})])
         conn.commit()
         set_context(conn, TENANT_A)
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select memsub.write_packet(%s::jsonb)",
-                         [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 2})])
-    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("23505", "packet_id")
-    assert "duplicate key" not in str(caught.value) and packet_id in str(caught.value)
+        refused = expect_error(conn, "23505", "packet_id", "select memsub.write_packet(%s::jsonb)",
+                               [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 2})])
+    assert "duplicate key" not in str(refused) and packet_id in str(refused)
     assert superuser_count(db) == 1

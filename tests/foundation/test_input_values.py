@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import TENANT_A, set_context, table_state
+from helpers import TENANT_A, expect_error, set_context, table_state
 
 USER = uuid.UUID("00000000-0000-0000-0001-0000000000a1")
 PACKET = uuid.UUID("00000000-0000-0000-0002-0000000000a1")
@@ -71,13 +71,10 @@ def _refused(world: tuple[str, str, int], call: str, params: list[Any], column: 
         ground.rollback()
         set_context(conn, TENANT_A, user=USER, session="values",
                     roles=("tenant_admin", "platform_admin") if admin else ())
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute(call, params).fetchall()
-        conn.rollback()
-        assert (caught.value.sqlstate, caught.value.diag.column_name) == (sqlstate, column), str(caught.value)
-        assert column.split("[")[0].split(".")[-1] in str(caught.value) or column in str(caught.value)
+        refused = expect_error(conn, sqlstate, column, call, params)
+        assert column.split("[")[0].split(".")[-1] in str(refused) or column in str(refused)
         assert table_state(ground) == before
-    return caught.value
+    return refused
 
 
 VECTOR_CALLS = [

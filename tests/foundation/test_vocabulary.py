@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import get_args
 
-import psycopg
 import pytest
 
 from memsub._calls import ContextRole
@@ -14,7 +13,7 @@ from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
 from memsub.search import EmbeddingType
 
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, expect_error, set_context
 
 
 @pytest.mark.parametrize(("function", "python"), [
@@ -78,7 +77,6 @@ def test_memory_type_and_memory_tier_are_two_names_for_two_meanings(db):
 def test_a_value_outside_the_vocabulary_is_refused_naming_the_field(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select memsub.memory_write('project:notes', 'k', '1'::jsonb, null, 'feelings')")
-    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "memory_type")
-    assert "semantic, episodic, procedural" in str(caught.value)
+        refused = expect_error(conn, "22023", "memory_type",
+                               "select memsub.memory_write('project:notes', 'k', '1'::jsonb, null, 'feelings')")
+    assert "semantic, episodic, procedural" in str(refused)

@@ -19,7 +19,9 @@
 #   (ADK's own SQLAlchemy DatabaseSessionService on SQLite) is not run: it tests ADK's storage, not memsub's;
 # - services come from the `session_service` fixture (which closes the memsub pools) instead of
 #   get_session_service(service_type);
-# - every upstream test is kept, with its assertions unchanged.
+# - every upstream test is kept, with its assertions unchanged; the asyncio and service_type marks each upstream
+#   test carries are given once, as the module's pytestmark, and the state-changing event of the two state
+#   tests is built by state_event.
 """Google ADK's session service tests (1.4.2), run against memsub's ADK session service."""
 
 import enum
@@ -41,6 +43,25 @@ class SessionServiceType(enum.Enum):
   MEMSUB = 'MEMSUB'
 
 
+# Every test runs against both services (upstream marks each test with these).
+pytestmark = [
+    pytest.mark.asyncio,
+    pytest.mark.parametrize(
+        'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
+    ),
+]
+
+
+def state_event(state_delta):
+  """A user's event that changes the state (upstream writes it out in each state test)."""
+  return Event(
+      invocation_id='invocation',
+      author='user',
+      content=types.Content(role='user', parts=[types.Part(text='text')]),
+      actions=EventActions(state_delta=state_delta),
+  )
+
+
 @pytest_asyncio.fixture
 async def session_service(service_type, db):
   """The session service under test; a memsub one acts for a new tenant."""
@@ -54,20 +75,12 @@ async def session_service(service_type, db):
     yield InMemorySessionService()
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_get_empty_session(session_service):
   assert not await session_service.get_session(
       app_name='my_app', user_id='test_user', session_id='123'
   )
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_create_get_session(session_service):
   app_name = 'my_app'
   user_id = 'test_user'
@@ -100,10 +113,6 @@ async def test_create_get_session(session_service):
   )
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_create_and_list_sessions(session_service):
   app_name = 'my_app'
   user_id = 'test_user'
@@ -122,10 +131,6 @@ async def test_create_and_list_sessions(session_service):
     assert sessions[i].id == session_ids[i]
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_session_state(session_service):
   app_name = 'my_app'
   user_id_1 = 'user1'
@@ -154,19 +159,12 @@ async def test_session_state(session_service):
 
   assert session_11.state.get('key11') == 'value11'
 
-  event = Event(
-      invocation_id='invocation',
-      author='user',
-      content=types.Content(role='user', parts=[types.Part(text='text')]),
-      actions=EventActions(
-          state_delta={
-              'app:key': 'value',
-              'user:key1': 'value1',
-              'temp:key': 'temp',
-              'key11': 'value11_new',
-          }
-      ),
-  )
+  event = state_event({
+      'app:key': 'value',
+      'user:key1': 'value1',
+      'temp:key': 'temp',
+      'key11': 'value11_new',
+  })
   await session_service.append_event(session=session_11, event=event)
 
   # User and app state is stored, temp state is filtered.
@@ -201,10 +199,6 @@ async def test_session_state(session_service):
   assert not session_11.state.get('temp:key')
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_create_new_session_will_merge_states(session_service):
   app_name = 'my_app'
   user_id = 'user'
@@ -216,18 +210,11 @@ async def test_create_new_session_will_merge_states(session_service):
       app_name=app_name, user_id=user_id, state=state_1, session_id=session_id_1
   )
 
-  event = Event(
-      invocation_id='invocation',
-      author='user',
-      content=types.Content(role='user', parts=[types.Part(text='text')]),
-      actions=EventActions(
-          state_delta={
-              'app:key': 'value',
-              'user:key1': 'value1',
-              'temp:key': 'temp',
-          }
-      ),
-  )
+  event = state_event({
+      'app:key': 'value',
+      'user:key1': 'value1',
+      'temp:key': 'temp',
+  })
   await session_service.append_event(session=session_1, event=event)
 
   # User and app state is stored, temp state is filtered.
@@ -246,10 +233,6 @@ async def test_create_new_session_will_merge_states(session_service):
   assert not session_2.state.get('temp:key')
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_append_event_bytes(session_service):
   app_name = 'my_app'
   user_id = 'user'
@@ -286,10 +269,6 @@ async def test_append_event_bytes(session_service):
   assert events[0].grounding_metadata == test_grounding_metadata
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_append_event_complete(session_service):
   app_name = 'my_app'
   user_id = 'user'
@@ -325,10 +304,6 @@ async def test_append_event_complete(session_service):
   )
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(
-    'service_type', [SessionServiceType.IN_MEMORY, SessionServiceType.MEMSUB]
-)
 async def test_get_session_with_config(session_service):
   app_name = 'my_app'
   user_id = 'user'

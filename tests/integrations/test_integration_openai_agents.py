@@ -79,6 +79,19 @@ def _run_sync_wrapper(agent: Agent[Any], input_data: Any, **kwargs: Any) -> Any:
         loop.close()
 
 
+def scripted_agent() -> tuple[ScriptedModel, Agent[Any]]:
+    """An agent named test whose model answers what each turn scripts (:func:`run_turn`)."""
+    model = ScriptedModel()
+    return model, Agent(name="test", model=model)
+
+
+async def run_turn(runner_method: str, agent: Agent[Any], model: ScriptedModel, reply: str, input_data: Any,
+                   **kwargs: Any) -> Any:
+    """One turn: ``model`` (the agent's) answers ``reply`` to ``input_data``, run as ``runner_method`` runs."""
+    model.enqueue([get_text_message(reply)])
+    return await run_agent_async(runner_method, agent, input_data, **kwargs)
+
+
 async def run_agent_async(runner_method: str, agent: Agent[Any], input_data: Any, **kwargs: Any) -> Any:
     """Runs the agent with Runner.run, Runner.run_sync (in a thread with its own event loop) or Runner.run_streamed."""
     if runner_method == "run":
@@ -140,14 +153,11 @@ def test_upstream_session_memory_basic_functionality_parametrized(pool: Any, ten
                                                                    runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "test_session_123")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
-        model.enqueue([get_text_message("San Francisco")])
-        result1 = await run_agent_async(runner_method, agent, "What city is the Golden Gate Bridge in?",
-                                        session=session)
+        model, agent = scripted_agent()
+        result1 = await run_turn(runner_method, agent, model, "San Francisco",
+                                 "What city is the Golden Gate Bridge in?", session=session)
         assert result1.final_output == "San Francisco"
-        model.enqueue([get_text_message("California")])
-        result2 = await run_agent_async(runner_method, agent, "What state is it in?", session=session)
+        result2 = await run_turn(runner_method, agent, model, "California", "What state is it in?", session=session)
         assert result2.final_output == "California"
         last_input = model.calls[-1].input
         assert len(last_input) > 1
@@ -161,13 +171,11 @@ def test_upstream_session_memory_with_explicit_instance_parametrized(pool: Any, 
                                                                      runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "test_session_456")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
-        model.enqueue([get_text_message("Hello")])
-        result1 = await run_agent_async(runner_method, agent, "Hi there", session=session)
+        model, agent = scripted_agent()
+        result1 = await run_turn(runner_method, agent, model, "Hello", "Hi there", session=session)
         assert result1.final_output == "Hello"
-        model.enqueue([get_text_message("I remember you said hi")])
-        result2 = await run_agent_async(runner_method, agent, "Do you remember what I said?", session=session)
+        result2 = await run_turn(runner_method, agent, model, "I remember you said hi",
+                                 "Do you remember what I said?", session=session)
         assert result2.final_output == "I remember you said hi"
         session.close()
 
@@ -178,18 +186,15 @@ def test_upstream_session_memory_with_explicit_instance_parametrized(pool: Any, 
 def test_upstream_session_memory_different_sessions_parametrized(pool: Any, tenant: uuid.UUID,
                                                                  runner_method: str) -> None:
     async def scenario() -> None:
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         session_1 = new_session(pool, tenant, "session_1")
-        model.enqueue([get_text_message("I like cats")])
-        result1 = await run_agent_async(runner_method, agent, "I like cats", session=session_1)
+        result1 = await run_turn(runner_method, agent, model, "I like cats", "I like cats", session=session_1)
         assert result1.final_output == "I like cats"
         session_2 = new_session(pool, tenant, "session_2")
-        model.enqueue([get_text_message("I like dogs")])
-        result2 = await run_agent_async(runner_method, agent, "I like dogs", session=session_2)
+        result2 = await run_turn(runner_method, agent, model, "I like dogs", "I like dogs", session=session_2)
         assert result2.final_output == "I like dogs"
-        model.enqueue([get_text_message("Yes, you mentioned cats")])
-        result3 = await run_agent_async(runner_method, agent, "What did I say I like?", session=session_1)
+        result3 = await run_turn(runner_method, agent, model, "Yes, you mentioned cats", "What did I say I like?",
+                                 session=session_1)
         assert result3.final_output == "Yes, you mentioned cats"
         # Beyond upstream: the third run saw session 1's history only.
         contents = [str(item.get("content")) for item in model.calls[-1].input]
@@ -316,16 +321,14 @@ def test_upstream_session_memory_appends_list_input_by_default(pool: Any, tenant
                                                                runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "test_validation_parametrized")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         initial_history: list[TResponseInputItem] = [
             {"role": "user", "content": "Earlier message"},
             {"role": "assistant", "content": "Saved reply"},
         ]
         await session.add_items(initial_history)
         list_input: list[TResponseInputItem] = [{"role": "user", "content": "Test message"}]
-        model.enqueue([get_text_message("This should run")])
-        await run_agent_async(runner_method, agent, list_input, session=session)
+        await run_turn(runner_method, agent, model, "This should run", list_input, session=session)
         assert model.calls[-1].input == initial_history + list_input
 
     run(scenario())
@@ -334,8 +337,7 @@ def test_upstream_session_memory_appends_list_input_by_default(pool: Any, tenant
 @pytest.mark.parametrize("runner_method", RUNNERS)
 def test_upstream_session_callback_prepared_input(pool: Any, tenant: uuid.UUID, runner_method: str) -> None:
     async def scenario() -> None:
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         session = new_session(pool, tenant, "session_1")
         initial_history: list[TResponseInputItem] = [
             {"role": "user", "content": "Hello there."},
@@ -347,9 +349,8 @@ def test_upstream_session_callback_prepared_input(pool: Any, tenant: uuid.UUID, 
             return [item for item in history if item["role"] == "user"] + new_input
 
         new_turn_input = [{"role": "user", "content": "What your name?"}]
-        model.enqueue([get_text_message("I'm gpt-4o")])
-        await run_agent_async(runner_method, agent, new_turn_input, session=session,
-                              run_config=RunConfig(session_input_callback=filter_assistant_messages))
+        await run_turn(runner_method, agent, model, "I'm gpt-4o", new_turn_input, session=session,
+                       run_config=RunConfig(session_input_callback=filter_assistant_messages))
         assert model.calls[-1].input == [initial_history[0], new_turn_input[0]]
 
     run(scenario())
@@ -359,17 +360,15 @@ def test_upstream_session_callback_prepared_input(pool: Any, tenant: uuid.UUID, 
 def test_upstream_session_callback_repeating_history_does_not_grow_session(pool: Any, tenant: uuid.UUID,
                                                                            runner_method: str) -> None:
     async def scenario() -> None:
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         session = new_session(pool, tenant, "session_repeat")
 
         def repeat_first(history: list[Any], new_input: list[Any]) -> list[Any]:
             return new_input if not history else [*history, history[0], *new_input]
 
         for turn in range(3):
-            model.enqueue([get_text_message(f"assistant {turn}")])
-            await run_agent_async(runner_method, agent, f"user {turn}", session=session,
-                                  run_config=RunConfig(session_input_callback=repeat_first))
+            await run_turn(runner_method, agent, model, f"assistant {turn}", f"user {turn}", session=session,
+                           run_config=RunConfig(session_input_callback=repeat_first))
         stored = await session.get_items()
         assert [i.get("content") for i in stored if i.get("role") == "user"] == ["user 0", "user 1", "user 2"]
         assert len(stored) == 6
@@ -501,8 +500,7 @@ def test_upstream_runner_with_session_settings_override(pool: Any, tenant: uuid.
     async def scenario() -> None:
         session = new_session(pool, tenant, "runner_override_test", session_settings=SessionSettings(limit=100))
         await session.add_items([{"role": "user", "content": f"Turn {i}"} for i in range(10)])
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         model.enqueue([get_text_message("Got it")])
         await Runner.run(agent, "New question", session=session,
                          run_config=RunConfig(session_settings=SessionSettings(limit=2)))
@@ -579,15 +577,12 @@ def test_upstream_sqlite_session_post_commit_cancellation_propagates_after_known
 def test_upstream_session_limit_parameter(pool: Any, tenant: uuid.UUID, runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "limit_test")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         for n in (1, 2, 3):
-            model.enqueue([get_text_message(f"Reply {n}")])
-            await run_agent_async(runner_method, agent, f"Message {n}", session=session)
+            await run_turn(runner_method, agent, model, f"Reply {n}", f"Message {n}", session=session)
         assert len(await session.get_items()) == 6
-        model.enqueue([get_text_message("Reply 4")])
-        await run_agent_async(runner_method, agent, "Message 4", session=session,
-                              run_config=RunConfig(session_settings=SessionSettings(limit=2)))
+        await run_turn(runner_method, agent, model, "Reply 4", "Message 4", session=session,
+                       run_config=RunConfig(session_settings=SessionSettings(limit=2)))
         last_input = model.calls[-1].input
         assert len(last_input) == 3
         assert last_input[0].get("content") == "Message 3"
@@ -611,11 +606,9 @@ def test_upstream_session_limit_drops_unmatched_history_function_call_output(poo
         ])
         await session.add_items(history)
         assert await session.get_items(limit=2) == history[-2:]
-        model = ScriptedModel()
-        model.enqueue([get_text_message("Tomorrow is sunny too.")])
-        agent = Agent(name="test", model=model)
-        await run_agent_async(runner_method, agent, "What about tomorrow?", session=session,
-                              run_config=RunConfig(session_settings=SessionSettings(limit=2)))
+        model, agent = scripted_agent()
+        await run_turn(runner_method, agent, model, "Tomorrow is sunny too.", "What about tomorrow?", session=session,
+                       run_config=RunConfig(session_settings=SessionSettings(limit=2)))
         assert model.calls[-1].input == [history[-1], {"role": "user", "content": "What about tomorrow?"}]
 
     run(scenario())
@@ -625,14 +618,11 @@ def test_upstream_session_limit_drops_unmatched_history_function_call_output(poo
 def test_upstream_session_limit_zero(pool: Any, tenant: uuid.UUID, runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "limit_zero_test")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         for n in (1, 2):
-            model.enqueue([get_text_message(f"Reply {n}")])
-            await run_agent_async(runner_method, agent, f"Message {n}", session=session)
-        model.enqueue([get_text_message("Reply 3")])
-        await run_agent_async(runner_method, agent, "Message 3", session=session,
-                              run_config=RunConfig(session_settings=SessionSettings(limit=0)))
+            await run_turn(runner_method, agent, model, f"Reply {n}", f"Message {n}", session=session)
+        await run_turn(runner_method, agent, model, "Reply 3", "Message 3", session=session,
+                       run_config=RunConfig(session_settings=SessionSettings(limit=0)))
         last_input = model.calls[-1].input
         assert len(last_input) == 1
         assert last_input[0].get("content") == "Message 3"
@@ -644,15 +634,12 @@ def test_upstream_session_limit_zero(pool: Any, tenant: uuid.UUID, runner_method
 def test_upstream_session_limit_none_gets_all_history(pool: Any, tenant: uuid.UUID, runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "limit_none_test")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
+        model, agent = scripted_agent()
         for n in range(1, 6):
-            model.enqueue([get_text_message(f"Reply {n}")])
-            await run_agent_async(runner_method, agent, f"Message {n}", session=session)
+            await run_turn(runner_method, agent, model, f"Reply {n}", f"Message {n}", session=session)
         assert len(await session.get_items()) == 10
-        model.enqueue([get_text_message("Reply 6")])
-        await run_agent_async(runner_method, agent, "Message 6", session=session,
-                              run_config=RunConfig(session_settings=SessionSettings(limit=None)))
+        await run_turn(runner_method, agent, model, "Reply 6", "Message 6", session=session,
+                       run_config=RunConfig(session_settings=SessionSettings(limit=None)))
         last_input = model.calls[-1].input
         assert len(last_input) == 11
         assert last_input[0].get("content") == "Message 1"
@@ -665,13 +652,10 @@ def test_upstream_session_limit_none_gets_all_history(pool: Any, tenant: uuid.UU
 def test_upstream_session_limit_larger_than_history(pool: Any, tenant: uuid.UUID, runner_method: str) -> None:
     async def scenario() -> None:
         session = new_session(pool, tenant, "limit_large_test")
-        model = ScriptedModel()
-        agent = Agent(name="test", model=model)
-        model.enqueue([get_text_message("Reply 1")])
-        await run_agent_async(runner_method, agent, "Message 1", session=session)
-        model.enqueue([get_text_message("Reply 2")])
-        await run_agent_async(runner_method, agent, "Message 2", session=session,
-                              run_config=RunConfig(session_settings=SessionSettings(limit=100)))
+        model, agent = scripted_agent()
+        await run_turn(runner_method, agent, model, "Reply 1", "Message 1", session=session)
+        await run_turn(runner_method, agent, model, "Reply 2", "Message 2", session=session,
+                       run_config=RunConfig(session_settings=SessionSettings(limit=100)))
         last_input = model.calls[-1].input
         assert len(last_input) == 3
         assert last_input[0].get("content") == "Message 1"

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from helpers import in_threads
 from session_helpers import ALICE, as_user, expect_error, ground_truth, one, rows
 
 PROJECT_NS = "project:schema_redesign:status"
@@ -186,33 +187,24 @@ def test_concurrent_writers_lose_no_update(db):
         write(setup, PROJECT_NS, "counter", 0, None)
         setup.commit()
     retries = [0] * writers
-    failures: list[BaseException] = []
 
     def worker(index: int) -> None:
-        try:
-            with db.connect("tenant_admin") as conn:
-                done = 0
-                while done < updates:
-                    admin(conn)
-                    entry = one(
-                        conn, "select value, version from memsub.memory_get(%s, 'counter')", [PROJECT_NS]
-                    )
-                    try:
-                        write(conn, PROJECT_NS, "counter", entry["value"] + 1, entry["version"])
-                        conn.commit()
-                        done += 1
-                    except psycopg.errors.SerializationFailure:
-                        conn.rollback()
-                        retries[index] += 1
-        except BaseException as error:  # surfaced in the main thread
-            failures.append(error)
+        with db.connect("tenant_admin") as conn:
+            done = 0
+            while done < updates:
+                admin(conn)
+                entry = one(
+                    conn, "select value, version from memsub.memory_get(%s, 'counter')", [PROJECT_NS]
+                )
+                try:
+                    write(conn, PROJECT_NS, "counter", entry["value"] + 1, entry["version"])
+                    conn.commit()
+                    done += 1
+                except psycopg.errors.SerializationFailure:
+                    conn.rollback()
+                    retries[index] += 1
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not failures, failures
+    in_threads(worker, writers)
     final = ground_truth(
         db,
         "select version, value from memsub.memory_entries "

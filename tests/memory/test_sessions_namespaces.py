@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, new_session, one, rows
 
@@ -174,6 +175,21 @@ def test_sessions_and_users_are_isolated(db):
     assert ground_truth(db, "select events from memsub.sessions where id = 'A'") == [{"events": []}]
 
 
+def assert_policy_alone_hides_bobs_row(db: Any, table: str, policy: str) -> None:
+    """Alice (session A) sees none of memsub.<table>, which holds one row of bob's, until <policy> is dropped."""
+    relation = sql.Identifier("memsub", table)
+
+    def visible_to_alice() -> int:
+        with db.connect("app") as conn:
+            as_user(conn, ALICE, "A")
+            return int(one(conn, sql.SQL("select count(*) as n from {}").format(relation).as_string(conn))["n"])
+
+    assert visible_to_alice() == 0
+    with db.connect() as superuser:
+        superuser.execute(sql.SQL("drop policy {} on {}").format(sql.Identifier(policy), relation))
+        superuser.commit()
+    assert visible_to_alice() == 1
+
 def test_namespace_isolation_depends_on_its_policy(db):
     """Isolation fails without the namespace_visibility policy: dropping it leaks bob's memory."""
     with db.connect("app") as conn:
@@ -181,33 +197,13 @@ def test_namespace_isolation_depends_on_its_policy(db):
         as_user(conn, BOB, "B")
         write(conn, f"user:{BOB}:preferences", "style", "bob")
         conn.commit()
-
-    def visible_to_alice() -> int:
-        with db.connect("app") as conn:
-            as_user(conn, ALICE, "A")
-            return int(one(conn, "select count(*) as n from memsub.memory_entries")["n"])
-
-    assert visible_to_alice() == 0
-    with db.connect() as superuser:
-        superuser.execute("drop policy namespace_visibility on memsub.memory_entries")
-        superuser.commit()
-    assert visible_to_alice() == 1
+    assert_policy_alone_hides_bobs_row(db, "memory_entries", "namespace_visibility")
 
 
 def test_session_visibility_depends_on_its_policy(db):
     with db.connect("app") as conn:
         new_session(conn, "B", BOB)
-
-    def visible_to_alice() -> int:
-        with db.connect("app") as conn:
-            as_user(conn, ALICE, "A")
-            return int(one(conn, "select count(*) as n from memsub.sessions")["n"])
-
-    assert visible_to_alice() == 0
-    with db.connect() as superuser:
-        superuser.execute("drop policy session_access on memsub.sessions")
-        superuser.commit()
-    assert visible_to_alice() == 1
+    assert_policy_alone_hides_bobs_row(db, "sessions", "session_access")
 
 
 def test_write_rules_hold_below_the_functions(db):

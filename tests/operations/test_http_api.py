@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 
-from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key
+from http_helpers import SMALL_BODY_LIMIT, TENANT_A, TENANT_B, USER_A, Api, create_key, hot_vector, write_embedded_notes
 from memsub.http_api import openapi_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,12 +22,6 @@ SEED_EXAMPLE = {
     "thread_id": "11111111-2222-3333-4444-555555555555",
     "tags": ["hdpe", "search"],
 }
-
-
-def vector(dimension: int, hot: int) -> list[float]:
-    values = [0.01] * dimension
-    values[hot] = 1.0
-    return values
 
 
 def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> dict:
@@ -89,16 +84,11 @@ def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
 def test_semantic_and_hybrid_search(api: Api):
     dimension = api.dimension()
     with api.client() as client:
-        for hot, words in ((0, "polymer supplier in california"), (1, "weather report for tuesday")):
-            response = client.post("/api/v1/memory/packet", json={
-                "packet_type": "note", "payload": {"text": words},
-                "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, hot),
-                                           "chunk_text": words}]}})
-            assert response.status_code == 201, response.text
-        hits = client.post("/api/v1/search/semantic", json={"query": vector(dimension, 1), "k": 2}).json()["hits"]
+        write_embedded_notes(client, dimension, ("polymer supplier in california", "weather report for tuesday"))
+        hits = client.post("/api/v1/search/semantic", json={"query": hot_vector(dimension, 1), "k": 2}).json()["hits"]
         assert [h["chunk_text"] for h in hits] == ["weather report for tuesday", "polymer supplier in california"]
         hybrid = client.post("/api/v1/search/hybrid", json={"query_text": "polymer supplier",
-                                                            "query": vector(dimension, 0), "k": 1}).json()["hits"]
+                                                            "query": hot_vector(dimension, 0), "k": 1}).json()["hits"]
         assert hybrid[0]["chunk_text"] == "polymer supplier in california" and hybrid[0]["text_rank"] == 1
         keyword_only = client.post("/api/v1/search/hybrid", json={"query_text": "weather"}).json()["hits"]
         assert keyword_only[0]["chunk_text"] == "weather report for tuesday"
@@ -123,6 +113,24 @@ def test_graph_traversal(api: Api):
         assert_problem(client.get("/api/v1/graph/traverse", params={"start_entity": "L9", "max_depth": "x"}),
                        422, "max_depth")
 
+
+def test_a_time_without_an_offset_is_utc_as_in_the_envelope(api: Api):
+    """HTTP reads times as the SQL envelope, the client, the CLI and MCP do: no offset means UTC."""
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    with api.client() as client:
+        response = client.post("/api/v1/memory/packet", json={
+            "packet_type": "event", "payload": {"text": "Ada uses Rust"},
+            "memory": {"relationships": [{"source_entity": "Ada", "relationship_type": "uses",
+                                          "target_entity": "Rust"}]}})
+        assert response.status_code == 201, response.text
+        after = datetime.now(UTC) + timedelta(seconds=1)
+        for when, entities in ((before, []), (after, ["Rust"])):
+            for text in (when.isoformat(), when.replace(tzinfo=None).isoformat()):
+                answer = client.get("/api/v1/graph/traverse", params={"start_entity": "Ada", "as_of": text})
+                assert answer.status_code == 200, answer.text
+                assert [n["entity"] for n in answer.json()["nodes"]] == entities, text
+        assert_problem(client.get("/api/v1/graph/traverse", params={"start_entity": "Ada", "as_of": "noon"}),
+                       422, "as_of")
 
 def test_namespaced_memory_read_and_write(api: Api):
     namespace = f"user:{USER_A}:preferences"
@@ -228,7 +236,7 @@ def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
     with api.client("b") as b:
         written = b.post("/api/v1/memory/packet", json={
             "packet_type": "secret", "payload": {"text": "tenant b secret"}, "thread_id": thread,
-            "memory": {"embeddings": [{"embedding_type": "content", "vector": vector(dimension, 5),
+            "memory": {"embeddings": [{"embedding_type": "content", "vector": hot_vector(dimension, 5),
                                        "chunk_text": "tenant b secret"}],
                        "relationships": [{"source_entity": "Bsecret", "relationship_type": "knows",
                                           "target_entity": "Bother"}]}}).json()
@@ -239,7 +247,7 @@ def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
         assert_problem(a.get(f"/api/v1/memory/packet/{written['packet_id']}"), 404)
         assert a.get(f"/api/v1/memory/thread/{thread}").json() == {"packets": [], "next_cursor": None}
         assert a.get(f"/api/v1/memory/packet/{written['packet_id']}/lineage").json()["lineage"] == []
-        hits = a.post("/api/v1/search/semantic", json={"query": vector(dimension, 5), "k": 50}).json()["hits"]
+        hits = a.post("/api/v1/search/semantic", json={"query": hot_vector(dimension, 5), "k": 50}).json()["hits"]
         assert written["packet_id"] not in {h["packet_id"] for h in hits}
         hybrid = a.post("/api/v1/search/hybrid", json={"query_text": "tenant secret", "k": 50}).json()["hits"]
         assert written["packet_id"] not in {h["packet_id"] for h in hybrid}

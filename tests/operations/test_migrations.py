@@ -152,6 +152,18 @@ def test_verify_names_the_file_of_a_missing_object_and_migrate_restores_it(db):
     assert result.exit_code == 0, result.output
 
 
+def test_verify_names_the_file_of_a_missing_expiry_policy_and_migrate_restores_it(db):
+    with db.connect() as conn:
+        conn.execute("drop policy not_expired on memsub.knowledge_facts")
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
+    assert result.exit_code == 1
+    assert ("policy memsub.not_expired on memsub.knowledge_facts declared in sql/410_knowledge_graph.sql does not exist"
+            in result.output)
+    assert Migrator(db.dsn()).migrate().repeatables_applied
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+
+
 def test_refuses_a_database_newer_than_the_code(db):
     with db.connect() as conn:
         conn.execute("insert into memsub.schema_history (version, name, sha256) values ('99.0.0', 'future', 'x')")

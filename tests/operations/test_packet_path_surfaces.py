@@ -8,29 +8,18 @@ import uuid
 import anyio
 from mcp import Client
 
-from http_helpers import Api
+from http_helpers import Api, hot_vector, write_embedded_notes
 from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
 from memsub.mcp_server import Identity, MemoryTools, build_server, check_identity
 
 
-def _vector(dimension: int, hot: int) -> list[float]:
-    values = [0.01] * dimension
-    values[hot] = 1.0
-    return values
-
-
 def test_http_search_with_packets(api: Api):
     dimension = api.dimension()
     with api.client() as client:
-        for hot, words in ((0, "packet path polymer supplier"), (1, "packet path weather report")):
-            response = client.post("/api/v1/memory/packet", json={
-                "packet_type": "note", "payload": {"text": words},
-                "memory": {"embeddings": [{"embedding_type": "content", "vector": _vector(dimension, hot),
-                                           "chunk_text": words}]}})
-            assert response.status_code == 201, response.text
-        for path, body in (("/api/v1/search/semantic", {"query": _vector(dimension, 1), "k": 2}),
-                           ("/api/v1/search/hybrid", {"query_text": "packet path", "query": _vector(dimension, 0),
+        write_embedded_notes(client, dimension, ("packet path polymer supplier", "packet path weather report"))
+        for path, body in (("/api/v1/search/semantic", {"query": hot_vector(dimension, 1), "k": 2}),
+                           ("/api/v1/search/hybrid", {"query_text": "packet path", "query": hot_vector(dimension, 0),
                                                       "k": 2})):
             plain = client.post(path, json=body).json()["hits"]
             assert len(plain) == 2 and all(h["packet"] is None for h in plain)

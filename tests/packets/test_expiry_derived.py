@@ -6,7 +6,6 @@ client-facing reads drop expired rows at once, without waiting for a refresh."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,22 +13,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import TENANT_A, set_context, write
+from helpers import TENANT_A, set_context, wait_until, write
 from layer_helpers import vec
 
 DERIVED = {
     "agent_memory_events": "packet_id", "reasoning_traces": "packet_id", "knowledge_facts": "source_packet",
     "entity_relationships": "source_packet", "memory_embeddings": "packet_id", "reflection_store": "source_packet",
 }
-
-
-def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
-    """Wait (outside any transaction) until the server's clock has passed moment."""
-    conn.commit()
-    while conn.execute("select clock_timestamp() <= %s", [moment]).fetchone()[0]:
-        conn.rollback()
-        time.sleep(0.2)
-    conn.rollback()
 
 
 def write_world(conn: psycopg.Connection[Any], name: str, ttl: datetime | None) -> uuid.UUID:

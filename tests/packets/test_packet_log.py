@@ -4,7 +4,6 @@ that reaches every packet, expiry honoured on every read with lineage kept after
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,7 +12,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from helpers import TENANT_A, TENANT_B, set_context, superuser_count, write
+from helpers import TENANT_A, TENANT_B, set_context, superuser_count, wait_until, write
 
 
 def write_batch(conn: psycopg.Connection[Any], envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -193,15 +192,6 @@ def test_the_client_and_cli_page_through_a_thread_with_a_notice(db):
 EXPIRED = {"timestamp": "2020-01-01T00:00:00Z", "ttl": "2020-01-02T00:00:00Z"}
 
 
-def wait_until_expired(conn: psycopg.Connection[Any], ttl: datetime) -> None:
-    """Wait (outside any transaction) until the server's clock has passed ttl."""
-    conn.commit()
-    while conn.execute("select clock_timestamp() <= %s", [ttl]).fetchone()[0]:
-        conn.rollback()
-        time.sleep(0.2)
-    conn.rollback()
-
-
 def _vector(conn: psycopg.Connection[Any], value: float) -> list[float]:
     dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
     return [value] * dimension
@@ -219,7 +209,7 @@ def test_an_expired_packet_is_not_read_by_any_function_or_view(db):
         expired = write(conn, {"packet_type": "event", "payload": {"secret": "gone"}, "thread_id": thread,
                                "memory": memory, "ttl": ttl.isoformat()})
         write(conn, {"packet_type": "event", "payload": {"kept": True}, "thread_id": thread})
-        wait_until_expired(conn, ttl)
+        wait_until(conn, ttl)
         set_context(conn, TENANT_A)
         packet_id = expired["packet_id"]
         assert conn.execute("select count(*) from memsub.get_packet(%s)", [packet_id]).fetchone()[0] == 0
@@ -245,7 +235,7 @@ def test_purging_keeps_lineage_walkable_through_a_tombstone(db):
         parent = write(conn, {"packet_type": "observation", "payload": "raw", "ttl": ttl.isoformat()})
         child = write(conn, {"packet_type": "insight", "payload": "derived",
                              "lineage": {"parent_ids": [str(parent["packet_id"])]}})
-        wait_until_expired(conn, ttl)
+        wait_until(conn, ttl)
         set_context(conn, TENANT_A)
         before = conn.execute("select packet_id, depth, packet_type, state from memsub.get_lineage(%s)",
                               [child["packet_id"]]).fetchall()

@@ -84,33 +84,61 @@ def test_readers_return_the_envelope_as_written(db, writer, reader):
         assert back["payload"] == sent["payload"]
 
 
+def as_written(stored: dict[str, Any], vectors: dict[tuple[str, str, int], Any]) -> dict[str, Any]:
+    """A packet_store row (as JSON) with each null memory.embeddings[] vector taken from its memory_embeddings
+    slot (packet_id, embedding_type, chunk_index), or left null when no row holds it."""
+    row = json.loads(json.dumps(stored))
+    for element in row["envelope"].get("memory", {}).get("embeddings", []):
+        if isinstance(element, dict) and "vector" in element and element["vector"] is None:
+            slot = (row["packet_id"], element.get("embedding_type"), int(element.get("chunk_index", 0)))
+            element["vector"] = vectors.get(slot)
+    return row
+
+
 @pytest.mark.parametrize("login, roles", [("app", ()), ("platform_admin", ("platform_admin",))])
-def test_get_packets_returns_each_row_as_the_row_by_row_reader_does(db, login, roles):
-    """get_packets puts the vectors back for all its rows in one statement: every row, column and envelope is
-    what memsub._packet_with_vectors gives for the stored row, in the order asked, for both ways of searching."""
+def test_readers_return_each_stored_row_with_its_vectors_put_back(db, login, roles):
+    """get_packets and get_thread put the vectors back for all their rows at once: every column is the stored
+    row's and the envelope is the stored one with its vectors read from memory_embeddings, in the order asked,
+    for both ways of searching; get_thread gives the same rows, byte for byte, as get_packets."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         ids = [write(conn, e)["packet_id"] for e in (
             envelope(1), envelope(2, tags=["two"]),
-            {"packet_type": "memory_write", "payload": {"text": "no embeddings"}},
+            {"packet_type": "memory_write", "payload": {"text": "no embeddings"}, "thread_id": str(THREAD)},
             {"packet_type": "memory_write", "payload": {"text": "empty"}, "memory": {"embeddings": []}})]
         conn.commit()
     with db.connect("app") as conn:
         set_context(conn, TENANT_B)
         other = write(conn, envelope(3))["packet_id"]
         conn.commit()
-    wanted = [ids[3], ids[1], other, uuid.uuid4(), ids[0], ids[1], ids[2]]
+    with db.connect() as conn:
+        # An envelope element whose vector no row holds any longer reads back as null.
+        conn.execute("insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, "
+                     "content_hash) values (%s, 'event', %s::jsonb, %s, 'shared', 'x')",
+                     [lost := uuid.uuid4(), json.dumps({"memory": {"embeddings": [
+                         1, {"embedding_type": "content", "vector": None},
+                         {"embedding_type": "entity", "vector": [0.5, 0.25]}]}}), TENANT_A])
+        conn.commit()
+    wanted = [ids[3], ids[1], other, uuid.uuid4(), ids[0], ids[1], lost, ids[2]]
+    visible = [ids[3], ids[1], other, ids[0], lost, ids[2]] if login == "platform_admin" else [
+        ids[3], ids[1], ids[0], lost, ids[2]]
     with db.connect(login) as conn:
         set_context(conn, TENANT_A, roles=roles)
-        got = conn.execute("select g::text from memsub.get_packets(%s) g", [wanted]).fetchall()
-        expected = conn.execute(
-            "select memsub._packet_with_vectors(s)::text from unnest(%s::uuid[]) with ordinality i(id, n) "
-            "join memsub.packet_store s on s.packet_id = i.id where i.n in (1, 2, 3, 5, 7) order by i.n",
-            [wanted]).fetchall()
-    visible = [ids[3], ids[1], other, ids[0], ids[2]] if login == "platform_admin" else [
-        ids[3], ids[1], ids[0], ids[2]]
-    assert [uuid.UUID(r[0][1:37]) for r in got] == visible
-    assert got == expected
+        got = [r[0] for r in conn.execute("select to_jsonb(g) from memsub.get_packets(%s) g", [wanted])]
+        stored = {r[0]["packet_id"]: r[0] for r in conn.execute(
+            "select to_jsonb(s) from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
+        vectors = {(str(r[0]), r[1], r[2]): r[3] for r in conn.execute(
+            "select packet_id, embedding_type, chunk_index, vector::real[]::double precision[] "
+            "from memsub.memory_embeddings")}
+        assert [uuid.UUID(r["packet_id"]) for r in got] == visible
+        assert got == [as_written(stored[str(i)], vectors) for i in visible]
+        by_id = {uuid.UUID(r["packet_id"]): r["envelope"] for r in got}
+        assert by_id[ids[1]]["memory"] == envelope(2)["memory"]
+        assert by_id[lost]["memory"]["embeddings"] == [
+            1, {"embedding_type": "content", "vector": None}, {"embedding_type": "entity", "vector": [0.5, 0.25]}]
+        thread = conn.execute("select g::text from memsub.get_thread(%s) g", [THREAD]).fetchall()
+        in_thread = [i for i in (ids[0], ids[1], ids[2], other) if i in visible]  # in write order
+        assert thread == conn.execute("select g::text from memsub.get_packets(%s) g", [in_thread]).fetchall()
 
 
 def test_single_precision_values_come_back_identical(db):

@@ -13,7 +13,7 @@ from psycopg.conninfo import make_conninfo
 from memsub.migrator import Migrator
 from memsub.search import EmbeddingType
 
-from helpers import TENANT_A, TENANT_B, set_context, write
+from helpers import TENANT_A, TENANT_B, expect_error, set_context, write
 from layer_helpers import vec
 
 SPACES = list(get_args(EmbeddingType))
@@ -77,14 +77,10 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
 def test_wrong_dimension_and_unknown_type_are_refused(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select * from memsub.semantic_search('[1,2,3]'::vector, 5, 'content')")
-        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "query")
-        conn.rollback()
+        expect_error(conn, "22023", "query", "select * from memsub.semantic_search('[1,2,3]'::vector, 5, 'content')")
         set_context(conn, TENANT_A)
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select * from memsub.semantic_search(%s::vector, 5, 'colour')", [vec(1.0)])
-        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "embedding_type")
+        expect_error(conn, "22023", "embedding_type", "select * from memsub.semantic_search(%s::vector, 5, 'colour')",
+                     [vec(1.0)])
 
 
 def test_semantic_memory_search_respects_scope(db):
@@ -118,6 +114,32 @@ def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
         rows = conn.execute("select distance from memsub.semantic_search(%s::vector, 3, 'summary')",
                             [vec(1.0, dimension=384)]).fetchall()
         assert len(rows) == 1 and rows[0][0] < 1e-6
-        with pytest.raises(psycopg.Error) as caught:
-            conn.execute("select memsub.store_semantic_memory('a', %s::vector)", [vec(1.0)])
-        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "vector")
+        expect_error(conn, "22023", "vector", "select memsub.store_semantic_memory('a', %s::vector)", [vec(1.0)])
+
+
+COUNT_CALLS = [
+    ("k", "select * from memsub.semantic_search(%(v)s::vector, %(n)s)", ()),
+    ("k", "select * from memsub.hybrid_search('text', %(v)s::vector, %(n)s)", ()),
+    ("limit", "select * from memsub.search_semantic_memory(%(v)s::vector, %(n)s)", ()),
+    ("limit", "select * from memsub._keyword_candidates('text', 'content', %(n)s)", ()),
+    ("k", "select * from memsub.tune_search(1, %(n)s)", ("platform_admin",)),
+]
+
+
+@pytest.mark.parametrize(("field", "call", "roles"), COUNT_CALLS, ids=[c[1].split("(")[0][21:] for c in COUNT_CALLS])
+def test_k_and_limit_are_refused_below_one_and_over_max_k(db, field, call, roles):
+    """A count argument under 1 or NULL is 22023, over the max_k limit 54000; both name the field."""
+    login = "platform_admin" if roles else "app"
+    with db.connect(login) as conn:
+        max_k = conn.execute("select memsub.limit_value('max_k')").fetchone()
+        assert max_k is not None
+        for value, sqlstate, message in ((0, "22023", f'field "{field}" must be at least 1, not 0'),
+                                         (None, "22023", f'field "{field}" must be at least 1, not <NULL>'),
+                                         (max_k[0] + 1, "54000", f'field "{field}" is size over the limit')):
+            set_context(conn, TENANT_A, roles=roles)
+            with pytest.raises(psycopg.Error) as caught:
+                conn.execute(call, {"v": vec(1.0, 0.3), "n": value})
+            conn.rollback()
+            assert caught.value.sqlstate == sqlstate
+            assert caught.value.diag.column_name == field
+            assert (caught.value.diag.message_primary or "").startswith(message)

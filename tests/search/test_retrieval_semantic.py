@@ -145,6 +145,30 @@ def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
         assert literal[0][0]["Plan"]["Plan Rows"] > 4 * generic[0][0]["Plan"]["Plan Rows"]
 
 
+def index_searches(conn: Any) -> dict[str, int]:
+    """Index searches of each type's partial HNSW index in this transaction."""
+    return {t: int(conn.execute("select pg_stat_get_xact_numscans(%s::regclass)",
+                                [f"memsub.idx_embeddings_vector_{t}"]).fetchone()[0]) for t in TYPES}
+
+
+@pytest.mark.parametrize("embedding_type", ["content", "entity"])
+def test_the_walk_inside_semantic_search_uses_its_types_partial_index(retrieval_db, embedding_type):
+    """The statement semantic_search runs, with the tenant and type as values, as the application role: the
+    approximate walk searches its own type's partial HNSW index (and no other), the exact scan none."""
+    with retrieval_db.connect() as su, retrieval_db.connect("app") as app:
+        vector = query_vector(su, RETRIEVAL_SPEC, 4)
+        for mode, walks in (("approximate", 1), ("exact", 0)):
+            with app.transaction():
+                set_context(app, BIG)
+                before = index_searches(app)
+                rows = app.execute("select method from memsub.semantic_search(%s::vector, %s, %s, p_mode => %s)",
+                                   [vector, K, embedding_type, mode]).fetchall()
+                after = index_searches(app)
+            assert rows == [(mode,)] * K
+            assert {t: after[t] - before[t] for t in TYPES} == {
+                t: walks if t == embedding_type else 0 for t in TYPES}
+
+
 def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
     """The third step of semantic_search. A tenant holds half of the rows, so its query walks the HNSW
     index, but all its rows lie far from the query, in a region of the graph held by another tenant. Bounded by

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from memsub.client import Substrate
 from memsub.errors import ConflictError, ContextError, InvalidInput, NotFound, StateError
 
-from helpers import TENANT_A
+from helpers import TENANT_A, in_threads
 from session_helpers import ALICE, ground_truth
 
 
@@ -80,28 +78,19 @@ def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
     ns = f"user:{ALICE}:counters"
     writers, updates = (2 if per_call else 3), 5
     attempts = (writers - 1) * updates + 1
-    failures: list[BaseException] = []
 
-    def worker() -> None:
-        try:
-            with Substrate(db.dsn("app"), max_size=1) as substrate:
-                if per_call:
-                    with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as session:
-                        for _ in range(updates):
-                            session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
-                    return
-                for _ in range(updates):
-                    with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+    def worker(_n: int) -> None:
+        with Substrate(db.dsn("app"), max_size=1) as substrate:
+            if per_call:
+                with substrate.tenant(TENANT_A, user_id=ALICE, per_call=True) as session:
+                    for _ in range(updates):
                         session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
-        except BaseException as error:
-            failures.append(error)
+                return
+            for _ in range(updates):
+                with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+                    session.memory.update(ns, "hits", lambda value: (value or 0) + 1, attempts=attempts)
 
-    threads = [threading.Thread(target=worker) for _ in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not failures, failures
+    in_threads(worker, writers)
     final = ground_truth(
         db,
         "select max(version) as version, (array_agg(value order by version desc))[1] as value "

@@ -51,18 +51,16 @@ def call(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext, 
     return call_many(pool, context, [(query, args)])[0]
 
 
+def _calls_of(statements: Sequence[Statement]) -> list[_calls.Call[list[Row]]]:
+    return [_calls.query(query, args, _calls.raw()) for query, args in statements]
+
+
 def call_many(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext,
               statements: Sequence[Statement]) -> list[list[Row]]:
-    """The rows of each stored-function call, all in one transaction of the tenant context.
-
-    BEGIN, ``set_context`` and the calls travel in one pipeline (one round trip), the COMMIT in a second;
-    database errors become memsub errors."""
+    """The rows of each stored-function call, all in one transaction of the tenant context
+    (``_calls.rows_in_context``: one round trip, a second for COMMIT); database errors become memsub errors."""
     try:
-        with pool.connection() as connection, connection.pipeline(), connection.transaction():
-            opening = context.statement()
-            connection.execute(opening.statement, opening.params)
-            cursors = [connection.execute(query, args) for query, args in statements]
-            return [cursor.fetchall() for cursor in cursors]
+        return _calls.rows_in_context(pool, context.statement(), _calls_of(statements))
     except psycopg.Error as error:
         raise from_database_error(error) from error
 
@@ -77,10 +75,6 @@ async def async_call_many(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]
                           statements: Sequence[Statement]) -> list[list[Row]]:
     """The async twin of :func:`call_many`."""
     try:
-        async with pool.connection() as connection, connection.pipeline(), connection.transaction():
-            opening = context.statement()
-            await connection.execute(opening.statement, opening.params)
-            cursors = [await connection.execute(query, args) for query, args in statements]
-            return [await cursor.fetchall() for cursor in cursors]
+        return await _calls.rows_in_context_async(pool, context.statement(), _calls_of(statements))
     except psycopg.Error as error:
         raise from_database_error(error) from error
