@@ -253,8 +253,8 @@ begin
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                                   then b.memory -> 'embeddings' else '[]' end) as v(e)
-     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
-       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+     where coalesce(memsub._check_text_limits('embedding_type', v.e ->> 'embedding_type',
+                                              'chunk_text', v.e ->> 'chunk_text'), 0) >= 0
        and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
 end
 $$;
@@ -731,6 +731,38 @@ ALTER FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text
 
 COMMENT ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) IS 'Returns the value when it is one of the allowed values; raises 23502 (NULL) or 22023 naming the field.';
 
+CREATE FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) RETURNS bigint
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_max     bigint;
+    v_length  bigint;
+    v_longest bigint;
+begin
+    if coalesce(array_length(p_name_value, 1), 0) % 2 <> 0 then
+        raise exception 'field "name_value" must hold field name and value pairs, not % elements',
+            array_length(p_name_value, 1)
+            using errcode = '22023', column = 'name_value';
+    end if;
+    for i in 1 .. coalesce(array_length(p_name_value, 1), 0) by 2 loop
+        v_length := length(p_name_value[i + 1]);
+        if v_length is not null then
+            v_max := coalesce(v_max, memsub.limit_value('max_text_chars'));
+            if v_length > v_max then
+                perform memsub._check_limit(v_length, 'max_text_chars', p_name_value[i]);
+            end if;
+            v_longest := greatest(v_longest, v_length);
+        end if;
+    end loop;
+    return v_longest;
+end
+$$;
+
+ALTER FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) IS 'Checks text arguments, given as field name and value pairs, against max_text_chars in order: the first over the limit raises what memsub._check_limit raises for it (54000 naming the field); NULL values pass. Returns the greatest length (NULL when every value is NULL).';
+
 CREATE FUNCTION memsub._check_unit(p_value double precision, p_field text) RETURNS double precision
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1053,7 +1085,7 @@ begin
                 using errcode = '22023', column = 'lineage.parent_ids';
         end if;
     end if;
-    derivation := memsub._envelope_text(p_lineage, 'derivation_type');
+    derivation := memsub._envelope_value(p_lineage, 'derivation_type', 'string') #>> '{}';
     if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
         raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
             using errcode = '22023', column = 'lineage.derivation_type';
@@ -1067,34 +1099,12 @@ ALTER FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], 
 
 COMMENT ON FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) IS 'Internal: reads an envelope''s lineage object: its parents (distinct, in order of first appearance), its derivation_type and its unknown fields; raises SQLSTATE 22023 naming the lineage field.';
 
-CREATE FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) RETURNS jsonb
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-    value jsonb := p_envelope -> p_field;
-begin
-    if value is null or jsonb_typeof(value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(value) <> 'object' then
-        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
-            using errcode = '22023', column = p_field;
-    end if;
-    return value;
-end
-$$;
-
-ALTER FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) IS 'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
-
 CREATE FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_scope text := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+    v_scope text := coalesce(memsub._envelope_value(p_envelope, 'scope', 'string') #>> '{}', 'shared');
 begin
     if v_scope not in ('shared', 'cursor', 'l-private') then
         raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
@@ -1143,28 +1153,6 @@ $$;
 ALTER FUNCTION memsub._envelope_tags(p_envelope jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._envelope_tags(p_envelope jsonb) IS 'Internal: the envelope''s tags (present and not null) as distinct strings in order of first appearance; raises SQLSTATE 22023 or the limit''s error naming the field "tags".';
-
-CREATE FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-    value jsonb := p_envelope -> p_field;
-begin
-    if value is null or jsonb_typeof(value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(value) <> 'string' then
-        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
-            using errcode = '22023', column = p_field;
-    end if;
-    return value #>> '{}';
-end
-$$;
-
-ALTER FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) IS 'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
 
 CREATE FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) RETURNS timestamp with time zone
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -1251,6 +1239,29 @@ $_$;
 ALTER FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) IS 'Reads an optional UUID field of an envelope; raises SQLSTATE 22P02 naming the field when malformed.';
+
+CREATE FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    value jsonb := p_envelope -> p_field;
+begin
+    if value is null or jsonb_typeof(value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(value) <> p_type then
+        raise exception 'envelope field "%" must be %, not %', p_field,
+            case p_type when 'object' then 'a JSON object' else 'a ' || p_type end, jsonb_typeof(value)
+            using errcode = '22023', column = p_field;
+    end if;
+    return value;
+end
+$$;
+
+ALTER FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) IS 'Reads an optional field of an envelope of the JSON type p_type (object, string): NULL when absent or JSON null; raises SQLSTATE 22023 naming the field when it has another type.';
 
 CREATE FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1634,7 +1645,7 @@ begin
     -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
     f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
                         where k <> all(memsub._envelope_fields('envelope')));
-    f.packet_type := memsub._envelope_text(p_envelope, 'packet_type');
+    f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
@@ -1653,13 +1664,15 @@ begin
     f.stated_time := case when p_envelope ? 'timestamp'
                           then memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp') end;
     f.ts := coalesce(f.stated_time, now());
-    f.memory := case when p_envelope ? 'memory' then memsub._envelope_object(p_envelope, 'memory') end;
-    f.metadata := case when p_envelope ? 'metadata' then memsub._envelope_object(p_envelope, 'metadata') end;
-    f.provenance := case when p_envelope ? 'provenance' then memsub._envelope_object(p_envelope, 'provenance') end;
-    f.confidence := case when p_envelope ? 'confidence' then memsub._envelope_object(p_envelope, 'confidence') end;
+    f.memory := case when p_envelope ? 'memory' then memsub._envelope_value(p_envelope, 'memory', 'object') end;
+    f.metadata := case when p_envelope ? 'metadata' then memsub._envelope_value(p_envelope, 'metadata', 'object') end;
+    f.provenance := case when p_envelope ? 'provenance'
+                         then memsub._envelope_value(p_envelope, 'provenance', 'object') end;
+    f.confidence := case when p_envelope ? 'confidence'
+                         then memsub._envelope_value(p_envelope, 'confidence', 'object') end;
     if p_envelope ?| array['reasoning_block', 'routing'] or f.confidence ? 'score' then
-        perform memsub._envelope_object(p_envelope, 'reasoning_block');
-        perform memsub._envelope_object(p_envelope, 'routing');
+        perform memsub._envelope_value(p_envelope, 'reasoning_block', 'object');
+        perform memsub._envelope_value(p_envelope, 'routing', 'object');
         perform memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score');
     end if;
     f.thread_id := case when p_envelope ? 'thread_id' then memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id') end;
@@ -1672,13 +1685,15 @@ begin
                                  p_envelope -> 'importance_score', 'importance_score') end, 0.5);
     f.correlation_id := case when p_envelope ? 'correlation_id'
                              then memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id') end;
-    f.session_id := coalesce(case when p_envelope ? 'session_id' then memsub._envelope_text(p_envelope, 'session_id') end,
+    f.session_id := coalesce(case when p_envelope ? 'session_id'
+                                  then memsub._envelope_value(p_envelope, 'session_id', 'string') #>> '{}' end,
                              memsub.current_session_id());
-    f.trace_id := case when p_envelope ? 'trace_id' then memsub._envelope_text(p_envelope, 'trace_id') end;
+    f.trace_id := case when p_envelope ? 'trace_id'
+                       then memsub._envelope_value(p_envelope, 'trace_id', 'string') #>> '{}' end;
     f.scope := case when p_envelope ? 'scope' then memsub._envelope_scope(p_envelope, p_user) else 'shared' end;
     f.tags := case when p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null'
                    then memsub._envelope_tags(p_envelope) else '{}' end;
-    f.lineage := case when p_envelope ? 'lineage' then memsub._envelope_object(p_envelope, 'lineage') end;
+    f.lineage := case when p_envelope ? 'lineage' then memsub._envelope_value(p_envelope, 'lineage', 'object') end;
     f.parent_ids := '{}';
     if f.lineage is not null then
         select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
@@ -2076,6 +2091,29 @@ ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO 
 
 COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
 
+CREATE FUNCTION memsub._require_key_admin(p_tenant_id uuid) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if memsub.is_platform_admin() then
+        return;
+    end if;
+    if not memsub.is_tenant_admin() then
+        raise exception 'memsub: managing API keys needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'roles';
+    end if;
+    if p_tenant_id is not null and p_tenant_id is distinct from memsub.current_tenant_id() then
+        raise exception 'memsub: a tenant_admin context manages the API keys of its own tenant only'
+            using errcode = '42501', column = 'tenant_id';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._require_key_admin(p_tenant_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_key_admin(p_tenant_id uuid) IS 'Refuses (42501) a context that may not manage the API keys of a tenant: platform_admin contexts manage every tenant''s, tenant_admin contexts their own tenant''s (NULL: the context tenant).';
+
 CREATE FUNCTION memsub._require_tenant_id() RETURNS uuid
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2201,6 +2239,168 @@ $_$;
 ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
+
+CREATE TABLE memsub.sessions (
+    tenant_id uuid NOT NULL,
+    id text DEFAULT (gen_random_uuid())::text NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    project_id text,
+    app_name text,
+    status text DEFAULT 'active'::text NOT NULL,
+    events jsonb DEFAULT '[]'::jsonb NOT NULL,
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    terminated_at timestamp with time zone,
+    CONSTRAINT sessions_app_name_format CHECK ((app_name ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_events_is_array CHECK ((jsonb_typeof(events) = 'array'::text)),
+    CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
+    CONSTRAINT sessions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'terminated'::text]))),
+    CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
+);
+
+ALTER TABLE ONLY memsub.sessions FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.sessions OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.sessions IS 'Agent sessions (seed 001): the event history and the short-term state (temp:, session: and pending user: keys). Written only through memsub.session_* functions.';
+
+COMMENT ON COLUMN memsub.sessions.tenant_id IS 'Tenant owning the session.';
+
+COMMENT ON COLUMN memsub.sessions.id IS 'Session identifier (letters, digits, _ . -; no colon, since it appears in session:<id>: namespaces). Matches the context session of memsub.set_context.';
+
+COMMENT ON COLUMN memsub.sessions.org_id IS 'Organization of the session (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.sessions.user_id IS 'User the session belongs to; its user:<user_id>: namespace is readable and writable by the session.';
+
+COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; its project:<project_id>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.status IS 'active or terminated.';
+
+COMMENT ON COLUMN memsub.sessions.events IS 'Append-only JSON array of the session''s events, in order.';
+
+COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
+
+COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
+
+COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
+
+COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
+
+CREATE FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean DEFAULT false, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions;
+begin
+    if p_session_id is null then
+        raise exception 'session_id is required'
+            using errcode = '23502', column = 'session_id';
+    end if;
+    if p_for_update then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for update;
+    else
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+    end if;
+    if v_session.id is null then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = p_errcode, column = 'session_id';
+    end if;
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
+
+CREATE TABLE memsub.tasks (
+    tenant_id uuid NOT NULL,
+    id bigint NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    type text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    result jsonb,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    completed_at timestamp with time zone,
+    session_id text,
+    parent_task_id bigint,
+    CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) = (completed_at IS NOT NULL))),
+    CONSTRAINT tasks_not_own_parent CHECK ((parent_task_id IS DISTINCT FROM id)),
+    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT tasks_type_not_blank CHECK ((length(btrim(type)) > 0))
+);
+
+ALTER TABLE ONLY memsub.tasks FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.tasks OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.tasks IS 'Tasks (seed 000 operations layer, with seed 001''s session_id and parent_task_id): one table for both seeds.';
+
+COMMENT ON COLUMN memsub.tasks.tenant_id IS 'Tenant owning the task.';
+
+COMMENT ON COLUMN memsub.tasks.id IS 'Task identifier (seed 000: SERIAL; here a bigint identity, unique per tenant).';
+
+COMMENT ON COLUMN memsub.tasks.org_id IS 'Organization of the task (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.tasks.user_id IS 'User who created the task.';
+
+COMMENT ON COLUMN memsub.tasks.type IS 'Kind of task (free text, not blank).';
+
+COMMENT ON COLUMN memsub.tasks.status IS 'pending, running, completed, failed or cancelled.';
+
+COMMENT ON COLUMN memsub.tasks.payload IS 'Task input (JSON).';
+
+COMMENT ON COLUMN memsub.tasks.result IS 'Task output (JSON), set on completion.';
+
+COMMENT ON COLUMN memsub.tasks.error IS 'Error text of a failed task.';
+
+COMMENT ON COLUMN memsub.tasks.created_at IS 'When the task was created.';
+
+COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached completed, failed or cancelled.';
+
+COMMENT ON COLUMN memsub.tasks.session_id IS 'Session the task runs in; NULL for tasks without a session or whose session was deleted.';
+
+COMMENT ON COLUMN memsub.tasks.parent_task_id IS 'Parent task of a sub-task (must exist when the sub-task is created).';
+
+CREATE FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) RETURNS memsub.tasks
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_task memsub.tasks;
+begin
+    if p_for_update then
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
+           for update;
+    else
+        select t.* into v_task from memsub.tasks t
+         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id;
+    end if;
+    if v_task.id is null then
+        raise exception 'task % does not exist or is not visible', p_task_id
+            using errcode = p_errcode, column = 'task_id';
+    end if;
+    return v_task;
+end
+$$;
+
+ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
@@ -2881,8 +3081,7 @@ declare
     v_agent   memsub.agents;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_name is null or btrim(p_name) = '' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
@@ -2890,10 +3089,10 @@ begin
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
-    v_task := memsub.task_lookup(p_task_id, false, '23503');
+    v_task := memsub._task_lookup(p_task_id, false, '23503');
     v_session := coalesce(p_session_id, v_task.session_id);
     if v_session is not null then
-        perform memsub.session_lookup(v_session, false, '23503');
+        perform memsub._session_lookup(v_session, false, '23503');
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -2976,7 +3175,7 @@ declare
     v_update   memsub.world_model_updates;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
+    perform memsub._check_text_limits('insight_type', p_insight_type),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub._require_text(p_insight_type, 'insight_type');
@@ -3157,8 +3356,7 @@ declare
     v_packets      uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_subject), 'max_text_chars', 'subject'),
-            memsub._check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+    perform memsub._check_text_limits('subject', p_subject, 'predicate', p_predicate),
             memsub._check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
     if p_object is null or jsonb_typeof(p_object) = 'null' then
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';
@@ -3416,58 +3614,6 @@ ALTER FUNCTION memsub.check_memory_address(p_namespace text, p_key text) OWNER T
 
 COMMENT ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) IS 'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
 
-CREATE TABLE memsub.sessions (
-    tenant_id uuid NOT NULL,
-    id text DEFAULT (gen_random_uuid())::text NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    project_id text,
-    app_name text,
-    status text DEFAULT 'active'::text NOT NULL,
-    events jsonb DEFAULT '[]'::jsonb NOT NULL,
-    state jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    terminated_at timestamp with time zone,
-    CONSTRAINT sessions_app_name_format CHECK ((app_name ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
-    CONSTRAINT sessions_events_is_array CHECK ((jsonb_typeof(events) = 'array'::text)),
-    CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
-    CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
-    CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
-    CONSTRAINT sessions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'terminated'::text]))),
-    CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
-);
-
-ALTER TABLE ONLY memsub.sessions FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.sessions OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.sessions IS 'Agent sessions (seed 001): the event history and the short-term state (temp:, session: and pending user: keys). Written only through memsub.session_* functions.';
-
-COMMENT ON COLUMN memsub.sessions.tenant_id IS 'Tenant owning the session.';
-
-COMMENT ON COLUMN memsub.sessions.id IS 'Session identifier (letters, digits, _ . -; no colon, since it appears in session:<id>: namespaces). Matches the context session of memsub.set_context.';
-
-COMMENT ON COLUMN memsub.sessions.org_id IS 'Organization of the session (NULL: tenant-wide).';
-
-COMMENT ON COLUMN memsub.sessions.user_id IS 'User the session belongs to; its user:<user_id>: namespace is readable and writable by the session.';
-
-COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; its project:<project_id>: namespace is read by memsub.memory_context.';
-
-COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
-
-COMMENT ON COLUMN memsub.sessions.status IS 'active or terminated.';
-
-COMMENT ON COLUMN memsub.sessions.events IS 'Append-only JSON array of the session''s events, in order.';
-
-COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
-
-COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
-
-COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
-
-COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
-
 CREATE FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3598,12 +3744,12 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
-            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
+            memsub._check_text_limits('label', p_label);
     if p_state is null then
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
-    v_task := memsub.task_lookup(p_task_id, true, '23503');
+    v_task := memsub._task_lookup(p_task_id, true, '23503');
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;
@@ -3721,9 +3867,8 @@ declare
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_valid_until, 'valid_until');
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
@@ -3949,7 +4094,7 @@ begin
         raise exception 'memsub.create_api_key: tenant_id must not be null'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    perform memsub.require_key_admin(p_tenant_id);
+    perform memsub._require_key_admin(p_tenant_id);
     if p_roles is null or pg_catalog.array_position(p_roles, null) is not null then
         raise exception 'memsub.create_api_key: roles must be an array of role names'
             using errcode = '22023', column = 'roles';
@@ -3969,7 +4114,7 @@ begin
         raise exception 'memsub.create_api_key: label must not be null'
             using errcode = '22004', column = 'label';
     end if;
-    perform memsub._check_limit(pg_catalog.length(p_label), 'max_text_chars', 'label');
+    perform memsub._check_text_limits('label', p_label);
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at <= pg_catalog.statement_timestamp() then
         raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at
@@ -4259,7 +4404,7 @@ declare
     v_entry  memsub.document_index;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+    perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or btrim(p_file_path) = '' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
@@ -4301,14 +4446,11 @@ declare
     v_entity   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
-            memsub._check_limit(length(p_hash), 'max_text_chars', 'hash'),
-            memsub._check_limit(length(p_mime), 'max_text_chars', 'mime'),
+    perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub._check_limit(length(p_summary), 'max_text_chars', 'summary'),
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     if p_file_path is null or btrim(p_file_path) = '' then
@@ -4507,7 +4649,7 @@ declare
     v_at     timestamptz := coalesce(p_as_of, now());
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
+    perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
@@ -4966,8 +5108,7 @@ declare
     v_entity   memsub.world_model_entities;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub._check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
+    perform memsub._check_text_limits('name', p_name, 'entity_type', p_entity_type),
             memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
@@ -6071,7 +6212,7 @@ CREATE FUNCTION memsub.list_api_keys() RETURNS TABLE(key_id text, tenant_id uuid
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    perform memsub.require_key_admin(null);
+    perform memsub._require_key_admin(null);
     return query
         select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles, k.label, k.created_at, k.created_by,
                k.expires_at, k.revoked_at
@@ -6140,7 +6281,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('session_id', p_session_id);
     if coalesce(p_session_id, memsub.current_session_id()) is null then
         raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
             using errcode = '22023', column = 'session_id';
@@ -6303,8 +6444,7 @@ CREATE FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_ve
     AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     if p_expected_version is null then
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
@@ -6353,8 +6493,7 @@ CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF me
     AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -6373,8 +6512,7 @@ CREATE FUNCTION memsub.memory_history(p_namespace text, p_key text) RETURNS SETO
     AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -6392,7 +6530,7 @@ CREATE FUNCTION memsub.memory_list(p_namespace_prefix text) RETURNS SETOF memsub
     AS $_$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
+    perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
     if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
         raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
             using errcode = '22023', column = 'namespace';
@@ -6477,11 +6615,8 @@ declare
     v_entry memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'tier', p_tier, 'kind', p_kind),
             memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(length(p_tier), 'max_text_chars', 'tier'),
-            memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
     perform memsub._check_one_of(p_kind, array_remove(memsub.memory_types(), 'procedural'), 'kind');
@@ -6596,8 +6731,7 @@ declare
     v_entry  memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     perform memsub.check_memory_address(p_namespace, p_key);
     perform memsub._check_half_life(p_half_life);
     if not memsub._memory_namespace_writable(p_namespace) then
@@ -6836,11 +6970,9 @@ declare
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
+    perform memsub._check_text_limits('target_type', p_target_type, 'agent_id', p_agent_id,
+                                      'access_context', p_access_context, 'feedback_reason', p_feedback_reason),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
@@ -6949,8 +7081,7 @@ declare
     v_event  memsub.agent_memory_events;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'event_type', p_event_type),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub._check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
@@ -6988,7 +7119,7 @@ declare
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_reason), 'max_text_chars', 'reason');
+    perform memsub._check_text_limits('reason', p_reason);
     if p_access_id is null then
         raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
     end if;
@@ -7093,7 +7224,7 @@ declare
     v_trace  memsub.reasoning_traces;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+    perform memsub._check_text_limits('agent_id', p_agent_id),
             memsub._check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
             memsub._check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
             memsub._check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),
@@ -7223,14 +7354,11 @@ declare
     v_reflection memsub.reflection_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
-            memsub._check_limit(length(p_content), 'max_text_chars', 'content'),
-            memsub._check_limit(length(p_context), 'max_text_chars', 'context'),
+    perform memsub._check_text_limits('reflection_type', p_reflection_type, 'content', p_content,
+                                      'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
+                                      'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
-            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_limit(length(p_priority), 'max_text_chars', 'priority'),
-            memsub._check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
-            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id');
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_one_of(p_reflection_type,
         array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
@@ -7354,9 +7482,8 @@ declare
     v_summary memsub.memory_summaries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
-            memsub._check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
-            memsub._check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+    perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
+                                      'summary_text', p_summary_text),
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
@@ -7493,9 +7620,8 @@ declare
     v_reflection memsub.task_reflections;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub._check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
-            memsub._check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
+    perform memsub._check_text_limits('task_id', p_task_id, 'outcome', p_outcome,
+                                      'task_description', p_task_description),
             memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
             memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
             memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
@@ -7582,29 +7708,6 @@ ALTER FUNCTION memsub.require_active_session(p_session memsub.sessions) OWNER TO
 
 COMMENT ON FUNCTION memsub.require_active_session(p_session memsub.sessions) IS 'Internal: raises 55000 naming session_id unless the session is active.';
 
-CREATE FUNCTION memsub.require_key_admin(p_tenant_id uuid) RETURNS void
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    if memsub.is_platform_admin() then
-        return;
-    end if;
-    if not memsub.is_tenant_admin() then
-        raise exception 'memsub: managing API keys needs a tenant_admin or platform_admin context'
-            using errcode = '42501', column = 'roles';
-    end if;
-    if p_tenant_id is not null and p_tenant_id is distinct from memsub.current_tenant_id() then
-        raise exception 'memsub: a tenant_admin context manages the API keys of its own tenant only'
-            using errcode = '42501', column = 'tenant_id';
-    end if;
-end
-$$;
-
-ALTER FUNCTION memsub.require_key_admin(p_tenant_id uuid) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.require_key_admin(p_tenant_id uuid) IS 'Refuses (42501) a context that may not manage the API keys of a tenant: platform_admin contexts manage every tenant''s, tenant_admin contexts their own tenant''s (NULL: the context tenant).';
-
 CREATE FUNCTION memsub.require_login(p_login name) RETURNS name
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -7656,10 +7759,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
-            memsub._check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
-            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_text_limits('min_priority', p_min_priority, 'task_id', p_task_id, 'agent_id', p_agent_id),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
@@ -7714,7 +7815,7 @@ CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
 declare
     changed integer;
 begin
-    perform memsub.require_key_admin(null);
+    perform memsub._require_key_admin(null);
     -- row-level security (forced) keeps a tenant_admin context to the keys of its tenant
     update memsub.api_keys k set revoked_at = pg_catalog.statement_timestamp()
      where k.key_id = p_key_id and k.revoked_at is null;
@@ -7928,10 +8029,10 @@ CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
@@ -7969,9 +8070,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
-            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+    perform memsub._check_text_limits('session_id', p_session_id, 'project_id', p_project_id, 'app_name', p_app_name),
             memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
     if memsub.current_user_id() is null then
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
@@ -8023,7 +8122,7 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub.session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.audit_record('session_delete', p_session_id => v_session.id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', jsonb_array_length(v_session.events)));
@@ -8041,11 +8140,11 @@ CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessio
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('session_id', p_session_id);
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -8063,46 +8162,15 @@ ALTER FUNCTION memsub.session_end_turn(p_session_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.session_end_turn(p_session_id text) IS 'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
 
-CREATE FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean DEFAULT false, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_session memsub.sessions;
-begin
-    if p_session_id is null then
-        raise exception 'session_id is required'
-            using errcode = '23502', column = 'session_id';
-    end if;
-    if p_for_update then
-        select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
-           for update;
-    else
-        select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
-    end if;
-    if v_session.id is null then
-        raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = p_errcode, column = 'session_id';
-    end if;
-    return v_session;
-end
-$$;
-
-ALTER FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
-
 CREATE FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
@@ -8126,15 +8194,14 @@ CREATE FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text D
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
 declare
-    v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session  memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_key      text;
     v_value    jsonb;
     v_migrated text[] := '{}';
     v_open     bigint[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
     -- session block it unless the caller cancels them here.
@@ -8544,12 +8611,10 @@ declare
     v_previous memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                      'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
-            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
@@ -8829,12 +8894,10 @@ declare
     v_packet   memsub.packet_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity, 'source_type', p_source_type,
+                                      'target_type', p_target_type),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_finite_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
@@ -8973,8 +9036,7 @@ declare
     v_snapshot  memsub.world_model_snapshots;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_description), 'max_text_chars', 'description'),
-            memsub._check_limit(length(p_created_by), 'max_text_chars', 'created_by');
+    perform memsub._check_text_limits('description', p_description, 'created_by', p_created_by);
     -- Share lock on the state row: no update can commit between reading the version and the entities.
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
     v_version := coalesce(v_version, 0);
@@ -9005,58 +9067,6 @@ ALTER FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by
 
 COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations) at one state version, with entity and relation counts.';
 
-CREATE TABLE memsub.tasks (
-    tenant_id uuid NOT NULL,
-    id bigint NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    type text NOT NULL,
-    status text DEFAULT 'pending'::text NOT NULL,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    result jsonb,
-    error text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    completed_at timestamp with time zone,
-    session_id text,
-    parent_task_id bigint,
-    CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) = (completed_at IS NOT NULL))),
-    CONSTRAINT tasks_not_own_parent CHECK ((parent_task_id IS DISTINCT FROM id)),
-    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
-    CONSTRAINT tasks_type_not_blank CHECK ((length(btrim(type)) > 0))
-);
-
-ALTER TABLE ONLY memsub.tasks FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.tasks OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.tasks IS 'Tasks (seed 000 operations layer, with seed 001''s session_id and parent_task_id): one table for both seeds.';
-
-COMMENT ON COLUMN memsub.tasks.tenant_id IS 'Tenant owning the task.';
-
-COMMENT ON COLUMN memsub.tasks.id IS 'Task identifier (seed 000: SERIAL; here a bigint identity, unique per tenant).';
-
-COMMENT ON COLUMN memsub.tasks.org_id IS 'Organization of the task (NULL: tenant-wide).';
-
-COMMENT ON COLUMN memsub.tasks.user_id IS 'User who created the task.';
-
-COMMENT ON COLUMN memsub.tasks.type IS 'Kind of task (free text, not blank).';
-
-COMMENT ON COLUMN memsub.tasks.status IS 'pending, running, completed, failed or cancelled.';
-
-COMMENT ON COLUMN memsub.tasks.payload IS 'Task input (JSON).';
-
-COMMENT ON COLUMN memsub.tasks.result IS 'Task output (JSON), set on completion.';
-
-COMMENT ON COLUMN memsub.tasks.error IS 'Error text of a failed task.';
-
-COMMENT ON COLUMN memsub.tasks.created_at IS 'When the task was created.';
-
-COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached completed, failed or cancelled.';
-
-COMMENT ON COLUMN memsub.tasks.session_id IS 'Session the task runs in; NULL for tasks without a session or whose session was deleted.';
-
-COMMENT ON COLUMN memsub.tasks.parent_task_id IS 'Parent task of a sub-task (must exist when the sub-task is created).';
-
 CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::jsonb, p_session_id text DEFAULT NULL::text, p_parent_task_id bigint DEFAULT NULL::bigint) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -9066,9 +9076,8 @@ declare
     v_task   memsub.tasks;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
@@ -9076,7 +9085,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+        perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -9108,7 +9117,7 @@ begin
     if p_session_id is null then
         raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
     end if;
-    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    v_task := memsub._task_lookup(p_task_id, true, 'P0002');
     if v_task.session_id = p_session_id then
         return v_task;  -- already linked there
     end if;
@@ -9117,7 +9126,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+    perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -9131,33 +9140,6 @@ ALTER FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) OWN
 
 COMMENT ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) IS 'Links an orphan task (no session, e.g. written before sessions existed; seed 001 7.2) to an active session. Linking it again to the same session changes nothing; a task of another session is not moved (55000), an unknown task is P0002 and an unknown session 23503. Audited as task_link.';
 
-CREATE FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) RETURNS memsub.tasks
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_task memsub.tasks;
-begin
-    if p_for_update then
-        select t.* into v_task from memsub.tasks t
-         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
-           for update;
-    else
-        select t.* into v_task from memsub.tasks t
-         where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id;
-    end if;
-    if v_task.id is null then
-        raise exception 'task % does not exist or is not visible', p_task_id
-            using errcode = p_errcode, column = 'task_id';
-    end if;
-    return v_task;
-end
-$$;
-
-ALTER FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
-
 CREATE FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb DEFAULT NULL::jsonb, p_error text DEFAULT NULL::text) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -9168,15 +9150,14 @@ declare
     v_before text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
-            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
-            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
+    perform memsub._check_text_limits('status', p_status, 'error', p_error),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result');
     if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
         raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
-    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    v_task := memsub._task_lookup(p_task_id, true, 'P0002');
     if v_task.status in ('completed', 'failed', 'cancelled') then
         raise exception 'task % is already %', p_task_id, v_task.status
             using errcode = '55000', column = 'status';
@@ -9217,12 +9198,10 @@ declare
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity, 'source_type', p_source_type,
+                                      'target_type', p_target_type),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -9275,8 +9254,7 @@ declare
     v_rows     jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
-            memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
+    perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
@@ -9499,9 +9477,8 @@ declare
     v_edge       memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
@@ -12136,6 +12113,11 @@ GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_fie
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_retrieval_owner;
 
+REVOKE ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_retrieval_owner;
+
 REVOKE ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_analyst;
@@ -12173,19 +12155,17 @@ REVOKE ALL ON FUNCTION memsub._envelope_fields(p_part text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._envelope_object(p_envelope jsonb, p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_tags(p_envelope jsonb) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub._envelope_text(p_envelope jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_timestamp(p_value jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
 
@@ -12253,6 +12233,8 @@ GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_platform_admin;
 REVOKE ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) TO memsub_platform_admin;
 
+REVOKE ALL ON FUNCTION memsub._require_key_admin(p_tenant_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._require_tenant_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_expiry_owner;
 GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_app;
@@ -12271,6 +12253,16 @@ GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_owner;
 REVOKE ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
+GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
+
+GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
+GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 
@@ -12364,9 +12356,6 @@ REVOKE ALL ON FUNCTION memsub.canonical_uuid_text(p_value text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) FROM PUBLIC;
-
-GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
-GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
 
@@ -12733,8 +12722,6 @@ GRANT ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) TO memsub_
 
 REVOKE ALL ON FUNCTION memsub.require_active_session(p_session memsub.sessions) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.require_key_admin(p_tenant_id uuid) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.require_login(p_login name) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) FROM PUBLIC;
@@ -12769,8 +12756,6 @@ GRANT ALL ON FUNCTION memsub.session_delete(p_session_id text) TO memsub_tenant_
 
 REVOKE ALL ON FUNCTION memsub.session_end_turn(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_end_turn(p_session_id text) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) TO memsub_app;
@@ -12833,16 +12818,11 @@ GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) TO memsub_app;
 
-GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
-GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) TO memsub_app;

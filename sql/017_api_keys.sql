@@ -17,7 +17,9 @@
 
 call memsub.install_row_security('memsub.api_keys', array['org']);
 
-create or replace function memsub.require_key_admin(p_tenant_id uuid) returns void
+-- The earlier name, without the _ of an internal helper.
+drop function if exists memsub.require_key_admin(uuid);
+create or replace function memsub._require_key_admin(p_tenant_id uuid) returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -35,7 +37,7 @@ begin
     end if;
 end
 $$;
-comment on function memsub.require_key_admin(uuid) is
+comment on function memsub._require_key_admin(uuid) is
     'Refuses (42501) a context that may not manage the API keys of a tenant: platform_admin contexts manage every '
     'tenant''s, tenant_admin contexts their own tenant''s (NULL: the context tenant).';
 
@@ -62,7 +64,7 @@ begin
         raise exception 'memsub.create_api_key: tenant_id must not be null'
             using errcode = '22004', column = 'tenant_id';
     end if;
-    perform memsub.require_key_admin(p_tenant_id);
+    perform memsub._require_key_admin(p_tenant_id);
     if p_roles is null or pg_catalog.array_position(p_roles, null) is not null then
         raise exception 'memsub.create_api_key: roles must be an array of role names'
             using errcode = '22023', column = 'roles';
@@ -82,7 +84,7 @@ begin
         raise exception 'memsub.create_api_key: label must not be null'
             using errcode = '22004', column = 'label';
     end if;
-    perform memsub._check_limit(pg_catalog.length(p_label), 'max_text_chars', 'label');
+    perform memsub._check_text_limits('label', p_label);
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at <= pg_catalog.statement_timestamp() then
         raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at
@@ -110,7 +112,7 @@ as $$
 declare
     changed integer;
 begin
-    perform memsub.require_key_admin(null);
+    perform memsub._require_key_admin(null);
     -- row-level security (forced) keeps a tenant_admin context to the keys of its tenant
     update memsub.api_keys k set revoked_at = pg_catalog.statement_timestamp()
      where k.key_id = p_key_id and k.revoked_at is null;
@@ -129,7 +131,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.require_key_admin(null);
+    perform memsub._require_key_admin(null);
     return query
         select k.key_id, k.tenant_id, k.org_id, k.user_id, k.roles, k.label, k.created_at, k.created_by,
                k.expires_at, k.revoked_at

@@ -6,7 +6,9 @@
 -- NULL and blank text (memsub._require_text), closed lists (memsub._check_one_of), ranges and finiteness
 -- (memsub._check_unit, memsub._check_finite*), JSON types, and vectors: every vector is checked against the
 -- installation's dimension (memsub.vector_dimension) and for a usable norm, whether given as a vector, a JSON
--- array or a double precision[]. Names match by one rule everywhere (memsub.normalize_text).
+-- array or a double precision[]. Names match by one rule everywhere (memsub.normalize_text). A function checks its
+-- text arguments against the max_text_chars limit (sql/015_limits.sql) in one call, memsub._check_text_limits,
+-- which names the first over it in the order given.
 
 -- Input checks -----------------------------------------------------------------------------------------------
 
@@ -26,6 +28,38 @@ end
 $$;
 comment on function memsub._require_text(text, text) is
     'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
+
+create or replace function memsub._check_text_limits(variadic p_name_value text[]) returns bigint
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_max     bigint;
+    v_length  bigint;
+    v_longest bigint;
+begin
+    if coalesce(array_length(p_name_value, 1), 0) % 2 <> 0 then
+        raise exception 'field "name_value" must hold field name and value pairs, not % elements',
+            array_length(p_name_value, 1)
+            using errcode = '22023', column = 'name_value';
+    end if;
+    for i in 1 .. coalesce(array_length(p_name_value, 1), 0) by 2 loop
+        v_length := length(p_name_value[i + 1]);
+        if v_length is not null then
+            v_max := coalesce(v_max, memsub.limit_value('max_text_chars'));
+            if v_length > v_max then
+                perform memsub._check_limit(v_length, 'max_text_chars', p_name_value[i]);
+            end if;
+            v_longest := greatest(v_longest, v_length);
+        end if;
+    end loop;
+    return v_longest;
+end
+$$;
+comment on function memsub._check_text_limits(text[]) is
+    'Checks text arguments, given as field name and value pairs, against max_text_chars in order: the first over '
+    'the limit raises what memsub._check_limit raises for it (54000 naming the field); NULL values pass. Returns '
+    'the greatest length (NULL when every value is NULL).';
 
 create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
@@ -277,4 +311,6 @@ grant execute on function
     to memsub_app, memsub_analyst;
 -- Half-lives: memory decay and search recency (invoker functions), and learn_importance, which runs as
 -- memsub_retrieval_owner.
+-- The text limit, granted as memsub._check_limit is (sql/015_limits.sql): every caller of that may call this.
+grant execute on function memsub._check_text_limits(text[]) to memsub_app, memsub_analyst, memsub_retrieval_owner;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -68,7 +68,9 @@ $$;
 comment on function memsub._envelope_timestamp(jsonb, text) is
     'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
 
-create or replace function memsub._envelope_object(p_envelope jsonb, p_field text) returns jsonb
+drop function if exists memsub._envelope_object(jsonb, text);
+drop function if exists memsub._envelope_text(jsonb, text);
+create or replace function memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) returns jsonb
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -78,35 +80,17 @@ begin
     if value is null or jsonb_typeof(value) = 'null' then
         return null;
     end if;
-    if jsonb_typeof(value) <> 'object' then
-        raise exception 'envelope field "%" must be a JSON object, not %', p_field, jsonb_typeof(value)
+    if jsonb_typeof(value) <> p_type then
+        raise exception 'envelope field "%" must be %, not %', p_field,
+            case p_type when 'object' then 'a JSON object' else 'a ' || p_type end, jsonb_typeof(value)
             using errcode = '22023', column = p_field;
     end if;
     return value;
 end
 $$;
-comment on function memsub._envelope_object(jsonb, text) is
-    'Reads an optional object field of an envelope; raises SQLSTATE 22023 naming the field when it is not an object.';
-
-create or replace function memsub._envelope_text(p_envelope jsonb, p_field text) returns text
-language plpgsql immutable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    value jsonb := p_envelope -> p_field;
-begin
-    if value is null or jsonb_typeof(value) = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(value) <> 'string' then
-        raise exception 'envelope field "%" must be a string, not %', p_field, jsonb_typeof(value)
-            using errcode = '22023', column = p_field;
-    end if;
-    return value #>> '{}';
-end
-$$;
-comment on function memsub._envelope_text(jsonb, text) is
-    'Reads an optional string field of an envelope; raises SQLSTATE 22023 naming the field when it is not a string.';
+comment on function memsub._envelope_value(jsonb, text, text) is
+    'Reads an optional field of an envelope of the JSON type p_type (object, string): NULL when absent or JSON '
+    'null; raises SQLSTATE 22023 naming the field when it has another type.';
 
 create or replace function memsub._envelope_unit_number(p_value jsonb, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
@@ -307,7 +291,7 @@ begin
                 using errcode = '22023', column = 'lineage.parent_ids';
         end if;
     end if;
-    derivation := memsub._envelope_text(p_lineage, 'derivation_type');
+    derivation := memsub._envelope_value(p_lineage, 'derivation_type', 'string') #>> '{}';
     if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
         raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
             using errcode = '22023', column = 'lineage.derivation_type';
@@ -325,7 +309,7 @@ language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_scope text := coalesce(memsub._envelope_text(p_envelope, 'scope'), 'shared');
+    v_scope text := coalesce(memsub._envelope_value(p_envelope, 'scope', 'string') #>> '{}', 'shared');
 begin
     if v_scope not in ('shared', 'cursor', 'l-private') then
         raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
@@ -367,7 +351,7 @@ begin
     -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
     f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
                         where k <> all(memsub._envelope_fields('envelope')));
-    f.packet_type := memsub._envelope_text(p_envelope, 'packet_type');
+    f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
@@ -386,13 +370,15 @@ begin
     f.stated_time := case when p_envelope ? 'timestamp'
                           then memsub._envelope_timestamp(p_envelope -> 'timestamp', 'timestamp') end;
     f.ts := coalesce(f.stated_time, now());
-    f.memory := case when p_envelope ? 'memory' then memsub._envelope_object(p_envelope, 'memory') end;
-    f.metadata := case when p_envelope ? 'metadata' then memsub._envelope_object(p_envelope, 'metadata') end;
-    f.provenance := case when p_envelope ? 'provenance' then memsub._envelope_object(p_envelope, 'provenance') end;
-    f.confidence := case when p_envelope ? 'confidence' then memsub._envelope_object(p_envelope, 'confidence') end;
+    f.memory := case when p_envelope ? 'memory' then memsub._envelope_value(p_envelope, 'memory', 'object') end;
+    f.metadata := case when p_envelope ? 'metadata' then memsub._envelope_value(p_envelope, 'metadata', 'object') end;
+    f.provenance := case when p_envelope ? 'provenance'
+                         then memsub._envelope_value(p_envelope, 'provenance', 'object') end;
+    f.confidence := case when p_envelope ? 'confidence'
+                         then memsub._envelope_value(p_envelope, 'confidence', 'object') end;
     if p_envelope ?| array['reasoning_block', 'routing'] or f.confidence ? 'score' then
-        perform memsub._envelope_object(p_envelope, 'reasoning_block');
-        perform memsub._envelope_object(p_envelope, 'routing');
+        perform memsub._envelope_value(p_envelope, 'reasoning_block', 'object');
+        perform memsub._envelope_value(p_envelope, 'routing', 'object');
         perform memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score');
     end if;
     f.thread_id := case when p_envelope ? 'thread_id' then memsub._envelope_uuid(p_envelope -> 'thread_id', 'thread_id') end;
@@ -405,13 +391,15 @@ begin
                                  p_envelope -> 'importance_score', 'importance_score') end, 0.5);
     f.correlation_id := case when p_envelope ? 'correlation_id'
                              then memsub._envelope_uuid(p_envelope -> 'correlation_id', 'correlation_id') end;
-    f.session_id := coalesce(case when p_envelope ? 'session_id' then memsub._envelope_text(p_envelope, 'session_id') end,
+    f.session_id := coalesce(case when p_envelope ? 'session_id'
+                                  then memsub._envelope_value(p_envelope, 'session_id', 'string') #>> '{}' end,
                              memsub.current_session_id());
-    f.trace_id := case when p_envelope ? 'trace_id' then memsub._envelope_text(p_envelope, 'trace_id') end;
+    f.trace_id := case when p_envelope ? 'trace_id'
+                       then memsub._envelope_value(p_envelope, 'trace_id', 'string') #>> '{}' end;
     f.scope := case when p_envelope ? 'scope' then memsub._envelope_scope(p_envelope, p_user) else 'shared' end;
     f.tags := case when p_envelope ? 'tags' and jsonb_typeof(p_envelope -> 'tags') <> 'null'
                    then memsub._envelope_tags(p_envelope) else '{}' end;
-    f.lineage := case when p_envelope ? 'lineage' then memsub._envelope_object(p_envelope, 'lineage') end;
+    f.lineage := case when p_envelope ? 'lineage' then memsub._envelope_value(p_envelope, 'lineage', 'object') end;
     f.parent_ids := '{}';
     if f.lineage is not null then
         select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
@@ -937,8 +925,8 @@ begin
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                                   then b.memory -> 'embeddings' else '[]' end) as v(e)
-     where coalesce(memsub._check_limit(length(v.e ->> 'embedding_type'), 'max_text_chars', 'embedding_type'), 0) >= 0
-       and coalesce(memsub._check_limit(length(v.e ->> 'chunk_text'), 'max_text_chars', 'chunk_text'), 0) >= 0
+     where coalesce(memsub._check_text_limits('embedding_type', v.e ->> 'embedding_type',
+                                              'chunk_text', v.e ->> 'chunk_text'), 0) >= 0
        and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
 end
 $$;

@@ -24,8 +24,7 @@ declare
     v_event  memsub.agent_memory_events;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(length(p_event_type), 'max_text_chars', 'event_type'),
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'event_type', p_event_type),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub._check_finite_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
@@ -72,7 +71,7 @@ declare
     v_trace  memsub.reasoning_traces;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
+    perform memsub._check_text_limits('agent_id', p_agent_id),
             memsub._check_limit(pg_column_size(p_steps), 'max_json_bytes', 'steps'),
             memsub._check_limit(pg_column_size(p_extracted_features), 'max_json_bytes', 'extracted_features'),
             memsub._check_limit(pg_column_size(p_inference_steps), 'max_json_bytes', 'inference_steps'),

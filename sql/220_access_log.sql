@@ -27,11 +27,9 @@ declare
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_feedback_reason), 'max_text_chars', 'feedback_reason');
+    perform memsub._check_text_limits('target_type', p_target_type, 'agent_id', p_agent_id,
+                                      'access_context', p_access_context, 'feedback_reason', p_feedback_reason),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';

@@ -31,7 +31,7 @@ declare
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_reason), 'max_text_chars', 'reason');
+    perform memsub._check_text_limits('reason', p_reason);
     if p_access_id is null then
         raise exception 'field "access_id" is required' using errcode = '23502', column = 'access_id';
     end if;

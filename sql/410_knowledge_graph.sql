@@ -89,9 +89,8 @@ declare
     v_edge       memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
@@ -198,8 +197,7 @@ declare
     v_packets      uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_subject), 'max_text_chars', 'subject'),
-            memsub._check_limit(length(p_predicate), 'max_text_chars', 'predicate'),
+    perform memsub._check_text_limits('subject', p_subject, 'predicate', p_predicate),
             memsub._check_limit(pg_column_size(p_object), 'max_json_bytes', 'object');
     if p_object is null or jsonb_typeof(p_object) = 'null' then
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';

@@ -132,12 +132,10 @@ declare
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity, 'source_type', p_source_type,
+                                      'target_type', p_target_type),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -190,9 +188,8 @@ declare
     v_edge   memsub.entity_relationships;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_valid_until, 'valid_until');
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
@@ -246,12 +243,10 @@ declare
     v_packet   memsub.packet_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_source_entity), 'max_text_chars', 'source_entity'),
-            memsub._check_limit(length(p_relationship_type), 'max_text_chars', 'relationship_type'),
-            memsub._check_limit(length(p_target_entity), 'max_text_chars', 'target_entity'),
-            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence'),
-            memsub._check_limit(length(p_source_type), 'max_text_chars', 'source_type'),
-            memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type');
+    perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
+                                      'target_entity', p_target_entity, 'source_type', p_source_type,
+                                      'target_type', p_target_type),
+            memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_finite_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
@@ -402,8 +397,7 @@ declare
     v_entity   memsub.world_model_entities;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub._check_limit(length(p_entity_type), 'max_text_chars', 'entity_type'),
+    perform memsub._check_text_limits('name', p_name, 'entity_type', p_entity_type),
             memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');

@@ -47,8 +47,7 @@ declare
     v_rows     jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_start_entity), 'max_text_chars', 'start_entity'),
-            memsub._check_limit(length(p_direction), 'max_text_chars', 'direction');
+    perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
@@ -146,7 +145,7 @@ declare
     v_at     timestamptz := coalesce(p_as_of, now());
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_entity), 'max_text_chars', 'entity');
+    perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');

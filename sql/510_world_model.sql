@@ -43,7 +43,7 @@ declare
     v_update   memsub.world_model_updates;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_insight_type), 'max_text_chars', 'insight_type'),
+    perform memsub._check_text_limits('insight_type', p_insight_type),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities'),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
     perform memsub._require_text(p_insight_type, 'insight_type');
@@ -149,8 +149,7 @@ declare
     v_snapshot  memsub.world_model_snapshots;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_description), 'max_text_chars', 'description'),
-            memsub._check_limit(length(p_created_by), 'max_text_chars', 'created_by');
+    perform memsub._check_text_limits('description', p_description, 'created_by', p_created_by);
     -- Share lock on the state row: no update can commit between reading the version and the entities.
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
     v_version := coalesce(v_version, 0);

@@ -25,14 +25,11 @@ declare
     v_reflection memsub.reflection_store;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_reflection_type), 'max_text_chars', 'reflection_type'),
-            memsub._check_limit(length(p_content), 'max_text_chars', 'content'),
-            memsub._check_limit(length(p_context), 'max_text_chars', 'context'),
+    perform memsub._check_text_limits('reflection_type', p_reflection_type, 'content', p_content,
+                                      'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
+                                      'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
-            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_limit(length(p_priority), 'max_text_chars', 'priority'),
-            memsub._check_limit(length(p_source_agent), 'max_text_chars', 'source_agent'),
-            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id');
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_one_of(p_reflection_type,
         array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
@@ -88,9 +85,8 @@ declare
     v_reflection memsub.task_reflections;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub._check_limit(length(p_outcome), 'max_text_chars', 'outcome'),
-            memsub._check_limit(length(p_task_description), 'max_text_chars', 'task_description'),
+    perform memsub._check_text_limits('task_id', p_task_id, 'outcome', p_outcome,
+                                      'task_description', p_task_description),
             memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
             memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
             memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),

@@ -28,9 +28,8 @@ declare
     v_summary memsub.memory_summaries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_scope_type), 'max_text_chars', 'scope_type'),
-            memsub._check_limit(length(p_scope_value), 'max_text_chars', 'scope_value'),
-            memsub._check_limit(length(p_summary_text), 'max_text_chars', 'summary_text'),
+    perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
+                                      'summary_text', p_summary_text),
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),

@@ -33,10 +33,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit(cardinality(p_reflection_types), 'max_array_items', 'reflection_types'),
-            memsub._check_limit(length(p_min_priority), 'max_text_chars', 'min_priority'),
-            memsub._check_limit(length(p_task_id), 'max_text_chars', 'task_id'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_text_limits('min_priority', p_min_priority, 'task_id', p_task_id, 'agent_id', p_agent_id),
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');

@@ -94,12 +94,10 @@ declare
     v_previous memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                      'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type'),
-            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
@@ -226,8 +224,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     if p_expected_version is null then
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
@@ -247,8 +244,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -265,8 +261,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     return query
         select m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id() and m.namespace = p_namespace and m.key = p_key
@@ -282,7 +277,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace_prefix), 'max_text_chars', 'namespace_prefix');
+    perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
     if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
         raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
             using errcode = '22023', column = 'namespace';
@@ -311,7 +306,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('session_id', p_session_id);
     if coalesce(p_session_id, memsub.current_session_id()) is null then
         raise exception 'memsub.memory_context needs a session (argument or the context''s session_id)'
             using errcode = '22023', column = 'session_id';

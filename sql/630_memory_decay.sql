@@ -59,11 +59,8 @@ declare
     v_entry memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key'),
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'tier', p_tier, 'kind', p_kind),
             memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(length(p_tier), 'max_text_chars', 'tier'),
-            memsub._check_limit(length(p_kind), 'max_text_chars', 'kind'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     perform memsub._check_one_of(p_tier, memsub.memory_tiers(), 'tier');
     perform memsub._check_one_of(p_kind, array_remove(memsub.memory_types(), 'procedural'), 'kind');
@@ -97,8 +94,7 @@ declare
     v_entry  memsub.memory_entries;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_namespace), 'max_text_chars', 'namespace'),
-            memsub._check_limit(length(p_key), 'max_text_chars', 'key');
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
     perform memsub.check_memory_address(p_namespace, p_key);
     perform memsub._check_half_life(p_half_life);
     if not memsub._memory_namespace_writable(p_namespace) then

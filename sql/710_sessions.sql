@@ -9,10 +9,11 @@
 -- app: and project: keys cannot be written by a session (seed 001 section 2.1). Termination moves the user:
 -- keys into memory_entries, clears the state and marks the session terminated, in one statement.
 
--- The earlier signature, without p_errcode, would otherwise remain as an overload.
+-- The earlier names and signatures (without the _ of an internal helper, without p_errcode).
 drop function if exists memsub.session_lookup(text, boolean);
+drop function if exists memsub.session_lookup(text, boolean, text);
 
-create or replace function memsub.session_lookup(
+create or replace function memsub._session_lookup(
     p_session_id text,
     p_for_update boolean default false,
     p_errcode    text    default 'P0002'
@@ -42,7 +43,7 @@ begin
     return v_session;
 end
 $$;
-comment on function memsub.session_lookup(text, boolean, text) is
+comment on function memsub._session_lookup(text, boolean, text) is
     'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming '
     'session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
@@ -130,9 +131,7 @@ declare
     v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_project_id), 'max_text_chars', 'project_id'),
-            memsub._check_limit(length(p_app_name), 'max_text_chars', 'app_name'),
+    perform memsub._check_text_limits('session_id', p_session_id, 'project_id', p_project_id, 'app_name', p_app_name),
             memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state');
     if memsub.current_user_id() is null then
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
@@ -181,10 +180,10 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
@@ -218,10 +217,10 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
@@ -243,11 +242,11 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('session_id', p_session_id);
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -274,15 +273,14 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session  memsub.sessions := memsub.session_lookup(p_session_id, true);
+    v_session  memsub.sessions := memsub._session_lookup(p_session_id, true);
     v_key      text;
     v_value    jsonb;
     v_migrated text[] := '{}';
     v_open     bigint[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
-            memsub._check_limit(length(p_memory_type), 'max_text_chars', 'memory_type');
+    perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
     -- session block it unless the caller cancels them here.
@@ -340,7 +338,7 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub.session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.audit_record('session_delete', p_session_id => v_session.id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', jsonb_array_length(v_session.events)));

@@ -5,7 +5,9 @@
 -- A task may run in a session and may be a sub-task of a parent task; an agent is spawned for a task (and its
 -- session). Both are written through the functions below, which audit what they do.
 
-create or replace function memsub.task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text)
+-- The earlier name, without the _ of an internal helper.
+drop function if exists memsub.task_lookup(bigint, boolean, text);
+create or replace function memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text)
 returns memsub.tasks
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -28,7 +30,7 @@ begin
     return v_task;
 end
 $$;
-comment on function memsub.task_lookup(bigint, boolean, text) is
+comment on function memsub._task_lookup(bigint, boolean, text) is
     'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming '
     'task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
@@ -46,9 +48,8 @@ declare
     v_task   memsub.tasks;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_type), 'max_text_chars', 'type'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id');
+    perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
@@ -56,7 +57,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+        perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -87,7 +88,7 @@ begin
     if p_session_id is null then
         raise exception 'field "session_id" is required' using errcode = '23502', column = 'session_id';
     end if;
-    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    v_task := memsub._task_lookup(p_task_id, true, 'P0002');
     if v_task.session_id = p_session_id then
         return v_task;  -- already linked there
     end if;
@@ -96,7 +97,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub.require_active_session(memsub.session_lookup(p_session_id, false, '23503'));
+    perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -125,15 +126,14 @@ declare
     v_before text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_status), 'max_text_chars', 'status'),
-            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result'),
-            memsub._check_limit(length(p_error), 'max_text_chars', 'error');
+    perform memsub._check_text_limits('status', p_status, 'error', p_error),
+            memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result');
     if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
         raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
-    v_task := memsub.task_lookup(p_task_id, true, 'P0002');
+    v_task := memsub._task_lookup(p_task_id, true, 'P0002');
     if v_task.status in ('completed', 'failed', 'cancelled') then
         raise exception 'task % is already %', p_task_id, v_task.status
             using errcode = '55000', column = 'status';
@@ -175,8 +175,7 @@ declare
     v_agent   memsub.agents;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_name), 'max_text_chars', 'name'),
-            memsub._check_limit(length(p_session_id), 'max_text_chars', 'session_id'),
+    perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_name is null or btrim(p_name) = '' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
@@ -184,10 +183,10 @@ begin
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
-    v_task := memsub.task_lookup(p_task_id, false, '23503');
+    v_task := memsub._task_lookup(p_task_id, false, '23503');
     v_session := coalesce(p_session_id, v_task.session_id);
     if v_session is not null then
-        perform memsub.session_lookup(v_session, false, '23503');
+        perform memsub._session_lookup(v_session, false, '23503');
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)

@@ -19,12 +19,12 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
-            memsub._check_limit(length(p_label), 'max_text_chars', 'label');
+            memsub._check_text_limits('label', p_label);
     if p_state is null then
         raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
-    v_task := memsub.task_lookup(p_task_id, true, '23503');
+    v_task := memsub._task_lookup(p_task_id, true, '23503');
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;

@@ -73,7 +73,7 @@ declare
     v_entry  memsub.document_index;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
+    perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or btrim(p_file_path) = '' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';

@@ -101,14 +101,11 @@ declare
     v_entity   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_file_path), 'max_text_chars', 'file_path'),
-            memsub._check_limit(length(p_hash), 'max_text_chars', 'hash'),
-            memsub._check_limit(length(p_mime), 'max_text_chars', 'mime'),
+    perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
-            memsub._check_limit(length(p_summary), 'max_text_chars', 'summary'),
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     if p_file_path is null or btrim(p_file_path) = '' then

@@ -37,13 +37,16 @@ RAW_MESSAGE = re.compile(r"violates (row-level security policy|check constraint|
 def callable_functions(dsn: str, role: str) -> list[tuple[str, list[str]]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("""
-            select p.proname, coalesce(array(select format_type(t, null) from unnest(p.proargtypes) as t), '{}')
+            select p.proname, coalesce(array(select format_type(t, null) from unnest(p.proargtypes) as t), '{}'),
+                   p.provariadic <> 0
               from pg_proc p
              where p.pronamespace = 'memsub'::regnamespace and p.prokind = 'f'
                and has_function_privilege(%s, p.oid, 'execute')
                and p.proname not in ('set_context', 'set_actor')
              order by 1, 2""", [role]).fetchall()
-    return [(str(name), list(types)) for name, types in rows]
+    # A variadic function takes its last argument as an array after the word VARIADIC.
+    return [(str(name), [*types[:-1], "variadic " + types[-1]] if variadic else list(types))
+            for name, types, variadic in rows]
 
 
 _text = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30)
@@ -137,10 +140,11 @@ def test_every_callable_function_fails_only_with_documented_errors(fuzz_world, d
     functions = _FUNCTIONS.setdefault(role, callable_functions(superuser_dsn, f"memsub_{role}"))
     app_dsn = server.dsn(database, f"memsub_test_{role}")
     name, types = data.draw(st.sampled_from(functions), label="function")
-    arguments = [data.draw(value_for(t, dimension), label=t) for t in types]
+    arguments = [data.draw(value_for(t.removeprefix("variadic "), dimension), label=t) for t in types]
     call = sql.SQL("select * from {}({})").format(
         sql.Identifier("memsub", name),
-        sql.SQL(", ").join(sql.SQL("%s::") + sql.SQL(t) for t in types))  # type: ignore[operator]
+        sql.SQL(", ").join(sql.SQL("variadic " if t.startswith("variadic ") else "") + sql.SQL("%s::")
+                           + sql.SQL(t.removeprefix("variadic ")) for t in types))  # type: ignore[operator]
     with psycopg.connect(superuser_dsn) as ground, psycopg.connect(app_dsn) as conn:
         before = table_state(ground)
         ground.rollback()
