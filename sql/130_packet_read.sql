@@ -47,7 +47,7 @@ comment on function memsub._packets_as_written(memsub.packet_store[]) is
     'vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; '
     'row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
 
--- 2.26: get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
+-- get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
 drop function if exists memsub.get_packet(uuid);
 drop function if exists memsub.get_packets(uuid[]);
 
