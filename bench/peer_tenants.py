@@ -3,7 +3,7 @@ per tenant size, and recall per tenant share, on clustered, uniform random and r
 server.
 
 Usage: python bench/peer_tenants.py [--vectors 6000] [--kinds clustered,uniform,real] [--queries 40] [--gets 400]
-                                    [--json] [--out DIR] [--cache DIR]
+                                    [--gets-only] [--json] [--out DIR] [--cache DIR]
 
 The data: ``--vectors`` 384-d unit vectors per kind spread over 100 tenants; one tenant holds 50 %, others 20, 10, 5,
 2, 1 and 0.5 %, the remaining 11.5 % is shared by 93 small tenants (at least 200 vectors; a tenant holding k rows
@@ -20,6 +20,9 @@ call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):
 
 - get one item: ``memsub.get_packet`` against ``store.get(("docs", tenant), key)``;
 - get 100 items of a tenant: ``memsub.get_packets`` against ``store.batch`` of 100 ``GetOp``;
+- the same two gets without the vectors (``p_with_vectors => false``: the envelope as stored, each
+  ``memory.embeddings[]`` vector null), timed in the same rounds, when the installation has that argument
+  (LangGraph's get never returns its vectors, which live in ``store_vectors``);
 - vector search k = 10 in one tenant: ``memsub.semantic_search`` at its defaults (``mode => 'auto'``) and with
   ``mode => 'exact'`` against ``store.search(("docs", tenant), query=..., limit=10)`` at pgvector's default
   ``hnsw.ef_search`` (40); recall@10 of each against the exact neighbours within the tenant (numpy), and the
@@ -181,8 +184,11 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
             tune_seconds = time.perf_counter() - started
         else:
             tune_seconds = float("nan")
-        multi = conn.execute("select to_regprocedure('memsub.get_packets(uuid[])') is not null").fetchone()
+        multi = conn.execute("select to_regprocedure('memsub.get_packets(uuid[])') is not null "
+                             "or to_regprocedure('memsub.get_packets(uuid[], boolean)') is not null").fetchone()
         has_multi = bool(multi and multi[0])
+        lean = conn.execute("select to_regprocedure('memsub.get_packets(uuid[], boolean)') is not null").fetchone()
+        has_lean = bool(lean and lean[0])
         mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
@@ -194,18 +200,26 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
     if kind == "clustered":
         log("get one item / 100 items")
         probes = [rng.randrange(args.vectors) for _ in range(args.gets)]
-        timings = alternate(probes, {
+        sides: dict[str, Callable[[Any], Any]] = {
             "langgraph": lambda i: lg.store.get((space, str(tenants[owners[i]])), f"d{i}"),
             "memsub": lambda i: ms.call(tenants[owners[i]], b"select packet_id, envelope from memsub.get_packet(%s)",
                                         [packet_ids[i]]),
-        })
+        }
+        if has_lean:  # the envelope as stored: memory.embeddings[].vector is null, memory_embeddings not read
+            sides["lean"] = lambda i: ms.call(
+                tenants[owners[i]], b"select packet_id, envelope from memsub.get_packet(%s, p_with_vectors => false)",
+                [packet_ids[i]])
+        timings = alternate(probes, sides)
         result["operations"].append(compare("get one item", timings))
+        if has_lean:
+            result["operations"].append(compare("get one item, without vectors", lean_timings(timings)))
         big = rows_of[0]
         batches = [rng.sample(big, 100) for _ in range(max(4, args.gets // 20))]
 
-        def ms_many(batch: list[int]) -> None:
+        def ms_many(batch: list[int], with_vectors: bool = True) -> None:
             if has_multi:
-                found = ms.call(tenants[0], b"select packet_id, envelope from memsub.get_packets(%s)",
+                found = ms.call(tenants[0], b"select packet_id, envelope from memsub.get_packets(%s"
+                                + (b")" if with_vectors else b", p_with_vectors => false)"),
                                 [[packet_ids[i] for i in batch]])
             else:
                 found = [r for rows in ms.calls(tenants[0], [
@@ -214,12 +228,23 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
             if len(found) != len(batch):
                 raise RuntimeError(f"get 100 found {len(found)}")
 
-        timings = alternate(batches, {
+        many_sides: dict[str, Callable[[Any], Any]] = {
             "langgraph": lambda b: lg.store.batch([GetOp((space, str(tenants[0])), f"d{i}") for i in b]),
             "memsub": ms_many,
-        })
+        }
+        if has_lean:
+            many_sides["lean"] = lambda b: ms_many(b, with_vectors=False)
+        timings = alternate(batches, many_sides)
         result["operations"].append(compare("get 100 items", timings,
                                             "" if has_multi else "100 get_packet calls in one pipeline"))
+        if has_lean:
+            result["operations"].append(compare("get 100 items, without vectors", lean_timings(timings)))
+    if args.gets_only:
+        lg.close()
+        ms.close()
+        with psycopg.connect(superuser, autocommit=True) as conn:
+            conn.execute("truncate langgraph.store, langgraph.store_vectors")
+        return result
 
     for number, share in enumerate(SHARES):
         tenant = tenants[number]
@@ -264,6 +289,11 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
     return result
 
 
+def lean_timings(timings: dict[str, list[float]]) -> dict[str, list[float]]:
+    """The timings of one run with the without-vectors variant in memsub's place, for ``compare``."""
+    return {"langgraph": timings["langgraph"], "memsub": timings["lean"]}
+
+
 def render(results: dict[str, Any]) -> str:
     lines = ["memsub vs LangGraph PostgresStore, many tenants: same server and vectors, one run", "",
              environment_line(results["environment"]), ""]
@@ -295,9 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--out", type=Path, help="write peer_tenants.json into this directory")
     parser.add_argument("--cache", type=Path, help="keep the real kind's MiniLM vectors in this directory (.npy)")
+    parser.add_argument("--gets-only", action="store_true",
+                        help="time only the gets (clustered kind): no searches, no other kinds")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    kinds = [k for k in args.kinds.split(",") if k]
+    kinds = ["clustered"] if args.gets_only else [k for k in args.kinds.split(",") if k]
     if not kinds or not set(kinds) <= set(KINDS) or args.vectors < 200:
         parser.error(f"kinds: {', '.join(KINDS)}; at least 200 vectors (the 50 % tenant serves the 100-item get)")
     if "real" in kinds and args.dimension != MINILM_DIMENSION:

@@ -4955,16 +4955,16 @@ ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_dept
 
 COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
 
-CREATE FUNCTION memsub.get_packet(p_packet_id uuid) RETURNS SETOF memsub.packet_store
+CREATE FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$ select * from memsub.get_packets(array[p_packet_id]) $$;
+    AS $$ select * from memsub.get_packets(array[p_packet_id], p_with_vectors) $$;
 
-ALTER FUNCTION memsub.get_packet(p_packet_id uuid) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid) IS 'The packet with this id, if the caller may see it (no row otherwise), its envelope as written: memsub.get_packets of one id.';
+COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) IS 'The packet with this id, if the caller may see it (no row otherwise): memsub.get_packets of one id. with_vectors (default true) returns its envelope as written, vectors put back; false, the row as stored (memory.embeddings[] vectors are JSON null).';
 
-CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[]) RETURNS SETOF memsub.packet_store
+CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
@@ -4980,27 +4980,42 @@ begin
     -- the branch chosen here runs (the other is a one-time filter that is false).
     v_every_tenant := v_tenant is null or memsub.is_platform_admin();
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
-    -- rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
-    -- not planned again for each call: planning would cost more than reading one packet.
-    return query
-        select * from memsub._packets_as_written(array(
-            select s::memsub.packet_store
+    -- not planned again for each call: planning would cost more than reading one packet. The two branches read
+    -- the same rows with the same query; they differ only in what is done with them.
+    if coalesce(p_with_vectors, true) then
+        -- The rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them.
+        return query
+            select * from memsub._packets_as_written(array(
+                select s::memsub.packet_store
+                  from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+                 cross join lateral (
+                        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join
+                        -- the planner may prefer to read every row of a big tenant).
+                        (select s.* from memsub.packet_store s
+                          where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                        union all
+                        select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+                 order by w.n));
+    else
+        -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
+        -- stays JSON null.
+        return query
+            select s.*
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (
-                    -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                    -- planner may prefer to read every row of a big tenant).
                     (select s.* from memsub.packet_store s
                       where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
                     union all
                     select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-             order by w.n));
+             order by w.n;
+    end if;
 end
 $$;
 
-ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[]) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id.';
+COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same.';
 
 CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -12562,13 +12577,13 @@ REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[]) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;

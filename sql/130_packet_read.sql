@@ -4,7 +4,8 @@
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packets (get_packet) and
 -- get_thread return the envelope as written: the embedding vectors are put back by memsub._packets_as_written,
--- once for all the rows a call returns.
+-- once for all the rows a call returns. get_packets (get_packet) with p_with_vectors false return the rows as
+-- stored instead (vectors JSON null), for callers that need the content, not the vectors.
 
 -- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row) is replaced by the
 -- set-based one below.
@@ -46,7 +47,12 @@ comment on function memsub._packets_as_written(memsub.packet_store[]) is
     'vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; '
     'row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
 
-create or replace function memsub.get_packets(p_packet_ids uuid[]) returns setof memsub.packet_store
+-- get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
+drop function if exists memsub.get_packet(uuid);
+drop function if exists memsub.get_packets(uuid[]);
+
+create or replace function memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean default true)
+returns setof memsub.packet_store
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 set plan_cache_mode = force_generic_plan
@@ -62,35 +68,54 @@ begin
     -- the branch chosen here runs (the other is a one-time filter that is false).
     v_every_tenant := v_tenant is null or memsub.is_platform_admin();
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
-    -- rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
-    -- not planned again for each call: planning would cost more than reading one packet.
-    return query
-        select * from memsub._packets_as_written(array(
-            select s::memsub.packet_store
+    -- not planned again for each call: planning would cost more than reading one packet. The two branches read
+    -- the same rows with the same query; they differ only in what is done with them.
+    if coalesce(p_with_vectors, true) then
+        -- The rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them.
+        return query
+            select * from memsub._packets_as_written(array(
+                select s::memsub.packet_store
+                  from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+                 cross join lateral (
+                        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join
+                        -- the planner may prefer to read every row of a big tenant).
+                        (select s.* from memsub.packet_store s
+                          where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                        union all
+                        select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+                 order by w.n));
+    else
+        -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
+        -- stays JSON null.
+        return query
+            select s.*
               from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
              cross join lateral (
-                    -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                    -- planner may prefer to read every row of a big tenant).
                     (select s.* from memsub.packet_store s
                       where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
                     union all
                     select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-             order by w.n));
+             order by w.n;
+    end if;
 end
 $$;
-comment on function memsub.get_packets(uuid[]) is
+comment on function memsub.get_packets(uuid[], boolean) is
     'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
     'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
-    'per id.';
+    'per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the '
+    'envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in '
+    'memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same.';
 
-create or replace function memsub.get_packet(p_packet_id uuid) returns setof memsub.packet_store
+create or replace function memsub.get_packet(p_packet_id uuid, p_with_vectors boolean default true)
+returns setof memsub.packet_store
 language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
-as $$ select * from memsub.get_packets(array[p_packet_id]) $$;
-comment on function memsub.get_packet(uuid) is
-    'The packet with this id, if the caller may see it (no row otherwise), its envelope as written: '
-    'memsub.get_packets of one id.';
+as $$ select * from memsub.get_packets(array[p_packet_id], p_with_vectors) $$;
+comment on function memsub.get_packet(uuid, boolean) is
+    'The packet with this id, if the caller may see it (no row otherwise): memsub.get_packets of one id. '
+    'with_vectors (default true) returns its envelope as written, vectors put back; false, the row as stored '
+    '(memory.embeddings[] vectors are JSON null).';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub.get_thread(

@@ -363,10 +363,19 @@ async def write_packets(request: Request) -> Response:
     return json_response(row)
 
 
+GET_PACKET_ARGUMENTS = (
+    Argument("with_vectors", boolean, "boolean",
+             doc="true (default): the envelope as written, each memory.embeddings[] vector put back; false: as "
+                 "stored, each such vector null (cheaper to read when only the content is needed)."),
+)
+
+
 async def get_packet(request: Request) -> Response:
     packet_id = uuid_text(request.path_params["packet_id"], "packet_id")
-    row = await fetch_one(request, sql.SQL("select {}::text from memsub.get_packet(%s::uuid) r").format(PACKET_JSON),
-                          [packet_id])
+    arguments, values = call_arguments(query_fields(request, GET_PACKET_ARGUMENTS), GET_PACKET_ARGUMENTS,
+                                       fixed=[("packet_id", "uuid", packet_id)])
+    row = await fetch_one(request, sql.SQL("select {}::text from memsub.get_packet({}) r").format(
+        PACKET_JSON, arguments), values)
     if row is None:
         raise Problem(404, "not-found", "Not found", f"no packet {packet_id} is visible to this key",
                       field="packet_id")

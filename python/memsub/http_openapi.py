@@ -256,7 +256,8 @@ def openapi_document() -> dict[str, Any]:
                 errors=WRITE_ERRORS)},
             "/api/v1/memory/packet/{packet_id}": {"get": operation(
                 "getPacket", "One packet (memsub.get_packet)", ("200", ref("PacketStoreRow")),
-                parameters=[path_parameter("packet_id", UUID, "The packet's id.")],
+                parameters=[path_parameter("packet_id", UUID, "The packet's id."),
+                            *query_parameters(http_api.GET_PACKET_ARGUMENTS)],
                 errors=(401, 403, 404, 422, 503))},
             "/api/v1/memory/packet/{packet_id}/lineage": {"get": operation(
                 "getLineage", "Ancestors or descendants of a packet (memsub.get_lineage)",

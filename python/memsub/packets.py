@@ -72,15 +72,19 @@ def _envelope_value(envelope: EnvelopeLike) -> Any:
     return envelope.model_dump(mode="json", exclude_none=True)
 
 
-def get_packet(packet_id: UUID | str) -> Call[PacketStoreRow | None]:
-    """The packet with this id, or None when it does not exist or is not visible (memsub.get_packet)."""
-    return function("get_packet", {"packet_id": packet_id}, optional(PacketStoreRow))
+def get_packet(packet_id: UUID | str, with_vectors: bool = True) -> Call[PacketStoreRow | None]:
+    """The packet with this id, or None when it does not exist or is not visible (memsub.get_packet). Its
+    envelope is as written, each ``memory.embeddings[]`` vector put back; with ``with_vectors=False`` it is as
+    stored, each such vector None (the vectors are in memory_embeddings), which is cheaper to read and decode."""
+    return function("get_packet", {"packet_id": packet_id, "with_vectors": with_vectors}, optional(PacketStoreRow))
 
 
-def get_packets(packet_ids: Iterable[UUID | str]) -> Call[list[PacketStoreRow]]:
+def get_packets(packet_ids: Iterable[UUID | str], with_vectors: bool = True) -> Call[list[PacketStoreRow]]:
     """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call and
-    one index search per id, however many tenants share the store."""
-    return function("get_packets", {"packet_ids": list(packet_ids)}, rows(PacketStoreRow))
+    one index search per id, however many tenants share the store. ``with_vectors=False``: the envelopes as
+    stored, each ``memory.embeddings[]`` vector None (see :func:`get_packet`)."""
+    return function("get_packets", {"packet_ids": list(packet_ids), "with_vectors": with_vectors},
+                    rows(PacketStoreRow))
 
 
 def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:

@@ -60,6 +60,26 @@ def test_the_seed_example_body_is_written_and_read_back(api: Api):
         assert again.status_code == 200 and again.json()["deduplicated"] is True
 
 
+def test_a_packet_is_read_with_or_without_its_vectors(api: Api):
+    dimension = api.dimension()
+    vector = [0.5] * dimension  # single precision holds 0.5 exactly
+    embeddings = [{"embedding_type": "summary", "vector": vector, "chunk_text": "pellets"}]  # no test searches it
+    with api.client() as client:
+        written = client.post("/api/v1/memory/packet", json={
+            "packet_type": "note", "payload": {"text": "pellets"}, "memory": {"embeddings": embeddings}}).json()
+        url = f"/api/v1/memory/packet/{written['packet_id']}"
+        full = client.get(url).json()
+        assert full["envelope"]["memory"]["embeddings"] == embeddings
+        lean = client.get(url, params={"with_vectors": "false"}).json()
+        assert lean["envelope"]["memory"]["embeddings"] == [{**embeddings[0], "vector": None}]
+        assert {**lean, "envelope": None} == {**full, "envelope": None}
+        assert client.get(url, params={"with_vectors": "true"}).json() == full
+        assert_problem(client.get(url, params={"with_vectors": "maybe"}), 422, "with_vectors")
+        assert_problem(client.get(url, params={"vectors": "false"}), 422, "vectors")
+    with api.client("b") as other:
+        assert_problem(other.get(url, params={"with_vectors": "false"}), 404, "packet_id")
+
+
 def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
     thread = str(uuid.uuid4())
     root = str(uuid.uuid4())

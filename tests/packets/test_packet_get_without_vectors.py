@@ -1,0 +1,122 @@
+"""get_packet and get_packets without the vectors (p_with_vectors => false): the packet_store row as stored.
+
+An envelope's memory.embeddings[] vectors are stored once, in memory_embeddings (test_packet_vectors.py), and the
+readers put them back by default. A caller that needs the payload, not the vectors, asks for the row as stored:
+each vector stored apart reads as JSON null, every other field (and every other column) is the same as with the
+vectors, and row-level security decides what is visible exactly as it does by default.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+from test_packet_vectors import envelope
+
+from memsub.async_client import AsyncSubstrate
+from memsub.client import Substrate
+
+from helpers import TENANT_A, TENANT_B, set_context, write
+
+
+def without_vectors(envelope_value: dict[str, Any]) -> dict[str, Any]:
+    """The envelope with each memory.embeddings[] vector given as null (what the stored envelope holds)."""
+    stripped = json.loads(json.dumps(envelope_value))
+    for element in stripped.get("memory", {}).get("embeddings", []):
+        if isinstance(element, dict) and isinstance(element.get("vector"), list):
+            element["vector"] = None
+    return stripped
+
+
+def written_packets(db: Any) -> tuple[list[uuid.UUID], uuid.UUID]:
+    """Two packets with embeddings and one without in tenant A, one with embeddings in tenant B."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ids = [write(conn, e)["packet_id"] for e in (
+            envelope(1), envelope(2, tags=["two"]),
+            {"packet_type": "memory_write", "payload": {"text": "no embeddings"}})]
+        conn.commit()
+        set_context(conn, TENANT_B)
+        other = write(conn, envelope(3))["packet_id"]
+        conn.commit()
+    return ids, other
+
+
+@pytest.mark.parametrize("login, roles", [("app", ()), ("analyst", ()), ("platform_admin", ("platform_admin",))])
+def test_without_vectors_the_rows_are_the_stored_rows(db, login, roles):
+    ids, other = written_packets(db)
+    wanted = [ids[1], other, uuid.uuid4(), ids[0], ids[2], ids[1]]
+    visible = [ids[1], other, ids[0], ids[2]] if login == "platform_admin" else [ids[1], ids[0], ids[2]]
+    with db.connect(login) as conn:
+        set_context(conn, TENANT_A, roles=roles)
+        lean = [r[0] for r in conn.execute(
+            "select to_jsonb(g) from memsub.get_packets(%s, p_with_vectors => false) g", [wanted])]
+        full = [r[0] for r in conn.execute("select to_jsonb(g) from memsub.get_packets(%s) g", [wanted])]
+        stored = {r[0]["packet_id"]: r[0] for r in conn.execute(
+            "select to_jsonb(s) from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
+        one = [conn.execute("select to_jsonb(g) from memsub.get_packet(%s, p_with_vectors => false) g",
+                            [i]).fetchone() for i in wanted]
+    assert [uuid.UUID(r["packet_id"]) for r in lean] == visible
+    assert lean == [stored[str(i)] for i in visible]
+    assert [r[0] for r in one if r is not None] == [stored[str(i)] for i in wanted if i in visible]
+    # The same row as with the vectors, but for the vector values: the other fields of each embedding element
+    # (type, chunk index, chunk text, metadata) are there.
+    assert [{**r, "envelope": without_vectors(r["envelope"])} for r in full] == lean
+    by_id = {uuid.UUID(r["packet_id"]): r["envelope"] for r in lean}
+    assert by_id[ids[0]]["memory"] == without_vectors(envelope(1))["memory"]
+    assert by_id[ids[0]]["memory"]["embeddings"][1] == {
+        "embedding_type": "entity", "vector": None, "chunk_index": 2, "metadata": {"source": "test"}}
+    assert "memory" not in by_id[ids[2]]
+
+
+def test_the_default_and_true_put_the_vectors_back(db):
+    ids, _ = written_packets(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for statement in ("select envelope from memsub.get_packets(%s)",
+                          "select envelope from memsub.get_packets(%s, true)",
+                          "select envelope from memsub.get_packets(%s, p_with_vectors => true)"):
+            got = [r[0] for r in conn.execute(statement, [ids[:2]])]
+            assert [e["memory"] for e in got] == [envelope(1)["memory"], envelope(2)["memory"]], statement
+        row = conn.execute("select envelope from memsub.get_packet(%s, true)", [ids[0]]).fetchone()
+        assert row is not None and row[0]["memory"] == envelope(1)["memory"]
+
+
+def test_another_tenant_reads_nothing_without_vectors_either(db):
+    ids, other = written_packets(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        assert conn.execute("select * from memsub.get_packets(%s, p_with_vectors => false)", [ids]).fetchall() == []
+        assert conn.execute("select * from memsub.get_packet(%s, false)", [ids[0]]).fetchall() == []
+        assert [r[0] for r in conn.execute("select packet_id from memsub.get_packets(%s, false)",
+                                           [[*ids, other]])] == [other]
+    with db.connect("nobody") as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select * from memsub.get_packets(%s, false)", [ids])
+
+
+def test_the_client_reads_with_or_without_vectors(db):
+    ids, _ = written_packets(db)
+    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        full = session.packets.get(ids[0])
+        lean = session.packets.get(ids[0], with_vectors=False)
+        assert full is not None and lean is not None
+        assert full.envelope["memory"] == envelope(1)["memory"]
+        assert lean.envelope == without_vectors(full.envelope)
+        assert lean.model_dump(exclude={"envelope"}) == full.model_dump(exclude={"envelope"})
+        many = session.packets.get_packets(ids, with_vectors=False)
+        assert [r.envelope for r in many] == [without_vectors(r.envelope) for r in session.packets.get_packets(ids)]
+        assert session.packets.get(uuid.uuid4(), with_vectors=False) is None
+
+
+@pytest.mark.asyncio
+async def test_the_async_client_reads_without_vectors(db):
+    ids, _ = written_packets(db)
+    async with AsyncSubstrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        lean = await session.packets.get(ids[0], with_vectors=False)
+        many = await session.packets.get_packets(ids, with_vectors=False)
+        full = await session.packets.get_packets(ids)
+    assert lean is not None and lean.envelope["memory"] == without_vectors(envelope(1))["memory"]
+    assert [r.envelope for r in many] == [without_vectors(r.envelope) for r in full]
