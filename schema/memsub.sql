@@ -205,6 +205,20 @@ ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_i
 
 COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
 
+CREATE FUNCTION memsub._alternatives(p_values text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when cardinality(p_values) > 1
+                then array_to_string(p_values[1:cardinality(p_values) - 1], ', ') || ' or '
+                     || p_values[cardinality(p_values)]
+                else array_to_string(p_values, ', ') end
+$$;
+
+ALTER FUNCTION memsub._alternatives(p_values text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._alternatives(p_values text[]) IS 'Internal: a vocabulary in words for an error message ("shared, cursor or l-private").';
+
 CREATE FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -302,7 +316,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
                and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
                and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
-               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and coalesce(r.e ->> 'scope', 'shared') = any(memsub.packet_scopes())
                and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
                and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
                and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
@@ -314,7 +328,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
                and r.tags is not null and r.parent_ids is not null
                and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
-                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            and r.lineage ->> 'derivation_type' = any(memsub.derivation_types()),
                             true)
                and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
                and (r.stated_id is null or r.stated_id <> all(r.parent_ids))
@@ -1086,8 +1100,9 @@ begin
         end if;
     end if;
     derivation := memsub._envelope_value(p_lineage, 'derivation_type', 'string') #>> '{}';
-    if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
-        raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
+    if derivation is not null and derivation <> all(memsub.derivation_types()) then
+        raise exception 'envelope field "lineage.derivation_type" must be one of %, not "%"',
+            array_to_string(memsub.derivation_types(), ', '), derivation
             using errcode = '22023', column = 'lineage.derivation_type';
     end if;
     unknown := array(select 'lineage.' || k from jsonb_object_keys(p_lineage) as k
@@ -1106,8 +1121,9 @@ CREATE FUNCTION memsub._envelope_scope(p_envelope jsonb, p_user uuid) RETURNS te
 declare
     v_scope text := coalesce(memsub._envelope_value(p_envelope, 'scope', 'string') #>> '{}', 'shared');
 begin
-    if v_scope not in ('shared', 'cursor', 'l-private') then
-        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+    if v_scope <> all(memsub.packet_scopes()) then
+        raise exception 'envelope field "scope" must be %, not "%"', memsub._alternatives(memsub.packet_scopes()),
+            v_scope
             using errcode = '22023', column = 'scope';
     end if;
     if v_scope <> 'shared' and p_user is null then
@@ -1806,6 +1822,15 @@ ALTER FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packe
 
 COMMENT ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) IS 'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization of a thread another writer registered meanwhile ({}).';
 
+CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['shared', 'cursor', 'l-private']::text[] $$;
+
+ALTER FUNCTION memsub.packet_scopes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_scopes() IS 'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for the tenant, cursor for its user and session, l-private for its user.';
+
 CREATE TABLE memsub.packet_store (
     packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
     packet_type text NOT NULL,
@@ -1838,7 +1863,7 @@ CREATE TABLE memsub.packet_store (
     CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
     CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
     CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
-    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
 );
 
 ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
@@ -1867,7 +1892,7 @@ COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering 
 
 COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
 
-COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope: shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
+COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope, one of memsub.packet_scopes(): shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
 
 COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
 
@@ -2323,6 +2348,24 @@ ALTER FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p
 
 COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
+CREATE FUNCTION memsub.task_final_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['completed', 'failed', 'cancelled']::text[] $$;
+
+ALTER FUNCTION memsub.task_final_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_final_statuses() IS 'The task statuses a task cannot leave (a subset of memsub.task_statuses()); a task has completed_at exactly when its status is one of them.';
+
+CREATE FUNCTION memsub.task_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['pending', 'running', 'completed', 'failed', 'cancelled']::text[] $$;
+
+ALTER FUNCTION memsub.task_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_statuses() IS 'The states of a task (tasks.status, memsub.task_set_status p_status); the final ones are memsub.task_final_statuses().';
+
 CREATE TABLE memsub.tasks (
     tenant_id uuid NOT NULL,
     id bigint NOT NULL,
@@ -2337,9 +2380,9 @@ CREATE TABLE memsub.tasks (
     completed_at timestamp with time zone,
     session_id text,
     parent_task_id bigint,
-    CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (ARRAY['completed'::text, 'failed'::text, 'cancelled'::text])) = (completed_at IS NOT NULL))),
+    CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (memsub.task_final_statuses())) = (completed_at IS NOT NULL))),
     CONSTRAINT tasks_not_own_parent CHECK ((parent_task_id IS DISTINCT FROM id)),
-    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'completed'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT tasks_status_check CHECK ((status = ANY (memsub.task_statuses()))),
     CONSTRAINT tasks_type_not_blank CHECK ((length(btrim(type)) > 0))
 );
 
@@ -2359,7 +2402,7 @@ COMMENT ON COLUMN memsub.tasks.user_id IS 'User who created the task.';
 
 COMMENT ON COLUMN memsub.tasks.type IS 'Kind of task (free text, not blank).';
 
-COMMENT ON COLUMN memsub.tasks.status IS 'pending, running, completed, failed or cancelled.';
+COMMENT ON COLUMN memsub.tasks.status IS 'One of memsub.task_statuses(); the final ones (memsub.task_final_statuses()) set completed_at.';
 
 COMMENT ON COLUMN memsub.tasks.payload IS 'Task input (JSON).';
 
@@ -2369,7 +2412,7 @@ COMMENT ON COLUMN memsub.tasks.error IS 'Error text of a failed task.';
 
 COMMENT ON COLUMN memsub.tasks.created_at IS 'When the task was created.';
 
-COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached completed, failed or cancelled.';
+COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached a final status (memsub.task_final_statuses()).';
 
 COMMENT ON COLUMN memsub.tasks.session_id IS 'Session the task runs in; NULL for tasks without a session or whose session was deleted.';
 
@@ -4220,6 +4263,15 @@ CREATE FUNCTION memsub.current_user_id() RETURNS uuid
 ALTER FUNCTION memsub.current_user_id() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.current_user_id() IS 'User of the current context, or NULL.';
+
+CREATE FUNCTION memsub.derivation_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['split', 'merge', 'transform', 'inference']::text[] $$;
+
+ALTER FUNCTION memsub.derivation_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.derivation_types() IS 'How a packet derives from its parents (the envelope field lineage.derivation_type).';
 
 CREATE TABLE memsub.document_chunks (
     tenant_id uuid NOT NULL,
@@ -7048,7 +7100,7 @@ CREATE TABLE memsub.agent_memory_events (
     trace_id text,
     ttl timestamp without time zone,
     CONSTRAINT agent_memory_events_agent_not_blank CHECK ((length(btrim(agent_id)) > 0)),
-    CONSTRAINT agent_memory_events_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
+    CONSTRAINT agent_memory_events_scope_known CHECK ((scope = ANY (memsub.packet_scopes()))),
     CONSTRAINT agent_memory_events_type_not_blank CHECK ((length(btrim(event_type)) > 0))
 );
 
@@ -7181,7 +7233,7 @@ CREATE TABLE memsub.reasoning_traces (
     ttl timestamp without time zone,
     CONSTRAINT reasoning_traces_features_is_object CHECK ((jsonb_typeof(extracted_features) = 'object'::text)),
     CONSTRAINT reasoning_traces_inference_steps_is_array CHECK ((jsonb_typeof(inference_steps) = 'array'::text)),
-    CONSTRAINT reasoning_traces_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text]))),
+    CONSTRAINT reasoning_traces_scope_known CHECK ((scope = ANY (memsub.packet_scopes()))),
     CONSTRAINT reasoning_traces_scores_is_object CHECK ((jsonb_typeof(confidence_scores) = 'object'::text)),
     CONSTRAINT reasoning_traces_steps_is_array CHECK ((jsonb_typeof(steps) = 'array'::text)),
     CONSTRAINT reasoning_traces_tokens_non_negative CHECK (((reasoning_tokens >= 0) AND (decision_tokens >= 0)))
@@ -8218,11 +8270,12 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     perform memsub.require_active_session(v_session);
-    -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
-    -- session block it unless the caller cancels them here.
+    -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
+    -- pending or running) block it unless the caller cancels them here.
     select coalesce(array_agg(t.id order by t.id), '{}') into v_open
       from memsub.tasks t
-     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id and t.status in ('pending', 'running');
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id
+       and t.status <> all(memsub.task_final_statuses());
     if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
         raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
             cardinality(v_open), array_to_string(v_open, ', ')
@@ -8523,7 +8576,7 @@ CREATE TABLE memsub.memory_embeddings (
     ttl timestamp without time zone,
     CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
     CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
-    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
 );
 
 ALTER TABLE ONLY memsub.memory_embeddings FORCE ROW LEVEL SECURITY;
@@ -8785,7 +8838,7 @@ CREATE TABLE memsub.semantic_memory (
     CONSTRAINT semantic_memory_access_count_non_negative CHECK ((access_count >= 0)),
     CONSTRAINT semantic_memory_embedding_type_known CHECK (((embedding_type = ANY (memsub.embedding_types())) AND (embedding_type <> 'reasoning'::text))),
     CONSTRAINT semantic_memory_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
-    CONSTRAINT semantic_memory_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+    CONSTRAINT semantic_memory_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
 )
 WITH (fillfactor='80');
 
@@ -8811,7 +8864,7 @@ COMMENT ON COLUMN memsub.semantic_memory.last_accessed IS 'Last retrieval time.'
 
 COMMENT ON COLUMN memsub.semantic_memory.embedding_type IS 'Vector space: one of memsub.embedding_types() except reasoning.';
 
-COMMENT ON COLUMN memsub.semantic_memory.scope IS 'Memory isolation scope: shared, cursor or l-private (as packet_store.scope).';
+COMMENT ON COLUMN memsub.semantic_memory.scope IS 'Memory isolation scope: one of memsub.packet_scopes() (as packet_store.scope).';
 
 COMMENT ON COLUMN memsub.semantic_memory.created_at IS 'When the embedding was stored.';
 
@@ -8845,7 +8898,7 @@ begin
     end if;
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
-    perform memsub._check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    perform memsub._check_one_of(p_scope, memsub.packet_scopes(), 'scope');
     if p_scope <> 'shared' and memsub.current_user_id() is null then
         raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
             using errcode = '22023', column = 'scope';
@@ -9167,13 +9220,13 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('status', p_status, 'error', p_error),
             memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result');
-    if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
-        raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
+    if p_status is null or p_status <> all(memsub.task_statuses()) then
+        raise exception 'task status must be %, not "%"', memsub._alternatives(memsub.task_statuses()),
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
     v_task := memsub._task_lookup(p_task_id, true, 'P0002');
-    if v_task.status in ('completed', 'failed', 'cancelled') then
+    if v_task.status = any(memsub.task_final_statuses()) then
         raise exception 'task % is already %', p_task_id, v_task.status
             using errcode = '55000', column = 'status';
     end if;
@@ -9186,7 +9239,7 @@ begin
        set status = p_status,
            result = coalesce(p_result, t.result),
            error = coalesce(p_error, t.error),
-           completed_at = case when p_status in ('completed', 'failed', 'cancelled') then now() end
+           completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
@@ -10723,7 +10776,7 @@ CREATE TABLE memsub.packet_tombstones (
     org_id uuid,
     user_id uuid,
     session_id text,
-    CONSTRAINT packet_tombstones_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'cursor'::text, 'l-private'::text])))
+    CONSTRAINT packet_tombstones_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
 );
 
 ALTER TABLE ONLY memsub.packet_tombstones FORCE ROW LEVEL SECURITY;
@@ -12066,6 +12119,8 @@ GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._alternatives(p_values text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
 
@@ -12228,6 +12283,12 @@ REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_
 
 REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.packet_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_expiry_owner;
+
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
 GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
@@ -12273,6 +12334,14 @@ GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.task_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
@@ -12449,6 +12518,10 @@ GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_expiry_owner;
 GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.current_user_id() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.derivation_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.derivation_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.derivation_types() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_analyst;

@@ -48,9 +48,57 @@ comment on function memsub.context_roles() is
     'The roles a context may ask for (memsub.set_context p_roles, signed context tokens, API keys); each needs '
     'membership in the database role memsub_<role>.';
 
+create or replace function memsub.packet_scopes() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['shared', 'cursor', 'l-private']::text[] $$;
+comment on function memsub.packet_scopes() is
+    'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, '
+    'packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for '
+    'the tenant, cursor for its user and session, l-private for its user.';
+
+create or replace function memsub.derivation_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['split', 'merge', 'transform', 'inference']::text[] $$;
+comment on function memsub.derivation_types() is
+    'How a packet derives from its parents (the envelope field lineage.derivation_type).';
+
+create or replace function memsub.task_statuses() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['pending', 'running', 'completed', 'failed', 'cancelled']::text[] $$;
+comment on function memsub.task_statuses() is
+    'The states of a task (tasks.status, memsub.task_set_status p_status); the final ones are '
+    'memsub.task_final_statuses().';
+
+create or replace function memsub.task_final_statuses() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['completed', 'failed', 'cancelled']::text[] $$;
+comment on function memsub.task_final_statuses() is
+    'The task statuses a task cannot leave (a subset of memsub.task_statuses()); a task has completed_at exactly '
+    'when its status is one of them.';
+
+create or replace function memsub._alternatives(p_values text[]) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when cardinality(p_values) > 1
+                then array_to_string(p_values[1:cardinality(p_values) - 1], ', ') || ' or '
+                     || p_values[cardinality(p_values)]
+                else array_to_string(p_values, ', ') end
+$$;
+comment on function memsub._alternatives(text[]) is
+    'Internal: a vocabulary in words for an error message ("shared, cursor or l-private").';
+
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers(),
-    memsub.context_roles()
+    memsub.context_roles(), memsub.packet_scopes(), memsub.derivation_types(),
+    memsub.task_statuses(), memsub.task_final_statuses()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
+-- A check constraint calls its function as the role that writes the row: memsub_retrieval_owner updates
+-- packet_store and semantic_memory (importance learning), memsub_expiry_owner inserts packet_tombstones.
+grant execute on function memsub.packet_scopes() to memsub_retrieval_owner, memsub_expiry_owner;
 grant execute on function memsub.maintain_tasks() to memsub_platform_admin;

@@ -292,8 +292,9 @@ begin
         end if;
     end if;
     derivation := memsub._envelope_value(p_lineage, 'derivation_type', 'string') #>> '{}';
-    if derivation is not null and derivation not in ('split', 'merge', 'transform', 'inference') then
-        raise exception 'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "%"', derivation
+    if derivation is not null and derivation <> all(memsub.derivation_types()) then
+        raise exception 'envelope field "lineage.derivation_type" must be one of %, not "%"',
+            array_to_string(memsub.derivation_types(), ', '), derivation
             using errcode = '22023', column = 'lineage.derivation_type';
     end if;
     unknown := array(select 'lineage.' || k from jsonb_object_keys(p_lineage) as k
@@ -311,8 +312,9 @@ as $$
 declare
     v_scope text := coalesce(memsub._envelope_value(p_envelope, 'scope', 'string') #>> '{}', 'shared');
 begin
-    if v_scope not in ('shared', 'cursor', 'l-private') then
-        raise exception 'envelope field "scope" must be shared, cursor or l-private, not "%"', v_scope
+    if v_scope <> all(memsub.packet_scopes()) then
+        raise exception 'envelope field "scope" must be %, not "%"', memsub._alternatives(memsub.packet_scopes()),
+            v_scope
             using errcode = '22023', column = 'scope';
     end if;
     if v_scope <> 'shared' and p_user is null then
@@ -766,7 +768,7 @@ as $$
                and coalesce(jsonb_typeof(r.e -> 'session_id') in ('null', 'string'), true)
                and coalesce(jsonb_typeof(r.e -> 'trace_id') in ('null', 'string'), true)
                and coalesce(jsonb_typeof(r.e -> 'scope') = 'string', true)
-               and coalesce(r.e ->> 'scope', 'shared') in ('shared', 'cursor', 'l-private')
+               and coalesce(r.e ->> 'scope', 'shared') = any(memsub.packet_scopes())
                and (coalesce(r.e ->> 'scope', 'shared') = 'shared' or p_user is not null)
                and coalesce(jsonb_typeof(r.e -> 'metadata') in ('null', 'object'), true)
                and coalesce(jsonb_typeof(r.e -> 'provenance') in ('null', 'object'), true)
@@ -778,7 +780,7 @@ as $$
                and (r.ttl is null or r.ttl > coalesce(r.stated_time, now()))
                and r.tags is not null and r.parent_ids is not null
                and coalesce(jsonb_typeof(r.lineage -> 'derivation_type') in ('null', 'string')
-                            and r.lineage ->> 'derivation_type' in ('split', 'merge', 'transform', 'inference'),
+                            and r.lineage ->> 'derivation_type' = any(memsub.derivation_types()),
                             true)
                and not coalesce(r.lineage ?| array['generation', 'root_packet_id'], false)
                and (r.stated_id is null or r.stated_id <> all(r.parent_ids))

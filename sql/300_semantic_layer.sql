@@ -89,7 +89,7 @@ begin
     end if;
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_one_of(p_embedding_type, array_remove(memsub.embedding_types(), 'reasoning'), 'embedding_type');
-    perform memsub._check_one_of(p_scope, array['shared', 'cursor', 'l-private'], 'scope');
+    perform memsub._check_one_of(p_scope, memsub.packet_scopes(), 'scope');
     if p_scope <> 'shared' and memsub.current_user_id() is null then
         raise exception 'scope "%" needs a user in the context (memsub.set_context(..., user_id => ...))', p_scope
             using errcode = '22023', column = 'scope';

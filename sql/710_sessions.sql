@@ -282,11 +282,12 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     perform memsub.require_active_session(v_session);
-    -- Seed 001 4.1: a session terminates when it has no more tasks. Open (pending or running) tasks of the
-    -- session block it unless the caller cancels them here.
+    -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
+    -- pending or running) block it unless the caller cancels them here.
     select coalesce(array_agg(t.id order by t.id), '{}') into v_open
       from memsub.tasks t
-     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id and t.status in ('pending', 'running');
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id
+       and t.status <> all(memsub.task_final_statuses());
     if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
         raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
             cardinality(v_open), array_to_string(v_open, ', ')

@@ -128,13 +128,13 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('status', p_status, 'error', p_error),
             memsub._check_limit(pg_column_size(p_result), 'max_json_bytes', 'result');
-    if p_status is null or p_status not in ('pending', 'running', 'completed', 'failed', 'cancelled') then
-        raise exception 'task status must be pending, running, completed, failed or cancelled, not "%"',
+    if p_status is null or p_status <> all(memsub.task_statuses()) then
+        raise exception 'task status must be %, not "%"', memsub._alternatives(memsub.task_statuses()),
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
     v_task := memsub._task_lookup(p_task_id, true, 'P0002');
-    if v_task.status in ('completed', 'failed', 'cancelled') then
+    if v_task.status = any(memsub.task_final_statuses()) then
         raise exception 'task % is already %', p_task_id, v_task.status
             using errcode = '55000', column = 'status';
     end if;
@@ -147,7 +147,7 @@ begin
        set status = p_status,
            result = coalesce(p_result, t.result),
            error = coalesce(p_error, t.error),
-           completed_at = case when p_status in ('completed', 'failed', 'cancelled') then now() end
+           completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,

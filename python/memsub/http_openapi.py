@@ -7,10 +7,11 @@ one it takes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from memsub import http_api
 from memsub.http_api import Argument
+from memsub.models import DerivationType, Scope
 
 Schema = dict[str, Any]
 
@@ -43,10 +44,10 @@ PACKET_ENVELOPE: Schema = {
         "reasoning_block": {"type": "object"}, "thread_id": UUID,
         "lineage": {"type": "object", "properties": {
             "parent_ids": {"type": "array", "items": UUID},
-            "derivation_type": {"enum": ["split", "merge", "transform", "inference"]},
+            "derivation_type": {"enum": list(get_args(DerivationType))},
             "generation": {"type": "integer"}, "root_packet_id": UUID}},
         "tags": {"type": "array", "items": {"type": "string"}}, "ttl": TIMESTAMP,
-        "scope": {"enum": ["shared", "cursor", "l-private"]},
+        "scope": {"enum": list(get_args(Scope))},
         "importance_score": {"type": "number", "minimum": 0, "maximum": 1},
         "routing": {"type": "object"}, "correlation_id": UUID, "session_id": {"type": "string"},
         "trace_id": {"type": "string"},

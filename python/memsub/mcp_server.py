@@ -31,7 +31,7 @@ from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.graph import EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
-from memsub.models import PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, as_utc
+from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, Scope, as_utc
 from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
 
 SERVER_NAME = "memsub"
@@ -43,7 +43,6 @@ INSTRUCTIONS = (
     "`graph_neighbourhood` and `graph_edges` read the knowledge graph, optionally as it was at a past time."
 )
 
-Scope = Literal["shared", "cursor", "l-private"]
 Direction = Literal["outgoing", "incoming", "both"]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
@@ -413,7 +412,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         thread_id: Annotated[UUID | None, Field(description="Conversation or task thread to file it in.")] = None,
         parent_ids: Annotated[list[UUID], Field(max_length=100,
                                                 description="Packets this one derives from.")] = [],  # noqa: B006
-        derivation_type: Literal["split", "merge", "transform", "inference"] | None = None,
+        derivation_type: DerivationType | None = None,
         importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
         scope: Annotated[Scope, Field(description="shared: the tenant; cursor and l-private: narrower.")] = "shared",
         data: Annotated[dict[str, Any] | None, Field(description="Structured payload kept with the text.")] = None,

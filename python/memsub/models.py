@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memsub.errors import LocalValidationError
 
 DerivationType = Literal["split", "merge", "transform", "inference"]
+"""How a packet derives from its parents (the database's derivation_types())."""
 Scope = Literal["shared", "cursor", "l-private"]
+"""Who may read a packet (the database's packet_scopes())."""
 
 
 def _local_error(error: ValidationError) -> LocalValidationError:

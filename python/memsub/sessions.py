@@ -23,6 +23,9 @@ from memsub.memory import MemoryType
 
 SessionStatus = Literal["active", "terminated"]
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
+"""The states of a task (the database's task_statuses())."""
+TASK_FINAL_STATUSES: tuple[TaskStatus, ...] = ("completed", "failed", "cancelled")
+"""The statuses a task cannot leave (the database's task_final_statuses())."""
 
 
 class Session(BaseModel):

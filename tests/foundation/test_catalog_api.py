@@ -20,6 +20,7 @@ SQL_ONLY = {
     "drop_context_signing_key", "seal_context", "set_unbound_logins", "trust_login", "unbind_login",
     # formulas and vocabularies analysts use in their own queries (docs/retrieval.md, docs/development.md)
     "combined_score", "memory_strength", "normalize_text", "embedding_types", "memory_types", "memory_tiers",
+    "packet_scopes", "derivation_types", "task_statuses", "task_final_statuses",
 }
 
 

@@ -9,20 +9,39 @@ import pytest
 
 from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
+from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
+from memsub.models import DerivationType, Scope
 from memsub.search import EmbeddingType
+from memsub.sessions import TASK_FINAL_STATUSES, TaskStatus
 
 from helpers import TENANT_A, expect_error, set_context
 
 
 @pytest.mark.parametrize(("function", "python"), [
     ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier),
-    ("context_roles", ContextRole)])
+    ("context_roles", ContextRole), ("packet_scopes", Scope), ("derivation_types", DerivationType),
+    ("task_statuses", TaskStatus)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
     assert row is not None and tuple(row[0]) == get_args(python)
+
+
+def test_the_final_task_statuses_are_those_of_the_database(db):
+    with db.connect("app") as conn:
+        row = conn.execute("select memsub.task_final_statuses(), memsub.task_statuses()").fetchone()
+    assert row is not None and TASK_FINAL_STATUSES == tuple(row[0]) and set(row[0]) < set(row[1])
+
+
+def test_the_openapi_envelope_offers_the_scopes_and_derivation_types_of_the_database(db):
+    with db.connect("app") as conn:
+        row = conn.execute("select memsub.packet_scopes(), memsub.derivation_types()").fetchone()
+    assert row is not None
+    properties = PACKET_ENVELOPE["properties"]
+    assert properties["scope"]["enum"] == row[0]
+    assert properties["lineage"]["properties"]["derivation_type"]["enum"] == row[1]
 
 
 def test_the_cli_offers_the_embedding_types_of_the_database(db):
@@ -58,11 +77,18 @@ def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db
     with db.connect() as conn:
         definitions = dict(conn.execute(
             "select conname, pg_get_constraintdef(oid) from pg_constraint"
-            " where conrelid in ('memsub.memory_embeddings'::regclass, 'memsub.semantic_memory'::regclass,"
-            "                    'memsub.memory_entries'::regclass) and contype = 'c'").fetchall())
+            " where connamespace = 'memsub'::regnamespace and contype = 'c'").fetchall())
     assert "embedding_types()" in definitions["memory_embeddings_embedding_type_known"]
     assert "embedding_types()" in definitions["semantic_memory_embedding_type_known"]
     assert "memory_types()" in definitions["memory_entries_memory_type_check"]
+    for table in ("packet_store", "packet_tombstones", "agent_memory_events", "reasoning_traces", "semantic_memory",
+                  "memory_embeddings"):
+        assert "packet_scopes()" in definitions[f"{table}_scope_known"], table
+    assert "task_statuses()" in definitions["tasks_status_check"]
+    assert "task_final_statuses()" in definitions["tasks_completed_consistent"]
+    spelled = {name: definition for name, definition in definitions.items()
+               if any(f"'{value}'" in definition for value in ("l-private", "inference", "cancelled"))}
+    assert spelled == {}
 
 
 def test_memory_type_and_memory_tier_are_two_names_for_two_meanings(db):
@@ -80,3 +106,21 @@ def test_a_value_outside_the_vocabulary_is_refused_naming_the_field(db):
         refused = expect_error(conn, "22023", "memory_type",
                                "select memsub.memory_write('project:notes', 'k', '1'::jsonb, null, 'feelings')")
     assert "semantic, episodic, procedural" in str(refused)
+
+
+@pytest.mark.parametrize(("sql", "field", "words"), [
+    ("select memsub.write_packet('{\"packet_type\": \"e\", \"payload\": 1, \"scope\": \"global\"}')", "scope",
+     'envelope field "scope" must be shared, cursor or l-private, not "global"'),
+    ("select memsub.write_packet('{\"packet_type\": \"e\", \"payload\": 1,"
+     " \"lineage\": {\"derivation_type\": \"guess\"}}')", "lineage.derivation_type",
+     'envelope field "lineage.derivation_type" must be one of split, merge, transform, inference, not "guess"'),
+    ("select memsub.write_packets('[{\"packet_type\": \"e\", \"payload\": 1, \"scope\": \"global\"}]')", "scope",
+     'envelope 1 of the batch: envelope field "scope" must be shared, cursor or l-private, not "global"'),
+    ("select memsub.task_set_status(1, 'done')", "status",
+     'task status must be pending, running, completed, failed or cancelled, not "done"'),
+], ids=["scope", "derivation_type", "batch scope", "task status"])
+def test_an_unknown_value_is_refused_in_words_taken_from_the_vocabulary(db, sql, field, words):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        refused = expect_error(conn, "22023", field, sql)
+    assert refused.diag.message_primary == words
