@@ -2016,6 +2016,15 @@ ALTER FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], 
 
 COMMENT ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Logs one access per visible target id (with its relevance score) in one statement and counts them on the targets; ids the caller cannot see are skipped. used by the retrieval functions when asked to record. Returns the access id of each target.';
 
+CREATE FUNCTION memsub.view_refresh_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['ok', 'error', 'skipped']::text[] $$;
+
+ALTER FUNCTION memsub.view_refresh_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.view_refresh_statuses() IS 'How the refresh of a materialized view ended (memory_view_refresh_log.status): ok, error, or skipped because another refresh of the view held its lock.';
+
 CREATE TABLE memsub.memory_view_refresh_log (
     refresh_id uuid DEFAULT gen_random_uuid() NOT NULL,
     run_id uuid NOT NULL,
@@ -2029,7 +2038,7 @@ CREATE TABLE memsub.memory_view_refresh_log (
     error text,
     refreshed_by text DEFAULT SESSION_USER NOT NULL,
     CONSTRAINT memory_view_refresh_log_method_known CHECK ((method = ANY (ARRAY['concurrently'::text, 'full'::text, 'none'::text]))),
-    CONSTRAINT memory_view_refresh_log_status_known CHECK ((status = ANY (ARRAY['ok'::text, 'error'::text, 'skipped'::text])))
+    CONSTRAINT memory_view_refresh_log_status_known CHECK ((status = ANY (memsub.view_refresh_statuses())))
 );
 
 ALTER TABLE memsub.memory_view_refresh_log OWNER TO memsub_owner;
@@ -2044,7 +2053,7 @@ COMMENT ON COLUMN memsub.memory_view_refresh_log.view_name IS 'Materialized view
 
 COMMENT ON COLUMN memsub.memory_view_refresh_log.method IS 'concurrently (populated view), full (first population) or none (skipped).';
 
-COMMENT ON COLUMN memsub.memory_view_refresh_log.status IS 'ok, error, or skipped (another refresh held the lock).';
+COMMENT ON COLUMN memsub.memory_view_refresh_log.status IS 'One of memsub.view_refresh_statuses(): ok, error, or skipped (another refresh held the lock).';
 
 COMMENT ON COLUMN memsub.memory_view_refresh_log.started_at IS 'Start of the refresh.';
 
@@ -2265,6 +2274,15 @@ ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, 
 
 COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
 
+CREATE FUNCTION memsub.session_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['active', 'terminated']::text[] $$;
+
+ALTER FUNCTION memsub.session_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_statuses() IS 'The states of a session (sessions.status): active until memsub.session_terminate makes it terminated, which sets terminated_at.';
+
 CREATE TABLE memsub.sessions (
     tenant_id uuid NOT NULL,
     id text DEFAULT (gen_random_uuid())::text NOT NULL,
@@ -2283,7 +2301,7 @@ CREATE TABLE memsub.sessions (
     CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
     CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
     CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
-    CONSTRAINT sessions_status_check CHECK ((status = ANY (ARRAY['active'::text, 'terminated'::text]))),
+    CONSTRAINT sessions_status_check CHECK ((status = ANY (memsub.session_statuses()))),
     CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
 );
 
@@ -2305,7 +2323,7 @@ COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; i
 
 COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
 
-COMMENT ON COLUMN memsub.sessions.status IS 'active or terminated.';
+COMMENT ON COLUMN memsub.sessions.status IS 'One of memsub.session_statuses(): active, or terminated (which sets terminated_at).';
 
 COMMENT ON COLUMN memsub.sessions.events IS 'Append-only JSON array of the session''s events, in order.';
 
@@ -3071,6 +3089,15 @@ ALTER FUNCTION memsub.agent_session_pop_item(p_session_id text) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub.agent_session_pop_item(p_session_id text) IS 'Removes the newest item of a session of the context tenant and returns it; NULL when the session is empty. 22023 naming session_id when blank.';
 
+CREATE FUNCTION memsub.agent_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['active', 'finished']::text[] $$;
+
+ALTER FUNCTION memsub.agent_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.agent_statuses() IS 'The states of an agent (agents.status): active from memsub.agent_spawn, then finished.';
+
 CREATE TABLE memsub.agents (
     tenant_id uuid NOT NULL,
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -3084,7 +3111,7 @@ CREATE TABLE memsub.agents (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT agents_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT agents_name_not_blank CHECK ((length(btrim(name)) > 0)),
-    CONSTRAINT agents_status_check CHECK ((status = ANY (ARRAY['active'::text, 'finished'::text])))
+    CONSTRAINT agents_status_check CHECK ((status = ANY (memsub.agent_statuses())))
 );
 
 ALTER TABLE ONLY memsub.agents FORCE ROW LEVEL SECURITY;
@@ -3103,7 +3130,7 @@ COMMENT ON COLUMN memsub.agents.user_id IS 'User on whose behalf the agent was s
 
 COMMENT ON COLUMN memsub.agents.name IS 'Agent name or kind, e.g. memory-systems-architect.';
 
-COMMENT ON COLUMN memsub.agents.status IS 'active or finished.';
+COMMENT ON COLUMN memsub.agents.status IS 'One of memsub.agent_statuses(): active or finished.';
 
 COMMENT ON COLUMN memsub.agents.session_id IS 'Session the agent works in (NULL once the session was deleted).';
 
@@ -7458,6 +7485,15 @@ ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, 
 
 COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the source packet''s).';
 
+CREATE FUNCTION memsub.summary_scope_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['thread', 'agent', 'topic', 'time_period', 'project', 'task']::text[] $$;
+
+ALTER FUNCTION memsub.summary_scope_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.summary_scope_types() IS 'What a summary covers (seed 000''s scope_type: memory_summaries.scope_type, memsub.record_summary p_scope_type).';
+
 CREATE TABLE memsub.memory_summaries (
     summary_id uuid DEFAULT gen_random_uuid() NOT NULL,
     scope_type text NOT NULL,
@@ -7484,7 +7520,7 @@ CREATE TABLE memsub.memory_summaries (
     CONSTRAINT memory_summaries_coverage_in_order CHECK ((coverage_end >= coverage_start)),
     CONSTRAINT memory_summaries_key_facts_is_array CHECK ((jsonb_typeof(key_facts) = 'array'::text)),
     CONSTRAINT memory_summaries_packet_count_matches CHECK ((packet_count = cardinality(source_packet_ids))),
-    CONSTRAINT memory_summaries_scope_type_known CHECK ((scope_type = ANY (ARRAY['thread'::text, 'agent'::text, 'topic'::text, 'time_period'::text, 'project'::text, 'task'::text])))
+    CONSTRAINT memory_summaries_scope_type_known CHECK ((scope_type = ANY (memsub.summary_scope_types())))
 );
 
 ALTER TABLE ONLY memsub.memory_summaries FORCE ROW LEVEL SECURITY;
@@ -7495,7 +7531,7 @@ COMMENT ON TABLE memsub.memory_summaries IS 'Consolidated memories: a summary ov
 
 COMMENT ON COLUMN memsub.memory_summaries.summary_id IS 'Unique summary identifier.';
 
-COMMENT ON COLUMN memsub.memory_summaries.scope_type IS 'thread, agent, topic, time_period, project or task.';
+COMMENT ON COLUMN memsub.memory_summaries.scope_type IS 'What the summary covers, one of memsub.summary_scope_types(): thread, agent, topic, time_period, project or task.';
 
 COMMENT ON COLUMN memsub.memory_summaries.scope_value IS 'Identifier or name of the scope.';
 
@@ -7555,8 +7591,7 @@ begin
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
-    perform memsub._check_one_of(p_scope_type, array['thread', 'agent', 'topic', 'time_period', 'project', 'task'],
-                                'scope_type');
+    perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     perform memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');
     perform memsub._check_vector(p_vector, 'vector');
@@ -10037,7 +10072,7 @@ CREATE TABLE memsub.api_keys (
     revoked_at timestamp with time zone,
     CONSTRAINT api_keys_hash CHECK ((length(key_hash) = 32)),
     CONSTRAINT api_keys_key_id CHECK ((key_id ~ '^[0-9a-f]{16}$'::text)),
-    CONSTRAINT api_keys_roles CHECK ((roles <@ ARRAY['tenant_admin'::text, 'platform_admin'::text]))
+    CONSTRAINT api_keys_roles CHECK ((roles <@ memsub.context_roles()))
 );
 
 ALTER TABLE ONLY memsub.api_keys FORCE ROW LEVEL SECURITY;
@@ -10056,7 +10091,7 @@ COMMENT ON COLUMN memsub.api_keys.org_id IS 'The organization requests act for; 
 
 COMMENT ON COLUMN memsub.api_keys.user_id IS 'The user requests act for; NULL: none.';
 
-COMMENT ON COLUMN memsub.api_keys.roles IS 'Context roles of the requests (tenant_admin, platform_admin); the server login must be a member of the matching memsub role.';
+COMMENT ON COLUMN memsub.api_keys.roles IS 'Context roles of the requests (a subset of memsub.context_roles()); the server login must be a member of the matching memsub role.';
 
 COMMENT ON COLUMN memsub.api_keys.label IS 'Free text naming the key''s holder or purpose.';
 
@@ -12302,6 +12337,11 @@ GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
 
+REVOKE ALL ON FUNCTION memsub.view_refresh_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_view_owner;
+
 GRANT SELECT,INSERT ON TABLE memsub.memory_view_refresh_log TO memsub_view_owner;
 GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_platform_admin;
@@ -12329,6 +12369,10 @@ GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_owner;
 REVOKE ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.session_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
@@ -12403,6 +12447,10 @@ REVOKE ALL ON FUNCTION memsub.agent_session_lock(p_session_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.agent_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.agent_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.agent_statuses() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.agents TO memsub_app;
 GRANT SELECT ON TABLE memsub.agents TO memsub_analyst;
@@ -12792,6 +12840,10 @@ GRANT SELECT ON TABLE memsub.reflection_store TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.summary_scope_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.summary_scope_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.summary_scope_types() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_analyst;

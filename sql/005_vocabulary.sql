@@ -80,6 +80,37 @@ comment on function memsub.task_final_statuses() is
     'The task statuses a task cannot leave (a subset of memsub.task_statuses()); a task has completed_at exactly '
     'when its status is one of them.';
 
+create or replace function memsub.session_statuses() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['active', 'terminated']::text[] $$;
+comment on function memsub.session_statuses() is
+    'The states of a session (sessions.status): active until memsub.session_terminate makes it terminated, which '
+    'sets terminated_at.';
+
+create or replace function memsub.agent_statuses() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['active', 'finished']::text[] $$;
+comment on function memsub.agent_statuses() is
+    'The states of an agent (agents.status): active from memsub.agent_spawn, then finished.';
+
+create or replace function memsub.summary_scope_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['thread', 'agent', 'topic', 'time_period', 'project', 'task']::text[] $$;
+comment on function memsub.summary_scope_types() is
+    'What a summary covers (seed 000''s scope_type: memory_summaries.scope_type, memsub.record_summary '
+    'p_scope_type).';
+
+create or replace function memsub.view_refresh_statuses() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['ok', 'error', 'skipped']::text[] $$;
+comment on function memsub.view_refresh_statuses() is
+    'How the refresh of a materialized view ended (memory_view_refresh_log.status): ok, error, or skipped because '
+    'another refresh of the view held its lock.';
+
 create or replace function memsub._alternatives(p_values text[]) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -94,11 +125,14 @@ comment on function memsub._alternatives(text[]) is
 
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers(),
     memsub.context_roles(), memsub.packet_scopes(), memsub.derivation_types(),
-    memsub.task_statuses(), memsub.task_final_statuses()
+    memsub.task_statuses(), memsub.task_final_statuses(), memsub.session_statuses(), memsub.agent_statuses(),
+    memsub.summary_scope_types(), memsub.view_refresh_statuses()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
 -- A check constraint calls its function as the role that writes the row: memsub_retrieval_owner updates
 -- packet_store and semantic_memory (importance learning), memsub_expiry_owner inserts packet_tombstones.
 grant execute on function memsub.packet_scopes() to memsub_retrieval_owner, memsub_expiry_owner;
+-- memsub_view_owner's memsub._refresh_memory_view inserts memory_view_refresh_log rows.
+grant execute on function memsub.view_refresh_statuses() to memsub_view_owner;
 grant execute on function memsub.maintain_tasks() to memsub_platform_admin;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -11,6 +11,9 @@ from memsub.cli_common import dsn_option, emit_json, reachable_dsn
 from memsub.connection import connect
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED, fail
+
+ViewRefreshStatus = Literal["ok", "error", "skipped"]
+"""How the refresh of a view ended (memory_view_refresh_log.status, the database's view_refresh_statuses())."""
 
 
 @click.command("refresh-views")
@@ -30,7 +33,8 @@ def refresh_views_command(dsn: str | None, as_json: bool) -> None:
             "from memsub.memory_view_refresh_log where run_id = %s order by started_at", [called[0]]).fetchall()
     failed = 0
     skipped = 0
-    for view_name, method, status, duration_ms, row_count, error_text in rows:
+    for view_name, method, logged, duration_ms, row_count, error_text in rows:
+        status: ViewRefreshStatus = logged
         if as_json:
             emit_json({"view_name": view_name, "method": method, "status": status, "duration_ms": duration_ms,
                        "row_count": row_count, "error": error_text})

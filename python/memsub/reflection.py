@@ -23,6 +23,7 @@ ReflectionType = Literal["lesson", "pattern", "failure", "success", "insight", "
 Priority = Literal["critical", "high", "medium", "low"]
 Outcome = Literal["success", "partial", "failure", "unknown"]
 SummaryScope = Literal["thread", "agent", "topic", "time_period", "project", "task"]
+"""What a summary covers (the database's summary_scope_types())."""
 
 
 class Reflection(TenantRow):

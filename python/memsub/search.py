@@ -32,7 +32,7 @@ from memsub._calls import (
     rows,
 )
 from memsub._calls import vector as _vector
-from memsub.models import PacketStoreRow, TenantRow
+from memsub.models import PacketStoreRow, Scope, TenantRow
 
 EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 RankBy = Literal["distance", "combined"]
@@ -149,7 +149,7 @@ def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector
 
 
 def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, Any] | None = None, *,
-                          embedding_type: str = "content", scope: str = "shared",
+                          embedding_type: str = "content", scope: Scope = "shared",
                           importance_score: float = 0.5) -> Call[SemanticMemory]:
     """Store an agent's semantic memory (memsub.store_semantic_memory)."""
     return function("store_semantic_memory", {

@@ -22,6 +22,9 @@ from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, me
 from memsub.memory import MemoryType
 
 SessionStatus = Literal["active", "terminated"]
+"""The states of a session (the database's session_statuses())."""
+AgentStatus = Literal["active", "finished"]
+"""The states of an agent (the database's agent_statuses())."""
 TaskStatus = Literal["pending", "running", "completed", "failed", "cancelled"]
 """The states of a task (the database's task_statuses())."""
 TASK_FINAL_STATUSES: tuple[TaskStatus, ...] = ("completed", "failed", "cancelled")
@@ -80,7 +83,7 @@ class Agent(BaseModel):
     org_id: UUID | None
     user_id: UUID | None
     name: str
-    status: str
+    status: AgentStatus
     session_id: str | None
     task_id: int | None
     metadata: dict[str, Any]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from typing import Any, get_args
 
 import psycopg
 import pytest
@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+
+from memsub.models import DerivationType, Scope
 
 from helpers import TENANT_A, documented_sqlstates, set_context, soak_factor
 
@@ -68,11 +70,11 @@ field_values = {
     "thread_id": uuid_text | json_values,
     "lineage": st.fixed_dictionaries({}, optional={
         "parent_ids": st.lists(uuid_text | json_values, max_size=3) | json_values,
-        "derivation_type": st.sampled_from(["split", "merge", "transform", "inference", "guess"]) | json_values,
+        "derivation_type": st.sampled_from([*get_args(DerivationType), "guess"]) | json_values,
         "generation": st.integers(0, 3) | json_values}) | json_values,
     "tags": st.lists(st.text(max_size=250), max_size=4) | json_values,
     "ttl": timestamp_text | json_values,
-    "scope": st.sampled_from(["shared", "cursor", "l-private", "global"]) | json_values,
+    "scope": st.sampled_from([*get_args(Scope), "global"]) | json_values,
     "importance_score": st.floats(-1, 2) | not_finite | json_values,
     "correlation_id": uuid_text | json_values,
     "session_id": st.text(max_size=20) | json_values,

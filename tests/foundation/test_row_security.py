@@ -12,11 +12,14 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass
+from typing import get_args
 
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from memsub.models import Scope
 
 from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
@@ -348,7 +351,7 @@ def test_admins_keep_their_visibility_inside_write_functions(db):
 
 
 # Hypothesis-generated worlds: random tenants, orgs, users, sessions and scopes, random viewers.
-_scopes = st.sampled_from(["shared", "cursor", "l-private"])
+_scopes = st.sampled_from(get_args(Scope))
 _packets = st.lists(st.tuples(st.integers(0, 2), st.sampled_from([None, 0, 1]), _scopes, st.integers(0, 2),
                               st.integers(0, 2)), min_size=1, max_size=10)
 _viewers = st.lists(st.tuples(st.sampled_from(["app", "analyst", "tenant_admin", "platform_admin"]),

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, get_args
 
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
+
+from memsub.models import Scope
 
 from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
 
@@ -214,7 +216,7 @@ _ids = st.sampled_from([uuid.UUID(int=n, version=4) for n in range(1, 5)])  # a 
 @given(orgs=st.lists(_ids, min_size=3, max_size=3, unique=True), users=st.lists(_ids, min_size=3, max_size=3,
                                                                                  unique=True),
        same_org=st.booleans(), same_user=st.booleans(),
-       scopes=st.tuples(*[st.sampled_from(["shared", "cursor", "l-private"])] * 2))
+       scopes=st.tuples(*[st.sampled_from(get_args(Scope))] * 2))
 def test_generated_worlds_isolate_every_tenant_table(db, orgs, users, same_org, same_user, scopes):
     # Tenants are new on every example (rows accumulate in the one database); organization and user ids may be
     # the same in both tenants, which must change nothing.

@@ -9,12 +9,14 @@ import pytest
 
 from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
+from memsub.cli_views import ViewRefreshStatus
 from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
 from memsub.models import DerivationType, Scope
+from memsub.reflection import SummaryScope
 from memsub.search import EmbeddingType
-from memsub.sessions import TASK_FINAL_STATUSES, TaskStatus
+from memsub.sessions import TASK_FINAL_STATUSES, AgentStatus, SessionStatus, TaskStatus
 
 from helpers import TENANT_A, expect_error, set_context
 
@@ -22,7 +24,8 @@ from helpers import TENANT_A, expect_error, set_context
 @pytest.mark.parametrize(("function", "python"), [
     ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier),
     ("context_roles", ContextRole), ("packet_scopes", Scope), ("derivation_types", DerivationType),
-    ("task_statuses", TaskStatus)])
+    ("task_statuses", TaskStatus), ("session_statuses", SessionStatus), ("agent_statuses", AgentStatus),
+    ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -86,8 +89,28 @@ def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db
         assert "packet_scopes()" in definitions[f"{table}_scope_known"], table
     assert "task_statuses()" in definitions["tasks_status_check"]
     assert "task_final_statuses()" in definitions["tasks_completed_consistent"]
+    assert "session_statuses()" in definitions["sessions_status_check"]
+    assert "agent_statuses()" in definitions["agents_status_check"]
+    assert "summary_scope_types()" in definitions["memory_summaries_scope_type_known"]
+    assert "view_refresh_statuses()" in definitions["memory_view_refresh_log_status_known"]
+    assert "context_roles()" in definitions["api_keys_roles"]
+
+
+VOCABULARIES = ("embedding_types", "memory_types", "memory_tiers", "context_roles", "packet_scopes",
+                "derivation_types", "task_statuses", "task_final_statuses", "session_statuses", "agent_statuses",
+                "summary_scope_types", "view_refresh_statuses")
+
+
+@pytest.mark.parametrize("function", VOCABULARIES)
+def test_no_check_constraint_spells_a_vocabulary(db, function):
+    with db.connect() as conn:
+        row = conn.execute(f"select memsub.{function}()").fetchone()
+        definitions = dict(conn.execute(
+            "select conname, pg_get_constraintdef(oid) from pg_constraint"
+            " where connamespace = 'memsub'::regnamespace and contype = 'c'").fetchall())
+    assert row is not None
     spelled = {name: definition for name, definition in definitions.items()
-               if any(f"'{value}'" in definition for value in ("l-private", "inference", "cancelled"))}
+               if all(f"'{value}'" in definition for value in row[0])}
     assert spelled == {}
 
 
