@@ -1964,11 +1964,10 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+    perform memsub._check_text_limits('target_type', p_target_type, 'access_context', p_access_context,
+                                      'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
@@ -2547,7 +2546,7 @@ CREATE FUNCTION memsub.adk_check_name(p_value text, p_field text) RETURNS text
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    perform memsub._check_limit(length(p_value), 'max_text_chars', p_field);
+    perform memsub._check_text_limits(p_field, p_value);
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;
@@ -7944,7 +7943,7 @@ CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit int
     AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_text_limits('agent_id', p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -7987,13 +7986,10 @@ declare
     v_packet_rows jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'packet_type', p_packet_type,
+                                      'rank_by', p_rank_by, 'mode', p_mode, 'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
-            memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
-            memsub._check_limit(length(p_mode), 'max_text_chars', 'mode'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
     perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
@@ -8629,8 +8625,7 @@ declare
     v_embedding memsub.memory_embeddings;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'chunk_text', p_chunk_text),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
@@ -8889,10 +8884,8 @@ declare
     v_memory memsub.semantic_memory;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'embedding_type', p_embedding_type, 'scope', p_scope),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
