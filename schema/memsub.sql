@@ -462,6 +462,24 @@ ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
+CREATE FUNCTION memsub._check_context_role(p_role text, p_caller text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_role <> all (memsub.context_roles()) then
+        raise exception '%: unknown role "%"', p_caller, p_role
+            using errcode = '22023', column = 'roles',
+                  hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
+    end if;
+    return p_role;
+end
+$$;
+
+ALTER FUNCTION memsub._check_context_role(p_role text, p_caller text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_context_role(p_role text, p_caller text) IS 'Internal: refuses (22023, column roles, the known roles in the hint) a requested context role that is not one of memsub.context_roles(), the message naming the calling function p_caller. Returns the role.';
+
 CREATE FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -4142,11 +4160,7 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.create_api_key');
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'
                 using errcode = '42501', column = 'roles';
@@ -8358,11 +8372,7 @@ begin
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
     foreach requested in array coalesce(p_roles, '{}') loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context');
         if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';
@@ -8442,10 +8452,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context_signed: unknown role "%"', requested
-                using errcode = '22023', column = 'roles';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context_signed');
         if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context_signed: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';
@@ -12128,6 +12135,10 @@ REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_t
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_app;
