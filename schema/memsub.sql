@@ -462,6 +462,24 @@ ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
+CREATE FUNCTION memsub._check_context_role(p_role text, p_caller text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_role <> all (memsub.context_roles()) then
+        raise exception '%: unknown role "%"', p_caller, p_role
+            using errcode = '22023', column = 'roles',
+                  hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
+    end if;
+    return p_role;
+end
+$$;
+
+ALTER FUNCTION memsub._check_context_role(p_role text, p_caller text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_context_role(p_role text, p_caller text) IS 'Internal: refuses (22023, column roles, the known roles in the hint) a requested context role that is not one of memsub.context_roles(), the message naming the calling function p_caller. Returns the role.';
+
 CREATE FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1964,11 +1982,10 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+    perform memsub._check_text_limits('target_type', p_target_type, 'access_context', p_access_context,
+                                      'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
@@ -2565,7 +2582,7 @@ CREATE FUNCTION memsub.adk_check_name(p_value text, p_field text) RETURNS text
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    perform memsub._check_limit(length(p_value), 'max_text_chars', p_field);
+    perform memsub._check_text_limits(p_field, p_value);
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;
@@ -4170,11 +4187,7 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.create_api_key');
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'
                 using errcode = '42501', column = 'roles';
@@ -7979,7 +7992,7 @@ CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit int
     AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_text_limits('agent_id', p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -8022,13 +8035,10 @@ declare
     v_packet_rows jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'packet_type', p_packet_type,
+                                      'rank_by', p_rank_by, 'mode', p_mode, 'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
-            memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
-            memsub._check_limit(length(p_mode), 'max_text_chars', 'mode'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
     perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
@@ -8397,11 +8407,7 @@ begin
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
     foreach requested in array coalesce(p_roles, '{}') loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context');
         if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';
@@ -8481,10 +8487,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context_signed: unknown role "%"', requested
-                using errcode = '22023', column = 'roles';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context_signed');
         if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context_signed: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';
@@ -8664,8 +8667,7 @@ declare
     v_embedding memsub.memory_embeddings;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'chunk_text', p_chunk_text),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
@@ -8924,10 +8926,8 @@ declare
     v_memory memsub.semantic_memory;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'embedding_type', p_embedding_type, 'scope', p_scope),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
@@ -12170,6 +12170,10 @@ REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_t
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_app;

@@ -7,6 +7,23 @@
 -- policies read it through the small STABLE functions below, always wrapped as (select memsub.fn()) so the
 -- value is computed once per query.
 
+create or replace function memsub._check_context_role(p_role text, p_caller text) returns text
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_role <> all (memsub.context_roles()) then
+        raise exception '%: unknown role "%"', p_caller, p_role
+            using errcode = '22023', column = 'roles',
+                  hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
+    end if;
+    return p_role;
+end
+$$;
+comment on function memsub._check_context_role(text, text) is
+    'Internal: refuses (22023, column roles, the known roles in the hint) a requested context role that is not one '
+    'of memsub.context_roles(), the message naming the calling function p_caller. Returns the role.';
+
 create or replace function memsub.set_context(
     p_tenant_id  uuid,
     p_org_id     uuid   default null,
@@ -26,11 +43,7 @@ begin
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
     foreach requested in array coalesce(p_roles, '{}') loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context');
         if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';

@@ -221,10 +221,7 @@ begin
             using errcode = '22004', column = 'tenant_id';
     end if;
     foreach requested in array roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.set_context_signed: unknown role "%"', requested
-                using errcode = '22023', column = 'roles';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.set_context_signed');
         if not pg_catalog.pg_has_role(session_user, 'memsub_' || requested, 'MEMBER') then
             raise exception 'memsub.set_context_signed: role % requires membership in memsub_%', requested, requested
                 using errcode = '42501', column = 'roles';

@@ -70,11 +70,7 @@ begin
             using errcode = '22023', column = 'roles';
     end if;
     foreach requested in array p_roles loop
-        if requested <> all (memsub.context_roles()) then
-            raise exception 'memsub.create_api_key: unknown role "%"', requested
-                using errcode = '22023', column = 'roles',
-                      hint = 'Known context roles: ' || pg_catalog.array_to_string(memsub.context_roles(), ', ') || '.';
-        end if;
+        perform memsub._check_context_role(requested, 'memsub.create_api_key');
         if requested = 'platform_admin' and not memsub.is_platform_admin() then
             raise exception 'memsub.create_api_key: only a platform_admin context may create a platform_admin key'
                 using errcode = '42501', column = 'roles';

@@ -26,8 +26,7 @@ declare
     v_embedding memsub.memory_embeddings;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_chunk_text), 'max_text_chars', 'chunk_text'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'chunk_text', p_chunk_text),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_packet_id is null then
         raise exception 'field "packet_id" is required' using errcode = '23502', column = 'packet_id';
@@ -80,10 +79,8 @@ declare
     v_memory memsub.semantic_memory;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id'),
-            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload'),
-            memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
-            memsub._check_limit(length(p_scope), 'max_text_chars', 'scope');
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'embedding_type', p_embedding_type, 'scope', p_scope),
+            memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
     if p_vector is null then
         raise exception 'field "vector" is required' using errcode = '23502', column = 'vector';
     end if;
@@ -120,7 +117,7 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+    perform memsub._check_text_limits('agent_id', p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;

@@ -74,11 +74,10 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_target_type), 'max_text_chars', 'target_type'),
+    perform memsub._check_text_limits('target_type', p_target_type, 'access_context', p_access_context,
+                                      'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_access_context), 'max_text_chars', 'access_context'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
@@ -242,13 +241,10 @@ declare
     v_packet_rows jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_limit(length(p_embedding_type), 'max_text_chars', 'embedding_type'),
+    perform memsub._check_text_limits('embedding_type', p_embedding_type, 'packet_type', p_packet_type,
+                                      'rank_by', p_rank_by, 'mode', p_mode, 'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_limit(length(p_packet_type), 'max_text_chars', 'packet_type'),
-            memsub._check_limit(length(p_rank_by), 'max_text_chars', 'rank_by'),
-            memsub._check_limit(length(p_mode), 'max_text_chars', 'mode'),
-            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text'),
-            memsub._check_limit(length(p_agent_id), 'max_text_chars', 'agent_id');
+            memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
     perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');

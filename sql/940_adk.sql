@@ -28,7 +28,7 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub._check_limit(length(p_value), 'max_text_chars', p_field);
+    perform memsub._check_text_limits(p_field, p_value);
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;

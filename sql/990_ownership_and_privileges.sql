@@ -86,7 +86,7 @@ grant usage on schema memsub to memsub_app, memsub_analyst;
 
 -- Context: everyone who queries memsub tables needs the functions the policies call.
 grant execute on function
-    memsub.set_context(uuid, uuid, uuid, text[], text),
+    memsub.set_context(uuid, uuid, uuid, text[], text), memsub._check_context_role(text, text),
     memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
     memsub.current_session_id(), memsub.current_context_roles(),
     memsub.acting_role(), memsub.is_platform_admin(), memsub.is_tenant_admin()

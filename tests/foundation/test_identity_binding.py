@@ -320,3 +320,29 @@ def test_signing_keys_are_managed_by_platform_admins_only(db):
         assert error.diag.column_name == "secret"
         conn.execute("select memsub.set_context_signing_key(%s, %s)", ["k", KEY])
         assert conn.execute("select memsub.drop_context_signing_key(%s)", ["k"]).fetchone() == (True,)
+
+
+# -- requested context roles -----------------------------------------------------------------------------
+
+
+def test_an_unknown_context_role_is_refused_alike_everywhere(db, logins, signing_key):
+    # set_context, set_context_signed and create_api_key refuse a role name outside memsub.context_roles() with
+    # the same error: 22023 naming roles, the role in the message and the known roles in the hint.
+    svc = logins.create()
+    token = mint_context_token(signing_key, "gateway-1", TENANT_A, roles=["superuser"],
+                               ttl_seconds=60, login=svc)
+    errors: dict[str, psycopg.Error] = {}
+    with db.connect("app") as conn:
+        errors["set_context"] = refused(conn, "select memsub.set_context(%s, p_roles => %s)",
+                                        [TENANT_A, ["superuser"]], "22023")
+    with logins.connect(svc) as conn:
+        errors["set_context_signed"] = refused(conn, "select memsub.set_context_signed(%s)", [token], "22023")
+    with db.connect("platform_admin") as conn:
+        set_context(conn, None, roles=["platform_admin"])
+        errors["create_api_key"] = refused(
+            conn, "select * from memsub.create_api_key(%s, p_roles => %s, p_label => 'k')",
+            [TENANT_A, ["superuser"]], "22023")
+    for function, error in errors.items():
+        assert error.diag.message_primary == f'memsub.{function}: unknown role "superuser"'
+        assert error.diag.column_name == "roles"
+        assert error.diag.message_hint == "Known context roles: tenant_admin, platform_admin."

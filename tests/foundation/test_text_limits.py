@@ -30,6 +30,11 @@ CASES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("record_access", {"target_type": "packet", "target_id": uuid.uuid4()},
      ["target_type", "agent_id", "access_context", "feedback_reason"], ()),
     ("record_feedback", {"access_id": uuid.uuid4(), "was_useful": True}, ["reason"], ()),
+    ("store_embedding", {"packet_id": uuid.uuid4(), "embedding_type": "content", "vector": None},
+     ["embedding_type", "chunk_text"], ()),
+    ("store_semantic_memory", {"agent_id": "a", "vector": None}, ["agent_id", "embedding_type", "scope"], ()),
+    ("search_semantic_memory", {"query": None}, ["agent_id"], ()),
+    ("semantic_search", {"query": None}, ["embedding_type", "packet_type", "rank_by", "mode", "agent_id"], ()),
     ("upsert_relationship", {"source_entity": "a", "relationship_type": "r", "target_entity": "b"},
      ["source_entity", "relationship_type", "target_entity"], ()),
     ("assert_fact", {"subject": "s", "predicate": "p", "object": Jsonb(1)}, ["subject", "predicate"], ()),
@@ -68,6 +73,8 @@ CASES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("document_index_put", {"file_path": "f"}, ["file_path"], ()),
     ("document_ingest", {"file_path": "f", "hash": "h", "mime": "text/plain", "text": "t", "chunks": Jsonb([])},
      ["file_path", "hash", "mime", "summary"], ()),
+    ("adk_session_create", {"app_name": "a", "user_id": "u", "session_id": "adk-1"},
+     ["app_name", "user_id", "session_id"], ()),
 ]
 
 
