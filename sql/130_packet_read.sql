@@ -60,6 +60,7 @@ as $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
     v_every_tenant boolean;
+    v_rows memsub.packet_store[];
 begin
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
@@ -69,34 +70,26 @@ begin
     v_every_tenant := v_tenant is null or memsub.is_platform_admin();
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
-    -- not planned again for each call: planning would cost more than reading one packet. The two branches read
-    -- the same rows with the same query; they differ only in what is done with them.
+    -- not planned again for each call: planning would cost more than reading one packet. The rows are found
+    -- once; with_vectors decides only what is done with them.
+    v_rows := array(
+        select s::memsub.packet_store
+          from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+         cross join lateral (
+                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
+                -- planner may prefer to read every row of a big tenant).
+                (select s.* from memsub.packet_store s
+                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
+                union all
+                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
+         order by w.n);
     if coalesce(p_with_vectors, true) then
-        -- The rows found go to memsub._packets_as_written in one call, which puts the vectors back for all of them.
-        return query
-            select * from memsub._packets_as_written(array(
-                select s::memsub.packet_store
-                  from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-                 cross join lateral (
-                        -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join
-                        -- the planner may prefer to read every row of a big tenant).
-                        (select s.* from memsub.packet_store s
-                          where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                        union all
-                        select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-                 order by w.n));
+        -- memsub._packets_as_written puts the vectors back for all the rows found in one call.
+        return query select * from memsub._packets_as_written(v_rows);
     else
         -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
         -- stays JSON null.
-        return query
-            select s.*
-              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-             cross join lateral (
-                    (select s.* from memsub.packet_store s
-                      where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                    union all
-                    select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-             order by w.n;
+        return query select * from unnest(v_rows);
     end if;
 end
 $$;
