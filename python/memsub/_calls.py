@@ -262,9 +262,9 @@ def set_context_signed(token: str) -> Call[None]:
 
 # --- times on a connection ------------------------------------------------------------------------------------
 
-class _UtcDatetimeDumper(DatetimeDumper):
-    """A datetime as timestamptz text; one without an offset is UTC (psycopg would send it as a ``timestamp``
-    that the server places in its session's TimeZone)."""
+class _NaiveIsUtc(Dumper):
+    """Dumps a datetime after reading one without an offset as UTC (psycopg would send it as a ``timestamp`` that
+    the server places in its session's TimeZone); mixed into psycopg's text and binary datetime dumpers."""
 
     def get_key(self, obj: datetime, format: PyFormat) -> DumperKey:
         return self.cls  # naive or aware: the same dumper
@@ -273,20 +273,16 @@ class _UtcDatetimeDumper(DatetimeDumper):
         return self
 
     def dump(self, obj: datetime) -> Buffer | None:
-        return super().dump(as_utc(obj))
+        parent: Dumper = super()  # type: ignore[assignment]  # the psycopg dumper mixed in after this class
+        return parent.dump(as_utc(obj))
 
 
-class _UtcDatetimeBinaryDumper(DatetimeBinaryDumper):
-    """The binary twin of :class:`_UtcDatetimeDumper`."""
+class _UtcDatetimeDumper(_NaiveIsUtc, DatetimeDumper):
+    """A datetime as timestamptz text, one without an offset read as UTC."""
 
-    def get_key(self, obj: datetime, format: PyFormat) -> DumperKey:
-        return self.cls
 
-    def upgrade(self, obj: datetime, format: PyFormat) -> Dumper:
-        return self
-
-    def dump(self, obj: datetime) -> Buffer | None:
-        return super().dump(as_utc(obj))
+class _UtcDatetimeBinaryDumper(_NaiveIsUtc, DatetimeBinaryDumper):
+    """A datetime as binary timestamptz, one without an offset read as UTC."""
 
 
 def register_time_type(adapters: AdaptersMap) -> None:
