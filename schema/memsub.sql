@@ -2269,9 +2269,16 @@ begin
     v_share := greatest(v_rows, 1) / v_total;
     v_ef := coalesce(p_ef_search,
                      least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    -- The ef_search tune_search reached the recall goal at, when it is larger than the derived one (an ef the
+    -- caller passes is kept as it is).
+    if p_ef_search is null and v_stats.recall >= 0.97 and v_stats.ef_search > v_ef then
+        v_ef := v_stats.ef_search;
+    end if;
     v_ef := greatest(v_ef, least(p_pool, 1000));
-    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
-    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+    -- Recall grows with ef_search: a recall that reached the goal holds at any larger ef, one that missed it
+    -- at any smaller ef. Otherwise the recall at this ef is not known.
+    if v_stats.recall >= 0.97 and v_stats.ef_search <= v_ef
+       or v_stats.recall < 0.97 and v_stats.ef_search >= v_ef then
         v_recall := v_stats.recall;
     end if;
     method := case
@@ -2292,7 +2299,7 @@ $_$;
 
 ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
+COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk (derived from the share and pool, or the larger one at which memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
 CREATE FUNCTION memsub.session_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -8157,7 +8164,7 @@ $_$;
 
 ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search found reaching the recall goal) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9479,14 +9486,18 @@ CREATE FUNCTION memsub.tune_search(p_samples integer DEFAULT 20, p_k integer DEF
     SET "hnsw.max_scan_tuples" TO '20000'
     AS $_$
 declare
-    v_group  record;
-    v_plan   record;
-    v_query  vector;
-    v_truth  uuid[];
-    v_found  uuid[];
-    v_sum    double precision;
-    v_done   integer;
-    v_recall double precision;
+    v_group   record;
+    v_plan    record;
+    v_query   vector;
+    v_queries vector[];
+    v_truth   uuid[];
+    v_truths  uuid[];
+    v_found   uuid[];
+    v_sum     double precision;
+    v_done    integer;
+    v_ef      integer;
+    v_next    integer;
+    v_recall  double precision;
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
@@ -9496,6 +9507,9 @@ begin
             using errcode = '22023', column = 'samples';
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
+    -- of the tenant per sample query (the truth, computed once) and one walk per sample query and ef_search
+    -- tried: at most five (40, 100, 250, 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -9514,9 +9528,10 @@ begin
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
-            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors.
-            v_sum := 0;
-            perform pg_catalog.set_config('hnsw.ef_search', v_plan.ef_search::text, true);
+            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors; each
+            -- with its exact k nearest (a row of v_truths, padded with NULL to k).
+            v_queries := '{}';
+            v_truths := '{}';
             for v_query in
                 select l2_normalize(a.vector + b.vector)
                   from (select x.vector, row_number() over () as r
@@ -9532,28 +9547,49 @@ begin
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
                    into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
-                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
-                        ' order by e.vector <=> $1 limit $2) n'
-                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
-                                                             select unnest(v_found))), 0)::double precision
-                                 / greatest(1, cardinality(v_truth));
-                v_done := v_done + 1;
+                v_truth := coalesce(v_truth, '{}');
+                v_queries := v_queries || v_query;
+                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
+            end loop;
+            v_done := cardinality(v_queries);
+            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until it
+            -- reaches 0.97 (the 0.95 goal plus a margin for the error of the sample) or the walk at the next
+            -- ef_search would cost more than scanning the tenant exactly.
+            v_ef := v_plan.ef_search;
+            while v_done > 0 loop
+                perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
+                v_sum := 0;
+                for i in 1 .. v_done loop
+                    execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                            '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                            ' order by e.vector <=> $1 limit $2) n'
+                       into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
+                    v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
+                                     ::double precision
+                                   / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                end loop;
+                v_recall := v_sum / v_done;
+                exit when v_recall >= 0.97 or v_ef >= 1000;
+                v_next := least(1000, ceil(v_ef * 2.5)::integer);
+                exit when (select s.method from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type,
+                                                                        p_k, 'auto', v_next) s) = 'exact';
+                v_ef := v_next;
             end loop;
             if v_done > 0 then
-                v_recall := v_sum / v_done;
                 update memsub.search_stats st
-                   set ef_search = v_plan.ef_search, recall = v_recall, samples = v_done
+                   set ef_search = v_ef, recall = v_recall, samples = v_done
                  where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
+                -- The choice the searches make from now on.
+                select * into v_plan
+                  from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
             end if;
         end if;
         tenant_id := v_group.tenant_id;
         embedding_type := v_group.embedding_type;
         row_count := v_group.n;
         type_rows := v_group.total::bigint;
-        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
-        ef_search := v_plan.ef_search;
+        method := v_plan.method;
+        ef_search := case when v_done > 0 then v_ef else v_plan.ef_search end;
         recall := v_recall;
         return next;
     end loop;
@@ -9566,7 +9602,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below 0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries drawn from the tenant''s data, from the derived ef_search up (x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most five walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10950,9 +10986,9 @@ COMMENT ON COLUMN memsub.search_stats.row_count IS 'Embeddings of this type the 
 
 COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type of all tenants (the HNSW index) when measured.';
 
-COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at (NULL: not measured).';
+COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached recall 0.97, or the largest one tried when none did (NULL: not measured).';
 
-COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant).';
+COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
 
 COMMENT ON COLUMN memsub.search_stats.samples IS 'Sample queries the recall was measured on.';
 
