@@ -1445,21 +1445,22 @@ COMMENT ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_cal
 CREATE FUNCTION memsub._json_vector(p_value jsonb, p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
-    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail. One path test
+    -- over the array: a query over its elements with a numeric cast of each costs several times more.
     if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
-       or exists (select from jsonb_array_elements(p_value) as x(e)
-                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+       or coalesce(jsonb_path_exists(p_value, 'strict $[*] ? (@.type() != "number" || @ > 3.4028234e38 '
+                                              '|| @ < -3.4028234e38)', '{}', true), true) then
         raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;
     return memsub._check_vector((p_value::text)::vector, p_field);
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub._json_vector(p_value jsonb, p_field text) OWNER TO memsub_owner;
 
@@ -1629,7 +1630,9 @@ declare
     v_repeated_of integer;
 begin
     -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
-    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array' then
+    -- A single element cannot repeat a slot: the query is for two or more.
+    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array'
+       and jsonb_array_length(p_packet.memory -> 'embeddings') > 1 then
         select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
           from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
                                                         memsub._embedding_chunk_index(a.e)) as first
@@ -3519,15 +3522,17 @@ CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT 
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_id bigint;
+    -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
+    -- policies too, a second evaluation of the context on every audited write.
+    v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
 begin
-    insert into memsub.audit (tenant_id, org_id, user_id, operation, session_id, agent_id, task_id,
+    insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
-    values (memsub._require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    overriding system value
+    values (memsub._require_tenant_id(), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
-            coalesce(p_details, '{}'))
-    returning id into v_id;
+            coalesce(p_details, '{}'));
     return v_id;
 end
 $$;
@@ -4832,7 +4837,7 @@ ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_
 
 COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
 
-CREATE FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
+CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -4842,31 +4847,34 @@ declare
     v_element   jsonb;
     v_position  integer;
     v_count     integer;
+    v_vector    vector;
+    v_chunk     integer;
+    v_metadata  jsonb;
     v_key       text;
     err_state   text;
     err_message text;
     err_column  text;
 begin
-    if jsonb_typeof(p_memory) is distinct from 'object' then
+    if jsonb_typeof(p_packet.memory) is distinct from 'object' then
         return v_written;
     end if;
     foreach v_key in array array['facts', 'relationships'] loop
-        if p_memory ? v_key and p_scope <> 'shared' then
+        if p_packet.memory ? v_key and p_packet.scope <> 'shared' then
             raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
-                            'packets can', v_key, p_scope
+                            'packets can', v_key, p_packet.scope
                 using errcode = '22023', column = 'memory.' || v_key;
         end if;
     end loop;
     begin
         foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
-            continue when not p_memory ? v_key;
+            continue when not p_packet.memory ? v_key;
             v_path := 'memory.' || v_key;
-            if jsonb_typeof(p_memory -> v_key) <> 'array' then
+            if jsonb_typeof(p_packet.memory -> v_key) <> 'array' then
                 raise exception 'must be a JSON array of objects' using errcode = '22023';
             end if;
             v_count := 0;
             for v_element, v_position in
-                select e, n - 1 from jsonb_array_elements(p_memory -> v_key) with ordinality as a(e, n) loop
+                select e, n - 1 from jsonb_array_elements(p_packet.memory -> v_key) with ordinality as a(e, n) loop
                 v_path := format('memory.%s[%s]', v_key, v_position);
                 if jsonb_typeof(v_element) <> 'object' then
                     raise exception 'must be a JSON object' using errcode = '22023';
@@ -4874,20 +4882,40 @@ begin
                 if v_key = 'facts' then
                     perform memsub.assert_fact(
                         v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 elsif v_key = 'relationships' then
                     perform memsub.upsert_relationship(
                         v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
                     if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
                         v_path := v_path || '.vector';
                         raise exception 'must be a JSON array of numbers' using errcode = '22023';
                     end if;
-                    perform memsub.store_embedding(
-                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
-                        coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
-                        coalesce(v_element -> 'metadata', '{}'));
+                    -- What memsub.store_embedding checks, in its order, and the row it would write, without
+                    -- reading back the packet just stored: the row takes the packet's identity and scope, which
+                    -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
+                    -- there is no stored embedding to replace.
+                    v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
+                    v_metadata := coalesce(v_element -> 'metadata', '{}');
+                    perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
+                                                 'embedding_type');
+                    if v_chunk < 0 then
+                        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
+                            v_chunk using errcode = '22023', column = 'chunk_index';
+                    end if;
+                    insert into memsub.memory_embeddings (
+                        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+                        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+                    values (
+                        p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
+                        p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
+                        p_packet.session_id, p_packet.trace_id);
                 end if;
                 v_count := v_count + 1;
             end loop;
@@ -4897,14 +4925,14 @@ begin
                                else 'memory_embeddings' end, v_count);
             end if;
         end loop;
-        if p_memory ? 'reasoning_trace' then
+        if p_packet.memory ? 'reasoning_trace' then
             v_path := 'memory.reasoning_trace';
-            v_element := p_memory -> 'reasoning_trace';
+            v_element := p_packet.memory -> 'reasoning_trace';
             if jsonb_typeof(v_element) <> 'object' then
                 raise exception 'must be a JSON object' using errcode = '22023';
             end if;
             perform memsub.record_reasoning_trace(
-                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet_id,
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet.packet_id,
                 coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
                 coalesce(v_element -> 'inference_steps', '[]'),
                 coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
@@ -4923,9 +4951,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet of the given scope and returns the rows written per table. Not granted to clients.';
+COMMENT ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant) and returns the rows written per table. Not granted to clients.';
 
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -6873,7 +6901,9 @@ CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb,
 declare
     v_row memsub.memory_entries;
 begin
-    perform memsub._check_vector(p_embedding, 'embedding');
+    if p_embedding is not null then
+        perform memsub._check_vector(p_embedding, 'embedding');
+    end if;
     v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
                                          p_expected_version, true, false, 'memory_write', '{}');
     if p_embedding is not null then
@@ -8843,7 +8873,7 @@ begin
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            f.packet_id, f.memory, f.scope, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
@@ -12652,7 +12682,7 @@ REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.ve
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
