@@ -7,13 +7,15 @@ The embedder must be the one that embedded the stored texts, and its dimension t
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, get_args
 
 import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
+from memsub.errors import InvalidInput
+from memsub.maintain import parse_interval
 from memsub.models import parse_time
 from memsub.search import EmbeddingType
 
@@ -29,6 +31,18 @@ def _number(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+SEMANTIC_ONLY = ("thread_id", "tags", "packet_type", "since", "until", "min_importance", "rank_by", "method",
+                 "ef_search", "max_scan_tuples")
+HYBRID_ONLY = ("vector_weight", "text_weight", "rrf_k", "candidates", "importance_weight", "recency_weight",
+               "half_life")
+_SEMANTIC = "semantic only: "
+_HYBRID = "hybrid only: "
+
+
+def _option_name(field: str) -> str:
+    return {"thread_id": "--thread", "tags": "--tag"}.get(field, "--" + field.replace("_", "-"))
+
+
 @click.command("search")
 @click.argument("query")
 @tenant_options
@@ -42,12 +56,50 @@ def _number(value: float | None, digits: int = 4) -> str:
                    "else hashing.")
 @click.option("--record", "record_access", is_flag=True,
               help="Log each result in memory_access_log (its access id can then get feedback).")
+@click.option("--agent-id", "agent_id", default=None, help="The agent recorded with each access (with --record).")
 @click.option("--with-packets", "with_packets", is_flag=True,
               help="Return each hit's packet with it, read in the same statement (shown with --json).")
+@click.option("--thread", "thread_id", type=click.UUID, default=None, help=_SEMANTIC + "packets of this thread.")
+@click.option("--tag", "tags", multiple=True, help=_SEMANTIC + "packets carrying this tag (repeatable: all of them).")
+@click.option("--packet-type", default=None, help=_SEMANTIC + "packets of this type.")
+@click.option("--since", default=None, help=_SEMANTIC + "packets timestamped at or after this ISO 8601 time.")
+@click.option("--until", default=None, help=_SEMANTIC + "packets timestamped before this ISO 8601 time.")
+@click.option("--min-importance", type=float, default=None, help=_SEMANTIC + "packets at least this important.")
+@click.option("--rank-by", type=click.Choice(["distance", "combined"]), default=None,
+              help=_SEMANTIC + "rank by distance (default) or by the combined score of distance, importance and "
+                               "recency.")
+@click.option("--method", type=click.Choice(["auto", "exact", "approximate"]), default=None,
+              help=_SEMANTIC + "exact scan or HNSW walk; auto (default) chooses by cost and measured recall.")
+@click.option("--ef-search", type=int, default=None,
+              help=_SEMANTIC + "HNSW candidate list size, 1 to 1000 (default derived from k and the tenant).")
+@click.option("--max-scan-tuples", type=int, default=None,
+              help=_SEMANTIC + "bound of the iterative HNSW scan (default 20000).")
+@click.option("--vector-weight", type=float, default=None, help=_HYBRID + "weight of the vector rank (default 1).")
+@click.option("--text-weight", type=float, default=None, help=_HYBRID + "weight of the text rank (default 1).")
+@click.option("--rrf-k", type=int, default=None, help=_HYBRID + "reciprocal rank fusion constant (default 60).")
+@click.option("--candidates", type=int, default=None, help=_HYBRID + "candidates per leg (default max(50, 4k)).")
+@click.option("--importance-weight", type=float, default=None,
+              help=_HYBRID + "boost by the packet's importance (default 0).")
+@click.option("--recency-weight", type=float, default=None,
+              help=_HYBRID + "boost by how recently the packet was written or used (default 0).")
+@click.option("--half-life", default=None, metavar="INTERVAL",
+              help=_HYBRID + "time in which the recency boost halves: 30s, 15m, 1h, 7d (default 30d).")
 @json_lines_option
 def search_command(query: str, target: Target, mode: str, k: int, embedding_type: str,
-                   embedder: str | None, record_access: bool, with_packets: bool, as_json: bool) -> None:
-    """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid)."""
+                   embedder: str | None, record_access: bool, agent_id: str | None, with_packets: bool,
+                   as_json: bool, **tuning: Any) -> None:
+    """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid).
+
+    Unset options take the stored function's defaults (docs/retrieval.md)."""
+    other = HYBRID_ONLY if mode == "semantic" else SEMANTIC_ONLY
+    for field in other:
+        if tuning[field] not in (None, ()):
+            other_mode = "hybrid" if mode == "semantic" else "semantic"
+            raise InvalidInput(f"{_option_name(field)} applies to --mode {other_mode} only", field=field)
+    tuning["since"] = _timestamp(tuning["since"], "since")
+    tuning["until"] = _timestamp(tuning["until"], "until")
+    if tuning["half_life"] is not None:
+        tuning["half_life"] = timedelta(seconds=parse_interval(tuning["half_life"], "half_life"))
     rows: list[Any] = []
     with target.session() as session:
         chosen = resolve_embedder(embedder, session.vector_dimension())
@@ -55,11 +107,17 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
         vector = chosen.embed([query])[0]
         if mode == "semantic":
+            given = {name: tuning[name] for name in SEMANTIC_ONLY if tuning[name] not in (None, ())}
+            if "method" in given:
+                given["mode"] = given.pop("method")
             rows = session.search.semantic(vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                           record_access=record_access, query_text=query, with_packets=with_packets)
+                                           record_access=record_access, query_text=query, agent_id=agent_id,
+                                           with_packets=with_packets, **given)
         else:
+            given = {name: tuning[name] for name in HYBRID_ONLY if tuning[name] is not None}
             rows = session.search.hybrid(query, vector, k, embedding_type=embedding_type,  # type: ignore[arg-type]
-                                         record_access=record_access, with_packets=with_packets)
+                                         record_access=record_access, agent_id=agent_id,
+                                         with_packets=with_packets, **given)
     if as_json:
         emit_json_lines(rows)
         return
@@ -78,13 +136,13 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
 _AS_OF_HELP = "Read the graph as it was at this ISO 8601 time (default now; no offset: UTC)."
 
 
-def _timestamp(text: str | None) -> datetime | None:
+def _timestamp(text: str | None, field: str = "as_of") -> datetime | None:
     if text is None:
         return None
     try:
         return parse_time(text)
     except ValueError as error:
-        raise click.BadParameter(f"{text!r} is not an ISO 8601 time", param_hint="--as-of") from error
+        raise InvalidInput(f"{_option_name(field)} {text!r} is not an ISO 8601 time", field=field) from error
 
 
 @click.group("graph")

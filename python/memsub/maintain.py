@@ -72,11 +72,13 @@ class RoundReport:
         return {"started_at": self.started_at.isoformat(), "ok": self.ok, "tasks": [t.as_dict() for t in self.tasks]}
 
 
-def parse_interval(text: str) -> float:
-    """Seconds of ``30s``, ``15m``, ``1h``, ``1d`` (or a bare number of seconds)."""
+def parse_interval(text: str, field: str = "every") -> float:
+    """Seconds of ``30s``, ``15m``, ``1h``, ``1d`` (or a bare number of seconds); a refusal names the option
+    ``--<field>`` and the field."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text or "")
     if not match or float(match.group(1)) <= 0:
-        raise InvalidInput(f"--every must look like 30s, 15m, 1h or 1d, not {text!r}", field="every")
+        option = "--" + field.replace("_", "-")
+        raise InvalidInput(f"{option} must look like 30s, 15m, 1h or 1d, not {text!r}", field=field)
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -44,6 +44,12 @@ INSTRUCTIONS = (
 )
 
 Direction = Literal["outgoing", "incoming", "both"]
+
+# recall's inputs that only one mode takes, besides the semantic filters (thread_id, tags, packet_type, since,
+# until); ``method`` is memsub.semantic_search's mode (recall's own ``mode`` picks the function).
+SEMANTIC_TUNING = ("min_importance", "rank_by", "method", "ef_search", "max_scan_tuples")
+HYBRID_TUNING = ("vector_weight", "text_weight", "rrf_k", "candidates", "importance_weight", "recency_weight",
+                 "half_life")
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
@@ -315,21 +321,40 @@ class MemoryTools:
 
     def recall(self, query: str, k: int, mode: Literal["semantic", "hybrid"], embedding_type: EmbeddingType,
                thread_id: UUID | None, tags: Sequence[str] | None, packet_type: str | None,
-               since: datetime | None, until: datetime | None, with_packets: bool = False) -> RecallResult:
+               since: datetime | None, until: datetime | None, with_packets: bool = False,
+               tuning: dict[str, Any] | None = None) -> RecallResult:
+        """``tuning``: the other arguments of the mode's function (:data:`SEMANTIC_TUNING`, :data:`HYBRID_TUNING`,
+        ``method`` standing for semantic_search's mode); None values take the function's defaults."""
         if not query.strip():
             raise ToolError("field query: must not be empty")
+        given = {name: value for name, value in (tuning or {}).items() if value is not None}
         filters = {"thread_id": thread_id, "tags": tags, "packet_type": packet_type, "since": since, "until": until}
-        given = [name for name, value in filters.items() if value is not None]
-        if mode == "hybrid" and given:
-            raise ToolError(f"field {given[0]}: filters apply to mode 'semantic' only (hybrid search ranks the "
+        semantic_only = [name for name, value in filters.items() if value is not None]
+        semantic_only += [name for name in given if name in SEMANTIC_TUNING]
+        if mode == "hybrid" and semantic_only:
+            raise ToolError(f"field {semantic_only[0]}: applies to mode 'semantic' only (hybrid search ranks the "
                             "whole tenant's memory by meaning and words)")
+        hybrid_only = [name for name in given if name in HYBRID_TUNING]
+        if mode == "semantic" and hybrid_only:
+            raise ToolError(f"field {hybrid_only[0]}: applies to mode 'hybrid' only")
+        unknown = sorted(set(given) - set(SEMANTIC_TUNING) - set(HYBRID_TUNING))
+        if unknown:
+            raise ToolError(f"field {unknown[0]}: not a search argument")
+        if "half_life" in given:
+            try:
+                given["half_life"] = timedelta(seconds=given["half_life"])
+            except (OverflowError, ValueError) as error:
+                raise ToolError(f"field half_life: {given['half_life']!r} seconds is not a usable interval "
+                                f"({error})") from error
+        if "method" in given:
+            given["mode"] = given.pop("method")
         vector = self._embed(query)
         with self._memory() as session:
             if mode == "semantic":
                 semantic: list[SemanticHit] = session.search.semantic(
                     vector, k, embedding_type=embedding_type, thread_id=thread_id, tags=tags,
                     packet_type=packet_type, since=as_utc(since), until=as_utc(until), record_access=True,
-                    query_text=query, agent_id=self.agent_id, with_packets=with_packets)
+                    query_text=query, agent_id=self.agent_id, with_packets=with_packets, **given)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=1.0 - h.distance, distance=h.distance,
                                   importance_score=h.importance_score, access_id=h.access_id,
@@ -337,7 +362,7 @@ class MemoryTools:
             else:
                 hybrid: list[HybridHit] = session.search.hybrid(
                     query, vector, k, embedding_type=embedding_type, record_access=True, agent_id=self.agent_id,
-                    with_packets=with_packets)
+                    with_packets=with_packets, **given)
                 hits = [RecallHit(packet_id=h.packet_id, embedding_id=h.embedding_id, chunk_index=h.chunk_index,
                                   text=h.chunk_text, score=h.score, distance=h.distance,
                                   importance_score=h.importance_score, vector_rank=h.vector_rank,
@@ -456,11 +481,41 @@ def build_server(tools: MemoryTools) -> MCPServer:
         until: Annotated[datetime | None, Field(description="semantic only: packets timestamped before then.")] = None,
         with_packets: Annotated[bool, Field(description="Each hit carries its packet (type, time, parents, tags, "
                                                         "payload), read with the hits.")] = False,
+        min_importance: Annotated[float | None, Field(
+            description="semantic only: packets at least this important (0-1).")] = None,
+        rank_by: Annotated[Literal["distance", "combined"] | None, Field(description=(
+            "semantic only: by distance (default) or by the combined score of distance, importance and recency."
+        ))] = None,
+        method: Annotated[Literal["auto", "exact", "approximate"] | None, Field(description=(
+            "semantic only: exact scan or HNSW walk; auto (default) chooses by cost and measured recall."))] = None,
+        ef_search: Annotated[int | None, Field(description=(
+            "semantic only: HNSW candidate list size, 1 to 1000 (default derived from k and the tenant)."))] = None,
+        max_scan_tuples: Annotated[int | None, Field(description=(
+            "semantic only: bound of the iterative HNSW scan (default 20000)."))] = None,
+        vector_weight: Annotated[float | None, Field(description="hybrid only: weight of the vector rank "
+                                                                 "(default 1).")] = None,
+        text_weight: Annotated[float | None, Field(description="hybrid only: weight of the text rank "
+                                                               "(default 1).")] = None,
+        rrf_k: Annotated[int | None, Field(description="hybrid only: reciprocal rank fusion constant "
+                                                       "(default 60).")] = None,
+        candidates: Annotated[int | None, Field(description="hybrid only: candidates per leg "
+                                                            "(default max(50, 4k)).")] = None,
+        importance_weight: Annotated[float | None, Field(description=(
+            "hybrid only: boost by the packet's importance (default 0)."))] = None,
+        recency_weight: Annotated[float | None, Field(description=(
+            "hybrid only: boost by how recently the packet was written or used (default 0)."))] = None,
+        half_life: Annotated[float | None, Field(description=(
+            "hybrid only: seconds in which the recency boost halves, at least 1 (default 30 days: 2592000)."
+        ))] = None,
     ) -> RecallResult:
         """Find remembered texts by meaning (memsub.semantic_search) or by meaning and words
         (memsub.hybrid_search). Each hit's access is logged; send feedback on its access_id."""
+        tuning = {"min_importance": min_importance, "rank_by": rank_by, "method": method, "ef_search": ef_search,
+                  "max_scan_tuples": max_scan_tuples, "vector_weight": vector_weight, "text_weight": text_weight,
+                  "rrf_k": rrf_k, "candidates": candidates, "importance_weight": importance_weight,
+                  "recency_weight": recency_weight, "half_life": half_life}
         return tools.recall(query, k, mode, embedding_type, thread_id, tags, packet_type, since, until,
-                            with_packets)
+                            with_packets, tuning)
 
     @server.tool(annotations=READ_ONLY)
     def recall_entries(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import click
 import pytest
 
 from memsub import cli_search, http_api
+from memsub.errors import InvalidInput
 from memsub.models import as_utc, parse_time
 
 NOON_UTC = datetime(2025, 12, 7, 12, 0, tzinfo=UTC)
@@ -27,8 +27,9 @@ def test_mcp_reads_a_parsed_time_by_the_rule() -> None:
 
 
 def test_a_time_that_is_not_iso_8601_is_refused_naming_the_field() -> None:
-    with pytest.raises(click.BadParameter):
+    with pytest.raises(InvalidInput) as refused:
         cli_search._timestamp("noon")
+    assert refused.value.field == "as_of" and "--as-of" in str(refused.value)
     with pytest.raises(http_api.Problem) as caught:
         http_api.timestamp("noon", "as_of")
     assert caught.value.status == 422 and caught.value.field == "as_of"
