@@ -170,6 +170,36 @@ comment on function memsub._envelope_vectors_apart(jsonb) is
     'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
     'replaced by JSON null.';
 
+-- The header fields are stored once too: packet_id, packet_type, timestamp and scope are columns of every packet,
+-- and the stored envelope leaves them out (docs/decisions.md, "An envelope's header fields are stored once").
+-- memsub._envelope_header gives them back as the envelope had them: an envelope written before 2.28.0 keeps its
+-- own, which are the same.
+create or replace function memsub._envelope_header_fields() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['packet_id', 'packet_type', 'timestamp', 'scope'] $$;
+comment on function memsub._envelope_header_fields() is
+    'The envelope fields packet_store keeps only in its columns (packet_id, packet_type, "timestamp", scope); '
+    'memsub._envelope_header puts them back.';
+
+comment on column memsub.packet_store.envelope is
+    'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is '
+    'JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the '
+    'row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
+
+create or replace function memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamptz,
+                                                   p_scope text) returns jsonb
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select jsonb_build_object('packet_id', p_packet_id, 'packet_type', p_packet_type,
+                              'timestamp', to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                              'scope', p_scope)
+$$;
+comment on function memsub._envelope_header(uuid, text, timestamptz, text) is
+    'The header fields of a stored packet''s envelope, from its columns, as the write path normalized them '
+    '(timestamp in UTC with microseconds); the readers prepend them to the stored envelope, whose own fields win.';
+
 create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -559,20 +589,18 @@ as $$
 declare
     v_inserted integer;
 begin
-    -- The stored envelope is the written one, vectors apart, with the normalized fields filled in.
+    -- The stored envelope is the written one, vectors and header fields apart (memsub._envelope_header_fields:
+    -- the readers put them back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id, b.packet_type,
-           memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-               'packet_id', b.packet_id,
-               'packet_type', b.packet_type,
-               'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+           (memsub._envelope_vectors_apart(b.envelope) - memsub._envelope_header_fields())
+           || jsonb_strip_nulls(jsonb_build_object(
                'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
                'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               'scope', b.scope,
                'session_id', b.session_id,
                'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
                    coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
@@ -593,6 +621,32 @@ $$;
 comment on function memsub._insert_packets(memsub.packet_fields[], uuid, uuid, uuid) is
     'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; '
     'skips a packet whose id or content is stored already and returns how many it stored.';
+
+-- The deduplication key indexes the hash's 32 bytes: decode(content_hash, 'hex') (migration 2.28.0). decode is not
+-- LEAKPROOF, so under row-level security it cannot be an index condition and a lookup would read the whole
+-- tenant. memsub._packet_id_by_content_hash, owned by memsub_retrieval_owner (BYPASSRLS), finds the id by the
+-- index within the context tenant; memsub._packet_deduplicated then reads that packet through row-level security.
+create or replace function memsub._packet_id_by_content_hash(p_content_hash text) returns uuid
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_packet_id uuid;
+begin
+    -- Planned on every call (EXECUTE), like the parent probes: a cached generic plan made while the table was
+    -- small would scan the tenant.
+    execute 'select s.packet_id from memsub.packet_store s
+              where s.tenant_id = $1 and decode(s.content_hash, ''hex'') = $2'
+       into v_packet_id using memsub._require_tenant_id(), decode(p_content_hash, 'hex');
+    return v_packet_id;
+end
+$$;
+alter function memsub._packet_id_by_content_hash(text) owner to memsub_retrieval_owner;
+comment on function memsub._packet_id_by_content_hash(text) is
+    'Internal to write_packet(s): the id of the context tenant''s packet with this content hash, found by the '
+    'deduplication key (owned by memsub_retrieval_owner, BYPASSRLS; the row itself is then read through '
+    'row-level security). Executable only by memsub_owner.';
+grant execute on function memsub._packet_id_by_content_hash(text) to memsub_owner;
 
 create or replace function memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid,
                                                       p_packet memsub.packet_fields)
@@ -627,9 +681,12 @@ begin
                       hint = 'A packet is immutable: write the new content under a new packet_id.';
         end if;
     else
-        select * into s from memsub.packet_store x
-         where x.tenant_id = p_tenant and x.content_hash = p_packet.content_hash;
-        if not found then
+        -- The id is found by the deduplication key (memsub._packet_id_by_content_hash), the row by the primary
+        -- key through row-level security, planned on every call as above.
+        execute 'select s.* from memsub.packet_store s
+                  where s.tenant_id = $1 and s.packet_id = $2 and s.content_hash = $3'
+           into s using p_tenant, memsub._packet_id_by_content_hash(p_packet.content_hash), p_packet.content_hash;
+        if s.packet_id is null then
             raise exception 'deduplication: a packet with the same content and time exists but is not visible '
                             'to this writer'
                 using errcode = '23505', column = 'payload';
