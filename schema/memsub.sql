@@ -1087,28 +1087,6 @@ ALTER FUNCTION memsub._envelope_fields(p_part text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._envelope_fields(p_part text) IS 'The fields of the envelope contract this version knows, of the envelope (''envelope''), its lineage (''lineage'') or its memory (''memory''); any other field is kept and listed in unknown_fields.';
 
-CREATE FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) RETURNS jsonb
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select jsonb_build_object('packet_id', p_packet_id, 'packet_type', p_packet_type,
-                              'timestamp', to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                              'scope', p_scope)
-$$;
-
-ALTER FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) IS 'The header fields of a stored packet''s envelope, from its columns, as the write path normalized them (timestamp in UTC with microseconds); the readers prepend them to the stored envelope, whose own fields win.';
-
-CREATE FUNCTION memsub._envelope_header_fields() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['packet_id', 'packet_type', 'timestamp', 'scope'] $$;
-
-ALTER FUNCTION memsub._envelope_header_fields() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_header_fields() IS 'The envelope fields packet_store keeps only in its columns (packet_id, packet_type, "timestamp", scope); memsub._envelope_header puts them back.';
-
 CREATE FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1395,15 +1373,15 @@ CREATE FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenan
 declare
     v_inserted integer;
 begin
-    -- The stored envelope is the written one, vectors and header fields apart (memsub._envelope_header_fields:
-    -- the readers put them back from their columns), with the other normalized fields filled in.
+    -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
+    -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id, b.packet_type,
-           (memsub._envelope_vectors_apart(b.envelope) - memsub._envelope_header_fields())
+           (memsub._envelope_vectors_apart(b.envelope) - array['packet_id', 'packet_type', 'timestamp', 'scope'])
            || jsonb_strip_nulls(jsonb_build_object(
                'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
                'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -1596,7 +1574,8 @@ CREATE FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uu
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
 declare
-    s memsub.packet_store%rowtype;
+    s           memsub.packet_store%rowtype;
+    v_packet_id uuid;
 begin
     -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
     -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
@@ -1623,11 +1602,10 @@ begin
         end if;
     else
         -- The id is found by the deduplication key (memsub._packet_id_by_content_hash), the row by the primary
-        -- key through row-level security, planned on every call as above.
-        execute 'select s.* from memsub.packet_store s
-                  where s.tenant_id = $1 and s.packet_id = $2 and s.content_hash = $3'
-           into s using p_tenant, memsub._packet_id_by_content_hash(p_packet.content_hash), p_packet.content_hash;
-        if s.packet_id is null then
+        -- key through row-level security.
+        v_packet_id := memsub._packet_id_by_content_hash(p_packet.content_hash);
+        select * into s from memsub.packet_store x where x.tenant_id = p_tenant and x.packet_id = v_packet_id;
+        if not found then
             raise exception 'deduplication: a packet with the same content and time exists but is not visible '
                             'to this writer'
                 using errcode = '23505', column = 'payload';
@@ -1774,18 +1752,17 @@ COMMENT ON FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position in
 CREATE FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) RETURNS uuid
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
+    AS $$
 declare
     v_packet_id uuid;
 begin
-    -- Planned on every call (EXECUTE), like the parent probes: a cached generic plan made while the table was
-    -- small would scan the tenant.
-    execute 'select s.packet_id from memsub.packet_store s
-              where s.tenant_id = $1 and decode(s.content_hash, ''hex'') = $2'
-       into v_packet_id using memsub._require_tenant_id(), decode(p_content_hash, 'hex');
+    -- A PL/pgSQL statement: its plan is kept for the session (a SQL function's would be made on every call).
+    select s.packet_id into v_packet_id from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id()
+       and decode(s.content_hash, 'hex') = decode(p_content_hash, 'hex');
     return v_packet_id;
 end
-$_$;
+$$;
 
 ALTER FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) OWNER TO memsub_retrieval_owner;
 
@@ -1992,9 +1969,10 @@ CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETU
     -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
     -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
     -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
-    -- The header fields stored only in columns are put back first (memsub._envelope_header).
+    -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
     select p.packet_id, p.packet_type,
-           memsub._envelope_header(p.packet_id, p.packet_type, p."timestamp", p.scope) ||
+           jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                              'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
            case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
                jsonb_set(p.envelope, '{memory,embeddings}', (
                    select coalesce(jsonb_agg(
@@ -5089,7 +5067,9 @@ begin
         -- stays JSON null; the header fields are put back from their columns.
         return query
             select p.packet_id, p.packet_type,
-                   memsub._envelope_header(p.packet_id, p.packet_type, p."timestamp", p.scope) || p.envelope,
+                   jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                                      'timestamp', to_char(p."timestamp" at time zone 'UTC',
+                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || p.envelope,
                    p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
                    p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
                    p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
@@ -5101,7 +5081,7 @@ $$;
 
 ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same (the header fields kept only in columns put back, memsub._envelope_header).';
+COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same (the header fields kept only in columns put back).';
 
 CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -12311,12 +12291,6 @@ GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._envelope_fields(p_part text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamp with time zone, p_scope text) TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub._envelope_header_fields() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_lineage(p_lineage jsonb, OUT parent_ids uuid[], OUT derivation text, OUT unknown text[]) FROM PUBLIC;
 

@@ -172,33 +172,13 @@ comment on function memsub._envelope_vectors_apart(jsonb) is
 
 -- The header fields are stored once too: packet_id, packet_type, timestamp and scope are columns of every packet,
 -- and the stored envelope leaves them out (docs/decisions.md, "An envelope's header fields are stored once").
--- memsub._envelope_header gives them back as the envelope had them: an envelope written before 2.28.0 keeps its
--- own, which are the same.
-create or replace function memsub._envelope_header_fields() returns text[]
-language sql immutable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$ select array['packet_id', 'packet_type', 'timestamp', 'scope'] $$;
-comment on function memsub._envelope_header_fields() is
-    'The envelope fields packet_store keeps only in its columns (packet_id, packet_type, "timestamp", scope); '
-    'memsub._envelope_header puts them back.';
-
+-- The readers (sql/130_packet_read.sql) put them back from the columns, as the write path normalized them; an
+-- envelope written before 2.28.0 keeps its own, which are the same. Both sides spell the four names out, in the
+-- statement itself: a helper function (with its search_path setting) would be called once per row.
 comment on column memsub.packet_store.envelope is
     'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is '
     'JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the '
     'row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
-
-create or replace function memsub._envelope_header(p_packet_id uuid, p_packet_type text, p_timestamp timestamptz,
-                                                   p_scope text) returns jsonb
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
-    select jsonb_build_object('packet_id', p_packet_id, 'packet_type', p_packet_type,
-                              'timestamp', to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                              'scope', p_scope)
-$$;
-comment on function memsub._envelope_header(uuid, text, timestamptz, text) is
-    'The header fields of a stored packet''s envelope, from its columns, as the write path normalized them '
-    '(timestamp in UTC with microseconds); the readers prepend them to the stored envelope, whose own fields win.';
 
 create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
 language plpgsql volatile security invoker
@@ -589,15 +569,15 @@ as $$
 declare
     v_inserted integer;
 begin
-    -- The stored envelope is the written one, vectors and header fields apart (memsub._envelope_header_fields:
-    -- the readers put them back from their columns), with the other normalized fields filled in.
+    -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
+    -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id, b.packet_type,
-           (memsub._envelope_vectors_apart(b.envelope) - memsub._envelope_header_fields())
+           (memsub._envelope_vectors_apart(b.envelope) - array['packet_id', 'packet_type', 'timestamp', 'scope'])
            || jsonb_strip_nulls(jsonb_build_object(
                'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
                'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
@@ -633,11 +613,10 @@ as $$
 declare
     v_packet_id uuid;
 begin
-    -- Planned on every call (EXECUTE), like the parent probes: a cached generic plan made while the table was
-    -- small would scan the tenant.
-    execute 'select s.packet_id from memsub.packet_store s
-              where s.tenant_id = $1 and decode(s.content_hash, ''hex'') = $2'
-       into v_packet_id using memsub._require_tenant_id(), decode(p_content_hash, 'hex');
+    -- A PL/pgSQL statement: its plan is kept for the session (a SQL function's would be made on every call).
+    select s.packet_id into v_packet_id from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id()
+       and decode(s.content_hash, 'hex') = decode(p_content_hash, 'hex');
     return v_packet_id;
 end
 $$;
@@ -655,7 +634,8 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    s memsub.packet_store%rowtype;
+    s           memsub.packet_store%rowtype;
+    v_packet_id uuid;
 begin
     -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
     -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
@@ -682,11 +662,10 @@ begin
         end if;
     else
         -- The id is found by the deduplication key (memsub._packet_id_by_content_hash), the row by the primary
-        -- key through row-level security, planned on every call as above.
-        execute 'select s.* from memsub.packet_store s
-                  where s.tenant_id = $1 and s.packet_id = $2 and s.content_hash = $3'
-           into s using p_tenant, memsub._packet_id_by_content_hash(p_packet.content_hash), p_packet.content_hash;
-        if s.packet_id is null then
+        -- key through row-level security.
+        v_packet_id := memsub._packet_id_by_content_hash(p_packet.content_hash);
+        select * into s from memsub.packet_store x where x.tenant_id = p_tenant and x.packet_id = v_packet_id;
+        if not found then
             raise exception 'deduplication: a packet with the same content and time exists but is not visible '
                             'to this writer'
                 using errcode = '23505', column = 'payload';

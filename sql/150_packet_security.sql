@@ -28,7 +28,7 @@ grant execute on function
 grant execute on function
     memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_thread(uuid, integer, bigint),
     memsub.get_lineage(uuid, text, integer), memsub._packets_as_written(memsub.packet_store[]),
-    memsub._embedding_chunk_index(jsonb), memsub._envelope_header(uuid, text, timestamptz, text)
+    memsub._embedding_chunk_index(jsonb)
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.
