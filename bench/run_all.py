@@ -34,7 +34,8 @@ ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieva
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:
     """The command line of each benchmark (bench/<name>.py and its options), in the order they run."""
-    options = {"peer_langgraph": ["--out", str(charts)], "peer_tenants": ["--out", str(charts)],
+    options = {"peer_langgraph": ["--out", str(charts)],
+               "peer_tenants": ["--kinds", "clustered,uniform,real", "--out", str(charts)],
                "scaling": ["--max", str(scaling_max), "--out", str(charts)]}
     return {name: [sys.executable, str(BENCH / f"{name}.py"), *options.get(name, [])] for name in ORDER}
 

@@ -16,9 +16,12 @@ At every checkpoint, side by side:
 - ingest: packets/s of the segment just written (and of its last tenth), against a raw ``COPY`` of the last
   up to 20,000 of those packets and their embedding rows into bare tables (``like`` the memsub tables: no
   indexes, triggers or policies), measured right then;
-- ``memsub.semantic_search`` (k = 10) p50/p95: the HNSW path (default ef_search 100) against the exact scan
-  (the same function with ``mode => 'exact'``), their latency ratio, and recall@10 of HNSW
-  against the exact results;
+- ``memsub.semantic_search`` (k = 10) p50/p95: the HNSW path (``mode => 'approximate'`` at the ef_search derived
+  from the tenant's share and k) against the exact scan (``mode => 'exact'``), their latency ratio, and recall@10
+  of HNSW against the exact results;
+- the maintenance task ``memsub.tune_search()`` (its seconds), then ``semantic_search`` at its defaults (mode
+  auto: the choice the tuned cost model makes), p50/p95, recall@10 against the exact results and the share of
+  rows that came from the walk;
 - ``memsub.get_packet`` of random stored packets and ``memsub.get_thread`` (replay of a 50-turn thread), p50/p95;
 - table and index sizes.
 
@@ -210,12 +213,13 @@ class Searched:
         return sum(ratios) / len(ratios) if ratios else 1.0
 
 
-def search(app: App, queries: list[str], ef: int | None, exact: bool) -> Searched:
+def search(app: App, queries: list[str], ef: int | None, mode: str) -> Searched:
+    """semantic_search with p_mode `mode` ('exact', 'approximate' or 'auto') and p_ef_search `ef` (None: derived)."""
     searched = Searched()
     for query in queries:
         took, rows = timed(lambda q=query: app.call(
             b"select embedding_id, distance, method from memsub.semantic_search(%s::vector, %s, "
-            b"p_mode => %s, p_ef_search => %s)", [q, K, "exact" if exact else "approximate", ef]))
+            b"p_mode => %s, p_ef_search => %s)", [q, K, mode, ef]))
         searched.seconds.append(took)
         searched.found.append([r[0] for r in rows])
         searched.distance_sums.append(sum(r[1] for r in rows))
@@ -234,8 +238,8 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
                                        "bytes": len(packets) + len(embeddings)}}
     log(f"    COPY of {sampled:,} packets + embeddings: {sampled / copy_seconds:,.0f} packets/s")
 
-    hnsw = search(app, queries, None, exact=False)
-    exact = search(app, queries[:exact_queries], None, exact=True)
+    hnsw = search(app, queries, None, "approximate")
+    exact = search(app, queries[:exact_queries], None, "exact")
     result["search_hnsw"] = latency_summary(hnsw.seconds)
     result["search_hnsw"]["approximate_share"] = hnsw.methods.count("approximate") / max(1, len(hnsw.methods))
     result["search_exact"] = latency_summary(exact.seconds)
@@ -246,6 +250,16 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
     log(f"    search HNSW p50 {result['search_hnsw']['p50_ms']:.1f} ms, exact p50 "
         f"{result['search_exact']['p50_ms']:.1f} ms, recall {result['recall_hnsw']:.3f}, "
         f"distance ratio {result['distance_ratio_hnsw']:.4f}")
+
+    result["tune_search"] = tune_search(superuser)
+    tuned = search(app, queries, None, "auto")
+    result["search_default"] = latency_summary(tuned.seconds)
+    result["search_default"]["approximate_share"] = tuned.methods.count("approximate") / max(1, len(tuned.methods))
+    result["recall_default"] = tuned.recall(exact)
+    log(f"    tune_search {result['tune_search']['seconds']:.1f} s (method {result['tune_search']['method']}, "
+        f"ef_search {result['tune_search']['ef_search']}, recall {result['tune_search']['recall']}); "
+        f"default search p50 {result['search_default']['p50_ms']:.1f} ms, recall {result['recall_default']:.3f}, "
+        f"walked {result['search_default']['approximate_share']:.0%}")
 
     picks = random.Random(len(traffic.sample_packets)).choices(traffic.sample_packets, k=300)
     seconds = []
@@ -268,6 +282,20 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
         f"{result['get_thread']['p50_ms']:.2f} ms ({result['get_thread']['rows_mean']:.0f} rows)")
     result["sizes"] = sizes(superuser)
     return result
+
+
+def tune_search(superuser: str) -> dict[str, Any]:
+    """Run the maintenance task tune_search (as `memsub maintain` does, in a platform_admin context); its seconds
+    and what it chose for the benchmark's tenant."""
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        started = time.perf_counter()
+        with conn.transaction():
+            conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [TENANT])
+            rows = conn.execute("select tenant_id, method, ef_search, recall from memsub.tune_search()").fetchall()
+        seconds = time.perf_counter() - started
+    chosen = next((r for r in rows if r[0] == TENANT), None)
+    return {"seconds": seconds, "method": chosen[1] if chosen else None, "ef_search": chosen[2] if chosen else None,
+            "recall": round(chosen[3], 3) if chosen and chosen[3] is not None else None}
 
 
 def checkpoints(values: list[int], limit: int) -> Iterator[int]:
@@ -326,7 +354,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None], save: Callable[[di
             log("ef_search sweep at the last checkpoint")
             sweep = []
             for ef in args.ef_search:
-                searched = search(app, queries, ef, exact=False)
+                searched = search(app, queries, ef, "approximate")
                 summary = latency_summary(searched.seconds)
                 summary.update({"ef_search": ef, "recall": searched.recall(last["exact"]),
                                 "distance_ratio": searched.distance_ratio(last["exact"])})
@@ -346,6 +374,9 @@ def render(results: dict[str, Any]) -> str:
              f"{'packets':>9} {'vectors':>8} {'ingest/s':>9} {'last10%/s':>9} {'COPY/s':>8} {'vs COPY':>7} "
              f"{'HNSW p50/p95 ms':>16} {'exact p50/p95 ms':>17} {'exact/HNSW':>10} {'recall':>6} "
              f"{'get_packet p50/p95':>18} {'get_thread p50/p95':>18} {'load':>5}"]
+    tuned_lines = ["", "after tune_search, semantic_search at its defaults (mode auto):",
+                   f"{'packets':>9} {'tune s':>7} {'chose':>11} {'ef':>5} {'tuned recall':>12} "
+                   f"{'default p50/p95 ms':>19} {'recall':>6} {'walked':>6}"]
     for c in results["checkpoints"]:
         h, e, g, t = c["search_hnsw"], c["search_exact"], c["get_packet"], c["get_thread"]
         lines.append(
@@ -356,6 +387,15 @@ def render(results: dict[str, Any]) -> str:
             f"{c['exact_over_hnsw_p50']:>10.1f} {c['recall_hnsw']:>6.3f} "
             f"{g['p50_ms']:>8.2f} / {g['p95_ms']:<6.2f} {t['p50_ms']:>8.2f} / {t['p95_ms']:<6.2f} "
             f"{c['load_average_1m']:>5.1f}")
+        if "search_default" in c:
+            tuned, d = c["tune_search"], c["search_default"]
+            tuned_recall = "-" if tuned["recall"] is None else f"{tuned['recall']:.3f}"
+            tuned_lines.append(
+                f"{c['packets']:>9,} {tuned['seconds']:>7.1f} {tuned['method'] or '-':>11} "
+                f"{tuned['ef_search'] or '-':>5} {tuned_recall:>12} {d['p50_ms']:>9.1f} / {d['p95_ms']:<7.1f} "
+                f"{c['recall_default']:>6.3f} {d['approximate_share']:>6.0%}")
+    if len(tuned_lines) > 3:
+        lines += tuned_lines
     if "ef_sweep" in results:
         lines += ["", f"ef_search sweep at {results['ef_sweep']['packets']:,} packets:"]
         lines += [f"  ef_search {p['ef_search']:>4}: p50 {p['p50_ms']:.1f} ms, p95 {p['p95_ms']:.1f} ms, "

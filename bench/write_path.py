@@ -19,7 +19,10 @@ PacketEnvelope whose ``memory.embeddings`` carries the vector; LangGraph puts th
 - size: bytes of packet_store + memory_embeddings (tables, TOAST, indexes) per item against LangGraph's
   ``store`` + ``store_vectors``, after the batch load.
 
-The figures are ratios of one run; the machine's load average is printed with them.
+The figures are ratios of one run; the machine's load average is printed with them. On a shared machine the
+latencies follow the load more than the code, so for the single writes the server's CPU time per call is also
+reported for each side (the backend's ``/proc/<pid>/schedstat``, read before and after each call; only when the
+server runs on this machine): it does not count time spent waiting for a core or for the disk.
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import tuple_row
 
 from _database import APP_ROLE, bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, relation_bytes, sentence
+
+CPU_SECONDS = 1e-9  # /proc/<pid>/schedstat counts nanoseconds
 
 TABLES = {"packets": "memsub.packet_store", "embeddings": "memsub.memory_embeddings"}
 
@@ -89,6 +95,24 @@ def insert_statement(name: str, columns: list[tuple[str, str]]) -> sql.Composed:
     return sql.SQL("insert into bench.{} ({}) values ({})").format(
         sql.Identifier(name), sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
         sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(t)) for _, t in columns))
+
+
+def backend_cpu(conn: psycopg.Connection[Any]) -> Callable[[], float] | None:
+    """A reader of the CPU seconds the connection's server process has used, or None when that process is
+    not on this machine (or /proc is not there)."""
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        row = cursor.execute("select pg_backend_pid()").fetchone()
+    path = f"/proc/{row[0]}/schedstat" if row else ""
+    try:
+        with open(path) as stat:
+            stat.read()
+    except OSError:
+        return None
+
+    def read() -> float:
+        with open(path) as stat:
+            return int(stat.read().split()[0]) * CPU_SECONDS
+    return read
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
@@ -158,6 +182,17 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         statements = {name: insert_statement(name, columns[name]) for name in TABLES}
         singles = list(range(args.items, total))
         single_times: dict[str, list[float]] = {"langgraph": [], "memsub": [], "insert": []}
+        readers = {"langgraph": backend_cpu(lg.conn), "memsub": backend_cpu(ms), "insert": backend_cpu(plain)}
+        cpu_seconds = dict.fromkeys(single_times, 0.0)
+
+        def timed(name: str, action: Callable[[], object]) -> None:
+            reader = readers[name]
+            cpu_before = reader() if reader else 0.0
+            began = time.perf_counter()
+            action()
+            single_times[name].append(time.perf_counter() - began)
+            if reader:
+                cpu_seconds[name] += reader() - cpu_before
         size = max(1, -(-len(singles) // 4))
         for number, start in enumerate(range(0, len(singles), size)):
             chunk = singles[start:start + size]
@@ -168,16 +203,16 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             ]
             for name, action in (sides if number % 2 == 0 else sides[::-1]):
                 for i in chunk:
-                    began = time.perf_counter()
-                    action(i)
-                    single_times[name].append(time.perf_counter() - began)
+                    timed(name, lambda: action(i))  # noqa: B023 - called at once, in this iteration
             chunk_rows = stored_rows(superuser, columns, [ids[i] for i in chunk])
             for packet, embedding in zip(chunk_rows["packets"], chunk_rows["embeddings"], strict=True):
-                began = time.perf_counter()
-                with plain.pipeline(), plain.transaction():
-                    plain.execute(statements["packets"], packet, prepare=True)
-                    plain.execute(statements["embeddings"], embedding, prepare=True)
-                single_times["insert"].append(time.perf_counter() - began)
+
+                def insert(packet: tuple[str | None, ...] = packet,
+                           embedding: tuple[str | None, ...] = embedding) -> None:
+                    with plain.pipeline(), plain.transaction():
+                        plain.execute(statements["packets"], packet, prepare=True)
+                        plain.execute(statements["embeddings"], embedding, prepare=True)
+                timed("insert", insert)
         lg.close()
         ms.close()
         plain.close()
@@ -191,6 +226,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     results["single"] = {**single,
                          "memsub_vs_insert_p50": single["memsub"]["p50_ms"] / single["insert"]["p50_ms"],
                          "memsub_vs_langgraph_ops": single["memsub"]["ops_per_s"] / single["langgraph"]["ops_per_s"]}
+    if all(readers.values()):
+        cpu_ms = {side: cpu_seconds[side] * 1000 / len(single_times[side]) for side in single_times}
+        results["single"]["server_cpu_ms_per_call"] = cpu_ms
+        results["single"]["memsub_vs_insert_cpu"] = cpu_ms["memsub"] / cpu_ms["insert"]
+        results["single"]["memsub_vs_langgraph_cpu"] = cpu_ms["memsub"] / cpu_ms["langgraph"]
     results["size_vs_langgraph"] = results["bytes_per_item"]["memsub"] / results["bytes_per_item"]["langgraph"]
     results["data"] = {"items": args.items, "batch": args.batch, "singles": args.singles,
                        "dimension": args.dimension}
@@ -221,6 +261,9 @@ def render(results: dict[str, Any]) -> str:
         f"single write p50/p95 ms: memsub {s['memsub']['p50_ms']:.2f}/{s['memsub']['p95_ms']:.2f}, plain INSERT "
         f"{s['insert']['p50_ms']:.2f}/{s['insert']['p95_ms']:.2f}, LangGraph {s['langgraph']['p50_ms']:.2f}/"
         f"{s['langgraph']['p95_ms']:.2f}; stored envelope {results['envelope_bytes']:,.0f} B on average",
+        *([f"single write server CPU ms per call: memsub {cpu['memsub']:.2f}, plain INSERT {cpu['insert']:.2f} "
+           f"({s['memsub_vs_insert_cpu']:.2f}x), LangGraph {cpu['langgraph']:.2f} "
+           f"({s['memsub_vs_langgraph_cpu']:.2f}x)"] if (cpu := s.get("server_cpu_ms_per_call")) else []),
     ])
 
 

@@ -1443,21 +1443,22 @@ COMMENT ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_cal
 CREATE FUNCTION memsub._json_vector(p_value jsonb, p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
-    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail. One path test
+    -- over the array: a query over its elements with a numeric cast of each costs several times more.
     if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
-       or exists (select from jsonb_array_elements(p_value) as x(e)
-                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+       or coalesce(jsonb_path_exists(p_value, 'strict $[*] ? (@.type() != "number" || @ > 3.4028234e38 '
+                                              '|| @ < -3.4028234e38)', '{}', true), true) then
         raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;
     return memsub._check_vector((p_value::text)::vector, p_field);
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub._json_vector(p_value jsonb, p_field text) OWNER TO memsub_owner;
 
@@ -1631,7 +1632,9 @@ declare
     v_repeated_of integer;
 begin
     -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
-    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array' then
+    -- A single element cannot repeat a slot: the query is for two or more.
+    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array'
+       and jsonb_array_length(p_packet.memory -> 'embeddings') > 1 then
         select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
           from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
                                                         memsub._embedding_chunk_index(a.e)) as first
@@ -2290,9 +2293,16 @@ begin
     v_share := greatest(v_rows, 1) / v_total;
     v_ef := coalesce(p_ef_search,
                      least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    -- The ef_search tune_search reached the recall goal at, when it is larger than the derived one (an ef the
+    -- caller passes is kept as it is).
+    if p_ef_search is null and v_stats.recall >= 0.97 and v_stats.ef_search > v_ef then
+        v_ef := v_stats.ef_search;
+    end if;
     v_ef := greatest(v_ef, least(p_pool, 1000));
-    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
-    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+    -- Recall grows with ef_search: a recall that reached the goal holds at any larger ef, one that missed it
+    -- at any smaller ef. Otherwise the recall at this ef is not known.
+    if v_stats.recall >= 0.97 and v_stats.ef_search <= v_ef
+       or v_stats.recall < 0.97 and v_stats.ef_search >= v_ef then
         v_recall := v_stats.recall;
     end if;
     method := case
@@ -2313,7 +2323,7 @@ $_$;
 
 ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, measured recall). See the head of sql/310_semantic_search.sql.';
+COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk (derived from the share and pool, or the larger one at which memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
 CREATE FUNCTION memsub.session_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3536,15 +3546,17 @@ CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT 
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_id bigint;
+    -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
+    -- policies too, a second evaluation of the context on every audited write.
+    v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
 begin
-    insert into memsub.audit (tenant_id, org_id, user_id, operation, session_id, agent_id, task_id,
+    insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
-    values (memsub._require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    overriding system value
+    values (memsub._require_tenant_id(), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
-            coalesce(p_details, '{}'))
-    returning id into v_id;
+            coalesce(p_details, '{}'));
     return v_id;
 end
 $$;
@@ -4849,7 +4861,7 @@ ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_
 
 COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
 
-CREATE FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
+CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -4859,31 +4871,34 @@ declare
     v_element   jsonb;
     v_position  integer;
     v_count     integer;
+    v_vector    vector;
+    v_chunk     integer;
+    v_metadata  jsonb;
     v_key       text;
     err_state   text;
     err_message text;
     err_column  text;
 begin
-    if jsonb_typeof(p_memory) is distinct from 'object' then
+    if jsonb_typeof(p_packet.memory) is distinct from 'object' then
         return v_written;
     end if;
     foreach v_key in array array['facts', 'relationships'] loop
-        if p_memory ? v_key and p_scope <> 'shared' then
+        if p_packet.memory ? v_key and p_packet.scope <> 'shared' then
             raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
-                            'packets can', v_key, p_scope
+                            'packets can', v_key, p_packet.scope
                 using errcode = '22023', column = 'memory.' || v_key;
         end if;
     end loop;
     begin
         foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
-            continue when not p_memory ? v_key;
+            continue when not p_packet.memory ? v_key;
             v_path := 'memory.' || v_key;
-            if jsonb_typeof(p_memory -> v_key) <> 'array' then
+            if jsonb_typeof(p_packet.memory -> v_key) <> 'array' then
                 raise exception 'must be a JSON array of objects' using errcode = '22023';
             end if;
             v_count := 0;
             for v_element, v_position in
-                select e, n - 1 from jsonb_array_elements(p_memory -> v_key) with ordinality as a(e, n) loop
+                select e, n - 1 from jsonb_array_elements(p_packet.memory -> v_key) with ordinality as a(e, n) loop
                 v_path := format('memory.%s[%s]', v_key, v_position);
                 if jsonb_typeof(v_element) <> 'object' then
                     raise exception 'must be a JSON object' using errcode = '22023';
@@ -4891,20 +4906,40 @@ begin
                 if v_key = 'facts' then
                     perform memsub.assert_fact(
                         v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 elsif v_key = 'relationships' then
                     perform memsub.upsert_relationship(
                         v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
                     if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
                         v_path := v_path || '.vector';
                         raise exception 'must be a JSON array of numbers' using errcode = '22023';
                     end if;
-                    perform memsub.store_embedding(
-                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
-                        coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
-                        coalesce(v_element -> 'metadata', '{}'));
+                    -- What memsub.store_embedding checks, in its order, and the row it would write, without
+                    -- reading back the packet just stored: the row takes the packet's identity and scope, which
+                    -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
+                    -- there is no stored embedding to replace.
+                    v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
+                    v_metadata := coalesce(v_element -> 'metadata', '{}');
+                    perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
+                                                 'embedding_type');
+                    if v_chunk < 0 then
+                        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
+                            v_chunk using errcode = '22023', column = 'chunk_index';
+                    end if;
+                    insert into memsub.memory_embeddings (
+                        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+                        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+                    values (
+                        p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
+                        p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
+                        p_packet.session_id, p_packet.trace_id);
                 end if;
                 v_count := v_count + 1;
             end loop;
@@ -4914,14 +4949,14 @@ begin
                                else 'memory_embeddings' end, v_count);
             end if;
         end loop;
-        if p_memory ? 'reasoning_trace' then
+        if p_packet.memory ? 'reasoning_trace' then
             v_path := 'memory.reasoning_trace';
-            v_element := p_memory -> 'reasoning_trace';
+            v_element := p_packet.memory -> 'reasoning_trace';
             if jsonb_typeof(v_element) <> 'object' then
                 raise exception 'must be a JSON object' using errcode = '22023';
             end if;
             perform memsub.record_reasoning_trace(
-                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet_id,
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet.packet_id,
                 coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
                 coalesce(v_element -> 'inference_steps', '[]'),
                 coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
@@ -4940,9 +4975,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet of the given scope and returns the rows written per table. Not granted to clients.';
+COMMENT ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant) and returns the rows written per table. Not granted to clients.';
 
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -6899,7 +6934,9 @@ CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb,
 declare
     v_row memsub.memory_entries;
 begin
-    perform memsub._check_vector(p_embedding, 'embedding');
+    if p_embedding is not null then
+        perform memsub._check_vector(p_embedding, 'embedding');
+    end if;
     v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
                                          p_expected_version, true, false, 'memory_write', '{}');
     if p_embedding is not null then
@@ -8160,7 +8197,7 @@ $_$;
 
 ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search found reaching the recall goal) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8869,7 +8906,7 @@ begin
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            f.packet_id, f.memory, f.scope, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
@@ -9482,14 +9519,18 @@ CREATE FUNCTION memsub.tune_search(p_samples integer DEFAULT 20, p_k integer DEF
     SET "hnsw.max_scan_tuples" TO '20000'
     AS $_$
 declare
-    v_group  record;
-    v_plan   record;
-    v_query  vector;
-    v_truth  uuid[];
-    v_found  uuid[];
-    v_sum    double precision;
-    v_done   integer;
-    v_recall double precision;
+    v_group   record;
+    v_plan    record;
+    v_query   vector;
+    v_queries vector[];
+    v_truth   uuid[];
+    v_truths  uuid[];
+    v_found   uuid[];
+    v_sum     double precision;
+    v_done    integer;
+    v_ef      integer;
+    v_next    integer;
+    v_recall  double precision;
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
@@ -9499,6 +9540,9 @@ begin
             using errcode = '22023', column = 'samples';
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
+    -- of the tenant per sample query (the truth, computed once) and one walk per sample query and ef_search
+    -- tried: at most five (40, 100, 250, 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -9517,9 +9561,10 @@ begin
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
-            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors.
-            v_sum := 0;
-            perform pg_catalog.set_config('hnsw.ef_search', v_plan.ef_search::text, true);
+            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors; each
+            -- with its exact k nearest (a row of v_truths, padded with NULL to k).
+            v_queries := '{}';
+            v_truths := '{}';
             for v_query in
                 select l2_normalize(a.vector + b.vector)
                   from (select x.vector, row_number() over () as r
@@ -9535,28 +9580,49 @@ begin
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
                    into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
-                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
-                        ' order by e.vector <=> $1 limit $2) n'
-                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
-                                                             select unnest(v_found))), 0)::double precision
-                                 / greatest(1, cardinality(v_truth));
-                v_done := v_done + 1;
+                v_truth := coalesce(v_truth, '{}');
+                v_queries := v_queries || v_query;
+                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
+            end loop;
+            v_done := cardinality(v_queries);
+            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until it
+            -- reaches 0.97 (the 0.95 goal plus a margin for the error of the sample) or the walk at the next
+            -- ef_search would cost more than scanning the tenant exactly.
+            v_ef := v_plan.ef_search;
+            while v_done > 0 loop
+                perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
+                v_sum := 0;
+                for i in 1 .. v_done loop
+                    execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                            '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                            ' order by e.vector <=> $1 limit $2) n'
+                       into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
+                    v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
+                                     ::double precision
+                                   / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                end loop;
+                v_recall := v_sum / v_done;
+                exit when v_recall >= 0.97 or v_ef >= 1000;
+                v_next := least(1000, ceil(v_ef * 2.5)::integer);
+                exit when (select s.method from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type,
+                                                                        p_k, 'auto', v_next) s) = 'exact';
+                v_ef := v_next;
             end loop;
             if v_done > 0 then
-                v_recall := v_sum / v_done;
                 update memsub.search_stats st
-                   set ef_search = v_plan.ef_search, recall = v_recall, samples = v_done
+                   set ef_search = v_ef, recall = v_recall, samples = v_done
                  where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
+                -- The choice the searches make from now on.
+                select * into v_plan
+                  from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
             end if;
         end if;
         tenant_id := v_group.tenant_id;
         embedding_type := v_group.embedding_type;
         row_count := v_group.n;
         type_rows := v_group.total::bigint;
-        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
-        ef_search := v_plan.ef_search;
+        method := v_plan.method;
+        ef_search := case when v_done > 0 then v_ef else v_plan.ef_search end;
         recall := v_recall;
         return next;
     end loop;
@@ -9569,7 +9635,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below 0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries drawn from the tenant''s data, from the derived ef_search up (x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most five walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10953,9 +11019,9 @@ COMMENT ON COLUMN memsub.search_stats.row_count IS 'Embeddings of this type the 
 
 COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type of all tenants (the HNSW index) when measured.';
 
-COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at (NULL: not measured).';
+COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached recall 0.97, or the largest one tried when none did (NULL: not measured).';
 
-COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant).';
+COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
 
 COMMENT ON COLUMN memsub.search_stats.samples IS 'Sample queries the recall was measured on.';
 
@@ -12656,7 +12722,7 @@ REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.ve
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet_id uuid, p_memory jsonb, p_scope text, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;

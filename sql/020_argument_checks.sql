@@ -239,10 +239,11 @@ begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
     end if;
-    -- Every element a JSON number that single precision can hold, so the cast below cannot fail.
+    -- Every element a JSON number that single precision can hold, so the cast below cannot fail. One path test
+    -- over the array: a query over its elements with a numeric cast of each costs several times more.
     if jsonb_typeof(p_value) <> 'array' or jsonb_array_length(p_value) = 0
-       or exists (select from jsonb_array_elements(p_value) as x(e)
-                   where jsonb_typeof(x.e) <> 'number' or abs((x.e #>> '{}')::numeric) > 3.4028234e38) then
+       or coalesce(jsonb_path_exists(p_value, 'strict $[*] ? (@.type() != "number" || @ > 3.4028234e38 '
+                                              '|| @ < -3.4028234e38)', '{}', true), true) then
         raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;

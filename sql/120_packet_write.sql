@@ -532,7 +532,9 @@ declare
     v_repeated_of integer;
 begin
     -- Each embedding slot (embedding_type, chunk_index) once: the envelope's vector is kept only in its slot.
-    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array' then
+    -- A single element cannot repeat a slot: the query is for two or more.
+    if jsonb_typeof(p_packet.memory -> 'embeddings') = 'array'
+       and jsonb_array_length(p_packet.memory -> 'embeddings') > 1 then
         select d.o - 1, d.first - 1 into v_repeated, v_repeated_of
           from (select a.o, min(a.o) over (partition by a.e ->> 'embedding_type',
                                                         memsub._embedding_chunk_index(a.e)) as first
@@ -721,7 +723,7 @@ begin
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            f.packet_id, f.memory, f.scope, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,

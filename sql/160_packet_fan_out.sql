@@ -14,10 +14,12 @@
 -- Facts and relationships are tenant-wide knowledge, so a cursor or l-private packet cannot ask for them (22023).
 
 drop function if exists memsub.fan_out_packet(uuid, jsonb, double precision, text);
+drop function if exists memsub.fan_out_packet(uuid, jsonb, text, double precision, text);
 create or replace function memsub.fan_out_packet(
-    p_packet_id          uuid,
-    p_memory             jsonb,
-    p_scope              text,
+    p_packet             memsub.packet_fields,
+    p_tenant             uuid,
+    p_org                uuid,
+    p_user               uuid,
     p_default_confidence double precision,
     p_agent_id           text
 ) returns jsonb
@@ -30,31 +32,34 @@ declare
     v_element   jsonb;
     v_position  integer;
     v_count     integer;
+    v_vector    vector;
+    v_chunk     integer;
+    v_metadata  jsonb;
     v_key       text;
     err_state   text;
     err_message text;
     err_column  text;
 begin
-    if jsonb_typeof(p_memory) is distinct from 'object' then
+    if jsonb_typeof(p_packet.memory) is distinct from 'object' then
         return v_written;
     end if;
     foreach v_key in array array['facts', 'relationships'] loop
-        if p_memory ? v_key and p_scope <> 'shared' then
+        if p_packet.memory ? v_key and p_packet.scope <> 'shared' then
             raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
-                            'packets can', v_key, p_scope
+                            'packets can', v_key, p_packet.scope
                 using errcode = '22023', column = 'memory.' || v_key;
         end if;
     end loop;
     begin
         foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
-            continue when not p_memory ? v_key;
+            continue when not p_packet.memory ? v_key;
             v_path := 'memory.' || v_key;
-            if jsonb_typeof(p_memory -> v_key) <> 'array' then
+            if jsonb_typeof(p_packet.memory -> v_key) <> 'array' then
                 raise exception 'must be a JSON array of objects' using errcode = '22023';
             end if;
             v_count := 0;
             for v_element, v_position in
-                select e, n - 1 from jsonb_array_elements(p_memory -> v_key) with ordinality as a(e, n) loop
+                select e, n - 1 from jsonb_array_elements(p_packet.memory -> v_key) with ordinality as a(e, n) loop
                 v_path := format('memory.%s[%s]', v_key, v_position);
                 if jsonb_typeof(v_element) <> 'object' then
                     raise exception 'must be a JSON object' using errcode = '22023';
@@ -62,20 +67,40 @@ begin
                 if v_key = 'facts' then
                     perform memsub.assert_fact(
                         v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 elsif v_key = 'relationships' then
                     perform memsub.upsert_relationship(
                         v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet_id);
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
                     if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
                         v_path := v_path || '.vector';
                         raise exception 'must be a JSON array of numbers' using errcode = '22023';
                     end if;
-                    perform memsub.store_embedding(
-                        p_packet_id, v_element ->> 'embedding_type', memsub._json_vector(v_element -> 'vector', 'vector'),
-                        coalesce((v_element ->> 'chunk_index')::integer, 0), v_element ->> 'chunk_text',
-                        coalesce(v_element -> 'metadata', '{}'));
+                    -- What memsub.store_embedding checks, in its order, and the row it would write, without
+                    -- reading back the packet just stored: the row takes the packet's identity and scope, which
+                    -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
+                    -- there is no stored embedding to replace.
+                    v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
+                    v_metadata := coalesce(v_element -> 'metadata', '{}');
+                    perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
+                                                 'embedding_type');
+                    if v_chunk < 0 then
+                        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
+                            v_chunk using errcode = '22023', column = 'chunk_index';
+                    end if;
+                    insert into memsub.memory_embeddings (
+                        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+                        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+                    values (
+                        p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
+                        p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
+                        p_packet.session_id, p_packet.trace_id);
                 end if;
                 v_count := v_count + 1;
             end loop;
@@ -85,14 +110,14 @@ begin
                                else 'memory_embeddings' end, v_count);
             end if;
         end loop;
-        if p_memory ? 'reasoning_trace' then
+        if p_packet.memory ? 'reasoning_trace' then
             v_path := 'memory.reasoning_trace';
-            v_element := p_memory -> 'reasoning_trace';
+            v_element := p_packet.memory -> 'reasoning_trace';
             if jsonb_typeof(v_element) <> 'object' then
                 raise exception 'must be a JSON object' using errcode = '22023';
             end if;
             perform memsub.record_reasoning_trace(
-                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet_id,
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet.packet_id,
                 coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
                 coalesce(v_element -> 'inference_steps', '[]'),
                 coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
@@ -110,7 +135,7 @@ begin
     return v_written;
 end
 $$;
-comment on function memsub.fan_out_packet(uuid, jsonb, text, double precision, text) is
+comment on function memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text) is
     'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, '
-    'reasoning_trace) into the layer tables for a newly stored packet of the given scope and returns the rows '
-    'written per table. Not granted to clients.';
+    'reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in '
+    'p_tenant) and returns the rows written per table. Not granted to clients.';

@@ -75,15 +75,17 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_id bigint;
+    -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
+    -- policies too, a second evaluation of the context on every audited write.
+    v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
 begin
-    insert into memsub.audit (tenant_id, org_id, user_id, operation, session_id, agent_id, task_id,
+    insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
-    values (memsub._require_tenant_id(), memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    overriding system value
+    values (memsub._require_tenant_id(), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
-            coalesce(p_details, '{}'))
-    returning id into v_id;
+            coalesce(p_details, '{}'));
     return v_id;
 end
 $$;

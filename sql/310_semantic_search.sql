@@ -10,14 +10,17 @@
 --      memsub.tune_search, the maintenance job's tune_search task; a tenant not measured yet is probed, at most
 --      2000 rows, and walked when it holds more);
 --   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
---      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score);
---   3. the cheaper of the exact scan (cost ~ n rows) and the walk (~ 2.5 * ef / s candidates read plus 10 * ef
---      for the graph), but always the exact scan when tune_search measured a recall@10 below 0.97 for the
---      tenant at that ef (the 0.95 goal plus a margin for the error of a 20-query sample; data without
---      neighbourhood structure, where no graph index can deliver, always falls below);
+--      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score),
+--      or the larger ef_search at which tune_search measured the walk reaching the recall goal (self-tuning:
+--      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the recall@10
+--      on its sample reaches 0.97, the 0.95 goal plus a margin for the error of a 20-query sample);
+--   3. the cheaper of the exact scan (cost ~ n rows) and the walk at that ef (~ 2.5 * ef / s candidates read
+--      plus 10 * ef for the graph), but always the exact scan when no ef_search tune_search could afford
+--      reached 0.97 (data without neighbourhood structure, where no graph index can deliver, never does);
 --   4. the exact scan after all when the walk found fewer than k rows (very selective filters), so a tenant
 --      with at least k matching rows always gets k rows.
--- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4).
+-- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4). An ef_search the
+-- caller passes is used as it is (the measured recall still counts where it applies).
 -- The exact scan sorts only ids and distances, then joins the k winners to their text and packet.
 -- Queries run with EXECUTE ... USING, the tenant and type bound as values: each EXECUTE is planned once for its
 -- own values (never a generic plan), so the planner estimates a big tenant from its own statistics, not from
@@ -129,6 +132,12 @@ drop function if exists memsub.semantic_search(vector, integer, text, uuid, text
 -- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer);
 call memsub.install_row_security('memsub.search_stats', array[]::text[]);
+comment on column memsub.search_stats.ef_search is
+    'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached '
+    'recall 0.97, or the largest one tried when none did (NULL: not measured).';
+comment on column memsub.search_stats.recall is
+    'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not '
+    'measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
 
 create or replace function memsub._search_strategy(
     p_tenant_id      uuid,
@@ -174,9 +183,16 @@ begin
     v_share := greatest(v_rows, 1) / v_total;
     v_ef := coalesce(p_ef_search,
                      least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    -- The ef_search tune_search reached the recall goal at, when it is larger than the derived one (an ef the
+    -- caller passes is kept as it is).
+    if p_ef_search is null and v_stats.recall >= 0.97 and v_stats.ef_search > v_ef then
+        v_ef := v_stats.ef_search;
+    end if;
     v_ef := greatest(v_ef, least(p_pool, 1000));
-    -- A recall measured at an ef_search at most this one holds here too (recall grows with ef_search).
-    if v_stats.recall is not null and v_stats.ef_search <= v_ef then
+    -- Recall grows with ef_search: a recall that reached the goal holds at any larger ef, one that missed it
+    -- at any smaller ef. Otherwise the recall at this ef is not known.
+    if v_stats.recall >= 0.97 and v_stats.ef_search <= v_ef
+       or v_stats.recall < 0.97 and v_stats.ef_search >= v_ef then
         v_recall := v_stats.recall;
     end if;
     method := case
@@ -196,8 +212,9 @@ end
 $$;
 comment on function memsub._search_strategy(uuid, text, integer, text, integer) is
     'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or '
-    'approximate, the hnsw.ef_search of the walk, and the figures behind the choice (rows, share of the index, '
-    'measured recall). See the head of sql/310_semantic_search.sql.';
+    'approximate, the hnsw.ef_search of the walk (derived from the share and pool, or the larger one at which '
+    'memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, '
+    'the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
 create or replace function memsub.semantic_search(
     p_query           vector,
@@ -344,7 +361,8 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall '
     '(memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. '
     'A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. '
-    'ef_search (default derived from the tenant''s share of the index and k) and max_scan_tuples (default 20000) '
+    'ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search '
+    'found reaching the recall goal) and max_scan_tuples (default 20000) '
     'bound the walk; the settings return to their values after the call. record_access logs each result in '
     'memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each '
     'hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); '
@@ -360,14 +378,18 @@ set hnsw.ef_search = 100
 set hnsw.max_scan_tuples = 20000
 as $$
 declare
-    v_group  record;
-    v_plan   record;
-    v_query  vector;
-    v_truth  uuid[];
-    v_found  uuid[];
-    v_sum    double precision;
-    v_done   integer;
-    v_recall double precision;
+    v_group   record;
+    v_plan    record;
+    v_query   vector;
+    v_queries vector[];
+    v_truth   uuid[];
+    v_truths  uuid[];
+    v_found   uuid[];
+    v_sum     double precision;
+    v_done    integer;
+    v_ef      integer;
+    v_next    integer;
+    v_recall  double precision;
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
@@ -377,6 +399,9 @@ begin
             using errcode = '22023', column = 'samples';
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
+    -- of the tenant per sample query (the truth, computed once) and one walk per sample query and ef_search
+    -- tried: at most five (40, 100, 250, 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -395,9 +420,10 @@ begin
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
-            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors.
-            v_sum := 0;
-            perform pg_catalog.set_config('hnsw.ef_search', v_plan.ef_search::text, true);
+            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors; each
+            -- with its exact k nearest (a row of v_truths, padded with NULL to k).
+            v_queries := '{}';
+            v_truths := '{}';
             for v_query in
                 select l2_normalize(a.vector + b.vector)
                   from (select x.vector, row_number() over () as r
@@ -413,28 +439,49 @@ begin
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
                    into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
-                        '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
-                        ' order by e.vector <=> $1 limit $2) n'
-                   into v_found using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
-                v_sum := v_sum + coalesce(cardinality(array(select unnest(v_truth) intersect
-                                                             select unnest(v_found))), 0)::double precision
-                                 / greatest(1, cardinality(v_truth));
-                v_done := v_done + 1;
+                v_truth := coalesce(v_truth, '{}');
+                v_queries := v_queries || v_query;
+                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
+            end loop;
+            v_done := cardinality(v_queries);
+            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until it
+            -- reaches 0.97 (the 0.95 goal plus a margin for the error of the sample) or the walk at the next
+            -- ef_search would cost more than scanning the tenant exactly.
+            v_ef := v_plan.ef_search;
+            while v_done > 0 loop
+                perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
+                v_sum := 0;
+                for i in 1 .. v_done loop
+                    execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                            '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                            ' order by e.vector <=> $1 limit $2) n'
+                       into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
+                    v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
+                                     ::double precision
+                                   / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                end loop;
+                v_recall := v_sum / v_done;
+                exit when v_recall >= 0.97 or v_ef >= 1000;
+                v_next := least(1000, ceil(v_ef * 2.5)::integer);
+                exit when (select s.method from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type,
+                                                                        p_k, 'auto', v_next) s) = 'exact';
+                v_ef := v_next;
             end loop;
             if v_done > 0 then
-                v_recall := v_sum / v_done;
                 update memsub.search_stats st
-                   set ef_search = v_plan.ef_search, recall = v_recall, samples = v_done
+                   set ef_search = v_ef, recall = v_recall, samples = v_done
                  where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
+                -- The choice the searches make from now on.
+                select * into v_plan
+                  from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
             end if;
         end if;
         tenant_id := v_group.tenant_id;
         embedding_type := v_group.embedding_type;
         row_count := v_group.n;
         type_rows := v_group.total::bigint;
-        method := case when v_recall is not null and v_recall < 0.97 then 'exact' else v_plan.method end;
-        ef_search := v_plan.ef_search;
+        method := v_plan.method;
+        ef_search := case when v_done > 0 then v_ef else v_plan.ef_search end;
         recall := v_recall;
         return next;
     end loop;
@@ -446,9 +493,12 @@ end
 $$;
 comment on function memsub.tune_search(integer, integer) is
     'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: '
-    'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk at the '
-    'derived ef_search against the exact scan on samples queries drawn from the tenant''s data. A recall below '
-    '0.97 makes memsub.semantic_search scan that tenant exactly. Returns the choice per tenant and type.';
+    'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk '
+    'against the exact scan on samples queries drawn from the tenant''s data, from the derived ef_search up '
+    '(x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; '
+    'stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, '
+    'or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most '
+    'five walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),

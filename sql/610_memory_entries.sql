@@ -199,7 +199,9 @@ as $$
 declare
     v_row memsub.memory_entries;
 begin
-    perform memsub._check_vector(p_embedding, 'embedding');
+    if p_embedding is not null then
+        perform memsub._check_vector(p_embedding, 'embedding');
+    end if;
     v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
                                          p_expected_version, true, false, 'memory_write', '{}');
     if p_embedding is not null then

@@ -17,6 +17,9 @@ Rules every call follows:
   :data:`NULL` sends an explicit SQL NULL (for parameters without a default).
 - One vector adapter (:func:`vector`): pgvector's binary ``Vector``, registered on each connection.
 - One JSON adapter (:class:`Json`): strict; a value that is not JSON raises TypeError naming the field.
+- One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
+  (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
+  executors run on, so it holds inside lists too and for every call path.
 - Rows are decoded by column name into the typed models; only the model's columns are selected.
 - One error mapping: psycopg errors become :mod:`memsub.errors` exceptions.
 """
@@ -38,12 +41,15 @@ import psycopg
 from pgvector import Vector
 from pgvector.psycopg.vector import register_vector_info
 from psycopg import sql
-from psycopg.adapt import PyFormat
+from psycopg.abc import Buffer, DumperKey
+from psycopg.adapt import AdaptersMap, Dumper, PyFormat
 from psycopg.types import TypeInfo
+from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic import BaseModel
 
 from memsub.errors import ConnectionFailed, MemsubError, SessionClosed, from_database_error
+from memsub.models import as_utc
 
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -254,6 +260,43 @@ def set_context_signed(token: str) -> Call[None]:
     return query("select memsub.set_context_signed(%s)", [token], nothing())
 
 
+# --- times on a connection ------------------------------------------------------------------------------------
+
+class _NaiveIsUtc(Dumper):
+    """Dumps a datetime after reading one without an offset as UTC (psycopg would send it as a ``timestamp`` that
+    the server places in its session's TimeZone); mixed into psycopg's text and binary datetime dumpers."""
+
+    def get_key(self, obj: datetime, format: PyFormat) -> DumperKey:
+        return self.cls  # naive or aware: the same dumper
+
+    def upgrade(self, obj: datetime, format: PyFormat) -> Dumper:
+        return self
+
+    def dump(self, obj: datetime) -> Buffer | None:
+        parent: Dumper = super()  # type: ignore[assignment]  # the psycopg dumper mixed in after this class
+        return parent.dump(as_utc(obj))
+
+
+class _UtcDatetimeDumper(_NaiveIsUtc, DatetimeDumper):
+    """A datetime as timestamptz text, one without an offset read as UTC."""
+
+
+class _UtcDatetimeBinaryDumper(_NaiveIsUtc, DatetimeBinaryDumper):
+    """A datetime as binary timestamptz, one without an offset read as UTC."""
+
+
+def register_time_type(adapters: AdaptersMap) -> None:
+    """Make ``adapters`` send every datetime as timestamptz, reading one without an offset as UTC."""
+    adapters.register_dumper(datetime, _UtcDatetimeDumper)
+    adapters.register_dumper(datetime, _UtcDatetimeBinaryDumper)  # last registered: the one %s uses, as psycopg's
+
+
+def _with_times(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Register the time adapter on ``connection`` unless it is there (a lookup, no round trip)."""
+    if connection.adapters.get_dumper(datetime, PyFormat.AUTO) is not _UtcDatetimeBinaryDumper:
+        register_time_type(connection.adapters)
+
+
 # --- the vector type on a connection ---------------------------------------------------------------------------
 
 _VECTOR_SCHEMA = ("select n.nspname from pg_catalog.pg_extension e join pg_catalog.pg_namespace n "
@@ -319,6 +362,7 @@ async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
 
 def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
     """Run ``call`` in the connection's current transaction."""
+    _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
             register_vector_type(connection)
@@ -330,6 +374,7 @@ def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
 
 async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T]) -> T:
     """Run ``call`` in the async connection's current transaction."""
+    _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
             await register_vector_type_async(connection)
@@ -377,6 +422,7 @@ def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Cal
     returns. A database error is raised as psycopg raises it (and nothing is kept); a pool that cannot hand out a
     connection in time raises ConnectionFailed."""
     with pooled(pool) as connection:
+        _with_times(connection)
         if any(call.vectors for call in calls) and not _has_vector(connection):
             register_vector_type(connection)
             connection.commit()
@@ -390,6 +436,7 @@ async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnectio
                                 calls: Sequence[Call[Any]]) -> list[list[RowT]]:
     """The async twin of :func:`rows_in_context`."""
     async with pooled_async(pool) as connection:
+        _with_times(connection)
         if any(call.vectors for call in calls) and not _has_vector(connection):
             await register_vector_type_async(connection)
             await connection.commit()

@@ -112,8 +112,8 @@ def as_utc(value: None) -> None: ...
 
 
 def as_utc(value: datetime | None) -> datetime | None:
-    """memsub's one time zone rule, the envelope's (sql/120): a time without an offset is UTC. The CLI, MCP
-    and HTTP read every time they are given by it."""
+    """memsub's one time zone rule, the envelope's (sql/120): a time without an offset is UTC. The Python
+    client (its time adapter, :mod:`memsub._calls`), the CLI, MCP and HTTP read every time they are given by it."""
     return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 

@@ -58,9 +58,9 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
      "table memsub.packet_store", "privileges"),
     ("column grant added", ["grant update (tenant_id) on memsub.sessions to memsub_analyst"],
      "column memsub.sessions.tenant_id", "privileges"),
-    ("function granted to public", ["grant execute on function memsub.fan_out_packet(uuid, jsonb, text, "
-                                    "double precision, text) to public"],
-     "function memsub.fan_out_packet(uuid,jsonb,text,double precision,text)", "privileges"),
+    ("function granted to public", ["grant execute on function memsub.fan_out_packet(memsub.packet_fields, uuid, "
+                                    "uuid, uuid, double precision, text) to public"],
+     "function memsub.fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text)", "privileges"),
     ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
     ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),
     ("constraint dropped", ["alter table memsub.packet_store drop constraint packet_store_scope_known"],

@@ -4,6 +4,7 @@ transaction. The payload stays free."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import psycopg
 import pytest
@@ -86,3 +87,51 @@ def test_private_packets_cannot_publish_tenant_wide_knowledge(db):
         assert result["written"]["memory_embeddings"] == 1
         scope = conn.execute("select scope, user_id from memsub.memory_embeddings").fetchone()
         assert scope == ("l-private", TENANT_A)
+
+
+CORRELATION = uuid.UUID("aaaaaaaa-0000-4000-8000-00000000c0de")
+
+
+def test_an_envelope_embedding_takes_the_packets_identity_scope_and_expiry(db):
+    # The fan-out writes the embedding rows from the packet's own fields: each row carries what the stored
+    # packet carries (organization, user, scope, expiry, correlation, session, trace).
+    org = TENANT_A
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, org=org, user=TENANT_A)
+        embedding = {"embedding_type": "content", "vector": json.loads(vec(1.0)), "chunk_index": 2,
+                     "chunk_text": "second chunk", "metadata": {"source": "page 2"}}
+        result = write(conn, {"packet_type": "note", "scope": "cursor", "payload": {},
+                              "ttl": "2999-01-01T00:00:00Z", "session_id": "s-1", "trace_id": "t-1",
+                              "correlation_id": str(CORRELATION),
+                              "memory": {"embeddings": [embedding]}})
+        packet = conn.execute("select org_id, user_id, scope, ttl, correlation_id, session_id, trace_id "
+                              "from memsub.packet_store where packet_id = %s", [result["packet_id"]]).fetchone()
+        row = conn.execute("select org_id, user_id, scope, ttl, correlation_id, session_id, trace_id, "
+                           "embedding_type, chunk_index, chunk_text, metadata "
+                           "from memsub.memory_embeddings where packet_id = %s", [result["packet_id"]]).fetchone()
+        assert packet is not None and row is not None
+        assert row[:7] == packet
+        assert packet[:3] == (org, TENANT_A, "cursor") and packet[4:] == (CORRELATION, "s-1", "t-1")
+        assert row[7:] == ("content", 2, "second chunk", {"source": "page 2"})
+        assert conn.execute("select chunk_count, is_chunked from memsub.packet_store where packet_id = %s",
+                            [result["packet_id"]]).fetchone() == (2, True)
+
+
+@pytest.mark.parametrize(("element", "sqlstate", "column"), [
+    ({"chunk_index": -1}, "22023", "memory.embeddings[0].chunk_index"),
+    ({"chunk_index": "x"}, "22P02", "memory.embeddings[0]"),
+    ({"metadata": ["not", "an", "object"]}, "22023", "memory.embeddings[0].metadata"),
+    ({"embedding_type": None}, "23502", "memory.embeddings[0].embedding_type"),
+    ({"vector": [1.0, "2"] + [0.0] * 1534}, "22023", "memory.embeddings[0].vector"),
+    ({"vector": [0.0] * 1536}, "22023", "memory.embeddings[0].vector"),
+    ({"vector": [1.0, 3.5e38] + [0.0] * 1534}, "22023", "memory.embeddings[0].vector"),
+])
+def test_a_bad_embedding_element_is_named_and_nothing_is_written(db, element, sqlstate, column):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        embedding = {"embedding_type": "content", "vector": json.loads(vec(1.0)), **element}
+        with pytest.raises(psycopg.Error) as caught:
+            write(conn, {"packet_type": "note", "payload": {}, "memory": {"embeddings": [embedding]}})
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == (sqlstate, column)
+    assert superuser_count(db, "memsub.packet_store") == 0
+    assert superuser_count(db, "memsub.memory_embeddings") == 0

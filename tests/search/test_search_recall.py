@@ -115,3 +115,17 @@ def test_tune_search_needs_a_platform_admin(tuned):
         with pytest.raises(psycopg.Error) as caught:
             conn.execute("select * from memsub.tune_search()")
         assert caught.value.sqlstate == "42501"
+
+
+def test_a_tenant_no_affordable_ef_search_serves_is_scanned_exactly(tuned):
+    """The 57.4 % tenant on uniform vectors: tune_search raised ef_search as far as the walk stays cheaper than
+    the exact scan without reaching recall 0.97, so the tenant is scanned exactly."""
+    with tuned.connect() as su:
+        row = su.execute("select ef_search, recall from memsub.search_stats"
+                         " where tenant_id = %s and embedding_type = 'context'", [BIG]).fetchone()
+    assert row is not None and row[1] is not None and row[1] < 0.97, row
+    with tuned.connect("app") as app:
+        set_context(app, BIG)
+        strategy = app.execute("select method, recall from memsub._search_strategy(%s, 'context', %s)",
+                               [BIG, K]).fetchone()
+    assert strategy == ("exact", row[1])
