@@ -1373,20 +1373,18 @@ CREATE FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenan
 declare
     v_inserted integer;
 begin
-    -- The stored envelope is the written one, vectors apart, with the normalized fields filled in.
+    -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
+    -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id, b.packet_type,
-           memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-               'packet_id', b.packet_id,
-               'packet_type', b.packet_type,
-               'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+           (memsub._envelope_vectors_apart(b.envelope) - array['packet_id', 'packet_type', 'timestamp', 'scope'])
+           || jsonb_strip_nulls(jsonb_build_object(
                'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
                'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               'scope', b.scope,
                'session_id', b.session_id,
                'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
                    coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
@@ -1493,6 +1491,7 @@ begin
                ts_rank_cd(e.search_tsv, v_query)
           from memsub.memory_embeddings e
          where e.tenant_id = v_tenant
+           and e.chunk_text is not null  -- the GIN index holds only the rows with text (no other can match)
            and e.search_tsv @@ v_query
            and e.embedding_type = p_embedding_type
            and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy
@@ -1576,7 +1575,8 @@ CREATE FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uu
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
 declare
-    s memsub.packet_store%rowtype;
+    s           memsub.packet_store%rowtype;
+    v_packet_id uuid;
 begin
     -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
     -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
@@ -1602,8 +1602,10 @@ begin
                       hint = 'A packet is immutable: write the new content under a new packet_id.';
         end if;
     else
-        select * into s from memsub.packet_store x
-         where x.tenant_id = p_tenant and x.content_hash = p_packet.content_hash;
+        -- The id is found by the deduplication key (memsub._packet_id_by_content_hash), the row by the primary
+        -- key through row-level security.
+        v_packet_id := memsub._packet_id_by_content_hash(p_packet.content_hash);
+        select * into s from memsub.packet_store x where x.tenant_id = p_tenant and x.packet_id = v_packet_id;
         if not found then
             raise exception 'deduplication: a packet with the same content and time exists but is not visible '
                             'to this writer'
@@ -1749,6 +1751,25 @@ $$;
 ALTER FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) IS 'Internal: reads, validates and normalizes every field of one envelope (p_user: the writer, for the scope check), in one place; raises naming the field (docs/errors.md). Lineage generation and root and the content hash are left to the write.';
+
+CREATE FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_packet_id uuid;
+begin
+    -- A PL/pgSQL statement: its plan is kept for the session (a SQL function's would be made on every call).
+    select s.packet_id into v_packet_id from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id()
+       and decode(s.content_hash, 'hex') = decode(p_content_hash, 'hex');
+    return v_packet_id;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) IS 'Internal to write_packet(s): the id of the context tenant''s packet with this content hash, found by the deduplication key (owned by memsub_retrieval_owner, BYPASSRLS; the row itself is then read through row-level security). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) RETURNS record
     LANGUAGE plpgsql STABLE
@@ -1897,7 +1918,7 @@ COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (ge
 
 COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
 
-COMMENT ON COLUMN memsub.packet_store.envelope IS 'The full, normalized PacketEnvelope as JSON.';
+COMMENT ON COLUMN memsub.packet_store.envelope IS 'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
 
 COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
 
@@ -1951,7 +1972,10 @@ CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETU
     -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
     -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
     -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
+    -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
     select p.packet_id, p.packet_type,
+           jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                              'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
            case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
                jsonb_set(p.envelope, '{memory,embeddings}', (
                    select coalesce(jsonb_agg(
@@ -5075,15 +5099,24 @@ begin
         return query select * from memsub._packets_as_written(v_rows);
     else
         -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
-        -- stays JSON null.
-        return query select * from unnest(v_rows);
+        -- stays JSON null; the header fields are put back from their columns.
+        return query
+            select p.packet_id, p.packet_type,
+                   jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                                      'timestamp', to_char(p."timestamp" at time zone 'UTC',
+                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || p.envelope,
+                   p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
+                   p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
+                   p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
+                   p.trace_id, p.write_seq
+              from unnest(v_rows) as p;
     end if;
 end
 $$;
 
 ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same.';
+COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same (the header fields kept only in columns put back).';
 
 CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -11432,9 +11465,9 @@ CREATE INDEX idx_memory_access_log_unlearned ON memsub.memory_access_log USING b
 
 COMMENT ON INDEX memsub.idx_memory_access_log_unlearned IS 'Accesses and feedback importance learning has not read yet.';
 
-CREATE INDEX idx_memory_embeddings_search ON memsub.memory_embeddings USING gin (tenant_id, search_tsv);
+CREATE INDEX idx_memory_embeddings_search ON memsub.memory_embeddings USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
 
-COMMENT ON INDEX memsub.idx_memory_embeddings_search IS 'GIN over (tenant_id, search_tsv): one tenant''s full-text matches (btree_gin for the tenant key).';
+COMMENT ON INDEX memsub.idx_memory_embeddings_search IS 'GIN over (tenant_id, search_tsv) of the embeddings with chunk_text: one tenant''s full-text matches (btree_gin for the tenant key). memsub._keyword_candidates states chunk_text is not null to use it.';
 
 CREATE INDEX idx_memory_embeddings_tenant_type ON memsub.memory_embeddings USING btree (tenant_id, embedding_type);
 
@@ -11466,7 +11499,9 @@ CREATE INDEX idx_memory_view_refresh_log_view ON memsub.memory_view_refresh_log 
 
 CREATE INDEX idx_packet_store_packet_type ON memsub.packet_store USING btree (tenant_id, packet_type);
 
-CREATE INDEX idx_packet_store_timestamp ON memsub.packet_store USING btree (tenant_id, "timestamp" DESC);
+CREATE INDEX idx_packet_store_timestamp ON memsub.packet_store USING btree (tenant_id, "timestamp");
+
+COMMENT ON INDEX memsub.idx_packet_store_timestamp IS 'A tenant''s packets in time order, either way: filters and orderings by "timestamp" within a tenant.';
 
 CREATE INDEX idx_packet_thread ON memsub.packet_store USING btree (tenant_id, thread_id, write_seq) WHERE (thread_id IS NOT NULL);
 
@@ -11540,7 +11575,9 @@ CREATE INDEX mv_high_confidence_facts_subject ON memsub.mv_high_confidence_facts
 
 CREATE UNIQUE INDEX mv_reflection_patterns_key ON memsub.mv_reflection_patterns USING btree (tenant_id, org_id, reflection_type) NULLS NOT DISTINCT;
 
-CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING btree (tenant_id, content_hash) WHERE (content_hash IS NOT NULL);
+CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING btree (tenant_id, decode(content_hash, 'hex'::text)) WHERE (content_hash IS NOT NULL);
+
+COMMENT ON INDEX memsub.packet_store_content_hash_key IS 'Deduplication: one packet per content hash in a tenant, the hash kept as its 32 bytes (a lookup compares decode(content_hash, ''hex'')).';
 
 CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
 
@@ -12374,6 +12411,9 @@ REVOKE ALL ON FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_
 REVOKE ALL ON FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._packet_from_envelope(p_envelope jsonb, p_position integer, p_user uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) FROM PUBLIC;
 

@@ -170,6 +170,16 @@ comment on function memsub._envelope_vectors_apart(jsonb) is
     'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
     'replaced by JSON null.';
 
+-- The header fields are stored once too: packet_id, packet_type, timestamp and scope are columns of every packet,
+-- and the stored envelope leaves them out (docs/decisions.md, "An envelope's header fields are stored once").
+-- The readers (sql/130_packet_read.sql) put them back from the columns, as the write path normalized them; an
+-- envelope written before 2.28.0 keeps its own, which are the same. Both sides spell the four names out, in the
+-- statement itself: a helper function (with its search_path setting) would be called once per row.
+comment on column memsub.packet_store.envelope is
+    'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is '
+    'JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the '
+    'row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
+
 create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -561,20 +571,18 @@ as $$
 declare
     v_inserted integer;
 begin
-    -- The stored envelope is the written one, vectors apart, with the normalized fields filled in.
+    -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
+    -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
         packet_id, packet_type, envelope, "timestamp", routing, provenance,
         thread_id, parent_ids, tags, ttl,
         scope, importance_score, content_hash,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id, b.packet_type,
-           memsub._envelope_vectors_apart(b.envelope) || jsonb_strip_nulls(jsonb_build_object(
-               'packet_id', b.packet_id,
-               'packet_type', b.packet_type,
-               'timestamp', to_char(b.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+           (memsub._envelope_vectors_apart(b.envelope) - array['packet_id', 'packet_type', 'timestamp', 'scope'])
+           || jsonb_strip_nulls(jsonb_build_object(
                'tags', case when cardinality(b.tags) > 0 then to_jsonb(b.tags) end,
                'ttl', to_char(b.ttl at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-               'scope', b.scope,
                'session_id', b.session_id,
                'lineage', case when b.lineage is not null or cardinality(b.parent_ids) > 0 then
                    coalesce(b.lineage, '{}') || jsonb_strip_nulls(jsonb_build_object(
@@ -596,6 +604,31 @@ comment on function memsub._insert_packets(memsub.packet_fields[], uuid, uuid, u
     'Internal: the one INSERT of packets into packet_store, for write_packet and both paths of write_packets; '
     'skips a packet whose id or content is stored already and returns how many it stored.';
 
+-- The deduplication key indexes the hash's 32 bytes: decode(content_hash, 'hex') (migration 2.28.0). decode is not
+-- LEAKPROOF, so under row-level security it cannot be an index condition and a lookup would read the whole
+-- tenant. memsub._packet_id_by_content_hash, owned by memsub_retrieval_owner (BYPASSRLS), finds the id by the
+-- index within the context tenant; memsub._packet_deduplicated then reads that packet through row-level security.
+create or replace function memsub._packet_id_by_content_hash(p_content_hash text) returns uuid
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_packet_id uuid;
+begin
+    -- A PL/pgSQL statement: its plan is kept for the session (a SQL function's would be made on every call).
+    select s.packet_id into v_packet_id from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id()
+       and decode(s.content_hash, 'hex') = decode(p_content_hash, 'hex');
+    return v_packet_id;
+end
+$$;
+alter function memsub._packet_id_by_content_hash(text) owner to memsub_retrieval_owner;
+comment on function memsub._packet_id_by_content_hash(text) is
+    'Internal to write_packet(s): the id of the context tenant''s packet with this content hash, found by the '
+    'deduplication key (owned by memsub_retrieval_owner, BYPASSRLS; the row itself is then read through '
+    'row-level security). Executable only by memsub_owner.';
+grant execute on function memsub._packet_id_by_content_hash(text) to memsub_owner;
+
 create or replace function memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid,
                                                       p_packet memsub.packet_fields)
 returns memsub.packet_write_result
@@ -603,7 +636,8 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    s memsub.packet_store%rowtype;
+    s           memsub.packet_store%rowtype;
+    v_packet_id uuid;
 begin
     -- A named packet_id is the packet's identity: the same id again is the same packet when its content matches
     -- (a retry), and an error otherwise. Without an id, the same content at the same time is a retry.
@@ -629,8 +663,10 @@ begin
                       hint = 'A packet is immutable: write the new content under a new packet_id.';
         end if;
     else
-        select * into s from memsub.packet_store x
-         where x.tenant_id = p_tenant and x.content_hash = p_packet.content_hash;
+        -- The id is found by the deduplication key (memsub._packet_id_by_content_hash), the row by the primary
+        -- key through row-level security.
+        v_packet_id := memsub._packet_id_by_content_hash(p_packet.content_hash);
+        select * into s from memsub.packet_store x where x.tenant_id = p_tenant and x.packet_id = v_packet_id;
         if not found then
             raise exception 'deduplication: a packet with the same content and time exists but is not visible '
                             'to this writer'

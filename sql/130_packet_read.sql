@@ -4,7 +4,7 @@
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packets (get_packet) and
 -- get_thread return the envelope as written: the embedding vectors are put back by memsub._packets_as_written,
--- once for all the rows a call returns. get_packets (get_packet) with p_with_vectors false return the rows as
+-- once for all the rows a call returns, and the header fields kept only in columns. get_packets (get_packet) with p_with_vectors false return the rows as
 -- stored instead (vectors JSON null), for callers that need the content, not the vectors.
 
 -- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row) is replaced by the
@@ -21,7 +21,10 @@ as $$
     -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
     -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
     -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
+    -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
     select p.packet_id, p.packet_type,
+           jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                              'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
            case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
                jsonb_set(p.envelope, '{memory,embeddings}', (
                    select coalesce(jsonb_agg(
@@ -88,8 +91,17 @@ begin
         return query select * from memsub._packets_as_written(v_rows);
     else
         -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
-        -- stays JSON null.
-        return query select * from unnest(v_rows);
+        -- stays JSON null; the header fields are put back from their columns.
+        return query
+            select p.packet_id, p.packet_type,
+                   jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
+                                      'timestamp', to_char(p."timestamp" at time zone 'UTC',
+                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || p.envelope,
+                   p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
+                   p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
+                   p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
+                   p.trace_id, p.write_seq
+              from unnest(v_rows) as p;
     end if;
 end
 $$;
@@ -98,7 +110,8 @@ comment on function memsub.get_packets(uuid[], boolean) is
     'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
     'per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the '
     'envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in '
-    'memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same.';
+    'memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same '
+    '(the header fields kept only in columns put back).';
 
 create or replace function memsub.get_packet(p_packet_id uuid, p_with_vectors boolean default true)
 returns setof memsub.packet_store

@@ -41,6 +41,7 @@ begin
                ts_rank_cd(e.search_tsv, v_query)
           from memsub.memory_embeddings e
          where e.tenant_id = v_tenant
+           and e.chunk_text is not null  -- the GIN index holds only the rows with text (no other can match)
            and e.search_tsv @@ v_query
            and e.embedding_type = p_embedding_type
            and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy

@@ -1,4 +1,5 @@
-"""get_packet and get_packets without the vectors (p_with_vectors => false): the packet_store row as stored.
+"""get_packet and get_packets without the vectors (p_with_vectors => false): the packet_store row as stored, with
+the envelope's header fields (packet_id, packet_type, timestamp, scope: stored only in their columns) put back.
 
 An envelope's memory.embeddings[] vectors are stored once, in memory_embeddings (test_packet_vectors.py), and the
 readers put them back by default. A caller that needs the payload, not the vectors, asks for the row as stored:
@@ -55,8 +56,12 @@ def test_without_vectors_the_rows_are_the_stored_rows(db, login, roles):
         lean = [r[0] for r in conn.execute(
             "select to_jsonb(g) from memsub.get_packets(%s, p_with_vectors => false) g", [wanted])]
         full = [r[0] for r in conn.execute("select to_jsonb(g) from memsub.get_packets(%s) g", [wanted])]
+        # The stored row, with the envelope's header fields (kept only in their columns) put back.
         stored = {r[0]["packet_id"]: r[0] for r in conn.execute(
-            "select to_jsonb(s) from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
+            "select to_jsonb(s) || jsonb_build_object('envelope', jsonb_build_object("
+            "'packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope, 'timestamp', "
+            "to_char(s.\"timestamp\" at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')) || s.envelope) "
+            "from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
         one = [conn.execute("select to_jsonb(g) from memsub.get_packet(%s, p_with_vectors => false) g",
                             [i]).fetchone() for i in wanted]
     assert [uuid.UUID(r["packet_id"]) for r in lean] == visible

@@ -98,7 +98,8 @@ def as_written(stored: dict[str, Any], vectors: dict[tuple[str, str, int], Any])
 @pytest.mark.parametrize("login, roles", [("app", ()), ("platform_admin", ("platform_admin",))])
 def test_readers_return_each_stored_row_with_its_vectors_put_back(db, login, roles):
     """get_packets and get_thread put the vectors back for all their rows at once: every column is the stored
-    row's and the envelope is the stored one with its vectors read from memory_embeddings, in the order asked,
+    row's and the envelope is the stored one with its vectors read from memory_embeddings (and its header fields
+from their columns), in the order asked,
     for both ways of searching; get_thread gives the same rows, byte for byte, as get_packets."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
@@ -114,7 +115,7 @@ def test_readers_return_each_stored_row_with_its_vectors_put_back(db, login, rol
     with db.connect() as conn:
         # An envelope element whose vector no row holds any longer reads back as null.
         conn.execute("insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, "
-                     "content_hash) values (%s, 'event', %s::jsonb, %s, 'shared', 'x')",
+                     "content_hash) values (%s, 'event', %s::jsonb, %s, 'shared', md5('x'))",
                      [lost := uuid.uuid4(), json.dumps({"memory": {"embeddings": [
                          1, {"embedding_type": "content", "vector": None},
                          {"embedding_type": "entity", "vector": [0.5, 0.25]}]}}), TENANT_A])
@@ -125,8 +126,12 @@ def test_readers_return_each_stored_row_with_its_vectors_put_back(db, login, rol
     with db.connect(login) as conn:
         set_context(conn, TENANT_A, roles=roles)
         got = [r[0] for r in conn.execute("select to_jsonb(g) from memsub.get_packets(%s) g", [wanted])]
+        # The stored row, with the envelope's header fields (kept only in their columns) put back.
         stored = {r[0]["packet_id"]: r[0] for r in conn.execute(
-            "select to_jsonb(s) from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
+            "select to_jsonb(s) || jsonb_build_object('envelope', jsonb_build_object("
+            "'packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope, 'timestamp', "
+            "to_char(s.\"timestamp\" at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')) || s.envelope) "
+            "from memsub.packet_store s where s.packet_id = any(%s)", [wanted])}
         vectors = {(str(r[0]), r[1], r[2]): r[3] for r in conn.execute(
             "select packet_id, embedding_type, chunk_index, vector::real[]::double precision[] "
             "from memsub.memory_embeddings")}

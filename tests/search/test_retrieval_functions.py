@@ -70,7 +70,7 @@ def test_keyword_leg_uses_the_gin_index_only_inside_its_function(retrieval_db):
     """As the application role @@ is a filter evaluated after the policies; in the function's role it is an
     index condition of the (tenant_id, search_tsv) GIN index."""
     query = ("explain select 1 from memsub.memory_embeddings e where e.tenant_id = %s "
-             "and e.search_tsv @@ to_tsquery('english', 'cluster3')")
+             "and e.chunk_text is not null and e.search_tsv @@ to_tsquery('english', 'cluster3')")
     with retrieval_db.connect("app") as conn:
         set_context(conn, BIG)
         plan = "\n".join(r[0] for r in conn.execute(query, [BIG]))
