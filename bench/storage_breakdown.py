@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +22,8 @@ import psycopg
 from psycopg import sql
 
 from _database import bench_database, environment, environment_line
-from _vectors import VectorSource
-from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, sentence
-from write_path import envelope
+from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph
+from write_path import Items, envelope
 
 TABLES = ["memsub.packet_store", "memsub.memory_embeddings", "langgraph.store", "langgraph.store_vectors"]
 
@@ -66,15 +63,8 @@ def columns(conn: psycopg.Connection[Any], table: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
-    rng = random.Random(5)
-    source = VectorSource(args.dimension)
-    vectors = [v.tolist() for v in source.draw(args.items)]
-    texts = [f"item {i}: {sentence(rng, 8, 30)}" for i in range(args.items)]
-    ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in range(args.items)]
-    lookup = dict(zip(texts, vectors, strict=True))
-
-    def embed(batch: list[str]) -> list[list[float]]:
-        return [lookup[t] for t in batch]
+    items = Items(args.dimension, args.items)
+    vectors, texts, ids, embed = items.vectors, items.texts, items.ids, items.embed
 
     results: dict[str, Any] = {}
     with bench_database(vector_dimension=args.dimension) as (superuser, app):

@@ -115,17 +115,25 @@ def backend_cpu(conn: psycopg.Connection[Any]) -> Callable[[], float] | None:
     return read
 
 
-def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
-    rng = random.Random(5)
-    source = VectorSource(args.dimension)
-    total = args.items + args.singles
-    vectors = [v.tolist() for v in source.draw(total)]
-    texts = [f"item {i}: {sentence(rng, 8, 30)}" for i in range(total)]
-    ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in range(total)]
-    lookup = dict(zip(texts, vectors, strict=True))
+class Items:
+    """The benchmark's items: a short text, its id and its vector each (the same seed every run), and the embed
+    function LangGraph's store is given, which returns each text's precomputed vector."""
 
-    def embed(batch: list[str]) -> list[list[float]]:
-        return [lookup[t] for t in batch]
+    def __init__(self, dimension: int, count: int) -> None:
+        rng = random.Random(5)
+        self.vectors = [v.tolist() for v in VectorSource(dimension).draw(count)]
+        self.texts = [f"item {i}: {sentence(rng, 8, 30)}" for i in range(count)]
+        self.ids = [uuid.UUID(int=rng.getrandbits(128), version=4) for _ in range(count)]
+        self._lookup = dict(zip(self.texts, self.vectors, strict=True))
+
+    def embed(self, batch: list[str]) -> list[list[float]]:
+        return [self._lookup[t] for t in batch]
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    total = args.items + args.singles
+    items = Items(args.dimension, total)
+    vectors, texts, ids, embed = items.vectors, items.texts, items.ids, items.embed
 
     results: dict[str, Any] = {}
     with bench_database(vector_dimension=args.dimension) as (superuser, app):
