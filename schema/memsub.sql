@@ -1964,7 +1964,7 @@ COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifie
 
 COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
 
-CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETURNS SETOF memsub.packet_store
+CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -1973,10 +1973,11 @@ CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETU
     -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
     -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
     -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
+    -- With p_with_vectors false only the header fields are put back: each vector stays JSON null.
     select p.packet_id, p.packet_type,
            jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
                               'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
-           case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
+           case when p_with_vectors and jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
                jsonb_set(p.envelope, '{memory,embeddings}', (
                    select coalesce(jsonb_agg(
                               case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
@@ -1997,9 +1998,9 @@ CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) RETU
      order by p.ordinality
 $$;
 
-ALTER FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) IS 'The packet_store rows given, in their order, each with its envelope as written: every memory.embeddings[] vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
+COMMENT ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) IS 'The packet_store rows given, in their order, each with its envelope as written: the header fields kept only in columns put back, and (with_vectors, default true) every memory.embeddings[] vector stored as null read back from memory_embeddings (the exact value of each single-precision number; row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
 
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5094,23 +5095,10 @@ begin
                 union all
                 select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
          order by w.n);
-    if coalesce(p_with_vectors, true) then
-        -- memsub._packets_as_written puts the vectors back for all the rows found in one call.
-        return query select * from memsub._packets_as_written(v_rows);
-    else
-        -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
-        -- stays JSON null; the header fields are put back from their columns.
-        return query
-            select p.packet_id, p.packet_type,
-                   jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
-                                      'timestamp', to_char(p."timestamp" at time zone 'UTC',
-                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || p.envelope,
-                   p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
-                   p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
-                   p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
-                   p.trace_id, p.write_seq
-              from unnest(v_rows) as p;
-    end if;
+    -- memsub._packets_as_written puts the header fields back, and the vectors unless p_with_vectors is false
+    -- (then memory_embeddings is not read and each vector stored apart stays JSON null), for all the rows found
+    -- in one call.
+    return query select * from memsub._packets_as_written(v_rows, coalesce(p_with_vectors, true));
 end
 $$;
 
@@ -12433,9 +12421,9 @@ GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
 GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
-REVOKE ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;

@@ -12,7 +12,11 @@
 drop function if exists memsub._packet_with_vectors(memsub.packet_store);
 drop function if exists memsub._envelope_vectors_joined(uuid, uuid, jsonb);
 
-create or replace function memsub._packets_as_written(p_packets memsub.packet_store[])
+-- _packets_as_written gained p_with_vectors (a new argument is a new signature: drop and create).
+drop function if exists memsub._packets_as_written(memsub.packet_store[]);
+
+create or replace function memsub._packets_as_written(p_packets memsub.packet_store[],
+                                                       p_with_vectors boolean default true)
 returns setof memsub.packet_store
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -22,10 +26,11 @@ as $$
     -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
     -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
     -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
+    -- With p_with_vectors false only the header fields are put back: each vector stays JSON null.
     select p.packet_id, p.packet_type,
            jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
                               'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
-           case when jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
+           case when p_with_vectors and jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
                jsonb_set(p.envelope, '{memory,embeddings}', (
                    select coalesce(jsonb_agg(
                               case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
@@ -45,10 +50,11 @@ as $$
       from unnest(p_packets) with ordinality as p
      order by p.ordinality
 $$;
-comment on function memsub._packets_as_written(memsub.packet_store[]) is
-    'The packet_store rows given, in their order, each with its envelope as written: every memory.embeddings[] '
-    'vector stored as null is read back from memory_embeddings (the exact value of each single-precision number; '
-    'row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
+comment on function memsub._packets_as_written(memsub.packet_store[], boolean) is
+    'The packet_store rows given, in their order, each with its envelope as written: the header fields kept only '
+    'in columns put back, and (with_vectors, default true) every memory.embeddings[] vector stored as null read '
+    'back from memory_embeddings (the exact value of each single-precision number; row-level security applies). '
+    'The one put-back of the readers (get_packets, get_packet, get_thread).';
 
 -- get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
 drop function if exists memsub.get_packet(uuid);
@@ -86,23 +92,10 @@ begin
                 union all
                 select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
          order by w.n);
-    if coalesce(p_with_vectors, true) then
-        -- memsub._packets_as_written puts the vectors back for all the rows found in one call.
-        return query select * from memsub._packets_as_written(v_rows);
-    else
-        -- The rows as stored: memory_embeddings is not read, and each memory.embeddings[] vector stored apart
-        -- stays JSON null; the header fields are put back from their columns.
-        return query
-            select p.packet_id, p.packet_type,
-                   jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
-                                      'timestamp', to_char(p."timestamp" at time zone 'UTC',
-                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || p.envelope,
-                   p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
-                   p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
-                   p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
-                   p.trace_id, p.write_seq
-              from unnest(v_rows) as p;
-    end if;
+    -- memsub._packets_as_written puts the header fields back, and the vectors unless p_with_vectors is false
+    -- (then memory_embeddings is not read and each vector stored apart stays JSON null), for all the rows found
+    -- in one call.
+    return query select * from memsub._packets_as_written(v_rows, coalesce(p_with_vectors, true));
 end
 $$;
 comment on function memsub.get_packets(uuid[], boolean) is
