@@ -13,7 +13,8 @@
 --      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score),
 --      or the larger ef_search at which tune_search measured the walk reaching the recall goal (self-tuning:
 --      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the recall@10
---      on its sample reaches 0.97, the 0.95 goal plus a margin for the error of a 20-query sample);
+--      on its sample reaches 0.97, the 0.95 goal plus a margin for the error of a 20-query sample; the sample
+--      queries are stored rows of the tenant, each left out of its own answers);
 --   3. the cheaper of the exact scan (cost ~ n rows) and the walk at that ef (~ 2.5 * ef / s candidates read
 --      plus 10 * ef for the graph), but always the exact scan when no ef_search tune_search could afford
 --      reached 0.97 (data without neighbourhood structure, where no graph index can deliver, never does);
@@ -380,8 +381,9 @@ as $$
 declare
     v_group   record;
     v_plan    record;
-    v_query   vector;
+    v_sample  record;
     v_queries vector[];
+    v_selves  uuid[];
     v_truth   uuid[];
     v_truths  uuid[];
     v_found   uuid[];
@@ -420,27 +422,28 @@ begin
         v_recall := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
-            -- Sample queries from the tenant's own data: the normalised midpoint of two of its vectors; each
-            -- with its exact k nearest (a row of v_truths, padded with NULL to k).
+            -- Sample queries from the tenant's own data: stored rows, each left out of its own answers (the
+            -- query a row's neighbours would be found by, without the row itself); each with its exact k nearest
+            -- other rows (a row of v_truths, padded with NULL to k).
             v_queries := '{}';
+            v_selves := '{}';
             v_truths := '{}';
-            for v_query in
-                select l2_normalize(a.vector + b.vector)
-                  from (select x.vector, row_number() over () as r
-                          from (select e.vector from memsub.memory_embeddings e
-                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
-                                 order by pg_catalog.random() limit p_samples * 2) x) a
-                  join (select y.vector, row_number() over () as r
-                          from (select e.vector from memsub.memory_embeddings e
-                                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
-                                 order by pg_catalog.random() limit p_samples) y) b on a.r = b.r
+            for v_sample in
+                select e.embedding_id, e.vector
+                  from memsub.memory_embeddings e
+                 where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
+                 order by pg_catalog.random()
+                 limit p_samples
             loop
                 execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
+                        '   and e.embedding_id <> $5'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
-                   into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
+                   into v_truth
+                  using v_sample.vector, p_k, v_group.embedding_type, v_group.tenant_id, v_sample.embedding_id;
                 v_truth := coalesce(v_truth, '{}');
-                v_queries := v_queries || v_query;
+                v_queries := v_queries || v_sample.vector;
+                v_selves := v_selves || v_sample.embedding_id;
                 v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
             end loop;
             v_done := cardinality(v_queries);
@@ -452,10 +455,13 @@ begin
                 perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
                 v_sum := 0;
                 for i in 1 .. v_done loop
+                    -- The walk as semantic_search runs it, one row longer; the sample row itself is dropped.
                     execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
                             '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                             ' order by e.vector <=> $1 limit $2) n'
-                       into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
+                       into v_found using v_queries[i], p_k + 1, v_group.embedding_type, v_group.tenant_id;
+                    v_found := array(select f.id from unnest(v_found) with ordinality f(id, position)
+                                      where f.id <> v_selves[i] order by f.position limit p_k);
                     v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
                                      ::double precision
                                    / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
@@ -494,7 +500,8 @@ $$;
 comment on function memsub.tune_search(integer, integer) is
     'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: '
     'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk '
-    'against the exact scan on samples queries drawn from the tenant''s data, from the derived ef_search up '
+    'against the exact scan on samples of the tenant''s own rows used as queries (each row left out of its own '
+    'answers), from the derived ef_search up '
     '(x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; '
     'stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, '
     'or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most '

@@ -65,6 +65,24 @@ def tenant_of(position: int, spec: Spec) -> str:
             f" /* big ~{big}, small ~{small} */")
 
 
+def create_mixture(conn: psycopg.Connection[Any], spec: Spec) -> None:
+    """The temporary tables ``centres`` and ``projection`` of the clustered vectors (the same for the same seed).
+
+    Vectors live near a low-dimensional manifold, as real embeddings do: a latent point (cluster centre plus
+    spread) in `latent` dimensions, spread over all dimensions by a fixed random projection, plus a little
+    isotropic noise. (Isotropic noise alone makes every neighbour equidistant, which no index can rank.)
+    """
+    conn.execute("select setseed(%s)", [spec.seed])
+    conn.execute(f"""
+        create temporary table centres as
+        select c, array(select (random() * 2 - 1)::real + 0 * c from generate_series(1, {spec.latent})) as v
+          from generate_series(1, {spec.clusters}) c""")
+    conn.execute(f"""
+        create temporary table projection as
+        select array(select ((random() + 0.5) * sign(random() - 0.5))::real
+                       from generate_series(1, {spec.dimension})) as a""")
+
+
 def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
     """Fill packet_store and memory_embeddings (superuser connection; commits).
 
@@ -80,18 +98,7 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
         conn.execute(f"drop index memsub.{name}")
     conn.execute("set maintenance_work_mem = '256MB'")
     conn.execute("set max_parallel_maintenance_workers = 0")  # the cores are shared
-    conn.execute("select setseed(%s)", [spec.seed])
-    # Vectors live near a low-dimensional manifold, as real embeddings do: a latent point (cluster centre plus
-    # spread) in `latent` dimensions, spread over all dimensions by a fixed random projection, plus a little
-    # isotropic noise. (Isotropic noise alone makes every neighbour equidistant, which no index can rank.)
-    conn.execute(f"""
-        create temporary table centres as
-        select c, array(select (random() * 2 - 1)::real + 0 * c from generate_series(1, {spec.latent})) as v
-          from generate_series(1, {spec.clusters}) c""")
-    conn.execute(f"""
-        create temporary table projection as
-        select array(select ((random() + 0.5) * sign(random() - 0.5))::real
-                       from generate_series(1, {spec.dimension})) as a""")
+    create_mixture(conn, spec)
     conn.execute(f"""
         insert into memsub.packet_store (packet_id, packet_type, envelope, "timestamp", tags, thread_id,
                                          importance_score, tenant_id, scope, content_hash)
@@ -152,3 +159,33 @@ def query_vector(conn: psycopg.Connection[Any], spec: Spec, number: int, embeddi
     base = [float(x) for x in str(row[0]).strip("[]").split(",")]
     shifted = [x + (0.05 if (i + number) % 3 == 0 else -0.05) for i, x in enumerate(base)]
     return "[" + ",".join(f"{x:.5f}" for x in shifted) + "]"
+
+
+def fresh_queries(conn: psycopg.Connection[Any], spec: Spec, count: int, embedding_type: str = "content",
+                  seed: float = 0.17) -> list[str]:
+    """Texts of ``count`` new vectors drawn the way the type's stored vectors were (deterministic in ``seed``):
+    queries like the data that are not in it. Clustered: a new point of a random cluster; uniform: a random
+    direction."""
+    if embedding_type in spec.uniform_types:
+        conn.execute("select setseed(%s)", [seed])
+        rows = conn.execute(
+            "select l2_normalize(array(select sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) + 0 * q.n"
+            " from generate_series(1, %s))::vector)::text from generate_series(1, %s) q(n) order by q.n",
+            [spec.dimension, count]).fetchall()
+        return [r[0] for r in rows]
+    create_mixture(conn, spec)
+    conn.execute("select setseed(%s)", [seed])
+    rows = conn.execute(f"""
+        select array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * q.n
+                       from unnest(pr.a) with ordinality u(a, o))::vector::text
+          from (select n, 1 + floor(random() * {spec.clusters})::int as cluster
+                  from generate_series(1, {count}) n) q
+          join centres c on c.c = q.cluster
+         cross join projection pr
+         cross join lateral (
+             select array(select c.v[i] + {spec.spread} * (random() * 2 - 1) + 0 * q.n
+                            from generate_series(1, {spec.latent}) i) as v) l
+         order by q.n""").fetchall()
+    conn.execute("drop table projection")
+    conn.execute("drop table centres")
+    return [r[0] for r in rows]

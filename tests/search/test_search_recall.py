@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from helpers import set_context
-from retrieval_data import BIG, Spec, build
+from retrieval_data import BIG, Spec, build, fresh_queries
 
 K = 10
 QUERIES = 12
@@ -49,15 +49,8 @@ def tuned(server: Any, template_db_384: str) -> Iterator[Any]:
 
 
 def queries(conn: Any, tenant: uuid.UUID, embedding_type: str) -> list[str]:
-    """Midpoints of pairs of the tenant's vectors, nudged: queries from the tenant's own distribution."""
-    rows = conn.execute(
-        "select (l2_normalize(a.vector + b.vector))::text from"
-        " (select vector, row_number() over (order by embedding_id) r from memsub.memory_embeddings"
-        "   where tenant_id = %s and embedding_type = %s order by embedding_id limit %s) a"
-        " join (select vector, row_number() over (order by embedding_id desc) r from memsub.memory_embeddings"
-        "   where tenant_id = %s and embedding_type = %s order by embedding_id desc limit %s) b on a.r = b.r",
-        [tenant, embedding_type, QUERIES, tenant, embedding_type, QUERIES]).fetchall()
-    return [r[0] for r in rows]
+    """New vectors drawn the way the space's rows were: queries like the tenant's data that are not in it."""
+    return fresh_queries(conn, SPEC, QUERIES, embedding_type, seed=(tenant.int % 997) / 1000)
 
 
 def truth(app: Any, tenant: uuid.UUID, vector: str, embedding_type: str) -> list[Any]:
