@@ -415,21 +415,49 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
         await pool.putconn(connection)
 
 
+@contextmanager
+def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
+    """A pipeline closed by one Sync, in autocommit mode: the statements sent inside form one transaction, which
+    the Sync commits (or rolls back after an error), with no BEGIN or COMMIT to send and wait for. The
+    connection's autocommit setting is put back afterwards."""
+    autocommit = connection.autocommit
+    connection.autocommit = True
+    try:
+        with connection.pipeline():
+            yield
+    finally:
+        if not connection.closed:
+            connection.autocommit = autocommit
+
+
+@asynccontextmanager
+async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
+    """The async twin of :func:`_one_sync`."""
+    autocommit = connection.autocommit
+    await connection.set_autocommit(True)
+    try:
+        async with connection.pipeline():
+            yield
+    finally:
+        if not connection.closed:
+            await connection.set_autocommit(autocommit)
+
+
 def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Call[None],
                     calls: Sequence[Call[Any]]) -> list[list[RowT]]:
-    """The rows of each call, all in a transaction of their own that ``context`` opens: BEGIN, the context and
-    the calls travel in one round trip, the COMMIT in a second; the connection goes back to the pool before this
-    returns. A database error is raised as psycopg raises it (and nothing is kept); a pool that cannot hand out a
-    connection in time raises ConnectionFailed."""
+    """The rows of each call, all in one transaction with the context ``context`` sets: the context and the
+    calls travel as one pipeline closed by one Sync (one round trip), which commits them together or, after an
+    error, keeps none of them; the connection goes back to the pool before this returns. A database error is
+    raised as psycopg raises it; a pool that cannot hand out a connection in time raises ConnectionFailed."""
     with pooled(pool) as connection:
         _with_times(connection)
         if any(call.vectors for call in calls) and not _has_vector(connection):
             register_vector_type(connection)
             connection.commit()
-        with connection.pipeline(), connection.transaction():
+        with _one_sync(connection):
             connection.execute(context.statement, context.params)
             cursors = [connection.execute(call.statement, call.params) for call in calls]
-            return [cursor.fetchall() for cursor in cursors]
+        return [cursor.fetchall() for cursor in cursors]
 
 
 async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]], context: Call[None],
@@ -440,10 +468,10 @@ async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnectio
         if any(call.vectors for call in calls) and not _has_vector(connection):
             await register_vector_type_async(connection)
             await connection.commit()
-        async with connection.pipeline(), connection.transaction():
+        async with _one_sync_async(connection):
             await connection.execute(context.statement, context.params)
             cursors = [await connection.execute(call.statement, call.params) for call in calls]
-            return [await cursor.fetchall() for cursor in cursors]
+        return [await cursor.fetchall() for cursor in cursors]
 
 
 def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:

@@ -312,7 +312,7 @@ def api_key_of(request: Request) -> str:
 async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
                     params: Sequence[Any]) -> tuple[Any, ...] | None:
     """The first row of ``query``, run after authenticating the request's key, all in one transaction
-    (``_calls.rows_in_context_async``: one round trip for both statements, a second for COMMIT). Database errors
+    (``_calls.rows_in_context_async``: one round trip for both statements and the commit). Database errors
     become problems; nothing is kept."""
     authenticate = _calls.query(AUTHENTICATE, [api_key_of(request)], _calls.nothing())
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool

@@ -58,7 +58,7 @@ def _calls_of(statements: Sequence[Statement]) -> list[_calls.Call[list[Row]]]:
 def call_many(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext,
               statements: Sequence[Statement]) -> list[list[Row]]:
     """The rows of each stored-function call, all in one transaction of the tenant context
-    (``_calls.rows_in_context``: one round trip, a second for COMMIT); database errors become memsub errors."""
+    (``_calls.rows_in_context``: one round trip, commit included); database errors become memsub errors."""
     try:
         return _calls.rows_in_context(pool, context.statement(), _calls_of(statements))
     except psycopg.Error as error:

@@ -1,0 +1,69 @@
+"""A per-call run (``_calls.rows_in_context``: per-call sessions, HTTP, MCP, the framework adapters) is one
+transaction: the context and every call commit together or not at all, and the connection goes back to the pool
+idle, with no context and as it was configured.
+
+It travels as one pipeline closed by one Sync, with no BEGIN or COMMIT of its own: the statements of a pipeline
+form one transaction up to its Sync, which commits it (or, after an error, rolls it back).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.pq import TransactionStatus
+
+from memsub import _calls
+from memsub.async_client import AsyncSubstrate
+from memsub.client import Substrate
+
+from helpers import TENANT_A
+
+CONTEXT = _calls.set_context(TENANT_A, None, None, [], None)
+TRANSACTION = _calls.query("select pg_current_xact_id()::text as xid, memsub.current_tenant_id() as tenant",
+                           [], _calls.raw())
+ADD_EDGE = _calls.query("select relationship_id from memsub.temporal_edge_add(%s, 'works_at', 'Acme')", ["Kept"],
+                        _calls.raw())
+FAILS = _calls.query("select 1 / 0 as never", [], _calls.raw())
+EDGES = _calls.query("select count(*) as n from memsub.entity_relationships where source_entity = %s", ["Kept"],
+                     _calls.raw())
+
+
+def idle_and_clean(connection: Any, autocommit: bool) -> None:
+    assert connection.info.transaction_status == TransactionStatus.IDLE
+    assert connection.autocommit is autocommit
+    row = connection.execute("select coalesce(current_setting('memsub.tenant_id', true), '') as tenant").fetchone()
+    connection.rollback()
+    assert row == {"tenant": ""}
+
+
+def test_the_context_and_the_calls_run_in_one_transaction(db: Any) -> None:
+    with Substrate(db.dsn("app")) as substrate:
+        first, second = _calls.rows_in_context(substrate.pool, CONTEXT, [TRANSACTION, TRANSACTION])
+        assert first == second and first[0]["tenant"] == TENANT_A, (first, second)
+        with substrate.pool.connection() as connection:
+            idle_and_clean(connection, autocommit=False)
+
+
+def test_a_failing_call_keeps_nothing_and_the_connection_goes_back_clean(db: Any) -> None:
+    with Substrate(db.dsn("app")) as substrate:
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            _calls.rows_in_context(substrate.pool, CONTEXT, [ADD_EDGE, FAILS])
+        assert _calls.rows_in_context(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        with substrate.pool.connection() as connection:
+            idle_and_clean(connection, autocommit=False)
+        _calls.rows_in_context(substrate.pool, CONTEXT, [ADD_EDGE])
+        assert _calls.rows_in_context(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 1}]]
+
+
+@pytest.mark.asyncio
+async def test_async_runs_are_one_transaction_too(db: Any) -> None:
+    async with AsyncSubstrate(db.dsn("app")) as substrate:
+        first, second = await _calls.rows_in_context_async(substrate.pool, CONTEXT, [TRANSACTION, TRANSACTION])
+        assert first == second and first[0]["tenant"] == TENANT_A
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await _calls.rows_in_context_async(substrate.pool, CONTEXT, [ADD_EDGE, FAILS])
+        assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        async with substrate.pool.connection() as connection:
+            assert connection.info.transaction_status == TransactionStatus.IDLE and connection.autocommit is False
