@@ -117,7 +117,7 @@ async def measure(url: str, app_dsn: str, data: dict[str, Any], seconds: float,
     headers = {"Authorization": f"Bearer {data['key']}"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
-        app_dsn, min_size=concurrency, max_size=concurrency, open=False)
+        app_dsn, min_size=concurrency, max_size=concurrency, open=False, kwargs={"autocommit": True})
     await pool.open(wait=True)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=60) as client:
         for name, ((method, path, body), (query, args)) in routes(data).items():
@@ -127,7 +127,7 @@ async def measure(url: str, app_dsn: str, data: dict[str, Any], seconds: float,
                     raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
 
             async def direct(_: int, query: str = query, args: list[Any] = args) -> None:
-                async with pool.connection() as conn, conn.pipeline(), conn.transaction():
+                async with pool.connection() as conn, conn.pipeline():
                     await conn.execute(AUTH, [data["key"]])
                     await (await conn.execute(query, args)).fetchall()
 

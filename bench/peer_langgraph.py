@@ -89,9 +89,8 @@ class Memsub:
 
     def call(self, user: uuid.UUID | None, query: bytes, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.conn.pipeline():
-            with self.conn.transaction():
-                self.conn.execute(b"select memsub.set_context(%s, %s, %s)", [TENANT, ORG, user], prepare=True)
-                cursor = self.conn.execute(query, params, prepare=True)
+            self.conn.execute(b"select memsub.set_context(%s, %s, %s)", [TENANT, ORG, user], prepare=True)
+            cursor = self.conn.execute(query, params, prepare=True)
             return cursor.fetchall()
 
     def close(self) -> None:

@@ -16,7 +16,8 @@ LangGraph through ``store.batch`` of ``PutOp`` into namespace ``("docs", tenant)
 same vector. Then ``vacuum analyze`` and memsub's maintenance task ``tune_search`` (as run by ``memsub maintain``).
 
 Timed side by side (rounds alternate which side goes first, as in peer_langgraph.py; one round trip per memsub
-call: BEGIN, ``set_context``, the call and COMMIT in one pipeline):
+call: ``set_context`` and the call in one pipeline on an autocommit connection, whose Sync commits both, as
+the client's per-call mode sends them):
 
 - get one item: ``memsub.get_packet`` against ``store.get(("docs", tenant), key)``;
 - get 100 items of a tenant: ``memsub.get_packets`` against ``store.batch`` of 100 ``GetOp``;
@@ -82,16 +83,14 @@ class Memsub:
 
     def call(self, tenant: uuid.UUID, query: bytes, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.conn.pipeline():
-            with self.conn.transaction():
-                self.conn.execute(b"select memsub.set_context(%s)", [tenant], prepare=True)
-                cursor = self.conn.execute(query, params, prepare=True)
+            self.conn.execute(b"select memsub.set_context(%s)", [tenant], prepare=True)
+            cursor = self.conn.execute(query, params, prepare=True)
             return cursor.fetchall()
 
     def calls(self, tenant: uuid.UUID, statements: Sequence[tuple[bytes, Sequence[Any]]]) -> list[Any]:
         with self.conn.pipeline():
-            with self.conn.transaction():
-                self.conn.execute(b"select memsub.set_context(%s)", [tenant], prepare=True)
-                cursors = [self.conn.execute(q, p, prepare=True) for q, p in statements]
+            self.conn.execute(b"select memsub.set_context(%s)", [tenant], prepare=True)
+            cursors = [self.conn.execute(q, p, prepare=True) for q, p in statements]
             return [c.fetchall() for c in cursors]
 
     def close(self) -> None:

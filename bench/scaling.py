@@ -129,9 +129,8 @@ class App:
 
     def call(self, query: bytes, params: list[Any]) -> list[tuple[Any, ...]]:
         with self.conn.pipeline():
-            with self.conn.transaction():
-                self.conn.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
-                cursor = self.conn.execute(query, params, prepare=True)
+            self.conn.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
+            cursor = self.conn.execute(query, params, prepare=True)
             return cursor.fetchall()
 
 

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                             "[" + ",".join(envelope(ids[i], i, texts[i], vectors[i]) for i in span) + "]"))
 
         def memsub_batch(b: tuple[Any, str]) -> None:
-            with ms.pipeline(), ms.transaction():
+            with ms.pipeline():
                 ms.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
                 ms.execute(b"select count(*) from memsub.write_packets(%s::jsonb)", [b[1]], prepare=True)
 

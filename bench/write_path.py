@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         plain = psycopg.connect(app, autocommit=True)
 
         def memsub_call(query: bytes, params: Sequence[Any]) -> None:
-            with ms.pipeline(), ms.transaction():
+            with ms.pipeline():
                 ms.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
                 ms.execute(query, params, prepare=True)
 
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
 
                 def insert(packet: tuple[str | None, ...] = packet,
                            embedding: tuple[str | None, ...] = embedding) -> None:
-                    with plain.pipeline(), plain.transaction():
+                    with plain.pipeline():
                         plain.execute(statements["packets"], packet, prepare=True)
                         plain.execute(statements["embeddings"], embedding, prepare=True)
                 timed("insert", insert)
