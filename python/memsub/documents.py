@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from memsub._calls import Area, Call, Json, SessionT, Steps, function, json_or_none, method, one, optional, rows, scalar
+from memsub.embedding import Embedder
 from memsub.errors import InvalidInput
 
 Mime = Literal["pdf", "md", "txt"]
@@ -37,16 +38,6 @@ SUFFIX_MIME: dict[str, Mime] = {".md": "md", ".markdown": "md", ".txt": "txt", "
 DEFAULT_MAX_CHARS = 1200
 SUMMARY_CHARS = 280
 MAX_KEY_CONCEPTS = 20
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What ingest needs from an embedding model: its dimension and a batch embedding call."""
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
 @dataclass(frozen=True)

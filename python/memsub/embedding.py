@@ -35,28 +35,23 @@ MINILM_DIMENSION = 384
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class TextEmbedder(Protocol):
-    """Anything that embeds a batch of texts (what the client needs to embed on write or to embed a query)."""
-
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
-
-
-def embed_one(embedder: TextEmbedder, text: str) -> list[float]:
-    """The vector of one text, checking that the embedder returned exactly one."""
-    vectors = embedder.embed([text])
-    if len(vectors) != 1:
-        raise ValueError(f"the embedder returned {len(vectors)} vectors for 1 text")
-    return [float(v) for v in vectors[0]]
-
-
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors of ``dimension`` floats, one per text, in order."""
+    """Turns texts into vectors of ``dimension`` floats, one per text, in order: what the client embeds with on
+    write, for a query and on ingest."""
 
     @property
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def embed_one(embedder: Embedder, text: str) -> list[float]:
+    """The vector of one text, checking that the embedder returned exactly one."""
+    vectors = embedder.embed([text])
+    if len(vectors) != 1:
+        raise ValueError(f"the embedder returned {len(vectors)} vectors for 1 text")
+    return [float(v) for v in vectors[0]]
 
 
 class HashingEmbedder:
@@ -235,7 +230,7 @@ def envelope_text(envelope: MutableMapping[str, Any]) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
-def embed_envelopes(envelopes: Sequence[MutableMapping[str, Any]], embedder: TextEmbedder,
+def embed_envelopes(envelopes: Sequence[MutableMapping[str, Any]], embedder: Embedder,
                     embedding_type: str = "content") -> int:
     """Add to each envelope with a text (:func:`envelope_text`) and no ``embedding_type`` vector of its own a
     ``memory.embeddings`` entry holding the text's vector and the text as its chunk, so the packet is found by

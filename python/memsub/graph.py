@@ -38,7 +38,7 @@ from memsub._calls import (
     rows,
     vector,
 )
-from memsub.embedding import TextEmbedder, embed_one
+from memsub.embedding import Embedder, embed_one
 from memsub.errors import MemsubError
 from memsub.models import TenantRow
 
@@ -364,7 +364,7 @@ def graph_upsert_entity(
     doc_refs: Sequence[DocRef | dict[str, Any]] | None = None,
     confidence: float | None = None,
     embedding: Sequence[float] | None = None,
-    embedder: TextEmbedder | None = None,
+    embedder: Embedder | None = None,
 ) -> Call[EntityNode]:
     """Create or update an Entity node, adding aliases and DocRefs; with ``embedding``, or an ``embedder`` (which
     embeds the name and aliases), the node carries a vector for :func:`entity_search` (memsub.graph_upsert_entity)."""
@@ -377,7 +377,7 @@ def graph_upsert_entity(
 
 
 def entity_search(query_text: str | None, query: Sequence[float] | None = None, *,
-                  embedder: TextEmbedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
+                  embedder: Embedder | None = None, k: int | None = None) -> Call[list[EntityHit]]:
     """Entity nodes by meaning (``query``, or ``query_text`` embedded by ``embedder``) and by name or alias
     (``query_text``), fused by reciprocal rank fusion (memsub.entity_search; default 10)."""
     if query is None and embedder is not None and query_text is not None:

@@ -42,7 +42,7 @@ from memsub._calls import (
     rows,
     vector,
 )
-from memsub.embedding import TextEmbedder, embed_one
+from memsub.embedding import Embedder, embed_one
 from memsub.errors import ConflictError
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
@@ -160,7 +160,7 @@ def memory_text(key: str, value: Any) -> str:
 
 def memory_write(namespace: str, key: str, value: Any, *, expected_version: int | None = None,
                  memory_type: MemoryType = "semantic", metadata: dict[str, Any] | None = None,
-                 embedding: Sequence[float] | None = None, embedder: TextEmbedder | None = None) -> Call[MemoryEntry]:
+                 embedding: Sequence[float] | None = None, embedder: Embedder | None = None) -> Call[MemoryEntry]:
     """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
 
     The version carries ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so
@@ -198,7 +198,7 @@ def memory_list(namespace_prefix: str) -> Call[list[MemoryEntry]]:
 
 
 def memory_search(query_text: str | None, query: Sequence[float] | None = None, *,
-                  embedder: TextEmbedder | None = None, k: int = 10,
+                  embedder: Embedder | None = None, k: int = 10,
                   namespace_prefix: str | None = None) -> Call[list[MemoryHit]]:
     """Namespaced memory the caller may see, by meaning (``query``, or ``query_text`` embedded by ``embedder``) and
     by words (``query_text``), fused by reciprocal rank fusion (memsub.memory_search)."""
