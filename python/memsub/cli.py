@@ -31,6 +31,8 @@ from memsub.embedding import EMBEDDER_SPEC_HELP, embed_envelopes, resolve_embedd
 from memsub.errors import ConfigurationError, InvalidInput, MemsubError, NotFound
 from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
+from memsub.models import PacketWriteResult
+from memsub.packets import write_packet_batch
 
 
 @click.group(cls=GuardedGroup)
@@ -262,9 +264,8 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
                     chunk = envelopes[start:start + batch_size]
                     if embedder is not None:
                         embed_envelopes(chunk, embedder)
-                    for result in session.packets.write_packets(chunk, batch_size=batch_size):
-                        result.position += start
-                        results.append(result)
+                    written: list[PacketWriteResult] = session.run(write_packet_batch(chunk, offset=start))
+                    results.extend(written)
                     bar.update(len(chunk))
     except MemsubError as error:
         fail(error, suffix="; nothing was written")

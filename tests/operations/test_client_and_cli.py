@@ -142,6 +142,24 @@ def test_cli_packet_write_json_array_from_stdin_and_bad_input_writes_nothing(db)
     assert result.exit_code != 0 and superuser_count(db) == 3
 
 
+def test_cli_packet_write_in_batches_reports_each_envelope_at_its_place_and_a_bad_batch_keeps_nothing(db):
+    runner = CliRunner()
+    base = ["--dsn", db.dsn("app"), "--tenant", str(TENANT_A)]
+    envelopes = [{"packet_id": str(uuid.uuid4()), "packet_type": "event", "payload": n} for n in range(5)]
+    result = runner.invoke(cli, ["packet", "write", "-", *base, "--batch-size", "2", "--json"],
+                           input=json.dumps(envelopes))
+    assert result.exit_code == 0, result.output
+    written = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [(w["position"], w["packet_id"]) for w in written] == [(n, e["packet_id"]) for n, e in
+                                                                  enumerate(envelopes, start=1)]
+    # the third batch is bad: the two before it, in the same transaction, are not kept either
+    more = [{"packet_type": "event", "payload": n} for n in range(4)] + [{"packet_type": "event", "payload": 1,
+                                                                          "thread_id": "nope"}]
+    result = runner.invoke(cli, ["packet", "write", "-", *base, "--batch-size", "2"], input=json.dumps(more))
+    assert result.exit_code == 2 and "nothing was written" in result.output
+    assert superuser_count(db) == 5
+
+
 def test_cli_manages_an_embedded_cluster(tmp_path: Path):
     data_dir = tmp_path / "cluster"
     tmp_path.chmod(0o755)
