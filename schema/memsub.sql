@@ -956,7 +956,7 @@ COMMENT ON COLUMN memsub.document_index.chunk_count IS 'Number of chunks of this
 
 COMMENT ON COLUMN memsub.document_index.superseded_at IS 'When a newer version of the path replaced this one (NULL while latest).';
 
-CREATE FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) RETURNS memsub.document_index
+CREATE FUNCTION memsub._document_index_write(p_entry memsub.document_index) RETURNS memsub.document_index
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -964,7 +964,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_row    memsub.document_index;
 begin
-    if not p_new_version then
+    if p_entry.version is null then
         -- The latest entry of the path gets the embedding and metadata (a new path gets version 1).
         insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
         values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path, p_entry.embedding,
@@ -1000,9 +1000,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._document_index_write(p_entry memsub.document_index) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) IS 'Internal: stores a document_index entry in the caller''s context. p_new_version false: the path''s latest entry takes the entry''s embedding and metadata (created as version 1 for a new path); true: the entry (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the caller cannot see).';
+COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) IS 'Internal: stores a document_index entry in the caller''s context. An entry without a version: the path''s latest entry takes its embedding and metadata (created as version 1 for a new path). An entry with a version (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the caller cannot see).';
 
 CREATE FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
@@ -4545,7 +4545,7 @@ begin
     v_entry.file_path := p_file_path;
     v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
     v_entry.metadata := p_metadata;
-    v_entry := memsub._document_index_write(v_entry, false);
+    v_entry := memsub._document_index_write(v_entry);
     perform memsub.audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
                                         'dimensions', cardinality(p_embedding)));
@@ -4649,7 +4649,7 @@ begin
     v_entry.extracted_text := p_text;
     v_entry.packet_id := v_packet;
     v_entry.chunk_count := v_chunks;
-    perform memsub._document_index_write(v_entry, true);
+    perform memsub._document_index_write(v_entry);
     if v_latest.id is not null then
         -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
@@ -12332,7 +12332,7 @@ GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limi
 GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;

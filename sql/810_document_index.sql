@@ -6,8 +6,10 @@
 
 -- The one writer of document_index rows: document_index_put and document_ingest both store entries through it,
 -- so an entry's identity (tenant, organization, user of the context) and the one-latest-version-per-path rule
--- are written in one place.
-create or replace function memsub._document_index_write(p_entry memsub.document_index, p_new_version boolean)
+-- are written in one place. What is written follows from the entry: one without a version number (an index
+-- entry of document_index_put) updates the path's latest entry, one with a version (document_ingest) becomes it.
+drop function if exists memsub._document_index_write(memsub.document_index, boolean);
+create or replace function memsub._document_index_write(p_entry memsub.document_index)
 returns memsub.document_index
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -16,7 +18,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_row    memsub.document_index;
 begin
-    if not p_new_version then
+    if p_entry.version is null then
         -- The latest entry of the path gets the embedding and metadata (a new path gets version 1).
         insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
         values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path, p_entry.embedding,
@@ -51,12 +53,12 @@ begin
     return v_row;
 end
 $$;
-comment on function memsub._document_index_write(memsub.document_index, boolean) is
-    'Internal: stores a document_index entry in the caller''s context. p_new_version false: the path''s latest '
-    'entry takes the entry''s embedding and metadata (created as version 1 for a new path); true: the entry '
-    '(id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes '
-    'the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the '
-    'caller cannot see).';
+comment on function memsub._document_index_write(memsub.document_index) is
+    'Internal: stores a document_index entry in the caller''s context. An entry without a version: the path''s '
+    'latest entry takes its embedding and metadata (created as version 1 for a new path). An entry with a '
+    'version (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) '
+    'becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version '
+    'is one the caller cannot see).';
 
 create or replace function memsub.document_index_put(
     p_file_path text,
@@ -85,7 +87,7 @@ begin
     v_entry.file_path := p_file_path;
     v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
     v_entry.metadata := p_metadata;
-    v_entry := memsub._document_index_write(v_entry, false);
+    v_entry := memsub._document_index_write(v_entry);
     perform memsub.audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
                                         'dimensions', cardinality(p_embedding)));

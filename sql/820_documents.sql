@@ -175,7 +175,7 @@ begin
     v_entry.extracted_text := p_text;
     v_entry.packet_id := v_packet;
     v_entry.chunk_count := v_chunks;
-    perform memsub._document_index_write(v_entry, true);
+    perform memsub._document_index_write(v_entry);
     if v_latest.id is not null then
         -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e

@@ -29,6 +29,6 @@ def test_the_internal_writer_is_not_callable_by_client_roles(db: Any) -> None:
     granted = ground_truth(db, """
         select r.rolname from pg_roles r
          where r.rolname ~ '^memsub_' and r.rolname <> 'memsub_owner'
-           and has_function_privilege(r.oid, 'memsub._document_index_write(memsub.document_index, boolean)',
+           and has_function_privilege(r.oid, 'memsub._document_index_write(memsub.document_index)',
                                       'execute')""")
     assert granted == []
