@@ -2061,6 +2061,15 @@ ALTER FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], 
 
 COMMENT ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Logs one access per visible target id (with its relevance score) in one statement and counts them on the targets; ids the caller cannot see are skipped. used by the retrieval functions when asked to record. Returns the access id of each target.';
 
+CREATE FUNCTION memsub.view_refresh_methods() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['concurrently', 'full', 'none']::text[] $$;
+
+ALTER FUNCTION memsub.view_refresh_methods() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.view_refresh_methods() IS 'How a materialized view was refreshed (memory_view_refresh_log.method): concurrently once it is populated, full for its first population, or none when the refresh was skipped.';
+
 CREATE FUNCTION memsub.view_refresh_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2082,7 +2091,7 @@ CREATE TABLE memsub.memory_view_refresh_log (
     row_count bigint,
     error text,
     refreshed_by text DEFAULT SESSION_USER NOT NULL,
-    CONSTRAINT memory_view_refresh_log_method_known CHECK ((method = ANY (ARRAY['concurrently'::text, 'full'::text, 'none'::text]))),
+    CONSTRAINT memory_view_refresh_log_method_known CHECK ((method = ANY (memsub.view_refresh_methods()))),
     CONSTRAINT memory_view_refresh_log_status_known CHECK ((status = ANY (memsub.view_refresh_statuses())))
 );
 
@@ -2096,7 +2105,7 @@ COMMENT ON COLUMN memsub.memory_view_refresh_log.run_id IS 'One refresh_memory_v
 
 COMMENT ON COLUMN memsub.memory_view_refresh_log.view_name IS 'Materialized view refreshed (or "*" for a skipped run).';
 
-COMMENT ON COLUMN memsub.memory_view_refresh_log.method IS 'concurrently (populated view), full (first population) or none (skipped).';
+COMMENT ON COLUMN memsub.memory_view_refresh_log.method IS 'One of memsub.view_refresh_methods(): concurrently (populated view), full (first population) or none (skipped).';
 
 COMMENT ON COLUMN memsub.memory_view_refresh_log.status IS 'One of memsub.view_refresh_statuses(): ok, error, or skipped (another refresh held the lock).';
 
@@ -12432,6 +12441,11 @@ GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[]
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.view_refresh_methods() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub.view_refresh_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_app;

@@ -111,6 +111,14 @@ comment on function memsub.view_refresh_statuses() is
     'How the refresh of a materialized view ended (memory_view_refresh_log.status): ok, error, or skipped because '
     'another refresh of the view held its lock.';
 
+create or replace function memsub.view_refresh_methods() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['concurrently', 'full', 'none']::text[] $$;
+comment on function memsub.view_refresh_methods() is
+    'How a materialized view was refreshed (memory_view_refresh_log.method): concurrently once it is populated, '
+    'full for its first population, or none when the refresh was skipped.';
+
 create or replace function memsub._alternatives(p_values text[]) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -126,7 +134,7 @@ comment on function memsub._alternatives(text[]) is
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers(),
     memsub.context_roles(), memsub.packet_scopes(), memsub.derivation_types(),
     memsub.task_statuses(), memsub.task_final_statuses(), memsub.session_statuses(), memsub.agent_statuses(),
-    memsub.summary_scope_types(), memsub.view_refresh_statuses()
+    memsub.summary_scope_types(), memsub.view_refresh_statuses(), memsub.view_refresh_methods()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
@@ -134,5 +142,5 @@ grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
 -- packet_store and semantic_memory (importance learning), memsub_expiry_owner inserts packet_tombstones.
 grant execute on function memsub.packet_scopes() to memsub_retrieval_owner, memsub_expiry_owner;
 -- memsub_view_owner's memsub._refresh_memory_view inserts memory_view_refresh_log rows.
-grant execute on function memsub.view_refresh_statuses() to memsub_view_owner;
+grant execute on function memsub.view_refresh_statuses(), memsub.view_refresh_methods() to memsub_view_owner;
 grant execute on function memsub.maintain_tasks() to memsub_platform_admin;

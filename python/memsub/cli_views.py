@@ -13,6 +13,7 @@ from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED, fail
 
 ViewRefreshStatus = Literal["ok", "error", "skipped"]
+ViewRefreshMethod = Literal["concurrently", "full", "none"]
 """How the refresh of a view ended (memory_view_refresh_log.status, the database's view_refresh_statuses())."""
 
 
@@ -33,7 +34,8 @@ def refresh_views_command(dsn: str | None, as_json: bool) -> None:
             "from memsub.memory_view_refresh_log where run_id = %s order by started_at", [called[0]]).fetchall()
     failed = 0
     skipped = 0
-    for view_name, method, logged, duration_ms, row_count, error_text in rows:
+    for view_name, how, logged, duration_ms, row_count, error_text in rows:
+        method: ViewRefreshMethod = how
         status: ViewRefreshStatus = logged
         if as_json:
             emit_json({"view_name": view_name, "method": method, "status": status, "duration_ms": duration_ms,

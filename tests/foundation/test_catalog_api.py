@@ -21,7 +21,7 @@ SQL_ONLY = {
     # formulas and vocabularies analysts use in their own queries (docs/retrieval.md, docs/development.md)
     "combined_score", "memory_strength", "normalize_text", "embedding_types", "memory_types", "memory_tiers",
     "packet_scopes", "derivation_types", "task_statuses", "task_final_statuses",
-    "session_statuses", "agent_statuses", "summary_scope_types", "view_refresh_statuses",
+    "session_statuses", "agent_statuses", "summary_scope_types", "view_refresh_statuses", "view_refresh_methods",
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
-from memsub.cli_views import ViewRefreshStatus
+from memsub.cli_views import ViewRefreshMethod, ViewRefreshStatus
 from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
@@ -25,7 +25,8 @@ from helpers import TENANT_A, expect_error, set_context
     ("embedding_types", EmbeddingType), ("memory_types", MemoryType), ("memory_tiers", MemoryTier),
     ("context_roles", ContextRole), ("packet_scopes", Scope), ("derivation_types", DerivationType),
     ("task_statuses", TaskStatus), ("session_statuses", SessionStatus), ("agent_statuses", AgentStatus),
-    ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus)])
+    ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus),
+    ("view_refresh_methods", ViewRefreshMethod)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -93,12 +94,13 @@ def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db
     assert "agent_statuses()" in definitions["agents_status_check"]
     assert "summary_scope_types()" in definitions["memory_summaries_scope_type_known"]
     assert "view_refresh_statuses()" in definitions["memory_view_refresh_log_status_known"]
+    assert "view_refresh_methods()" in definitions["memory_view_refresh_log_method_known"]
     assert "context_roles()" in definitions["api_keys_roles"]
 
 
 VOCABULARIES = ("embedding_types", "memory_types", "memory_tiers", "context_roles", "packet_scopes",
                 "derivation_types", "task_statuses", "task_final_statuses", "session_statuses", "agent_statuses",
-                "summary_scope_types", "view_refresh_statuses")
+                "summary_scope_types", "view_refresh_statuses", "view_refresh_methods")
 
 
 @pytest.mark.parametrize("function", VOCABULARIES)
