@@ -206,35 +206,44 @@ awaited calls (:func:`method` binds it either way)."""
 
 def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T]:
     """A call of ``memsub.<name>`` with named arguments; arguments that are None take the SQL default."""
-    parts: list[sql.Composable] = []
+    given: list[tuple[str, bool]] = []
     params: list[Any] = []
     vectors = False
     for argument, value in arguments.items():
         if value is None:
             continue
-        placeholder = sql.SQL("{} => %s").format(sql.Identifier("p_" + argument))
+        is_json = isinstance(value, Json)
         if value is NULL:
             value = None
-        elif isinstance(value, Json):
+        elif is_json:
             value = json_text(value.value, argument)
-            placeholder = sql.SQL("{} => %s::jsonb").format(sql.Identifier("p_" + argument))
         elif isinstance(value, Vector):
             vectors = True
         elif isinstance(value, UUID):
             value = str(value)
         elif isinstance(value, list) and any(isinstance(item, UUID) for item in value):
             value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
-        parts.append(placeholder)
+        given.append((argument, is_json))
         params.append(value)
+    return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors)
+
+
+@functools.lru_cache(maxsize=4096)
+def _function_statement(name: str, arguments: tuple[tuple[str, bool], ...],
+                        columns: tuple[str, ...] | None) -> bytes:
+    """The statement text of a call of ``memsub.<name>`` with these named arguments (each a JSON one or not) and
+    result columns, composed once per shape and kept: a call then costs the binding of its values only."""
+    parts = [sql.SQL("{} => %s::jsonb" if is_json else "{} => %s").format(sql.Identifier("p_" + argument))
+             for argument, is_json in arguments]
     target = sql.SQL("{}({})").format(sql.Identifier("memsub", name), sql.SQL(", ").join(parts))
-    if shape.columns == ("value",):
+    if columns == ("value",):
         statement: sql.Composed = sql.SQL("select {} as value").format(target)
-    elif shape.columns is None:
+    elif columns is None:
         statement = sql.SQL("select * from {}").format(target)
     else:
-        columns = sql.SQL(", ").join(sql.Identifier(column) for column in shape.columns)
-        statement = sql.SQL("select {} from {}").format(columns, target)
-    return Call(statement, params, shape.decode, vectors)
+        statement = sql.SQL("select {} from {}").format(
+            sql.SQL(", ").join(sql.Identifier(column) for column in columns), target)
+    return statement.as_bytes(None)
 
 
 def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
