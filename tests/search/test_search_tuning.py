@@ -112,24 +112,25 @@ def test_the_walk_misses_the_goal_at_the_derived_ef_search_and_reaches_it_at_a_l
     assert recalls[DERIVED_EF] < 0.95 and recalls[250] >= 0.96, recalls
 
 
+def walks_at_its_defaults(tuned: Tuned, space: str, ef_search: int) -> None:
+    """semantic_search at its default settings walks the space at ef_search and reaches recall@10 0.95."""
+    assert strategy(tuned.database, space) == ("approximate", ef_search, 1.0)
+    with tuned.database.connect("app", autocommit=True) as app:
+        got, methods = recall(app, tuned.queries[space], space)
+    assert methods == {"approximate"}
+    assert got >= 0.95, f"{space}: recall@10 {got:.3f} at ef_search {ef_search}"
+
+
 def test_tune_search_raises_ef_search_until_the_walk_reaches_the_goal(tuned):
     ef_search, measured, samples = stats(tuned.database, "context")
     assert ef_search > DERIVED_EF and measured >= 0.97 and samples == SAMPLES, (ef_search, measured, samples)
-    assert strategy(tuned.database, "context") == ("approximate", ef_search, 1.0)
-    with tuned.database.connect("app", autocommit=True) as app:
-        got, methods = recall(app, tuned.queries["context"], "context")
-    assert methods == {"approximate"}
-    assert got >= 0.95, f"recall@10 {got:.3f} at ef_search {ef_search}"
+    walks_at_its_defaults(tuned, "context", ef_search)
 
 
 def test_tune_search_keeps_the_derived_ef_search_where_the_walk_already_reaches_the_goal(tuned):
     ef_search, measured, samples = stats(tuned.database, "content")
     assert (ef_search, samples) == (DERIVED_EF, SAMPLES) and measured >= 0.97, (ef_search, measured, samples)
-    assert strategy(tuned.database, "content") == ("approximate", DERIVED_EF, 1.0)
-    with tuned.database.connect("app", autocommit=True) as app:
-        got, methods = recall(app, tuned.queries["content"], "content")
-    assert methods == {"approximate"}
-    assert got >= 0.95, f"recall@10 {got:.3f} at ef_search {ef_search}"
+    walks_at_its_defaults(tuned, "content", DERIVED_EF)
 
 
 def test_an_ef_search_the_caller_passes_is_kept(tuned):
