@@ -9541,8 +9541,9 @@ begin
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
-    -- of the tenant per sample query (the truth, computed once) and one walk per sample query and ef_search
-    -- tried: at most five (40, 100, 250, 625, 1000), each bounded by hnsw.max_scan_tuples.
+    -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
+    -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
+    -- 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -9650,7 +9651,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row), from the derived ef_search up (x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most five walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row), from the derived ef_search up (x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER

@@ -404,8 +404,9 @@ begin
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
-    -- of the tenant per sample query (the truth, computed once) and one walk per sample query and ef_search
-    -- tried: at most five (40, 100, 250, 625, 1000), each bounded by hnsw.max_scan_tuples.
+    -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
+    -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
+    -- 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
         select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
           from memsub.memory_embeddings e
@@ -518,7 +519,7 @@ comment on function memsub.tune_search(integer, integer) is
     '(x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; '
     'stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, '
     'or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most '
-    'five walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
+    'six walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
