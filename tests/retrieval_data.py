@@ -83,6 +83,27 @@ def create_mixture(conn: psycopg.Connection[Any], spec: Spec) -> None:
                        from generate_series(1, {spec.dimension})) as a""")
 
 
+def vector_sql(spec: Spec, embedding_type: str, row: str) -> str:
+    """SQL of one vector of the type for the row ``row`` (with a column n), in a query with mixture_joins.
+
+    Uniform: normally distributed coordinates (Box-Muller), i.e. uniformly distributed directions. Clustered:
+    the latent point l spread over every dimension by the projection, plus a little noise. (Each ``+ 0 * ...``
+    ties a subquery to its row, so it is drawn again for every row.)"""
+    if embedding_type in spec.uniform_types:
+        return (f"l2_normalize(array(select sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) + 0 * {row}.n"
+                " + 0 * u.a from unnest(pr.a) u(a))::vector)")
+    return (f"array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * {row}.n"
+            " from unnest(pr.a) with ordinality u(a, o))::vector")
+
+
+def mixture_joins(spec: Spec, row: str) -> str:
+    """The joins vector_sql reads for the row ``row`` (with columns n and cluster): its cluster's centre, the
+    projection and a latent point near the centre (l)."""
+    return (f"join centres c on c.c = {row}.cluster cross join projection pr"
+            f" cross join lateral (select array(select c.v[i] + {spec.spread} * (random() * 2 - 1) + 0 * {row}.n"
+            f" from generate_series(1, {spec.latent}) i) as v) l")
+
+
 def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
     """Fill packet_store and memory_embeddings (superuser connection; commits).
 
@@ -114,17 +135,11 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
                md5(i::text)
           from generate_series(1, {spec.packets}) i""")
     for number, embedding_type in enumerate(spec.types):
-        # Uniform: normally distributed coordinates (Box-Muller), i.e. uniformly distributed directions.
-        vector_expression = (
-            "l2_normalize(array(select sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) + 0 * p.n + 0 * u.a"
-            " from unnest(pr.a) u(a))::vector)" if embedding_type in spec.uniform_types else
-            f"array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * p.n"
-            " from unnest(pr.a) with ordinality u(a, o))::vector")
         conn.execute(f"""
             insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text,
                                                   tenant_id, scope)
             select p.packet_id, '{embedding_type}',
-                   {vector_expression},
+                   {vector_sql(spec, embedding_type, "p")},
                    0,
                    'cluster' || p.cluster || ' topic' || (p.cluster % 7) || ' word' || (random() * 300)::int
                    || ' word' || (random() * 300)::int || ' item' || p.n,
@@ -134,11 +149,7 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
                            1 + (hashint8(('x' || substr(s.packet_id::text, 25))::bit(48)::bigint + {number})
                                 & 2147483647) % {spec.clusters} as cluster
                       from memsub.packet_store s) p
-              join centres c on c.c = p.cluster
-              cross join projection pr
-              cross join lateral (
-                  select array(select c.v[i] + {spec.spread} * (random() * 2 - 1) + 0 * p.n
-                                 from generate_series(1, {spec.latent}) i) as v) l""")
+              {mixture_joins(spec, "p")}""")
     conn.execute("drop table projection")
     conn.execute("drop table centres")
     for name, definition, comment in indexes:
@@ -166,25 +177,13 @@ def fresh_queries(conn: psycopg.Connection[Any], spec: Spec, count: int, embeddi
     """Texts of ``count`` new vectors drawn the way the type's stored vectors were (deterministic in ``seed``):
     queries like the data that are not in it. Clustered: a new point of a random cluster; uniform: a random
     direction."""
-    if embedding_type in spec.uniform_types:
-        conn.execute("select setseed(%s)", [seed])
-        rows = conn.execute(
-            "select l2_normalize(array(select sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()) + 0 * q.n"
-            " from generate_series(1, %s))::vector)::text from generate_series(1, %s) q(n) order by q.n",
-            [spec.dimension, count]).fetchall()
-        return [r[0] for r in rows]
     create_mixture(conn, spec)
     conn.execute("select setseed(%s)", [seed])
     rows = conn.execute(f"""
-        select array(select u.a * l.v[1 + (u.o % {spec.latent})] + {spec.noise} * (random() * 2 - 1) + 0 * q.n
-                       from unnest(pr.a) with ordinality u(a, o))::vector::text
+        select {vector_sql(spec, embedding_type, "q")}::text
           from (select n, 1 + floor(random() * {spec.clusters})::int as cluster
                   from generate_series(1, {count}) n) q
-          join centres c on c.c = q.cluster
-         cross join projection pr
-         cross join lateral (
-             select array(select c.v[i] + {spec.spread} * (random() * 2 - 1) + 0 * q.n
-                            from generate_series(1, {spec.latent}) i) as v) l
+          {mixture_joins(spec, "q")}
          order by q.n""").fetchall()
     conn.execute("drop table projection")
     conn.execute("drop table centres")
