@@ -77,8 +77,10 @@ def peer_login(superuser: str, role: str, schema: str, search_path: Sequence[str
     """A login role owning a schema of its own, for a peer library's tables; the conninfo of that login."""
     with psycopg.connect(superuser, autocommit=True) as conn:
         login = sql.Identifier(role)
-        # Private throwaway server with local trust authentication: the role needs no password.
-        conn.execute(sql.SQL("create role {} login").format(login))
+        # Private throwaway server with local trust authentication: the role needs no password. On a server
+        # given by MEMSUB_BENCH_DSN it may be left from an earlier run (roles outlive the dropped database).
+        if not conn.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone():
+            conn.execute(sql.SQL("create role {} login").format(login))
         conn.execute(sql.SQL("create schema {} authorization {}").format(sql.Identifier(schema), login))
         conn.execute(sql.SQL("alter role {} set search_path = {}").format(
             login, sql.SQL(", ").join(map(sql.Identifier, search_path))))

@@ -1864,144 +1864,6 @@ ALTER FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packe
 
 COMMENT ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) IS 'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization of a thread another writer registered meanwhile ({}).';
 
-CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['shared', 'cursor', 'l-private']::text[] $$;
-
-ALTER FUNCTION memsub.packet_scopes() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.packet_scopes() IS 'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for the tenant, cursor for its user and session, l-private for its user.';
-
-CREATE TABLE memsub.packet_store (
-    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    packet_type text NOT NULL,
-    envelope jsonb NOT NULL,
-    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
-    routing jsonb,
-    provenance jsonb,
-    thread_id uuid,
-    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
-    tags text[] DEFAULT '{}'::text[] NOT NULL,
-    ttl timestamp without time zone,
-    scope text DEFAULT 'shared'::text NOT NULL,
-    importance_score double precision DEFAULT 0.5 NOT NULL,
-    access_count integer DEFAULT 0 NOT NULL,
-    last_accessed timestamp with time zone,
-    contradiction_count integer DEFAULT 0 NOT NULL,
-    content_hash text,
-    chunk_count integer DEFAULT 0 NOT NULL,
-    is_chunked boolean DEFAULT false NOT NULL,
-    tenant_id uuid NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    correlation_id uuid,
-    session_id text,
-    trace_id text,
-    write_seq bigint NOT NULL,
-    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
-    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
-    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
-    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
-    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
-    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
-    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
-);
-
-ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
-
-COMMENT ON COLUMN memsub.packet_store.envelope IS 'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
-
-COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
-
-COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
-
-COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
-
-COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
-
-COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
-
-COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
-
-COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope, one of memsub.packet_scopes(): shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
-
-COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
-
-COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
-
-COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
-
-COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
-
-COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
-
-COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
-
-COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
-
-COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
-
-COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
-
-COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
-
-COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
-
-COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
-
-CREATE FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
-    -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
-    -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
-    -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
-    -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
-    -- With p_with_vectors false only the header fields are put back: each vector stays JSON null.
-    select p.packet_id, p.packet_type,
-           jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
-                              'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
-           case when p_with_vectors and jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
-               jsonb_set(p.envelope, '{memory,embeddings}', (
-                   select coalesce(jsonb_agg(
-                              case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                  jsonb_set(x.e, '{vector}', coalesce((
-                                      select to_jsonb(m.vector::real[]::double precision[])
-                                        from memsub.memory_embeddings m
-                                       where m.tenant_id = p.tenant_id and m.packet_id = p.packet_id
-                                         and m.embedding_type = x.e ->> 'embedding_type'
-                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                              else x.e end order by x.o), '[]')
-                     from jsonb_array_elements(p.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-           else p.envelope end,
-           p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
-           p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
-           p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
-           p.trace_id, p.write_seq
-      from unnest(p_packets) with ordinality as p
-     order by p.ordinality
-$$;
-
-ALTER FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) IS 'The packet_store rows given, in their order, each with its envelope as written: the header fields kept only in columns put back, and (with_vectors, default true) every memory.embeddings[] vector stored as null read back from memory_embeddings (the exact value of each single-precision number; row-level security applies). The one put-back of the readers (get_packets, get_packet, get_thread).';
-
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5064,6 +4926,106 @@ ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_dept
 
 COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
 
+CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['shared', 'cursor', 'l-private']::text[] $$;
+
+ALTER FUNCTION memsub.packet_scopes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_scopes() IS 'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for the tenant, cursor for its user and session, l-private for its user.';
+
+CREATE TABLE memsub.packet_store (
+    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    packet_type text NOT NULL,
+    envelope jsonb NOT NULL,
+    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
+    routing jsonb,
+    provenance jsonb,
+    thread_id uuid,
+    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    ttl timestamp without time zone,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    importance_score double precision DEFAULT 0.5 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    contradiction_count integer DEFAULT 0 NOT NULL,
+    content_hash text,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    is_chunked boolean DEFAULT false NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    write_seq bigint NOT NULL,
+    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
+    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
+    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
+    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
+    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
+
+COMMENT ON COLUMN memsub.packet_store.envelope IS 'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
+
+COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
+
+COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
+
+COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
+
+COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
+
+COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
+
+COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
+
+COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope, one of memsub.packet_scopes(): shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
+
+COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
+
+COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
+
+COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
+
+COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
+
+COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
+
+COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
+
+COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
+
+COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
+
+COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
+
+COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
+
+COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
+
 CREATE FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5079,41 +5041,74 @@ CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean D
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-    v_tenant uuid := memsub.current_tenant_id();
-    v_every_tenant boolean;
-    v_rows memsub.packet_store[];
+    v_tenant uuid;
+    v_tenants uuid[];
 begin
+    -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
+    -- back. Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is
+    -- JSON null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the
+    -- caller (row-level security applies), as the exact doubles of its single-precision numbers; null when no
+    -- row holds it. Other elements, and envelopes without an embeddings array, are returned as stored. A call
+    -- without vectors never plans this statement, so it pays nothing for memory_embeddings.
+    if coalesce(p_with_vectors, true) then
+        return query
+            select g.packet_id, g.packet_type,
+                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+                       jsonb_set(g.envelope, '{memory,embeddings}', (
+                           select coalesce(jsonb_agg(
+                                      case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                          jsonb_set(x.e, '{vector}', coalesce((
+                                              select to_jsonb(m.vector::real[]::double precision[])
+                                                from memsub.memory_embeddings m
+                                               where m.tenant_id = g.tenant_id and m.packet_id = g.packet_id
+                                                 and m.embedding_type = x.e ->> 'embedding_type'
+                                                 and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                                      else x.e end order by x.o), '[]')
+                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                   else g.envelope end,
+                   g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
+                   g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
+                   g.chunk_count, g.is_chunked, g.tenant_id, g.org_id, g.user_id, g.correlation_id, g.session_id,
+                   g.trace_id, g.write_seq
+              from memsub.get_packets(p_packet_ids, false) with ordinality g
+             order by g.ordinality;
+        return;
+    end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
     -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way. Only
-    -- the branch chosen here runs (the other is a one-time filter that is false).
-    v_every_tenant := v_tenant is null or memsub.is_platform_admin();
+    -- tenant: it first finds the tenants holding these ids (by packet_id alone), then reads by the key as well.
+    -- Row-level security decides what is visible either way.
+    v_tenant := memsub.current_tenant_id();
+    if v_tenant is not null and not memsub.is_platform_admin() then
+        v_tenants := array[v_tenant];
+    else
+        v_tenants := array(select distinct k.tenant_id from memsub.packet_store k
+                            where k.packet_id = any(p_packet_ids));
+    end if;
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
-    -- not planned again for each call: planning would cost more than reading one packet. The rows are found
-    -- once; with_vectors decides only what is done with them.
-    v_rows := array(
-        select s::memsub.packet_store
+    -- not planned again for each call: planning would cost more than reading one packet. The header fields
+    -- stored only in columns are put back (the envelope's own, if it has them, win).
+    return query
+        select s.packet_id, s.packet_type,
+               jsonb_build_object('packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope,
+                                  'timestamp', to_char(s."timestamp" at time zone 'UTC',
+                                                       'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || s.envelope,
+               s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
+               s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
+               s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
+               s.trace_id, s.write_seq
           from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-         cross join lateral (
-                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                -- planner may prefer to read every row of a big tenant).
-                (select s.* from memsub.packet_store s
-                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                union all
-                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-         order by w.n);
-    -- memsub._packets_as_written puts the header fields back, and the vectors unless p_with_vectors is false
-    -- (then memory_embeddings is not read and each vector stored apart stays JSON null), for all the rows found
-    -- in one call.
-    return query select * from memsub._packets_as_written(v_rows, coalesce(p_with_vectors, true));
+         cross join lateral (select k.* from memsub.packet_store k
+                              where k.tenant_id = any(v_tenants) and k.packet_id = w.id) s
+         order by w.n;
 end
 $$;
 
 ALTER FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same (the header fields kept only in columns put back).';
+COMMENT ON FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean) IS 'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key per id. Each envelope is returned as written: the header fields kept only in columns put back, and, with with_vectors (default true; NULL counts as true), each memory.embeddings[] vector read back from memory_embeddings (the exact value of each single-precision number; row-level security applies); false returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same.';
 
 CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -5128,8 +5123,8 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select * from memsub._packets_as_written(array(
-            select s from memsub.packet_store s
+        select * from memsub.get_packets(array(
+            select s.packet_id from memsub.packet_store s
              where s.thread_id = p_thread_id
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq
@@ -8011,14 +8006,16 @@ declare
     v_login name := session_user;
     mode text;
 begin
+    -- The binding that allows the context is looked up first: it is what an application login has, and it
+    -- settles the check with one index search.
     if p_tenant_id is not null
-       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
-       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER')
        and not exists (select from memsub.login_bindings b
                         where b.login = v_login
                           and (b.bound_tenant_id is null
                                or (b.bound_tenant_id = p_tenant_id
-                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) then
+                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id))))
+       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
         if not exists (select from memsub.login_bindings b where b.login = v_login) then
             mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
                              'refuse');
@@ -8634,19 +8631,20 @@ begin
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
     end if;
-    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
-    perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
-    perform pg_catalog.set_config('memsub.context_seal',
-        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
-            || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
-                   pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
-        true);
+    -- One statement writes every setting (each statement costs more than the settings it writes).
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
+            pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
+            pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
+            pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
+            pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
+            pg_catalog.set_config('memsub.context_seal',
+                pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+                    || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                           pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+                true);
 end
 $$;
 
@@ -12437,22 +12435,6 @@ REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_
 
 REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.packet_scopes() FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_app;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_analyst;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_retrieval_owner;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_expiry_owner;
-
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
-GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
-GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
-
-REVOKE ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._packets_as_written(p_packets memsub.packet_store[], p_with_vectors boolean) TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
 
@@ -12748,6 +12730,18 @@ REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_te
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.packet_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_expiry_owner;
+
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
+GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) TO memsub_app;

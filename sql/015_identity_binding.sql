@@ -74,19 +74,20 @@ begin
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
     end if;
-    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true);
-    perform pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true);
-    perform pg_catalog.set_config('memsub.context_seal',
-        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
-            || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
-                   pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                   pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
-        true);
+    -- One statement writes every setting (each statement costs more than the settings it writes).
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
+            pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
+            pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
+            pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
+            pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
+            pg_catalog.set_config('memsub.context_seal',
+                pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
+                    || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                           pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+                true);
 end
 $$;
 comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
@@ -104,14 +105,16 @@ declare
     v_login name := session_user;
     mode text;
 begin
+    -- The binding that allows the context is looked up first: it is what an application login has, and it
+    -- settles the check with one index search.
     if p_tenant_id is not null
-       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
-       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER')
        and not exists (select from memsub.login_bindings b
                         where b.login = v_login
                           and (b.bound_tenant_id is null
                                or (b.bound_tenant_id = p_tenant_id
-                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) then
+                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id))))
+       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
         if not exists (select from memsub.login_bindings b where b.login = v_login) then
             mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
                              'refuse');

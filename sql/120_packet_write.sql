@@ -140,7 +140,7 @@ comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, 
 -- Vectors are stored once (docs/decisions.md, "An embedding's vector is stored once"): the vector of every
 -- memory.embeddings element lives in memory_embeddings.vector, and the stored envelope keeps JSON null in its
 -- place. The readers (get_packets and get_packet, get_thread, search with p_with_packets) put the vectors back
--- (memsub._packets_as_written, sql/130_packet_read.sql), so callers get the envelope they wrote, each vector
+-- (memsub.get_packets, sql/130_packet_read.sql), so callers get the envelope they wrote, each vector
 -- number as the exact value of the single-precision number memory_embeddings holds (a vector sent as
 -- single-precision values comes back identical).
 

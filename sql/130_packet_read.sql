@@ -3,58 +3,16 @@
 --
 -- Reading packets: by id, a thread in order, lineage ancestors and descendants.
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packets (get_packet) and
--- get_thread return the envelope as written: the embedding vectors are put back by memsub._packets_as_written,
--- once for all the rows a call returns, and the header fields kept only in columns. get_packets (get_packet) with p_with_vectors false return the rows as
--- stored instead (vectors JSON null), for callers that need the content, not the vectors.
+-- get_thread (through get_packets) return the envelope as written: the embedding vectors put back, and the header
+-- fields kept only in columns. get_packets (get_packet) with p_with_vectors false return the rows as stored
+-- instead (vectors JSON null), for callers that need the content, not the vectors.
 
--- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row) is replaced by the
--- set-based one below.
+-- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row), and the set-based
+-- function that replaced it, are gone: get_packets puts the envelope back in the statement that finds the rows.
 drop function if exists memsub._packet_with_vectors(memsub.packet_store);
 drop function if exists memsub._envelope_vectors_joined(uuid, uuid, jsonb);
-
--- _packets_as_written gained p_with_vectors (a new argument is a new signature: drop and create).
 drop function if exists memsub._packets_as_written(memsub.packet_store[]);
-
-create or replace function memsub._packets_as_written(p_packets memsub.packet_store[],
-                                                       p_with_vectors boolean default true)
-returns setof memsub.packet_store
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
-    -- null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the caller
-    -- (row-level security applies), as the exact doubles of its single-precision numbers; null when no row
-    -- holds it. Other elements, and envelopes without an embeddings array, are returned as stored.
-    -- The header fields stored only in columns are put back first (the envelope's own, if it has them, win).
-    -- With p_with_vectors false only the header fields are put back: each vector stays JSON null.
-    select p.packet_id, p.packet_type,
-           jsonb_build_object('packet_id', p.packet_id, 'packet_type', p.packet_type, 'scope', p.scope,
-                              'timestamp', to_char(p."timestamp" at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) ||
-           case when p_with_vectors and jsonb_typeof(p.envelope -> 'memory' -> 'embeddings') = 'array' then
-               jsonb_set(p.envelope, '{memory,embeddings}', (
-                   select coalesce(jsonb_agg(
-                              case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                  jsonb_set(x.e, '{vector}', coalesce((
-                                      select to_jsonb(m.vector::real[]::double precision[])
-                                        from memsub.memory_embeddings m
-                                       where m.tenant_id = p.tenant_id and m.packet_id = p.packet_id
-                                         and m.embedding_type = x.e ->> 'embedding_type'
-                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                              else x.e end order by x.o), '[]')
-                     from jsonb_array_elements(p.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
-           else p.envelope end,
-           p."timestamp", p.routing, p.provenance, p.thread_id, p.parent_ids, p.tags, p.ttl, p.scope,
-           p.importance_score, p.access_count, p.last_accessed, p.contradiction_count, p.content_hash,
-           p.chunk_count, p.is_chunked, p.tenant_id, p.org_id, p.user_id, p.correlation_id, p.session_id,
-           p.trace_id, p.write_seq
-      from unnest(p_packets) with ordinality as p
-     order by p.ordinality
-$$;
-comment on function memsub._packets_as_written(memsub.packet_store[], boolean) is
-    'The packet_store rows given, in their order, each with its envelope as written: the header fields kept only '
-    'in columns put back, and (with_vectors, default true) every memory.embeddings[] vector stored as null read '
-    'back from memory_embeddings (the exact value of each single-precision number; row-level security applies). '
-    'The one put-back of the readers (get_packets, get_packet, get_thread).';
+drop function if exists memsub._packets_as_written(memsub.packet_store[], boolean);
 
 -- get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
 drop function if exists memsub.get_packet(uuid);
@@ -67,44 +25,78 @@ set search_path = pg_catalog, memsub, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    v_tenant uuid := memsub.current_tenant_id();
-    v_every_tenant boolean;
-    v_rows memsub.packet_store[];
+    v_tenant uuid;
+    v_tenants uuid[];
 begin
+    -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
+    -- back. Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is
+    -- JSON null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the
+    -- caller (row-level security applies), as the exact doubles of its single-precision numbers; null when no
+    -- row holds it. Other elements, and envelopes without an embeddings array, are returned as stored. A call
+    -- without vectors never plans this statement, so it pays nothing for memory_embeddings.
+    if coalesce(p_with_vectors, true) then
+        return query
+            select g.packet_id, g.packet_type,
+                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+                       jsonb_set(g.envelope, '{memory,embeddings}', (
+                           select coalesce(jsonb_agg(
+                                      case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                          jsonb_set(x.e, '{vector}', coalesce((
+                                              select to_jsonb(m.vector::real[]::double precision[])
+                                                from memsub.memory_embeddings m
+                                               where m.tenant_id = g.tenant_id and m.packet_id = g.packet_id
+                                                 and m.embedding_type = x.e ->> 'embedding_type'
+                                                 and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
+                                      else x.e end order by x.o), '[]')
+                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                   else g.envelope end,
+                   g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
+                   g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
+                   g.chunk_count, g.is_chunked, g.tenant_id, g.org_id, g.user_id, g.correlation_id, g.session_id,
+                   g.trace_id, g.write_seq
+              from memsub.get_packets(p_packet_ids, false) with ordinality g
+             order by g.ordinality;
+        return;
+    end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
     -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant, so it searches by packet_id alone; row-level security decides what is visible either way. Only
-    -- the branch chosen here runs (the other is a one-time filter that is false).
-    v_every_tenant := v_tenant is null or memsub.is_platform_admin();
+    -- tenant: it first finds the tenants holding these ids (by packet_id alone), then reads by the key as well.
+    -- Row-level security decides what is visible either way.
+    v_tenant := memsub.current_tenant_id();
+    if v_tenant is not null and not memsub.is_platform_admin() then
+        v_tenants := array[v_tenant];
+    else
+        v_tenants := array(select distinct k.tenant_id from memsub.packet_store k
+                            where k.packet_id = any(p_packet_ids));
+    end if;
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
-    -- not planned again for each call: planning would cost more than reading one packet. The rows are found
-    -- once; with_vectors decides only what is done with them.
-    v_rows := array(
-        select s::memsub.packet_store
+    -- not planned again for each call: planning would cost more than reading one packet. The header fields
+    -- stored only in columns are put back (the envelope's own, if it has them, win).
+    return query
+        select s.packet_id, s.packet_type,
+               jsonb_build_object('packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope,
+                                  'timestamp', to_char(s."timestamp" at time zone 'UTC',
+                                                       'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || s.envelope,
+               s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
+               s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
+               s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
+               s.trace_id, s.write_seq
           from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-         cross join lateral (
-                -- One key search per id (LIMIT 1 keeps the lookup a parameterized nested loop: as a join the
-                -- planner may prefer to read every row of a big tenant).
-                (select s.* from memsub.packet_store s
-                  where not v_every_tenant and s.tenant_id = v_tenant and s.packet_id = w.id limit 1)
-                union all
-                select s.* from memsub.packet_store s where v_every_tenant and s.packet_id = w.id) s
-         order by w.n);
-    -- memsub._packets_as_written puts the header fields back, and the vectors unless p_with_vectors is false
-    -- (then memory_embeddings is not read and each vector stored apart stays JSON null), for all the rows found
-    -- in one call.
-    return query select * from memsub._packets_as_written(v_rows, coalesce(p_with_vectors, true));
+         cross join lateral (select k.* from memsub.packet_store k
+                              where k.tenant_id = any(v_tenants) and k.packet_id = w.id) s
+         order by w.n;
 end
 $$;
 comment on function memsub.get_packets(uuid[], boolean) is
     'The visible packets among these ids, each once, in the order of its first mention (unknown or invisible ids '
     'give no row); at most max_rows ids per call (54000 beyond). One index search of the context tenant''s key '
-    'per id. with_vectors (default true; NULL counts as true) puts each memory.embeddings[] vector back into the '
-    'envelope (memsub._packets_as_written); false returns the rows as stored, where a vector stored in '
-    'memory_embeddings is JSON null (envelopes written before 2.24.0 keep theirs) and every other field is the same '
-    '(the header fields kept only in columns put back).';
+    'per id. Each envelope is returned as written: the header fields kept only in columns put back, and, with '
+    'with_vectors (default true; NULL counts as true), each memory.embeddings[] vector read back from '
+    'memory_embeddings (the exact value of each single-precision number; row-level security applies); false '
+    'returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written '
+    'before 2.24.0 keep theirs) and every other field is the same.';
 
 create or replace function memsub.get_packet(p_packet_id uuid, p_with_vectors boolean default true)
 returns setof memsub.packet_store
@@ -132,8 +124,8 @@ begin
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
     return query
-        select * from memsub._packets_as_written(array(
-            select s from memsub.packet_store s
+        select * from memsub.get_packets(array(
+            select s.packet_id from memsub.packet_store s
              where s.thread_id = p_thread_id
                and (p_after_cursor is null or s.write_seq > p_after_cursor)
              order by s.write_seq

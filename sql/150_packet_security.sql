@@ -27,7 +27,7 @@ grant execute on function
     to memsub_app;
 grant execute on function
     memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_thread(uuid, integer, bigint),
-    memsub.get_lineage(uuid, text, integer), memsub._packets_as_written(memsub.packet_store[], boolean),
+    memsub.get_lineage(uuid, text, integer),
     memsub._embedding_chunk_index(jsonb)
     to memsub_app, memsub_analyst;
 

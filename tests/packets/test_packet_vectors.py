@@ -84,6 +84,42 @@ def test_readers_return_the_envelope_as_written(db, writer, reader):
         assert back["payload"] == sent["payload"]
 
 
+def embedding_reads(conn: psycopg.Connection[Any]) -> int:
+    """Scans of memory_embeddings started in this transaction: its sequential scans and each index's searches."""
+    row = conn.execute(
+        "select pg_stat_get_xact_numscans('memsub.memory_embeddings'::regclass)"
+        "       + coalesce(sum(pg_stat_get_xact_numscans(i.indexrelid)), 0)"
+        "  from pg_catalog.pg_index i where i.indrelid = 'memsub.memory_embeddings'::regclass").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+READS = {"get_packet": ("select envelope from memsub.get_packet(%s, false)",
+                        "select envelope from memsub.get_packet(%s)"),
+         "get_packets": ("select envelope from memsub.get_packets(%s, false)",
+                         "select envelope from memsub.get_packets(%s)")}
+
+
+@pytest.mark.parametrize("reader", sorted(READS))
+def test_a_read_without_vectors_never_reads_memory_embeddings(db, reader):
+    """with_vectors false is the cheap read: the vectors' table is not even opened, while the default read puts
+    every vector back from it (the same counter, so it can see a read)."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet_id = write(conn, envelope(1))["packet_id"]
+        argument: Any = packet_id if reader == "get_packet" else [packet_id]
+        lean_read, full_read = READS[reader]
+        for _ in range(7):  # a few calls: cached plans count too
+            before = embedding_reads(conn)
+            lean = conn.execute(lean_read, [argument]).fetchone()
+            assert embedding_reads(conn) == before
+            assert lean is not None
+            assert [e["vector"] for e in lean[0]["memory"]["embeddings"]] == [None, None]
+            full = conn.execute(full_read, [argument]).fetchone()
+            assert embedding_reads(conn) > before
+            assert full is not None and full[0]["memory"] == envelope(1)["memory"]
+
+
 def as_written(stored: dict[str, Any], vectors: dict[tuple[str, str, int], Any]) -> dict[str, Any]:
     """A packet_store row (as JSON) with each null memory.embeddings[] vector taken from its memory_embeddings
     slot (packet_id, embedding_type, chunk_index), or left null when no row holds it."""
