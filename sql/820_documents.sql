@@ -429,6 +429,11 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
+    -- Most inserts add only whole-content vectors (chunk_index 0): one look at the added rows settles them,
+    -- without starting the update.
+    if not exists (select from added a where a.chunk_index >= 1) then
+        return null;
+    end if;
     update memsub.packet_store p
        set chunk_count = greatest(p.chunk_count, n.chunks), is_chunked = true
       from (select a.tenant_id, a.packet_id, max(a.chunk_index) as chunks
