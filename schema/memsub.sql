@@ -8613,6 +8613,36 @@ ALTER FUNCTION memsub.set_unbound_logins(p_mode text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.set_unbound_logins(p_mode text) IS 'What memsub.set_context does for a login with no binding: refuse (the default) or allow (any tenant, the behaviour before identity binding). Platform admins only.';
 
+CREATE FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_index text := 'idx_embeddings_vector_' || p_embedding_type;
+begin
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
+    -- pgvector's bounds, checked here so a bad value is refused before anything changes, naming the field.
+    if p_m is null or p_m < 2 or p_m > 100 then
+        raise exception 'field "m" must be from 2 to 100, not %', coalesce(p_m::text, 'NULL')
+            using errcode = '22023', column = 'm';
+    end if;
+    if p_ef_construction is null or p_ef_construction < 4 or p_ef_construction > 1000 then
+        raise exception 'field "ef_construction" must be from 4 to 1000, not %', coalesce(p_ef_construction::text, 'NULL')
+            using errcode = '22023', column = 'ef_construction';
+    end if;
+    if p_ef_construction < 2 * p_m then
+        raise exception 'field "ef_construction" must be at least 2 * m (%), not %', 2 * p_m, p_ef_construction
+            using errcode = '22023', column = 'ef_construction';
+    end if;
+    execute format('alter index memsub.%I set (m = %s, ef_construction = %s)', v_index, p_m, p_ef_construction);
+    return v_index;
+end
+$$;
+
+ALTER FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) IS 'Records HNSW build parameters (m 2-100, ef_construction 4-1000 and at least 2 * m) on the index of an embedding type and returns the index''s name; the graph is rebuilt with them by REINDEX INDEX CONCURRENTLY (memsub vector-index rebuild). Until then only new inserts use the new ef_construction. Raises 22023 naming the field. Granted to nobody: the role that applies migrations runs it.';
+
 CREATE FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -9746,6 +9776,25 @@ CREATE FUNCTION memsub.vector_dimension() RETURNS integer
 ALTER FUNCTION memsub.vector_dimension() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.vector_dimension() IS 'Dimension of every vector column of this installation (recorded when migrating; 1536 unless memsub.vector_dimension was set).';
+
+CREATE FUNCTION memsub.vector_index_builds() RETURNS TABLE(embedding_type text, index_name text, m integer, ef_construction integer, index_bytes bigint, valid boolean)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select t.embedding_type, c.relname::text,
+           coalesce((select substr(o, 3)::integer from unnest(c.reloptions) o where o like 'm=%'), 16),
+           coalesce((select substr(o, 17)::integer from unnest(c.reloptions) o where o like 'ef_construction=%'), 64),
+           pg_catalog.pg_relation_size(c.oid),
+           i.indisvalid and i.indisready
+      from unnest(memsub.embedding_types()) with ordinality as t(embedding_type, n)
+      join pg_catalog.pg_class c on c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || t.embedding_type)
+      join pg_catalog.pg_index i on i.indexrelid = c.oid
+     order by t.n
+$$;
+
+ALTER FUNCTION memsub.vector_index_builds() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings: name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes, and whether it is valid (false while a concurrent rebuild has not finished, or after one failed).';
 
 CREATE FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -13052,6 +13101,8 @@ GRANT ALL ON FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret byt
 REVOKE ALL ON FUNCTION memsub.set_unbound_logins(p_mode text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.set_unbound_logins(p_mode text) TO memsub_platform_admin;
 
+REVOKE ALL ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_app;
@@ -13120,6 +13171,10 @@ GRANT ALL ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relatio
 REVOKE ALL ON FUNCTION memsub.vector_dimension() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.vector_dimension() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.vector_dimension() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.vector_index_builds() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.vector_index_builds() TO memsub_platform_admin;
+GRANT ALL ON FUNCTION memsub.vector_index_builds() TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) FROM PUBLIC;
 

@@ -133,7 +133,12 @@ QUERIES: dict[str, str] = {
            and c.relkind in ('r', 'p', 'v', 'm', 'f')""",  # noqa: S608 - constant catalog fragments
     "indexes": """
         select 'index' as kind, 'index ' || i.indexrelid::regclass::text as object,
-               json_build_object('definition', pg_get_indexdef(i.indexrelid),
+               -- An HNSW index's build parameters (m, ef_construction) are the operator's to tune
+               -- (memsub vector-index rebuild): they change the graph's quality, never what is indexed.
+               json_build_object('definition', case when c.relam = (select oid from pg_am where amname = 'hnsw')
+                                                    then regexp_replace(pg_get_indexdef(i.indexrelid),
+                                                         ' WITH \\((((m|ef_construction)=''\\d+'')(, )?)+\\)', '')
+                                                    else pg_get_indexdef(i.indexrelid) end,
                                  'valid', (i.indisvalid and i.indisready)::text,
                                  'constraint', coalesce((select conname from pg_constraint
                                                           where conindid = i.indexrelid

@@ -55,6 +55,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "ingest": ["README.md"],
     "login-timeouts": ["memsub_test_app"],
     "api-key revoke": ["mk_0000000000000000"],
+    "vector-index rebuild": ["--type", "content", "--m", "24", "--ef-construction", "128"],
 }
 TENANT_COMMANDS = {"packet get", "packet thread", "packet lineage", "packet write", "search", "graph traverse",
                    "graph neighbourhood", "ingest", "api-key create", "mcp"}

@@ -25,6 +25,14 @@ def _partial_index_redefined(conn: psycopg.Connection[tuple[object, ...]]) -> No
     conn.execute(str(row[0]).split(" WHERE ")[0].encode() + b" WHERE (packet_id IS NULL)")
 
 
+def _vector_index_redefined(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """An HNSW index rebuilt with tuned build parameters (which verify accepts) and another distance (which it
+    must not)."""
+    conn.execute("drop index memsub.idx_embeddings_vector_entity")
+    conn.execute("create index idx_embeddings_vector_entity on memsub.memory_embeddings using hnsw "
+                 "(vector vector_l2_ops) with (m = 24, ef_construction = 128) where embedding_type = 'entity'")
+
+
 def _body_replaced(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     row = conn.execute("select pg_get_functiondef(p.oid), p.prosrc, l.lanname from pg_proc p "
                        "join pg_language l on l.oid = p.prolang "
@@ -63,6 +71,8 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
      "function memsub.fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text)", "privileges"),
     ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
     ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),
+    ("vector index distance changed", _vector_index_redefined, "index memsub.idx_embeddings_vector_entity",
+     "definition"),
     ("constraint dropped", ["alter table memsub.packet_store drop constraint packet_store_scope_known"],
      "constraint packet_store_scope_known on memsub.packet_store", None),
     ("trigger added", ["create function public.spy() returns trigger language plpgsql as "
