@@ -27,6 +27,10 @@ At every checkpoint, side by side:
 
 After the last checkpoint, an ef_search sweep gives recall against latency. Recall counts ids; the distance
 ratio (summed distances of the k found over those of the exact k) says how much farther the misses are.
+``--rebuild-index M,EF_CONSTRUCTION`` then rebuilds the ``content`` HNSW index with those build parameters (as
+``memsub vector-index rebuild`` does: ``memsub.set_vector_index_build``, then ``REINDEX INDEX CONCURRENTLY``,
+with ``--rebuild-memory`` of maintenance_work_mem), runs ``tune_search`` again and measures the default search
+and the sweep once more on the new graph.
 Results are written after every checkpoint (``--out``), so a run stopped early keeps the checkpoints it finished.
 """
 
@@ -297,6 +301,51 @@ def tune_search(superuser: str) -> dict[str, Any]:
             "recall": round(chosen[3], 3) if chosen and chosen[3] is not None else None}
 
 
+def sweep_points(app: App, queries: list[str], efs: list[int], exact: Searched,
+                 log: Callable[[str], None]) -> list[dict[str, Any]]:
+    points = []
+    for ef in efs:
+        searched = search(app, queries, ef, "approximate")
+        summary = latency_summary(searched.seconds)
+        summary.update({"ef_search": ef, "recall": searched.recall(exact),
+                        "distance_ratio": searched.distance_ratio(exact)})
+        points.append(summary)
+        log(f"  ef_search {ef}: p50 {summary['p50_ms']:.1f} ms, recall {summary['recall']:.3f}, "
+            f"distance ratio {summary['distance_ratio']:.4f}")
+    return points
+
+
+def rebuilt(superuser: str, app: App, queries: list[str], last: dict[str, Any], args: argparse.Namespace,
+            log: Callable[[str], None]) -> dict[str, Any]:
+    """The content index rebuilt with --rebuild-index's parameters, then tune_search, the default search and the
+    ef_search sweep again, against the same exact results."""
+    m, ef_construction = args.rebuild_index
+    log(f"rebuilding the content index with m {m}, ef_construction {ef_construction}")
+    size = "select index_bytes from memsub.vector_index_builds() where embedding_type = 'content'"
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        before = conn.execute(size).fetchone()
+        row = conn.execute("select memsub.set_vector_index_build('content', %s, %s)", [m, ef_construction]).fetchone()
+        assert row is not None
+        conn.execute("select set_config('maintenance_work_mem', %s, false)", [args.rebuild_memory])
+        seconds, _ = timed(lambda: conn.execute(sql.SQL("reindex index concurrently {}").format(
+            sql.Identifier("memsub", row[0]))))
+        built = conn.execute(size).fetchone()
+    result: dict[str, Any] = {"m": m, "ef_construction": ef_construction, "seconds": seconds,
+                              "index_bytes": built[0] if built else None,
+                              "index_bytes_before": before[0] if before else None}
+    log(f"  rebuilt in {seconds:.0f} s")
+    result["tune_search"] = tune_search(superuser)
+    tuned = search(app, queries, None, "auto")
+    result["search_default"] = latency_summary(tuned.seconds)
+    result["search_default"]["approximate_share"] = tuned.methods.count("approximate") / max(1, len(tuned.methods))
+    result["recall_default"] = tuned.recall(last["exact"])
+    log(f"  tune_search chose {result['tune_search']['method']} at ef_search {result['tune_search']['ef_search']} "
+        f"(recall {result['tune_search']['recall']}); default search p50 {result['search_default']['p50_ms']:.1f} ms, "
+        f"recall {result['recall_default']:.3f}")
+    result["ef_sweep"] = sweep_points(app, queries, args.ef_search, last["exact"], log)
+    return result
+
+
 def checkpoints(values: list[int], limit: int) -> Iterator[int]:
     yield from (c for c in values if c <= limit)
     if limit not in values and limit > max([0, *[c for c in values if c <= limit]]):
@@ -351,17 +400,12 @@ def run(args: argparse.Namespace, log: Callable[[str], None], save: Callable[[di
             save(results)
         if last is not None:
             log("ef_search sweep at the last checkpoint")
-            sweep = []
-            for ef in args.ef_search:
-                searched = search(app, queries, ef, "approximate")
-                summary = latency_summary(searched.seconds)
-                summary.update({"ef_search": ef, "recall": searched.recall(last["exact"]),
-                                "distance_ratio": searched.distance_ratio(last["exact"])})
-                sweep.append(summary)
-                log(f"  ef_search {ef}: p50 {summary['p50_ms']:.1f} ms, recall {summary['recall']:.3f}, "
-                    f"distance ratio {summary['distance_ratio']:.4f}")
+            sweep = sweep_points(app, queries, args.ef_search, last["exact"], log)
             results["ef_sweep"] = {"packets": last["packets"], "points": sweep}
             save(results)
+            if args.rebuild_index:
+                results["rebuilt"] = rebuilt(superuser, app, queries, last, args, log)
+                save(results)
         app.conn.close()
     return results
 
@@ -400,6 +444,15 @@ def render(results: dict[str, Any]) -> str:
         lines += [f"  ef_search {p['ef_search']:>4}: p50 {p['p50_ms']:.1f} ms, p95 {p['p95_ms']:.1f} ms, "
                   f"recall@10 {p['recall']:.3f}, distance ratio {p['distance_ratio']:.4f}"
                   for p in results["ef_sweep"]["points"]]
+    if "rebuilt" in results:
+        r, d = results["rebuilt"], results["rebuilt"]["search_default"]
+        lines += ["", f"content index rebuilt with m {r['m']}, ef_construction {r['ef_construction']} in "
+                      f"{r['seconds']:.0f} s; tune_search chose {r['tune_search']['method']} at ef_search "
+                      f"{r['tune_search']['ef_search']} (sampled recall {r['tune_search']['recall']}); default search "
+                      f"p50 {d['p50_ms']:.1f} ms, p95 {d['p95_ms']:.1f} ms, recall@10 {r['recall_default']:.3f}, "
+                      f"walked {d['approximate_share']:.0%}"]
+        lines += [f"  ef_search {p['ef_search']:>4}: p50 {p['p50_ms']:.1f} ms, p95 {p['p95_ms']:.1f} ms, "
+                  f"recall@10 {p['recall']:.3f}, distance ratio {p['distance_ratio']:.4f}" for p in r["ef_sweep"]]
     return "\n".join(lines)
 
 
@@ -445,9 +498,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--embedding-every", type=int, default=1,
                         help="every n-th packet carries an embedding (default 1: all of them)")
+    parser.add_argument("--rebuild-index", default=None, metavar="M,EF_CONSTRUCTION",
+                        help="after the last checkpoint, rebuild the content index with these build parameters and "
+                             "measure again (e.g. 24,128)")
+    parser.add_argument("--rebuild-memory", default="2GB", help="maintenance_work_mem of the rebuild (default 2GB)")
     parser.add_argument("--out", type=Path, help="write scaling.json and the PNG charts into this directory")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    if args.rebuild_index:
+        try:
+            m, ef_construction = (int(v) for v in args.rebuild_index.split(","))
+        except ValueError:
+            parser.error("--rebuild-index takes M,EF_CONSTRUCTION, e.g. 24,128")
+        args.rebuild_index = (m, ef_construction)
     args.checkpoints = sorted(int(c) for c in args.checkpoints.split(","))
     args.ef_search = [int(e) for e in args.ef_search.split(",")]
     if min(args.max, args.batch, args.queries, args.exact_queries, args.embedding_every, *args.checkpoints) < 1:
