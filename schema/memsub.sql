@@ -5113,6 +5113,9 @@ begin
                s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
                s.trace_id, s.write_seq
           from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+         -- A nested loop of key searches, one per id and tenant: the generic plan's estimate of the ids is small
+         -- whatever the call passes, so it never turns into a join over a big tenant's rows
+         -- (tests/packets/test_packet_read_cost.py counts the rows read).
          cross join lateral (select k.* from memsub.packet_store k
                               where k.tenant_id = any(v_tenants) and k.packet_id = w.id) s
          order by w.n;
