@@ -62,15 +62,21 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
             dsn = make_conninfo(base, dbname=name)
             Migrator(make_conninfo(dsn, options=f"-c memsub.vector_dimension={vector_dimension}")
                      if vector_dimension else dsn).migrate()
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
-                    conn.execute(f"create role {APP_ROLE} login in role memsub_app")
-                # The benchmarks write for many tenants, as a single trusted application does.
-                conn.execute("select memsub.trust_login(%s)", [APP_ROLE])
-            yield dsn, make_conninfo(dsn, user=APP_ROLE)
+            yield dsn, trusted_app_login(dsn)
         finally:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+def trusted_app_login(dsn: str) -> str:
+    """The benchmarks' application login (a member of memsub_app, created once per server), trusted for every
+    tenant of the database at ``dsn`` (a superuser conninfo), as a single trusted application is; its conninfo."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
+            conn.execute(sql.SQL("create role {} login").format(sql.Identifier(APP_ROLE)))
+        conn.execute(sql.SQL("grant memsub_app to {}").format(sql.Identifier(APP_ROLE)))
+        conn.execute("select memsub.trust_login(%s)", [APP_ROLE])
+    return make_conninfo(dsn, user=APP_ROLE)
 
 
 def peer_login(superuser: str, role: str, schema: str, search_path: Sequence[str]) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from _database import APP_ROLE, environment, environment_line, private_cluster
+from _database import APP_ROLE, environment, environment_line, private_cluster, trusted_app_login
 from _vectors import VectorSource
 from write_path import backend_cpu
 
@@ -66,11 +66,7 @@ def migrate(checkout: Path, superuser: str, name: str) -> str:
         conn.execute("create extension if not exists vector")
     environ = dict(os.environ, PYTHONPATH=str(checkout / "python"))
     subprocess.run([sys.executable, "-c", MIGRATE, dsn], check=True, env=environ)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        if not conn.execute("select 1 from pg_roles where rolname = %s", [APP_ROLE]).fetchone():
-            conn.execute(f"create role {APP_ROLE} login")
-        conn.execute(f"grant memsub_app to {APP_ROLE}")
-        conn.execute("select memsub.trust_login(%s)", [APP_ROLE])
+    trusted_app_login(dsn)
     return dsn
 
 

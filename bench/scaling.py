@@ -54,6 +54,7 @@ from psycopg import sql
 
 from _database import APP_ROLE, bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary, recall, vector_text
+from memsub.vector_index import index_builds, rebuild_index
 
 TENANT = uuid.UUID("b0000000-0000-4000-8000-0000000005ca")
 ORG = uuid.UUID("b0000000-0000-4000-8000-0000000005cb")
@@ -254,11 +255,7 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
         f"{result['search_exact']['p50_ms']:.1f} ms, recall {result['recall_hnsw']:.3f}, "
         f"distance ratio {result['distance_ratio_hnsw']:.4f}")
 
-    result["tune_search"] = tune_search(superuser)
-    tuned = search(app, queries, None, "auto")
-    result["search_default"] = latency_summary(tuned.seconds)
-    result["search_default"]["approximate_share"] = tuned.methods.count("approximate") / max(1, len(tuned.methods))
-    result["recall_default"] = tuned.recall(exact)
+    result.update(tuned_default_search(superuser, app, queries, exact))
     log(f"    tune_search {result['tune_search']['seconds']:.1f} s (method {result['tune_search']['method']}, "
         f"ef_search {result['tune_search']['ef_search']}, recall {result['tune_search']['recall']}); "
         f"default search p50 {result['search_default']['p50_ms']:.1f} ms, recall {result['recall_default']:.3f}, "
@@ -301,6 +298,16 @@ def tune_search(superuser: str) -> dict[str, Any]:
             "recall": round(chosen[3], 3) if chosen and chosen[3] is not None else None}
 
 
+def tuned_default_search(superuser: str, app: App, queries: list[str], exact: Searched) -> dict[str, Any]:
+    """tune_search (as the maintenance job runs it), then semantic_search at its defaults: p50/p95, the share of
+    rows from the walk and recall@10 against the exact results."""
+    chosen = tune_search(superuser)
+    tuned = search(app, queries, None, "auto")
+    summary = latency_summary(tuned.seconds)
+    summary["approximate_share"] = tuned.methods.count("approximate") / max(1, len(tuned.methods))
+    return {"tune_search": chosen, "search_default": summary, "recall_default": tuned.recall(exact)}
+
+
 def sweep_points(app: App, queries: list[str], efs: list[int], exact: Searched,
                  log: Callable[[str], None]) -> list[dict[str, Any]]:
     points = []
@@ -321,24 +328,14 @@ def rebuilt(superuser: str, app: App, queries: list[str], last: dict[str, Any], 
     ef_search sweep again, against the same exact results."""
     m, ef_construction = args.rebuild_index
     log(f"rebuilding the content index with m {m}, ef_construction {ef_construction}")
-    size = "select index_bytes from memsub.vector_index_builds() where embedding_type = 'content'"
     with psycopg.connect(superuser, autocommit=True) as conn:
-        before = conn.execute(size).fetchone()
-        row = conn.execute("select memsub.set_vector_index_build('content', %s, %s)", [m, ef_construction]).fetchone()
-        assert row is not None
-        conn.execute("select set_config('maintenance_work_mem', %s, false)", [args.rebuild_memory])
-        seconds, _ = timed(lambda: conn.execute(sql.SQL("reindex index concurrently {}").format(
-            sql.Identifier("memsub", row[0]))))
-        built = conn.execute(size).fetchone()
+        [before] = index_builds(conn, "content")
+        _, seconds = rebuild_index(conn, "content", m, ef_construction, args.rebuild_memory)
+        [built] = index_builds(conn, "content")
     result: dict[str, Any] = {"m": m, "ef_construction": ef_construction, "seconds": seconds,
-                              "index_bytes": built[0] if built else None,
-                              "index_bytes_before": before[0] if before else None}
+                              "index_bytes": built.index_bytes, "index_bytes_before": before.index_bytes}
     log(f"  rebuilt in {seconds:.0f} s")
-    result["tune_search"] = tune_search(superuser)
-    tuned = search(app, queries, None, "auto")
-    result["search_default"] = latency_summary(tuned.seconds)
-    result["search_default"]["approximate_share"] = tuned.methods.count("approximate") / max(1, len(tuned.methods))
-    result["recall_default"] = tuned.recall(last["exact"])
+    result.update(tuned_default_search(superuser, app, queries, last["exact"]))
     log(f"  tune_search chose {result['tune_search']['method']} at ef_search {result['tune_search']['ef_search']} "
         f"(recall {result['tune_search']['recall']}); default search p50 {result['search_default']['p50_ms']:.1f} ms, "
         f"recall {result['recall_default']:.3f}")

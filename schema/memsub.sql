@@ -9785,8 +9785,10 @@ CREATE FUNCTION memsub.vector_index_builds() RETURNS TABLE(embedding_type text, 
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
     select t.embedding_type, c.relname::text,
-           coalesce((select substr(o, 3)::integer from unnest(c.reloptions) o where o like 'm=%'), 16),
-           coalesce((select substr(o, 17)::integer from unnest(c.reloptions) o where o like 'ef_construction=%'), 64),
+           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'm'), 16),
+           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
+                      where o.option_name = 'ef_construction'), 64),
            pg_catalog.pg_relation_size(c.oid),
            i.indisvalid and i.indisready
       from unnest(memsub.embedding_types()) with ordinality as t(embedding_type, n)
@@ -9797,7 +9799,7 @@ $$;
 
 ALTER FUNCTION memsub.vector_index_builds() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings: name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes, and whether it is valid (false while a concurrent rebuild has not finished, or after one failed).';
+COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings: name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes, and whether PostgreSQL may use it (indisvalid and indisready). A concurrent rebuild keeps the old index in use until it swaps in the new one; one that fails leaves an invalid copy named <index>_ccnew, not listed here.';
 
 CREATE FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
     LANGUAGE plpgsql STABLE

@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
+import dataclasses
 
 import click
-from psycopg import sql
 
 from memsub.cli_common import dsn_option, emit_json, json_lines_option, print_table, reachable_dsn
 from memsub.connection import connect
+from memsub.vector_index import VectorIndexBuild, index_builds, rebuild_index
 
-BUILD_COLUMNS = ("embedding_type", "index_name", "m", "ef_construction", "index_bytes", "valid")
-
-
-def _builds(conn: Any, embedding_type: str | None = None) -> list[dict[str, Any]]:
-    rows = conn.execute("select * from memsub.vector_index_builds()").fetchall()
-    return [dict(zip(BUILD_COLUMNS, row, strict=True)) for row in rows
-            if embedding_type is None or row[0] == embedding_type]
+BUILD_COLUMNS = tuple(f.name for f in dataclasses.fields(VectorIndexBuild))
 
 
-def _print(builds: list[dict[str, Any]], as_json: bool) -> None:
+def _print(builds: list[VectorIndexBuild], as_json: bool) -> None:
     if as_json:
         for build in builds:
-            emit_json(build)
+            emit_json(build.as_dict())
         return
-    print_table(BUILD_COLUMNS, [[build[c] for c in BUILD_COLUMNS] for build in builds])
+    print_table(BUILD_COLUMNS, [[getattr(build, c) for c in BUILD_COLUMNS] for build in builds])
 
 
 @click.group("vector-index")
@@ -39,7 +32,7 @@ def vector_index_group() -> None:
 def vector_index_show(dsn: str | None, as_json: bool) -> None:
     """Each embedding type's index: m, ef_construction, size in bytes, valid (memsub.vector_index_builds())."""
     with connect(reachable_dsn(dsn), autocommit=True) as conn:
-        _print(_builds(conn), as_json)
+        _print(index_builds(conn), as_json)
 
 
 @vector_index_group.command("rebuild")
@@ -60,15 +53,8 @@ def vector_index_rebuild(dsn: str | None, embedding_type: str, m: int, ef_constr
     then REINDEX INDEX CONCURRENTLY builds the new graph beside the old one and swaps them. Run memsub maintain
     --task tune_search afterwards: the recall it measured was the old graph's."""
     with connect(reachable_dsn(dsn), autocommit=True) as conn:
-        recorded: Any = conn.execute("select memsub.set_vector_index_build(%s, %s, %s)",
-                                     [embedding_type, m, ef_construction]).fetchone()
-        index_name: str = recorded[0]
-        if maintenance_work_mem is not None:
-            conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])
-        started = time.perf_counter()
-        conn.execute(sql.SQL("reindex index concurrently {}").format(sql.Identifier("memsub", index_name)))
-        seconds = time.perf_counter() - started
-        builds = _builds(conn, embedding_type)
+        index_name, seconds = rebuild_index(conn, embedding_type, m, ef_construction, maintenance_work_mem)
+        builds = index_builds(conn, embedding_type)
     _print(builds, as_json)
     if not as_json:
         click.echo(f"memsub: rebuilt {index_name} in {seconds:.1f} s; run `memsub maintain --task tune_search` "
