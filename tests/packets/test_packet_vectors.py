@@ -102,7 +102,7 @@ READS = {"get_packet": ("select envelope from memsub.get_packet(%s, false)",
 
 @pytest.mark.parametrize("reader", sorted(READS))
 def test_a_read_without_vectors_never_reads_memory_embeddings(db, reader):
-    """with_vectors false is the cheap read: the vectors' table is not even opened, while the default read puts
+    """with_vectors false is the cheap read: the vectors' table is not scanned, while the default read puts
     every vector back from it (the same counter, so it can see a read)."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
