@@ -256,7 +256,13 @@ def db384(server: Server, template_db_384: str) -> Iterator[Database]:
 @pytest.fixture(scope="session")
 def retrieval_db(server: Server, template_db_384: str) -> Iterator[Database]:
     """One 384-dimension database with the synthetic retrieval data set, built once per session. Read-only:
-    tests that write or drop policies use db384 instead."""
+    tests that write or drop policies use db384 instead.
+
+    Its HNSW graphs are built with ef_construction 128 (memsub.set_vector_index_build; m stays 16). pgvector draws
+    each vector's graph level at random, so no two builds are the same; with the default 64, some builds on this
+    data leave a region the walk at the derived ef_search misses (docs/retrieval.md, "HNSW build parameters"),
+    and recall over a fixed set of queries then depends on the draw. tests/search/test_search_recall.py covers
+    the default graph."""
     from retrieval_data import RETRIEVAL_SPEC, build
 
     janitor = server.janitor(RETRIEVAL_DB, template=template_db_384)
@@ -264,6 +270,7 @@ def retrieval_db(server: Server, template_db_384: str) -> Iterator[Database]:
     janitor.init()
     database = Database(server, RETRIEVAL_DB)
     with database.connect() as conn:
+        conn.execute("select memsub.set_vector_index_build(t, 16, 128) from unnest(memsub.embedding_types()) t")
         build(conn, RETRIEVAL_SPEC)
     yield database
     janitor.drop()

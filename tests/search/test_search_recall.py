@@ -20,7 +20,7 @@ from helpers import set_context
 from retrieval_data import BIG, Spec, build, fresh_queries
 
 K = 10
-QUERIES = 12
+QUERIES = 30
 CLASSES = (
     (uuid.UUID("c0000000-0000-4000-8000-000000000001"), 0.001),
     (uuid.UUID("c0000000-0000-4000-8000-000000000005"), 0.005),
