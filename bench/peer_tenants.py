@@ -56,6 +56,7 @@ import psycopg
 from _corpus import embed_passages, passages, site_packages
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
+from memsub import _calls, packets
 from memsub.embedding import MINILM_DIMENSION
 from peer_langgraph import LangGraph, alternate, compare, prepare_langgraph
 
@@ -80,6 +81,7 @@ class Memsub:
 
     def __init__(self, dsn: str) -> None:
         self.conn = psycopg.connect(dsn, autocommit=True)
+        self.typed = False
 
     def call(self, tenant: uuid.UUID, query: bytes, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.conn.pipeline():
@@ -87,10 +89,15 @@ class Memsub:
             cursor = self.conn.execute(query, params, prepare=True)
             return cursor.fetchall()
 
-    def calls(self, tenant: uuid.UUID, statements: Sequence[tuple[bytes, Sequence[Any]]]) -> list[Any]:
+    def calls(self, tenant: uuid.UUID, statements: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Each (statement, parameters[, binary]) in one pipeline after the context; binary results for those
+        that ask (pgvector's adapters registered on first use)."""
+        if any(len(s) > 2 and s[2] for s in statements) and not self.typed:
+            _calls.register_vector_type(self.conn)
+            self.typed = True
         with self.conn.pipeline():
             self.conn.execute(b"select memsub.set_context(%s)", [tenant], prepare=True)
-            cursors = [self.conn.execute(q, p, prepare=True) for q, p in statements]
+            cursors = [self.conn.execute(s[0], s[1], prepare=True, binary=len(s) > 2 and s[2]) for s in statements]
             return [c.fetchall() for c in cursors]
 
     def close(self) -> None:
@@ -188,6 +195,8 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         has_multi = bool(multi and multi[0])
         lean = conn.execute("select to_regprocedure('memsub.get_packets(uuid[], boolean)') is not null").fetchone()
         has_lean = bool(lean and lean[0])
+        typed = conn.execute("select to_regprocedure('memsub.get_packet_vectors(uuid[])') is not null").fetchone()
+        has_typed = bool(typed and typed[0])
         mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
@@ -196,48 +205,71 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
                               "embed_seconds": embed_seconds}
     embedding_type = EMBEDDING_TYPE[kind]
 
+    def ms_read(tenant: uuid.UUID, ids: list[uuid.UUID], shape: str) -> list[tuple[Any, ...]]:
+        if shape == "memsub" and has_typed:
+            found, vectors = ms.calls(tenant, [
+                (b"select packet_id, envelope from memsub.get_packets(%s, p_with_vectors => false)", [ids]),
+                (b"select packet_id, vectors from memsub.get_packet_vectors(%s)", [ids], True)])
+            slots = dict(vectors)
+            return [(packet_id, packets.envelope_with_vectors(envelope, slots.get(packet_id)))
+                    for packet_id, envelope in found]
+        lean = b", p_with_vectors => false" if shape == "lean" else b""
+        return ms.call(tenant, b"select packet_id, envelope from memsub.get_packets(%s" + lean + b")", [ids])
+
     if kind == "clustered":
         log("get one item / 100 items")
         probes = [rng.randrange(args.vectors) for _ in range(args.gets)]
+        # Each side reads the packet id and the envelope. memsub: as the Python client reads (with
+        # get_packet_vectors): the envelope without its vectors and, in the same round trip, the vectors in
+        # binary, put back into it; "json": the envelope with its vectors as JSON numbers (get_packets' own
+        # put-back, what a SQL caller reads by default); "lean": the envelope without its vectors.
+        def ms_get(i: int, shape: str) -> None:
+            found = ms_read(tenants[owners[i]], [packet_ids[i]], shape)
+            if len(found) != 1:
+                raise RuntimeError("get one found nothing")
+
         sides: dict[str, Callable[[Any], Any]] = {
             "langgraph": lambda i: lg.store.get((space, str(tenants[owners[i]])), f"d{i}"),
-            "memsub": lambda i: ms.call(tenants[owners[i]], b"select packet_id, envelope from memsub.get_packet(%s)",
-                                        [packet_ids[i]]),
+            "memsub": lambda i: ms_get(i, "memsub"),
         }
+        if has_typed:
+            sides["json"] = lambda i: ms_get(i, "json")
         if has_lean:  # the envelope as stored: memory.embeddings[].vector is null, memory_embeddings not read
-            sides["lean"] = lambda i: ms.call(
-                tenants[owners[i]], b"select packet_id, envelope from memsub.get_packet(%s, p_with_vectors => false)",
-                [packet_ids[i]])
+            sides["lean"] = lambda i: ms_get(i, "lean")
         timings = alternate(probes, sides)
-        result["operations"].append(compare("get one item", timings))
-        if has_lean:
-            result["operations"].append(compare("get one item, without vectors", lean_timings(timings)))
+        result["operations"].append(compare("get one item", timings,
+                                            "vectors in binary" if has_typed else "vectors as JSON"))
+        for variant, label in VARIANTS:
+            if variant in timings:
+                result["operations"].append(compare(f"get one item, {label}", variant_timings(timings, variant)))
         big = rows_of[0]
         batches = [rng.sample(big, 100) for _ in range(max(4, args.gets // 20))]
 
-        def ms_many(batch: list[int], with_vectors: bool = True) -> None:
+        def ms_many(batch: list[int], shape: str) -> None:
+            ids = [packet_ids[i] for i in batch]
             if has_multi:
-                found = ms.call(tenants[0], b"select packet_id, envelope from memsub.get_packets(%s"
-                                + (b")" if with_vectors else b", p_with_vectors => false)"),
-                                [[packet_ids[i] for i in batch]])
+                found = ms_read(tenants[0], ids, shape)
             else:
                 found = [r for rows in ms.calls(tenants[0], [
-                    (b"select packet_id, envelope from memsub.get_packet(%s)", [packet_ids[i]]) for i in batch])
-                    for r in rows]
+                    (b"select packet_id, envelope from memsub.get_packet(%s)", [i]) for i in ids]) for r in rows]
             if len(found) != len(batch):
                 raise RuntimeError(f"get 100 found {len(found)}")
 
         many_sides: dict[str, Callable[[Any], Any]] = {
             "langgraph": lambda b: lg.store.batch([GetOp((space, str(tenants[0])), f"d{i}") for i in b]),
-            "memsub": ms_many,
+            "memsub": lambda b: ms_many(b, "memsub"),
         }
+        if has_typed:
+            many_sides["json"] = lambda b: ms_many(b, "json")
         if has_lean:
-            many_sides["lean"] = lambda b: ms_many(b, with_vectors=False)
+            many_sides["lean"] = lambda b: ms_many(b, "lean")
         timings = alternate(batches, many_sides)
         result["operations"].append(compare("get 100 items", timings,
-                                            "" if has_multi else "100 get_packet calls in one pipeline"))
-        if has_lean:
-            result["operations"].append(compare("get 100 items, without vectors", lean_timings(timings)))
+                                            ("vectors in binary" if has_typed else "vectors as JSON")
+                                            if has_multi else "100 get_packet calls in one pipeline"))
+        for variant, label in VARIANTS:
+            if variant in timings:
+                result["operations"].append(compare(f"get 100 items, {label}", variant_timings(timings, variant)))
     if args.gets_only:
         lg.close()
         ms.close()
@@ -288,9 +320,13 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
     return result
 
 
-def lean_timings(timings: dict[str, list[float]]) -> dict[str, list[float]]:
-    """The timings of one run with the without-vectors variant in memsub's place, for ``compare``."""
-    return {"langgraph": timings["langgraph"], "memsub": timings["lean"]}
+VARIANTS = (("json", "vectors as JSON"), ("lean", "without vectors"))
+"""memsub's other ways to read, timed in the same rounds: the envelope's own JSON vectors, and no vectors."""
+
+
+def variant_timings(timings: dict[str, list[float]], variant: str) -> dict[str, list[float]]:
+    """The timings of one run with one of memsub's other ways to read in memsub's place, for ``compare``."""
+    return {"langgraph": timings["langgraph"], "memsub": timings[variant]}
 
 
 def render(results: dict[str, Any]) -> str:

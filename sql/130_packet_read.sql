@@ -29,26 +29,22 @@ declare
     v_tenants uuid[];
 begin
     -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
-    -- back. Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is
-    -- JSON null gets the vector of its (embedding_type, chunk_index) slot, read from memory_embeddings as the
-    -- caller (row-level security applies), as the exact doubles of its single-precision numbers; null when no
-    -- row holds it. Other elements, and envelopes without an embeddings array, are returned as stored. A call
-    -- without vectors never plans this statement, so it pays nothing for memory_embeddings.
+    -- back where memsub._envelope_vectors finds one, as the exact doubles of its single-precision numbers.
+    -- Other elements, and envelopes without an embeddings array, are returned as stored. A call without
+    -- vectors never plans this statement, so it pays nothing for memory_embeddings.
     if coalesce(p_with_vectors, true) then
         return query
             select g.packet_id, g.packet_type,
                    case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
                        jsonb_set(g.envelope, '{memory,embeddings}', (
                            select coalesce(jsonb_agg(
-                                      case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                          jsonb_set(x.e, '{vector}', coalesce((
-                                              select to_jsonb(m.vector::real[]::double precision[])
-                                                from memsub.memory_embeddings m
-                                               where m.tenant_id = g.tenant_id and m.packet_id = g.packet_id
-                                                 and m.embedding_type = x.e ->> 'embedding_type'
-                                                 and m.chunk_index = memsub._embedding_chunk_index(x.e)), 'null'))
-                                      else x.e end order by x.o), '[]')
-                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                                      case when v.vectors[x.o] is null then x.e
+                                           else jsonb_set(x.e, '{vector}',
+                                                          to_jsonb(v.vectors[x.o]::real[]::double precision[])) end
+                                      order by x.o), '[]')
+                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
+                            cross join (select memsub._envelope_vectors(g.tenant_id, g.packet_id,
+                                                                        g.envelope -> 'memory' -> 'embeddings')) v(vectors)))
                    else g.envelope end,
                    g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
                    g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
@@ -100,6 +96,45 @@ comment on function memsub.get_packets(uuid[], boolean) is
     'memory_embeddings (the exact value of each single-precision number; row-level security applies); false '
     'returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written '
     'before 2.24.0 keep theirs) and every other field is the same.';
+
+create or replace function memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb)
+returns vector[]
+language sql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
+    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
+    -- security applies).
+    select array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                 (select m.vector from memsub.memory_embeddings m
+                                   where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
+                                     and m.embedding_type = x.e ->> 'embedding_type'
+                                     and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
+                   from jsonb_array_elements(p_embeddings) with ordinality as x(e, o)
+                  order by x.o)
+$$;
+comment on function memsub._envelope_vectors(uuid, uuid, jsonb) is
+    'The stored vectors of a packet''s memory.embeddings array (as stored: vectors JSON null), one per element in '
+    'its order: the vector of the element''s (embedding_type, chunk_index) slot in memory_embeddings, NULL where '
+    'the element holds no vector stored apart or no visible row holds it. Used by get_packets and '
+    'get_packet_vectors.';
+
+create or replace function memsub.get_packet_vectors(p_packet_ids uuid[])
+returns table (packet_id uuid, vectors vector[])
+language sql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+    select g.packet_id, memsub._envelope_vectors(g.tenant_id, g.packet_id, g.envelope -> 'memory' -> 'embeddings')
+      from memsub.get_packets(p_packet_ids, false) with ordinality g
+     where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
+     order by g.ordinality
+$$;
+comment on function memsub.get_packet_vectors(uuid[]) is
+    'The stored vectors of the visible packets among these ids that carry a memory.embeddings array, in the order '
+    'of memsub.get_packets: vectors[i] is the vector of the i-th element (1-based) of the envelope''s '
+    'memory.embeddings as stored, NULL where the element holds no vector stored apart (or no row holds it). With '
+    'get_packets(ids, false) it gives the envelopes as written, the vectors as vector values (pgvector''s binary '
+    'form on the wire) instead of JSON numbers: what the Python client reads. Row-level security applies.';
 
 create or replace function memsub.get_packet(p_packet_id uuid, p_with_vectors boolean default true)
 returns setof memsub.packet_store

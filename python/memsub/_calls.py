@@ -20,7 +20,9 @@ Rules every call follows:
 - One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
   (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
   executors run on, so it holds inside lists too and for every call path.
-- Rows are decoded by column name into the typed models; only the model's columns are selected.
+- Rows are decoded by column name into the typed models; only the model's columns are selected. A call whose
+  result holds vectors may ask for binary results (``vector`` values as 4 bytes a number, not decimal text), and
+  a call may be :func:`followed` by another, sent with it in one round trip and one transaction.
 - One error mapping: psycopg errors become :mod:`memsub.errors` exceptions.
 """
 
@@ -32,7 +34,7 @@ import json
 import math
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
@@ -190,12 +192,38 @@ def _single(found: list[Row]) -> Row:
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One statement ready to run and the decoding of its rows."""
+    """One statement ready to run and the decoding of its rows; ``binary`` asks for its result columns in
+    PostgreSQL's binary format (a ``vector`` then arrives as 4 bytes a number, not as decimal text); ``vectors``
+    says it needs pgvector's adapters on the connection. A call :func:`followed` by a second one is sent with
+    it, in one round trip and one transaction, and ``merge`` folds the second result into the first."""
 
     statement: sql.Composed | sql.SQL | bytes
     params: Sequence[Any]
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
+    binary: bool = field(default=False)
+    then: Call[Any] | None = field(default=None)
+    merge: Callable[[T, Any], T] | None = field(default=None)
+
+    def statements(self) -> list[Call[Any]]:
+        """This call and the one sent with it, in order: what goes over the connection."""
+        return [self] if self.then is None else [self, *self.then.statements()]
+
+    def result(self, found: Sequence[list[Row]]) -> T:
+        """The outcome from the rows of :meth:`statements`, in the same order."""
+        value = self.decode(found[0])
+        if self.then is not None and self.merge is not None:
+            value = self.merge(value, self.then.result(found[1:]))
+        return value
+
+
+U = TypeVar("U")
+
+
+def followed(call: Call[T], then: Call[U], merge: Callable[[T, U], T]) -> Call[T]:
+    """``call`` with ``then`` sent right after it, in the same round trip and transaction; ``merge(first, second)``
+    gives the outcome (e.g. rows read without their vectors, then the vectors read in binary put back)."""
+    return replace(call, then=then, merge=merge)
 
 
 Steps = Generator[Call[Any], Any, T]
@@ -204,8 +232,10 @@ sent its decoded result, and returns the outcome. The sync session drives it wit
 awaited calls (:func:`method` binds it either way)."""
 
 
-def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T]:
-    """A call of ``memsub.<name>`` with named arguments; arguments that are None take the SQL default."""
+def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary: bool = False) -> Call[T]:
+    """A call of ``memsub.<name>`` with named arguments; arguments that are None take the SQL default.
+    ``binary``: the result columns in binary format, pgvector's adapters registered first (for ``vector``
+    results)."""
     given: list[tuple[str, bool]] = []
     params: list[Any] = []
     vectors = False
@@ -225,7 +255,8 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T]) -> Call[T
             value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
         given.append((argument, is_json))
         params.append(value)
-    return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors)
+    return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors or binary,
+                binary)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -370,27 +401,41 @@ async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
 # --- executors -------------------------------------------------------------------------------------------------
 
 def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
-    """Run ``call`` in the connection's current transaction."""
+    """Run ``call`` (and the call sent with it) in the connection's current transaction."""
     _with_times(connection)
+    statements = call.statements()
     try:
-        if call.vectors and not _has_vector(connection):
+        if any(part.vectors for part in statements) and not _has_vector(connection):
             register_vector_type(connection)
-        found = connection.execute(call.statement, call.params).fetchall()
+        if len(statements) == 1:
+            found = [connection.execute(call.statement, call.params, binary=call.binary).fetchall()]
+        else:
+            with connection.pipeline():
+                cursors = [connection.execute(part.statement, part.params, binary=part.binary)
+                           for part in statements]
+            found = [cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.decode(found)
+    return call.result(found)
 
 
 async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T]) -> T:
-    """Run ``call`` in the async connection's current transaction."""
+    """The async twin of :func:`execute`."""
     _with_times(connection)
+    statements = call.statements()
     try:
-        if call.vectors and not _has_vector(connection):
+        if any(part.vectors for part in statements) and not _has_vector(connection):
             await register_vector_type_async(connection)
-        found = await (await connection.execute(call.statement, call.params)).fetchall()
+        if len(statements) == 1:
+            found = [await (await connection.execute(call.statement, call.params, binary=call.binary)).fetchall()]
+        else:
+            async with connection.pipeline():
+                cursors = [await connection.execute(part.statement, part.params, binary=part.binary)
+                           for part in statements]
+            found = [await cursor.fetchall() for cursor in cursors]
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.decode(found)
+    return call.result(found)
 
 
 def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
@@ -465,7 +510,7 @@ def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Cal
             connection.commit()
         with _one_sync(connection):
             connection.execute(context.statement, context.params)
-            cursors = [connection.execute(call.statement, call.params) for call in calls]
+            cursors = [connection.execute(call.statement, call.params, binary=call.binary) for call in calls]
         return [cursor.fetchall() for cursor in cursors]
 
 
@@ -479,27 +524,28 @@ async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnectio
             await connection.commit()
         async with _one_sync_async(connection):
             await connection.execute(context.statement, context.params)
-            cursors = [await connection.execute(call.statement, call.params) for call in calls]
+            cursors = [await connection.execute(call.statement, call.params, binary=call.binary) for call in calls]
         return [await cursor.fetchall() for cursor in cursors]
 
 
 def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:
-    """Run ``call`` in a transaction of its own (:func:`rows_in_context`); database errors become memsub errors."""
+    """Run ``call`` (and the call sent with it) in a transaction of its own (:func:`rows_in_context`); database
+    errors become memsub errors."""
     try:
-        found = rows_in_context(pool, context, [call])[0]
+        found = rows_in_context(pool, context, call.statements())
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.decode(found)
+    return call.result(found)
 
 
 async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: Call[None],
                                    call: Call[T]) -> T:
     """The async twin of :func:`execute_in_context`."""
     try:
-        found = (await rows_in_context_async(pool, context, [call]))[0]
+        found = await rows_in_context_async(pool, context, call.statements())
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.decode(found)
+    return call.result(found)
 
 
 # --- sessions --------------------------------------------------------------------------------------------------

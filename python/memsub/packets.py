@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, Literal, overload
 from uuid import UUID
 
+from pgvector import Vector
 from pydantic import BaseModel
 
 from memsub._calls import (
@@ -24,6 +25,7 @@ from memsub._calls import (
     Shape,
     Steps,
     SyncSession,
+    followed,
     function,
     json_text,
     method,
@@ -76,15 +78,50 @@ def get_packet(packet_id: UUID | str, with_vectors: bool = True) -> Call[PacketS
     """The packet with this id, or None when it does not exist or is not visible (memsub.get_packet). Its
     envelope is as written, each ``memory.embeddings[]`` vector put back; with ``with_vectors=False`` it is as
     stored, each such vector None (the vectors are in memory_embeddings), which is cheaper to read and decode."""
-    return function("get_packet", {"packet_id": packet_id, "with_vectors": with_vectors}, optional(PacketStoreRow))
+    stored = function("get_packet", {"packet_id": packet_id, "with_vectors": False}, optional(PacketStoreRow))
+    if not with_vectors:
+        return stored
+    return followed(stored, packet_vectors([packet_id]),
+                    lambda row, vectors: None if row is None else _with_vectors([row], vectors)[0])
 
 
 def get_packets(packet_ids: Iterable[UUID | str], with_vectors: bool = True) -> Call[list[PacketStoreRow]]:
     """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call and
     one index search per id, however many tenants share the store. ``with_vectors=False``: the envelopes as
     stored, each ``memory.embeddings[]`` vector None (see :func:`get_packet`)."""
-    return function("get_packets", {"packet_ids": list(packet_ids), "with_vectors": with_vectors},
-                    rows(PacketStoreRow))
+    ids = list(packet_ids)
+    stored = function("get_packets", {"packet_ids": ids, "with_vectors": False}, rows(PacketStoreRow))
+    if not with_vectors:
+        return stored
+    return followed(stored, packet_vectors(ids), _with_vectors)
+
+
+def packet_vectors(packet_ids: Sequence[UUID | str]) -> Call[dict[UUID, list[Vector | None]]]:
+    """The stored vectors of the envelopes' ``memory.embeddings[]`` slots, by packet (memsub.get_packet_vectors),
+    read in binary: 4 bytes a number, where the envelope JSON would carry 17 digits of text."""
+    return function("get_packet_vectors", {"packet_ids": list(packet_ids)},
+                    Shape(("packet_id", "vectors"), lambda found: {row["packet_id"]: row["vectors"] for row in found}),
+                    binary=True)
+
+
+def _with_vectors(found: list[PacketStoreRow],
+                  vectors: dict[UUID, list[Vector | None]]) -> list[PacketStoreRow]:
+    """The rows read without their vectors, with their vectors put back (:func:`envelope_with_vectors`)."""
+    for row in found:
+        envelope_with_vectors(row.envelope, vectors.get(row.packet_id))
+    return found
+
+
+def envelope_with_vectors(envelope: dict[str, Any], vectors: Sequence[Vector | None] | None) -> dict[str, Any]:
+    """``envelope`` (read without its vectors) with each ``memory.embeddings[]`` vector put back where
+    ``vectors`` (its row of memsub.get_packet_vectors) holds one, in place: the same envelope, number for
+    number, as memsub.get_packets returns with its vectors (a single-precision number as the double it is
+    exactly)."""
+    if vectors:
+        for element, stored in zip(envelope["memory"]["embeddings"], vectors, strict=True):
+            if stored is not None:
+                element["vector"] = stored.to_list()
+    return envelope
 
 
 def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:
