@@ -1042,6 +1042,19 @@ ALTER FUNCTION memsub._embedding_chunk_index(p_element jsonb) OWNER TO memsub_ow
 
 COMMENT ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) IS 'The chunk_index of a memory.embeddings element as the fan-out stores it (0 when absent), or NULL when it is not an integer (the fan-out refuses such an element).';
 
+CREATE FUNCTION memsub._embedding_partition(p_tenant_id uuid) RETURNS integer
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select n from pg_catalog.generate_series(0, 15) n
+     where p_tenant_id is not null
+       and pg_catalog.satisfies_hash_partition('memsub.memory_embeddings'::regclass, 16, n, p_tenant_id)
+$$;
+
+ALTER FUNCTION memsub._embedding_partition(p_tenant_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) IS 'The number (0-15) of the partition of memory_embeddings that holds a tenant''s embeddings (memory_embeddings_p<nn>, hash of tenant_id, modulus 16); its HNSW indexes are idx_embeddings_vector_<type>_p<nn>. NULL for a NULL tenant.';
+
 CREATE FUNCTION memsub._entity_keys(p_name text) RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1296,26 +1309,6 @@ $$;
 ALTER FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) IS 'Reads an optional field of an envelope of the JSON type p_type (object, string): NULL when absent or JSON null; raises SQLSTATE 22023 naming the field when it has another type.';
-
-CREATE FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) RETURNS public.vector[]
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
-    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
-    -- security applies).
-    select array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                 (select m.vector from memsub.memory_embeddings m
-                                   where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
-                                     and m.embedding_type = x.e ->> 'embedding_type'
-                                     and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
-                   from jsonb_array_elements(p_embeddings) with ordinality as x(e, o)
-                  order by x.o)
-$$;
-
-ALTER FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) IS 'The stored vectors of a packet''s memory.embeddings array (as stored: vectors JSON null), one per element in its order: the vector of the element''s (embedding_type, chunk_index) slot in memory_embeddings, NULL where the element holds no vector stored apart or no visible row holds it. Used by get_packets and get_packet_vectors.';
 
 CREATE FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -1892,6 +1885,28 @@ ALTER FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packe
 
 COMMENT ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) IS 'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization of a thread another writer registered meanwhile ({}).';
 
+CREATE FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
+    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant: the tenants holding these ids are found first (by packet_id alone). Row-level security decides
+    -- what is visible either way.
+    if v_tenant is not null and not memsub.is_platform_admin() then
+        return array[v_tenant];
+    end if;
+    return array(select distinct k.tenant_id from memsub.packet_store k where k.packet_id = any(p_packet_ids));
+end
+$$;
+
+ALTER FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) IS 'The tenants whose rows a read of these packet ids looks at: the context tenant for an ordinary login, the tenants holding the ids for a platform_admin or a call without a tenant. Stated as a value (= any), it selects the key to search in packet_store and the partitions of memory_embeddings to read.';
+
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2169,10 +2184,15 @@ declare
     v_recall double precision;
     v_probed boolean := false;
 begin
-    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
-    select greatest(c.reltuples, 0) into v_total
+    -- Rows of the type in the graph the walk would read: the HNSW index of the tenant's partition of
+    -- memory_embeddings (every partition's, for a search of every tenant), by the index's own estimate (kept by
+    -- vacuum and analyze).
+    select sum(greatest(c.reltuples, 0)) into v_total
       from pg_catalog.pg_class c
-     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
+     where c.oid in (select pg_catalog.to_regclass(format('memsub.idx_embeddings_vector_%s_p%s', p_embedding_type,
+                                                           pg_catalog.lpad(n::text, 2, '0')))
+                       from generate_series(0, 15) n
+                      where p_tenant_id is null or n = memsub._embedding_partition(p_tenant_id));
     if p_tenant_id is null then
         v_rows := coalesce(v_total, 0)::bigint;
     else
@@ -5069,13 +5089,32 @@ ALTER FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) OWNER
 COMMENT ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) IS 'The packet with this id, if the caller may see it (no row otherwise): memsub.get_packets of one id. with_vectors (default true) returns its envelope as written, vectors put back; false, the row as stored (memory.embeddings[] vectors are JSON null).';
 
 CREATE FUNCTION memsub.get_packet_vectors(p_packet_ids uuid[]) RETURNS TABLE(packet_id uuid, vectors public.vector[])
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
-    select g.packet_id, memsub._envelope_vectors(g.tenant_id, g.packet_id, g.envelope -> 'memory' -> 'embeddings')
-      from memsub.get_packets(p_packet_ids, false) with ordinality g
-     where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
-     order by g.ordinality
+declare
+    v_tenants uuid[] := memsub._reader_tenants(p_packet_ids);
+begin
+    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
+    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
+    -- security applies). The packets are the ones get_packets finds, in its order. The tenants, stated as a
+    -- value, leave the executor only their partitions of memory_embeddings to open (the slot's own tenant,
+    -- known row by row, cannot); the plan is the same for every call, made once per session.
+    return query
+        select g.packet_id,
+               array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                     (select m.vector from memsub.memory_embeddings m
+                                       where m.tenant_id = any(v_tenants) and m.tenant_id = g.tenant_id
+                                         and m.packet_id = g.packet_id
+                                         and m.embedding_type = x.e ->> 'embedding_type'
+                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
+                       from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
+                      order by x.o)
+          from memsub.get_packets(p_packet_ids, false) with ordinality g
+         where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
+         order by g.ordinality;
+end
 $$;
 
 ALTER FUNCTION memsub.get_packet_vectors(p_packet_ids uuid[]) OWNER TO memsub_owner;
@@ -5088,47 +5127,41 @@ CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean D
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-    v_tenant uuid;
     v_tenants uuid[];
 begin
     -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
-    -- back where memsub._envelope_vectors finds one, as the exact doubles of its single-precision numbers.
+    -- back where memsub.get_packet_vectors finds one, as the exact doubles of its single-precision numbers.
     -- Other elements, and envelopes without an embeddings array, are returned as stored. A call without
     -- vectors never plans this statement, so it pays nothing for memory_embeddings.
     if coalesce(p_with_vectors, true) then
+        -- The vectors of the rows that carry an embeddings array, read by get_packet_vectors: one more key
+        -- search for each of those ids, none for the others.
         return query
+            with g as materialized (select * from memsub.get_packets(p_packet_ids, false) with ordinality)
             select g.packet_id, g.packet_type,
-                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+                   case when v.vectors is null then g.envelope else
                        jsonb_set(g.envelope, '{memory,embeddings}', (
                            select coalesce(jsonb_agg(
                                       case when v.vectors[x.o] is null then x.e
                                            else jsonb_set(x.e, '{vector}',
                                                           to_jsonb(v.vectors[x.o]::real[]::double precision[])) end
                                       order by x.o), '[]')
-                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
-                            cross join (select memsub._envelope_vectors(g.tenant_id, g.packet_id,
-                                                                        g.envelope -> 'memory' -> 'embeddings')) v(vectors)))
-                   else g.envelope end,
+                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                   end,
                    g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
                    g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
                    g.chunk_count, g.is_chunked, g.tenant_id, g.org_id, g.user_id, g.correlation_id, g.session_id,
                    g.trace_id, g.write_seq
-              from memsub.get_packets(p_packet_ids, false) with ordinality g
+              from g
+              left join memsub.get_packet_vectors(array(
+                            select e.packet_id from g e
+                             where jsonb_typeof(e.envelope -> 'memory' -> 'embeddings') = 'array')) v
+                     on v.packet_id = g.packet_id
              order by g.ordinality;
         return;
     end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
-    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
-    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant: it first finds the tenants holding these ids (by packet_id alone), then reads by the key as well.
-    -- Row-level security decides what is visible either way.
-    v_tenant := memsub.current_tenant_id();
-    if v_tenant is not null and not memsub.is_platform_admin() then
-        v_tenants := array[v_tenant];
-    else
-        v_tenants := array(select distinct k.tenant_id from memsub.packet_store k
-                            where k.packet_id = any(p_packet_ids));
-    end if;
+    v_tenants := memsub._reader_tenants(p_packet_ids);
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
     -- not planned again for each call: planning would cost more than reading one packet. The header fields
@@ -8183,7 +8216,9 @@ begin
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
     -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
-    -- is put together from fixed fragments; every value is bound ($1 ... $10).
+    -- is put together from fixed fragments; every value is bound ($1 ... $10). Both reads of memory_embeddings
+    -- state the tenant, so the planner plans the tenant's partition only (planning all 16 partitions and their
+    -- indexes took about 3 ms a call).
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -8194,12 +8229,13 @@ begin
             '           where e.embedding_type = $10 %s %s'
             '           order by %s'
             '           limit $2) n'
-            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
+            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id %s'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
             v_filters, v_packets,
-            case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
+            case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
+            v_filters);
         execute v_query into v_hits
             using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
                   p_embedding_type;
@@ -8651,7 +8687,8 @@ CREATE FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_index text := 'idx_embeddings_vector_' || p_embedding_type;
+    v_index     text := 'idx_embeddings_vector_' || p_embedding_type;
+    v_partition name;
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     -- pgvector's bounds, checked here so a bad value is refused before anything changes, naming the field.
@@ -8667,14 +8704,22 @@ begin
         raise exception 'field "ef_construction" must be at least 2 * m (%), not %', 2 * p_m, p_ef_construction
             using errcode = '22023', column = 'ef_construction';
     end if;
-    execute format('alter index memsub.%I set (m = %s, ef_construction = %s)', v_index, p_m, p_ef_construction);
+    -- A partitioned index takes no storage parameters of its own: they are recorded on each partition's index.
+    for v_partition in
+        select p.relname from pg_catalog.pg_inherits h join pg_catalog.pg_class p on p.oid = h.inhrelid
+         where h.inhparent = pg_catalog.to_regclass('memsub.' || v_index)
+         order by p.relname
+    loop
+        execute format('alter index memsub.%I set (m = %s, ef_construction = %s)', v_partition, p_m,
+                       p_ef_construction);
+    end loop;
     return v_index;
 end
 $$;
 
 ALTER FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) IS 'Records HNSW build parameters (m 2-100, ef_construction 4-1000 and at least 2 * m) on the index of an embedding type and returns the index''s name; the graph is rebuilt with them by REINDEX INDEX CONCURRENTLY (memsub vector-index rebuild). Until then only new inserts use the new ef_construction. Raises 22023 naming the field. Granted to nobody: the role that applies migrations runs it.';
+COMMENT ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) IS 'Records HNSW build parameters (m 2-100, ef_construction 4-1000 and at least 2 * m) on the index of an embedding type (on each partition''s) and returns the index''s name; the graphs are rebuilt with them by REINDEX INDEX CONCURRENTLY (memsub vector-index rebuild). Until then only new inserts use the new ef_construction. Raises 22023 naming the field. Granted to nobody: the role that applies migrations runs it.';
 
 CREATE FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
     LANGUAGE plpgsql
@@ -8749,13 +8794,14 @@ CREATE TABLE memsub.memory_embeddings (
     CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
     CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
     CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
-);
+)
+PARTITION BY HASH (tenant_id);
 
 ALTER TABLE ONLY memsub.memory_embeddings FORCE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.memory_embeddings OWNER TO memsub_owner;
 
-COMMENT ON TABLE memsub.memory_embeddings IS 'Multi-space vectors of packets: one per (packet, embedding_type, chunk). Deleted with their packet.';
+COMMENT ON TABLE memsub.memory_embeddings IS 'Multi-space vectors of packets: one per (packet, embedding_type, chunk). Deleted with their packet. Partitioned by tenant_id into 16 hash partitions (memory_embeddings_p00 ... _p15), each with its own HNSW graph per embedding type.';
 
 COMMENT ON COLUMN memsub.memory_embeddings.embedding_id IS 'Unique embedding identifier.';
 
@@ -9619,10 +9665,12 @@ begin
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
     -- 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
-        select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
+        -- total: the rows of the type in the tenant's partition (the graph its walk reads).
+        select e.tenant_id, e.embedding_type, count(*) as n,
+               sum(count(*)) over (partition by e.tableoid, e.embedding_type) as total
           from memsub.memory_embeddings e
          where e.vector is not null
-         group by e.tenant_id, e.embedding_type
+         group by e.tableoid, e.tenant_id, e.embedding_type
     loop
         -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
         insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
@@ -9814,22 +9862,27 @@ CREATE FUNCTION memsub.vector_index_builds() RETURNS TABLE(embedding_type text, 
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
+    -- The parameters as recorded on the partitions' indexes (set_vector_index_build sets them on every one in
+    -- one transaction; the partitioned index itself holds only those it was created with).
     select t.embedding_type, c.relname::text,
-           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'm'), 16),
-           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'ef_construction'), 64),
-           pg_catalog.pg_relation_size(c.oid),
-           i.indisvalid and i.indisready
+           coalesce(max((select o.option_value::integer from pg_catalog.pg_options_to_table(p.reloptions) o
+                          where o.option_name = 'm')), 16),
+           coalesce(max((select o.option_value::integer from pg_catalog.pg_options_to_table(p.reloptions) o
+                          where o.option_name = 'ef_construction')), 64),
+           coalesce(sum(pg_catalog.pg_relation_size(p.oid)), 0)::bigint,
+           bool_and(i.indisvalid and i.indisready)
       from unnest(memsub.embedding_types()) with ordinality as t(embedding_type, n)
       join pg_catalog.pg_class c on c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || t.embedding_type)
-      join pg_catalog.pg_index i on i.indexrelid = c.oid
+      join pg_catalog.pg_inherits h on h.inhparent = c.oid
+      join pg_catalog.pg_class p on p.oid = h.inhrelid
+      join pg_catalog.pg_index i on i.indexrelid = p.oid
+     group by t.n, t.embedding_type, c.relname
      order by t.n
 $$;
 
 ALTER FUNCTION memsub.vector_index_builds() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings: name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes, and whether PostgreSQL may use it (indisvalid and indisready). A concurrent rebuild keeps the old index in use until it swaps in the new one; one that fails leaves an invalid copy named <index>_ccnew, not listed here.';
+COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings (a partitioned index, one graph per partition): name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes of every partition''s graph, and whether PostgreSQL may use them all (indisvalid and indisready). A concurrent rebuild keeps each old graph in use until it swaps in the new one; one that fails leaves an invalid copy named <index>_p<nn>_ccnew, not listed here.';
 
 CREATE FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
     LANGUAGE plpgsql STABLE
@@ -10755,6 +10808,470 @@ COMMENT ON COLUMN memsub.maintenance_lock.task IS 'What is serialized, e.g. refr
 
 COMMENT ON COLUMN memsub.maintenance_lock.lock_key IS 'hashtextextended of the key within the task (a view name, a tenant id, a tenant and document path ...).';
 
+CREATE TABLE memsub.memory_embeddings_p00 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p00 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p00 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p00 IS 'Partition 0 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 0. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p01 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p01 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p01 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p01 IS 'Partition 1 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 1. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p02 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p02 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p02 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p02 IS 'Partition 2 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 2. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p03 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p03 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p03 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p03 IS 'Partition 3 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 3. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p04 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p04 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p04 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p04 IS 'Partition 4 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 4. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p05 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p05 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p05 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p05 IS 'Partition 5 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 5. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p06 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p06 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p06 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p06 IS 'Partition 6 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 6. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p07 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p07 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p07 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p07 IS 'Partition 7 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 7. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p08 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p08 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p08 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p08 IS 'Partition 8 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 8. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p09 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p09 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p09 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p09 IS 'Partition 9 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 9. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p10 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p10 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p10 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p10 IS 'Partition 10 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 10. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p11 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p11 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p11 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p11 IS 'Partition 11 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 11. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p12 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p12 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p12 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p12 IS 'Partition 12 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 12. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p13 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p13 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p13 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p13 IS 'Partition 13 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 13. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p14 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p14 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p14 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p14 IS 'Partition 14 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 14. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
+CREATE TABLE memsub.memory_embeddings_p15 (
+    embedding_id uuid DEFAULT gen_random_uuid() CONSTRAINT memory_embeddings_embedding_id_not_null NOT NULL,
+    packet_id uuid CONSTRAINT memory_embeddings_packet_id_not_null NOT NULL,
+    embedding_type text CONSTRAINT memory_embeddings_embedding_type_not_null NOT NULL,
+    vector public.vector(1536) CONSTRAINT memory_embeddings_vector_not_null NOT NULL,
+    chunk_index integer DEFAULT 0 CONSTRAINT memory_embeddings_chunk_index_not_null NOT NULL,
+    chunk_text text,
+    metadata jsonb DEFAULT '{}'::jsonb CONSTRAINT memory_embeddings_metadata_not_null NOT NULL,
+    scope text DEFAULT 'shared'::text CONSTRAINT memory_embeddings_scope_not_null NOT NULL,
+    created_at timestamp with time zone DEFAULT now() CONSTRAINT memory_embeddings_created_at_not_null NOT NULL,
+    tenant_id uuid CONSTRAINT memory_embeddings_tenant_id_not_null NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    search_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, COALESCE(chunk_text, ''::text))) STORED,
+    ttl timestamp without time zone,
+    CONSTRAINT memory_embeddings_chunk_index_non_negative CHECK ((chunk_index >= 0)),
+    CONSTRAINT memory_embeddings_embedding_type_known CHECK ((embedding_type = ANY (memsub.embedding_types()))),
+    CONSTRAINT memory_embeddings_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p15 FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p15 OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_embeddings_p15 IS 'Partition 15 of 16 of memsub.memory_embeddings: the embeddings of the tenants whose tenant_id hashes to remainder 15. Read and written only through memory_embeddings (its policies apply there; a direct read of the partition sees no row).';
+
 CREATE MATERIALIZED VIEW memsub.mv_agent_recent_important AS
  SELECT tenant_id,
     org_id,
@@ -11128,7 +11645,7 @@ COMMENT ON COLUMN memsub.search_stats.embedding_type IS 'Vector space: content, 
 
 COMMENT ON COLUMN memsub.search_stats.row_count IS 'Embeddings of this type the tenant held when measured.';
 
-COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type of all tenants (the HNSW index) when measured.';
+COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type in the tenant''s partition of memory_embeddings (the HNSW graph its walk reads) when measured.';
 
 COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached recall 0.97, or the largest one tried when none did (NULL: not measured).';
 
@@ -11312,6 +11829,38 @@ COMMENT ON COLUMN memsub.world_model_state.org_id IS 'Organization of the last u
 
 COMMENT ON COLUMN memsub.world_model_state.user_id IS 'User of the last updater.';
 
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p00 FOR VALUES WITH (modulus 16, remainder 0);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p01 FOR VALUES WITH (modulus 16, remainder 1);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p02 FOR VALUES WITH (modulus 16, remainder 2);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p03 FOR VALUES WITH (modulus 16, remainder 3);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p04 FOR VALUES WITH (modulus 16, remainder 4);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p05 FOR VALUES WITH (modulus 16, remainder 5);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p06 FOR VALUES WITH (modulus 16, remainder 6);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p07 FOR VALUES WITH (modulus 16, remainder 7);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p08 FOR VALUES WITH (modulus 16, remainder 8);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p09 FOR VALUES WITH (modulus 16, remainder 9);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p10 FOR VALUES WITH (modulus 16, remainder 10);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p11 FOR VALUES WITH (modulus 16, remainder 11);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p12 FOR VALUES WITH (modulus 16, remainder 12);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p13 FOR VALUES WITH (modulus 16, remainder 13);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p14 FOR VALUES WITH (modulus 16, remainder 14);
+
+ALTER TABLE ONLY memsub.memory_embeddings ATTACH PARTITION memsub.memory_embeddings_p15 FOR VALUES WITH (modulus 16, remainder 15);
+
 ALTER TABLE ONLY memsub.adk_app_states
     ADD CONSTRAINT adk_app_states_pkey PRIMARY KEY (tenant_id, org_key, app_name);
 
@@ -11411,8 +11960,104 @@ ALTER TABLE ONLY memsub.memory_access_log
 ALTER TABLE ONLY memsub.memory_embeddings
     ADD CONSTRAINT memory_embeddings_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
 
+ALTER TABLE ONLY memsub.memory_embeddings_p00
+    ADD CONSTRAINT memory_embeddings_p00_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
 ALTER TABLE ONLY memsub.memory_embeddings
     ADD CONSTRAINT memory_embeddings_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p00
+    ADD CONSTRAINT memory_embeddings_p00_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p01
+    ADD CONSTRAINT memory_embeddings_p01_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p01
+    ADD CONSTRAINT memory_embeddings_p01_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p02
+    ADD CONSTRAINT memory_embeddings_p02_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p02
+    ADD CONSTRAINT memory_embeddings_p02_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p03
+    ADD CONSTRAINT memory_embeddings_p03_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p03
+    ADD CONSTRAINT memory_embeddings_p03_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p04
+    ADD CONSTRAINT memory_embeddings_p04_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p04
+    ADD CONSTRAINT memory_embeddings_p04_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p05
+    ADD CONSTRAINT memory_embeddings_p05_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p05
+    ADD CONSTRAINT memory_embeddings_p05_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p06
+    ADD CONSTRAINT memory_embeddings_p06_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p06
+    ADD CONSTRAINT memory_embeddings_p06_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p07
+    ADD CONSTRAINT memory_embeddings_p07_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p07
+    ADD CONSTRAINT memory_embeddings_p07_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p08
+    ADD CONSTRAINT memory_embeddings_p08_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p08
+    ADD CONSTRAINT memory_embeddings_p08_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p09
+    ADD CONSTRAINT memory_embeddings_p09_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p09
+    ADD CONSTRAINT memory_embeddings_p09_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p10
+    ADD CONSTRAINT memory_embeddings_p10_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p10
+    ADD CONSTRAINT memory_embeddings_p10_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p11
+    ADD CONSTRAINT memory_embeddings_p11_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p11
+    ADD CONSTRAINT memory_embeddings_p11_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p12
+    ADD CONSTRAINT memory_embeddings_p12_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p12
+    ADD CONSTRAINT memory_embeddings_p12_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p13
+    ADD CONSTRAINT memory_embeddings_p13_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p13
+    ADD CONSTRAINT memory_embeddings_p13_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p14
+    ADD CONSTRAINT memory_embeddings_p14_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p14
+    ADD CONSTRAINT memory_embeddings_p14_pkey PRIMARY KEY (tenant_id, embedding_id);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p15
+    ADD CONSTRAINT memory_embeddings_p15_chunk_key UNIQUE (tenant_id, packet_id, embedding_type, chunk_index);
+
+ALTER TABLE ONLY memsub.memory_embeddings_p15
+    ADD CONSTRAINT memory_embeddings_p15_pkey PRIMARY KEY (tenant_id, embedding_id);
 
 ALTER TABLE ONLY memsub.memory_entries
     ADD CONSTRAINT memory_entries_pkey PRIMARY KEY (tenant_id, id);
@@ -11526,25 +12171,345 @@ CREATE INDEX idx_document_index_previous ON memsub.document_index USING btree (t
 
 COMMENT ON INDEX memsub.idx_document_index_previous IS 'Walks the version chain forward (which version replaced this one).';
 
-CREATE INDEX idx_embeddings_vector_content ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_content IS 'HNSW (cosine) over the content embeddings only.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content IS 'HNSW (cosine) over the content embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_content_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_context ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_content_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_context IS 'HNSW (cosine) over the context embeddings only.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p00 IS 'The part of idx_embeddings_vector_content on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_content_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_entity IS 'HNSW (cosine) over the entity embeddings only.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p01 IS 'The part of idx_embeddings_vector_content on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_content_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning IS 'HNSW (cosine) over the reasoning embeddings only.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p02 IS 'The part of idx_embeddings_vector_content on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary ON memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_content_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_summary IS 'HNSW (cosine) over the summary embeddings only.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p03 IS 'The part of idx_embeddings_vector_content on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p04 IS 'The part of idx_embeddings_vector_content on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p05 IS 'The part of idx_embeddings_vector_content on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p06 IS 'The part of idx_embeddings_vector_content on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p07 IS 'The part of idx_embeddings_vector_content on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p08 IS 'The part of idx_embeddings_vector_content on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p09 IS 'The part of idx_embeddings_vector_content on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p10 IS 'The part of idx_embeddings_vector_content on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p11 IS 'The part of idx_embeddings_vector_content on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p12 IS 'The part of idx_embeddings_vector_content on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p13 IS 'The part of idx_embeddings_vector_content on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p14 IS 'The part of idx_embeddings_vector_content on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_content_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_content_p15 IS 'The part of idx_embeddings_vector_content on partition 15 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context IS 'HNSW (cosine) over the context embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_context_p00 ... _p15); a search of one tenant walks its partition''s.';
+
+CREATE INDEX idx_embeddings_vector_context_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p00 IS 'The part of idx_embeddings_vector_context on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p01 IS 'The part of idx_embeddings_vector_context on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p02 IS 'The part of idx_embeddings_vector_context on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p03 IS 'The part of idx_embeddings_vector_context on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p04 IS 'The part of idx_embeddings_vector_context on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p05 IS 'The part of idx_embeddings_vector_context on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p06 IS 'The part of idx_embeddings_vector_context on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p07 IS 'The part of idx_embeddings_vector_context on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p08 IS 'The part of idx_embeddings_vector_context on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p09 IS 'The part of idx_embeddings_vector_context on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p10 IS 'The part of idx_embeddings_vector_context on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p11 IS 'The part of idx_embeddings_vector_context on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p12 IS 'The part of idx_embeddings_vector_context on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p13 IS 'The part of idx_embeddings_vector_context on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p14 IS 'The part of idx_embeddings_vector_context on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_context_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_context_p15 IS 'The part of idx_embeddings_vector_context on partition 15 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity IS 'HNSW (cosine) over the entity embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_entity_p00 ... _p15); a search of one tenant walks its partition''s.';
+
+CREATE INDEX idx_embeddings_vector_entity_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p00 IS 'The part of idx_embeddings_vector_entity on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p01 IS 'The part of idx_embeddings_vector_entity on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p02 IS 'The part of idx_embeddings_vector_entity on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p03 IS 'The part of idx_embeddings_vector_entity on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p04 IS 'The part of idx_embeddings_vector_entity on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p05 IS 'The part of idx_embeddings_vector_entity on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p06 IS 'The part of idx_embeddings_vector_entity on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p07 IS 'The part of idx_embeddings_vector_entity on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p08 IS 'The part of idx_embeddings_vector_entity on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p09 IS 'The part of idx_embeddings_vector_entity on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p10 IS 'The part of idx_embeddings_vector_entity on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p11 IS 'The part of idx_embeddings_vector_entity on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p12 IS 'The part of idx_embeddings_vector_entity on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p13 IS 'The part of idx_embeddings_vector_entity on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p14 IS 'The part of idx_embeddings_vector_entity on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_entity_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p15 IS 'The part of idx_embeddings_vector_entity on partition 15 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning IS 'HNSW (cosine) over the reasoning embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_reasoning_p00 ... _p15); a search of one tenant walks its partition''s.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p00 IS 'The part of idx_embeddings_vector_reasoning on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p01 IS 'The part of idx_embeddings_vector_reasoning on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p02 IS 'The part of idx_embeddings_vector_reasoning on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p03 IS 'The part of idx_embeddings_vector_reasoning on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p04 IS 'The part of idx_embeddings_vector_reasoning on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p05 IS 'The part of idx_embeddings_vector_reasoning on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p06 IS 'The part of idx_embeddings_vector_reasoning on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p07 IS 'The part of idx_embeddings_vector_reasoning on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p08 IS 'The part of idx_embeddings_vector_reasoning on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p09 IS 'The part of idx_embeddings_vector_reasoning on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p10 IS 'The part of idx_embeddings_vector_reasoning on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p11 IS 'The part of idx_embeddings_vector_reasoning on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p12 IS 'The part of idx_embeddings_vector_reasoning on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p13 IS 'The part of idx_embeddings_vector_reasoning on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p14 IS 'The part of idx_embeddings_vector_reasoning on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_reasoning_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p15 IS 'The part of idx_embeddings_vector_reasoning on partition 15 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary IS 'HNSW (cosine) over the summary embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_summary_p00 ... _p15); a search of one tenant walks its partition''s.';
+
+CREATE INDEX idx_embeddings_vector_summary_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p00 IS 'The part of idx_embeddings_vector_summary on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p01 IS 'The part of idx_embeddings_vector_summary on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p02 IS 'The part of idx_embeddings_vector_summary on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p03 IS 'The part of idx_embeddings_vector_summary on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p04 IS 'The part of idx_embeddings_vector_summary on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p05 IS 'The part of idx_embeddings_vector_summary on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p06 IS 'The part of idx_embeddings_vector_summary on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p07 IS 'The part of idx_embeddings_vector_summary on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p08 IS 'The part of idx_embeddings_vector_summary on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p09 IS 'The part of idx_embeddings_vector_summary on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p10 IS 'The part of idx_embeddings_vector_summary on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p11 IS 'The part of idx_embeddings_vector_summary on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p12 IS 'The part of idx_embeddings_vector_summary on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p13 IS 'The part of idx_embeddings_vector_summary on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p14 IS 'The part of idx_embeddings_vector_summary on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_embeddings_vector_summary_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p15 IS 'The part of idx_embeddings_vector_summary on partition 15 of memory_embeddings.';
 
 CREATE UNIQUE INDEX idx_entity_relationships_edge ON memsub.entity_relationships USING btree (tenant_id, source_key, relationship_type, target_key) WHERE upper_inf(valid_period);
 
@@ -11576,13 +12541,141 @@ CREATE INDEX idx_memory_access_log_unlearned ON memsub.memory_access_log USING b
 
 COMMENT ON INDEX memsub.idx_memory_access_log_unlearned IS 'Accesses and feedback importance learning has not read yet.';
 
-CREATE INDEX idx_memory_embeddings_search ON memsub.memory_embeddings USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+CREATE INDEX idx_memory_embeddings_search ON ONLY memsub.memory_embeddings USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
 
 COMMENT ON INDEX memsub.idx_memory_embeddings_search IS 'GIN over (tenant_id, search_tsv) of the embeddings with chunk_text: one tenant''s full-text matches (btree_gin for the tenant key). memsub._keyword_candidates states chunk_text is not null to use it.';
 
-CREATE INDEX idx_memory_embeddings_tenant_type ON memsub.memory_embeddings USING btree (tenant_id, embedding_type);
+CREATE INDEX idx_memory_embeddings_search_p00 ON memsub.memory_embeddings_p00 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p00 IS 'The part of idx_memory_embeddings_search on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p01 ON memsub.memory_embeddings_p01 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p01 IS 'The part of idx_memory_embeddings_search on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p02 ON memsub.memory_embeddings_p02 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p02 IS 'The part of idx_memory_embeddings_search on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p03 ON memsub.memory_embeddings_p03 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p03 IS 'The part of idx_memory_embeddings_search on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p04 ON memsub.memory_embeddings_p04 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p04 IS 'The part of idx_memory_embeddings_search on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p05 ON memsub.memory_embeddings_p05 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p05 IS 'The part of idx_memory_embeddings_search on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p06 ON memsub.memory_embeddings_p06 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p06 IS 'The part of idx_memory_embeddings_search on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p07 ON memsub.memory_embeddings_p07 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p07 IS 'The part of idx_memory_embeddings_search on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p08 ON memsub.memory_embeddings_p08 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p08 IS 'The part of idx_memory_embeddings_search on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p09 ON memsub.memory_embeddings_p09 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p09 IS 'The part of idx_memory_embeddings_search on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p10 ON memsub.memory_embeddings_p10 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p10 IS 'The part of idx_memory_embeddings_search on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p11 ON memsub.memory_embeddings_p11 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p11 IS 'The part of idx_memory_embeddings_search on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p12 ON memsub.memory_embeddings_p12 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p12 IS 'The part of idx_memory_embeddings_search on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p13 ON memsub.memory_embeddings_p13 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p13 IS 'The part of idx_memory_embeddings_search on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p14 ON memsub.memory_embeddings_p14 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p14 IS 'The part of idx_memory_embeddings_search on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_search_p15 ON memsub.memory_embeddings_p15 USING gin (tenant_id, search_tsv) WHERE (chunk_text IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_search_p15 IS 'The part of idx_memory_embeddings_search on partition 15 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type ON ONLY memsub.memory_embeddings USING btree (tenant_id, embedding_type);
 
 COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type IS 'A tenant''s embeddings of one type: the size probe and the exact scan of memsub.semantic_search.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p00 ON memsub.memory_embeddings_p00 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p00 IS 'The part of idx_memory_embeddings_tenant_type on partition 0 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p01 ON memsub.memory_embeddings_p01 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p01 IS 'The part of idx_memory_embeddings_tenant_type on partition 1 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p02 ON memsub.memory_embeddings_p02 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p02 IS 'The part of idx_memory_embeddings_tenant_type on partition 2 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p03 ON memsub.memory_embeddings_p03 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p03 IS 'The part of idx_memory_embeddings_tenant_type on partition 3 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p04 ON memsub.memory_embeddings_p04 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p04 IS 'The part of idx_memory_embeddings_tenant_type on partition 4 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p05 ON memsub.memory_embeddings_p05 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p05 IS 'The part of idx_memory_embeddings_tenant_type on partition 5 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p06 ON memsub.memory_embeddings_p06 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p06 IS 'The part of idx_memory_embeddings_tenant_type on partition 6 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p07 ON memsub.memory_embeddings_p07 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p07 IS 'The part of idx_memory_embeddings_tenant_type on partition 7 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p08 ON memsub.memory_embeddings_p08 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p08 IS 'The part of idx_memory_embeddings_tenant_type on partition 8 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p09 ON memsub.memory_embeddings_p09 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p09 IS 'The part of idx_memory_embeddings_tenant_type on partition 9 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p10 ON memsub.memory_embeddings_p10 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p10 IS 'The part of idx_memory_embeddings_tenant_type on partition 10 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p11 ON memsub.memory_embeddings_p11 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p11 IS 'The part of idx_memory_embeddings_tenant_type on partition 11 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p12 ON memsub.memory_embeddings_p12 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p12 IS 'The part of idx_memory_embeddings_tenant_type on partition 12 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p13 ON memsub.memory_embeddings_p13 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p13 IS 'The part of idx_memory_embeddings_tenant_type on partition 13 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p14 ON memsub.memory_embeddings_p14 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p14 IS 'The part of idx_memory_embeddings_tenant_type on partition 14 of memory_embeddings.';
+
+CREATE INDEX idx_memory_embeddings_tenant_type_p15 ON memsub.memory_embeddings_p15 USING btree (tenant_id, embedding_type);
+
+COMMENT ON INDEX memsub.idx_memory_embeddings_tenant_type_p15 IS 'The part of idx_memory_embeddings_tenant_type on partition 15 of memory_embeddings.';
 
 CREATE INDEX idx_memory_entries_embedding ON memsub.memory_entries USING hnsw (embedding public.vector_cosine_ops) WHERE ((embedding IS NOT NULL) AND (NOT is_deleted));
 
@@ -11690,6 +12783,294 @@ CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING b
 
 COMMENT ON INDEX memsub.packet_store_content_hash_key IS 'Deduplication: one packet per content hash in a tenant, the hash kept as its 32 bytes (a lookup compares decode(content_hash, ''hex'')).';
 
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p00;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p01;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p02;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p03;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p04;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p05;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p06;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p07;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p08;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p09;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p10;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p11;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p12;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p13;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p14;
+
+ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p15;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p00;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p01;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p02;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p03;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p04;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p05;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p06;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p07;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p08;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p09;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p10;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p11;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p12;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p13;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p14;
+
+ALTER INDEX memsub.idx_embeddings_vector_context ATTACH PARTITION memsub.idx_embeddings_vector_context_p15;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p00;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p01;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p02;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p03;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p04;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p05;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p06;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p07;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p08;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p09;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p10;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p11;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p12;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p13;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p14;
+
+ALTER INDEX memsub.idx_embeddings_vector_entity ATTACH PARTITION memsub.idx_embeddings_vector_entity_p15;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p00;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p01;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p02;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p03;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p04;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p05;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p06;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p07;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p08;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p09;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p10;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p11;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p12;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p13;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p14;
+
+ALTER INDEX memsub.idx_embeddings_vector_reasoning ATTACH PARTITION memsub.idx_embeddings_vector_reasoning_p15;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p00;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p01;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p02;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p03;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p04;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p05;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p06;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p07;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p08;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p09;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p10;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p11;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p12;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p13;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p14;
+
+ALTER INDEX memsub.idx_embeddings_vector_summary ATTACH PARTITION memsub.idx_embeddings_vector_summary_p15;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p00;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p01;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p02;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p03;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p04;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p05;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p06;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p07;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p08;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p09;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p10;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p11;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p12;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p13;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p14;
+
+ALTER INDEX memsub.idx_memory_embeddings_search ATTACH PARTITION memsub.idx_memory_embeddings_search_p15;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p00;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p01;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p02;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p03;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p04;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p05;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p06;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p07;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p08;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p09;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p10;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p11;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p12;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p13;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p14;
+
+ALTER INDEX memsub.idx_memory_embeddings_tenant_type ATTACH PARTITION memsub.idx_memory_embeddings_tenant_type_p15;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p00_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p00_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p01_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p01_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p02_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p02_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p03_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p03_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p04_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p04_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p05_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p05_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p06_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p06_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p07_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p07_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p08_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p08_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p09_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p09_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p10_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p10_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p11_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p11_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p12_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p12_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p13_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p13_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p14_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p14_pkey;
+
+ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_embeddings_p15_chunk_key;
+
+ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p15_pkey;
+
 CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
 
 COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS 'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';
@@ -11754,7 +13135,7 @@ ALTER TABLE ONLY memsub.knowledge_facts
 ALTER TABLE ONLY memsub.langgraph_store_vectors
     ADD CONSTRAINT langgraph_store_vectors_item_fkey FOREIGN KEY (tenant_id, namespace, key) REFERENCES memsub.langgraph_store_items(tenant_id, namespace, key) ON DELETE CASCADE;
 
-ALTER TABLE ONLY memsub.memory_embeddings
+ALTER TABLE memsub.memory_embeddings
     ADD CONSTRAINT memory_embeddings_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY memsub.memory_entries
@@ -11974,6 +13355,38 @@ ALTER TABLE memsub.langgraph_store_vectors ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memsub.memory_access_log ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.memory_embeddings ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p00 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p01 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p02 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p03 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p04 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p05 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p06 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p07 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p08 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p09 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p10 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p11 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p12 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p13 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p14 ENABLE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_embeddings_p15 ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.memory_entries ENABLE ROW LEVEL SECURITY;
 
@@ -12462,6 +13875,10 @@ REVOKE ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) FROM PUBLI
 GRANT ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._embedding_chunk_index(p_element jsonb) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._entity_keys(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
@@ -12482,10 +13899,6 @@ REVOKE ALL ON FUNCTION memsub._envelope_unit_number(p_value jsonb, p_field text)
 REVOKE ALL ON FUNCTION memsub._envelope_uuid(p_value jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_type text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
 
@@ -12535,6 +13948,10 @@ REVOKE ALL ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.pac
 REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;

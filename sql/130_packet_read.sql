@@ -13,10 +13,33 @@ drop function if exists memsub._packet_with_vectors(memsub.packet_store);
 drop function if exists memsub._envelope_vectors_joined(uuid, uuid, jsonb);
 drop function if exists memsub._packets_as_written(memsub.packet_store[]);
 drop function if exists memsub._packets_as_written(memsub.packet_store[], boolean);
+drop function if exists memsub._envelope_vectors(uuid, uuid, jsonb);
 
 -- get_packets and get_packet gained p_with_vectors (a new argument is a new signature: drop and create).
 drop function if exists memsub.get_packet(uuid);
 drop function if exists memsub.get_packets(uuid[]);
+
+create or replace function memsub._reader_tenants(p_packet_ids uuid[]) returns uuid[]
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
+    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
+    -- tenant: the tenants holding these ids are found first (by packet_id alone). Row-level security decides
+    -- what is visible either way.
+    if v_tenant is not null and not memsub.is_platform_admin() then
+        return array[v_tenant];
+    end if;
+    return array(select distinct k.tenant_id from memsub.packet_store k where k.packet_id = any(p_packet_ids));
+end
+$$;
+comment on function memsub._reader_tenants(uuid[]) is
+    'The tenants whose rows a read of these packet ids looks at: the context tenant for an ordinary login, the '
+    'tenants holding the ids for a platform_admin or a call without a tenant. Stated as a value (= any), it '
+    'selects the key to search in packet_store and the partitions of memory_embeddings to read.';
 
 create or replace function memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean default true)
 returns setof memsub.packet_store
@@ -25,47 +48,41 @@ set search_path = pg_catalog, memsub, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-    v_tenant uuid;
     v_tenants uuid[];
 begin
     -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
-    -- back where memsub._envelope_vectors finds one, as the exact doubles of its single-precision numbers.
+    -- back where memsub.get_packet_vectors finds one, as the exact doubles of its single-precision numbers.
     -- Other elements, and envelopes without an embeddings array, are returned as stored. A call without
     -- vectors never plans this statement, so it pays nothing for memory_embeddings.
     if coalesce(p_with_vectors, true) then
+        -- The vectors of the rows that carry an embeddings array, read by get_packet_vectors: one more key
+        -- search for each of those ids, none for the others.
         return query
+            with g as materialized (select * from memsub.get_packets(p_packet_ids, false) with ordinality)
             select g.packet_id, g.packet_type,
-                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+                   case when v.vectors is null then g.envelope else
                        jsonb_set(g.envelope, '{memory,embeddings}', (
                            select coalesce(jsonb_agg(
                                       case when v.vectors[x.o] is null then x.e
                                            else jsonb_set(x.e, '{vector}',
                                                           to_jsonb(v.vectors[x.o]::real[]::double precision[])) end
                                       order by x.o), '[]')
-                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
-                            cross join (select memsub._envelope_vectors(g.tenant_id, g.packet_id,
-                                                                        g.envelope -> 'memory' -> 'embeddings')) v(vectors)))
-                   else g.envelope end,
+                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                   end,
                    g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
                    g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
                    g.chunk_count, g.is_chunked, g.tenant_id, g.org_id, g.user_id, g.correlation_id, g.session_id,
                    g.trace_id, g.write_seq
-              from memsub.get_packets(p_packet_ids, false) with ordinality g
+              from g
+              left join memsub.get_packet_vectors(array(
+                            select e.packet_id from g e
+                             where jsonb_typeof(e.envelope -> 'memory' -> 'embeddings') = 'array')) v
+                     on v.packet_id = g.packet_id
              order by g.ordinality;
         return;
     end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
-    -- The key is (tenant_id, packet_id): with the context tenant each id is one index search; by packet_id alone
-    -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
-    -- tenant: it first finds the tenants holding these ids (by packet_id alone), then reads by the key as well.
-    -- Row-level security decides what is visible either way.
-    v_tenant := memsub.current_tenant_id();
-    if v_tenant is not null and not memsub.is_platform_admin() then
-        v_tenants := array[v_tenant];
-    else
-        v_tenants := array(select distinct k.tenant_id from memsub.packet_store k
-                            where k.packet_id = any(p_packet_ids));
-    end if;
+    v_tenants := memsub._reader_tenants(p_packet_ids);
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
     -- not planned again for each call: planning would cost more than reading one packet. The header fields
@@ -97,37 +114,34 @@ comment on function memsub.get_packets(uuid[], boolean) is
     'returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written '
     'before 2.24.0 keep theirs) and every other field is the same.';
 
-create or replace function memsub._envelope_vectors(p_tenant_id uuid, p_packet_id uuid, p_embeddings jsonb)
-returns vector[]
-language sql stable security invoker
-set search_path = pg_catalog, memsub, public, pg_temp
-as $$
-    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
-    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
-    -- security applies).
-    select array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                 (select m.vector from memsub.memory_embeddings m
-                                   where m.tenant_id = p_tenant_id and m.packet_id = p_packet_id
-                                     and m.embedding_type = x.e ->> 'embedding_type'
-                                     and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
-                   from jsonb_array_elements(p_embeddings) with ordinality as x(e, o)
-                  order by x.o)
-$$;
-comment on function memsub._envelope_vectors(uuid, uuid, jsonb) is
-    'The stored vectors of a packet''s memory.embeddings array (as stored: vectors JSON null), one per element in '
-    'its order: the vector of the element''s (embedding_type, chunk_index) slot in memory_embeddings, NULL where '
-    'the element holds no vector stored apart or no visible row holds it. Used by get_packets and '
-    'get_packet_vectors.';
-
 create or replace function memsub.get_packet_vectors(p_packet_ids uuid[])
 returns table (packet_id uuid, vectors vector[])
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
-    select g.packet_id, memsub._envelope_vectors(g.tenant_id, g.packet_id, g.envelope -> 'memory' -> 'embeddings')
-      from memsub.get_packets(p_packet_ids, false) with ordinality g
-     where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
-     order by g.ordinality
+declare
+    v_tenants uuid[] := memsub._reader_tenants(p_packet_ids);
+begin
+    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
+    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
+    -- security applies). The packets are the ones get_packets finds, in its order. The tenants, stated as a
+    -- value, leave the executor only their partitions of memory_embeddings to open (the slot's own tenant,
+    -- known row by row, cannot); the plan is the same for every call, made once per session.
+    return query
+        select g.packet_id,
+               array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                     (select m.vector from memsub.memory_embeddings m
+                                       where m.tenant_id = any(v_tenants) and m.tenant_id = g.tenant_id
+                                         and m.packet_id = g.packet_id
+                                         and m.embedding_type = x.e ->> 'embedding_type'
+                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
+                       from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
+                      order by x.o)
+          from memsub.get_packets(p_packet_ids, false) with ordinality g
+         where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
+         order by g.ordinality;
+end
 $$;
 comment on function memsub.get_packet_vectors(uuid[]) is
     'The stored vectors of the visible packets among these ids that carry a memory.embeddings array, in the order '

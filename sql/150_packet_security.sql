@@ -29,7 +29,7 @@ grant execute on function
     memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_packet_vectors(uuid[]),
     memsub.get_thread(uuid, integer, bigint),
     memsub.get_lineage(uuid, text, integer),
-    memsub._embedding_chunk_index(jsonb), memsub._envelope_vectors(uuid, uuid, jsonb)
+    memsub._embedding_chunk_index(jsonb), memsub._reader_tenants(uuid[])
     to memsub_app, memsub_analyst;
 
 -- memsub_expiry_owner reads and deletes packets, writes tombstones, and evaluates the policies' context functions.

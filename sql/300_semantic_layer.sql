@@ -8,6 +8,22 @@
 -- iterative scan (hnsw.iterative_scan = strict_order) for their transaction, which keeps walking until k
 -- visible rows are found. The embedding type is written into the query as a literal so the planner can choose
 -- that type's partial index.
+--
+-- memory_embeddings is partitioned by tenant: 16 hash partitions of tenant_id (migration 2.30.0), each with its
+-- own HNSW graph per embedding type, so a search of one tenant walks only the graph of the tenant's partition.
+
+create or replace function memsub._embedding_partition(p_tenant_id uuid) returns integer
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select n from pg_catalog.generate_series(0, 15) n
+     where p_tenant_id is not null
+       and pg_catalog.satisfies_hash_partition('memsub.memory_embeddings'::regclass, 16, n, p_tenant_id)
+$$;
+comment on function memsub._embedding_partition(uuid) is
+    'The number (0-15) of the partition of memory_embeddings that holds a tenant''s embeddings '
+    '(memory_embeddings_p<nn>, hash of tenant_id, modulus 16); its HNSW indexes are '
+    'idx_embeddings_vector_<type>_p<nn>. NULL for a NULL tenant.';
 
 create or replace function memsub.store_embedding(
     p_packet_id      uuid,
@@ -147,6 +163,7 @@ comment on policy not_expired on memsub.memory_embeddings is
 
 grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
 grant execute on function
+    memsub._embedding_partition(uuid),
     memsub._check_one_of(text, text[], text), memsub._check_vector(vector, text), memsub._check_unit(double precision, text),
     memsub._require_text(text, text),
     memsub._check_finite(double precision, text), memsub._check_finite_time(timestamptz, text),

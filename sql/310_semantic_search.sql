@@ -6,7 +6,8 @@
 -- rows the walk found, so a plain index scan returns fewer than k rows, and finds the wrong ones, for a tenant
 -- that holds a small share of the index. memsub.semantic_search therefore chooses per call (p_mode 'auto',
 -- memsub._search_strategy):
---   1. the tenant's row count n and share s of the type's index, from memsub.search_stats (kept by
+--   1. the tenant's row count n and share s of the type's rows in its partition of memory_embeddings (the
+--      graph its walk reads; sql/300_semantic_layer.sql), from memsub.search_stats (kept by
 --      memsub.tune_search, the maintenance job's tune_search task; a tenant not measured yet is probed, at most
 --      2000 rows, and walked when it holds more);
 --   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
@@ -136,6 +137,9 @@ call memsub.install_row_security('memsub.search_stats', array[]::text[]);
 comment on column memsub.search_stats.ef_search is
     'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached '
     'recall 0.97, or the largest one tried when none did (NULL: not measured).';
+comment on column memsub.search_stats.type_rows is
+    'Embeddings of this type in the tenant''s partition of memory_embeddings (the HNSW graph its walk reads) when '
+    'measured.';
 comment on column memsub.search_stats.recall is
     'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not '
     'measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
@@ -160,10 +164,15 @@ declare
     v_recall double precision;
     v_probed boolean := false;
 begin
-    -- Rows of the type in the whole index: the partial HNSW index's own estimate (kept by vacuum and analyze).
-    select greatest(c.reltuples, 0) into v_total
+    -- Rows of the type in the graph the walk would read: the HNSW index of the tenant's partition of
+    -- memory_embeddings (every partition's, for a search of every tenant), by the index's own estimate (kept by
+    -- vacuum and analyze).
+    select sum(greatest(c.reltuples, 0)) into v_total
       from pg_catalog.pg_class c
-     where c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || p_embedding_type);
+     where c.oid in (select pg_catalog.to_regclass(format('memsub.idx_embeddings_vector_%s_p%s', p_embedding_type,
+                                                           pg_catalog.lpad(n::text, 2, '0')))
+                       from generate_series(0, 15) n
+                      where p_tenant_id is null or n = memsub._embedding_partition(p_tenant_id));
     if p_tenant_id is null then
         v_rows := coalesce(v_total, 0)::bigint;
     else
@@ -304,7 +313,9 @@ begin
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
     -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
-    -- is put together from fixed fragments; every value is bound ($1 ... $10).
+    -- is put together from fixed fragments; every value is bound ($1 ... $10). Both reads of memory_embeddings
+    -- state the tenant, so the planner plans the tenant's partition only (planning all 16 partitions and their
+    -- indexes took about 3 ms a call).
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -315,12 +326,13 @@ begin
             '           where e.embedding_type = $10 %s %s'
             '           order by %s'
             '           limit $2) n'
-            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id'
+            '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id %s'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
             v_filters, v_packets,
-            case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end);
+            case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
+            v_filters);
         execute v_query into v_hits
             using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
                   p_embedding_type;
@@ -408,10 +420,12 @@ begin
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
     -- 625, 1000), each bounded by hnsw.max_scan_tuples.
     for v_group in
-        select e.tenant_id, e.embedding_type, count(*) as n, sum(count(*)) over (partition by e.embedding_type) as total
+        -- total: the rows of the type in the tenant's partition (the graph its walk reads).
+        select e.tenant_id, e.embedding_type, count(*) as n,
+               sum(count(*)) over (partition by e.tableoid, e.embedding_type) as total
           from memsub.memory_embeddings e
          where e.vector is not null
-         group by e.tenant_id, e.embedding_type
+         group by e.tableoid, e.tenant_id, e.embedding_type
     loop
         -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
         insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,

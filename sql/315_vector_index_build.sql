@@ -1,6 +1,7 @@
 -- Area: search. Seed: seed 000 "SEMANTIC LAYER" (memory_embeddings, its HNSW indexes).
 --
--- The build parameters of the HNSW index of each embedding type (memsub.idx_embeddings_vector_<type>).
+-- The build parameters of the HNSW index of each embedding type (memsub.idx_embeddings_vector_<type>: a
+-- partitioned index, one graph per partition of memory_embeddings, idx_embeddings_vector_<type>_p00 ... _p15).
 --
 -- The indexes are created with pgvector's defaults, m 16 and ef_construction 64: the cheapest graph to insert
 -- into, and enough for recall@10 of 0.95 at the default ef_search to about 100k vectors of a type (clustered
@@ -16,23 +17,29 @@ returns table (embedding_type text, index_name text, m integer, ef_construction 
 language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+    -- The parameters as recorded on the partitions' indexes (set_vector_index_build sets them on every one in
+    -- one transaction; the partitioned index itself holds only those it was created with).
     select t.embedding_type, c.relname::text,
-           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'm'), 16),
-           coalesce((select o.option_value::integer from pg_catalog.pg_options_to_table(c.reloptions) o
-                      where o.option_name = 'ef_construction'), 64),
-           pg_catalog.pg_relation_size(c.oid),
-           i.indisvalid and i.indisready
+           coalesce(max((select o.option_value::integer from pg_catalog.pg_options_to_table(p.reloptions) o
+                          where o.option_name = 'm')), 16),
+           coalesce(max((select o.option_value::integer from pg_catalog.pg_options_to_table(p.reloptions) o
+                          where o.option_name = 'ef_construction')), 64),
+           coalesce(sum(pg_catalog.pg_relation_size(p.oid)), 0)::bigint,
+           bool_and(i.indisvalid and i.indisready)
       from unnest(memsub.embedding_types()) with ordinality as t(embedding_type, n)
       join pg_catalog.pg_class c on c.oid = pg_catalog.to_regclass('memsub.idx_embeddings_vector_' || t.embedding_type)
-      join pg_catalog.pg_index i on i.indexrelid = c.oid
+      join pg_catalog.pg_inherits h on h.inhparent = c.oid
+      join pg_catalog.pg_class p on p.oid = h.inhrelid
+      join pg_catalog.pg_index i on i.indexrelid = p.oid
+     group by t.n, t.embedding_type, c.relname
      order by t.n
 $$;
 comment on function memsub.vector_index_builds() is
-    'For each embedding type, its HNSW index on memory_embeddings: name, build parameters m and ef_construction '
-    '(pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes, and whether '
-    'PostgreSQL may use it (indisvalid and indisready). A concurrent rebuild keeps the old index in use until it '
-    'swaps in the new one; one that fails leaves an invalid copy named <index>_ccnew, not listed here.';
+    'For each embedding type, its HNSW index on memory_embeddings (a partitioned index, one graph per partition): '
+    'name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by '
+    'memsub.set_vector_index_build), size in bytes of every partition''s graph, and whether PostgreSQL may use '
+    'them all (indisvalid and indisready). A concurrent rebuild keeps each old graph in use until it swaps in the '
+    'new one; one that fails leaves an invalid copy named <index>_p<nn>_ccnew, not listed here.';
 
 create or replace function memsub.set_vector_index_build(p_embedding_type text, p_m integer,
                                                          p_ef_construction integer)
@@ -41,7 +48,8 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_index text := 'idx_embeddings_vector_' || p_embedding_type;
+    v_index     text := 'idx_embeddings_vector_' || p_embedding_type;
+    v_partition name;
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     -- pgvector's bounds, checked here so a bad value is refused before anything changes, naming the field.
@@ -57,13 +65,22 @@ begin
         raise exception 'field "ef_construction" must be at least 2 * m (%), not %', 2 * p_m, p_ef_construction
             using errcode = '22023', column = 'ef_construction';
     end if;
-    execute format('alter index memsub.%I set (m = %s, ef_construction = %s)', v_index, p_m, p_ef_construction);
+    -- A partitioned index takes no storage parameters of its own: they are recorded on each partition's index.
+    for v_partition in
+        select p.relname from pg_catalog.pg_inherits h join pg_catalog.pg_class p on p.oid = h.inhrelid
+         where h.inhparent = pg_catalog.to_regclass('memsub.' || v_index)
+         order by p.relname
+    loop
+        execute format('alter index memsub.%I set (m = %s, ef_construction = %s)', v_partition, p_m,
+                       p_ef_construction);
+    end loop;
     return v_index;
 end
 $$;
 comment on function memsub.set_vector_index_build(text, integer, integer) is
     'Records HNSW build parameters (m 2-100, ef_construction 4-1000 and at least 2 * m) on the index of an '
-    'embedding type and returns the index''s name; the graph is rebuilt with them by REINDEX INDEX CONCURRENTLY '
+    'embedding type (on each partition''s) and returns the index''s name; the graphs are rebuilt with them by '
+    'REINDEX INDEX CONCURRENTLY '
     '(memsub vector-index rebuild). Until then only new inserts use the new ef_construction. Raises 22023 naming '
     'the field. Granted to nobody: the role that applies migrations runs it.';
 

@@ -25,10 +25,11 @@ begin
           from pg_catalog.pg_class c
          where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S')
            and pg_catalog.pg_get_userbyid(c.relowner) not in ('memsub_owner', 'memsub_view_owner')
-           -- identity sequences follow their table's owner and cannot be altered on their own
+           -- identity sequences follow their table's owner and cannot be altered on their own (a column's
+           -- dependency on its own table, as a generated column of a table made with LIKE has, is no such tie)
            and not exists (select from pg_catalog.pg_depend d
                             where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid
-                              and d.deptype = 'i')
+                              and d.objsubid = 0 and d.deptype = 'i')
         union all
         select format('alter %s %s owner to memsub_owner',
                       case p.prokind when 'p' then 'procedure' else 'function' end, p.oid::regprocedure)

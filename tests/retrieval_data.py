@@ -5,6 +5,10 @@ on which no approximate index has meaningful recall. Packets are spread over one
 the rows), one small tenant (``small_share``) and ``other_tenants`` tenants sharing the rest. Every packet has
 one embedding per embedding type and a short text made of cluster words and random words.
 
+memory_embeddings is partitioned by tenant (16 hash partitions of tenant_id, one HNSW graph per partition and
+type): the small tenant's id is one that hashes to the big tenant's partition, so its walk is filtered in a graph
+that is almost all the big tenant's, the case in which a plain HNSW scan returns too few rows.
+
 Rows are written as the superuser with plain INSERT ... SELECT (row-level security does not apply to it);
 everything is then read as the application role.
 """
@@ -20,7 +24,7 @@ import psycopg
 from memsub.search import EmbeddingType
 
 BIG = uuid.UUID("b1000000-0000-0000-0000-000000000001")
-SMALL = uuid.UUID("5a000000-0000-0000-0000-000000000002")
+SMALL = uuid.UUID("5a000000-0000-0000-0000-000000000030")  # in BIG's partition of memory_embeddings
 TYPES = get_args(EmbeddingType)
 
 
@@ -109,14 +113,20 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
 
     The HNSW indexes are dropped and rebuilt around the load: a bulk build is many times faster than
     inserting row by row into the graphs. Their definitions are read from the catalog, so they come back as
-    the migrations made them.
+    the migrations made them (and with the build parameters set on them): each type's partitioned index, then
+    its index on every partition of memory_embeddings, attached to it.
     """
     indexes = conn.execute(
-        "select i.indexname, i.indexdef, obj_description(format('memsub.%I', i.indexname)::regclass, 'pg_class') "
-        "from pg_indexes i where i.schemaname = 'memsub' and i.tablename = 'memory_embeddings' "
-        "and i.indexdef like '%USING hnsw%'").fetchall()
-    for name, _, _ in indexes:
-        conn.execute(f"drop index memsub.{name}")
+        "select c.relname, pg_get_indexdef(c.oid), obj_description(c.oid, 'pg_class'), parent.relname "
+        "from pg_index x join pg_class c on c.oid = x.indexrelid join pg_am am on am.oid = c.relam "
+        "join pg_class t on t.oid = x.indrelid "
+        "left join pg_inherits h on h.inhrelid = c.oid left join pg_class parent on parent.oid = h.inhparent "
+        "where am.amname = 'hnsw' and t.relnamespace = 'memsub'::regnamespace "
+        "and (t.relname = 'memory_embeddings' or t.relispartition and t.relname like 'memory_embeddings_p%') "
+        "order by parent.relname nulls first, c.relname").fetchall()
+    for name, _, _, parent in indexes:
+        if parent is None:
+            conn.execute(f"drop index memsub.{name}")  # and its partitions' indexes
     conn.execute("set maintenance_work_mem = '256MB'")
     conn.execute("set max_parallel_maintenance_workers = 0")  # the cores are shared
     create_mixture(conn, spec)
@@ -152,8 +162,11 @@ def build(conn: psycopg.Connection[Any], spec: Spec) -> None:
               {mixture_joins(spec, "p")}""")
     conn.execute("drop table projection")
     conn.execute("drop table centres")
-    for name, definition, comment in indexes:
+    for name, definition, comment, parent in indexes:
         conn.execute(definition)
+        if parent is not None:
+            conn.execute(psycopg.sql.SQL("alter index {} attach partition {}").format(
+                psycopg.sql.Identifier("memsub", parent), psycopg.sql.Identifier("memsub", name)))
         conn.execute(psycopg.sql.SQL("comment on index memsub.{} is {}").format(
             psycopg.sql.Identifier(name), psycopg.sql.Literal(comment)))
     conn.execute("analyze memsub.packet_store")

@@ -143,7 +143,10 @@ QUERIES: dict[str, str] = {
                                  'constraint', coalesce((select conname from pg_constraint
                                                           where conindid = i.indexrelid
                                                             and conrelid = i.indrelid
-                                                            and contype in ('p', 'u', 'x')), '')) as attrs
+                                                            and contype in ('p', 'u', 'x')), ''),
+                                 -- the index of a partitioned table this one is the part of on a partition
+                                 'partition of', coalesce((select h.inhparent::regclass::text from pg_inherits h
+                                                            where h.inhrelid = i.indexrelid), '')) as attrs
           from pg_index i join pg_class c on c.oid = i.indexrelid
          where c.relnamespace = 'memsub'::regnamespace""",
     "constraints": """
@@ -611,6 +614,8 @@ class _Repairer:
             self.run(sql.SQL("drop function {}").format(sql.SQL(name)), f"drop {key}")
         elif kind == "procedure":
             self.run(sql.SQL("drop procedure {}").format(sql.SQL(name)), f"drop {key}")
+        elif kind == "index" and self.current(key).get("partition of"):
+            return  # the part of an index on a partition: it goes with that index, never alone
         elif kind in ("view", "index"):
             self.run(sql.SQL("drop {} {}").format(sql.SQL(kind), sql.SQL(name)), f"drop {key}")
         elif kind == "default privileges":
@@ -637,7 +642,9 @@ class _Repairer:
             elif attribute in (None, "definition"):
                 if attribute:
                     self.run(sql.SQL("drop index {}").format(sql.SQL(name)), f"drop changed {key}")
-                self.run(attrs["definition"], f"create {key}")
+                if self.run(attrs["definition"], f"create {key}") and attrs.get("partition of"):
+                    self.run(sql.SQL("alter index {} attach partition {}").format(
+                        sql.SQL(attrs["partition of"]), sql.SQL(name)), f"attach {key}")
         elif kind == "constraint" and attribute in (None, "definition"):
             match = _ON.match(name)
             if match:
@@ -798,7 +805,10 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
             for statement in repeatable_statements(migrator.repeatables):
                 conn.execute(statement.encode())
             report.actions.append("re-applied the re-runnable SQL (sql/)")
-            for difference in compare(expected.objects, fingerprint(conn)):
+            # An index of a partitioned table before the parts it needs on each partition (they attach to it).
+            for difference in sorted(compare(expected.objects, fingerprint(conn)),
+                                     key=lambda d: bool(expected.objects.get(d.object, ("", {}))[1]
+                                                        .get("partition of"))):
                 repairer.restore(difference)
             after = compare(expected.objects, fingerprint(conn))
     remaining = {(d.object, d.attribute) for d in after}

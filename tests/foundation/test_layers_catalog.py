@@ -130,9 +130,16 @@ def test_named_indexes_have_the_seed_kind(db):
         for space in get_args(EmbeddingType):
             definition = conn.execute(
                 "select pg_get_indexdef(%s::regclass)", [f"memsub.idx_embeddings_vector_{space}"]).fetchone()
+            # Partitioned (memory_embeddings is partitioned by tenant): one graph per partition, attached to it.
             assert definition == (
-                f"CREATE INDEX idx_embeddings_vector_{space} ON memsub.memory_embeddings USING hnsw "
+                f"CREATE INDEX idx_embeddings_vector_{space} ON ONLY memsub.memory_embeddings USING hnsw "
                 f"(vector vector_cosine_ops) WHERE (embedding_type = '{space}'::text)",)
+            parts = conn.execute(
+                "select pg_get_indexdef(h.inhrelid) from pg_inherits h where h.inhparent = %s::regclass "
+                "order by 1", [f"memsub.idx_embeddings_vector_{space}"]).fetchall()
+            assert [p[0] for p in parts] == [
+                f"CREATE INDEX idx_embeddings_vector_{space}_p{n:02d} ON memsub.memory_embeddings_p{n:02d} "
+                f"USING hnsw (vector vector_cosine_ops) WHERE (embedding_type = '{space}'::text)" for n in range(16)]
         edge = conn.execute("select pg_get_indexdef('memsub.idx_entity_relationships_edge'::regclass)").fetchone()
         # The seed's unique edge key, held by the current (open) validity window of each edge since 2.5.0, on
         # the normalized entity names since 2.13.0 (one name rule for functions and views).
@@ -167,10 +174,12 @@ def test_every_layer_object_is_commented(db):
     with db.connect() as conn:
         missing = conn.execute(
             "select c.relname from pg_class c where c.relnamespace = 'memsub'::regnamespace "
-            "and c.relkind in ('r', 'v', 'm') and obj_description(c.oid, 'pg_class') is null "
+            "and c.relkind in ('r', 'p', 'v', 'm') and obj_description(c.oid, 'pg_class') is null "
             "union all "
+            # A partition's columns are its table's, described there (\\d+ memsub.memory_embeddings).
             "select c.relname || '.' || a.attname from pg_class c join pg_attribute a on a.attrelid = c.oid "
-            "where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'v', 'm') and a.attnum > 0 "
+            "where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm') "
+            "and not c.relispartition and a.attnum > 0 "
             "and not a.attisdropped and col_description(c.oid, a.attnum) is null "
             "union all "
             "select p.proname from pg_proc p where p.pronamespace = 'memsub'::regnamespace "

@@ -257,13 +257,46 @@ def test_every_tenant_table_has_forced_row_security(db):
         rows = conn.execute("""
             select c.relname, c.relrowsecurity, c.relforcerowsecurity,
                    exists (select from pg_policies p where p.schemaname = 'memsub' and p.tablename = c.relname
-                                                       and p.policyname = 'tenant_isolation')
+                                                       and p.policyname = 'tenant_isolation'),
+                   c.relispartition,
+                   exists (select from pg_policies p where p.schemaname = 'memsub' and p.tablename = c.relname)
               from pg_class c
              where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p')
                and exists (select from pg_attribute a
                             where a.attrelid = c.oid and a.attname = 'tenant_id')""").fetchall()
     assert rows, "no tenant tables found"
-    assert [r[0] for r in rows if r[1:] != (True, True, True)] == []
+    tables = [r for r in rows if not r[4]]
+    assert [r[0] for r in tables if r[1:4] != (True, True, True)] == []
+    # A partition is read through its table, whose policies apply there; read directly it forces row-level
+    # security with no policy of its own, so it shows nobody any row.
+    partitions = [r for r in rows if r[4]]
+    assert sorted(r[0] for r in partitions) == [f"memory_embeddings_p{n:02d}" for n in range(16)]
+    assert [r[0] for r in partitions if (r[1], r[2], r[5]) != (True, True, False)] == []
+
+
+def test_a_partition_of_memory_embeddings_shows_its_rows_only_through_the_table(db):
+    """memory_embeddings is partitioned by tenant. The client roles have no privilege on a partition, and even
+    its owner (whose SECURITY DEFINER functions write the table) reads nothing from one directly, while through
+    the table the policies apply as before."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        write(conn, {"packet_type": "event", "payload": {"n": 1},
+                     "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * 1536}]}})
+        conn.commit()
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.memory_embeddings").fetchone() == (1,)
+        partition = conn.execute("select memsub._embedding_partition(%s)", [TENANT_A]).fetchone()
+        conn.commit()
+    assert partition is not None
+    name = f"memsub.memory_embeddings_p{partition[0]:02d}"
+    for login in ("app", "analyst", "tenant_admin", "platform_admin"):
+        with db.connect(login) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"select count(*) from {name}")  # noqa: S608 - a fixed partition name
+    with db.connect() as conn:
+        assert conn.execute(f"select count(*) from {name}").fetchone() == (1,)  # noqa: S608 - the superuser
+        conn.execute("set role memsub_owner")
+        assert conn.execute(f"select count(*) from {name}").fetchone() == (0,)  # noqa: S608
+        conn.execute("reset role")
 
 
 def test_security_definer_functions_pin_search_path_and_belong_to_a_nologin_role(db):

@@ -57,17 +57,23 @@ def cluster_state(server, dbname: str) -> dict[str, object]:
         }
 
 
+def grant_documented_privileges(conn: psycopg.Connection[tuple[object, ...]], installer: str) -> None:
+    """What docs/operations.md asks of a DBA for a non-superuser installer: the vector extension created by a
+    superuser, CREATEROLE, and memsub's roles WITH ADMIN OPTION (and SET, INHERIT for the owner roles)."""
+    conn.execute("create extension vector")
+    conn.execute(sql.SQL("alter role {} createrole").format(sql.Identifier(installer)))
+    for role, (_, owns) in ROLES.items():
+        conn.execute(sql.SQL("grant {} to {} with admin option, set {owns}, inherit {owns}").format(
+            sql.Identifier(role), sql.Identifier(installer), owns=sql.SQL("true" if owns else "false")))
+
+
 def test_non_superuser_install_with_only_the_documented_privileges(server, empty_db, installer):
     # What docs/operations.md asks of a DBA on a cluster where memsub's roles already exist (another database):
     # the vector extension created once by a superuser, CREATE on the database (fixture), CREATEROLE (memsub
     # comments its roles) and memsub's roles granted WITH ADMIN OPTION (and SET, INHERIT for the owner roles).
     # No superuser, no BYPASSRLS.
     with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        conn.execute("create extension vector")
-        conn.execute(sql.SQL("alter role {} createrole").format(sql.Identifier(installer)))
-        for role, (_, owns) in ROLES.items():
-            conn.execute(sql.SQL("grant {} to {} with admin option, set {owns}, inherit {owns}").format(
-                sql.Identifier(role), sql.Identifier(installer), owns=sql.SQL("true" if owns else "false")))
+        grant_documented_privileges(conn, installer)
         attributes = conn.execute("select rolsuper, rolcreaterole, rolbypassrls from pg_roles where rolname = %s",
                                   [installer]).fetchone()
     assert attributes == (False, True, False)
@@ -178,3 +184,71 @@ def test_non_superuser_install_on_a_cluster_without_memsub_roles():
             assert Migrator(make_conninfo(admin, dbname="agents")).verify() == []
         finally:
             cluster.cleanup()
+
+
+def _embeddings_at_2_29_0(dsn: str, migrator: Migrator) -> list[tuple[str, int]]:
+    """A database at 2.29.0 (memory_embeddings in one table) holding the embeddings of 40 tenants, written as the
+    superuser, and the content type's index given other build parameters; (tenant, rows) of each tenant."""
+    migrator.migrate("2.29.0")
+    tenants = [(str(uuid.UUID(int=number + 1)), 1 + number % 5) for number in range(40)]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for tenant, rows in tenants:
+            conn.execute("""
+                insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, content_hash)
+                select gen_random_uuid(), 'event', '{}', %s, 'shared', md5(random()::text)
+                  from generate_series(1, %s)""", [tenant, rows])
+        conn.execute("""
+            insert into memsub.memory_embeddings (packet_id, embedding_type, vector, tenant_id, scope, chunk_text)
+            select p.packet_id, 'content', array_fill(0.5::real, array[1536])::vector, p.tenant_id, 'shared',
+                   'text of ' || p.packet_id
+              from memsub.packet_store p""")
+        conn.execute("alter index memsub.idx_embeddings_vector_content set (m = 24, ef_construction = 128)")
+    return tenants
+
+
+def _check_embeddings_moved(dsn: str, tenants: list[tuple[str, int]]) -> None:
+    with psycopg.connect(dsn) as conn:
+        found = dict(conn.execute("select tenant_id::text, count(*) from memsub.memory_embeddings group by 1"))
+        assert found == dict(tenants)
+        # Each tenant's rows in the one partition its id hashes to.
+        misplaced = conn.execute("""
+            select count(*) from memsub.memory_embeddings e
+             where e.tableoid <> format('memsub.memory_embeddings_p%s',
+                                        lpad(memsub._embedding_partition(e.tenant_id)::text, 2, '0'))::regclass
+        """).fetchone()
+        assert misplaced == (0,)
+        assert len({row[0] for row in conn.execute("select tableoid from memsub.memory_embeddings")}) > 8
+        builds = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "select embedding_type, m, ef_construction from memsub.vector_index_builds()")}
+        assert builds["content"] == (24, 128) and builds["entity"] == (16, 64)
+        # The full-text leg's index came along: chunk_text is still searchable.
+        assert conn.execute("select count(*) from memsub.memory_embeddings "
+                            "where search_tsv @@ to_tsquery('english', 'text')").fetchone() == (sum(
+                                rows for _, rows in tenants),)
+
+
+def test_the_upgrade_to_2_30_0_moves_every_embedding_into_its_partition(server, empty_db):
+    dsn = server.dsn(empty_db)
+    migrator = Migrator(dsn)
+    tenants = _embeddings_at_2_29_0(dsn, migrator)
+    migrator.migrate()
+    _check_embeddings_moved(dsn, tenants)
+    assert migrator.verify() == []
+
+
+def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, installer):
+    """The installer does not bypass row-level security, and without a tenant context the old table's policies
+    show it no row: the upgrade must still copy every one (and refuses to finish when a count differs)."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    tenants = _embeddings_at_2_29_0(server.dsn(empty_db), migrator)
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        conn.execute("alter table memsub.memory_embeddings enable row level security")
+        conn.execute("alter table memsub.memory_embeddings force row level security")
+        conn.execute("create policy tenant_isolation on memsub.memory_embeddings "
+                     "using (tenant_id = current_setting('memsub.tenant_id', true)::uuid)")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        assert conn.execute("select count(*) from memsub.memory_embeddings").fetchone() == (0,)
+    migrator.migrate()
+    _check_embeddings_moved(server.dsn(empty_db), tenants)

@@ -1,4 +1,5 @@
-"""Reading packets by id must search the (tenant_id, packet_id) key once per id, not probe every tenant.
+"""Reading packets by id must search the (tenant_id, packet_id) key once per id, not probe every tenant (and
+once more for the vectors of a packet that has them, when they are asked for).
 
 The packets of many tenants share packet_store; its primary key leads with tenant_id. A lookup by packet_id
 alone can only skip-scan that key (one index search per distinct tenant). The tests count the index searches
@@ -7,6 +8,7 @@ a read starts (``pg_stat_get_xact_numscans`` of the key, which counts each searc
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -59,6 +61,15 @@ def test_get_packet_searches_the_key_once(db):
             assert searches == 1, f"get_packet searched the key {searches} times"
         # Another tenant's packet stays invisible.
         assert conn.execute("select * from memsub.get_packet(%s)", [packet_id(1, 0)]).fetchall() == []
+        # A packet with a vector: its row, then (memsub.get_packet_vectors) its vectors, each one search.
+        written = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)", [json.dumps(
+            {"packet_type": "event", "payload": {},
+             "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * 1536}]}})]).fetchone()
+        assert written is not None
+        for with_vectors, expected in ((False, 1), (True, 2)):
+            before = key_searches(conn)
+            found = conn.execute("select packet_id from memsub.get_packet(%s, %s)", [written[0], with_vectors])
+            assert found.fetchall() == [written] and key_searches(conn) - before == expected, with_vectors
 
 
 def test_get_packets_returns_the_visible_ones_in_the_order_asked(db):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import pairwise
 from typing import Any, get_args
 
@@ -57,7 +58,18 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
             f"where embedding_type = '{space}' order by vector <=> %s::vector limit 5",
             [vec(1.0, 0.3)]).fetchone()
         assert plan is not None
-        assert _index_names(plan[0][0]["Plan"]) == {f"idx_embeddings_vector_{space}"}
+        # memory_embeddings is partitioned by tenant: the type's index is one graph per partition.
+        used = _index_names(plan[0][0]["Plan"])
+        assert used and all(re.fullmatch(f"idx_embeddings_vector_{space}_p\\d\\d", name) for name in used), used
+        # Stating the tenant reads only its partition's graph.
+        plan = conn.execute(
+            "explain (format json) select embedding_id from memsub.memory_embeddings "  # noqa: S608
+            f"where embedding_type = '{space}' and tenant_id = %s order by vector <=> %s::vector limit 5",
+            [TENANT_A, vec(1.0, 0.3)]).fetchone()
+        assert plan is not None
+        partition = conn.execute("select memsub._embedding_partition(%s)", [TENANT_A]).fetchone()
+        assert partition is not None
+        assert _index_names(plan[0][0]["Plan"]) == {f"idx_embeddings_vector_{space}_p{partition[0]:02d}"}
         # The search function gives the caller's rows of that type, nearest first.
         rows = conn.execute("select packet_id, embedding_type, distance from memsub.semantic_search("
                             "%s::vector, 5, %s)", [vec(1.0, 0.3, 0.1), space]).fetchall()

@@ -7,6 +7,10 @@ index). Tenants hold 0.1 % (exactly k rows), 0.5 %, 2 %, 10 %, 30 % and 57.4 % o
 job's tune_search task has measured the tenants, every class must reach recall@10 >= 0.95 against the exact scan
 and always get k rows, as the application role with no option set. The graphs are built with ef_construction
 128 (see the fixture).
+
+memory_embeddings is partitioned by tenant (16 hash partitions of tenant_id, one graph per partition): the
+tenant ids are chosen so that the 57.4 %, 30 %, 0.5 % and 0.1 % tenants share one partition (their walks are
+filtered in a graph they share) while the 2 % and 10 % tenants have one each (a graph of their own).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from retrieval_data import BIG, Spec, build, fresh_queries
 K = 10
 QUERIES = 30
 CLASSES = (
-    (uuid.UUID("c0000000-0000-4000-8000-000000000001"), 0.001),
-    (uuid.UUID("c0000000-0000-4000-8000-000000000005"), 0.005),
+    (uuid.UUID("c0000000-0000-4000-8000-000000001014"), 0.001),  # in BIG's partition
+    (uuid.UUID("c0000000-0000-4000-8000-000000005003"), 0.005),  # in BIG's partition
     (uuid.UUID("c0000000-0000-4000-8000-000000000020"), 0.02),
     (uuid.UUID("c0000000-0000-4000-8000-000000000100"), 0.10),
-    (uuid.UUID("c0000000-0000-4000-8000-000000000300"), 0.30),
+    (uuid.UUID("c0000000-0000-4000-8000-000000300015"), 0.30),  # in BIG's partition
 )
+SHARED = {CLASSES[0][0], CLASSES[1][0], CLASSES[4][0], BIG}
+"""The tenants of BIG's partition of memory_embeddings."""
 TENANTS = [*CLASSES, (BIG, 1 - sum(share for _, share in CLASSES))]
 SPEC = Spec(packets=10000, types=("content", "context"), classes=CLASSES, uniform_types=("context",))
 
@@ -92,7 +98,13 @@ def test_tune_search_records_every_tenant_and_its_choice(tuned):
         rows = su.execute("select tenant_id, embedding_type, row_count, type_rows, ef_search, recall"
                           " from memsub.search_stats").fetchall()
     assert len(rows) == 2 * len(TENANTS)
-    assert {r[3] for r in rows} == {SPEC.packets}
+    # type_rows: the rows of the type in the tenant's partition (the graph its walk reads).
+    shared = round(SPEC.packets * sum(share for tenant, share in TENANTS if tenant in SHARED))
+    expected = {tenant: shared if tenant in SHARED else round(SPEC.packets * share) for tenant, share in TENANTS}
+    assert {(r[0], r[3]) for r in rows} == set(expected.items())
+    with tuned.connect() as su:
+        partitions = {su.execute("select memsub._embedding_partition(%s)", [t]).fetchone()[0] for t in SHARED}
+    assert len(partitions) == 1
     measured = [r for r in rows if r[5] is not None]
     assert measured and all(r[4] is not None and 0 <= r[5] <= 1 for r in measured)
 
@@ -115,14 +127,32 @@ def test_tune_search_needs_a_platform_admin(tuned):
 
 
 def test_a_tenant_no_affordable_ef_search_serves_is_scanned_exactly(tuned):
-    """The 57.4 % tenant on uniform vectors: tune_search raised ef_search as far as the walk stays cheaper than
-    the exact scan without reaching recall 0.97, so the tenant is scanned exactly."""
+    """The 57.4 % tenant on uniform vectors shares its partition's graph with the 30 % tenant. tune_search raises
+    ef_search as far as the walk stays cheaper than the exact scan; the searches then walk at that ef_search when
+    it reached recall 0.97 and scan exactly when it did not. Whether this graph reaches 0.97 at an affordable
+    ef_search depends on its random build (0.955 and 0.970 at 385 were measured), so the choice is checked
+    against what was measured, and then against a measurement below and above the goal."""
     with tuned.connect() as su:
         row = su.execute("select ef_search, recall from memsub.search_stats"
                          " where tenant_id = %s and embedding_type = 'context'", [BIG]).fetchone()
-    assert row is not None and row[1] is not None and row[1] < 0.97, row
-    with tuned.connect("app") as app:
-        set_context(app, BIG)
-        strategy = app.execute("select method, recall from memsub._search_strategy(%s, 'context', %s)",
+    assert row is not None and row[0] is not None and row[1] is not None, row
+    ef_search = row[0]
+
+    def strategy() -> Any:
+        with tuned.connect("app") as app:
+            set_context(app, BIG)
+            return app.execute("select method, ef_search, recall from memsub._search_strategy(%s, 'context', %s)",
                                [BIG, K]).fetchone()
-    assert strategy == ("exact", row[1])
+
+    method, walked_at, recall = strategy()
+    assert (method, recall) == ("exact" if row[1] < 0.97 else "approximate", row[1])
+    assert method == "exact" or walked_at == ef_search
+    with tuned.connect("platform_admin") as admin:
+        for recall, method in ((0.95, "exact"), (0.98, "approximate")):
+            with admin.transaction():
+                set_context(admin, BIG, roles=["platform_admin"])
+                admin.execute("update memsub.search_stats set recall = %s"
+                              " where tenant_id = %s and embedding_type = 'context'", [recall, BIG])
+            chosen = strategy()
+            assert (chosen[0], chosen[2]) == (method, recall)
+            assert method == "exact" or chosen[1] == ef_search
