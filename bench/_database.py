@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -66,6 +67,38 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
         finally:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+def leaves(relation: str) -> str:
+    """SQL of the tables holding the rows of ``relation`` (an SQL expression of a regclass): its partitions when
+    it is partitioned (its parent holds none: memsub.memory_embeddings is partitioned by tenant), else itself
+    (pg_partition_tree lists nothing for a table that is not partitioned)."""
+    return (f"(select t.relid from pg_partition_tree({relation}) t where t.isleaf"  # noqa: S608 - SQL, no values
+            f" union all select ({relation})::regclass where not exists (select from pg_partition_tree({relation})))")
+
+
+TABLE_AND_INDEX_BYTES = (
+    "select coalesce(sum(pg_table_size(l.relid)), 0), coalesce(sum(pg_indexes_size(l.relid)), 0) "  # noqa: S608
+    f"from {leaves('%(table)s::regclass')} l(relid)")
+"""Bytes of a table (heap, TOAST, maps) and of its indexes, summed over its partitions when it is partitioned;
+the parameter is ``{"table": name}``."""
+
+
+def create_like(conn: psycopg.Connection[Any], target: str, source: str, including: str) -> None:
+    """``create table target (like source including ...)``, partitioned as ``source`` is (the same key and the
+    same partition bounds, partitions named ``<target>_<suffix of the source's>``), so a baseline table has
+    memsub's layout as well as its indexes."""
+    key = conn.execute("select pg_get_partkeydef(%s::regclass)", [source]).fetchone()
+    partition_by = sql.SQL(" partition by {}").format(sql.SQL(key[0])) if key and key[0] else sql.SQL("")
+    conn.execute(sql.SQL("create table {} (like {} {}){}").format(
+        sql.SQL(target), sql.SQL(source), sql.SQL(including), partition_by))
+    parts = conn.execute(
+        "select c.relname, pg_get_expr(c.relpartbound, c.oid) from pg_inherits h join pg_class c on c.oid = h.inhrelid "
+        "where h.inhparent = %s::regclass order by c.relname", [source]).fetchall()
+    stem = source.split(".")[-1]
+    for name, bound in parts:
+        conn.execute(sql.SQL("create table {} partition of {} {}").format(
+            sql.SQL(target + str(name)[len(stem):]), sql.SQL(target), sql.SQL(bound)))
 
 
 def trusted_app_login(dsn: str) -> str:

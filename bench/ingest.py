@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from _database import cpu_model, memory_bytes, private_cluster
+from _database import TABLE_AND_INDEX_BYTES, cpu_model, memory_bytes, private_cluster
 from memsub.migrator import Migrator
 
 APP_ROLE = "memsub_bench_app"
@@ -155,8 +155,7 @@ class Bench:
 
     def size(self, database: str, table: str) -> dict[str, int]:
         with self.admin(database) as conn:
-            row = conn.execute(
-                "select pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)", [table, table]).fetchone()
+            row = conn.execute(TABLE_AND_INDEX_BYTES, {"table": table}).fetchone()
         assert row is not None
         return {"table_bytes": int(row[0]), "index_bytes": int(row[1])}
 

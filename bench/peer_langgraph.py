@@ -45,7 +45,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from _database import bench_database, environment, environment_line, peer_login
+from _database import bench_database, environment, environment_line, leaves, peer_login
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
 
 TENANT = uuid.UUID("b0000000-0000-4000-8000-0000000000f1")
@@ -190,8 +190,10 @@ def put_throughput(langgraph_dsn: str, memsub_dsn: str, clients: int, per_client
 
 def relation_bytes(superuser: str, tables: Sequence[str]) -> int:
     with psycopg.connect(superuser) as conn:
-        row = conn.execute("select sum(pg_total_relation_size(t::regclass)) from unnest(%s::text[]) t",
-                           [list(tables)]).fetchone()
+        # A partitioned table (memsub.memory_embeddings) holds its bytes in its partitions.
+        query = ("select sum(pg_total_relation_size(p.relid)) from unnest(%s::text[]) t "  # noqa: S608 - no values
+                 f"cross join lateral {leaves('t::regclass')} p(relid)")
+        row = conn.execute(query, [list(tables)]).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 

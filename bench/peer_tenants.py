@@ -19,15 +19,18 @@ Timed side by side (rounds alternate which side goes first, as in peer_langgraph
 call: ``set_context`` and the call in one pipeline on an autocommit connection, whose Sync commits both, as
 the client's per-call mode sends them):
 
-- get one item: ``memsub.get_packet`` against ``store.get(("docs", tenant), key)``;
-- get 100 items of a tenant: ``memsub.get_packets`` against ``store.batch`` of 100 ``GetOp``;
-- the same two gets without the vectors (``p_with_vectors => false``: the envelope as stored, each
-  ``memory.embeddings[]`` vector null), timed in the same rounds, when the installation has that argument
-  (LangGraph's get never returns its vectors, which live in ``store_vectors``);
+- get one item: memsub's packet with its vectors against ``store.get(("docs", tenant), key)``; memsub reads it
+  as the Python client does: ``get_packets(ids, false)`` and ``get_packet_vectors(ids)`` in one pipeline, the
+  vectors in binary, put back into the envelope (``memsub.packets.envelope_with_vectors``);
+- get 100 items of a tenant: the same for 100 ids against ``store.batch`` of 100 ``GetOp``;
+- in the same rounds, the envelope with its vectors as JSON (``memsub.get_packets(ids)``, what a SQL caller
+  reads) and without the vectors (``p_with_vectors => false``: each ``memory.embeddings[]`` vector null), when
+  the installation has them (LangGraph's get never returns its vectors, which live in ``store_vectors``);
 - vector search k = 10 in one tenant: ``memsub.semantic_search`` at its defaults (``mode => 'auto'``) and with
   ``mode => 'exact'`` against ``store.search(("docs", tenant), query=..., limit=10)`` at pgvector's default
   ``hnsw.ef_search`` (40); recall@10 of each against the exact neighbours within the tenant (numpy), and the
-  number of rows returned.
+  number of rows returned, and (from 2.30.0, memory_embeddings partitioned by tenant) the partition each named
+  tenant hashes to and its share of that partition's rows ("graph (share)"), the graph its walk reads.
 
 On a database migrated by an older memsub without ``get_packets``, ``tune_search`` or ``p_mode`` (to measure
 "before"), the 100-item get is 100 ``get_packet`` calls in one pipeline, tuning is skipped and the exact variant
@@ -200,6 +203,17 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
+        # Where each named tenant's vectors lie: memory_embeddings partitioned by tenant (2.30.0) gives each
+        # partition its own graph, which a tenant shares with the tenants hashed there.
+        graph_share: dict[uuid.UUID, tuple[int, float]] = {}
+        if conn.execute("select to_regprocedure('memsub._embedding_partition(uuid)') is not null").fetchone()[0]:
+            for tenant in tenants[:len(SHARES)]:
+                row = conn.execute(
+                    "select memsub._embedding_partition(%s), (select st.row_count::float8 / st.type_rows "
+                    "from memsub.search_stats st where st.tenant_id = %s and st.embedding_type = %s)",
+                    [tenant, tenant, EMBEDDING_TYPE[kind]]).fetchone()
+                if row is not None and row[1] is not None:
+                    graph_share[tenant] = (int(row[0]), float(row[1]))
 
     result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds,
                               "embed_seconds": embed_seconds}
@@ -307,6 +321,8 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         entry["exact"] = latency_summary(timings["exact"])
         entry["share"] = share
         entry["rows"] = len(rows)
+        if tenant in graph_share:
+            entry["partition"], entry["graph_share"] = graph_share[tenant]
         for side in ("langgraph", "memsub", "exact"):
             entry[side]["recall"] = recall(found[side], truth)
             entry[side]["short"] = sum(1 for f in found[side] if len(f) < min(K, len(rows)))
@@ -340,13 +356,16 @@ def render(results: dict[str, Any]) -> str:
             lines.append(f"  {op['operation']:<36} ratio (ops/s memsub / LangGraph) {op['ratio_ops']:.2f}   p50 ms "
                          f"LG {op['langgraph']['p50_ms']:.2f} / memsub {op['memsub']['p50_ms']:.2f}  {op['note']}")
         lines.append(f"  {'search k=10':<22} {'rows':>7} {'LG p50':>7} {'ms p50':>7} {'exact':>7} {'ratio':>6} "
-                     f"{'ms/exact':>8} {'recall LG':>9} {'memsub':>7} {'short LG/ms':>11} {'walked':>6}")
+                     f"{'ms/exact':>8} {'recall LG':>9} {'memsub':>7} {'short LG/ms':>11} {'walked':>6} "
+                     f"{'graph (share)':>13}")
         for s in part["search"]:
             lines.append(f"  {s['share']:>6.1%} tenant{'':<9} {s['rows']:>7,} {s['langgraph']['p50_ms']:>7.2f} "
                          f"{s['memsub']['p50_ms']:>7.2f} {s['exact']['p50_ms']:>7.2f} {s['ratio_ops']:>6.2f} "
                          f"{s['memsub_vs_exact_p50']:>8.2f} {s['langgraph']['recall']:>9.3f} "
                          f"{s['memsub']['recall']:>7.3f} {s['langgraph']['short']:>5}/{s['memsub']['short']:<5} "
-                         f"{s['memsub']['approximate_share']:>6.0%}")
+                         f"{s['memsub']['approximate_share']:>6.0%} "
+                         + (f"{'p' + format(s['partition'], '02d'):>6} ({s['graph_share']:.0%})"
+                            if "partition" in s else ""))
         lines.append("")
     return "\n".join(lines)
 

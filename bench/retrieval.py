@@ -33,13 +33,15 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _database import bench_database, describe
+from _database import bench_database, describe, leaves
 
 from retrieval_data import BIG, SMALL, Spec, build, query_vector
 
 K = 10
 HNSW = ("set local hnsw.iterative_scan = relaxed_order", "set local hnsw.ef_search = 100")
 OTHER = "00000000-0000-0000-0000-000000000001"
+
+EMBEDDING_TABLES = leaves("'memsub.memory_embeddings'")
 
 
 def timed(conn: psycopg.Connection[Any], tenant: str | None, query: str, params: Sequence[Any],
@@ -250,7 +252,8 @@ def main() -> None:
                 "select count(*), count(*) filter (where embedding_type = 'content'),"
                 " count(*) filter (where embedding_type = 'content' and tenant_id = %s),"
                 " count(*) filter (where embedding_type = 'content' and tenant_id = %s),"
-                " pg_size_pretty(pg_total_relation_size('memsub.memory_embeddings'))"
+                " pg_size_pretty((select sum(pg_total_relation_size(t.relid))"
+                f"                 from {EMBEDDING_TABLES} t(relid)))"
                 " from memsub.memory_embeddings", [BIG, SMALL]).fetchone()
             su.commit()
             assert sizes is not None

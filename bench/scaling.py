@@ -52,7 +52,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from _database import APP_ROLE, bench_database, environment, environment_line
+from _database import APP_ROLE, TABLE_AND_INDEX_BYTES, bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary, recall, vector_text
 from memsub.vector_index import index_builds, rebuild_index
 
@@ -187,13 +187,12 @@ def copy_into_bare(app_dsn: str, packets: bytes, embeddings: bytes) -> float:
 
 def sizes(superuser: str) -> dict[str, int]:
     with psycopg.connect(superuser) as conn:
-        row = conn.execute(
-            "select pg_table_size('memsub.packet_store'), pg_indexes_size('memsub.packet_store'), "
-            "pg_table_size('memsub.memory_embeddings'), pg_indexes_size('memsub.memory_embeddings'), "
-            "(select count(*) from memsub.memory_embeddings)").fetchone()
-    assert row is not None
+        packets = conn.execute(TABLE_AND_INDEX_BYTES, {"table": "memsub.packet_store"}).fetchone()
+        embeddings = conn.execute(TABLE_AND_INDEX_BYTES, {"table": "memsub.memory_embeddings"}).fetchone()
+        count = conn.execute("select count(*) from memsub.memory_embeddings").fetchone()
+    assert packets is not None and embeddings is not None and count is not None
     return dict(zip(("packet_table", "packet_indexes", "embedding_table", "embedding_indexes", "embeddings"),
-                    (int(v) for v in row), strict=True))
+                    (int(v) for v in (*packets, *embeddings, count[0])), strict=True))
 
 
 class Searched:

@@ -21,28 +21,43 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from _database import bench_database, environment, environment_line
+from _database import bench_database, environment, environment_line, leaves
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph
 from write_path import Items, envelope
 
 TABLES = ["memsub.packet_store", "memsub.memory_embeddings", "langgraph.store", "langgraph.store_vectors"]
 
 
-def relations(conn: psycopg.Connection[Any], table: str, items: int) -> list[dict[str, Any]]:
-    """The table's heap, maps, TOAST and indexes with their bytes per item (each a dict)."""
-    rows = conn.execute(
-        """
+RELATIONS = """
         select c.relname, 'heap', pg_relation_size(c.oid, 'main'),
                pg_relation_size(c.oid, 'fsm') + pg_relation_size(c.oid, 'vm'), c.reloptions::text
-          from pg_class c where c.oid = %(t)s::regclass
+          from pg_class c where c.oid = %(t)s::regclass and c.relkind = 'r'
         union all
-        select 'toast', 'toast', coalesce(pg_total_relation_size(c.reltoastrelid), 0), 0, null
-          from pg_class c where c.oid = %(t)s::regclass
+        select %(t)s::regclass::text, 'heap', sum(pg_relation_size(c.oid, 'main')),
+               sum(pg_relation_size(c.oid, 'fsm') + pg_relation_size(c.oid, 'vm')), min(c.reloptions::text)
+          from pg_class c join leaves l on l.relid = c.oid where %(t)s::regclass::oid <> c.oid
+        having count(*) > 0
         union all
-        select i.relname, am.amname, pg_relation_size(i.oid), 0, i.reloptions::text
-          from pg_index x join pg_class i on i.oid = x.indexrelid join pg_am am on am.oid = i.relam
-         where x.indrelid = %(t)s::regclass
-        """, {"t": table}).fetchall()
+        select 'toast', 'toast', sum(coalesce(pg_total_relation_size(c.reltoastrelid), 0)), 0, null
+          from pg_class c join leaves l on l.relid = c.oid
+        union all
+        select coalesce(parent.relname, i.relname), min(am.amname), sum(pg_relation_size(i.oid)), 0,
+               min(i.reloptions::text)
+          from leaves l join pg_index x on x.indrelid = l.relid join pg_class i on i.oid = x.indexrelid
+          join pg_am am on am.oid = i.relam
+          left join pg_inherits h on h.inhrelid = i.oid left join pg_class parent on parent.oid = h.inhparent
+         group by coalesce(parent.relname, i.relname)
+        """
+"""The heap, maps, TOAST and indexes of the leaves (with leaves ...) of a table, by name."""
+
+
+def relations(conn: psycopg.Connection[Any], table: str, items: int) -> list[dict[str, Any]]:
+    """The table's heap, maps, TOAST and indexes with their bytes per item (each a dict). A partitioned table
+    (memsub.memory_embeddings) is the sum of its partitions: one heap, one TOAST, and each index as the sum of
+    its partitions' parts, named after the partitioned index."""
+    leaves_of_table = leaves("%(t)s::regclass")
+    query = f"with leaves as (select l.relid from {leaves_of_table} l(relid))" + RELATIONS  # noqa: S608
+    rows = conn.execute(query, {"t": table}).fetchall()
     return [{"relation": name, "kind": kind, "bytes": int(size), "maps": int(maps), "options": options,
              "per_item": (int(size) + int(maps)) / items} for name, kind, size, maps, options in rows]
 

@@ -5,7 +5,8 @@ Usage: python bench/write_path.py [--items 2000] [--batch 100] [--singles 400] [
 One private embedded PostgreSQL (or ``MEMSUB_BENCH_DSN``) holds memsub (migrated at ``--dimension``, written by a
 login in ``memsub_app``: row-level security applies), LangGraph's ``PostgresStore`` (its own schema and login)
 and ``bench.packets`` / ``bench.embeddings``: tables made ``like`` packet_store and memory_embeddings with the
-same indexes (HNSW included), constraints and defaults, but no row-level security, triggers or foreign keys,
+same indexes (HNSW included), constraints, defaults and partitions (memory_embeddings is partitioned by tenant),
+but no row-level security, triggers or foreign keys,
 writable by the same login. Every item is a short text value and its vector: memsub writes it as a
 PacketEnvelope whose ``memory.embeddings`` carries the vector; LangGraph puts the value with the text indexed
 (its embed function returns the same vector).
@@ -40,7 +41,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from _database import APP_ROLE, bench_database, environment, environment_line
+from _database import APP_ROLE, bench_database, create_like, environment, environment_line
 from _vectors import VectorSource, latency_summary
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, relation_bytes, sentence
 
@@ -65,9 +66,8 @@ def prepare_plain(superuser: str) -> dict[str, list[tuple[str, str]]]:
     with psycopg.connect(superuser, autocommit=True) as conn:
         conn.execute("create schema bench")
         for name, source in TABLES.items():
-            conn.execute(sql.SQL("create table bench.{} (like {} including defaults including constraints "
-                                 "including indexes including generated)").format(
-                sql.Identifier(name), sql.SQL(source)))
+            create_like(conn, f"bench.{name}", source,
+                        "including defaults including constraints including indexes including generated")
             conn.execute(sql.SQL("grant insert, select on bench.{} to {}").format(
                 sql.Identifier(name), sql.Identifier(APP_ROLE)))
             columns[name] = [(str(c), str(t)) for c, t in conn.execute(
