@@ -252,3 +252,18 @@ def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, i
         assert conn.execute("select count(*) from memsub.memory_embeddings").fetchone() == (0,)
     migrator.migrate()
     _check_embeddings_moved(server.dsn(empty_db), tenants)
+
+
+def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_session(server, empty_db, installer):
+    """The search functions set pgvector's settings (hnsw.ef_search ...), which a session knows only once the
+    library is loaded; a role without superuser may not name a setting that does not exist yet. A release that
+    changes only the re-runnable SQL is applied in a session that has not used a vector yet."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    migrator.migrate()
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        conn.execute("update memsub.schema_repeatable_history set sha256 = 'changed'")
+    report = Migrator(server.dsn(empty_db, installer)).migrate()
+    assert report.repeatables_applied
+    assert migrator.verify() == []
