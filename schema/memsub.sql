@@ -1907,6 +1907,22 @@ ALTER FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) OWNER TO memsub_owner
 
 COMMENT ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) IS 'The tenants whose rows a read of these packet ids looks at: the context tenant for an ordinary login, the tenants holding the ids for a platform_admin or a call without a tenant. Stated as a value (= any), it selects the key to search in packet_store and the partitions of memory_embeddings to read.';
 
+CREATE FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- mean - 1.645 * s / sqrt(n) (the normal approximation of the mean of n per-query recalls, s their sample
+    -- standard deviation), within [0, 1]. One query says nothing of the spread: it is taken at the widest a
+    -- share can have (0.5). NULL for no queries.
+    select case when count(r) = 0 then null
+                else greatest(0, least(1, avg(r) - 1.645 * coalesce(stddev_samp(r), 0.5) / sqrt(count(r)))) end
+      from unnest(p_recalls) r
+$$;
+
+ALTER FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) IS 'Internal to memsub.tune_search: the one-sided 95 % lower confidence bound of the mean of per-query recalls (mean - 1.645 * sample standard deviation / sqrt(n), within [0, 1]; one query counts with the widest spread, 0.5; NULL for none). NULL values are left out.';
+
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2182,6 +2198,7 @@ declare
     v_share  double precision;
     v_ef     integer;
     v_recall double precision;
+    v_bound  double precision;
     v_probed boolean := false;
 begin
     -- Rows of the type in the graph the walk would read: the HNSW index of the tenant's partition of
@@ -2213,23 +2230,24 @@ begin
     v_share := greatest(v_rows, 1) / v_total;
     v_ef := coalesce(p_ef_search,
                      least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
-    -- The ef_search tune_search reached the recall goal at, when it is larger than the derived one (an ef the
-    -- caller passes is kept as it is).
-    if p_ef_search is null and v_stats.recall >= 0.97 and v_stats.ef_search > v_ef then
+    -- The ef_search at which tune_search measured the recall goal (the lower bound of the sampled recall at
+    -- 0.95 or more), when it is larger than the derived one (an ef the caller passes is kept as it is).
+    if p_ef_search is null and v_stats.recall_bound >= 0.95 and v_stats.ef_search > v_ef then
         v_ef := v_stats.ef_search;
     end if;
     v_ef := greatest(v_ef, least(p_pool, 1000));
     -- Recall grows with ef_search: a recall that reached the goal holds at any larger ef, one that missed it
     -- at any smaller ef. Otherwise the recall at this ef is not known.
-    if v_stats.recall >= 0.97 and v_stats.ef_search <= v_ef
-       or v_stats.recall < 0.97 and v_stats.ef_search >= v_ef then
+    if v_stats.recall_bound >= 0.95 and v_stats.ef_search <= v_ef
+       or v_stats.recall_bound < 0.95 and v_stats.ef_search >= v_ef then
         v_recall := v_stats.recall;
+        v_bound := v_stats.recall_bound;
     end if;
     method := case
         when p_mode = 'exact' then 'exact'
         when p_mode = 'approximate' then 'approximate'
         when v_probed then 'approximate'
-        when v_recall is not null and v_recall < 0.97 then 'exact'
+        when v_bound is not null and v_bound < 0.95 then 'exact'
         when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
         else 'approximate' end;
     ef_search := v_ef;
@@ -9628,7 +9646,7 @@ ALTER FUNCTION memsub.trust_login(p_login name) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.trust_login(p_login name) IS 'Lets a login act for any tenant: the single trusted application of a one-service deployment. Platform admins only. True when the binding is new.';
 
-CREATE FUNCTION memsub.tune_search(p_samples integer DEFAULT 20, p_k integer DEFAULT 10) RETURNS TABLE(tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text, ef_search integer, recall double precision)
+CREATE FUNCTION memsub.tune_search(p_samples integer DEFAULT 20, p_k integer DEFAULT 10) RETURNS TABLE(tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text, ef_search integer, recall double precision, recall_bound double precision)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -9646,11 +9664,12 @@ declare
     v_truth    uuid[];
     v_truths   uuid[];
     v_found    uuid[];
-    v_sum      double precision;
+    v_recalls  double precision[];
     v_done     integer;
     v_ef       integer;
     v_next     integer;
     v_recall   double precision;
+    v_bound    double precision;
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
@@ -9674,14 +9693,16 @@ begin
     loop
         -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
         insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
-                                               samples, measured_at)
-        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, 0, now())
+                                               recall_bound, samples, measured_at)
+        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, null, 0,
+                now())
         on conflict on constraint search_stats_pkey do update
            set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
-               samples = 0, measured_at = excluded.measured_at;
+               recall_bound = null, samples = 0, measured_at = excluded.measured_at;
         select * into v_plan
           from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
         v_recall := null;
+        v_bound := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
             -- Sample queries like the tenant's own: a stored row moved, in a random direction, as far as its
@@ -9722,25 +9743,26 @@ begin
                 v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
             end loop;
             v_done := cardinality(v_queries);
-            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until it
-            -- reaches 0.97 (the 0.95 goal plus a margin for the error of the sample) or the walk at the next
+            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until the
+            -- lower confidence bound of its mean over the sample reaches the 0.95 goal or the walk at the next
             -- ef_search would cost more than scanning the tenant exactly.
             v_ef := v_plan.ef_search;
             while v_done > 0 loop
                 perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
-                v_sum := 0;
+                v_recalls := '{}';
                 for i in 1 .. v_done loop
                     -- The walk as semantic_search runs it.
                     execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
                             '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                             ' order by e.vector <=> $1 limit $2) n'
                        into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
-                    v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
-                                     ::double precision
-                                   / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                    v_recalls := v_recalls
+                        || (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
+                           ::double precision / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
                 end loop;
-                v_recall := v_sum / v_done;
-                exit when v_recall >= 0.97 or v_ef >= 1000;
+                v_recall := (select avg(r) from unnest(v_recalls) r);
+                v_bound := memsub._recall_lower_bound(v_recalls);
+                exit when v_bound >= 0.95 or v_ef >= 1000;
                 v_next := least(1000, ceil(v_ef * 2.5)::integer);
                 exit when (select s.method from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type,
                                                                         p_k, 'auto', v_next) s) = 'exact';
@@ -9748,7 +9770,7 @@ begin
             end loop;
             if v_done > 0 then
                 update memsub.search_stats st
-                   set ef_search = v_ef, recall = v_recall, samples = v_done
+                   set ef_search = v_ef, recall = v_recall, recall_bound = v_bound, samples = v_done
                  where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
                 -- The choice the searches make from now on.
                 select * into v_plan
@@ -9762,6 +9784,7 @@ begin
         method := v_plan.method;
         ef_search := case when v_done > 0 then v_ef else v_plan.ef_search end;
         recall := v_recall;
+        recall_bound := v_bound;
         return next;
     end loop;
     -- Tenants that no longer hold embeddings of a type.
@@ -9773,7 +9796,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row), from the derived ef_search up (x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row), from the derived ef_search up (x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches 0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11629,7 +11652,9 @@ CREATE TABLE memsub.search_stats (
     recall double precision,
     samples integer DEFAULT 0 NOT NULL,
     measured_at timestamp with time zone DEFAULT now() NOT NULL,
+    recall_bound double precision,
     CONSTRAINT search_stats_counts_non_negative CHECK (((row_count >= 0) AND (type_rows >= 0))),
+    CONSTRAINT search_stats_recall_bound_unit CHECK (((recall_bound IS NULL) OR ((recall_bound >= (0)::double precision) AND (recall_bound <= (1)::double precision)))),
     CONSTRAINT search_stats_recall_unit CHECK (((recall IS NULL) OR ((recall >= (0)::double precision) AND (recall <= (1)::double precision))))
 );
 
@@ -11647,13 +11672,15 @@ COMMENT ON COLUMN memsub.search_stats.row_count IS 'Embeddings of this type the 
 
 COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type in the tenant''s partition of memory_embeddings (the HNSW graph its walk reads) when measured.';
 
-COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached recall 0.97, or the largest one tried when none did (NULL: not measured).';
+COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, at which the recall''s lower bound (recall_bound) reached 0.95, or the largest one tried when none did (NULL: not measured).';
 
-COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
+COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
 
 COMMENT ON COLUMN memsub.search_stats.samples IS 'Sample queries the recall was measured on.';
 
 COMMENT ON COLUMN memsub.search_stats.measured_at IS 'When the row was written.';
+
+COMMENT ON COLUMN memsub.search_stats.recall_bound IS 'One-sided 95 % lower confidence bound of the mean recall@10 over the sample queries (memsub._recall_lower_bound): semantic_search walks the tenant at ef_search only where it reaches 0.95 (NULL: not measured).';
 
 ALTER TABLE memsub.tasks ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     SEQUENCE NAME memsub.tasks_id_seq
@@ -13952,6 +13979,9 @@ REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid,
 REVOKE ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;

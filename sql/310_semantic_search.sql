@@ -13,12 +13,14 @@
 --   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
 --      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score),
 --      or the larger ef_search at which tune_search measured the walk reaching the recall goal (self-tuning:
---      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the recall@10
---      on its sample reaches 0.97, the 0.95 goal plus a margin for the error of a 20-query sample; a sample
---      query is a stored row of the tenant moved, in a random direction, as far as its nearest other row);
+--      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the one-sided
+--      95 % lower confidence bound of the mean recall@10 on its sample reaches the 0.95 goal
+--      (memsub._recall_lower_bound: the sample's error is judged from its own spread); a sample query is a
+--      stored row of the tenant moved, in a random direction, as far as its nearest other row);
 --   3. the cheaper of the exact scan (cost ~ n rows) and the walk at that ef (~ 2.5 * ef / s candidates read
---      plus 10 * ef for the graph), but always the exact scan when no ef_search tune_search could afford
---      reached 0.97 (data without neighbourhood structure, where no graph index can deliver, never does);
+--      plus 10 * ef for the graph), but always the exact scan when at no ef_search tune_search could afford
+--      the bound reached 0.95 (data without neighbourhood structure, where no graph index can deliver, never
+--      does);
 --   4. the exact scan after all when the walk found fewer than k rows (very selective filters), so a tenant
 --      with at least k matching rows always gets k rows.
 -- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4). An ef_search the
@@ -148,14 +150,31 @@ drop function if exists memsub.semantic_search(vector, integer, text, uuid, text
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer);
 call memsub.install_row_security('memsub.search_stats', array[]::text[]);
 comment on column memsub.search_stats.ef_search is
-    'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, that reached '
-    'recall 0.97, or the largest one tried when none did (NULL: not measured).';
+    'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, at which the '
+    'recall''s lower bound (recall_bound) reached 0.95, or the largest one tried when none did (NULL: not '
+    'measured).';
 comment on column memsub.search_stats.type_rows is
     'Embeddings of this type in the tenant''s partition of memory_embeddings (the HNSW graph its walk reads) when '
     'measured.';
 comment on column memsub.search_stats.recall is
     'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not '
-    'measured: the exact scan is cheaper for this tenant). Below 0.97: the tenant is scanned exactly.';
+    'measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
+
+create or replace function memsub._recall_lower_bound(p_recalls double precision[]) returns double precision
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    -- mean - 1.645 * s / sqrt(n) (the normal approximation of the mean of n per-query recalls, s their sample
+    -- standard deviation), within [0, 1]. One query says nothing of the spread: it is taken at the widest a
+    -- share can have (0.5). NULL for no queries.
+    select case when count(r) = 0 then null
+                else greatest(0, least(1, avg(r) - 1.645 * coalesce(stddev_samp(r), 0.5) / sqrt(count(r)))) end
+      from unnest(p_recalls) r
+$$;
+comment on function memsub._recall_lower_bound(double precision[]) is
+    'Internal to memsub.tune_search: the one-sided 95 % lower confidence bound of the mean of per-query recalls '
+    '(mean - 1.645 * sample standard deviation / sqrt(n), within [0, 1]; one query counts with the widest '
+    'spread, 0.5; NULL for none). NULL values are left out.';
 
 create or replace function memsub._search_strategy(
     p_tenant_id      uuid,
@@ -175,6 +194,7 @@ declare
     v_share  double precision;
     v_ef     integer;
     v_recall double precision;
+    v_bound  double precision;
     v_probed boolean := false;
 begin
     -- Rows of the type in the graph the walk would read: the HNSW index of the tenant's partition of
@@ -206,23 +226,24 @@ begin
     v_share := greatest(v_rows, 1) / v_total;
     v_ef := coalesce(p_ef_search,
                      least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
-    -- The ef_search tune_search reached the recall goal at, when it is larger than the derived one (an ef the
-    -- caller passes is kept as it is).
-    if p_ef_search is null and v_stats.recall >= 0.97 and v_stats.ef_search > v_ef then
+    -- The ef_search at which tune_search measured the recall goal (the lower bound of the sampled recall at
+    -- 0.95 or more), when it is larger than the derived one (an ef the caller passes is kept as it is).
+    if p_ef_search is null and v_stats.recall_bound >= 0.95 and v_stats.ef_search > v_ef then
         v_ef := v_stats.ef_search;
     end if;
     v_ef := greatest(v_ef, least(p_pool, 1000));
     -- Recall grows with ef_search: a recall that reached the goal holds at any larger ef, one that missed it
     -- at any smaller ef. Otherwise the recall at this ef is not known.
-    if v_stats.recall >= 0.97 and v_stats.ef_search <= v_ef
-       or v_stats.recall < 0.97 and v_stats.ef_search >= v_ef then
+    if v_stats.recall_bound >= 0.95 and v_stats.ef_search <= v_ef
+       or v_stats.recall_bound < 0.95 and v_stats.ef_search >= v_ef then
         v_recall := v_stats.recall;
+        v_bound := v_stats.recall_bound;
     end if;
     method := case
         when p_mode = 'exact' then 'exact'
         when p_mode = 'approximate' then 'approximate'
         when v_probed then 'approximate'
-        when v_recall is not null and v_recall < 0.97 then 'exact'
+        when v_bound is not null and v_bound < 0.95 then 'exact'
         when v_rows <= 2.5 * v_ef / v_share + 10 * v_ef then 'exact'
         else 'approximate' end;
     ef_search := v_ef;
@@ -394,9 +415,11 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); '
     'NULL otherwise.';
 
-create or replace function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
+-- 2.31: the result gained recall_bound; a result type changes only by drop and create.
+drop function if exists memsub.tune_search(integer, integer);
+create function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
 returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
-               ef_search integer, recall double precision)
+               ef_search integer, recall double precision, recall_bound double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
@@ -414,11 +437,12 @@ declare
     v_truth    uuid[];
     v_truths   uuid[];
     v_found    uuid[];
-    v_sum      double precision;
+    v_recalls  double precision[];
     v_done     integer;
     v_ef       integer;
     v_next     integer;
     v_recall   double precision;
+    v_bound    double precision;
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.tune_search: needs a platform_admin context' using errcode = '42501';
@@ -442,14 +466,16 @@ begin
     loop
         -- Fresh counts first, so that the strategy below sees this tenant's share as it is now.
         insert into memsub.search_stats as st (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
-                                               samples, measured_at)
-        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, 0, now())
+                                               recall_bound, samples, measured_at)
+        values (v_group.tenant_id, v_group.embedding_type, v_group.n, v_group.total::bigint, null, null, null, 0,
+                now())
         on conflict on constraint search_stats_pkey do update
            set row_count = excluded.row_count, type_rows = excluded.type_rows, ef_search = null, recall = null,
-               samples = 0, measured_at = excluded.measured_at;
+               recall_bound = null, samples = 0, measured_at = excluded.measured_at;
         select * into v_plan
           from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type, p_k, 'auto', null) s;
         v_recall := null;
+        v_bound := null;
         v_done := 0;
         if v_plan.method = 'approximate' then
             -- Sample queries like the tenant's own: a stored row moved, in a random direction, as far as its
@@ -490,25 +516,26 @@ begin
                 v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
             end loop;
             v_done := cardinality(v_queries);
-            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until it
-            -- reaches 0.97 (the 0.95 goal plus a margin for the error of the sample) or the walk at the next
+            -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until the
+            -- lower confidence bound of its mean over the sample reaches the 0.95 goal or the walk at the next
             -- ef_search would cost more than scanning the tenant exactly.
             v_ef := v_plan.ef_search;
             while v_done > 0 loop
                 perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
-                v_sum := 0;
+                v_recalls := '{}';
                 for i in 1 .. v_done loop
                     -- The walk as semantic_search runs it.
                     execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
                             '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                             ' order by e.vector <=> $1 limit $2) n'
                        into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
-                    v_sum := v_sum + (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
-                                     ::double precision
-                                   / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                    v_recalls := v_recalls
+                        || (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
+                           ::double precision / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
                 end loop;
-                v_recall := v_sum / v_done;
-                exit when v_recall >= 0.97 or v_ef >= 1000;
+                v_recall := (select avg(r) from unnest(v_recalls) r);
+                v_bound := memsub._recall_lower_bound(v_recalls);
+                exit when v_bound >= 0.95 or v_ef >= 1000;
                 v_next := least(1000, ceil(v_ef * 2.5)::integer);
                 exit when (select s.method from memsub._search_strategy(v_group.tenant_id, v_group.embedding_type,
                                                                         p_k, 'auto', v_next) s) = 'exact';
@@ -516,7 +543,7 @@ begin
             end loop;
             if v_done > 0 then
                 update memsub.search_stats st
-                   set ef_search = v_ef, recall = v_recall, samples = v_done
+                   set ef_search = v_ef, recall = v_recall, recall_bound = v_bound, samples = v_done
                  where st.tenant_id = v_group.tenant_id and st.embedding_type = v_group.embedding_type;
                 -- The choice the searches make from now on.
                 select * into v_plan
@@ -530,6 +557,7 @@ begin
         method := v_plan.method;
         ef_search := case when v_done > 0 then v_ef else v_plan.ef_search end;
         recall := v_recall;
+        recall_bound := v_bound;
         return next;
     end loop;
     -- Tenants that no longer hold embeddings of a type.
@@ -543,10 +571,11 @@ comment on function memsub.tune_search(integer, integer) is
     'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk '
     'against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random '
     'direction as far as its nearest other row), from the derived ef_search up '
-    '(x 2.5 per step, at most 1000) until it reaches 0.97 or the walk would cost more than the exact scan; '
-    'stores the ef_search reached and its recall. memsub.semantic_search then walks the tenant at that ef_search, '
-    'or scans it exactly when no ef_search reached 0.97. Bounded: per tenant and type, one exact scan and at most '
-    'six walks per sample query. Returns the choice per tenant and type (ef_search and recall as measured).';
+    '(x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches '
+    '0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its '
+    'bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no '
+    'ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per '
+    'sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured).';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
@@ -556,6 +585,7 @@ grant execute on function
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
 grant execute on function memsub.tune_search(integer, integer) to memsub_platform_admin;
+grant execute on function memsub._recall_lower_bound(double precision[]) to memsub_platform_admin;
 grant execute on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
 grant usage on type memsub.retrieval_candidate to memsub_app, memsub_analyst;
 -- The graph, hybrid and reflection functions require a tenant context.

@@ -197,13 +197,14 @@ def _summaries_due(conn: Connection, report: TaskReport) -> None:
 
 
 def _tune_search(conn: Connection, report: TaskReport) -> None:
-    rows = _tenant_wide_rows(conn, "select tenant_id, embedding_type, row_count, method, ef_search, recall "
-                                   "from memsub.tune_search() order by tenant_id, embedding_type")
+    rows = _tenant_wide_rows(conn, "select tenant_id, embedding_type, row_count, method, ef_search, recall, "
+                                   "recall_bound from memsub.tune_search() order by tenant_id, embedding_type")
     for row in rows:
         figures = report.tenants.setdefault(str(row["tenant_id"]), {})
         figures[str(row["embedding_type"])] = (
             f"{row['row_count']} rows, {row['method']}"
-            + (f" (recall {row['recall']:.2f} at ef_search {row['ef_search']})" if row["recall"] is not None else ""))
+            + (f" (recall {row['recall']:.2f}, at least {row['recall_bound']:.2f}, at ef_search {row['ef_search']})"
+               if row["recall"] is not None else ""))
     exact = sum(1 for row in rows if row["method"] == "exact")
     report.summary = f"{len(rows)} tenant space(s) measured, {exact} searched exactly"
 

@@ -254,6 +254,53 @@ def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, i
     _check_embeddings_moved(server.dsn(empty_db), tenants)
 
 
+def _search_stats_at_2_30_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.30.0 with two tenants' search statistics: one measured (mean recall 0.98 at ef_search
+    250), one not measured (the exact scan was cheaper)."""
+    migrator.migrate("2.30.0")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("""
+            insert into memsub.search_stats (tenant_id, embedding_type, row_count, type_rows, ef_search, recall,
+                                             samples)
+            values (%s, 'content', 5000, 10000, 250, 0.98, 20), (%s, 'content', 80, 10000, null, null, 0)""",
+                     [str(uuid.UUID(int=1)), str(uuid.UUID(int=2))])
+
+
+def _check_recall_bounds(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        bounds = dict(conn.execute("select tenant_id::text, recall_bound from memsub.search_stats"))
+    # The rule of 2.30.0 (a mean of 0.97 or more) reads as a bound of 0.95 or more: the choices stay as they were.
+    assert bounds[str(uuid.UUID(int=1))] == pytest.approx(0.96) and bounds[str(uuid.UUID(int=2))] is None
+
+
+def test_the_upgrade_to_2_31_0_keeps_every_measured_choice(server, empty_db):
+    dsn = server.dsn(empty_db)
+    migrator = Migrator(dsn)
+    _search_stats_at_2_30_0(dsn, migrator)
+    migrator.migrate()
+    _check_recall_bounds(dsn)
+    assert migrator.verify() == []
+
+
+def test_a_non_superuser_installer_keeps_every_measured_choice_too(server, empty_db, installer):
+    """Row-level security is forced on search_stats: without a tenant context its owner sees no row, and the
+    upgrade must still give every measured row its bound, and leave the table's row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _search_stats_at_2_30_0(server.dsn(empty_db), migrator)
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        conn.execute("alter table memsub.search_stats enable row level security")
+        conn.execute("alter table memsub.search_stats force row level security")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        assert conn.execute("select count(*) from memsub.search_stats").fetchone() == (0,)
+    migrator.migrate()
+    _check_recall_bounds(server.dsn(empty_db))
+    with psycopg.connect(server.dsn(empty_db)) as conn:
+        assert conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                            "where oid = 'memsub.search_stats'::regclass").fetchone() == (True, True)
+
+
 def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_session(server, empty_db, installer):
     """The search functions set pgvector's settings (hnsw.ef_search ...), which a session knows only once the
     library is loaded; a role without superuser may not name a setting that does not exist yet. A release that

@@ -129,13 +129,14 @@ def test_tune_search_needs_a_platform_admin(tuned):
 def test_a_tenant_no_affordable_ef_search_serves_is_scanned_exactly(tuned):
     """The 57.4 % tenant on uniform vectors shares its partition's graph with the 30 % tenant. tune_search raises
     ef_search as far as the walk stays cheaper than the exact scan; the searches then walk at that ef_search when
-    it reached recall 0.97 and scan exactly when it did not. Whether this graph reaches 0.97 at an affordable
-    ef_search depends on its random build (0.955 and 0.970 at 385 were measured), so the choice is checked
-    against what was measured, and then against a measurement below and above the goal."""
+    the lower bound of its measured recall reached 0.95 and scan exactly when it did not. Whether this graph gets
+    there at an affordable ef_search depends on its random build (a mean of 0.955 and 0.970 at 385 were measured),
+    so the choice is checked against what was measured, and then against a measurement below and above the
+    goal."""
     with tuned.connect() as su:
-        row = su.execute("select ef_search, recall from memsub.search_stats"
+        row = su.execute("select ef_search, recall, recall_bound from memsub.search_stats"
                          " where tenant_id = %s and embedding_type = 'context'", [BIG]).fetchone()
-    assert row is not None and row[0] is not None and row[1] is not None, row
+    assert row is not None and row[0] is not None and row[1] is not None and row[2] is not None, row
     ef_search = row[0]
 
     def strategy() -> Any:
@@ -145,14 +146,14 @@ def test_a_tenant_no_affordable_ef_search_serves_is_scanned_exactly(tuned):
                                [BIG, K]).fetchone()
 
     method, walked_at, recall = strategy()
-    assert (method, recall) == ("exact" if row[1] < 0.97 else "approximate", row[1])
+    assert (method, recall) == ("exact" if row[2] < 0.95 else "approximate", row[1])
     assert method == "exact" or walked_at == ef_search
     with tuned.connect("platform_admin") as admin:
-        for recall, method in ((0.95, "exact"), (0.98, "approximate")):
+        for recall, bound, method in ((0.97, 0.94, "exact"), (0.97, 0.96, "approximate")):
             with admin.transaction():
                 set_context(admin, BIG, roles=["platform_admin"])
-                admin.execute("update memsub.search_stats set recall = %s"
-                              " where tenant_id = %s and embedding_type = 'context'", [recall, BIG])
+                admin.execute("update memsub.search_stats set recall = %s, recall_bound = %s"
+                              " where tenant_id = %s and embedding_type = 'context'", [recall, bound, BIG])
             chosen = strategy()
             assert (chosen[0], chosen[2]) == (method, recall)
             assert method == "exact" or chosen[1] == ef_search
