@@ -12,6 +12,20 @@
 -- memory_embeddings is partitioned by tenant: 16 hash partitions of tenant_id (migration 2.30.0), each with its
 -- own HNSW graph per embedding type, so a search of one tenant walks only the graph of the tenant's partition.
 
+-- pgvector defines its settings (hnsw.ef_search, hnsw.iterative_scan, ...) when a session loads its library, on
+-- the session's first vector value. The search functions of this area (this file and the ones after it) name
+-- those settings in SET clauses, and a role without superuser may not name a setting its session does not know
+-- yet: an upgrade that only re-runs the re-runnable SQL has used no vector before. One vector value, here at the
+-- head of the vector area, loads the library first.
+do $$
+begin
+    execute format('select %L::%I.vector', '[0]',
+                   (select n.nspname from pg_catalog.pg_extension e
+                      join pg_catalog.pg_namespace n on n.oid = e.extnamespace
+                     where e.extname = 'vector'));
+end
+$$;
+
 create or replace function memsub._embedding_partition(p_tenant_id uuid) returns integer
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp

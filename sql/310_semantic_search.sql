@@ -30,19 +30,6 @@
 -- own values (never a generic plan), so the planner estimates a big tenant from its own statistics, not from
 -- the average tenant, and the type's value selects that type's partial HNSW index.
 
--- pgvector defines its settings (hnsw.ef_search, hnsw.iterative_scan, ...) when a session loads its library, on
--- the session's first vector value. The SET clauses of the functions below name those settings, and a role
--- without superuser may not name a setting its session does not know yet: an upgrade that only re-runs this file
--- has used no vector before it. One vector value loads the library first.
-do $$
-begin
-    execute format('select %L::%I.vector', '[0]',
-                   (select n.nspname from pg_catalog.pg_extension e
-                      join pg_catalog.pg_namespace n on n.oid = e.extnamespace
-                     where e.extname = 'vector'));
-end
-$$;
-
 create or replace function memsub.combined_score(
     p_distance         double precision,
     p_importance       double precision,
