@@ -29,7 +29,7 @@ BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit b
 END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
          "peer_langgraph", "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store",
-         "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "http_load", "scaling")
+         "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "http_load", "tune_at_scale", "scaling")
 
 
 def commands(scaling_max: int, charts: Path) -> dict[str, list[str]]:

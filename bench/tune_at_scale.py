@@ -1,0 +1,203 @@
+"""Where tune_search sets a large tenant's ef_search, against what new queries find at every ef_search.
+
+Usage: python bench/tune_at_scale.py [--rows 200000] [--m 24] [--ef-construction 128] [--queries 100]
+                                     [--exact-queries 50] [--samples 20,100] [--tunes 3] [--json]
+
+One tenant holds every row: clustered 384-d ``content`` embeddings (the mixture scaling.py writes), one per
+packet. The rows are loaded in bulk, not through the write path: 500 envelopes are written by
+``memsub.write_packets`` as the application role, then, as the superuser, their packets are cloned to --rows and
+the embeddings are copied in with the ``content`` HNSW index dropped, which is then built in one pass with --m and
+--ef-construction (as ``memsub vector-index rebuild`` would leave it). This benchmark measures the search and its
+tuning on a large graph; scaling.py measures the same search after ingest through the write path, where a
+million rows take about two hours to write.
+
+Then, as the application role (row-level security applies):
+
+- ``memsub.semantic_search`` (k = 10, mode approximate) at ef_search 40 to 1000 for --queries new queries drawn
+  from the data's mixture: p50 and recall@10 against the exact scan of the first --exact-queries of them;
+- ``memsub.tune_search`` (as the maintenance job runs it, platform_admin context) --tunes times for each sample
+  size in --samples: its seconds, the method and ef_search it chose, its sampled recall and that recall's lower
+  bound; and after each, ``semantic_search`` at its defaults (mode auto) for the same queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from _database import bench_database, environment, environment_line
+from _vectors import VectorSource, latency_summary, vector_text
+from scaling import TENANT, App, Searched, Traffic, search
+
+TEMPLATE_PACKETS = 500
+EF_SWEEP = (40, 100, 160, 250, 400, 650, 1000)
+COPY_BLOCK = 10000
+
+
+def load(superuser: str, app: App, traffic: Traffic, rows: int, m: int, ef_construction: int, build_memory: str,
+         log: Callable[[str], None]) -> dict[str, float]:
+    """Write TEMPLATE_PACKETS envelopes, clone their packets to `rows`, copy the other embeddings in and build the
+    content index with (m, ef_construction); the seconds of the load and of the build."""
+    app.call(b"select count(*) from memsub.write_packets(%s::jsonb)", [traffic.batch(TEMPLATE_PACKETS)])
+    rest = rows - TEMPLATE_PACKETS
+    started = time.perf_counter()
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        register_vector(conn)
+        found = conn.execute(
+            "select i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) from pg_index i"
+            " where i.indrelid = 'memsub.memory_embeddings'::regclass"
+            "   and pg_get_indexdef(i.indexrelid) like '%%USING hnsw%%'"
+            "   and pg_get_indexdef(i.indexrelid) like '%%''content''%%'").fetchone()
+        if found is None:
+            raise RuntimeError("no HNSW index of the content type on memsub.memory_embeddings")
+        name, definition = found
+        conn.execute(sql.SQL("drop index {}").format(sql.SQL(name)))
+        conn.execute("create temporary table clone as"
+                     " select g as n, gen_random_uuid() as packet_id from generate_series(0, %s - 1) g", [rest])
+        conn.execute(
+            'insert into memsub.packet_store (packet_id, packet_type, envelope, "timestamp", routing, provenance,'
+            "  thread_id, tags, scope, importance_score, content_hash, tenant_id, org_id, user_id, session_id,"
+            "  trace_id)"
+            ' select c.packet_id, t.packet_type, t.envelope, t."timestamp" + (c.n + 1) * interval \'1 ms\','
+            "        t.routing, t.provenance, t.thread_id, t.tags, t.scope, t.importance_score,"
+            "        encode(sha256(convert_to(c.packet_id::text, 'UTF8')), 'hex'), t.tenant_id, t.org_id, t.user_id,"
+            "        t.session_id, t.trace_id"
+            "   from clone c"
+            "   join (select row_number() over (order by p.write_seq) - 1 as number, p.* from memsub.packet_store p) t"
+            "     on t.number = c.n %% %s", [TEMPLATE_PACKETS])
+        owner = conn.execute("select tenant_id, org_id, user_id, scope from memsub.memory_embeddings"
+                             " limit 1").fetchone()
+        assert owner is not None
+        packet_ids = [r[0] for r in conn.execute("select packet_id from clone order by n")]
+        with conn.cursor() as cursor, cursor.copy(
+                "copy memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_text, tenant_id, org_id,"
+                " user_id, scope) from stdin (format binary)") as copy:
+            copy.set_types(["uuid", "text", "vector", "text", "uuid", "uuid", "uuid", "text"])
+            for start in range(0, rest, COPY_BLOCK):
+                for offset, vector in enumerate(traffic.vectors.draw(min(COPY_BLOCK, rest - start))):
+                    copy.write_row((packet_ids[start + offset], "content", vector, "bench chunk", *owner))
+        conn.execute("analyze memsub.packet_store, memsub.memory_embeddings")
+        loaded = time.perf_counter() - started
+        log(f"loaded {rows:,} rows in {loaded:.0f} s; building the content index (m {m}, ef_construction "
+            f"{ef_construction})")
+        conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [build_memory])
+        started = time.perf_counter()
+        conn.execute(sql.SQL(definition.replace(" ON ONLY ", " ON ").replace(
+            " WHERE ", f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) WHERE ")))
+        built = time.perf_counter() - started
+        conn.execute("analyze memsub.memory_embeddings")
+    return {"load_seconds": loaded, "build_seconds": built}
+
+
+def tune(superuser: str, samples: int) -> dict[str, Any]:
+    """memsub.tune_search(p_samples => samples) in a platform_admin context: its seconds and the tenant's row."""
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        started = time.perf_counter()
+        with conn.transaction():
+            conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [TENANT])
+            row = conn.execute("select method, ef_search, recall, recall_bound from memsub.tune_search(p_samples => %s)"
+                               " where tenant_id = %s and embedding_type = 'content'", [samples, TENANT]).fetchone()
+        seconds = time.perf_counter() - started
+    if row is None:
+        raise RuntimeError("tune_search returned no row for the benchmark's tenant")
+    return {"samples": samples, "seconds": seconds, "method": row[0], "ef_search": row[1], "recall": row[2],
+            "recall_bound": row[3]}
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    traffic = Traffic(args.dimension)
+    query_source = VectorSource(args.dimension, seed=8)
+    query_source.centers = traffic.vectors.centers
+    queries = [vector_text(v) for v in query_source.draw(args.queries)]
+    results: dict[str, Any] = {"settings": {"rows": args.rows, "m": args.m, "ef_construction": args.ef_construction,
+                                            "queries": args.queries, "exact_queries": args.exact_queries,
+                                            "samples": args.samples, "tunes": args.tunes,
+                                            "build_memory": args.build_memory}}
+    with bench_database(vector_dimension=args.dimension) as (superuser, app_dsn):
+        results["environment"] = environment(superuser)
+        log(environment_line(results["environment"]))
+        app = App(app_dsn)
+        results["load"] = load(superuser, app, traffic, args.rows, args.m, args.ef_construction, args.build_memory,
+                               log)
+        log(f"built in {results['load']['build_seconds']:.0f} s")
+        exact = search(app, queries[:args.exact_queries], None, "exact")
+        results["exact"] = latency_summary(exact.seconds)
+        log(f"exact scan p50 {results['exact']['p50_ms']:.1f} ms")
+        results["sweep"] = []
+        for ef in EF_SWEEP:
+            walked = search(app, queries, ef, "approximate")
+            point = {"ef_search": ef, "recall": walked.recall(exact), **latency_summary(walked.seconds)}
+            results["sweep"].append(point)
+            log(f"ef_search {ef}: p50 {point['p50_ms']:.1f} ms, recall {point['recall']:.3f}")
+        results["tunes"] = []
+        for samples in args.samples:
+            for _ in range(args.tunes):
+                chosen = tune(superuser, samples)
+                searched: Searched = search(app, queries, None, "auto")
+                chosen["default"] = {"recall": searched.recall(exact),
+                                     "walked": searched.methods.count("approximate") / max(1, len(searched.methods)),
+                                     **latency_summary(searched.seconds)}
+                results["tunes"].append(chosen)
+                log(f"tune_search, {samples} samples: {chosen['method']} at ef_search {chosen['ef_search']} "
+                    f"({chosen['seconds']:.0f} s); default search p50 {chosen['default']['p50_ms']:.1f} ms, "
+                    f"recall {chosen['default']['recall']:.3f}")
+        app.conn.close()
+    return results
+
+
+def render(results: dict[str, Any]) -> str:
+    s = results["settings"]
+    lines = [f"tune_search on one tenant of {s['rows']:,} clustered 384-d rows, graph built in one pass at m {s['m']} "
+             f"/ ef_construction {s['ef_construction']} ({results['load']['build_seconds']:.0f} s, "
+             f"maintenance_work_mem {s['build_memory']}); one run", "",
+             environment_line(results["environment"]), "",
+             f"new queries: {s['queries']}, recall@10 against the exact scan of {s['exact_queries']} "
+             f"(exact p50 {results['exact']['p50_ms']:.1f} ms)", "",
+             f"{'ef_search':>9} {'p50 ms':>8} {'recall':>7}", "-" * 26]
+    lines += [f"{p['ef_search']:>9} {p['p50_ms']:>8.1f} {p['recall']:>7.3f}" for p in results["sweep"]]
+    lines += ["", f"{'samples':>7} {'seconds':>8} {'method':>12} {'ef_search':>9} {'sampled':>8} {'bound':>6} "
+              f"{'default p50':>11} {'recall':>7}", "-" * 76]
+    for t in results["tunes"]:
+        sampled = f"{t['recall']:.3f}" if t["recall"] is not None else "-"
+        bound = f"{t['recall_bound']:.3f}" if t["recall_bound"] is not None else "-"
+        lines.append(f"{t['samples']:>7} {t['seconds']:>8.1f} {t['method']:>12} {t['ef_search']:>9} {sampled:>8} "
+                     f"{bound:>6} {t['default']['p50_ms']:>11.1f} {t['default']['recall']:>7.3f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200000)
+    parser.add_argument("--m", type=int, default=24)
+    parser.add_argument("--ef-construction", type=int, default=128)
+    parser.add_argument("--build-memory", default="2GB", help="maintenance_work_mem of the index build")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--exact-queries", type=int, default=50)
+    parser.add_argument("--samples", type=lambda text: [int(x) for x in text.split(",")], default=[20, 100])
+    parser.add_argument("--tunes", type=int, default=3)
+    parser.add_argument("--dimension", type=int, default=384)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    if args.rows <= TEMPLATE_PACKETS:
+        parser.error(f"--rows must be more than {TEMPLATE_PACKETS}")
+    if not 0 < args.exact_queries <= args.queries:
+        parser.error("--exact-queries must be between 1 and --queries")
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    results = run(args, log)
+    print(json.dumps(results, indent=2, default=str) if args.json else render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
