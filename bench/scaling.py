@@ -283,18 +283,26 @@ def measure_checkpoint(superuser: str, app_dsn: str, app: App, traffic: Traffic,
     return result
 
 
-def tune_search(superuser: str) -> dict[str, Any]:
-    """Run the maintenance task tune_search (as `memsub maintain` does, in a platform_admin context); its seconds
-    and what it chose for the benchmark's tenant."""
+def tune_search(superuser: str, samples: int | None = None) -> dict[str, Any]:
+    """Run the maintenance task tune_search (as `memsub maintain` does, in a platform_admin context; with
+    `samples` sample queries, or its default); its seconds and what it chose for the benchmark's tenant's
+    content embeddings: method, ef_search, the sampled recall and that recall's lower bound."""
+    call = (sql.SQL("memsub.tune_search()") if samples is None
+            else sql.SQL("memsub.tune_search(p_samples => {})").format(sql.Literal(samples)))
     with psycopg.connect(superuser, autocommit=True) as conn:
         started = time.perf_counter()
         with conn.transaction():
             conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [TENANT])
-            rows = conn.execute("select tenant_id, method, ef_search, recall from memsub.tune_search()").fetchall()
+            rows = conn.execute(sql.SQL("select tenant_id, embedding_type, method, ef_search, recall, recall_bound"
+                                        " from {}").format(call)).fetchall()
         seconds = time.perf_counter() - started
-    chosen = next((r for r in rows if r[0] == TENANT), None)
-    return {"seconds": seconds, "method": chosen[1] if chosen else None, "ef_search": chosen[2] if chosen else None,
-            "recall": round(chosen[3], 3) if chosen and chosen[3] is not None else None}
+    chosen = next((r for r in rows if r[0] == TENANT and r[1] == "content"), None)
+
+    def measured(value: float | None) -> float | None:
+        return round(value, 3) if value is not None else None
+    return {"samples": samples, "seconds": seconds, "method": chosen[2] if chosen else None,
+            "ef_search": chosen[3] if chosen else None, "recall": measured(chosen[4]) if chosen else None,
+            "recall_bound": measured(chosen[5]) if chosen else None}
 
 
 def tuned_default_search(superuser: str, app: App, queries: list[str], exact: Searched) -> dict[str, Any]:

@@ -35,10 +35,11 @@ from psycopg import sql
 
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary, vector_text
-from scaling import TENANT, App, Searched, Traffic, search
+from memsub.vector_index import index_builds
+from scaling import App, Searched, Traffic, search, tune_search
 
 TEMPLATE_PACKETS = 500
-EF_SWEEP = (40, 100, 160, 250, 400, 650, 1000)
+EF_SWEEP = (40, 100, 160, 250, 400, 625, 1000)  # with tune_search's steps from 100: 250, 625, 1000
 COPY_BLOCK = 10000
 
 
@@ -51,15 +52,19 @@ def load(superuser: str, app: App, traffic: Traffic, rows: int, m: int, ef_const
     started = time.perf_counter()
     with psycopg.connect(superuser, autocommit=True) as conn:
         register_vector(conn)
-        found = conn.execute(
-            "select i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) from pg_index i"
-            " where i.indrelid = 'memsub.memory_embeddings'::regclass"
-            "   and pg_get_indexdef(i.indexrelid) like '%%USING hnsw%%'"
-            "   and pg_get_indexdef(i.indexrelid) like '%%''content''%%'").fetchone()
-        if found is None:
-            raise RuntimeError("no HNSW index of the content type on memsub.memory_embeddings")
-        name, definition = found
-        conn.execute(sql.SQL("drop index {}").format(sql.SQL(name)))
+        # The index is dropped for the load and created again from the definition the server gives back, with the
+        # build parameters added. A partitioned index reads back as "ON ONLY" the parent; created on the parent,
+        # it builds every partition's graph, each recording the parameters (read back below).
+        [build] = index_builds(conn, "content")
+        found = conn.execute("select pg_get_indexdef(format('memsub.%%I', %s::text)::regclass)",
+                             [build.index_name]).fetchone()
+        assert found is not None
+        head, separator, predicate = found[0].replace(" ON ONLY ", " ON ", 1).partition(" WHERE ")
+        if not separator or " WITH (" in head:
+            raise RuntimeError(f"unexpected definition of the content index: {found[0]}")
+        definition = sql.SQL("{} WITH (m = {}, ef_construction = {}) WHERE {}").format(
+            sql.SQL(head), sql.Literal(m), sql.Literal(ef_construction), sql.SQL(predicate))
+        conn.execute(sql.SQL("drop index {}").format(sql.Identifier("memsub", build.index_name)))
         conn.execute("create temporary table clone as"
                      " select g as n, gen_random_uuid() as packet_id from generate_series(0, %s - 1) g", [rest])
         conn.execute(
@@ -90,26 +95,14 @@ def load(superuser: str, app: App, traffic: Traffic, rows: int, m: int, ef_const
             f"{ef_construction})")
         conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [build_memory])
         started = time.perf_counter()
-        conn.execute(sql.SQL(definition.replace(" ON ONLY ", " ON ").replace(
-            " WHERE ", f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) WHERE ")))
+        conn.execute(definition)
         built = time.perf_counter() - started
         conn.execute("analyze memsub.memory_embeddings")
+        [rebuilt] = index_builds(conn, "content")
+        if (rebuilt.m, rebuilt.ef_construction, rebuilt.valid) != (m, ef_construction, True):
+            raise RuntimeError(f"the content index was built as {rebuilt}, not at m {m} / ef_construction "
+                               f"{ef_construction}")
     return {"load_seconds": loaded, "build_seconds": built}
-
-
-def tune(superuser: str, samples: int) -> dict[str, Any]:
-    """memsub.tune_search(p_samples => samples) in a platform_admin context: its seconds and the tenant's row."""
-    with psycopg.connect(superuser, autocommit=True) as conn:
-        started = time.perf_counter()
-        with conn.transaction():
-            conn.execute("select memsub.set_context(%s, null, null, array['platform_admin'], null)", [TENANT])
-            row = conn.execute("select method, ef_search, recall, recall_bound from memsub.tune_search(p_samples => %s)"
-                               " where tenant_id = %s and embedding_type = 'content'", [samples, TENANT]).fetchone()
-        seconds = time.perf_counter() - started
-    if row is None:
-        raise RuntimeError("tune_search returned no row for the benchmark's tenant")
-    return {"samples": samples, "seconds": seconds, "method": row[0], "ef_search": row[1], "recall": row[2],
-            "recall_bound": row[3]}
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
@@ -140,7 +133,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         results["tunes"] = []
         for samples in args.samples:
             for _ in range(args.tunes):
-                chosen = tune(superuser, samples)
+                chosen = tune_search(superuser, samples)
                 searched: Searched = search(app, queries, None, "auto")
                 chosen["default"] = {"recall": searched.recall(exact),
                                      "walked": searched.methods.count("approximate") / max(1, len(searched.methods)),
