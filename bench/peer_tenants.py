@@ -20,8 +20,9 @@ call: ``set_context`` and the call in one pipeline on an autocommit connection, 
 the client's per-call mode sends them):
 
 - get one item: memsub's packet with its vectors against ``store.get(("docs", tenant), key)``; memsub reads it
-  as the Python client does: ``get_packets(ids, false)`` and ``get_packet_vectors(ids)`` in one pipeline, the
-  vectors in binary, put back into the envelope (``memsub.packets.envelope_with_vectors``);
+  as the Python client does: ``get_packets_with_vector_values(ids)`` in binary, the vectors put back into the
+  envelope (``memsub.packets.envelope_with_vectors``); on an older installation that has ``get_packet_vectors``
+  instead, ``get_packets(ids, false)`` and ``get_packet_vectors(ids)`` in one pipeline, as the client then did;
 - get 100 items of a tenant: the same for 100 ids against ``store.batch`` of 100 ``GetOp``;
 - in the same rounds, the envelope with its vectors as JSON (``memsub.get_packets(ids)``, what a SQL caller
   reads) and without the vectors (``p_with_vectors => false``: each ``memory.embeddings[]`` vector null), when
@@ -198,8 +199,10 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         has_multi = bool(multi and multi[0])
         lean = conn.execute("select to_regprocedure('memsub.get_packets(uuid[], boolean)') is not null").fetchone()
         has_lean = bool(lean and lean[0])
-        typed = conn.execute("select to_regprocedure('memsub.get_packet_vectors(uuid[])') is not null").fetchone()
-        has_typed = bool(typed and typed[0])
+        typed = conn.execute("select to_regprocedure('memsub.get_packets_with_vector_values(uuid[])') is not null, "
+                             "to_regprocedure('memsub.get_packet_vectors(uuid[])') is not null").fetchone()
+        one_statement = bool(typed and typed[0])
+        has_typed = bool(typed and (typed[0] or typed[1]))
         mode = conn.execute("select exists (select from pg_proc where proname = 'semantic_search' "
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
@@ -220,6 +223,11 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
     embedding_type = EMBEDDING_TYPE[kind]
 
     def ms_read(tenant: uuid.UUID, ids: list[uuid.UUID], shape: str) -> list[tuple[Any, ...]]:
+        if shape == "memsub" and one_statement:
+            [rows] = ms.calls(tenant, [(b"select packet_id, envelope, vectors "
+                                        b"from memsub.get_packets_with_vector_values(%s)", [ids], True)])
+            return [(packet_id, packets.envelope_with_vectors(envelope, vectors))
+                    for packet_id, envelope, vectors in rows]
         if shape == "memsub" and has_typed:
             found, vectors = ms.calls(tenant, [
                 (b"select packet_id, envelope from memsub.get_packets(%s, p_with_vectors => false)", [ids]),

@@ -5,7 +5,8 @@
 -- All reads are SECURITY INVOKER: row-level security decides what the caller sees. get_packets (get_packet) and
 -- get_thread (through get_packets) return the envelope as written: the embedding vectors put back, and the header
 -- fields kept only in columns. get_packets (get_packet) with p_with_vectors false return the rows as stored
--- instead (vectors JSON null), for callers that need the content, not the vectors.
+-- instead (vectors JSON null), for callers that need the content, not the vectors; get_packets_with_vector_values
+-- returns those rows and, beside each, its vectors as vector values (what a driver reads in binary).
 
 -- The row-by-row put-back (a PL/pgSQL row wrapper around a SQL function, two calls per row), and the set-based
 -- function that replaced it, are gone: get_packets puts the envelope back in the statement that finds the rows.
@@ -50,35 +51,31 @@ as $$
 declare
     v_tenants uuid[];
 begin
-    -- The rows with their vectors are the rows as stored (the call below, without vectors) with each vector put
-    -- back where memsub.get_packet_vectors finds one, as the exact doubles of its single-precision numbers.
-    -- Other elements, and envelopes without an embeddings array, are returned as stored. A call without
-    -- vectors never plans this statement, so it pays nothing for memory_embeddings.
+    -- The rows with their vectors are the rows memsub.get_packets_with_vector_values reads, each vector put back
+    -- into its memory.embeddings[] element as the exact doubles of its single-precision numbers. Other elements,
+    -- and envelopes without an embeddings array, are returned as stored. A call without vectors never plans this
+    -- statement, so it pays nothing for memory_embeddings.
     if coalesce(p_with_vectors, true) then
-        -- The vectors of the rows that carry an embeddings array, read by get_packet_vectors: one more key
-        -- search for each of those ids, none for the others.
         return query
-            with g as materialized (select * from memsub.get_packets(p_packet_ids, false) with ordinality)
-            select g.packet_id, g.packet_type,
-                   case when v.vectors is null then g.envelope else
-                       jsonb_set(g.envelope, '{memory,embeddings}', (
+            select r.packet_id, r.packet_type,
+                   case when r.vectors is null then r.envelope else
+                       jsonb_set(r.envelope, '{memory,embeddings}', (
                            select coalesce(jsonb_agg(
-                                      case when v.vectors[x.o] is null then x.e
+                                      case when r.vectors[x.o] is null then x.e
                                            else jsonb_set(x.e, '{vector}',
-                                                          to_jsonb(v.vectors[x.o]::real[]::double precision[])) end
+                                                          to_jsonb(r.vectors[x.o]::real[]::double precision[])) end
                                       order by x.o), '[]')
-                             from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
+                             from jsonb_array_elements(r.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
                    end,
-                   g."timestamp", g.routing, g.provenance, g.thread_id, g.parent_ids, g.tags, g.ttl, g.scope,
-                   g.importance_score, g.access_count, g.last_accessed, g.contradiction_count, g.content_hash,
-                   g.chunk_count, g.is_chunked, g.tenant_id, g.org_id, g.user_id, g.correlation_id, g.session_id,
-                   g.trace_id, g.write_seq
-              from g
-              left join memsub.get_packet_vectors(array(
-                            select e.packet_id from g e
-                             where jsonb_typeof(e.envelope -> 'memory' -> 'embeddings') = 'array')) v
-                     on v.packet_id = g.packet_id
-             order by g.ordinality;
+                   r."timestamp", r.routing, r.provenance, r.thread_id, r.parent_ids, r.tags, r.ttl, r.scope,
+                   r.importance_score, r.access_count, r.last_accessed, r.contradiction_count, r.content_hash,
+                   r.chunk_count, r.is_chunked, r.tenant_id, r.org_id, r.user_id, r.correlation_id, r.session_id,
+                   r.trace_id, r.write_seq
+              from memsub.get_packets_with_vector_values(p_packet_ids) with ordinality r
+              -- A platform_admin's read of several tenants comes tenant by tenant: the order asked is put back.
+              join (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+                on w.id = r.packet_id
+             order by w.n, r.ordinality;
         return;
     end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
@@ -114,41 +111,63 @@ comment on function memsub.get_packets(uuid[], boolean) is
     'returns the rows as stored, where a vector stored in memory_embeddings is JSON null (envelopes written '
     'before 2.24.0 keep theirs) and every other field is the same.';
 
-create or replace function memsub.get_packet_vectors(p_packet_ids uuid[])
-returns table (packet_id uuid, vectors vector[])
+-- get_packet_vectors (the vectors alone, by packet) became get_packets_with_vector_values (the rows and their
+-- vectors in one statement): a reader sent both, and the second read the packets again.
+drop function if exists memsub.get_packet_vectors(uuid[]);
+
+create or replace function memsub.get_packets_with_vector_values(p_packet_ids uuid[])
+returns table (packet_id uuid, packet_type text, envelope jsonb, "timestamp" timestamptz, routing jsonb,
+               provenance jsonb, thread_id uuid, parent_ids uuid[], tags text[], ttl timestamp, scope text,
+               importance_score double precision, access_count integer, last_accessed timestamptz,
+               contradiction_count integer, content_hash text, chunk_count integer, is_chunked boolean,
+               tenant_id uuid, org_id uuid, user_id uuid, correlation_id uuid, session_id text, trace_id text,
+               write_seq bigint, vectors vector[])
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
+#variable_conflict use_column
 declare
-    v_tenants uuid[] := memsub._reader_tenants(p_packet_ids);
+    v_tenant uuid;
 begin
-    -- Vectors are stored once (sql/120_packet_write.sql): each memory.embeddings[] object whose vector is JSON
-    -- null is the slot (embedding_type, chunk_index) of a memory_embeddings row, read as the caller (row-level
-    -- security applies). The packets are the ones get_packets finds, in its order. The tenants, stated as a
-    -- value, leave the executor only their partitions of memory_embeddings to open (the slot's own tenant,
-    -- known row by row, cannot); the plan is the same for every call, made once per session.
-    return query
-        select g.packet_id,
-               array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
-                                     (select m.vector from memsub.memory_embeddings m
-                                       where m.tenant_id = any(v_tenants) and m.tenant_id = g.tenant_id
-                                         and m.packet_id = g.packet_id
-                                         and m.embedding_type = x.e ->> 'embedding_type'
-                                         and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
-                       from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)
-                      order by x.o)
-          from memsub.get_packets(p_packet_ids, false) with ordinality g
-         where jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array'
-         order by g.ordinality;
+    -- The rows are memsub.get_packets(ids, false) (the packet_store columns, in the same order); vectors holds
+    -- the stored vector of each memory.embeddings[] object whose vector is JSON null: the slot (embedding_type,
+    -- chunk_index) of a memory_embeddings row, read as the caller (row-level security applies). Vectors are
+    -- stored once (sql/120_packet_write.sql).
+    --
+    -- The vectors are read one tenant at a time, the tenant stated as a value: the cached plan then opens only
+    -- that tenant's partition of memory_embeddings. Read by the packet's own tenant (known only row by row), or
+    -- by a list of tenants, it would open every partition on every call (tests/packets/test_packet_read_cost.py).
+    -- An ordinary login reads one tenant, the context's; a platform_admin may read several, tenant by tenant.
+    foreach v_tenant in array memsub._reader_tenants(p_packet_ids) loop
+        return query
+            select g.packet_id, g.packet_type, g.envelope, g."timestamp", g.routing, g.provenance, g.thread_id,
+                   g.parent_ids, g.tags, g.ttl, g.scope, g.importance_score, g.access_count, g.last_accessed,
+                   g.contradiction_count, g.content_hash, g.chunk_count, g.is_chunked, g.tenant_id, g.org_id,
+                   g.user_id, g.correlation_id, g.session_id, g.trace_id, g.write_seq,
+                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+                       array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
+                                             (select m.vector from memsub.memory_embeddings m
+                                               where m.tenant_id = v_tenant and m.packet_id = g.packet_id
+                                                 and m.embedding_type = x.e ->> 'embedding_type'
+                                                 and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
+                               from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings')
+                                    with ordinality as x(e, o)
+                              order by x.o) end
+              from memsub.get_packets(p_packet_ids, false) with ordinality g
+             where g.tenant_id = v_tenant
+             order by g.ordinality;
+    end loop;
 end
 $$;
-comment on function memsub.get_packet_vectors(uuid[]) is
-    'The stored vectors of the visible packets among these ids that carry a memory.embeddings array, in the order '
-    'of memsub.get_packets: vectors[i] is the vector of the i-th element (1-based) of the envelope''s '
-    'memory.embeddings as stored, NULL where the element holds no vector stored apart (or no row holds it). With '
-    'get_packets(ids, false) it gives the envelopes as written, the vectors as vector values (pgvector''s binary '
-    'form on the wire) instead of JSON numbers: what the Python client reads. Row-level security applies.';
+comment on function memsub.get_packets_with_vector_values(uuid[]) is
+    'The visible packets among these ids as memsub.get_packets(ids, false) returns them (the envelope''s '
+    'memory.embeddings[] vectors JSON null), with vectors: vectors[i] is the stored vector of the i-th element '
+    '(1-based) of memory.embeddings, NULL where the element holds no vector stored apart (or no row holds it); '
+    'vectors is NULL for an envelope without an embeddings array. The vectors come as vector values (pgvector''s '
+    'binary form on the wire, 4 bytes a number) instead of JSON numbers: what the Python client reads. In the '
+    'order of first mention; a platform_admin reading several tenants gets them tenant by tenant. Row-level '
+    'security applies.';
 
 create or replace function memsub.get_packet(p_packet_id uuid, p_with_vectors boolean default true)
 returns setof memsub.packet_store

@@ -26,7 +26,7 @@ grant execute on function
     memsub.write_packet(jsonb), memsub.write_packets(jsonb), memsub.purge_expired(uuid)
     to memsub_app;
 grant execute on function
-    memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_packet_vectors(uuid[]),
+    memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_packets_with_vector_values(uuid[]),
     memsub.get_thread(uuid, integer, bigint),
     memsub.get_lineage(uuid, text, integer),
     memsub._embedding_chunk_index(jsonb), memsub._reader_tenants(uuid[])

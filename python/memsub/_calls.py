@@ -21,8 +21,7 @@ Rules every call follows:
   (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
   executors run on, so it holds inside lists too and for every call path.
 - Rows are decoded by column name into the typed models; only the model's columns are selected. A call whose
-  result holds vectors may ask for binary results (``vector`` values as 4 bytes a number, not decimal text), and
-  a call may be :func:`followed` by another, sent with it in one round trip and one transaction.
+  result holds vectors may ask for binary results (``vector`` values as 4 bytes a number, not decimal text).
 - One error mapping: psycopg errors become :mod:`memsub.errors` exceptions.
 """
 
@@ -34,7 +33,7 @@ import json
 import math
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
@@ -194,36 +193,13 @@ def _single(found: list[Row]) -> Row:
 class Call(Generic[T]):
     """One statement ready to run and the decoding of its rows; ``binary`` asks for its result columns in
     PostgreSQL's binary format (a ``vector`` then arrives as 4 bytes a number, not as decimal text); ``vectors``
-    says it needs pgvector's adapters on the connection. A call :func:`followed` by a second one is sent with
-    it, in one round trip and one transaction, and ``merge`` folds the second result into the first."""
+    says it needs pgvector's adapters on the connection."""
 
     statement: sql.Composed | sql.SQL | bytes
     params: Sequence[Any]
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
     binary: bool = field(default=False)
-    then: Call[Any] | None = field(default=None)
-    merge: Callable[[T, Any], T] | None = field(default=None)
-
-    def statements(self) -> list[Call[Any]]:
-        """This call and the one sent with it, in order: what goes over the connection."""
-        return [self] if self.then is None else [self, *self.then.statements()]
-
-    def result(self, found: Sequence[list[Row]]) -> T:
-        """The outcome from the rows of :meth:`statements`, in the same order."""
-        value = self.decode(found[0])
-        if self.then is not None and self.merge is not None:
-            value = self.merge(value, self.then.result(found[1:]))
-        return value
-
-
-U = TypeVar("U")
-
-
-def followed(call: Call[T], then: Call[U], merge: Callable[[T, U], T]) -> Call[T]:
-    """``call`` with ``then`` sent right after it, in the same round trip and transaction; ``merge(first, second)``
-    gives the outcome (e.g. rows read without their vectors, then the vectors read in binary put back)."""
-    return replace(call, then=then, merge=merge)
 
 
 Steps = Generator[Call[Any], Any, T]
@@ -401,41 +377,27 @@ async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
 # --- executors -------------------------------------------------------------------------------------------------
 
 def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
-    """Run ``call`` (and the call sent with it) in the connection's current transaction."""
+    """Run ``call`` in the connection's current transaction."""
     _with_times(connection)
-    statements = call.statements()
     try:
-        if any(part.vectors for part in statements) and not _has_vector(connection):
+        if call.vectors and not _has_vector(connection):
             register_vector_type(connection)
-        if len(statements) == 1:
-            found = [connection.execute(call.statement, call.params, binary=call.binary).fetchall()]
-        else:
-            with connection.pipeline():
-                cursors = [connection.execute(part.statement, part.params, binary=part.binary)
-                           for part in statements]
-            found = [cursor.fetchall() for cursor in cursors]
+        found = connection.execute(call.statement, call.params, binary=call.binary).fetchall()
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.result(found)
+    return call.decode(found)
 
 
 async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T]) -> T:
     """The async twin of :func:`execute`."""
     _with_times(connection)
-    statements = call.statements()
     try:
-        if any(part.vectors for part in statements) and not _has_vector(connection):
+        if call.vectors and not _has_vector(connection):
             await register_vector_type_async(connection)
-        if len(statements) == 1:
-            found = [await (await connection.execute(call.statement, call.params, binary=call.binary)).fetchall()]
-        else:
-            async with connection.pipeline():
-                cursors = [await connection.execute(part.statement, part.params, binary=part.binary)
-                           for part in statements]
-            found = [await cursor.fetchall() for cursor in cursors]
+        found = await (await connection.execute(call.statement, call.params, binary=call.binary)).fetchall()
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.result(found)
+    return call.decode(found)
 
 
 def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
@@ -529,23 +491,23 @@ async def rows_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnectio
 
 
 def execute_in_context(pool: ConnectionPool[psycopg.Connection[Row]], context: Call[None], call: Call[T]) -> T:
-    """Run ``call`` (and the call sent with it) in a transaction of its own (:func:`rows_in_context`); database
-    errors become memsub errors."""
+    """Run ``call`` in a transaction of its own (:func:`rows_in_context`); database errors become memsub
+    errors."""
     try:
-        found = rows_in_context(pool, context, call.statements())
+        found = rows_in_context(pool, context, [call])
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.result(found)
+    return call.decode(found[0])
 
 
 async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]], context: Call[None],
                                    call: Call[T]) -> T:
     """The async twin of :func:`execute_in_context`."""
     try:
-        found = await rows_in_context_async(pool, context, call.statements())
+        found = await rows_in_context_async(pool, context, [call])
     except psycopg.Error as error:
         raise from_database_error(error) from error
-    return call.result(found)
+    return call.decode(found[0])
 
 
 # --- sessions --------------------------------------------------------------------------------------------------

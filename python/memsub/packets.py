@@ -25,7 +25,6 @@ from memsub._calls import (
     Shape,
     Steps,
     SyncSession,
-    followed,
     function,
     json_text,
     method,
@@ -78,45 +77,54 @@ def get_packet(packet_id: UUID | str, with_vectors: bool = True) -> Call[PacketS
     """The packet with this id, or None when it does not exist or is not visible (memsub.get_packet). Its
     envelope is as written, each ``memory.embeddings[]`` vector put back; with ``with_vectors=False`` it is as
     stored, each such vector None (the vectors are in memory_embeddings), which is cheaper to read and decode."""
-    stored = function("get_packet", {"packet_id": packet_id, "with_vectors": False}, optional(PacketStoreRow))
     if not with_vectors:
-        return stored
-    return followed(stored, packet_vectors([packet_id]),
-                    lambda row, vectors: None if row is None else _with_vectors([row], vectors)[0])
+        return function("get_packet", {"packet_id": packet_id, "with_vectors": False}, optional(PacketStoreRow))
+    shape = _rows_with_vectors([packet_id])
+    return function("get_packets_with_vector_values", {"packet_ids": [packet_id]},
+                    Shape(shape.columns, lambda found: next(iter(shape.decode(found)), None)), binary=True)
 
 
 def get_packets(packet_ids: Iterable[UUID | str], with_vectors: bool = True) -> Call[list[PacketStoreRow]]:
     """The visible packets among ``packet_ids``, each once, in the order asked (memsub.get_packets): one call and
     one index search per id, however many tenants share the store. ``with_vectors=False``: the envelopes as
-    stored, each ``memory.embeddings[]`` vector None (see :func:`get_packet`)."""
+    stored, each ``memory.embeddings[]`` vector None (see :func:`get_packet`).
+
+    With vectors, the rows come from memsub.get_packets_with_vector_values in binary: each vector as 4 bytes a
+    number, where the envelope JSON would carry 17 digits of text, put back into its envelope here."""
     ids = list(packet_ids)
-    stored = function("get_packets", {"packet_ids": ids, "with_vectors": False}, rows(PacketStoreRow))
     if not with_vectors:
-        return stored
-    return followed(stored, packet_vectors(ids), _with_vectors)
+        return function("get_packets", {"packet_ids": ids, "with_vectors": False}, rows(PacketStoreRow))
+    return function("get_packets_with_vector_values", {"packet_ids": ids}, _rows_with_vectors(ids), binary=True)
 
 
-def packet_vectors(packet_ids: Sequence[UUID | str]) -> Call[dict[UUID, list[Vector | None]]]:
-    """The stored vectors of the envelopes' ``memory.embeddings[]`` slots, by packet (memsub.get_packet_vectors),
-    read in binary: 4 bytes a number, where the envelope JSON would carry 17 digits of text."""
-    return function("get_packet_vectors", {"packet_ids": list(packet_ids)},
-                    Shape(("packet_id", "vectors"), lambda found: {row["packet_id"]: row["vectors"] for row in found}),
-                    binary=True)
+def _rows_with_vectors(packet_ids: Sequence[UUID | str]) -> Shape[list[PacketStoreRow]]:
+    """The rows of memsub.get_packets_with_vector_values as packets, their vectors put back into the envelopes
+    (:func:`envelope_with_vectors`), in the order of first mention in ``packet_ids`` (a platform_admin's read of
+    several tenants comes tenant by tenant)."""
+    first: dict[UUID, int] = {}
+    for place, packet_id in enumerate(packet_ids):
+        try:
+            first.setdefault(packet_id if isinstance(packet_id, UUID) else UUID(str(packet_id)), place)
+        except ValueError:
+            continue  # not a uuid: the server refuses the call (22P02) before any row is decoded
 
+    def decode(found: list[dict[str, Any]]) -> list[PacketStoreRow]:
+        packets = []
+        for row in found:
+            vectors = row.pop("vectors")
+            packet = PacketStoreRow.model_validate(row)
+            envelope_with_vectors(packet.envelope, vectors)
+            packets.append(packet)
+        return sorted(packets, key=lambda packet: first[packet.packet_id])
 
-def _with_vectors(found: list[PacketStoreRow],
-                  vectors: dict[UUID, list[Vector | None]]) -> list[PacketStoreRow]:
-    """The rows read without their vectors, with their vectors put back (:func:`envelope_with_vectors`)."""
-    for row in found:
-        envelope_with_vectors(row.envelope, vectors.get(row.packet_id))
-    return found
+    return Shape((*PacketStoreRow.model_fields, "vectors"), decode)
 
 
 def envelope_with_vectors(envelope: dict[str, Any], vectors: Sequence[Vector | None] | None) -> dict[str, Any]:
     """``envelope`` (read without its vectors) with each ``memory.embeddings[]`` vector put back where
-    ``vectors`` (its row of memsub.get_packet_vectors) holds one, in place: the same envelope, number for
-    number, as memsub.get_packets returns with its vectors (a single-precision number as the double it is
-    exactly)."""
+    ``vectors`` (its ``vectors`` in memsub.get_packets_with_vector_values) holds one, in place: the same
+    envelope, number for number, as memsub.get_packets returns with its vectors (a single-precision number as
+    the double it is exactly)."""
     if vectors:
         for element, stored in zip(envelope["memory"]["embeddings"], vectors, strict=True):
             if stored is not None:

@@ -1,5 +1,5 @@
-"""Reading packets by id must search the (tenant_id, packet_id) key once per id, not probe every tenant (and
-once more for the vectors of a packet that has them, when they are asked for).
+"""Reading packets by id must search the (tenant_id, packet_id) key once per id, not probe every tenant, with
+their vectors or without, and read the vectors in the tenant's partition of memory_embeddings only.
 
 The packets of many tenants share packet_store; its primary key leads with tenant_id. A lookup by packet_id
 alone can only skip-scan that key (one index search per distinct tenant). The tests count the index searches
@@ -61,12 +61,12 @@ def test_get_packet_searches_the_key_once(db):
             assert searches == 1, f"get_packet searched the key {searches} times"
         # Another tenant's packet stays invisible.
         assert conn.execute("select * from memsub.get_packet(%s)", [packet_id(1, 0)]).fetchall() == []
-        # A packet with a vector: its row, then (memsub.get_packet_vectors) its vectors, each one search.
+        # A packet with a vector: its row is searched once, its vectors read beside it (get_packets_with_vector_values).
         written = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)", [json.dumps(
             {"packet_type": "event", "payload": {},
              "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * 1536}]}})]).fetchone()
         assert written is not None
-        for with_vectors, expected in ((False, 1), (True, 2)):
+        for with_vectors, expected in ((False, 1), (True, 1)):
             before = key_searches(conn)
             found = conn.execute("select packet_id from memsub.get_packet(%s, %s)", [written[0], with_vectors])
             assert found.fetchall() == [written] and key_searches(conn) - before == expected, with_vectors
@@ -129,3 +129,51 @@ def test_get_packets_reads_only_the_packets_asked_for(db):
             touched = packets_touched(conn) - before
             assert [r[0] for r in rows] == wanted
             assert touched <= 2 * len(wanted), f"get_packets read {touched} packet rows for {len(wanted)} ids"
+
+
+def partitions_opened(conn: psycopg.Connection[Any]) -> int:
+    """The partitions of memory_embeddings whose indexes this transaction has opened (and holds locks on). A
+    cached plan locks every partition when it starts, but opens a partition's index only for a scan it runs or may
+    run: a partition the tenant stated as a value prunes at the start is never opened."""
+    row = conn.execute(
+        "select count(distinct i.indrelid) from pg_locks l join pg_index i on i.indexrelid = l.relation"
+        "  join pg_inherits h on h.inhrelid = i.indrelid"
+        " where h.inhparent = 'memsub.memory_embeddings'::regclass and l.pid = pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_read_with_vectors_opens_only_the_tenants_partition(db):
+    """A packet's vectors are in its tenant's partition of memory_embeddings. Reading them must state the tenant
+    as a value, so the cached plan opens that partition only, not every partition that holds rows (opening each
+    one's index costs more than reading the vector)."""
+    tenants = [tenant_uuid(t) for t in range(12)]
+    written: dict[uuid.UUID, uuid.UUID] = {}
+    with db.connect("app") as conn:
+        for tenant in tenants:
+            set_context(conn, tenant)
+            row = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)", [json.dumps(
+                {"packet_type": "event", "payload": {},
+                 "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * 1536}]}})]).fetchone()
+            assert row is not None
+            written[tenant] = row[0]
+            conn.commit()
+    with db.connect() as conn:  # the superuser: more chunks of each vector, so each partition is worth an index
+        conn.execute("insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, tenant_id)"
+                     " select m.packet_id, m.embedding_type, m.vector, c, m.tenant_id"
+                     "   from memsub.memory_embeddings m cross join generate_series(1, 300) c")
+        conn.execute("analyze memsub.memory_embeddings")
+        holding = conn.execute("select count(distinct tableoid) from memsub.memory_embeddings").fetchone()
+        conn.commit()
+    assert holding is not None and holding[0] > 4  # the tenants' vectors lie in several partitions
+    reads = {"get_packets": "select count(*) from memsub.get_packets(%s)",
+             "get_packets_with_vector_values":
+                 "select count(vectors) from memsub.get_packets_with_vector_values(%s)"}
+    with db.connect("app") as conn:
+        for name, statement in reads.items():
+            for _ in range(3):  # the first call plans (and opens every partition); later ones run the cached plan
+                set_context(conn, TENANT_A)
+                assert conn.execute(statement, [[written[TENANT_A]]]).fetchone() == (1,)
+                opened = partitions_opened(conn)
+                conn.commit()
+            assert opened == 1, f"{name} opened {opened} partitions of memory_embeddings"
