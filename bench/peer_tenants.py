@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from _corpus import embed_passages, passages, site_packages
+from _corpus import PACKAGE_SHARE, embed_passages, passages, site_packages
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
 from memsub import _calls, packets
@@ -121,12 +121,13 @@ def draw(kind: str, count: int, dimension: int, seed: int) -> np.ndarray:
     return np.round(rows, 6).astype(np.float32)
 
 
-def real_texts(count: int) -> list[str]:
-    """``count`` distinct passages of the installed packages' documentation (bench/_corpus.py), in a fixed order."""
-    found = passages(count)
+def real_texts(count: int, package_share: float) -> list[str]:
+    """``count`` distinct passages of the installed packages' documentation (bench/_corpus.py), in a fixed order,
+    at most ``count`` x ``package_share`` from one top-level package."""
+    found = passages(count, package_share=package_share)
     if len(found) < count:
         raise SystemExit(f"real: {len(found):,} distinct passages under {site_packages()}, {count:,} needed "
-                         f"(--vectors plus {len(SHARES)} x --queries)")
+                         f"(--vectors plus {len(SHARES)} x --queries); a larger --package-share finds more")
     return found[:count]
 
 
@@ -135,7 +136,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
     rng = random.Random(13)
     total = args.vectors + args.queries * len(SHARES)
     if kind == "real":
-        corpus = real_texts(total)
+        corpus = real_texts(total, args.package_share)
         log(f"real: embedding {total:,} passages with MiniLM")
         started = time.perf_counter()
         both = embed_passages(corpus, args.cache, log)
@@ -387,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--out", type=Path, help="write peer_tenants.json into this directory")
     parser.add_argument("--cache", type=Path, help="keep the real kind's MiniLM vectors in this directory (.npy)")
+    parser.add_argument("--package-share", type=float, default=PACKAGE_SHARE,
+                        help="real kind: the share of the passages one installed package may give (default 1/40; "
+                             "1/15 reaches 100,000 passages)")
     parser.add_argument("--gets-only", action="store_true",
                         help="time only the gets (clustered kind): no searches, no other kinds")
     parser.add_argument("--json", action="store_true")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
@@ -63,3 +64,17 @@ def test_the_real_corpus_is_distinct_prose_in_a_fixed_order(tmp_path):
     assert len(found) == len({p.casefold() for p in found}) == 200  # 100 a package, "shared" once
     assert sum(p.endswith("shared.") for p in found) == 1
     assert not any(">>>" in p for p in found)
+
+
+def test_a_larger_package_share_reaches_more_of_the_corpus(tmp_path):
+    from _corpus import passages
+
+    prose = "This function reads the configuration file and returns the settings it finds there, {}."
+    for package in ("alpha", "beta"):
+        (tmp_path / package).mkdir()
+        body = "\n".join(f'def f{i}():\n    """{prose.format(package + str(i))}"""\n' for i in range(150))
+        (tmp_path / package / "module.py").write_text(body)
+    assert len(passages(250, tmp_path)) == 200  # at most 100 a package at the default share
+    assert len(passages(250, tmp_path, package_share=0.6)) == 300  # 150 a package (a file is read whole)
+    with pytest.raises(ValueError, match="package_share"):
+        passages(250, tmp_path, package_share=0)
