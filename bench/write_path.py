@@ -14,9 +14,10 @@ PacketEnvelope whose ``memory.embeddings`` carries the vector; LangGraph puts th
 - batch: ``write_packets`` of ``--batch`` envelopes per call against ``store.batch`` of the same number of
   ``PutOp`` (rounds alternate which side goes first); then the rows memsub stored are copied (``COPY``, one
   transaction, the same login) into the same-indexed tables: batch rate / COPY rate is the bulk-ingest ratio;
-- single: one envelope per call (``set_context`` + ``write_packet`` in one pipelined transaction) against
-  ``store.put`` of one item and against a plain ``INSERT`` of the same two rows (packet and embedding, one
-  pipelined transaction) into the same-indexed tables;
+- single: one envelope per call (``set_context`` + ``write_packet`` in one pipelined transaction), as the client
+  sends it (the vectors apart, in binary: ``p_vectors``) and with the vectors inside the envelope as JSON numbers
+  (other items), against ``store.put`` of one item and against a plain ``INSERT`` of the same two rows (packet
+  and embedding, one pipelined transaction) into the same-indexed tables;
 - size: bytes of packet_store + memory_embeddings (tables, TOAST, indexes) per item against LangGraph's
   ``store`` + ``store_vectors``, after the batch load.
 
@@ -43,6 +44,8 @@ from psycopg.rows import tuple_row
 
 from _database import APP_ROLE, bench_database, create_like, environment, environment_line
 from _vectors import VectorSource, latency_summary
+from memsub import packets
+from memsub._calls import register_vector_type
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, relation_bytes, sentence
 
 CPU_SECONDS = 1e-9  # /proc/<pid>/schedstat counts nanoseconds
@@ -51,13 +54,17 @@ TABLES = {"packets": "memsub.packet_store", "embeddings": "memsub.memory_embeddi
 
 
 def envelope(packet_id: uuid.UUID, number: int, text: str, vector: list[float]) -> str:
-    return json.dumps({
+    return json.dumps(envelope_value(packet_id, number, text, vector))
+
+
+def envelope_value(packet_id: uuid.UUID, number: int, text: str, vector: list[float]) -> dict[str, Any]:
+    return {
         "packet_id": str(packet_id), "packet_type": "memory_write",
         "timestamp": f"2026-01-01T00:00:{number // 1000000 % 60:02d}.{number % 1000000:06d}Z",
         "metadata": {"agent": "bench_agent"},
         "payload": {"text": text, "kind": "fact"},
         "memory": {"embeddings": [{"embedding_type": "content", "vector": vector}]},
-    })
+    }
 
 
 def prepare_plain(superuser: str) -> dict[str, list[tuple[str, str]]]:
@@ -131,7 +138,7 @@ class Items:
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
-    total = args.items + args.singles
+    total = args.items + 2 * args.singles  # the single writes of memsub's two forms are different items
     items = Items(args.dimension, total)
     vectors, texts, ids, embed = items.vectors, items.texts, items.ids, items.embed
 
@@ -143,6 +150,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         lg = LangGraph(prepare_langgraph(superuser), {"dims": args.dimension, "embed": embed, "fields": ["text"]})
         lg.store.setup()
         ms = psycopg.connect(app, autocommit=True)
+        register_vector_type(ms)
         plain = psycopg.connect(app, autocommit=True)
 
         def memsub_call(query: bytes, params: Sequence[Any]) -> None:
@@ -188,9 +196,16 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
 
         log(f"single: {args.singles:,} items, one per call")
         statements = {name: insert_statement(name, columns[name]) for name in TABLES}
-        singles = list(range(args.items, total))
-        single_times: dict[str, list[float]] = {"langgraph": [], "memsub": [], "insert": []}
-        readers = {"langgraph": backend_cpu(lg.conn), "memsub": backend_cpu(ms), "insert": backend_cpu(plain)}
+        singles = list(range(args.items, args.items + args.singles))
+        single_times: dict[str, list[float]] = {"langgraph": [], "memsub": [], "memsub_json": [], "insert": []}
+        readers = {"langgraph": backend_cpu(lg.conn), "memsub": backend_cpu(ms), "memsub_json": backend_cpu(ms),
+                   "insert": backend_cpu(plain)}
+
+        def memsub_write(i: int) -> None:
+            """As the client writes: the envelope's vectors apart, in binary (memsub.packets.write_packet)."""
+            call = packets.write_packet(envelope_value(ids[i], i, texts[i], vectors[i]))
+            memsub_call(call.statement, call.params)
+
         cpu_seconds = dict.fromkeys(single_times, 0.0)
 
         def timed(name: str, action: Callable[[], object]) -> None:
@@ -206,8 +221,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             chunk = singles[start:start + size]
             sides: list[tuple[str, Callable[[int], None]]] = [
                 ("langgraph", lambda i: lg.store.put(("docs",), f"d{i}", {"text": texts[i], "kind": "fact"})),
-                ("memsub", lambda i: memsub_call(b"select packet_id from memsub.write_packet(%s::jsonb)",
-                                                 [envelope(ids[i], i, texts[i], vectors[i])])),
+                ("memsub", memsub_write),
+                ("memsub_json", lambda i: memsub_call(  # the vectors inside the envelope, as JSON numbers
+                    b"select packet_id from memsub.write_packet(%s::jsonb)",
+                    [envelope(ids[i + args.singles], i + args.singles, texts[i + args.singles],
+                              vectors[i + args.singles])])),
             ]
             for name, action in (sides if number % 2 == 0 else sides[::-1]):
                 for i in chunk:
@@ -233,12 +251,16 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                         "memsub_vs_langgraph": batch_rate["memsub"] / batch_rate["langgraph"]}
     results["single"] = {**single,
                          "memsub_vs_insert_p50": single["memsub"]["p50_ms"] / single["insert"]["p50_ms"],
-                         "memsub_vs_langgraph_ops": single["memsub"]["ops_per_s"] / single["langgraph"]["ops_per_s"]}
+                         "memsub_vs_langgraph_ops": single["memsub"]["ops_per_s"] / single["langgraph"]["ops_per_s"],
+                         "memsub_json_vs_insert_p50": single["memsub_json"]["p50_ms"] / single["insert"]["p50_ms"],
+                         "memsub_json_vs_langgraph_ops":
+                             single["memsub_json"]["ops_per_s"] / single["langgraph"]["ops_per_s"]}
     if all(readers.values()):
         cpu_ms = {side: cpu_seconds[side] * 1000 / len(single_times[side]) for side in single_times}
         results["single"]["server_cpu_ms_per_call"] = cpu_ms
         results["single"]["memsub_vs_insert_cpu"] = cpu_ms["memsub"] / cpu_ms["insert"]
         results["single"]["memsub_vs_langgraph_cpu"] = cpu_ms["memsub"] / cpu_ms["langgraph"]
+        results["single"]["memsub_json_vs_insert_cpu"] = cpu_ms["memsub_json"] / cpu_ms["insert"]
     results["size_vs_langgraph"] = results["bytes_per_item"]["memsub"] / results["bytes_per_item"]["langgraph"]
     results["data"] = {"items": args.items, "batch": args.batch, "singles": args.singles,
                        "dimension": args.dimension}
@@ -263,6 +285,10 @@ def render(results: dict[str, Any]) -> str:
         f"{s['insert']['p50_ms']:>10.2f} {s['memsub_vs_insert_p50']:>7.2f}",
         f"{'single write ops/s vs LangGraph store.put':<52} {s['memsub']['ops_per_s']:>10,.0f} "
         f"{s['langgraph']['ops_per_s']:>10,.0f} {s['memsub_vs_langgraph_ops']:>7.2f}",
+        f"{'  vectors in the envelope as JSON: p50 vs INSERT':<52} {s['memsub_json']['p50_ms']:>10.2f} "
+        f"{s['insert']['p50_ms']:>10.2f} {s['memsub_json_vs_insert_p50']:>7.2f}",
+        f"{'  vectors in the envelope as JSON: ops/s vs LangGraph':<52} {s['memsub_json']['ops_per_s']:>10,.0f} "
+        f"{s['langgraph']['ops_per_s']:>10,.0f} {s['memsub_json_vs_langgraph_ops']:>7.2f}",
         f"{'bytes per embedded item vs LangGraph (lower is better)':<52} {bytes_['memsub']:>10,.0f} "
         f"{bytes_['langgraph']:>10,.0f} {results['size_vs_langgraph']:>7.2f}",
         "",
@@ -271,7 +297,8 @@ def render(results: dict[str, Any]) -> str:
         f"{s['langgraph']['p95_ms']:.2f}; stored envelope {results['envelope_bytes']:,.0f} B on average",
         *([f"single write server CPU ms per call: memsub {cpu['memsub']:.2f}, plain INSERT {cpu['insert']:.2f} "
            f"({s['memsub_vs_insert_cpu']:.2f}x), LangGraph {cpu['langgraph']:.2f} "
-           f"({s['memsub_vs_langgraph_cpu']:.2f}x)"] if (cpu := s.get("server_cpu_ms_per_call")) else []),
+           f"({s['memsub_vs_langgraph_cpu']:.2f}x); vectors in the envelope as JSON {cpu['memsub_json']:.2f} "
+           f"({s['memsub_json_vs_insert_cpu']:.2f}x the INSERT)"] if (cpu := s.get("server_cpu_ms_per_call")) else []),
     ])
 
 

@@ -1316,15 +1316,15 @@ CREATE FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) RETURNS jsonb
     AS $$
     select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
         jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
-                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' then jsonb_set(x.e, '{vector}', 'null')
+                                           else x.e end order by x.o), '[]')
               from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
         else p_envelope end
 $$;
 
 ALTER FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null.';
+COMMENT ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null, and written as JSON null where the element has none (its vector was given apart, in write_packet''s p_vectors).';
 
 CREATE FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -1693,18 +1693,21 @@ begin
         raise exception 'envelope must be a JSON object' using errcode = '22023', column = 'envelope';
     end if;
     perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
-    -- The writer's identity comes from the context, never from the envelope.
-    select k into v_field from jsonb_object_keys(p_envelope) as k
-     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
-    if v_field is not null then
+    -- The writer's identity comes from the context, never from the envelope (the keys are looked at only when
+    -- one of them is there).
+    if p_envelope ?| array['tenant_id', 'org_id', 'user_id'] then
+        select k into v_field from jsonb_object_keys(p_envelope) as k
+         where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
         raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
             using errcode = '22023', column = v_field;
     end if;
     f.pos := p_position;
     f.envelope := p_envelope;
-    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
-    f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
-                        where k <> all(memsub._envelope_fields('envelope')));
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused. The keys
+    -- are listed only when the envelope has a field the contract does not name.
+    f.unknown := case when p_envelope - memsub._envelope_fields('envelope') = '{}' then '{}'
+                      else array(select k from jsonb_object_keys(p_envelope) as k
+                                  where k <> all(memsub._envelope_fields('envelope'))) end;
     f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
@@ -1759,11 +1762,13 @@ begin
         select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
           from memsub._envelope_lineage(f.lineage) l;
     end if;
-    if f.memory is not null then
+    if f.memory - memsub._envelope_fields('memory') <> '{}' then
         f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
                                          where k <> all(memsub._envelope_fields('memory')));
     end if;
-    f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    if cardinality(f.unknown) > 1 then
+        f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    end if;
     f.clean := true;
     return f;
 end
@@ -1884,6 +1889,31 @@ $$;
 ALTER FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) IS 'Internal: registers a new thread with its first packet ({"packet_threads": 1}), or re-checks the organization of a thread another writer registered meanwhile ({}).';
+
+CREATE FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_elements integer := case when jsonb_typeof(p_packet.memory -> 'embeddings') = 'array'
+                               then jsonb_array_length(p_packet.memory -> 'embeddings') else 0 end;
+begin
+    if array_ndims(p_vectors) > 1 then
+        raise exception 'field "vectors" must be a one-dimensional array of vectors, not % dimensions',
+            array_ndims(p_vectors)
+            using errcode = '22023', column = 'vectors';
+    end if;
+    if coalesce(cardinality(p_vectors), 0) <> v_elements then
+        raise exception 'field "vectors" holds % vectors for % memory.embeddings elements: it gives one vector per '
+                        'element, in their order', cardinality(p_vectors), v_elements
+            using errcode = '22023', column = 'vectors';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) IS 'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked where it is stored (memsub.fan_out_packet).';
 
 CREATE FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) RETURNS uuid[]
     LANGUAGE plpgsql STABLE
@@ -4804,7 +4834,7 @@ ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_
 
 COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
 
-CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) RETURNS jsonb
+CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) RETURNS jsonb
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -4855,20 +4885,38 @@ begin
                         v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
                         coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
-                    if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
-                        v_path := v_path || '.vector';
-                        raise exception 'must be a JSON array of numbers' using errcode = '22023';
-                    end if;
                     -- What memsub.store_embedding checks, in its order, and the row it would write, without
                     -- reading back the packet just stored: the row takes the packet's identity and scope, which
                     -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
-                    -- there is no stored embedding to replace.
-                    v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    -- there is no stored embedding to replace. The vector is the element's own, or the one given
+                    -- for it in p_vectors (one per element, memsub._packet_vectors_check), never both.
+                    if p_vectors is not null then
+                        if coalesce(v_element -> 'vector', 'null') <> 'null' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be null or absent: this element''s vector is given in vectors[%]',
+                                v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := p_vectors[array_lower(p_vectors, 1) + v_position];
+                        if v_vector is null then
+                            v_path := v_path || '.vector';
+                            raise exception 'is missing: vectors[%] is null', v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := memsub._check_vector(v_vector, 'vector');
+                    else
+                        if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be a JSON array of numbers' using errcode = '22023';
+                        end if;
+                        v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    end if;
                     v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
-                    v_metadata := coalesce(v_element -> 'metadata', '{}');
+                    v_metadata := v_element -> 'metadata';
                     perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
-                                                      'chunk_text', v_element ->> 'chunk_text'),
-                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                                                      'chunk_text', v_element ->> 'chunk_text');
+                    -- Metadata is checked when the element has some (its absence stores '{}').
+                    if v_metadata is not null then
+                        perform memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    end if;
                     perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
                                                  'embedding_type');
                     if v_chunk < 0 then
@@ -4880,7 +4928,9 @@ begin
                         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
                     values (
                         p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
-                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
+                        case when v_metadata is null then '{}'
+                             else coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}') end,
+                        p_packet.scope,
                         p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
                         p_packet.session_id, p_packet.trace_id);
                 end if;
@@ -4918,9 +4968,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant) and returns the rows written per table. Not granted to clients.';
+COMMENT ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant; p_vectors: the vectors of memory.embeddings given apart, or NULL when they are in the envelope) and returns the rows written per table. Not granted to clients.';
 
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -9010,9 +9060,9 @@ ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value
 
 COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
 
-CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) RETURNS memsub.packet_write_result
+CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 declare
     v_tenant  uuid := memsub._require_tenant_id();
@@ -9023,6 +9073,9 @@ declare
     v_written jsonb := jsonb_build_object('packet_store', 1);
 begin
     f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
+    if p_vectors is not null then
+        perform memsub._packet_vectors_check(f, p_vectors);
+    end if;
     if f.lineage is null and cardinality(f.parent_ids) = 0 then
         f.generation := 0;
         f.root_packet_id := f.packet_id;
@@ -9049,16 +9102,16 @@ begin
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
             f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
-            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
+            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
                f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
 end
 $$;
 
-ALTER FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) IS 'Internal: validates, normalizes and stores one envelope for write_packet/write_packets. Not granted to clients.';
+COMMENT ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) IS 'Internal: validates, normalizes and stores one envelope for write_packet/write_packets (p_vectors: the vectors of its memory.embeddings given apart, see write_packet). Not granted to clients.';
 
 CREATE TABLE memsub.semantic_memory (
     embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -9978,14 +10031,14 @@ ALTER FUNCTION memsub.world_model_state_version() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.world_model_state_version() IS 'Current world-model state version of the context tenant (0 before any update).';
 
-CREATE FUNCTION memsub.write_packet(p_envelope jsonb) RETURNS memsub.packet_write_result
+CREATE FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE sql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$ select memsub.store_packet_envelope(p_envelope, 1, p_vectors) $$;
 
-ALTER FUNCTION memsub.write_packet(p_envelope jsonb) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.write_packet(p_envelope jsonb) IS 'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. Fields of a newer contract version are kept and listed in unknown_fields. All or nothing.';
+COMMENT ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) IS 'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. Fields of a newer contract version are kept and listed in unknown_fields. All or nothing. p_vectors (optional): the vectors of memory.embeddings as vector values, one per element in their order, the envelope holding JSON null or nothing in their place; the same packet is stored and read back as with the vectors in the envelope, without parsing them as JSON numbers (22023 naming vectors or the element for a count that does not match, a vector given twice, a null one).';
 
 CREATE FUNCTION memsub.write_packets(p_envelopes jsonb) RETURNS SETOF memsub.packet_write_result
     LANGUAGE plpgsql SECURITY DEFINER
@@ -13987,6 +14040,8 @@ REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_
 
 REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_analyst;
@@ -14284,7 +14339,7 @@ REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.ve
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
@@ -14615,7 +14670,7 @@ GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type 
 
 REVOKE ALL ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_app;
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_analyst;
@@ -14687,8 +14742,8 @@ REVOKE ALL ON FUNCTION memsub.world_model_state_version() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.world_model_state_version() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.world_model_state_version() TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb) TO memsub_app;
+REVOKE ALL ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) TO memsub_app;

@@ -161,14 +161,15 @@ set search_path = pg_catalog, pg_temp
 as $$
     select case when jsonb_typeof(p_envelope -> 'memory' -> 'embeddings') = 'array' then
         jsonb_set(p_envelope, '{memory,embeddings}', (
-            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' and jsonb_typeof(x.e -> 'vector') = 'array'
-                                           then jsonb_set(x.e, '{vector}', 'null') else x.e end order by x.o), '[]')
+            select coalesce(jsonb_agg(case when jsonb_typeof(x.e) = 'object' then jsonb_set(x.e, '{vector}', 'null')
+                                           else x.e end order by x.o), '[]')
               from jsonb_array_elements(p_envelope -> 'memory' -> 'embeddings') with ordinality as x(e, o)))
         else p_envelope end
 $$;
 comment on function memsub._envelope_vectors_apart(jsonb) is
     'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) '
-    'replaced by JSON null.';
+    'replaced by JSON null, and written as JSON null where the element has none (its vector was given apart, in '
+    'write_packet''s p_vectors).';
 
 -- The header fields are stored once too: packet_id, packet_type, timestamp and scope are columns of every packet,
 -- and the stored envelope leaves them out (docs/decisions.md, "An envelope's header fields are stored once").
@@ -351,18 +352,21 @@ begin
         raise exception 'envelope must be a JSON object' using errcode = '22023', column = 'envelope';
     end if;
     perform memsub._check_limit(pg_column_size(p_envelope), 'max_envelope_bytes', 'envelope');
-    -- The writer's identity comes from the context, never from the envelope.
-    select k into v_field from jsonb_object_keys(p_envelope) as k
-     where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
-    if v_field is not null then
+    -- The writer's identity comes from the context, never from the envelope (the keys are looked at only when
+    -- one of them is there).
+    if p_envelope ?| array['tenant_id', 'org_id', 'user_id'] then
+        select k into v_field from jsonb_object_keys(p_envelope) as k
+         where k in ('tenant_id', 'org_id', 'user_id') order by k limit 1;
         raise exception 'envelope field "%" is set from the context (memsub.set_context), not by the envelope', v_field
             using errcode = '22023', column = v_field;
     end if;
     f.pos := p_position;
     f.envelope := p_envelope;
-    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused.
-    f.unknown := array(select k from jsonb_object_keys(p_envelope) as k
-                        where k <> all(memsub._envelope_fields('envelope')));
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused. The keys
+    -- are listed only when the envelope has a field the contract does not name.
+    f.unknown := case when p_envelope - memsub._envelope_fields('envelope') = '{}' then '{}'
+                      else array(select k from jsonb_object_keys(p_envelope) as k
+                                  where k <> all(memsub._envelope_fields('envelope'))) end;
     f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
@@ -417,11 +421,13 @@ begin
         select l.parent_ids, l.derivation, f.unknown || l.unknown into f.parent_ids, f.derivation, f.unknown
           from memsub._envelope_lineage(f.lineage) l;
     end if;
-    if f.memory is not null then
+    if f.memory - memsub._envelope_fields('memory') <> '{}' then
         f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
                                          where k <> all(memsub._envelope_fields('memory')));
     end if;
-    f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    if cardinality(f.unknown) > 1 then
+        f.unknown := array(select u from unnest(f.unknown) as u order by u);
+    end if;
     f.clean := true;
     return f;
 end
@@ -560,6 +566,32 @@ comment on function memsub._packet_embeddings_check(memsub.packet_fields) is
     'most once, since the stored envelope keeps each vector only in its slot, and nothing fanned out of a packet '
     'that has expired already; raises SQLSTATE 22023 naming the field.';
 
+create or replace function memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors vector[])
+returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_elements integer := case when jsonb_typeof(p_packet.memory -> 'embeddings') = 'array'
+                               then jsonb_array_length(p_packet.memory -> 'embeddings') else 0 end;
+begin
+    if array_ndims(p_vectors) > 1 then
+        raise exception 'field "vectors" must be a one-dimensional array of vectors, not % dimensions',
+            array_ndims(p_vectors)
+            using errcode = '22023', column = 'vectors';
+    end if;
+    if coalesce(cardinality(p_vectors), 0) <> v_elements then
+        raise exception 'field "vectors" holds % vectors for % memory.embeddings elements: it gives one vector per '
+                        'element, in their order', cardinality(p_vectors), v_elements
+            using errcode = '22023', column = 'vectors';
+    end if;
+end
+$$;
+comment on function memsub._packet_vectors_check(memsub.packet_fields, vector[]) is
+    'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a '
+    'one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked '
+    'where it is stored (memsub.fan_out_packet).';
+
 create or replace function memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid,
                                                  p_user uuid) returns integer
 language plpgsql volatile security invoker
@@ -684,10 +716,12 @@ comment on function memsub._packet_deduplicated(uuid, uuid, uuid, memsub.packet_
     'deduplicated, when it is the same packet (a retry); SQLSTATE 23505 when the id names other content or the '
     'existing packet is invisible to the writer.';
 
-create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer)
+drop function if exists memsub.store_packet_envelope(jsonb, integer);
+create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer,
+                                                       p_vectors vector[] default null)
 returns memsub.packet_write_result
 language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, pg_temp
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     v_tenant  uuid := memsub._require_tenant_id();
@@ -698,6 +732,9 @@ declare
     v_written jsonb := jsonb_build_object('packet_store', 1);
 begin
     f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
+    if p_vectors is not null then
+        perform memsub._packet_vectors_check(f, p_vectors);
+    end if;
     if f.lineage is null and cardinality(f.parent_ids) = 0 then
         f.generation := 0;
         f.root_packet_id := f.packet_id;
@@ -724,26 +761,33 @@ begin
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
             f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
-            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'));
+            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
                f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
 end
 $$;
-comment on function memsub.store_packet_envelope(jsonb, integer) is
-    'Internal: validates, normalizes and stores one envelope for write_packet/write_packets. Not granted to clients.';
+comment on function memsub.store_packet_envelope(jsonb, integer, vector[]) is
+    'Internal: validates, normalizes and stores one envelope for write_packet/write_packets (p_vectors: the vectors '
+    'of its memory.embeddings given apart, see write_packet). Not granted to clients.';
 
-create or replace function memsub.write_packet(p_envelope jsonb) returns memsub.packet_write_result
+drop function if exists memsub.write_packet(jsonb);
+create or replace function memsub.write_packet(p_envelope jsonb, p_vectors vector[] default null)
+returns memsub.packet_write_result
 language sql volatile security definer
-set search_path = pg_catalog, memsub, pg_temp
-as $$ select memsub.store_packet_envelope(p_envelope, 1) $$;
-comment on function memsub.write_packet(jsonb) is
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$ select memsub.store_packet_envelope(p_envelope, 1, p_vectors) $$;
+comment on function memsub.write_packet(jsonb, vector[]) is
     'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
     'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
     'consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the '
     'same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory '
     'field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. '
-    'Fields of a newer contract version are kept and listed in unknown_fields. All or nothing.';
+    'Fields of a newer contract version are kept and listed in unknown_fields. All or nothing. p_vectors (optional): '
+    'the vectors of memory.embeddings as vector values, one per element in their order, the envelope holding JSON '
+    'null or nothing in their place; the same packet is stored and read back as with the vectors in the envelope, '
+    'without parsing them as JSON numbers (22023 naming vectors or the element for a count that does not match, a '
+    'vector given twice, a null one).';
 
 create or replace function memsub.canonical_uuid_text(p_value text) returns text
 language sql immutable security invoker parallel safe

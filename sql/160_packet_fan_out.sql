@@ -15,13 +15,15 @@
 
 drop function if exists memsub.fan_out_packet(uuid, jsonb, double precision, text);
 drop function if exists memsub.fan_out_packet(uuid, jsonb, text, double precision, text);
+drop function if exists memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text);
 create or replace function memsub.fan_out_packet(
     p_packet             memsub.packet_fields,
     p_tenant             uuid,
     p_org                uuid,
     p_user               uuid,
     p_default_confidence double precision,
-    p_agent_id           text
+    p_agent_id           text,
+    p_vectors            vector[]
 ) returns jsonb
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -73,20 +75,38 @@ begin
                         v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
                         coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
-                    if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
-                        v_path := v_path || '.vector';
-                        raise exception 'must be a JSON array of numbers' using errcode = '22023';
-                    end if;
                     -- What memsub.store_embedding checks, in its order, and the row it would write, without
                     -- reading back the packet just stored: the row takes the packet's identity and scope, which
                     -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
-                    -- there is no stored embedding to replace.
-                    v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    -- there is no stored embedding to replace. The vector is the element's own, or the one given
+                    -- for it in p_vectors (one per element, memsub._packet_vectors_check), never both.
+                    if p_vectors is not null then
+                        if coalesce(v_element -> 'vector', 'null') <> 'null' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be null or absent: this element''s vector is given in vectors[%]',
+                                v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := p_vectors[array_lower(p_vectors, 1) + v_position];
+                        if v_vector is null then
+                            v_path := v_path || '.vector';
+                            raise exception 'is missing: vectors[%] is null', v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := memsub._check_vector(v_vector, 'vector');
+                    else
+                        if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be a JSON array of numbers' using errcode = '22023';
+                        end if;
+                        v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    end if;
                     v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
-                    v_metadata := coalesce(v_element -> 'metadata', '{}');
+                    v_metadata := v_element -> 'metadata';
                     perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
-                                                      'chunk_text', v_element ->> 'chunk_text'),
-                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                                                      'chunk_text', v_element ->> 'chunk_text');
+                    -- Metadata is checked when the element has some (its absence stores '{}').
+                    if v_metadata is not null then
+                        perform memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    end if;
                     perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
                                                  'embedding_type');
                     if v_chunk < 0 then
@@ -98,7 +118,9 @@ begin
                         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
                     values (
                         p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
-                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
+                        case when v_metadata is null then '{}'
+                             else coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}') end,
+                        p_packet.scope,
                         p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
                         p_packet.session_id, p_packet.trace_id);
                 end if;
@@ -135,7 +157,8 @@ begin
     return v_written;
 end
 $$;
-comment on function memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text) is
+comment on function memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text, vector[]) is
     'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, '
     'reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in '
-    'p_tenant) and returns the rows written per table. Not granted to clients.';
+    'p_tenant; p_vectors: the vectors of memory.embeddings given apart, or NULL when they are in the envelope) and '
+    'returns the rows written per table. Not granted to clients.';

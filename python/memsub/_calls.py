@@ -212,36 +212,40 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
     """A call of ``memsub.<name>`` with named arguments; arguments that are None take the SQL default.
     ``binary``: the result columns in binary format, pgvector's adapters registered first (for ``vector``
     results)."""
-    given: list[tuple[str, bool]] = []
+    given: list[tuple[str, str]] = []
     params: list[Any] = []
     vectors = False
     for argument, value in arguments.items():
         if value is None:
             continue
-        is_json = isinstance(value, Json)
+        placeholder = "%s"
         if value is NULL:
             value = None
-        elif is_json:
-            value = json_text(value.value, argument)
+        elif isinstance(value, Json):
+            value, placeholder = json_text(value.value, argument), "%s::jsonb"
         elif isinstance(value, Vector):
             vectors = True
+        elif isinstance(value, list) and value and all(isinstance(item, Vector) for item in value):
+            # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
+            vectors, placeholder = True, "%b"
         elif isinstance(value, UUID):
             value = str(value)
         elif isinstance(value, list) and any(isinstance(item, UUID) for item in value):
             value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
-        given.append((argument, is_json))
+        given.append((argument, placeholder))
         params.append(value)
     return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors or binary,
                 binary)
 
 
 @functools.lru_cache(maxsize=4096)
-def _function_statement(name: str, arguments: tuple[tuple[str, bool], ...],
+def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
                         columns: tuple[str, ...] | None) -> bytes:
-    """The statement text of a call of ``memsub.<name>`` with these named arguments (each a JSON one or not) and
-    result columns, composed once per shape and kept: a call then costs the binding of its values only."""
-    parts = [sql.SQL("{} => %s::jsonb" if is_json else "{} => %s").format(sql.Identifier("p_" + argument))
-             for argument, is_json in arguments]
+    """The statement text of a call of ``memsub.<name>`` with these named arguments (each with its placeholder:
+    ``%s``, ``%s::jsonb`` for JSON, ``%b`` for binary) and result columns, composed once per shape and kept: a
+    call then costs the binding of its values only."""
+    parts = [sql.SQL("{} => " + placeholder).format(sql.Identifier("p_" + argument))
+             for argument, placeholder in arguments]
     target = sql.SQL("{}({})").format(sql.Identifier("memsub", name), sql.SQL(", ").join(parts))
     if columns == ("value",):
         statement: sql.Composed = sql.SQL("select {} as value").format(target)

@@ -8,6 +8,8 @@ expired packets, name the acting agent and read the audit trail. Both sessions e
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Literal, overload
@@ -39,8 +41,46 @@ EnvelopeLike = PacketEnvelope | dict[str, Any]
 
 
 def write_packet(envelope: EnvelopeLike) -> Call[PacketWriteResult]:
-    """Write one envelope (memsub.write_packet): stored, deduplicated or refused with a field-naming error."""
-    return function("write_packet", {"envelope": Json(_envelope_value(envelope))}, one(PacketWriteResult))
+    """Write one envelope (memsub.write_packet): stored, deduplicated or refused with a field-naming error.
+
+    When every ``memory.embeddings[]`` vector is a list of finite numbers, the vectors travel apart, as vector
+    values in pgvector's binary form (memsub.write_packet's ``p_vectors``), and the envelope holds null in their
+    place: the server stores and returns the same packet without parsing them as JSON numbers. Each number is
+    rounded to single precision here, as the server would round it. Anything else stays in the envelope, where
+    the server names what is wrong with it."""
+    value = _envelope_value(envelope)
+    apart = _vectors_apart(value)
+    if apart is None:
+        return function("write_packet", {"envelope": Json(value)}, one(PacketWriteResult))
+    lean, vectors = apart
+    return function("write_packet", {"envelope": Json(lean), "vectors": vectors}, one(PacketWriteResult))
+
+
+def _vectors_apart(envelope: Any) -> tuple[dict[str, Any], list[Vector]] | None:
+    """The envelope with each ``memory.embeddings[]`` vector set to None, and the vectors as ``Vector`` values;
+    None when there is no such vector or one of them is not a non-empty list of finite single-precision
+    numbers."""
+    memory = envelope.get("memory") if isinstance(envelope, dict) else None
+    if not isinstance(memory, dict):
+        return None
+    elements = memory.get("embeddings")
+    if not isinstance(elements, list) or not elements:
+        return None
+    vectors = []
+    for element in elements:
+        numbers = element.get("vector") if isinstance(element, dict) else None
+        if not isinstance(numbers, list | tuple) or not numbers \
+                or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers):
+            return None
+        try:
+            single = array("f", numbers)
+        except OverflowError:
+            return None
+        if not all(map(math.isfinite, single)):
+            return None
+        vectors.append(Vector(single.tolist()))
+    lean = [{**element, "vector": None} for element in elements]
+    return {**envelope, "memory": {**memory, "embeddings": lean}}, vectors
 
 
 def write_packets(envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> Steps[list[PacketWriteResult]]:

@@ -31,7 +31,8 @@ class RouteCall:
 
 CALLS: dict[tuple[str, str], RouteCall] = {
     ("POST", "/api/v1/memory/packet"): RouteCall(
-        "write_packet", (), not_exposed={"envelope": "the whole body is the envelope"}),
+        "write_packet", (), not_exposed={"envelope": "the whole body is the envelope",
+                                         "vectors": "a JSON body carries its vectors inside the envelope"}),
     ("POST", "/api/v1/memory/packets"): RouteCall(
         "write_packets", (), not_exposed={"envelopes": "the whole body is the array of envelopes"}),
     ("GET", "/api/v1/memory/packet/{packet_id}"): RouteCall(

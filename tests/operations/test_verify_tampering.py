@@ -56,19 +56,21 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
     ("function body replaced", _body_replaced, "function memsub.is_platform_admin()", "body"),
     ("switched to security definer", ["alter function memsub.current_org_id() security definer"],
      "function memsub.current_org_id()", "security"),
-    ("search_path changed", ["alter function memsub.write_packet(jsonb) set search_path = public, pg_catalog"],
-     "function memsub.write_packet(jsonb)", "configuration"),
+    ("search_path changed",
+     ["alter function memsub.write_packet(jsonb, vector[]) set search_path = public, pg_catalog"],
+     "function memsub.write_packet(jsonb,vector[])", "configuration"),
     ("volatility changed", ["alter function memsub.current_org_id() volatile"],
      "function memsub.current_org_id()", "volatility"),
-    ("grant revoked", ["revoke execute on function memsub.write_packet(jsonb) from memsub_app"],
-     "function memsub.write_packet(jsonb)", "privileges"),
+    ("grant revoked", ["revoke execute on function memsub.write_packet(jsonb, vector[]) from memsub_app"],
+     "function memsub.write_packet(jsonb,vector[])", "privileges"),
     ("grant added", ["grant insert, update on memsub.packet_store to memsub_app"],
      "table memsub.packet_store", "privileges"),
     ("column grant added", ["grant update (tenant_id) on memsub.sessions to memsub_analyst"],
      "column memsub.sessions.tenant_id", "privileges"),
     ("function granted to public", ["grant execute on function memsub.fan_out_packet(memsub.packet_fields, uuid, "
-                                    "uuid, uuid, double precision, text) to public"],
-     "function memsub.fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text)", "privileges"),
+                                    "uuid, uuid, double precision, text, vector[]) to public"],
+     "function memsub.fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text,vector[])",
+     "privileges"),
     ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
     ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),
     ("vector index distance changed", _vector_index_redefined, "index memsub.idx_embeddings_vector_entity",
@@ -170,7 +172,7 @@ def test_repair_restores_every_kind_of_tampering_and_verify_then_passes(db, unta
     assert after.exit_code == 0, after.output
     with db.connect() as conn:  # the backdoor really is gone, the policy really is back
         assert conn.execute("select count(*) from pg_policies where policyname = 'backdoor'").fetchone() == (0,)
-        assert conn.execute("select has_function_privilege('memsub_app', 'memsub.write_packet(jsonb)', "
+        assert conn.execute("select has_function_privilege('memsub_app', 'memsub.write_packet(jsonb, vector[])', "
                             "'execute')").fetchone() == (True,)
 
 

@@ -65,7 +65,8 @@ def stored(conn: psycopg.Connection[Any]) -> dict[str, list[Any]]:
 
 
 CALLS = ("select coalesce(pg_stat_get_xact_function_calls('memsub._write_packets_set(jsonb)'::regprocedure), 0), "
-         "coalesce(pg_stat_get_xact_function_calls('memsub.store_packet_envelope(jsonb, integer)'::regprocedure), 0)")
+         "coalesce(pg_stat_get_xact_function_calls("
+         "'memsub.store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
 
 
 def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
