@@ -159,20 +159,23 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
+    item   memsub.langgraph_store_items%rowtype;
 begin
-    return query
-    with found as (
-        select i.* from memsub.langgraph_store_items i
-         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key
-           and (i.expires_at is null or i.expires_at > now())
-    ), refreshed as (
+    -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
+    -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
+    select i.* into item from memsub.langgraph_store_items i
+     where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key
+       and (i.expires_at is null or i.expires_at > now());
+    if not found then
+        return;
+    end if;
+    if p_refresh_ttl and item.ttl_minutes is not null then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
-          from found f
-         where p_refresh_ttl and f.ttl_minutes is not null
-           and i.tenant_id = tenant and i.namespace = f.namespace and i.key = f.key
-    )
-    select f.namespace::text[], f.key::text, f.value, f.created_at, f.updated_at, null::double precision from found f;
+         where i.tenant_id = tenant and i.namespace = item.namespace and i.key = item.key;
+    end if;
+    return next row(item.namespace::text[], item.key::text, item.value, item.created_at, item.updated_at,
+                    null::double precision)::memsub.langgraph_store_item;
 end
 $$;
 comment on function memsub.langgraph_store_get(text[], text, boolean) is
@@ -198,6 +201,8 @@ declare
     tenant uuid := memsub._require_tenant_id();
     prefix text[] := coalesce(p_namespace_prefix, '{}');
     query  vector;
+    found    memsub.langgraph_store_item[];
+    expiring boolean;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
@@ -213,7 +218,8 @@ begin
             using errcode = '22023', column = 'filter';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    return query
+    -- The page is read into an array, and the times to live restarted by an update only when one of its items
+    -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
         select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
                case when query is null then null::double precision
@@ -234,15 +240,20 @@ begin
         select c.* from candidates c
          order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key
          limit p_limit offset p_offset
-    ), refreshed as (
+    )
+    select coalesce(array_agg(row(p.namespace::text[], p.key::text, p.value, p.created_at, p.updated_at,
+                                  p.score)::memsub.langgraph_store_item
+                              order by p.score desc nulls last, p.updated_at desc, p.namespace, p.key), '{}'),
+           coalesce(bool_or(p.ttl_minutes is not null), false)
+      into found, expiring
+      from page p;
+    if p_refresh_ttl and expiring then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
-          from page p
-         where p_refresh_ttl and p.ttl_minutes is not null
-           and i.tenant_id = tenant and i.namespace = p.namespace and i.key = p.key
-    )
-    select p.namespace::text[], p.key::text, p.value, p.created_at, p.updated_at, p.score from page p
-     order by p.score desc nulls last, p.updated_at desc, p.namespace, p.key;
+          from unnest(found) p
+         where i.tenant_id = tenant and i.namespace = p.namespace and i.key = p.key and i.ttl_minutes is not null;
+    end if;
+    return query select * from unnest(found);
 end
 $$;
 comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text) is

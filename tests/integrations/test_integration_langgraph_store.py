@@ -210,6 +210,33 @@ def test_time_to_live_expires_refreshes_on_read_and_sweeps(pool: Any, db: Any) -
     assert expires("short") == "gone"
 
 
+def test_reads_restart_the_time_to_live_of_what_they_return_only(pool: Any, db: Any) -> None:
+    """get and search restart the time to live of the items they return, when asked, and of no other item."""
+    tenant = uuid.uuid4()
+    store = store_for(pool, tenant, ttl={"default_ttl": 60, "refresh_on_read": True})
+    ns = ("session",)
+    for key, day in (("a", 1), ("b", 2), ("c", 3)):
+        store.put(ns, key, {"day": day})
+    store.put(ns, "forever", {"day": 4}, ttl=None)
+
+    def expiry() -> dict[str, Any]:
+        with db.connect() as conn:
+            return dict(conn.execute("select key, expires_at from memsub.langgraph_store_items "
+                                     "where tenant_id = %s", [tenant]).fetchall())
+
+    start = expiry()
+    time.sleep(0.05)
+    store.get(ns, "a", refresh_ttl=False)
+    store.search(ns, filter={"day": 2}, refresh_ttl=False)
+    assert expiry() == start
+    assert [item.key for item in store.search(ns, filter={"day": 2})] == ["b"]
+    after_search = expiry()
+    assert after_search["b"] > start["b"] and {k: v for k, v in after_search.items() if k != "b"} == \
+        {k: v for k, v in start.items() if k != "b"}
+    assert store.get(ns, "c") is not None and expiry()["c"] > start["c"] and expiry()["a"] == start["a"]
+    assert store.get(ns, "forever") is not None and expiry()["forever"] is None
+
+
 def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> None:
     tenant = uuid.uuid4()
     store = store_for(pool, tenant)
