@@ -5887,6 +5887,10 @@ begin
     if p_namespace is null or cardinality(p_namespace) = 0 then
         raise exception 'memsub: % must hold at least one label', p_field using errcode = '22023', column = p_field;
     end if;
+    if array_ndims(p_namespace) > 1 then
+        raise exception 'memsub: % must be a one-dimensional array of labels', p_field
+            using errcode = '22023', column = p_field;
+    end if;
     if array_position(p_namespace, null) is not null
        or exists (select from unnest(p_namespace) label where label = '' or strpos(label, '.') > 0) then
         raise exception 'memsub: % labels must be non-empty and hold no period', p_field
@@ -5898,7 +5902,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) IS 'Returns p_namespace, or raises 22023 naming p_field when it is empty or a label is NULL, empty or holds a period.';
+COMMENT ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) IS 'Returns p_namespace, or raises 22023 naming p_field when it is empty or not one-dimensional, or a label is NULL, empty or holds a period (so the labels joined by periods, namespace_key, name one namespace).';
 
 CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean DEFAULT true) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5911,15 +5915,15 @@ begin
     -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
     -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
     select i.* into item from memsub.langgraph_store_items i
-     where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key
-       and (i.expires_at is null or i.expires_at > now());
+     where i.tenant_id = tenant and i.namespace_key = array_to_string(p_namespace, '.') and i.key = p_key
+       and i.namespace = p_namespace and (i.expires_at is null or i.expires_at > now());
     if not found then
         return;
     end if;
     if p_refresh_ttl and item.ttl_minutes is not null then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
-         where i.tenant_id = tenant and i.namespace = item.namespace and i.key = item.key;
+         where i.tenant_id = tenant and i.namespace_key = item.namespace_key and i.key = item.key;
     end if;
     return next row(item.namespace::text[], item.key::text, item.value, item.created_at, item.updated_at,
                     null::double precision)::memsub.langgraph_store_item;
@@ -6031,15 +6035,16 @@ CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_val
 declare
     tenant uuid := memsub._require_tenant_id();
     org    uuid := memsub.current_org_id();
+    v_key  text;
 begin
-    perform memsub.langgraph_store_check_namespace(p_namespace, 'namespace');
+    v_key := array_to_string(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'), '.');
     if p_key is null or p_key = '' then
         raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
             using errcode = '22023', column = 'key';
     end if;
     if p_value is null then  -- LangGraph's delete is a put of None
         delete from memsub.langgraph_store_items i
-         where i.tenant_id = tenant and i.namespace = p_namespace and i.key = p_key;
+         where i.tenant_id = tenant and i.namespace_key = v_key and i.key = p_key;
         return;
     end if;
     if jsonb_typeof(p_value) <> 'object' then
@@ -6056,16 +6061,17 @@ begin
             using errcode = '22023', column = 'embeddings';
     end if;
     insert into memsub.langgraph_store_items as i
-           (tenant_id, org_id, namespace, key, value, ttl_minutes, expires_at)
-    values (tenant, org, p_namespace, p_key, p_value, p_ttl_minutes,
+           (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
+    values (tenant, org, p_namespace, v_key, p_key, p_value, p_ttl_minutes,
             now() + make_interval(secs => p_ttl_minutes * 60))
-    on conflict (tenant_id, namespace, key) do update
+    on conflict (tenant_id, namespace_key, key) do update
        set value = excluded.value, updated_at = now(), ttl_minutes = excluded.ttl_minutes,
            expires_at = excluded.expires_at;
     delete from memsub.langgraph_store_vectors v
-     where v.tenant_id = tenant and v.namespace = p_namespace and v.key = p_key;
-    insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, key, field_name, embedding)
-    select tenant, org, p_namespace, p_key, f.field_name, (e.embedding #>> '{}')::vector
+     where v.tenant_id = tenant and v.namespace_key = v_key and v.key = p_key;
+    insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, field_name,
+                                                embedding)
+    select tenant, org, p_namespace, v_key, p_key, f.field_name, (e.embedding #>> '{}')::vector
       from unnest(p_fields) with ordinality as f(field_name, position)
       join jsonb_array_elements(coalesce(p_embeddings, '[]'::jsonb)) with ordinality as e(embedding, position)
         using (position);
@@ -6093,6 +6099,17 @@ declare
     query  vector;
     found    memsub.langgraph_store_item[];
     expiring boolean;
+    -- A filter of plain values (no operator, no object or array to compare) matches as JSON containment, one
+    -- operator a row; any other filter is evaluated by memsub.langgraph_store_matches, a function call a row.
+    plain    boolean := not exists (select from jsonb_each(case when jsonb_typeof(p_filter) = 'object'
+                                                                then p_filter else '{}' end) f
+                                     where jsonb_typeof(f.value) in ('object', 'array'));
+    -- The prefix's namespaces as a range of namespace_key, an index condition (it may hold a few others, such as
+    -- {a,b-c} for {a,b}, which the exact test drops): from the prefix's key to the key followed by '/', which
+    -- sorts right after '.' in the C collation; the empty prefix, every key of the tenant. Stated as two values,
+    -- so one cached plan serves every prefix.
+    low      text := array_to_string(prefix, '.');
+    high     text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
@@ -6108,6 +6125,11 @@ begin
             using errcode = '22023', column = 'filter';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
+    if cardinality(prefix) > 0 then
+        high := low || '/';
+    else
+        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
+    end if;
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
@@ -6119,13 +6141,15 @@ begin
                                          when 'inner_product' then -(v.embedding <#> query)
                                          else 1 - (v.embedding <=> query) end)
                             from memsub.langgraph_store_vectors v
-                           where v.tenant_id = tenant and v.namespace = i.namespace and v.key = i.key
+                           where v.tenant_id = tenant and v.namespace_key = i.namespace_key and v.key = i.key
                              and vector_dims(v.embedding) = vector_dims(query)) end as score
           from memsub.langgraph_store_items i
          where i.tenant_id = tenant
+           and i.namespace_key >= low and i.namespace_key < high
            and i.namespace[1:cardinality(prefix)] = prefix
            and (i.expires_at is null or i.expires_at > now())
-           and (p_filter is null or memsub.langgraph_store_matches(i.value, p_filter))
+           and (p_filter is null
+                or case when plain then i.value @> p_filter else memsub.langgraph_store_matches(i.value, p_filter) end)
     ), page as (
         select c.* from candidates c
          order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key
@@ -6141,7 +6165,8 @@ begin
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
           from unnest(found) p
-         where i.tenant_id = tenant and i.namespace = p.namespace and i.key = p.key and i.ttl_minutes is not null;
+         where i.tenant_id = tenant and i.namespace_key = array_to_string(p.namespace, '.') and i.key = p.key
+           and i.ttl_minutes is not null;
     end if;
     return query select * from unnest(found);
 end
@@ -10784,6 +10809,7 @@ CREATE TABLE memsub.langgraph_store_items (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     ttl_minutes double precision,
     expires_at timestamp with time zone,
+    namespace_key text NOT NULL COLLATE pg_catalog."C",
     CONSTRAINT langgraph_store_items_namespace_labels CHECK ((cardinality(namespace) >= 1)),
     CONSTRAINT langgraph_store_items_ttl_positive CHECK ((ttl_minutes > (0)::double precision)),
     CONSTRAINT langgraph_store_items_value_object CHECK ((jsonb_typeof(value) = 'object'::text))
@@ -10813,13 +10839,16 @@ COMMENT ON COLUMN memsub.langgraph_store_items.ttl_minutes IS 'Time to live in m
 
 COMMENT ON COLUMN memsub.langgraph_store_items.expires_at IS 'When the item expires (written, or refreshed on read, plus ttl_minutes); NULL: never.';
 
+COMMENT ON COLUMN memsub.langgraph_store_items.namespace_key IS 'The namespace as text, its labels joined by periods (a label holds none): the key reads search by, a leakproof comparison under row-level security where the text[] namespace is not.';
+
 CREATE TABLE memsub.langgraph_store_vectors (
     tenant_id uuid NOT NULL,
     org_id uuid,
     namespace text[] NOT NULL COLLATE pg_catalog."C",
     key text NOT NULL COLLATE pg_catalog."C",
     field_name text NOT NULL,
-    embedding public.vector NOT NULL
+    embedding public.vector NOT NULL,
+    namespace_key text NOT NULL COLLATE pg_catalog."C"
 );
 
 ALTER TABLE ONLY memsub.langgraph_store_vectors FORCE ROW LEVEL SECURITY;
@@ -10839,6 +10868,8 @@ COMMENT ON COLUMN memsub.langgraph_store_vectors.key IS 'Key of the item.';
 COMMENT ON COLUMN memsub.langgraph_store_vectors.field_name IS 'Path of the embedded field in the item (e.g. text, or content.0 for the first of several).';
 
 COMMENT ON COLUMN memsub.langgraph_store_vectors.embedding IS 'Embedding of the field''s text (the dimension of the store''s index configuration).';
+
+COMMENT ON COLUMN memsub.langgraph_store_vectors.namespace_key IS 'Namespace of the item as text (memsub.langgraph_store_items.namespace_key).';
 
 CREATE TABLE memsub.limits (
     name text NOT NULL,
@@ -12039,10 +12070,10 @@ ALTER TABLE ONLY memsub.langgraph_checkpoints
     ADD CONSTRAINT langgraph_checkpoints_pkey PRIMARY KEY (tenant_id, thread_id, checkpoint_ns, checkpoint_id);
 
 ALTER TABLE ONLY memsub.langgraph_store_items
-    ADD CONSTRAINT langgraph_store_items_pkey PRIMARY KEY (tenant_id, namespace, key);
+    ADD CONSTRAINT langgraph_store_items_pkey PRIMARY KEY (tenant_id, namespace_key, key);
 
 ALTER TABLE ONLY memsub.langgraph_store_vectors
-    ADD CONSTRAINT langgraph_store_vectors_pkey PRIMARY KEY (tenant_id, namespace, key, field_name);
+    ADD CONSTRAINT langgraph_store_vectors_pkey PRIMARY KEY (tenant_id, namespace_key, key, field_name);
 
 ALTER TABLE ONLY memsub.limits
     ADD CONSTRAINT limits_pkey PRIMARY KEY (name);
@@ -13235,7 +13266,7 @@ ALTER TABLE ONLY memsub.knowledge_facts
     ADD CONSTRAINT knowledge_facts_source_packet_fkey FOREIGN KEY (tenant_id, source_packet) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (source_packet);
 
 ALTER TABLE ONLY memsub.langgraph_store_vectors
-    ADD CONSTRAINT langgraph_store_vectors_item_fkey FOREIGN KEY (tenant_id, namespace, key) REFERENCES memsub.langgraph_store_items(tenant_id, namespace, key) ON DELETE CASCADE;
+    ADD CONSTRAINT langgraph_store_vectors_item_fkey FOREIGN KEY (tenant_id, namespace_key, key) REFERENCES memsub.langgraph_store_items(tenant_id, namespace_key, key) ON DELETE CASCADE;
 
 ALTER TABLE memsub.memory_embeddings
     ADD CONSTRAINT memory_embeddings_packet_fkey FOREIGN KEY (tenant_id, packet_id) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE CASCADE;

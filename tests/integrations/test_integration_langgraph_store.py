@@ -110,6 +110,29 @@ def test_search_filters_with_operators(pool: Any) -> None:
     assert error.value.field == "filter"
 
 
+def test_a_filter_of_plain_values_matches_by_equality(pool: Any) -> None:
+    """A filter of plain values matches a field equal to the value (numbers as numbers, JSON null only where the
+    field holds null); an object or array value must be equal, not merely contained."""
+    store = store_for(pool)
+    ns = ("things",)
+    store.put(ns, "a", {"size": 10, "tags": ["x", "y"], "meta": {"a": 1, "b": 2}, "gone": None, "flag": True})
+    store.put(ns, "b", {"size": 10.0, "tags": ["x"], "meta": {"a": 1}})
+    store.put(ns, "c", {"size": 11, "flag": False, "name": "c"})
+
+    def keys(**filter: Any) -> list[str]:
+        return sorted(item.key for item in store.search(ns, filter=filter))
+
+    assert keys(size=10) == ["a", "b"]
+    assert keys(size=10, flag=True) == ["a"]
+    assert keys(gone=None) == ["a"]  # a missing field is not null
+    assert keys(name="c", size=11) == ["c"]
+    assert keys(tags=["x"]) == ["b"]
+    assert keys(tags=["x", "y"]) == ["a"]
+    assert keys(meta={"a": 1}) == ["b"]
+    assert keys(meta={"a": 1, "b": 2}, size=10) == ["a"]
+    assert keys(size=12) == []
+
+
 def test_search_by_namespace_prefix_respects_label_boundaries_and_paginates(pool: Any) -> None:
     store = store_for(pool)
     store.put(("a", "b"), "1", {"v": 1})
