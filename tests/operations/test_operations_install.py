@@ -301,6 +301,61 @@ def test_a_non_superuser_installer_keeps_every_measured_choice_too(server, empty
                             "where oid = 'memsub.search_stats'::regclass").fetchone() == (True, True)
 
 
+def _store_items_at_2_31_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.31.0 with LangGraph store items of two tenants, one of them with a vector."""
+    migrator.migrate("2.31.0")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("""
+            insert into memsub.langgraph_store_items (tenant_id, namespace, key, value)
+            values (%s, '{users,1,memories}', 'k', '{"a": 1}'), (%s, '{users,2}', 'k', '{"a": 2}'),
+                   (%s, '{users,1,memories}', 'k', '{"a": 3}')""",
+                     [str(uuid.UUID(int=1)), str(uuid.UUID(int=1)), str(uuid.UUID(int=2))])
+        conn.execute("insert into memsub.langgraph_store_vectors (tenant_id, namespace, key, field_name, embedding) "
+                     "values (%s, '{users,1,memories}', 'k', 'text', '[1,2,3]')", [str(uuid.UUID(int=1))])
+
+
+def _check_namespace_keys(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        for table in ("langgraph_store_items", "langgraph_store_vectors"):
+            keys = conn.execute(f"select tenant_id::text, namespace_key from memsub.{table} "  # noqa: S608
+                                "order by 1, 2").fetchall()
+            expected = {"langgraph_store_items": [(str(uuid.UUID(int=1)), "users.1.memories"),
+                                                  (str(uuid.UUID(int=1)), "users.2"),
+                                                  (str(uuid.UUID(int=2)), "users.1.memories")],
+                        "langgraph_store_vectors": [(str(uuid.UUID(int=1)), "users.1.memories")]}[table]
+            assert keys == expected
+            assert conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = %s::regclass", [f"memsub.{table}"]).fetchone() == (True, True)
+
+
+def test_the_upgrade_to_2_32_0_gives_every_store_item_its_namespace_key(server, empty_db):
+    dsn = server.dsn(empty_db)
+    migrator = Migrator(dsn)
+    _store_items_at_2_31_0(dsn, migrator)
+    migrator.migrate()
+    _check_namespace_keys(dsn)
+    assert migrator.verify() == []
+
+
+def test_a_non_superuser_installer_gives_every_store_item_its_namespace_key_too(server, empty_db, installer):
+    """Row-level security is forced on the store's tables: without a tenant context their owner sees no row, and
+    the upgrade must still key every row, and leave row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _store_items_at_2_31_0(server.dsn(empty_db), migrator)
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # as the installed release has them
+        for table in ("langgraph_store_items", "langgraph_store_vectors"):
+            conn.execute(f"alter table memsub.{table} enable row level security")
+            conn.execute(f"alter table memsub.{table} force row level security")
+            conn.execute(f"create policy tenant_isolation on memsub.{table} "
+                         "using (tenant_id = current_setting('memsub.tenant_id', true)::uuid)")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
+    migrator.migrate()
+    _check_namespace_keys(server.dsn(empty_db))
+
+
 def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_session(server, empty_db, installer):
     """The search functions set pgvector's settings (hnsw.ef_search ...), which a session knows only once the
     library is loaded; a role without superuser may not name a setting that does not exist yet. A release that
