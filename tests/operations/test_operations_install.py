@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -227,15 +228,6 @@ def _check_embeddings_moved(dsn: str, tenants: list[tuple[str, int]]) -> None:
                                 rows for _, rows in tenants),)
 
 
-def test_the_upgrade_to_2_30_0_moves_every_embedding_into_its_partition(server, empty_db):
-    dsn = server.dsn(empty_db)
-    migrator = Migrator(dsn)
-    tenants = _embeddings_at_2_29_0(dsn, migrator)
-    migrator.migrate()
-    _check_embeddings_moved(dsn, tenants)
-    assert migrator.verify() == []
-
-
 def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, installer):
     """The installer does not bypass row-level security, and without a tenant context the old table's policies
     show it no row: the upgrade must still copy every one (and refuses to finish when a count differs)."""
@@ -271,15 +263,6 @@ def _check_recall_bounds(dsn: str) -> None:
         bounds = dict(conn.execute("select tenant_id::text, recall_bound from memsub.search_stats"))
     # The rule of 2.30.0 (a mean of 0.97 or more) reads as a bound of 0.95 or more: the choices stay as they were.
     assert bounds[str(uuid.UUID(int=1))] == pytest.approx(0.96) and bounds[str(uuid.UUID(int=2))] is None
-
-
-def test_the_upgrade_to_2_31_0_keeps_every_measured_choice(server, empty_db):
-    dsn = server.dsn(empty_db)
-    migrator = Migrator(dsn)
-    _search_stats_at_2_30_0(dsn, migrator)
-    migrator.migrate()
-    _check_recall_bounds(dsn)
-    assert migrator.verify() == []
 
 
 def test_a_non_superuser_installer_keeps_every_measured_choice_too(server, empty_db, installer):
@@ -328,12 +311,23 @@ def _check_namespace_keys(dsn: str) -> None:
                                 "where oid = %s::regclass", [f"memsub.{table}"]).fetchone() == (True, True)
 
 
-def test_the_upgrade_to_2_32_0_gives_every_store_item_its_namespace_key(server, empty_db):
+# Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
+UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
+    "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
+    "2.31.0 keeps every measured choice": (_search_stats_at_2_30_0, lambda dsn, _: _check_recall_bounds(dsn)),
+    "2.32.0 gives every store item its namespace key": (_store_items_at_2_31_0,
+                                                        lambda dsn, _: _check_namespace_keys(dsn)),
+}
+
+
+@pytest.mark.parametrize("upgrade", list(UPGRADES))
+def test_an_upgrade_carries_the_rows_over(server, empty_db, upgrade):
+    prepare, check = UPGRADES[upgrade]
     dsn = server.dsn(empty_db)
     migrator = Migrator(dsn)
-    _store_items_at_2_31_0(dsn, migrator)
+    before = prepare(dsn, migrator)
     migrator.migrate()
-    _check_namespace_keys(dsn)
+    check(dsn, before)
     assert migrator.verify() == []
 
 
