@@ -5940,6 +5940,11 @@ CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT N
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
+    -- The labels of the prefix before its first '*': their namespaces as a range of namespace_key (as in
+    -- memsub.langgraph_store_search); without such labels, every key of the tenant.
+    fixed  integer := coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix), 0);
+    low    text := coalesce(array_to_string(p_prefix[1:fixed], '.'), '');
+    high   text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
        or (p_max_depth is not null and p_max_depth < 1) then
@@ -5949,21 +5954,28 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
-    -- A label '*' in the prefix or suffix matches any label.
+    if fixed > 0 then
+        high := low || '/';
+    else
+        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
+    end if;
+    -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
+    -- key's parts are the labels); then the prefix and suffix (a label '*' matches any label), the depth and the
+    -- page, over those few.
     return query
     select distinct n.truncated
-      from (select case when p_max_depth is null then i.namespace::text[]
-                        else (i.namespace[1:p_max_depth])::text[] end as truncated
-              from memsub.langgraph_store_items i
-             where i.tenant_id = tenant
-               and (i.expires_at is null or i.expires_at > now())
-               and (p_prefix is null or (cardinality(i.namespace) >= cardinality(p_prefix)
+      from (select case when p_max_depth is null then k.labels else k.labels[1:p_max_depth] end as truncated
+              from (select string_to_array(d.namespace_key, '.') collate "C" as labels
+                      from (select distinct i.namespace_key from memsub.langgraph_store_items i
+                             where i.tenant_id = tenant and i.namespace_key >= low and i.namespace_key < high
+                               and (i.expires_at is null or i.expires_at > now())) d) k
+             where (p_prefix is null or (cardinality(k.labels) >= cardinality(p_prefix)
                     and not exists (select from unnest(p_prefix) with ordinality as p(label, position)
-                                     where p.label <> '*' and p.label is distinct from i.namespace[p.position])))
-               and (p_suffix is null or (cardinality(i.namespace) >= cardinality(p_suffix)
+                                     where p.label <> '*' and p.label is distinct from k.labels[p.position])))
+               and (p_suffix is null or (cardinality(k.labels) >= cardinality(p_suffix)
                     and not exists (select from unnest(p_suffix) with ordinality as s(label, position)
                                      where s.label <> '*' and s.label is distinct from
-                                           i.namespace[cardinality(i.namespace) - cardinality(p_suffix) + s.position])))
+                                           k.labels[cardinality(k.labels) - cardinality(p_suffix) + s.position])))
            ) n
      order by n.truncated
      limit p_limit offset p_offset;

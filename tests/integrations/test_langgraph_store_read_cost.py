@@ -101,9 +101,27 @@ def test_a_search_by_a_query_reads_only_its_namespaces_vectors(store: Any) -> No
     assert cost < 300, f"langgraph_store_search with a query touched {cost} tuples and pages"
 
 
-def test_list_namespaces_with_a_prefix_finds_the_namespaces(store: Any) -> None:
+def test_list_namespaces_with_a_prefix_reads_only_its_namespaces(store: Any) -> None:
+    cost, found = cost_of(store, "select namespace from memsub.langgraph_store_list_namespaces(%s, null, null,"
+                                 " 10, 0)", [["users", "7"]])
+    assert found == [(["users", "7"],), (["users", "7", "memories"],)]
+    assert cost < 100, f"langgraph_store_list_namespaces touched {cost} tuples and pages"
+
+
+def test_list_namespaces_matches_wildcards_suffixes_and_depths_in_a_large_tenant(store: Any) -> None:
     with store.connect("app") as conn:
         set_context(conn, TENANT_A)
-        found = conn.execute("select namespace from memsub.langgraph_store_list_namespaces(%s, null, null, 10, 0)",
-                             [["users", "7"]]).fetchall()
-    assert found == [(["users", "7"],), (["users", "7", "memories"],)]
+
+        def listed(prefix: Any, suffix: Any, depth: Any, limit: int = 1000) -> list[Any]:
+            return [row[0] for row in conn.execute(
+                "select namespace from memsub.langgraph_store_list_namespaces(%s, %s, %s, %s, 0)",
+                [prefix, suffix, depth, limit])]
+
+        assert listed(["*", "7"], None, None) == [["users", "7"], ["users", "7", "memories"]]
+        assert listed(None, ["7"], None) == [["users", "7"]]
+        assert listed(["users", "*", "memories"], ["7x", "memories"], None) == [["users", "7x", "memories"]]
+        assert listed(["users"], None, 1) == [["users"]]
+        assert len(listed(None, ["memories"], 2)) == NAMESPACES + 1
+        # In the order of the labels (C collation), not of their text joined by periods: 70 after 7.
+        assert listed(["users"], None, 2, 4) == [["users", "1"], ["users", "10"], ["users", "100"], ["users", "101"]]
+        assert listed(["users", "7"], None, None)[:1] == [["users", "7"]]
