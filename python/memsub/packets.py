@@ -46,8 +46,9 @@ def write_packet(envelope: EnvelopeLike) -> Call[PacketWriteResult]:
     When every ``memory.embeddings[]`` vector is a list of finite numbers, the vectors travel apart, as vector
     values in pgvector's binary form (memsub.write_packet's ``p_vectors``), and the envelope holds null in their
     place: the server stores and returns the same packet without parsing them as JSON numbers. Each number is
-    rounded to single precision here, as the server would round it. Anything else stays in the envelope, where
-    the server names what is wrong with it."""
+    rounded here to the nearest single-precision number, which is what the server stores (a double exactly
+    halfway between two of them may round the other way than its decimal text would). Anything else stays in
+    the envelope, where the server names what is wrong with it."""
     value = _envelope_value(envelope)
     apart = _vectors_apart(value)
     if apart is None:
