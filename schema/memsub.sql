@@ -1530,6 +1530,37 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
+CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- The namespaces that begin with p_labels as a range of namespace_key, for an index condition: from their key
+    -- to the key followed by '/', which sorts right after '.' in the C collation. The range may hold a few others
+    -- (such as {a,b-c} for {a,b}), which the caller's exact test drops. No labels: every key of the tenant. Two
+    -- values, so one cached plan serves every prefix.
+    low := coalesce(memsub._langgraph_store_namespace_key(p_labels), '');
+    if coalesce(cardinality(p_labels), 0) > 0 then
+        high := low || '/';
+    else
+        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = p_tenant;
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) IS 'Internal: the range of namespace_key (low inclusive, high exclusive) holding every namespace of the tenant that begins with p_labels (every namespace for none), and possibly a few others; the callers test the labels exactly.';
+
+CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array_to_string(p_namespace, '.') $$;
+
+ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
+
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1703,11 +1734,12 @@ begin
     end if;
     f.pos := p_position;
     f.envelope := p_envelope;
-    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused. The keys
-    -- are listed only when the envelope has a field the contract does not name.
-    f.unknown := case when p_envelope - memsub._envelope_fields('envelope') = '{}' then '{}'
-                      else array(select k from jsonb_object_keys(p_envelope) as k
-                                  where k <> all(memsub._envelope_fields('envelope'))) end;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused: what is
+    -- left of the envelope less the fields this version knows (listed only when something is left).
+    f.unknown := '{}';
+    if p_envelope - memsub._envelope_fields('envelope') <> '{}' then
+        f.unknown := array(select jsonb_object_keys(p_envelope - memsub._envelope_fields('envelope')));
+    end if;
     f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
@@ -1763,8 +1795,8 @@ begin
           from memsub._envelope_lineage(f.lineage) l;
     end if;
     if f.memory - memsub._envelope_fields('memory') <> '{}' then
-        f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
-                                         where k <> all(memsub._envelope_fields('memory')));
+        f.unknown := f.unknown || array(select 'memory.' || k
+                                          from jsonb_object_keys(f.memory - memsub._envelope_fields('memory')) as k);
     end if;
     if cardinality(f.unknown) > 1 then
         f.unknown := array(select u from unnest(f.unknown) as u order by u);
@@ -4910,13 +4942,10 @@ begin
                         v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
                     end if;
                     v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
-                    v_metadata := v_element -> 'metadata';
+                    v_metadata := v_element -> 'metadata';  -- absent: '{}' is stored, and nothing is measured
                     perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
-                                                      'chunk_text', v_element ->> 'chunk_text');
-                    -- Metadata is checked when the element has some (its absence stores '{}').
-                    if v_metadata is not null then
-                        perform memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
-                    end if;
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
                     perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
                                                  'embedding_type');
                     if v_chunk < 0 then
@@ -4928,9 +4957,7 @@ begin
                         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
                     values (
                         p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
-                        case when v_metadata is null then '{}'
-                             else coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}') end,
-                        p_packet.scope,
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
                         p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
                         p_packet.session_id, p_packet.trace_id);
                 end if;
@@ -5910,12 +5937,13 @@ CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_ref
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
+    v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
     item   memsub.langgraph_store_items%rowtype;
 begin
     -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
     -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
     select i.* into item from memsub.langgraph_store_items i
-     where i.tenant_id = tenant and i.namespace_key = array_to_string(p_namespace, '.') and i.key = p_key
+     where i.tenant_id = tenant and i.namespace_key = v_key and i.key = p_key
        and i.namespace = p_namespace and (i.expires_at is null or i.expires_at > now());
     if not found then
         return;
@@ -5940,10 +5968,7 @@ CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT N
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    -- The labels of the prefix before its first '*': their namespaces as a range of namespace_key (as in
-    -- memsub.langgraph_store_search); without such labels, every key of the tenant.
-    fixed  integer := coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix), 0);
-    low    text := coalesce(array_to_string(p_prefix[1:fixed], '.'), '');
+    low    text;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
     high   text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
@@ -5954,11 +5979,9 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
-    if fixed > 0 then
-        high := low || '/';
-    else
-        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
-    end if;
+    select r.low, r.high into low, high
+      from memsub._langgraph_store_key_range(
+               tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]) r;
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
     -- key's parts are the labels); then the prefix and suffix (a label '*' matches any label), the depth and the
     -- page, over those few.
@@ -6049,7 +6072,7 @@ declare
     org    uuid := memsub.current_org_id();
     v_key  text;
 begin
-    v_key := array_to_string(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'), '.');
+    v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null or p_key = '' then
         raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
             using errcode = '22023', column = 'key';
@@ -6116,11 +6139,7 @@ declare
     plain    boolean := not exists (select from jsonb_each(case when jsonb_typeof(p_filter) = 'object'
                                                                 then p_filter else '{}' end) f
                                      where jsonb_typeof(f.value) in ('object', 'array'));
-    -- The prefix's namespaces as a range of namespace_key, an index condition (it may hold a few others, such as
-    -- {a,b-c} for {a,b}, which the exact test drops): from the prefix's key to the key followed by '/', which
-    -- sorts right after '.' in the C collation; the empty prefix, every key of the tenant. Stated as two values,
-    -- so one cached plan serves every prefix.
-    low      text := array_to_string(prefix, '.');
+    low      text;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
     high     text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
@@ -6137,11 +6156,7 @@ begin
             using errcode = '22023', column = 'filter';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    if cardinality(prefix) > 0 then
-        high := low || '/';
-    else
-        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
-    end if;
+    select r.low, r.high into low, high from memsub._langgraph_store_key_range(tenant, prefix) r;
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
@@ -6177,7 +6192,8 @@ begin
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
           from unnest(found) p
-         where i.tenant_id = tenant and i.namespace_key = array_to_string(p.namespace, '.') and i.key = p.key
+         where i.tenant_id = tenant and i.namespace_key = memsub._langgraph_store_namespace_key(p.namespace)
+           and i.key = p.key
            and i.ttl_minutes is not null;
     end if;
     return query select * from unnest(found);
@@ -14065,6 +14081,10 @@ GRANT ALL ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) TO memsub
 REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 

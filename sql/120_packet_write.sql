@@ -362,11 +362,12 @@ begin
     end if;
     f.pos := p_position;
     f.envelope := p_envelope;
-    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused. The keys
-    -- are listed only when the envelope has a field the contract does not name.
-    f.unknown := case when p_envelope - memsub._envelope_fields('envelope') = '{}' then '{}'
-                      else array(select k from jsonb_object_keys(p_envelope) as k
-                                  where k <> all(memsub._envelope_fields('envelope'))) end;
+    -- Fields of a newer version of the contract are kept in the envelope and reported, never refused: what is
+    -- left of the envelope less the fields this version knows (listed only when something is left).
+    f.unknown := '{}';
+    if p_envelope - memsub._envelope_fields('envelope') <> '{}' then
+        f.unknown := array(select jsonb_object_keys(p_envelope - memsub._envelope_fields('envelope')));
+    end if;
     f.packet_type := memsub._envelope_value(p_envelope, 'packet_type', 'string') #>> '{}';
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
@@ -422,8 +423,8 @@ begin
           from memsub._envelope_lineage(f.lineage) l;
     end if;
     if f.memory - memsub._envelope_fields('memory') <> '{}' then
-        f.unknown := f.unknown || array(select 'memory.' || k from jsonb_object_keys(f.memory) as k
-                                         where k <> all(memsub._envelope_fields('memory')));
+        f.unknown := f.unknown || array(select 'memory.' || k
+                                          from jsonb_object_keys(f.memory - memsub._envelope_fields('memory')) as k);
     end if;
     if cardinality(f.unknown) > 1 then
         f.unknown := array(select u from unnest(f.unknown) as u order by u);

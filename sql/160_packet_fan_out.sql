@@ -100,13 +100,10 @@ begin
                         v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
                     end if;
                     v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
-                    v_metadata := v_element -> 'metadata';
+                    v_metadata := v_element -> 'metadata';  -- absent: '{}' is stored, and nothing is measured
                     perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
-                                                      'chunk_text', v_element ->> 'chunk_text');
-                    -- Metadata is checked when the element has some (its absence stores '{}').
-                    if v_metadata is not null then
-                        perform memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
-                    end if;
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
                     perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
                                                  'embedding_type');
                     if v_chunk < 0 then
@@ -118,9 +115,7 @@ begin
                         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
                     values (
                         p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
-                        case when v_metadata is null then '{}'
-                             else coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}') end,
-                        p_packet.scope,
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
                         p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
                         p_packet.session_id, p_packet.trace_id);
                 end if;

@@ -4,9 +4,9 @@
 -- expired items of the context tenant. Tables: migrations/2.17.0__langgraph_store.sql.
 --
 -- The functions are SECURITY DEFINER over tables the client roles can only read; row-level security is forced,
--- and each query also names the context tenant and the namespace as text (namespace_key, migration 2.32.0) so
--- the primary key is an index condition: text[] equality is not LEAKPROOF and under row-level security never is. Expired items are
--- never returned, whether or not a sweep has removed them yet.
+-- and each query also names the context tenant and the namespace as text (namespace_key, migration 2.32.0), so
+-- the primary key is an index condition: text[] equality is not LEAKPROOF and under row-level security never is.
+-- Expired items are never returned, whether or not a sweep has removed them yet.
 
 call memsub.install_row_security('memsub.langgraph_store_items', array['org']);
 call memsub.install_row_security('memsub.langgraph_store_vectors', array['org']);
@@ -35,6 +35,37 @@ $$;
 comment on function memsub.langgraph_store_check_namespace(text[], text) is
     'Returns p_namespace, or raises 22023 naming p_field when it is empty or not one-dimensional, or a label is '
     'NULL, empty or holds a period (so the labels joined by periods, namespace_key, name one namespace).';
+
+create or replace function memsub._langgraph_store_namespace_key(p_namespace text[]) returns text
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array_to_string(p_namespace, '.') $$;
+comment on function memsub._langgraph_store_namespace_key(text[]) is
+    'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no '
+    'period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
+
+create or replace function memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], out low text,
+                                                            out high text)
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- The namespaces that begin with p_labels as a range of namespace_key, for an index condition: from their key
+    -- to the key followed by '/', which sorts right after '.' in the C collation. The range may hold a few others
+    -- (such as {a,b-c} for {a,b}), which the caller's exact test drops. No labels: every key of the tenant. Two
+    -- values, so one cached plan serves every prefix.
+    low := coalesce(memsub._langgraph_store_namespace_key(p_labels), '');
+    if coalesce(cardinality(p_labels), 0) > 0 then
+        high := low || '/';
+    else
+        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = p_tenant;
+    end if;
+end
+$$;
+comment on function memsub._langgraph_store_key_range(uuid, text[]) is
+    'Internal: the range of namespace_key (low inclusive, high exclusive) holding every namespace of the tenant that '
+    'begins with p_labels (every namespace for none), and possibly a few others; the callers test the labels '
+    'exactly.';
 
 create or replace function memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb)
 returns boolean
@@ -106,7 +137,7 @@ declare
     org    uuid := memsub.current_org_id();
     v_key  text;
 begin
-    v_key := array_to_string(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'), '.');
+    v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null or p_key = '' then
         raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
             using errcode = '22023', column = 'key';
@@ -167,12 +198,13 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
+    v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
     item   memsub.langgraph_store_items%rowtype;
 begin
     -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
     -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
     select i.* into item from memsub.langgraph_store_items i
-     where i.tenant_id = tenant and i.namespace_key = array_to_string(p_namespace, '.') and i.key = p_key
+     where i.tenant_id = tenant and i.namespace_key = v_key and i.key = p_key
        and i.namespace = p_namespace and (i.expires_at is null or i.expires_at > now());
     if not found then
         return;
@@ -216,11 +248,7 @@ declare
     plain    boolean := not exists (select from jsonb_each(case when jsonb_typeof(p_filter) = 'object'
                                                                 then p_filter else '{}' end) f
                                      where jsonb_typeof(f.value) in ('object', 'array'));
-    -- The prefix's namespaces as a range of namespace_key, an index condition (it may hold a few others, such as
-    -- {a,b-c} for {a,b}, which the exact test drops): from the prefix's key to the key followed by '/', which
-    -- sorts right after '.' in the C collation; the empty prefix, every key of the tenant. Stated as two values,
-    -- so one cached plan serves every prefix.
-    low      text := array_to_string(prefix, '.');
+    low      text;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
     high     text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
@@ -237,11 +265,7 @@ begin
             using errcode = '22023', column = 'filter';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    if cardinality(prefix) > 0 then
-        high := low || '/';
-    else
-        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
-    end if;
+    select r.low, r.high into low, high from memsub._langgraph_store_key_range(tenant, prefix) r;
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
@@ -277,7 +301,8 @@ begin
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
           from unnest(found) p
-         where i.tenant_id = tenant and i.namespace_key = array_to_string(p.namespace, '.') and i.key = p.key
+         where i.tenant_id = tenant and i.namespace_key = memsub._langgraph_store_namespace_key(p.namespace)
+           and i.key = p.key
            and i.ttl_minutes is not null;
     end if;
     return query select * from unnest(found);
@@ -301,10 +326,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    -- The labels of the prefix before its first '*': their namespaces as a range of namespace_key (as in
-    -- memsub.langgraph_store_search); without such labels, every key of the tenant.
-    fixed  integer := coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix), 0);
-    low    text := coalesce(array_to_string(p_prefix[1:fixed], '.'), '');
+    low    text;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
     high   text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
@@ -315,11 +337,9 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
-    if fixed > 0 then
-        high := low || '/';
-    else
-        select max(i.namespace_key) || ' ' into high from memsub.langgraph_store_items i where i.tenant_id = tenant;
-    end if;
+    select r.low, r.high into low, high
+      from memsub._langgraph_store_key_range(
+               tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]) r;
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
     -- key's parts are the labels); then the prefix and suffix (a label '*' matches any label), the depth and the
     -- page, over those few.
