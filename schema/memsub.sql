@@ -1610,6 +1610,50 @@ ALTER FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) IS 'Union of two DocRef arrays, without duplicates.';
 
+CREATE FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) RETURNS memsub.retrieval_candidate[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    SET "DateStyle" TO 'iso, ymd'
+    SET extra_float_digits TO '1'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+declare
+    plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
+    seen      text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
+    run       text;
+    found     memsub.retrieval_candidate[];
+begin
+    -- A prepared statement runs with the rights of the current role, whoever prepared it: it is run only when
+    -- the session's own login could act as that role anyway (not inside a SECURITY DEFINER function of
+    -- another owner), so a statement the login prepared under this name gains it nothing.
+    if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0
+       or not pg_catalog.pg_has_role(session_user, current_user, 'SET') then
+        execute p_statement into found
+            using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
+        if p_keep_plan and pg_catalog.strpos(seen, plan_name) = 0 then
+            -- Planned for its own values the first time: a statement run once per session keeps nothing.
+            perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
+        end if;
+        return found;
+    end if;
+    run := format('execute %I(%L, %L, %L, %L, %L, %L, %L, %L)', plan_name, p_query, p_thread_id, p_tags,
+                  p_packet_type, p_since, p_until, p_min_importance, p_tenant_id);
+    begin
+        execute run into found;
+    exception when invalid_sql_statement_name then
+        -- Not prepared yet in this session, or deallocated since (DEALLOCATE ALL, DISCARD ALL).
+        execute format('prepare %I(vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) '
+                       'as %s', plan_name, p_statement);
+        execute run into found;
+    end;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, $4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later runs of the same statement text in a session use one generic plan kept as the prepared statement memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s login cannot SET ROLE to, the statement is planned for its values.';
+
 CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -8300,6 +8344,7 @@ declare
     v_pool     integer;
     v_method   text;
     v_ef       integer;
+    v_rows     bigint;
     v_filters  text := '';
     v_packets  text := '';
     v_query    text;
@@ -8339,25 +8384,27 @@ begin
     -- Combined ranking re-ranks a wider pool of nearest candidates.
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
 
-    select st.method, st.ef_search into v_method, v_ef
+    select st.method, st.ef_search, st.tenant_rows into v_method, v_ef, v_rows
       from memsub._search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
-        v_filters := ' and e.tenant_id = $9';
+        v_filters := ' and e.tenant_id = $8';
     end if;
-    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
-    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
-    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $5'; end if;
-    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $6'; end if;
-    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $7'; end if;
-    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
+    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $2'; end if;
+    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $3'; end if;
+    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $4'; end if;
+    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $5'; end if;
+    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $6'; end if;
+    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $7'; end if;
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
     -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
-    -- is put together from fixed fragments; every value is bound ($1 ... $10). Both reads of memory_embeddings
-    -- state the tenant, so the planner plans the tenant's partition only (planning all 16 partitions and their
-    -- indexes took about 3 ms a call).
+    -- is put together from fixed fragments; every value is bound ($1 ... $8) except the embedding type (checked
+    -- against the vocabulary above) and the pool, written in as constants (see the head of this file). Both
+    -- reads of memory_embeddings state the tenant, so a plan for the tenant's own values covers its partition
+    -- only (planning all 16 partitions and their indexes took about 3 ms a call); a kept generic plan plans
+    -- all 16 once (6 to 13 ms, on its second run in the session) and opens only the tenant's when it starts.
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -8365,19 +8412,19 @@ begin
             '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
             '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
             '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = $10 %s %s'
+            '           where e.embedding_type = %L %s %s'
             '           order by %s'
-            '           limit $2) n'
+            '           limit %s) n'
             '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id %s'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            v_filters, v_packets,
+            p_embedding_type, v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
-            v_filters);
-        execute v_query into v_hits
-            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
-                  p_embedding_type;
+            v_pool, v_filters);
+        v_hits := memsub._nearest_candidates(v_query, v_method = 'exact' and v_rows <= 2000, p_query,
+                                             p_thread_id, p_tags, p_packet_type, p_since, p_until,
+                                             p_min_importance, v_tenant);
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
     end loop;
@@ -14096,6 +14143,10 @@ GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_view_owner;
 GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
 

@@ -26,9 +26,15 @@
 -- p_mode 'exact' always scans exactly; 'approximate' always walks (falling back as in 4). An ef_search the
 -- caller passes is used as it is (the measured recall still counts where it applies).
 -- The exact scan sorts only ids and distances, then joins the k winners to their text and packet.
--- Queries run with EXECUTE ... USING, the tenant and type bound as values: each EXECUTE is planned once for its
--- own values (never a generic plan), so the planner estimates a big tenant from its own statistics, not from
--- the average tenant, and the type's value selects that type's partial HNSW index.
+-- The statement is put together per call from fixed fragments (which filters, which method), with the embedding
+-- type and the pool written in as constants, and planned for its own values: the type's value selects that
+-- type's partial HNSW index, and the planner judges a big tenant by its own statistics, not the average
+-- tenant's (a plan for the average tenant of 200 rows sorts them instead of walking the graph). Planning costs
+-- about 1 ms, as much as the whole exact scan of a small tenant, so memsub._nearest_candidates keeps that one
+-- plan for the session: the exact scan of a tenant of at most 2,000 rows, which any tenant of that size reads
+-- the same way (by the tenant and type index). Its first call in a session is planned for its own values; from
+-- the second on, a prepared statement named after the statement's text runs one generic plan, which opens only
+-- the tenant's partition when it starts.
 
 create or replace function memsub.combined_score(
     p_distance         double precision,
@@ -247,6 +253,66 @@ comment on function memsub._search_strategy(uuid, text, integer, text, integer) 
     'memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, '
     'the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
+create or replace function memsub._nearest_candidates(
+    p_statement      text,
+    p_keep_plan      boolean,
+    p_query          vector,
+    p_thread_id      uuid,
+    p_tags           text[],
+    p_packet_type    text,
+    p_since          timestamptz,
+    p_until          timestamptz,
+    p_min_importance double precision,
+    p_tenant_id      uuid
+) returns memsub.retrieval_candidate[]
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+-- The values are sent to a kept plan as text: in this form every one reads back as exactly the value given.
+set datestyle = 'iso, ymd'
+set extra_float_digits = 1
+-- A kept plan is always the generic one (with the tenant unknown, the plan cache would otherwise compare it
+-- with plans for each tenant's own values and keep planning those).
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+    plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
+    seen      text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
+    run       text;
+    found     memsub.retrieval_candidate[];
+begin
+    -- A prepared statement runs with the rights of the current role, whoever prepared it: it is run only when
+    -- the session's own login could act as that role anyway (not inside a SECURITY DEFINER function of
+    -- another owner), so a statement the login prepared under this name gains it nothing.
+    if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0
+       or not pg_catalog.pg_has_role(session_user, current_user, 'SET') then
+        execute p_statement into found
+            using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
+        if p_keep_plan and pg_catalog.strpos(seen, plan_name) = 0 then
+            -- Planned for its own values the first time: a statement run once per session keeps nothing.
+            perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
+        end if;
+        return found;
+    end if;
+    run := format('execute %I(%L, %L, %L, %L, %L, %L, %L, %L)', plan_name, p_query, p_thread_id, p_tags,
+                  p_packet_type, p_since, p_until, p_min_importance, p_tenant_id);
+    begin
+        execute run into found;
+    exception when invalid_sql_statement_name then
+        -- Not prepared yet in this session, or deallocated since (DEALLOCATE ALL, DISCARD ALL).
+        execute format('prepare %I(vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) '
+                       'as %s', plan_name, p_statement);
+        execute run into found;
+    end;
+    return found;
+end
+$$;
+comment on function memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) is
+    'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, '
+    '$4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later '
+    'runs of the same statement text in a session use one generic plan kept as the prepared statement '
+    'memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s '
+    'login cannot SET ROLE to, the statement is planned for its values.';
+
 create or replace function memsub.semantic_search(
     p_query           vector,
     p_k               integer          default 10,
@@ -279,6 +345,7 @@ declare
     v_pool     integer;
     v_method   text;
     v_ef       integer;
+    v_rows     bigint;
     v_filters  text := '';
     v_packets  text := '';
     v_query    text;
@@ -318,25 +385,27 @@ begin
     -- Combined ranking re-ranks a wider pool of nearest candidates.
     v_pool := case when p_rank_by = 'combined' then least(1000, p_k * 4) else p_k end;
 
-    select st.method, st.ef_search into v_method, v_ef
+    select st.method, st.ef_search, st.tenant_rows into v_method, v_ef, v_rows
       from memsub._search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
     if v_tenant is not null then
-        v_filters := ' and e.tenant_id = $9';
+        v_filters := ' and e.tenant_id = $8';
     end if;
-    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $3'; end if;
-    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $4'; end if;
-    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $5'; end if;
-    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $6'; end if;
-    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $7'; end if;
-    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $8'; end if;
+    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $2'; end if;
+    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $3'; end if;
+    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $4'; end if;
+    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $5'; end if;
+    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $6'; end if;
+    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $7'; end if;
 
     -- The nearest pool rows by id and distance only (the "+ 0" keeps the exact ordering off the HNSW index),
     -- the packet joined inside only when a packet filter needs it; then the winners' text and packet. The text
-    -- is put together from fixed fragments; every value is bound ($1 ... $10). Both reads of memory_embeddings
-    -- state the tenant, so the planner plans the tenant's partition only (planning all 16 partitions and their
-    -- indexes took about 3 ms a call).
+    -- is put together from fixed fragments; every value is bound ($1 ... $8) except the embedding type (checked
+    -- against the vocabulary above) and the pool, written in as constants (see the head of this file). Both
+    -- reads of memory_embeddings state the tenant, so a plan for the tenant's own values covers its partition
+    -- only (planning all 16 partitions and their indexes took about 3 ms a call); a kept generic plan plans
+    -- all 16 once (6 to 13 ms, on its second run in the session) and opens only the tenant's when it starts.
     loop
         v_query := format(
             'select array_agg(c order by c.distance) from ('
@@ -344,19 +413,19 @@ begin
             '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
             '    from (select e.tenant_id, e.embedding_id, (e.vector <=> $1)::double precision as distance'
             '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = $10 %s %s'
+            '           where e.embedding_type = %L %s %s'
             '           order by %s'
-            '           limit $2) n'
+            '           limit %s) n'
             '    join memsub.memory_embeddings e on e.tenant_id = n.tenant_id and e.embedding_id = n.embedding_id %s'
             '    join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id) c',
             case when v_packets = '' then ''
                  else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            v_filters, v_packets,
+            p_embedding_type, v_filters, v_packets,
             case when v_method = 'exact' then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
-            v_filters);
-        execute v_query into v_hits
-            using p_query, v_pool, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, v_tenant,
-                  p_embedding_type;
+            v_pool, v_filters);
+        v_hits := memsub._nearest_candidates(v_query, v_method = 'exact' and v_rows <= 2000, p_query,
+                                             p_thread_id, p_tags, p_packet_type, p_since, p_until,
+                                             p_min_importance, v_tenant);
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
     end loop;
@@ -571,7 +640,8 @@ comment on function memsub.tune_search(integer, integer) is
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
     memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean),
-    memsub._search_strategy(uuid, text, integer, text, integer)
+    memsub._search_strategy(uuid, text, integer, text, integer),
+    memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid)
     to memsub_app, memsub_analyst;
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
