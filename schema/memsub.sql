@@ -1610,12 +1610,13 @@ ALTER FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) IS 'Union of two DocRef arrays, without duplicates.';
 
-CREATE FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) RETURNS memsub.retrieval_candidate[]
+CREATE FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) RETURNS memsub.retrieval_candidate[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     SET "DateStyle" TO 'iso, ymd'
     SET extra_float_digits TO '1'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_sort TO 'on'
     AS $$
 declare
     plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
@@ -1623,6 +1624,11 @@ declare
     run       text;
     found     memsub.retrieval_candidate[];
 begin
+    if p_walk then
+        -- The walk's rows come in the HNSW index's order, and nothing else may order them: a generic plan,
+        -- made for the average tenant (a few hundred rows), would sort that tenant's rows instead.
+        perform pg_catalog.set_config('enable_sort', 'off', true);
+    end if;
     -- A prepared statement runs with the rights of the current role, whoever prepared it: it is run only when
     -- the session's own login could act as that role anyway (not inside a SECURITY DEFINER function of
     -- another owner), so a statement the login prepared under this name gains it nothing.
@@ -1650,9 +1656,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, $4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later runs of the same statement text in a session use one generic plan kept as the prepared statement memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s login cannot SET ROLE to, the statement is planned for its values.';
+COMMENT ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, $4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later runs of the same statement text in a session use one generic plan kept as the prepared statement memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s login cannot SET ROLE to, the statement is planned for its values. p_walk plans it with sorts disabled, so its rows come in the HNSW index''s order.';
 
 CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -8431,7 +8437,7 @@ begin
             case when v_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
                                    ' and e.embedding_id = n.embedding_id' || v_filters end,
             case when v_exact then 'e.packet_id' else 'n.packet_id' end);
-        v_hits := memsub._nearest_candidates(v_query, v_exact and v_rows <= 2000, p_query,
+        v_hits := memsub._nearest_candidates(v_query, not v_exact or v_rows <= 2000, not v_exact, p_query,
                                              p_thread_id, p_tags, p_packet_type, p_since, p_until,
                                              p_min_importance, v_tenant);
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
@@ -14153,9 +14159,9 @@ GRANT ALL ON FUNCTION memsub._memory_view_names() TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._merge_doc_refs(p_old jsonb, p_new jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
 

@@ -27,14 +27,16 @@
 -- caller passes is used as it is (the measured recall still counts where it applies).
 -- The exact scan sorts only ids and distances, then joins the k winners to their text and packet.
 -- The statement is put together per call from fixed fragments (which filters, which method), with the embedding
--- type and the pool written in as constants, and planned for its own values: the type's value selects that
--- type's partial HNSW index, and the planner judges a big tenant by its own statistics, not the average
--- tenant's (a plan for the average tenant of 200 rows sorts them instead of walking the graph). Planning costs
--- about 1 ms, as much as the whole exact scan of a small tenant, so memsub._nearest_candidates keeps that one
--- plan for the session: the exact scan of a tenant of at most 2,000 rows, which any tenant of that size reads
--- the same way (by the tenant and type index). Its first call in a session is planned for its own values; from
--- the second on, a prepared statement named after the statement's text runs one generic plan, which opens only
--- the tenant's partition when it starts.
+-- type and the pool written in as constants: the type selects that type's partial HNSW index, and the planner
+-- sees how many rows the walk must return. Planning it costs about 1 ms, as much as the whole exact scan of a
+-- small tenant, so memsub._nearest_candidates keeps the plan for the session where one plan serves every
+-- tenant: the walk (planned with sorts disabled, so that a plan made for the average tenant, whose few hundred
+-- rows would be cheaper to sort, still walks the graph) and the exact scan of a tenant of at most 2,000 rows,
+-- which any tenant of that size reads the same way (by the tenant and type index). The first run of a
+-- statement in a session is planned for its own values; from the second on, a prepared statement named after
+-- the statement's text runs one generic plan, which opens only the tenant's partition when it starts. The exact
+-- scan of a bigger tenant is planned for its own values every time, so the planner can read the whole
+-- partition where the tenant holds most of it.
 
 create or replace function memsub.combined_score(
     p_distance         double precision,
@@ -253,9 +255,13 @@ comment on function memsub._search_strategy(uuid, text, integer, text, integer) 
     'memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, '
     'the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
+-- Its first signature, without p_walk.
+drop function if exists memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid);
+
 create or replace function memsub._nearest_candidates(
     p_statement      text,
     p_keep_plan      boolean,
+    p_walk           boolean,
     p_query          vector,
     p_thread_id      uuid,
     p_tags           text[],
@@ -273,6 +279,8 @@ set extra_float_digits = 1
 -- A kept plan is always the generic one (with the tenant unknown, the plan cache would otherwise compare it
 -- with plans for each tenant's own values and keep planning those).
 set plan_cache_mode = force_generic_plan
+-- A walk is planned with sorts disabled (below); the setting returns to the caller's when the call ends.
+set enable_sort = on
 as $$
 declare
     plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
@@ -280,6 +288,11 @@ declare
     run       text;
     found     memsub.retrieval_candidate[];
 begin
+    if p_walk then
+        -- The walk's rows come in the HNSW index's order, and nothing else may order them: a generic plan,
+        -- made for the average tenant (a few hundred rows), would sort that tenant's rows instead.
+        perform pg_catalog.set_config('enable_sort', 'off', true);
+    end if;
     -- A prepared statement runs with the rights of the current role, whoever prepared it: it is run only when
     -- the session's own login could act as that role anyway (not inside a SECURITY DEFINER function of
     -- another owner), so a statement the login prepared under this name gains it nothing.
@@ -306,12 +319,13 @@ begin
     return found;
 end
 $$;
-comment on function memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) is
+comment on function memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) is
     'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, '
     '$4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later '
     'runs of the same statement text in a session use one generic plan kept as the prepared statement '
     'memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s '
-    'login cannot SET ROLE to, the statement is planned for its values.';
+    'login cannot SET ROLE to, the statement is planned for its values. p_walk plans it with sorts disabled, so '
+    'its rows come in the HNSW index''s order.';
 
 create or replace function memsub.semantic_search(
     p_query           vector,
@@ -432,7 +446,7 @@ begin
             case when v_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
                                    ' and e.embedding_id = n.embedding_id' || v_filters end,
             case when v_exact then 'e.packet_id' else 'n.packet_id' end);
-        v_hits := memsub._nearest_candidates(v_query, v_exact and v_rows <= 2000, p_query,
+        v_hits := memsub._nearest_candidates(v_query, not v_exact or v_rows <= 2000, not v_exact, p_query,
                                              p_thread_id, p_tags, p_packet_type, p_since, p_until,
                                              p_min_importance, v_tenant);
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
@@ -650,7 +664,7 @@ grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
     memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean),
     memsub._search_strategy(uuid, text, integer, text, integer),
-    memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid)
+    memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid)
     to memsub_app, memsub_analyst;
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;

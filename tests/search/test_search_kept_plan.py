@@ -1,11 +1,12 @@
-"""semantic_search keeps the plan of a small tenant's exact scan for the session (memsub._nearest_candidates).
+"""semantic_search keeps the plan of its walk and of a small tenant's exact scan for the session
+(memsub._nearest_candidates).
 
 Planning the candidate statement costs about 1 ms, as much as the exact scan of a small tenant; from the second
 run of a statement in a session, a prepared statement named ``memsub_search_<md5 of its text>`` runs one generic
-plan. These tests hold what that must not change: the same rows as a statement planned for its own values,
-filter values read back exactly whatever the session's settings, a plan deallocated under it prepared again, the
-walk of a big tenant still planned for its own values, and a statement prepared by the login under that name
-never run with the rights of another role (a SECURITY DEFINER function of another owner).
+plan. These tests hold what that must not change: the same rows as a statement planned for its own values, a
+walk that still walks the graph, filter values read back exactly whatever the session's settings, a plan
+deallocated under it prepared again, and a statement prepared by the login under that name never run with the
+rights of another role (a SECURITY DEFINER function of another owner).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from psycopg import sql
 
 from helpers import set_context, write
-from retrieval_data import BIG, RETRIEVAL_SPEC, SMALL, query_vector
+from retrieval_data import BIG, RETRIEVAL_SPEC, SMALL, Spec, build, query_vector
 
 K = 10
 KEPT = "select name, generic_plans, custom_plans from pg_prepared_statements where name like 'memsub\\_search\\_%'"
@@ -46,13 +47,30 @@ def test_the_kept_plan_returns_what_a_plan_for_each_call_returns(retrieval_db):
             assert len(rows) == K and {row[3] for row in rows} == {"exact"}
 
 
-def test_the_walk_of_a_big_tenant_is_planned_for_its_own_values(retrieval_db):
-    # A generic plan, made for the average tenant, sorts the tenant's rows instead of walking the graph.
-    with retrieval_db.connect() as su, retrieval_db.connect("app", autocommit=True) as app:
-        for number in range(3):
-            rows = search(app, BIG, query_vector(su, RETRIEVAL_SPEC, number))
+def test_the_kept_plan_of_a_walk_walks_the_graph(db384):
+    """Made for the average tenant (here 300 tenants of about 5 rows), a generic plan would sort that tenant's
+    rows instead of walking. The kept plan of the big tenant's walk must read its partition's HNSW index and
+    return what a plan for its own values returns."""
+    spec = Spec(packets=3000, types=("content",), big_share=0.5, other_tenants=300)
+    with db384.connect(autocommit=True) as su, db384.connect("app", autocommit=True) as kept:
+        build(su, spec)
+        row = su.execute("select format('memsub.idx_embeddings_vector_content_p%%s', lpad(n::text, 2, '0'))"
+                         " from memsub._embedding_partition(%s) n", [BIG]).fetchone()
+        assert row is not None
+        graph = str(row[0])
+        vectors = [query_vector(su, spec, number) for number in range(4)]
+        for number, vector in enumerate(vectors):
+            with kept.transaction():
+                set_context(kept, BIG)
+                rows = kept.execute("select packet_id, embedding_id, distance, method from memsub.semantic_search("
+                                    "%s::vector, %s, 'content', p_mode => 'approximate')", [vector, K]).fetchall()
+                walks = kept.execute("select pg_stat_get_xact_numscans(%s::regclass)", [graph]).fetchone()
             assert len(rows) == K and {row[3] for row in rows} == {"approximate"}
-        assert app.execute(KEPT).fetchall() == []
+            assert walks is not None and walks[0] >= 1, f"search {number} did not walk {graph}"
+            with db384.connect("app", autocommit=True) as fresh:
+                assert search(fresh, BIG, vector, mode="approximate") == rows
+        statements = kept.execute(KEPT).fetchall()
+        assert [(generic, custom) for _, generic, custom in statements] == [(3, 0)], statements
 
 
 def test_a_deallocated_plan_is_prepared_again(retrieval_db):
