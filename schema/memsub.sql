@@ -1621,7 +1621,7 @@ CREATE FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean
 declare
     plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
     seen      text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
-    run       text;
+    prepared  text;
     found     memsub.retrieval_candidate[];
 begin
     if p_walk then
@@ -1629,36 +1629,39 @@ begin
         -- made for the average tenant (a few hundred rows), would sort that tenant's rows instead.
         perform pg_catalog.set_config('enable_sort', 'off', true);
     end if;
-    -- A prepared statement runs with the rights of the current role, whoever prepared it: it is run only when
-    -- the session's own login could act as that role anyway (not inside a SECURITY DEFINER function of
-    -- another owner), so a statement the login prepared under this name gains it nothing.
-    if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0
-       or not pg_catalog.pg_has_role(session_user, current_user, 'SET') then
+    if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0 then
         execute p_statement into found
             using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
-        if p_keep_plan and pg_catalog.strpos(seen, plan_name) = 0 then
+        if p_keep_plan then
             -- Planned for its own values the first time: a statement run once per session keeps nothing.
             perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
         end if;
         return found;
     end if;
-    run := format('execute %I(%L, %L, %L, %L, %L, %L, %L, %L)', plan_name, p_query, p_thread_id, p_tags,
-                  p_packet_type, p_since, p_until, p_min_importance, p_tenant_id);
-    begin
-        execute run into found;
-    exception when invalid_sql_statement_name then
-        -- Not prepared yet in this session, or deallocated since (DEALLOCATE ALL, DISCARD ALL).
-        execute format('prepare %I(vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) '
+    prepared := format('prepare %I(vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) '
                        'as %s', plan_name, p_statement);
-        execute run into found;
-    end;
+    -- Prepared statements belong to the session, and anyone who has used it (a client before this one on a
+    -- pooled connection, or code of the login's own) may have prepared a statement of their own under this
+    -- name; run with this call's context and role, it could read what they may not. The kept statement is
+    -- therefore run only when the session holds it as memsub prepared it, word for word (names in it are
+    -- resolved again under this function's search_path if the session's differed when it was prepared);
+    -- anything else under the name is replaced. The statement is prepared again after DEALLOCATE or DISCARD.
+    if not exists (select from pg_catalog.pg_prepared_statements s
+                    where s.name = plan_name and s.statement = prepared) then
+        if exists (select from pg_catalog.pg_prepared_statements s where s.name = plan_name) then
+            execute format('deallocate %I', plan_name);
+        end if;
+        execute prepared;
+    end if;
+    execute format('execute %I(%L, %L, %L, %L, %L, %L, %L, %L)', plan_name, p_query, p_thread_id, p_tags,
+                   p_packet_type, p_since, p_until, p_min_importance, p_tenant_id) into found;
     return found;
 end
 $$;
 
 ALTER FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, $4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later runs of the same statement text in a session use one generic plan kept as the prepared statement memsub_search_<md5 of the text>; otherwise, on the first run, and when the current role is one the session''s login cannot SET ROLE to, the statement is planned for its values. p_walk plans it with sorts disabled, so its rows come in the HNSW index''s order.';
+COMMENT ON FUNCTION memsub._nearest_candidates(p_statement text, p_keep_plan boolean, p_walk boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, $4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later runs of the same statement text in a session use one generic plan kept as the prepared statement memsub_search_<md5 of the text> (run only when the session holds it as prepared here, word for word: anything else under the name is replaced); otherwise, and on the first run, the statement is planned for its values. p_walk plans it with sorts disabled, so its rows come in the HNSW index''s order.';
 
 CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -5,8 +5,7 @@ Planning the candidate statement costs about 1 ms, as much as the exact scan of 
 run of a statement in a session, a prepared statement named ``memsub_search_<md5 of its text>`` runs one generic
 plan. These tests hold what that must not change: the same rows as a statement planned for its own values, a
 walk that still walks the graph, filter values read back exactly whatever the session's settings, a plan
-deallocated under it prepared again, and a statement prepared by the login under that name never run with the
-rights of another role (a SECURITY DEFINER function of another owner).
+deallocated under it prepared again, and a statement someone else prepared under that name never run.
 """
 
 from __future__ import annotations
@@ -127,21 +126,22 @@ def test_filter_values_reach_the_kept_plan_exactly_whatever_the_session_settings
         assert [(generic, custom) for _, generic, custom in app.execute(KEPT).fetchall()] == [(2, 0)]
 
 
-def test_a_statement_prepared_under_the_name_never_runs_with_another_roles_rights(db384):
-    """The login prepares its own statement under the kept plan's name. Called by the login, semantic_search runs
-    it (it is the login's own statement, with the login's own rights: the spy table records the login). Called
-    inside a SECURITY DEFINER function of another owner, it must not: the spy table records no run as the owner,
-    and the search returns the tenant's rows."""
-    tenant = uuid.uuid4()
+def test_a_statement_planted_under_the_name_never_runs(db384):
+    """Prepared statements belong to the session: a client before this one on a pooled connection, or the login's
+    own code, can prepare a statement of its own under the kept plan's name. Whoever then searches on that
+    session, in another tenant's context or inside a SECURITY DEFINER function of another owner, must get the
+    search, not the planted statement: the spy table, which records every run of it, stays empty."""
+    tenant, other = uuid.uuid4(), uuid.uuid4()
     owner = f"memsub_test_owner_{uuid.uuid4().hex[:8]}"
     rng = random.Random(5)
     with db384.connect(autocommit=True) as su:
         su.execute(sql.SQL("create role {} nologin in role memsub_app").format(sql.Identifier(owner)))
         try:
-            su.execute("create table public.spy (acting_role text)")
+            su.execute("create table public.spy (acting_role text, tenant text)")
             su.execute("grant select, insert on public.spy to public")
             su.execute("create function public.spy() returns memsub.retrieval_candidate[] language sql as $$ "
-                       "insert into public.spy values (current_user) returning null::memsub.retrieval_candidate[] $$")
+                       "insert into public.spy values (current_user, current_setting('memsub.tenant_id', true)) "
+                       "returning null::memsub.retrieval_candidate[] $$")
             su.execute("grant execute on function public.spy() to public")
             su.execute("create function public.search_as_owner(p_query vector) returns setof uuid "
                        "language sql security definer set search_path = pg_catalog, public "
@@ -150,30 +150,41 @@ def test_a_statement_prepared_under_the_name_never_runs_with_another_roles_right
                 sql.Identifier(owner)))
             su.execute("grant execute on function public.search_as_owner(vector) to public")
             with db384.connect("app", autocommit=True) as app:
-                with app.transaction():
-                    set_context(app, tenant)
-                    for i in range(12):
-                        write(app, {"packet_type": "memory_write", "timestamp": "2026-03-01T09:30:00Z",
-                                    "metadata": {"schema_version": "1.1.0", "agent": "test_agent",
-                                                 "domain": "search"},
-                                    "payload": {"text": f"note {i}"},
-                                    "memory": {"embeddings": [{"embedding_type": "content",
-                                                               "vector": unit_vector(rng)}]}})
+                for writer in (tenant, other):
+                    with app.transaction():
+                        set_context(app, writer)
+                        for i in range(12):
+                            write(app, {"packet_type": "memory_write", "timestamp": "2026-03-01T09:30:00Z",
+                                        "metadata": {"schema_version": "1.1.0", "agent": "test_agent",
+                                                     "domain": "search"},
+                                        "payload": {"text": f"note {i}"},
+                                        "memory": {"embeddings": [{"embedding_type": "content",
+                                                                   "vector": unit_vector(rng)}]}})
                 query = "[" + ",".join(str(v) for v in unit_vector(rng)) + "]"
-                genuine = [row[1] for row in search(app, tenant, query)]
-                assert [row[1] for row in search(app, tenant, query)] == genuine
+                genuine = {who: [row[1] for row in search(app, who, query)] for who in (tenant, other)}
+                assert [row[1] for row in search(app, tenant, query)] == genuine[tenant]
                 [(name, _, _)] = app.execute(KEPT).fetchall()
-                app.execute(sql.SQL("deallocate {}").format(sql.Identifier(name)))
-                app.execute(sql.SQL("prepare {}(vector, uuid, text[], text, timestamptz, timestamptz, "
-                                    "double precision, uuid) as select public.spy()").format(sql.Identifier(name)))
-                assert search(app, tenant, query) == []  # the login's own statement, run as the login
-                assert app.execute("select acting_role from public.spy").fetchall() == [(str(app.info.user),)]
+
+                def plant() -> None:
+                    app.execute(sql.SQL("deallocate {}").format(sql.Identifier(name)))
+                    app.execute(sql.SQL("prepare {}(vector, uuid, text[], text, timestamptz, timestamptz, "
+                                        "double precision, uuid) as select public.spy()").format(
+                                            sql.Identifier(name)))
+
+                plant()
+                assert [row[1] for row in search(app, other, query)] == genuine[other]
+                plant()
+                assert [row[1] for row in search(app, tenant, query)] == genuine[tenant]
+                plant()
                 with app.transaction():
                     set_context(app, tenant)
                     through_owner = [row[0] for row in app.execute("select * from public.search_as_owner(%s)",
                                                                    [query]).fetchall()]
-                assert through_owner == genuine
-                assert app.execute("select acting_role from public.spy").fetchall() == [(str(app.info.user),)]
+                assert through_owner == genuine[tenant]
+                assert app.execute("select * from public.spy").fetchall() == []
+                statement = app.execute("select statement from pg_prepared_statements where name = %s",
+                                        [name]).fetchone()
+                assert statement is not None and "public.spy" not in str(statement[0])
         finally:
             su.execute("drop function if exists public.search_as_owner(vector)")
             su.execute("drop table if exists public.spy")
