@@ -255,13 +255,15 @@ comment on function memsub._search_strategy(uuid, text, integer, text, integer) 
     'memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, '
     'the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
--- Its first signature, without p_walk.
+-- Its earlier signatures, which took the statement's text.
 drop function if exists memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid);
+drop function if exists memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid);
 
 create or replace function memsub._nearest_candidates(
-    p_statement      text,
+    p_embedding_type text,
+    p_pool           integer,
+    p_exact          boolean,
     p_keep_plan      boolean,
-    p_walk           boolean,
     p_query          vector,
     p_thread_id      uuid,
     p_tags           text[],
@@ -283,18 +285,69 @@ set plan_cache_mode = force_generic_plan
 set enable_sort = on
 as $$
 declare
-    plan_name text := 'memsub_search_' || pg_catalog.md5(p_statement);
+    v_filters text := case when p_tenant_id is not null then ' and e.tenant_id = $8' else '' end;
+    v_packets text := '';
+    statement text;
+    plan_name text;
     seen      text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
     prepared  text;
     found     memsub.retrieval_candidate[];
 begin
-    if p_walk then
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
+    if p_pool is null or p_pool not between 1 and 1000 then
+        raise exception 'memsub._nearest_candidates: pool must be between 1 and 1000, not %', coalesce(p_pool::text, 'NULL')
+            using errcode = '22023', column = 'pool';
+    end if;
+    if p_exact is null or p_keep_plan is null then
+        raise exception 'memsub._nearest_candidates: % must not be null',
+                        case when p_exact is null then 'exact' else 'keep_plan' end
+            using errcode = '22004', column = case when p_exact is null then 'exact' else 'keep_plan' end;
+    end if;
+    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $2'; end if;
+    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $3'; end if;
+    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $4'; end if;
+    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $5'; end if;
+    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $6'; end if;
+    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $7'; end if;
+
+    -- The nearest pool rows, the packet joined inside only when a packet filter needs it; then the winners'
+    -- packet. The exact scan sorts ids and distances only (the "+ 0" keeps its ordering off the HNSW index) and
+    -- reads the winners' text after; the walk takes their text with them (it sorts nothing, and a second read
+    -- of memory_embeddings cost 0.45 ms of planning and 0.15 ms of execution a call). The text is put together
+    -- from fixed fragments; every value is bound ($1 ... $8) except the embedding type (checked against the
+    -- vocabulary above) and the pool, written in as constants (see the head of this file). Every read of
+    -- memory_embeddings states the tenant, so a plan for the tenant's own values covers its partition only
+    -- (planning all 16 partitions and their indexes took about 3 ms a call); a kept generic plan plans all 16
+    -- once (6 to 27 ms, on its second run in the session) and opens only the tenant's when it starts.
+    statement := format(
+        'select array_agg(c order by c.distance) from ('
+        '  select n.tenant_id, n.embedding_id, %s, n.distance,'
+        '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
+        '    from (select e.tenant_id, e.embedding_id, %s(e.vector <=> $1)::double precision as distance'
+        '            from memsub.memory_embeddings e %s'
+        '           where e.embedding_type = %L %s %s'
+        '           order by %s'
+        '           limit %s) n%s'
+        '    join memsub.packet_store p on p.tenant_id = n.tenant_id and p.packet_id = %s) c',
+        case when p_exact then 'e.packet_id, e.chunk_index, e.chunk_text'
+             else 'n.packet_id, n.chunk_index, n.chunk_text' end,
+        case when p_exact then '' else 'e.packet_id, e.chunk_index, e.chunk_text, ' end,
+        case when v_packets = '' then ''
+             else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
+        p_embedding_type, v_filters, v_packets,
+        case when p_exact then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
+        p_pool,
+        case when p_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
+                               ' and e.embedding_id = n.embedding_id' || v_filters end,
+        case when p_exact then 'e.packet_id' else 'n.packet_id' end);
+    if not p_exact then
         -- The walk's rows come in the HNSW index's order, and nothing else may order them: a generic plan,
         -- made for the average tenant (a few hundred rows), would sort that tenant's rows instead.
         perform pg_catalog.set_config('enable_sort', 'off', true);
     end if;
+    plan_name := 'memsub_search_' || pg_catalog.md5(statement);
     if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0 then
-        execute p_statement into found
+        execute statement into found
             using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
         if p_keep_plan then
             -- Planned for its own values the first time: a statement run once per session keeps nothing.
@@ -303,7 +356,7 @@ begin
         return found;
     end if;
     prepared := format('prepare %I(vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) '
-                       'as %s', plan_name, p_statement);
+                       'as %s', plan_name, statement);
     -- Prepared statements belong to the session, and anyone who has used it (a client before this one on a
     -- pooled connection, or code of the login's own) may have prepared a statement of their own under this
     -- name; run with this call's context and role, it could read what they may not. The kept statement is
@@ -322,13 +375,15 @@ begin
     return found;
 end
 $$;
-comment on function memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) is
-    'Internal to memsub.semantic_search: runs its candidate statement (parameters $1 query, $2 thread, $3 tags, '
-    '$4 packet type, $5 since, $6 until, $7 min importance, $8 tenant). With p_keep_plan, the second and later '
-    'runs of the same statement text in a session use one generic plan kept as the prepared statement '
-    'memsub_search_<md5 of the text> (run only when the session holds it as prepared here, word for word: '
-    'anything else under the name is replaced); otherwise, and on the first run, the statement is planned for '
-    'its values. p_walk plans it with sorts disabled, so its rows come in the HNSW index''s order.';
+comment on function memsub._nearest_candidates(text, integer, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid) is
+    'Internal to memsub.semantic_search: the pool nearest visible embeddings of one type to p_query, by the '
+    'exact scan (p_exact) or the HNSW walk (planned with sorts disabled, so its rows come in the index''s order), '
+    'with the packet filters given (thread, tags, packet type, [since, until), min importance) and the tenant '
+    'when given. With p_keep_plan, the second and later runs of the same statement in a session use one generic '
+    'plan kept as the prepared statement memsub_search_<md5 of its text> (run only when the session holds it as '
+    'prepared here, word for word: anything else under the name is replaced); otherwise, and on the first run, '
+    'the statement is planned for its values. 22023 for an unknown embedding type or a pool outside 1-1000, '
+    '22004 for a NULL exact or keep_plan.';
 
 create or replace function memsub.semantic_search(
     p_query           vector,
@@ -364,9 +419,6 @@ declare
     v_ef       integer;
     v_rows     bigint;
     v_exact    boolean;
-    v_filters  text := '';
-    v_packets  text := '';
-    v_query    text;
     v_hits     memsub.retrieval_candidate[];
     v_ids      uuid[];
     v_scores   double precision[];
@@ -407,50 +459,12 @@ begin
       from memsub._search_strategy(v_tenant, p_embedding_type, v_pool, p_mode, p_ef_search) st;
     perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
 
-    if v_tenant is not null then
-        v_filters := ' and e.tenant_id = $8';
-    end if;
-    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $2'; end if;
-    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $3'; end if;
-    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $4'; end if;
-    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $5'; end if;
-    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $6'; end if;
-    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $7'; end if;
-
-    -- The nearest pool rows, the packet joined inside only when a packet filter needs it; then the winners'
-    -- packet. The exact scan sorts ids and distances only (the "+ 0" keeps its ordering off the HNSW index) and
-    -- reads the winners' text after; the walk takes their text with them (it sorts nothing, and a second read
-    -- of memory_embeddings cost 0.45 ms of planning and 0.15 ms of execution a call). The text
-    -- is put together from fixed fragments; every value is bound ($1 ... $8) except the embedding type (checked
-    -- against the vocabulary above) and the pool, written in as constants (see the head of this file). Every
-    -- read of memory_embeddings states the tenant, so a plan for the tenant's own values covers its partition
-    -- only (planning all 16 partitions and their indexes took about 3 ms a call); a kept generic plan plans
-    -- all 16 once (6 to 13 ms, on its second run in the session) and opens only the tenant's when it starts.
+    -- The candidates (memsub._nearest_candidates builds and runs the statement), by the method chosen; a walk
+    -- that comes back short is followed by the exact scan.
     loop
         v_exact := v_method = 'exact';
-        v_query := format(
-            'select array_agg(c order by c.distance) from ('
-            '  select n.tenant_id, n.embedding_id, %s, n.distance,'
-            '         p.importance_score, coalesce(p.last_accessed, p."timestamp") as last_active'
-            '    from (select e.tenant_id, e.embedding_id, %s(e.vector <=> $1)::double precision as distance'
-            '            from memsub.memory_embeddings e %s'
-            '           where e.embedding_type = %L %s %s'
-            '           order by %s'
-            '           limit %s) n%s'
-            '    join memsub.packet_store p on p.tenant_id = n.tenant_id and p.packet_id = %s) c',
-            case when v_exact then 'e.packet_id, e.chunk_index, e.chunk_text'
-                 else 'n.packet_id, n.chunk_index, n.chunk_text' end,
-            case when v_exact then '' else 'e.packet_id, e.chunk_index, e.chunk_text, ' end,
-            case when v_packets = '' then ''
-                 else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-            p_embedding_type, v_filters, v_packets,
-            case when v_exact then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
-            v_pool,
-            case when v_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
-                                   ' and e.embedding_id = n.embedding_id' || v_filters end,
-            case when v_exact then 'e.packet_id' else 'n.packet_id' end);
-        v_hits := memsub._nearest_candidates(v_query, not v_exact or v_rows <= 2000, not v_exact, p_query,
-                                             p_thread_id, p_tags, p_packet_type, p_since, p_until,
+        v_hits := memsub._nearest_candidates(p_embedding_type, v_pool, v_exact, not v_exact or v_rows <= 2000,
+                                             p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until,
                                              p_min_importance, v_tenant);
         exit when v_method = 'exact' or coalesce(cardinality(v_hits), 0) >= v_pool;
         v_method := 'exact';
@@ -667,7 +681,7 @@ grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),
     memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean),
     memsub._search_strategy(uuid, text, integer, text, integer),
-    memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid)
+    memsub._nearest_candidates(text, integer, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid)
     to memsub_app, memsub_analyst;
 grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
