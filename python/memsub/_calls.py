@@ -270,23 +270,11 @@ ContextRole = Literal["tenant_admin", "platform_admin"]
 def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id: UUID | str | None,
                 roles: Sequence[str], session_id: str | None) -> Call[None]:
     """memsub.set_context for this transaction. The tenant is always sent (NULL is a platform admin's context);
-    the other arguments only when given, so the usual context binds one to three values and no array."""
-    optional = (("org_id", text_or_none(org_id)), ("user_id", text_or_none(user_id)),
-                ("roles", list(roles) or None), ("session_id", session_id))
-    given = tuple(name for name, value in optional if value is not None)
-    return Call(_context_statement(given),
-                [text_or_none(tenant_id), *(value for _, value in optional if value is not None)], _no_rows)
-
-
-@functools.lru_cache(maxsize=16)
-def _context_statement(given: tuple[str, ...]) -> bytes:
-    """The text of a memsub.set_context call with the tenant and these named arguments."""
-    named = "".join(f", p_{name} => %s" for name in given)
-    return f"select memsub.set_context(%s{named})".encode()
-
-
-def _no_rows(_: list[Row]) -> None:
-    return None
+    the other arguments only when given (:func:`function`), so the usual context binds one to three values and
+    no array."""
+    return function("set_context", {"tenant_id": NULL if tenant_id is None else tenant_id, "org_id": org_id,
+                                    "user_id": user_id, "roles": list(roles) or None, "session_id": session_id},
+                    nothing())
 
 
 def set_context_signed(token: str) -> Call[None]:
