@@ -285,17 +285,19 @@ set plan_cache_mode = force_generic_plan
 set enable_sort = on
 as $$
 declare
-    v_filters text := case when p_tenant_id is not null then ' and e.tenant_id = $8' else '' end;
-    v_packets text := '';
-    statement text;
-    plan_name text;
-    seen      text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
-    prepared  text;
-    found     memsub.retrieval_candidate[];
+    tenant_filter  text := case when p_tenant_id is not null then ' and e.tenant_id = $8' else '' end;
+    packet_filters text := '';
+    statement      text;
+    plan_name      text;
+    seen           text := coalesce(pg_catalog.current_setting('memsub.search_plans_seen', true), '');
+    prepared       text;
+    held           text;  -- what the session holds under plan_name, if anything
+    found          memsub.retrieval_candidate[];
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
     if p_pool is null or p_pool not between 1 and 1000 then
-        raise exception 'memsub._nearest_candidates: pool must be between 1 and 1000, not %', coalesce(p_pool::text, 'NULL')
+        raise exception 'memsub._nearest_candidates: pool must be between 1 and 1000, not %',
+                        coalesce(p_pool::text, 'NULL')
             using errcode = '22023', column = 'pool';
     end if;
     if p_exact is null or p_keep_plan is null then
@@ -303,12 +305,12 @@ begin
                         case when p_exact is null then 'exact' else 'keep_plan' end
             using errcode = '22004', column = case when p_exact is null then 'exact' else 'keep_plan' end;
     end if;
-    if p_thread_id is not null then v_packets := v_packets || ' and p.thread_id = $2'; end if;
-    if p_tags is not null then v_packets := v_packets || ' and p.tags @> $3'; end if;
-    if p_packet_type is not null then v_packets := v_packets || ' and p.packet_type = $4'; end if;
-    if p_since is not null then v_packets := v_packets || ' and p."timestamp" >= $5'; end if;
-    if p_until is not null then v_packets := v_packets || ' and p."timestamp" < $6'; end if;
-    if p_min_importance is not null then v_packets := v_packets || ' and p.importance_score >= $7'; end if;
+    if p_thread_id is not null then packet_filters := packet_filters || ' and p.thread_id = $2'; end if;
+    if p_tags is not null then packet_filters := packet_filters || ' and p.tags @> $3'; end if;
+    if p_packet_type is not null then packet_filters := packet_filters || ' and p.packet_type = $4'; end if;
+    if p_since is not null then packet_filters := packet_filters || ' and p."timestamp" >= $5'; end if;
+    if p_until is not null then packet_filters := packet_filters || ' and p."timestamp" < $6'; end if;
+    if p_min_importance is not null then packet_filters := packet_filters || ' and p.importance_score >= $7'; end if;
 
     -- The nearest pool rows, the packet joined inside only when a packet filter needs it; then the winners'
     -- packet. The exact scan sorts ids and distances only (the "+ 0" keeps its ordering off the HNSW index) and
@@ -332,13 +334,13 @@ begin
         case when p_exact then 'e.packet_id, e.chunk_index, e.chunk_text'
              else 'n.packet_id, n.chunk_index, n.chunk_text' end,
         case when p_exact then '' else 'e.packet_id, e.chunk_index, e.chunk_text, ' end,
-        case when v_packets = '' then ''
+        case when packet_filters = '' then ''
              else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
-        p_embedding_type, v_filters, v_packets,
+        p_embedding_type, tenant_filter, packet_filters,
         case when p_exact then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
         p_pool,
         case when p_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
-                               ' and e.embedding_id = n.embedding_id' || v_filters end,
+                               ' and e.embedding_id = n.embedding_id' || tenant_filter end,
         case when p_exact then 'e.packet_id' else 'n.packet_id' end);
     if not p_exact then
         -- The walk's rows come in the HNSW index's order, and nothing else may order them: a generic plan,
@@ -363,9 +365,9 @@ begin
     -- therefore run only when the session holds it as memsub prepared it, word for word (names in it are
     -- resolved again under this function's search_path if the session's differed when it was prepared);
     -- anything else under the name is replaced. The statement is prepared again after DEALLOCATE or DISCARD.
-    if not exists (select from pg_catalog.pg_prepared_statements s
-                    where s.name = plan_name and s.statement = prepared) then
-        if exists (select from pg_catalog.pg_prepared_statements s where s.name = plan_name) then
+    select s.statement into held from pg_catalog.pg_prepared_statements s where s.name = plan_name;
+    if held is distinct from prepared then
+        if held is not null then
             execute format('deallocate %I', plan_name);
         end if;
         execute prepared;
