@@ -16,7 +16,8 @@
 --      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the one-sided
 --      95 % lower confidence bound of the mean recall@10 on its sample reaches the 0.95 goal
 --      (memsub._recall_lower_bound: the sample's error is judged from its own spread); a sample query is a
---      stored row of the tenant moved, in a random direction, as far as its nearest other row);
+--      stored row of the tenant moved, in a random direction, as far as its nearest other row
+--      (memsub._sample_query), and is walked by the search's own statement (memsub._nearest_candidates);
 --   3. the cheaper of the exact scan (cost ~ n rows) and the walk at that ef (~ 2.5 * ef / s candidates read
 --      plus 10 * ef for the graph), but always the exact scan when at no ef_search tune_search could afford
 --      the bound reached 0.95 (data without neighbourhood structure, where no graph index can deliver, never
@@ -514,6 +515,51 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'NULL otherwise.';
 
 -- 2.31: the result gained recall_bound; a result type changes only by drop and create.
+create or replace function memsub._sample_query(p_row vector, p_distance double precision) returns vector
+language plpgsql volatile security invoker parallel restricted
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+declare
+    v_row   real[];
+    v_noise double precision[];
+    v_along double precision;
+    v_length double precision;
+    v_angle double precision;
+begin
+    if p_row is null then
+        raise exception 'memsub._sample_query: row must not be null' using errcode = '22004', column = 'row';
+    end if;
+    if p_distance is null or p_distance = 'NaN' or p_distance not between 0 and 2 then
+        raise exception 'memsub._sample_query: distance must be between 0 and 2, not %', coalesce(p_distance::text, 'NULL')
+            using errcode = '22023', column = 'distance';
+    end if;
+    if vector_norm(p_row) = 0 then
+        raise exception 'memsub._sample_query: row must not be a zero vector' using errcode = '22023', column = 'row';
+    end if;
+    v_row := l2_normalize(p_row)::real[];
+    -- A random direction (normally distributed coordinates) less its part along the row: a unit vector at right
+    -- angles to it. The query lies on the great circle through both, at the angle whose cosine distance from the
+    -- row is p_distance. (A straight step of sqrt(2 d), then normalized, holds only for small d: for the 0.8 of
+    -- uniform random directions it landed at 0.39.)
+    v_noise := array(select sqrt(-2 * ln(1 - pg_catalog.random())) * cos(2 * pi() * pg_catalog.random())
+                       from unnest(v_row));
+    v_along := (select sum(n * r) from unnest(v_noise, v_row) u(n, r));
+    v_noise := array(select n - v_along * r from unnest(v_noise, v_row) u(n, r));
+    v_length := sqrt((select sum(n * n) from unnest(v_noise) n));
+    if v_length = 0 then
+        return v_row::vector;  -- one dimension: no direction at right angles to the row
+    end if;
+    v_noise := array(select n / v_length from unnest(v_noise) n);
+    v_angle := acos(1 - p_distance);
+    return l2_normalize(array(select cos(v_angle) * r + sin(v_angle) * n
+                                from unnest(v_row, v_noise) u(r, n))::vector);
+end
+$$;
+comment on function memsub._sample_query(vector, double precision) is
+    'Internal to memsub.tune_search: a unit vector at cosine distance p_distance (0 to 2) from p_row, in a '
+    'random direction (on the great circle through p_row and a random vector at right angles to it; a row of one '
+    'dimension gives its own direction). 22004 for a NULL row, 22023 for a zero row or a distance outside 0-2.';
+
 drop function if exists memsub.tune_search(integer, integer);
 create function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
 returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
@@ -530,7 +576,6 @@ declare
     v_sample   record;
     v_query    vector;
     v_distance double precision;
-    v_step     double precision;
     v_queries  vector[];
     v_truth    uuid[];
     v_truths   uuid[];
@@ -601,12 +646,7 @@ begin
                         '   and e.embedding_id <> $4 order by e.vector <=> $1 limit 1) n'
                    into v_distance using v_sample.vector, v_group.embedding_type, v_group.tenant_id,
                                          v_sample.embedding_id;
-                -- Two unit vectors at cosine distance d lie sqrt(2 d) apart.
-                v_step := sqrt(2 * greatest(coalesce(v_distance, 0), 0));
-                v_query := l2_normalize(v_sample.vector + array(
-                    select v_step * x from unnest(l2_normalize(array(
-                        select sqrt(-2 * ln(1 - pg_catalog.random())) * cos(2 * pi() * pg_catalog.random()) + 0 * g
-                          from generate_series(1, vector_dims(v_sample.vector)) g)::vector)::real[]) x)::vector);
+                v_query := memsub._sample_query(v_sample.vector, least(greatest(coalesce(v_distance, 0), 0), 2));
                 execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
@@ -624,11 +664,13 @@ begin
                 perform pg_catalog.set_config('hnsw.ef_search', v_ef::text, true);
                 v_recalls := '{}';
                 for i in 1 .. v_done loop
-                    -- The walk as semantic_search runs it.
-                    execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
-                            '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
-                            ' order by e.vector <=> $1 limit $2) n'
-                       into v_found using v_queries[i], p_k, v_group.embedding_type, v_group.tenant_id;
+                    -- The walk as semantic_search runs it: its statement, planned with sorts disabled. A plan for
+                    -- the tenant's own values may sort its rows instead (the planner prices a sort of a couple of
+                    -- thousand rows below the walk), and a sort's recall is always 1.
+                    select array_agg(c.embedding_id) into v_found
+                      from unnest(memsub._nearest_candidates(v_group.embedding_type, p_k, false, false, v_queries[i],
+                                                             null, null, null, null, null, null,
+                                                             v_group.tenant_id)) c;
                     v_recalls := v_recalls
                         || (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
                            ::double precision / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
@@ -671,8 +713,9 @@ $$;
 comment on function memsub.tune_search(integer, integer) is
     'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: '
     'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk '
-    'against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random '
-    'direction as far as its nearest other row), from the derived ef_search up '
+    '(semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries '
+    'made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, '
+    'memsub._sample_query), from the derived ef_search up '
     '(x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches '
     '0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its '
     'bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no '
@@ -689,6 +732,7 @@ grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
 grant execute on function memsub.tune_search(integer, integer) to memsub_platform_admin;
 grant execute on function memsub._recall_lower_bound(double precision[]) to memsub_platform_admin;
+grant execute on function memsub._sample_query(vector, double precision) to memsub_platform_admin;
 grant execute on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
 grant usage on type memsub.retrieval_candidate to memsub_app, memsub_analyst;
 -- The graph, hybrid and reflection functions require a tenant context.
