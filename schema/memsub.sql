@@ -1685,8 +1685,11 @@ begin
     if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0 then
         execute statement into found
             using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
-        if p_keep_plan then
-            -- Planned for its own values the first time: a statement run once per session keeps nothing.
+        -- Planned for its own values the first time: a statement run once per session keeps nothing. Each kept
+        -- plan covers every partition and its indexes in the session's memory, so a session notes (and later
+        -- keeps) at most max_kept_search_plans kinds; a kind past them is planned on every call. Each name in
+        -- the setting takes 47 characters ('memsub_search_', 32 hexadecimal digits, a space).
+        if p_keep_plan and pg_catalog.length(seen) / 47 < memsub.limit_value('max_kept_search_plans') then
             perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
         end if;
         return found;
@@ -1714,7 +1717,7 @@ $_$;
 
 ALTER FUNCTION memsub._nearest_candidates(p_embedding_type text, p_pool integer, p_exact boolean, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._nearest_candidates(p_embedding_type text, p_pool integer, p_exact boolean, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: the pool nearest visible embeddings of one type to p_query, by the exact scan (p_exact) or the HNSW walk (planned with sorts disabled, so its rows come in the index''s order), with the packet filters given (thread, tags, packet type, [since, until), min importance) and the tenant when given. With p_keep_plan, the second and later runs of the same statement in a session use one generic plan kept as the prepared statement memsub_search_<md5 of its text> (run only when the session holds it as prepared here, word for word: anything else under the name is replaced); otherwise, and on the first run, the statement is planned for its values. 22023 for an unknown embedding type or a pool outside 1-1000, 22004 for a NULL exact or keep_plan.';
+COMMENT ON FUNCTION memsub._nearest_candidates(p_embedding_type text, p_pool integer, p_exact boolean, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) IS 'Internal to memsub.semantic_search: the pool nearest visible embeddings of one type to p_query, by the exact scan (p_exact) or the HNSW walk (planned with sorts disabled, so its rows come in the index''s order), with the packet filters given (thread, tags, packet type, [since, until), min importance) and the tenant when given. With p_keep_plan, the second and later runs of the same statement in a session use one generic plan kept as the prepared statement memsub_search_<md5 of its text> (run only when the session holds it as prepared here, word for word: anything else under the name is replaced); otherwise, and on the first run, the statement is planned for its values. A session keeps at most the limit max_kept_search_plans of them; a statement past it is planned for its values on every call. 22023 for an unknown embedding type or a pool outside 1-1000, 22004 for a NULL exact or keep_plan.';
 
 CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -6645,6 +6648,7 @@ begin
         when 'max_k'               then 1000        -- k, candidates and limit of a similarity search
         when 'max_rows'            then 10000       -- rows one read may return (limit)
         when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
+        when 'max_kept_search_plans' then 32        -- kinds of search one session keeps a plan for
         when 'max_depth'           then 10          -- hops of a graph traversal
         when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
         when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function

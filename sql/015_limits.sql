@@ -31,6 +31,7 @@ begin
         when 'max_k'               then 1000        -- k, candidates and limit of a similarity search
         when 'max_rows'            then 10000       -- rows one read may return (limit)
         when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
+        when 'max_kept_search_plans' then 32        -- kinds of search one session keeps a plan for
         when 'max_depth'           then 10          -- hops of a graph traversal
         when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
         when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function

@@ -37,7 +37,8 @@
 -- statement in a session is planned for its own values; from the second on, a prepared statement named after
 -- the statement's text runs one generic plan, which opens only the tenant's partition when it starts. The exact
 -- scan of a bigger tenant is planned for its own values every time, so the planner can read the whole
--- partition where the tenant holds most of it.
+-- partition where the tenant holds most of it. A session keeps at most max_kept_search_plans such plans
+-- (sql/015_limits.sql).
 
 create or replace function memsub.combined_score(
     p_distance         double precision,
@@ -352,8 +353,11 @@ begin
     if not p_keep_plan or pg_catalog.strpos(seen, plan_name) = 0 then
         execute statement into found
             using p_query, p_thread_id, p_tags, p_packet_type, p_since, p_until, p_min_importance, p_tenant_id;
-        if p_keep_plan then
-            -- Planned for its own values the first time: a statement run once per session keeps nothing.
+        -- Planned for its own values the first time: a statement run once per session keeps nothing. Each kept
+        -- plan covers every partition and its indexes in the session's memory, so a session notes (and later
+        -- keeps) at most max_kept_search_plans kinds; a kind past them is planned on every call. Each name in
+        -- the setting takes 47 characters ('memsub_search_', 32 hexadecimal digits, a space).
+        if p_keep_plan and pg_catalog.length(seen) / 47 < memsub.limit_value('max_kept_search_plans') then
             perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
         end if;
         return found;
@@ -385,7 +389,9 @@ comment on function memsub._nearest_candidates(text, integer, boolean, boolean, 
     'when given. With p_keep_plan, the second and later runs of the same statement in a session use one generic '
     'plan kept as the prepared statement memsub_search_<md5 of its text> (run only when the session holds it as '
     'prepared here, word for word: anything else under the name is replaced); otherwise, and on the first run, '
-    'the statement is planned for its values. 22023 for an unknown embedding type or a pool outside 1-1000, '
+    'the statement is planned for its values. A session keeps at most the limit max_kept_search_plans of them; '
+    'a statement past it is planned for its values on every call. '
+    '22023 for an unknown embedding type or a pool outside 1-1000, '
     '22004 for a NULL exact or keep_plan.';
 
 create or replace function memsub.semantic_search(

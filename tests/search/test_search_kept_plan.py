@@ -198,3 +198,33 @@ def test_a_first_search_in_a_session_keeps_nothing(retrieval_db):
         assert app.execute(KEPT).fetchall() == []
         seen = app.execute("select current_setting('memsub.search_plans_seen', true)").fetchone()
         assert seen is not None and str(seen[0]).startswith("memsub_search_")
+
+
+def test_a_session_keeps_a_bounded_number_of_plans(db384):
+    """Each kind of search run twice in a session (embedding type, k, filters, walk or exact scan) keeps a plan
+    of all the partitions and their indexes in the session's memory. A caller that varies k or its filters must
+    not grow that without end: past the limit max_kept_search_plans, a new kind is planned for its values on
+    every call, with the same rows."""
+    bound = 4
+    spec = Spec(packets=400, types=("content",))
+    with db384.connect(autocommit=True) as su, db384.connect("app", autocommit=True) as app:
+        build(su, spec)
+        vector = query_vector(su, spec, 11)
+        su.execute("insert into memsub.limits (name, value) values ('max_kept_search_plans', %s)", [bound])
+        for k in range(1, bound + 4):
+            for _ in range(2):
+                assert len(nearest(app, vector, k)) == k
+        assert len(app.execute(KEPT).fetchall()) == bound
+        seen = app.execute("select current_setting('memsub.search_plans_seen', true)").fetchone()
+        assert seen is not None and len(str(seen[0]).split()) == bound
+        beyond = nearest(app, vector, bound + 3)  # a kind past the bound, run a third time
+        with db384.connect("app", autocommit=True) as fresh:
+            assert nearest(fresh, vector, bound + 3) == beyond
+        assert len(app.execute(KEPT).fetchall()) == bound
+
+
+def nearest(conn: Any, vector: str, k: int) -> list[tuple[Any, ...]]:
+    with conn.transaction():
+        set_context(conn, BIG)
+        return conn.execute("select embedding_id, distance from memsub.semantic_search(%s::vector, %s, 'content')",
+                            [vector, k]).fetchall()
