@@ -31,7 +31,9 @@ the client's per-call mode sends them):
   ``mode => 'exact'`` against ``store.search(("docs", tenant), query=..., limit=10)`` at pgvector's default
   ``hnsw.ef_search`` (40); recall@10 of each against the exact neighbours within the tenant (numpy), and the
   number of rows returned, and (from 2.30.0, memory_embeddings partitioned by tenant) the partition each named
-  tenant hashes to and its share of that partition's rows ("graph (share)"), the graph its walk reads.
+  tenant hashes to and its share of that partition's rows ("graph (share)"), the graph its walk reads, and the
+  ef_search ``tune_search`` reached for it with the lower bound of the recall it measured there ("tuned ef
+  (bound)"; blank where the cost model scans the tenant exactly without measuring its walk).
 
 On a database migrated by an older memsub without ``get_packets``, ``tune_search`` or ``p_mode`` (to measure
 "before"), the 100-item get is 100 ``get_packet`` calls in one pipeline, tuning is skipped and the exact variant
@@ -210,14 +212,18 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         # Where each named tenant's vectors lie: memory_embeddings partitioned by tenant (2.30.0) gives each
         # partition its own graph, which a tenant shares with the tenants hashed there.
         graph_share: dict[uuid.UUID, tuple[int, float]] = {}
+        # What tune_search left for each named tenant: the ef_search it reached and the lower bound of the recall
+        # it measured there (none where the cost model scans the tenant exactly without measuring its walk).
+        tuned: dict[uuid.UUID, tuple[int | None, float | None]] = {}
         if conn.execute("select to_regprocedure('memsub._embedding_partition(uuid)') is not null").fetchone()[0]:
             for tenant in tenants[:len(SHARES)]:
                 row = conn.execute(
-                    "select memsub._embedding_partition(%s), (select st.row_count::float8 / st.type_rows "
-                    "from memsub.search_stats st where st.tenant_id = %s and st.embedding_type = %s)",
+                    "select memsub._embedding_partition(%s), st.row_count::float8 / st.type_rows, st.ef_search, "
+                    "st.recall_bound from memsub.search_stats st where st.tenant_id = %s and st.embedding_type = %s",
                     [tenant, tenant, EMBEDDING_TYPE[kind]]).fetchone()
                 if row is not None and row[1] is not None:
                     graph_share[tenant] = (int(row[0]), float(row[1]))
+                    tuned[tenant] = (row[2], row[3])
 
     result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds,
                               "embed_seconds": embed_seconds}
@@ -332,6 +338,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         entry["rows"] = len(rows)
         if tenant in graph_share:
             entry["partition"], entry["graph_share"] = graph_share[tenant]
+            entry["tuned_ef_search"], entry["tuned_recall_bound"] = tuned[tenant]
         for side in ("langgraph", "memsub", "exact"):
             entry[side]["recall"] = recall(found[side], truth)
             entry[side]["short"] = sum(1 for f in found[side] if len(f) < min(K, len(rows)))
@@ -366,7 +373,7 @@ def render(results: dict[str, Any]) -> str:
                          f"LG {op['langgraph']['p50_ms']:.2f} / memsub {op['memsub']['p50_ms']:.2f}  {op['note']}")
         lines.append(f"  {'search k=10':<22} {'rows':>7} {'LG p50':>7} {'ms p50':>7} {'exact':>7} {'ratio':>6} "
                      f"{'ms/exact':>8} {'recall LG':>9} {'memsub':>7} {'short LG/ms':>11} {'walked':>6} "
-                     f"{'graph (share)':>13}")
+                     f"{'graph (share)':>13} {'tuned ef (bound)':>16}")
         for s in part["search"]:
             lines.append(f"  {s['share']:>6.1%} tenant{'':<9} {s['rows']:>7,} {s['langgraph']['p50_ms']:>7.2f} "
                          f"{s['memsub']['p50_ms']:>7.2f} {s['exact']['p50_ms']:>7.2f} {s['ratio_ops']:>6.2f} "
@@ -374,7 +381,9 @@ def render(results: dict[str, Any]) -> str:
                          f"{s['memsub']['recall']:>7.3f} {s['langgraph']['short']:>5}/{s['memsub']['short']:<5} "
                          f"{s['memsub']['approximate_share']:>6.0%} "
                          + (f"{'p' + format(s['partition'], '02d'):>6} ({s['graph_share']:.0%})"
-                            if "partition" in s else ""))
+                            if "partition" in s else "")
+                         + (f" {s['tuned_ef_search']:>8} ({s['tuned_recall_bound']:.3f})"
+                            if s.get("tuned_recall_bound") is not None else ""))
         lines.append("")
     return "\n".join(lines)
 
