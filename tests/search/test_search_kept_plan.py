@@ -24,12 +24,12 @@ K = 10
 KEPT = "select name, generic_plans, custom_plans from pg_prepared_statements where name like 'memsub\\_search\\_%'"
 
 
-def search(conn: Any, tenant: uuid.UUID, vector: str, **options: Any) -> list[tuple[Any, ...]]:
+def search(conn: Any, tenant: uuid.UUID, vector: str, k: int = K, **options: Any) -> list[tuple[Any, ...]]:
     named = "".join(f", p_{name} => %s" for name in options)
     with conn.transaction():
         set_context(conn, tenant)
         statement = f"select packet_id, embedding_id, distance, method from memsub.semantic_search(%s::vector, %s, 'content'{named})"  # noqa: S608, E501 - fixed argument names
-        return conn.execute(statement, [vector, K, *options.values()]).fetchall()
+        return conn.execute(statement, [vector, k, *options.values()]).fetchall()
 
 
 def test_the_kept_plan_returns_what_a_plan_for_each_call_returns(retrieval_db):
@@ -213,18 +213,12 @@ def test_a_session_keeps_a_bounded_number_of_plans(db384):
         su.execute("insert into memsub.limits (name, value) values ('max_kept_search_plans', %s)", [bound])
         for k in range(1, bound + 4):
             for _ in range(2):
-                assert len(nearest(app, vector, k)) == k
+                assert len(search(app, BIG, vector, k)) == k
         assert len(app.execute(KEPT).fetchall()) == bound
         seen = app.execute("select current_setting('memsub.search_plans_seen', true)").fetchone()
         assert seen is not None and len(str(seen[0]).split()) == bound
-        beyond = nearest(app, vector, bound + 3)  # a kind past the bound, run a third time
+        beyond = search(app, BIG, vector, bound + 3)  # a kind past the bound, run a third time
         with db384.connect("app", autocommit=True) as fresh:
-            assert nearest(fresh, vector, bound + 3) == beyond
+            assert search(fresh, BIG, vector, bound + 3) == beyond
         assert len(app.execute(KEPT).fetchall()) == bound
 
-
-def nearest(conn: Any, vector: str, k: int) -> list[tuple[Any, ...]]:
-    with conn.transaction():
-        set_context(conn, BIG)
-        return conn.execute("select embedding_id, distance from memsub.semantic_search(%s::vector, %s, 'content')",
-                            [vector, k]).fetchall()
