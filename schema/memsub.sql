@@ -1688,8 +1688,8 @@ begin
         -- Planned for its own values the first time: a statement run once per session keeps nothing. Each kept
         -- plan covers every partition and its indexes in the session's memory, so a session notes (and later
         -- keeps) at most max_kept_search_plans kinds; a kind past them is planned on every call. Each name in
-        -- the setting takes 47 characters ('memsub_search_', 32 hexadecimal digits, a space).
-        if p_keep_plan and pg_catalog.length(seen) / 47 < memsub.limit_value('max_kept_search_plans') then
+        -- the setting ends with a space.
+        if p_keep_plan and pg_catalog.regexp_count(seen, ' ') < memsub.limit_value('max_kept_search_plans') then
             perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
         end if;
         return found;
@@ -2372,13 +2372,12 @@ begin
     if p_row is null then
         raise exception 'memsub._sample_query: row must not be null' using errcode = '22004', column = 'row';
     end if;
-    if p_distance is null or p_distance = 'NaN' or p_distance not between 0 and 2 then
+    -- NaN sorts above every number, so it is not between 0 and 2 either.
+    if p_distance is null or p_distance not between 0 and 2 then
         raise exception 'memsub._sample_query: distance must be between 0 and 2, not %', coalesce(p_distance::text, 'NULL')
             using errcode = '22023', column = 'distance';
     end if;
-    if vector_norm(p_row) = 0 then
-        raise exception 'memsub._sample_query: row must not be a zero vector' using errcode = '22023', column = 'row';
-    end if;
+    perform memsub._check_vector(p_row, 'row');
     v_row := l2_normalize(p_row)::real[];
     -- A random direction (normally distributed coordinates) less its part along the row: a unit vector at right
     -- angles to it. The query lies on the great circle through both, at the angle whose cosine distance from the
@@ -2401,7 +2400,7 @@ $$;
 
 ALTER FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) IS 'Internal to memsub.tune_search: a unit vector at cosine distance p_distance (0 to 2) from p_row, in a random direction (on the great circle through p_row and a random vector at right angles to it; a row of one dimension gives its own direction). 22004 for a NULL row, 22023 for a zero row or a distance outside 0-2.';
+COMMENT ON FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) IS 'Internal to memsub.tune_search: a unit vector at cosine distance p_distance (0 to 2) from p_row, in a random direction (on the great circle through p_row and a random vector at right angles to it; a row of one dimension gives its own direction). 22004 for a NULL row; 22023 for a distance outside 0-2 or a row memsub._check_vector refuses (another dimension than the installation''s, no usable norm).';
 
 CREATE FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer) RETURNS TABLE(method text, ef_search integer, tenant_rows bigint, type_rows bigint, share double precision, recall double precision)
     LANGUAGE plpgsql STABLE
@@ -9973,7 +9972,8 @@ begin
                          order by pg_catalog.random()
                          limit p_samples) s
             loop
-                -- The cosine distance of the row's nearest other row, from the walk (a scale, not an answer).
+                -- The cosine distance of the row's nearest other row (a scale, not an answer: planned for the
+                -- tenant's values, a walk or, for a small tenant, a sort).
                 execute 'select min(n.distance) from (select e.vector <=> $1 as distance'
                         '  from memsub.memory_embeddings e where e.embedding_type = $2 and e.tenant_id = $3'
                         '   and e.embedding_id <> $4 order by e.vector <=> $1 limit 1) n'

@@ -356,8 +356,8 @@ begin
         -- Planned for its own values the first time: a statement run once per session keeps nothing. Each kept
         -- plan covers every partition and its indexes in the session's memory, so a session notes (and later
         -- keeps) at most max_kept_search_plans kinds; a kind past them is planned on every call. Each name in
-        -- the setting takes 47 characters ('memsub_search_', 32 hexadecimal digits, a space).
-        if p_keep_plan and pg_catalog.length(seen) / 47 < memsub.limit_value('max_kept_search_plans') then
+        -- the setting ends with a space.
+        if p_keep_plan and pg_catalog.regexp_count(seen, ' ') < memsub.limit_value('max_kept_search_plans') then
             perform pg_catalog.set_config('memsub.search_plans_seen', seen || plan_name || ' ', false);
         end if;
         return found;
@@ -520,7 +520,6 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); '
     'NULL otherwise.';
 
--- 2.31: the result gained recall_bound; a result type changes only by drop and create.
 create or replace function memsub._sample_query(p_row vector, p_distance double precision) returns vector
 language plpgsql volatile security invoker parallel restricted
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -535,13 +534,12 @@ begin
     if p_row is null then
         raise exception 'memsub._sample_query: row must not be null' using errcode = '22004', column = 'row';
     end if;
-    if p_distance is null or p_distance = 'NaN' or p_distance not between 0 and 2 then
+    -- NaN sorts above every number, so it is not between 0 and 2 either.
+    if p_distance is null or p_distance not between 0 and 2 then
         raise exception 'memsub._sample_query: distance must be between 0 and 2, not %', coalesce(p_distance::text, 'NULL')
             using errcode = '22023', column = 'distance';
     end if;
-    if vector_norm(p_row) = 0 then
-        raise exception 'memsub._sample_query: row must not be a zero vector' using errcode = '22023', column = 'row';
-    end if;
+    perform memsub._check_vector(p_row, 'row');
     v_row := l2_normalize(p_row)::real[];
     -- A random direction (normally distributed coordinates) less its part along the row: a unit vector at right
     -- angles to it. The query lies on the great circle through both, at the angle whose cosine distance from the
@@ -564,8 +562,10 @@ $$;
 comment on function memsub._sample_query(vector, double precision) is
     'Internal to memsub.tune_search: a unit vector at cosine distance p_distance (0 to 2) from p_row, in a '
     'random direction (on the great circle through p_row and a random vector at right angles to it; a row of one '
-    'dimension gives its own direction). 22004 for a NULL row, 22023 for a zero row or a distance outside 0-2.';
+    'dimension gives its own direction). 22004 for a NULL row; 22023 for a distance outside 0-2 or a row '
+    'memsub._check_vector refuses (another dimension than the installation''s, no usable norm).';
 
+-- 2.31: the result gained recall_bound; a result type changes only by drop and create.
 drop function if exists memsub.tune_search(integer, integer);
 create function memsub.tune_search(p_samples integer default 20, p_k integer default 10)
 returns table (tenant_id uuid, embedding_type text, row_count bigint, type_rows bigint, method text,
@@ -646,7 +646,8 @@ begin
                          order by pg_catalog.random()
                          limit p_samples) s
             loop
-                -- The cosine distance of the row's nearest other row, from the walk (a scale, not an answer).
+                -- The cosine distance of the row's nearest other row (a scale, not an answer: planned for the
+                -- tenant's values, a walk or, for a small tenant, a sort).
                 execute 'select min(n.distance) from (select e.vector <=> $1 as distance'
                         '  from memsub.memory_embeddings e where e.embedding_type = $2 and e.tenant_id = $3'
                         '   and e.embedding_id <> $4 order by e.vector <=> $1 limit 1) n'

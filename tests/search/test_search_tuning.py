@@ -195,7 +195,7 @@ def cosine_distance(a: list[float], b: list[float]) -> float:
 
 
 @pytest.mark.parametrize("distance", [0.0, 0.002, 0.05, 0.3, 0.8, 1.0, 1.6])
-def test_a_sample_query_lies_as_far_from_its_row_as_the_rows_nearest_other_row(db, distance):
+def test_a_sample_query_lies_as_far_from_its_row_as_the_rows_nearest_other_row(retrieval_db, distance):
     """tune_search's query made from a stored row lies at the cosine distance of that row's nearest other row,
     so its own row is no nearer to it than a new row's nearest would be. On uniform random directions that
     distance is large (about 0.8 for a tenant of 2,000 rows of 384 dimensions); a step right only for small
@@ -203,7 +203,7 @@ def test_a_sample_query_lies_as_far_from_its_row_as_the_rows_nearest_other_row(d
     for new queries."""
     rng = random.Random(int(distance * 1000))
     row = [rng.gauss(0, 1) for _ in range(384)]
-    queries = [sample_query(db, row, distance) for _ in range(3)]
+    queries = [sample_query(retrieval_db, row, distance) for _ in range(3)]
     for query in queries:
         assert cosine_distance(row, query) == pytest.approx(distance, abs=1e-5)
         assert sum(x * x for x in query) == pytest.approx(1.0, abs=1e-5)
@@ -213,9 +213,12 @@ def test_a_sample_query_lies_as_far_from_its_row_as_the_rows_nearest_other_row(d
 
 @pytest.mark.parametrize(("row", "distance", "sqlstate"), [
     (None, 0.5, "22004"), ("[1,2,3]", None, "22023"), ("[1,2,3]", -0.1, "22023"), ("[1,2,3]", 2.1, "22023"),
-    ("[1,2,3]", float("nan"), "22023"), ("[0,0,0]", 0.5, "22023")])
-def test_a_sample_query_refuses_what_has_no_direction_or_distance(db, row, distance, sqlstate):
-    with db.connect() as conn, pytest.raises(psycopg.Error) as caught:
+    ("[1,2,3]", float("nan"), "22023"), ("[0,0,0]", 0.5, "22023"),
+    ("[" + ",".join(["0"] * 384) + "]", 0.5, "22023")])
+def test_a_sample_query_refuses_what_has_no_direction_or_distance(retrieval_db, row, distance, sqlstate):
+    """A 384-dimension installation: a bad distance is refused first; then memsub._check_vector refuses a row of
+    another dimension and a zero row of the installation's."""
+    with retrieval_db.connect() as conn, pytest.raises(psycopg.Error) as caught:
         conn.execute("select memsub._sample_query(%s::vector, %s::double precision)", [row, distance])
     assert caught.value.sqlstate == sqlstate
 
