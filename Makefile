@@ -32,8 +32,12 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/python -m memsub.sqllint sql migrations
 
+# The suite waits on its server as much as it computes: two workers (each with its own cluster) keep both cores
+# busy. A file's tests stay in one worker, so its module fixtures are built once.
+TEST_WORKERS ?= 2
+
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Without a configured server the demo uses an embedded cluster in this checkout (.memsub/pgdata), never the
 # per-user one another checkout may be using; it stops that cluster again when it had to start it.

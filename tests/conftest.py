@@ -7,6 +7,10 @@ Server, in order of preference:
 
 The template database is migrated once per session; every test that asks for ``db`` gets its own database
 created from it (``CREATE DATABASE ... TEMPLATE``) by pytest-postgresql's DatabaseJanitor.
+
+``make test`` runs the suite in two pytest-xdist workers (``-n 2 --dist loadfile``: a file's tests stay in one
+worker). Each worker is a session of its own: its own embedded cluster, or, on a shared ``MEMSUB_TEST_DSN``
+server, databases whose fixed names carry the worker's id.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from pytest_postgresql.janitor import DatabaseJanitor
 
 from memsub.migrator import Migrator
 
-TEMPLATE_DB = "memsub_test_template"
-TEMPLATE_DB_384 = "memsub_test_template_384"
-RETRIEVAL_DB = "memsub_test_retrieval_data"
+# The pytest-xdist worker ("gw0", ...; empty without xdist), so that workers sharing one server never share a
+# database.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEMPLATE_DB = f"memsub_test_template{WORKER}"
+TEMPLATE_DB_384 = f"memsub_test_template_384{WORKER}"
+RETRIEVAL_DB = f"memsub_test_retrieval_data{WORKER}"
 
 # Login roles used by the tests, each a member of one memsub role (None: no memsub role at all).
 TEST_ROLES = {
@@ -154,8 +161,8 @@ def _apply_policy_mutation(dsn: str, mutation: str | None) -> None:
 
 
 POLICY_SWEEP_ENV = "MEMSUB_TEST_POLICY_SWEEP"
-PRISTINE_DB = "memsub_test_pristine"
-PRISTINE_DB_384 = "memsub_test_pristine_384"
+PRISTINE_DB = f"memsub_test_pristine{WORKER}"
+PRISTINE_DB_384 = f"memsub_test_pristine_384{WORKER}"
 NO_MUTATION = "none"
 
 if os.environ.get(POLICY_SWEEP_ENV):
