@@ -242,13 +242,18 @@ declare
     prefix text[] := coalesce(p_namespace_prefix, '{}');
     query  vector;
     found    memsub.langgraph_store_item[];
+    item     memsub.langgraph_store_item;
     expiring boolean;
     -- A filter of plain values (no operator, no object or array to compare) matches as JSON containment, one
     -- operator a row; any other filter is evaluated by memsub.langgraph_store_matches, a function call a row.
-    plain    boolean := not exists (select from jsonb_each(case when jsonb_typeof(p_filter) = 'object'
-                                                                then p_filter else '{}' end) f
-                                     where jsonb_typeof(f.value) in ('object', 'array'));
-    low      text;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
+    -- (An expression, not a query: a query costs a statement on every call.)
+    -- Strict mode: lax mode would unwrap an array value and test its elements.
+    plain    boolean := case when jsonb_typeof(p_filter) = 'object'
+                             then not jsonb_path_exists(p_filter,
+                                                        'strict $.* ? (@.type() == "object" || @.type() == "array")')
+                             else true end;
+    key_range record;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
+    low      text;
     high     text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
@@ -264,8 +269,13 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    select r.low, r.high into low, high from memsub._langgraph_store_key_range(tenant, prefix) r;
+    -- The vector check catches the cast's errors in a block of its own (a subtransaction): only for a query.
+    if p_query_embedding is not null then
+        query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
+    end if;
+    key_range := memsub._langgraph_store_key_range(tenant, prefix);
+    low := key_range.low;
+    high := key_range.high;
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
@@ -305,7 +315,9 @@ begin
            and i.key = p.key
            and i.ttl_minutes is not null;
     end if;
-    return query select * from unnest(found);
+    foreach item in array found loop
+        return next item;
+    end loop;
 end
 $$;
 comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text) is
