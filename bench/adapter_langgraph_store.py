@@ -1,13 +1,15 @@
 """memsub's LangGraph store against LangGraph's own PostgresStore, on one server, in one run.
 
-Usage: python bench/adapter_langgraph_store.py [--users 20] [--items 20] [--json]
+Usage: python bench/adapter_langgraph_store.py [--users 20] [--items 20] [--repeats 5] [--json]
 
 Both stores hold the same items (a short memory text and a few fields per item, under ("users", <id>, "memories"))
 with the same index configuration (64-dimension hashing embeddings of the text field), and run the same calls:
 a put, a get, a filtered search of one user's namespace, a natural-language search of it, and a namespace
-listing. memsub runs as a login in memsub_app (row-level security on, one transaction with set_context per
-call); PostgresStore as the owner of its own schema, set up as ``setup()`` does. Operations alternate between
-the sides in rounds. Ratios are memsub / PostgresStore throughput (> 1: memsub is faster) and p50 latency.
+listing. A put and a get run once an item; each user's searches and listing run ``--repeats`` times, so that
+every operation is timed over at least a hundred calls at the defaults. memsub runs as a login in memsub_app
+(row-level security on, one transaction with set_context per call); PostgresStore as the owner of its own
+schema, set up as ``setup()`` does. Operations alternate between the sides in rounds. Ratios are memsub /
+PostgresStore throughput (> 1: memsub is faster) and p50 latency.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def item(user: int, number: int) -> tuple[tuple[str, ...], str, dict[str, Any]]:
             {"text": f"user {user} mentioned {topic} on day {number}", "topic": topic, "day": number})
 
 
-def run(users: int, items: int) -> dict[str, Any]:
+def run(users: int, items: int, repeats: int) -> dict[str, Any]:
     embedder = HashingEmbedder(DIMS)
     index: Any = {"dims": DIMS, "embed": embedder.embed, "fields": ["text"]}
     with bench_database() as (superuser, app):
@@ -52,7 +54,7 @@ def run(users: int, items: int) -> dict[str, Any]:
         work = [item(user, number) for number in range(items) for user in range(users)]
         put = alternate(work, {name: (lambda it, s=store: s.put(*it)) for name, store in sides.items()})
         get = alternate(work, {name: (lambda it, s=store: s.get(it[0], it[1])) for name, store in sides.items()})
-        user_ids = [str(user) for user in range(users)]
+        user_ids = [str(user) for user in range(users)] * repeats
         filtered = alternate(user_ids, {name: (lambda u, s=store: s.search(("users", u), filter={"topic": "tea"},
                                                                             limit=10))
                                         for name, store in sides.items()})
@@ -66,7 +68,7 @@ def run(users: int, items: int) -> dict[str, Any]:
             assert len(store.list_namespaces(prefix=("users",), limit=1000)) == users
         pool.close()
         peer.close()
-    return {"environment": env, "users": users, "items": items,
+    return {"environment": env, "users": users, "items": items, "repeats": repeats,
             "results": [compare("put (one item, embedded)", put, PEER), compare("get by key", get, PEER),
                         compare("search with a filter", filtered, PEER),
                         compare("search by a query (top 5)", query, PEER),
@@ -76,12 +78,13 @@ def run(users: int, items: int) -> dict[str, Any]:
 def render_report(report: dict[str, Any]) -> str:
     return render("memsub LangGraph store vs LangGraph PostgresStore (same server, same run)",
                   environment_line(report["environment"]),
-                  f"{report['users']} users x {report['items']} items; memsub as a memsub_app login with RLS", PEER,
+                  f"{report['users']} users x {report['items']} items, each user's searches and listing "
+                  f"{report.get('repeats', 1)} times; memsub as a memsub_app login with RLS", PEER,
                   report["results"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    return adapter_main(argv, __doc__, {"users": 20, "items": 20}, run, render_report)
+    return adapter_main(argv, __doc__, {"users": 20, "items": 20, "repeats": 5}, run, render_report)
 
 
 if __name__ == "__main__":
