@@ -246,15 +246,12 @@ declare
     expiring boolean;
     -- A filter of plain values (no operator, no object or array to compare) matches as JSON containment, one
     -- operator a row; any other filter is evaluated by memsub.langgraph_store_matches, a function call a row.
-    -- (An expression, not a query: a query costs a statement on every call.)
-    -- Strict mode: lax mode would unwrap an array value and test its elements.
+    -- The path is strict: lax mode would unwrap an array value and test its elements.
     plain    boolean := case when jsonb_typeof(p_filter) = 'object'
                              then not jsonb_path_exists(p_filter,
                                                         'strict $.* ? (@.type() == "object" || @.type() == "array")')
                              else true end;
     key_range record;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
-    low      text;
-    high     text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
@@ -274,8 +271,6 @@ begin
         query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     end if;
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
-    low := key_range.low;
-    high := key_range.high;
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
     with candidates as (
@@ -291,7 +286,7 @@ begin
                              and vector_dims(v.embedding) = vector_dims(query)) end as score
           from memsub.langgraph_store_items i
          where i.tenant_id = tenant
-           and i.namespace_key >= low and i.namespace_key < high
+           and i.namespace_key >= key_range.low and i.namespace_key < key_range.high
            and i.namespace[1:cardinality(prefix)] = prefix
            and (i.expires_at is null or i.expires_at > now())
            and (p_filter is null
@@ -337,9 +332,8 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub._require_tenant_id();
-    low    text;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
-    high   text;
+    tenant    uuid := memsub._require_tenant_id();
+    key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
        or (p_max_depth is not null and p_max_depth < 1) then
@@ -349,9 +343,8 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
-    select r.low, r.high into low, high
-      from memsub._langgraph_store_key_range(
-               tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]) r;
+    key_range := memsub._langgraph_store_key_range(
+        tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]);
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
     -- key's parts are the labels); then the prefix and suffix (a label '*' matches any label), the depth and the
     -- page, over those few.
@@ -360,7 +353,8 @@ begin
       from (select case when p_max_depth is null then k.labels else k.labels[1:p_max_depth] end as truncated
               from (select string_to_array(d.namespace_key, '.') collate "C" as labels
                       from (select distinct i.namespace_key from memsub.langgraph_store_items i
-                             where i.tenant_id = tenant and i.namespace_key >= low and i.namespace_key < high
+                             where i.tenant_id = tenant and i.namespace_key >= key_range.low
+                               and i.namespace_key < key_range.high
                                and (i.expires_at is null or i.expires_at > now())) d) k
              where (p_prefix is null or (cardinality(k.labels) >= cardinality(p_prefix)
                     and not exists (select from unnest(p_prefix) with ordinality as p(label, position)
