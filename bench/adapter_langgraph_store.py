@@ -78,8 +78,8 @@ def run(users: int, items: int, repeats: int) -> dict[str, Any]:
 def render_report(report: dict[str, Any]) -> str:
     return render("memsub LangGraph store vs LangGraph PostgresStore (same server, same run)",
                   environment_line(report["environment"]),
-                  f"{report['users']} users x {report['items']} items, each user's searches and listing "
-                  f"{report.get('repeats', 1)} times; memsub as a memsub_app login with RLS", PEER,
+                  f"{report['users']} users x {report['items']} items, each user's searches and listing run "
+                  f"{report['repeats']}x; memsub as a memsub_app login with RLS", PEER,
                   report["results"])
 
 

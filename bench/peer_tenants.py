@@ -210,11 +210,10 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
                             "and 'p_mode' = any(proargnames))").fetchone()
         exact_option = b", p_mode => 'exact'" if mode and mode[0] else b", p_exact_below => 100000"
         # Where each named tenant's vectors lie: memory_embeddings partitioned by tenant (2.30.0) gives each
-        # partition its own graph, which a tenant shares with the tenants hashed there.
-        graph_share: dict[uuid.UUID, tuple[int, float]] = {}
-        # What tune_search left for each named tenant: the ef_search it reached and the lower bound of the recall
-        # it measured there (none where the cost model scans the tenant exactly without measuring its walk).
-        tuned: dict[uuid.UUID, tuple[int | None, float | None]] = {}
+        # partition its own graph, which a tenant shares with the tenants hashed there. With it, what tune_search
+        # left for the tenant: the ef_search it reached and the lower bound of the recall it measured there (none
+        # where the cost model scans the tenant exactly without measuring its walk).
+        placement: dict[uuid.UUID, dict[str, Any]] = {}
         if conn.execute("select to_regprocedure('memsub._embedding_partition(uuid)') is not null").fetchone()[0]:
             for tenant in tenants[:len(SHARES)]:
                 row = conn.execute(
@@ -222,8 +221,8 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
                     "st.recall_bound from memsub.search_stats st where st.tenant_id = %s and st.embedding_type = %s",
                     [tenant, tenant, EMBEDDING_TYPE[kind]]).fetchone()
                 if row is not None and row[1] is not None:
-                    graph_share[tenant] = (int(row[0]), float(row[1]))
-                    tuned[tenant] = (row[2], row[3])
+                    placement[tenant] = {"partition": int(row[0]), "graph_share": float(row[1]),
+                                         "tuned_ef_search": row[2], "tuned_recall_bound": row[3]}
 
     result: dict[str, Any] = {"kind": kind, "operations": [], "search": [], "tune_seconds": tune_seconds,
                               "embed_seconds": embed_seconds}
@@ -336,9 +335,7 @@ def run_kind(kind: str, args: argparse.Namespace, superuser: str, app: str, lang
         entry["exact"] = latency_summary(timings["exact"])
         entry["share"] = share
         entry["rows"] = len(rows)
-        if tenant in graph_share:
-            entry["partition"], entry["graph_share"] = graph_share[tenant]
-            entry["tuned_ef_search"], entry["tuned_recall_bound"] = tuned[tenant]
+        entry.update(placement.get(tenant, {}))
         for side in ("langgraph", "memsub", "exact"):
             entry[side]["recall"] = recall(found[side], truth)
             entry[side]["short"] = sum(1 for f in found[side] if len(f) < min(K, len(rows)))
