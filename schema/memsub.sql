@@ -1442,10 +1442,16 @@ CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller 
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 begin
-    return (p_value #>> '{}')::vector;
-exception when others then
-    raise exception '%: % must be an array of numbers', p_caller, p_field
-        using errcode = '22023', column = p_field;
+    -- No query, no check: the block that catches the cast's errors is a subtransaction, entered only for a value.
+    if p_value is null then
+        return null;
+    end if;
+    begin
+        return (p_value #>> '{}')::vector;
+    exception when others then
+        raise exception '%: % must be an array of numbers', p_caller, p_field
+            using errcode = '22023', column = p_field;
+    end;
 end
 $$;
 
@@ -6309,10 +6315,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    -- The vector check catches the cast's errors in a block of its own (a subtransaction): only for a query.
-    if p_query_embedding is not null then
-        query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.

@@ -267,10 +267,16 @@ language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
-    return (p_value #>> '{}')::vector;
-exception when others then
-    raise exception '%: % must be an array of numbers', p_caller, p_field
-        using errcode = '22023', column = p_field;
+    -- No query, no check: the block that catches the cast's errors is a subtransaction, entered only for a value.
+    if p_value is null then
+        return null;
+    end if;
+    begin
+        return (p_value #>> '{}')::vector;
+    exception when others then
+        raise exception '%: % must be an array of numbers', p_caller, p_field
+            using errcode = '22023', column = p_field;
+    end;
 end
 $$;
 comment on function memsub._json_query_vector(jsonb, text, text) is

@@ -266,10 +266,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    -- The vector check catches the cast's errors in a block of its own (a subtransaction): only for a query.
-    if p_query_embedding is not null then
-        query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
-    end if;
+    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
