@@ -2,10 +2,10 @@
 --
 -- Identity and request context.
 --
--- The tenant context is transaction-local: memsub.set_context() stores it with set_config(..., true), so it
--- ends with the transaction and cannot leak to the next user of a pooled connection. Row-level security
--- policies read it through the small STABLE functions below, always wrapped as (select memsub.fn()) so the
--- value is computed once per query.
+-- The tenant context is transaction-local: memsub.set_context() (015_identity_binding.sql, next to the bindings
+-- it checks) stores it with set_config(..., true), so it ends with the transaction and cannot leak to the next
+-- user of a pooled connection. Row-level security policies read it through the small STABLE functions below,
+-- always wrapped as (select memsub.fn()) so the value is computed once per query.
 
 create or replace function memsub._check_context_role(p_role text, p_caller text) returns text
 language plpgsql immutable security invoker parallel safe
@@ -23,41 +23,6 @@ $$;
 comment on function memsub._check_context_role(text, text) is
     'Internal: refuses (22023, column roles, the known roles in the hint) a requested context role that is not one '
     'of memsub.context_roles(), the message naming the calling function p_caller. Returns the role.';
-
-create or replace function memsub.set_context(
-    p_tenant_id  uuid,
-    p_org_id     uuid   default null,
-    p_user_id    uuid   default null,
-    p_roles      text[] default '{}',
-    p_session_id text   default null
-) returns void
-language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-declare
-    requested text;
-begin
-    if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
-        raise exception 'memsub.set_context: tenant_id must not be null'
-            using errcode = '22004', column = 'tenant_id',
-                  hint = 'Only a platform_admin context may omit the tenant.';
-    end if;
-    foreach requested in array coalesce(p_roles, '{}') loop
-        perform memsub._check_context_role(requested, 'memsub.set_context');
-        if not pg_catalog.pg_has_role(current_user, 'memsub_' || requested, 'MEMBER') then
-            raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
-                using errcode = '42501', column = 'roles';
-        end if;
-    end loop;
-    -- the login's binding decides which tenants and organizations it may act for (015_identity_binding.sql)
-    perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
-end
-$$;
-comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
-    'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. '
-    'Context roles tenant_admin/platform_admin require membership in memsub_tenant_admin/memsub_platform_admin; '
-    'the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction '
-    'acts for one tenant.';
 
 -- The context is read back only with its seal: settings written by hand (set_config, SET) or changed after
 -- memsub.set_context are refused, so the tenant is the one the binding or a signed token allowed.

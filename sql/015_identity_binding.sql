@@ -142,6 +142,76 @@ comment on function memsub.seal_context(uuid, uuid, uuid, text[], text) is
     'bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in '
     'one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
 
+create or replace function memsub.set_context(
+    p_tenant_id  uuid,
+    p_org_id     uuid   default null,
+    p_user_id    uuid   default null,
+    p_roles      text[] default '{}',
+    p_session_id text   default null
+) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_login name := session_user;
+    requested text;
+    found record;
+    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    -- The message the seal covers starts with these (memsub.store_context says why).
+    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
+begin
+    if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
+        raise exception 'memsub.set_context: tenant_id must not be null'
+            using errcode = '22004', column = 'tenant_id',
+                  hint = 'Only a platform_admin context may omit the tenant.';
+    end if;
+    if cardinality(p_roles) > 0 then
+        foreach requested in array p_roles loop
+            perform memsub._check_context_role(requested, 'memsub.set_context');
+            if not pg_catalog.pg_has_role(v_login, 'memsub_' || requested, 'MEMBER') then
+                raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
+                    using errcode = '42501', column = 'roles';
+            end if;
+        end loop;
+    end if;
+    -- An application login's context (a binding allows it, and the transaction has no other tenant's) is
+    -- checked and written here, in one frame: every transaction of every call starts with it, and each nested
+    -- call (memsub.seal_context, memsub.store_context) costs it more than the work it does. Every other case
+    -- (no binding, a platform admin or superuser, a second tenant) takes memsub.seal_context, which decides.
+    select k.inner_pad, k.outer_pad,
+           p_tenant_id is null
+           or exists (select from memsub.login_bindings b
+                       where b.login = v_login
+                         and (b.bound_tenant_id is null
+                              or (b.bound_tenant_id = p_tenant_id
+                                  and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as bound
+      into found from memsub.context_keys k where k.key_id = 'seal';
+    if not found.bound or (previous is not null and previous is distinct from p_tenant_id::text) then
+        perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+        return;
+    end if;
+    -- memsub.store_context's statement, the same settings and the same seal.
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
+            pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
+            pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
+            pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
+            pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
+            pg_catalog.set_config('memsub.context_seal',
+                pg_catalog.encode(pg_catalog.sha256(found.outer_pad || pg_catalog.sha256(found.inner_pad
+                    || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
+                           pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                           pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+                true);
+end
+$$;
+comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
+    'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. '
+    'Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; '
+    'the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction '
+    'acts for one tenant.';
+
 -- Signed contexts ---------------------------------------------------------------------------------------
 
 create or replace function memsub.base64url_decode(p_text text, p_field text) returns bytea
