@@ -5393,11 +5393,13 @@ begin
                s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
                s.trace_id, s.write_seq
           from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
-         -- A nested loop of key searches, one per id and tenant: the generic plan's estimate of the ids is small
-         -- whatever the call passes, so it never turns into a join over a big tenant's rows
-         -- (tests/packets/test_packet_read_cost.py counts the rows read).
+         -- A nested loop of key searches, one per id and tenant (tests/packets/test_packet_read_cost.py counts
+         -- the rows read). OFFSET 0 keeps the lateral subquery from being flattened into a join, which the planner
+         -- would then be free to run as a hash join over a scan of every row the tenant condition matches: its
+         -- choice when one tenant holds most of the table and the table is small enough to look cheap to scan.
          cross join lateral (select k.* from memsub.packet_store k
-                              where k.tenant_id = any(v_tenants) and k.packet_id = w.id) s
+                              where k.tenant_id = any(v_tenants) and k.packet_id = w.id
+                              offset 0) s
          order by w.n;
 end
 $$;

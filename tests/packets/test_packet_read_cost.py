@@ -131,6 +131,29 @@ def test_get_packets_reads_only_the_packets_asked_for(db):
             assert touched <= 2 * len(wanted), f"get_packets read {touched} packet rows for {len(wanted)} ids"
 
 
+def test_a_read_searches_the_key_when_one_tenant_holds_every_packet(db):
+    """A store with one tenant (a new installation, a single-tenant one): the generic plan must still search the
+    key per id. Planned as a join, it found the tenant's condition matching every row and read them all (a scan
+    of the table and a hash join) for each id asked for."""
+    with db.connect() as conn:
+        conn.execute(
+            "insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, content_hash)"
+            " select ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid, 'event',"
+            "        jsonb_build_object('payload', i), %s, 'shared', md5(i::text)"
+            "   from generate_series(0, 599) i", [TENANT_A])
+        conn.execute("analyze memsub.packet_store")
+        conn.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for number in range(7):  # a few calls: the cached (generic) plan from the sixth on
+            before = packets_touched(conn)
+            found = conn.execute("select packet_id from memsub.get_packet(%s, false)",
+                                 [packet_id(0, number)]).fetchall()
+            touched = packets_touched(conn) - before
+            assert found == [(packet_id(0, number),)]
+            assert touched <= 2, f"get_packet read {touched} packet rows for one id"
+
+
 def partitions_opened(conn: psycopg.Connection[Any]) -> int:
     """The partitions of memory_embeddings whose indexes this transaction has opened (and holds locks on). A
     cached plan locks every partition when it starts, but opens a partition's index only for a scan it runs or may
