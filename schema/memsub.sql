@@ -4474,7 +4474,8 @@ begin
     if tenant is null then
         return null;
     end if;
-    -- The seal memsub.store_context (015_identity_binding.sql) wrote, recomputed with the same expression.
+    -- The seal memsub.set_context or memsub.store_context (015_identity_binding.sql) wrote, recomputed with the
+    -- same expression.
     select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
@@ -8381,51 +8382,6 @@ ALTER FUNCTION memsub.revoke_api_key(p_key_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.revoke_api_key(p_key_id text) IS 'Revokes an API key by its key_id: it never authenticates again. True when a live key of a tenant the context manages was revoked. Needs a tenant_admin or platform_admin context.';
 
-CREATE FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_login name := session_user;
-    mode text;
-begin
-    -- The binding that allows the context is looked up first: it is what an application login has, and it
-    -- settles the check with one index search.
-    if p_tenant_id is not null
-       and not exists (select from memsub.login_bindings b
-                        where b.login = v_login
-                          and (b.bound_tenant_id is null
-                               or (b.bound_tenant_id = p_tenant_id
-                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id))))
-       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
-       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
-        if not exists (select from memsub.login_bindings b where b.login = v_login) then
-            mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
-                             'refuse');
-            if mode is distinct from 'allow' then
-                raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
-                    using errcode = '42501', column = 'tenant_id',
-                          hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
-                                 'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
-            end if;
-        elsif exists (select from memsub.login_bindings b
-                       where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
-            raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
-                            v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
-                using errcode = '42501', column = 'org_id';
-        else
-            raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
-                using errcode = '42501', column = 'tenant_id';
-        end if;
-    end if;
-    perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
-end
-$$;
-
-ALTER FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'The binding check behind memsub.set_context: refuses a tenant/organization the login (session_user) is not bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
-
 CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -8813,10 +8769,11 @@ CREATE FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL:
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_login name := session_user;
+    v_login   name := session_user;
     requested text;
-    found record;
-    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    found     record;
+    mode      text;
+    previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
     -- The message the seal covers starts with these (memsub.store_context says why).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
@@ -8834,10 +8791,8 @@ begin
             end if;
         end loop;
     end if;
-    -- An application login's context (a binding allows it, and the transaction has no other tenant's) is
-    -- checked and written here, in one frame: every transaction of every call starts with it, and each nested
-    -- call (memsub.seal_context, memsub.store_context) costs it more than the work it does. Every other case
-    -- (no binding, a platform admin or superuser, a second tenant) takes memsub.seal_context, which decides.
+    -- One query reads the seal key and whether a binding of the login allows the context: what an application
+    -- login has, settled by one index search.
     select k.inner_pad, k.outer_pad,
            p_tenant_id is null
            or exists (select from memsub.login_bindings b
@@ -8846,11 +8801,37 @@ begin
                               or (b.bound_tenant_id = p_tenant_id
                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as bound
       into found from memsub.context_keys k where k.key_id = 'seal';
-    if not found.bound or (previous is not null and previous is distinct from p_tenant_id::text) then
-        perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+    if not found.bound
+       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
+        if not exists (select from memsub.login_bindings b where b.login = v_login) then
+            mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
+                             'refuse');
+            if mode is distinct from 'allow' then
+                raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
+                    using errcode = '42501', column = 'tenant_id',
+                          hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
+                                 'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+            end if;
+        elsif exists (select from memsub.login_bindings b
+                       where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
+            raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
+                            v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
+                using errcode = '42501', column = 'org_id';
+        else
+            raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
+                using errcode = '42501', column = 'tenant_id';
+        end if;
+    end if;
+    -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
+    -- or over settings written by hand, writes.
+    if previous is not null and previous is distinct from p_tenant_id::text then
+        perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
         return;
     end if;
-    -- memsub.store_context's statement, the same settings and the same seal.
+    -- Otherwise memsub.store_context's statement, here: every transaction of every call starts with set_context,
+    -- and a call of store_context (a frame, its own search_path setting, another read of the key) cost it a
+    -- fifth of its time. The same settings and the same seal.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
@@ -8869,7 +8850,7 @@ $$;
 
 ALTER FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction acts for one tenant.';
+COMMENT ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; the tenant and organization must be ones the login (session_user) is bound to (memsub.bind_login): an unbound login is refused unless installation_settings.unbound_logins = ''allow'', platform admins and superusers need no binding. One transaction acts for one tenant.';
 
 CREATE FUNCTION memsub.set_context_signed(p_token text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9081,7 +9062,7 @@ $$;
 
 ALTER FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
+COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
 
 CREATE TABLE memsub.memory_embeddings (
     embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -14857,10 +14838,6 @@ GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags 
 
 REVOKE ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) TO memsub_tenant_admin;
-
-REVOKE ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.seal_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;

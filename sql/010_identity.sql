@@ -37,7 +37,8 @@ begin
     if tenant is null then
         return null;
     end if;
-    -- The seal memsub.store_context (015_identity_binding.sql) wrote, recomputed with the same expression.
+    -- The seal memsub.set_context or memsub.store_context (015_identity_binding.sql) wrote, recomputed with the
+    -- same expression.
     select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
        pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad

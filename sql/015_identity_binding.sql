@@ -93,26 +93,55 @@ $$;
 comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
     'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, '
     'transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to '
-    'nobody: called by memsub.seal_context and memsub.set_context_signed after their checks.';
+    'nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
 
-create or replace function memsub.seal_context(
-    p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
+-- The binding check of set_context was a function of its own, memsub.seal_context, until set_context did it itself.
+drop function if exists memsub.seal_context(uuid, uuid, uuid, text[], text);
+
+create or replace function memsub.set_context(
+    p_tenant_id  uuid,
+    p_org_id     uuid   default null,
+    p_user_id    uuid   default null,
+    p_roles      text[] default '{}',
+    p_session_id text   default null
 ) returns void
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_login name := session_user;
-    mode text;
+    v_login   name := session_user;
+    requested text;
+    found     record;
+    mode      text;
+    previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    -- The message the seal covers starts with these (memsub.store_context says why).
+    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
-    -- The binding that allows the context is looked up first: it is what an application login has, and it
-    -- settles the check with one index search.
-    if p_tenant_id is not null
-       and not exists (select from memsub.login_bindings b
-                        where b.login = v_login
-                          and (b.bound_tenant_id is null
-                               or (b.bound_tenant_id = p_tenant_id
-                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id))))
+    if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
+        raise exception 'memsub.set_context: tenant_id must not be null'
+            using errcode = '22004', column = 'tenant_id',
+                  hint = 'Only a platform_admin context may omit the tenant.';
+    end if;
+    if cardinality(p_roles) > 0 then
+        foreach requested in array p_roles loop
+            perform memsub._check_context_role(requested, 'memsub.set_context');
+            if not pg_catalog.pg_has_role(v_login, 'memsub_' || requested, 'MEMBER') then
+                raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
+                    using errcode = '42501', column = 'roles';
+            end if;
+        end loop;
+    end if;
+    -- One query reads the seal key and whether a binding of the login allows the context: what an application
+    -- login has, settled by one index search.
+    select k.inner_pad, k.outer_pad,
+           p_tenant_id is null
+           or exists (select from memsub.login_bindings b
+                       where b.login = v_login
+                         and (b.bound_tenant_id is null
+                              or (b.bound_tenant_id = p_tenant_id
+                                  and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as bound
+      into found from memsub.context_keys k where k.key_id = 'seal';
+    if not found.bound
        and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
        and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
         if not exists (select from memsub.login_bindings b where b.login = v_login) then
@@ -134,63 +163,15 @@ begin
                 using errcode = '42501', column = 'tenant_id';
         end if;
     end if;
-    perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
-end
-$$;
-comment on function memsub.seal_context(uuid, uuid, uuid, text[], text) is
-    'The binding check behind memsub.set_context: refuses a tenant/organization the login (session_user) is not '
-    'bound to, an unbound login unless installation_settings.unbound_logins = ''allow'', and a second tenant in '
-    'one transaction; then writes and seals the context. Platform admins and superusers need no binding.';
-
-create or replace function memsub.set_context(
-    p_tenant_id  uuid,
-    p_org_id     uuid   default null,
-    p_user_id    uuid   default null,
-    p_roles      text[] default '{}',
-    p_session_id text   default null
-) returns void
-language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-declare
-    v_login name := session_user;
-    requested text;
-    found record;
-    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    -- The message the seal covers starts with these (memsub.store_context says why).
-    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
-begin
-    if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
-        raise exception 'memsub.set_context: tenant_id must not be null'
-            using errcode = '22004', column = 'tenant_id',
-                  hint = 'Only a platform_admin context may omit the tenant.';
-    end if;
-    if cardinality(p_roles) > 0 then
-        foreach requested in array p_roles loop
-            perform memsub._check_context_role(requested, 'memsub.set_context');
-            if not pg_catalog.pg_has_role(v_login, 'memsub_' || requested, 'MEMBER') then
-                raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
-                    using errcode = '42501', column = 'roles';
-            end if;
-        end loop;
-    end if;
-    -- An application login's context (a binding allows it, and the transaction has no other tenant's) is
-    -- checked and written here, in one frame: every transaction of every call starts with it, and each nested
-    -- call (memsub.seal_context, memsub.store_context) costs it more than the work it does. Every other case
-    -- (no binding, a platform admin or superuser, a second tenant) takes memsub.seal_context, which decides.
-    select k.inner_pad, k.outer_pad,
-           p_tenant_id is null
-           or exists (select from memsub.login_bindings b
-                       where b.login = v_login
-                         and (b.bound_tenant_id is null
-                              or (b.bound_tenant_id = p_tenant_id
-                                  and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as bound
-      into found from memsub.context_keys k where k.key_id = 'seal';
-    if not found.bound or (previous is not null and previous is distinct from p_tenant_id::text) then
-        perform memsub.seal_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+    -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
+    -- or over settings written by hand, writes.
+    if previous is not null and previous is distinct from p_tenant_id::text then
+        perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
         return;
     end if;
-    -- memsub.store_context's statement, the same settings and the same seal.
+    -- Otherwise memsub.store_context's statement, here: every transaction of every call starts with set_context,
+    -- and a call of store_context (a frame, its own search_path setting, another read of the key) cost it a
+    -- fifth of its time. The same settings and the same seal.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
@@ -209,8 +190,9 @@ $$;
 comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
     'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. '
     'Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; '
-    'the tenant and organization must be ones the login is bound to (memsub.bind_login), and one transaction '
-    'acts for one tenant.';
+    'the tenant and organization must be ones the login (session_user) is bound to (memsub.bind_login): an '
+    'unbound login is refused unless installation_settings.unbound_logins = ''allow'', platform admins and '
+    'superusers need no binding. One transaction acts for one tenant.';
 
 -- Signed contexts ---------------------------------------------------------------------------------------
 
@@ -456,7 +438,7 @@ $$;
 comment on function memsub.drop_context_signing_key(text) is
     'Removes a context token signing key: tokens signed with it are refused from then on. Platform admins only.';
 
-grant execute on function memsub.seal_context(uuid, uuid, uuid, text[], text), memsub.set_context_signed(text)
+grant execute on function memsub.set_context_signed(text)
     to memsub_app, memsub_analyst;
 grant execute on function
     memsub.bind_login(name, uuid, uuid), memsub.trust_login(name), memsub.unbind_login(name, uuid, uuid),

@@ -17,7 +17,7 @@ SQL_ONLY = {
     "acting_role", "current_agent_id", "current_context_roles", "current_org_id", "current_session_id",
     "current_task_id", "current_user_id", "is_platform_admin", "is_tenant_admin",
     # identity binding, administered in SQL by a platform admin (docs/security.md)
-    "drop_context_signing_key", "seal_context", "set_unbound_logins", "trust_login", "unbind_login",
+    "drop_context_signing_key", "set_unbound_logins", "trust_login", "unbind_login",
     # formulas and vocabularies analysts use in their own queries (docs/retrieval.md, docs/development.md)
     "combined_score", "memory_strength", "normalize_text", "embedding_types", "memory_types", "memory_tiers",
     "packet_scopes", "derivation_types", "task_statuses", "task_final_statuses",
