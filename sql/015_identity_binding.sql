@@ -170,8 +170,8 @@ begin
         return;
     end if;
     -- Otherwise memsub.store_context's statement, here: every transaction of every call starts with set_context,
-    -- and a call of store_context (a frame, its own search_path setting, another read of the key) cost it a
-    -- fifth of its time. The same settings and the same seal.
+    -- and calling store_context (a frame, its own search_path setting, another read of the key) made a
+    -- transaction holding set_context alone cost 12-21 % more server time. The same settings and the same seal.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
