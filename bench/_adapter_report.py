@@ -47,21 +47,49 @@ def time_sides(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> 
     return asyncio.run(time_sides_async(items, {name: awaitable(call) for name, call in sides.items()}))
 
 
-def compare(operation: str, timings: dict[str, list[float]], peer: str) -> dict[str, Any]:
+def time_sides_with_cpu(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]],
+                        cpu: dict[str, Callable[[], float] | None]
+                        ) -> tuple[dict[str, list[float]], dict[str, float] | None]:
+    """time_sides, and each side's server CPU per call: ``cpu`` reads each side's server process (one process a
+    side, which runs nothing else meanwhile), before and after all the rounds, so the timings carry no reads.
+    None when a side's process cannot be read (a server on another machine)."""
+    readers = {name: cpu.get(name) for name in sides}
+    started = {name: read() for name, read in readers.items() if read is not None}
+    timings = time_sides(items, sides)
+    if len(started) < len(sides):
+        return timings, None
+    return timings, {name: (read() - started[name]) / len(timings[name])
+                     for name, read in readers.items() if read is not None}
+
+
+def compare(operation: str, timings: dict[str, list[float]], peer: str,
+            cpu_per_call: dict[str, float] | None = None) -> dict[str, Any]:
     """One operation's latencies on both sides; ratios are memsub / peer (throughput > 1 and p50 < 1: memsub
-    faster)."""
+    faster). With each side's server CPU per call (seconds), also that in ms and its ratio (< 1: memsub uses
+    less)."""
     theirs, ours = latency_summary(timings[peer]), latency_summary(timings["memsub"])
-    return {"operation": operation, peer: theirs, "memsub": ours,
-            "ratio_ops": ours["ops_per_s"] / theirs["ops_per_s"], "ratio_p50": ours["p50_ms"] / theirs["p50_ms"]}
+    row = {"operation": operation, peer: theirs, "memsub": ours,
+           "ratio_ops": ours["ops_per_s"] / theirs["ops_per_s"], "ratio_p50": ours["p50_ms"] / theirs["p50_ms"]}
+    if cpu_per_call is not None:
+        theirs["server_cpu_ms"], ours["server_cpu_ms"] = cpu_per_call[peer] * 1000, cpu_per_call["memsub"] * 1000
+        row["ratio_cpu"] = cpu_per_call["memsub"] / cpu_per_call[peer]
+    return row
 
 
 def render(title: str, environment: str, setup: str, peer: str, results: list[dict[str, Any]]) -> str:
-    """The printed report: a title, the machine and server, the setup, then one line per operation."""
+    """The printed report: a title, the machine and server, the setup, then one line per operation (with the
+    server CPU per call of each side and their ratio when the rows carry them)."""
+    cpu = all("ratio_cpu" in row for row in results)
+    header = f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"
     lines = [title, environment, setup, "",
-             f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"]
+             header + (f" {'peer CPU':>11} {'memsub CPU':>11} {'CPU ratio':>10}" if cpu else "")]
     for row in results:
-        lines.append(f"{row['operation']:32} {row[peer]['p50_ms']:>8.2f} ms {row['memsub']['p50_ms']:>8.2f} ms"
-                     f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
+        line = (f"{row['operation']:32} {row[peer]['p50_ms']:>8.2f} ms {row['memsub']['p50_ms']:>8.2f} ms"
+                f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
+        if cpu:
+            line += (f" {row[peer]['server_cpu_ms']:>8.3f} ms {row['memsub']['server_cpu_ms']:>8.3f} ms"
+                     f" {row['ratio_cpu']:>10.2f}")
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -8,7 +8,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import tuple_row
 
 from memsub import embedded
 from memsub.migrator import Migrator
@@ -67,6 +68,27 @@ def bench_database(vector_dimension: int | None = None) -> Iterator[tuple[str, s
         finally:
             with psycopg.connect(base, autocommit=True) as conn:
                 conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+CPU_SECONDS = 1e-9  # /proc/<pid>/schedstat counts nanoseconds
+
+
+def backend_cpu(conn: psycopg.Connection[Any]) -> Callable[[], float] | None:
+    """A reader of the CPU seconds the connection's server process has used, or None when that process is
+    not on this machine (or /proc is not there)."""
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        row = cursor.execute("select pg_backend_pid()").fetchone()
+    path = f"/proc/{row[0]}/schedstat" if row else ""
+    try:
+        with open(path) as stat:
+            stat.read()
+    except OSError:
+        return None
+
+    def read() -> float:
+        with open(path) as stat:
+            return int(stat.read().split()[0]) * CPU_SECONDS
+    return read
 
 
 def leaves(relation: str) -> str:

@@ -9,7 +9,10 @@ listing. A put and a get run once an item; each user's searches and listing run 
 every operation is timed over at least a hundred calls at the defaults. memsub runs as a login in memsub_app
 (row-level security on, one transaction with set_context per call); PostgresStore as the owner of its own
 schema, set up as ``setup()`` does. Operations alternate between the sides in rounds. Ratios are memsub /
-PostgresStore throughput (> 1: memsub is faster) and p50 latency.
+PostgresStore throughput (> 1: memsub is faster) and p50 latency. When the server runs on this machine, each
+side's server CPU per call is reported too (its one server process, read before and after each operation's
+rounds) with its ratio (< 1: memsub uses less): on a machine whose round trips dominate the latency, it shows
+what the server work costs.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from langgraph.store.base import BaseStore
 
 from _adapter_report import compare, render
 from _adapter_report import main as adapter_main
-from _adapter_report import time_sides as alternate
-from _database import bench_database, environment, environment_line
+from _adapter_report import time_sides_with_cpu as alternate
+from _database import backend_cpu, bench_database, environment, environment_line
 from memsub.embedding import HashingEmbedder
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
@@ -51,28 +54,28 @@ def run(users: int, items: int, repeats: int) -> dict[str, Any]:
         pool = sync_pool(app, max_size=1)
         ours = MemsubStore(pool, TenantContext(uuid.uuid4()), index=index)
         sides: dict[str, BaseStore] = {PEER: peer.store, "memsub": ours}
+        with pool.connection() as connection:  # the pool's one connection, kept open: one server process a side
+            cpu = {PEER: backend_cpu(peer.conn), "memsub": backend_cpu(connection)}
+
+        def timed(items: list[Any], call: Any) -> tuple[dict[str, list[float]], dict[str, float] | None]:
+            return alternate(items, {name: (lambda it, s=store: call(s, it)) for name, store in sides.items()}, cpu)
+
         work = [item(user, number) for number in range(items) for user in range(users)]
-        put = alternate(work, {name: (lambda it, s=store: s.put(*it)) for name, store in sides.items()})
-        get = alternate(work, {name: (lambda it, s=store: s.get(it[0], it[1])) for name, store in sides.items()})
+        put = timed(work, lambda s, it: s.put(*it))
+        get = timed(work, lambda s, it: s.get(it[0], it[1]))
         user_ids = [str(user) for user in range(users)] * repeats
-        filtered = alternate(user_ids, {name: (lambda u, s=store: s.search(("users", u), filter={"topic": "tea"},
-                                                                            limit=10))
-                                        for name, store in sides.items()})
-        query = alternate(user_ids, {name: (lambda u, s=store: s.search(("users", u), query="who likes tea?",
-                                                                         limit=5))
-                                     for name, store in sides.items()})
-        listing = alternate(user_ids, {name: (lambda u, s=store: s.list_namespaces(prefix=("users",), limit=100))
-                                       for name, store in sides.items()})
+        filtered = timed(user_ids, lambda s, u: s.search(("users", u), filter={"topic": "tea"}, limit=10))
+        query = timed(user_ids, lambda s, u: s.search(("users", u), query="who likes tea?", limit=5))
+        listing = timed(user_ids, lambda s, u: s.list_namespaces(prefix=("users",), limit=100))
         for store in sides.values():  # both sides hold the same items
             assert store.get(("users", "0", "memories"), "m0") is not None
             assert len(store.list_namespaces(prefix=("users",), limit=1000)) == users
         pool.close()
         peer.close()
     return {"environment": env, "users": users, "items": items, "repeats": repeats,
-            "results": [compare("put (one item, embedded)", put, PEER), compare("get by key", get, PEER),
-                        compare("search with a filter", filtered, PEER),
-                        compare("search by a query (top 5)", query, PEER),
-                        compare("list namespaces", listing, PEER)]}
+            "results": [compare(name, timings, PEER, cpu_per_call) for name, (timings, cpu_per_call) in (
+                ("put (one item, embedded)", put), ("get by key", get), ("search with a filter", filtered),
+                ("search by a query (top 5)", query), ("list namespaces", listing))]}
 
 
 def render_report(report: dict[str, Any]) -> str:

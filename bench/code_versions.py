@@ -39,9 +39,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from _database import APP_ROLE, environment, environment_line, private_cluster, trusted_app_login
+from _database import APP_ROLE, backend_cpu, environment, environment_line, private_cluster, trusted_app_login
 from _vectors import VectorSource
-from write_path import backend_cpu
 
 TENANT = uuid.UUID("c0de0000-0000-4000-8000-000000000001")
 DIMENSION = 384

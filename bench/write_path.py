@@ -40,15 +40,12 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import tuple_row
 
-from _database import APP_ROLE, bench_database, create_like, environment, environment_line
+from _database import APP_ROLE, backend_cpu, bench_database, create_like, environment, environment_line
 from _vectors import VectorSource, latency_summary
 from memsub import packets
 from memsub._calls import register_vector_type
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, relation_bytes, sentence
-
-CPU_SECONDS = 1e-9  # /proc/<pid>/schedstat counts nanoseconds
 
 TABLES = {"packets": "memsub.packet_store", "embeddings": "memsub.memory_embeddings"}
 
@@ -102,24 +99,6 @@ def insert_statement(name: str, columns: list[tuple[str, str]]) -> sql.Composed:
     return sql.SQL("insert into bench.{} ({}) values ({})").format(
         sql.Identifier(name), sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
         sql.SQL(", ").join(sql.SQL("%s::{}").format(sql.SQL(t)) for _, t in columns))
-
-
-def backend_cpu(conn: psycopg.Connection[Any]) -> Callable[[], float] | None:
-    """A reader of the CPU seconds the connection's server process has used, or None when that process is
-    not on this machine (or /proc is not there)."""
-    with conn.cursor(row_factory=tuple_row) as cursor:
-        row = cursor.execute("select pg_backend_pid()").fetchone()
-    path = f"/proc/{row[0]}/schedstat" if row else ""
-    try:
-        with open(path) as stat:
-            stat.read()
-    except OSError:
-        return None
-
-    def read() -> float:
-        with open(path) as stat:
-            return int(stat.read().split()[0]) * CPU_SECONDS
-    return read
 
 
 class Items:
