@@ -8771,7 +8771,7 @@ CREATE FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL:
 declare
     v_login   name := session_user;
     requested text;
-    found     record;
+    seal_key  record;  -- the seal key's pads, and whether a binding of the login allows the context
     mode      text;
     previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
     -- The message the seal covers starts with these (memsub.store_context says why).
@@ -8782,15 +8782,13 @@ begin
             using errcode = '22004', column = 'tenant_id',
                   hint = 'Only a platform_admin context may omit the tenant.';
     end if;
-    if cardinality(p_roles) > 0 then
-        foreach requested in array p_roles loop
-            perform memsub._check_context_role(requested, 'memsub.set_context');
-            if not pg_catalog.pg_has_role(v_login, 'memsub_' || requested, 'MEMBER') then
-                raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
-                    using errcode = '42501', column = 'roles';
-            end if;
-        end loop;
-    end if;
+    foreach requested in array coalesce(p_roles, '{}') loop
+        perform memsub._check_context_role(requested, 'memsub.set_context');
+        if not pg_catalog.pg_has_role(v_login, 'memsub_' || requested, 'MEMBER') then
+            raise exception 'memsub.set_context: role % requires membership in memsub_%', requested, requested
+                using errcode = '42501', column = 'roles';
+        end if;
+    end loop;
     -- One query reads the seal key and whether a binding of the login allows the context: what an application
     -- login has, settled by one index search.
     select k.inner_pad, k.outer_pad,
@@ -8799,9 +8797,9 @@ begin
                        where b.login = v_login
                          and (b.bound_tenant_id is null
                               or (b.bound_tenant_id = p_tenant_id
-                                  and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as bound
-      into found from memsub.context_keys k where k.key_id = 'seal';
-    if not found.bound
+                                  and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as login_bound
+      into seal_key from memsub.context_keys k where k.key_id = 'seal';
+    if not seal_key.login_bound
        and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
        and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
         if not exists (select from memsub.login_bindings b where b.login = v_login) then
@@ -8838,7 +8836,7 @@ begin
             pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
             pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
             pg_catalog.set_config('memsub.context_seal',
-                pg_catalog.encode(pg_catalog.sha256(found.outer_pad || pg_catalog.sha256(found.inner_pad
+                pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
                     || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
                            pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
                            pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
