@@ -54,10 +54,10 @@ def time_sides_with_cpu(items: Sequence[Any], sides: dict[str, Callable[[Any], A
     side, which runs nothing else meanwhile), before and after all the rounds, so the timings carry no reads.
     None when a side's process cannot be read (a server on another machine)."""
     readers = {name: cpu.get(name) for name in sides}
+    if any(read is None for read in readers.values()):
+        return time_sides(items, sides), None
     started = {name: read() for name, read in readers.items() if read is not None}
     timings = time_sides(items, sides)
-    if len(started) < len(sides):
-        return timings, None
     return timings, {name: (read() - started[name]) / len(timings[name])
                      for name, read in readers.items() if read is not None}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.store.base import BaseStore
@@ -57,8 +58,10 @@ def run(users: int, items: int, repeats: int) -> dict[str, Any]:
         with pool.connection() as connection:  # the pool's one connection, kept open: one server process a side
             cpu = {PEER: backend_cpu(peer.conn), "memsub": backend_cpu(connection)}
 
-        def timed(items: list[Any], call: Any) -> tuple[dict[str, list[float]], dict[str, float] | None]:
-            return alternate(items, {name: (lambda it, s=store: call(s, it)) for name, store in sides.items()}, cpu)
+        def timed(inputs: list[Any], call: Callable[[BaseStore, Any], object]
+                  ) -> tuple[dict[str, list[float]], dict[str, float] | None]:
+            """``call(store, input)`` for each input on both sides, in alternating rounds, with server CPU."""
+            return alternate(inputs, {name: (lambda it, s=store: call(s, it)) for name, store in sides.items()}, cpu)
 
         work = [item(user, number) for number in range(items) for user in range(users)]
         put = timed(work, lambda s, it: s.put(*it))
