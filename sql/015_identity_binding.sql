@@ -139,26 +139,29 @@ begin
                               or (b.bound_tenant_id = p_tenant_id
                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as login_bound
       into seal_key from memsub.context_keys k where k.key_id = 'seal';
-    if not seal_key.login_bound
-       and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
-       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
-        if not exists (select from memsub.login_bindings b where b.login = v_login) then
-            mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
-                             'refuse');
-            if mode is distinct from 'allow' then
-                raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
-                    using errcode = '42501', column = 'tenant_id',
-                          hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
-                                 'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+    -- Superusers and platform admins need no binding; asked only when no binding allows the context (as one
+    -- condition with login_bound, its sub-select was started in every call).
+    if not seal_key.login_bound then
+        if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
+           and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
+            if not exists (select from memsub.login_bindings b where b.login = v_login) then
+                mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
+                                 'refuse');
+                if mode is distinct from 'allow' then
+                    raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
+                        using errcode = '42501', column = 'tenant_id',
+                              hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
+                                     'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+                end if;
+            elsif exists (select from memsub.login_bindings b
+                           where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
+                raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
+                                v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
+                    using errcode = '42501', column = 'org_id';
+            else
+                raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
+                    using errcode = '42501', column = 'tenant_id';
             end if;
-        elsif exists (select from memsub.login_bindings b
-                       where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
-            raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
-                            v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
-                using errcode = '42501', column = 'org_id';
-        else
-            raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
-                using errcode = '42501', column = 'tenant_id';
         end if;
     end if;
     -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
