@@ -132,6 +132,41 @@ def test_a_bound_login_cannot_forge_the_context_by_hand(seeded, logins):
         refused(conn, "select count(*) from memsub.packet_store")
 
 
+def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anything_matches(db, logins):
+    """The LangGraph store's get and search key their reads by the tenant setting and leave the seal to row-level
+    security (checked before a row is returned) or, when nothing is returned, check it themselves: a forged
+    tenant is refused on a hit and on a miss alike, so a refusal tells nothing about another tenant's keys."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        conn.execute("select memsub.langgraph_store_put(%s, %s, %s::jsonb)",
+                     [["notes", "b"], "secret", json.dumps({"text": "tenant B's note"})])
+        conn.commit()
+    svc = logins.create()
+    logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])
+    get = "select * from memsub.langgraph_store_get(%s, %s)"
+    search = "select * from memsub.langgraph_store_search(%s, %s::jsonb)"
+    reads = [(get, [["notes", "b"], "secret"]), (get, [["notes", "b"], "missing"]),
+             (search, [["notes"], None]), (search, [["notes"], json.dumps({"text": "tenant B's note"})]),
+             (search, [["elsewhere"], None]), (search, [[], None])]
+    with logins.connect(svc) as conn:
+        for forged in (str(TENANT_B), "not a tenant"):
+            for statement, params in reads:
+                set_context(conn, TENANT_A)
+                conn.execute("select set_config('memsub.tenant_id', %s, true)", [forged])
+                error = refused(conn, statement, params)
+                assert error.diag.column_name == "tenant_id", (forged, statement, params)
+        for statement, params in reads:  # no context at all
+            refused(conn, statement, params)
+        # the same calls with the login's own context read its own (empty) store
+        set_context(conn, TENANT_A)
+        assert conn.execute(get, [["notes", "b"], "secret"]).fetchall() == []
+        assert conn.execute(search, [["notes"], None]).fetchall() == []
+        conn.rollback()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        assert len(conn.execute(get, [["notes", "b"], "secret"]).fetchall()) == 1
+
+
 def test_set_role_does_not_change_which_binding_applies(seeded, logins):
     svc = logins.create()
     logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])
