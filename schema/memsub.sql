@@ -1567,6 +1567,18 @@ ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER T
 
 COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
 
+CREATE FUNCTION memsub._langgraph_store_tenant_key() RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
+      from (select current_setting('memsub.tenant_id', true) as setting) t
+$$;
+
+ALTER FUNCTION memsub._langgraph_store_tenant_key() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_tenant_key() IS 'Internal: the tenant the context names, as a key for a read under row-level security, NOT checked against the context''s seal (NULL when unset or not a uuid). A caller whose read returns nothing checks the seal itself (memsub._require_tenant_id).';
+
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -6098,13 +6110,9 @@ CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_ref
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    -- The context's tenant as written, a key for the index only: the read below is under row-level security,
-    -- whose policy checks the seal (memsub.current_tenant_id) before any row is returned, and a read that returns
-    -- none checks it here. Checking it first as well cost a second seal check, a sixth of a get's server time.
-    setting text := pg_catalog.current_setting('memsub.tenant_id', true);
-    tenant  uuid := case when pg_catalog.pg_input_is_valid(setting, 'uuid') then setting::uuid end;
-    v_key   text := memsub._langgraph_store_namespace_key(p_namespace);
-    item    memsub.langgraph_store_items%rowtype;
+    tenant uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
+    item   memsub.langgraph_store_items%rowtype;
 begin
     -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
     -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
@@ -6134,7 +6142,7 @@ CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT N
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant    uuid := memsub._require_tenant_id();
+    tenant    uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
     key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
@@ -6168,6 +6176,9 @@ begin
            ) n
      order by n.truncated
      limit p_limit offset p_offset;
+    if not found then
+        perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
+    end if;
 end
 $$;
 
@@ -6295,10 +6306,7 @@ CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT 
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $_$
 declare
-    -- The context's tenant as written, as in memsub.langgraph_store_get: the reads are under row-level security,
-    -- which checks the seal before returning a row; an empty page checks it below.
-    setting  text := pg_catalog.current_setting('memsub.tenant_id', true);
-    tenant   uuid := case when pg_catalog.pg_input_is_valid(setting, 'uuid') then setting::uuid end;
+    tenant   uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
     query    vector;
     found    memsub.langgraph_store_item[];
@@ -14273,6 +14281,8 @@ GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_
 REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_store_tenant_key() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 

@@ -44,6 +44,22 @@ comment on function memsub._langgraph_store_namespace_key(text[]) is
     'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no '
     'period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
 
+-- get, search and list_namespaces key their reads by the tenant the context names and leave its seal to row-level
+-- security: the tenant policy checks it (memsub.current_tenant_id) before a row is returned, and a read that
+-- returns nothing checks it explicitly, so a forged tenant is refused whether or not it holds anything. Checking it
+-- before the read as well cost a second seal check, a sixth of a get's server time.
+create or replace function memsub._langgraph_store_tenant_key() returns uuid
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
+      from (select current_setting('memsub.tenant_id', true) as setting) t
+$$;
+comment on function memsub._langgraph_store_tenant_key() is
+    'Internal: the tenant the context names, as a key for a read under row-level security, NOT checked against the '
+    'context''s seal (NULL when unset or not a uuid). A caller whose read returns nothing checks the seal itself '
+    '(memsub._require_tenant_id).';
+
 create or replace function memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], out low text,
                                                             out high text)
 language plpgsql stable security invoker
@@ -197,13 +213,9 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    -- The context's tenant as written, a key for the index only: the read below is under row-level security,
-    -- whose policy checks the seal (memsub.current_tenant_id) before any row is returned, and a read that returns
-    -- none checks it here. Checking it first as well cost a second seal check, a sixth of a get's server time.
-    setting text := pg_catalog.current_setting('memsub.tenant_id', true);
-    tenant  uuid := case when pg_catalog.pg_input_is_valid(setting, 'uuid') then setting::uuid end;
-    v_key   text := memsub._langgraph_store_namespace_key(p_namespace);
-    item    memsub.langgraph_store_items%rowtype;
+    tenant uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
+    item   memsub.langgraph_store_items%rowtype;
 begin
     -- One keyed read, and an update only for an item with a time to live: a read-and-update in one statement
     -- (a data-modifying WITH) prepared the update on every call, with or without a time to live to restart.
@@ -243,10 +255,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    -- The context's tenant as written, as in memsub.langgraph_store_get: the reads are under row-level security,
-    -- which checks the seal before returning a row; an empty page checks it below.
-    setting  text := pg_catalog.current_setting('memsub.tenant_id', true);
-    tenant   uuid := case when pg_catalog.pg_input_is_valid(setting, 'uuid') then setting::uuid end;
+    tenant   uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
     query    vector;
     found    memsub.langgraph_store_item[];
@@ -367,7 +376,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant    uuid := memsub._require_tenant_id();
+    tenant    uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
     key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
@@ -401,6 +410,9 @@ begin
            ) n
      order by n.truncated
      limit p_limit offset p_offset;
+    if not found then
+        perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
+    end if;
 end
 $$;
 comment on function memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer) is

@@ -133,9 +133,10 @@ def test_a_bound_login_cannot_forge_the_context_by_hand(seeded, logins):
 
 
 def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anything_matches(db, logins):
-    """The LangGraph store's get and search key their reads by the tenant setting and leave the seal to row-level
-    security (checked before a row is returned) or, when nothing is returned, check it themselves: a forged
-    tenant is refused on a hit and on a miss alike, so a refusal tells nothing about another tenant's keys."""
+    """The LangGraph store's get, search and namespace listing key their reads by the tenant setting and leave the
+    seal to row-level security (checked before a row is returned) or, when nothing is returned, check it
+    themselves: a forged tenant is refused on a hit and on a miss alike, so a refusal tells nothing about another
+    tenant's keys."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_B)
         conn.execute("select memsub.langgraph_store_put(%s, %s, %s::jsonb)",
@@ -145,9 +146,11 @@ def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anythin
     logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])
     get = "select * from memsub.langgraph_store_get(%s, %s)"
     search = "select * from memsub.langgraph_store_search(%s, %s::jsonb)"
+    listing = "select * from memsub.langgraph_store_list_namespaces(%s)"
     reads = [(get, [["notes", "b"], "secret"]), (get, [["notes", "b"], "missing"]),
              (search, [["notes"], None]), (search, [["notes"], json.dumps({"text": "tenant B's note"})]),
-             (search, [["elsewhere"], None]), (search, [[], None])]
+             (search, [["elsewhere"], None]), (search, [[], None]),
+             (listing, [["notes"]]), (listing, [["elsewhere"]]), (listing, [None])]
     with logins.connect(svc) as conn:
         for forged in (str(TENANT_B), "not a tenant"):
             for statement, params in reads:
@@ -161,6 +164,7 @@ def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anythin
         set_context(conn, TENANT_A)
         assert conn.execute(get, [["notes", "b"], "secret"]).fetchall() == []
         assert conn.execute(search, [["notes"], None]).fetchall() == []
+        assert conn.execute(listing, [None]).fetchall() == []
         conn.rollback()
     with db.connect("app") as conn:
         set_context(conn, TENANT_B)
