@@ -1567,18 +1567,6 @@ ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER T
 
 COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
 
-CREATE FUNCTION memsub._langgraph_store_tenant_key() RETURNS uuid
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
-      from (select current_setting('memsub.tenant_id', true) as setting) t
-$$;
-
-ALTER FUNCTION memsub._langgraph_store_tenant_key() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._langgraph_store_tenant_key() IS 'Internal: the tenant the context names, as a key for a read under row-level security, NOT checked against the context''s seal (NULL when unset or not a uuid). A caller whose read returns nothing checks the seal itself (memsub._require_tenant_id).';
-
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2684,6 +2672,18 @@ $$;
 ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
+
+CREATE FUNCTION memsub._unsealed_tenant_id() RETURNS uuid
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
+      from (select current_setting('memsub.tenant_id', true) as setting) t
+$$;
+
+ALTER FUNCTION memsub._unsealed_tenant_id() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._unsealed_tenant_id() IS 'Internal: the tenant the context names, NOT checked against the context''s seal (NULL when unset or not a uuid): only a key for a read under row-level security, whose caller checks the seal itself when the read returns nothing (memsub.current_tenant_id).';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
@@ -6110,7 +6110,7 @@ CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_ref
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
     item   memsub.langgraph_store_items%rowtype;
 begin
@@ -6142,7 +6142,7 @@ CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT N
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant    uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant    uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
@@ -6306,7 +6306,7 @@ CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT 
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $_$
 declare
-    tenant   uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant   uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
     query    vector;
     found    memsub.langgraph_store_item[];
@@ -14282,8 +14282,6 @@ REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._langgraph_store_tenant_key() FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
@@ -14390,6 +14388,8 @@ GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._unsealed_tenant_id() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 

@@ -58,6 +58,23 @@ comment on function memsub.current_tenant_id() is
     'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, '
     'user or session settings do not carry the seal memsub.set_context wrote in this transaction.';
 
+-- The tenant the context names, NOT checked against its seal: a key for a read under row-level security only.
+-- The tenant policy of the table read checks the seal (memsub.current_tenant_id) before it returns any row; a
+-- caller whose read returns nothing checks the seal itself, so a forged tenant is refused whether or not it holds
+-- anything. The LangGraph store's reads use it (sql/920_langgraph_store.sql): checking the seal before the read
+-- as well cost a store get a second check.
+create or replace function memsub._unsealed_tenant_id() returns uuid
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
+      from (select current_setting('memsub.tenant_id', true) as setting) t
+$$;
+comment on function memsub._unsealed_tenant_id() is
+    'Internal: the tenant the context names, NOT checked against the context''s seal (NULL when unset or not a '
+    'uuid): only a key for a read under row-level security, whose caller checks the seal itself when the read '
+    'returns nothing (memsub.current_tenant_id).';
+
 create or replace function memsub.current_org_id() returns uuid
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

@@ -44,22 +44,6 @@ comment on function memsub._langgraph_store_namespace_key(text[]) is
     'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no '
     'period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
 
--- get, search and list_namespaces key their reads by the tenant the context names and leave its seal to row-level
--- security: the tenant policy checks it (memsub.current_tenant_id) before a row is returned, and a read that
--- returns nothing checks it explicitly, so a forged tenant is refused whether or not it holds anything. Checking it
--- before the read as well cost a second seal check, a sixth of a get's server time.
-create or replace function memsub._langgraph_store_tenant_key() returns uuid
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
-    select case when pg_input_is_valid(t.setting, 'uuid') then t.setting::uuid end
-      from (select current_setting('memsub.tenant_id', true) as setting) t
-$$;
-comment on function memsub._langgraph_store_tenant_key() is
-    'Internal: the tenant the context names, as a key for a read under row-level security, NOT checked against the '
-    'context''s seal (NULL when unset or not a uuid). A caller whose read returns nothing checks the seal itself '
-    '(memsub._require_tenant_id).';
-
 create or replace function memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], out low text,
                                                             out high text)
 language plpgsql stable security invoker
@@ -213,7 +197,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     v_key  text := memsub._langgraph_store_namespace_key(p_namespace);
     item   memsub.langgraph_store_items%rowtype;
 begin
@@ -255,7 +239,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    tenant   uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant   uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
     query    vector;
     found    memsub.langgraph_store_item[];
@@ -376,7 +360,7 @@ language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant    uuid := memsub._langgraph_store_tenant_key();  -- its seal checked by the read or after it
+    tenant    uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0

@@ -132,6 +132,40 @@ def test_a_bound_login_cannot_forge_the_context_by_hand(seeded, logins):
         refused(conn, "select count(*) from memsub.packet_store")
 
 
+def test_packet_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anything_matches(db, logins):
+    """Packet reads key their index searches by the tenant setting and leave the seal to row-level security
+    (checked before a row is returned) or, when nothing is returned, check it themselves: a forged tenant is
+    refused for another tenant's packet and for an unknown id alike."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+        packet = write(conn, {"packet_type": "event", "payload": {"text": "tenant B's secret"},
+                              "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * dimension}]}})
+        conn.commit()
+    theirs, unknown = packet["packet_id"], uuid.uuid4()
+    svc = logins.create()
+    logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])
+    reads = [("select * from memsub.get_packet(%s, %s)", [ids, with_vectors])
+             for ids in (theirs, unknown) for with_vectors in (False, True)]
+    reads += [("select * from memsub.get_packets(%s, false)", [[theirs, unknown]]),
+              ("select * from memsub.get_packets_with_vector_values(%s)", [[theirs]]),
+              ("select * from memsub.get_packets_with_vector_values(%s)", [[unknown]])]
+    with logins.connect(svc) as conn:
+        for forged in (str(TENANT_B), "not a tenant"):
+            for statement, params in reads:
+                set_context(conn, TENANT_A)
+                conn.execute("select set_config('memsub.tenant_id', %s, true)", [forged])
+                error = refused(conn, statement, params)
+                assert error.diag.column_name == "tenant_id", (forged, statement, params)
+        set_context(conn, TENANT_A)
+        for statement, params in reads:  # the login's own context: nothing of tenant B's
+            assert conn.execute(statement, params).fetchall() == []
+        conn.rollback()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        assert len(conn.execute("select * from memsub.get_packets_with_vector_values(%s)", [[theirs]]).fetchall()) == 1
+
+
 def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anything_matches(db, logins):
     """The LangGraph store's get, search and namespace listing key their reads by the tenant setting and leave the
     seal to row-level security (checked before a row is returned) or, when nothing is returned, check it
