@@ -87,6 +87,17 @@ def refused(conn: psycopg.Connection[Any], statement: str, params: list[Any] | t
     return caught.value
 
 
+def refused_with_a_forged_tenant(conn: psycopg.Connection[Any], reads: list[tuple[str, list[Any]]]) -> None:
+    """Each read is refused (42501 naming tenant_id) after a login bound to tenant A set its context and then
+    wrote tenant B, or a value that is no tenant at all, into the tenant setting by hand."""
+    for forged in (str(TENANT_B), "not a tenant"):
+        for statement, params in reads:
+            set_context(conn, TENANT_A)
+            conn.execute("select set_config('memsub.tenant_id', %s, true)", [forged])
+            error = refused(conn, statement, params)
+            assert error.diag.column_name == "tenant_id", (forged, statement, params)
+
+
 # -- bound logins ----------------------------------------------------------------------------------------
 
 
@@ -151,12 +162,7 @@ def test_packet_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anythi
               ("select * from memsub.get_packets_with_vector_values(%s)", [[theirs]]),
               ("select * from memsub.get_packets_with_vector_values(%s)", [[unknown]])]
     with logins.connect(svc) as conn:
-        for forged in (str(TENANT_B), "not a tenant"):
-            for statement, params in reads:
-                set_context(conn, TENANT_A)
-                conn.execute("select set_config('memsub.tenant_id', %s, true)", [forged])
-                error = refused(conn, statement, params)
-                assert error.diag.column_name == "tenant_id", (forged, statement, params)
+        refused_with_a_forged_tenant(conn, reads)
         set_context(conn, TENANT_A)
         for statement, params in reads:  # the login's own context: nothing of tenant B's
             assert conn.execute(statement, params).fetchall() == []
@@ -186,12 +192,7 @@ def test_store_reads_keyed_by_a_forged_tenant_are_refused_whether_or_not_anythin
              (search, [["elsewhere"], None]), (search, [[], None]),
              (listing, [["notes"]]), (listing, [["elsewhere"]]), (listing, [None])]
     with logins.connect(svc) as conn:
-        for forged in (str(TENANT_B), "not a tenant"):
-            for statement, params in reads:
-                set_context(conn, TENANT_A)
-                conn.execute("select set_config('memsub.tenant_id', %s, true)", [forged])
-                error = refused(conn, statement, params)
-                assert error.diag.column_name == "tenant_id", (forged, statement, params)
+        refused_with_a_forged_tenant(conn, reads)
         for statement, params in reads:  # no context at all
             refused(conn, statement, params)
         # the same calls with the login's own context read its own (empty) store
