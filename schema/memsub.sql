@@ -1558,6 +1558,22 @@ ALTER FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[],
 
 COMMENT ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) IS 'Internal: the range of namespace_key (low inclusive, high exclusive) holding every namespace of the tenant that begins with p_labels (every namespace for none), and possibly a few others; the callers test the labels exactly.';
 
+CREATE FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select cardinality(p_labels) >= cardinality(p_pattern)
+       and not exists (select from unnest(p_pattern) with ordinality as p(label, position)
+                        where p.label <> '*'
+                          and p.label is distinct from
+                              p_labels[case when p_at_end then cardinality(p_labels) - cardinality(p_pattern) + p.position
+                                            else p.position end])
+$$;
+
+ALTER FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) IS 'Internal: true when the namespace p_labels begins (p_at_end false) or ends (true) with p_pattern, where a label ''*'' matches any one label.';
+
 CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -6144,6 +6160,10 @@ CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT N
 declare
     tenant    uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     key_range record;  -- the namespaces that begin with the prefix's labels before its first '*', as a range of keys
+    -- A prefix or suffix without '*' is compared as an array slice; one with '*' label by label. Sub-selects in
+    -- the statement would be started on every call, used or not: a listing cost a tenth more server time.
+    prefix_plain boolean := array_position(p_prefix, '*') is null;
+    suffix_plain boolean := array_position(p_suffix, '*') is null;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0
        or (p_max_depth is not null and p_max_depth < 1) then
@@ -6166,13 +6186,13 @@ begin
                              where i.tenant_id = tenant and i.namespace_key >= key_range.low
                                and i.namespace_key < key_range.high
                                and (i.expires_at is null or i.expires_at > now())) d) k
-             where (p_prefix is null or (cardinality(k.labels) >= cardinality(p_prefix)
-                    and not exists (select from unnest(p_prefix) with ordinality as p(label, position)
-                                     where p.label <> '*' and p.label is distinct from k.labels[p.position])))
-               and (p_suffix is null or (cardinality(k.labels) >= cardinality(p_suffix)
-                    and not exists (select from unnest(p_suffix) with ordinality as s(label, position)
-                                     where s.label <> '*' and s.label is distinct from
-                                           k.labels[cardinality(k.labels) - cardinality(p_suffix) + s.position])))
+             where (p_prefix is null
+                    or case when prefix_plain then k.labels[1:cardinality(p_prefix)] = p_prefix
+                            else memsub._langgraph_store_labels_match(k.labels, p_prefix, false) end)
+               and (p_suffix is null
+                    or case when suffix_plain
+                            then k.labels[cardinality(k.labels) - cardinality(p_suffix) + 1:] = p_suffix
+                            else memsub._langgraph_store_labels_match(k.labels, p_suffix, true) end)
            ) n
      order by n.truncated
      limit p_limit offset p_offset;
@@ -14279,6 +14299,8 @@ GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
 

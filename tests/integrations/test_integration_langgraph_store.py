@@ -206,6 +206,29 @@ def test_list_namespaces_prefix_suffix_wildcards_depth_and_pages(pool: Any) -> N
                                          None, 10, 0)])[0] == [("a", "b", "d")]
 
 
+def _matches(namespace: tuple[str, ...], pattern: tuple[str, ...], at_end: bool) -> bool:
+    """LangGraph's rule: the namespace begins (ends) with the pattern, a label '*' matching any one label."""
+    if len(pattern) > len(namespace):
+        return False
+    labels = namespace[len(namespace) - len(pattern):] if at_end else namespace[:len(pattern)]
+    return all(want in ("*", have) for want, have in zip(pattern, labels, strict=True))
+
+
+def test_list_namespaces_matches_prefixes_and_suffixes_with_and_without_wildcards(pool: Any) -> None:
+    """Patterns without '*' are compared as array slices, with '*' label by label: both agree with the rule for
+    patterns shorter, as long as and longer than the namespaces, at either end."""
+    store = store_for(pool)
+    namespaces = [("a",), ("a", "b"), ("a", "b", "c"), ("b", "c"), ("a", "x", "c"), ("c", "a", "b", "c")]
+    for ns in namespaces:
+        store.put(ns, "k", {"v": 1})
+    patterns = [("a",), ("a", "b"), ("a", "b", "c"), ("a", "b", "c", "d"), ("b", "c"), ("c",), ("*",), ("*", "c"),
+                ("a", "*"), ("a", "*", "c"), ("*", "*", "*", "*"), ("q", "a", "b", "c")]
+    for pattern in patterns:
+        for at_end in (False, True):
+            found = store.list_namespaces(**{"suffix" if at_end else "prefix": pattern})
+            assert found == sorted(ns for ns in namespaces if _matches(ns, pattern, at_end)), (pattern, at_end)
+
+
 def test_time_to_live_expires_refreshes_on_read_and_sweeps(pool: Any, db: Any) -> None:
     tenant = uuid.uuid4()
     store = store_for(pool, tenant, ttl={"default_ttl": 0.02, "refresh_on_read": True})  # 1.2 s
