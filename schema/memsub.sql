@@ -6108,8 +6108,9 @@ begin
         raise exception 'memsub: % must be a one-dimensional array of labels', p_field
             using errcode = '22023', column = p_field;
     end if;
-    if array_position(p_namespace, null) is not null
-       or exists (select from unnest(p_namespace) label where label = '' or strpos(label, '.') > 0) then
+    -- Plain expressions, no sub-select: a put checks its namespace on every call.
+    if array_position(p_namespace, null) is not null or '' = any(p_namespace)
+       or strpos(array_to_string(p_namespace, ''), '.') > 0 then
         raise exception 'memsub: % labels must be non-empty and hold no period', p_field
             using errcode = '22023', column = p_field;
     end if;

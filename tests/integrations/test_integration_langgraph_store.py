@@ -291,6 +291,10 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         assert_refused(conn, [
             ("select memsub.langgraph_store_put('{}', 'k', '{}')", "namespace"),
             ("select memsub.langgraph_store_put('{a.b}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{a,b.c}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{a,\"\"}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{a,NULL}', 'k', '{}')", "namespace"),
+            ("select memsub.langgraph_store_put('{{a},{b}}', 'k', '{}')", "namespace"),
             ("select memsub.langgraph_store_put('{a}', '', '{}')", "key"),
             ("select memsub.langgraph_store_put('{a}', 'k', '[1]')", "value"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', -1)", "ttl"),
