@@ -397,7 +397,9 @@ begin
         tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]);
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
     -- key's parts are the labels); then the prefix and suffix (a label '*' matches any label), the depth and the
-    -- page, over those few.
+    -- page, over those few. OFFSET 0 keeps the prefix and suffix tests above the DISTINCT: pushed below it, as
+    -- the planner otherwise may, they ran once an item instead of once a namespace (1.4 times the server time
+    -- with 20 items a namespace).
     return query
     select distinct n.truncated
       from (select case when p_max_depth is null then k.labels else k.labels[1:p_max_depth] end as truncated
@@ -405,7 +407,8 @@ begin
                       from (select distinct i.namespace_key from memsub.langgraph_store_items i
                              where i.tenant_id = tenant and i.namespace_key >= key_range.low
                                and i.namespace_key < key_range.high
-                               and (i.expires_at is null or i.expires_at > now())) d) k
+                               and (i.expires_at is null or i.expires_at > now())
+                            offset 0) d) k
              where (p_prefix is null
                     or case when prefix_plain then k.labels[1:cardinality(p_prefix)] = p_prefix
                             else memsub._langgraph_store_labels_match(k.labels, p_prefix, false) end)

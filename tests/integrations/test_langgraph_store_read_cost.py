@@ -125,3 +125,26 @@ def test_list_namespaces_matches_wildcards_suffixes_and_depths_in_a_large_tenant
         # In the order of the labels (C collation), not of their text joined by periods: 70 after 7.
         assert listed(["users"], None, 2, 4) == [["users", "1"], ["users", "10"], ["users", "100"], ["users", "101"]]
         assert listed(["users", "7"], None, None)[:1] == [["users", "7"]]
+
+
+@pytest.mark.parametrize("prefix, suffix", [(["users", "*"], None), (["users"], ["*", "memories"])])
+def test_a_listing_tests_its_patterns_once_a_namespace_not_once_an_item(store: Any, prefix: Any,
+                                                                        suffix: Any) -> None:
+    """The prefix and suffix are tested over the tenant's distinct namespaces, not over every item below them:
+    the calls of the wildcard test in the seventh listing (the first ones plan and cache) are counted, as the
+    superuser, who alone may turn function counting on."""
+    with store.connect() as conn:
+        conn.execute("set track_functions = 'all'")
+        set_context(conn, TENANT_A)
+        count = "select pg_stat_get_xact_function_calls(%s::regprocedure)"
+        matcher = ["memsub._langgraph_store_labels_match(text[], text[], boolean)"]
+        for _ in range(7):
+            before = conn.execute(count, matcher).fetchone()
+            found = conn.execute("select namespace from memsub.langgraph_store_list_namespaces(%s, %s, null, 1000,"
+                                 " 0)", [prefix, suffix]).fetchall()
+            after = conn.execute(count, matcher).fetchone()
+        conn.rollback()
+    assert before is not None and after is not None
+    calls = (after[0] or 0) - (before[0] or 0)
+    assert len(found) == NAMESPACES + (2 if suffix is None else 1)
+    assert 0 < calls <= NAMESPACES + 2, f"the wildcard test ran {calls} times for {NAMESPACES + 2} namespaces"
