@@ -9092,45 +9092,44 @@ CREATE FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id 
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    seal_key record;
     previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    -- The seal covers the login, the start of the transaction, tenant, org, user and session: it fits one
-    -- login's context in one transaction only. Context roles are not sealed: they count only for members of the
-    -- matching memsub role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give
-    -- the same message. memsub.current_tenant_id() (010_identity.sql) checks the seal with the same
-    -- expression, inlined there because it runs once per query.
-    prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
+    sealed   boolean;
 begin
-    select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
-    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one.
+    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one:
+    -- memsub.current_tenant_id() refuses its seal.
     if previous is not null and previous is distinct from p_tenant_id::text
-       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER')
-       and pg_catalog.current_setting('memsub.context_seal', true)
-           = pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
-                 || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
-                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.tenant_id', true)),
-                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
-                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
-                        pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))),
-                    'UTF8'))), 'hex') then
-        raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
-            using errcode = '42501', column = 'tenant_id',
-                  hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
+       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER') then
+        begin
+            perform memsub.current_tenant_id();
+            sealed := true;
+        exception when insufficient_privilege then
+            sealed := false;
+        end;
+        if sealed then
+            raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
+                using errcode = '42501', column = 'tenant_id',
+                      hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
+        end if;
     end if;
-    -- One statement writes every setting (each statement costs more than the settings it writes).
+    -- One statement writes every setting (each statement costs more than the settings it writes). The seal
+    -- covers the login, the start of the transaction, tenant, org, user and session: it fits one login's context
+    -- in one transaction only. Context roles are not sealed: they count only for members of the matching memsub
+    -- role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give the same message.
+    -- memsub.current_tenant_id() (010_identity.sql), which checks the seal once per query, and memsub.set_context,
+    -- which writes it at the start of every call, compute the same MAC inline instead of calling context_mac.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
             pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
             pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
             pg_catalog.set_config('memsub.context_seal',
-                pg_catalog.encode(pg_catalog.sha256(seal_key.outer_pad || pg_catalog.sha256(seal_key.inner_pad
-                    || pg_catalog.convert_to(pg_catalog.concat_ws('|', prefix,
-                           pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
-                           pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
-                           pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                           pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+                pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', session_user,
+                    extract(epoch from pg_catalog.transaction_timestamp()),
+                    pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_session_id, '')))), 'hex'),
                 true);
 end
 $$;

@@ -279,6 +279,19 @@ def test_one_transaction_acts_for_one_tenant(seeded, logins):
         assert count(conn) == 1
 
 
+def test_a_tenant_written_by_hand_is_not_the_transactions_tenant(seeded, logins):
+    """Only a sealed context binds a transaction to its tenant: settings written by hand before set_context do
+    not stop it from setting another tenant (they are replaced, seal and all)."""
+    svc = logins.create()
+    logins.admin("select memsub.trust_login(%s)", [svc])
+    with logins.connect(svc) as conn:
+        conn.execute("select set_config('memsub.tenant_id', %s, true)", [str(TENANT_A)])
+        set_context(conn, TENANT_B)
+        assert conn.execute("select memsub.current_tenant_id()").fetchone() == (TENANT_B,)
+        assert count(conn) == 1
+        conn.rollback()
+
+
 def test_platform_admins_need_no_binding(seeded, logins):
     admin = logins.create("memsub_platform_admin")
     with logins.connect(admin) as conn:
