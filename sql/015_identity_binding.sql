@@ -97,6 +97,42 @@ comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
 -- The binding check of set_context was a function of its own, memsub.seal_context, until set_context did it itself.
 drop function if exists memsub.seal_context(uuid, uuid, uuid, text[], text);
 
+create or replace function memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Superusers and platform admins, who reach every tenant anyway, need no binding.
+    if (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = p_login)
+       or pg_catalog.pg_has_role(p_login, 'memsub_platform_admin', 'MEMBER') then
+        return;
+    end if;
+    if not exists (select from memsub.login_bindings b where b.login = p_login) then
+        if coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
+                    'refuse') = 'allow' then
+            return;
+        end if;
+        raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', p_login
+            using errcode = '42501', column = 'tenant_id',
+                  hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
+                         'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
+    end if;
+    if exists (select from memsub.login_bindings b where b.login = p_login and b.bound_tenant_id = p_tenant_id) then
+        raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
+                        p_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
+            using errcode = '42501', column = 'org_id';
+    end if;
+    raise exception 'memsub.set_context: login % is not bound to tenant %', p_login, p_tenant_id
+        using errcode = '42501', column = 'tenant_id';
+end
+$$;
+comment on function memsub._check_login_without_binding(name, uuid, uuid) is
+    'Internal: for memsub.set_context when no binding of the login allows the context. Returns for a superuser, a '
+    'platform admin, or an unbound login where installation_settings.unbound_logins = ''allow''; otherwise raises '
+    '42501 naming tenant_id (no binding, or not bound to the tenant) or org_id (bound to the tenant, not to the '
+    'organization).';
+
 create or replace function memsub.set_context(
     p_tenant_id  uuid,
     p_org_id     uuid   default null,
@@ -111,9 +147,8 @@ declare
     v_login   name := session_user;
     requested text;
     seal_key  record;  -- the seal key's pads, and whether a binding of the login allows the context
-    mode      text;
     previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    -- The message the seal covers starts with these (memsub.store_context says why).
+    -- The message the seal covers starts with these (memsub.store_context says what it covers).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
     if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
@@ -138,30 +173,9 @@ begin
                               or (b.bound_tenant_id = p_tenant_id
                                   and (b.bound_org_id is null or b.bound_org_id = p_org_id)))) as login_bound
       into seal_key from memsub.context_keys k where k.key_id = 'seal';
-    -- Superusers and platform admins need no binding; asked only when no binding allows the context (as one
-    -- condition with login_bound, its sub-select was started in every call).
+    -- Asked only when no binding allows the context: the refusals, and the logins that need no binding.
     if not seal_key.login_bound then
-        if not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = v_login)
-           and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
-            if not exists (select from memsub.login_bindings b where b.login = v_login) then
-                mode := coalesce((select s.value from memsub.installation_settings s where s.name = 'unbound_logins'),
-                                 'refuse');
-                if mode is distinct from 'allow' then
-                    raise exception 'memsub.set_context: login % has no binding and this installation refuses unbound logins', v_login
-                        using errcode = '42501', column = 'tenant_id',
-                              hint = 'A platform admin binds it: memsub.bind_login(login, tenant_id[, org_id]) or '
-                                     'memsub.trust_login(login); or signs its contexts (memsub.set_context_signed).';
-                end if;
-            elsif exists (select from memsub.login_bindings b
-                           where b.login = v_login and b.bound_tenant_id = p_tenant_id) then
-                raise exception 'memsub.set_context: login % is not bound to organization % of tenant %',
-                                v_login, coalesce(p_org_id::text, '(none: the whole tenant)'), p_tenant_id
-                    using errcode = '42501', column = 'org_id';
-            else
-                raise exception 'memsub.set_context: login % is not bound to tenant %', v_login, p_tenant_id
-                    using errcode = '42501', column = 'tenant_id';
-            end if;
-        end if;
+        perform memsub._check_login_without_binding(v_login, p_tenant_id, p_org_id);
     end if;
     -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
     -- or over settings written by hand, writes.
@@ -169,9 +183,10 @@ begin
         perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
         return;
     end if;
-    -- Otherwise memsub.store_context's statement, here: every transaction of every call starts with set_context,
-    -- and calling store_context (a frame, its own search_path setting, another read of the key) made a
-    -- transaction holding set_context alone cost 12-21 % more server time. The same settings and the same seal.
+    -- Otherwise memsub.store_context's statement, here, with the MAC inline and the key read above: every
+    -- transaction of every call starts with set_context, and calling store_context (a frame, its own search_path
+    -- setting, another read of the key) made a transaction holding set_context alone cost 12-21 % more server
+    -- time. The same settings and the same seal (store_context says what the seal covers).
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
