@@ -31,11 +31,11 @@ begin
     -- it would be a skip scan over every tenant. A platform_admin (or a call without a tenant) may see every
     -- tenant: the tenants holding these ids are found first (by packet_id alone). Row-level security decides
     -- what is visible either way.
-    -- A context that does not ask for platform_admin cannot be one: is_platform_admin (a SQL function with its own
-    -- settings, a tenth of a get's server time, called twice by a read with vectors) is not called for it.
+    -- A context that asks for no role (the roles setting empty: memsub.current_context_roles() is '{}') is no
+    -- platform admin's: is_platform_admin (a SQL function with its own settings, a tenth of a get's server time,
+    -- called twice by a read with vectors) is asked only when the context asks for some role.
     if v_tenant is not null
-       and (strpos(coalesce(pg_catalog.current_setting('memsub.roles', true), ''), 'platform_admin') = 0
-            or not memsub.is_platform_admin()) then
+       and (coalesce(pg_catalog.current_setting('memsub.roles', true), '') = '' or not memsub.is_platform_admin()) then
         return array[v_tenant];
     end if;
     return array(select distinct k.tenant_id from memsub.packet_store k where k.packet_id = any(p_packet_ids));
