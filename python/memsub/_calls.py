@@ -441,28 +441,35 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
 def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     """A pipeline closed by one Sync, in autocommit mode: the statements sent inside form one transaction, which
     the Sync commits (or rolls back after an error), with no BEGIN or COMMIT to send and wait for. The
-    connection's autocommit setting is put back afterwards."""
-    autocommit = connection.autocommit
+    connection's autocommit setting is put back afterwards; on a connection already in autocommit mode (the
+    adapters' pools make them so) nothing is switched, each switch being a call into psycopg's wait loop."""
+    if connection.autocommit:
+        with connection.pipeline():
+            yield
+        return
     connection.autocommit = True
     try:
         with connection.pipeline():
             yield
     finally:
         if not connection.closed:
-            connection.autocommit = autocommit
+            connection.autocommit = False
 
 
 @asynccontextmanager
 async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
     """The async twin of :func:`_one_sync`."""
-    autocommit = connection.autocommit
+    if connection.autocommit:
+        async with connection.pipeline():
+            yield
+        return
     await connection.set_autocommit(True)
     try:
         async with connection.pipeline():
             yield
     finally:
         if not connection.closed:
-            await connection.set_autocommit(autocommit)
+            await connection.set_autocommit(False)
 
 
 def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Call[None],

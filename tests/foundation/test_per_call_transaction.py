@@ -17,6 +17,7 @@ from psycopg.pq import TransactionStatus
 from memsub import _calls
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
+from memsub.integrations._context import async_pool, sync_pool
 
 from helpers import TENANT_A
 
@@ -67,3 +68,35 @@ async def test_async_runs_are_one_transaction_too(db: Any) -> None:
         assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
         async with substrate.pool.connection() as connection:
             assert connection.info.transaction_status == TransactionStatus.IDLE and connection.autocommit is False
+
+
+def test_on_the_adapters_autocommit_pool_a_run_is_one_transaction_too(db: Any) -> None:
+    """The adapters' pools hand out connections already in autocommit mode, which a run then leaves alone: the
+    context and the calls still commit together or not at all, and the connection comes back as it went."""
+    pool = sync_pool(db.dsn("app"), max_size=1)
+    try:
+        first, second = _calls.rows_in_context(pool, CONTEXT, [TRANSACTION, TRANSACTION])
+        assert first == second and first[0]["tenant"] == TENANT_A, (first, second)
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            _calls.rows_in_context(pool, CONTEXT, [ADD_EDGE, FAILS])
+        assert _calls.rows_in_context(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        with pool.connection() as connection:
+            idle_and_clean(connection, autocommit=True)
+    finally:
+        pool.close()
+
+
+@pytest.mark.asyncio
+async def test_on_the_adapters_async_autocommit_pool_a_run_is_one_transaction_too(db: Any) -> None:
+    pool = async_pool(db.dsn("app"), max_size=1)
+    await pool.open()
+    try:
+        first, second = await _calls.rows_in_context_async(pool, CONTEXT, [TRANSACTION, TRANSACTION])
+        assert first == second and first[0]["tenant"] == TENANT_A
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            await _calls.rows_in_context_async(pool, CONTEXT, [ADD_EDGE, FAILS])
+        assert await _calls.rows_in_context_async(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        async with pool.connection() as connection:
+            assert connection.info.transaction_status == TransactionStatus.IDLE and connection.autocommit is True
+    finally:
+        await pool.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from uuid import UUID
 
@@ -28,17 +29,26 @@ class TenantContext:
     session_id: str | None = None
 
     def statement(self) -> _calls.Call[None]:
-        """The ``memsub.set_context`` call that opens each of the adapter's transactions."""
+        """The ``memsub.set_context`` call that opens each of the adapter's transactions (built once: the context
+        does not change)."""
+        return self._statement
+
+    @cached_property
+    def _statement(self) -> _calls.Call[None]:
         return _calls.set_context(self.tenant_id, self.org_id, self.user_id, self.roles, self.session_id)
 
 
 def sync_pool(dsn: str, max_size: int = 4) -> ConnectionPool[psycopg.Connection[Row]]:
-    return ConnectionPool(dsn, min_size=1, max_size=max_size, open=True, kwargs={"row_factory": dict_row},
-                          connection_class=psycopg.Connection)
+    """A pool of autocommit connections returning dict rows: each adapter call is one pipeline closed by one Sync
+    (``_calls.rows_in_context``), which needs autocommit mode."""
+    return ConnectionPool(dsn, min_size=1, max_size=max_size, open=True,
+                          kwargs={"row_factory": dict_row, "autocommit": True}, connection_class=psycopg.Connection)
 
 
 def async_pool(dsn: str, max_size: int = 4) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
-    return AsyncConnectionPool(dsn, min_size=1, max_size=max_size, open=False, kwargs={"row_factory": dict_row},
+    """The async twin of :func:`sync_pool` (opened by its first user)."""
+    return AsyncConnectionPool(dsn, min_size=1, max_size=max_size, open=False,
+                               kwargs={"row_factory": dict_row, "autocommit": True},
                                connection_class=psycopg.AsyncConnection)
 
 
