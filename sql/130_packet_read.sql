@@ -88,6 +88,8 @@ begin
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
     -- not planned again for each call: planning would cost more than reading one packet. The header fields
     -- stored only in columns are put back (the envelope's own, if it has them, win).
+    -- memsub.get_packets_with_vector_values runs the same statement, tenant by tenant, with the vectors beside
+    -- each row: a change here belongs there too (tests/packets/test_packet_vectors_typed.py compares the two).
     return query
         select s.packet_id, s.packet_type,
                jsonb_build_object('packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope,
@@ -145,24 +147,36 @@ begin
     -- that tenant's partition of memory_embeddings. Read by the packet's own tenant (known only row by row), or
     -- by a list of tenants, it would open every partition on every call (tests/packets/test_packet_read_cost.py).
     -- An ordinary login reads one tenant, the context's; a platform_admin may read several, tenant by tenant.
+    --
+    -- The packets are read here with get_packets' statement for rows as stored (the same key searches and the
+    -- same header fields put back), not by calling get_packets(ids, false): that call checked the limit and
+    -- found the reader's tenants a second time, another seal check among them, and cost a get of one packet with
+    -- its vector 8-10 % of its server time; a function shared by both reads cost each a frame (3-4 %).
+    perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     foreach v_tenant in array memsub._reader_tenants(p_packet_ids) loop
         return query
-            select g.packet_id, g.packet_type, g.envelope, g."timestamp", g.routing, g.provenance, g.thread_id,
-                   g.parent_ids, g.tags, g.ttl, g.scope, g.importance_score, g.access_count, g.last_accessed,
-                   g.contradiction_count, g.content_hash, g.chunk_count, g.is_chunked, g.tenant_id, g.org_id,
-                   g.user_id, g.correlation_id, g.session_id, g.trace_id, g.write_seq,
-                   case when jsonb_typeof(g.envelope -> 'memory' -> 'embeddings') = 'array' then
+            select s.packet_id, s.packet_type,
+                   jsonb_build_object('packet_id', s.packet_id, 'packet_type', s.packet_type, 'scope', s.scope,
+                                      'timestamp', to_char(s."timestamp" at time zone 'UTC',
+                                                           'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) || s.envelope,
+                   s."timestamp", s.routing, s.provenance, s.thread_id, s.parent_ids, s.tags, s.ttl, s.scope,
+                   s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
+                   s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
+                   s.trace_id, s.write_seq,
+                   case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array' then
                        array(select case when jsonb_typeof(x.e) = 'object' and x.e -> 'vector' = 'null'::jsonb then
                                              (select m.vector from memsub.memory_embeddings m
-                                               where m.tenant_id = v_tenant and m.packet_id = g.packet_id
+                                               where m.tenant_id = v_tenant and m.packet_id = s.packet_id
                                                  and m.embedding_type = x.e ->> 'embedding_type'
                                                  and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
-                               from jsonb_array_elements(g.envelope -> 'memory' -> 'embeddings')
+                               from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings')
                                     with ordinality as x(e, o)
                               order by x.o) end
-              from memsub.get_packets(p_packet_ids, false) with ordinality g
-             where g.tenant_id = v_tenant
-             order by g.ordinality;
+              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+             cross join lateral (select k.* from memsub.packet_store k
+                                  where k.tenant_id = v_tenant and k.packet_id = w.id
+                                  offset 0) s
+             order by w.n;
     end loop;
 end
 $$;

@@ -108,6 +108,27 @@ def test_platform_admin_reads_packets_of_any_tenant(db):
                             [[packet_id(1, 3), packet_id(7, 4)]]).fetchone() == (2,)
 
 
+def test_a_read_with_vectors_searches_the_key_as_often_as_a_read_without(db):
+    """get_packets_with_vector_values reads the packets as get_packets(ids, false) does, once: a read of the
+    packets within it found the reader's tenants again and, for a platform admin over several tenants, searched
+    every id's key once a tenant for each tenant read."""
+    populate(db)
+    asked = [packet_id(1, 3), packet_id(7, 4), packet_id(1, 5), uuid.uuid4()]
+    reads = {"without": "select packet_id from memsub.get_packets(%s, false)",
+             "with": "select packet_id from memsub.get_packets_with_vector_values(%s)"}
+    with db.connect("platform_admin") as conn:
+        for _ in range(7):  # a few calls: cached plans count too
+            searches = {}
+            for name, statement in reads.items():
+                set_context(conn, TENANT_A, roles=["platform_admin"])
+                before = key_searches(conn)
+                found = conn.execute(statement, [asked]).fetchall()
+                searches[name] = key_searches(conn) - before
+                assert sorted(r[0] for r in found) == sorted(asked[:3])
+                conn.commit()
+            assert searches["with"] == searches["without"], searches
+
+
 def packets_touched(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute(
         "select pg_stat_get_xact_tuples_fetched('memsub.packet_store'::regclass)"
