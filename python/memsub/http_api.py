@@ -630,9 +630,9 @@ async def _server_error(request: Request, error: Exception) -> Response:
 
 
 async def _configure(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
-    """Timestamps in answers are rendered in UTC."""
+    """Timestamps in answers are rendered in UTC (the connection is in autocommit mode: the setting holds for
+    the session at once)."""
     await connection.execute("select pg_catalog.set_config('TimeZone', 'UTC', false)")
-    await connection.commit()
 
 
 def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
@@ -645,7 +645,7 @@ def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
 
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
         with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=pool_timeout,
-        configure=_configure, connection_class=psycopg.AsyncConnection)
+        kwargs={"autocommit": True}, configure=_configure, connection_class=psycopg.AsyncConnection)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
