@@ -63,8 +63,11 @@ as $$
 declare
     v_max bigint;
 begin
-    if p_value is null then
-        return null;
+    -- Every limit is at least 1 (limits_value_positive, and every default above), so a value of 1 or less is
+    -- within any limit: answered without looking the limit up (a frame and a query), which a one-id read or a
+    -- one-tag write would otherwise pay on every call.
+    if p_value is null or p_value <= 1 then
+        return p_value;
     end if;
     v_max := memsub.limit_value(p_limit);
     if p_value > v_max then
@@ -80,7 +83,8 @@ end
 $$;
 comment on function memsub._check_limit(bigint, text, text) is
     'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit '
-    '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes.';
+    '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes, and so does a value of 1 or '
+    'less (every limit is at least 1), without reading the limit.';
 
 create or replace function memsub._check_count(p_value bigint, p_limit text, p_field text) returns bigint
 language plpgsql stable security invoker parallel safe

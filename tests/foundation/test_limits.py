@@ -136,6 +136,35 @@ def test_a_deployment_tunes_a_limit_and_only_the_owner_writes_the_table(db):
         assert conn.execute("select memsub.limit_value('max_tags')").fetchone() == (2,)
 
 
+def test_a_limit_of_one_refuses_two_and_a_value_of_one_reads_no_limit(db):
+    """Every limit is at least 1 (limits_value_positive, and every default), so a value of 1 or less passes
+    whatever the limits are: _check_limit answers it without looking the limit up, which a one-id read, a one-tag
+    write and most single-item calls would otherwise pay on every call. At a limit of 1, two are still refused."""
+    with db.connect() as admin:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            admin.execute("insert into memsub.limits (name, value) values ('max_rows', 0)")
+        admin.rollback()
+        admin.execute("insert into memsub.limits (name, value) values ('max_tags', 1)")
+        admin.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["a"])])
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope(tags=["a", "b"])])
+        assert error.value.diag.column_name == "tags"
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute("set track_functions = 'all'")
+        counts = {}
+        for value in (None, -3, 0, 1, 2):
+            admin.execute("select memsub._check_limit(%s, 'max_rows', 'packet_ids')", [value])
+            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
+                                "where schemaname = 'memsub' and funcname = 'limit_value'").fetchone()
+            assert row is not None
+            counts[value] = int(row[0])
+        admin.rollback()
+    assert counts == {None: 0, -3: 0, 0: 0, 1: 0, 2: 1}, counts
+
+
 def complete_graph(conn: Any, nodes: int) -> None:
     for source in range(nodes):
         for target in range(nodes):
