@@ -6,20 +6,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from _vectors import latency_summary
 
-# Operations alternate between the two sides in this many rounds, so drift in the machine's load hits both.
-ROUNDS = 4
+# Operations alternate between the two sides in this many rounds, so drift in the machine's load hits both. With
+# four rounds, one side's stall (a checkpoint, another process) weighed on a quarter of its calls, and the same
+# code's ratio moved by a third from run to run; twenty rounds also give the paired ratio (compare) its samples.
+ROUNDS = 20
+
+
+def round_size(count: int) -> int:
+    """How many items each side does in one round."""
+    return max(1, -(-count // ROUNDS))
 
 
 def rounds(items: Sequence[Any], names: Sequence[str]) -> Iterator[tuple[str, Sequence[Any]]]:
     """(side, chunk of items) in the order to time them: each side does every item once, and the side that goes
     first alternates from round to round."""
-    size = max(1, -(-len(items) // ROUNDS))
+    size = round_size(len(items))
     for number, start in enumerate(range(0, len(items), size)):
         for name in (names if number % 2 == 0 else list(names)[::-1]):
             yield name, items[start:start + size]
@@ -69,23 +77,34 @@ def compare(operation: str, timings: dict[str, list[float]], peer: str,
     less)."""
     theirs, ours = latency_summary(timings[peer]), latency_summary(timings["memsub"])
     row = {"operation": operation, peer: theirs, "memsub": ours,
-           "ratio_ops": ours["ops_per_s"] / theirs["ops_per_s"], "ratio_p50": ours["p50_ms"] / theirs["p50_ms"]}
+           "ratio_ops": ours["ops_per_s"] / theirs["ops_per_s"], "ratio_p50": ours["p50_ms"] / theirs["p50_ms"],
+           "ratio_ops_paired": paired_ratio(timings[peer], timings["memsub"])}
     if cpu_per_call is not None:
         theirs["server_cpu_ms"], ours["server_cpu_ms"] = cpu_per_call[peer] * 1000, cpu_per_call["memsub"] * 1000
         row["ratio_cpu"] = cpu_per_call["memsub"] / cpu_per_call[peer]
     return row
 
 
+def paired_ratio(theirs: Sequence[float], ours: Sequence[float]) -> float:
+    """The median, over the rounds, of the peer's time for a round's items divided by memsub's time for the same
+    items in the same round (> 1: memsub is faster): each round's two sides ran back to back, so a stall of the
+    machine weighs on one round's ratio instead of on a side's whole total."""
+    size = round_size(len(theirs))
+    return statistics.median(sum(theirs[start:start + size]) / sum(ours[start:start + size])
+                             for start in range(0, len(theirs), size) if sum(ours[start:start + size]) > 0)
+
+
 def render(title: str, environment: str, setup: str, peer: str, results: list[dict[str, Any]]) -> str:
     """The printed report: a title, the machine and server, the setup, then one line per operation (with the
     server CPU per call of each side and their ratio when the rows carry them)."""
     cpu = all("ratio_cpu" in row for row in results)
-    header = f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'p50 ratio':>10}"
+    header = (f"{'operation':32} {'peer p50':>11} {'memsub p50':>11} {'ops ratio':>10} {'paired':>7}"
+              f" {'p50 ratio':>10}")
     lines = [title, environment, setup, "",
              header + (f" {'peer CPU':>11} {'memsub CPU':>11} {'CPU ratio':>10}" if cpu else "")]
     for row in results:
         line = (f"{row['operation']:32} {row[peer]['p50_ms']:>8.2f} ms {row['memsub']['p50_ms']:>8.2f} ms"
-                f" {row['ratio_ops']:>10.2f} {row['ratio_p50']:>10.2f}")
+                f" {row['ratio_ops']:>10.2f} {row['ratio_ops_paired']:>7.2f} {row['ratio_p50']:>10.2f}")
         if cpu:
             line += (f" {row[peer]['server_cpu_ms']:>8.3f} ms {row['memsub']['server_cpu_ms']:>8.3f} ms"
                      f" {row['ratio_cpu']:>10.2f}")

@@ -9,7 +9,8 @@ listing. A put and a get run once an item; each user's searches and listing run 
 every operation is timed over at least a hundred calls at the defaults. memsub runs as a login in memsub_app
 (row-level security on, one transaction with set_context per call); PostgresStore as the owner of its own
 schema, set up as ``setup()`` does. Operations alternate between the sides in rounds. Ratios are memsub /
-PostgresStore throughput (> 1: memsub is faster) and p50 latency. When the server runs on this machine, each
+PostgresStore throughput (> 1: memsub is faster), the same paired round by round (the median of the rounds' ratios),
+and p50 latency. When the server runs on this machine, each
 side's server CPU per call is reported too (its one server process, read before and after each operation's
 rounds) with its ratio (< 1: memsub uses less): on a machine whose round trips dominate the latency, it shows
 what the server work costs.
