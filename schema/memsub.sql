@@ -5419,6 +5419,7 @@ CREATE FUNCTION memsub.get_packets(p_packet_ids uuid[], p_with_vectors boolean D
     AS $$
 declare
     v_tenants uuid[];
+    v_ids     uuid[] := p_packet_ids;  -- each id once, in the order of its first mention
 begin
     -- The rows with their vectors are the rows memsub.get_packets_with_vector_values reads, each vector put back
     -- into its memory.embeddings[] element as the exact doubles of its single-precision numbers. Other elements,
@@ -5449,6 +5450,11 @@ begin
     end if;
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     v_tenants := memsub._reader_tenants(p_packet_ids);
+    -- Repeated ids are dropped by a statement of their own, only when there are several ids: in the read's
+    -- statement the grouping took a get of one packet a tenth of its server time to start, for nothing.
+    if cardinality(p_packet_ids) > 1 then
+        v_ids := array(select i.id from unnest(p_packet_ids) with ordinality i(id, n) group by i.id order by min(i.n));
+    end if;
     -- Each visible packet once, in the order of its first mention; unknown and invisible ids give no row. The
     -- plan is the same for every call (a nested loop of key searches), so it is made once per session (generic),
     -- not planned again for each call: planning would cost more than reading one packet. The header fields
@@ -5464,7 +5470,7 @@ begin
                s.importance_score, s.access_count, s.last_accessed, s.contradiction_count, s.content_hash,
                s.chunk_count, s.is_chunked, s.tenant_id, s.org_id, s.user_id, s.correlation_id, s.session_id,
                s.trace_id, s.write_seq
-          from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+          from unnest(v_ids) with ordinality w(id, n)
          -- A nested loop of key searches, one per id and tenant (tests/packets/test_packet_read_cost.py counts
          -- the rows read). OFFSET 0 keeps the lateral subquery from being flattened into a join, which the planner
          -- would then be free to run as a hash join over a scan of every row the tenant condition matches: its
@@ -5488,6 +5494,7 @@ CREATE FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]) RETUR
 #variable_conflict use_column
 declare
     v_tenant uuid;
+    v_ids    uuid[] := p_packet_ids;  -- each id once, in the order of its first mention (as get_packets)
 begin
     -- The rows are memsub.get_packets(ids, false) (the packet_store columns, in the same order); vectors holds
     -- the stored vector of each memory.embeddings[] object whose vector is JSON null: the slot (embedding_type,
@@ -5504,6 +5511,9 @@ begin
     -- found the reader's tenants a second time, another seal check among them, and cost a get of one packet with
     -- its vector 8-10 % of its server time; a function shared by both reads cost each a frame (3-4 %).
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
+    if cardinality(p_packet_ids) > 1 then
+        v_ids := array(select i.id from unnest(p_packet_ids) with ordinality i(id, n) group by i.id order by min(i.n));
+    end if;
     foreach v_tenant in array memsub._reader_tenants(p_packet_ids) loop
         return query
             select s.packet_id, s.packet_type,
@@ -5523,7 +5533,7 @@ begin
                                from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings')
                                     with ordinality as x(e, o)
                               order by x.o) end
-              from (select i.id, min(i.n) as n from unnest(p_packet_ids) with ordinality i(id, n) group by i.id) w
+              from unnest(v_ids) with ordinality w(id, n)
              cross join lateral (select k.* from memsub.packet_store k
                                   where k.tenant_id = v_tenant and k.packet_id = w.id
                                   offset 0) s

@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from helpers import TENANT_A, TENANT_B, set_context
 
@@ -75,16 +76,23 @@ def test_get_packet_searches_the_key_once(db):
 def test_get_packets_returns_the_visible_ones_in_the_order_asked(db):
     populate(db)
     wanted = [packet_id(0, 5), packet_id(1, 5), packet_id(0, 2), uuid.uuid4(), packet_id(0, 5), packet_id(0, 9)]
+    reads = [sql.SQL("memsub.get_packets(%s)"), sql.SQL("memsub.get_packets(%s, false)"),
+             sql.SQL("memsub.get_packets_with_vector_values(%s)")]
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        before = key_searches(conn)
-        rows = conn.execute("select packet_id, tenant_id from memsub.get_packets(%s)", [wanted]).fetchall()
-        searches = key_searches(conn) - before
-        assert [r[0] for r in rows] == [packet_id(0, 5), packet_id(0, 2), packet_id(0, 9)]
-        assert {r[1] for r in rows} == {TENANT_A}
-        assert searches <= len(set(wanted)), f"get_packets searched the key {searches} times"
-        assert conn.execute("select count(*) from memsub.get_packets(%s)", [[]]).fetchone() == (0,)
-        assert conn.execute("select count(*) from memsub.get_packets(null)").fetchone() == (0,)
+
+        def read_ids(read: sql.SQL, ids: list[uuid.UUID] | None) -> list[tuple[Any, ...]]:
+            return conn.execute(sql.SQL("select packet_id, tenant_id from {}").format(read), [ids]).fetchall()
+
+        for read in reads:
+            before = key_searches(conn)
+            rows = read_ids(read, wanted)
+            searches = key_searches(conn) - before
+            assert [r[0] for r in rows] == [packet_id(0, 5), packet_id(0, 2), packet_id(0, 9)], read
+            assert {r[1] for r in rows} == {TENANT_A}
+            assert searches <= len(set(wanted)), f"{read} searched the key {searches} times"
+            assert read_ids(read, []) == [] and read_ids(read, None) == []
+            assert [r[0] for r in read_ids(read, [packet_id(0, 7)])] == [packet_id(0, 7)]
 
 
 def test_get_packets_refuses_more_ids_than_max_rows(db):
