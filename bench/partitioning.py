@@ -103,6 +103,20 @@ def load(app_dsn: str, batch: list[str]) -> None:
 # -- the partitioned copy ----------------------------------------------------------------------------------
 
 
+def key_list_end(method_and_rest: str) -> int:
+    """Where the key list of "USING method (keys) [WHERE ...]" closes: its parenthesis, not the first one, which
+    may close an expression inside it (such as decode(content_hash, 'hex'))."""
+    depth = 0
+    for position, character in enumerate(method_and_rest):
+        if character == "(":
+            depth += 1
+        elif character == ")":
+            depth -= 1
+            if depth == 0:
+                return position
+    raise ValueError(f"no key list in {method_and_rest!r}")
+
+
 def partitioned_copy(conn: Conn, name: str, start: datetime, days: int) -> None:
     """packet_store's columns and indexes, partitioned by "timestamp" per day, holding the same rows."""
     table = sql.Identifier("bench", name)
@@ -120,8 +134,8 @@ def partitioned_copy(conn: Conn, name: str, start: datetime, days: int) -> None:
         # "CREATE [UNIQUE] INDEX name ON memsub.packet_store USING method (columns) [WHERE ...]"
         method_and_rest = definition.split(" ON memsub.packet_store ", 1)[1]
         if unique:  # a unique key of a partitioned table must contain the partition key
-            head, tail = method_and_rest.split(")", 1)
-            method_and_rest = head + ', "timestamp")' + tail
+            end = key_list_end(method_and_rest)
+            method_and_rest = method_and_rest[:end] + ', "timestamp"' + method_and_rest[end:]
         conn.execute(sql.SQL("create {} index {} on {} ").format(
             sql.SQL("unique" if unique else ""), sql.Identifier(f"{name}_i{number}"), table)
             + sql.SQL(method_and_rest))  # the server's own index definition text, not a value
