@@ -443,32 +443,28 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     the Sync commits (or rolls back after an error), with no BEGIN or COMMIT to send and wait for. The
     connection's autocommit setting is put back afterwards; on a connection already in autocommit mode (the
     adapters' pools make them so) nothing is switched, each switch being a call into psycopg's wait loop."""
-    if connection.autocommit:
-        with connection.pipeline():
-            yield
-        return
-    connection.autocommit = True
+    switched = not connection.autocommit
+    if switched:
+        connection.autocommit = True
     try:
         with connection.pipeline():
             yield
     finally:
-        if not connection.closed:
+        if switched and not connection.closed:
             connection.autocommit = False
 
 
 @asynccontextmanager
 async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
     """The async twin of :func:`_one_sync`."""
-    if connection.autocommit:
-        async with connection.pipeline():
-            yield
-        return
-    await connection.set_autocommit(True)
+    switched = not connection.autocommit
+    if switched:
+        await connection.set_autocommit(True)
     try:
         async with connection.pipeline():
             yield
     finally:
-        if not connection.closed:
+        if switched and not connection.closed:
             await connection.set_autocommit(False)
 
 
