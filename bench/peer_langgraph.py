@@ -45,6 +45,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from _adapter_report import rounds
 from _database import bench_database, environment, environment_line, leaves, peer_login
 from _vectors import VectorSource, exact_neighbours, latency_summary, recall, vector_text
 
@@ -53,7 +54,6 @@ ORG = uuid.UUID("b0000000-0000-4000-8000-0000000000f2")
 LANGGRAPH_ROLE = "langgraph_bench"
 WORDS = ("hdpe", "pellet", "supplier", "price", "freight", "lane", "invoice", "quote", "resin", "grade", "melt",
          "capacity", "contract", "delivery", "warehouse", "recycled", "customer", "margin", "forecast", "broker")
-ROUNDS = 4
 K = 10
 
 
@@ -129,14 +129,10 @@ def timed_each(items: Sequence[Any], action: Callable[[Any], Any]) -> list[float
 
 
 def alternate(items: Sequence[Any], sides: dict[str, Callable[[Any], Any]]) -> dict[str, list[float]]:
-    """Each side performs every item once; items are split into rounds and the side order alternates."""
+    """Each side performs every item once, in the adapter benchmarks' alternating rounds (_adapter_report.rounds)."""
     timings: dict[str, list[float]] = {name: [] for name in sides}
-    size = max(1, -(-len(items) // ROUNDS))
-    names = list(sides)
-    for number, start in enumerate(range(0, len(items), size)):
-        chunk = items[start:start + size]
-        for name in (names if number % 2 == 0 else names[::-1]):
-            timings[name] += timed_each(chunk, sides[name])
+    for name, chunk in rounds(items, list(sides)):
+        timings[name] += timed_each(chunk, sides[name])
     return timings
 
 
