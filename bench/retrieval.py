@@ -209,11 +209,15 @@ def build_graph(su: psycopg.Connection[Any], entities: int, fan_out: int) -> int
 
 
 def traversal(app: psycopg.Connection[Any], entities: int, queries: int) -> list[dict[str, Any]]:
+    # Every path up to the depth: as many rows as a call may ask for (max_rows); depth 5 reaches a few hundred.
+    with app.transaction():
+        row = app.execute("select memsub.limit_value('max_rows')").fetchone()
+    assert row is not None
+    most = int(row[0])
     variants: dict[str, Callable[[int], tuple[float, list[Any]]]] = {
         f"depth {depth}": lambda n, d=depth: timed(
-            # max_rows (10,000 by default) is the most a call may ask for; depth 5 reaches a few hundred entities.
-            app, str(BIG), "select entity from memsub.traverse_graph(%s, %s, p_limit => 10000)",
-            [f"entity{1 + n * 97 % entities}", d])
+            app, str(BIG), "select entity from memsub.traverse_graph(%s, %s, p_limit => %s)",
+            [f"entity{1 + n * 97 % entities}", d, most])
         for depth in range(1, 6)}
     figures = side_by_side(queries, variants)
     base = figures["depth 1"]["p50_ms"]
