@@ -3769,7 +3769,7 @@ ALTER FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jso
 
 COMMENT ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) IS 'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as canonical JSON). The same fact again adds one supporting assertion and raises confidence to 1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: counted on every fact involved and on their (visible) source packets. The fact expires with the packets that asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
 
-CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid) RETURNS bigint
+CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid, p_tenant_id uuid DEFAULT NULL::uuid) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -3781,7 +3781,7 @@ begin
     insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
     overriding system value
-    values (memsub._require_tenant_id(), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
             coalesce(p_details, '{}'));
@@ -3789,9 +3789,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). Called by the SECURITY DEFINER write functions; not granted to clients.';
+COMMENT ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). p_tenant_id: the context tenant when the caller has already checked it (memsub._require_tenant_id), which spares a second check of the context''s seal; the tenant policy of memsub.audit checks the row''s tenant either way. Called by the SECURITY DEFINER write functions; not granted to clients.';
 
 CREATE FUNCTION memsub.authenticate_api_key(p_api_key text) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9295,11 +9295,17 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
-                                      'session_id', p_session_id),
-            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
+    -- longest text and the larger JSON argument are held against their limits first, each limit read once; only
+    -- an argument over one goes through the checks that name it (the same errors, in the same order).
+    if greatest(length(p_namespace), length(p_key), length(p_memory_type), length(p_session_id))
+           > memsub.limit_value('max_text_chars')
+       or greatest(pg_column_size(p_value), pg_column_size(p_metadata)) > memsub.limit_value('max_json_bytes') then
+        perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                          'session_id', p_session_id),
+                memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+                memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    end if;
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
@@ -9344,10 +9350,13 @@ begin
                   hint = 'Read the entry again and retry the write with the version you read.';
     end if;
 
+    -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
+    -- again on every call (a custom plan for a NULL session is always the cheaper).
     v_session := coalesce(p_session_id, memsub.current_session_id());
-    if v_session is not null
-       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
-        v_session := null;
+    if v_session is not null then
+        if not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+            v_session := null;
+        end if;
     end if;
 
     insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
@@ -9374,7 +9383,7 @@ begin
            and m.version < v_row.version and not m.is_deleted;
     end if;
     perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
-        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
         p_details => coalesce(p_details, '{}')
                      || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
     return v_row;
@@ -14537,7 +14546,7 @@ GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_view_owner;
 REVOKE ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_app;

@@ -60,6 +60,7 @@ comment on function memsub.set_actor(uuid, bigint) is
     'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record '
     'them. Raises 23503 naming agent_id or task_id when either is unknown or not visible.';
 
+drop function if exists memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid);
 create or replace function memsub.audit_record(
     p_operation       text,
     p_session_id      text    default null,
@@ -69,7 +70,8 @@ create or replace function memsub.audit_record(
     p_key             text    default null,
     p_version         integer default null,
     p_details         jsonb   default '{}',
-    p_agent_id        uuid    default null
+    p_agent_id        uuid    default null,
+    p_tenant_id       uuid    default null
 ) returns bigint
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -82,16 +84,18 @@ begin
     insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
     overriding system value
-    values (memsub._require_tenant_id(), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
+    values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
             p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
             coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
             coalesce(p_details, '{}'));
     return v_id;
 end
 $$;
-comment on function memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid) is
+comment on function memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid, uuid) is
     'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). '
-    'Called by the SECURITY DEFINER write functions; not granted to clients.';
+    'p_tenant_id: the context tenant when the caller has already checked it (memsub._require_tenant_id), which '
+    'spares a second check of the context''s seal; the tenant policy of memsub.audit checks the row''s tenant '
+    'either way. Called by the SECURITY DEFINER write functions; not granted to clients.';
 
 -- Audit rows are readable by the user who caused them (and by admins), so key names of one user's memory do
 -- not leak to another user of the tenant through the audit trail.

@@ -93,11 +93,17 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
-                                      'session_id', p_session_id),
-            memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-            memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
+    -- longest text and the larger JSON argument are held against their limits first, each limit read once; only
+    -- an argument over one goes through the checks that name it (the same errors, in the same order).
+    if greatest(length(p_namespace), length(p_key), length(p_memory_type), length(p_session_id))
+           > memsub.limit_value('max_text_chars')
+       or greatest(pg_column_size(p_value), pg_column_size(p_metadata)) > memsub.limit_value('max_json_bytes') then
+        perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                          'session_id', p_session_id),
+                memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
+                memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
+    end if;
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
@@ -142,10 +148,13 @@ begin
                   hint = 'Read the entry again and retry the write with the version you read.';
     end if;
 
+    -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
+    -- again on every call (a custom plan for a NULL session is always the cheaper).
     v_session := coalesce(p_session_id, memsub.current_session_id());
-    if v_session is not null
-       and not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
-        v_session := null;
+    if v_session is not null then
+        if not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+            v_session := null;
+        end if;
     end if;
 
     insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
@@ -172,7 +181,7 @@ begin
            and m.version < v_row.version and not m.is_deleted;
     end if;
     perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
-        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
         p_details => coalesce(p_details, '{}')
                      || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
     return v_row;
