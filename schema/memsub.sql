@@ -2558,13 +2558,13 @@ CREATE TABLE memsub.sessions (
     project_id text,
     app_name text,
     status text DEFAULT 'active'::text NOT NULL,
-    events jsonb DEFAULT '[]'::jsonb NOT NULL,
     state jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     terminated_at timestamp with time zone,
+    event_count integer DEFAULT 0 NOT NULL,
     CONSTRAINT sessions_app_name_format CHECK ((app_name ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
-    CONSTRAINT sessions_events_is_array CHECK ((jsonb_typeof(events) = 'array'::text)),
+    CONSTRAINT sessions_event_count_not_negative CHECK ((event_count >= 0)),
     CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
     CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
     CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
@@ -2592,8 +2592,6 @@ COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; 
 
 COMMENT ON COLUMN memsub.sessions.status IS 'One of memsub.session_statuses(): active, or terminated (which sets terminated_at).';
 
-COMMENT ON COLUMN memsub.sessions.events IS 'Append-only JSON array of the session''s events, in order.';
-
 COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
 
 COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
@@ -2601,6 +2599,8 @@ COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
 COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
 
 COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
+
+COMMENT ON COLUMN memsub.sessions.event_count IS 'Number of events appended (rows of memsub.session_events); the next event''s position.';
 
 CREATE FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean DEFAULT false, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
     LANGUAGE plpgsql
@@ -8655,14 +8655,19 @@ begin
     if p_state_delta is not null then
         perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     end if;
+    -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
+    -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
     update memsub.sessions s
-       set events = s.events || jsonb_build_array(p_event),
+       set event_count = s.event_count + 1,
            state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
            updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_event', p_session_id => v_session.id,
-        p_details => jsonb_build_object('event_index', jsonb_array_length(v_session.events) - 1,
+    insert into memsub.session_events (tenant_id, session_id, position, org_id, user_id, event)
+    values (v_session.tenant_id, v_session.id, v_session.event_count - 1, v_session.org_id, v_session.user_id,
+            p_event);
+    perform memsub.audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+        p_details => jsonb_build_object('event_index', v_session.event_count - 1,
                                         'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
     return v_session;
@@ -8737,7 +8742,8 @@ begin
     v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.audit_record('session_delete', p_session_id => v_session.id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
-                                        'events', jsonb_array_length(v_session.events)));
+                                        'events', v_session.event_count));
+    -- Its events go with it (session_events_session_fkey cascades).
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -8745,7 +8751,7 @@ $$;
 
 ALTER FUNCTION memsub.session_delete(p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only). Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
 
 CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8773,6 +8779,66 @@ $$;
 ALTER FUNCTION memsub.session_end_turn(p_session_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.session_end_turn(p_session_id text) IS 'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
+
+CREATE TABLE memsub.session_events (
+    tenant_id uuid NOT NULL,
+    session_id text NOT NULL,
+    "position" integer NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    event jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT session_events_event_is_object CHECK ((jsonb_typeof(event) = 'object'::text)),
+    CONSTRAINT session_events_position_not_negative CHECK (("position" >= 0))
+);
+
+ALTER TABLE ONLY memsub.session_events FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.session_events OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.session_events IS 'Events of memsub.sessions (seed 001''s sessions.events), one row each, in the order they were appended. Written only through memsub.session_append_event; deleted with their session.';
+
+COMMENT ON COLUMN memsub.session_events.tenant_id IS 'Tenant owning the session (row-level security).';
+
+COMMENT ON COLUMN memsub.session_events.session_id IS 'The session the event belongs to.';
+
+COMMENT ON COLUMN memsub.session_events."position" IS 'Place of the event in its session''s history: 0 for the first, then one more for each event appended.';
+
+COMMENT ON COLUMN memsub.session_events.org_id IS 'Organization of the session (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.session_events.user_id IS 'User of the session; the event is visible where its session is.';
+
+COMMENT ON COLUMN memsub.session_events.event IS 'The event as appended: a JSON object.';
+
+COMMENT ON COLUMN memsub.session_events.created_at IS 'When the event was appended.';
+
+CREATE FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer DEFAULT NULL::integer, p_limit integer DEFAULT 1000) RETURNS SETOF memsub.session_events
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
+    perform memsub._check_text_limits('session_id', p_session_id);
+    if p_after_position is not null and p_after_position < -1 then
+        raise exception 'after_position must be -1 or more (the position of the last event read), not %',
+            p_after_position using errcode = '22023', column = 'after_position';
+    end if;
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    v_session := memsub._session_lookup(p_session_id);
+    return query
+        select e.* from memsub.session_events e
+         where e.tenant_id = v_session.tenant_id and e.session_id = v_session.id
+           and e.position > coalesce(p_after_position, -1)
+         order by e.position
+         limit p_limit;
+end
+$$;
+
+ALTER FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) IS 'A session''s events in the order they were appended: at most limit of them (at most the max_rows limit), after the position of the last one already read (NULL or -1: from the first). P0002 naming session_id when the session does not exist or the context cannot see it.';
 
 CREATE FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12526,6 +12592,9 @@ ALTER TABLE ONLY memsub.search_stats
 ALTER TABLE ONLY memsub.semantic_memory
     ADD CONSTRAINT semantic_memory_pkey PRIMARY KEY (tenant_id, embedding_id);
 
+ALTER TABLE ONLY memsub.session_events
+    ADD CONSTRAINT session_events_pkey PRIMARY KEY (tenant_id, session_id, "position");
+
 ALTER TABLE ONLY memsub.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (tenant_id, id);
 
@@ -13578,6 +13647,9 @@ ALTER TABLE ONLY memsub.reasoning_traces
 ALTER TABLE ONLY memsub.reflection_store
     ADD CONSTRAINT reflection_store_source_packet_fkey FOREIGN KEY (tenant_id, source_packet) REFERENCES memsub.packet_store(tenant_id, packet_id) ON DELETE SET NULL (source_packet);
 
+ALTER TABLE ONLY memsub.session_events
+    ADD CONSTRAINT session_events_session_fkey FOREIGN KEY (tenant_id, session_id) REFERENCES memsub.sessions(tenant_id, id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY memsub.tasks
     ADD CONSTRAINT tasks_parent_task_fkey FOREIGN KEY (tenant_id, parent_task_id) REFERENCES memsub.tasks(tenant_id, id);
 
@@ -13717,6 +13789,10 @@ COMMENT ON POLICY admin_override ON memsub.search_stats IS 'platform_admin conte
 CREATE POLICY admin_override ON memsub.semantic_memory USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
 COMMENT ON POLICY admin_override ON memsub.semantic_memory IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_override ON memsub.session_events USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.session_events IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
 
 CREATE POLICY admin_override ON memsub.sessions USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
@@ -13960,6 +14036,10 @@ CREATE POLICY org_isolation ON memsub.semantic_memory AS RESTRICTIVE USING (((or
 
 COMMENT ON POLICY org_isolation ON memsub.semantic_memory IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
 
+CREATE POLICY org_isolation ON memsub.session_events AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.session_events IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
 CREATE POLICY org_isolation ON memsub.sessions AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
 COMMENT ON POLICY org_isolation ON memsub.sessions IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
@@ -13989,6 +14069,12 @@ ALTER TABLE memsub.semantic_memory ENABLE ROW LEVEL SECURITY;
 CREATE POLICY session_access ON memsub.sessions AS RESTRICTIVE USING (((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (id = ( SELECT memsub.current_session_id() AS current_session_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
 COMMENT ON POLICY session_access ON memsub.sessions IS 'A session is visible to its user and to the context whose session_id names it; admins pass.';
+
+CREATE POLICY session_event_access ON memsub.session_events AS RESTRICTIVE USING (((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY session_event_access ON memsub.session_events IS 'An event is visible where its session is: to the session''s user and to the context whose session_id names it; admins pass.';
+
+ALTER TABLE memsub.session_events ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.sessions ENABLE ROW LEVEL SECURITY;
 
@@ -14119,6 +14205,10 @@ COMMENT ON POLICY tenant_isolation ON memsub.search_stats IS 'Rows of the contex
 CREATE POLICY tenant_isolation ON memsub.semantic_memory USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
 COMMENT ON POLICY tenant_isolation ON memsub.semantic_memory IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.session_events USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.session_events IS 'Rows of the context tenant only (memsub.set_context).';
 
 CREATE POLICY tenant_isolation ON memsub.sessions USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
@@ -14982,6 +15072,13 @@ GRANT ALL ON FUNCTION memsub.session_delete(p_session_id text) TO memsub_tenant_
 
 REVOKE ALL ON FUNCTION memsub.session_end_turn(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_end_turn(p_session_id text) TO memsub_app;
+
+GRANT SELECT ON TABLE memsub.session_events TO memsub_app;
+GRANT SELECT ON TABLE memsub.session_events TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) TO memsub_app;

@@ -194,14 +194,19 @@ begin
     if p_state_delta is not null then
         perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     end if;
+    -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
+    -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
     update memsub.sessions s
-       set events = s.events || jsonb_build_array(p_event),
+       set event_count = s.event_count + 1,
            state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
            updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_event', p_session_id => v_session.id,
-        p_details => jsonb_build_object('event_index', jsonb_array_length(v_session.events) - 1,
+    insert into memsub.session_events (tenant_id, session_id, position, org_id, user_id, event)
+    values (v_session.tenant_id, v_session.id, v_session.event_count - 1, v_session.org_id, v_session.user_id,
+            p_event);
+    perform memsub.audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+        p_details => jsonb_build_object('event_index', v_session.event_count - 1,
                                         'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
     return v_session;
@@ -342,14 +347,47 @@ begin
     v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.audit_record('session_delete', p_session_id => v_session.id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
-                                        'events', jsonb_array_length(v_session.events)));
+                                        'events', v_session.event_count));
+    -- Its events go with it (session_events_session_fkey cascades).
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
 $$;
 comment on function memsub.session_delete(text) is
-    'Deletes a session (tenant_admin or platform_admin only). Its tasks, agents, checkpoints, memory entries and '
-    'audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+    'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory '
+    'entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+
+create or replace function memsub.session_get_events(
+    p_session_id     text,
+    p_after_position integer default null,
+    p_limit          integer default 1000
+) returns setof memsub.session_events
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions;
+begin
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
+    perform memsub._check_text_limits('session_id', p_session_id);
+    if p_after_position is not null and p_after_position < -1 then
+        raise exception 'after_position must be -1 or more (the position of the last event read), not %',
+            p_after_position using errcode = '22023', column = 'after_position';
+    end if;
+    perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    v_session := memsub._session_lookup(p_session_id);
+    return query
+        select e.* from memsub.session_events e
+         where e.tenant_id = v_session.tenant_id and e.session_id = v_session.id
+           and e.position > coalesce(p_after_position, -1)
+         order by e.position
+         limit p_limit;
+end
+$$;
+comment on function memsub.session_get_events(text, integer, integer) is
+    'A session''s events in the order they were appended: at most limit of them (at most the max_rows limit), '
+    'after the position of the last one already read (NULL or -1: from the first). P0002 naming session_id when '
+    'the session does not exist or the context cannot see it.';
 
 -- A session is visible to its user, to the context naming it, and to admins.
 call memsub.install_row_security('memsub.sessions', array['org']);
@@ -362,7 +400,18 @@ create policy session_access on memsub.sessions as restrictive for all to public
 comment on policy session_access on memsub.sessions is
     'A session is visible to its user and to the context whose session_id names it; admins pass.';
 
-grant select on memsub.sessions to memsub_app, memsub_analyst;
+call memsub.install_row_security('memsub.session_events', array['org']);
+
+drop policy if exists session_event_access on memsub.session_events;
+create policy session_event_access on memsub.session_events as restrictive for all to public
+    using (user_id = (select memsub.current_user_id())
+           or session_id = (select memsub.current_session_id())
+           or (select memsub._caller_is_admin()));
+comment on policy session_event_access on memsub.session_events is
+    'An event is visible where its session is: to the session''s user and to the context whose session_id names '
+    'it; admins pass.';
+
+grant select on memsub.sessions, memsub.session_events to memsub_app, memsub_analyst;
 grant execute on function
     memsub.session_create(text, text, text, jsonb),
     memsub.session_append_event(text, jsonb, jsonb),
@@ -371,3 +420,4 @@ grant execute on function
     memsub.session_terminate(text, text, boolean)
     to memsub_app;
 grant execute on function memsub.session_delete(text) to memsub_tenant_admin;
+grant execute on function memsub.session_get_events(text, integer, integer) to memsub_app, memsub_analyst;

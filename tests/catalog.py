@@ -54,7 +54,9 @@ CATALOG_QUERIES: dict[str, str] = {
           from pg_class c
          where c.relnamespace = 'memsub'::regnamespace order by 1""",
     "comments": """
-        select c.relname, a.attnum, d.description
+        -- by column name: a restored or upgraded table numbers its columns differently (a dropped column leaves a
+        -- gap in the table it was dropped from, not in one created without it)
+        select c.relname, a.attname, d.description
           from pg_description d
           join pg_class c on c.oid = d.objoid and d.classoid = 'pg_class'::regclass
           left join pg_attribute a on a.attrelid = c.oid and a.attnum = d.objsubid

@@ -18,7 +18,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, method, one, optional, query, scalar
+from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, method, one, optional, query, rows, scalar
 from memsub.memory import MemoryType
 
 SessionStatus = Literal["active", "terminated"]
@@ -41,11 +41,24 @@ class Session(BaseModel):
     project_id: str | None
     app_name: str | None
     status: SessionStatus
-    events: list[dict[str, Any]]
     state: dict[str, Any]
     created_at: datetime
     updated_at: datetime
     terminated_at: datetime | None
+    event_count: int
+    """Events appended so far; they are read with ``session_get_events``."""
+
+
+class SessionEvent(BaseModel):
+    """One row of memsub.session_events: an event of a session, at its place in the session's history."""
+
+    tenant_id: UUID
+    session_id: str
+    position: int
+    org_id: UUID | None
+    user_id: UUID | None
+    event: dict[str, Any]
+    created_at: datetime
 
 
 class Termination(BaseModel):
@@ -129,6 +142,14 @@ def session_append_event(session_id: str, event: dict[str, Any],
                                              "state_delta": json_or_none(state_delta)}, one(Session))
 
 
+def session_get_events(session_id: str, after_position: int | None = None,
+                       limit: int | None = None) -> Call[list[SessionEvent]]:
+    """The session's events in the order they were appended, at most ``limit`` (SQL default 1000) after
+    ``after_position``, the position of the last event already read (memsub.session_get_events)."""
+    return function("session_get_events", {"session_id": session_id, "after_position": after_position,
+                                           "limit": limit}, rows(SessionEvent))
+
+
 def session_merge_state(session_id: str, state_delta: dict[str, Any]) -> Call[Session]:
     """Merge a state delta into the session's state (memsub.session_merge_state)."""
     return function("session_merge_state", {"session_id": session_id, "state_delta": Json(state_delta)},
@@ -202,6 +223,7 @@ class SessionsArea(Area[SessionT]):
     create = method(session_create)
     get = method(get_session)
     append_event = method(session_append_event)
+    get_events = method(session_get_events)
     merge_state = method(session_merge_state)
     end_turn = method(session_end_turn)
     terminate = method(session_terminate)

@@ -172,7 +172,8 @@ def test_sessions_and_users_are_isolated(db):
     assert seen_by_a == shared | {"session:A:progress", f"user:{ALICE}:preferences"}
     assert seen_by_b == shared | {"session:B:progress", f"user:{BOB}:preferences"}
     assert seen_by_a2 == shared | {f"user:{ALICE}:preferences"}
-    assert ground_truth(db, "select events from memsub.sessions where id = 'A'") == [{"events": []}]
+    assert ground_truth(db, "select event_count from memsub.sessions where id = 'A'") == [{"event_count": 0}]
+    assert ground_truth(db, "select count(*) as n from memsub.session_events") == [{"n": 0}]
 
 
 def assert_policy_alone_hides_bobs_row(db: Any, table: str, policy: str) -> None:

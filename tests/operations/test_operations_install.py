@@ -228,6 +228,20 @@ def _check_embeddings_moved(dsn: str, tenants: list[tuple[str, int]]) -> None:
                                 rows for _, rows in tenants),)
 
 
+def _forced_as_released(dsn: str, installer_dsn: str, *tables: str) -> None:
+    """Row-level security forced on each table, with a tenant policy, as the installed release has them (the
+    repeatable SQL that creates them is not applied at an intermediate release); the installer then sees no row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in tables:
+            conn.execute(f"alter table memsub.{table} enable row level security")
+            conn.execute(f"alter table memsub.{table} force row level security")
+            conn.execute(f"create policy tenant_isolation on memsub.{table} "
+                         "using (tenant_id = current_setting('memsub.tenant_id', true)::uuid)")
+    with psycopg.connect(installer_dsn) as conn:
+        for table in tables:
+            assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
+
+
 def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, installer):
     """The installer does not bypass row-level security, and without a tenant context the old table's policies
     show it no row: the upgrade must still copy every one (and refuses to finish when a count differs)."""
@@ -235,13 +249,7 @@ def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, i
         grant_documented_privileges(conn, installer)
     migrator = Migrator(server.dsn(empty_db, installer))
     tenants = _embeddings_at_2_29_0(server.dsn(empty_db), migrator)
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        conn.execute("alter table memsub.memory_embeddings enable row level security")
-        conn.execute("alter table memsub.memory_embeddings force row level security")
-        conn.execute("create policy tenant_isolation on memsub.memory_embeddings "
-                     "using (tenant_id = current_setting('memsub.tenant_id', true)::uuid)")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
-        assert conn.execute("select count(*) from memsub.memory_embeddings").fetchone() == (0,)
+    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "memory_embeddings")
     migrator.migrate()
     _check_embeddings_moved(server.dsn(empty_db), tenants)
 
@@ -311,12 +319,40 @@ def _check_namespace_keys(dsn: str) -> None:
                                 "where oid = %s::regclass", [f"memsub.{table}"]).fetchone() == (True, True)
 
 
+def _sessions_at_2_32_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.32.0 with two tenants' sessions, their events in the sessions.events array."""
+    migrator.migrate("2.32.0")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("""
+            insert into memsub.sessions (tenant_id, id, user_id, events)
+            values (%s, 's1', %s, '[{"n": 0}, {"n": 1}, {"n": 2}]'), (%s, 's2', %s, '[]'),
+                   (%s, 's1', %s, '[{"n": 0}]')""",
+                     [str(uuid.UUID(int=1)), str(uuid.UUID(int=7)), str(uuid.UUID(int=1)), str(uuid.UUID(int=7)),
+                      str(uuid.UUID(int=2)), str(uuid.UUID(int=8))])
+
+
+def _check_session_events(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        events = conn.execute("select tenant_id::text, session_id, position, event ->> 'n', user_id::text "
+                              "from memsub.session_events order by 1, 2, 3").fetchall()
+        counts = conn.execute("select tenant_id::text, id, event_count from memsub.sessions order by 1, 2").fetchall()
+        security = conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = 'memsub.sessions'::regclass").fetchone()
+    one, two, seven, eight = (str(uuid.UUID(int=n)) for n in (1, 2, 7, 8))
+    assert events == [(one, "s1", 0, "0", seven), (one, "s1", 1, "1", seven), (one, "s1", 2, "2", seven),
+                      (two, "s1", 0, "0", eight)]
+    assert counts == [(one, "s1", 3), (one, "s2", 0), (two, "s1", 1)]
+    assert security == (True, True)
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
     "2.31.0 keeps every measured choice": (_search_stats_at_2_30_0, lambda dsn, _: _check_recall_bounds(dsn)),
     "2.32.0 gives every store item its namespace key": (_store_items_at_2_31_0,
                                                         lambda dsn, _: _check_namespace_keys(dsn)),
+    "2.33.0 moves every session's events into rows": (_sessions_at_2_32_0,
+                                                      lambda dsn, _: _check_session_events(dsn)),
 }
 
 
@@ -338,14 +374,8 @@ def test_a_non_superuser_installer_gives_every_store_item_its_namespace_key_too(
         grant_documented_privileges(conn, installer)
     migrator = Migrator(server.dsn(empty_db, installer))
     _store_items_at_2_31_0(server.dsn(empty_db), migrator)
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # as the installed release has them
-        for table in ("langgraph_store_items", "langgraph_store_vectors"):
-            conn.execute(f"alter table memsub.{table} enable row level security")
-            conn.execute(f"alter table memsub.{table} force row level security")
-            conn.execute(f"create policy tenant_isolation on memsub.{table} "
-                         "using (tenant_id = current_setting('memsub.tenant_id', true)::uuid)")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
-        assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
+    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "langgraph_store_items",
+                        "langgraph_store_vectors")
     migrator.migrate()
     _check_namespace_keys(server.dsn(empty_db))
 
@@ -363,3 +393,15 @@ def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_sessi
     report = Migrator(server.dsn(empty_db, installer)).migrate()
     assert report.repeatables_applied
     assert migrator.verify() == []
+
+
+def test_a_non_superuser_installer_moves_every_session_event_too(server, empty_db, installer):
+    """Row-level security is forced on sessions: without a tenant context its owner sees no row, and the upgrade
+    must still move every session's events, and leave row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _sessions_at_2_32_0(server.dsn(empty_db), migrator)
+    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "sessions")
+    migrator.migrate()
+    _check_session_events(server.dsn(empty_db))

@@ -9,9 +9,10 @@ from session_helpers import ground_truth
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
 
 # Seed 001's fields (and seed 000's tasks columns), with the types they map to; every table also carries the
-# tenant columns.
+# tenant columns. sessions.events, the append-only history, is the table session_events (one row per event, so
+# that an append writes its event alone): test_session_events_are_rows_of_their_session below.
 SEED_COLUMNS = {
-    "sessions": {"id": "text", "user_id": "uuid", "project_id": "text", "events": "jsonb", "state": "jsonb"},
+    "sessions": {"id": "text", "user_id": "uuid", "project_id": "text", "event_count": "integer", "state": "jsonb"},
     "tasks": {
         "id": "bigint",
         "type": "text",
@@ -194,3 +195,32 @@ def test_session_functions_are_documented_pinned_and_not_public(server, template
         assert any(c.startswith("search_path=") for c in function["proconfig"] or []), function["name"]
         assert function["owner"] == "memsub_owner", function["name"]
         assert not function["public_execute"], function["name"]
+
+
+def test_session_events_are_rows_of_their_session(server, template_db):
+    """Seed 001's sessions.events: each event a row, keyed by its session and its place in the history, gone with
+    its session (the events were part of the session's row), commented and under row-level security."""
+    from conftest import Database
+
+    db = Database(server, template_db)
+    columns = ground_truth(db, """
+        select a.attname as name, format_type(a.atttypid, a.atttypmod) as type,
+               col_description(a.attrelid, a.attnum) is not null as commented
+          from pg_attribute a
+         where a.attrelid = 'memsub.session_events'::regclass and a.attnum > 0 and not a.attisdropped""")
+    types = {c["name"]: c["type"] for c in columns}
+    assert {k: types.get(k) for k in ("tenant_id", "session_id", "position", "event")} == {
+        "tenant_id": "uuid", "session_id": "text", "position": "integer", "event": "jsonb"}
+    assert all(c["commented"] for c in columns)
+    keys = ground_truth(db, """
+        select k.contype, k.confrelid::regclass::text as referenced, k.confdeltype,
+               array(select a.attname::text from unnest(k.conkey) with ordinality u(n, i)
+                      join pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.n order by u.i) as columns
+          from pg_constraint k where k.conrelid = 'memsub.session_events'::regclass and k.contype in ('p', 'f')
+         order by k.contype desc""")
+    assert keys == [
+        {"contype": "p", "referenced": "-", "confdeltype": " ", "columns": ["tenant_id", "session_id", "position"]},
+        {"contype": "f", "referenced": "memsub.sessions", "confdeltype": "c", "columns": ["tenant_id", "session_id"]},
+    ]
+    assert ground_truth(db, "select relrowsecurity and relforcerowsecurity as forced from pg_class "
+                            "where oid = 'memsub.session_events'::regclass") == [{"forced": True}]

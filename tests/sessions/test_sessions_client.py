@@ -16,11 +16,16 @@ def test_session_flow_through_the_client(db):
         with substrate.tenant(TENANT_A, user_id=ALICE, session_id="s1") as session:
             created = session.sessions.create("s1", project_id="schema_redesign", app_name="abathur")
             assert created.status == "active" and created.user_id == ALICE
-            session.sessions.append_event(
+            appended = session.sessions.append_event(
                  "s1",
                  {"text": "hello"},
                  {f"user:{ALICE}:preferences:style": "concise", "temp:turn:n": 1},
             )
+            session.sessions.append_event("s1", {"text": "again"})
+            assert appended.event_count == 1
+            events = session.sessions.get_events("s1")
+            assert [(e.position, e.event) for e in events] == [(0, {"text": "hello"}), (1, {"text": "again"})]
+            assert [e.position for e in session.sessions.get_events("s1", after_position=0, limit=5)] == [1]
             task = session.sessions.task_create("answer", {"q": 1}, session_id="s1")
             agent = session.sessions.agent_spawn("responder", task.id)
             session.packets.set_actor(agent.id)
