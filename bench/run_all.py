@@ -27,7 +27,7 @@ from _database import cpu_model
 BENCH = Path(__file__).resolve().parent
 BEGIN = "<!-- bench/run_all.py writes from here to the end marker: do not edit by hand -->"
 END = "<!-- bench/run_all.py: end -->"
-ORDER = ("ingest", "write_path", "upserts", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
+ORDER = ("ingest", "write_path", "upserts", "session_events", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
          "peer_langgraph", "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store",
          "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "http_load", "tune_at_scale", "scaling")
 
