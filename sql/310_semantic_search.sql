@@ -86,6 +86,9 @@ create or replace function memsub._record_accesses(
 ) returns table (target_id uuid, access_id uuid)
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
+-- One plan for every call: planned for each call's values, the log insert and the counter update took about
+-- 0.5 ms each to plan, longer than they ran.
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
@@ -183,6 +186,7 @@ create or replace function memsub._search_strategy(
                  recall double precision)
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_stats  memsub.search_stats;
@@ -212,10 +216,12 @@ begin
             v_rows := v_stats.row_count;
             v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
         else
-            -- Not measured yet: count at most 2000 of the tenant's rows.
-            execute 'select count(*) from (select 1 from memsub.memory_embeddings e '
-                    ' where e.tenant_id = $1 and e.embedding_type = $2 limit 2000) s'
-               into v_rows using p_tenant_id, p_embedding_type;
+            -- Not measured yet: count at most 2000 of the tenant's rows. A static statement with one plan for
+            -- every call (plan_cache_mode above), which opens the tenant's partition only when it starts: planned
+            -- for each call's values (an EXECUTE) it took 0.3 ms to plan a count of 0.01 ms.
+            select count(*) into v_rows
+              from (select from memsub.memory_embeddings e
+                     where e.tenant_id = p_tenant_id and e.embedding_type = p_embedding_type limit 2000) s;
             v_probed := v_rows >= 2000;
         end if;
     end if;

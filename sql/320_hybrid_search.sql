@@ -68,6 +68,8 @@ create or replace function memsub._chunk_keyword_candidates(
 ) returns table (chunk_id uuid, text_rank integer, text_score real)
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
+-- One plan for every call: planned for each call's values it took 0.6 ms to plan a 0.01 ms read.
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
@@ -123,6 +125,10 @@ create or replace function memsub.hybrid_search(
                  importance_score double precision, access_id uuid, packet jsonb)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
+-- One plan for every call: the plan cache found a plan for each call's values always cheaper and planned the
+-- statement below again every time, 1.6-1.8 ms a call against 2-9 ms of running it. The generic plan keeps
+-- the same shape: its legs and the access records are gated by one-time filters on the arguments.
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_tenant     uuid    := memsub._require_tenant_id();
