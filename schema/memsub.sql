@@ -3452,6 +3452,7 @@ begin
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
     perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+        p_tenant_id => v_agent.tenant_id,
         p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
     return v_agent;
 end
@@ -4077,6 +4078,7 @@ begin
         v_restored := found;
     end if;
     perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+        p_tenant_id => v_checkpoint.tenant_id,
         p_task_id => v_checkpoint.task_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'session_state_restored', v_restored));
@@ -4118,6 +4120,7 @@ begin
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+        p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'label', p_label));
     return v_checkpoint;
@@ -8724,7 +8727,7 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
-    perform memsub.audit_record('session_create', p_session_id => v_session.id,
+    perform memsub.audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
 end
@@ -8746,7 +8749,7 @@ begin
             using errcode = '42501', column = 'session_id';
     end if;
     v_session := memsub._session_lookup(p_session_id, true);
-    perform memsub.audit_record('session_delete', p_session_id => v_session.id,
+    perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades).
@@ -8776,7 +8779,7 @@ begin
        set state = s.state - v_dropped, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id,
+    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
     return v_session;
 end
@@ -8862,7 +8865,7 @@ begin
        set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_state', p_session_id => v_session.id,
+    perform memsub.audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
@@ -8921,7 +8924,7 @@ begin
        set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_terminate', p_session_id => v_session.id,
+    perform memsub.audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
                                         'memory_type', p_memory_type));
     return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
@@ -9864,6 +9867,7 @@ begin
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
     return v_task;
 end
@@ -9898,6 +9902,7 @@ begin
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
     return v_task;
 end
@@ -9942,6 +9947,7 @@ begin
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('from', v_before, 'to', p_status));
     return v_task;
 end

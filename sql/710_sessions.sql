@@ -162,7 +162,7 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
-    perform memsub.audit_record('session_create', p_session_id => v_session.id,
+    perform memsub.audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
 end
@@ -233,7 +233,7 @@ begin
        set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_state', p_session_id => v_session.id,
+    perform memsub.audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
@@ -259,7 +259,7 @@ begin
        set state = s.state - v_dropped, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id,
+    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
     return v_session;
 end
@@ -321,7 +321,7 @@ begin
        set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_terminate', p_session_id => v_session.id,
+    perform memsub.audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
                                         'memory_type', p_memory_type));
     return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
@@ -345,7 +345,7 @@ begin
             using errcode = '42501', column = 'session_id';
     end if;
     v_session := memsub._session_lookup(p_session_id, true);
-    perform memsub.audit_record('session_delete', p_session_id => v_session.id,
+    perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades).

@@ -69,6 +69,7 @@ begin
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
     return v_task;
 end
@@ -102,6 +103,7 @@ begin
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
     return v_task;
 end
@@ -151,6 +153,7 @@ begin
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
     perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+        p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('from', v_before, 'to', p_status));
     return v_task;
 end
@@ -192,6 +195,7 @@ begin
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
     perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+        p_tenant_id => v_agent.tenant_id,
         p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
     return v_agent;
 end

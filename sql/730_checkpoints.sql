@@ -37,6 +37,7 @@ begin
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+        p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'label', p_label));
     return v_checkpoint;
@@ -66,6 +67,7 @@ begin
         v_restored := found;
     end if;
     perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+        p_tenant_id => v_checkpoint.tenant_id,
         p_task_id => v_checkpoint.task_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'session_state_restored', v_restored));
