@@ -21,6 +21,7 @@ from typing import Any, get_args
 from uuid import UUID
 
 import psycopg
+from pgvector import Vector
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from starlette.applications import Starlette
@@ -213,10 +214,28 @@ def texts(value: Any, field: str) -> list[str]:
     return [text(item, f"{field}[{i}]") for i, item in enumerate(value)]
 
 
-def vector(value: Any, field: str) -> str:
+FLOAT4_MAX = 3.4028234663852886e38
+"""The largest number a vector element (a 4-byte float) holds."""
+
+
+def vector(value: Any, field: str) -> Vector:
+    """A vector field as pgvector's ``Vector``, sent in binary (4 bytes a number): an array of finite numbers that
+    a 4-byte float holds. A JSON array of plain numbers (what clients send) is checked in one pass; anything else
+    goes element by element through number(), which converts numbers as text and names the first element it
+    refuses. (Checked and sent as text, a 384-number vector took 0.7 ms of the server process, a sixth of a
+    search request's time there.)"""
     if not isinstance(value, list) or not value:
         raise invalid(field, f"{field} must be a non-empty array of numbers")
-    return "[" + ",".join(repr(number(item, f"{field}[{i}]")) for i, item in enumerate(value)) + "]"
+    if all(type(item) is float or type(item) is int for item in value):
+        numbers = [float(item) for item in value]
+        if all(-FLOAT4_MAX <= item <= FLOAT4_MAX for item in numbers):  # NaN fails both comparisons
+            return Vector(numbers)
+    numbers = []
+    for i, item in enumerate(value):
+        numbers.append(number(item, f"{field}[{i}]"))
+        if abs(numbers[-1]) > FLOAT4_MAX:
+            raise invalid(f"{field}[{i}]", f"{field}[{i}] must be within the range of a 4-byte float")
+    return Vector(numbers)
 
 
 def json_value(value: Any, field: str) -> str:

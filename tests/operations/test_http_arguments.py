@@ -113,3 +113,18 @@ def test_the_openapi_document_describes_the_route_arguments(route):
         assert list(body["properties"]) == names
         assert sorted(body.get("required", [])) == required
         assert body["additionalProperties"] is False
+
+
+def test_a_vector_field_is_checked_number_by_number():
+    """A vector field is sent as a vector of finite numbers that a 4-byte float holds; an element that is not one
+    is refused with 422 naming it (field[i]), and the whole field when it is no array or an empty one."""
+    assert http_api.vector([1, 0.5, -2, 1e-7], "query").to_list() == pytest.approx([1.0, 0.5, -2.0, 1e-7])
+    assert http_api.vector(["0.25", 3], "query").to_list() == [0.25, 3.0]  # numbers as text convert
+    assert http_api.vector([3.4e38, -3.4e38], "query").to_list() == pytest.approx([3.4e38, -3.4e38])
+    for value, field_named in (([1, True], "query[1]"), ([0.5, float("nan")], "query[1]"),
+                               ([float("inf"), 1], "query[0]"), ([1, "x"], "query[1]"), ([1, None], "query[1]"),
+                               ([1, [2]], "query[1]"), ([0.5, 1e39], "query[1]"), ([-1e300], "query[0]"),
+                               (["1e39"], "query[0]"), ([], "query"), ("1,2", "query"), (None, "query")):
+        with pytest.raises(http_api.Problem) as refused:
+            http_api.vector(value, "query")
+        assert (refused.value.status, refused.value.field) == (422, field_named), value
