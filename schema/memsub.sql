@@ -721,6 +721,30 @@ ALTER FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) O
 
 COMMENT ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) IS 'Refuses a value over a resource limit with SQLSTATE 54000 naming the field (column diagnostic) and the limit (detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes, and so does a value of 1 or less (every limit is at least 1), without reading the limit.';
 
+CREATE FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_max bigint;
+begin
+    -- Several values held against one limit, which is read once (a frame and a query each time otherwise), and
+    -- only for a value above 1 (every limit is at least 1). The first value over it is refused by _check_limit.
+    for i in 1 .. coalesce(cardinality(p_values), 0) loop
+        if p_values[i] > 1 then
+            v_max := coalesce(v_max, memsub.limit_value(p_limit));
+            if p_values[i] > v_max then
+                perform memsub._check_limit(p_values[i], p_limit, p_fields[i]);
+            end if;
+        end if;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) IS 'Refuses the first of several values over one resource limit as memsub._check_limit does (54000 naming its field, p_fields[i] for p_values[i]), reading the limit once; NULL values and values of 1 or less pass without reading it.';
+
 CREATE FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -8654,8 +8678,8 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
-            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
-            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+            memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
+                                 array['event', 'state_delta']);
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -9370,17 +9394,11 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
-    -- longest text and the larger JSON argument are held against their limits first, each limit read once; only
-    -- an argument over one goes through the checks that name it (the same errors, in the same order).
-    if greatest(length(p_namespace), length(p_key), length(p_memory_type), length(p_session_id))
-           > memsub.limit_value('max_text_chars')
-       or greatest(pg_column_size(p_value), pg_column_size(p_metadata)) > memsub.limit_value('max_json_bytes') then
-        perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
-                                          'session_id', p_session_id),
-                memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-                memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    end if;
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                      'session_id', p_session_id),
+            memsub._check_limits(array[pg_column_size(p_value), pg_column_size(p_metadata)], 'max_json_bytes',
+                                 array['value', 'metadata']);
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
@@ -14365,6 +14383,11 @@ GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field 
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 

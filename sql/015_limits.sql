@@ -86,6 +86,30 @@ comment on function memsub._check_limit(bigint, text, text) is
     '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes, and so does a value of 1 or '
     'less (every limit is at least 1), without reading the limit.';
 
+create or replace function memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) returns void
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_max bigint;
+begin
+    -- Several values held against one limit, which is read once (a frame and a query each time otherwise), and
+    -- only for a value above 1 (every limit is at least 1). The first value over it is refused by _check_limit.
+    for i in 1 .. coalesce(cardinality(p_values), 0) loop
+        if p_values[i] > 1 then
+            v_max := coalesce(v_max, memsub.limit_value(p_limit));
+            if p_values[i] > v_max then
+                perform memsub._check_limit(p_values[i], p_limit, p_fields[i]);
+            end if;
+        end if;
+    end loop;
+end
+$$;
+comment on function memsub._check_limits(bigint[], text, text[]) is
+    'Refuses the first of several values over one resource limit as memsub._check_limit does (54000 naming its '
+    'field, p_fields[i] for p_values[i]), reading the limit once; NULL values and values of 1 or less pass without '
+    'reading it.';
+
 create or replace function memsub._check_count(p_value bigint, p_limit text, p_field text) returns bigint
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -103,6 +127,7 @@ comment on function memsub._check_count(bigint, text, text) is
     '54000 (memsub._check_limit), both naming the field; returns the value otherwise.';
 
 grant select on memsub.limits to memsub_app, memsub_analyst;
-grant execute on function memsub.limit_value(text), memsub._check_limit(bigint, text, text)
+grant execute on function memsub.limit_value(text), memsub._check_limit(bigint, text, text),
+    memsub._check_limits(bigint[], text, text[])
     to memsub_app, memsub_analyst, memsub_retrieval_owner;
 grant execute on function memsub._check_count(bigint, text, text) to memsub_app, memsub_analyst;

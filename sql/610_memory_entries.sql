@@ -93,17 +93,11 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
-    -- longest text and the larger JSON argument are held against their limits first, each limit read once; only
-    -- an argument over one goes through the checks that name it (the same errors, in the same order).
-    if greatest(length(p_namespace), length(p_key), length(p_memory_type), length(p_session_id))
-           > memsub.limit_value('max_text_chars')
-       or greatest(pg_column_size(p_value), pg_column_size(p_metadata)) > memsub.limit_value('max_json_bytes') then
-        perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
-                                          'session_id', p_session_id),
-                memsub._check_limit(pg_column_size(p_value), 'max_json_bytes', 'value'),
-                memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    end if;
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                      'session_id', p_session_id),
+            memsub._check_limits(array[pg_column_size(p_value), pg_column_size(p_metadata)], 'max_json_bytes',
+                                 array['value', 'metadata']);
     perform memsub.check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),

@@ -184,8 +184,8 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
-            memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event'),
-            memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+            memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
+                                 array['event', 'state_delta']);
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'

@@ -165,6 +165,33 @@ def test_a_limit_of_one_refuses_two_and_a_value_of_one_reads_no_limit(db):
     assert counts == {None: 0, -3: 0, 0: 0, 1: 0, 2: 1}, counts
 
 
+def test_several_values_are_held_against_one_limit_read_once(db):
+    """_check_limits refuses the first value over the limit, naming its field as _check_limit does, and reads the
+    limit once for all the values (none at all when no value is above 1)."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_json_bytes', 10)")
+        admin.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select memsub._check_limits(array[3, 11, 12]::bigint[], 'max_json_bytes', "
+                         "array['first', 'second', 'third'])")
+        assert error.value.diag.column_name == "second"
+        assert error.value.diag.message_detail == "limit=max_json_bytes value=10 actual=11"
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute("set track_functions = 'all'")
+        counts = {}
+        for values in ("{null,0,1}", "{5,10,7}"):
+            admin.execute("select memsub._check_limits(%s::bigint[], 'max_json_bytes', array['a', 'b', 'c'])",
+                          [values])
+            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
+                                "where schemaname = 'memsub' and funcname = 'limit_value'").fetchone()
+            assert row is not None
+            counts[values] = int(row[0])
+        admin.rollback()
+    assert counts == {"{null,0,1}": 0, "{5,10,7}": 1}, counts
+
+
 def complete_graph(conn: Any, nodes: int) -> None:
     for source in range(nodes):
         for target in range(nodes):
