@@ -123,6 +123,14 @@ def json_text(value: Any, field_name: str) -> str:
     return json.dumps(_json_safe(value, field_name), ensure_ascii=False, allow_nan=False)
 
 
+@overload
+def vector(values: None) -> None: ...
+
+
+@overload
+def vector(values: VectorLike) -> Vector: ...
+
+
 def vector(values: VectorLike | None) -> Vector | None:
     """A vector argument as pgvector's ``Vector`` (NumPy arrays are taken as they are, in float32)."""
     if values is None:

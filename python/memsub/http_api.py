@@ -219,23 +219,21 @@ FLOAT4_MAX = 3.4028234663852886e38
 
 
 def vector(value: Any, field: str) -> Vector:
-    """A vector field as pgvector's ``Vector``, sent in binary (4 bytes a number): an array of finite numbers that
-    a 4-byte float holds. A JSON array of plain numbers (what clients send) is checked in one pass; anything else
-    goes element by element through number(), which converts numbers as text and names the first element it
-    refuses. (Checked and sent as text, a 384-number vector took 0.7 ms of the server process, a sixth of a
-    search request's time there.)"""
+    """A vector field as the client's vector argument (``_calls.vector``: sent in binary, 4 bytes a number): an
+    array of finite numbers that a 4-byte float holds, the first element that is not one refused by name. A JSON
+    array of plain numbers (what clients send) is read in one pass, without a field name per element; anything
+    else goes element by element through number(), which also converts numbers given as text. (Read element by
+    element and sent as text, a 384-number vector took 0.7 ms of the server process, a sixth of a search.)"""
     if not isinstance(value, list) or not value:
         raise invalid(field, f"{field} must be a non-empty array of numbers")
     if all(type(item) is float or type(item) is int for item in value):
         numbers = [float(item) for item in value]
-        if all(-FLOAT4_MAX <= item <= FLOAT4_MAX for item in numbers):  # NaN fails both comparisons
-            return Vector(numbers)
-    numbers = []
-    for i, item in enumerate(value):
-        numbers.append(number(item, f"{field}[{i}]"))
-        if abs(numbers[-1]) > FLOAT4_MAX:
-            raise invalid(f"{field}[{i}]", f"{field}[{i}] must be within the range of a 4-byte float")
-    return Vector(numbers)
+    else:
+        numbers = [number(item, f"{field}[{i}]") for i, item in enumerate(value)]
+    for i, item in enumerate(numbers):
+        if not -FLOAT4_MAX <= item <= FLOAT4_MAX:  # NaN fails both comparisons
+            raise invalid(f"{field}[{i}]", f"{field}[{i}] must be a finite number within the range of a 4-byte float")
+    return _calls.vector(numbers)
 
 
 def json_value(value: Any, field: str) -> str:
