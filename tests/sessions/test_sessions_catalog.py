@@ -7,6 +7,8 @@ import pytest
 from session_helpers import ground_truth
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
+# Seed 001's sessions.events, one row per event (test_session_events_are_rows_of_their_session).
+EVENTS = "session_events"
 
 # Seed 001's fields (and seed 000's tasks columns), with the types they map to; every table also carries the
 # tenant columns. sessions.events, the append-only history, is the table session_events (one row per event, so
@@ -70,7 +72,7 @@ def catalog(server, template_db):
           from pg_attribute a join pg_class c on c.oid = a.attrelid
          where c.relnamespace = 'memsub'::regnamespace and c.relname = any(%s) and a.attnum > 0
            and not a.attisdropped""",
-        [TABLES],
+        [[*TABLES, EVENTS]],
     )
     constraints = ground_truth(
         db,
@@ -84,7 +86,7 @@ def catalog(server, template_db):
                       join pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.n) as set_null_columns
           from pg_constraint k join pg_class c on c.oid = k.conrelid
          where c.relnamespace = 'memsub'::regnamespace and c.relname = any(%s)""",
-        [TABLES],
+        [[*TABLES, EVENTS]],
     )
     tables = ground_truth(
         db,
@@ -92,14 +94,14 @@ def catalog(server, template_db):
         select relname as table_name, relrowsecurity, relforcerowsecurity,
                obj_description(oid, 'pg_class') as comment
           from pg_class where relnamespace = 'memsub'::regnamespace and relname = any(%s)""",
-        [TABLES],
+        [[*TABLES, EVENTS]],
     )
     policies = ground_truth(
         db,
         """
         select tablename as table_name, policyname from pg_policies
          where schemaname = 'memsub' and tablename = any(%s)""",
-        [TABLES],
+        [[*TABLES, EVENTS]],
     )
     return {"columns": columns, "constraints": constraints, "tables": tables, "policies": policies}
 
@@ -197,30 +199,18 @@ def test_session_functions_are_documented_pinned_and_not_public(server, template
         assert not function["public_execute"], function["name"]
 
 
-def test_session_events_are_rows_of_their_session(server, template_db):
+def test_session_events_are_rows_of_their_session(catalog):
     """Seed 001's sessions.events: each event a row, keyed by its session and its place in the history, gone with
     its session (the events were part of the session's row), commented and under row-level security."""
-    from conftest import Database
-
-    db = Database(server, template_db)
-    columns = ground_truth(db, """
-        select a.attname as name, format_type(a.atttypid, a.atttypmod) as type,
-               col_description(a.attrelid, a.attnum) is not null as commented
-          from pg_attribute a
-         where a.attrelid = 'memsub.session_events'::regclass and a.attnum > 0 and not a.attisdropped""")
-    types = {c["name"]: c["type"] for c in columns}
-    assert {k: types.get(k) for k in ("tenant_id", "session_id", "position", "event")} == {
+    columns = {c["column_name"]: c for c in catalog["columns"] if c["table_name"] == EVENTS}
+    assert {k: columns[k]["type"] for k in ("tenant_id", "session_id", "position", "event")} == {
         "tenant_id": "uuid", "session_id": "text", "position": "integer", "event": "jsonb"}
-    assert all(c["commented"] for c in columns)
-    keys = ground_truth(db, """
-        select k.contype, k.confrelid::regclass::text as referenced, k.confdeltype,
-               array(select a.attname::text from unnest(k.conkey) with ordinality u(n, i)
-                      join pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.n order by u.i) as columns
-          from pg_constraint k where k.conrelid = 'memsub.session_events'::regclass and k.contype in ('p', 'f')
-         order by k.contype desc""")
-    assert keys == [
-        {"contype": "p", "referenced": "-", "confdeltype": " ", "columns": ["tenant_id", "session_id", "position"]},
-        {"contype": "f", "referenced": "memsub.sessions", "confdeltype": "c", "columns": ["tenant_id", "session_id"]},
-    ]
-    assert ground_truth(db, "select relrowsecurity and relforcerowsecurity as forced from pg_class "
-                            "where oid = 'memsub.session_events'::regclass") == [{"forced": True}]
+    assert all(c["comment"] for c in columns.values())
+    keys = sorted(((k["contype"], k["referenced"], k["confdeltype"], k["columns"]) for k in catalog["constraints"]
+                   if k["table_name"] == EVENTS and k["contype"] in ("p", "f")), reverse=True)
+    assert keys == [("p", "-", " ", ["tenant_id", "session_id", "position"]),
+                    ("f", "memsub.sessions", "c", ["tenant_id", "session_id"])]
+    info = next(t for t in catalog["tables"] if t["table_name"] == EVENTS)
+    assert info["relrowsecurity"] and info["relforcerowsecurity"] and info["comment"]
+    names = {p["policyname"] for p in catalog["policies"] if p["table_name"] == EVENTS}
+    assert {"tenant_isolation", "admin_override", "org_isolation", "session_event_access"} <= names
