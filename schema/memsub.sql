@@ -5542,6 +5542,12 @@ begin
     -- same header fields put back), not by calling get_packets(ids, false): that call checked the limit and
     -- found the reader's tenants a second time, another seal check among them, and cost a get of one packet with
     -- its vector 8-10 % of its server time; a function shared by both reads cost each a frame (3-4 %).
+    --
+    -- A vector's slot is read with the fan-out's own expression for chunk_index (sql/160_packet_fan_out.sql),
+    -- which every element stored with its vector apart has passed, so it cannot fail here. Called through
+    -- memsub._embedding_chunk_index (a SQL function with its own search_path, so not inlined), it was a function
+    -- call in the index search of every vector: a sixth of the server time of a get of 100 packets with theirs
+    -- (tests/packets/test_packet_read_cost.py counts the calls).
     perform memsub._check_limit(cardinality(p_packet_ids), 'max_rows', 'packet_ids');
     if cardinality(p_packet_ids) > 1 then
         v_ids := array(select i.id from unnest(p_packet_ids) with ordinality i(id, n) group by i.id order by min(i.n));
@@ -5561,7 +5567,7 @@ begin
                                              (select m.vector from memsub.memory_embeddings m
                                                where m.tenant_id = v_tenant and m.packet_id = s.packet_id
                                                  and m.embedding_type = x.e ->> 'embedding_type'
-                                                 and m.chunk_index = memsub._embedding_chunk_index(x.e)) end
+                                                 and m.chunk_index = coalesce((x.e ->> 'chunk_index')::integer, 0)) end
                                from jsonb_array_elements(s.envelope -> 'memory' -> 'embeddings')
                                     with ordinality as x(e, o)
                               order by x.o) end

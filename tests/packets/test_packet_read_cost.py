@@ -229,3 +229,48 @@ def test_a_read_with_vectors_opens_only_the_tenants_partition(db):
                 opened = partitions_opened(conn)
                 conn.commit()
             assert opened == 1, f"{name} opened {opened} partitions of memory_embeddings"
+
+
+def memsub_function_calls(conn: psycopg.Connection[Any]) -> int:
+    """The calls of memsub's functions in this transaction (track_functions = 'all' for the database)."""
+    row = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
+                       " where schemaname = 'memsub'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_read_with_vectors_calls_no_function_per_vector(db):
+    """The vectors of a read are found by each element's slot (embedding_type, chunk_index). Reading the slot
+    through a helper function put a function call into the index search of every vector (a SQL function with its
+    own search_path is not inlined: a sixth of the server time of a get of 100 packets). The memsub functions a
+    read calls must not grow with the number of vectors it returns."""
+    elements = 6
+    envelope = {"packet_type": "event", "payload": {}, "memory": {"embeddings": [
+        {"embedding_type": kind, "vector": [0.25 * (n + 1)] * 1536, **({"chunk_index": n} if n else {})}
+        for n, kind in enumerate(["content"] * (elements - 2) + ["summary", "entity"])]}}
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
+        admin.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ids = []
+        for number in range(20):
+            row = conn.execute("select packet_id from memsub.write_packet(%s::jsonb)",
+                               [json.dumps({**envelope, "payload": {"n": number}})]).fetchone()
+            assert row is not None
+            ids.append(row[0])
+        conn.commit()
+        calls = {}
+        for count in (2, 20):  # two ids or more: the limit is read (one id is within any limit)
+            for _ in range(3):  # the later calls run the cached plan
+                set_context(conn, TENANT_A)
+                before = memsub_function_calls(conn)
+                found = conn.execute(
+                    "select r.packet_id, array(select split_part(v::text, ',', 1) from unnest(r.vectors) v)"
+                    "  from memsub.get_packets_with_vector_values(%s) r", [ids[:count]]).fetchall()
+                calls[count] = memsub_function_calls(conn) - before
+                conn.commit()
+            assert [r[0] for r in found] == ids[:count]
+            # each element's own vector, in the order of the elements
+            assert all(r[1] == [f"[{0.25 * (n + 1):g}" for n in range(elements)] for r in found), found[0]
+    assert calls[20] == calls[2], f"memsub function calls: {calls[2]} reading two packets, {calls[20]} reading 20"
