@@ -2508,13 +2508,14 @@ declare
 begin
     -- Rows of the type in the graph the walk would read: the HNSW index of the tenant's partition of
     -- memory_embeddings (every partition's, for a search of every tenant), by the index's own estimate (kept by
-    -- vacuum and analyze).
+    -- vacuum and analyze). The tenant's partition is found once (a sub-select): in the condition of the scan it
+    -- was found again for each of the 16 numbers.
     select sum(greatest(c.reltuples, 0)) into v_total
       from pg_catalog.pg_class c
      where c.oid in (select pg_catalog.to_regclass(format('memsub.idx_embeddings_vector_%s_p%s', p_embedding_type,
                                                            pg_catalog.lpad(n::text, 2, '0')))
                        from generate_series(0, 15) n
-                      where p_tenant_id is null or n = memsub._embedding_partition(p_tenant_id));
+                      where p_tenant_id is null or n = (select memsub._embedding_partition(p_tenant_id)));
     if p_tenant_id is null then
         v_rows := coalesce(v_total, 0)::bigint;
     else

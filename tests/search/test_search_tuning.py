@@ -246,3 +246,20 @@ def test_tune_search_measures_the_walk_the_search_makes(db384):
     assert len(tuned) == 1 and tuned[0][2] is not None, tuned  # the tenant's walk was measured
     assert before is not None and after is not None
     assert after[0] - before[0] >= samples, (tuned, after[0] - before[0])
+
+
+def test_the_strategy_finds_the_tenants_partition_once(db):
+    """_search_strategy reads the index estimate of the tenant's partition. Its condition called
+    memsub._embedding_partition (a SQL function, itself a scan of the 16 partition numbers) once for each of the
+    16 numbers, on every search."""
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute("set track_functions = 'all'")
+        calls = {}
+        for tenant in (uuid.UUID(int=7, version=4), None):
+            admin.execute("select * from memsub._search_strategy(%s, 'content', 10)", [tenant])
+            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
+                                "where schemaname = 'memsub' and funcname = '_embedding_partition'").fetchone()
+            assert row is not None
+            calls[tenant] = int(row[0]) - sum(calls.values())
+        admin.rollback()
+    assert list(calls.values()) == [1, 0], calls
