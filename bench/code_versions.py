@@ -12,7 +12,9 @@ the client's per-call mode sends them):
 
 - ``write_packet`` of a new envelope with one vector (25 per round);
 - ``get_packet`` of one id, without and with its vector (100 per round each);
-- ``get_packets`` of 100 ids, without and with their vectors (5 per round each).
+- ``get_packets`` of 100 ids, without and with their vectors (5 per round each);
+- ``get_packets_with_vector_values`` of one id and of 100, in binary: the read with vectors the Python client sends
+  (100 and 5 per round).
 
 Reported per call: the p50 latency of each version, and the server CPU (the backend's ``/proc/<pid>/schedstat``,
 median of the rounds' per-call means), with the ratio after / before. Both versions share the server, the
@@ -41,6 +43,7 @@ from psycopg.conninfo import make_conninfo
 
 from _database import APP_ROLE, backend_cpu, environment, environment_line, private_cluster, trusted_app_login
 from _vectors import VectorSource
+from memsub._calls import register_vector_type
 
 TENANT = uuid.UUID("c0de0000-0000-4000-8000-000000000001")
 DIMENSION = 384
@@ -49,7 +52,8 @@ MIGRATE = ("import sys; from memsub.migrator import Migrator; "
            "Migrator(make_conninfo(sys.argv[1], options='-c memsub.vector_dimension=384')).migrate()")
 PER_ROUND = {"write_packet, one 384-d vector": 25, "get_packet without vectors": 100,
              "get_packet with vectors": 100, "get_packets of 100 without vectors": 5,
-             "get_packets of 100 with vectors": 5}
+             "get_packets of 100 with vectors": 5, "get_packet, vectors in binary": 100,
+             "get_packets of 100, vectors in binary": 5}
 
 
 def log(message: str) -> None:
@@ -78,11 +82,12 @@ class Version:
         if cpu is None:
             raise SystemExit("code_versions.py needs the server on this machine (it reads /proc/<pid>/schedstat)")
         self.cpu: Callable[[], float] = cpu
+        register_vector_type(self.conn)
 
-    def call(self, query: bytes, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def call(self, query: bytes, params: Sequence[Any], binary: bool = False) -> list[tuple[Any, ...]]:
         with self.conn.pipeline():
             self.conn.execute(b"select memsub.set_context(%s, null, null)", [TENANT], prepare=True)
-            return self.conn.execute(query, params, prepare=True).fetchall()
+            return self.conn.execute(query, params, prepare=True, binary=binary).fetchall()
 
 
 def envelope(number: int, vector: list[float], packet_id: uuid.UUID | None = None) -> dict[str, Any]:
@@ -110,6 +115,12 @@ def measure(versions: dict[str, Version], rounds: int, ids: list[uuid.UUID], wri
             b"select packet_id, envelope from memsub.get_packets(%s, p_with_vectors => false)", [batches[i]]),
         "get_packets of 100 with vectors": lambda v, i: v.call(
             b"select packet_id, envelope from memsub.get_packets(%s)", [batches[i]]),
+        "get_packet, vectors in binary": lambda v, i: v.call(
+            b"select packet_id, envelope, vectors from memsub.get_packets_with_vector_values(%s)",
+            [[ids[i % len(ids)]]], binary=True),
+        "get_packets of 100, vectors in binary": lambda v, i: v.call(
+            b"select packet_id, envelope, vectors from memsub.get_packets_with_vector_values(%s)", [batches[i]],
+            binary=True),
     }
     batches = [rng.sample(ids, 100) for _ in range(rounds * PER_ROUND["get_packets of 100 with vectors"])]
     order = list(versions)
