@@ -4673,7 +4673,7 @@ CREATE FUNCTION memsub.document_chunks_of(p_document_id uuid) RETURNS SETOF mems
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
     select c.* from memsub.document_chunks c
-     where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+     where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = p_document_id
      order by c.chunk_index
 $$;
 
@@ -4687,7 +4687,7 @@ CREATE FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid) RET
     AS $$
     select c.* from memsub.document_chunks c
       join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
-     where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+     where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = p_document_id
        and not exists (select from memsub.memory_embeddings e
                         where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
                           and e.embedding_type = 'content' and e.chunk_index = c.chunk_index)
@@ -4744,7 +4744,8 @@ begin
            v_document.packet_id, 'content', (a.e ->> 'embedding')::vector, c.chunk_index, c.content,
            jsonb_build_object('document_id', v_document.id, 'chunk_id', c.id, 'file_path', v_document.file_path,
                               'version', v_document.version),
-           'shared', v_tenant, v_document.org_id, memsub.current_user_id(), memsub.current_session_id()
+           'shared', v_tenant, v_document.org_id, (select memsub.current_user_id()),
+           (select memsub.current_session_id())
       from jsonb_array_elements(p_embeddings) as a(e)
       join memsub.document_chunks c on c.tenant_id = v_tenant and c.document_id = p_document_id
                                    and c.chunk_index = (a.e ->> 'chunk_index')::integer
@@ -4929,14 +4930,15 @@ begin
            substr(p_text, (a.c ->> 'start_char')::integer + 1,
                   (a.c ->> 'end_char')::integer - (a.c ->> 'start_char')::integer),
            (a.c ->> 'page')::integer, (a.c ->> 'start_char')::integer, (a.c ->> 'end_char')::integer,
-           memsub.current_org_id(), memsub.current_user_id()
+           (select memsub.current_org_id()), (select memsub.current_user_id())
       from jsonb_array_elements(p_chunks) with ordinality as a(c, n);
 
     insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
                                           tenant_id, org_id, user_id, session_id)
     select v_packet, 'content', (a.c ->> 'embedding')::vector, a.n::integer, ch.content,
            jsonb_build_object('document_id', v_id, 'chunk_id', ch.id, 'file_path', v_path, 'version', v_version),
-           'shared', v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id()
+           'shared', v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
+           (select memsub.current_session_id())
       from jsonb_array_elements(p_chunks) with ordinality as a(c, n)
       join memsub.document_chunks ch on ch.tenant_id = v_tenant and ch.document_id = v_id and ch.chunk_index = a.n
      where jsonb_typeof(a.c -> 'embedding') = 'array';
@@ -4978,7 +4980,7 @@ CREATE FUNCTION memsub.document_versions(p_file_path text) RETURNS SETOF memsub.
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
     select d.* from memsub.document_index d
-     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path
+     where d.tenant_id = (select memsub.current_tenant_id()) and d.file_path = p_file_path
      order by d.version desc
 $$;
 
@@ -6879,13 +6881,15 @@ CREATE FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer 
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
+    -- Each context function in a sub-select: evaluated once for the statement. As a plain call in a join's
+    -- condition it ran again for every inner scan of every chunk (tests/documents/test_documents_ingest.py).
     with mine as (
         select c.id as chunk_id, e.vector
           from memsub.document_chunks c
           join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
           join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
                                          and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
-         where c.tenant_id = memsub.current_tenant_id() and c.document_id = p_document_id
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = p_document_id
     ), links as (
         select mine.chunk_id, near.chunk_id as other_id
           from mine
@@ -6895,7 +6899,7 @@ CREATE FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer 
               join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
               join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
                                             and oc.chunk_index = oe.chunk_index
-             where oe.tenant_id = memsub.current_tenant_id() and oe.embedding_type = 'content'
+             where oe.tenant_id = (select memsub.current_tenant_id()) and oe.embedding_type = 'content'
                and oe.chunk_index >= 1 and od.is_latest and od.id <> p_document_id
                and (oe.vector <=> mine.vector) <= p_max_distance
              order by oe.vector <=> mine.vector
@@ -6904,13 +6908,13 @@ CREATE FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer 
         update memsub.document_chunks c
            set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
           from (select k.chunk_id, array_agg(k.other_id) as others from links k group by k.chunk_id) l
-         where c.tenant_id = memsub.current_tenant_id() and c.id = l.chunk_id
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.chunk_id
         returning 1
     ), backward as (
         update memsub.document_chunks c
            set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
           from (select k.other_id, array_agg(k.chunk_id) as others from links k group by k.other_id) l
-         where c.tenant_id = memsub.current_tenant_id() and c.id = l.other_id
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.other_id
         returning 1
     )
     -- Data-modifying CTEs run to completion whether or not the final query reads them.

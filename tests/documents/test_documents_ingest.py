@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg import sql
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -272,3 +274,48 @@ def test_ingest_command_fails_for_a_wrong_embedder_dimension(db, tmp_path):
             set_context(conn, TENANT_A)
             conn.execute("select * from memsub.document_ingest('a.txt', repeat('d', 64), 'txt', 'text', %s::jsonb)",
                          [json.dumps([{"start_char": 0, "end_char": 4, "embedding": [1.0] * 384}])])
+
+
+def _context_calls(conn: psycopg.Connection) -> dict[str, int]:
+    """Calls of the context functions in this transaction (track_functions = 'all' for the database)."""
+    found = conn.execute("select funcname, calls from pg_stat_xact_user_functions where schemaname = 'memsub'"
+                         " and funcname in ('current_tenant_id', 'current_org_id', 'current_user_id',"
+                         " 'current_session_id')").fetchall()
+    return {str(name): int(calls) for name, calls in found}
+
+
+def test_an_ingest_reads_the_context_a_fixed_number_of_times_however_many_chunks(db):
+    """The context functions in document_ingest's statements were evaluated per chunk: in the neighbour links'
+    join conditions once per inner scan of every chunk (thousands of seal checks for two documents of 50 chunks),
+    and the writer's identity once per chunk row."""
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
+        admin.commit()
+    calls = {}
+    with db.connect("app") as conn:
+        for count in (2, 12):
+            text = "".join(f"chunk {n:03d}. " for n in range(count))
+            width = len(text) // count
+
+            def chunks(shift: float, count: int = count, width: int = width) -> str:
+                return json.dumps([{"start_char": n * width, "end_char": (n + 1) * width,
+                                    "embedding": [1.0] + [shift + n / 100.0] * 1535} for n in range(count)])
+
+            for number, shift in enumerate((0.0, 0.001)):
+                set_context(conn, TENANT_A)
+                before = _context_calls(conn)
+                row = conn.execute("select status, chunk_count from memsub.document_ingest(%s, %s, 'txt', %s,"
+                                   " %s::jsonb)", [f"docs/{count}-{number}.txt",
+                                                   hashlib.sha256(f"{count}-{number}".encode()).hexdigest(), text,
+                                                   chunks(shift)]).fetchone()
+                after = _context_calls(conn)
+                conn.commit()
+                assert row == ("created", count)
+            set_context(conn, TENANT_A)
+            linked = conn.execute("select count(*) from memsub.document_chunks c join memsub.document_index d"
+                                  " on d.id = c.document_id where d.file_path = %s and cardinality(c.neighbors) > 0",
+                                  [f"docs/{count}-1.txt"]).fetchone()
+            conn.commit()
+            assert linked == (count,)  # the second document's chunks found the first one's
+            calls[count] = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+    assert calls[12] == calls[2], calls
