@@ -307,14 +307,19 @@ create or replace function memsub.edges_as_of(
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+declare
+    v_keys text[];
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
+    -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
+    if p_entity is not null then
+        v_keys := memsub._entity_keys(p_entity);
+    end if;
     return query
     select r.* from memsub.entity_relationships r
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
-       and (p_entity is null or r.source_key = any(memsub._entity_keys(p_entity))
-            or r.target_key = any(memsub._entity_keys(p_entity)))
+       and (p_entity is null or r.source_key = any(v_keys) or r.target_key = any(v_keys))
        and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
      order by r.source_entity, r.relationship_type, r.target_entity;
 end
@@ -335,6 +340,9 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_at     timestamptz := coalesce(p_as_of, now());
+    -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
+    v_nodes  boolean := exists (select from memsub.world_model_entities w
+                                 where w.tenant_id = memsub.current_tenant_id());
     v_left   integer;
     frontier text[];  -- matching forms (names and aliases) of the entities of the current level
     visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
@@ -360,12 +368,17 @@ begin
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
+        exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
+        -- Each entity of the next level looked up once, not once per edge that reaches it.
         frontier := array(
-            select distinct k from memsub.entity_relationships r
-             cross join lateral unnest(memsub._entity_keys(r.target_entity)) as k
-             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-               and r.valid_period @> v_at
-               and not visited ? r.target_key);
+            select distinct k
+              from (select distinct on (r.target_key) r.target_entity, r.target_key
+                      from memsub.entity_relationships r
+                     where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+                       and r.valid_period @> v_at
+                       and not visited ? r.target_key) t
+             cross join lateral unnest(case when v_nodes then memsub._entity_keys(t.target_entity)
+                                            else array[t.target_key] end) as k);
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
 end

@@ -71,8 +71,9 @@ begin
           from (select d.* from (
                     select distinct on (step.next_key)
                            step.next_entity as entity, step.next_key as key,
-                           case when v_nodes then memsub._entity_keys(step.next_entity) else array[step.next_key] end
-                               as keys,
+                           -- the keys of an entity the walk goes on from (none after the last level)
+                           case when not v_nodes then array[step.next_key]
+                                when v_level < p_max_depth then memsub._entity_keys(step.next_entity) end as keys,
                            f.path || step.next_entity as path,
                            f.relationship_path || step.relationship_type as relationship_path,
                            f.path_confidence * step.confidence as path_confidence,
@@ -97,7 +98,10 @@ begin
                                          r.source_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
+                                     and r.target_key = any(f.keys) and r.valid_period @> v_at
+                                  -- not merged into the query above, which would resolve each edge's entity
+                                  -- once for next_entity and again for next_key
+                                  offset 0) n
                      ) step
                      where step.confidence >= coalesce(p_min_confidence, 0)
                        and (p_relationship_types is null or step.relationship_type = any(v_types))

@@ -199,3 +199,48 @@ def test_graph_nodes_view_shows_only_what_row_security_allows(db):
         conn.execute("drop policy admin_override on memsub.world_model_entities")
         conn.execute("create policy everything on memsub.world_model_entities using (true)")
     assert "Alice" in visible(TENANT_B)
+
+
+def _entity_lookups(conn: psycopg.Connection) -> dict[str, int]:
+    """Calls of the entity lookups in this transaction (track_functions = 'all' for the database)."""
+    found = conn.execute("select funcname, calls from pg_stat_xact_user_functions where schemaname = 'memsub'"
+                         " and funcname in ('_entity_keys', '_resolve_entity')").fetchall()
+    return {str(name): int(calls) for name, calls in found}
+
+
+def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
+    """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
+    two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
+    looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice."""
+    from psycopg import sql
+
+    fan_out = 30
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
+        admin.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.graph_upsert_entity('Hub', 'Concept', array['Centre'])")
+        for number in range(fan_out):
+            conn.execute("select memsub.upsert_relationship('Centre', 'links', %s)", [f"t{number}"])
+            conn.execute("select memsub.upsert_relationship(%s, 'links', %s)", [f"t{number}", f"u{number}"])
+        conn.commit()
+        reads = {
+            "edges_as_of": ("select count(*) from memsub.edges_as_of(null, 'hub')", fan_out),
+            "graph_neighbors_as_of": ("select count(*) from memsub.graph_neighbors_as_of('Hub', null, 2)",
+                                      2 * fan_out),
+            "traverse_graph": ("select count(*) from memsub.traverse_graph('Hub', 2)", 2 * fan_out),
+        }
+        calls = {}
+        for name, (statement, expected) in reads.items():
+            set_context(conn, TENANT_A)
+            before = _entity_lookups(conn)
+            assert conn.execute(statement).fetchone() == (expected,), name
+            after = _entity_lookups(conn)
+            calls[name] = {function: after[function] - before.get(function, 0) for function in after
+                           if after[function] > before.get(function, 0)}
+            conn.commit()
+    # The entity asked for once; each entity a walk reaches once, and only where the walk goes on from it.
+    assert calls == {"edges_as_of": {"_entity_keys": 1},
+                     "graph_neighbors_as_of": {"_entity_keys": 1 + fan_out},
+                     "traverse_graph": {"_resolve_entity": 1 + 2 * fan_out, "_entity_keys": 1 + fan_out}}, calls
