@@ -304,10 +304,12 @@ begin
     while level < p_max_depth and cardinality(frontier) > 0 loop
         level := level + 1;
         if p_direction = 'ancestors' then
+            -- The parents of the whole level in one read (a read per packet of the level cost one call each).
             frontier := array(
                 select distinct n.packet_id
-                  from memsub.lineage_nodes(start_tenant, frontier) c
-                  join memsub.lineage_nodes(start_tenant, c.parent_ids) n on true
+                  from memsub.lineage_nodes(start_tenant, array(
+                           select p from memsub.lineage_nodes(start_tenant, frontier) c
+                            cross join lateral unnest(c.parent_ids) as p)) n
                  where not visited ? n.packet_id::text);
         else
             frontier := array(

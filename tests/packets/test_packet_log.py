@@ -316,3 +316,34 @@ def test_a_field_from_a_newer_contract_is_kept_and_reported(db):
         assert result["unknown_fields"] == ["lineage.confidence_decay", "priority_hint"]
         envelope = conn.execute("select envelope from memsub.get_packet(%s)", [result["packet_id"]]).fetchone()[0]
         assert envelope["priority_hint"] == "high" and envelope["lineage"]["confidence_decay"] == 0.1
+
+
+def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
+    """get_lineage's ancestors walk read the parents of each packet of a level with a call of its own
+    (memsub.lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
+    wide. The walk reads each level's parents in one call."""
+    from psycopg import sql
+
+    width = 12
+    with db.connect() as admin:  # the superuser may count function calls (track_functions)
+        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
+        admin.commit()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        roots = [write(conn, {"packet_type": "event", "payload": f"root {n}"}) for n in range(width)]
+        middles = [write(conn, {"packet_type": "event", "payload": f"middle {n}",
+                                "lineage": {"parent_ids": [str(root["packet_id"])]}}) for n, root in enumerate(roots)]
+        child = write(conn, {"packet_type": "event", "payload": "child",
+                             "lineage": {"parent_ids": [str(m["packet_id"]) for m in middles]}})
+        conn.commit()
+        set_context(conn, TENANT_A)
+        calls = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
+                             " where schemaname = 'memsub' and funcname = 'lineage_nodes'").fetchone()
+        found = conn.execute("select packet_id, depth from memsub.get_lineage(%s)", [child["packet_id"]]).fetchall()
+        after = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
+                             " where schemaname = 'memsub' and funcname = 'lineage_nodes'").fetchone()
+        conn.commit()
+    assert sorted(found) == sorted([(m["packet_id"], 1) for m in middles] + [(r["packet_id"], 2) for r in roots])
+    assert calls is not None and after is not None
+    # Per level: the level's packets, their parents, the rows returned; the walk ends at a level with no parents.
+    assert after[0] - calls[0] == 3 * 3, after[0] - calls[0]
