@@ -2222,7 +2222,8 @@ begin
             target_type, target_id, agent_id, access_context, query_text, relevance_score,
             tenant_id, org_id, user_id, session_id)
         select p_target_type, t.id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text, t.score,
-               v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id()
+               v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
+               (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
          where case p_target_type
                    when 'packet' then exists (select from memsub.packet_store s
@@ -2941,7 +2942,7 @@ begin
         insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
                                          "timestamp", content, text, words, embedding)
         select distinct on (m.memory ->> 'event_id')
-               tenant, memsub.current_org_id(), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
+               tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
                m.memory ->> 'author', (m.memory ->> 'timestamp')::double precision, m.memory -> 'content',
                m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
                case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
@@ -3294,7 +3295,7 @@ begin
             using errcode = '22023', column = format('items[%s]', bad);
     end if;
     insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
-    select tenant, memsub.current_org_id(), p_session_id, e.item
+    select tenant, (select memsub.current_org_id()), p_session_id, e.item
       from json_array_elements(p_items) with ordinality as e(item, n)
      order by e.n;
     get diagnostics added = row_count;
@@ -6175,7 +6176,7 @@ begin
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
-    select tenant, memsub.current_org_id(), p_thread_id, p_checkpoint_ns, p_checkpoint_id, p_task_id,
+    select tenant, (select memsub.current_org_id()), p_thread_id, p_checkpoint_ns, p_checkpoint_id, p_task_id,
            coalesce(p_task_path, ''), u.idx, u.channel, u.value_type, u.value
       from unnest(p_idx, p_channels, p_value_types, p_values) as u(idx, channel, value_type, value)
     on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) do update
@@ -6587,7 +6588,7 @@ begin
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
-    select tenant, memsub.current_org_id(), p_target_thread_id, c.checkpoint_ns, c.checkpoint_id,
+    select tenant, (select memsub.current_org_id()), p_target_thread_id, c.checkpoint_ns, c.checkpoint_id,
            c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.metadata
       from memsub.langgraph_checkpoints c
      where c.tenant_id = tenant and c.thread_id = p_source_thread_id
@@ -6596,7 +6597,7 @@ begin
     insert into memsub.langgraph_checkpoint_writes
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
-    select tenant, memsub.current_org_id(), p_target_thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
+    select tenant, (select memsub.current_org_id()), p_target_thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
            w.task_path, w.idx, w.channel, w.value_type, w.value
       from memsub.langgraph_checkpoint_writes w
      where w.tenant_id = tenant and w.thread_id = p_source_thread_id

@@ -108,7 +108,7 @@ begin
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
-    select tenant, memsub.current_org_id(), p_thread_id, p_checkpoint_ns, p_checkpoint_id, p_task_id,
+    select tenant, (select memsub.current_org_id()), p_thread_id, p_checkpoint_ns, p_checkpoint_id, p_task_id,
            coalesce(p_task_path, ''), u.idx, u.channel, u.value_type, u.value
       from unnest(p_idx, p_channels, p_value_types, p_values) as u(idx, channel, value_type, value)
     on conflict (tenant_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) do update
@@ -276,7 +276,7 @@ begin
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
-    select tenant, memsub.current_org_id(), p_target_thread_id, c.checkpoint_ns, c.checkpoint_id,
+    select tenant, (select memsub.current_org_id()), p_target_thread_id, c.checkpoint_ns, c.checkpoint_id,
            c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.metadata
       from memsub.langgraph_checkpoints c
      where c.tenant_id = tenant and c.thread_id = p_source_thread_id
@@ -285,7 +285,7 @@ begin
     insert into memsub.langgraph_checkpoint_writes
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
-    select tenant, memsub.current_org_id(), p_target_thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
+    select tenant, (select memsub.current_org_id()), p_target_thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id,
            w.task_path, w.idx, w.channel, w.value_type, w.value
       from memsub.langgraph_checkpoint_writes w
      where w.tenant_id = tenant and w.thread_id = p_source_thread_id

@@ -54,7 +54,7 @@ begin
             using errcode = '22023', column = format('items[%s]', bad);
     end if;
     insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
-    select tenant, memsub.current_org_id(), p_session_id, e.item
+    select tenant, (select memsub.current_org_id()), p_session_id, e.item
       from json_array_elements(p_items) with ordinality as e(item, n)
      order by e.n;
     get diagnostics added = row_count;

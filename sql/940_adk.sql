@@ -365,7 +365,7 @@ begin
         insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
                                          "timestamp", content, text, words, embedding)
         select distinct on (m.memory ->> 'event_id')
-               tenant, memsub.current_org_id(), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
+               tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
                m.memory ->> 'author', (m.memory ->> 'timestamp')::double precision, m.memory -> 'content',
                m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
                case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'

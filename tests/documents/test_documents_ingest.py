@@ -9,10 +9,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from psycopg import sql
 
 from memsub import documents
 from memsub.cli import main

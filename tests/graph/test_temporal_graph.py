@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from memsub import graph
 from memsub.errors import IntegrityError, InvalidInput
@@ -212,8 +213,6 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
     two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
     looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice."""
-    from psycopg import sql
-
     fan_out = 30
     with db.connect() as admin:  # the superuser may count function calls (track_functions)
         admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))

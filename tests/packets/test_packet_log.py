@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from helpers import TENANT_A, TENANT_B, set_context, superuser_count, wait_until, write
@@ -322,8 +323,6 @@ def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
     """get_lineage's ancestors walk read the parents of each packet of a level with a call of its own
     (memsub.lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
     wide. The walk reads each level's parents in one call."""
-    from psycopg import sql
-
     width = 12
     with db.connect() as admin:  # the superuser may count function calls (track_functions)
         admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
