@@ -53,6 +53,23 @@ def superuser_count(db: Any, table: str = "memsub.packet_store") -> int:
         return count(conn, table)
 
 
+def track_function_calls(db: Any) -> None:
+    """Count function calls in the test database from its next connection on (track_functions = 'all', which only
+    the superuser may set): :func:`function_calls` then reads them as any login."""
+    with db.connect() as admin:
+        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
+        admin.commit()
+
+
+def function_calls(conn: psycopg.Connection[Any], names: Iterable[str] | None = None) -> dict[str, int]:
+    """The calls of these memsub functions (None: of every one) in the current transaction; one not called is
+    absent."""
+    found = conn.execute("select funcname, calls from pg_stat_xact_user_functions"
+                         " where schemaname = 'memsub' and (%s::text[] is null or funcname = any(%s::text[]))",
+                         [None if names is None else list(names)] * 2).fetchall()
+    return {str(name): int(calls) for name, calls in found}
+
+
 def soak_factor() -> int:
     """``MEMSUB_SOAK_FACTOR`` (default 1): how many times longer the load, crash and fuzz tests run (``make soak``)."""
     value = os.environ.get("MEMSUB_SOAK_FACTOR", "1")

@@ -12,14 +12,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from psycopg import sql
 
 from memsub import documents
 from memsub.cli import main
 from memsub.errors import InvalidInput
 
 from doc_helpers import WordEmbedder, tenant_session, vector_text
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, function_calls, set_context, track_function_calls
 from session_helpers import expect_error, ground_truth, rows
 
 DESIGN = """# Memory substrate
@@ -276,21 +275,14 @@ def test_ingest_command_fails_for_a_wrong_embedder_dimension(db, tmp_path):
                          [json.dumps([{"start_char": 0, "end_char": 4, "embedding": [1.0] * 384}])])
 
 
-def _context_calls(conn: psycopg.Connection) -> dict[str, int]:
-    """Calls of the context functions in this transaction (track_functions = 'all' for the database)."""
-    found = conn.execute("select funcname, calls from pg_stat_xact_user_functions where schemaname = 'memsub'"
-                         " and funcname in ('current_tenant_id', 'current_org_id', 'current_user_id',"
-                         " 'current_session_id')").fetchall()
-    return {str(name): int(calls) for name, calls in found}
+CONTEXT_FUNCTIONS = ("current_tenant_id", "current_org_id", "current_user_id", "current_session_id")
 
 
 def test_an_ingest_reads_the_context_a_fixed_number_of_times_however_many_chunks(db):
     """The context functions in document_ingest's statements were evaluated per chunk: in the neighbour links'
     join conditions once per inner scan of every chunk (thousands of seal checks for two documents of 50 chunks),
     and the writer's identity once per chunk row."""
-    with db.connect() as admin:  # the superuser may count function calls (track_functions)
-        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
-        admin.commit()
+    track_function_calls(db)
     calls = {}
     with db.connect("app") as conn:
         for count in (2, 12):
@@ -303,12 +295,12 @@ def test_an_ingest_reads_the_context_a_fixed_number_of_times_however_many_chunks
 
             for number, shift in enumerate((0.0, 0.001)):
                 set_context(conn, TENANT_A)
-                before = _context_calls(conn)
+                before = function_calls(conn, CONTEXT_FUNCTIONS)
                 row = conn.execute("select status, chunk_count from memsub.document_ingest(%s, %s, 'txt', %s,"
                                    " %s::jsonb)", [f"docs/{count}-{number}.txt",
                                                    hashlib.sha256(f"{count}-{number}".encode()).hexdigest(), text,
                                                    chunks(shift)]).fetchone()
-                after = _context_calls(conn)
+                after = function_calls(conn, CONTEXT_FUNCTIONS)
                 conn.commit()
                 assert row == ("created", count)
             set_context(conn, TENANT_A)

@@ -7,13 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from memsub import graph
 from memsub.errors import IntegrityError, InvalidInput
 
 from doc_helpers import tenant_session
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, function_calls, set_context, track_function_calls
 from session_helpers import ALICE, expect_error, ground_truth, new_session, rows
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -202,21 +201,12 @@ def test_graph_nodes_view_shows_only_what_row_security_allows(db):
     assert "Alice" in visible(TENANT_B)
 
 
-def _entity_lookups(conn: psycopg.Connection) -> dict[str, int]:
-    """Calls of the entity lookups in this transaction (track_functions = 'all' for the database)."""
-    found = conn.execute("select funcname, calls from pg_stat_xact_user_functions where schemaname = 'memsub'"
-                         " and funcname in ('_entity_keys', '_resolve_entity')").fetchall()
-    return {str(name): int(calls) for name, calls in found}
-
-
 def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
     two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
     looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice."""
     fan_out = 30
-    with db.connect() as admin:  # the superuser may count function calls (track_functions)
-        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
-        admin.commit()
+    track_function_calls(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         conn.execute("select memsub.graph_upsert_entity('Hub', 'Concept', array['Centre'])")
@@ -233,9 +223,9 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
         calls = {}
         for name, (statement, expected) in reads.items():
             set_context(conn, TENANT_A)
-            before = _entity_lookups(conn)
+            before = function_calls(conn, ("_entity_keys", "_resolve_entity"))
             assert conn.execute(statement).fetchone() == (expected,), name
-            after = _entity_lookups(conn)
+            after = function_calls(conn, ("_entity_keys", "_resolve_entity"))
             calls[name] = {function: after[function] - before.get(function, 0) for function in after
                            if after[function] > before.get(function, 0)}
             conn.commit()

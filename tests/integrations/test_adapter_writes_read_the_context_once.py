@@ -8,13 +8,10 @@ the calls of the context functions (track_functions) for a call of two rows and 
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import psycopg
-from psycopg import sql
+from helpers import TENANT_A, function_calls, set_context, track_function_calls
 
-from helpers import TENANT_A, set_context
-
+CONTEXT_FUNCTIONS = ("current_tenant_id", "current_org_id", "current_user_id", "current_session_id")
 CALLS = {
     "agent_session_add_items": (
         "select memsub.agent_session_add_items(%s, %s::json)",
@@ -30,26 +27,16 @@ CALLS = {
 }
 
 
-def context_calls(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions where schemaname = 'memsub'"
-                       " and funcname in ('current_tenant_id', 'current_org_id', 'current_user_id',"
-                       " 'current_session_id')").fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_a_write_of_many_rows_reads_the_context_as_often_as_a_write_of_two(db):
-    with db.connect() as admin:  # the superuser may count function calls (track_functions)
-        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
-        admin.commit()
+    track_function_calls(db)
     calls: dict[str, dict[int, int]] = {}
     with db.connect("app") as conn:
         for name, (statement, arguments) in CALLS.items():
             for rows in (2, 10):
                 set_context(conn, TENANT_A)
-                before = context_calls(conn)
+                before = sum(function_calls(conn, CONTEXT_FUNCTIONS).values())
                 written = conn.execute(statement, arguments(name, rows)).fetchone()
-                calls.setdefault(name, {})[rows] = context_calls(conn) - before
+                calls.setdefault(name, {})[rows] = sum(function_calls(conn, CONTEXT_FUNCTIONS).values()) - before
                 conn.commit()
                 assert written is not None and written[0] in (rows, None), (name, written)
     assert {name: counts[10] - counts[2] for name, counts in calls.items()} == dict.fromkeys(CALLS, 0), calls

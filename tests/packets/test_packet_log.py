@@ -10,10 +10,18 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from psycopg.rows import dict_row
 
-from helpers import TENANT_A, TENANT_B, set_context, superuser_count, wait_until, write
+from helpers import (
+    TENANT_A,
+    TENANT_B,
+    function_calls,
+    set_context,
+    superuser_count,
+    track_function_calls,
+    wait_until,
+    write,
+)
 
 
 def write_batch(conn: psycopg.Connection[Any], envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -324,9 +332,7 @@ def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
     (memsub.lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
     wide. The walk reads each level's parents in one call."""
     width = 12
-    with db.connect() as admin:  # the superuser may count function calls (track_functions)
-        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
-        admin.commit()
+    track_function_calls(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         roots = [write(conn, {"packet_type": "event", "payload": f"root {n}"}) for n in range(width)]
@@ -336,13 +342,10 @@ def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
                              "lineage": {"parent_ids": [str(m["packet_id"]) for m in middles]}})
         conn.commit()
         set_context(conn, TENANT_A)
-        calls = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
-                             " where schemaname = 'memsub' and funcname = 'lineage_nodes'").fetchone()
+        calls = function_calls(conn, ["lineage_nodes"]).get("lineage_nodes", 0)
         found = conn.execute("select packet_id, depth from memsub.get_lineage(%s)", [child["packet_id"]]).fetchall()
-        after = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
-                             " where schemaname = 'memsub' and funcname = 'lineage_nodes'").fetchone()
+        after = function_calls(conn, ["lineage_nodes"])["lineage_nodes"]
         conn.commit()
     assert sorted(found) == sorted([(m["packet_id"], 1) for m in middles] + [(r["packet_id"], 2) for r in roots])
-    assert calls is not None and after is not None
     # Per level: the level's packets, their parents, the rows returned; the walk ends at a level with no parents.
-    assert after[0] - calls[0] == 3 * 3, after[0] - calls[0]
+    assert after - calls == 3 * 3, after - calls

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, function_calls, set_context, track_function_calls
 
 TENANTS = 40
 PACKETS_EACH = 300
@@ -231,14 +231,6 @@ def test_a_read_with_vectors_opens_only_the_tenants_partition(db):
             assert opened == 1, f"{name} opened {opened} partitions of memory_embeddings"
 
 
-def memsub_function_calls(conn: psycopg.Connection[Any]) -> int:
-    """The calls of memsub's functions in this transaction (track_functions = 'all' for the database)."""
-    row = conn.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions"
-                       " where schemaname = 'memsub'").fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_a_read_with_vectors_calls_no_function_per_vector(db):
     """The vectors of a read are found by each element's slot (embedding_type, chunk_index). Reading the slot
     through a helper function put a function call into the index search of every vector (a SQL function with its
@@ -248,9 +240,7 @@ def test_a_read_with_vectors_calls_no_function_per_vector(db):
     envelope = {"packet_type": "event", "payload": {}, "memory": {"embeddings": [
         {"embedding_type": kind, "vector": [0.25 * (n + 1)] * 1536, **({"chunk_index": n} if n else {})}
         for n, kind in enumerate(["content"] * (elements - 2) + ["summary", "entity"])]}}
-    with db.connect() as admin:  # the superuser may count function calls (track_functions)
-        admin.execute(sql.SQL("alter database {} set track_functions = 'all'").format(sql.Identifier(db.name)))
-        admin.commit()
+    track_function_calls(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         ids = []
@@ -264,11 +254,11 @@ def test_a_read_with_vectors_calls_no_function_per_vector(db):
         for count in (2, 20):  # two ids or more: the limit is read (one id is within any limit)
             for _ in range(3):  # the later calls run the cached plan
                 set_context(conn, TENANT_A)
-                before = memsub_function_calls(conn)
+                before = sum(function_calls(conn).values())
                 found = conn.execute(
                     "select r.packet_id, array(select split_part(v::text, ',', 1) from unnest(r.vectors) v)"
                     "  from memsub.get_packets_with_vector_values(%s) r", [ids[:count]]).fetchall()
-                calls[count] = memsub_function_calls(conn) - before
+                calls[count] = sum(function_calls(conn).values()) - before
                 conn.commit()
             assert [r[0] for r in found] == ids[:count]
             # each element's own vector, in the order of the elements
