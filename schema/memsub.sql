@@ -1122,27 +1122,16 @@ CREATE FUNCTION memsub._entity_keys(p_name text) RETURNS text[]
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_key  text := memsub.normalize_text(p_name);
     v_keys text[];
 begin
-    select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
-      from memsub.world_model_entities w
-     where w.tenant_id = memsub.current_tenant_id()
-       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
-     order by w.entity_id limit 1;
-    if not found then
-        select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
-          from memsub.world_model_entities w
-         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
-         order by w.entity_id limit 1;
-    end if;
-    return coalesce(v_keys, array[v_key]);
+    select r.keys into v_keys from memsub._resolve_entities(array[p_name]) r;
+    return coalesce(v_keys, array[memsub.normalize_text(p_name)]);
 end
 $$;
 
 ALTER FUNCTION memsub._entity_keys(p_name text) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entities of one name): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
 
 CREATE FUNCTION memsub._envelope_fields(p_part text) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2422,31 +2411,56 @@ ALTER FUNCTION memsub._require_text(p_value text, p_field text) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._require_text(p_value text, p_field text) IS 'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
 
+CREATE FUNCTION memsub._resolve_entities(p_names text[]) RETURNS TABLE(name text, entity text, keys text[])
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- Each name once: the Entity node named so (the expression index) or, failing that, the one with the name
+    -- among its aliases (the GIN index), the first by entity_id; the second search runs only when the first finds
+    -- nothing. One call for a whole level of a walk, not one per edge.
+    return query
+        select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
+          from (select distinct u.name, lower(regexp_replace(btrim(u.name), '\s+', ' ', 'g')) as key
+                  from unnest(p_names) as u(name)
+                 where u.name is not null) n
+          left join lateral (
+              select x.entity_id, array[lower(regexp_replace(btrim(x.entity_id), '\s+', ' ', 'g'))] || x.alias_keys
+                     as keys
+                from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
+                        where e.tenant_id = v_tenant
+                          and lower(regexp_replace(btrim(e.entity_id), '\s+', ' ', 'g')) = n.key
+                        order by e.entity_id limit 1)
+                      union all
+                      (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
+                        where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
+                        order by e.entity_id limit 1)) x
+               order by x.pass limit 1) w on true;
+end
+$$;
+
+ALTER FUNCTION memsub._resolve_entities(p_names text[]) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._resolve_entities(p_names text[]) IS 'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name and aliases, or the name alone). Edge lookups compare source_key / target_key to them.';
+
 CREATE FUNCTION memsub._resolve_entity(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_key    text := memsub.normalize_text(p_name);
     v_entity text;
 begin
-    -- By name first (the expression index), then by alias (the GIN index); plpgsql keeps both plans.
-    select w.entity_id into v_entity from memsub.world_model_entities w
-     where w.tenant_id = memsub.current_tenant_id()
-       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
-     order by w.entity_id limit 1;
-    if not found then
-        select w.entity_id into v_entity from memsub.world_model_entities w
-         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
-         order by w.entity_id limit 1;
-    end if;
+    select r.entity into v_entity from memsub._resolve_entities(array[p_name]) r;
     return coalesce(v_entity, btrim(p_name));
 end
 $$;
 
 ALTER FUNCTION memsub._resolve_entity(p_name text) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a name stands for (memsub._resolve_entities of one name): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
 
 CREATE FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) RETURNS public.vector
     LANGUAGE plpgsql PARALLEL RESTRICTED
@@ -5672,16 +5686,23 @@ begin
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
-        -- Each entity of the next level looked up once, not once per edge that reaches it.
-        frontier := array(
-            select distinct k
-              from (select distinct on (r.target_key) r.target_entity, r.target_key
-                      from memsub.entity_relationships r
-                     where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-                       and r.valid_period @> v_at
-                       and not visited ? r.target_key) t
-             cross join lateral unnest(case when v_nodes then memsub._entity_keys(t.target_entity)
-                                            else array[t.target_key] end) as k);
+        -- The entities of the next level looked up in one call (memsub._resolve_entities), not one per edge.
+        if v_nodes then
+            frontier := array(
+                select distinct k
+                  from memsub._resolve_entities(array(
+                           select r.target_entity from memsub.entity_relationships r
+                            where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+                              and r.valid_period @> v_at
+                              and not visited ? r.target_key)) e
+                 cross join lateral unnest(e.keys) as k);
+        else
+            frontier := array(
+                select distinct r.target_key from memsub.entity_relationships r
+                 where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+                   and r.valid_period @> v_at
+                   and not visited ? r.target_key);
+        end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
 end
@@ -10071,6 +10092,7 @@ declare
     v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
+    v_resolved jsonb;  -- with Entity nodes: name on an edge of the level -> the entity it stands for
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
@@ -10089,14 +10111,29 @@ begin
                                                        'path_confidence', 1.0));
     while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
         v_level := v_level + 1;
+        -- The names on the level's edges resolved in one call (memsub._resolve_entities), not one call per edge.
+        if v_nodes then
+            select coalesce(jsonb_object_agg(e.name, e.entity), '{}') into v_resolved
+              from memsub._resolve_entities(array(
+                       select r.target_entity
+                         from jsonb_to_recordset(v_frontier) as f(keys text[])
+                         join memsub.entity_relationships r
+                           on p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                          and r.source_key = any(f.keys) and r.valid_period @> v_at
+                       union
+                       select r.source_entity
+                         from jsonb_to_recordset(v_frontier) as f(keys text[])
+                         join memsub.entity_relationships r
+                           on p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                          and r.target_key = any(f.keys) and r.valid_period @> v_at)) e;
+        end if;
         -- Each entity not yet reached, once, along its most confident step from the last level.
         select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
           from (select d.* from (
                     select distinct on (step.next_key)
                            step.next_entity as entity, step.next_key as key,
-                           -- the keys of an entity the walk goes on from (none after the last level)
-                           case when not v_nodes then array[step.next_key]
-                                when v_level < p_max_depth then memsub._entity_keys(step.next_entity) end as keys,
+                           -- with Entity nodes, the keys are looked up below, for the level's entities at once
+                           case when not v_nodes then array[step.next_key] end as keys,
                            f.path || step.next_entity as path,
                            f.relationship_path || step.relationship_type as relationship_path,
                            f.path_confidence * step.confidence as path_confidence,
@@ -10109,22 +10146,19 @@ begin
                                  case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
                                      as next_key,
                                  n.relationship_type, n.confidence, n.relationship_id
-                            from (select case when v_nodes then memsub._resolve_entity(r.target_entity)
+                            from (select case when v_nodes then v_resolved ->> r.target_entity
                                               else r.target_entity end as next_entity,
                                          r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
                                      and r.source_key = any(f.keys) and r.valid_period @> v_at
                                   union all
-                                  select case when v_nodes then memsub._resolve_entity(r.source_entity)
+                                  select case when v_nodes then v_resolved ->> r.source_entity
                                               else r.source_entity end,
                                          r.source_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                                     and r.target_key = any(f.keys) and r.valid_period @> v_at
-                                  -- not merged into the query above, which would resolve each edge's entity
-                                  -- once for next_entity and again for next_key
-                                  offset 0) n
+                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
                      ) step
                      where step.confidence >= coalesce(p_min_confidence, 0)
                        and (p_relationship_types is null or step.relationship_type = any(v_types))
@@ -10145,6 +10179,13 @@ begin
              order by r.path_confidence desc, r.path;
         v_left := v_left - jsonb_array_length(v_rows);
         v_visited := v_visited || (select jsonb_object_agg(e ->> 'key', true) from jsonb_array_elements(v_rows) e);
+        -- The keys of the entities the walk goes on from, in one call (none after the last level).
+        if v_nodes and v_level < p_max_depth then
+            select jsonb_agg(x.r || jsonb_build_object('keys', k.keys) order by x.o) into v_rows
+              from jsonb_array_elements(v_rows) with ordinality as x(r, o)
+              left join memsub._resolve_entities(array(select e ->> 'entity' from jsonb_array_elements(v_rows) e)) k
+                on k.name = x.r ->> 'entity';
+        end if;
         v_frontier := v_rows;
     end loop;
 end
@@ -14586,6 +14627,11 @@ GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_retrieval_owner;
 REVOKE ALL ON FUNCTION memsub._require_text(p_value text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._require_text(p_value text, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._require_text(p_value text, p_field text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._resolve_entities(p_names text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._resolve_entities(p_names text[]) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._resolve_entities(p_names text[]) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._resolve_entities(p_names text[]) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._resolve_entity(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_app;

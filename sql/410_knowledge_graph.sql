@@ -14,30 +14,61 @@
 -- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
 -- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
 
+create or replace function memsub._resolve_entities(p_names text[])
+returns table (name text, entity text, keys text[])
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+-- One plan for every call: the names are read at run time, so a plan made for each call's array is the same plan,
+-- and making it cost more than the lookups.
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+    v_tenant uuid := memsub.current_tenant_id();
+begin
+    -- Each name once: the Entity node named so (the expression index) or, failing that, the one with the name
+    -- among its aliases (the GIN index), the first by entity_id; the second search runs only when the first finds
+    -- nothing. One call for a whole level of a walk, not one per edge.
+    return query
+        select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
+          from (select distinct u.name, lower(regexp_replace(btrim(u.name), '\s+', ' ', 'g')) as key
+                  from unnest(p_names) as u(name)
+                 where u.name is not null) n
+          left join lateral (
+              select x.entity_id, array[lower(regexp_replace(btrim(x.entity_id), '\s+', ' ', 'g'))] || x.alias_keys
+                     as keys
+                from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
+                        where e.tenant_id = v_tenant
+                          and lower(regexp_replace(btrim(e.entity_id), '\s+', ' ', 'g')) = n.key
+                        order by e.entity_id limit 1)
+                      union all
+                      (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
+                        where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
+                        order by e.entity_id limit 1)) x
+               order by x.pass limit 1) w on true;
+end
+$$;
+comment on function memsub._resolve_entities(text[]) is
+    'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context '
+    'tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, '
+    'otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name '
+    'and aliases, or the name alone). Edge lookups compare source_key / target_key to them.';
+alter function memsub._resolve_entities(text[]) owner to memsub_retrieval_owner;
+
 create or replace function memsub._resolve_entity(p_name text) returns text
 language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_key    text := memsub.normalize_text(p_name);
     v_entity text;
 begin
-    -- By name first (the expression index), then by alias (the GIN index); plpgsql keeps both plans.
-    select w.entity_id into v_entity from memsub.world_model_entities w
-     where w.tenant_id = memsub.current_tenant_id()
-       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
-     order by w.entity_id limit 1;
-    if not found then
-        select w.entity_id into v_entity from memsub.world_model_entities w
-         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
-         order by w.entity_id limit 1;
-    end if;
+    select r.entity into v_entity from memsub._resolve_entities(array[p_name]) r;
     return coalesce(v_entity, btrim(p_name));
 end
 $$;
 comment on function memsub._resolve_entity(text) is
-    'The graph entity a name stands for: the Entity node of the context tenant whose name or one of whose aliases '
-    'matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+    'The graph entity a name stands for (memsub._resolve_entities of one name): the Entity node of the context '
+    'tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; '
+    'otherwise the name itself, trimmed.';
 alter function memsub._resolve_entity(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub._entity_keys(p_name text) returns text[]
@@ -45,26 +76,16 @@ language plpgsql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_key  text := memsub.normalize_text(p_name);
     v_keys text[];
 begin
-    select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
-      from memsub.world_model_entities w
-     where w.tenant_id = memsub.current_tenant_id()
-       and lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g')) = v_key
-     order by w.entity_id limit 1;
-    if not found then
-        select array[lower(regexp_replace(btrim(w.entity_id), '\s+', ' ', 'g'))] || w.alias_keys into v_keys
-          from memsub.world_model_entities w
-         where w.tenant_id = memsub.current_tenant_id() and w.alias_keys @> array[v_key]
-         order by w.entity_id limit 1;
-    end if;
-    return coalesce(v_keys, array[v_key]);
+    select r.keys into v_keys from memsub._resolve_entities(array[p_name]) r;
+    return coalesce(v_keys, array[memsub.normalize_text(p_name)]);
 end
 $$;
 comment on function memsub._entity_keys(text) is
-    'The matching forms under which edges name the entity a name stands for (memsub._resolve_entity): its name and '
-    'its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+    'The matching forms under which edges name the entity a name stands for (memsub._resolve_entities of one '
+    'name): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key '
+    '/ target_key to them.';
 alter function memsub._entity_keys(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.upsert_relationship(
@@ -166,7 +187,8 @@ grant execute on function
     memsub.upsert_relationship(text, text, text, double precision, uuid, timestamptz)
     to memsub_app;
 grant execute on function memsub.graph_neighbors(text, integer, integer) to memsub_app, memsub_analyst;
-grant execute on function memsub._resolve_entity(text), memsub._entity_keys(text) to memsub_app, memsub_analyst, memsub_owner;
+grant execute on function memsub._resolve_entity(text), memsub._entity_keys(text), memsub._resolve_entities(text[])
+    to memsub_app, memsub_analyst, memsub_owner;
 -- What the entity lookups' owner reads.
 grant usage on schema memsub to memsub_retrieval_owner;
 grant select on memsub.world_model_entities to memsub_retrieval_owner;

@@ -369,16 +369,23 @@ begin
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
-        -- Each entity of the next level looked up once, not once per edge that reaches it.
-        frontier := array(
-            select distinct k
-              from (select distinct on (r.target_key) r.target_entity, r.target_key
-                      from memsub.entity_relationships r
-                     where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-                       and r.valid_period @> v_at
-                       and not visited ? r.target_key) t
-             cross join lateral unnest(case when v_nodes then memsub._entity_keys(t.target_entity)
-                                            else array[t.target_key] end) as k);
+        -- The entities of the next level looked up in one call (memsub._resolve_entities), not one per edge.
+        if v_nodes then
+            frontier := array(
+                select distinct k
+                  from memsub._resolve_entities(array(
+                           select r.target_entity from memsub.entity_relationships r
+                            where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+                              and r.valid_period @> v_at
+                              and not visited ? r.target_key)) e
+                 cross join lateral unnest(e.keys) as k);
+        else
+            frontier := array(
+                select distinct r.target_key from memsub.entity_relationships r
+                 where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+                   and r.valid_period @> v_at
+                   and not visited ? r.target_key);
+        end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
 end

@@ -48,6 +48,7 @@ declare
     v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
+    v_resolved jsonb;  -- with Entity nodes: name on an edge of the level -> the entity it stands for
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
@@ -66,14 +67,29 @@ begin
                                                        'path_confidence', 1.0));
     while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
         v_level := v_level + 1;
+        -- The names on the level's edges resolved in one call (memsub._resolve_entities), not one call per edge.
+        if v_nodes then
+            select coalesce(jsonb_object_agg(e.name, e.entity), '{}') into v_resolved
+              from memsub._resolve_entities(array(
+                       select r.target_entity
+                         from jsonb_to_recordset(v_frontier) as f(keys text[])
+                         join memsub.entity_relationships r
+                           on p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                          and r.source_key = any(f.keys) and r.valid_period @> v_at
+                       union
+                       select r.source_entity
+                         from jsonb_to_recordset(v_frontier) as f(keys text[])
+                         join memsub.entity_relationships r
+                           on p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                          and r.target_key = any(f.keys) and r.valid_period @> v_at)) e;
+        end if;
         -- Each entity not yet reached, once, along its most confident step from the last level.
         select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
           from (select d.* from (
                     select distinct on (step.next_key)
                            step.next_entity as entity, step.next_key as key,
-                           -- the keys of an entity the walk goes on from (none after the last level)
-                           case when not v_nodes then array[step.next_key]
-                                when v_level < p_max_depth then memsub._entity_keys(step.next_entity) end as keys,
+                           -- with Entity nodes, the keys are looked up below, for the level's entities at once
+                           case when not v_nodes then array[step.next_key] end as keys,
                            f.path || step.next_entity as path,
                            f.relationship_path || step.relationship_type as relationship_path,
                            f.path_confidence * step.confidence as path_confidence,
@@ -86,22 +102,19 @@ begin
                                  case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
                                      as next_key,
                                  n.relationship_type, n.confidence, n.relationship_id
-                            from (select case when v_nodes then memsub._resolve_entity(r.target_entity)
+                            from (select case when v_nodes then v_resolved ->> r.target_entity
                                               else r.target_entity end as next_entity,
                                          r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
                                      and r.source_key = any(f.keys) and r.valid_period @> v_at
                                   union all
-                                  select case when v_nodes then memsub._resolve_entity(r.source_entity)
+                                  select case when v_nodes then v_resolved ->> r.source_entity
                                               else r.source_entity end,
                                          r.source_key, r.relationship_type, r.confidence, r.relationship_id
                                     from memsub.entity_relationships r
                                    where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                                     and r.target_key = any(f.keys) and r.valid_period @> v_at
-                                  -- not merged into the query above, which would resolve each edge's entity
-                                  -- once for next_entity and again for next_key
-                                  offset 0) n
+                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
                      ) step
                      where step.confidence >= coalesce(p_min_confidence, 0)
                        and (p_relationship_types is null or step.relationship_type = any(v_types))
@@ -122,6 +135,13 @@ begin
              order by r.path_confidence desc, r.path;
         v_left := v_left - jsonb_array_length(v_rows);
         v_visited := v_visited || (select jsonb_object_agg(e ->> 'key', true) from jsonb_array_elements(v_rows) e);
+        -- The keys of the entities the walk goes on from, in one call (none after the last level).
+        if v_nodes and v_level < p_max_depth then
+            select jsonb_agg(x.r || jsonb_build_object('keys', k.keys) order by x.o) into v_rows
+              from jsonb_array_elements(v_rows) with ordinality as x(r, o)
+              left join memsub._resolve_entities(array(select e ->> 'entity' from jsonb_array_elements(v_rows) e)) k
+                on k.name = x.r ->> 'entity';
+        end if;
         v_frontier := v_rows;
     end loop;
 end

@@ -204,7 +204,8 @@ def test_graph_nodes_view_shows_only_what_row_security_allows(db):
 def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
     two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
-    looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice."""
+    looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice and
+    looked up the keys of each entity it reached."""
     fan_out = 30
     track_function_calls(db)
     with db.connect("app") as conn:
@@ -223,13 +224,15 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
         calls = {}
         for name, (statement, expected) in reads.items():
             set_context(conn, TENANT_A)
-            before = function_calls(conn, ("_entity_keys", "_resolve_entity"))
+            before = function_calls(conn, ("_entity_keys", "_resolve_entity", "_resolve_entities"))
             assert conn.execute(statement).fetchone() == (expected,), name
-            after = function_calls(conn, ("_entity_keys", "_resolve_entity"))
+            after = function_calls(conn, ("_entity_keys", "_resolve_entity", "_resolve_entities"))
             calls[name] = {function: after[function] - before.get(function, 0) for function in after
                            if after[function] > before.get(function, 0)}
             conn.commit()
-    # The entity asked for once; each entity a walk reaches once, and only where the walk goes on from it.
-    assert calls == {"edges_as_of": {"_entity_keys": 1},
-                     "graph_neighbors_as_of": {"_entity_keys": 1 + fan_out},
-                     "traverse_graph": {"_resolve_entity": 1 + 2 * fan_out, "_entity_keys": 1 + fan_out}}, calls
+    # The entity asked for looked up once (_entity_keys and _resolve_entity each look one name up through
+    # _resolve_entities); a walk's levels in one _resolve_entities call for the names on their edges, and one for
+    # the keys of the entities it goes on from.
+    assert calls == {"edges_as_of": {"_entity_keys": 1, "_resolve_entities": 1},
+                     "graph_neighbors_as_of": {"_entity_keys": 1, "_resolve_entities": 1 + 1},
+                     "traverse_graph": {"_resolve_entity": 1, "_entity_keys": 1, "_resolve_entities": 2 + 3}}, calls
