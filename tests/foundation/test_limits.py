@@ -19,7 +19,7 @@ from psycopg import sql
 from memsub.cli import main as cli
 from memsub.errors import LimitExceeded, from_database_error
 
-from helpers import TENANT_A, TENANT_B, set_context, superuser_count
+from helpers import TENANT_A, TENANT_B, function_calls, set_context, superuser_count
 
 USER = uuid.UUID("0c000000-0000-0000-0000-00000000000c")
 # Tables a refused call could have written to; each must be unchanged by it.
@@ -157,10 +157,7 @@ def test_a_limit_of_one_refuses_two_and_a_value_of_one_reads_no_limit(db):
         counts = {}
         for value in (None, -3, 0, 1, 2):
             admin.execute("select memsub._check_limit(%s, 'max_rows', 'packet_ids')", [value])
-            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
-                                "where schemaname = 'memsub' and funcname = 'limit_value'").fetchone()
-            assert row is not None
-            counts[value] = int(row[0])
+            counts[value] = function_calls(admin, ["limit_value"]).get("limit_value", 0)
         admin.rollback()
     assert counts == {None: 0, -3: 0, 0: 0, 1: 0, 2: 1}, counts
 
@@ -184,10 +181,7 @@ def test_several_values_are_held_against_one_limit_read_once(db):
         for values in ("{null,0,1}", "{5,10,7}"):
             admin.execute("select memsub._check_limits(%s::bigint[], 'max_json_bytes', array['a', 'b', 'c'])",
                           [values])
-            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
-                                "where schemaname = 'memsub' and funcname = 'limit_value'").fetchone()
-            assert row is not None
-            counts[values] = int(row[0])
+            counts[values] = function_calls(admin, ["limit_value"]).get("limit_value", 0)
         admin.rollback()
     assert counts == {"{null,0,1}": 0, "{5,10,7}": 1}, counts
 

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import set_context
+from helpers import function_calls, set_context
 from retrieval_data import BIG, Spec, build, fresh_queries
 
 K = 10
@@ -257,9 +257,7 @@ def test_the_strategy_finds_the_tenants_partition_once(db):
         calls = {}
         for tenant in (uuid.UUID(int=7, version=4), None):
             admin.execute("select * from memsub._search_strategy(%s, 'content', 10)", [tenant])
-            row = admin.execute("select coalesce(sum(calls), 0) from pg_stat_xact_user_functions "
-                                "where schemaname = 'memsub' and funcname = '_embedding_partition'").fetchone()
-            assert row is not None
-            calls[tenant] = int(row[0]) - sum(calls.values())
+            made = function_calls(admin, ["_embedding_partition"]).get("_embedding_partition", 0)
+            calls[tenant] = made - sum(calls.values())
         admin.rollback()
     assert list(calls.values()) == [1, 0], calls
