@@ -344,6 +344,7 @@ declare
     v_nodes  boolean := exists (select from memsub.world_model_entities w
                                  where w.tenant_id = memsub.current_tenant_id());
     v_left   integer;
+    v_names  text[];  -- the names on the edges to the next level
     frontier text[];  -- matching forms (names and aliases) of the entities of the current level
     visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
     level    integer := 0;
@@ -369,22 +370,16 @@ begin
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
-        -- The entities of the next level looked up in one call (memsub._resolve_entities), not one per edge.
+        -- The next level: the targets not reached yet, by their matching forms; with Entity nodes, their names
+        -- looked up in one call (memsub._resolve_entities), not one per edge.
+        select array_agg(distinct r.target_entity), array_agg(distinct r.target_key) into v_names, frontier
+          from memsub.entity_relationships r
+         where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+           and r.valid_period @> v_at
+           and not visited ? r.target_key;
         if v_nodes then
-            frontier := array(
-                select distinct k
-                  from memsub._resolve_entities(array(
-                           select r.target_entity from memsub.entity_relationships r
-                            where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-                              and r.valid_period @> v_at
-                              and not visited ? r.target_key)) e
-                 cross join lateral unnest(e.keys) as k);
-        else
-            frontier := array(
-                select distinct r.target_key from memsub.entity_relationships r
-                 where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-                   and r.valid_period @> v_at
-                   and not visited ? r.target_key);
+            frontier := array(select distinct k from memsub._resolve_entities(v_names) e
+                               cross join lateral unnest(e.keys) as k);
         end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
     end loop;
