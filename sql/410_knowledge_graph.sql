@@ -8,11 +8,12 @@
 --
 -- Entity names match by one rule everywhere: memsub.normalize_text (trimmed, lower case, inner whitespace
 -- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
--- its aliases resolves to that entity (memsub._resolve_entity, memsub._entity_keys) in every graph read.
+-- its aliases resolves to that entity (memsub._resolve_entities; memsub._resolve_entity and memsub._entity_keys
+-- for one name) in every graph read.
 
 -- Entity lookups are SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS), and apply the only policy of
 -- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
--- LEAKPROOF) could not use its GIN index, and traversals call these once per step.
+-- LEAKPROOF) could not use its GIN index. Walks look up each level's names in one call.
 
 create or replace function memsub._resolve_entities(p_names text[])
 returns table (name text, entity text, keys text[])
