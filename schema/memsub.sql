@@ -4264,14 +4264,19 @@ declare
     v_target text := memsub._require_text(p_target_entity, 'target_entity');
     v_until  timestamptz := coalesce(p_valid_until, now());
     v_edge   memsub.entity_relationships;
+    v_source_keys text[];
+    v_target_keys text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
+    v_source_keys := memsub._entity_keys(v_source);
+    v_target_keys := memsub._entity_keys(v_target);
     select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
-       and r.target_key = any(memsub._entity_keys(v_target)) and upper_inf(r.valid_period)
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
      order by r.relationship_id
      limit 1
        for update;
@@ -5070,26 +5075,38 @@ begin
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
-    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
-            null::jsonb, r.confidence, r.mention_count, r.relationship_id
-       from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-        and r.confidence >= coalesce(p_min_confidence, 0)
-      order by r.confidence desc, r.target_entity limit p_limit)
-    union all
-    (select 'relationship', 'incoming', r.relationship_type, memsub._resolve_entity(r.source_entity), null,
-            r.confidence, r.mention_count, r.relationship_id
-       from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-        and r.confidence >= coalesce(p_min_confidence, 0)
-      order by r.confidence desc, r.source_entity limit p_limit)
-    union all
-    (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
-       from memsub.knowledge_facts f
-      where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
-        and f.confidence >= coalesce(p_min_confidence, 0)
-      order by f.confidence desc, f.predicate limit p_limit);
+    with edges as (
+        (select 1 as part, row_number() over (order by r.confidence desc, r.target_entity) as place,
+                'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity, r.confidence,
+                r.mention_count, r.relationship_id
+           from memsub.entity_relationships r
+          where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+            and r.confidence >= coalesce(p_min_confidence, 0)
+          order by r.confidence desc, r.target_entity limit p_limit)
+        union all
+        (select 2, row_number() over (order by r.confidence desc, r.source_entity), 'incoming', r.relationship_type,
+                r.source_entity, r.confidence, r.mention_count, r.relationship_id
+           from memsub.entity_relationships r
+          where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+            and r.confidence >= coalesce(p_min_confidence, 0)
+          order by r.confidence desc, r.source_entity limit p_limit)),
+    resolved as (
+        select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
+    select x.kind, x.direction, x.relationship_type, x.other_entity, x.object, x.confidence, x.mention_count, x.id
+      from ((select e.part, e.place, 'relationship'::text as kind, e.direction, e.relationship_type,
+                    coalesce(n.entity, btrim(e.other_entity)) as other_entity, null::jsonb as object, e.confidence,
+                    e.mention_count, e.relationship_id as id
+               from edges e left join resolved n on n.name = e.other_entity)
+            union all
+            (select 3, row_number() over (order by f.confidence desc, f.predicate), 'fact', 'subject', f.predicate,
+                    null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
+               from memsub.knowledge_facts f
+              where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
+                and f.confidence >= coalesce(p_min_confidence, 0)
+              order by f.confidence desc, f.predicate limit p_limit)) x
+     order by x.part, x.place;
 end
 $$;
 

@@ -186,14 +186,19 @@ declare
     v_target text := memsub._require_text(p_target_entity, 'target_entity');
     v_until  timestamptz := coalesce(p_valid_until, now());
     v_edge   memsub.entity_relationships;
+    v_source_keys text[];
+    v_target_keys text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
     perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
+    v_source_keys := memsub._entity_keys(v_source);
+    v_target_keys := memsub._entity_keys(v_target);
     select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_key = any(memsub._entity_keys(v_source)) and r.relationship_type = v_type
-       and r.target_key = any(memsub._entity_keys(v_target)) and upper_inf(r.valid_period)
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
      order by r.relationship_id
      limit 1
        for update;

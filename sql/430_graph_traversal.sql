@@ -176,26 +176,38 @@ begin
     v_keys := memsub._entity_keys(v_entity);
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
-    (select 'relationship'::text, 'outgoing'::text, r.relationship_type, memsub._resolve_entity(r.target_entity),
-            null::jsonb, r.confidence, r.mention_count, r.relationship_id
-       from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-        and r.confidence >= coalesce(p_min_confidence, 0)
-      order by r.confidence desc, r.target_entity limit p_limit)
-    union all
-    (select 'relationship', 'incoming', r.relationship_type, memsub._resolve_entity(r.source_entity), null,
-            r.confidence, r.mention_count, r.relationship_id
-       from memsub.entity_relationships r
-      where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-        and r.confidence >= coalesce(p_min_confidence, 0)
-      order by r.confidence desc, r.source_entity limit p_limit)
-    union all
-    (select 'fact', 'subject', f.predicate, null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
-       from memsub.knowledge_facts f
-      where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
-        and f.confidence >= coalesce(p_min_confidence, 0)
-      order by f.confidence desc, f.predicate limit p_limit);
+    with edges as (
+        (select 1 as part, row_number() over (order by r.confidence desc, r.target_entity) as place,
+                'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity, r.confidence,
+                r.mention_count, r.relationship_id
+           from memsub.entity_relationships r
+          where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+            and r.confidence >= coalesce(p_min_confidence, 0)
+          order by r.confidence desc, r.target_entity limit p_limit)
+        union all
+        (select 2, row_number() over (order by r.confidence desc, r.source_entity), 'incoming', r.relationship_type,
+                r.source_entity, r.confidence, r.mention_count, r.relationship_id
+           from memsub.entity_relationships r
+          where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+            and r.confidence >= coalesce(p_min_confidence, 0)
+          order by r.confidence desc, r.source_entity limit p_limit)),
+    resolved as (
+        select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
+    select x.kind, x.direction, x.relationship_type, x.other_entity, x.object, x.confidence, x.mention_count, x.id
+      from ((select e.part, e.place, 'relationship'::text as kind, e.direction, e.relationship_type,
+                    coalesce(n.entity, btrim(e.other_entity)) as other_entity, null::jsonb as object, e.confidence,
+                    e.mention_count, e.relationship_id as id
+               from edges e left join resolved n on n.name = e.other_entity)
+            union all
+            (select 3, row_number() over (order by f.confidence desc, f.predicate), 'fact', 'subject', f.predicate,
+                    null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
+               from memsub.knowledge_facts f
+              where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
+                and f.confidence >= coalesce(p_min_confidence, 0)
+              order by f.confidence desc, f.predicate limit p_limit)) x
+     order by x.part, x.place;
 end
 $$;
 comment on function memsub.entity_neighbourhood(text, double precision, integer, timestamptz) is

@@ -204,8 +204,9 @@ def test_graph_nodes_view_shows_only_what_row_security_allows(db):
 def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
     two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
-    looked up every edge's target, the last level's too, and traverse_graph resolved each edge's entity twice and
-    looked up the keys of each entity it reached."""
+    looked up every edge's target, the last level's too, traverse_graph resolved each edge's entity twice and
+    looked up the keys of each entity it reached, entity_neighbourhood resolved the other end of each edge it
+    returned, and close_relationship looked both ends up again for every edge its filter read."""
     fan_out = 30
     track_function_calls(db)
     with db.connect("app") as conn:
@@ -220,6 +221,8 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
             "graph_neighbors_as_of": ("select count(*) from memsub.graph_neighbors_as_of('Hub', null, 2)",
                                       2 * fan_out),
             "traverse_graph": ("select count(*) from memsub.traverse_graph('Hub', 2)", 2 * fan_out),
+            "entity_neighbourhood": ("select count(*) from memsub.entity_neighbourhood('Hub')", fan_out),
+            "close_relationship": ("select count(*) from memsub.close_relationship('Hub', 'links', 't0')", 1),
         }
         calls = {}
         for name, (statement, expected) in reads.items():
@@ -235,4 +238,6 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     # the keys of the entities it goes on from.
     assert calls == {"edges_as_of": {"_entity_keys": 1, "_resolve_entities": 1},
                      "graph_neighbors_as_of": {"_entity_keys": 1, "_resolve_entities": 1 + 1},
-                     "traverse_graph": {"_resolve_entity": 1, "_entity_keys": 1, "_resolve_entities": 2 + 3}}, calls
+                     "traverse_graph": {"_resolve_entity": 1, "_entity_keys": 1, "_resolve_entities": 2 + 3},
+                     "entity_neighbourhood": {"_entity_keys": 1, "_resolve_entities": 1 + 1},
+                     "close_relationship": {"_entity_keys": 2, "_resolve_entities": 2}}, calls
