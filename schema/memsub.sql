@@ -249,27 +249,45 @@ COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS '
 
 CREATE FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS void
     LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
+declare
+    v_max_text bigint := memsub.limit_value('max_text_chars');
+    v_max_json bigint := memsub.limit_value('max_json_bytes');
 begin
-    -- The readers store_embedding uses; a slot named twice violates the unique key and sends the batch to the
-    -- envelope-by-envelope path, which names it.
+    -- Plain expressions, as in _batch_envelopes, not the field readers fan_out_packet calls (about ten calls per
+    -- element, the vector's reader in a subtransaction of its own): where a reader would refuse an element, a cast
+    -- fails or a column gets NULL or a value its constraint refuses, and the batch goes envelope by envelope, which
+    -- names the element and field. The readers' rules:
+    --   vector          a JSON array pgvector reads (the cast), of the column's dimension (its type), with a
+    --                   cosine norm (a vector's distance to itself is NaN exactly when it has none);
+    --   chunk_index     fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
+    --   embedding_type  one of memsub.embedding_types() (memory_embeddings_embedding_type_known);
+    --   metadata        absent, or a JSON object;
+    --   limits          embedding_type and chunk_text within max_text_chars, metadata within max_json_bytes, the
+    --                   limits read once for the batch.
+    -- A slot named twice violates the unique key.
     insert into memsub.memory_embeddings (
         packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     select b.packet_id,
-           memsub._check_one_of(v.e ->> 'embedding_type', memsub.embedding_types(), 'embedding_type'),
-           memsub._json_vector(v.e -> 'vector', 'vector'),
-           case when memsub._embedding_chunk_index(v.e) >= 0 then memsub._embedding_chunk_index(v.e) end,
+           case when coalesce(length(v.e ->> 'embedding_type'), 0) <= v_max_text
+                     and coalesce(length(v.e ->> 'chunk_text'), 0) <= v_max_text
+                     and coalesce(pg_column_size(v.e -> 'metadata'), 0) <= v_max_json
+                then v.e ->> 'embedding_type' end,
+           case when cosine_distance(x.vector, x.vector) <> 'NaN'::double precision then x.vector end,
+           coalesce((v.e ->> 'chunk_index')::integer, 0),
            v.e ->> 'chunk_text',
-           memsub._check_json_type(coalesce(v.e -> 'metadata', '{}'), 'object', 'metadata'),
+           case when v.e -> 'metadata' is null then '{}'
+                when jsonb_typeof(v.e -> 'metadata') = 'object' then v.e -> 'metadata' end,
            b.scope, b.ttl at time zone 'UTC', p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
                                                   then b.memory -> 'embeddings' else '[]' end) as v(e)
-     where coalesce(memsub._check_text_limits('embedding_type', v.e ->> 'embedding_type',
-                                              'chunk_text', v.e ->> 'chunk_text'), 0) >= 0
-       and coalesce(memsub._check_limit(pg_column_size(v.e -> 'metadata'), 'max_json_bytes', 'metadata'), 0) >= 0;
+     -- The vector cast once per element (offset 0 keeps the sub-select from being merged into each use).
+     cross join lateral (select case when jsonb_typeof(v.e -> 'vector') = 'array'
+                                     then (v.e -> 'vector')::text::vector end as vector
+                          offset 0) x;
 end
 $$;
 

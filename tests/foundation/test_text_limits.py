@@ -122,8 +122,8 @@ def test_values_at_the_limit_and_null_pass(db):
 
 
 def test_the_embeddings_of_a_batch_are_checked_in_order(db):
-    # The set-based path of write_packets checks them too; any error sends the batch envelope by envelope, which
-    # names the envelope's field.
+    # The set-based path of write_packets (batches of 8 envelopes or more) checks them too; any error sends the batch
+    # envelope by envelope, which names the envelope's field.
     with db.connect() as admin:
         admin.execute("insert into memsub.limits (name, value) values ('max_text_chars', %s)", [LIMIT])
     with db.connect("app") as conn:
@@ -134,7 +134,10 @@ def test_the_embeddings_of_a_batch_are_checked_in_order(db):
             envelope = {"packet_type": "event", "payload": {"n": 1},
                         "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * dimension,
                                                    **embedding}]}}
-            error = _call(conn, "write_packets", {"envelopes": Jsonb([envelope, {**envelope, "payload": 2}])})
+            plain = {**envelope, "memory": {"embeddings": [{"embedding_type": "content", "vector": [0.5] * dimension}]}}
+            batch = [{**plain, "payload": n} for n in range(9)] + [envelope]
+            error = _call(conn, "write_packets", {"envelopes": Jsonb(batch)})
+            assert "envelope 10 of the batch" in error.diag.message_primary
             assert (error.sqlstate, error.diag.column_name) == ("54000", f"memory.embeddings[0].{field}")
 
 

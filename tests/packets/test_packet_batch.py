@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from helpers import TENANT_A, TENANT_B, count, set_context
+from helpers import TENANT_A, TENANT_B, count, function_calls, set_context, track_function_calls
 from layer_helpers import DIMENSION
 
 ORG = uuid.UUID("0a000000-0000-4000-8000-000000000001")
@@ -114,6 +114,20 @@ def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
     ("memory", {"embeddings": [{"embedding_type": "content", "vector": [1.0, 2.0]}]},
      "22023", "memory.embeddings[0].vector"),
     ("tenant_id", str(TENANT_B), "22023", "tenant_id"),
+    # What the set-based path reads with plain expressions, refused as the envelope-by-envelope readers refuse it.
+    *[("memory", {"embeddings": [{"embedding_type": "content", "vector": [0.5] * DIMENSION, **element}]},
+       sqlstate, column) for element, sqlstate, column in [
+        ({"vector": [0.0] * DIMENSION}, "22023", "memory.embeddings[0].vector"),
+        ({"vector": ["0.5"] * DIMENSION}, "22023", "memory.embeddings[0].vector"),
+        ({"vector": None}, "22023", "memory.embeddings[0].vector"),
+        ({"vector": []}, "22023", "memory.embeddings[0].vector"),
+        ({"chunk_index": -1}, "22023", "memory.embeddings[0].chunk_index"),
+        ({"chunk_index": "first"}, "22P02", "memory.embeddings[0]"),
+        ({"embedding_type": "colour"}, "22023", "memory.embeddings[0].embedding_type"),
+        ({"embedding_type": None}, "23502", "memory.embeddings[0].embedding_type"),
+        ({"metadata": None}, "22023", "memory.embeddings[0].metadata"),
+        ({"metadata": ["a"]}, "22023", "memory.embeddings[0].metadata"),
+    ]],
 ])
 def test_one_bad_envelope_fails_the_batch_naming_it_and_writes_nothing(db, field, value, sqlstate, column):
     envelopes = batch(40)
@@ -129,3 +143,42 @@ def test_one_bad_envelope_fails_the_batch_naming_it_and_writes_nothing(db, field
         set_context(conn, TENANT_A, ORG)
         for table in ROWS:
             assert count(conn, table) == 0, table
+
+
+def embedded_batch(size: int, seed: int = 5) -> list[dict[str, Any]]:
+    """Envelopes of one thread, each with two chunk embeddings (chunk text, metadata, chunk_index 1 and 2)."""
+    rng = random.Random(seed)
+    thread = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return [{"packet_type": "event", "payload": {"turn": n}, "thread_id": thread,
+             "memory": {"embeddings": [
+                 {"embedding_type": "content", "chunk_index": chunk, "chunk_text": f"turn {n} part {chunk}",
+                  "metadata": {"part": chunk},
+                  "vector": [rng.randint(-512, 512) / 512 or 1.0 for _ in range(DIMENSION)]}
+                 for chunk in (1, 2)]}} for n in range(size)]
+
+
+def test_the_set_based_path_calls_no_function_per_embedding(db):
+    """The set-based path read each embedding through the field readers of the envelope-by-envelope path: about
+    ten function calls per element (the vector's reader with its subtransaction, its dimension read again, the
+    limits read again, the chunk number twice). It now reads them with plain expressions: what the readers would
+    refuse fails a cast or a constraint, and the batch goes envelope by envelope, which names it."""
+    track_function_calls(db)
+    calls = {}
+    with db.connect("app") as conn:
+        for size in (10, 40):
+            set_context(conn, TENANT_A, ORG)
+            before = function_calls(conn)
+            written = conn.execute("select count(*) from memsub.write_packets(%s::jsonb)",
+                                   [json.dumps(embedded_batch(size, seed=size))]).fetchone()
+            after = function_calls(conn)
+            assert written == (size,)
+            calls[size] = {name: after[name] - before.get(name, 0) for name in after
+                           if after[name] > before.get(name, 0)}
+            # set-based, in one go: not declined, nor failed and written envelope by envelope
+            assert calls[size]["_write_packets_set"] == 1 and "store_packet_envelope" not in calls[size], calls
+            conn.commit()
+        set_context(conn, TENANT_A, ORG)
+        assert count(conn, "memsub.memory_embeddings") == 2 * (10 + 40)
+    # 30 more envelopes, 60 more embeddings: what grows, grows with the envelopes (their content hash, ...).
+    grown = {name: calls[40].get(name, 0) - calls[10].get(name, 0) for name in calls[40]}
+    assert {name: more for name, more in grown.items() if more > 30} == {}, grown
