@@ -48,7 +48,6 @@ declare
     v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
-    v_resolved jsonb;  -- with Entity nodes: name on an edge of the level -> the entity it stands for
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
@@ -67,61 +66,51 @@ begin
                                                        'path_confidence', 1.0));
     while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
         v_level := v_level + 1;
-        -- The names on the level's edges resolved in one call (memsub._resolve_entities), not one call per edge.
-        if v_nodes then
-            select coalesce(jsonb_object_agg(e.name, e.entity), '{}') into v_resolved
-              from memsub._resolve_entities(array(
-                       select r.target_entity
-                         from jsonb_to_recordset(v_frontier) as f(keys text[])
-                         join memsub.entity_relationships r
-                           on p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
-                          and r.source_key = any(f.keys) and r.valid_period @> v_at
-                       union
-                       select r.source_entity
-                         from jsonb_to_recordset(v_frontier) as f(keys text[])
-                         join memsub.entity_relationships r
-                           on p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                          and r.target_key = any(f.keys) and r.valid_period @> v_at)) e;
-        end if;
-        -- Each entity not yet reached, once, along its most confident step from the last level.
+        -- Each entity not yet reached, once, along its most confident step from the last level. One statement:
+        with frontier as (  -- the last level's entities, one row per key
+            select f.path, f.relationship_path, f.path_confidence, k.key
+              from jsonb_to_recordset(v_frontier)
+                   as f(keys text[], path text[], relationship_path text[], path_confidence double precision)
+             cross join lateral (select distinct u.key from unnest(f.keys) as u(key)) k),
+        edges as materialized (  -- the level's edges read once: every key in one search per direction
+            select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
+                   r.relationship_type, r.confidence, r.relationship_id
+              from memsub.entity_relationships r
+             where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+               and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+               and r.confidence >= coalesce(p_min_confidence, 0)
+               and (p_relationship_types is null or r.relationship_type = any(v_types))
+            union all
+            select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence, r.relationship_id
+              from memsub.entity_relationships r
+             where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+               and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+               and r.confidence >= coalesce(p_min_confidence, 0)
+               and (p_relationship_types is null or r.relationship_type = any(v_types))),
+        -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
+        -- stands for, that entity's matching form, and the keys the next level's edges name it by.
+        resolved as materialized (
+            select n.name, n.entity, memsub.normalize_text(n.entity) as key, n.keys
+              from memsub._resolve_entities(array(select e.far_name from edges e)) n
+             where v_nodes),
+        step as (
+            select e.near_key, coalesce(n.entity, e.far_name) as next_entity, coalesce(n.key, e.far_key) as next_key,
+                   coalesce(n.keys, array[e.far_key]) as next_keys, e.relationship_type, e.confidence,
+                   e.relationship_id
+              from edges e left join resolved n on n.name = e.far_name)
         select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
           from (select d.* from (
-                    select distinct on (step.next_key)
-                           step.next_entity as entity, step.next_key as key,
-                           -- with Entity nodes, the keys are looked up below, for the level's entities at once
-                           case when not v_nodes then array[step.next_key] end as keys,
-                           f.path || step.next_entity as path,
-                           f.relationship_path || step.relationship_type as relationship_path,
-                           f.path_confidence * step.confidence as path_confidence,
-                           step.relationship_id, step.confidence as edge_confidence
-                      from jsonb_to_recordset(v_frontier)
-                           as f(entity text, keys text[], path text[], relationship_path text[],
-                                path_confidence double precision)
-                     cross join lateral (
-                          select n.next_entity,
-                                 case when v_nodes then memsub.normalize_text(n.next_entity) else n.edge_key end
-                                     as next_key,
-                                 n.relationship_type, n.confidence, n.relationship_id
-                            from (select case when v_nodes then v_resolved ->> r.target_entity
-                                              else r.target_entity end as next_entity,
-                                         r.target_key as edge_key, r.relationship_type, r.confidence, r.relationship_id
-                                    from memsub.entity_relationships r
-                                   where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
-                                     and r.source_key = any(f.keys) and r.valid_period @> v_at
-                                  union all
-                                  select case when v_nodes then v_resolved ->> r.source_entity
-                                              else r.source_entity end,
-                                         r.source_key, r.relationship_type, r.confidence, r.relationship_id
-                                    from memsub.entity_relationships r
-                                   where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                                     and r.target_key = any(f.keys) and r.valid_period @> v_at) n
-                     ) step
-                     where step.confidence >= coalesce(p_min_confidence, 0)
-                       and (p_relationship_types is null or step.relationship_type = any(v_types))
-                       and f.path_confidence * step.confidence >= coalesce(p_min_path_confidence, 0)
-                       and not v_visited ? step.next_key
-                     order by step.next_key, f.path_confidence * step.confidence desc,
-                              f.path || step.next_entity
+                    select distinct on (s.next_key)
+                           s.next_entity as entity, s.next_key as key, s.next_keys as keys,
+                           f.path || s.next_entity as path,
+                           f.relationship_path || s.relationship_type as relationship_path,
+                           f.path_confidence * s.confidence as path_confidence,
+                           s.relationship_id, s.confidence as edge_confidence
+                      from frontier f
+                      join step s on s.near_key = f.key
+                     where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
+                       and not v_visited ? s.next_key
+                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
@@ -135,13 +124,6 @@ begin
              order by r.path_confidence desc, r.path;
         v_left := v_left - jsonb_array_length(v_rows);
         v_visited := v_visited || (select jsonb_object_agg(e ->> 'key', true) from jsonb_array_elements(v_rows) e);
-        -- The keys of the entities the walk goes on from, in one call (none after the last level).
-        if v_nodes and v_level < p_max_depth then
-            select jsonb_agg(x.r || jsonb_build_object('keys', k.keys) order by x.o) into v_rows
-              from jsonb_array_elements(v_rows) with ordinality as x(r, o)
-              left join memsub._resolve_entities(array(select e ->> 'entity' from jsonb_array_elements(v_rows) e)) k
-                on k.name = x.r ->> 'entity';
-        end if;
         v_frontier := v_rows;
     end loop;
 end
