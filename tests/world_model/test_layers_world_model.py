@@ -81,6 +81,11 @@ def test_a_snapshot_reproduces_the_state(db):
     ([{"entity_id": "L9", "attributes": [1]}], None, "22023", "entities[0].attributes"),
     ([{"entity_id": "L9", "attributes": {"a": 9}}, {"entity_id": "L9"}], None, "22023", "entities[1].entity_id"),
     ([{"entity_id": "L9", "attributes": {"a": 9}}], 7, "40001", "expected_version"),
+    # the first new entity whose type is missing or blank is named, in the order given
+    ([{"entity_id": "n1", "entity_type": " "}, {"entity_id": "n2"}], None, "22023", "entities[0].entity_type"),
+    ([{"entity_id": "n1"}, {"entity_id": "n2", "entity_type": " "}], None, "23502", "entities[0].entity_type"),
+    ([{"entity_id": "L9", "entity_type": " "}, {"entity_id": "n2", "entity_type": ""}], None, "22023",
+     "entities[1].entity_type"),
 ])
 def test_a_failed_update_changes_nothing(db, entities, expected, sqlstate, column):
     with db.connect("app") as conn:
@@ -95,3 +100,4 @@ def test_a_failed_update_changes_nothing(db, entities, expected, sqlstate, colum
         assert caught.value.sqlstate == sqlstate
         assert caught.value.diag.column_name == column
     assert _ground_truth(db) == before
+
