@@ -2418,16 +2418,18 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    if btrim(p_value) = '' then
+    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks).
+    if p_value !~ '\S' then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
-    return regexp_replace(btrim(p_value), '\s+', ' ', 'g');
+    -- Each run of whitespace becomes one space, then the spaces at either end go.
+    return btrim(regexp_replace(p_value, '\s+', ' ', 'g'));
 end
 $$;
 
 ALTER FUNCTION memsub._require_text(p_value text, p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._require_text(p_value text, p_field text) IS 'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
+COMMENT ON FUNCTION memsub._require_text(p_value text, p_field text) IS 'A required text field, trimmed with each run of whitespace made one space; NULL raises 23502 and blank (only whitespace of any kind) 22023, naming the field.';
 
 CREATE FUNCTION memsub._resolve_entities(p_names text[]) RETURNS TABLE(name text, entity text, keys text[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -3584,6 +3586,7 @@ declare
     v_field    text;
     v_id       text;
     v_ids      text[] := '{}';
+    v_type     text;
     v_attrs    jsonb;
     v_update   memsub.world_model_updates;
 begin
@@ -3611,7 +3614,10 @@ begin
                 using errcode = '22023', column = v_field || '.entity_id';
         end if;
         v_ids := v_ids || v_id;
-        perform memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type');
+        -- A type given is a required text (not blank), for an entity that exists as for a new one.
+        if memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type') is not null then
+            perform memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type');
+        end if;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
             perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
@@ -3633,9 +3639,11 @@ begin
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
         v_id := memsub._require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
+        v_type := case when v_entity ? 'entity_type'
+                       then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         update memsub.world_model_entities w
-           set entity_type = coalesce(v_entity ->> 'entity_type', w.entity_type),
+           set entity_type = coalesce(v_type, w.entity_type),
                attributes = (w.attributes || v_attrs)
                             - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
                confidence = coalesce((v_entity ->> 'confidence')::double precision, w.confidence),
@@ -3646,7 +3654,7 @@ begin
                user_id = v_user
          where w.tenant_id = v_tenant and w.entity_id = v_id;
         if not found then
-            if v_entity ->> 'entity_type' is null then
+            if v_type is null then
                 raise exception 'field "%.entity_type" is required for the new entity %', v_field, v_id
                     using errcode = '23502', column = v_field || '.entity_type';
             end if;
@@ -3654,7 +3662,7 @@ begin
                 entity_id, entity_type, attributes, confidence, version, created_at, updated_at, state_version,
                 tenant_id, org_id, user_id)
             values (
-                v_id, memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type'),
+                v_id, v_type,
                 jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;

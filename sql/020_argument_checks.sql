@@ -20,14 +20,17 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    if btrim(p_value) = '' then
+    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks).
+    if p_value !~ '\S' then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
-    return regexp_replace(btrim(p_value), '\s+', ' ', 'g');
+    -- Each run of whitespace becomes one space, then the spaces at either end go.
+    return btrim(regexp_replace(p_value, '\s+', ' ', 'g'));
 end
 $$;
 comment on function memsub._require_text(text, text) is
-    'A required text field, trimmed with inner whitespace collapsed; NULL raises 23502 and blank 22023, naming the field.';
+    'A required text field, trimmed with each run of whitespace made one space; NULL raises 23502 and blank (only '
+    'whitespace of any kind) 22023, naming the field.';
 
 create or replace function memsub._check_text_limits(variadic p_name_value text[]) returns bigint
 language plpgsql stable security invoker parallel safe

@@ -39,6 +39,7 @@ declare
     v_field    text;
     v_id       text;
     v_ids      text[] := '{}';
+    v_type     text;
     v_attrs    jsonb;
     v_update   memsub.world_model_updates;
 begin
@@ -66,7 +67,10 @@ begin
                 using errcode = '22023', column = v_field || '.entity_id';
         end if;
         v_ids := v_ids || v_id;
-        perform memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type');
+        -- A type given is a required text (not blank), for an entity that exists as for a new one.
+        if memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type') is not null then
+            perform memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type');
+        end if;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
             perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
@@ -88,9 +92,11 @@ begin
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
         v_id := memsub._require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
+        v_type := case when v_entity ? 'entity_type'
+                       then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         update memsub.world_model_entities w
-           set entity_type = coalesce(v_entity ->> 'entity_type', w.entity_type),
+           set entity_type = coalesce(v_type, w.entity_type),
                attributes = (w.attributes || v_attrs)
                             - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
                confidence = coalesce((v_entity ->> 'confidence')::double precision, w.confidence),
@@ -101,7 +107,7 @@ begin
                user_id = v_user
          where w.tenant_id = v_tenant and w.entity_id = v_id;
         if not found then
-            if v_entity ->> 'entity_type' is null then
+            if v_type is null then
                 raise exception 'field "%.entity_type" is required for the new entity %', v_field, v_id
                     using errcode = '23502', column = v_field || '.entity_type';
             end if;
@@ -109,7 +115,7 @@ begin
                 entity_id, entity_type, attributes, confidence, version, created_at, updated_at, state_version,
                 tenant_id, org_id, user_id)
             values (
-                v_id, memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type'),
+                v_id, v_type,
                 jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;

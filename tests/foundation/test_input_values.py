@@ -258,3 +258,28 @@ def test_embeddings_of_stored_chunks_name_the_element(world, embedding):
                    "empty": []}[embedding]
     _refused(world, "select * from memsub.document_embed_chunks(%s, %s::jsonb)",
              [row[0], json.dumps([{"chunk_index": 0, "embedding": vector}])], "embeddings[0].embedding")
+
+
+# Required text that holds only whitespace other than spaces (tabs, line breaks) is blank too.
+BLANK_TEXT_CALLS = [
+    ("select memsub.record_event(%s, 'e')", "agent_id"),
+    ("select memsub.record_event('a', %s)", "event_type"),
+    ("select memsub.record_reflection('lesson', %s)", "content"),
+    ("select * from memsub.apply_world_model_update(%s, '[{\"entity_id\": \"x\", \"entity_type\": \"T\"}]')",
+     "insight_type"),
+]
+
+
+@pytest.mark.parametrize("value", ["\t", "\n", " \t\r\n "], ids=["tab", "newline", "mixed"])
+@pytest.mark.parametrize(("call", "column"), BLANK_TEXT_CALLS, ids=[c[1] for c in BLANK_TEXT_CALLS])
+def test_required_text_of_whitespace_only_is_refused(world, call, column, value):
+    _refused(world, call, [value], column)
+
+
+def test_required_text_is_stored_without_surrounding_whitespace_of_any_kind(world):
+    _, app, _ = world
+    with psycopg.connect(app) as conn:
+        set_context(conn, TENANT_A, user=USER, session="values")
+        row = conn.execute("select event_type from memsub.record_event('agent', %s)", ["\tdeploy\n  done\r\n"])
+        assert row.fetchone() == ("deploy done",)
+        conn.rollback()

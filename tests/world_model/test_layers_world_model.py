@@ -57,6 +57,14 @@ def test_attribute_merge_and_removal(db):
         assert _state(conn) == [("Neo4j", "Tool", {"kind": "graph", "license": "GPL"}, 0.9, 2)]
 
 
+def test_a_type_is_stored_trimmed_for_an_existing_entity_as_for_a_new_one(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        _apply(conn, [{"entity_id": "L9", "entity_type": "  Concept  "}])
+        _apply(conn, [{"entity_id": "L9", "entity_type": " Tool   kit "}, {"entity_id": "n", "entity_type": " a  b "}])
+        assert [(row[0], row[1]) for row in _state(conn)] == [("L9", "Tool kit"), ("n", "a b")]
+
+
 def test_a_snapshot_reproduces_the_state(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
@@ -83,9 +91,11 @@ def test_a_snapshot_reproduces_the_state(db):
     ([{"entity_id": "L9", "attributes": {"a": 9}}], 7, "40001", "expected_version"),
     # the first new entity whose type is missing or blank is named, in the order given
     ([{"entity_id": "n1", "entity_type": " "}, {"entity_id": "n2"}], None, "22023", "entities[0].entity_type"),
-    ([{"entity_id": "n1"}, {"entity_id": "n2", "entity_type": " "}], None, "23502", "entities[0].entity_type"),
+    # a blank type is refused with the other shape errors, before the state is read: for an existing entity too
+    ([{"entity_id": "n1"}, {"entity_id": "n2", "entity_type": " "}], None, "22023", "entities[1].entity_type"),
     ([{"entity_id": "L9", "entity_type": " "}, {"entity_id": "n2", "entity_type": ""}], None, "22023",
-     "entities[1].entity_type"),
+     "entities[0].entity_type"),
+    ([{"entity_id": "L9", "entity_type": " \t "}], None, "22023", "entities[0].entity_type"),
 ])
 def test_a_failed_update_changes_nothing(db, entities, expected, sqlstate, column):
     with db.connect("app") as conn:
