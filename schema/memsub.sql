@@ -382,7 +382,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
                     when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
                          and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
-                                          where jsonb_typeof(g.v) <> 'string' or btrim(g.v #>> '{}') = ''
+                                          where jsonb_typeof(g.v) <> 'string' or (g.v #>> '{}') !~ '\S'
                                              or length(g.v #>> '{}') > p_max_tag_chars)
                     then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
                                                     from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
@@ -1251,7 +1251,7 @@ begin
     end if;
     perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
     select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-     where jsonb_typeof(e) <> 'string' or btrim(e #>> '{}') = '' limit 1;
+     where jsonb_typeof(e) <> 'string' or (e #>> '{}') !~ '\S' limit 1;
     if found then
         raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
             using errcode = '22023', column = 'tags';
@@ -1944,7 +1944,7 @@ begin
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
-    if btrim(f.packet_type) = '' or length(f.packet_type) > 200 then
+    if f.packet_type !~ '\S' or length(f.packet_type) > 200 then
         raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
@@ -3366,7 +3366,7 @@ CREATE FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit intege
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or btrim(p_session_id) = '' then
+    if p_session_id is null or p_session_id !~ '\S' then
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -3398,7 +3398,7 @@ CREATE FUNCTION memsub.agent_session_lock(p_session_id text) RETURNS uuid
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or btrim(p_session_id) = '' then
+    if p_session_id is null or p_session_id !~ '\S' then
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -3497,7 +3497,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or btrim(p_name) = '' then
+    if p_name is null or p_name !~ '\S' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -4848,7 +4848,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_file_path is null or btrim(p_file_path) = '' then
+    if p_file_path is null or p_file_path !~ '\S' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -4895,7 +4895,7 @@ begin
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
-    if p_file_path is null or btrim(p_file_path) = '' then
+    if p_file_path is null or p_file_path !~ '\S' then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;
@@ -6077,7 +6077,7 @@ CREATE FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    if p_value is null or (not p_blank_allowed and btrim(p_value) = '') then
+    if p_value is null or (not p_blank_allowed and p_value !~ '\S') then
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;
@@ -9955,7 +9955,7 @@ begin
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
-    if btrim(p_type) = '' then
+    if p_type !~ '\S' then
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then

@@ -17,7 +17,7 @@ language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if p_value is null or (not p_blank_allowed and btrim(p_value) = '') then
+    if p_value is null or (not p_blank_allowed and p_value !~ '\S') then
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;

@@ -267,6 +267,11 @@ BLANK_TEXT_CALLS = [
     ("select memsub.record_reflection('lesson', %s)", "content"),
     ("select * from memsub.apply_world_model_update(%s, '[{\"entity_id\": \"x\", \"entity_type\": \"T\"}]')",
      "insight_type"),
+    ("select memsub.task_create(%s)", "type"),
+    ("select memsub.agent_spawn(%s, 1)", "name"),
+    ("select memsub.document_index_put(%s)", "file_path"),
+    ("select count(*) from memsub.agent_session_get_items(%s)", "session_id"),
+    ("select memsub.langgraph_checkpoint_put(%s, '', 'c1', null, 'msgpack', 'x')", "thread_id"),
 ]
 
 

@@ -110,6 +110,7 @@ def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
 @pytest.mark.parametrize(("field", "value", "sqlstate", "column"), [
     ("timestamp", "2026-02-30T00:00:00Z", "22007", "timestamp"),
     ("tags", ["ok", " "], "22023", "tags"),
+    ("tags", ["ok", "\t"], "22023", "tags"),
     ("lineage", {"parent_ids": [str(uuid.UUID(int=7))]}, "23503", "lineage.parent_ids"),
     ("memory", {"embeddings": [{"embedding_type": "content", "vector": [1.0, 2.0]}]},
      "22023", "memory.embeddings[0].vector"),

@@ -98,6 +98,7 @@ def test_lineage_generation_and_root_are_computed_from_parents(db):
 BAD_ENVELOPES = [
     ("missing packet_type", {"payload": {}}, "23502", "packet_type"),
     ("blank packet_type", {"packet_type": " ", "payload": {}}, "22023", "packet_type"),
+    ("packet_type of a tab", {"packet_type": "\t", "payload": {}}, "22023", "packet_type"),
     ("missing payload", {"packet_type": "event"}, "23502", "payload"),
     ("null payload", {"packet_type": "event", "payload": None}, "23502", "payload"),
     ("malformed packet_id", {"packet_type": "event", "payload": 1, "packet_id": "not-a-uuid"}, "22P02", "packet_id"),
@@ -125,6 +126,7 @@ BAD_ENVELOPES = [
     ("ttl before timestamp", {"packet_type": "event", "payload": 1, "timestamp": "2025-01-02T00:00:00Z",
                               "ttl": "2025-01-01T00:00:00Z"}, "22023", "ttl"),
     ("tags not strings", {"packet_type": "event", "payload": 1, "tags": ["ok", 3]}, "22023", "tags"),
+    ("a tag of a line break", {"packet_type": "event", "payload": 1, "tags": ["ok", "\n"]}, "22023", "tags"),
     ("tags not array", {"packet_type": "event", "payload": 1, "tags": "ok"}, "22023", "tags"),
     ("unknown scope", {"packet_type": "event", "payload": 1, "scope": "global"}, "22023", "scope"),
     ("private without user", {"packet_type": "event", "payload": 1, "scope": "l-private"}, "22023", "scope"),
