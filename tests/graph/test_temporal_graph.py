@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -201,6 +202,17 @@ def test_graph_nodes_view_shows_only_what_row_security_allows(db):
     assert "Alice" in visible(TENANT_B)
 
 
+def hub_of_two_levels(conn: psycopg.Connection[Any], fan_out: int) -> None:
+    """Tenant A: an Entity node Hub (alias Centre) with edges written under its alias to t0..t{fan_out - 1}, and an
+    edge from each of those to u0..u{fan_out - 1}; committed."""
+    set_context(conn, TENANT_A)
+    conn.execute("select memsub.graph_upsert_entity('Hub', 'Concept', array['Centre'])")
+    for number in range(fan_out):
+        conn.execute("select memsub.upsert_relationship('Centre', 'links', %s)", [f"t{number}"])
+        conn.execute("select memsub.upsert_relationship(%s, 'links', %s)", [f"t{number}", f"u{number}"])
+    conn.commit()
+
+
 def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     """With Entity nodes in the tenant, names resolve through them (memsub._entity_keys, memsub._resolve_entity:
     two index searches each). edges_as_of looked its entity up again for every edge it read, graph_neighbors_as_of
@@ -210,12 +222,7 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
     fan_out = 30
     track_function_calls(db)
     with db.connect("app") as conn:
-        set_context(conn, TENANT_A)
-        conn.execute("select memsub.graph_upsert_entity('Hub', 'Concept', array['Centre'])")
-        for number in range(fan_out):
-            conn.execute("select memsub.upsert_relationship('Centre', 'links', %s)", [f"t{number}"])
-            conn.execute("select memsub.upsert_relationship(%s, 'links', %s)", [f"t{number}", f"u{number}"])
-        conn.commit()
+        hub_of_two_levels(conn, fan_out)
         reads = {
             "edges_as_of": ("select count(*) from memsub.edges_as_of(null, 'hub')", fan_out),
             "graph_neighbors_as_of": ("select count(*) from memsub.graph_neighbors_as_of('Hub', null, 2)",
@@ -249,12 +256,7 @@ def test_a_walk_reads_the_edges_of_a_level_in_one_pass(db):
     them. It now reads a level's edges once, all its keys in one search per direction."""
     fan_out = 30
     with db.connect("app") as conn:
-        set_context(conn, TENANT_A)
-        conn.execute("select memsub.graph_upsert_entity('Hub', 'Concept', array['Centre'])")
-        for number in range(fan_out):
-            conn.execute("select memsub.upsert_relationship('Centre', 'links', %s)", [f"t{number}"])
-            conn.execute("select memsub.upsert_relationship(%s, 'links', %s)", [f"t{number}", f"u{number}"])
-        conn.commit()
+        hub_of_two_levels(conn, fan_out)
         set_context(conn, TENANT_A)
         # Searches of the table and its indexes, and the tuples they returned.
         read = ("select pg_stat_get_xact_numscans(%(table)s::regclass)"
