@@ -4343,10 +4343,12 @@ begin
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
                 memsub._check_half_life(p_half_life);
     end if;
+    -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
+    -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
-         + p_recency_weight * power(0.5, greatest(0.0, extract(epoch from now() - coalesce(p_last_active, now())))
-                                          / greatest(1.0, extract(epoch from p_half_life)));
+         + p_recency_weight * power(0.5, greatest(0.0, date_part('epoch', now() - coalesce(p_last_active, now())))
+                                          / greatest(1.0, date_part('epoch', p_half_life)));
 end
 $$;
 
@@ -5946,8 +5948,8 @@ begin
         -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
         select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
                f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
-                            + p_recency_weight * power(0.5, extract(epoch from now() - r.last_active)
-                                                            / greatest(1.0, extract(epoch from p_half_life)))) as score,
+                            + p_recency_weight * power(0.5, date_part('epoch', now() - r.last_active)
+                                                            / greatest(1.0, date_part('epoch', p_half_life)))) as score,
                f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
                r.importance_score
           from fused f
@@ -6796,8 +6798,8 @@ begin
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
-        v_factor := power(0.5, greatest(0.0, extract(epoch from clock_timestamp() - v_previous))
-                               / extract(epoch from p_half_life));
+        v_factor := power(0.5, greatest(0.0, date_part('epoch', clock_timestamp() - v_previous))
+                               / date_part('epoch', p_half_life));
     end if;
 
     -- What is new in the log. An embedding access counts for its packet; an embedding id with no
@@ -7491,13 +7493,13 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
     -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
     select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
-         * power(0.5, greatest(0, extract(epoch from
+         * power(0.5, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
                                   - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
-                      / extract(epoch from case when p_half_life >= interval '1 second' and isfinite(p_half_life)
+                      / date_part('epoch', case when p_half_life >= interval '1 second' and isfinite(p_half_life)
                                                      or p_half_life is null then p_half_life
                                                 else memsub._check_half_life(p_half_life) end))
 $$;

@@ -66,10 +66,12 @@ begin
                 memsub._check_finite(p_recency_weight, 'recency_weight'),
                 memsub._check_half_life(p_half_life);
     end if;
+    -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
+    -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
-         + p_recency_weight * power(0.5, greatest(0.0, extract(epoch from now() - coalesce(p_last_active, now())))
-                                          / greatest(1.0, extract(epoch from p_half_life)));
+         + p_recency_weight * power(0.5, greatest(0.0, date_part('epoch', now() - coalesce(p_last_active, now())))
+                                          / greatest(1.0, date_part('epoch', p_half_life)));
 end
 $$;
 comment on function memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval) is

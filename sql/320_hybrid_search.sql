@@ -204,8 +204,8 @@ begin
         -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
         select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
                f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
-                            + p_recency_weight * power(0.5, extract(epoch from now() - r.last_active)
-                                                            / greatest(1.0, extract(epoch from p_half_life)))) as score,
+                            + p_recency_weight * power(0.5, date_part('epoch', now() - r.last_active)
+                                                            / greatest(1.0, date_part('epoch', p_half_life)))) as score,
                f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
                r.importance_score
           from fused f

@@ -90,8 +90,8 @@ begin
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
-        v_factor := power(0.5, greatest(0.0, extract(epoch from clock_timestamp() - v_previous))
-                               / extract(epoch from p_half_life));
+        v_factor := power(0.5, greatest(0.0, date_part('epoch', clock_timestamp() - v_previous))
+                               / date_part('epoch', p_half_life));
     end if;
 
     -- What is new in the log. An embedding access counts for its packet; an embedding id with no

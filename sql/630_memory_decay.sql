@@ -28,13 +28,13 @@ as $$
     -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
     select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
-         * power(0.5, greatest(0, extract(epoch from
+         * power(0.5, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
                                   - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
-                      / extract(epoch from case when p_half_life >= interval '1 second' and isfinite(p_half_life)
+                      / date_part('epoch', case when p_half_life >= interval '1 second' and isfinite(p_half_life)
                                                      or p_half_life is null then p_half_life
                                                 else memsub._check_half_life(p_half_life) end))
 $$;
