@@ -2228,7 +2228,7 @@ begin
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score,
             tenant_id, org_id, user_id, session_id)
-        select p_target_type, t.id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text, t.score,
+        select p_target_type, t.id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context, p_query_text, t.score,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
@@ -7802,7 +7802,7 @@ begin
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
         feedback_reason, tenant_id, org_id, user_id, session_id)
     values (
-        p_target_type, p_target_id, nullif(btrim(p_agent_id), ''), p_access_context, p_query_text,
+        p_target_type, p_target_id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context, p_query_text,
         p_relevance_score, p_was_useful, p_feedback_reason,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;
@@ -8036,7 +8036,8 @@ begin
         agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
         confidence_scores, scope, ttl, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
     values (
-        nullif(btrim(coalesce(p_agent_id, v_packet.routing ->> 'agent', '')), ''),
+        (select case when a.agent ~ '\S' then btrim(a.agent) end
+           from (select coalesce(p_agent_id, v_packet.routing ->> 'agent') as agent) a),
         p_packet_id,
         coalesce(memsub._check_json_type(p_steps, 'array', 'steps'), '[]'),
         coalesce(memsub._check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),
@@ -8170,9 +8171,9 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        nullif(btrim(p_task_id), ''), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        case when p_task_id ~ '\S' then btrim(p_task_id) end, p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where btrim(t) <> '' order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '\S' order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest

@@ -288,3 +288,17 @@ def test_required_text_is_stored_without_surrounding_whitespace_of_any_kind(worl
         row = conn.execute("select event_type from memsub.record_event('agent', %s)", ["\tdeploy\n  done\r\n"])
         assert row.fetchone() == ("deploy done",)
         conn.rollback()
+
+
+def test_optional_text_of_whitespace_only_is_absent(world):
+    """An optional agent id or task id of only tabs or line breaks is no value (NULL), as one of spaces is; so is
+    such a reflection tag (dropped)."""
+    _, app, _ = world
+    with psycopg.connect(app) as conn:
+        set_context(conn, TENANT_A, user=USER, session="values")
+        access = conn.execute("select agent_id from memsub.record_access('packet', %s, %s)", [PACKET, "\t\n"])
+        trace = conn.execute("select agent_id from memsub.record_reasoning_trace(%s)", [" \t "])
+        reflection = conn.execute("select task_id, tags from memsub.record_reflection('lesson', 'c', null, '{}', %s,"
+                                  " p_task_id => %s)", [["kept", "\t", "\r\n"], "\n"])
+        assert (access.fetchone(), trace.fetchone(), reflection.fetchone()) == ((None,), (None,), (None, ["kept"]))
+        conn.rollback()
