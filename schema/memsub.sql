@@ -2228,7 +2228,8 @@ begin
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score,
             tenant_id, org_id, user_id, session_id)
-        select p_target_type, t.id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context, p_query_text, t.score,
+        select p_target_type, t.id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+               p_query_text, t.score,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
@@ -7802,8 +7803,8 @@ begin
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
         feedback_reason, tenant_id, org_id, user_id, session_id)
     values (
-        p_target_type, p_target_id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context, p_query_text,
-        p_relevance_score, p_was_useful, p_feedback_reason,
+        p_target_type, p_target_id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+        p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;
     return v_entry;
