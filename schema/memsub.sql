@@ -526,6 +526,7 @@ declare
     v_doc      uuid;
     v_chunk    uuid;
     v_result   jsonb := '[]';
+    v_tenant   uuid := memsub.current_tenant_id();  -- once, not in each reference's lookups
     uuid_text  constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 begin
     if p_refs is null then
@@ -544,7 +545,7 @@ begin
                 using errcode = '22023', column = v_field || '.doc_id';
         end if;
         v_doc := (v_ref ->> 'doc_id')::uuid;
-        if not exists (select from memsub.document_index d where d.tenant_id = memsub.current_tenant_id() and d.id = v_doc) then
+        if not exists (select from memsub.document_index d where d.tenant_id = v_tenant and d.id = v_doc) then
             raise exception 'field "%.doc_id": document % does not exist or is not visible', v_field, v_doc
                 using errcode = '23503', column = v_field || '.doc_id';
         end if;
@@ -552,7 +553,7 @@ begin
         if jsonb_typeof(v_ref -> 'chunk_id') = 'string' and (v_ref ->> 'chunk_id') ~ uuid_text then
             v_chunk := (v_ref ->> 'chunk_id')::uuid;
             if not exists (select from memsub.document_chunks c
-                            where c.tenant_id = memsub.current_tenant_id() and c.id = v_chunk and c.document_id = v_doc) then
+                            where c.tenant_id = v_tenant and c.id = v_chunk and c.document_id = v_doc) then
                 raise exception 'field "%.chunk_id": chunk % is not a visible chunk of document %', v_field, v_chunk, v_doc
                     using errcode = '23503', column = v_field || '.chunk_id';
             end if;
@@ -5060,6 +5061,7 @@ CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL
     AS $$
 declare
     v_keys text[];
+    v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
@@ -5071,7 +5073,7 @@ begin
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
        and (p_entity is null or r.source_key = any(v_keys) or r.target_key = any(v_keys))
-       and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
+       and (p_relationship_type is null or r.relationship_type = v_type)
      order by r.source_entity, r.relationship_type, r.target_entity;
 end
 $$;
@@ -5338,6 +5340,7 @@ declare
     frontier     uuid[];
     visited      jsonb;  -- packet id -> true: a set with logarithmic lookups
     reached      integer := 0;
+    max_rows     bigint := memsub.limit_value('max_rows');  -- read once, not at every level
     level        integer := 0;
 begin
     if p_direction is null or p_direction not in ('ancestors', 'descendants') then
@@ -5386,11 +5389,11 @@ begin
         end if;
         -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
         reached := reached + cardinality(frontier);
-        if reached > memsub.limit_value('max_rows') then
+        if reached > max_rows then
             raise exception 'memsub.get_lineage: more than % packets within max_depth %; ask for fewer generations',
-                memsub.limit_value('max_rows'), p_max_depth
+                max_rows, p_max_depth
                 using errcode = '54000', column = 'max_depth',
-                      detail = format('limit=max_rows value=%s', memsub.limit_value('max_rows')),
+                      detail = format('limit=max_rows value=%s', max_rows),
                       hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
         end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
@@ -7386,7 +7389,7 @@ begin
             update memsub.memory_entries m set short_term = false, promoted_at = now()
              where m.tenant_id = v_tenant and m.id = v_row.id;
             perform memsub.audit_record('memory_promote', p_memory_entry_id => v_row.id, p_namespace => v_row.namespace,
-                p_key => v_row.key, p_version => v_row.version,
+                p_key => v_row.key, p_version => v_row.version, p_tenant_id => v_tenant,
                 p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_row.importance,
                                                 'strength', v_row.strength, 'threshold', p_threshold,
                                                 'half_life', p_half_life::text));
@@ -7496,7 +7499,8 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
          * power(0.5, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
-                                  - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
+                                  - coalesce(case when p_last_access_ts is null or isfinite(p_last_access_ts)
+                                                  then p_last_access_ts
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
@@ -9020,7 +9024,8 @@ begin
         update memsub.tasks t set status = 'cancelled', completed_at = now()
          where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
         perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
-                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'))
+                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
+                                    p_tenant_id => v_session.tenant_id)
            from unnest(v_open) as o(id);
     end if;
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
@@ -10415,6 +10420,8 @@ declare
     v_source     text := memsub._require_text(p_source_entity, 'source_entity');
     v_type       text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
     v_target     text := memsub._require_text(p_target_entity, 'target_entity');
+    v_source_key text := memsub.normalize_text(v_source);
+    v_target_key text := memsub.normalize_text(v_target);
     v_confidence double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_packet     memsub.packet_store;
     v_seen       timestamptz;
@@ -10427,7 +10434,7 @@ begin
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
-    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
@@ -10437,9 +10444,8 @@ begin
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
-                                     where h.tenant_id = v_tenant and h.source_key = memsub.normalize_text(v_source)
-                                       and h.relationship_type = v_type
-                                       and h.target_key = memsub.normalize_text(v_target))),
+                                     where h.tenant_id = v_tenant and h.source_key = v_source_key
+                                       and h.relationship_type = v_type and h.target_key = v_target_key)),
                   null, '[)'),
         v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)

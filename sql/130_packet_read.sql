@@ -277,6 +277,7 @@ declare
     frontier     uuid[];
     visited      jsonb;  -- packet id -> true: a set with logarithmic lookups
     reached      integer := 0;
+    max_rows     bigint := memsub.limit_value('max_rows');  -- read once, not at every level
     level        integer := 0;
 begin
     if p_direction is null or p_direction not in ('ancestors', 'descendants') then
@@ -325,11 +326,11 @@ begin
         end if;
         -- At most max_rows packets per call: a lineage larger than that is refused, not cut short silently.
         reached := reached + cardinality(frontier);
-        if reached > memsub.limit_value('max_rows') then
+        if reached > max_rows then
             raise exception 'memsub.get_lineage: more than % packets within max_depth %; ask for fewer generations',
-                memsub.limit_value('max_rows'), p_max_depth
+                max_rows, p_max_depth
                 using errcode = '54000', column = 'max_depth',
-                      detail = format('limit=max_rows value=%s', memsub.limit_value('max_rows')),
+                      detail = format('limit=max_rows value=%s', max_rows),
                       hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
         end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');

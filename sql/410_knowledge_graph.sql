@@ -105,6 +105,8 @@ declare
     v_source     text := memsub._require_text(p_source_entity, 'source_entity');
     v_type       text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
     v_target     text := memsub._require_text(p_target_entity, 'target_entity');
+    v_source_key text := memsub.normalize_text(v_source);
+    v_target_key text := memsub.normalize_text(v_target);
     v_confidence double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_packet     memsub.packet_store;
     v_seen       timestamptz;
@@ -117,7 +119,7 @@ begin
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
-    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
     -- last closed window ended if that is later, so windows never overlap.
@@ -127,9 +129,8 @@ begin
     values (
         v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
         tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
-                                     where h.tenant_id = v_tenant and h.source_key = memsub.normalize_text(v_source)
-                                       and h.relationship_type = v_type
-                                       and h.target_key = memsub.normalize_text(v_target))),
+                                     where h.tenant_id = v_tenant and h.source_key = v_source_key
+                                       and h.relationship_type = v_type and h.target_key = v_target_key)),
                   null, '[)'),
         v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
         memsub.current_session_id(), v_packet.trace_id)

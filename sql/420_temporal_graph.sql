@@ -21,6 +21,7 @@ declare
     v_doc      uuid;
     v_chunk    uuid;
     v_result   jsonb := '[]';
+    v_tenant   uuid := memsub.current_tenant_id();  -- once, not in each reference's lookups
     uuid_text  constant text := '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 begin
     if p_refs is null then
@@ -39,7 +40,7 @@ begin
                 using errcode = '22023', column = v_field || '.doc_id';
         end if;
         v_doc := (v_ref ->> 'doc_id')::uuid;
-        if not exists (select from memsub.document_index d where d.tenant_id = memsub.current_tenant_id() and d.id = v_doc) then
+        if not exists (select from memsub.document_index d where d.tenant_id = v_tenant and d.id = v_doc) then
             raise exception 'field "%.doc_id": document % does not exist or is not visible', v_field, v_doc
                 using errcode = '23503', column = v_field || '.doc_id';
         end if;
@@ -47,7 +48,7 @@ begin
         if jsonb_typeof(v_ref -> 'chunk_id') = 'string' and (v_ref ->> 'chunk_id') ~ uuid_text then
             v_chunk := (v_ref ->> 'chunk_id')::uuid;
             if not exists (select from memsub.document_chunks c
-                            where c.tenant_id = memsub.current_tenant_id() and c.id = v_chunk and c.document_id = v_doc) then
+                            where c.tenant_id = v_tenant and c.id = v_chunk and c.document_id = v_doc) then
                 raise exception 'field "%.chunk_id": chunk % is not a visible chunk of document %', v_field, v_chunk, v_doc
                     using errcode = '23503', column = v_field || '.chunk_id';
             end if;
@@ -314,6 +315,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_keys text[];
+    v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
@@ -325,7 +327,7 @@ begin
      where r.tenant_id = memsub.current_tenant_id()
        and r.valid_period @> coalesce(p_as_of, now())
        and (p_entity is null or r.source_key = any(v_keys) or r.target_key = any(v_keys))
-       and (p_relationship_type is null or r.relationship_type = memsub.normalize_text(p_relationship_type))
+       and (p_relationship_type is null or r.relationship_type = v_type)
      order by r.source_entity, r.relationship_type, r.target_entity;
 end
 $$;

@@ -30,7 +30,8 @@ as $$
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
          * power(0.5, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
-                                  - coalesce(case when isfinite(p_last_access_ts) then p_last_access_ts
+                                  - coalesce(case when p_last_access_ts is null or isfinite(p_last_access_ts)
+                                                  then p_last_access_ts
                                                   else memsub._check_finite_time(p_last_access_ts, 'last_access_ts') end,
                                              case when isfinite(p_created_at) then p_created_at
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
@@ -165,7 +166,7 @@ begin
             update memsub.memory_entries m set short_term = false, promoted_at = now()
              where m.tenant_id = v_tenant and m.id = v_row.id;
             perform memsub.audit_record('memory_promote', p_memory_entry_id => v_row.id, p_namespace => v_row.namespace,
-                p_key => v_row.key, p_version => v_row.version,
+                p_key => v_row.key, p_version => v_row.version, p_tenant_id => v_tenant,
                 p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_row.importance,
                                                 'strength', v_row.strength, 'threshold', p_threshold,
                                                 'half_life', p_half_life::text));

@@ -303,7 +303,8 @@ begin
         update memsub.tasks t set status = 'cancelled', completed_at = now()
          where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
         perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
-                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'))
+                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
+                                    p_tenant_id => v_session.tenant_id)
            from unnest(v_open) as o(id);
     end if;
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
