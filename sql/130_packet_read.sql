@@ -279,6 +279,9 @@ declare
     reached      integer := 0;
     max_rows     bigint := memsub.limit_value('max_rows');  -- read once, not at every level
     level        integer := 0;
+    parents      uuid[];  -- ancestors: the parents of the last level's packets
+    next_parents uuid[];
+    node         record;
 begin
     if p_direction is null or p_direction not in ('ancestors', 'descendants') then
         raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
@@ -300,18 +303,40 @@ begin
     end if;
     frontier := array[p_packet_id];
     visited := jsonb_build_object(p_packet_id, true);
+    if p_direction = 'ancestors' then
+        parents := array(select p from memsub.lineage_nodes(start_tenant, frontier) c
+                          cross join lateral unnest(c.parent_ids) as p);
+    end if;
     -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
     -- a cycle in (legacy) lineage data cannot loop.
     while level < p_max_depth and cardinality(frontier) > 0 loop
         level := level + 1;
         if p_direction = 'ancestors' then
-            -- The parents of the whole level in one read (a read per packet of the level cost one call each).
-            frontier := array(
-                select distinct n.packet_id
-                  from memsub.lineage_nodes(start_tenant, array(
-                           select p from memsub.lineage_nodes(start_tenant, frontier) c
-                            cross join lateral unnest(c.parent_ids) as p)) n
-                 where not visited ? n.packet_id::text);
+            -- The level is the parents of the last one not reached yet, read in one call that gives their rows
+            -- and their own parents too: one read per level (a read per packet of a level cost one call each,
+            -- and reading the level's parents, then the level again for its rows, three).
+            exit when cardinality(parents) = 0;
+            frontier := '{}';
+            next_parents := '{}';
+            for node in
+                select n.packet_id, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
+                  from memsub.lineage_nodes(start_tenant, parents) n
+                 where not visited ? n.packet_id::text
+                 order by n."timestamp", n.packet_id
+            loop
+                frontier := frontier || node.packet_id;
+                next_parents := next_parents || node.parent_ids;
+                packet_id := node.packet_id;
+                depth := level;
+                packet_type := node.packet_type;
+                "timestamp" := node."timestamp";
+                parent_ids := node.parent_ids;
+                thread_id := node.thread_id;
+                generation := node.generation;
+                state := node.state;
+                return next;
+            end loop;
+            parents := next_parents;
         else
             frontier := array(
                 select distinct c.packet_id
@@ -334,10 +359,13 @@ begin
                       hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
         end if;
         visited := visited || coalesce((select jsonb_object_agg(f, true) from unnest(frontier) as f), '{}');
-        return query
-            select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
-              from memsub.lineage_nodes(start_tenant, frontier) n
-             order by n."timestamp", n.packet_id;
+        if p_direction = 'descendants' then
+            return query
+                select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation,
+                       n.state
+                  from memsub.lineage_nodes(start_tenant, frontier) n
+                 order by n."timestamp", n.packet_id;
+        end if;
     end loop;
 end
 $$;

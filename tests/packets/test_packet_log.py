@@ -330,7 +330,8 @@ def test_a_field_from_a_newer_contract_is_kept_and_reported(db):
 def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
     """get_lineage's ancestors walk read the parents of each packet of a level with a call of its own
     (memsub.lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
-    wide. The walk reads each level's parents in one call."""
+    wide; then three calls a level (the level's packets for their parents, the parents, the level again for its
+    rows). It now reads each level once: that call gives the level's rows and the parents of the next."""
     width = 12
     track_function_calls(db)
     with db.connect("app") as conn:
@@ -347,5 +348,5 @@ def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
         after = function_calls(conn, ["lineage_nodes"])["lineage_nodes"]
         conn.commit()
     assert sorted(found) == sorted([(m["packet_id"], 1) for m in middles] + [(r["packet_id"], 2) for r in roots])
-    # Per level: the level's packets, their parents, the rows returned; the walk ends at a level with no parents.
-    assert after - calls == 3 * 3, after - calls
+    # The start's parents, then one read per level; the walk ends at a level with no parents, without a read.
+    assert after - calls == 1 + 2, after - calls
