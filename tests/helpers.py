@@ -70,6 +70,17 @@ def function_calls(conn: psycopg.Connection[Any], names: Iterable[str] | None = 
     return {str(name): int(calls) for name, calls in found}
 
 
+def calls_during(conn: psycopg.Connection[Any], operation: Callable[[], T],
+                 names: Iterable[str] | None = None) -> tuple[T, dict[str, int]]:
+    """What ``operation`` returns, and the calls it makes of these memsub functions (None: of every one), in the
+    current transaction; a function it does not call is absent."""
+    names = None if names is None else list(names)
+    before = function_calls(conn, names)
+    result = operation()
+    after = function_calls(conn, names)
+    return result, {name: after[name] - before.get(name, 0) for name in after if after[name] > before.get(name, 0)}
+
+
 def soak_factor() -> int:
     """``MEMSUB_SOAK_FACTOR`` (default 1): how many times longer the load, crash and fuzz tests run (``make soak``)."""
     value = os.environ.get("MEMSUB_SOAK_FACTOR", "1")

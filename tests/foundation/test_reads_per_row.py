@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from helpers import TENANT_A, TENANT_B, function_calls, set_context, track_function_calls
+from helpers import TENANT_A, TENANT_B, calls_during, set_context, track_function_calls
 from session_helpers import ALICE, as_user, new_session, one
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -31,11 +31,9 @@ def calls_of(conn: psycopg.Connection[Any], names: tuple[str, ...], tenant: Any,
         (warm or operation)()
         conn.rollback()
     set_context(conn, tenant)
-    before = function_calls(conn, names)
-    operation()
-    after = function_calls(conn, names)
+    _, made = calls_during(conn, operation, names)
     conn.rollback()
-    return {name: after.get(name, 0) - before.get(name, 0) for name in names}
+    return {name: made.get(name, 0) for name in names}
 
 
 def test_edges_as_of_normalizes_the_relationship_type_once(db):
@@ -113,11 +111,10 @@ def test_terminating_a_session_checks_the_context_once_whatever_its_open_tasks(d
                 one(conn, "select * from memsub.task_create(%s, '{}', %s)", [f"t{number}", session])
             conn.commit()
             as_user(conn, ALICE, session)
-            before = function_calls(conn, ("_require_tenant_id", "audit_record"))
-            one(conn, "select * from memsub.session_terminate(%s, p_cancel_open_tasks => true)", [session])
-            after = function_calls(conn, ("_require_tenant_id", "audit_record"))
+            _, counted[tasks] = calls_during(conn, lambda session=session: one(
+                conn, "select * from memsub.session_terminate(%s, p_cancel_open_tasks => true)", [session]),
+                ("_require_tenant_id", "audit_record"))
             conn.commit()
-            counted[tasks] = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     assert counted[30]["audit_record"] - counted[3]["audit_record"] == 27  # one audit row per cancelled task
     assert counted[30]["_require_tenant_id"] == counted[3]["_require_tenant_id"], counted
 
@@ -133,12 +130,11 @@ def test_memory_maintenance_checks_the_context_once_whatever_it_promotes(db):
                 conn.execute("select memsub.memory_remember(%s, %s, '1'::jsonb)", [f"user:{ALICE}", f"k{number}"])
             conn.commit()
             set_context(conn, tenant, user=ALICE, roles=("tenant_admin",))
-            before = function_calls(conn, ("_require_tenant_id", "audit_record"))
-            promoted = conn.execute("select count(*) filter (where outcome = 'promoted')"
-                                    " from memsub.memory_maintenance(p_threshold => 1e-9)").fetchone()
-            after = function_calls(conn, ("_require_tenant_id", "audit_record"))
+            promoted, counted[entries] = calls_during(conn, lambda: conn.execute(
+                "select count(*) filter (where outcome = 'promoted')"
+                " from memsub.memory_maintenance(p_threshold => 1e-9)").fetchone(),
+                ("_require_tenant_id", "audit_record"))
             conn.commit()
             assert promoted == (entries,)
-            counted[entries] = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     assert counted[30]["audit_record"] - counted[3]["audit_record"] == 27  # one audit row per promotion
     assert counted[30]["_require_tenant_id"] == counted[3]["_require_tenant_id"], counted

@@ -13,7 +13,7 @@ from memsub import graph
 from memsub.errors import IntegrityError, InvalidInput
 
 from doc_helpers import tenant_session
-from helpers import TENANT_A, TENANT_B, function_calls, set_context, track_function_calls
+from helpers import TENANT_A, TENANT_B, calls_during, set_context, track_function_calls
 from session_helpers import ALICE, expect_error, ground_truth, new_session, rows
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -234,11 +234,9 @@ def test_graph_reads_look_entities_up_once_per_entity_not_per_edge_or_row(db):
         calls = {}
         for name, (statement, expected) in reads.items():
             set_context(conn, TENANT_A)
-            before = function_calls(conn, ("_entity_keys", "_resolve_entity", "_resolve_entities"))
-            assert conn.execute(statement).fetchone() == (expected,), name
-            after = function_calls(conn, ("_entity_keys", "_resolve_entity", "_resolve_entities"))
-            calls[name] = {function: after[function] - before.get(function, 0) for function in after
-                           if after[function] > before.get(function, 0)}
+            found, calls[name] = calls_during(conn, lambda statement=statement: conn.execute(statement).fetchone(),
+                                              ("_entity_keys", "_resolve_entity", "_resolve_entities"))
+            assert found == (expected,), name
             conn.commit()
     # The entity asked for looked up once (_entity_keys and _resolve_entity each look one name up through
     # _resolve_entities); each level of a walk in one _resolve_entities call for the names on its edges, which

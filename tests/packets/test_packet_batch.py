@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from helpers import TENANT_A, TENANT_B, count, function_calls, set_context, track_function_calls
+from helpers import TENANT_A, TENANT_B, calls_during, count, set_context, track_function_calls
 from layer_helpers import DIMENSION
 
 ORG = uuid.UUID("0a000000-0000-4000-8000-000000000001")
@@ -168,13 +168,10 @@ def test_the_set_based_path_calls_no_function_per_embedding(db):
     with db.connect("app") as conn:
         for size in (10, 40):
             set_context(conn, TENANT_A, ORG)
-            before = function_calls(conn)
-            written = conn.execute("select count(*) from memsub.write_packets(%s::jsonb)",
-                                   [json.dumps(embedded_batch(size, seed=size))]).fetchone()
-            after = function_calls(conn)
+            batch = json.dumps(embedded_batch(size, seed=size))
+            written, calls[size] = calls_during(conn, lambda batch=batch: conn.execute(
+                "select count(*) from memsub.write_packets(%s::jsonb)", [batch]).fetchone())
             assert written == (size,)
-            calls[size] = {name: after[name] - before.get(name, 0) for name in after
-                           if after[name] > before.get(name, 0)}
             # set-based, in one go: not declined, nor failed and written envelope by envelope
             assert calls[size]["_write_packets_set"] == 1 and "store_packet_envelope" not in calls[size], calls
             conn.commit()
