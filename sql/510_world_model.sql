@@ -38,7 +38,8 @@ declare
     v_position integer;
     v_field    text;
     v_id       text;
-    v_ids      text[] := '{}';
+    v_ids      text[] := '{}';  -- each change's entity id and type (NULL: not given), as checked
+    v_types    text[] := '{}';
     v_type     text;
     v_attrs    jsonb;
     v_update   memsub.world_model_updates;
@@ -68,9 +69,10 @@ begin
         end if;
         v_ids := v_ids || v_id;
         -- A type given is a required text (not blank), for an entity that exists as for a new one.
-        if memsub._check_json_type(v_entity -> 'entity_type', 'string', v_field || '.entity_type') is not null then
-            perform memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type');
-        end if;
+        v_types := v_types
+                   || case when memsub._check_json_type(v_entity -> 'entity_type', 'string',
+                                                        v_field || '.entity_type') is not null
+                           then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
             perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
@@ -91,9 +93,8 @@ begin
 
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        v_id := memsub._require_text(v_entity ->> 'entity_id', v_field || '.entity_id');
-        v_type := case when v_entity ? 'entity_type'
-                       then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
+        v_id := v_ids[v_position + 1];
+        v_type := v_types[v_position + 1];
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         update memsub.world_model_entities w
            set entity_type = coalesce(v_type, w.entity_type),
