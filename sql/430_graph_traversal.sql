@@ -14,7 +14,7 @@
 -- Graph reads mean the graph as of a time, now by default (p_as_of): only edges whose validity window contains
 -- it are walked, so a superseded or closed fact neither answers nor extends a path. Entities are matched by their
 -- matching form (source_key / target_key, memsub.normalize_text) and, when the tenant has Entity nodes, by name or
--- alias (memsub._entity_keys), and reported by the entity's name (memsub._resolve_entity).
+-- alias (memsub._resolve_entities, a level's names in one call), and reported by the entity's name.
 
 drop function if exists memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer);
 drop function if exists memsub.entity_neighbourhood(text, double precision, integer);
