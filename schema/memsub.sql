@@ -2443,10 +2443,13 @@ declare
 begin
     -- Each name once: the Entity node named so (the expression index) or, failing that, the one with the name
     -- among its aliases (the GIN index), the first by entity_id; the second search runs only when the first finds
-    -- nothing. One call for a whole level of a walk, not one per edge.
+    -- nothing. One call for a whole level of a walk, not one per edge. The matching forms are written out, not
+    -- memsub.normalize_text calls (never inlined: it sets its search_path), a frame per name and key otherwise: the
+    -- name's as normalize_text's body, the stored names' as idx_world_model_entities_key's expression, which the
+    -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(regexp_replace(btrim(u.name), '\s+', ' ', 'g')) as key
+          from (select distinct u.name, lower(btrim(regexp_replace(u.name, '\s+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
@@ -7616,11 +7619,11 @@ COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value js
 CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
+    AS $$ select lower(btrim(regexp_replace(p_value, '\s+', ' ', 'g'))) $$;
 
 ALTER FUNCTION memsub.normalize_text(p_value text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
+COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
 
 CREATE FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -67,8 +67,12 @@ comment on function memsub._check_text_limits(text[]) is
 create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
-as $$ select lower(regexp_replace(btrim(p_value), '\s+', ' ', 'g')) $$;
-comment on function memsub.normalize_text(text) is 'Matching form of a name: trimmed, lower case, inner whitespace collapsed to one space.';
+-- Whitespace of any kind made one space first, then trimmed: the same text as memsub._require_text's, lower case.
+-- For a stored name (trimmed by _require_text) it equals the generated source_key / target_key and the entity-key
+-- index, which spell out lower(regexp_replace(btrim(...))) and trim spaces only.
+as $$ select lower(btrim(regexp_replace(p_value, '\s+', ' ', 'g'))) $$;
+comment on function memsub.normalize_text(text) is
+    'Matching form of a name: each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
 
 create or replace function memsub._normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe

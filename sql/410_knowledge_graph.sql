@@ -28,10 +28,13 @@ declare
 begin
     -- Each name once: the Entity node named so (the expression index) or, failing that, the one with the name
     -- among its aliases (the GIN index), the first by entity_id; the second search runs only when the first finds
-    -- nothing. One call for a whole level of a walk, not one per edge.
+    -- nothing. One call for a whole level of a walk, not one per edge. The matching forms are written out, not
+    -- memsub.normalize_text calls (never inlined: it sets its search_path), a frame per name and key otherwise: the
+    -- name's as normalize_text's body, the stored names' as idx_world_model_entities_key's expression, which the
+    -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(regexp_replace(btrim(u.name), '\s+', ' ', 'g')) as key
+          from (select distinct u.name, lower(btrim(regexp_replace(u.name, '\s+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (

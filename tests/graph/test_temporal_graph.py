@@ -273,3 +273,17 @@ def test_a_walk_reads_the_edges_of_a_level_in_one_pass(db):
     # whichever plan the statistics of the moment give (a search per key, or one of the whole tenant). Before:
     # 180 tuples with statistics, 1,980 (33 searches) without.
     assert tuples <= 2 * (2 * fan_out), (after[0] - before[0], tuples)
+
+
+def test_a_name_matches_whatever_whitespace_surrounds_it(db):
+    """A name is stored trimmed of whitespace of any kind (memsub._require_text); its matching form
+    (memsub.normalize_text) trims the same whitespace, so a lookup with a tab or a line break around the name finds
+    what was written under it, and the other way round."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship(%s, 'links', 'Beta')", ["\tAlpha\n"])
+        conn.execute("select memsub.graph_upsert_entity('Gamma', 'Concept', array[%s])", ["\tG\r\n"])
+        conn.execute("select memsub.upsert_relationship('G', 'links', 'Delta')")
+        found = {name: conn.execute("select count(*) from memsub.edges_as_of(null, %s)", [name]).fetchone()
+                 for name in ("Alpha", "\tAlpha", "alpha\r\n", " ALPHA ", "\nGamma\t", "g\t")}
+    assert found == {name: (1,) for name in found}, found
