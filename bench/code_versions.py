@@ -10,7 +10,8 @@ rounds whose order of the two versions is swapped every round, the same calls go
 ``memsub_app`` with ``set_context`` and the call in one pipeline on an autocommit connection (one round trip, as
 the client's per-call mode sends them):
 
-- ``write_packet`` of a new envelope with one vector (25 per round);
+- ``write_packet`` of a new envelope with one vector (25 per round), and of one with eight (its whole content
+  and seven chunks; 5 per round);
 - ``get_packet`` of one id, without and with its vector (100 per round each);
 - ``get_packets`` of 100 ids, without and with their vectors (5 per round each);
 - ``get_packets_with_vector_values`` of one id and of 100, in binary: the read with vectors the Python client sends
@@ -50,7 +51,8 @@ DIMENSION = 384
 MIGRATE = ("import sys; from memsub.migrator import Migrator; "
            "from psycopg.conninfo import make_conninfo; "
            "Migrator(make_conninfo(sys.argv[1], options='-c memsub.vector_dimension=384')).migrate()")
-PER_ROUND = {"write_packet, one 384-d vector": 25, "get_packet without vectors": 100,
+PER_ROUND = {"write_packet, one 384-d vector": 25, "write_packet, eight 384-d vectors": 5,
+             "get_packet without vectors": 100,
              "get_packet with vectors": 100, "get_packets of 100 without vectors": 5,
              "get_packets of 100 with vectors": 5, "get_packet, vectors in binary": 100,
              "get_packets of 100, vectors in binary": 5}
@@ -90,23 +92,29 @@ class Version:
             return self.conn.execute(query, params, prepare=True, binary=binary).fetchall()
 
 
-def envelope(number: int, vector: list[float], packet_id: uuid.UUID | None = None) -> dict[str, Any]:
+def envelope(number: int, vector: list[float], packet_id: uuid.UUID | None = None,
+             chunks: Sequence[list[float]] = ()) -> dict[str, Any]:
+    """A new packet with ``vector`` for its whole content and one chunk embedding per vector of ``chunks``."""
+    embeddings: list[dict[str, Any]] = [{"embedding_type": "content", "vector": vector, "chunk_text": f"item {number}"}]
+    embeddings += [{"embedding_type": "content", "vector": chunk, "chunk_index": n,
+                    "chunk_text": f"item {number}, part {n}"} for n, chunk in enumerate(chunks, start=1)]
     written: dict[str, Any] = {
         "packet_type": "memory_write", "metadata": {"agent": "bench_agent"},
-        "payload": {"text": f"item {number}"},
-        "memory": {"embeddings": [{"embedding_type": "content", "vector": vector, "chunk_text": f"item {number}"}]}}
+        "payload": {"text": f"item {number}"}, "memory": {"embeddings": embeddings}}
     if packet_id is not None:
         written["packet_id"] = str(packet_id)
     return written
 
 
-def measure(versions: dict[str, Version], rounds: int, ids: list[uuid.UUID], writes: list[str]
-            ) -> dict[str, dict[str, dict[str, float]]]:
+def measure(versions: dict[str, Version], rounds: int, ids: list[uuid.UUID], writes: list[str],
+            chunked_writes: list[str]) -> dict[str, dict[str, dict[str, float]]]:
     """Per operation and version: p50 latency (ms) and median server CPU per call (ms)."""
     rng = random.Random(3)
     operations: dict[str, Callable[[Version, int], list[tuple[Any, ...]]]] = {
         "write_packet, one 384-d vector": lambda v, i: v.call(
             b"select * from memsub.write_packet(%s::jsonb)", [writes[i]]),
+        "write_packet, eight 384-d vectors": lambda v, i: v.call(
+            b"select * from memsub.write_packet(%s::jsonb)", [chunked_writes[i]]),
         "get_packet without vectors": lambda v, i: v.call(
             b"select packet_id, envelope from memsub.get_packet(%s, p_with_vectors => false)", [ids[i % len(ids)]]),
         "get_packet with vectors": lambda v, i: v.call(
@@ -178,7 +186,11 @@ def main() -> int:
                     conn.execute("vacuum analyze memsub.packet_store, memsub.memory_embeddings")
             writes = [json.dumps(envelope(10**6 + i, v.tolist()))
                       for i, v in enumerate(source.draw(args.rounds * PER_ROUND["write_packet, one 384-d vector"]))]
-            results = measure(versions, args.rounds, ids, writes)
+            drawn = source.draw(args.rounds * PER_ROUND["write_packet, eight 384-d vectors"] * 8)
+            vectors = [v.tolist() for v in drawn]
+            chunked_writes = [json.dumps(envelope(2 * 10**6 + i, vectors[8 * i], chunks=vectors[8 * i + 1:8 * i + 8]))
+                              for i in range(len(vectors) // 8)]
+            results = measure(versions, args.rounds, ids, writes, chunked_writes)
             for version in versions.values():
                 version.conn.close()
         finally:

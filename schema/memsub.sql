@@ -5216,6 +5216,12 @@ declare
     v_chunk     integer;
     v_metadata  jsonb;
     v_key       text;
+    -- The embeddings' columns, element by element: written by one INSERT once every element has passed.
+    v_types     text[] := '{}';
+    v_vectors   vector[] := '{}';
+    v_chunks    integer[] := '{}';
+    v_texts     text[] := '{}';
+    v_metadatas jsonb[] := '{}';
     err_state   text;
     err_message text;
     err_column  text;
@@ -5254,10 +5260,9 @@ begin
                         coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
                 else
                     -- What memsub.store_embedding checks, in its order, and the row it would write, without
-                    -- reading back the packet just stored: the row takes the packet's identity and scope, which
-                    -- are these fields. The packet is new and its slots distinct (_packet_embeddings_check), so
-                    -- there is no stored embedding to replace. The vector is the element's own, or the one given
-                    -- for it in p_vectors (one per element, memsub._packet_vectors_check), never both.
+                    -- reading back the packet just stored (the row is written after the loop). The vector is
+                    -- the element's own, or the one given for it in p_vectors (one per element,
+                    -- memsub._packet_vectors_check), never both.
                     if p_vectors is not null then
                         if coalesce(v_element -> 'vector', 'null') <> 'null' then
                             v_path := v_path || '.vector';
@@ -5288,17 +5293,30 @@ begin
                         raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
                             v_chunk using errcode = '22023', column = 'chunk_index';
                     end if;
-                    insert into memsub.memory_embeddings (
-                        packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-                        tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-                    values (
-                        p_packet.packet_id, v_element ->> 'embedding_type', v_vector, v_chunk, v_element ->> 'chunk_text',
-                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'), p_packet.scope,
-                        p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user, p_packet.correlation_id,
-                        p_packet.session_id, p_packet.trace_id);
+                    v_types := array_append(v_types, v_element ->> 'embedding_type');
+                    v_vectors := array_append(v_vectors, v_vector);
+                    v_chunks := array_append(v_chunks, v_chunk);
+                    v_texts := array_append(v_texts, v_element ->> 'chunk_text');
+                    v_metadatas := array_append(v_metadatas,
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'));
                 end if;
                 v_count := v_count + 1;
             end loop;
+            -- Every embedding of the envelope in one statement: the chunk-count trigger then raises the packet's
+            -- count once, where an insert per chunk rewrote the packet row (and its index entries) per chunk.
+            -- Each row takes the packet's identity and scope, which are these fields. The packet is new and its
+            -- slots distinct (_packet_embeddings_check), so there is no stored embedding to replace.
+            if v_key = 'embeddings' and v_count > 0 then
+                v_path := 'memory.embeddings';
+                insert into memsub.memory_embeddings (
+                    packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+                    tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+                select p_packet.packet_id, e.embedding_type, e.vector, e.chunk_index, e.chunk_text, e.metadata,
+                       p_packet.scope, p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user,
+                       p_packet.correlation_id, p_packet.session_id, p_packet.trace_id
+                  from unnest(v_types, v_vectors, v_chunks, v_texts, v_metadatas)
+                       as e(embedding_type, vector, chunk_index, chunk_text, metadata);
+            end if;
             if v_count > 0 then
                 v_written := v_written || jsonb_build_object(
                     case v_key when 'facts' then 'knowledge_facts' when 'relationships' then 'entity_relationships'

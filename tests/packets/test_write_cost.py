@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from helpers import TENANT_A, set_context, write
+from helpers import TENANT_A, calls_during, set_context, track_function_calls, write
 
 
 def fetched(conn: psycopg.Connection[Any]) -> int:
@@ -90,3 +90,33 @@ def test_unknown_parent_is_still_reported_first_in_order(db):
             assert error.diag.column_name == "lineage.parent_ids"
         else:
             raise AssertionError("a write with unknown parents was accepted")
+
+
+def test_an_envelopes_embeddings_are_one_insert_whatever_their_number(db):
+    # Each statement that adds chunk vectors runs the chunk-count trigger, and its update of the packet writes a
+    # new packet row (with every index entry) whenever the chunk count rises: chunks written one statement each
+    # rewrote the packet once per chunk. The packet's chunk count must come out the same.
+    track_function_calls(db)
+
+    def envelope(chunks: int) -> dict[str, Any]:
+        embeddings = [{"embedding_type": "content", "vector": [1.0, float(n)] + [0.0] * 1534, "chunk_index": n,
+                       "chunk_text": f"chunk {n}"} for n in range(chunks + 1)]
+        return {"packet_type": "note", "payload": {"chunks": chunks, "n": str(uuid.uuid4())},
+                "memory": {"embeddings": embeddings}}
+
+    cost: dict[int, tuple[int, int]] = {}
+    with db.connect("app") as conn:
+        for chunks in (1, 6):
+            set_context(conn, TENANT_A)
+            before = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
+                                  ).fetchone()
+            result, calls = calls_during(conn, lambda: write(conn, envelope(chunks)), ["count_packet_chunks"])
+            after = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
+                                 ).fetchone()
+            assert before is not None and after is not None
+            assert result["written"]["memory_embeddings"] == chunks + 1
+            assert conn.execute("select chunk_count, is_chunked from memsub.packet_store where packet_id = %s",
+                                [result["packet_id"]]).fetchone() == (chunks, True)
+            conn.commit()
+            cost[chunks] = (calls.get("count_packet_chunks", 0), after[0] - before[0])
+    assert cost == {1: (1, 1), 6: (1, 1)}, cost
