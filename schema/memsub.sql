@@ -1823,6 +1823,15 @@ ALTER FUNCTION memsub._normalize_json_value(p_value jsonb) OWNER TO memsub_owner
 
 COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
 
+CREATE FUNCTION memsub._optional_text(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select case when p_value ~ '\S' then btrim(regexp_replace(p_value, '\s+', ' ', 'g')) end $$;
+
+ALTER FUNCTION memsub._optional_text(p_value text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._optional_text(p_value text) IS 'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
+
 CREATE FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2229,7 +2238,7 @@ begin
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score,
             tenant_id, org_id, user_id, session_id)
-        select p_target_type, t.id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+        select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
                p_query_text, t.score,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())
@@ -7857,7 +7866,7 @@ begin
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
         feedback_reason, tenant_id, org_id, user_id, session_id)
     values (
-        p_target_type, p_target_id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+        p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;
@@ -8091,8 +8100,7 @@ begin
         agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
         confidence_scores, scope, ttl, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
     values (
-        (select case when a.agent ~ '\S' then btrim(a.agent) end
-           from (select coalesce(p_agent_id, v_packet.routing ->> 'agent') as agent) a),
+        memsub._optional_text(coalesce(p_agent_id, v_packet.routing ->> 'agent')),
         p_packet_id,
         coalesce(memsub._check_json_type(p_steps, 'array', 'steps'), '[]'),
         coalesce(memsub._check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),
@@ -8226,11 +8234,11 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        case when p_task_id ~ '\S' then btrim(p_task_id) end, p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '\S' order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
-        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
+        memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
         least(p_expires_at, v_packet.ttl at time zone 'UTC'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
@@ -8342,6 +8350,7 @@ declare
     v_end     timestamptz;
     v_missing uuid;
     v_summary memsub.memory_summaries;
+    v_scope   text;  -- the scope value as stored
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
@@ -8351,7 +8360,7 @@ begin
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
-    perform memsub._require_text(p_scope_value, 'scope_value');
+    v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');
     perform memsub._check_vector(p_vector, 'vector');
     if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
@@ -8380,7 +8389,7 @@ begin
         packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
         tenant_id, org_id, user_id, session_id)
     values (
-        p_scope_type, btrim(p_scope_value), p_summary_text,
+        p_scope_type, v_scope, p_summary_text,
         coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
         coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
@@ -8614,8 +8623,9 @@ CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 declare
-    v_tenant uuid := memsub._require_tenant_id();
-    v_rank   integer;
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_rank    integer;
+    v_task_id text;  -- the task id as stored; blank: every task
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
@@ -8625,6 +8635,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
+    v_task_id := memsub._optional_text(p_task_id);
     v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
     return query
     with scored as (
@@ -8640,7 +8651,7 @@ begin
            and (r.expires_at is null or r.expires_at > now())
            and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
            and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
-           and (p_task_id is null or r.task_id = p_task_id)
+           and (v_task_id is null or r.task_id = v_task_id)
            and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
     ), top as materialized (
         select s.*,
@@ -8667,7 +8678,7 @@ $$;
 
 ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task, and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. record_access logs each result and counts it.';
 
 CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8693,9 +8704,12 @@ CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit int
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
+declare
+    v_agent_id text;  -- the agent id as stored; blank: every agent
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('agent_id', p_agent_id);
+    v_agent_id := memsub._optional_text(p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -8706,7 +8720,7 @@ begin
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
                (m.vector <=> p_query)::double precision
           from memsub.semantic_memory m
-         where p_agent_id is null or m.agent_id = p_agent_id
+         where v_agent_id is null or m.agent_id = v_agent_id
          order by m.vector <=> p_query
          limit p_limit;
 end
@@ -8714,7 +8728,7 @@ $$;
 
 ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
+COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing).';
 
 CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000, p_with_packets boolean DEFAULT false) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid, packet jsonb)
     LANGUAGE plpgsql
@@ -14651,6 +14665,10 @@ GRANT ALL ON FUNCTION memsub._nearest_candidates(p_embedding_type text, p_pool i
 GRANT ALL ON FUNCTION memsub._nearest_candidates(p_embedding_type text, p_pool integer, p_exact boolean, p_keep_plan boolean, p_query public.vector, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_tenant_id uuid) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._normalize_json_value(p_value jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._optional_text(p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._optional_text(p_value text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._optional_text(p_value text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 

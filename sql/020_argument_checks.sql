@@ -32,6 +32,16 @@ comment on function memsub._require_text(text, text) is
     'A required text field, trimmed with each run of whitespace made one space; NULL raises 23502 and blank (only '
     'whitespace of any kind) 22023, naming the field.';
 
+create or replace function memsub._optional_text(p_value text) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+-- The form memsub._require_text stores, for a field that may be absent: an agent or task id written optionally
+-- here and required there, or read back as a filter, is then the same key however its whitespace was typed.
+as $$ select case when p_value ~ '\S' then btrim(regexp_replace(p_value, '\s+', ' ', 'g')) end $$;
+comment on function memsub._optional_text(text) is
+    'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
+    'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
+
 create or replace function memsub._check_text_limits(variadic p_name_value text[]) returns bigint
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -329,7 +339,7 @@ comment on function memsub._check_half_life(interval) is
 
 grant select on memsub.installation_settings to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.vector_dimension(), memsub.normalize_text(text)
+    memsub.vector_dimension(), memsub.normalize_text(text), memsub._optional_text(text)
     to memsub_app, memsub_analyst;
 -- Half-lives: memory decay and search recency (invoker functions), and learn_importance, which runs as
 -- memsub_retrieval_owner.

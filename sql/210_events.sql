@@ -86,8 +86,7 @@ begin
         agent_id, packet_id, steps, extracted_features, inference_steps, reasoning_tokens, decision_tokens,
         confidence_scores, scope, ttl, tenant_id, org_id, user_id, correlation_id, session_id, distributed_trace_id)
     values (
-        (select case when a.agent ~ '\S' then btrim(a.agent) end
-           from (select coalesce(p_agent_id, v_packet.routing ->> 'agent') as agent) a),
+        memsub._optional_text(coalesce(p_agent_id, v_packet.routing ->> 'agent')),
         p_packet_id,
         coalesce(memsub._check_json_type(p_steps, 'array', 'steps'), '[]'),
         coalesce(memsub._check_json_type(p_extracted_features, 'object', 'extracted_features'), '{}'),

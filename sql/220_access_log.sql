@@ -62,7 +62,7 @@ begin
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
         feedback_reason, tenant_id, org_id, user_id, session_id)
     values (
-        p_target_type, p_target_id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+        p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;

@@ -145,9 +145,12 @@ create or replace function memsub.search_semantic_memory(
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
+declare
+    v_agent_id text;  -- the agent id as stored; blank: every agent
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('agent_id', p_agent_id);
+    v_agent_id := memsub._optional_text(p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -158,13 +161,14 @@ begin
         select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
                (m.vector <=> p_query)::double precision
           from memsub.semantic_memory m
-         where p_agent_id is null or m.agent_id = p_agent_id
+         where v_agent_id is null or m.agent_id = v_agent_id
          order by m.vector <=> p_query
          limit p_limit;
 end
 $$;
 comment on function memsub.search_semantic_memory(vector, integer, text) is
-    'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent.';
+    'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent (its id read '
+    'as stored: trimmed, each run of whitespace one space; a blank id filters nothing).';
 
 call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
 call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);

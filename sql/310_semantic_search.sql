@@ -126,7 +126,7 @@ begin
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score,
             tenant_id, org_id, user_id, session_id)
-        select p_target_type, t.id, case when p_agent_id ~ '\S' then btrim(p_agent_id) end, p_access_context,
+        select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
                p_query_text, t.score,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())

@@ -44,11 +44,11 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        case when p_task_id ~ '\S' then btrim(p_task_id) end, p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '\S' order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
-        coalesce(p_source_agent, v_packet.routing ->> 'agent'), p_source_packet, p_vector,
+        memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
         least(p_expires_at, v_packet.ttl at time zone 'UTC'),
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,

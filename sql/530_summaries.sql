@@ -26,6 +26,7 @@ declare
     v_end     timestamptz;
     v_missing uuid;
     v_summary memsub.memory_summaries;
+    v_scope   text;  -- the scope value as stored
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
@@ -35,7 +36,7 @@ begin
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
-    perform memsub._require_text(p_scope_value, 'scope_value');
+    v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');
     perform memsub._check_vector(p_vector, 'vector');
     if p_source_packet_ids is null or cardinality(p_source_packet_ids) = 0 then
@@ -64,7 +65,7 @@ begin
         packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
         tenant_id, org_id, user_id, session_id)
     values (
-        p_scope_type, btrim(p_scope_value), p_summary_text,
+        p_scope_type, v_scope, p_summary_text,
         coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
         coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,

@@ -27,8 +27,9 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub._require_tenant_id();
-    v_rank   integer;
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_rank    integer;
+    v_task_id text;  -- the task id as stored; blank: every task
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
@@ -38,6 +39,7 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
+    v_task_id := memsub._optional_text(p_task_id);
     v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
     return query
     with scored as (
@@ -53,7 +55,7 @@ begin
            and (r.expires_at is null or r.expires_at > now())
            and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
            and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
-           and (p_task_id is null or r.task_id = p_task_id)
+           and (v_task_id is null or r.task_id = v_task_id)
            and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
     ), top as materialized (
         select s.*,
@@ -80,7 +82,8 @@ $$;
 comment on function memsub.retrieve_reflections(vector, text[], integer, text[], text, text, boolean, boolean, text, text) is
     'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the '
     'query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, '
-    'task, and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+    'task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and '
+    '(require_tags) at least one shared tag. record_access logs each result and counts it.';
 
 grant execute on function
     memsub.retrieve_reflections(vector, text[], integer, text[], text, text, boolean, boolean, text, text)

@@ -302,3 +302,31 @@ def test_optional_text_of_whitespace_only_is_absent(world):
                                   " p_task_id => %s)", [["kept", "\t", "\r\n"], "\n"])
         assert (access.fetchone(), trace.fetchone(), reflection.fetchone()) == ((None,), (None,), (None, ["kept"]))
         conn.rollback()
+
+
+def test_text_keys_are_stored_and_matched_in_one_form(world):
+    """A name used as a key (an agent id, a task id, a summary's scope value) is stored trimmed with each run of
+    whitespace made one space, whether the field is required or optional, and a filter on it is read the same way:
+    the same key spelled with other whitespace is the same key."""
+    _, app, dimension = world
+    with psycopg.connect(app) as conn:
+        set_context(conn, TENANT_A, user=USER, session="values")
+        access = conn.execute("select agent_id from memsub.record_access('packet', %s, %s)", [PACKET, "\tagent\n one"])
+        trace = conn.execute("select agent_id from memsub.record_reasoning_trace(%s)", [" agent\t\tone\r\n"])
+        lesson = conn.execute("select reflection_id, task_id from memsub.record_reflection('lesson', 'c',"
+                              " p_task_id => %s)", ["\ttask\n 7"]).fetchone()
+        task = conn.execute("select task_id from memsub.record_task_reflection(%s)", ["task  7"])
+        summary = conn.execute("select scope_value from memsub.record_summary('project', %s, 'text', %s)",
+                               ["\tproject\n x ", [PACKET]])
+        assert lesson is not None
+        assert [access.fetchone(), trace.fetchone(), lesson[1:], task.fetchone(), summary.fetchone()] == [
+            ("agent one",), ("agent one",), ("task 7",), ("task 7",), ("project x",)]
+        found = conn.execute("select reflection_id from memsub.retrieve_reflections(p_task_id => %s)",
+                             [" task\t7 "]).fetchall()
+        assert found == [(lesson[0],)]
+        memory = conn.execute("select embedding_id from memsub.store_semantic_memory(%s, %s)",
+                              ["agent\t one", _vector(dimension, 0.0, first=1.0)]).fetchone()
+        hits = conn.execute("select embedding_id from memsub.search_semantic_memory(%s, 10, %s)",
+                            [_vector(dimension, 0.0, first=1.0), "agent  one\n"]).fetchall()
+        assert memory is not None and hits == [memory]
+        conn.rollback()
