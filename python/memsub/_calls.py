@@ -446,6 +446,76 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
 
 
 @contextmanager
+def pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
+    """``connection.pipeline()``, raising the error raised in the block. psycopg closes a pipeline with a Sync, which
+    fails after an error (PipelineAborted); with the block's error already on its way out, psycopg logs that failure
+    as a warning, which an application then prints next to its own report of the error. The block's error is kept
+    while the pipeline closes, and raised after it."""
+    failure: Exception | None = None
+    try:
+        with connection.pipeline():
+            try:
+                yield
+            except Exception as error:
+                failure = error
+    except psycopg.Error:
+        if failure is None:
+            raise
+    if failure is not None:
+        raise failure
+
+
+@asynccontextmanager
+async def pipeline_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
+    """The async twin of :func:`pipeline`."""
+    failure: Exception | None = None
+    try:
+        async with connection.pipeline():
+            try:
+                yield
+            except Exception as error:
+                failure = error
+    except psycopg.Error:
+        if failure is None:
+            raise
+    if failure is not None:
+        raise failure
+
+
+@contextmanager
+def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
+    """A transaction whose BEGIN (which psycopg sends before a transaction's first statement) travels in pipeline
+    mode with the block's first statements; committed at the end of the block, rolled back after an error, which is
+    raised as it was (:func:`pipeline`). psycopg's ``connection.transaction()`` would nest pipelines of its own,
+    whose closing logs a warning for an error the block raises. For a connection not in autocommit mode."""
+    if connection.autocommit:
+        raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
+    try:
+        with pipeline(connection):
+            yield
+        connection.commit()
+    except BaseException:
+        if not connection.closed:
+            connection.rollback()
+        raise
+
+
+@asynccontextmanager
+async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
+    """The async twin of :func:`transaction_in_pipeline`."""
+    if connection.autocommit:
+        raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
+    try:
+        async with pipeline_async(connection):
+            yield
+        await connection.commit()
+    except BaseException:
+        if not connection.closed:
+            await connection.rollback()
+        raise
+
+
+@contextmanager
 def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     """A pipeline closed by one Sync, in autocommit mode: the statements sent inside form one transaction, which
     the Sync commits (or rolls back after an error), with no BEGIN or COMMIT to send and wait for. The
@@ -455,7 +525,7 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     if switched:
         connection.autocommit = True
     try:
-        with connection.pipeline():
+        with pipeline(connection):
             yield
     finally:
         if switched and not connection.closed:
@@ -469,7 +539,7 @@ async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIte
     if switched:
         await connection.set_autocommit(True)
     try:
-        async with connection.pipeline():
+        async with pipeline_async(connection):
             yield
     finally:
         if switched and not connection.closed:

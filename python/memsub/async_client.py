@@ -82,7 +82,7 @@ class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
         # As in the sync client: BEGIN and the context travel in pipeline mode with the block's first call.
         async with _calls.pooled_async(self.pool) as connection:
             try:
-                async with connection.pipeline(), connection.transaction():
+                async with _calls.transaction_in_pipeline_async(connection):
                     await connection.execute(context.statement, context.params)
                     with _calls.ending(AsyncTenantSession(connection)) as session:
                         yield session

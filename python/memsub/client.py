@@ -132,7 +132,7 @@ class Substrate(Opens[AbstractContextManager[TenantSession]]):
         # COMMIT's for a one-call block. An error of the context statement is raised by that first call.
         with _calls.pooled(self.pool) as connection:
             try:
-                with connection.pipeline(), connection.transaction():
+                with _calls.transaction_in_pipeline(connection):
                     connection.execute(context.statement, context.params)
                     with _calls.ending(TenantSession(connection)) as session:
                         yield session

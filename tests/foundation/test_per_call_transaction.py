@@ -8,6 +8,7 @@ form one transaction up to its Sync, which commits it (or, after an error, rolls
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import psycopg
@@ -17,6 +18,7 @@ from psycopg.pq import TransactionStatus
 from memsub import _calls
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
+from memsub.errors import InvalidInput
 from memsub.integrations._context import async_pool, sync_pool
 
 from helpers import TENANT_A
@@ -100,3 +102,51 @@ async def test_on_the_adapters_async_autocommit_pool_a_run_is_one_transaction_to
             assert connection.info.transaction_status == TransactionStatus.IDLE and connection.autocommit is True
     finally:
         await pool.close()
+
+
+REFUSED_CONTEXT = _calls.set_context("not-a-tenant", None, None, [], None)
+ROUNDS = 10
+
+
+def warnings_of_psycopg(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [record.getMessage() for record in caplog.records
+            if record.name.startswith("psycopg") and record.levelno >= logging.WARNING]
+
+
+def test_an_error_is_raised_once_and_nothing_is_logged(db: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """An error of the context or of a call is what the run raises, and all it reports: psycopg logs a warning
+    ("error ignored terminating ...") when a pipeline is closed while an error is on its way out, which an
+    application (the CLI, the HTTP server) would print next to its own report of the error."""
+    caplog.set_level(logging.WARNING)
+    with Substrate(db.dsn("app")) as substrate:
+        for _ in range(ROUNDS):  # whether psycopg reads an error inside the block or at its end varies with timing
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                _calls.rows_in_context(substrate.pool, REFUSED_CONTEXT, [EDGES])
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                _calls.rows_in_context(substrate.pool, CONTEXT, [ADD_EDGE, FAILS, EDGES])
+            with pytest.raises(InvalidInput), substrate.tenant("not-a-tenant") as session:
+                session.packets.get("00000000-0000-4000-8000-000000000000")
+            with pytest.raises(InvalidInput), substrate.tenant(TENANT_A) as session:
+                session.packets.get("not-a-packet")
+        assert _calls.rows_in_context(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+    assert warnings_of_psycopg(caplog) == []
+
+
+@pytest.mark.asyncio
+async def test_an_async_error_is_raised_once_and_nothing_is_logged(db: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    async with AsyncSubstrate(db.dsn("app")) as substrate:
+        for _ in range(ROUNDS):
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                await _calls.rows_in_context_async(substrate.pool, REFUSED_CONTEXT, [EDGES])
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                await _calls.rows_in_context_async(substrate.pool, CONTEXT, [ADD_EDGE, FAILS, EDGES])
+            with pytest.raises(InvalidInput):
+                async with substrate.tenant("not-a-tenant") as session:
+                    await session.packets.get("00000000-0000-4000-8000-000000000000")
+            with pytest.raises(InvalidInput):
+                async with substrate.tenant(TENANT_A) as session:
+                    await session.packets.get("not-a-packet")
+        async with substrate.tenant(TENANT_A) as session:  # the pool's connections came back idle
+            assert await session.packets.get("00000000-0000-4000-8000-000000000000") is None
+    assert warnings_of_psycopg(caplog) == []

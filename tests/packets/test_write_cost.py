@@ -8,6 +8,7 @@ tests count the packet_store tuples a write fetches (``pg_stat_get_xact_tuples_f
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import Any
@@ -110,7 +111,8 @@ def test_an_envelopes_embeddings_are_one_insert_whatever_their_number(db):
             set_context(conn, TENANT_A)
             before = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
                                   ).fetchone()
-            result, calls = calls_during(conn, lambda: write(conn, envelope(chunks)), ["count_packet_chunks"])
+            result, calls = calls_during(conn, functools.partial(write, conn, envelope(chunks)),
+                                         ["count_packet_chunks"])
             after = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
                                  ).fetchone()
             assert before is not None and after is not None
