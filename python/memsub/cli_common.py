@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from uuid import UUID
 
 import click
 from pydantic import BaseModel
@@ -81,6 +82,28 @@ class Target:
 _TENANT_PARAMETERS = ("dsn", "tenant_id", "org_id", "user_id", "session_id", "roles")
 
 
+if TYPE_CHECKING:
+    _TextParamType = click.ParamType[str]
+else:  # the older click releases pyproject.toml allows take no type argument here at run time
+    _TextParamType = click.ParamType
+
+
+class UuidText(_TextParamType):
+    """A UUID option, checked as the command line is read (before any server is reached) and passed on as the
+    text of the UUID; a value that is not one is refused naming the option."""
+
+    name = "uuid"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return str(UUID(str(value)))
+        except ValueError:
+            self.fail(f"{value!r} is not a UUID", param, ctx)
+
+
+UUID_TEXT = UuidText()
+
+
 def tenant_options(function: F) -> F:
     """Add --dsn, --tenant, --org, --user, --session and --role; the command receives them as ``target``."""
 
@@ -92,10 +115,10 @@ def tenant_options(function: F) -> F:
     command: Any = wrapper
     for option in reversed([
         dsn_option,
-        click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True,
+        click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True, type=UUID_TEXT,
                      help="Tenant UUID (or MEMSUB_TENANT)."),
-        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID."),
-        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID."),
+        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, type=UUID_TEXT, help="Organization UUID."),
+        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, type=UUID_TEXT, help="User UUID."),
         click.option("--session", "session_id", default=None, help="Session identifier."),
         context_role_option("Context role (needs membership in the matching memsub role)."),
     ]):

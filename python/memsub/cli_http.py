@@ -9,7 +9,7 @@ import click
 
 from memsub import api_keys
 from memsub._calls import ContextRole
-from memsub.cli_common import context_role_option, emit_json_lines, reachable_dsn
+from memsub.cli_common import UUID_TEXT, context_role_option, emit_json_lines, reachable_dsn
 from memsub.client import Substrate
 
 
@@ -49,7 +49,7 @@ def _admin_options(function: Any) -> Any:
         click.option("--as", "admin_role", type=click.Choice(sorted(get_args(ContextRole), reverse=True)),
                      default="platform_admin", show_default=True,
                      help="The context role to act with (the login must be a member of memsub_<role>)."),
-        click.option("--admin-tenant", default=None,
+        click.option("--admin-tenant", default=None, type=UUID_TEXT,
                      help="Tenant of the admin context (required with --as tenant_admin; default: the key's)."),
     ]):
         function = option(function)
@@ -62,9 +62,10 @@ def _substrate(dsn: str | None) -> Substrate:
 
 @api_key_group.command("create")
 @_admin_options
-@click.option("--tenant", "tenant_id", required=True, help="Tenant UUID every request with the key acts for.")
-@click.option("--org", "org_id", default=None, help="Organization UUID.")
-@click.option("--user", "user_id", default=None, help="User UUID.")
+@click.option("--tenant", "tenant_id", required=True, type=UUID_TEXT,
+              help="Tenant UUID every request with the key acts for.")
+@click.option("--org", "org_id", default=None, type=UUID_TEXT, help="Organization UUID.")
+@click.option("--user", "user_id", default=None, type=UUID_TEXT, help="User UUID.")
 @context_role_option("Context role of the key's requests (the serving login needs memsub_<role>).")
 @click.option("--label", default="", help="Who holds the key, or what for.")
 @click.option("--expires-at", default=None, help="ISO 8601 time after which the key stops working.")

@@ -122,3 +122,15 @@ def test_commands_that_print_data_print_json_on_asking(db, tmp_path):
 
     status = runner.invoke(cli, ["db", "status", "--data-dir", str(tmp_path / "none"), "--json"])
     assert status.exit_code == 3 and json.loads(status.stdout)["state"] == "not initialized"
+
+
+@pytest.mark.parametrize("option", ["--tenant", "--org", "--user"])
+@pytest.mark.parametrize("name", sorted(TENANT_COMMANDS))
+def test_a_context_id_that_is_no_uuid_is_refused_naming_the_option_before_connecting(name, option, monkeypatch):
+    """The server would refuse it too, but only once reached, and without naming the option."""
+    monkeypatch.chdir(ROOT)
+    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", _refused_dsn(), "--tenant", str(TENANT_A)]
+    args += [option, "acme-corp"]
+    result = CliRunner().invoke(cli, args, input="")
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert option in result.stderr and "'acme-corp' is not a UUID" in result.stderr, result.stderr
