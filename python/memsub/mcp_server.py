@@ -13,18 +13,20 @@ and the SQLSTATE, and its transaction is rolled back, so nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
@@ -35,6 +37,7 @@ from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, Pack
 from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
 
 SERVER_NAME = "memsub"
+ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
 INSTRUCTIONS = (
     "Long-term memory in PostgreSQL. Use `remember` to store what should outlive this conversation and "
     "`recall` to find it again by meaning and words; results carry an access_id: send `feedback` on it when a "
@@ -425,9 +428,15 @@ AsOf = Annotated[datetime | None, Field(
 
 def build_server(tools: MemoryTools) -> MCPServer:
     """An MCP server exposing the memory tools; the identity and the database are those of ``tools``."""
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version())
+    registered: list[Tool] = []
 
-    @server.tool(annotations=WRITING)
+    def tool(annotations: ToolAnnotations) -> Callable[[ToolFunction], ToolFunction]:
+        def register(function: ToolFunction) -> ToolFunction:
+            registered.append(_refusing_unknown_arguments(Tool.from_function(function, annotations=annotations)))
+            return function
+        return register
+
+    @tool(WRITING)
     def remember(
         text: Annotated[str, Field(min_length=1, max_length=100_000,
                                    description="What to remember, in words: it is embedded and searchable.")],
@@ -451,7 +460,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         return tools.remember(text, packet_type, tags, thread_id, parent_ids, derivation_type, importance, scope,
                               data, facts, relationships, embedding_type)
 
-    @server.tool(annotations=WRITING)
+    @tool(WRITING)
     def remember_entry(
         namespace: Annotated[str, Field(min_length=1, max_length=1000, description=(
             "project:<id>, app:<name>, user:<user id>, session:<session id> or temp:, optionally followed by "
@@ -466,7 +475,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         """Write the next version of a namespaced memory entry (memsub.memory_write), with optimistic locking."""
         return tools.remember_entry(namespace, key, value, expected_version, memory_type, metadata)
 
-    @server.tool(annotations=WRITING)
+    @tool(WRITING)
     def recall(
         query: Annotated[str, Field(min_length=1, max_length=10_000, description="What you are looking for.")],
         k: K = 5,
@@ -517,7 +526,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         return tools.recall(query, k, mode, embedding_type, thread_id, tags, packet_type, since, until,
                             with_packets, tuning)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def recall_entries(
         query: Annotated[str, Field(min_length=1, max_length=10_000)],
         k: K = 5,
@@ -527,7 +536,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         each matching key."""
         return tools.recall_entries(query, k, namespace_prefix)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def replay_thread(
         thread_id: UUID,
         limit: Annotated[int, Field(ge=1, le=10_000, description="Packets per page.")] = 100,
@@ -538,7 +547,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         (memsub.get_thread)."""
         return tools.replay_thread(thread_id, limit, after_cursor)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def graph_traverse(
         entity: Name,
         max_depth: Annotated[int, Field(ge=1, le=10)] = 3,
@@ -552,7 +561,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         shortest path (memsub.traverse_graph)."""
         return tools.graph_traverse(entity, max_depth, relationship_types, direction, min_confidence, limit, as_of)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def graph_neighbourhood(
         entity: Name,
         min_confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
@@ -563,7 +572,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         (memsub.entity_neighbourhood)."""
         return tools.graph_neighbourhood(entity, min_confidence, limit, as_of)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     def graph_edges(
         as_of: AsOf = None,
         entity: Annotated[str | None, Field(min_length=1, max_length=1000,
@@ -573,7 +582,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         """The knowledge-graph edges valid at as_of, with their validity windows (memsub.edges_as_of)."""
         return tools.graph_edges(as_of, entity, relationship_type)
 
-    @server.tool(annotations=WRITING)
+    @tool(WRITING)
     def feedback(
         access_id: Annotated[UUID, Field(description="The access_id of a recall hit.")],
         was_useful: bool,
@@ -586,7 +595,19 @@ def build_server(tools: MemoryTools) -> MCPServer:
         memories and lowers misleading ones."""
         return tools.feedback(access_id, was_useful, reason, learn_now)
 
-    return server
+    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), tools=registered)
+
+
+def _refusing_unknown_arguments(tool: Tool) -> Tool:
+    """``tool`` with an argument model that refuses an argument it does not name, and an input schema that says so
+    (``additionalProperties: false``): the SDK's model drops such an argument, so a misspelt one (``tag`` for
+    ``tags``) was ignored and the memory stored without it."""
+    model = tool.fn_metadata.arg_model
+    strict: type[ArgModelBase] = type(model.__name__, (model,), {
+        "__module__": model.__module__, "model_config": ConfigDict(**model.model_config, extra="forbid")})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
 
 
 def _version() -> str:

@@ -278,6 +278,26 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_writes_nothing(db):
     _run(scenario)
 
 
+
+def test_an_argument_no_tool_has_is_refused_naming_it_and_writes_nothing(db):
+    """A misspelt argument (``tag`` for ``tags``) is refused, as the HTTP API refuses an unknown field, instead of
+    being dropped: the memory would otherwise be stored without what the assistant meant to give it."""
+    tenant = uuid.uuid4()
+
+    async def scenario() -> None:
+        with _tools(db, tenant, user_id=uuid.uuid4()) as tools:
+            async with Client(build_server(tools)) as client:
+                listed = (await client.list_tools()).tools
+                packets = superuser_count(db)
+                refused = _error(await client.call_tool("remember", {"text": "kiln at 1200C", "tag": ["kiln"]}))
+                assert "tag" in refused and "Extra inputs are not permitted" in refused, refused
+                for tool in listed:
+                    assert tool.input_schema.get("additionalProperties") is False, tool.name
+                    assert "Extra inputs" in _error(await client.call_tool(tool.name, {"no_such_argument": 1}))
+                assert superuser_count(db) == packets
+
+    _run(scenario)
+
 # -- identity ----------------------------------------------------------------------------------------------
 
 
