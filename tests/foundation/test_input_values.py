@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -37,6 +38,16 @@ def world(server, template_db) -> Iterator[tuple[str, str, int]]:
             conn.execute("select memsub.memory_remember(%s, 'k', '1'::jsonb)", [f"user:{USER}"])
             conn.commit()
         yield superuser, app, dimension
+
+
+@contextmanager
+def in_context(world: tuple[str, str, int]) -> Iterator[psycopg.Connection[Any]]:
+    """An application connection in the module's tenant context; what it writes is rolled back afterwards."""
+    _, app, _ = world
+    with psycopg.connect(app) as conn:
+        set_context(conn, TENANT_A, user=USER, session="values")
+        yield conn
+        conn.rollback()
 
 
 def _vector(dimension: int, value: float = 0.0, first: float | None = None) -> str:
@@ -282,35 +293,28 @@ def test_required_text_of_whitespace_only_is_refused(world, call, column, value)
 
 
 def test_required_text_is_stored_without_surrounding_whitespace_of_any_kind(world):
-    _, app, _ = world
-    with psycopg.connect(app) as conn:
-        set_context(conn, TENANT_A, user=USER, session="values")
+    with in_context(world) as conn:
         row = conn.execute("select event_type from memsub.record_event('agent', %s)", ["\tdeploy\n  done\r\n"])
         assert row.fetchone() == ("deploy done",)
-        conn.rollback()
 
 
 def test_optional_text_of_whitespace_only_is_absent(world):
     """An optional agent id or task id of only tabs or line breaks is no value (NULL), as one of spaces is; so is
     such a reflection tag (dropped)."""
-    _, app, _ = world
-    with psycopg.connect(app) as conn:
-        set_context(conn, TENANT_A, user=USER, session="values")
+    with in_context(world) as conn:
         access = conn.execute("select agent_id from memsub.record_access('packet', %s, %s)", [PACKET, "\t\n"])
         trace = conn.execute("select agent_id from memsub.record_reasoning_trace(%s)", [" \t "])
         reflection = conn.execute("select task_id, tags from memsub.record_reflection('lesson', 'c', null, '{}', %s,"
                                   " p_task_id => %s)", [["kept", "\t", "\r\n"], "\n"])
         assert (access.fetchone(), trace.fetchone(), reflection.fetchone()) == ((None,), (None,), (None, ["kept"]))
-        conn.rollback()
 
 
 def test_text_keys_are_stored_and_matched_in_one_form(world):
     """A name used as a key (an agent id, a task id, a summary's scope value) is stored trimmed with each run of
     whitespace made one space, whether the field is required or optional, and a filter on it is read the same way:
     the same key spelled with other whitespace is the same key."""
-    _, app, dimension = world
-    with psycopg.connect(app) as conn:
-        set_context(conn, TENANT_A, user=USER, session="values")
+    dimension = world[2]
+    with in_context(world) as conn:
         access = conn.execute("select agent_id from memsub.record_access('packet', %s, %s)", [PACKET, "\tagent\n one"])
         trace = conn.execute("select agent_id from memsub.record_reasoning_trace(%s)", [" agent\t\tone\r\n"])
         lesson = conn.execute("select reflection_id, task_id from memsub.record_reflection('lesson', 'c',"
@@ -329,4 +333,3 @@ def test_text_keys_are_stored_and_matched_in_one_form(world):
         hits = conn.execute("select embedding_id from memsub.search_semantic_memory(%s, 10, %s)",
                             [_vector(dimension, 0.0, first=1.0), "agent  one\n"]).fetchall()
         assert memory is not None and hits == [memory]
-        conn.rollback()
