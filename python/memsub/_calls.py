@@ -27,6 +27,7 @@ Rules every call follows:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -495,8 +496,11 @@ def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[No
             yield
         connection.commit()
     except BaseException:
-        if not connection.closed:
-            connection.rollback()
+        # The error is what the block reports; a connection that cannot even roll back is left to the pool, which
+        # discards a broken one.
+        with contextlib.suppress(psycopg.Error):
+            if not connection.closed:
+                connection.rollback()
         raise
 
 
@@ -510,8 +514,9 @@ async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT
             yield
         await connection.commit()
     except BaseException:
-        if not connection.closed:
-            await connection.rollback()
+        with contextlib.suppress(psycopg.Error):
+            if not connection.closed:
+                await connection.rollback()
         raise
 
 
