@@ -446,53 +446,50 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
         await pool.putconn(connection)
 
 
+class Pipeline:
+    """``connection.pipeline()`` (sync or async), raising the error raised in the block. psycopg closes a pipeline
+    with a Sync, which fails after an error (PipelineAborted); with the block's error already on its way out, psycopg
+    logs that failure as a warning, which an application then prints next to its own report of the error. The
+    pipeline is closed as if the block had ended, and the block's error goes on."""
+
+    def __init__(self, connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+        self._pipeline: Any = connection.pipeline()
+
+    def __enter__(self) -> None:
+        self._pipeline.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        with _closing_error_of(error):
+            self._pipeline.__exit__(None, None, None)
+
+    async def __aenter__(self) -> None:
+        await self._pipeline.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
+        with _closing_error_of(error):
+            await self._pipeline.__aexit__(None, None, None)
+
+
 @contextmanager
-def pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
-    """``connection.pipeline()``, raising the error raised in the block. psycopg closes a pipeline with a Sync, which
-    fails after an error (PipelineAborted); with the block's error already on its way out, psycopg logs that failure
-    as a warning, which an application then prints next to its own report of the error. The block's error is kept
-    while the pipeline closes, and raised after it."""
-    failure: Exception | None = None
+def _closing_error_of(error: BaseException | None) -> Iterator[None]:
+    """The error of closing a pipeline raised, unless the block's ``error`` is being raised already."""
     try:
-        with connection.pipeline():
-            try:
-                yield
-            except Exception as error:
-                failure = error
+        yield
     except psycopg.Error:
-        if failure is None:
+        if error is None:
             raise
-    if failure is not None:
-        raise failure
-
-
-@asynccontextmanager
-async def pipeline_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
-    """The async twin of :func:`pipeline`."""
-    failure: Exception | None = None
-    try:
-        async with connection.pipeline():
-            try:
-                yield
-            except Exception as error:
-                failure = error
-    except psycopg.Error:
-        if failure is None:
-            raise
-    if failure is not None:
-        raise failure
 
 
 @contextmanager
 def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     """A transaction whose BEGIN (which psycopg sends before a transaction's first statement) travels in pipeline
     mode with the block's first statements; committed at the end of the block, rolled back after an error, which is
-    raised as it was (:func:`pipeline`). psycopg's ``connection.transaction()`` would nest pipelines of its own,
+    raised as it was (:class:`Pipeline`). psycopg's ``connection.transaction()`` would nest pipelines of its own,
     whose closing logs a warning for an error the block raises. For a connection not in autocommit mode."""
     if connection.autocommit:
         raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
     try:
-        with pipeline(connection):
+        with Pipeline(connection):
             yield
         connection.commit()
     except BaseException:
@@ -510,7 +507,7 @@ async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT
     if connection.autocommit:
         raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
     try:
-        async with pipeline_async(connection):
+        async with Pipeline(connection):
             yield
         await connection.commit()
     except BaseException:
@@ -530,7 +527,7 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     if switched:
         connection.autocommit = True
     try:
-        with pipeline(connection):
+        with Pipeline(connection):
             yield
     finally:
         if switched and not connection.closed:
@@ -544,7 +541,7 @@ async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIte
     if switched:
         await connection.set_autocommit(True)
     try:
-        async with pipeline_async(connection):
+        async with Pipeline(connection):
             yield
     finally:
         if switched and not connection.closed:
