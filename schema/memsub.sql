@@ -480,6 +480,24 @@ ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
+CREATE FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
+    -- answer as if nothing matched.
+    if p_query is null and p_query_text !~ '\S' then
+        raise exception 'field "query_text" must not be blank when no query vector is given'
+            using errcode = '22023', column = 'query_text';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) IS 'Refuses (22023 naming query_text) a search whose only query is blank text: no query vector, and text of only whitespace.';
+
 CREATE FUNCTION memsub._check_context_role(p_role text, p_caller text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -640,13 +658,14 @@ begin
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
+    perform memsub._check_blank_query_text(p_query, p_query_text);
     perform memsub._check_vector(p_query, 'query');
 end
 $$;
 
 ALTER FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) IS 'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
+COMMENT ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) IS 'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not blank text alone (22023), a usable query vector.';
 
 CREATE FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -5972,6 +5991,7 @@ begin
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
+    perform memsub._check_blank_query_text(p_query, p_query_text);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
     -- optional access records (the one-time filter on p_record_access skips them entirely when false).
@@ -14505,6 +14525,10 @@ REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_t
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_app;

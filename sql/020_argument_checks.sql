@@ -42,6 +42,23 @@ comment on function memsub._optional_text(text) is
     'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
     'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
 
+create or replace function memsub._check_blank_query_text(p_query vector, p_query_text text) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+begin
+    -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
+    -- answer as if nothing matched.
+    if p_query is null and p_query_text !~ '\S' then
+        raise exception 'field "query_text" must not be blank when no query vector is given'
+            using errcode = '22023', column = 'query_text';
+    end if;
+end
+$$;
+comment on function memsub._check_blank_query_text(vector, text) is
+    'Refuses (22023 naming query_text) a search whose only query is blank text: no query vector, and text of only '
+    'whitespace.';
+
 create or replace function memsub._check_text_limits(variadic p_name_value text[]) returns bigint
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -345,4 +362,6 @@ grant execute on function
 -- memsub_retrieval_owner.
 -- The text limit, granted as memsub._check_limit is (sql/015_limits.sql): every caller of that may call this.
 grant execute on function memsub._check_text_limits(text[]) to memsub_app, memsub_analyst, memsub_retrieval_owner;
+-- The blank-query check, for the invoker searches (hybrid_search, memory_search, entity_search).
+grant execute on function memsub._check_blank_query_text(vector, text) to memsub_app, memsub_analyst;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -165,6 +165,7 @@ begin
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
+    perform memsub._check_blank_query_text(p_query, p_query_text);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
     -- optional access records (the one-time filter on p_record_access skips them entirely when false).

@@ -384,12 +384,14 @@ begin
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
+    perform memsub._check_blank_query_text(p_query, p_query_text);
     perform memsub._check_vector(p_query, 'query');
 end
 $$;
 comment on function memsub._check_fused_search(integer, integer, vector, text) is
     'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the '
-    'max_k limit (54000), rrf_k not negative, a query vector or text (23502), a usable query vector.';
+    'max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not blank text alone (22023), a '
+    'usable query vector.';
 
 create or replace function memsub.memory_search(
     p_query_text       text,

@@ -91,6 +91,8 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
     """Search the tenant's memory for QUERY, by meaning (semantic) or by meaning and words (hybrid).
 
     Unset options take the stored function's defaults (docs/retrieval.md)."""
+    if not query.strip():
+        raise InvalidInput("QUERY must not be blank", field="query")
     other = HYBRID_ONLY if mode == "semantic" else SEMANTIC_ONLY
     for field in other:
         if tuning[field] not in (None, ()):

@@ -147,3 +147,20 @@ def test_an_explicit_packet_id_taken_by_other_content_is_refused_naming_the_fiel
                                [json.dumps({"packet_id": packet_id, "packet_type": "event", "payload": 2})])
     assert "duplicate key" not in str(refused) and packet_id in str(refused)
     assert superuser_count(db) == 1
+
+
+BLANK_TEXT_SEARCHES = [
+    "select count(*) from memsub.hybrid_search(%s, null::vector)",
+    "select count(*) from memsub.memory_search(%s)",
+    "select count(*) from memsub.entity_search(%s)",
+]
+
+
+@pytest.mark.parametrize("text", ["", "  ", "\t\n"], ids=["empty", "spaces", "tab and newline"])
+@pytest.mark.parametrize("call", BLANK_TEXT_SEARCHES, ids=["hybrid_search", "memory_search", "entity_search"])
+def test_a_search_by_blank_text_alone_is_refused_naming_the_text(db, call, text):
+    """With no query vector the text is all the search has: a blank one found nothing, silently, as if nothing
+    matched."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", "query_text", call, [text])

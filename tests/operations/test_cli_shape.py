@@ -134,3 +134,12 @@ def test_a_context_id_that_is_no_uuid_is_refused_naming_the_option_before_connec
     result = CliRunner().invoke(cli, args, input="")
     assert result.exit_code == exit_codes.BAD_INPUT, result.output
     assert option in result.stderr and "'acme-corp' is not a UUID" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("query", ["", "  ", "\t"], ids=["empty", "spaces", "tab"])
+def test_a_blank_search_query_is_refused_before_connecting(query):
+    """It would be embedded and searched all the same (an embedding of nothing still points somewhere)."""
+    result = CliRunner().invoke(cli, ["search", query, "--embedder", "hashing", "--dsn", _refused_dsn(),
+                                      "--tenant", str(TENANT_A)])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert result.stderr.splitlines() == ["memsub: QUERY must not be blank (field query)"], result.stderr
