@@ -594,6 +594,29 @@ ALTER FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) OWNER TO memsu
 
 COMMENT ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) IS 'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
 
+CREATE FUNCTION memsub._check_filter_values(p_values text[], p_field text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_value text;
+begin
+    -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
+    -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
+    foreach v_value in array coalesce(p_values, '{}') loop
+        if v_value is null or v_value !~ '\S' then
+            raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
+                coalesce(quote_literal(v_value), 'NULL')
+                using errcode = '22023', column = p_field;
+        end if;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub._check_filter_values(p_values text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) IS 'Refuses (22023 naming the field) a filter holding a NULL or blank value, which no stored value equals; a NULL filter (no filter) passes.';
+
 CREATE FUNCTION memsub._check_finite(p_value double precision, p_field text) RETURNS double precision
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -893,6 +916,22 @@ $$;
 ALTER FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) IS 'Checks text arguments, given as field name and value pairs, against max_text_chars in order: the first over the limit raises what memsub._check_limit raises for it (54000 naming the field); NULL values pass. Returns the greatest length (NULL when every value is NULL).';
+
+CREATE FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_since >= p_until then
+        raise exception 'field "until" (%) must be after since (%): the range [since, until) is empty', p_until,
+            p_since using errcode = '22023', column = 'until';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) IS 'Refuses (22023 naming until) a time filter [since, until) that holds no time; either bound may be NULL (open).';
 
 CREATE FUNCTION memsub._check_unit(p_value double precision, p_field text) RETURNS double precision
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -5096,6 +5135,9 @@ declare
     v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
+    if p_relationship_type is not null then
+        perform memsub._check_filter_values(array[p_relationship_type], 'relationship_type');
+    end if;
     -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
     if p_entity is not null then
         v_keys := memsub._entity_keys(p_entity);
@@ -8653,6 +8695,7 @@ begin
             memsub._check_text_limits('min_priority', p_min_priority, 'task_id', p_task_id, 'agent_id', p_agent_id),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_filter_values(p_tags, 'tags');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);
@@ -8784,6 +8827,13 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
+    perform memsub._check_time_range(p_since, p_until);
+    if p_tags is not null then
+        perform memsub._check_filter_values(p_tags, 'tags');
+    end if;
+    if p_packet_type is not null then
+        perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
+    end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
@@ -10229,6 +10279,7 @@ begin
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
     perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
@@ -14541,6 +14592,10 @@ GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field 
 
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_finite(p_value double precision, p_field text) TO memsub_analyst;
@@ -14592,6 +14647,10 @@ REVOKE ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) F
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_unit(p_value double precision, p_field text) TO memsub_app;

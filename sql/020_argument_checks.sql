@@ -42,6 +42,42 @@ comment on function memsub._optional_text(text) is
     'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
     'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
 
+create or replace function memsub._check_filter_values(p_values text[], p_field text) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_value text;
+begin
+    -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
+    -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
+    foreach v_value in array coalesce(p_values, '{}') loop
+        if v_value is null or v_value !~ '\S' then
+            raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
+                coalesce(quote_literal(v_value), 'NULL')
+                using errcode = '22023', column = p_field;
+        end if;
+    end loop;
+end
+$$;
+comment on function memsub._check_filter_values(text[], text) is
+    'Refuses (22023 naming the field) a filter holding a NULL or blank value, which no stored value equals; a '
+    'NULL filter (no filter) passes.';
+
+create or replace function memsub._check_time_range(p_since timestamptz, p_until timestamptz) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_since >= p_until then
+        raise exception 'field "until" (%) must be after since (%): the range [since, until) is empty', p_until,
+            p_since using errcode = '22023', column = 'until';
+    end if;
+end
+$$;
+comment on function memsub._check_time_range(timestamptz, timestamptz) is
+    'Refuses (22023 naming until) a time filter [since, until) that holds no time; either bound may be NULL (open).';
+
 create or replace function memsub._check_blank_query_text(p_query vector, p_query_text text) returns void
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -364,4 +400,7 @@ grant execute on function
 grant execute on function memsub._check_text_limits(text[]) to memsub_app, memsub_analyst, memsub_retrieval_owner;
 -- The blank-query check, for the invoker searches (hybrid_search, memory_search, entity_search).
 grant execute on function memsub._check_blank_query_text(vector, text) to memsub_app, memsub_analyst;
+-- The filter checks, for the invoker searches and graph reads.
+grant execute on function memsub._check_filter_values(text[], text), memsub._check_time_range(timestamptz, timestamptz)
+    to memsub_app, memsub_analyst;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -459,6 +459,13 @@ begin
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
+    perform memsub._check_time_range(p_since, p_until);
+    if p_tags is not null then
+        perform memsub._check_filter_values(p_tags, 'tags');
+    end if;
+    if p_packet_type is not null then
+        perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
+    end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search

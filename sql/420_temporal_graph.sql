@@ -318,6 +318,9 @@ declare
     v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
+    if p_relationship_type is not null then
+        perform memsub._check_filter_values(array[p_relationship_type], 'relationship_type');
+    end if;
     -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
     if p_entity is not null then
         v_keys := memsub._entity_keys(p_entity);

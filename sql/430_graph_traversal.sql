@@ -54,6 +54,7 @@ begin
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
     perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');

@@ -37,6 +37,7 @@ begin
             memsub._check_text_limits('min_priority', p_min_priority, 'task_id', p_task_id, 'agent_id', p_agent_id),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
+    perform memsub._check_filter_values(p_tags, 'tags');
     perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);

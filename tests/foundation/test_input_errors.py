@@ -164,3 +164,37 @@ def test_a_search_by_blank_text_alone_is_refused_naming_the_text(db, call, text)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         expect_error(conn, "22023", "query_text", call, [text])
+
+
+UNMATCHABLE_FILTERS = [
+    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
+     "::vector, 10, p_tags => %s)", [["kiln", " "]], "tags"),
+    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
+     "::vector, 10, p_tags => %s)", [["kiln", None]], "tags"),
+    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
+     "::vector, 10, p_packet_type => %s)", ["\t"],
+     "packet_type"),
+    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
+     "::vector, 10, p_since => %s, p_until => %s)",
+     ["2026-02-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
+    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
+     "::vector, 10, p_since => %s, p_until => %s)",
+     ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
+    ("select count(*) from memsub.traverse_graph('acme', p_relationship_types => %s)", [["works_at", "  "]],
+     "relationship_types"),
+    ("select count(*) from memsub.traverse_graph('acme', p_relationship_types => %s::text[])", [[None]],
+     "relationship_types"),
+    ("select count(*) from memsub.retrieve_reflections(p_tags => %s)", [["\n"]], "tags"),
+    ("select count(*) from memsub.edges_as_of(p_relationship_type => %s)", [" "], "relationship_type"),
+]
+
+
+@pytest.mark.parametrize(("call", "params", "column"), UNMATCHABLE_FILTERS,
+                         ids=[f"{call.split('memsub.')[1].split('(')[0]}-{column}-{n}"
+                              for n, (call, _, column) in enumerate(UNMATCHABLE_FILTERS)])
+def test_a_filter_nothing_can_match_is_refused_naming_it(db, call, params, column):
+    """A blank or null filter value (stored values never are), or an empty time range, found nothing, silently:
+    the same answer as a filter that matched nothing stored."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        expect_error(conn, "22023", column, call, params)
