@@ -8187,6 +8187,24 @@ ALTER FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, 
 
 COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity, scope and expiry it takes.';
 
+CREATE FUNCTION memsub.reflection_priorities() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['critical', 'high', 'medium', 'low']::text[] $$;
+
+ALTER FUNCTION memsub.reflection_priorities() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.reflection_priorities() IS 'How much a reflection matters, most first (reflection_store.priority, memsub.record_reflection p_priority, memsub.retrieve_reflections p_min_priority): retrieve_reflections weighs critical 1, high 0.75, medium 0.5, low 0.25.';
+
+CREATE FUNCTION memsub.reflection_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint']::text[] $$;
+
+ALTER FUNCTION memsub.reflection_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.reflection_types() IS 'What a reflection records (seed 000''s reflection_type: reflection_store.reflection_type, memsub.record_reflection p_reflection_type, memsub.retrieve_reflections p_reflection_types).';
+
 CREATE TABLE memsub.reflection_store (
     reflection_id uuid DEFAULT gen_random_uuid() NOT NULL,
     task_id text,
@@ -8212,8 +8230,8 @@ CREATE TABLE memsub.reflection_store (
     trace_id text,
     CONSTRAINT reflection_store_access_count_non_negative CHECK ((access_count >= 0)),
     CONSTRAINT reflection_store_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
-    CONSTRAINT reflection_store_priority_known CHECK ((priority = ANY (ARRAY['critical'::text, 'high'::text, 'medium'::text, 'low'::text]))),
-    CONSTRAINT reflection_store_type_known CHECK ((reflection_type = ANY (ARRAY['lesson'::text, 'pattern'::text, 'failure'::text, 'success'::text, 'insight'::text, 'improvement'::text, 'false_constraint'::text])))
+    CONSTRAINT reflection_store_priority_known CHECK ((priority = ANY (memsub.reflection_priorities()))),
+    CONSTRAINT reflection_store_type_known CHECK ((reflection_type = ANY (memsub.reflection_types())))
 )
 WITH (fillfactor='80');
 
@@ -8227,7 +8245,7 @@ COMMENT ON COLUMN memsub.reflection_store.reflection_id IS 'Unique reflection id
 
 COMMENT ON COLUMN memsub.reflection_store.task_id IS 'Associated task (task_reflections.task_id), if any.';
 
-COMMENT ON COLUMN memsub.reflection_store.reflection_type IS 'lesson, pattern, failure, success, insight, improvement or false_constraint.';
+COMMENT ON COLUMN memsub.reflection_store.reflection_type IS 'One of memsub.reflection_types(): lesson, pattern, failure, success, insight, improvement or false_constraint.';
 
 COMMENT ON COLUMN memsub.reflection_store.content IS 'Reflection content.';
 
@@ -8239,7 +8257,7 @@ COMMENT ON COLUMN memsub.reflection_store.tags IS 'Categorization tags.';
 
 COMMENT ON COLUMN memsub.reflection_store.confidence IS 'Confidence in the lesson, in [0, 1].';
 
-COMMENT ON COLUMN memsub.reflection_store.priority IS 'critical, high, medium or low.';
+COMMENT ON COLUMN memsub.reflection_store.priority IS 'One of memsub.reflection_priorities(): critical, high, medium or low.';
 
 COMMENT ON COLUMN memsub.reflection_store.source_agent IS 'Agent that learned it.';
 
@@ -8282,9 +8300,8 @@ begin
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
-    perform memsub._check_one_of(p_reflection_type,
-        array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
-    perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
+    perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
+    perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
@@ -8465,6 +8482,15 @@ ALTER FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_su
 
 COMMENT ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) IS 'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of visible packets; packet_count and the coverage window (first and last packet time) are computed from them.';
 
+CREATE FUNCTION memsub.task_outcomes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['success', 'partial', 'failure', 'unknown']::text[] $$;
+
+ALTER FUNCTION memsub.task_outcomes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.task_outcomes() IS 'How a task ended, as its reflection records it (task_reflections.outcome, memsub.record_task_reflection p_outcome).';
+
 CREATE TABLE memsub.task_reflections (
     id uuid DEFAULT gen_random_uuid() NOT NULL,
     task_id text NOT NULL,
@@ -8489,7 +8515,7 @@ CREATE TABLE memsub.task_reflections (
     session_id text,
     trace_id text,
     CONSTRAINT task_reflections_execution_time_non_negative CHECK ((execution_time_ms >= (0)::double precision)),
-    CONSTRAINT task_reflections_outcome_known CHECK ((outcome = ANY (ARRAY['success'::text, 'partial'::text, 'failure'::text, 'unknown'::text]))),
+    CONSTRAINT task_reflections_outcome_known CHECK ((outcome = ANY (memsub.task_outcomes()))),
     CONSTRAINT task_reflections_task_not_blank CHECK ((length(btrim(task_id)) > 0))
 );
 
@@ -8505,7 +8531,7 @@ COMMENT ON COLUMN memsub.task_reflections.task_id IS 'Task identifier, unique pe
 
 COMMENT ON COLUMN memsub.task_reflections.task_description IS 'What the task was.';
 
-COMMENT ON COLUMN memsub.task_reflections.outcome IS 'success, partial, failure or unknown.';
+COMMENT ON COLUMN memsub.task_reflections.outcome IS 'One of memsub.task_outcomes(): success, partial, failure or unknown.';
 
 COMMENT ON COLUMN memsub.task_reflections.what_worked IS 'Successful approaches.';
 
@@ -8563,7 +8589,7 @@ begin
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
             memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
-    perform memsub._check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
+    perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';
@@ -8685,9 +8711,10 @@ CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_rank    integer;
-    v_task_id text;  -- the task id as stored; blank: every task
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_priorities text[] := memsub.reflection_priorities();  -- most first
+    v_rank       integer;
+    v_task_id    text;  -- the task id as stored; blank: every task
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
@@ -8696,10 +8723,13 @@ begin
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_filter_values(p_tags, 'tags');
-    perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
+    -- A type outside the vocabulary matches nothing: refused, as a blank or NULL one is.
+    perform memsub._check_filter_values(p_reflection_types, 'reflection_types');
+    perform memsub._check_one_of(t, memsub.reflection_types(), 'reflection_types') from unnest(p_reflection_types) t;
+    perform memsub._check_one_of(p_min_priority, v_priorities, 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);
-    v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
+    v_rank := array_position(v_priorities, p_min_priority);
     return query
     with scored as (
         select r.reflection_id, r.reflection_type, r.content, r.tags, r.priority, r.confidence,
@@ -8708,12 +8738,13 @@ begin
                     then (select count(*) from unnest(r.tags) t where t = any(p_tags))::double precision
                          / cardinality(array(select distinct u from unnest(p_tags) u))
                     else 0.0 end as tag_overlap,
-               array_position(array['low', 'medium', 'high', 'critical'], r.priority) / 4.0 as priority_weight
+               (cardinality(v_priorities) + 1 - array_position(v_priorities, r.priority))::double precision
+                   / cardinality(v_priorities) as priority_weight
           from memsub.reflection_store r
          where r.tenant_id = v_tenant
            and (r.expires_at is null or r.expires_at > now())
            and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
-           and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
+           and array_position(v_priorities, r.priority) <= v_rank
            and (v_task_id is null or r.task_id = v_task_id)
            and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
     ), top as materialized (
@@ -15307,6 +15338,14 @@ GRANT SELECT ON TABLE memsub.reasoning_traces TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) TO memsub_app;
 
+REVOKE ALL ON FUNCTION memsub.reflection_priorities() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.reflection_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_analyst;
+
 GRANT SELECT,DELETE ON TABLE memsub.reflection_store TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_app;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_analyst;
@@ -15324,6 +15363,10 @@ GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.task_outcomes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.task_outcomes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.task_outcomes() TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.task_reflections TO memsub_app;
 GRANT SELECT ON TABLE memsub.task_reflections TO memsub_analyst;

@@ -119,6 +119,31 @@ comment on function memsub.view_refresh_methods() is
     'How a materialized view was refreshed (memory_view_refresh_log.method): concurrently once it is populated, '
     'full for its first population, or none when the refresh was skipped.';
 
+create or replace function memsub.reflection_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint']::text[] $$;
+comment on function memsub.reflection_types() is
+    'What a reflection records (seed 000''s reflection_type: reflection_store.reflection_type, memsub.record_reflection '
+    'p_reflection_type, memsub.retrieve_reflections p_reflection_types).';
+
+create or replace function memsub.reflection_priorities() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['critical', 'high', 'medium', 'low']::text[] $$;
+comment on function memsub.reflection_priorities() is
+    'How much a reflection matters, most first (reflection_store.priority, memsub.record_reflection p_priority, '
+    'memsub.retrieve_reflections p_min_priority): retrieve_reflections weighs critical 1, high 0.75, medium 0.5, '
+    'low 0.25.';
+
+create or replace function memsub.task_outcomes() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['success', 'partial', 'failure', 'unknown']::text[] $$;
+comment on function memsub.task_outcomes() is
+    'How a task ended, as its reflection records it (task_reflections.outcome, memsub.record_task_reflection '
+    'p_outcome).';
+
 create or replace function memsub._alternatives(p_values text[]) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -134,7 +159,8 @@ comment on function memsub._alternatives(text[]) is
 grant execute on function memsub.embedding_types(), memsub.memory_types(), memsub.memory_tiers(),
     memsub.context_roles(), memsub.packet_scopes(), memsub.derivation_types(),
     memsub.task_statuses(), memsub.task_final_statuses(), memsub.session_statuses(), memsub.agent_statuses(),
-    memsub.summary_scope_types(), memsub.view_refresh_statuses(), memsub.view_refresh_methods()
+    memsub.summary_scope_types(), memsub.view_refresh_statuses(), memsub.view_refresh_methods(),
+    memsub.reflection_types(), memsub.reflection_priorities(), memsub.task_outcomes()
     to memsub_app, memsub_analyst;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
 grant execute on function memsub.embedding_types() to memsub_retrieval_owner;

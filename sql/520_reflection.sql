@@ -30,9 +30,8 @@ begin
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
-    perform memsub._check_one_of(p_reflection_type,
-        array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint'], 'reflection_type');
-    perform memsub._check_one_of(coalesce(p_priority, 'medium'), array['critical', 'high', 'medium', 'low'], 'priority');
+    perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
+    perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
@@ -96,7 +95,7 @@ begin
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
             memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
-    perform memsub._check_one_of(p_outcome, array['success', 'partial', 'failure', 'unknown'], 'outcome');
+    perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';

@@ -27,9 +27,10 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_rank    integer;
-    v_task_id text;  -- the task id as stored; blank: every task
+    v_tenant     uuid := memsub._require_tenant_id();
+    v_priorities text[] := memsub.reflection_priorities();  -- most first
+    v_rank       integer;
+    v_task_id    text;  -- the task id as stored; blank: every task
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
@@ -38,10 +39,13 @@ begin
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_filter_values(p_tags, 'tags');
-    perform memsub._check_one_of(p_min_priority, array['critical', 'high', 'medium', 'low'], 'min_priority');
+    -- A type outside the vocabulary matches nothing: refused, as a blank or NULL one is.
+    perform memsub._check_filter_values(p_reflection_types, 'reflection_types');
+    perform memsub._check_one_of(t, memsub.reflection_types(), 'reflection_types') from unnest(p_reflection_types) t;
+    perform memsub._check_one_of(p_min_priority, v_priorities, 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);
-    v_rank := array_position(array['low', 'medium', 'high', 'critical'], p_min_priority);
+    v_rank := array_position(v_priorities, p_min_priority);
     return query
     with scored as (
         select r.reflection_id, r.reflection_type, r.content, r.tags, r.priority, r.confidence,
@@ -50,12 +54,13 @@ begin
                     then (select count(*) from unnest(r.tags) t where t = any(p_tags))::double precision
                          / cardinality(array(select distinct u from unnest(p_tags) u))
                     else 0.0 end as tag_overlap,
-               array_position(array['low', 'medium', 'high', 'critical'], r.priority) / 4.0 as priority_weight
+               (cardinality(v_priorities) + 1 - array_position(v_priorities, r.priority))::double precision
+                   / cardinality(v_priorities) as priority_weight
           from memsub.reflection_store r
          where r.tenant_id = v_tenant
            and (r.expires_at is null or r.expires_at > now())
            and (p_reflection_types is null or r.reflection_type = any(p_reflection_types))
-           and array_position(array['low', 'medium', 'high', 'critical'], r.priority) >= v_rank
+           and array_position(v_priorities, r.priority) <= v_rank
            and (v_task_id is null or r.task_id = v_task_id)
            and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
     ), top as materialized (

@@ -20,8 +20,11 @@ from memsub._calls import vector as _vector
 from memsub.models import TenantRow
 
 ReflectionType = Literal["lesson", "pattern", "failure", "success", "insight", "improvement", "false_constraint"]
+"""What a reflection records (the database's reflection_types())."""
 Priority = Literal["critical", "high", "medium", "low"]
+"""How much a reflection matters, most first (the database's reflection_priorities())."""
 Outcome = Literal["success", "partial", "failure", "unknown"]
+"""How a task ended, as its reflection records it (the database's task_outcomes())."""
 SummaryScope = Literal["thread", "agent", "topic", "time_period", "project", "task"]
 """What a summary covers (the database's summary_scope_types())."""
 

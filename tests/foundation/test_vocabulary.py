@@ -14,7 +14,7 @@ from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
 from memsub.models import DerivationType, Scope
-from memsub.reflection import SummaryScope
+from memsub.reflection import Outcome, Priority, ReflectionType, SummaryScope
 from memsub.search import EmbeddingType
 from memsub.sessions import TASK_FINAL_STATUSES, AgentStatus, SessionStatus, TaskStatus
 
@@ -26,7 +26,8 @@ from helpers import TENANT_A, expect_error, set_context
     ("context_roles", ContextRole), ("packet_scopes", Scope), ("derivation_types", DerivationType),
     ("task_statuses", TaskStatus), ("session_statuses", SessionStatus), ("agent_statuses", AgentStatus),
     ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus),
-    ("view_refresh_methods", ViewRefreshMethod)])
+    ("view_refresh_methods", ViewRefreshMethod), ("reflection_types", ReflectionType),
+    ("reflection_priorities", Priority), ("task_outcomes", Outcome)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -96,11 +97,15 @@ def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db
     assert "view_refresh_statuses()" in definitions["memory_view_refresh_log_status_known"]
     assert "view_refresh_methods()" in definitions["memory_view_refresh_log_method_known"]
     assert "context_roles()" in definitions["api_keys_roles"]
+    assert "reflection_types()" in definitions["reflection_store_type_known"]
+    assert "reflection_priorities()" in definitions["reflection_store_priority_known"]
+    assert "task_outcomes()" in definitions["task_reflections_outcome_known"]
 
 
 VOCABULARIES = ("embedding_types", "memory_types", "memory_tiers", "context_roles", "packet_scopes",
                 "derivation_types", "task_statuses", "task_final_statuses", "session_statuses", "agent_statuses",
-                "summary_scope_types", "view_refresh_statuses", "view_refresh_methods")
+                "summary_scope_types", "view_refresh_statuses", "view_refresh_methods", "reflection_types",
+                "reflection_priorities", "task_outcomes")
 
 
 @pytest.mark.parametrize("function", VOCABULARIES)
@@ -143,7 +148,10 @@ def test_a_value_outside_the_vocabulary_is_refused_naming_the_field(db):
      'envelope 1 of the batch: envelope field "scope" must be shared, cursor or l-private, not "global"'),
     ("select memsub.task_set_status(1, 'done')", "status",
      'task status must be pending, running, completed, failed or cancelled, not "done"'),
-], ids=["scope", "derivation_type", "batch scope", "task status"])
+    ("select count(*) from memsub.retrieve_reflections(p_reflection_types => array['lesson', 'rumour'])",
+     "reflection_types", 'field "reflection_types" must be one of lesson, pattern, failure, success, insight, '
+                         'improvement, false_constraint, not "rumour"'),
+], ids=["scope", "derivation_type", "batch scope", "task status", "reflection type filter"])
 def test_an_unknown_value_is_refused_in_words_taken_from_the_vocabulary(db, sql, field, words):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
