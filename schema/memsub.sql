@@ -697,7 +697,7 @@ CREATE FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) R
 declare
     v_id text := memsub._require_text(p_id, p_field);
 begin
-    perform memsub._check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
+    perform memsub._check_one_of(p_type, memsub.graph_node_types(),
                                 replace(p_field, '_entity', '') || '_type');
     if p_type = 'Episode' and not exists (
             select from memsub.sessions s where s.tenant_id = memsub.current_tenant_id() and s.id = v_id)
@@ -1014,6 +1014,15 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE FUNCTION memsub.document_mimes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['pdf', 'md', 'txt']::text[] $$;
+
+ALTER FUNCTION memsub.document_mimes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.document_mimes() IS 'The kinds of document memsub ingests (document_index.mime, memsub.document_ingest p_mime).';
+
 CREATE TABLE memsub.document_index (
     tenant_id uuid NOT NULL,
     id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -1043,7 +1052,7 @@ CREATE TABLE memsub.document_index (
     CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
     CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
-    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (ARRAY['pdf'::text, 'md'::text, 'txt'::text]))),
+    CONSTRAINT document_index_mime_known CHECK ((mime = ANY (memsub.document_mimes()))),
     CONSTRAINT document_index_version_positive CHECK ((version >= 1))
 );
 
@@ -1079,7 +1088,7 @@ COMMENT ON COLUMN memsub.document_index.previous_id IS 'The version this one rep
 
 COMMENT ON COLUMN memsub.document_index.hash IS 'sha256 of the file''s bytes, lower-case hex (NULL for entries put without content).';
 
-COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind: pdf, md or txt (seed 003 mime).';
+COMMENT ON COLUMN memsub.document_index.mime IS 'Document kind, one of memsub.document_mimes(): pdf, md or txt (seed 003 mime).';
 
 COMMENT ON COLUMN memsub.document_index.summary IS 'Short summary of the document.';
 
@@ -2270,7 +2279,7 @@ begin
                                       'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_one_of(p_target_type, memsub.access_target_types(), 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
     end if;
@@ -2963,6 +2972,15 @@ $$;
 ALTER FUNCTION memsub._write_packets_set(p_envelopes jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. Not granted to clients.';
+
+CREATE FUNCTION memsub.access_target_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['packet', 'embedding', 'fact', 'reflection']::text[] $$;
+
+ALTER FUNCTION memsub.access_target_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.access_target_types() IS 'What an access record points at (memory_access_log.target_type, memsub.record_access p_target_type).';
 
 CREATE FUNCTION memsub.acting_role() RETURNS name
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -4270,6 +4288,15 @@ ALTER FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label t
 
 COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task: the given state plus a copy of its session''s state, numbered 1, 2, ... per task. Audited as checkpoint_save.';
 
+CREATE FUNCTION memsub.graph_node_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['Entity', 'Episode', 'Document', 'Memory']::text[] $$;
+
+ALTER FUNCTION memsub.graph_node_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.graph_node_types() IS 'What an edge of the temporal graph can join (entity_relationships.source_type and target_type): an Entity by name, an Episode (a session id), a Document (a document id) or a Memory (a memory entry id).';
+
 CREATE TABLE memsub.entity_relationships (
     relationship_id uuid DEFAULT gen_random_uuid() NOT NULL,
     source_entity text NOT NULL,
@@ -4297,7 +4324,7 @@ CREATE TABLE memsub.entity_relationships (
     CONSTRAINT entity_relationships_evidence_is_array CHECK ((jsonb_typeof(evidence) = 'array'::text)),
     CONSTRAINT entity_relationships_mention_count_positive CHECK ((mention_count >= 1)),
     CONSTRAINT entity_relationships_names_not_blank CHECK (((length(source_entity) > 0) AND (length(relationship_type) > 0) AND (length(target_entity) > 0))),
-    CONSTRAINT entity_relationships_node_types_known CHECK (((source_type = ANY (ARRAY['Entity'::text, 'Episode'::text, 'Document'::text, 'Memory'::text])) AND (target_type = ANY (ARRAY['Entity'::text, 'Episode'::text, 'Document'::text, 'Memory'::text])))),
+    CONSTRAINT entity_relationships_node_types_known CHECK (((source_type = ANY (memsub.graph_node_types())) AND (target_type = ANY (memsub.graph_node_types())))),
     CONSTRAINT entity_relationships_seen_in_order CHECK ((last_seen >= first_seen)),
     CONSTRAINT entity_relationships_valid_period_bounded_below CHECK (((NOT lower_inf(valid_period)) AND (NOT isempty(valid_period))))
 );
@@ -4342,7 +4369,7 @@ COMMENT ON COLUMN memsub.entity_relationships.valid_period IS 'When the relation
 
 COMMENT ON COLUMN memsub.entity_relationships.evidence IS 'DocRefs supporting the edge: a JSON array of {doc_id, chunk_id, score}.';
 
-COMMENT ON COLUMN memsub.entity_relationships.source_type IS 'Node type of the source: Entity (by name), Episode (session id), Document (document id) or Memory (memory entry id).';
+COMMENT ON COLUMN memsub.entity_relationships.source_type IS 'Node type of the source, one of memsub.graph_node_types(): Entity (by name), Episode (session id), Document (document id) or Memory (memory entry id).';
 
 COMMENT ON COLUMN memsub.entity_relationships.target_type IS 'Node type of the target (as source_type).';
 
@@ -4978,7 +5005,7 @@ begin
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
     end if;
-    perform memsub._check_one_of(p_mime, array['pdf', 'md', 'txt'], 'mime');
+    perform memsub._check_one_of(p_mime, memsub.document_mimes(), 'mime');
     if p_text is null then
         raise exception 'field "text" is required (the extracted text)' using errcode = '23502', column = 'text';
     end if;
@@ -5271,6 +5298,15 @@ $$;
 ALTER FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) IS 'Entity nodes by meaning and name: the visible entities nearest to query (their embedding, cosine) and matching query_text in their name or aliases (websearch syntax, simple configuration), fused by reciprocal rank fusion (1 / (rrf_k + rank) per leg). Either query may be NULL.';
+
+CREATE FUNCTION memsub.entity_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['Person', 'Organization', 'Concept', 'Location']::text[] $$;
+
+ALTER FUNCTION memsub.entity_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.entity_types() IS 'The kinds of entity node (memsub.graph_upsert_entity p_entity_type).';
 
 CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) RETURNS jsonb
     LANGUAGE plpgsql
@@ -5950,7 +5986,7 @@ begin
             memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
-    perform memsub._check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    perform memsub._check_one_of(p_entity_type, memsub.entity_types(), 'entity_type');
     perform memsub._check_vector(p_embedding, 'embedding');
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
@@ -7836,7 +7872,7 @@ CREATE TABLE memsub.memory_access_log (
     feedback_at timestamp with time zone,
     counted_at timestamp with time zone,
     feedback_learned_at timestamp with time zone,
-    CONSTRAINT memory_access_log_target_type_known CHECK ((target_type = ANY (ARRAY['packet'::text, 'embedding'::text, 'fact'::text, 'reflection'::text])))
+    CONSTRAINT memory_access_log_target_type_known CHECK ((target_type = ANY (memsub.access_target_types())))
 );
 
 ALTER TABLE ONLY memsub.memory_access_log FORCE ROW LEVEL SECURITY;
@@ -7847,7 +7883,7 @@ COMMENT ON TABLE memsub.memory_access_log IS 'Every retrieval of a memory and it
 
 COMMENT ON COLUMN memsub.memory_access_log.access_id IS 'Unique access identifier.';
 
-COMMENT ON COLUMN memsub.memory_access_log.target_type IS 'packet, embedding, fact or reflection.';
+COMMENT ON COLUMN memsub.memory_access_log.target_type IS 'One of memsub.access_target_types(): packet, embedding, fact or reflection.';
 
 COMMENT ON COLUMN memsub.memory_access_log.target_id IS 'Identifier of the accessed row (packet_id, embedding_id, fact_id, reflection_id).';
 
@@ -7896,7 +7932,7 @@ begin
     perform memsub._check_text_limits('target_type', p_target_type, 'agent_id', p_agent_id,
                                       'access_context', p_access_context, 'feedback_reason', p_feedback_reason),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_one_of(p_target_type, memsub.access_target_types(), 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
     end if;
@@ -14696,6 +14732,10 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub.document_mimes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_analyst;
+
 GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
 
@@ -14883,6 +14923,11 @@ REVOKE ALL ON FUNCTION memsub._unsealed_tenant_id() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.access_target_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_retrieval_owner;
+
 REVOKE ALL ON FUNCTION memsub.acting_role() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_expiry_owner;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_app;
@@ -14988,6 +15033,10 @@ GRANT ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) TO memsub_
 
 REVOKE ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) TO memsub_app;
+
+REVOKE ALL ON FUNCTION memsub.graph_node_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_analyst;
 
 GRANT SELECT,DELETE ON TABLE memsub.entity_relationships TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_app;
@@ -15107,6 +15156,10 @@ GRANT ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidenc
 REVOKE ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vector, p_k integer, p_rrf_k integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.entity_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) FROM PUBLIC;
 
@@ -15341,10 +15394,12 @@ GRANT ALL ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id
 REVOKE ALL ON FUNCTION memsub.reflection_priorities() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.reflection_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_retrieval_owner;
 
 GRANT SELECT,DELETE ON TABLE memsub.reflection_store TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_app;

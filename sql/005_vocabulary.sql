@@ -124,8 +124,8 @@ language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$ select array['lesson', 'pattern', 'failure', 'success', 'insight', 'improvement', 'false_constraint']::text[] $$;
 comment on function memsub.reflection_types() is
-    'What a reflection records (seed 000''s reflection_type: reflection_store.reflection_type, memsub.record_reflection '
-    'p_reflection_type, memsub.retrieve_reflections p_reflection_types).';
+    'What a reflection records (seed 000''s reflection_type: reflection_store.reflection_type, '
+    'memsub.record_reflection p_reflection_type, memsub.retrieve_reflections p_reflection_types).';
 
 create or replace function memsub.reflection_priorities() returns text[]
 language sql immutable security invoker parallel safe
@@ -144,6 +144,35 @@ comment on function memsub.task_outcomes() is
     'How a task ended, as its reflection records it (task_reflections.outcome, memsub.record_task_reflection '
     'p_outcome).';
 
+create or replace function memsub.document_mimes() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['pdf', 'md', 'txt']::text[] $$;
+comment on function memsub.document_mimes() is
+    'The kinds of document memsub ingests (document_index.mime, memsub.document_ingest p_mime).';
+
+create or replace function memsub.graph_node_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['Entity', 'Episode', 'Document', 'Memory']::text[] $$;
+comment on function memsub.graph_node_types() is
+    'What an edge of the temporal graph can join (entity_relationships.source_type and target_type): an Entity by '
+    'name, an Episode (a session id), a Document (a document id) or a Memory (a memory entry id).';
+
+create or replace function memsub.entity_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['Person', 'Organization', 'Concept', 'Location']::text[] $$;
+comment on function memsub.entity_types() is
+    'The kinds of entity node (memsub.graph_upsert_entity p_entity_type).';
+
+create or replace function memsub.access_target_types() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['packet', 'embedding', 'fact', 'reflection']::text[] $$;
+comment on function memsub.access_target_types() is
+    'What an access record points at (memory_access_log.target_type, memsub.record_access p_target_type).';
+
 create or replace function memsub._alternatives(p_values text[]) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -160,10 +189,14 @@ grant execute on function memsub.embedding_types(), memsub.memory_types(), memsu
     memsub.context_roles(), memsub.packet_scopes(), memsub.derivation_types(),
     memsub.task_statuses(), memsub.task_final_statuses(), memsub.session_statuses(), memsub.agent_statuses(),
     memsub.summary_scope_types(), memsub.view_refresh_statuses(), memsub.view_refresh_methods(),
-    memsub.reflection_types(), memsub.reflection_priorities(), memsub.task_outcomes()
+    memsub.reflection_types(), memsub.reflection_priorities(), memsub.task_outcomes(), memsub.document_mimes(),
+    memsub.graph_node_types(), memsub.entity_types(), memsub.access_target_types()
     to memsub_app, memsub_analyst;
--- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument.
-grant execute on function memsub.embedding_types() to memsub_retrieval_owner;
+-- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument, and
+-- learn_importance updates rows whose check constraints read the access targets and the reflection lists.
+grant execute on function memsub.embedding_types(), memsub.access_target_types(), memsub.reflection_types(),
+    memsub.reflection_priorities()
+    to memsub_retrieval_owner;
 -- A check constraint calls its function as the role that writes the row: memsub_retrieval_owner updates
 -- packet_store and semantic_memory (importance learning), memsub_expiry_owner inserts packet_tombstones.
 grant execute on function memsub.packet_scopes() to memsub_retrieval_owner, memsub_expiry_owner;

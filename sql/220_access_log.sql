@@ -30,7 +30,7 @@ begin
     perform memsub._check_text_limits('target_type', p_target_type, 'agent_id', p_agent_id,
                                       'access_context', p_access_context, 'feedback_reason', p_feedback_reason),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_one_of(p_target_type, memsub.access_target_types(), 'target_type');
     if p_target_id is null then
         raise exception 'field "target_id" is required' using errcode = '23502', column = 'target_id';
     end if;

@@ -100,7 +100,7 @@ begin
                                       'agent_id', p_agent_id),
             memsub._check_limit(cardinality(p_target_ids), 'max_k', 'target_ids'),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    perform memsub._check_one_of(p_target_type, array['packet', 'embedding', 'fact', 'reflection'], 'target_type');
+    perform memsub._check_one_of(p_target_type, memsub.access_target_types(), 'target_type');
     if cardinality(p_scores) is distinct from cardinality(p_target_ids) then
         raise exception 'field "scores" must have one score per target id' using errcode = '22023', column = 'scores';
     end if;

@@ -86,7 +86,7 @@ as $$
 declare
     v_id text := memsub._require_text(p_id, p_field);
 begin
-    perform memsub._check_one_of(p_type, array['Entity', 'Episode', 'Document', 'Memory'],
+    perform memsub._check_one_of(p_type, memsub.graph_node_types(),
                                 replace(p_field, '_entity', '') || '_type');
     if p_type = 'Episode' and not exists (
             select from memsub.sessions s where s.tenant_id = memsub.current_tenant_id() and s.id = v_id)
@@ -426,7 +426,7 @@ begin
             memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
-    perform memsub._check_one_of(p_entity_type, array['Person', 'Organization', 'Concept', 'Location'], 'entity_type');
+    perform memsub._check_one_of(p_entity_type, memsub.entity_types(), 'entity_type');
     perform memsub._check_vector(p_embedding, 'embedding');
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';

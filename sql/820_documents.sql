@@ -116,7 +116,7 @@ begin
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
     end if;
-    perform memsub._check_one_of(p_mime, array['pdf', 'md', 'txt'], 'mime');
+    perform memsub._check_one_of(p_mime, memsub.document_mimes(), 'mime');
     if p_text is null then
         raise exception 'field "text" is required (the extracted text)' using errcode = '23502', column = 'text';
     end if;

@@ -32,6 +32,7 @@ from memsub.embedding import Embedder
 from memsub.errors import InvalidInput
 
 Mime = Literal["pdf", "md", "txt"]
+"""The kinds of document (the database's document_mimes())."""
 IngestStatus = Literal["created", "new_version", "unchanged"]
 
 SUFFIX_MIME: dict[str, Mime] = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".pdf": "pdf"}

@@ -15,6 +15,7 @@ from memsub._calls import NULL, Area, Call, SessionT, function, json_or_none, me
 from memsub.models import TenantRow
 
 AccessTarget = Literal["packet", "embedding", "fact", "reflection"]
+"""What an access record points at (the database's access_target_types())."""
 
 
 class AgentEvent(TenantRow):

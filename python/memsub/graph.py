@@ -43,7 +43,9 @@ from memsub.errors import MemsubError
 from memsub.models import TenantRow
 
 NodeType = Literal["Entity", "Episode", "Document", "Memory"]
+"""What an edge can join (the database's graph_node_types())."""
 EntityType = Literal["Person", "Organization", "Concept", "Location"]
+"""The kinds of entity node (the database's entity_types())."""
 Direction = Literal["outgoing", "incoming", "both"]
 
 

@@ -22,7 +22,8 @@ SQL_ONLY = {
     "combined_score", "memory_strength", "normalize_text", "embedding_types", "memory_types", "memory_tiers",
     "packet_scopes", "derivation_types", "task_statuses", "task_final_statuses",
     "session_statuses", "agent_statuses", "summary_scope_types", "view_refresh_statuses", "view_refresh_methods",
-    "reflection_types", "reflection_priorities", "task_outcomes",
+    "reflection_types", "reflection_priorities", "task_outcomes", "document_mimes", "graph_node_types", "entity_types",
+    "access_target_types",
 }
 
 

@@ -10,6 +10,9 @@ import pytest
 from memsub._calls import ContextRole
 from memsub.cli_search import EMBEDDING_TYPES
 from memsub.cli_views import ViewRefreshMethod, ViewRefreshStatus
+from memsub.documents import Mime
+from memsub.events import AccessTarget
+from memsub.graph import EntityType, NodeType
 from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
@@ -27,7 +30,8 @@ from helpers import TENANT_A, expect_error, set_context
     ("task_statuses", TaskStatus), ("session_statuses", SessionStatus), ("agent_statuses", AgentStatus),
     ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus),
     ("view_refresh_methods", ViewRefreshMethod), ("reflection_types", ReflectionType),
-    ("reflection_priorities", Priority), ("task_outcomes", Outcome)])
+    ("reflection_priorities", Priority), ("task_outcomes", Outcome), ("document_mimes", Mime),
+    ("graph_node_types", NodeType), ("entity_types", EntityType), ("access_target_types", AccessTarget)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -100,12 +104,16 @@ def test_the_check_constraints_take_their_lists_from_the_vocabulary_functions(db
     assert "reflection_types()" in definitions["reflection_store_type_known"]
     assert "reflection_priorities()" in definitions["reflection_store_priority_known"]
     assert "task_outcomes()" in definitions["task_reflections_outcome_known"]
+    assert "document_mimes()" in definitions["document_index_mime_known"]
+    assert "graph_node_types()" in definitions["entity_relationships_node_types_known"]
+    assert "access_target_types()" in definitions["memory_access_log_target_type_known"]
 
 
 VOCABULARIES = ("embedding_types", "memory_types", "memory_tiers", "context_roles", "packet_scopes",
                 "derivation_types", "task_statuses", "task_final_statuses", "session_statuses", "agent_statuses",
                 "summary_scope_types", "view_refresh_statuses", "view_refresh_methods", "reflection_types",
-                "reflection_priorities", "task_outcomes")
+                "reflection_priorities", "task_outcomes", "document_mimes", "graph_node_types", "entity_types",
+                "access_target_types")
 
 
 @pytest.mark.parametrize("function", VOCABULARIES)
