@@ -5474,8 +5474,9 @@ declare
     next_parents uuid[];
     node         record;
 begin
-    if p_direction is null or p_direction not in ('ancestors', 'descendants') then
-        raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
+    if p_direction is null or p_direction <> all(memsub.lineage_directions()) then
+        raise exception 'memsub.get_lineage: direction must be %, not %',
+            memsub._alternatives(memsub.lineage_directions()), p_direction
             using errcode = '22023', column = 'direction';
     end if;
     if p_max_depth is null or p_max_depth < 1 then
@@ -5839,6 +5840,15 @@ $$;
 ALTER FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) IS 'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
+
+CREATE FUNCTION memsub.graph_directions() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['outgoing', 'incoming', 'both']::text[] $$;
+
+ALTER FUNCTION memsub.graph_directions() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.graph_directions() IS 'Which edges memsub.traverse_graph follows from an entity (p_direction).';
 
 CREATE FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer DEFAULT 2, p_limit integer DEFAULT 100) RETURNS TABLE(depth integer, source_entity text, relationship_type text, target_entity text, confidence double precision, mention_count integer)
     LANGUAGE plpgsql STABLE
@@ -7095,6 +7105,15 @@ $$;
 ALTER FUNCTION memsub.limit_value(p_name text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.limit_value(p_name text) IS 'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
+
+CREATE FUNCTION memsub.lineage_directions() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['ancestors', 'descendants']::text[] $$;
+
+ALTER FUNCTION memsub.lineage_directions() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.lineage_directions() IS 'Which way memsub.get_lineage walks from a packet (p_direction).';
 
 CREATE FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) RETURNS TABLE(tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE sql STABLE
@@ -8830,6 +8849,24 @@ ALTER FUNCTION memsub.revoke_api_key(p_key_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.revoke_api_key(p_key_id text) IS 'Revokes an API key by its key_id: it never authenticates again. True when a live key of a tenant the context manages was revoked. Needs a tenant_admin or platform_admin context.';
 
+CREATE FUNCTION memsub.search_modes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['auto', 'exact', 'approximate']::text[] $$;
+
+ALTER FUNCTION memsub.search_modes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.search_modes() IS 'How memsub.semantic_search finds its hits (p_mode): auto (the cheaper at the recall bound), the exact scan, or the HNSW walk.';
+
+CREATE FUNCTION memsub.search_rank_orders() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['distance', 'combined']::text[] $$;
+
+ALTER FUNCTION memsub.search_rank_orders() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.search_rank_orders() IS 'How memsub.semantic_search orders its hits (p_rank_by): by distance, or by memsub.combined_score.';
+
 CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -8886,8 +8923,8 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
-    perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
-    perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
+    perform memsub._check_one_of(p_rank_by, memsub.search_rank_orders(), 'rank_by');
+    perform memsub._check_one_of(p_mode, memsub.search_modes(), 'mode');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
@@ -10349,7 +10386,7 @@ begin
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
-    perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    perform memsub._check_one_of(p_direction, memsub.graph_directions(), 'direction');
     v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
     v_left := p_limit;
     v_start := memsub._resolve_entity(v_start);
@@ -14628,6 +14665,7 @@ GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._alternatives(p_values text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._alternatives(p_values text[]) TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
@@ -15195,6 +15233,10 @@ REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_af
 GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub.graph_directions() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.graph_directions() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.graph_directions() TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) TO memsub_analyst;
@@ -15285,6 +15327,11 @@ GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub.lineage_directions() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) FROM PUBLIC;
 
@@ -15444,6 +15491,14 @@ GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags 
 
 REVOKE ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.revoke_api_key(p_key_id text) TO memsub_tenant_admin;
+
+REVOKE ALL ON FUNCTION memsub.search_modes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_modes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_modes() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.search_rank_orders() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_rank_orders() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_rank_orders() TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;

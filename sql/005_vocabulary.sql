@@ -173,6 +173,35 @@ as $$ select array['packet', 'embedding', 'fact', 'reflection']::text[] $$;
 comment on function memsub.access_target_types() is
     'What an access record points at (memory_access_log.target_type, memsub.record_access p_target_type).';
 
+create or replace function memsub.search_rank_orders() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['distance', 'combined']::text[] $$;
+comment on function memsub.search_rank_orders() is
+    'How memsub.semantic_search orders its hits (p_rank_by): by distance, or by memsub.combined_score.';
+
+create or replace function memsub.search_modes() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['auto', 'exact', 'approximate']::text[] $$;
+comment on function memsub.search_modes() is
+    'How memsub.semantic_search finds its hits (p_mode): auto (the cheaper at the recall bound), the exact scan, or '
+    'the HNSW walk.';
+
+create or replace function memsub.graph_directions() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['outgoing', 'incoming', 'both']::text[] $$;
+comment on function memsub.graph_directions() is
+    'Which edges memsub.traverse_graph follows from an entity (p_direction).';
+
+create or replace function memsub.lineage_directions() returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select array['ancestors', 'descendants']::text[] $$;
+comment on function memsub.lineage_directions() is
+    'Which way memsub.get_lineage walks from a packet (p_direction).';
+
 create or replace function memsub._alternatives(p_values text[]) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -190,8 +219,11 @@ grant execute on function memsub.embedding_types(), memsub.memory_types(), memsu
     memsub.task_statuses(), memsub.task_final_statuses(), memsub.session_statuses(), memsub.agent_statuses(),
     memsub.summary_scope_types(), memsub.view_refresh_statuses(), memsub.view_refresh_methods(),
     memsub.reflection_types(), memsub.reflection_priorities(), memsub.task_outcomes(), memsub.document_mimes(),
-    memsub.graph_node_types(), memsub.entity_types(), memsub.access_target_types()
+    memsub.graph_node_types(), memsub.entity_types(), memsub.access_target_types(), memsub.search_rank_orders(),
+    memsub.search_modes(), memsub.graph_directions(), memsub.lineage_directions()
     to memsub_app, memsub_analyst;
+-- memsub_expiry_owner's memsub.get_lineage checks its direction.
+grant execute on function memsub.lineage_directions(), memsub._alternatives(text[]) to memsub_expiry_owner;
 -- memsub_retrieval_owner's SECURITY DEFINER functions (the keyword legs) check their embedding_type argument, and
 -- learn_importance updates rows whose check constraints read the access targets and the reflection lists.
 grant execute on function memsub.embedding_types(), memsub.access_target_types(), memsub.reflection_types(),

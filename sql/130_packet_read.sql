@@ -283,8 +283,9 @@ declare
     next_parents uuid[];
     node         record;
 begin
-    if p_direction is null or p_direction not in ('ancestors', 'descendants') then
-        raise exception 'memsub.get_lineage: direction must be ancestors or descendants, not %', p_direction
+    if p_direction is null or p_direction <> all(memsub.lineage_directions()) then
+        raise exception 'memsub.get_lineage: direction must be %, not %',
+            memsub._alternatives(memsub.lineage_directions()), p_direction
             using errcode = '22023', column = 'direction';
     end if;
     if p_max_depth is null or p_max_depth < 1 then

@@ -451,8 +451,8 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
-    perform memsub._check_one_of(p_rank_by, array['distance', 'combined'], 'rank_by');
-    perform memsub._check_one_of(p_mode, array['auto', 'exact', 'approximate'], 'mode');
+    perform memsub._check_one_of(p_rank_by, memsub.search_rank_orders(), 'rank_by');
+    perform memsub._check_one_of(p_mode, memsub.search_modes(), 'mode');
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;

@@ -57,7 +57,7 @@ begin
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
-    perform memsub._check_one_of(p_direction, array['outgoing', 'incoming', 'both'], 'direction');
+    perform memsub._check_one_of(p_direction, memsub.graph_directions(), 'direction');
     v_types := array(select memsub.normalize_text(t) from unnest(p_relationship_types) as t);
     v_left := p_limit;
     v_start := memsub._resolve_entity(v_start);

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 import click
 
@@ -32,7 +32,7 @@ from memsub.errors import ConfigurationError, InvalidInput, MemsubError, NotFoun
 from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 from memsub.models import PacketWriteResult
-from memsub.packets import write_packet_batch
+from memsub.packets import LineageDirection, write_packet_batch
 
 
 @click.group(cls=GuardedGroup)
@@ -317,7 +317,7 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
 @packet.command("lineage")
 @click.argument("packet_id")
 @tenant_options
-@click.option("--direction", type=click.Choice(["ancestors", "descendants"]), default="ancestors",
+@click.option("--direction", type=click.Choice(get_args(LineageDirection)), default="ancestors",
               show_default=True)
 @click.option("--max-depth", default=16, show_default=True)
 @json_lines_option

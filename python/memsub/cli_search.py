@@ -15,9 +15,10 @@ import click
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
 from memsub.errors import InvalidInput
+from memsub.graph import Direction
 from memsub.maintain import parse_interval
 from memsub.models import parse_time
-from memsub.search import EmbeddingType
+from memsub.search import EmbeddingType, RankBy, SearchMode
 
 EMBEDDING_TYPES = list(get_args(EmbeddingType))
 
@@ -65,10 +66,10 @@ def _option_name(field: str) -> str:
 @click.option("--since", default=None, help=_SEMANTIC + "packets timestamped at or after this ISO 8601 time.")
 @click.option("--until", default=None, help=_SEMANTIC + "packets timestamped before this ISO 8601 time.")
 @click.option("--min-importance", type=float, default=None, help=_SEMANTIC + "packets at least this important.")
-@click.option("--rank-by", type=click.Choice(["distance", "combined"]), default=None,
+@click.option("--rank-by", type=click.Choice(get_args(RankBy)), default=None,
               help=_SEMANTIC + "rank by distance (default) or by the combined score of distance, importance and "
                                "recency.")
-@click.option("--method", type=click.Choice(["auto", "exact", "approximate"]), default=None,
+@click.option("--method", type=click.Choice(get_args(SearchMode)), default=None,
               help=_SEMANTIC + "exact scan or HNSW walk; auto (default) chooses by cost and measured recall.")
 @click.option("--ef-search", type=int, default=None,
               help=_SEMANTIC + "HNSW candidate list size, 1 to 1000 (default derived from k and the tenant).")
@@ -157,7 +158,7 @@ def graph_group() -> None:
 @tenant_options
 @click.option("--depth", "max_depth", default=3, show_default=True, help="Maximum hops (1-10).")
 @click.option("--rel", "relationship_types", multiple=True, help="Only this relationship type (repeatable).")
-@click.option("--direction", type=click.Choice(["outgoing", "incoming", "both"]), default="outgoing",
+@click.option("--direction", type=click.Choice(get_args(Direction)), default="outgoing",
               show_default=True)
 @click.option("--min-confidence", type=float, default=None, help="Skip edges below this confidence.")
 @click.option("--limit", type=int, default=None, help="At most this many entities (default 1000).")

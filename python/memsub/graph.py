@@ -47,6 +47,7 @@ NodeType = Literal["Entity", "Episode", "Document", "Memory"]
 EntityType = Literal["Person", "Organization", "Concept", "Location"]
 """The kinds of entity node (the database's entity_types())."""
 Direction = Literal["outgoing", "incoming", "both"]
+"""Which edges a traversal follows (the database's graph_directions())."""
 
 
 class KnowledgeFact(TenantRow):

@@ -32,8 +32,11 @@ from starlette.routing import Route
 
 from memsub import _calls
 from memsub.errors import ConnectionFailed, contract_of
+from memsub.graph import Direction
 from memsub.memory import MemoryType
 from memsub.models import parse_time
+from memsub.packets import LineageDirection
+from memsub.search import RankBy, SearchMode
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
@@ -420,7 +423,7 @@ async def get_thread(request: Request) -> Response:
 
 
 LINEAGE_ARGUMENTS = (
-    Argument("direction", text, "text", choices=("ancestors", "descendants"),
+    Argument("direction", text, "text", choices=get_args(LineageDirection),
              doc="Walk to parents (default) or children."),
     Argument("max_depth", integer, "integer", doc="Hops at most (default 16)."),
 )
@@ -443,10 +446,10 @@ SEMANTIC_ARGUMENTS = (
     Argument("tags", texts, "text[]"), Argument("packet_type", text, "text"),
     Argument("since", timestamp, "timestamptz"), Argument("until", timestamp, "timestamptz"),
     Argument("min_importance", number, "double precision"),
-    Argument("rank_by", text, "text", choices=("distance", "combined")),
+    Argument("rank_by", text, "text", choices=get_args(RankBy)),
     Argument("record_access", boolean, "boolean"), Argument("query_text", text, "text"),
     Argument("agent_id", text, "text"),
-    Argument("mode", text, "text", choices=("auto", "exact", "approximate"),
+    Argument("mode", text, "text", choices=get_args(SearchMode),
              doc="auto (default): the exact scan or the HNSW walk, whichever is cheaper at recall 0.95 or more; "
                  "exact: always the exact scan; approximate: always the walk."),
     Argument("ef_search", integer, "integer",
@@ -492,7 +495,7 @@ TRAVERSE_ARGUMENTS = (
     Argument("relationship_types", texts, "text[]", many=True,
              doc="Follow only these relationship types (repeat the parameter)."),
     Argument("min_confidence", number, "double precision", doc="Skip weaker edges."),
-    Argument("direction", text, "text", choices=("outgoing", "incoming", "both"),
+    Argument("direction", text, "text", choices=get_args(Direction),
              doc="Edge direction (default outgoing)."),
     Argument("min_path_confidence", number, "double precision", doc="Prune weaker paths."),
     Argument("limit", integer, "integer", doc="Rows at most (default 1000)."),

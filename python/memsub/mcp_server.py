@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, MemsubError
-from memsub.graph import EdgeWindow, GraphPath, NeighbourhoodItem
+from memsub.graph import Direction, EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, Scope, as_utc
-from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, SemanticHit
+from memsub.search import EmbeddingType, Feedback, HybridHit, LearningRun, RankBy, SearchMode, SemanticHit
 
 SERVER_NAME = "memsub"
 ToolFunction = TypeVar("ToolFunction", bound=Callable[..., Any])
@@ -46,7 +46,6 @@ INSTRUCTIONS = (
     "`graph_neighbourhood` and `graph_edges` read the knowledge graph, optionally as it was at a past time."
 )
 
-Direction = Literal["outgoing", "incoming", "both"]
 
 # recall's inputs that only one mode takes, besides the semantic filters (thread_id, tags, packet_type, since,
 # until); ``method`` is memsub.semantic_search's mode (recall's own ``mode`` picks the function).
@@ -492,10 +491,10 @@ def build_server(tools: MemoryTools) -> MCPServer:
                                                         "payload), read with the hits.")] = False,
         min_importance: Annotated[float | None, Field(
             description="semantic only: packets at least this important (0-1).")] = None,
-        rank_by: Annotated[Literal["distance", "combined"] | None, Field(description=(
+        rank_by: Annotated[RankBy | None, Field(description=(
             "semantic only: by distance (default) or by the combined score of distance, importance and recency."
         ))] = None,
-        method: Annotated[Literal["auto", "exact", "approximate"] | None, Field(description=(
+        method: Annotated[SearchMode | None, Field(description=(
             "semantic only: exact scan or HNSW walk; auto (default) chooses by cost and measured recall."))] = None,
         ef_search: Annotated[int | None, Field(description=(
             "semantic only: HNSW candidate list size, 1 to 1000 (default derived from k and the tenant)."))] = None,

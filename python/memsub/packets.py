@@ -38,6 +38,8 @@ from memsub._calls import (
 from memsub.models import LineageRow, PacketEnvelope, PacketStoreRow, PacketWriteResult
 
 EnvelopeLike = PacketEnvelope | dict[str, Any]
+LineageDirection = Literal["ancestors", "descendants"]
+"""Which way a lineage walk goes (the database's lineage_directions())."""
 
 
 def write_packet(envelope: EnvelopeLike) -> Call[PacketWriteResult]:
@@ -180,7 +182,7 @@ def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | Non
                     rows(PacketStoreRow))
 
 
-def get_lineage(packet_id: UUID | str, direction: Literal["ancestors", "descendants"] = "ancestors",
+def get_lineage(packet_id: UUID | str, direction: LineageDirection = "ancestors",
                 max_depth: int = 16) -> Call[list[LineageRow]]:
     """The packets a lineage walk reaches from a packet, with their depth (memsub.get_lineage)."""
     return function("get_lineage", {"packet_id": packet_id, "direction": direction, "max_depth": max_depth},

@@ -36,7 +36,9 @@ from memsub.models import PacketStoreRow, Scope, TenantRow
 
 EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 RankBy = Literal["distance", "combined"]
+"""How semantic_search orders its hits (the database's search_rank_orders())."""
 SearchMode = Literal["auto", "exact", "approximate"]
+"""How semantic_search finds its hits (the database's search_modes())."""
 
 
 class MemoryEmbedding(TenantRow):

@@ -23,7 +23,7 @@ SQL_ONLY = {
     "packet_scopes", "derivation_types", "task_statuses", "task_final_statuses",
     "session_statuses", "agent_statuses", "summary_scope_types", "view_refresh_statuses", "view_refresh_methods",
     "reflection_types", "reflection_priorities", "task_outcomes", "document_mimes", "graph_node_types", "entity_types",
-    "access_target_types",
+    "access_target_types", "search_rank_orders", "search_modes", "graph_directions", "lineage_directions",
 }
 
 

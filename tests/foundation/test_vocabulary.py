@@ -12,13 +12,14 @@ from memsub.cli_search import EMBEDDING_TYPES
 from memsub.cli_views import ViewRefreshMethod, ViewRefreshStatus
 from memsub.documents import Mime
 from memsub.events import AccessTarget
-from memsub.graph import EntityType, NodeType
+from memsub.graph import Direction, EntityType, NodeType
 from memsub.http_openapi import PACKET_ENVELOPE
 from memsub.maintain import TASKS
 from memsub.memory import MemoryTier, MemoryType
 from memsub.models import DerivationType, Scope
+from memsub.packets import LineageDirection
 from memsub.reflection import Outcome, Priority, ReflectionType, SummaryScope
-from memsub.search import EmbeddingType
+from memsub.search import EmbeddingType, RankBy, SearchMode
 from memsub.sessions import TASK_FINAL_STATUSES, AgentStatus, SessionStatus, TaskStatus
 
 from helpers import TENANT_A, expect_error, set_context
@@ -31,7 +32,9 @@ from helpers import TENANT_A, expect_error, set_context
     ("summary_scope_types", SummaryScope), ("view_refresh_statuses", ViewRefreshStatus),
     ("view_refresh_methods", ViewRefreshMethod), ("reflection_types", ReflectionType),
     ("reflection_priorities", Priority), ("task_outcomes", Outcome), ("document_mimes", Mime),
-    ("graph_node_types", NodeType), ("entity_types", EntityType), ("access_target_types", AccessTarget)])
+    ("graph_node_types", NodeType), ("entity_types", EntityType), ("access_target_types", AccessTarget),
+    ("search_rank_orders", RankBy), ("search_modes", SearchMode), ("graph_directions", Direction),
+    ("lineage_directions", LineageDirection)])
 def test_the_python_types_are_the_database_vocabularies(db, function, python):
     with db.connect("app") as conn:
         row = conn.execute(f"select memsub.{function}()").fetchone()
@@ -165,3 +168,33 @@ def test_an_unknown_value_is_refused_in_words_taken_from_the_vocabulary(db, sql,
         set_context(conn, TENANT_A)
         refused = expect_error(conn, "22023", field, sql)
     assert refused.diag.message_primary == words
+
+
+def test_the_surfaces_offer_the_argument_lists_of_the_database(db):
+    """The CLI's choices, the HTTP API's accepted values and the MCP tools' input schemas for the search order and
+    mode, the traversal direction and the lineage direction are the database's lists."""
+    from memsub import http_api, mcp_server
+    from memsub.cli import main
+
+    with db.connect("app") as conn:
+        row = conn.execute("select memsub.search_rank_orders(), memsub.search_modes(), memsub.graph_directions(),"
+                           " memsub.lineage_directions()").fetchone()
+    assert row is not None
+    rank_orders, modes, directions, lineage = row
+    commands = {name: command for name, command in main.commands.items()}
+    search = {p.name: p for p in commands["search"].params}
+    traverse = {p.name: p for p in commands["graph"].commands["traverse"].params}  # type: ignore[attr-defined]
+    lineage_command = {p.name: p for p in commands["packet"].commands["lineage"].params}  # type: ignore[attr-defined]
+    assert list(search["rank_by"].type.choices) == rank_orders
+    assert list(search["method"].type.choices) == modes
+    assert list(traverse["direction"].type.choices) == directions
+    assert list(lineage_command["direction"].type.choices) == lineage
+
+    def accepted(arguments: tuple[http_api.Argument, ...], name: str) -> list[str]:
+        return next(list(a.choices or ()) for a in arguments if a.name == name)
+
+    assert accepted(http_api.SEMANTIC_ARGUMENTS, "rank_by") == rank_orders
+    assert accepted(http_api.SEMANTIC_ARGUMENTS, "mode") == modes
+    assert accepted(http_api.TRAVERSE_ARGUMENTS, "direction") == directions
+    assert accepted(http_api.LINEAGE_ARGUMENTS, "direction") == lineage
+    assert get_args(mcp_server.Direction) == tuple(directions)
