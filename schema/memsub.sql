@@ -480,24 +480,6 @@ ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
-CREATE FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-begin
-    -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
-    -- answer as if nothing matched.
-    if p_query is null and p_query_text !~ '\S' then
-        raise exception 'field "query_text" must not be blank when no query vector is given'
-            using errcode = '22023', column = 'query_text';
-    end if;
-end
-$$;
-
-ALTER FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) IS 'Refuses (22023 naming query_text) a search whose only query is blank text: no query vector, and text of only whitespace.';
-
 CREATE FUNCTION memsub._check_context_role(p_role text, p_caller text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -681,14 +663,19 @@ begin
     if p_query is null and p_query_text is null then
         raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
     end if;
-    perform memsub._check_blank_query_text(p_query, p_query_text);
+    -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
+    -- answer as if nothing matched.
+    if p_query is null and p_query_text !~ '\S' then
+        raise exception 'field "query_text" must not be blank when no query vector is given'
+            using errcode = '22023', column = 'query_text';
+    end if;
     perform memsub._check_vector(p_query, 'query');
 end
 $$;
 
 ALTER FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) IS 'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not blank text alone (22023), a usable query vector.';
+COMMENT ON FUNCTION memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query public.vector, p_query_text text) IS 'Checks the arguments the fused searches (hybrid_search, memory_search, entity_search) share: k at least 1 (22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not blank text alone (22023), a usable query vector.';
 
 CREATE FUNCTION memsub._check_graph_node(p_type text, p_id text, p_field text) RETURNS text
     LANGUAGE plpgsql STABLE
@@ -6048,16 +6035,13 @@ declare
     v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    perform memsub._check_count(p_k, 'max_k', 'k');
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
     end if;
     perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    if p_rrf_k is null or p_rrf_k < 0 then
-        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
-    end if;
     -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
     perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
             memsub._check_finite(p_importance_weight, 'importance_weight'),
@@ -6075,11 +6059,6 @@ begin
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
     perform memsub._check_half_life(p_half_life);
-    perform memsub._check_vector(p_query, 'query');
-    if p_query is null and p_query_text is null then
-        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub._check_blank_query_text(p_query, p_query_text);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
     -- optional access records (the one-time filter on p_record_access skips them entirely when false).
@@ -14681,10 +14660,6 @@ REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_t
 REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._check_blank_query_text(p_query public.vector, p_query_text text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_app;

@@ -78,22 +78,35 @@ $$;
 comment on function memsub._check_time_range(timestamptz, timestamptz) is
     'Refuses (22023 naming until) a time filter [since, until) that holds no time; either bound may be NULL (open).';
 
-create or replace function memsub._check_blank_query_text(p_query vector, p_query_text text) returns void
-language plpgsql immutable security invoker parallel safe
+-- The arguments the fused searches share (hybrid_search, memory_search, entity_search): k (at least 1, at most
+-- the installation's max_k limit, 54000 above it, like every other search), rrf_k, and a query vector or text.
+drop function if exists memsub._check_blank_query_text(vector, text);
+create or replace function memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
+returns void
+language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
+    perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_rrf_k is null or p_rrf_k < 0 then
+        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
+    end if;
+    if p_query is null and p_query_text is null then
+        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
+    end if;
     -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
     -- answer as if nothing matched.
     if p_query is null and p_query_text !~ '\S' then
         raise exception 'field "query_text" must not be blank when no query vector is given'
             using errcode = '22023', column = 'query_text';
     end if;
+    perform memsub._check_vector(p_query, 'query');
 end
 $$;
-comment on function memsub._check_blank_query_text(vector, text) is
-    'Refuses (22023 naming query_text) a search whose only query is blank text: no query vector, and text of only '
-    'whitespace.';
+comment on function memsub._check_fused_search(integer, integer, vector, text) is
+    'Checks the arguments the fused searches (hybrid_search, memory_search, entity_search) share: k at least 1 '
+    '(22023) and within the max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not '
+    'blank text alone (22023), a usable query vector.';
 
 create or replace function memsub._check_text_limits(variadic p_name_value text[]) returns bigint
 language plpgsql stable security invoker parallel safe
@@ -398,8 +411,8 @@ grant execute on function
 -- memsub_retrieval_owner.
 -- The text limit, granted as memsub._check_limit is (sql/015_limits.sql): every caller of that may call this.
 grant execute on function memsub._check_text_limits(text[]) to memsub_app, memsub_analyst, memsub_retrieval_owner;
--- The blank-query check, for the invoker searches (hybrid_search, memory_search, entity_search).
-grant execute on function memsub._check_blank_query_text(vector, text) to memsub_app, memsub_analyst;
+-- The fused searches' shared check, for the invoker searches (hybrid_search, memory_search, entity_search).
+grant execute on function memsub._check_fused_search(integer, integer, vector, text) to memsub_app, memsub_analyst;
 -- The filter checks, for the invoker searches and graph reads.
 grant execute on function memsub._check_filter_values(text[], text), memsub._check_time_range(timestamptz, timestamptz)
     to memsub_app, memsub_analyst;

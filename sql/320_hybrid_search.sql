@@ -134,16 +134,13 @@ declare
     v_tenant     uuid    := memsub._require_tenant_id();
     v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
 begin
-    perform memsub._check_count(p_k, 'max_k', 'k');
+    perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
     end if;
     perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    if p_rrf_k is null or p_rrf_k < 0 then
-        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
-    end if;
     -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
     perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
             memsub._check_finite(p_importance_weight, 'importance_weight'),
@@ -161,11 +158,6 @@ begin
         raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
     end if;
     perform memsub._check_half_life(p_half_life);
-    perform memsub._check_vector(p_query, 'query');
-    if p_query is null and p_query_text is null then
-        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub._check_blank_query_text(p_query, p_query_text);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
     -- optional access records (the one-time filter on p_record_access skips them entirely when false).

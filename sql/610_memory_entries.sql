@@ -369,30 +369,6 @@ comment on function memsub.memory_context(text) is
     'temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats '
     'memory_entries. Only what the caller may see takes part.';
 
--- The arguments memory_search and entity_search share: k (at least 1, at most the installation's max_k limit,
--- 54000 above it, like every other search), rrf_k, and a query vector or text.
-create or replace function memsub._check_fused_search(p_k integer, p_rrf_k integer, p_query vector, p_query_text text)
-returns void
-language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, public, pg_temp
-as $$
-begin
-    perform memsub._check_count(p_k, 'max_k', 'k');
-    if p_rrf_k is null or p_rrf_k < 0 then
-        raise exception 'field "rrf_k" must be >= 0, not %', p_rrf_k using errcode = '22023', column = 'rrf_k';
-    end if;
-    if p_query is null and p_query_text is null then
-        raise exception 'field "query" or "query_text" is required' using errcode = '23502', column = 'query';
-    end if;
-    perform memsub._check_blank_query_text(p_query, p_query_text);
-    perform memsub._check_vector(p_query, 'query');
-end
-$$;
-comment on function memsub._check_fused_search(integer, integer, vector, text) is
-    'Checks the arguments of memsub.memory_search and memsub.entity_search: k at least 1 (22023) and within the '
-    'max_k limit (54000), rrf_k not negative, a query vector or text (23502) that is not blank text alone (22023), a '
-    'usable query vector.';
-
 create or replace function memsub.memory_search(
     p_query_text       text,
     p_query            vector  default null,
@@ -497,6 +473,5 @@ grant execute on function
     memsub.memory_history(text, text),
     memsub.memory_list(text),
     memsub.memory_context(text),
-    memsub.memory_search(text, vector, integer, text, integer),
-    memsub._check_fused_search(integer, integer, vector, text)
+    memsub.memory_search(text, vector, integer, text, integer)
     to memsub_app, memsub_analyst;
