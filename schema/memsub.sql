@@ -1880,7 +1880,7 @@ COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching for
 CREATE FUNCTION memsub._optional_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select case when p_value ~ '\S' then btrim(regexp_replace(p_value, '\s+', ' ', 'g')) end $$;
+    AS $$ select case when p_value ~ '\S' then memsub._require_text(p_value, 'value') end $$;
 
 ALTER FUNCTION memsub._optional_text(p_value text) OWNER TO memsub_owner;
 

@@ -37,7 +37,8 @@ language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 -- The form memsub._require_text stores, for a field that may be absent: an agent or task id written optionally
 -- here and required there, or read back as a filter, is then the same key however its whitespace was typed.
-as $$ select case when p_value ~ '\S' then btrim(regexp_replace(p_value, '\s+', ' ', 'g')) end $$;
+-- _require_text is called only for a value it accepts (not NULL, not blank), so it never raises here.
+as $$ select case when p_value ~ '\S' then memsub._require_text(p_value, 'value') end $$;
 comment on function memsub._optional_text(text) is
     'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
     'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
