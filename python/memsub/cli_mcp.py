@@ -13,19 +13,15 @@ from uuid import UUID
 
 import click
 
-from memsub.cli_common import context_role_option, dsn_option, reachable_dsn
+from memsub.cli_common import UUID_TEXT, context_role_option, dsn_option, reachable_dsn
 from memsub.embedding import EMBEDDER_SPEC_HELP, default_embedder_name, describe_embedder, resolve_embedder
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import fail
 
 
-def _uuid(value: str | None, option: str) -> UUID | None:
-    if value is None or value == "":
-        return None
-    try:
-        return UUID(value)
-    except ValueError as error:
-        raise click.BadParameter(f"{value!r} is not a UUID", param_hint=option) from error
+def _uuid(value: str | None) -> UUID | None:
+    """An option's UUID, which UUID_TEXT checked as the command line was read."""
+    return None if value is None else UUID(value)
 
 
 @click.command("mcp")
@@ -35,10 +31,12 @@ def _uuid(value: str | None, option: str) -> UUID | None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="http: address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="http: port.")
 @click.option("--path", "http_path", default="/mcp", show_default=True, help="http: endpoint path.")
-@click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", default=None,
+@click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", default=None, type=UUID_TEXT,
               help="Tenant UUID every call acts for (or MEMSUB_TENANT).")
-@click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, help="Organization UUID (or MEMSUB_ORG).")
-@click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, help="User UUID (or MEMSUB_USER).")
+@click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, type=UUID_TEXT,
+              help="Organization UUID (or MEMSUB_ORG).")
+@click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, type=UUID_TEXT,
+              help="User UUID (or MEMSUB_USER).")
 @context_role_option("Context role (needs membership in the matching memsub role).")
 @click.option("--session", "session_id", envvar="MEMSUB_SESSION", default=None,
               help="Session identifier (or MEMSUB_SESSION).")
@@ -69,9 +67,8 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
     from memsub.client import Substrate
 
     try:
-        identity = Identity(tenant_id=_uuid(tenant_id, "--tenant"), org_id=_uuid(org_id, "--org"),
-                            user_id=_uuid(user_id, "--user"), roles=roles, session_id=session_id,
-                            token=token or None, token_file=token_file)
+        identity = Identity(tenant_id=_uuid(tenant_id), org_id=_uuid(org_id), user_id=_uuid(user_id), roles=roles,
+                            session_id=session_id, token=token or None, token_file=token_file)
     except ValueError as error:
         fail(ConfigurationError(str(error)))
     substrate = Substrate(reachable_dsn(dsn), max_size=pool_size, timeout=10.0)
