@@ -15,7 +15,9 @@ the client's per-call mode sends them):
 - ``get_packet`` of one id, without and with its vector (100 per round each);
 - ``get_packets`` of 100 ids, without and with their vectors (5 per round each);
 - ``get_packets_with_vector_values`` of one id and of 100, in binary: the read with vectors the Python client sends
-  (100 and 5 per round).
+  (100 and 5 per round);
+- ``semantic_search`` of the ten nearest, by the HNSW walk and by the exact scan (``p_mode``), each for a new query
+  vector (50 per round each).
 
 Reported per call: the p50 latency of each version, and the server CPU (the backend's ``/proc/<pid>/schedstat``,
 median of the rounds' per-call means), with the ratio after / before. Both versions share the server, the
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from pgvector import Vector
 from psycopg.conninfo import make_conninfo
 
 from _database import APP_ROLE, backend_cpu, environment, environment_line, private_cluster, trusted_app_login
@@ -55,7 +58,8 @@ PER_ROUND = {"write_packet, one 384-d vector": 25, "write_packet, eight 384-d ve
              "get_packet without vectors": 100,
              "get_packet with vectors": 100, "get_packets of 100 without vectors": 5,
              "get_packets of 100 with vectors": 5, "get_packet, vectors in binary": 100,
-             "get_packets of 100, vectors in binary": 5}
+             "get_packets of 100, vectors in binary": 5, "semantic_search of 10, the walk": 50,
+             "semantic_search of 10, the exact scan": 50}
 
 
 def log(message: str) -> None:
@@ -107,7 +111,7 @@ def envelope(number: int, vector: list[float], packet_id: uuid.UUID | None = Non
 
 
 def measure(versions: dict[str, Version], rounds: int, ids: list[uuid.UUID], writes: list[str],
-            chunked_writes: list[str]) -> dict[str, dict[str, dict[str, float]]]:
+            chunked_writes: list[str], queries: list[Vector]) -> dict[str, dict[str, dict[str, float]]]:
     """Per operation and version: p50 latency (ms) and median server CPU per call (ms)."""
     rng = random.Random(3)
     operations: dict[str, Callable[[Version, int], list[tuple[Any, ...]]]] = {
@@ -129,6 +133,12 @@ def measure(versions: dict[str, Version], rounds: int, ids: list[uuid.UUID], wri
         "get_packets of 100, vectors in binary": lambda v, i: v.call(
             b"select packet_id, envelope, vectors from memsub.get_packets_with_vector_values(%s)", [batches[i]],
             binary=True),
+        "semantic_search of 10, the walk": lambda v, i: v.call(
+            b"select embedding_id, distance from memsub.semantic_search(%s, 10, p_mode => 'approximate')",
+            [queries[i % len(queries)]], binary=True),
+        "semantic_search of 10, the exact scan": lambda v, i: v.call(
+            b"select embedding_id, distance from memsub.semantic_search(%s, 10, p_mode => 'exact')",
+            [queries[i % len(queries)]], binary=True),
     }
     batches = [rng.sample(ids, 100) for _ in range(rounds * PER_ROUND["get_packets of 100 with vectors"])]
     order = list(versions)
@@ -190,7 +200,8 @@ def main() -> int:
             vectors = [v.tolist() for v in drawn]
             chunked_writes = [json.dumps(envelope(2 * 10**6 + i, vectors[8 * i], chunks=vectors[8 * i + 1:8 * i + 8]))
                               for i in range(len(vectors) // 8)]
-            results = measure(versions, args.rounds, ids, writes, chunked_writes)
+            queries = [Vector(v) for v in source.draw(args.rounds * PER_ROUND["semantic_search of 10, the walk"])]
+            results = measure(versions, args.rounds, ids, writes, chunked_writes, queries)
             for version in versions.values():
                 version.conn.close()
         finally:

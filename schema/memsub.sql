@@ -1794,7 +1794,9 @@ begin
 
     -- The nearest pool rows, the packet joined inside only when a packet filter needs it; then the winners'
     -- packet. The exact scan sorts ids and distances only (the "+ 0" keeps its ordering off the HNSW index) and
-    -- reads the winners' text after; the walk takes their text with them (it sorts nothing, and a second read
+    -- reads the winners' text after; the walk orders by the graph's own key (memsub._vector_graph_order: unit
+    -- vectors in half precision), and the pool it returns is put in order of the full vectors' cosine distance
+    -- by the aggregate. The walk takes their text with them (it sorts nothing, and a second read
     -- of memory_embeddings cost 0.45 ms of planning and 0.15 ms of execution a call). The text is put together
     -- from fixed fragments; every value is bound ($1 ... $8) except the embedding type (checked against the
     -- vocabulary above) and the pool, written in as constants (see the head of this file). Every read of
@@ -1817,7 +1819,8 @@ begin
         case when packet_filters = '' then ''
              else 'join memsub.packet_store p on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id' end,
         p_embedding_type, tenant_filter, packet_filters,
-        case when p_exact then '(e.vector <=> $1) + 0, e.embedding_id' else 'e.vector <=> $1' end,
+        case when p_exact then '(e.vector <=> $1) + 0, e.embedding_id'
+             else memsub._vector_graph_order('e.vector', '$1') end,
         p_pool,
         case when p_exact then ' join memsub.memory_embeddings e on e.tenant_id = n.tenant_id'
                                ' and e.embedding_id = n.embedding_id' || tenant_filter end,
@@ -2874,6 +2877,18 @@ $$;
 ALTER FUNCTION memsub._unsealed_tenant_id() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._unsealed_tenant_id() IS 'Internal: the tenant the context names, NOT checked against the context''s seal (NULL when unset or not a uuid): only a key for a read under row-level security, whose caller checks the seal itself when the read returns nothing (memsub.current_tenant_id).';
+
+CREATE FUNCTION memsub._vector_graph_order(p_vector text, p_query text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+    select format('l2_normalize(%1$s)::halfvec(%3$s) <#> l2_normalize(%2$s)::halfvec(%3$s)', p_vector, p_query,
+                  memsub.vector_dimension())
+$_$;
+
+ALTER FUNCTION memsub._vector_graph_order(p_vector text, p_query text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS 'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. Its order is the cosine distance''s to half precision; statements built with it report the cosine distance of the full vectors.';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
@@ -10537,7 +10552,8 @@ begin
                 -- tenant's values, a walk or, for a small tenant, a sort).
                 execute 'select min(n.distance) from (select e.vector <=> $1 as distance'
                         '  from memsub.memory_embeddings e where e.embedding_type = $2 and e.tenant_id = $3'
-                        '   and e.embedding_id <> $4 order by e.vector <=> $1 limit 1) n'
+                        '   and e.embedding_id <> $4 order by ' || memsub._vector_graph_order('e.vector', '$1')
+                        || ' limit 1) n'
                    into v_distance using v_sample.vector, v_group.embedding_type, v_group.tenant_id,
                                          v_sample.embedding_id;
                 v_query := memsub._sample_query(v_sample.vector, least(greatest(coalesce(v_distance, 0), 0), 2));
@@ -13019,343 +13035,343 @@ CREATE INDEX idx_document_index_previous ON memsub.document_index USING btree (t
 
 COMMENT ON INDEX memsub.idx_document_index_previous IS 'Walks the version chain forward (which version replaced this one).';
 
-CREATE INDEX idx_embeddings_vector_content ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content ON ONLY memsub.memory_embeddings USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_content IS 'HNSW (cosine) over the content embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_content_p00 ... _p15); a search of one tenant walks its partition''s.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_content IS 'HNSW over the content embeddings only, of each vector scaled to length 1 in half precision (inner product): one graph per partition of memory_embeddings (idx_embeddings_vector_content_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_content_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p00 ON memsub.memory_embeddings_p00 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p00 IS 'The part of idx_embeddings_vector_content on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p01 ON memsub.memory_embeddings_p01 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p01 IS 'The part of idx_embeddings_vector_content on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p02 ON memsub.memory_embeddings_p02 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p02 IS 'The part of idx_embeddings_vector_content on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p03 ON memsub.memory_embeddings_p03 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p03 IS 'The part of idx_embeddings_vector_content on partition 3 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p04 ON memsub.memory_embeddings_p04 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p04 IS 'The part of idx_embeddings_vector_content on partition 4 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p05 ON memsub.memory_embeddings_p05 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p05 IS 'The part of idx_embeddings_vector_content on partition 5 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p06 ON memsub.memory_embeddings_p06 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p06 IS 'The part of idx_embeddings_vector_content on partition 6 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p07 ON memsub.memory_embeddings_p07 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p07 IS 'The part of idx_embeddings_vector_content on partition 7 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p08 ON memsub.memory_embeddings_p08 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p08 IS 'The part of idx_embeddings_vector_content on partition 8 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p09 ON memsub.memory_embeddings_p09 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p09 IS 'The part of idx_embeddings_vector_content on partition 9 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p10 ON memsub.memory_embeddings_p10 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p10 IS 'The part of idx_embeddings_vector_content on partition 10 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p11 ON memsub.memory_embeddings_p11 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p11 IS 'The part of idx_embeddings_vector_content on partition 11 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p12 ON memsub.memory_embeddings_p12 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p12 IS 'The part of idx_embeddings_vector_content on partition 12 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p13 ON memsub.memory_embeddings_p13 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p13 IS 'The part of idx_embeddings_vector_content on partition 13 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p14 ON memsub.memory_embeddings_p14 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p14 IS 'The part of idx_embeddings_vector_content on partition 14 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_content_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'content'::text);
+CREATE INDEX idx_embeddings_vector_content_p15 ON memsub.memory_embeddings_p15 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'content'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_content_p15 IS 'The part of idx_embeddings_vector_content on partition 15 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context ON ONLY memsub.memory_embeddings USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_context IS 'HNSW (cosine) over the context embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_context_p00 ... _p15); a search of one tenant walks its partition''s.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_context IS 'HNSW over the context embeddings only, of each vector scaled to length 1 in half precision (inner product): one graph per partition of memory_embeddings (idx_embeddings_vector_context_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_context_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p00 ON memsub.memory_embeddings_p00 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p00 IS 'The part of idx_embeddings_vector_context on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p01 ON memsub.memory_embeddings_p01 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p01 IS 'The part of idx_embeddings_vector_context on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p02 ON memsub.memory_embeddings_p02 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p02 IS 'The part of idx_embeddings_vector_context on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p03 ON memsub.memory_embeddings_p03 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p03 IS 'The part of idx_embeddings_vector_context on partition 3 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p04 ON memsub.memory_embeddings_p04 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p04 IS 'The part of idx_embeddings_vector_context on partition 4 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p05 ON memsub.memory_embeddings_p05 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p05 IS 'The part of idx_embeddings_vector_context on partition 5 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p06 ON memsub.memory_embeddings_p06 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p06 IS 'The part of idx_embeddings_vector_context on partition 6 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p07 ON memsub.memory_embeddings_p07 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p07 IS 'The part of idx_embeddings_vector_context on partition 7 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p08 ON memsub.memory_embeddings_p08 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p08 IS 'The part of idx_embeddings_vector_context on partition 8 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p09 ON memsub.memory_embeddings_p09 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p09 IS 'The part of idx_embeddings_vector_context on partition 9 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p10 ON memsub.memory_embeddings_p10 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p10 IS 'The part of idx_embeddings_vector_context on partition 10 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p11 ON memsub.memory_embeddings_p11 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p11 IS 'The part of idx_embeddings_vector_context on partition 11 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p12 ON memsub.memory_embeddings_p12 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p12 IS 'The part of idx_embeddings_vector_context on partition 12 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p13 ON memsub.memory_embeddings_p13 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p13 IS 'The part of idx_embeddings_vector_context on partition 13 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p14 ON memsub.memory_embeddings_p14 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p14 IS 'The part of idx_embeddings_vector_context on partition 14 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_context_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'context'::text);
+CREATE INDEX idx_embeddings_vector_context_p15 ON memsub.memory_embeddings_p15 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'context'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_context_p15 IS 'The part of idx_embeddings_vector_context on partition 15 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity ON ONLY memsub.memory_embeddings USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_entity IS 'HNSW (cosine) over the entity embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_entity_p00 ... _p15); a search of one tenant walks its partition''s.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_entity IS 'HNSW over the entity embeddings only, of each vector scaled to length 1 in half precision (inner product): one graph per partition of memory_embeddings (idx_embeddings_vector_entity_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_entity_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p00 ON memsub.memory_embeddings_p00 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p00 IS 'The part of idx_embeddings_vector_entity on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p01 ON memsub.memory_embeddings_p01 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p01 IS 'The part of idx_embeddings_vector_entity on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p02 ON memsub.memory_embeddings_p02 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p02 IS 'The part of idx_embeddings_vector_entity on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p03 ON memsub.memory_embeddings_p03 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p03 IS 'The part of idx_embeddings_vector_entity on partition 3 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p04 ON memsub.memory_embeddings_p04 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p04 IS 'The part of idx_embeddings_vector_entity on partition 4 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p05 ON memsub.memory_embeddings_p05 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p05 IS 'The part of idx_embeddings_vector_entity on partition 5 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p06 ON memsub.memory_embeddings_p06 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p06 IS 'The part of idx_embeddings_vector_entity on partition 6 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p07 ON memsub.memory_embeddings_p07 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p07 IS 'The part of idx_embeddings_vector_entity on partition 7 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p08 ON memsub.memory_embeddings_p08 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p08 IS 'The part of idx_embeddings_vector_entity on partition 8 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p09 ON memsub.memory_embeddings_p09 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p09 IS 'The part of idx_embeddings_vector_entity on partition 9 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p10 ON memsub.memory_embeddings_p10 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p10 IS 'The part of idx_embeddings_vector_entity on partition 10 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p11 ON memsub.memory_embeddings_p11 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p11 IS 'The part of idx_embeddings_vector_entity on partition 11 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p12 ON memsub.memory_embeddings_p12 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p12 IS 'The part of idx_embeddings_vector_entity on partition 12 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p13 ON memsub.memory_embeddings_p13 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p13 IS 'The part of idx_embeddings_vector_entity on partition 13 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p14 ON memsub.memory_embeddings_p14 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p14 IS 'The part of idx_embeddings_vector_entity on partition 14 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_entity_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'entity'::text);
+CREATE INDEX idx_embeddings_vector_entity_p15 ON memsub.memory_embeddings_p15 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'entity'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_entity_p15 IS 'The part of idx_embeddings_vector_entity on partition 15 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning ON ONLY memsub.memory_embeddings USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning IS 'HNSW (cosine) over the reasoning embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_reasoning_p00 ... _p15); a search of one tenant walks its partition''s.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning IS 'HNSW over the reasoning embeddings only, of each vector scaled to length 1 in half precision (inner product): one graph per partition of memory_embeddings (idx_embeddings_vector_reasoning_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p00 ON memsub.memory_embeddings_p00 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p00 IS 'The part of idx_embeddings_vector_reasoning on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p01 ON memsub.memory_embeddings_p01 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p01 IS 'The part of idx_embeddings_vector_reasoning on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p02 ON memsub.memory_embeddings_p02 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p02 IS 'The part of idx_embeddings_vector_reasoning on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p03 ON memsub.memory_embeddings_p03 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p03 IS 'The part of idx_embeddings_vector_reasoning on partition 3 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p04 ON memsub.memory_embeddings_p04 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p04 IS 'The part of idx_embeddings_vector_reasoning on partition 4 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p05 ON memsub.memory_embeddings_p05 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p05 IS 'The part of idx_embeddings_vector_reasoning on partition 5 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p06 ON memsub.memory_embeddings_p06 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p06 IS 'The part of idx_embeddings_vector_reasoning on partition 6 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p07 ON memsub.memory_embeddings_p07 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p07 IS 'The part of idx_embeddings_vector_reasoning on partition 7 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p08 ON memsub.memory_embeddings_p08 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p08 IS 'The part of idx_embeddings_vector_reasoning on partition 8 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p09 ON memsub.memory_embeddings_p09 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p09 IS 'The part of idx_embeddings_vector_reasoning on partition 9 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p10 ON memsub.memory_embeddings_p10 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p10 IS 'The part of idx_embeddings_vector_reasoning on partition 10 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p11 ON memsub.memory_embeddings_p11 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p11 IS 'The part of idx_embeddings_vector_reasoning on partition 11 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p12 ON memsub.memory_embeddings_p12 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p12 IS 'The part of idx_embeddings_vector_reasoning on partition 12 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p13 ON memsub.memory_embeddings_p13 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p13 IS 'The part of idx_embeddings_vector_reasoning on partition 13 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p14 ON memsub.memory_embeddings_p14 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p14 IS 'The part of idx_embeddings_vector_reasoning on partition 14 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_reasoning_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'reasoning'::text);
+CREATE INDEX idx_embeddings_vector_reasoning_p15 ON memsub.memory_embeddings_p15 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'reasoning'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_reasoning_p15 IS 'The part of idx_embeddings_vector_reasoning on partition 15 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary ON ONLY memsub.memory_embeddings USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary ON ONLY memsub.memory_embeddings USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
-COMMENT ON INDEX memsub.idx_embeddings_vector_summary IS 'HNSW (cosine) over the summary embeddings only: one graph per partition of memory_embeddings (idx_embeddings_vector_summary_p00 ... _p15); a search of one tenant walks its partition''s.';
+COMMENT ON INDEX memsub.idx_embeddings_vector_summary IS 'HNSW over the summary embeddings only, of each vector scaled to length 1 in half precision (inner product): one graph per partition of memory_embeddings (idx_embeddings_vector_summary_p00 ... _p15); a search of one tenant walks its partition''s.';
 
-CREATE INDEX idx_embeddings_vector_summary_p00 ON memsub.memory_embeddings_p00 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p00 ON memsub.memory_embeddings_p00 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p00 IS 'The part of idx_embeddings_vector_summary on partition 0 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p01 ON memsub.memory_embeddings_p01 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p01 ON memsub.memory_embeddings_p01 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p01 IS 'The part of idx_embeddings_vector_summary on partition 1 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p02 ON memsub.memory_embeddings_p02 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p02 ON memsub.memory_embeddings_p02 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p02 IS 'The part of idx_embeddings_vector_summary on partition 2 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p03 ON memsub.memory_embeddings_p03 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p03 ON memsub.memory_embeddings_p03 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p03 IS 'The part of idx_embeddings_vector_summary on partition 3 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p04 ON memsub.memory_embeddings_p04 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p04 ON memsub.memory_embeddings_p04 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p04 IS 'The part of idx_embeddings_vector_summary on partition 4 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p05 ON memsub.memory_embeddings_p05 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p05 ON memsub.memory_embeddings_p05 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p05 IS 'The part of idx_embeddings_vector_summary on partition 5 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p06 ON memsub.memory_embeddings_p06 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p06 ON memsub.memory_embeddings_p06 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p06 IS 'The part of idx_embeddings_vector_summary on partition 6 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p07 ON memsub.memory_embeddings_p07 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p07 ON memsub.memory_embeddings_p07 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p07 IS 'The part of idx_embeddings_vector_summary on partition 7 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p08 ON memsub.memory_embeddings_p08 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p08 ON memsub.memory_embeddings_p08 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p08 IS 'The part of idx_embeddings_vector_summary on partition 8 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p09 ON memsub.memory_embeddings_p09 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p09 ON memsub.memory_embeddings_p09 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p09 IS 'The part of idx_embeddings_vector_summary on partition 9 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p10 ON memsub.memory_embeddings_p10 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p10 ON memsub.memory_embeddings_p10 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p10 IS 'The part of idx_embeddings_vector_summary on partition 10 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p11 ON memsub.memory_embeddings_p11 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p11 ON memsub.memory_embeddings_p11 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p11 IS 'The part of idx_embeddings_vector_summary on partition 11 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p12 ON memsub.memory_embeddings_p12 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p12 ON memsub.memory_embeddings_p12 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p12 IS 'The part of idx_embeddings_vector_summary on partition 12 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p13 ON memsub.memory_embeddings_p13 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p13 ON memsub.memory_embeddings_p13 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p13 IS 'The part of idx_embeddings_vector_summary on partition 13 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p14 ON memsub.memory_embeddings_p14 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p14 ON memsub.memory_embeddings_p14 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p14 IS 'The part of idx_embeddings_vector_summary on partition 14 of memory_embeddings.';
 
-CREATE INDEX idx_embeddings_vector_summary_p15 ON memsub.memory_embeddings_p15 USING hnsw (vector public.vector_cosine_ops) WHERE (embedding_type = 'summary'::text);
+CREATE INDEX idx_embeddings_vector_summary_p15 ON memsub.memory_embeddings_p15 USING hnsw (((public.l2_normalize(vector))::public.halfvec(1536)) public.halfvec_ip_ops) WHERE (embedding_type = 'summary'::text);
 
 COMMENT ON INDEX memsub.idx_embeddings_vector_summary_p15 IS 'The part of idx_embeddings_vector_summary on partition 15 of memory_embeddings.';
 
@@ -14933,6 +14949,10 @@ GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._unsealed_tenant_id() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 

@@ -26,6 +26,14 @@ def vec(*head: float, dimension: int = DIMENSION) -> str:
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
+def graph_order(conn: psycopg.Connection[Any], stored: str = "vector") -> str:
+    """The ORDER BY expression that walks memory_embeddings' HNSW graphs (memsub._vector_graph_order): the
+    stored vector ``stored`` against a query given as a psycopg parameter (``%s::vector``)."""
+    row = conn.execute("select memsub._vector_graph_order(%s, '%%s::vector')", [stored]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
 def call(conn: psycopg.Connection[Any], sql: str, params: list[Any] | None = None) -> dict[str, Any]:
     """Run a function call returning one row, decoded by column name."""
     row = conn.cursor(row_factory=dict_row).execute(sql.encode(), params or []).fetchone()

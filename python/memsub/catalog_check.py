@@ -8,8 +8,9 @@ security, volatility, configuration and owner, row-level security flags, owners 
 
 Values that differ between correct installations are normalized: OIDs never appear, privileges are listed
 without their grantor, the schemas of the extensions memsub uses are on the search path while reading (so their
-types print unqualified), the installation's vector dimension prints as ``vector(N)``, and role memberships
-that confer no rights (the ADMIN-only grant PostgreSQL gives a role's creator) are left out.
+types print unqualified), the installation's vector dimension prints as ``vector(N)`` (``halfvec(N)`` in the
+keys of the HNSW graphs), and role memberships that confer no rights (the ADMIN-only grant PostgreSQL gives a
+role's creator) are left out.
 
 The expected fingerprint (the *reference*) comes from one of three places, see ``docs/security.md``:
 a clean installation the caller names (``--reference-dsn``), a scratch database built from the shipped SQL on
@@ -251,7 +252,7 @@ ROLE_QUERY = """
       from pg_roles r where r.rolname = any(%(roles)s)"""
 
 
-_VECTOR_TYPE = re.compile(r"\bvector\((\d+)\)")
+_VECTOR_TYPE = re.compile(r"\b(vector|halfvec)\((\d+)\)")
 
 
 def _installed_dimension(conn: psycopg.Connection[Any]) -> str | None:
@@ -307,7 +308,15 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
 
 
 def _normalize(text: str, dimension: str) -> str:
-    return _VECTOR_TYPE.sub(lambda m: "vector(N)" if m[1] == dimension else m[0], text)
+    return _VECTOR_TYPE.sub(lambda m: f"{m[1]}(N)" if m[2] == dimension else m[0], text)
+
+
+_NORMALIZED_VECTOR_TYPE = re.compile(r"\b(vector|halfvec)\(N\)")
+
+
+def _installed(text: str, dimension: str | None) -> str:
+    """A normalized definition as the installation states it: ``vector(N)`` with its own dimension."""
+    return _NORMALIZED_VECTOR_TYPE.sub(lambda m: f"{m[1]}({dimension})", text) if dimension else text
 
 
 def fingerprint_dsn(dsn: str, roles: bool = True) -> Fingerprint:
@@ -586,6 +595,7 @@ class _Repairer:
         self.conn = conn
         self.expected = expected
         self.report = report
+        self.dimension = _installed_dimension(conn)
 
     def run(self, statement: str | sql.Composable, label: str) -> bool:
         """One repair statement in its own savepoint: a failure is reported and the rest carries on."""
@@ -642,7 +652,8 @@ class _Repairer:
             elif attribute in (None, "definition"):
                 if attribute:
                     self.run(sql.SQL("drop index {}").format(sql.SQL(name)), f"drop changed {key}")
-                if self.run(attrs["definition"], f"create {key}") and attrs.get("partition of"):
+                if self.run(_installed(attrs["definition"], self.dimension), f"create {key}") \
+                        and attrs.get("partition of"):
                     self.run(sql.SQL("alter index {} attach partition {}").format(
                         sql.SQL(attrs["partition of"]), sql.SQL(name)), f"attach {key}")
         elif kind == "constraint" and attribute in (None, "definition"):

@@ -127,19 +127,25 @@ def test_keys_lead_with_tenant_and_packets_are_referenced_by_composite_keys(db):
 
 def test_named_indexes_have_the_seed_kind(db):
     with db.connect() as conn:
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()
+        assert dimension is not None
+        # Each vector scaled to length 1, in half precision, compared by inner product (2.35.0).
+        key = f"((l2_normalize(vector))::halfvec({dimension[0]})) halfvec_ip_ops"
         for space in get_args(EmbeddingType):
             definition = conn.execute(
-                "select pg_get_indexdef(%s::regclass)", [f"memsub.idx_embeddings_vector_{space}"]).fetchone()
+                "select replace(pg_get_indexdef(%s::regclass), 'public.', '')",
+                [f"memsub.idx_embeddings_vector_{space}"]).fetchone()
             # Partitioned (memory_embeddings is partitioned by tenant): one graph per partition, attached to it.
             assert definition == (
                 f"CREATE INDEX idx_embeddings_vector_{space} ON ONLY memsub.memory_embeddings USING hnsw "
-                f"(vector vector_cosine_ops) WHERE (embedding_type = '{space}'::text)",)
+                f"({key}) WHERE (embedding_type = '{space}'::text)",)
             parts = conn.execute(
-                "select pg_get_indexdef(h.inhrelid) from pg_inherits h where h.inhparent = %s::regclass "
+                "select replace(pg_get_indexdef(h.inhrelid), 'public.', '') from pg_inherits h "
+                "where h.inhparent = %s::regclass "
                 "order by 1", [f"memsub.idx_embeddings_vector_{space}"]).fetchall()
             assert [p[0] for p in parts] == [
                 f"CREATE INDEX idx_embeddings_vector_{space}_p{n:02d} ON memsub.memory_embeddings_p{n:02d} "
-                f"USING hnsw (vector vector_cosine_ops) WHERE (embedding_type = '{space}'::text)" for n in range(16)]
+                f"USING hnsw ({key}) WHERE (embedding_type = '{space}'::text)" for n in range(16)]
         edge = conn.execute("select pg_get_indexdef('memsub.idx_entity_relationships_edge'::regclass)").fetchone()
         # The seed's unique edge key, held by the current (open) validity window of each edge since 2.5.0, on
         # the normalized entity names since 2.13.0 (one name rule for functions and views).

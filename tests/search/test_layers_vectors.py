@@ -15,7 +15,7 @@ from memsub.migrator import Migrator
 from memsub.search import EmbeddingType
 
 from helpers import TENANT_A, TENANT_B, expect_error, set_context, write
-from layer_helpers import vec
+from layer_helpers import graph_order, vec
 
 SPACES = list(get_args(EmbeddingType))
 
@@ -55,7 +55,7 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         conn.execute("set local enable_sort = off")
         plan = conn.execute(
             "explain (format json) select embedding_id from memsub.memory_embeddings "  # noqa: S608
-            f"where embedding_type = '{space}' order by vector <=> %s::vector limit 5",
+            f"where embedding_type = '{space}' order by {graph_order(conn)} limit 5",
             [vec(1.0, 0.3)]).fetchone()
         assert plan is not None
         # memory_embeddings is partitioned by tenant: the type's index is one graph per partition.
@@ -64,7 +64,7 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         # Stating the tenant reads only its partition's graph.
         plan = conn.execute(
             "explain (format json) select embedding_id from memsub.memory_embeddings "  # noqa: S608
-            f"where embedding_type = '{space}' and tenant_id = %s order by vector <=> %s::vector limit 5",
+            f"where embedding_type = '{space}' and tenant_id = %s order by {graph_order(conn)} limit 5",
             [TENANT_A, vec(1.0, 0.3)]).fetchone()
         assert plan is not None
         partition = conn.execute("select memsub._embedding_partition(%s)", [TENANT_A]).fetchone()

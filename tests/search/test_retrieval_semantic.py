@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from helpers import set_context
+from layer_helpers import graph_order
 from retrieval_data import BIG, RETRIEVAL_SPEC, SMALL, TYPES, query_vector
 
 QUERIES = 60
@@ -66,7 +67,7 @@ def test_small_tenant_through_the_hnsw_index_needs_the_iterative_scan(retrieval_
         with app.transaction():
             set_context(app, SMALL)
             plain = app.execute("select count(*) from (select 1 from memsub.memory_embeddings "
-                                "where embedding_type = 'content' order by vector <=> %s::vector limit %s) s",
+                                f"where embedding_type = 'content' order by {graph_order(app)} limit %s) s",
                                 [vector, K]).fetchone()
         assert plain is not None and plain[0] < K
         got = search(app, SMALL, vector, "content", mode="approximate")
@@ -132,7 +133,7 @@ def test_plans_as_the_application_role_use_the_intended_indexes(retrieval_db):
                 "on p.tenant_id = e.tenant_id and p.packet_id = e.packet_id "
                 f"where e.embedding_type = 'entity' and e.tenant_id = '{BIG}'::uuid ")
         hnsw = "\n".join(r[0] for r in app.execute(
-            f"explain {base} order by e.vector <=> %s::vector limit 10", [vector]).fetchall())
+            f"explain {base} order by {graph_order(app, 'e.vector')} limit 10", [vector]).fetchall())
         assert "idx_embeddings_vector_entity" in hnsw
         exact_plan = "\n".join(r[0] for r in app.execute(
             f"explain {base.replace(str(BIG), str(SMALL))} order by (e.vector <=> %s::vector) + 0 limit 10",
@@ -236,9 +237,11 @@ def test_short_hnsw_walk_falls_back_to_the_exact_scan(db384):
                 app.execute(f"set local {setting}")
             plan = "\n".join(r[0] for r in app.execute(
                 f"explain select 1 from memsub.memory_embeddings e where e.embedding_type = 'content' "
-                f"and e.tenant_id = '{far}'::uuid order by e.vector <=> %s::vector limit {K}", [query]).fetchall())
+                f"and e.tenant_id = '{far}'::uuid order by {graph_order(app, 'e.vector')} limit {K}",
+                [query]).fetchall())
             walk = app.execute(
                 f"select count(*) from (select 1 from memsub.memory_embeddings e where e.embedding_type = 'content' "
-                f"and e.tenant_id = '{far}'::uuid order by e.vector <=> %s::vector limit {K}) s", [query]).fetchone()
+                f"and e.tenant_id = '{far}'::uuid order by {graph_order(app, 'e.vector')} limit {K}) s",
+                [query]).fetchone()
         assert "idx_embeddings_vector_content" in plan
         assert walk is not None and walk[0] < K
