@@ -86,6 +86,40 @@ def test_a_vector_query_uses_its_types_partial_hnsw_index(db, space):
         assert len(found) == 30 and set(found) == own
 
 
+def test_the_walk_finds_vectors_past_half_precision_and_reports_full_distances(db):
+    """The graphs index each vector scaled to length 1 in half precision (2.35.0). A vector whose components lie
+    past half precision's range (65504) is still indexed and walked to; the distances the walk reports are the
+    cosine distances of the vectors as stored, the same as the exact scan's, nearest first."""
+    scale = [1.0, 70000.0, 1e-9]  # 70000 overflows half precision; 1e-9 underflows it
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for i in range(40):
+            vector = [x * scale[i % 3] for x in json.loads(vec(1.0, 0.05 * i, 0.02 * (i % 7)))]
+            write(conn, {"packet_type": "memory_write", "payload": {"i": i},
+                         "memory": {"embeddings": [{"embedding_type": "content", "vector": vector}]}})
+        conn.commit()
+        set_context(conn, TENANT_A)
+        past_half = conn.execute("select count(*) from memsub.memory_embeddings "
+                                 "where (vector::real[])[1] > 65504").fetchone()
+        assert past_half == (13,)  # stored as written, in single precision
+        query = vec(1.0, 0.05 * 13, 0.02 * (13 % 7))
+        walked = conn.execute(
+            "select embedding_id, distance, method from memsub.semantic_search(%s::vector, 10, 'content', "
+            "p_mode => 'approximate')", [query]).fetchall()
+        exact = conn.execute(
+            "select embedding_id, distance from memsub.semantic_search(%s::vector, 10, 'content', p_mode => 'exact')",
+            [query]).fetchall()
+        full = dict(conn.execute(
+            "select embedding_id, vector <=> %s::vector from memsub.memory_embeddings where tenant_id = %s",
+            [query, TENANT_A]).fetchall())
+    assert {r[2] for r in walked} == {"approximate"} and len(walked) == 10
+    # Packet 13 (scaled by 70000) is the query's own direction: found first, at distance 0.
+    assert walked[0][0] == exact[0][0] and walked[0][1] < 1e-6
+    assert [r[0] for r in walked] == [r[0] for r in exact]
+    assert all(distance == full[embedding_id] for embedding_id, distance, _ in walked)
+    assert [r[1] for r in walked] == sorted(r[1] for r in walked)
+
+
 def test_wrong_dimension_and_unknown_type_are_refused(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
