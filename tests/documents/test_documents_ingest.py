@@ -19,6 +19,7 @@ from memsub.errors import InvalidInput
 
 from doc_helpers import WordEmbedder, tenant_session, vector_text
 from helpers import TENANT_A, function_calls, set_context, track_function_calls
+from layer_helpers import vec
 from session_helpers import expect_error, ground_truth, rows
 
 DESIGN = """# Memory substrate
@@ -205,6 +206,32 @@ def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
     assert b_chunks[0].neighbors == [a_chunks[0].id]
     assert a_chunks[0].neighbors == [b_chunks[0].id], "links go both ways"
     assert a_chunks[1].neighbors == [], "chunks without common words stay unlinked"
+
+
+def test_linking_a_documents_chunks_walks_the_content_graph(db):
+    """The nearest chunks of other documents are found through the content embeddings' HNSW graph (ordered by
+    the graph's key, memsub._vector_graph_order), not by sorting every chunk vector of the tenant once per
+    chunk. With sorts and sequential scans priced out, the statement that links the chunks must walk the
+    tenant's graph; an ORDER BY the graph cannot serve leaves it no plan but the sort."""
+    def chunks(*heads: float) -> str:
+        return json.dumps([{"start_char": 10 * n, "end_char": 10 * (n + 1),
+                            "embedding": json.loads(vec(1.0, head, 0.05 * n))} for n, head in enumerate(heads)])
+
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("set local enable_seqscan = off")
+        conn.execute("set local enable_sort = off")
+        partition = conn.execute("select memsub._embedding_partition(%s)", [TENANT_A]).fetchone()
+        assert partition is not None
+        graph = f"memsub.idx_embeddings_vector_content_p{partition[0]:02d}"
+        for number, heads in enumerate([(0.1, 0.2, 0.3), (0.11, 0.21, 0.31)]):
+            conn.execute("select * from memsub.document_ingest(%s, %s, 'txt', %s, %s::jsonb)",
+                         [f"doc{number}.txt", str(number) * 64, "x" * 30, chunks(*heads)]).fetchall()
+        walks = conn.execute("select pg_stat_get_xact_numscans(%s::regclass)", [graph]).fetchone()
+        linked = conn.execute("select count(*) from memsub.document_chunks where cardinality(neighbors) > 0"
+                              ).fetchone()
+    assert walks is not None and walks[0] >= 3, "one walk per chunk of the second document"
+    assert linked == (6,)
 
 
 def test_seed_001_document_index_put_works_on_the_latest_version(db):
