@@ -130,10 +130,13 @@ def rls_tax(su: psycopg.Connection[Any], app: psycopg.Connection[Any], spec: Spe
     written into the query (as memsub's functions do), and the superuser (no row-level security) with the same
     explicit tenant predicate -- the baseline of every ratio."""
     vectors = [query_vector(su, spec, n) for n in range(queries)]
+    # The walk orders by the graph's own key (unit vectors in half precision, memsub._vector_graph_order).
+    graph = su.execute("select memsub._vector_graph_order('e.vector', '%s::vector')").fetchone()
+    assert graph is not None
     results = []
     for tenant_label, tenant in (("big", BIG), ("small", SMALL)):
         vector_sql = ("select e.embedding_id from memsub.memory_embeddings e "
-                      "where {tenant}e.embedding_type = 'content' order by e.vector <=> %s::vector limit 10")
+                      "where {tenant}e.embedding_type = 'content' order by " + str(graph[0]) + " limit 10")
         text_sql = ("select e.embedding_id from memsub.memory_embeddings e "
                     "where {tenant}e.embedding_type = 'content' "
                     "and e.search_tsv @@ websearch_to_tsquery('english', %s) "
