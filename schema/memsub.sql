@@ -2888,7 +2888,7 @@ $_$;
 
 ALTER FUNCTION memsub._vector_graph_order(p_vector text, p_query text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS 'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. Its order is the cosine distance''s to half precision; statements built with it report the cosine distance of the full vectors.';
+COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS 'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. It orders rows as the cosine distance does, to half precision; statements built with it report the cosine distance of the full vectors.';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql

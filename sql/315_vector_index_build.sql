@@ -7,7 +7,7 @@
 -- (halfvec_ip_ops over l2_normalize(vector)::halfvec(<dimension>)). For vectors of length 1 the inner product
 -- orders neighbours as the cosine distance does, without the two norms a cosine distance computes, and a half-
 -- precision element holds a unit vector's components (at most 1 in magnitude) without overflow. The graph takes
--- about 1,170 bytes a row at 384 dimensions instead of 2,050, an insert costs less and a walk reads fewer pages
+-- about 1,170 bytes a row at 384 dimensions instead of 2,048, an insert costs less and a walk reads fewer pages
 -- (docs/decisions.md, "The graphs hold unit vectors in half precision"). The table keeps every vector as given:
 -- a search reports, and orders its candidates by, the cosine distance of the full vectors.
 --
@@ -29,8 +29,8 @@ $$;
 comment on function memsub._vector_graph_order(text, text) is
     'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the '
     'stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, '
-    'l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. Its order is the cosine '
-    'distance''s to half precision; statements built with it report the cosine distance of the full vectors.';
+    'l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. It orders rows as the cosine '
+    'distance does, to half precision; statements built with it report the cosine distance of the full vectors.';
 
 create or replace function memsub.vector_index_builds()
 returns table (embedding_type text, index_name text, m integer, ef_construction integer, index_bytes bigint,
