@@ -8938,9 +8938,7 @@ begin
     perform memsub._check_finite_time(p_since, 'since');
     perform memsub._check_finite_time(p_until, 'until');
     perform memsub._check_time_range(p_since, p_until);
-    if p_tags is not null then
-        perform memsub._check_filter_values(p_tags, 'tags');
-    end if;
+    perform memsub._check_filter_values(p_tags, 'tags');  -- NULL (no tag filter) passes
     if p_packet_type is not null then
         perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
     end if;
