@@ -166,20 +166,16 @@ def test_a_search_by_blank_text_alone_is_refused_naming_the_text(db, call, text)
         expect_error(conn, "22023", "query_text", call, [text])
 
 
+SEMANTIC_SEARCH = ("select count(*) from memsub.semantic_search("
+                   "('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')::vector, 10, ")
+"""A semantic search for a unit vector of the installation's dimension; the filters under test follow."""
+
 UNMATCHABLE_FILTERS = [
-    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
-     "::vector, 10, p_tags => %s)", [["kiln", " "]], "tags"),
-    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
-     "::vector, 10, p_tags => %s)", [["kiln", None]], "tags"),
-    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
-     "::vector, 10, p_packet_type => %s)", ["\t"],
-     "packet_type"),
-    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
-     "::vector, 10, p_since => %s, p_until => %s)",
-     ["2026-02-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
-    ("select count(*) from memsub.semantic_search(('[1' || repeat(',0', memsub.vector_dimension() - 1) || ']')"
-     "::vector, 10, p_since => %s, p_until => %s)",
-     ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
+    (SEMANTIC_SEARCH + "p_tags => %s)", [["kiln", " "]], "tags"),
+    (SEMANTIC_SEARCH + "p_tags => %s)", [["kiln", None]], "tags"),
+    (SEMANTIC_SEARCH + "p_packet_type => %s)", ["\t"], "packet_type"),
+    (SEMANTIC_SEARCH + "p_since => %s, p_until => %s)", ["2026-02-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
+    (SEMANTIC_SEARCH + "p_since => %s, p_until => %s)", ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"], "until"),
     ("select count(*) from memsub.traverse_graph('acme', p_relationship_types => %s)", [["works_at", "  "]],
      "relationship_types"),
     ("select count(*) from memsub.traverse_graph('acme', p_relationship_types => %s::text[])", [[None]],

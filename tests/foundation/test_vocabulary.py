@@ -181,7 +181,7 @@ def test_the_surfaces_offer_the_argument_lists_of_the_database(db):
                            " memsub.lineage_directions()").fetchone()
     assert row is not None
     rank_orders, modes, directions, lineage = row
-    commands = {name: command for name, command in main.commands.items()}
+    commands = main.commands
     search = {p.name: p for p in commands["search"].params}
     traverse = {p.name: p for p in commands["graph"].commands["traverse"].params}  # type: ignore[attr-defined]
     lineage_command = {p.name: p for p in commands["packet"].commands["lineage"].params}  # type: ignore[attr-defined]
