@@ -8873,35 +8873,93 @@ ALTER FUNCTION memsub.search_rank_orders() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.search_rank_orders() IS 'How memsub.semantic_search orders its hits (p_rank_by): by distance, or by memsub.combined_score.';
 
-CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision)
-    LANGUAGE plpgsql STABLE
+CREATE FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer DEFAULT 10, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text) RETURNS TABLE(embedding_id uuid, agent_id text, payload jsonb, embedding_type text, scope text, importance_score double precision, distance double precision, method text)
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    SET "hnsw.iterative_scan" TO 'strict_order'
+    SET "hnsw.ef_search" TO '40'
+    SET "hnsw.max_scan_tuples" TO '20000'
+    SET enable_sort TO 'on'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
+    exact_rows constant integer := 10000;
+    v_tenant   uuid := memsub.current_tenant_id();
     v_agent_id text;  -- the agent id as stored; blank: every agent
+    v_total    double precision;
+    v_rows     bigint;
+    v_method   text;
+    v_ids      uuid[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_text_limits('agent_id', p_agent_id);
+    perform memsub._check_text_limits('agent_id', p_agent_id, 'mode', p_mode);
     v_agent_id := memsub._optional_text(p_agent_id);
     if p_query is null then
         raise exception 'field "query" is required' using errcode = '23502', column = 'query';
     end if;
     perform memsub._check_vector(p_query, 'query');
     perform memsub._check_count(p_limit, 'max_k', 'limit');
-    perform pg_catalog.set_config('hnsw.iterative_scan', 'strict_order', true);
-    return query
-        select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
-               (m.vector <=> p_query)::double precision
-          from memsub.semantic_memory m
-         where v_agent_id is null or m.agent_id = v_agent_id
-         order by m.vector <=> p_query
-         limit p_limit;
+    perform memsub._check_one_of(p_mode, memsub.search_modes(), 'mode');
+    -- Rows of every tenant in the graph, by the index's estimate (kept by vacuum and analyze; -1 before either).
+    select greatest(c.reltuples, 0) into v_total
+      from pg_catalog.pg_class c where c.oid = 'memsub.idx_semantic_memory_vector'::regclass;
+    v_method := case when p_mode = 'auto' and v_total <= exact_rows then 'exact' else p_mode end;
+    if v_method = 'auto' then
+        -- The exact scan of at most exact_rows + 1 of the caller's rows: it answers when they are all there are,
+        -- at the cost of one scan; a bigger set is walked.
+        with bounded as (
+            select m.embedding_id, cosine_distance(m.vector, p_query) as distance
+              from memsub.semantic_memory m
+             where (v_tenant is null or m.tenant_id = v_tenant) and (v_agent_id is null or m.agent_id = v_agent_id)
+             limit exact_rows + 1)
+        select (select count(*) from bounded),
+               array(select b.embedding_id from bounded b order by b.distance, b.embedding_id limit p_limit)
+          into v_rows, v_ids;
+        v_method := case when v_rows <= exact_rows then 'exact' else 'approximate' end;
+    elsif v_method = 'approximate' then
+        select count(*) into v_rows
+          from (select from memsub.semantic_memory m
+                 where (v_tenant is null or m.tenant_id = v_tenant) and (v_agent_id is null or m.agent_id = v_agent_id)
+                 limit exact_rows + 1) s;
+    end if;
+    if v_method = 'approximate' then
+        -- About ten candidates per wanted row inside the caller's share of the graph.
+        perform pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(40, p_limit,
+            ceil(10.0 * p_limit * greatest(v_total, v_rows, 1) / greatest(v_rows, 1))::integer))::text, true);
+        perform pg_catalog.set_config('enable_sort', 'off', true);
+        v_ids := array(select m.embedding_id from memsub.semantic_memory m
+                        where (v_tenant is null or m.tenant_id = v_tenant)
+                          and (v_agent_id is null or m.agent_id = v_agent_id)
+                        order by m.vector <=> p_query
+                        limit p_limit);
+        perform pg_catalog.set_config('enable_sort', 'on', true);
+        if cardinality(v_ids) < least(p_limit, v_rows) then
+            v_method := 'exact';  -- short: the exact scan answers
+            v_ids := null;
+        end if;
+    end if;
+    if v_ids is not null then
+        return query
+            select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
+                   cosine_distance(m.vector, p_query), v_method
+              from memsub.semantic_memory m
+             where (v_tenant is null or m.tenant_id = v_tenant) and m.embedding_id = any(v_ids)
+             order by 7, 1;
+    else
+        return query
+            select m.embedding_id, m.agent_id, m.payload, m.embedding_type, m.scope, m.importance_score,
+                   cosine_distance(m.vector, p_query), v_method
+              from memsub.semantic_memory m
+             where (v_tenant is null or m.tenant_id = v_tenant) and (v_agent_id is null or m.agent_id = v_agent_id)
+             order by 7, 1
+             limit p_limit;
+    end if;
 end
 $$;
 
-ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text, p_mode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing).';
+COMMENT ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text, p_mode text) IS 'The limit visible legacy memories nearest to the query (cosine distance), optionally of one agent (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing). mode auto (default) scans the caller''s rows exactly while they are at most 10,000 (or the whole table is), and walks the HNSW graph for a bigger set; exact always scans exactly (recall 1); approximate always walks. A walk that finds fewer rows than it should is followed by the exact scan; method says which one answered.';
 
 CREATE FUNCTION memsub.semantic_search(p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_thread_id uuid DEFAULT NULL::uuid, p_tags text[] DEFAULT NULL::text[], p_packet_type text DEFAULT NULL::text, p_since timestamp with time zone DEFAULT NULL::timestamp with time zone, p_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_min_importance double precision DEFAULT NULL::double precision, p_rank_by text DEFAULT 'distance'::text, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text, p_mode text DEFAULT 'auto'::text, p_ef_search integer DEFAULT NULL::integer, p_max_scan_tuples integer DEFAULT 20000, p_with_packets boolean DEFAULT false) RETURNS TABLE(embedding_id uuid, packet_id uuid, embedding_type text, chunk_index integer, chunk_text text, distance double precision, importance_score double precision, combined_score double precision, method text, access_id uuid, packet jsonb)
     LANGUAGE plpgsql
@@ -15505,9 +15563,9 @@ REVOKE ALL ON FUNCTION memsub.search_rank_orders() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.search_rank_orders() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.search_rank_orders() TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text, p_mode text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text, p_mode text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.search_semantic_memory(p_query public.vector, p_limit integer, p_agent_id text, p_mode text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) TO memsub_app;

@@ -69,6 +69,7 @@ class SemanticMatch(BaseModel):
     scope: str
     importance_score: float
     distance: float
+    method: str
 
 
 class SemanticHit(BaseModel):
@@ -159,11 +160,14 @@ def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, 
         "embedding_type": embedding_type, "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
 
 
-def search_semantic_memory(query: VectorLike, limit: int = 10,
-                           agent_id: str | None = None) -> Call[list[SemanticMatch]]:
-    """The semantic memories nearest to a vector (memsub.search_semantic_memory)."""
-    return function("search_semantic_memory", {"query": _vector(query), "limit": limit, "agent_id": agent_id},
-                    rows(SemanticMatch))
+def search_semantic_memory(query: VectorLike, limit: int = 10, agent_id: str | None = None, *,
+                           mode: SearchMode = "auto") -> Call[list[SemanticMatch]]:
+    """The semantic memories nearest to a vector (memsub.search_semantic_memory).
+
+    ``mode``: ``auto`` (default) scans exactly up to 10,000 rows of the caller and walks the HNSW graph beyond;
+    ``exact`` always scans exactly (recall 1); ``approximate`` always walks. ``match.method`` says which answered."""
+    return function("search_semantic_memory", {"query": _vector(query), "limit": limit, "agent_id": agent_id,
+                                               "mode": mode}, rows(SemanticMatch))
 
 
 def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: EmbeddingType = "content",

@@ -33,7 +33,7 @@ CASES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("store_embedding", {"packet_id": uuid.uuid4(), "embedding_type": "content", "vector": None},
      ["embedding_type", "chunk_text"], ()),
     ("store_semantic_memory", {"agent_id": "a", "vector": None}, ["agent_id", "embedding_type", "scope"], ()),
-    ("search_semantic_memory", {"query": None}, ["agent_id"], ()),
+    ("search_semantic_memory", {"query": None}, ["agent_id", "mode"], ()),
     ("semantic_search", {"query": None}, ["embedding_type", "packet_type", "rank_by", "mode", "agent_id"], ()),
     ("upsert_relationship", {"source_entity": "a", "relationship_type": "r", "target_entity": "b"},
      ["source_entity", "relationship_type", "target_entity"], ()),
