@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,11 +238,19 @@ class Database:
         return psycopg.connect(self.dsn(role), autocommit=autocommit)
 
 
+@contextmanager
+def cloned_database(server: Server, template: str, prefix: str = "memsub_test") -> Iterator[Database]:
+    """A new database cloned from a template, named <prefix>_<random>, dropped afterwards: for a module's
+    fixture that builds a data set once."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with server.janitor(name, template=template):
+        yield Database(server, name)
+
+
 @pytest.fixture
 def db(server: Server, template_db: str) -> Iterator[Database]:
-    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db):
-        yield Database(server, name)
+    with cloned_database(server, template_db) as database:
+        yield database
 
 
 @pytest.fixture
@@ -255,9 +264,8 @@ def empty_db(server: Server) -> Iterator[Database]:
 @pytest.fixture
 def db384(server: Server, template_db_384: str) -> Iterator[Database]:
     """A fresh 384-dimension database of its own (for tests that write or change policies)."""
-    name = f"memsub_test_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db_384):
-        yield Database(server, name)
+    with cloned_database(server, template_db_384) as database:
+        yield database
 
 
 @pytest.fixture(scope="session")

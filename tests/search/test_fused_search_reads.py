@@ -22,11 +22,9 @@ K = 10
 
 @pytest.fixture(scope="module")
 def filled(server: Any, template_db_384: str) -> Iterator[Any]:
-    from conftest import Database
+    from conftest import cloned_database
 
-    name = f"memsub_fused_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db_384):
-        database = Database(server, name)
+    with cloned_database(server, template_db_384, "memsub_fused") as database:
         with database.connect() as conn:
             conn.execute("select setseed(0.17)")
             conn.execute("""

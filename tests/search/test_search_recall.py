@@ -41,11 +41,9 @@ SPEC = Spec(packets=10000, types=("content", "context"), classes=CLASSES, unifor
 
 @pytest.fixture(scope="module")
 def tuned(server: Any, template_db_384: str) -> Iterator[Any]:
-    from conftest import Database
+    from conftest import cloned_database
 
-    name = f"memsub_recall_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db_384):
-        database = Database(server, name)
+    with cloned_database(server, template_db_384, "memsub_recall") as database:
         with database.connect() as conn:
             # ef_construction 128 (m stays 16): with pgvector's default 64, one build in eight of this data set
             # left the 57.4 % tenant's clustered recall at 0.933 after tune_search (docs/retrieval.md).

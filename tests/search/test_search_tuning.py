@@ -94,11 +94,9 @@ def strategy(database: Any, embedding_type: str) -> tuple[str, int, float]:
 
 @pytest.fixture(scope="module")
 def tuned(server: Any, template_db_384: str) -> Iterator[Tuned]:
-    from conftest import Database
+    from conftest import cloned_database
 
-    name = f"memsub_tuning_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db_384):
-        database = Database(server, name)
+    with cloned_database(server, template_db_384, "memsub_tuning") as database:
         with database.connect(autocommit=True) as su, database.connect("app", autocommit=True) as app:
             build(su, SPEC)
             queries = {space: fresh_queries(su, SPEC, QUERIES, space) for space in SPEC.types}

@@ -43,11 +43,9 @@ def centre_table(conn: Any) -> None:
 
 @pytest.fixture(scope="module")
 def store(server: Any, template_db_384: str) -> Iterator[Any]:
-    from conftest import Database
+    from conftest import cloned_database
 
-    name = f"memsub_semantic_{uuid.uuid4().hex[:12]}"
-    with server.janitor(name, template=template_db_384):
-        database = Database(server, name)
+    with cloned_database(server, template_db_384, "memsub_semantic") as database:
         with database.connect() as conn:
             centre_table(conn)
             owners = [tenant for tenant, rows in CLASSES for _ in range(rows)]
