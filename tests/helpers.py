@@ -33,6 +33,25 @@ def set_context(conn: psycopg.Connection[Any], tenant: uuid.UUID | None, org: uu
                  [tenant, org, user, list(roles), session])
 
 
+def tenant_recall(app: psycopg.Connection[Any], tenant: uuid.UUID, vectors: Iterable[str],
+                  truth: Callable[[str], list[Any]], search: str, arguments: Callable[[str], Sequence[Any]],
+                  k: int, label: str) -> tuple[float, set[str]]:
+    """Mean recall@k of one tenant's searches over the query vectors against the exact neighbours (``truth``),
+    and the methods that answered. ``search`` returns (id, method) rows; every answer must hold k rows."""
+    recalls: list[float] = []
+    methods: set[str] = set()
+    for vector in vectors:
+        expected = truth(vector)
+        with app.transaction():
+            set_context(app, tenant)
+            got = app.execute(search, arguments(vector)).fetchall()
+        assert len(expected) == k
+        assert len(got) == k, f"{label}: {len(got)} rows"
+        methods |= {r[1] for r in got}
+        recalls.append(len(set(expected) & {r[0] for r in got}) / k)
+    return sum(recalls) / len(recalls), methods
+
+
 def write(conn: psycopg.Connection[Any], envelope: dict[str, Any]) -> dict[str, Any]:
     """Call memsub.write_packet and return its result as a dict (decoded by column name)."""
     cur = conn.cursor(row_factory=psycopg.rows.dict_row)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from helpers import set_context
+from helpers import set_context, tenant_recall
 from retrieval_data import BIG, Spec, build, fresh_queries
 
 K = 10
@@ -75,18 +75,11 @@ def test_every_tenant_size_class_reaches_recall_095_with_k_rows(tuned, embedding
     report = []
     with tuned.connect() as su, tuned.connect("app", autocommit=True) as app:
         for tenant, share in TENANTS:
-            recalls, methods = [], set()
-            for vector in queries(su, tenant, embedding_type):
-                expected = truth(app, tenant, vector, embedding_type)
-                with app.transaction():
-                    set_context(app, tenant)
-                    got = app.execute("select embedding_id, method from memsub.semantic_search(%s::vector, %s, %s)",
-                                      [vector, K, embedding_type]).fetchall()
-                assert len(expected) == K
-                assert len(got) == K, f"{share:.1%} tenant ({embedding_type}): {len(got)} rows"
-                methods |= {r[1] for r in got}
-                recalls.append(len(set(expected) & {r[0] for r in got}) / K)
-            recall = sum(recalls) / len(recalls)
+            recall, methods = tenant_recall(
+                app, tenant, queries(su, tenant, embedding_type),
+                lambda vector, tenant=tenant: truth(app, tenant, vector, embedding_type),
+                "select embedding_id, method from memsub.semantic_search(%s::vector, %s, %s)",
+                lambda vector: [vector, K, embedding_type], K, f"{share:.1%} tenant ({embedding_type})")
             report.append(f"{share:.1%}: recall {recall:.3f} {sorted(methods)}")
             assert recall >= 0.95, f"{embedding_type}: {share:.1%} tenant recall@10 {recall:.3f}; " + "; ".join(report)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import expect_error, set_context
+from helpers import expect_error, set_context, tenant_recall
 
 K = 10
 QUERIES = 12
@@ -83,18 +83,11 @@ def test_every_tenant_size_class_gets_k_rows_at_recall_095(store, agent):
     report = []
     with store.connect() as su, store.connect("app", autocommit=True) as app:
         for tenant, rows in CLASSES:
-            recalls, methods = [], set()
-            for vector in queries(su, agent, rows):
-                expected = truth(app, tenant, agent, vector)
-                with app.transaction():
-                    set_context(app, tenant)
-                    got = app.execute("select embedding_id, method from memsub.search_semantic_memory("
-                                      "%s::vector, %s, %s)", [vector, K, agent]).fetchall()
-                assert len(expected) == K
-                assert len(got) == K, f"{rows}-row tenant ({agent}): {len(got)} rows"
-                methods |= {r[1] for r in got}
-                recalls.append(len(set(expected) & {r[0] for r in got}) / K)
-            recall = sum(recalls) / len(recalls)
+            recall, methods = tenant_recall(
+                app, tenant, queries(su, agent, rows),
+                lambda vector, tenant=tenant: truth(app, tenant, agent, vector),
+                "select embedding_id, method from memsub.search_semantic_memory(%s::vector, %s, %s)",
+                lambda vector: [vector, K, agent], K, f"{rows}-row tenant ({agent})")
             report.append(f"{rows} rows: recall {recall:.3f} {sorted(methods)}")
             assert recall >= 0.95, f"{agent}: {rows}-row tenant recall@10 {recall:.3f}; " + "; ".join(report)
 
