@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, graphs_built_after_load, set_context
 
 ROWS = 3000
 K = 10
@@ -31,19 +31,25 @@ def filled(server: Any, template_db_384: str) -> Iterator[Any]:
                 create function pg_temp.direction(n integer) returns vector language sql volatile as $$
                     select array_agg(random_normal() + 0 * n)::vector from generate_series(1, 384)
                 $$""")
-            for tenant in (TENANT_A, TENANT_B):
-                conn.execute(
-                    "insert into memsub.world_model_entities (tenant_id, entity_id, entity_type, state_version,"
-                    " aliases, embedding)"
-                    " select %s, 'entity ' || g, 'Concept', 1, array['word' || (g %% 300)], pg_temp.direction(g)"
-                    " from generate_series(1, %s) g", [tenant, ROWS])
-                conn.execute(
-                    "insert into memsub.memory_entries (tenant_id, namespace, key, version, value, embedding)"
-                    " select %s, 'app:notes', 'key ' || g, 1, jsonb_build_object('text', 'note word' || (g %% 300)),"
-                    " pg_temp.direction(g) from generate_series(1, %s) g", [tenant, ROWS])
+            with graphs_built_after_load(conn, "memsub.world_model_entities", "memsub.memory_entries"):
+                load(conn)
             conn.execute("analyze memsub.world_model_entities, memsub.memory_entries")
             conn.commit()
         yield database
+
+
+def load(conn: Any) -> None:
+    """Both tenants' entities and memory entries."""
+    for tenant in (TENANT_A, TENANT_B):
+        conn.execute(
+            "insert into memsub.world_model_entities (tenant_id, entity_id, entity_type, state_version,"
+            " aliases, embedding)"
+            " select %s, 'entity ' || g, 'Concept', 1, array['word' || (g %% 300)], pg_temp.direction(g)"
+            " from generate_series(1, %s) g", [tenant, ROWS])
+        conn.execute(
+            "insert into memsub.memory_entries (tenant_id, namespace, key, version, value, embedding)"
+            " select %s, 'app:notes', 'key ' || g, 1, jsonb_build_object('text', 'note word' || (g %% 300)),"
+            " pg_temp.direction(g) from generate_series(1, %s) g", [tenant, ROWS])
 
 
 def reads(conn: Any, table: str) -> int:

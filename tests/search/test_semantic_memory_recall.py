@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from helpers import expect_error, set_context, tenant_recall
+from helpers import expect_error, graphs_built_after_load, set_context, tenant_recall
 
 K = 10
 QUERIES = 12
@@ -50,12 +50,12 @@ def store(server: Any, template_db_384: str) -> Iterator[Any]:
             centre_table(conn)
             owners = [tenant for tenant, rows in CLASSES for _ in range(rows)]
             owners += [OTHERS[n % len(OTHERS)] for n in range(TOTAL - len(owners))]
-            conn.execute(
-                "insert into memsub.semantic_memory (agent_id, vector, tenant_id, payload) "
-                "select a.agent_id, pg_temp.draw(a.agent_id, o.n), o.tenant, jsonb_build_object('n', o.n) "
-                "from unnest(%s::uuid[]) with ordinality o(tenant, n) "
-                "cross join lateral (select case when o.n %% 2 = 0 then 'clustered' else 'uniform' end) a(agent_id)",
-                [owners])
+            with graphs_built_after_load(conn, "memsub.semantic_memory"):
+                conn.execute(
+                    "insert into memsub.semantic_memory (agent_id, vector, tenant_id, payload) "
+                    "select a.agent_id, pg_temp.draw(a.agent_id, o.n), o.tenant, jsonb_build_object('n', o.n) "
+                    "from unnest(%s::uuid[]) with ordinality o(tenant, n) cross join lateral "
+                    "(select case when o.n %% 2 = 0 then 'clustered' else 'uniform' end) a(agent_id)", [owners])
             conn.execute("analyze memsub.semantic_memory")
             conn.commit()
         yield database
@@ -122,9 +122,10 @@ def test_auto_walks_the_graph_past_the_exact_bound(db384):
     tenant, small = CLASSES[3][0], CLASSES[1][0]
     with db384.connect() as conn:
         centre_table(conn)
-        conn.execute("insert into memsub.semantic_memory (agent_id, vector, tenant_id) "
-                     "select 'clustered', pg_temp.draw('clustered', g), case when g <= 60 then %s else %s end"
-                     " from generate_series(1, 10061) g", [small, tenant])
+        with graphs_built_after_load(conn, "memsub.semantic_memory"):
+            conn.execute("insert into memsub.semantic_memory (agent_id, vector, tenant_id) "
+                         "select 'clustered', pg_temp.draw('clustered', g), case when g <= 60 then %s else %s end"
+                         " from generate_series(1, 10061) g", [small, tenant])
         conn.execute("analyze memsub.semantic_memory")
         conn.commit()
         vector = queries(conn, "clustered", 3)[0]
