@@ -2721,8 +2721,7 @@ begin
     end if;
     v_total := greatest(coalesce(v_total, 0), v_rows, 1);
     v_share := greatest(v_rows, 1) / v_total;
-    v_ef := coalesce(p_ef_search,
-                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    v_ef := coalesce(p_ef_search, memsub._walk_ef_search(p_pool, v_share));
     -- The ef_search at which tune_search measured the recall goal (the lower bound of the sampled recall at
     -- 0.95 or more), when it is larger than the derived one (an ef the caller passes is kept as it is).
     if p_ef_search is null and v_stats.recall_bound >= 0.95 and v_stats.ef_search > v_ef then
@@ -2968,6 +2967,15 @@ $_$;
 ALTER FUNCTION memsub._vector_graph_order(p_vector text, p_query text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS 'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. It orders rows as the cosine distance does, to half precision; statements built with it report the cosine distance of the full vectors.';
+
+CREATE FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / greatest(p_share, 1e-9))::integer)) $$;
+
+ALTER FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) IS 'Internal: the hnsw.ef_search of a walk that must return p_pool rows of a caller holding p_share (0-1] of the graph: about ten candidates per wanted row inside that share, at least 40 and p_pool, at most 1000. Used by memsub._search_strategy and memsub.search_semantic_memory.';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
@@ -8994,8 +9002,8 @@ begin
     end if;
     if v_method = 'approximate' then
         -- About ten candidates per wanted row inside the caller's share of the graph.
-        perform pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(40, p_limit,
-            ceil(10.0 * p_limit * greatest(v_total, v_rows, 1) / greatest(v_rows, 1))::integer))::text, true);
+        perform pg_catalog.set_config('hnsw.ef_search', memsub._walk_ef_search(
+            p_limit, greatest(v_rows, 1) / greatest(v_total, v_rows, 1))::text, true);
         perform pg_catalog.set_config('enable_sort', 'off', true);
         v_ids := array(select m.embedding_id from memsub.semantic_memory m
                         where (v_tenant is null or m.tenant_id = v_tenant)
@@ -15107,6 +15115,10 @@ REVOKE ALL ON FUNCTION memsub._unsealed_tenant_id() FROM PUBLIC;
 REVOKE ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
 

@@ -136,6 +136,15 @@ $$;
 comment on function memsub.store_semantic_memory(text, vector, jsonb, text, text, double precision) is
     'Stores an agent memory in the legacy vector store, visible by scope like packets (shared, cursor, l-private).';
 
+create or replace function memsub._walk_ef_search(p_pool integer, p_share double precision) returns integer
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / greatest(p_share, 1e-9))::integer)) $$;
+comment on function memsub._walk_ef_search(integer, double precision) is
+    'Internal: the hnsw.ef_search of a walk that must return p_pool rows of a caller holding p_share (0-1] of the '
+    'graph: about ten candidates per wanted row inside that share, at least 40 and p_pool, at most 1000. Used by '
+    'memsub._search_strategy and memsub.search_semantic_memory.';
+
 -- Its earlier signature, without a mode.
 drop function if exists memsub.search_semantic_memory(vector, integer, text);
 
@@ -210,8 +219,8 @@ begin
     end if;
     if v_method = 'approximate' then
         -- About ten candidates per wanted row inside the caller's share of the graph.
-        perform pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(40, p_limit,
-            ceil(10.0 * p_limit * greatest(v_total, v_rows, 1) / greatest(v_rows, 1))::integer))::text, true);
+        perform pg_catalog.set_config('hnsw.ef_search', memsub._walk_ef_search(
+            p_limit, greatest(v_rows, 1) / greatest(v_total, v_rows, 1))::text, true);
         perform pg_catalog.set_config('enable_sort', 'off', true);
         v_ids := array(select m.embedding_id from memsub.semantic_memory m
                         where (v_tenant is null or m.tenant_id = v_tenant)
@@ -260,7 +269,7 @@ comment on policy not_expired on memsub.memory_embeddings is
 
 grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, memsub_analyst;
 grant execute on function
-    memsub._embedding_partition(uuid),
+    memsub._embedding_partition(uuid), memsub._walk_ef_search(integer, double precision),
     memsub._check_one_of(text, text[], text), memsub._check_vector(vector, text), memsub._check_unit(double precision, text),
     memsub._require_text(text, text),
     memsub._check_finite(double precision, text), memsub._check_finite_time(timestamptz, text),

@@ -232,8 +232,7 @@ begin
     end if;
     v_total := greatest(coalesce(v_total, 0), v_rows, 1);
     v_share := greatest(v_rows, 1) / v_total;
-    v_ef := coalesce(p_ef_search,
-                     least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / v_share)::integer)));
+    v_ef := coalesce(p_ef_search, memsub._walk_ef_search(p_pool, v_share));
     -- The ef_search at which tune_search measured the recall goal (the lower bound of the sampled recall at
     -- 0.95 or more), when it is larger than the derived one (an ef the caller passes is kept as it is).
     if p_ef_search is null and v_stats.recall_bound >= 0.95 and v_stats.ef_search > v_ef then
