@@ -462,6 +462,16 @@ comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb,
 -- the tenant, the tenant itself. It returns names and ranks only: entity_search reads the rows back through
 -- row-level security. The words are indexed by tenant (idx_world_model_entities_name_words over
 -- memsub._entity_name_words, migration 2.36.0).
+-- The index idx_world_model_entities_name_words (migration 2.36.0, which creates this function first) holds it.
+create or replace function memsub._entity_name_words(p_entity_id text, p_aliases text[]) returns tsvector
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+-- immutable: array_to_string is stable only for element types whose text output may change; text's does not.
+as $$ select pg_catalog.to_tsvector('simple'::regconfig, p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' ')) $$;
+comment on function memsub._entity_name_words(text, text[]) is
+    'Internal: the words of an entity''s name and aliases (simple configuration), as the index '
+    'idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
+
 create or replace function memsub._entity_word_candidates(
     p_query tsquery,
     p_limit integer default 50
