@@ -156,8 +156,8 @@ drop function if exists memsub.search_semantic_memory(vector, integer, text);
 -- exact_rows (10,000) rows by the index's estimate; otherwise it scans at most exact_rows + 1 of the caller's rows,
 -- which is the answer when they are all there are, and walks a bigger set. Scanning 10,000 rows of 384
 -- dimensions exactly costs about 10 ms (bench/semantic_memory.py). A walk starts at the ef_search that gives
--- about ten candidates per wanted row inside the caller's share of the graph (as memsub.semantic_search derives
--- it) and keeps walking (iterative scan) until it has limit rows; one that comes back short is followed by the
+-- about ten candidates per wanted row inside the caller's share of the graph (memsub._walk_ef_search, as for
+-- memsub.semantic_search) and keeps walking (iterative scan) until it has limit rows; one that comes back short is followed by the
 -- exact scan. Mode exact always scans exactly (recall 1); approximate always walks. The exact statements order by
 -- cosine_distance(), which no index serves: the graph is never read for them.
 create or replace function memsub.search_semantic_memory(

@@ -11,7 +11,8 @@
 --      memsub.tune_search, the maintenance job's tune_search task; a tenant not measured yet is probed, at most
 --      2000 rows, and walked when it holds more);
 --   2. the ef_search the walk needs for about ten candidates per wanted row inside the tenant's share:
---      ef = clamp(10 * pool / s, max(40, pool), 1000) (pool = k, or 4k when re-ranking by combined score),
+--      ef = clamp(10 * pool / s, max(40, pool), 1000) (memsub._walk_ef_search; pool = k, or 4k when re-ranking
+--      by combined score),
 --      or the larger ef_search at which tune_search measured the walk reaching the recall goal (self-tuning:
 --      tune_search starts at the derived ef and raises it x 2.5 per step, at most to 1000, until the one-sided
 --      95 % lower confidence bound of the mean recall@10 on its sample reaches the 0.95 goal
