@@ -1001,6 +1001,31 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_rows   bigint;
+begin
+    perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(), 'embedding_type');
+    if p_limit is null or p_limit < 1 then
+        raise exception 'field "limit" must be >= 1, not %', coalesce(p_limit::text, 'NULL')
+            using errcode = '22023', column = 'limit';
+    end if;
+    select count(*) into v_rows
+      from (select from memsub.memory_embeddings e
+             where e.tenant_id = v_tenant and e.embedding_type = p_embedding_type limit p_limit) s;
+    return v_rows;
+end
+$$;
+
+ALTER FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) IS 'Internal to memsub._search_strategy: how many embeddings of the type the context tenant holds, counted up to p_limit from the tenant and type index (owned by memsub_retrieval_owner, BYPASSRLS: every row of the tenant counts, as in memsub.search_stats.row_count). 42501 without a tenant context; 22023 naming embedding_type or limit for an unknown type or a limit below 1.';
+
 CREATE FUNCTION memsub.document_mimes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2710,12 +2735,18 @@ begin
             v_rows := v_stats.row_count;
             v_total := greatest(coalesce(v_total, 0), v_stats.type_rows);
         else
-            -- Not measured yet: count at most 2000 of the tenant's rows. A static statement with one plan for
-            -- every call (plan_cache_mode above), which opens the tenant's partition only when it starts: planned
-            -- for each call's values (an EXECUTE) it took 0.3 ms to plan a count of 0.01 ms.
-            select count(*) into v_rows
-              from (select from memsub.memory_embeddings e
-                     where e.tenant_id = p_tenant_id and e.embedding_type = p_embedding_type limit 2000) s;
+            -- Not measured yet: count at most 2000 of the tenant's rows, from the index when it is the context
+            -- tenant (memsub._context_tenant_rows). Another tenant is counted as far as the caller may read it:
+            -- a static statement with one plan for every call (plan_cache_mode above), which opens the tenant's
+            -- partition only when it starts (planned for each call's values, an EXECUTE took 0.3 ms to plan a
+            -- count of 0.01 ms).
+            if p_tenant_id = memsub.current_tenant_id() then
+                v_rows := memsub._context_tenant_rows(p_embedding_type, 2000);
+            else
+                select count(*) into v_rows
+                  from (select from memsub.memory_embeddings e
+                         where e.tenant_id = p_tenant_id and e.embedding_type = p_embedding_type limit 2000) s;
+            end if;
             v_probed := v_rows >= 2000;
         end if;
     end if;
@@ -14910,6 +14941,10 @@ GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) 
 REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.document_mimes() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_app;
