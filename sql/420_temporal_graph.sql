@@ -454,15 +454,8 @@ comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb,
     'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; embedding (seed 003 '
     'Node.embedding, the installation''s dimension) replaces the stored one when given.';
 
--- entity_search's text leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by
--- the policies the planner may not use it as an index condition, and every entity of the tenant was read and
--- its words built (3,000 entities: 9,000 rows read; 10,000: 81 ms). memsub._entity_word_candidates is therefore
--- SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS, NOLOGIN), like the keyword leg of hybrid search
--- (sql/320_hybrid_search.sql), and states the one predicate of world_model_entities' policies for a member of
--- the tenant, the tenant itself. It returns names and ranks only: entity_search reads the rows back through
--- row-level security. The words are indexed by tenant (idx_world_model_entities_name_words over
--- memsub._entity_name_words, migration 2.36.0).
--- The index idx_world_model_entities_name_words (migration 2.36.0, which creates this function first) holds it.
+-- The words of an entity's name and aliases. The index idx_world_model_entities_name_words holds them (migration
+-- 2.36.0, which creates this function first).
 create or replace function memsub._entity_name_words(p_entity_id text, p_aliases text[]) returns tsvector
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -472,6 +465,14 @@ comment on function memsub._entity_name_words(text, text[]) is
     'Internal: the words of an entity''s name and aliases (simple configuration), as the index '
     'idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
 
+-- entity_search's text leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by
+-- the policies the planner may not use it as an index condition, and every entity of the tenant was read and
+-- its words built (3,000 entities: 9,000 rows read; 10,000: 81 ms). memsub._entity_word_candidates is therefore
+-- SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS, NOLOGIN), like the keyword leg of hybrid search
+-- (sql/320_hybrid_search.sql), and states the one predicate of world_model_entities' policies for a member of
+-- the tenant, the tenant itself. It returns names and ranks only: entity_search reads the rows back through
+-- row-level security. The words are indexed by tenant (idx_world_model_entities_name_words over
+-- memsub._entity_name_words, migration 2.36.0).
 create or replace function memsub._entity_word_candidates(
     p_query tsquery,
     p_limit integer default 50
