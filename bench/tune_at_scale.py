@@ -15,6 +15,12 @@ Then, as the application role (row-level security applies):
 
 - ``memsub.semantic_search`` (k = 10, mode approximate) at ef_search 40 to 1000 for --queries new queries drawn
   from the data's mixture: p50 and recall@10 against the exact scan of the first --exact-queries of them;
+- side by side at each ef_search, the baseline: the bare walk of the same HNSW index by the same login in the same
+  context (``set_context``, then ``select embedding_id from memsub.memory_embeddings ... order by <the index's key>
+  limit 10``, a prepared statement), so that what the graph costs is told apart from what memsub adds to it. Both
+  connections first walk every query once at the largest ef_search: a server process maps the pages of shared
+  memory it reads on first touch (about 270 page faults per search at 1M rows), which a long-lived pooled
+  connection pays once;
 - ``memsub.tune_search`` (as the maintenance job runs it, platform_admin context) --tunes times for each sample
   size in --samples: its seconds, the method and ef_search it chose, its sampled recall and that recall's lower
   bound; and after each, ``semantic_search`` at its defaults (mode auto) for the same queries.
@@ -23,6 +29,7 @@ Then, as the application role (row-level security applies):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -36,7 +43,7 @@ from psycopg import sql
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary, vector_text
 from memsub.vector_index import index_builds
-from scaling import App, Searched, Traffic, search, tune_search
+from scaling import ORG, TENANT, App, K, Searched, Traffic, search, timed, tune_search
 
 TEMPLATE_PACKETS = 500
 EF_SWEEP = (40, 100, 160, 250, 400, 625, 1000)  # with tune_search's steps from 100: 250, 625, 1000
@@ -105,6 +112,36 @@ def load(superuser: str, app: App, traffic: Traffic, rows: int, m: int, ef_const
     return {"load_seconds": loaded, "build_seconds": built}
 
 
+class BareWalk:
+    """The baseline walk: the content index's own ORDER BY ... LIMIT k on memory_embeddings, as the application
+    login in the benchmark tenant's context (row-level security applies), at a given ef_search."""
+
+    def __init__(self, superuser: str, app_dsn: str) -> None:
+        with psycopg.connect(superuser) as conn:
+            found = conn.execute("select memsub._vector_graph_order('e.vector', %s)", ["%s::vector"]).fetchone()
+        assert found is not None
+        self.statement = sql.SQL("select embedding_id from memsub.memory_embeddings e"
+                                 " where e.tenant_id = %s and e.embedding_type = 'content'"
+                                 " order by {} limit {}").format(sql.SQL(found[0]), sql.Literal(K))
+        self.conn = psycopg.connect(app_dsn, autocommit=True)
+
+    def search(self, queries: list[str], ef: int) -> Searched:
+        searched = Searched()
+        for query in queries:
+            took, rows = timed(functools.partial(self.call, query, ef))
+            searched.seconds.append(took)
+            searched.found.append([r[0] for r in rows])
+        return searched
+
+    def call(self, query: str, ef: int) -> list[tuple[Any, ...]]:
+        with self.conn.pipeline(), self.conn.transaction():
+            self.conn.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
+            self.conn.execute(b"select set_config('hnsw.ef_search', %s, true),"
+                              b" set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(ef)], prepare=True)
+            cursor = self.conn.execute(self.statement, [TENANT, query], prepare=True)
+            return cursor.fetchall()
+
+
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     traffic = Traffic(args.dimension)
     query_source = VectorSource(args.dimension, seed=8)
@@ -124,12 +161,20 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         exact = search(app, queries[:args.exact_queries], None, "exact")
         results["exact"] = latency_summary(exact.seconds)
         log(f"exact scan p50 {results['exact']['p50_ms']:.1f} ms")
+        bare = BareWalk(superuser, app_dsn)
+        search(app, queries, EF_SWEEP[-1], "approximate")  # warm-up of both server processes, not measured
+        bare.search(queries, EF_SWEEP[-1])
         results["sweep"] = []
         for ef in EF_SWEEP:
             walked = search(app, queries, ef, "approximate")
-            point = {"ef_search": ef, "recall": walked.recall(exact), **latency_summary(walked.seconds)}
+            baseline = bare.search(queries, ef)
+            bare_point: dict[str, float] = {"recall": baseline.recall(exact), **latency_summary(baseline.seconds)}
+            point: dict[str, Any] = {"ef_search": ef, "recall": walked.recall(exact),
+                                     **latency_summary(walked.seconds), "bare": bare_point}
             results["sweep"].append(point)
-            log(f"ef_search {ef}: p50 {point['p50_ms']:.1f} ms, recall {point['recall']:.3f}")
+            log(f"ef_search {ef}: p50 {point['p50_ms']:.1f} ms, recall {point['recall']:.3f}; bare walk p50 "
+                f"{bare_point['p50_ms']:.1f} ms, recall {bare_point['recall']:.3f}")
+        bare.conn.close()
         results["tunes"] = []
         for samples in args.samples:
             for _ in range(args.tunes):
@@ -154,8 +199,10 @@ def render(results: dict[str, Any]) -> str:
              environment_line(results["environment"]), "",
              f"new queries: {s['queries']}, recall@10 against the exact scan of {s['exact_queries']} "
              f"(exact p50 {results['exact']['p50_ms']:.1f} ms)", "",
-             f"{'ef_search':>9} {'p50 ms':>8} {'recall':>7}", "-" * 26]
-    lines += [f"{p['ef_search']:>9} {p['p50_ms']:>8.1f} {p['recall']:>7.3f}" for p in results["sweep"]]
+             f"{'ef_search':>9} {'p50 ms':>8} {'recall':>7} {'bare p50':>9} {'recall':>7} {'memsub/bare':>11}",
+             "-" * 57]
+    lines += [f"{p['ef_search']:>9} {p['p50_ms']:>8.1f} {p['recall']:>7.3f} {p['bare']['p50_ms']:>9.1f} "
+              f"{p['bare']['recall']:>7.3f} {p['p50_ms'] / p['bare']['p50_ms']:>11.2f}" for p in results["sweep"]]
     lines += ["", f"{'samples':>7} {'seconds':>8} {'method':>12} {'ef_search':>9} {'sampled':>8} {'bound':>6} "
               f"{'default p50':>11} {'recall':>7}", "-" * 76]
     for t in results["tunes"]:
