@@ -132,9 +132,15 @@ class App:
     def __init__(self, dsn: str) -> None:
         self.conn = psycopg.connect(dsn, autocommit=True)
 
-    def call(self, query: bytes, params: list[Any]) -> list[tuple[Any, ...]]:
+    def call(self, query: bytes | sql.Composed, params: list[Any],
+             settings: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+        """Run `query` in the benchmark tenant's context; `settings` (e.g. hnsw.ef_search) for this call only."""
         with self.conn.pipeline():
             self.conn.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
+            if settings:
+                self.conn.execute(b"select set_config(s.name, s.value, true)"
+                                  b" from unnest(%s::text[], %s::text[]) as s(name, value)",
+                                  [list(settings), list(settings.values())], prepare=True)
             cursor = self.conn.execute(query, params, prepare=True)
             return cursor.fetchall()
 

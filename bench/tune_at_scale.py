@@ -17,7 +17,8 @@ Then, as the application role (row-level security applies):
   from the data's mixture: p50 and recall@10 against the exact scan of the first --exact-queries of them;
 - side by side at each ef_search, the baseline: the bare walk of the same HNSW index by the same login in the same
   context (``set_context``, then ``select embedding_id from memsub.memory_embeddings ... order by <the index's key>
-  limit 10``, a prepared statement), so that what the graph costs is told apart from what memsub adds to it. Both
+  limit 10``, a prepared statement planned with sorts disabled, as memsub plans its walk), so that what the graph
+  costs is told apart from what memsub adds to it. Both
   connections first walk every query once at the largest ef_search: a server process maps the pages of shared
   memory it reads on first touch (about 270 page faults per search at 1M rows), which a long-lived pooled
   connection pays once;
@@ -43,7 +44,7 @@ from psycopg import sql
 from _database import bench_database, environment, environment_line
 from _vectors import VectorSource, latency_summary, vector_text
 from memsub.vector_index import index_builds
-from scaling import ORG, TENANT, App, K, Searched, Traffic, search, timed, tune_search
+from scaling import TENANT, App, K, Searched, Traffic, search, timed, tune_search
 
 TEMPLATE_PACKETS = 500
 EF_SWEEP = (40, 100, 160, 250, 400, 625, 1000)  # with tune_search's steps from 100: 250, 625, 1000
@@ -123,23 +124,18 @@ class BareWalk:
         self.statement = sql.SQL("select embedding_id from memsub.memory_embeddings e"
                                  " where e.tenant_id = %s and e.embedding_type = 'content'"
                                  " order by {} limit {}").format(sql.SQL(found[0]), sql.Literal(K))
-        self.conn = psycopg.connect(app_dsn, autocommit=True)
+        self.app = App(app_dsn)
 
     def search(self, queries: list[str], ef: int) -> Searched:
+        # Sorts disabled as memsub plans its walk: otherwise the planner may sort a small tenant's rows instead
+        # (at 5,000 rows, from ef_search 250 on), and the baseline would be an exact scan.
+        settings = {"hnsw.ef_search": str(ef), "hnsw.iterative_scan": "relaxed_order", "enable_sort": "off"}
         searched = Searched()
         for query in queries:
-            took, rows = timed(functools.partial(self.call, query, ef))
+            took, rows = timed(functools.partial(self.app.call, self.statement, [TENANT, query], settings))
             searched.seconds.append(took)
             searched.found.append([r[0] for r in rows])
         return searched
-
-    def call(self, query: str, ef: int) -> list[tuple[Any, ...]]:
-        with self.conn.pipeline(), self.conn.transaction():
-            self.conn.execute(b"select memsub.set_context(%s, %s)", [TENANT, ORG], prepare=True)
-            self.conn.execute(b"select set_config('hnsw.ef_search', %s, true),"
-                              b" set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(ef)], prepare=True)
-            cursor = self.conn.execute(self.statement, [TENANT, query], prepare=True)
-            return cursor.fetchall()
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
@@ -174,7 +170,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             results["sweep"].append(point)
             log(f"ef_search {ef}: p50 {point['p50_ms']:.1f} ms, recall {point['recall']:.3f}; bare walk p50 "
                 f"{bare_point['p50_ms']:.1f} ms, recall {bare_point['recall']:.3f}")
-        bare.conn.close()
+        bare.app.conn.close()
         results["tunes"] = []
         for samples in args.samples:
             for _ in range(args.tunes):
