@@ -123,6 +123,28 @@ def sweep(mutations: list[str]) -> dict[str, Outcome]:
     return {m: Outcome(m, True, f"{SWEEP_TEST} (sweep)", seconds) for m in mutations if m in failed}
 
 
+def check(mutations: list[str], jobs: int = 2, use_sweep: bool = True) -> list[Outcome]:
+    """The outcome of each mutation, in order: the sweep first (unless ``use_sweep`` is false), then the whole
+    suite, one pytest process per mutation, for each mutation the sweep did not catch; ``jobs`` processes at
+    a time."""
+    swept: dict[str, Outcome] = {}
+    if use_sweep:
+        chunks = [mutations[i::jobs] for i in range(jobs) if mutations[i::jobs]]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for caught in pool.map(sweep, chunks):
+                swept.update(caught)
+        print(f"sweep: {len(swept)} of {len(mutations)} mutations caught by the tenant-world test",
+              file=sys.stderr, flush=True)
+    rest = [m for m in mutations if m not in swept]
+    outcomes: list[Outcome] = []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for number, outcome in enumerate(pool.map(run_one, rest), start=1):
+            outcomes.append(outcome)
+            print(f"[{number}/{len(rest)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
+                  file=sys.stderr, flush=True)
+    return [swept.get(m) or next(o for o in outcomes if o.mutation == m) for m in mutations]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--actions", default="drop,weaken", help="comma-separated: drop, weaken")
@@ -137,22 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     mutations = [f"{action}:{policy}" for policy in policies for action in args.actions.split(",")]
     if args.sample is not None:
         mutations = sorted(random.Random(args.seed).sample(mutations, min(args.sample, len(mutations))))
-    swept: dict[str, Outcome] = {}
-    if not args.no_sweep:
-        chunks = [mutations[i::args.jobs] for i in range(args.jobs) if mutations[i::args.jobs]]
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for caught in pool.map(sweep, chunks):
-                swept.update(caught)
-        print(f"sweep: {len(swept)} of {len(mutations)} mutations caught by the tenant-world test",
-              file=sys.stderr, flush=True)
-    rest = [m for m in mutations if m not in swept]
-    outcomes: list[Outcome] = []
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for number, outcome in enumerate(pool.map(run_one, rest), start=1):
-            outcomes.append(outcome)
-            print(f"[{number}/{len(rest)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
-                  file=sys.stderr, flush=True)
-    outcomes = [swept.get(m) or next(o for o in outcomes if o.mutation == m) for m in mutations]
+    outcomes = check(mutations, jobs=args.jobs, use_sweep=not args.no_sweep)
     print("| mutation | caught | first failing test | seconds |")
     print("|---|---|---|---:|")
     for outcome in outcomes:
