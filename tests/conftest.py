@@ -36,7 +36,7 @@ TEMPLATE_DB = f"memsub_test_template{WORKER}"
 TEMPLATE_DB_384 = f"memsub_test_template_384{WORKER}"
 RETRIEVAL_DB = f"memsub_test_retrieval_data{WORKER}"
 
-# Login roles used by the tests, each a member of one memsub role (None: no memsub role at all).
+
 def pytest_report_header() -> str:
     from helpers import scratch_root
 
@@ -44,6 +44,7 @@ def pytest_report_header() -> str:
     return f"memsub test clusters in: {root if root else 'the system temp dir'}"
 
 
+# Login roles used by the tests, each a member of one memsub role (None: no memsub role at all).
 TEST_ROLES = {
     "app": "memsub_app",
     "tenant_admin": "memsub_tenant_admin",

@@ -226,8 +226,8 @@ def scratch_root() -> Path | None:
     """Where the test clusters' directories go: ``MEMSUB_TEST_SCRATCH`` when set (it must be a directory);
     otherwise /dev/shm (memory on Linux) when it is a writable directory with at least 4 GiB free, because every
     test clones the template database, and a clone (the files of 673 relations) took 0.35-0.5 s on an ext4 disk
-    against 0.06 s in memory; otherwise None: the system's temp dir. ``pytest`` prints the choice in its header
-    (docs/development.md, "Tests")."""
+    against 0.06 s in memory; otherwise None: the system's temp dir. ``pytest`` (without ``-q``) prints the
+    choice in its header (docs/development.md, "Tests")."""
     chosen = os.environ.get("MEMSUB_TEST_SCRATCH")
     if chosen:
         if not Path(chosen).is_dir():
