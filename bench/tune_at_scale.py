@@ -18,10 +18,9 @@ Then, as the application role (row-level security applies):
 - side by side at each ef_search, the baseline: the bare walk of the same HNSW index by the same login in the same
   context (``set_context``, then ``select embedding_id from memsub.memory_embeddings ... order by <the index's key>
   limit 10``, a prepared statement planned with sorts disabled, as memsub plans its walk), so that what the graph
-  costs is told apart from what memsub adds to it. Both
-  connections first walk every query once at the largest ef_search: a server process maps the pages of shared
-  memory it reads on first touch (about 270 page faults per search at 1M rows), which a long-lived pooled
-  connection pays once;
+  costs is told apart from what memsub adds to it. Both connections first walk every query once at the largest
+  ef_search: a server process maps the pages of shared memory it reads on first touch (about 270 page faults per
+  search at 1M rows), which a long-lived pooled connection pays once;
 - ``memsub.tune_search`` (as the maintenance job runs it, platform_admin context) --tunes times for each sample
   size in --samples: its seconds, the method and ef_search it chose, its sampled recall and that recall's lower
   bound; and after each, ``semantic_search`` at its defaults (mode auto) for the same queries.
@@ -137,6 +136,9 @@ class BareWalk:
             searched.found.append([r[0] for r in rows])
         return searched
 
+    def close(self) -> None:
+        self.app.conn.close()
+
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     traffic = Traffic(args.dimension)
@@ -170,7 +172,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             results["sweep"].append(point)
             log(f"ef_search {ef}: p50 {point['p50_ms']:.1f} ms, recall {point['recall']:.3f}; bare walk p50 "
                 f"{bare_point['p50_ms']:.1f} ms, recall {bare_point['recall']:.3f}")
-        bare.app.conn.close()
+        bare.close()
         results["tunes"] = []
         for samples in args.samples:
             for _ in range(args.tunes):
