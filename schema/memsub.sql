@@ -2786,6 +2786,45 @@ ALTER FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, 
 
 COMMENT ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) IS 'How memsub.semantic_search searches a tenant''s embeddings of one type for pool rows: method exact or approximate, the hnsw.ef_search of the walk (derived from the share and pool, or the larger one at which memsub.tune_search measured the recall goal), and the figures behind the choice (rows, share of the index, the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
+CREATE FUNCTION memsub._seed_tenant_statistics() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_table  record;
+    v_seeded integer := 0;
+begin
+    if pg_catalog.to_regprocedure('pg_catalog.pg_restore_attribute_stats("any")') is null then
+        raise notice 'memsub: PostgreSQL % has no pg_restore_attribute_stats; tables keep the planner''s default '
+                     'estimate for tenant_id until they are first analyzed', pg_catalog.current_setting('server_version');
+        return 0;
+    end if;
+    for v_table in
+        select n.nspname, c.relname
+          from pg_catalog.pg_class c
+          join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+          join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped
+         where n.nspname = 'memsub'
+           and c.relkind = 'r'  -- tables and the partitions of partitioned ones: what the planner scans
+           and c.reltuples < 0  -- never analyzed nor vacuumed
+           and not exists (select from pg_catalog.pg_stats s  -- pg_statistic itself is the superuser's only
+                            where s.schemaname = n.nspname and s.tablename = c.relname
+                              and s.attname = 'tenant_id' and not s.inherited)
+         order by c.relname
+    loop
+        perform pg_catalog.pg_restore_attribute_stats(
+            'schemaname', v_table.nspname::text, 'relname', v_table.relname::text, 'attname', 'tenant_id'::text,
+            'inherited', false, 'null_frac', 0::real, 'avg_width', 16, 'n_distinct', 1::real);
+        v_seeded := v_seeded + 1;
+    end loop;
+    return v_seeded;
+end
+$$;
+
+ALTER FUNCTION memsub._seed_tenant_statistics() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._seed_tenant_statistics() IS 'Internal: gives every memsub table (and partition) that was never analyzed and has no statistics for tenant_id the planner prior "one distinct tenant_id", so that plans made before its first ANALYZE find rows by their whole key; returns how many tables it seeded. ANALYZE replaces the prior. Needs PostgreSQL 18 (pg_restore_attribute_stats); on an earlier server it writes nothing and raises a NOTICE. Run by the migrator with sql/; not granted to clients.';
+
 CREATE FUNCTION memsub.session_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -15121,6 +15160,8 @@ GRANT ALL ON FUNCTION memsub._sample_query(p_row public.vector, p_distance doubl
 REVOKE ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._seed_tenant_statistics() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.session_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
