@@ -90,6 +90,14 @@ def test_non_superuser_install_with_only_the_documented_privileges(server, empty
         ("role", "members"), ("role", "member of")}, differences
     members = {d["object"]: d["found"] for d in differences if d["attribute"] == "members"}
     assert members == {f"role {r}": installer for r in OWNER_ROLES}, members
+    # The planner's prior for tenant_id (sql/980_planner_statistics.sql) needs no superuser either.
+    with psycopg.connect(server.dsn(empty_db)) as conn:
+        unseeded = conn.execute(
+            "select c.oid::regclass::text from pg_class c join pg_attribute a on a.attrelid = c.oid"
+            " where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r' and a.attname = 'tenant_id'"
+            "   and not exists (select from pg_stats s where s.schemaname = 'memsub' and s.tablename = c.relname"
+            "                    and s.attname = 'tenant_id' and not s.inherited and s.n_distinct = 1)").fetchall()
+    assert unseeded == []
 
 
 def test_a_role_lacking_privileges_is_refused_before_the_first_change(server, empty_db, installer):
