@@ -65,11 +65,13 @@ def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_ord
     if as_json:
         emit_json({"ok": True, "dry_run": report.dry_run, "planned": report.planned, "applied": report.applied,
                     "out_of_order": report.out_of_order, "repeatables_applied": report.repeatables_applied,
-                    "seconds": round(report.seconds, 3)})
+                    "notices": report.notices, "seconds": round(report.seconds, 3)})
         return
     for name in report.out_of_order:
         click.echo(f"out of order: {name} is older than the newest applied migration "
                    f"({'would be' if dry_run else 'is'} applied because of --allow-out-of-order)", err=True)
+    for message in report.notices:
+        click.echo(f"notice: {message}", err=True)
     if dry_run:
         click.echo("would apply: " + (", ".join(report.planned) if report.planned else "nothing"))
         return

@@ -168,6 +168,9 @@ class MigrationReport:
     planned: list[str] = field(default_factory=list)
     out_of_order: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # What memsub's own SQL told the installer while it ran: server notices that begin with "memsub:" (others,
+    # such as "does not exist, skipping" from DROP ... IF EXISTS, are PostgreSQL's and left out).
+    notices: list[str] = field(default_factory=list)
 
 
 class Migrator:
@@ -396,6 +399,7 @@ class Migrator:
             raise MigrationError(f"--to {format_version(target_version)}: no such migration is shipped")
         report = MigrationReport(dry_run=dry_run)
         with self._connect_bounded() as conn:
+            conn.add_notice_handler(lambda notice: _keep_memsub_notice(notice, report.notices))
             _creator_may_set_role(conn)
             # A database without memsub: the bootstrap advisory lock, held for the whole run so that a second
             # migrator started at the same time waits and then finds nothing to do.
@@ -552,6 +556,13 @@ class Migrator:
             lines.append("commit;")
         lines += ["", "select pg_advisory_unlock_all();", ""]
         return "\n".join(lines)
+
+
+def _keep_memsub_notice(notice: psycopg.errors.Diagnostic, notices: list[str]) -> None:
+    """Keeps a server notice that memsub's SQL raised (its message begins with "memsub:")."""
+    message = notice.message_primary or ""
+    if message.startswith("memsub:"):
+        notices.append(message)
 
 
 def _creator_may_set_role(conn: psycopg.Connection[dict[str, object]]) -> None:

@@ -80,6 +80,20 @@ def test_second_migrate_is_a_noop(db):
     assert snapshot(db.dsn()) == before
 
 
+def test_memsub_notices_reach_the_report_and_postgresql_ones_do_not(db, tmp_path):
+    """A NOTICE that memsub's SQL raises for the installer (it begins with "memsub:", like the one of
+    sql/980_planner_statistics.sql on a server without pg_restore_attribute_stats) is kept in the report, which
+    `memsub migrate` prints; PostgreSQL's own notices are not."""
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    (repeatables / "985_notices.sql").write_text(
+        "do $$ begin raise notice 'memsub: the installer should read this'; end $$;\n"
+        "drop function if exists memsub.no_such_function();\n")
+    report = Migrator(db.dsn(), repeatables_path=repeatables).migrate()
+    assert report.repeatables_applied
+    assert report.notices == ["memsub: the installer should read this"]
+
+
 def test_history_records_version_checksum_duration_and_role(db):
     with db.connect() as conn:
         rows = conn.execute(
