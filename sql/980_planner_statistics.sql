@@ -27,32 +27,26 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_table  record;
-    v_seeded integer := 0;
+    v_seeded integer;
 begin
     if pg_catalog.to_regprocedure('pg_catalog.pg_restore_attribute_stats("any")') is null then
         raise notice 'memsub: PostgreSQL % has no pg_restore_attribute_stats; tables keep the planner''s default '
                      'estimate for tenant_id until they are first analyzed', pg_catalog.current_setting('server_version');
         return 0;
     end if;
-    for v_table in
-        select n.nspname, c.relname
-          from pg_catalog.pg_class c
-          join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-          join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped
-         where n.nspname = 'memsub'
-           and c.relkind = 'r'  -- tables and the partitions of partitioned ones: what the planner scans
-           and c.reltuples < 0  -- never analyzed nor vacuumed
-           and not exists (select from pg_catalog.pg_stats s  -- pg_statistic itself is the superuser's only
-                            where s.schemaname = n.nspname and s.tablename = c.relname
-                              and s.attname = 'tenant_id' and not s.inherited)
-         order by c.relname
-    loop
-        perform pg_catalog.pg_restore_attribute_stats(
-            'schemaname', v_table.nspname::text, 'relname', v_table.relname::text, 'attname', 'tenant_id'::text,
-            'inherited', false, 'null_frac', 0::real, 'avg_width', 16, 'n_distinct', 1::real);
-        v_seeded := v_seeded + 1;
-    end loop;
+    select count(pg_catalog.pg_restore_attribute_stats(
+               'schemaname', n.nspname::text, 'relname', c.relname::text, 'attname', 'tenant_id'::text,
+               'inherited', false, 'null_frac', 0::real, 'avg_width', 16, 'n_distinct', 1::real))
+      into v_seeded
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+      join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped
+     where n.nspname = 'memsub'
+       and c.relkind = 'r'  -- tables and the partitions of partitioned ones: what the planner scans
+       and c.reltuples < 0  -- never analyzed nor vacuumed
+       and not exists (select from pg_catalog.pg_stats s  -- pg_statistic itself is the superuser's only
+                        where s.schemaname = n.nspname and s.tablename = c.relname
+                          and s.attname = 'tenant_id' and not s.inherited);
     return v_seeded;
 end
 $$;

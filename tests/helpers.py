@@ -76,6 +76,18 @@ def write(conn: psycopg.Connection[Any], envelope: dict[str, Any]) -> dict[str, 
     return row
 
 
+def table_reads(conn: psycopg.Connection[Any], table: str) -> int:
+    """The tuples and pages of ``table`` the current transaction has read so far (its ``pg_stat_get_xact_*``
+    counters: tuples fetched and returned, blocks hit and fetched). A test of what a call costs takes the
+    difference before and after it: a count, not a time."""
+    row = conn.execute(
+        "select pg_stat_get_xact_tuples_fetched(%(t)s::regclass) + pg_stat_get_xact_tuples_returned(%(t)s::regclass)"
+        " + pg_stat_get_xact_blocks_hit(%(t)s::regclass) + pg_stat_get_xact_blocks_fetched(%(t)s::regclass)",
+        {"t": table}).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def count(conn: psycopg.Connection[Any], table: str = "memsub.packet_store") -> int:
     row = conn.execute(f"select count(*) from {table}").fetchone()  # noqa: S608 - fixed table names
     assert row is not None

@@ -144,7 +144,8 @@ def check(mutations: list[str], jobs: int = 2, use_sweep: bool = True) -> list[O
             outcomes.append(outcome)
             print(f"[{number}/{len(rest)}] {outcome.mutation}: {'caught' if outcome.caught else 'SURVIVED'}",
                   file=sys.stderr, flush=True)
-    return [swept.get(m) or next(o for o in outcomes if o.mutation == m) for m in mutations]
+    by_mutation = swept | {o.mutation: o for o in outcomes}
+    return [by_mutation[m] for m in mutations]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,23 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-
-from helpers import TENANT_A, set_context
+from helpers import TENANT_A, set_context, table_reads
 from session_helpers import ALICE, as_user, new_session, rows
 
 OTHER_USERS = 80
 KEYS_EACH = 40
-
-
-def touched(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute(
-        "select pg_stat_get_xact_tuples_fetched('memsub.memory_entries'::regclass)"
-        " + pg_stat_get_xact_tuples_returned('memsub.memory_entries'::regclass)"
-        " + pg_stat_get_xact_blocks_hit('memsub.memory_entries'::regclass)"
-        " + pg_stat_get_xact_blocks_fetched('memsub.memory_entries'::regclass)").fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def populate(db: Any) -> None:
@@ -57,9 +45,9 @@ def test_memory_list_reads_only_its_namespace(db):
         as_user(conn, ALICE)
         for prefix in (f"user:{ALICE}:prefs", f"user:{ALICE}"):  # a few calls: cached plans count too
             for _ in range(7):
-                before = touched(conn)
+                before = table_reads(conn, "memsub.memory_entries")
                 listed = rows(conn, "select namespace, key from memsub.memory_list(%s)", [prefix])
-                cost = touched(conn) - before
+                cost = table_reads(conn, "memsub.memory_entries") - before
             assert cost < 100, f"memory_list({prefix}) touched {cost} memory_entries tuples and pages"
         assert sorted(r["key"] for r in listed) == ["language", "root", "style", "tone"]
         assert {r["namespace"] for r in listed} == {f"user:{ALICE}", f"user:{ALICE}:prefs"}
@@ -71,9 +59,9 @@ def test_memory_context_reads_only_the_sessions_namespaces(db):
         new_session(conn, "s-cost", project=None, app=None)
         as_user(conn, ALICE, "s-cost")
         for _ in range(7):
-            before = touched(conn)
+            before = table_reads(conn, "memsub.memory_entries")
             context = rows(conn, "select name, source from memsub.memory_context()")
-            cost = touched(conn) - before
+            cost = table_reads(conn, "memsub.memory_entries") - before
         assert cost < 100, f"memory_context touched {cost} memory_entries tuples and pages"
         assert sorted(r["name"] for r in context) == ["prefs:language", "prefs:style", "prefs:tone", "root"]
 
@@ -83,7 +71,7 @@ def test_consolidation_of_a_prefix_reads_only_that_prefix(db):
     with db.connect("tenant_admin") as conn:
         set_context(conn, TENANT_A, roles=["tenant_admin"])
         for _ in range(7):
-            before = touched(conn)
+            before = table_reads(conn, "memsub.memory_entries")
             rows(conn, "select * from memsub.consolidate_memories('last_write_wins', %s)", [f"user:{ALICE}:prefs"])
-            cost = touched(conn) - before
+            cost = table_reads(conn, "memsub.memory_entries") - before
         assert cost < 100, f"consolidate_memories of one namespace touched {cost} memory_entries tuples and pages"

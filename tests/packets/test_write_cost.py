@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from helpers import TENANT_A, calls_during, set_context, track_function_calls, write
+from helpers import TENANT_A, calls_during, set_context, table_reads, track_function_calls, write
 
 
 def fetched(conn: psycopg.Connection[Any]) -> int:
@@ -76,6 +76,34 @@ def test_lookups_of_a_write_stay_index_probes_as_the_tenant_grows(db):
     # An index probe touches a handful of tuples and pages; a scan of the tenant touches thousands.
     assert new_cost < 100, f"a new packet with one parent touched {new_cost} packet_store tuples and pages"
     assert retry_cost < 100, f"a deduplicated write touched {retry_cost} packet_store tuples and pages"
+
+
+def test_a_write_with_an_embedding_stays_index_probes_as_the_tenant_grows(db):
+    """An embedding's foreign key checks its packet with a statement PostgreSQL also plans once and keeps: before
+    packet_store's first ANALYZE it found the packet by its tenant alone (sql/980_planner_statistics.sql,
+    tests/operations/test_plans_before_analyze.py)."""
+
+    def embedded(n: int) -> dict[str, Any]:
+        return {"packet_type": "note", "payload": {"n": n},
+                "memory": {"embeddings": [{"embedding_type": "content", "vector": [1.0, float(n)] + [0.0] * 1534,
+                                           "chunk_text": f"note {n}"}]}}
+
+    with db.connect("app") as conn:
+        # Enough writes while the table is nearly empty for the key check's plan to be kept.
+        for n in range(10):
+            set_context(conn, TENANT_A)
+            write(conn, embedded(n))
+            conn.commit()
+        grow_tenant(db, 1000)
+        costs = []
+        for n in range(10, 15):
+            set_context(conn, TENANT_A)
+            before = table_reads(conn, "memsub.packet_store")
+            write(conn, embedded(n))
+            costs.append(table_reads(conn, "memsub.packet_store") - before)
+            conn.commit()
+    # A write reads a handful of packet_store tuples and pages; a scan of the tenant reads its 1,010 packets.
+    assert max(costs) < 20, f"write_packet touched {costs} packet_store tuples and pages"
 
 
 def test_unknown_parent_is_still_reported_first_in_order(db):
