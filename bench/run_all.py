@@ -30,7 +30,7 @@ END = "<!-- bench/run_all.py: end -->"
 ORDER = ("ingest", "write_path", "upserts", "session_events", "refresh", "hot_counters", "retrieval", "noisy_neighbour",
          "peer_langgraph", "peer_tenants", "adapter_langgraph_checkpoint", "adapter_langgraph_store",
          "adapter_openai_agents", "adapter_adk", "partitioning", "mcp_calls", "http_load", "graph_forms",
-         "semantic_memory", "fused_searches",
+         "semantic_memory", "fused_searches", "read_growth",
          "tune_at_scale", "scaling")
 
 
