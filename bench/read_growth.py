@@ -21,8 +21,9 @@ Two databases on one server, migrated the same way:
 
 A call whose reads at ``--large`` are more than twice those at ``--small`` and grow by more than 50 is marked
 ``grows``: its cost follows the tenant's size. Some calls read every row of the tenant by design (a snapshot of
-the world model, a scored retrieval of every reflection): they are named in the report.
-About two minutes at the defaults on two cores.
+the world model, a scored retrieval of every reflection, a thread's checkpoints listed across its namespaces):
+they are named in the report.
+About a minute at the defaults on two cores.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ SESSION = "s1"
 WARM_UP = 6  # runs before the measured ones: PostgreSQL chooses a kept plan at the sixth
 DIMENSION = 384
 # By design these read every row of their kind in the tenant (see the module's docstring).
-READS_EVERY_ROW = {"reflection.retrieve": "scores every live reflection of the tenant",
-                   "world_model.snapshot": "copies every entity of the world model"}
+READS_EVERY_ROW = {
+    "reflection.retrieve": "scores every live reflection of the tenant",
+    "world_model.snapshot": "copies every entity of the world model",
+    "langgraph_checkpoint_list (five, every namespace)":
+        "orders the thread's checkpoints of every namespace by id, as LangGraph's own PostgresSaver does",
+}
 
 READS = """
 select coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_fetched(c.oid)
@@ -113,6 +118,28 @@ def areas() -> list[Area]:
     def ingest(s: TenantSession, path: str, n: int) -> None:
         s.documents.ingest(path, f"paragraph {n}. " * 20, file_hash=hashlib.sha256(path.encode()).hexdigest(),
                            mime="txt")
+
+    def checkpoint(s: TenantSession, thread: str, n: int) -> None:
+        s.fetch("select memsub.langgraph_checkpoint_put(%s, '', %s, %s, 'json', %s)",
+                [thread, f"c{n:012d}", f"c{n - 1:012d}" if n else None, f'{{"n": {n}}}'.encode()])
+
+    def store_put(s: TenantSession, namespace_label: str, n: int) -> None:
+        s.fetch("select memsub.langgraph_store_put(array['docs', %s], %s, %s::jsonb)",
+                [namespace_label, f"k{n}", json.dumps({"n": n})])
+        if n < 10:
+            s.fetch("select memsub.langgraph_store_put(array['docs', 'small'], %s, '{}'::jsonb)", [f"k{n}"])
+
+    def agent_item(s: TenantSession, session: str, n: int) -> None:
+        s.fetch("select memsub.agent_session_add_items(%s, %s::json)", [session, json.dumps([{"n": n}] * 2)])
+
+    def adk_event(s: TenantSession, n: int) -> None:
+        if not adk_created:
+            s.fetch("select * from memsub.adk_session_create('bench', 'user', 'grown')")
+            adk_created.append(True)
+        s.fetch("select memsub.adk_session_append_event('bench', 'user', 'grown', %s::jsonb)",
+                [json.dumps({"id": f"e{n}", "author": "agent", "timestamp": float(n)})])
+
+    adk_created: list[bool] = []
 
     def entity(n: int) -> dict[str, Any]:
         return {"entity_id": f"w{n}", "entity_type": "thing", "attributes": {"n": n}, "confidence": 0.5}
@@ -191,6 +218,38 @@ def areas() -> list[Area]:
                 lambda s, n: s.run(world_model.apply_world_model_update("fact", [entity(n + 10**6), entity(n % 50)])),
             "world_model.snapshot": lambda s, n: s.run(world_model.take_world_model_snapshot()),
         }),
+        Area("session events", lambda s, n: s.run(sessions.session_append_event(SESSION, {"n": n})), {
+            "session_append_event": lambda s, n: s.run(sessions.session_append_event(SESSION, {"n": n})),
+            "session_get_events (the first ten)":
+                lambda s, n: s.run(sessions.session_get_events(SESSION, after_position=None, limit=10)),
+        }),
+        Area("LangGraph checkpoints", lambda s, n: checkpoint(s, "grown", n), {
+            "langgraph_checkpoint_put": lambda s, n: checkpoint(s, "grown", n),
+            "langgraph_checkpoint_get (latest)":
+                lambda s, n: s.fetch("select * from memsub.langgraph_checkpoint_get('grown')"),
+            "langgraph_checkpoint_list (five, one namespace)": lambda s, n: s.fetch(
+                "select * from memsub.langgraph_checkpoint_list('grown', '', p_limit => 5)"),
+            "langgraph_checkpoint_list (five, every namespace)": lambda s, n: s.fetch(
+                "select * from memsub.langgraph_checkpoint_list('grown', p_limit => 5)"),
+        }),
+        Area("LangGraph store", lambda s, n: store_put(s, "grown", n), {
+            "langgraph_store_put": lambda s, n: store_put(s, "new", n),
+            "langgraph_store_get": lambda s, n: s.fetch(
+                "select * from memsub.langgraph_store_get(array['docs', 'grown'], %s)", [f"k{n % 50}"]),
+            "langgraph_store_search (a namespace of ten)": lambda s, n: s.fetch(
+                "select * from memsub.langgraph_store_search(array['docs', 'small'], p_limit => 10)"),
+        }),
+        Area("agent sessions", lambda s, n: agent_item(s, "grown", n), {
+            "agent_session_add_items": lambda s, n: agent_item(s, "grown", n),
+            "agent_session_get_items (twenty)":
+                lambda s, n: s.fetch("select * from memsub.agent_session_get_items('grown', 20)"),
+            "agent_session_pop_item": lambda s, n: s.fetch("select memsub.agent_session_pop_item('grown')"),
+        }),
+        Area("ADK events", lambda s, n: adk_event(s, n), {
+            "adk_session_append_event": lambda s, n: adk_event(s, n),
+            "adk_session_get (ten recent)": lambda s, n: s.fetch(
+                "select * from memsub.adk_session_get('bench', 'user', 'grown', 10)"),
+        }),
         Area("semantic memory", lambda s, n: s.run(search.store_semantic_memory("agent", unit_vector(n), {"n": n})), {
             "store_semantic_memory":
                 lambda s, n: s.run(search.store_semantic_memory("agent", unit_vector(n), {"n": n})),
@@ -267,8 +326,8 @@ def report(results: dict[str, Any]) -> str:
     lines = [f"reads per call (tuples and blocks of memsub's tables and indexes) with {small:,} and {large:,} rows "
              f"of the area in the tenant; {results['calls']} calls each after {WARM_UP} unmeasured", "",
              environment_line(results["environment"]), "",
-             f"{'area / call':58s} {'before ANALYZE':>21s}   {'analyzed':>21s}",
-             f"{'':58s} {small:>7,} {large:>7,} {'ratio':>5s}   {small:>7,} {large:>7,} {'ratio':>5s}"]
+             f"{'area / call':72s} {'before ANALYZE':>21s}   {'analyzed':>21s}",
+             f"{'':72s} {small:>7,} {large:>7,} {'ratio':>5s}   {small:>7,} {large:>7,} {'ratio':>5s}"]
     flagged = []
     for area, calls in results["analyzed"].items():
         for name, (a_small, a_large) in calls.items():
@@ -278,7 +337,7 @@ def report(results: dict[str, Any]) -> str:
             if marks:
                 flagged.append(f"{area}: {name} grows {' and '.join(marks)}"
                                + (f" (by design: {READS_EVERY_ROW[name]})" if name in READS_EVERY_ROW else ""))
-            lines.append(f"{area + ': ' + name:58s} {b_small:7,.0f} {b_large:7,.0f} {b_large / max(b_small, 1):5.2f}"
+            lines.append(f"{area + ': ' + name:72s} {b_small:7,.0f} {b_large:7,.0f} {b_large / max(b_small, 1):5.2f}"
                          f"   {a_small:7,.0f} {a_large:7,.0f} {a_large / max(a_small, 1):5.2f}"
                          + ("  grows" if marks else ""))
     lines += ["", *(flagged or ["no call grows with its tenant"])]
