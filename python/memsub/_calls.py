@@ -104,6 +104,8 @@ def _json_safe(value: Any, path: str) -> Any:
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
     if isinstance(value, (list, tuple)):
+        if _finite_numbers(value):  # such as a vector: as it is, without a call per number
+            return list(value)
         # a loop, not a comprehension: one stack frame per level, so deep documents nest as far as json allows
         items: list[Any] = []
         for index, item in enumerate(value):
@@ -117,6 +119,17 @@ def _json_safe(value: Any, path: str) -> Any:
         return value.model_dump(mode="json", exclude_none=True)
     raise TypeError(f"{path}: a {type(value).__name__} is not JSON (use a list, dict, string, number, "
                     "boolean or null)")
+
+
+def _finite_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
+    """True when every value is exactly an int or a float (no subclass, no bool) and their sum is finite, which
+    every value then is. False sends the caller element by element, which names any value that is not JSON."""
+    if not values or not set(map(type, values)) <= {int, float}:
+        return False
+    try:
+        return math.isfinite(sum(values))
+    except OverflowError:  # an int too large for a float, beside floats: JSON all the same, checked one by one
+        return False
 
 
 def json_text(value: Any, field_name: str) -> str:

@@ -72,18 +72,24 @@ def _vectors_apart(envelope: Any) -> tuple[dict[str, Any], list[Vector]] | None:
     vectors = []
     for element in elements:
         numbers = element.get("vector") if isinstance(element, dict) else None
-        if not isinstance(numbers, list | tuple) or not numbers \
-                or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers):
+        if not isinstance(numbers, list | tuple) or not numbers or not _plain_numbers(numbers):
             return None
         try:
             single = array("f", numbers)
         except OverflowError:
             return None
-        if not all(map(math.isfinite, single)):
+        # Non-finite exactly when one of its numbers is: a sum of single-precision numbers cannot overflow a double.
+        if not math.isfinite(sum(single)):
             return None
         vectors.append(Vector(single.tolist()))
     lean = [{**element, "vector": None} for element in elements]
     return {**envelope, "memory": {**memory, "embeddings": lean}}, vectors
+
+
+def _plain_numbers(values: Sequence[Any]) -> bool:
+    """True when every value is an int or a float (a subclass of either too), and none is a bool; asked once for
+    each distinct type among the values rather than once for each value."""
+    return all(issubclass(kind, int | float) and not issubclass(kind, bool) for kind in set(map(type, values)))
 
 
 def write_packets(envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> Steps[list[PacketWriteResult]]:

@@ -156,7 +156,10 @@ def test_the_client_sends_list_vectors_apart_and_anything_else_in_the_envelope()
     assert [e["vector"] for e in sent["memory"]["embeddings"]] == [None, None]
     assert [v.to_list() for v in call.params[1]] == [float32_vector(6), float32_vector(106)]
     # Anything that is not a list of finite numbers stays in the envelope, where the server names what is wrong.
-    for odd in ("x", [1.0, "2"], [1e39] * DIMENSION, [10**400] * DIMENSION, [True] * DIMENSION, [], None):
+    odd_values = ("x", [1.0, "2"], [1e39] * DIMENSION, [10**400] * DIMENSION, [True] * DIMENSION, [], None,
+                  [0.5] * (DIMENSION - 1) + [-1e39], [1e39, -1e39] * (DIMENSION // 2),
+                  [0.5] * (DIMENSION - 1) + [False])
+    for odd in odd_values:
         value = envelope(7)
         value["memory"]["embeddings"][1]["vector"] = odd
         call = packets.write_packet(value)
