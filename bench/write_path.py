@@ -1,6 +1,7 @@
 """The write path with vectors, side by side in one run: memsub against plain SQL and against LangGraph's store.
 
-Usage: python bench/write_path.py [--items 2000] [--batch 100] [--singles 400] [--dimension 384] [--json]
+Usage: python bench/write_path.py [--items 2000] [--batch 100] [--singles 400] [--client-items 1000] [--dimension 384]
+                                  [--json]
 
 One private embedded PostgreSQL (or ``MEMSUB_BENCH_DSN``) holds memsub (migrated at ``--dimension``, written by a
 login in ``memsub_app``: row-level security applies), LangGraph's ``PostgresStore`` (its own schema and login)
@@ -19,7 +20,11 @@ PacketEnvelope whose ``memory.embeddings`` carries the vector; LangGraph puts th
   (other items), against ``store.put`` of one item and against a plain ``INSERT`` of the same two rows (packet
   and embedding, one pipelined transaction) into the same-indexed tables;
 - size: bytes of packet_store + memory_embeddings (tables, TOAST, indexes) per item against LangGraph's
-  ``store`` + ``store_vectors``, after the batch load.
+  ``store`` + ``store_vectors``, after the batch load;
+- client batch: ``--client-items`` more items, ``--batch`` per call, written as the Python client writes a batch
+  (``memsub.packets.write_packet_batch``, the call built inside the timed section): its vectors apart, in binary
+  (``p_vectors``), against the same call with the vectors inside the envelopes as JSON numbers, batches of the
+  two forms alternating (each form its own items); items/s and the server's CPU per batch.
 
 The figures are ratios of one run; the machine's load average is printed with them. On a shared machine the
 latencies follow the load more than the code, so for the single writes the server's CPU time per call is also
@@ -44,7 +49,7 @@ from psycopg import sql
 from _database import APP_ROLE, backend_cpu, bench_database, create_like, environment, environment_line
 from _vectors import VectorSource, latency_summary
 from memsub import packets
-from memsub._calls import register_vector_type
+from memsub._calls import Json, function, raw, register_vector_type
 from peer_langgraph import ORG, TENANT, LangGraph, alternate, prepare_langgraph, relation_bytes, sentence
 
 TABLES = {"packets": "memsub.packet_store", "embeddings": "memsub.memory_embeddings"}
@@ -117,7 +122,8 @@ class Items:
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
-    total = args.items + 2 * args.singles  # the single writes of memsub's two forms are different items
+    # The single writes of memsub's two forms are different items, and so are the client batches' two forms.
+    total = args.items + 2 * args.singles + 2 * args.client_items
     items = Items(args.dimension, total)
     vectors, texts, ids, embed = items.vectors, items.texts, items.ids, items.embed
 
@@ -218,6 +224,27 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                         plain.execute(statements["packets"], packet, prepare=True)
                         plain.execute(statements["embeddings"], embedding, prepare=True)
                 timed("insert", insert)
+        log(f"client batch: {args.client_items:,} items each way, {args.batch} per call")
+        first = args.items + 2 * args.singles
+        pairs = [(range(start, min(start + args.batch, first + args.client_items)),
+                  range(start + args.client_items, min(start + args.batch, first + args.client_items)
+                        + args.client_items))
+                 for start in range(first, first + args.client_items, args.batch)]
+        batch_cpu = {"apart": 0.0, "json": 0.0}
+
+        def client_batch(form: str, span: range) -> None:
+            values = [envelope_value(ids[i], i, texts[i], vectors[i]) for i in span]
+            if form == "apart":
+                call = packets.write_packet_batch(values)
+            else:  # the same call with the vectors left inside the envelopes
+                call = function("write_packets", {"envelopes": Json(values)}, raw())
+            reader = readers["memsub"]
+            before = reader() if reader else 0.0
+            memsub_call(call.statement, call.params)
+            if reader:
+                batch_cpu[form] += reader() - before
+        client_times = alternate(pairs, {"apart": lambda p: client_batch("apart", p[0]),
+                                         "json": lambda p: client_batch("json", p[1])})
         lg.close()
         ms.close()
         plain.close()
@@ -240,14 +267,18 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         results["single"]["memsub_vs_insert_cpu"] = cpu_ms["memsub"] / cpu_ms["insert"]
         results["single"]["memsub_vs_langgraph_cpu"] = cpu_ms["memsub"] / cpu_ms["langgraph"]
         results["single"]["memsub_json_vs_insert_cpu"] = cpu_ms["memsub_json"] / cpu_ms["insert"]
+    client_rate = {form: args.client_items / sum(times) for form, times in client_times.items()}
+    results["client_batch"] = {"items_per_s": client_rate, "apart_vs_json": client_rate["apart"] / client_rate["json"],
+                               "server_cpu_ms_per_batch": {form: seconds * 1000 / len(pairs)
+                                                           for form, seconds in batch_cpu.items()}}
     results["size_vs_langgraph"] = results["bytes_per_item"]["memsub"] / results["bytes_per_item"]["langgraph"]
     results["data"] = {"items": args.items, "batch": args.batch, "singles": args.singles,
-                       "dimension": args.dimension}
+                       "client_items": args.client_items, "dimension": args.dimension}
     return results
 
 
 def render(results: dict[str, Any]) -> str:
-    b, s, d = results["batch"], results["single"], results["data"]
+    b, s, d, c = results["batch"], results["single"], results["data"], results["client_batch"]
     rate = b["items_per_s"]
     bytes_ = results["bytes_per_item"]
     return "\n".join([
@@ -270,6 +301,8 @@ def render(results: dict[str, Any]) -> str:
         f"{s['langgraph']['ops_per_s']:>10,.0f} {s['memsub_json_vs_langgraph_ops']:>7.2f}",
         f"{'bytes per embedded item vs LangGraph (lower is better)':<52} {bytes_['memsub']:>10,.0f} "
         f"{bytes_['langgraph']:>10,.0f} {results['size_vs_langgraph']:>7.2f}",
+        f"{'client batch items/s, vectors apart vs as JSON':<52} {c['items_per_s']['apart']:>10,.0f} "
+        f"{c['items_per_s']['json']:>10,.0f} {c['apart_vs_json']:>7.2f}",
         "",
         f"single write p50/p95 ms: memsub {s['memsub']['p50_ms']:.2f}/{s['memsub']['p95_ms']:.2f}, plain INSERT "
         f"{s['insert']['p50_ms']:.2f}/{s['insert']['p95_ms']:.2f}, LangGraph {s['langgraph']['p50_ms']:.2f}/"
@@ -278,6 +311,9 @@ def render(results: dict[str, Any]) -> str:
            f"({s['memsub_vs_insert_cpu']:.2f}x), LangGraph {cpu['langgraph']:.2f} "
            f"({s['memsub_vs_langgraph_cpu']:.2f}x); vectors in the envelope as JSON {cpu['memsub_json']:.2f} "
            f"({s['memsub_json_vs_insert_cpu']:.2f}x the INSERT)"] if (cpu := s.get("server_cpu_ms_per_call")) else []),
+        f"client batch of {d['batch']}: server CPU ms per batch, vectors apart "
+        f"{c['server_cpu_ms_per_batch']['apart']:.1f}, as JSON {c['server_cpu_ms_per_batch']['json']:.1f} "
+        f"({d['client_items']:,} items each way)",
     ])
 
 
@@ -286,11 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=2000, help="items of the batch load (default 2000)")
     parser.add_argument("--batch", type=int, default=100, help="items per batch call (default 100)")
     parser.add_argument("--singles", type=int, default=400, help="single writes per side (default 400)")
+    parser.add_argument("--client-items", type=int, default=1000,
+                        help="items per form of the client batch (default 1000)")
     parser.add_argument("--dimension", type=int, default=384)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    if min(args.items, args.batch, args.singles, args.dimension) < 1:
-        parser.error("--items, --batch, --singles and --dimension must be positive")
+    if min(args.items, args.batch, args.singles, args.client_items, args.dimension) < 1:
+        parser.error("--items, --batch, --singles, --client-items and --dimension must be positive")
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

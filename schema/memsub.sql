@@ -247,7 +247,7 @@ ALTER FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) OWNER TO 
 
 COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS 'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
-CREATE FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS void
+CREATE FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -260,7 +260,9 @@ begin
     -- fails or a column gets NULL or a value its constraint refuses, and the batch goes envelope by envelope, which
     -- names the element and field. The readers' rules:
     --   vector          a JSON array pgvector reads (the cast), of the column's dimension (its type), with a
-    --                   cosine norm (a vector's distance to itself is NaN exactly when it has none);
+    --                   cosine norm (a vector's distance to itself is NaN exactly when it has none); given apart
+    --                   (p_vectors), the element's vector is JSON null or absent and its p_vectors entry, after
+    --                   the p_before[pos] entries of the envelopes before it, is not NULL;
     --   chunk_index     fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
     --   embedding_type  one of memsub.embedding_types() (memory_embeddings_embedding_type_known);
     --   metadata        absent, or a JSON object;
@@ -283,19 +285,24 @@ begin
            b.scope, b.ttl at time zone 'UTC', p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
+                                                  then b.memory -> 'embeddings' else '[]' end)
+                        with ordinality as v(e, n)
      -- The vector cast once per element (offset 0 keeps the sub-select from being merged into each use).
-     cross join lateral (select case when jsonb_typeof(v.e -> 'vector') = 'array'
-                                     then (v.e -> 'vector')::text::vector end as vector
+     cross join lateral (select case when p_vectors is null
+                                     then case when jsonb_typeof(v.e -> 'vector') = 'array'
+                                               then (v.e -> 'vector')::text::vector end
+                                     when coalesce(v.e -> 'vector', 'null') = 'null'
+                                     then p_vectors[array_lower(p_vectors, 1) + p_before[b.pos] + v.n - 1]
+                                end as vector
                           offset 0) x;
 end
 $$;
 
-ALTER FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) IS 'Internal to write_packets: the fan-out of the memory.embeddings of a batch''s stored packets (the only memory field the set-based path takes) in one INSERT.';
+COMMENT ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) IS 'Internal to write_packets: the fan-out of the memory.embeddings of a batch''s stored packets (the only memory field the set-based path takes) in one INSERT; p_vectors: their vectors given apart (NULL: in the envelopes), p_before: per batch position, how many of them belong to the envelopes before it.';
 
-CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) RETURNS SETOF memsub.packet_fields
+CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) RETURNS SETOF memsub.packet_fields
     LANGUAGE sql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
@@ -357,7 +364,10 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                             or jsonb_typeof(r.memory -> 'embeddings') = 'array'
                                and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
                                                 where jsonb_typeof(v.e) <> 'object'
-                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+                                                   or case when p_vectors_apart
+                                                           then coalesce(v.e -> 'vector', 'null') <> 'null'
+                                                           else jsonb_typeof(v.e -> 'vector') is distinct from 'array'
+                                                      end))),
                false),
            null::integer, null::uuid, null::text
       from (
@@ -402,9 +412,9 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
       ) r
 $_$;
 
-ALTER FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names the field). Not granted to clients.';
+COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names the field); p_vectors_apart: the memory.embeddings vectors are given apart, so each element holds JSON null or nothing in their place. Not granted to clients.';
 
 CREATE FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS memsub.packet_fields[]
     LANGUAGE plpgsql STABLE
@@ -3041,7 +3051,7 @@ ALTER FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) 
 
 COMMENT ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) IS 'Internal: the hnsw.ef_search of a walk that must return p_pool rows of a caller holding p_share (0-1] of the graph: about ten candidates per wanted row inside that share, at least 40 and p_pool, at most 1000. Used by memsub._search_strategy and memsub.search_semantic_memory.';
 
-CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb) RETURNS memsub.packet_write_result[]
+CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -3063,7 +3073,8 @@ begin
                                                           memsub.limit_value('max_envelope_bytes'),
                                                           memsub.limit_value('max_tags'),
                                                           memsub.limit_value('max_tag_chars'),
-                                                          memsub.limit_value('max_parent_ids')) b
+                                                          memsub.limit_value('max_parent_ids'),
+                                                          p_vectors is not null) b
                       order by b.pos);
     select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
            array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
@@ -3099,7 +3110,7 @@ begin
         returning t.first_packet_id
     )
     select coalesce(array_agg(threads.first_packet_id), '{}') into v_new_threads from threads;
-    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user);
+    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user, p_vectors, p_before);
     select array_agg(row(b.pos, b.packet_id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.generation,
                          b.root_packet_id, b.content_hash, false,
                          jsonb_build_object('packet_store', 1)
@@ -3122,9 +3133,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub._write_packets_set(p_envelopes jsonb) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. Not granted to clients.';
+COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. p_vectors and p_before: the vectors given apart (memsub._batch_embeddings). Not granted to clients.';
 
 CREATE FUNCTION memsub.access_target_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -11013,12 +11024,14 @@ ALTER FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) 
 
 COMMENT ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) IS 'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread consistency, and deduplicates (a named packet_id identifies the packet; without one, the same content at the same time is the same packet), returning the existing packet flagged deduplicated. Fans the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) out into the layer tables; the payload is free. Fields of a newer contract version are kept and listed in unknown_fields. All or nothing. p_vectors (optional): the vectors of memory.embeddings as vector values, one per element in their order, the envelope holding JSON null or nothing in their place; the same packet is stored and read back as with the vectors in the envelope, without parsing them as JSON numbers (22023 naming vectors or the element for a count that does not match, a vector given twice, a null one).';
 
-CREATE FUNCTION memsub.write_packets(p_envelopes jsonb) RETURNS SETOF memsub.packet_write_result
+CREATE FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS SETOF memsub.packet_write_result
     LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 declare
     total       integer;
+    elements    integer[];  -- with p_vectors: per envelope, its memory.embeddings elements
+    before      integer[];  -- with p_vectors: per envelope, the elements of the envelopes before it
     idx         integer;
     v_current   integer;   -- the envelope being stored, named in errors
     top         integer;
@@ -11039,8 +11052,31 @@ begin
         raise exception 'memsub.write_packets expects a JSON array of envelopes'
             using errcode = '22023', column = 'envelopes';
     end if;
-    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    -- Vectors given apart count toward the batch's bytes as they would inside its envelopes.
+    perform memsub._check_limit(pg_column_size(p_envelopes) + coalesce(pg_column_size(p_vectors), 0),
+                                'max_batch_bytes', 'envelopes');
     total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    if p_vectors is not null then
+        if array_ndims(p_vectors) > 1 then
+            raise exception 'field "vectors" must be a one-dimensional array of vectors, not % dimensions',
+                array_ndims(p_vectors)
+                using errcode = '22023', column = 'vectors';
+        end if;
+        select coalesce(array_agg(c.count order by c.o), '{}'),
+               coalesce(array_agg(c.running - c.count order by c.o), '{}')
+          into elements, before
+          from (select x.o, n.count, sum(n.count) over (order by x.o) as running
+                  from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+                 cross join lateral (select case when jsonb_typeof(x.e -> 'memory' -> 'embeddings') = 'array'
+                                                 then jsonb_array_length(x.e -> 'memory' -> 'embeddings')
+                                                 else 0 end as count) n) c;
+        if coalesce(cardinality(p_vectors), 0) <> coalesce(before[total] + elements[total], 0) then
+            raise exception 'field "vectors" holds % vectors for % memory.embeddings elements in the batch: it gives '
+                            'one vector per element, envelope by envelope, in their order',
+                coalesce(cardinality(p_vectors), 0), coalesce(before[total] + elements[total], 0)
+                using errcode = '22023', column = 'vectors';
+        end if;
+    end if;
     if total = 0 then
         return;
     end if;
@@ -11049,7 +11085,7 @@ begin
     -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
     if total >= 8 then
         begin
-            results := memsub._write_packets_set(p_envelopes);
+            results := memsub._write_packets_set(p_envelopes, p_vectors, before);
         exception when others then
             results := null;
         end;
@@ -11111,7 +11147,11 @@ begin
                 end if;
                 continue when waits;
                 v_current := top;
-                results[top] := memsub.store_packet_envelope(envelope, top);
+                results[top] := memsub.store_packet_envelope(
+                    envelope, top,
+                    case when elements[top] > 0
+                         then p_vectors[array_lower(p_vectors, 1) + before[top]
+                                        : array_lower(p_vectors, 1) + before[top] + elements[top] - 1] end);
                 state[top] := 2;
                 stack := stack[1:depth - 1];
             end loop;
@@ -11133,9 +11173,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.write_packets(p_envelopes jsonb) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.write_packets(p_envelopes jsonb) IS 'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected (SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';
+COMMENT ON FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.vector[]) IS 'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected (SQLSTATE 23514). Errors name the failing envelope''s 1-based position. p_vectors (optional): the vectors of every envelope''s memory.embeddings as vector values, envelope by envelope, each envelope''s in the order of its elements, as write_packet takes one envelope''s (22023 naming vectors for a count that does not match; in an envelope''s errors, vectors[i] counts within that envelope).';
 
 CREATE TABLE memsub.adk_app_states (
     tenant_id uuid NOT NULL,
@@ -14880,9 +14920,9 @@ GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO
 
 REVOKE ALL ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
@@ -15189,7 +15229,7 @@ REVOKE ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double pre
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.access_target_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_app;
@@ -15874,8 +15914,8 @@ GRANT ALL ON FUNCTION memsub.world_model_state_version() TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb) TO memsub_app;
+REVOKE ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.vector[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.vector[]) TO memsub_app;
 
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_analyst;

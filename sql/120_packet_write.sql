@@ -809,9 +809,10 @@ comment on function memsub.canonical_uuid_text(text) is
 -- sends the batch to the envelope-by-envelope path, which names the envelope and field.
 
 drop function if exists memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint);
+drop function if exists memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint, boolean);
 create or replace function memsub._batch_envelopes(
     p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
-    p_max_tag_chars bigint, p_max_parent_ids bigint
+    p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean
 ) returns setof memsub.packet_fields
 language sql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -874,7 +875,10 @@ as $$
                             or jsonb_typeof(r.memory -> 'embeddings') = 'array'
                                and not exists (select from jsonb_array_elements(r.memory -> 'embeddings') as v(e)
                                                 where jsonb_typeof(v.e) <> 'object'
-                                                   or jsonb_typeof(v.e -> 'vector') is distinct from 'array'))),
+                                                   or case when p_vectors_apart
+                                                           then coalesce(v.e -> 'vector', 'null') <> 'null'
+                                                           else jsonb_typeof(v.e -> 'vector') is distinct from 'array'
+                                                      end))),
                false),
            null::integer, null::uuid, null::text
       from (
@@ -918,10 +922,11 @@ as $$
           from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
       ) r
 $$;
-comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint) is
+comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint, boolean) is
     'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
     'its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names '
-    'the field). Not granted to clients.';
+    'the field); p_vectors_apart: the memory.embeddings vectors are given apart, so each element holds JSON null '
+    'or nothing in their place. Not granted to clients.';
 
 create or replace function memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid,
                                                 p_user uuid) returns memsub.packet_fields[]
@@ -989,8 +994,10 @@ comment on function memsub._batch_lineage(memsub.packet_fields[], uuid, uuid, uu
     'or stored and visible, one probe for the stored ones) and content hash; NULL when a parent is missing or '
     'listed after its child (the envelope-by-envelope path reports or orders them).';
 
+drop function if exists memsub._batch_embeddings(memsub.packet_fields[], uuid, uuid, uuid);
 create or replace function memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid,
-                                                   p_user uuid) returns void
+                                                   p_user uuid, p_vectors vector[], p_before integer[])
+returns void
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -1003,7 +1010,9 @@ begin
     -- fails or a column gets NULL or a value its constraint refuses, and the batch goes envelope by envelope, which
     -- names the element and field. The readers' rules:
     --   vector          a JSON array pgvector reads (the cast), of the column's dimension (its type), with a
-    --                   cosine norm (a vector's distance to itself is NaN exactly when it has none);
+    --                   cosine norm (a vector's distance to itself is NaN exactly when it has none); given apart
+    --                   (p_vectors), the element's vector is JSON null or absent and its p_vectors entry, after
+    --                   the p_before[pos] entries of the envelopes before it, is not NULL;
     --   chunk_index     fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
     --   embedding_type  one of memsub.embedding_types() (memory_embeddings_embedding_type_known);
     --   metadata        absent, or a JSON object;
@@ -1026,18 +1035,26 @@ begin
            b.scope, b.ttl at time zone 'UTC', p_tenant, p_org, p_user, b.correlation_id, b.session_id, b.trace_id
       from unnest(p_batch) b
      cross join lateral jsonb_array_elements(case when jsonb_typeof(b.memory -> 'embeddings') = 'array'
-                                                  then b.memory -> 'embeddings' else '[]' end) as v(e)
+                                                  then b.memory -> 'embeddings' else '[]' end)
+                        with ordinality as v(e, n)
      -- The vector cast once per element (offset 0 keeps the sub-select from being merged into each use).
-     cross join lateral (select case when jsonb_typeof(v.e -> 'vector') = 'array'
-                                     then (v.e -> 'vector')::text::vector end as vector
+     cross join lateral (select case when p_vectors is null
+                                     then case when jsonb_typeof(v.e -> 'vector') = 'array'
+                                               then (v.e -> 'vector')::text::vector end
+                                     when coalesce(v.e -> 'vector', 'null') = 'null'
+                                     then p_vectors[array_lower(p_vectors, 1) + p_before[b.pos] + v.n - 1]
+                                end as vector
                           offset 0) x;
 end
 $$;
-comment on function memsub._batch_embeddings(memsub.packet_fields[], uuid, uuid, uuid) is
+comment on function memsub._batch_embeddings(memsub.packet_fields[], uuid, uuid, uuid, vector[], integer[]) is
     'Internal to write_packets: the fan-out of the memory.embeddings of a batch''s stored packets (the only memory '
-    'field the set-based path takes) in one INSERT.';
+    'field the set-based path takes) in one INSERT; p_vectors: their vectors given apart (NULL: in the envelopes), '
+    'p_before: per batch position, how many of them belong to the envelopes before it.';
 
-create or replace function memsub._write_packets_set(p_envelopes jsonb) returns memsub.packet_write_result[]
+drop function if exists memsub._write_packets_set(jsonb);
+create or replace function memsub._write_packets_set(p_envelopes jsonb, p_vectors vector[], p_before integer[])
+returns memsub.packet_write_result[]
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -1059,7 +1076,8 @@ begin
                                                           memsub.limit_value('max_envelope_bytes'),
                                                           memsub.limit_value('max_tags'),
                                                           memsub.limit_value('max_tag_chars'),
-                                                          memsub.limit_value('max_parent_ids')) b
+                                                          memsub.limit_value('max_parent_ids'),
+                                                          p_vectors is not null) b
                       order by b.pos);
     select count(*), bool_and(b.clean), array_agg(b.packet_id order by b.pos),
            array_agg(distinct b.thread_id) filter (where b.thread_id is not null)
@@ -1095,7 +1113,7 @@ begin
         returning t.first_packet_id
     )
     select coalesce(array_agg(threads.first_packet_id), '{}') into v_new_threads from threads;
-    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user);
+    perform memsub._batch_embeddings(v_batch, v_tenant, v_org, v_user, p_vectors, p_before);
     select array_agg(row(b.pos, b.packet_id, b.packet_type, b.ts, b.thread_id, b.parent_ids, b.generation,
                          b.root_packet_id, b.content_hash, false,
                          jsonb_build_object('packet_store', 1)
@@ -1117,17 +1135,22 @@ begin
     return v_results;
 end
 $$;
-comment on function memsub._write_packets_set(jsonb) is
+comment on function memsub._write_packets_set(jsonb, vector[], integer[]) is
     'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope '
     'would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the '
-    'envelope-by-envelope path. Not granted to clients.';
+    'envelope-by-envelope path. p_vectors and p_before: the vectors given apart (memsub._batch_embeddings). Not '
+    'granted to clients.';
 
-create or replace function memsub.write_packets(p_envelopes jsonb) returns setof memsub.packet_write_result
+drop function if exists memsub.write_packets(jsonb);
+create or replace function memsub.write_packets(p_envelopes jsonb, p_vectors vector[] default null)
+returns setof memsub.packet_write_result
 language plpgsql volatile security definer
-set search_path = pg_catalog, memsub, pg_temp
+set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     total       integer;
+    elements    integer[];  -- with p_vectors: per envelope, its memory.embeddings elements
+    before      integer[];  -- with p_vectors: per envelope, the elements of the envelopes before it
     idx         integer;
     v_current   integer;   -- the envelope being stored, named in errors
     top         integer;
@@ -1148,8 +1171,31 @@ begin
         raise exception 'memsub.write_packets expects a JSON array of envelopes'
             using errcode = '22023', column = 'envelopes';
     end if;
-    perform memsub._check_limit(pg_column_size(p_envelopes), 'max_batch_bytes', 'envelopes');
+    -- Vectors given apart count toward the batch's bytes as they would inside its envelopes.
+    perform memsub._check_limit(pg_column_size(p_envelopes) + coalesce(pg_column_size(p_vectors), 0),
+                                'max_batch_bytes', 'envelopes');
     total := memsub._check_limit(jsonb_array_length(p_envelopes), 'max_batch_envelopes', 'envelopes');
+    if p_vectors is not null then
+        if array_ndims(p_vectors) > 1 then
+            raise exception 'field "vectors" must be a one-dimensional array of vectors, not % dimensions',
+                array_ndims(p_vectors)
+                using errcode = '22023', column = 'vectors';
+        end if;
+        select coalesce(array_agg(c.count order by c.o), '{}'),
+               coalesce(array_agg(c.running - c.count order by c.o), '{}')
+          into elements, before
+          from (select x.o, n.count, sum(n.count) over (order by x.o) as running
+                  from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
+                 cross join lateral (select case when jsonb_typeof(x.e -> 'memory' -> 'embeddings') = 'array'
+                                                 then jsonb_array_length(x.e -> 'memory' -> 'embeddings')
+                                                 else 0 end as count) n) c;
+        if coalesce(cardinality(p_vectors), 0) <> coalesce(before[total] + elements[total], 0) then
+            raise exception 'field "vectors" holds % vectors for % memory.embeddings elements in the batch: it gives '
+                            'one vector per element, envelope by envelope, in their order',
+                coalesce(cardinality(p_vectors), 0), coalesce(before[total] + elements[total], 0)
+                using errcode = '22023', column = 'vectors';
+        end if;
+    end if;
     if total = 0 then
         return;
     end if;
@@ -1158,7 +1204,7 @@ begin
     -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
     if total >= 8 then
         begin
-            results := memsub._write_packets_set(p_envelopes);
+            results := memsub._write_packets_set(p_envelopes, p_vectors, before);
         exception when others then
             results := null;
         end;
@@ -1220,7 +1266,11 @@ begin
                 end if;
                 continue when waits;
                 v_current := top;
-                results[top] := memsub.store_packet_envelope(envelope, top);
+                results[top] := memsub.store_packet_envelope(
+                    envelope, top,
+                    case when elements[top] > 0
+                         then p_vectors[array_lower(p_vectors, 1) + before[top]
+                                        : array_lower(p_vectors, 1) + before[top] + elements[top] - 1] end);
                 state[top] := 2;
                 stack := stack[1:depth - 1];
             end loop;
@@ -1241,7 +1291,10 @@ begin
     return query select r.* from unnest(results) as r;
 end
 $$;
-comment on function memsub.write_packets(jsonb) is
+comment on function memsub.write_packets(jsonb, vector[]) is
     'Writes a JSON array of PacketEnvelopes in one transaction (all or nothing) and returns one PacketWriteResult per '
     'envelope, in input order. Parents inside the batch are written before their children; a cycle is rejected '
-    '(SQLSTATE 23514). Errors name the failing envelope''s 1-based position.';
+    '(SQLSTATE 23514). Errors name the failing envelope''s 1-based position. p_vectors (optional): the vectors of '
+    'every envelope''s memory.embeddings as vector values, envelope by envelope, each envelope''s in the order of '
+    'its elements, as write_packet takes one envelope''s (22023 naming vectors for a count that does not match; in '
+    'an envelope''s errors, vectors[i] counts within that envelope).';

@@ -23,7 +23,7 @@ grant select on memsub.packet_store, memsub.packet_threads, memsub.packet_tombst
 revoke delete on memsub.packet_store from memsub_app;
 grant usage on type memsub.packet_write_result to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.write_packet(jsonb, vector[]), memsub.write_packets(jsonb), memsub.purge_expired(uuid)
+    memsub.write_packet(jsonb, vector[]), memsub.write_packets(jsonb, vector[]), memsub.purge_expired(uuid)
     to memsub_app;
 grant execute on function
     memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_packets_with_vector_values(uuid[]),

@@ -103,14 +103,41 @@ def write_packets(envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> S
 
 
 def write_packet_batch(envelopes: Sequence[EnvelopeLike], offset: int = 0) -> Call[list[PacketWriteResult]]:
-    """Write envelopes in one call of memsub.write_packets; ``offset`` is added to each result's position."""
+    """Write envelopes in one call of memsub.write_packets; ``offset`` is added to each result's position. Their
+    vectors travel apart, in binary, when every ``memory.embeddings[]`` vector of the batch is a list of finite
+    numbers (as :func:`write_packet` sends one envelope's)."""
     def decode(found: list[dict[str, Any]]) -> list[PacketWriteResult]:
         for row in found:
             row["position"] += offset
         return [PacketWriteResult.model_validate(row) for row in found]
 
-    batch = Json([_envelope_value(envelope) for envelope in envelopes])
-    return function("write_packets", {"envelopes": batch}, Shape(tuple(PacketWriteResult.model_fields), decode))
+    values = [_envelope_value(envelope) for envelope in envelopes]
+    shape = Shape(tuple(PacketWriteResult.model_fields), decode)
+    apart = _batch_vectors_apart(values)
+    if apart is None:
+        return function("write_packets", {"envelopes": Json(values)}, shape)
+    lean, vectors = apart
+    return function("write_packets", {"envelopes": Json(lean), "vectors": vectors}, shape)
+
+
+def _batch_vectors_apart(values: list[Any]) -> tuple[list[Any], list[Vector]] | None:
+    """The batch with every ``memory.embeddings[]`` vector set to None, and the vectors in order, envelope by
+    envelope (memsub.write_packets' ``p_vectors``); None when no envelope has one, or when one of them cannot travel
+    apart (:func:`_vectors_apart`): then they all stay in their envelopes, where the server names what is wrong."""
+    lean: list[Any] = []
+    vectors: list[Vector] = []
+    for value in values:
+        memory = value.get("memory") if isinstance(value, dict) else None
+        if not isinstance(memory, dict) or not isinstance(memory.get("embeddings"), list) \
+                or not memory["embeddings"]:
+            lean.append(value)
+            continue
+        apart = _vectors_apart(value)
+        if apart is None:
+            return None
+        lean.append(apart[0])
+        vectors += apart[1]
+    return (lean, vectors) if vectors else None
 
 
 def _envelope_value(envelope: EnvelopeLike) -> Any:

@@ -34,7 +34,8 @@ CALLS: dict[tuple[str, str], RouteCall] = {
         "write_packet", (), not_exposed={"envelope": "the whole body is the envelope",
                                          "vectors": "a JSON body carries its vectors inside the envelope"}),
     ("POST", "/api/v1/memory/packets"): RouteCall(
-        "write_packets", (), not_exposed={"envelopes": "the whole body is the array of envelopes"}),
+        "write_packets", (), not_exposed={"envelopes": "the whole body is the array of envelopes",
+                                          "vectors": "a JSON body carries its vectors inside the envelopes"}),
     ("GET", "/api/v1/memory/packet/{packet_id}"): RouteCall(
         "get_packet", http_api.GET_PACKET_ARGUMENTS, path={"packet_id": "packet_id"}),
     ("GET", "/api/v1/memory/packet/{packet_id}/lineage"): RouteCall(

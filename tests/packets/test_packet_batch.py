@@ -64,7 +64,8 @@ def stored(conn: psycopg.Connection[Any]) -> dict[str, list[Any]]:
     return {table: [row[0] for row in conn.execute(query)] for table, query in ROWS.items()}
 
 
-CALLS = ("select coalesce(pg_stat_get_xact_function_calls('memsub._write_packets_set(jsonb)'::regprocedure), 0), "
+CALLS = ("select coalesce(pg_stat_get_xact_function_calls("
+         "'memsub._write_packets_set(jsonb, vector[], integer[])'::regprocedure), 0), "
          "coalesce(pg_stat_get_xact_function_calls("
          "'memsub.store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
 
