@@ -123,3 +123,24 @@ def test_the_client_sends_a_batch_s_vectors_apart_only_when_all_can_go(db: Any) 
     for seed, result in zip(range(1, 10), results, strict=True):
         stored_envelope, _ = read_back(db, result.packet_id)
         assert stored_envelope["memory"] == envelope(seed)["memory"]
+
+
+def test_vectors_given_apart_count_toward_the_batch_s_bytes(db: Any) -> None:
+    lean, vectors = batch_apart([1, 2, 3])
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        register_vector(conn)
+        sizes = conn.execute("select pg_column_size(%s::jsonb), pg_column_size(%s::vector[])",
+                             [json.dumps(lean), vectors]).fetchone()
+    assert sizes is not None
+    envelope_bytes, vector_bytes = sizes
+    with db.connect() as admin:  # room for the envelopes, not for their vectors as well
+        admin.execute("insert into memsub.limits (name, value) values ('max_batch_bytes', %s)",
+                      [envelope_bytes + vector_bytes // 2])
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as caught:
+            write_batch(conn, lean, vectors)
+        conn.rollback()
+    assert caught.value.diag.column_name == "envelopes"
+    assert superuser_count(db) == 0
