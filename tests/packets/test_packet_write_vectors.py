@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -111,10 +112,15 @@ def test_a_bad_vectors_argument_is_refused_naming_the_field_and_nothing_is_writt
         db: Any, change: Any, column: str, message: str) -> None:
     lean, vectors = apart(envelope(3))
     change(lean, vectors)
+    refused(db, lambda conn: write_apart(conn, lean, vectors), column, message)
+
+
+def refused(db: Any, write: Callable[[psycopg.Connection[Any]], object], column: str, message: str) -> None:
+    """``write`` raises 22023 naming ``column``, ``message`` in its text, and nothing is stored."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         with pytest.raises(psycopg.errors.InvalidParameterValue) as caught:
-            write_apart(conn, lean, vectors)
+            write(conn)
         conn.rollback()
     assert caught.value.diag.column_name == column
     assert message in str(caught.value)
