@@ -809,7 +809,6 @@ comment on function memsub.canonical_uuid_text(text) is
 -- sends the batch to the envelope-by-envelope path, which names the envelope and field.
 
 drop function if exists memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint);
-drop function if exists memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint, boolean);
 create or replace function memsub._batch_envelopes(
     p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint,
     p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean
