@@ -21,6 +21,7 @@ from pgvector.psycopg import register_vector
 from test_packet_write_vectors import apart, envelope, float32_vector, read_back, refused
 
 from memsub import packets
+from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
 
 from helpers import TENANT_A, set_context, superuser_count
@@ -136,3 +137,13 @@ def test_vectors_given_apart_count_toward_the_batch_s_bytes(db: Any) -> None:
         conn.rollback()
     assert caught.value.diag.column_name == "envelopes"
     assert superuser_count(db) == 0
+
+
+@pytest.mark.asyncio
+async def test_the_async_client_sends_a_batch_s_vectors_apart_too(db: Any) -> None:
+    async with AsyncSubstrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        results = await session.packets.write_packets([envelope(seed) for seed in range(1, 10)] + [plain(10)])
+    assert [r.written.get("memory_embeddings", 0) for r in results] == [2] * 9 + [0]
+    for seed, result in zip(range(1, 10), results[:9], strict=True):
+        stored_envelope, _ = read_back(db, result.packet_id)
+        assert stored_envelope["memory"] == envelope(seed)["memory"]
