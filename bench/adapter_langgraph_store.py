@@ -1,9 +1,10 @@
 """memsub's LangGraph store against LangGraph's own PostgresStore, on one server, in one run.
 
-Usage: python bench/adapter_langgraph_store.py [--users 20] [--items 20] [--repeats 5] [--json]
+Usage: python bench/adapter_langgraph_store.py [--users 20] [--items 20] [--repeats 5] [--dimensions 64] [--json]
 
 Both stores hold the same items (a short memory text and a few fields per item, under ("users", <id>, "memories"))
-with the same index configuration (64-dimension hashing embeddings of the text field), and run the same calls:
+with the same index configuration (hashing embeddings of the text field, ``--dimensions`` of them: 64 by default,
+1536 as OpenAI's text-embedding-3-small gives), and run the same calls:
 a put, a get, a filtered search of one user's namespace, a natural-language search of it, and a namespace
 listing. A put and a get run once an item; each user's searches and listing run ``--repeats`` times, so that
 every operation is timed over at least a hundred calls at the defaults. memsub runs as a login in memsub_app
@@ -35,7 +36,6 @@ from memsub.integrations.langgraph_store import MemsubStore
 from peer_langgraph import LangGraph, prepare_langgraph
 
 PEER = "PostgresStore"
-DIMS = 64
 TOPICS = ("tea", "coffee", "cycling", "chess", "hiking", "jazz", "sailing", "pottery")
 
 
@@ -45,9 +45,9 @@ def item(user: int, number: int) -> tuple[tuple[str, ...], str, dict[str, Any]]:
             {"text": f"user {user} mentioned {topic} on day {number}", "topic": topic, "day": number})
 
 
-def run(users: int, items: int, repeats: int) -> dict[str, Any]:
-    embedder = HashingEmbedder(DIMS)
-    index: Any = {"dims": DIMS, "embed": embedder.embed, "fields": ["text"]}
+def run(users: int, items: int, repeats: int, dimensions: int) -> dict[str, Any]:
+    embedder = HashingEmbedder(dimensions)
+    index: Any = {"dims": dimensions, "embed": embedder.embed, "fields": ["text"]}
     with bench_database() as (superuser, app):
         peer_dsn = prepare_langgraph(superuser)
         env = environment(superuser)
@@ -76,7 +76,7 @@ def run(users: int, items: int, repeats: int) -> dict[str, Any]:
             assert len(store.list_namespaces(prefix=("users",), limit=1000)) == users
         pool.close()
         peer.close()
-    return {"environment": env, "users": users, "items": items, "repeats": repeats,
+    return {"environment": env, "users": users, "items": items, "repeats": repeats, "dimensions": dimensions,
             "results": [compare(name, timings, PEER, cpu_per_call) for name, (timings, cpu_per_call) in (
                 ("put (one item, embedded)", put), ("get by key", get), ("search with a filter", filtered),
                 ("search by a query (top 5)", query), ("list namespaces", listing))]}
@@ -85,13 +85,15 @@ def run(users: int, items: int, repeats: int) -> dict[str, Any]:
 def render_report(report: dict[str, Any]) -> str:
     return render("memsub LangGraph store vs LangGraph PostgresStore (same server, same run)",
                   environment_line(report["environment"]),
-                  f"{report['users']} users x {report['items']} items, each user's searches and listing run "
-                  f"{report['repeats']}x; memsub as a memsub_app login with RLS", PEER,
+                  f"{report['users']} users x {report['items']} items, {report['dimensions']}-d embeddings, each "
+                  f"user's searches and listing run {report['repeats']}x; memsub as a memsub_app login with RLS",
+                  PEER,
                   report["results"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    return adapter_main(argv, __doc__, {"users": 20, "items": 20, "repeats": 5}, run, render_report)
+    return adapter_main(argv, __doc__, {"users": 20, "items": 20, "repeats": 5, "dimensions": 64}, run,
+                        render_report)
 
 
 if __name__ == "__main__":

@@ -6769,7 +6769,7 @@ ALTER FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) OWN
 
 COMMENT ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text). 22023 for another $op.';
 
-CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings jsonb DEFAULT '[]'::jsonb) RETURNS void
+CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings public.vector[] DEFAULT '{}'::public.vector[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
@@ -6796,9 +6796,10 @@ begin
         raise exception 'memsub.langgraph_store_put: ttl must be a positive, finite number of minutes'
             using errcode = '22023', column = 'ttl';
     end if;
-    if jsonb_typeof(coalesce(p_embeddings, '[]'::jsonb)) <> 'array'
-       or jsonb_array_length(coalesce(p_embeddings, '[]'::jsonb)) <> coalesce(cardinality(p_fields), 0) then
-        raise exception 'memsub.langgraph_store_put: embeddings must be an array with one vector per field'
+    -- The vectors come as vector values (a driver sends them in pgvector's binary form): nothing to parse here.
+    if coalesce(cardinality(p_embeddings), 0) <> coalesce(cardinality(p_fields), 0) or array_ndims(p_embeddings) > 1
+       or exists (select from unnest(p_embeddings) as e(embedding) where e.embedding is null) then
+        raise exception 'memsub.langgraph_store_put: embeddings must hold one vector per field'
             using errcode = '22023', column = 'embeddings';
     end if;
     insert into memsub.langgraph_store_items as i
@@ -6812,32 +6813,23 @@ begin
      where v.tenant_id = tenant and v.namespace_key = v_key and v.key = p_key;
     insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, field_name,
                                                 embedding)
-    select tenant, org, p_namespace, v_key, p_key, f.field_name, (e.embedding #>> '{}')::vector
-      from unnest(p_fields) with ordinality as f(field_name, position)
-      join jsonb_array_elements(coalesce(p_embeddings, '[]'::jsonb)) with ordinality as e(embedding, position)
-        using (position);
-exception
-    when data_exception then
-        if sqlstate in ('22023', '22P02', '22000') and sqlerrm like '%vector%' then
-            raise exception 'memsub.langgraph_store_put: embeddings must be arrays of finite numbers (%)', sqlerrm
-                using errcode = '22023', column = 'embeddings';
-        end if;
-        raise;
+    select tenant, org, p_namespace, v_key, p_key, f.field_name, f.embedding
+      from unnest(p_fields, p_embeddings) as f(field_name, embedding);
 end
 $$;
 
-ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it expire; p_fields and p_embeddings (one JSON array of numbers per field) replace its search vectors.';
+COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors.';
 
-CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
+CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding public.vector DEFAULT NULL::public.vector, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $_$
 declare
     tenant   uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
-    query    vector;
+    query    vector := p_query_embedding;  -- of any dimension: compared only with stored vectors of its own
     found    memsub.langgraph_store_item[];
     item     memsub.langgraph_store_item;
     expiring boolean;
@@ -6863,7 +6855,6 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
@@ -6934,9 +6925,9 @@ begin
 end
 $_$;
 
-ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15571,11 +15562,11 @@ GRANT ALL ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_
 
 REVOKE ALL ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings jsonb) TO memsub_app;
+REVOKE ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding jsonb, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) TO memsub_app;
+REVOKE ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.langgraph_store_sweep() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_sweep() TO memsub_app;

@@ -122,13 +122,14 @@ comment on function memsub.langgraph_store_matches(jsonb, jsonb) is
     'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} '
     'compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text). 22023 for another $op.';
 
+drop function if exists memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb);
 create or replace function memsub.langgraph_store_put(
     p_namespace   text[],
     p_key         text,
     p_value       jsonb,
     p_ttl_minutes double precision default null,
     p_fields      text[]           default '{}',
-    p_embeddings  jsonb            default '[]'::jsonb
+    p_embeddings  vector[]         default '{}'
 ) returns void
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
@@ -156,9 +157,10 @@ begin
         raise exception 'memsub.langgraph_store_put: ttl must be a positive, finite number of minutes'
             using errcode = '22023', column = 'ttl';
     end if;
-    if jsonb_typeof(coalesce(p_embeddings, '[]'::jsonb)) <> 'array'
-       or jsonb_array_length(coalesce(p_embeddings, '[]'::jsonb)) <> coalesce(cardinality(p_fields), 0) then
-        raise exception 'memsub.langgraph_store_put: embeddings must be an array with one vector per field'
+    -- The vectors come as vector values (a driver sends them in pgvector's binary form): nothing to parse here.
+    if coalesce(cardinality(p_embeddings), 0) <> coalesce(cardinality(p_fields), 0) or array_ndims(p_embeddings) > 1
+       or exists (select from unnest(p_embeddings) as e(embedding) where e.embedding is null) then
+        raise exception 'memsub.langgraph_store_put: embeddings must hold one vector per field'
             using errcode = '22023', column = 'embeddings';
     end if;
     insert into memsub.langgraph_store_items as i
@@ -172,22 +174,13 @@ begin
      where v.tenant_id = tenant and v.namespace_key = v_key and v.key = p_key;
     insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, field_name,
                                                 embedding)
-    select tenant, org, p_namespace, v_key, p_key, f.field_name, (e.embedding #>> '{}')::vector
-      from unnest(p_fields) with ordinality as f(field_name, position)
-      join jsonb_array_elements(coalesce(p_embeddings, '[]'::jsonb)) with ordinality as e(embedding, position)
-        using (position);
-exception
-    when data_exception then
-        if sqlstate in ('22023', '22P02', '22000') and sqlerrm like '%vector%' then
-            raise exception 'memsub.langgraph_store_put: embeddings must be arrays of finite numbers (%)', sqlerrm
-                using errcode = '22023', column = 'embeddings';
-        end if;
-        raise;
+    select tenant, org, p_namespace, v_key, p_key, f.field_name, f.embedding
+      from unnest(p_fields, p_embeddings) as f(field_name, embedding);
 end
 $$;
-comment on function memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb) is
+comment on function memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], vector[]) is
     'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it '
-    'expire; p_fields and p_embeddings (one JSON array of numbers per field) replace its search vectors.';
+    'expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors.';
 
 create or replace function memsub.langgraph_store_get(
     p_namespace   text[],
@@ -226,11 +219,12 @@ comment on function memsub.langgraph_store_get(text[], text, boolean) is
 
 -- The earlier signature, without p_distance (it scored by cosine only), would otherwise remain as an overload.
 drop function if exists memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean);
+drop function if exists memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text);
 
 create or replace function memsub.langgraph_store_search(
     p_namespace_prefix text[]  default '{}',
     p_filter           jsonb   default null,
-    p_query_embedding  jsonb   default null,
+    p_query_embedding  vector  default null,
     p_limit            integer default 10,
     p_offset           integer default 0,
     p_refresh_ttl      boolean default true,
@@ -242,7 +236,7 @@ as $$
 declare
     tenant   uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
-    query    vector;
+    query    vector := p_query_embedding;  -- of any dimension: compared only with stored vectors of its own
     found    memsub.langgraph_store_item[];
     item     memsub.langgraph_store_item;
     expiring boolean;
@@ -268,7 +262,6 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub.langgraph_store_search');
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
@@ -338,7 +331,7 @@ begin
     end loop;
 end
 $$;
-comment on function memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text) is
+comment on function memsub.langgraph_store_search(text[], jsonb, vector, integer, integer, boolean, text) is
     'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against '
     'p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, '
     'l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl '
@@ -441,9 +434,9 @@ comment on function memsub.langgraph_store_sweep() is
     'Deletes the context tenant''s expired LangGraph store items (and their vectors); returns how many.';
 
 grant execute on function
-    memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb),
+    memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], vector[]),
     memsub.langgraph_store_get(text[], text, boolean),
-    memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean, text),
+    memsub.langgraph_store_search(text[], jsonb, vector, integer, integer, boolean, text),
     memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer),
     memsub.langgraph_store_sweep()
     to memsub_app;

@@ -282,7 +282,9 @@ def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
 def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
     """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
     text = statement.encode() if isinstance(statement, str) else statement
-    return Call(text, list(params), shape.decode, any(isinstance(p, Vector) for p in params))
+    vectors = any(isinstance(p, Vector) or (isinstance(p, list) and p and all(isinstance(v, Vector) for v in p))
+                  for p in params)
+    return Call(text, list(params), shape.decode, vectors)
 
 
 ContextRole = Literal["tenant_admin", "platform_admin"]

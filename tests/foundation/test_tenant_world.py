@@ -103,7 +103,7 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     conn.execute("select memsub.langgraph_checkpoint_put_writes('thread-1', '', 'c1', 'task-1', '', '{0}', "
                  "'{messages}', '{json}', '{\\x7b7d}')")
     conn.execute("select memsub.langgraph_store_put('{users,prefs}', 'drink', '{\"v\": \"tea\"}', null, "
-                 "'{text}', '[[1, 0, 0]]')")
+                 "'{text}', array['[1, 0, 0]']::vector[])")
     conn.execute("select memsub.agent_session_add_items('conversation-1', "
                  "'[{\"role\": \"user\", \"content\": \"hi\"}]')")
     conn.execute("select * from memsub.adk_session_create('helpdesk', 'alice', 's1', "

@@ -298,8 +298,12 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
             ("select memsub.langgraph_store_put('{a}', '', '{}')", "key"),
             ("select memsub.langgraph_store_put('{a}', 'k', '[1]')", "value"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', -1)", "ttl"),
-            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[]')", "embeddings"),
-            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '[[\"x\"]]')", "embeddings"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '{}')", "embeddings"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', array[null]::vector[])",
+             "embeddings"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text,topic}', array['[1, 0]']::vector[])",
+             "embeddings"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{{text}}', '{{\"[1, 0]\"}}')", "embeddings"),
             ("select * from memsub.langgraph_store_search('{}', null, null, -1)", "limit"),
             ("select * from memsub.langgraph_store_search('{}', null, '[1, 0]', p_distance => 'hamming')",
              "distance_type"),
@@ -309,6 +313,13 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         ])
     with pytest.raises(TypeError):
         store.put(("a",), "k", {"tags": {"a-set"}})  # not JSON: refused, never stored as its str()
+    # Embeddings travel as vector values: one that is not finite numbers is refused before anything is sent.
+    for odd in ([float("nan"), 1.0], [], ["x", 1.0]):
+        indexed = store_for(pool, tenant, index={"dims": 2, "embed": lambda texts, odd=odd: [odd for _ in texts],
+                                                 "fields": ["text"]})
+        with pytest.raises(InvalidInput) as caught:
+            indexed.put(("a",), "k", {"text": "tea"})
+        assert caught.value.field == "embeddings"
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
 

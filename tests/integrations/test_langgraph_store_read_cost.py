@@ -43,7 +43,7 @@ def store(db: Any) -> Any:
         conn.execute(
             "select count(memsub.langgraph_store_put(array['users', u::text, 'memories'], 'm' || k,"
             "  jsonb_build_object('text', 'note ' || k, 'day', k), null, '{text}',"
-            "  jsonb_build_array(jsonb_build_array(1, u %% 7, k, 1))))"
+            "  array[format('[1, %%s, %%s, 1]', u %% 7, k)::vector]))"
             "  from generate_series(1, %s) u, generate_series(1, %s) k", [NAMESPACES, KEYS_EACH])
         conn.execute("select memsub.langgraph_store_put(array['users', '7x', 'memories'], 'm3', '{\"day\": 3}')")
         conn.execute("select memsub.langgraph_store_put(array['users', '7'], 'm3', '{\"day\": 3}')")
@@ -95,7 +95,7 @@ def test_a_search_of_every_namespace_finds_them_all(store: Any, db: Any) -> None
 
 
 def test_a_search_by_a_query_reads_only_its_namespaces_vectors(store: Any) -> None:
-    cost, found = cost_of(store, "select key, score from memsub.langgraph_store_search(%s, null, %s::jsonb,"
+    cost, found = cost_of(store, "select key, score from memsub.langgraph_store_search(%s, null, %s::vector,"
                                  " 3, 0, false)", [["users", "7", "memories"], json.dumps([1, 0, 5, 1])])
     assert [key for key, _ in found] == ["m5", "m6", "m4"]
     assert cost < 300, f"langgraph_store_search with a query touched {cost} tuples and pages"

@@ -21,6 +21,7 @@ the configured embedder, as LangGraph does.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from langgraph.store.base import (
     TTLConfig,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from pgvector import Vector
 from psycopg.types.json import Jsonb
 
 from memsub.errors import LocalValidationError
@@ -51,16 +53,33 @@ from memsub.integrations._context import (
     sync_pool,
 )
 
+# The vectors travel as vector values in pgvector's binary form (%b), not as JSON numbers the server would parse.
 PUT = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_value => %s, p_ttl_minutes => %s, "
-       "p_fields => %s, p_embeddings => %s)")
+       "p_fields => %s, p_embeddings => %b)")
+PUT_UNINDEXED = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_value => %s, "
+                 "p_ttl_minutes => %s)")
 GET = "select * from memsub.langgraph_store_get(p_namespace => %s, p_key => %s, p_refresh_ttl => %s)"
 SEARCH = ("select * from memsub.langgraph_store_search(p_namespace_prefix => %s, p_filter => %s, "
-          "p_query_embedding => %s, p_limit => %s, p_offset => %s, p_refresh_ttl => %s, p_distance => %s)")
+          "p_query_embedding => %b, p_limit => %s, p_offset => %s, p_refresh_ttl => %s, p_distance => %s)")
 LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces(p_prefix => %s, p_suffix => %s, "
                    "p_max_depth => %s, p_limit => %s, p_offset => %s)")
 SWEEP = "select memsub.langgraph_store_sweep() as deleted"
 DISTANCES = ("cosine", "l2", "inner_product")
 """The index distance_type values LangGraph's PostgresStore takes for float vectors, scored as it scores them."""
+
+
+def _vector(values: Sequence[float]) -> Vector:
+    """An embedding as a vector value; LocalValidationError naming the embedding for anything but a non-empty
+    sequence of finite numbers."""
+    try:
+        numbers = [float(x) for x in values]
+    except (TypeError, ValueError) as error:
+        raise LocalValidationError(f"MemsubStore: an embedding must be a sequence of numbers ({error})",
+                                   field="embeddings") from error
+    if not numbers or not all(map(math.isfinite, numbers)):
+        raise LocalValidationError("MemsubStore: an embedding must hold at least one number, every one finite",
+                                   field="embeddings")
+    return Vector(numbers)
 
 
 def _json(value: Any) -> Jsonb:
@@ -147,15 +166,17 @@ class MemsubStore(BaseStore):
         statements: list[Statement] = []
         for (_, op), (start, end) in zip(planned, spans, strict=True):
             if isinstance(op, PutOp):
-                names = [name for name, _ in self._field_texts(op)] if end > start else []
                 ttl = None if op.ttl is None else float(op.ttl)
-                statements.append((PUT, [list(op.namespace), op.key,
-                                         None if op.value is None else _json(op.value), ttl, names,
-                                         _json(vectors[start:end])]))
+                arguments = [list(op.namespace), op.key, None if op.value is None else _json(op.value), ttl]
+                if end > start:  # its fields' vectors replace the item's; without them it keeps none
+                    names = [name for name, _ in self._field_texts(op)]
+                    statements.append((PUT, [*arguments, names, [_vector(v) for v in vectors[start:end]]]))
+                else:
+                    statements.append((PUT_UNINDEXED, arguments))
             elif isinstance(op, GetOp):
                 statements.append((GET, [list(op.namespace), op.key, op.refresh_ttl]))
             elif isinstance(op, SearchOp):
-                query = _json(vectors[start]) if end > start else None
+                query = _vector(vectors[start]) if end > start else None
                 statements.append((SEARCH, [list(op.namespace_prefix), _json(op.filter) if op.filter else None,
                                             query, op.limit, op.offset, op.refresh_ttl, self._distance]))
             elif isinstance(op, ListNamespacesOp):
