@@ -6829,7 +6829,6 @@ CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT 
 declare
     tenant   uuid := memsub._unsealed_tenant_id();  -- its seal checked by the read or after it
     prefix   text[] := coalesce(p_namespace_prefix, '{}');
-    query    vector := p_query_embedding;  -- of any dimension: compared only with stored vectors of its own
     found    memsub.langgraph_store_item[];
     item     memsub.langgraph_store_item;
     expiring boolean;
@@ -6858,7 +6857,7 @@ begin
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
     -- has one: a data-modifying WITH prepared the update on every call.
-    if query is null then
+    if p_query_embedding is null then
         -- Newest first. A statement of its own: the executor starts every sub-select of a statement, so the
         -- scoring one below, unused without a query, cost a filtered search a sixth of its server time.
         select coalesce(array_agg(row(p.namespace::text[], p.key::text, p.value, p.created_at, p.updated_at,
@@ -6882,12 +6881,13 @@ begin
             select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
                    -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
                    (select max(case p_distance
-                                   when 'l2' then -(v.embedding <-> query)
-                                   when 'inner_product' then -(v.embedding <#> query)
-                                   else 1 - (v.embedding <=> query) end)
+                                   when 'l2' then -(v.embedding <-> p_query_embedding)
+                                   when 'inner_product' then -(v.embedding <#> p_query_embedding)
+                                   else 1 - (v.embedding <=> p_query_embedding) end)
                       from memsub.langgraph_store_vectors v
                      where v.tenant_id = tenant and v.namespace_key = i.namespace_key and v.key = i.key
-                       and vector_dims(v.embedding) = vector_dims(query)) as score
+                       -- a query of any dimension meets only the stored vectors of its own
+                       and vector_dims(v.embedding) = vector_dims(p_query_embedding)) as score
               from memsub.langgraph_store_items i
              where i.tenant_id = tenant and i.namespace_key >= key_range.low
                and i.namespace_key < key_range.high

@@ -104,7 +104,7 @@ def _json_safe(value: Any, path: str) -> Any:
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
     if isinstance(value, (list, tuple)):
-        if _finite_numbers(value):  # such as a vector: as it is, without a call per number
+        if plain_numbers(value) and _finite_sum(value):  # such as a vector: as it is, without a call per number
             return list(value)
         # a loop, not a comprehension: one stack frame per level, so deep documents nest as far as json allows
         items: list[Any] = []
@@ -121,14 +121,20 @@ def _json_safe(value: Any, path: str) -> Any:
                     "boolean or null)")
 
 
-def _finite_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
-    """True when every value is exactly an int or a float (no subclass, no bool) and their sum is finite, which
-    every value then is. False sends the caller element by element, which names any value that is not JSON."""
-    if not values or not set(map(type, values)) <= {int, float}:
-        return False
+def plain_numbers(values: Sequence[Any]) -> bool:
+    """True when ``values`` is not empty and every value is an int or a float (a subclass of either too) and
+    none is a bool; asked once for each distinct type among the values rather than once for each value."""
+    kinds = set(map(type, values))
+    return bool(kinds) and all(issubclass(kind, int | float) and not issubclass(kind, bool) for kind in kinds)
+
+
+def _finite_sum(numbers: Sequence[float]) -> bool:
+    """True when the sum of these numbers is finite. For single-precision numbers (a vector's), whose sum cannot
+    overflow a double, that is exactly when each of them is; for others False may also mean a sum too large, or
+    an int too large for a float, and the caller then looks at the numbers one by one."""
     try:
-        return math.isfinite(sum(values))
-    except OverflowError:  # an int too large for a float, beside floats: JSON all the same, checked one by one
+        return math.isfinite(sum(numbers))
+    except OverflowError:
         return False
 
 
@@ -153,7 +159,23 @@ def vector(values: VectorLike | None) -> Vector | None:
         return values
     if type(values).__module__ == "numpy" and type(values).__name__ == "ndarray":
         return Vector(cast(Any, values))
-    return Vector([float(v) for v in values])
+    return Vector(list(map(float, values)))
+
+
+def finite_vector(values: VectorLike) -> Vector | None:
+    """``values`` as a :func:`vector` when they are a non-empty sequence of numbers, each finite in single
+    precision (what a vector column holds); None otherwise, for the caller to refuse or to send another way."""
+    try:
+        found = vector(values)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    numbers = found.to_list()
+    return found if numbers and _finite_sum(numbers) else None
+
+
+def _vector_list(value: Any) -> bool:
+    """True for a non-empty list of ``Vector`` values: a ``vector[]`` argument, which %b sends in binary."""
+    return isinstance(value, list) and bool(value) and all(isinstance(item, Vector) for item in value)
 
 
 def list_or_none(values: Sequence[str] | None) -> list[str] | None:
@@ -247,7 +269,7 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
             value, placeholder = json_text(value.value, argument), "%s::jsonb"
         elif isinstance(value, Vector):
             vectors = True
-        elif isinstance(value, list) and value and all(isinstance(item, Vector) for item in value):
+        elif _vector_list(value):
             # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
             vectors, placeholder = True, "%b"
         elif isinstance(value, UUID):
@@ -282,9 +304,7 @@ def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
 def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
     """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
     text = statement.encode() if isinstance(statement, str) else statement
-    vectors = any(isinstance(p, Vector) or (isinstance(p, list) and p and all(isinstance(v, Vector) for v in p))
-                  for p in params)
-    return Call(text, list(params), shape.decode, vectors)
+    return Call(text, list(params), shape.decode, any(isinstance(p, Vector) or _vector_list(p) for p in params))
 
 
 ContextRole = Literal["tenant_admin", "platform_admin"]

@@ -8,8 +8,6 @@ expired packets, name the acting agent and read the audit trail. Both sessions e
 
 from __future__ import annotations
 
-import math
-from array import array
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Literal, overload
@@ -27,11 +25,13 @@ from memsub._calls import (
     Shape,
     Steps,
     SyncSession,
+    finite_vector,
     function,
     json_text,
     method,
     one,
     optional,
+    plain_numbers,
     query,
     rows,
 )
@@ -63,33 +63,26 @@ def _vectors_apart(envelope: Any) -> tuple[dict[str, Any], list[Vector]] | None:
     """The envelope with each ``memory.embeddings[]`` vector set to None, and the vectors as ``Vector`` values;
     None when there is no such vector or one of them is not a non-empty list of finite single-precision
     numbers."""
-    memory = envelope.get("memory") if isinstance(envelope, dict) else None
-    if not isinstance(memory, dict):
-        return None
-    elements = memory.get("embeddings")
-    if not isinstance(elements, list) or not elements:
+    elements = _embedding_elements(envelope)
+    if elements is None:
         return None
     vectors = []
     for element in elements:
         numbers = element.get("vector") if isinstance(element, dict) else None
-        if not isinstance(numbers, list | tuple) or not numbers or not _plain_numbers(numbers):
+        found = finite_vector(numbers) if isinstance(numbers, list | tuple) and plain_numbers(numbers) else None
+        if found is None:
             return None
-        try:
-            single = array("f", numbers)
-        except OverflowError:
-            return None
-        # Non-finite exactly when one of its numbers is: a sum of single-precision numbers cannot overflow a double.
-        if not math.isfinite(sum(single)):
-            return None
-        vectors.append(Vector(single.tolist()))
+        vectors.append(found)
     lean = [{**element, "vector": None} for element in elements]
-    return {**envelope, "memory": {**memory, "embeddings": lean}}, vectors
+    return {**envelope, "memory": {**envelope["memory"], "embeddings": lean}}, vectors
 
 
-def _plain_numbers(values: Sequence[Any]) -> bool:
-    """True when every value is an int or a float (a subclass of either too), and none is a bool; asked once for
-    each distinct type among the values rather than once for each value."""
-    return all(issubclass(kind, int | float) and not issubclass(kind, bool) for kind in set(map(type, values)))
+def _embedding_elements(envelope: Any) -> list[Any] | None:
+    """The envelope's ``memory.embeddings`` elements; None when it has none (no memory object, no list of them,
+    or an empty one)."""
+    memory = envelope.get("memory") if isinstance(envelope, dict) else None
+    elements = memory.get("embeddings") if isinstance(memory, dict) else None
+    return elements if isinstance(elements, list) and elements else None
 
 
 def write_packets(envelopes: Iterable[EnvelopeLike], batch_size: int = 500) -> Steps[list[PacketWriteResult]]:
@@ -127,9 +120,7 @@ def _batch_vectors_apart(values: list[Any]) -> tuple[list[Any], list[Vector]] | 
     lean: list[Any] = []
     vectors: list[Vector] = []
     for value in values:
-        memory = value.get("memory") if isinstance(value, dict) else None
-        if not isinstance(memory, dict) or not isinstance(memory.get("embeddings"), list) \
-                or not memory["embeddings"]:
+        if _embedding_elements(value) is None:
             lean.append(value)
             continue
         apart = _vectors_apart(value)

@@ -21,7 +21,6 @@ the configured embedder, as LangGraph does.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -42,6 +41,7 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
+from memsub._calls import finite_vector
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
@@ -70,16 +70,12 @@ DISTANCES = ("cosine", "l2", "inner_product")
 
 def _vector(values: Sequence[float]) -> Vector:
     """An embedding as a vector value; LocalValidationError naming the embedding for anything but a non-empty
-    sequence of finite numbers."""
-    try:
-        numbers = [float(x) for x in values]
-    except (TypeError, ValueError) as error:
-        raise LocalValidationError(f"MemsubStore: an embedding must be a sequence of numbers ({error})",
-                                   field="embeddings") from error
-    if not numbers or not all(map(math.isfinite, numbers)):
-        raise LocalValidationError("MemsubStore: an embedding must hold at least one number, every one finite",
-                                   field="embeddings")
-    return Vector(numbers)
+    sequence of numbers, each finite in single precision."""
+    found = finite_vector(values)
+    if found is None:
+        raise LocalValidationError("MemsubStore: an embedding must hold at least one number, every one finite "
+                                   "in single precision", field="embeddings")
+    return found
 
 
 def _json(value: Any) -> Jsonb:
