@@ -137,13 +137,10 @@ def areas(user: uuid.UUID) -> list[Area]:
         s.fetch("select memsub.agent_session_add_items(%s, %s::json)", [session, json.dumps([{"n": n}] * 2)])
 
     def adk_event(s: TenantSession, n: int) -> None:
-        if not adk_created:
+        if n == 0:  # every tenant's growth starts at 0, in the session its first event creates
             s.fetch("select * from memsub.adk_session_create('bench', 'user', 'grown')")
-            adk_created.append(True)
         s.fetch("select memsub.adk_session_append_event('bench', 'user', 'grown', %s::jsonb)",
                 [json.dumps({"id": f"e{n}", "author": "agent", "timestamp": float(n)})])
-
-    adk_created: list[bool] = []
 
     def entity(n: int) -> dict[str, Any]:
         return {"entity_id": f"w{n}", "entity_type": "thing", "attributes": {"n": n}, "confidence": 0.5}
@@ -320,10 +317,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 conn.execute(sql.SQL("grant memsub_tenant_admin to {}").format(sql.Identifier(APP_ROLE)))
                 if mode == "before ANALYZE":
                     for (table,) in conn.execute(
-                            "select c.oid::regclass::text from pg_catalog.pg_class c "
+                            "select c.relname from pg_catalog.pg_class c "
                             "where c.relnamespace = 'memsub'::regnamespace and c.relkind = 'r'").fetchall():
                         conn.execute(sql.SQL("alter table {} set (autovacuum_enabled = false)").format(
-                            sql.SQL(table)))
+                            sql.Identifier("memsub", table)))
             substrate = Substrate(app, min_size=1, max_size=1)
             try:
                 results[mode] = measure(substrate, superuser, mode == "analyzed", args.small, args.large,
