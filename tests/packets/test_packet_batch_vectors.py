@@ -18,7 +18,6 @@ import psycopg
 import pytest
 from pgvector import Vector
 from pgvector.psycopg import register_vector
-from test_packet_write_vectors import apart, envelope, float32_vector, read_back, refused
 
 from memsub import packets
 from memsub.async_client import AsyncSubstrate
@@ -26,6 +25,7 @@ from memsub.client import Substrate
 
 from helpers import TENANT_A, set_context, superuser_count
 from layer_helpers import DIMENSION
+from packet_vector_helpers import apart, envelope, float32_vector, read_back, refused
 
 SET_PATH_CALLS = ("select coalesce(pg_stat_get_xact_function_calls("
                   "'memsub.store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")

@@ -11,9 +11,7 @@ all lists of numbers this way.
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,30 +26,7 @@ from memsub.client import Substrate
 
 from helpers import TENANT_A, set_context, superuser_count, write
 from layer_helpers import DIMENSION
-
-
-def float32_vector(seed: int) -> list[float]:
-    values = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
-    return [float(x) for x in values]
-
-
-def envelope(seed: int) -> dict[str, Any]:
-    return {"packet_type": "memory_write", "payload": {"text": f"item {seed}"},
-            "timestamp": f"2026-01-01T00:00:{seed:02d}Z",
-            "memory": {"embeddings": [
-                {"embedding_type": "content", "vector": float32_vector(seed), "chunk_text": f"item {seed}"},
-                {"embedding_type": "entity", "vector": float32_vector(seed + 100), "chunk_index": 3}]}}
-
-
-def apart(written: dict[str, Any], keep_key: bool = True) -> tuple[dict[str, Any], list[Vector]]:
-    """The envelope with JSON null (or, ``keep_key=False``, nothing) in place of each vector, and the vectors."""
-    lean = copy.deepcopy(written)
-    vectors = []
-    for element in lean["memory"]["embeddings"]:
-        vectors.append(Vector(element.pop("vector")))
-        if keep_key:
-            element["vector"] = None
-    return lean, vectors
+from packet_vector_helpers import apart, envelope, float32_vector, read_back, refused
 
 
 def write_apart(conn: psycopg.Connection[Any], lean: dict[str, Any], vectors: list[Any]) -> dict[str, Any]:
@@ -61,18 +36,6 @@ def write_apart(conn: psycopg.Connection[Any], lean: dict[str, Any], vectors: li
                       [json.dumps(lean), vectors]).fetchone()
     assert row is not None
     return row
-
-
-def read_back(db: Any, packet_id: Any) -> tuple[dict[str, Any], list[Any]]:
-    """The envelope get_packet returns and the stored embedding rows (slot, vector text, chunk text)."""
-    with db.connect("app") as conn:
-        set_context(conn, TENANT_A)
-        row = conn.execute("select envelope from memsub.get_packet(%s)", [packet_id]).fetchone()
-        stored = conn.execute("select embedding_type, chunk_index, vector::text, chunk_text "
-                              "from memsub.memory_embeddings where packet_id = %s order by 1, 2",
-                              [packet_id]).fetchall()
-    assert row is not None
-    return row[0], stored
 
 
 @pytest.mark.parametrize("keep_key", [True, False])
@@ -113,19 +76,6 @@ def test_a_bad_vectors_argument_is_refused_naming_the_field_and_nothing_is_writt
     lean, vectors = apart(envelope(3))
     change(lean, vectors)
     refused(db, lambda conn: write_apart(conn, lean, vectors), column, message)
-
-
-def refused(db: Any, write: Callable[[psycopg.Connection[Any]], object], column: str, message: str) -> None:
-    """``write`` raises 22023 naming ``column``, ``message`` in its text, and nothing is stored."""
-    with db.connect("app") as conn:
-        set_context(conn, TENANT_A)
-        with pytest.raises(psycopg.errors.InvalidParameterValue) as caught:
-            write(conn)
-        conn.rollback()
-    assert caught.value.diag.column_name == column
-    assert message in str(caught.value)
-    assert superuser_count(db) == 0
-    assert superuser_count(db, "memsub.memory_embeddings") == 0
 
 
 def test_a_two_dimensional_vectors_argument_is_refused(db: Any) -> None:
