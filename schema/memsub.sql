@@ -7888,20 +7888,15 @@ CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb,
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
-declare
-    v_row memsub.memory_entries;
 begin
     if p_embedding is not null then
         perform memsub._check_vector(p_embedding, 'embedding');
     end if;
-    v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                         p_expected_version, true, false, 'memory_write', '{}');
-    if p_embedding is not null then
-        update memsub.memory_entries m set embedding = p_embedding
-         where m.tenant_id = v_row.tenant_id and m.id = v_row.id
-        returning m.* into v_row;
-    end if;
-    return v_row;
+    -- The embedding goes into the version's row as it is inserted: an update after it would write the row twice
+    -- (a second entry in every index, a dead row for vacuum).
+    return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                       p_expected_version, true, false, 'memory_write', '{}',
+                                       p_embedding => p_embedding);
 end
 $$;
 
@@ -9919,7 +9914,7 @@ ALTER FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p
 
 COMMENT ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) IS 'Stores (or replaces) the embedding of a visible packet in one vector space (one of memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
 
-CREATE FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text DEFAULT NULL::text) RETURNS memsub.memory_entries
+CREATE FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text DEFAULT NULL::text, p_embedding public.vector DEFAULT NULL::public.vector) RETURNS memsub.memory_entries
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -9991,10 +9986,10 @@ begin
     end if;
 
     insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
-                                             version, is_deleted, metadata, session_id)
+                                             version, is_deleted, metadata, session_id, embedding)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
             case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
-            p_delete, p_metadata, v_session)
+            p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
     on conflict on constraint memory_entries_version_key do nothing
     returning m.* into v_row;
     if not found then
@@ -10021,9 +10016,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
+COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
 
 CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
@@ -15828,7 +15823,7 @@ GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_retrieval_owner;
 REVOKE ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) FROM PUBLIC;
 

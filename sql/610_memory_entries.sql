@@ -68,6 +68,8 @@ comment on function memsub._memory_namespace_writable(text) is
     'True when the current context may write the namespace: its own user: and session: namespaces, or any '
     'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
+drop function if exists memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text,
+                                                     jsonb, text);
 create or replace function memsub.store_memory_version(
     p_namespace        text,
     p_key              text,
@@ -79,7 +81,8 @@ create or replace function memsub.store_memory_version(
     p_delete           boolean,
     p_operation        text,
     p_details          jsonb,
-    p_session_id       text default null
+    p_session_id       text   default null,
+    p_embedding        vector default null
 ) returns memsub.memory_entries
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -152,10 +155,10 @@ begin
     end if;
 
     insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
-                                             version, is_deleted, metadata, session_id)
+                                             version, is_deleted, metadata, session_id, embedding)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
             case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
-            p_delete, p_metadata, v_session)
+            p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
     on conflict on constraint memory_entries_version_key do nothing
     returning m.* into v_row;
     if not found then
@@ -181,10 +184,11 @@ begin
     return v_row;
 end
 $$;
-comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text) is
-    'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), enforcing the '
-    'namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without '
-    'p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
+comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text, vector) is
+    'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with '
+    'p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when '
+    'p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is '
+    'last-write-wins (session termination, consolidation). Not granted to clients.';
 
 drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
 create or replace function memsub.memory_write(
@@ -199,20 +203,15 @@ create or replace function memsub.memory_write(
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
-declare
-    v_row memsub.memory_entries;
 begin
     if p_embedding is not null then
         perform memsub._check_vector(p_embedding, 'embedding');
     end if;
-    v_row := memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                         p_expected_version, true, false, 'memory_write', '{}');
-    if p_embedding is not null then
-        update memsub.memory_entries m set embedding = p_embedding
-         where m.tenant_id = v_row.tenant_id and m.id = v_row.id
-        returning m.* into v_row;
-    end if;
-    return v_row;
+    -- The embedding goes into the version's row as it is inserted: an update after it would write the row twice
+    -- (a second entry in every index, a dead row for vacuum).
+    return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                       p_expected_version, true, false, 'memory_write', '{}',
+                                       p_embedding => p_embedding);
 end
 $$;
 comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector) is
