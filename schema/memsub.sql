@@ -1071,7 +1071,7 @@ CREATE TABLE memsub.document_index (
     CONSTRAINT document_index_chunk_count_non_negative CHECK ((chunk_count >= 0)),
     CONSTRAINT document_index_entities_is_array CHECK ((jsonb_typeof(entities) = 'array'::text)),
     CONSTRAINT document_index_file_path_not_blank CHECK ((length(btrim(file_path)) > 0)),
-    CONSTRAINT document_index_hash_format CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT document_index_hash_format CHECK (((hash ~ '^[0-9a-f]+$'::text) AND (length(hash) = 64))),
     CONSTRAINT document_index_latest_consistent CHECK ((is_latest = (superseded_at IS NULL))),
     CONSTRAINT document_index_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT document_index_mime_known CHECK ((mime = ANY (memsub.document_mimes()))),
@@ -2851,10 +2851,10 @@ CREATE TABLE memsub.sessions (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     terminated_at timestamp with time zone,
     event_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT sessions_app_name_format CHECK ((app_name ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_app_name_format CHECK (((app_name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(app_name) <= 128))),
     CONSTRAINT sessions_event_count_not_negative CHECK ((event_count >= 0)),
-    CONSTRAINT sessions_id_format CHECK ((id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
-    CONSTRAINT sessions_project_id_format CHECK ((project_id ~ '^[A-Za-z0-9_.-]{1,128}$'::text)),
+    CONSTRAINT sessions_id_format CHECK (((id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(id) <= 128))),
+    CONSTRAINT sessions_project_id_format CHECK (((project_id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(project_id) <= 128))),
     CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
     CONSTRAINT sessions_status_check CHECK ((status = ANY (memsub.session_statuses()))),
     CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
@@ -4128,7 +4128,7 @@ declare
     found_key record;
     requested text;
 begin
-    if p_api_key is null or p_api_key !~ '^msk_[0-9a-f]{16}_[0-9a-f]{64}$' then
+    if p_api_key is null or p_api_key !~ '^msk_[0-9a-f]{16}_[0-9a-f]+$' or length(p_api_key) <> 85 then
         raise exception 'memsub.authenticate_api_key: not an API key (msk_<16 hex>_<64 hex>)'
             using errcode = '28000', column = 'api_key';
     end if;
@@ -4281,7 +4281,8 @@ begin
     if p_key is null then
         raise exception 'key is required' using errcode = '23502', column = 'key';
     end if;
-    if p_key !~ '^[^:[:space:]][^:]{0,255}$' then
+    -- + and a length test, not a counted repetition: PostgreSQL makes a regular-expression state per counted one.
+    if p_key !~ '^[^:[:space:]][^:]*$' or length(p_key) > 256 then
         raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
             using errcode = '22023', column = 'key';
     end if;
@@ -4314,7 +4315,8 @@ begin
                 using errcode = '42501', column = p_field;
         end if;
         if v_kind not in ('temp', 'session', 'user')
-           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]{0,255}$' then
+           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]*$'
+           or length(v_parts[cardinality(v_parts)]) > 256 then
             raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
                 p_field, v_key
                 using errcode = '22023', column = p_field;
@@ -4636,7 +4638,7 @@ begin
         raise exception 'memsub.consolidate_memories needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'strategy';
     end if;
-    if p_strategy is null or p_strategy !~ '^[a-z][a-z0-9_]{0,50}$' then
+    if p_strategy is null or p_strategy !~ '^[a-z][a-z0-9_]*$' or length(p_strategy) > 51 then
         raise exception 'strategy "%" is not a strategy name', coalesce(p_strategy, 'NULL')
             using errcode = '22023', column = 'strategy';
     end if;
@@ -5165,7 +5167,7 @@ begin
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;
-    if p_hash is null or p_hash !~ '^[0-9a-f]{64}$' then
+    if p_hash is null or p_hash !~ '^[0-9a-f]+$' or length(p_hash) <> 64 then
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
     end if;
@@ -7504,7 +7506,7 @@ END) STORED,
     search_tsv tsvector GENERATED ALWAYS AS ((setweight(to_tsvector('english'::regconfig, replace(key, '_'::text, ' '::text)), 'A'::"char") || jsonb_to_tsvector('english'::regconfig, COALESCE(value, 'null'::jsonb), '["string"]'::jsonb))) STORED,
     CONSTRAINT memory_entries_decay_weight_positive CHECK ((decay_weight > (0)::double precision)),
     CONSTRAINT memory_entries_importance_in_unit_range CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
-    CONSTRAINT memory_entries_key_format CHECK ((key ~ '^[^:[:space:]][^:]{0,255}$'::text)),
+    CONSTRAINT memory_entries_key_format CHECK (((key ~ '^[^:[:space:]][^:]*$'::text) AND (length(key) <= 256))),
     CONSTRAINT memory_entries_memory_type_check CHECK ((memory_type = ANY (memsub.memory_types()))),
     CONSTRAINT memory_entries_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT memory_entries_namespace_format CHECK (((namespace ~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$'::text) AND (length(namespace) <= 512))),
@@ -9258,15 +9260,15 @@ begin
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
             using errcode = '22023', column = 'user_id';
     end if;
-    if p_session_id is not null and p_session_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_session_id !~ '^[A-Za-z0-9_.-]+$' or length(p_session_id) > 128 then
         raise exception 'session_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_session_id
             using errcode = '22023', column = 'session_id';
     end if;
-    if p_project_id is not null and p_project_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_project_id !~ '^[A-Za-z0-9_.-]+$' or length(p_project_id) > 128 then
         raise exception 'project_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_project_id
             using errcode = '22023', column = 'project_id';
     end if;
-    if p_app_name is not null and p_app_name !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_app_name !~ '^[A-Za-z0-9_.-]+$' or length(p_app_name) > 128 then
         raise exception 'app_name "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_app_name
             using errcode = '22023', column = 'app_name';
     end if;
@@ -9678,7 +9680,7 @@ CREATE FUNCTION memsub.set_context_signing_key(p_key_id text, p_secret bytea) RE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $_$
 begin
-    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]{1,64}$' or p_key_id = 'seal' then
+    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]+$' or length(p_key_id) > 64 or p_key_id = 'seal' then
         raise exception 'memsub.set_context_signing_key: key_id must be 1-64 letters, digits, ".", "_" or "-" (not "seal")'
             using errcode = '22023', column = 'key_id';
     end if;
@@ -11838,7 +11840,7 @@ CREATE TABLE memsub.limits (
     name text NOT NULL,
     value bigint NOT NULL,
     set_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT limits_name_format CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
+    CONSTRAINT limits_name_format CHECK (((name ~ '^[a-z][a-z0-9_]*$'::text) AND (length(name) <= 63))),
     CONSTRAINT limits_value_positive CHECK ((value > 0))
 );
 

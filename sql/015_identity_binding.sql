@@ -420,7 +420,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]{1,64}$' or p_key_id = 'seal' then
+    if p_key_id is null or p_key_id !~ '^[A-Za-z0-9._-]+$' or length(p_key_id) > 64 or p_key_id = 'seal' then
         raise exception 'memsub.set_context_signing_key: key_id must be 1-64 letters, digits, ".", "_" or "-" (not "seal")'
             using errcode = '22023', column = 'key_id';
     end if;

@@ -43,7 +43,8 @@ begin
     if p_key is null then
         raise exception 'key is required' using errcode = '23502', column = 'key';
     end if;
-    if p_key !~ '^[^:[:space:]][^:]{0,255}$' then
+    -- + and a length test, not a counted repetition: PostgreSQL makes a regular-expression state per counted one.
+    if p_key !~ '^[^:[:space:]][^:]*$' or length(p_key) > 256 then
         raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
             using errcode = '22023', column = 'key';
     end if;

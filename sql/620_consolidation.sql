@@ -61,7 +61,7 @@ begin
         raise exception 'memsub.consolidate_memories needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'strategy';
     end if;
-    if p_strategy is null or p_strategy !~ '^[a-z][a-z0-9_]{0,50}$' then
+    if p_strategy is null or p_strategy !~ '^[a-z][a-z0-9_]*$' or length(p_strategy) > 51 then
         raise exception 'strategy "%" is not a strategy name', coalesce(p_strategy, 'NULL')
             using errcode = '22023', column = 'strategy';
     end if;

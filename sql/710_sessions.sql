@@ -84,7 +84,8 @@ begin
                 using errcode = '42501', column = p_field;
         end if;
         if v_kind not in ('temp', 'session', 'user')
-           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]{0,255}$' then
+           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]*$'
+           or length(v_parts[cardinality(v_parts)]) > 256 then
             raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
                 p_field, v_key
                 using errcode = '22023', column = p_field;
@@ -137,15 +138,15 @@ begin
         raise exception 'memsub.session_create needs a user in the context (memsub.set_context(..., user_id => ...))'
             using errcode = '22023', column = 'user_id';
     end if;
-    if p_session_id is not null and p_session_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_session_id !~ '^[A-Za-z0-9_.-]+$' or length(p_session_id) > 128 then
         raise exception 'session_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_session_id
             using errcode = '22023', column = 'session_id';
     end if;
-    if p_project_id is not null and p_project_id !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_project_id !~ '^[A-Za-z0-9_.-]+$' or length(p_project_id) > 128 then
         raise exception 'project_id "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_project_id
             using errcode = '22023', column = 'project_id';
     end if;
-    if p_app_name is not null and p_app_name !~ '^[A-Za-z0-9_.-]{1,128}$' then
+    if p_app_name !~ '^[A-Za-z0-9_.-]+$' or length(p_app_name) > 128 then
         raise exception 'app_name "%" must be 1 to 128 letters, digits, "_", "." or "-"', p_app_name
             using errcode = '22023', column = 'app_name';
     end if;

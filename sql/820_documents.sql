@@ -112,7 +112,7 @@ begin
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;
-    if p_hash is null or p_hash !~ '^[0-9a-f]{64}$' then
+    if p_hash is null or p_hash !~ '^[0-9a-f]+$' or length(p_hash) <> 64 then
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
     end if;
