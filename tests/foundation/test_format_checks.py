@@ -103,3 +103,40 @@ def test_a_state_key_names_its_namespace_and_a_key_of_one_to_256_characters(db):
                          [json.dumps({key: 1})])
     state: Any = ground_truth(db, "select state from memsub.sessions where id = 's-state'")[0]["state"]
     assert state == accepted
+
+
+def test_an_api_key_is_msk_16_hex_digits_and_64_hex_digits(db):
+    """The shape is refused before any lookup (28000 naming api_key); a key of the right shape that names no
+    stored key is refused after one."""
+    well_formed = "msk_" + "0" * 16 + "_" + "0" * 64
+    with db.connect("app") as conn:
+        for key, message in (
+                (well_formed, "unknown, revoked or expired"),
+                ("msk_" + "0" * 17 + "_" + "0" * 63, "not an API key"),  # as long, the parts the wrong size
+                ("msk_" + "0" * 15 + "_" + "0" * 65, "not an API key"),
+                ("msk_" + "0" * 16 + "_" + "0" * 63, "not an API key"),
+                ("msk_" + "0" * 16 + "_" + "0" * 65, "not an API key"),
+                ("msk_" + "0" * 16 + "_" + "0" * 63 + "G", "not an API key")):
+            error = expect_error(conn, "28000", "api_key", "select memsub.authenticate_api_key(%s)", [key])
+            assert message in str(error), key
+
+
+def test_a_document_hash_is_64_lower_case_hex_digits(db):
+    text = "a short note"
+    ingest = "select status from memsub.document_ingest(%s, %s, 'md', %s, '[{\"start_char\": 0, \"end_char\": 12}]')"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE, None)
+        assert one(conn, ingest, ["notes/a.md", "a" * 64, text]) == {"status": "created"}
+        conn.commit()
+        for bad in ("a" * 63, "a" * 65, "A" * 64, "g" * 64, ""):
+            as_user(conn, ALICE, None)
+            expect_error(conn, "22023", "hash", ingest, ["notes/b.md", bad, text])
+    with db.connect() as conn:
+        for value, accepted in (("b" * 64, True), ("b" * 65, False), ("B" * 64, False)):
+            update = "update memsub.document_index set hash = %s"
+            if accepted:
+                conn.execute(update, [value])
+            else:
+                with pytest.raises(psycopg.errors.CheckViolation, match="document_index_hash_format"):
+                    conn.execute(update, [value])
+            conn.rollback()
