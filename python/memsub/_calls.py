@@ -15,7 +15,9 @@ Rules every call follows:
 
 - Arguments travel by name (``p_x => %s``); an argument given as None is left out, so the SQL default applies.
   :data:`NULL` sends an explicit SQL NULL (for parameters without a default).
-- One vector adapter (:func:`vector`): pgvector's binary ``Vector``, registered on each connection.
+- One vector adapter (:func:`vector`): pgvector's binary ``Vector``, registered on each connection. A vector
+  argument (:class:`AsVector`, or a ``Vector``) is checked when the call is declared: one that cannot be a vector
+  (no number, NaN, an infinity, beyond a 4-byte float, not a number) raises LocalValidationError naming it.
 - One JSON adapter (:class:`Json`): strict; a value that is not JSON raises TypeError naming the field.
 - One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
   (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
@@ -50,7 +52,7 @@ from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic import BaseModel
 
-from memsub.errors import ConnectionFailed, MemsubError, SessionClosed, from_database_error
+from memsub.errors import ConnectionFailed, LocalValidationError, MemsubError, SessionClosed, from_database_error
 from memsub.models import as_utc
 
 Row = dict[str, Any]
@@ -82,6 +84,19 @@ class Json:
 def json_or_none(value: Any) -> Json | None:
     """A jsonb argument, or None (the argument is left out and its SQL default applies) when not given."""
     return None if value is None else Json(value)
+
+
+@dataclass(frozen=True)
+class AsVector:
+    """A vector argument, converted (:func:`vector`) and checked when the call is declared: a value that cannot
+    be a vector raises LocalValidationError naming the argument, before anything is sent."""
+
+    values: VectorLike
+
+
+def vector_or_none(values: VectorLike | None) -> AsVector | None:
+    """A vector argument, or None (the argument is left out and its SQL default applies) when not given."""
+    return None if values is None else AsVector(values)
 
 
 def _json_safe(value: Any, path: str) -> Any:
@@ -171,6 +186,18 @@ def finite_vector(values: VectorLike) -> Vector | None:
         return None
     numbers = found.to_list()
     return found if numbers and _finite_sum(numbers) else None
+
+
+def _checked_vector(values: VectorLike, field_name: str) -> Vector:
+    """``values`` as a :func:`finite_vector`; LocalValidationError (22023) naming the field otherwise. pgvector's
+    own refusal on the server (22000) names no field, and a value that is not a number made Python's float()
+    raise its own ValueError."""
+    found = finite_vector(values)
+    if found is None:
+        raise LocalValidationError(
+            f"field {field_name}: a vector must hold at least one number, each finite and within the range of a "
+            "4-byte float", sqlstate="22023", field=field_name)
+    return found
 
 
 def _vector_list(value: Any) -> bool:
@@ -267,8 +294,8 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
             value = None
         elif isinstance(value, Json):
             value, placeholder = json_text(value.value, argument), "%s::jsonb"
-        elif isinstance(value, Vector):
-            vectors = True
+        elif isinstance(value, AsVector | Vector):
+            value, vectors = _checked_vector(value.values if isinstance(value, AsVector) else value, argument), True
         elif _vector_list(value):
             # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
             vectors, placeholder = True, "%b"

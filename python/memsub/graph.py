@@ -36,7 +36,7 @@ from memsub._calls import (
     one,
     query,
     rows,
-    vector,
+    vector_or_none,
 )
 from memsub.embedding import Embedder, embed_one
 from memsub.errors import MemsubError
@@ -376,7 +376,7 @@ def graph_upsert_entity(
     return function("graph_upsert_entity", {
         "name": name, "entity_type": entity_type, "aliases": list(aliases) if aliases else None,
         "properties": json_or_none(properties), "doc_refs": _refs(doc_refs),
-        "confidence": confidence, "embedding": vector(embedding)}, one(EntityNode))
+        "confidence": confidence, "embedding": vector_or_none(embedding)}, one(EntityNode))
 
 
 def entity_search(query_text: str | None, query: Sequence[float] | None = None, *,
@@ -386,7 +386,7 @@ def entity_search(query_text: str | None, query: Sequence[float] | None = None, 
     if query is None and embedder is not None and query_text is not None:
         query = embed_one(embedder, query_text)
     return function("entity_search", {"query_text": NULL if query_text is None else query_text,
-                                      "query": vector(query), "k": k}, rows(EntityHit))
+                                      "query": vector_or_none(query), "k": k}, rows(EntityHit))
 
 
 _NODES = (

@@ -40,7 +40,7 @@ from memsub._calls import (
     one,
     optional,
     rows,
-    vector,
+    vector_or_none,
 )
 from memsub.embedding import Embedder, embed_one
 from memsub.errors import ConflictError
@@ -172,7 +172,7 @@ def memory_write(namespace: str, key: str, value: Any, *, expected_version: int 
     return function("memory_write", {
         "namespace": namespace, "key": key, "value": Json(value), "expected_version": expected_version,
         "memory_type": memory_type, "metadata": json_or_none(metadata),
-        "embedding": vector(embedding)}, one(MemoryEntry))
+        "embedding": vector_or_none(embedding)}, one(MemoryEntry))
 
 
 def memory_get(namespace: str, key: str) -> Call[MemoryEntry | None]:
@@ -205,7 +205,7 @@ def memory_search(query_text: str | None, query: Sequence[float] | None = None, 
     if query is None and embedder is not None and query_text is not None:
         query = embed_one(embedder, query_text)
     return function("memory_search", {"query_text": NULL if query_text is None else query_text,
-                                      "query": vector(query), "k": k, "namespace_prefix": namespace_prefix},
+                                      "query": vector_or_none(query), "k": k, "namespace_prefix": namespace_prefix},
                     rows(MemoryHit))
 
 

@@ -15,8 +15,19 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Area, Call, SessionT, VectorLike, function, json_or_none, list_or_none, method, one, rows
-from memsub._calls import vector as _vector
+from memsub._calls import (
+    Area,
+    Call,
+    SessionT,
+    VectorLike,
+    function,
+    json_or_none,
+    list_or_none,
+    method,
+    one,
+    rows,
+    vector_or_none,
+)
 from memsub.models import TenantRow
 
 ReflectionType = Literal["lesson", "pattern", "failure", "success", "insight", "improvement", "false_constraint"]
@@ -102,7 +113,7 @@ def record_reflection(reflection_type: ReflectionType, content: str, *, context:
     return function("record_reflection", {
         "reflection_type": reflection_type, "content": content, "context": context, "entities": list(entities),
         "tags": list(tags), "confidence": confidence, "priority": priority, "source_agent": source_agent,
-        "source_packet": source_packet, "task_id": task_id, "vector": _vector(vector), "expires_at": expires_at},
+        "source_packet": source_packet, "task_id": task_id, "vector": vector_or_none(vector), "expires_at": expires_at},
         one(Reflection))
 
 
@@ -133,7 +144,7 @@ def record_summary(scope_type: SummaryScope, scope_value: str, summary_text: str
     return function("record_summary", {
         "scope_type": scope_type, "scope_value": scope_value, "summary_text": summary_text,
         "source_packet_ids": list(source_packet_ids), "key_facts": json_or_none(key_facts),
-        "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": _vector(vector),
+        "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": vector_or_none(vector),
         "confidence": confidence, "valid_until": valid_until}, one(MemorySummary))
 
 
@@ -148,7 +159,7 @@ def retrieve_reflections(query: VectorLike | None = None, *, tags: Sequence[str]
                          query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
     """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
     return function("retrieve_reflections", {
-        "query": _vector(query), "tags": list_or_none(tags), "k": k,
+        "query": vector_or_none(query), "tags": list_or_none(tags), "k": k,
         "reflection_types": None if reflection_types is None else list(reflection_types),
         "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
         "record_access": record_access, "query_text": query_text, "agent_id": agent_id}, rows(ReflectionHit))

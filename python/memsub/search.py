@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from memsub._calls import (
     NULL,
     Area,
+    AsVector,
     Call,
     SessionT,
     VectorLike,
@@ -30,8 +31,8 @@ from memsub._calls import (
     method,
     one,
     rows,
+    vector_or_none,
 )
-from memsub._calls import vector as _vector
 from memsub.models import PacketStoreRow, Scope, TenantRow
 
 EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
@@ -146,7 +147,7 @@ def store_embedding(packet_id: UUID | str, embedding_type: EmbeddingType, vector
                     metadata: dict[str, Any] | None = None) -> Call[MemoryEmbedding]:
     """Store one embedding of a packet (memsub.store_embedding)."""
     return function("store_embedding", {"packet_id": packet_id, "embedding_type": embedding_type,
-                                        "vector": _vector(vector), "chunk_index": chunk_index,
+                                        "vector": vector_or_none(vector), "chunk_index": chunk_index,
                                         "chunk_text": chunk_text, "metadata": json_or_none(metadata)},
                     one(MemoryEmbedding))
 
@@ -156,7 +157,7 @@ def store_semantic_memory(agent_id: str, vector: VectorLike, payload: dict[str, 
                           importance_score: float = 0.5) -> Call[SemanticMemory]:
     """Store an agent's semantic memory (memsub.store_semantic_memory)."""
     return function("store_semantic_memory", {
-        "agent_id": agent_id, "vector": _vector(vector), "payload": json_or_none(payload),
+        "agent_id": agent_id, "vector": vector_or_none(vector), "payload": json_or_none(payload),
         "embedding_type": embedding_type, "scope": scope, "importance_score": importance_score}, one(SemanticMemory))
 
 
@@ -166,7 +167,7 @@ def search_semantic_memory(query: VectorLike, limit: int = 10, agent_id: str | N
 
     ``mode``: ``auto`` (default) scans exactly up to 10,000 rows of the caller and walks the HNSW graph beyond;
     ``exact`` always scans exactly (recall 1); ``approximate`` always walks. ``match.method`` says which answered."""
-    return function("search_semantic_memory", {"query": _vector(query), "limit": limit, "agent_id": agent_id,
+    return function("search_semantic_memory", {"query": vector_or_none(query), "limit": limit, "agent_id": agent_id,
                                                "mode": mode}, rows(SemanticMatch))
 
 
@@ -183,7 +184,7 @@ def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: Embedding
     ``exact`` always scans exactly (recall 1, cost grows with the tenant); ``approximate`` always walks.
     ``with_packets``: each hit carries its packet (``hit.packet``), read in the same statement."""
     return function("semantic_search", {
-        "query": _vector(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
+        "query": vector_or_none(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
         "tags": list_or_none(tags), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
         "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
@@ -201,9 +202,8 @@ def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10,
     Either query may be None (one leg only). Unset weights take the function's defaults (docs/retrieval.md).
     ``with_packets``: each hit carries its packet (``hit.packet``), read in the same statement.
     """
-    vector = _vector(query)
     return function("hybrid_search", {
-        "query_text": NULL if query_text is None else query_text, "query": NULL if vector is None else vector,
+        "query_text": NULL if query_text is None else query_text, "query": NULL if query is None else AsVector(query),
         "k": k, "embedding_type": embedding_type, "vector_weight": vector_weight, "text_weight": text_weight,
         "rrf_k": rrf_k, "candidates": candidates, "importance_weight": importance_weight,
         "recency_weight": recency_weight, "half_life": half_life, "record_access": record_access,
