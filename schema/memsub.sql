@@ -3018,6 +3018,31 @@ ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_err
 
 COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
+CREATE FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_limit is null or p_limit < 1 then
+        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
+    -- parent is always written before its children. The cursor is the write_seq of the last row read.
+    return array(
+        select s.packet_id from memsub.packet_store s
+         where s.thread_id = p_thread_id
+           and (p_after_cursor is null or s.write_seq > p_after_cursor)
+         order by s.write_seq
+         limit p_limit);
+end
+$$;
+
+ALTER FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) IS 'Internal: the ids of one page of a thread, in write order: at most p_limit visible packets after the cursor (22023 naming limit below 1, 54000 above max_rows). The page memsub.get_thread and memsub.get_thread_with_vector_values read.';
+
 CREATE FUNCTION memsub._unsealed_tenant_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5974,31 +5999,27 @@ ALTER FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]) OWNER 
 
 COMMENT ON FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]) IS 'The visible packets among these ids as memsub.get_packets(ids, false) returns them (the envelope''s memory.embeddings[] vectors JSON null), with vectors: vectors[i] is the stored vector of the i-th element (1-based) of memory.embeddings, NULL where the element holds no vector stored apart (or no row holds it); vectors is NULL for an envelope without an embeddings array. The vectors come as vector values (pgvector''s binary form on the wire, 4 bytes a number) instead of JSON numbers: what the Python client reads. In the order of first mention; a platform_admin reading several tenants gets them tenant by tenant. Row-level security applies.';
 
-CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS SETOF memsub.packet_store
-    LANGUAGE plpgsql STABLE
+CREATE FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint, p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select * from memsub.get_packets(memsub._thread_packet_ids(p_thread_id, p_limit, p_after_cursor), p_with_vectors) $$;
+
+ALTER FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint, p_with_vectors boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint, p_with_vectors boolean) IS 'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start). with_vectors as memsub.get_packets: true (the default) puts each memory.embeddings[] vector back into the envelope as JSON numbers, false returns the rows as stored.';
+
+CREATE FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer DEFAULT 1000, p_after_cursor bigint DEFAULT NULL::bigint) RETURNS TABLE(packet_id uuid, packet_type text, envelope jsonb, "timestamp" timestamp with time zone, routing jsonb, provenance jsonb, thread_id uuid, parent_ids uuid[], tags text[], ttl timestamp without time zone, scope text, importance_score double precision, access_count integer, last_accessed timestamp with time zone, contradiction_count integer, content_hash text, chunk_count integer, is_chunked boolean, tenant_id uuid, org_id uuid, user_id uuid, correlation_id uuid, session_id text, trace_id text, write_seq bigint, vectors public.vector[])
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
-begin
-    if p_limit is null or p_limit < 1 then
-        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
-    -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
-    -- parent is always written before its children. The cursor is the write_seq of the last row read.
-    return query
-        select * from memsub.get_packets(array(
-            select s.packet_id from memsub.packet_store s
-             where s.thread_id = p_thread_id
-               and (p_after_cursor is null or s.write_seq > p_after_cursor)
-             order by s.write_seq
-             limit p_limit));
-end
+    -- In write order even for a platform_admin, whose read of several tenants comes tenant by tenant.
+    select r.* from memsub.get_packets_with_vector_values(memsub._thread_packet_ids(p_thread_id, p_limit, p_after_cursor)) r
+     order by r.write_seq
 $$;
 
-ALTER FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) IS 'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
+COMMENT ON FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer, p_after_cursor bigint) IS 'One page of a thread as memsub.get_thread reads it, in write order, each row as memsub.get_packets_with_vector_values returns it: the envelope as stored and its memory.embeddings[] vectors as vector values beside it (pgvector''s binary form on the wire), not as JSON numbers. What the Python client reads.';
 
 CREATE FUNCTION memsub.graph_directions() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -15207,6 +15228,10 @@ GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._unsealed_tenant_id() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) FROM PUBLIC;
@@ -15489,9 +15514,13 @@ REVOKE ALL ON FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]
 GRANT ALL ON FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_packets_with_vector_values(p_packet_ids uuid[]) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint, p_with_vectors boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint, p_with_vectors boolean) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_thread(p_thread_id uuid, p_limit integer, p_after_cursor bigint, p_with_vectors boolean) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.get_thread_with_vector_values(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.graph_directions() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_directions() TO memsub_app;

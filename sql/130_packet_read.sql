@@ -216,9 +216,8 @@ comment on function memsub.get_packet(uuid, boolean) is
     '(memory.embeddings[] vectors are JSON null).';
 
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
-create or replace function memsub.get_thread(
-    p_thread_id uuid, p_limit integer default 1000, p_after_cursor bigint default null
-) returns setof memsub.packet_store
+create or replace function memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint)
+returns uuid[]
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -230,18 +229,53 @@ begin
     perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
-    return query
-        select * from memsub.get_packets(array(
-            select s.packet_id from memsub.packet_store s
-             where s.thread_id = p_thread_id
-               and (p_after_cursor is null or s.write_seq > p_after_cursor)
-             order by s.write_seq
-             limit p_limit));
+    return array(
+        select s.packet_id from memsub.packet_store s
+         where s.thread_id = p_thread_id
+           and (p_after_cursor is null or s.write_seq > p_after_cursor)
+         order by s.write_seq
+         limit p_limit);
 end
 $$;
-comment on function memsub.get_thread(uuid, integer, bigint) is
+comment on function memsub._thread_packet_ids(uuid, integer, bigint) is
+    'Internal: the ids of one page of a thread, in write order: at most p_limit visible packets after the cursor '
+    '(22023 naming limit below 1, 54000 above max_rows). The page memsub.get_thread and '
+    'memsub.get_thread_with_vector_values read.';
+
+drop function if exists memsub.get_thread(uuid, integer, bigint);
+create or replace function memsub.get_thread(
+    p_thread_id uuid, p_limit integer default 1000, p_after_cursor bigint default null,
+    p_with_vectors boolean default true
+) returns setof memsub.packet_store
+language sql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select * from memsub.get_packets(memsub._thread_packet_ids(p_thread_id, p_limit, p_after_cursor), p_with_vectors) $$;
+comment on function memsub.get_thread(uuid, integer, bigint, boolean) is
     'Replays a conversation thread: its visible, unexpired packets in write order (parents before children), at '
-    'most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start).';
+    'most limit rows after the cursor (the write_seq of the last row already read; NULL: from the start). '
+    'with_vectors as memsub.get_packets: true (the default) puts each memory.embeddings[] vector back into the '
+    'envelope as JSON numbers, false returns the rows as stored.';
+
+create or replace function memsub.get_thread_with_vector_values(
+    p_thread_id uuid, p_limit integer default 1000, p_after_cursor bigint default null
+) returns table (packet_id uuid, packet_type text, envelope jsonb, "timestamp" timestamptz, routing jsonb,
+                 provenance jsonb, thread_id uuid, parent_ids uuid[], tags text[], ttl timestamp, scope text,
+                 importance_score double precision, access_count integer, last_accessed timestamptz,
+                 contradiction_count integer, content_hash text, chunk_count integer, is_chunked boolean,
+                 tenant_id uuid, org_id uuid, user_id uuid, correlation_id uuid, session_id text, trace_id text,
+                 write_seq bigint, vectors vector[])
+language sql stable security invoker
+set search_path = pg_catalog, memsub, public, pg_temp
+as $$
+    -- In write order even for a platform_admin, whose read of several tenants comes tenant by tenant.
+    select r.* from memsub.get_packets_with_vector_values(memsub._thread_packet_ids(p_thread_id, p_limit, p_after_cursor)) r
+     order by r.write_seq
+$$;
+comment on function memsub.get_thread_with_vector_values(uuid, integer, bigint) is
+    'One page of a thread as memsub.get_thread reads it, in write order, each row as '
+    'memsub.get_packets_with_vector_values returns it: the envelope as stored and its memory.embeddings[] vectors '
+    'as vector values beside it (pgvector''s binary form on the wire), not as JSON numbers. What the Python '
+    'client reads.';
 
 drop function if exists memsub.lineage_nodes(uuid[]);
 create or replace function memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])

@@ -27,8 +27,8 @@ grant execute on function
     to memsub_app;
 grant execute on function
     memsub.get_packet(uuid, boolean), memsub.get_packets(uuid[], boolean), memsub.get_packets_with_vector_values(uuid[]),
-    memsub.get_thread(uuid, integer, bigint),
-    memsub.get_lineage(uuid, text, integer),
+    memsub.get_thread(uuid, integer, bigint, boolean), memsub.get_thread_with_vector_values(uuid, integer, bigint),
+    memsub._thread_packet_ids(uuid, integer, bigint), memsub.get_lineage(uuid, text, integer),
     memsub._embedding_chunk_index(jsonb), memsub._reader_tenants(uuid[])
     to memsub_app, memsub_analyst;
 

@@ -405,6 +405,7 @@ async def get_packet(request: Request) -> Response:
 THREAD_ARGUMENTS = (
     Argument("limit", integer, "integer", doc="Packets per page (default 1000)."),
     Argument("after", bigint, "bigint", doc="The cursor: next_cursor of the previous page (a write_seq)."),
+    *GET_PACKET_ARGUMENTS,
 )
 
 
@@ -414,12 +415,14 @@ async def get_thread(request: Request) -> Response:
     call_arguments(fields, THREAD_ARGUMENTS)  # unknown parameters are refused
     limit = integer(fields["limit"], "limit") if "limit" in fields else 1000
     after = bigint(fields["after"], "after") if "after" in fields else None
+    with_vectors = boolean(fields["with_vectors"], "with_vectors") if "with_vectors" in fields else True
     query = sql.SQL(
         "select jsonb_build_object('packets', coalesce(jsonb_agg({} order by r.write_seq), '[]'), "
         "'next_cursor', case when count(*) = %s then max(r.write_seq) end)::text "
-        "from memsub.get_thread(p_thread_id => %s::uuid, p_limit => %s::integer, p_after_cursor => %s::bigint) r"
+        "from memsub.get_thread(p_thread_id => %s::uuid, p_limit => %s::integer, p_after_cursor => %s::bigint, "
+        "p_with_vectors => %s::boolean) r"
     ).format(PACKET_JSON)
-    return json_response(await fetch_one(request, query, [limit, thread_id, limit, after]))
+    return json_response(await fetch_one(request, query, [limit, thread_id, limit, after, with_vectors]))
 
 
 LINEAGE_ARGUMENTS = (

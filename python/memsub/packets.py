@@ -164,12 +164,13 @@ def get_packets(packet_ids: Iterable[UUID | str], with_vectors: bool = True) -> 
     return function("get_packets_with_vector_values", {"packet_ids": ids}, _rows_with_vectors(ids), binary=True)
 
 
-def _rows_with_vectors(packet_ids: Sequence[UUID | str]) -> Shape[list[PacketStoreRow]]:
-    """The rows of memsub.get_packets_with_vector_values as packets, their vectors put back into the envelopes
-    (:func:`envelope_with_vectors`), in the order of first mention in ``packet_ids`` (a platform_admin's read of
-    several tenants comes tenant by tenant)."""
+def _rows_with_vectors(packet_ids: Sequence[UUID | str] | None) -> Shape[list[PacketStoreRow]]:
+    """The rows of memsub.get_packets_with_vector_values (or get_thread_with_vector_values) as packets, their
+    vectors put back into the envelopes (:func:`envelope_with_vectors`): in the order of first mention in
+    ``packet_ids`` (a platform_admin's read of several tenants comes tenant by tenant), or as the rows come when
+    there are none (a thread's page, in write order)."""
     first: dict[UUID, int] = {}
-    for place, packet_id in enumerate(packet_ids):
+    for place, packet_id in enumerate(packet_ids or ()):
         try:
             first.setdefault(packet_id if isinstance(packet_id, UUID) else UUID(str(packet_id)), place)
         except ValueError:
@@ -182,7 +183,7 @@ def _rows_with_vectors(packet_ids: Sequence[UUID | str]) -> Shape[list[PacketSto
             packet = PacketStoreRow.model_validate(row)
             envelope_with_vectors(packet.envelope, vectors)
             packets.append(packet)
-        return sorted(packets, key=lambda packet: first[packet.packet_id])
+        return packets if packet_ids is None else sorted(packets, key=lambda packet: first[packet.packet_id])
 
     return Shape((*PacketStoreRow.model_fields, "vectors"), decode)
 
@@ -199,11 +200,18 @@ def envelope_with_vectors(envelope: dict[str, Any], vectors: Sequence[Vector | N
     return envelope
 
 
-def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None) -> Call[list[PacketStoreRow]]:
+def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | None = None,
+               with_vectors: bool = True) -> Call[list[PacketStoreRow]]:
     """One page of a thread in write order: at most ``limit`` packets after ``after_cursor`` (the ``write_seq``
-    of the last packet already read; None: from the start) (memsub.get_thread)."""
-    return function("get_thread", {"thread_id": thread_id, "limit": limit, "after_cursor": after_cursor},
-                    rows(PacketStoreRow))
+    of the last packet already read; None: from the start) (memsub.get_thread). Its envelopes as written, each
+    ``memory.embeddings[]`` vector read in binary (memsub.get_thread_with_vector_values) and put back here; with
+    ``with_vectors=False``, as stored (see :func:`get_packet`)."""
+    if not with_vectors:
+        return function("get_thread", {"thread_id": thread_id, "limit": limit, "after_cursor": after_cursor,
+                                       "with_vectors": False}, rows(PacketStoreRow))
+    return function("get_thread_with_vector_values", {"thread_id": thread_id, "limit": limit,
+                                                      "after_cursor": after_cursor},
+                    _rows_with_vectors(None), binary=True)
 
 
 def get_lineage(packet_id: UUID | str, direction: LineageDirection = "ancestors",

@@ -76,6 +76,14 @@ def test_a_packet_is_read_with_or_without_its_vectors(api: Api):
         assert client.get(url, params={"with_vectors": "true"}).json() == full
         assert_problem(client.get(url, params={"with_vectors": "maybe"}), 422, "with_vectors")
         assert_problem(client.get(url, params={"vectors": "false"}), 422, "vectors")
+        thread = client.post("/api/v1/memory/packet", json={
+            "packet_type": "note", "payload": {"text": "in a thread"}, "thread_id": str(uuid.uuid4()),
+            "memory": {"embeddings": embeddings}}).json()["thread_id"]
+        thread_url = f"/api/v1/memory/thread/{thread}"
+        assert client.get(thread_url).json()["packets"][0]["envelope"]["memory"]["embeddings"] == embeddings
+        lean_page = client.get(thread_url, params={"with_vectors": "false"}).json()["packets"]
+        assert lean_page[0]["envelope"]["memory"]["embeddings"] == [{**embeddings[0], "vector": None}]
+        assert_problem(client.get(thread_url, params={"with_vectors": "maybe"}), 422, "with_vectors")
     with api.client("b") as other:
         assert_problem(other.get(url, params={"with_vectors": "false"}), 404, "packet_id")
 

@@ -17,8 +17,10 @@ import psycopg
 import pytest
 from test_packet_vectors import envelope
 
+from memsub._calls import function, rows
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
+from memsub.models import PacketStoreRow
 
 from helpers import TENANT_A, TENANT_B, set_context, write
 
@@ -114,6 +116,25 @@ def test_the_client_reads_with_or_without_vectors(db):
         many = session.packets.get_packets(ids, with_vectors=False)
         assert [r.envelope for r in many] == [without_vectors(r.envelope) for r in session.packets.get_packets(ids)]
         assert session.packets.get(uuid.uuid4(), with_vectors=False) is None
+
+
+def test_the_client_reads_a_thread_with_or_without_vectors(db):
+    """The client reads a thread's vectors in binary (memsub.get_thread_with_vector_values): the same packets as
+    memsub.get_thread returns with its vectors as JSON numbers, in write order, page by page."""
+    ids, _ = written_packets(db)  # the two packets of envelope() are in its thread, the third is in none
+    thread = envelope(1)["thread_id"]
+    with Substrate(db.dsn("app")) as substrate, substrate.tenant(TENANT_A) as session:
+        full = session.packets.get_thread(thread)
+        lean = session.packets.get_thread(thread, with_vectors=False)
+        assert [r.packet_id for r in full] == ids[:2]
+        as_json = session.run(function("get_thread", {"thread_id": thread}, rows(PacketStoreRow)))
+        assert full == as_json
+        assert full[1].envelope["memory"] == envelope(2)["memory"]
+        assert [r.envelope for r in lean] == [without_vectors(r.envelope) for r in full]
+        first = session.packets.get_thread(thread, limit=1)
+        rest = session.packets.get_thread(thread, limit=5, after_cursor=first[0].write_seq)
+        assert [r.packet_id for r in first + rest] == ids[:2]
+        assert [p.packet_id for p in session.packets.replay(thread, page_size=1)] == ids[:2]
 
 
 @pytest.mark.asyncio

@@ -182,6 +182,13 @@ from their columns), in the order asked,
         thread = conn.execute("select g::text from memsub.get_thread(%s) g", [THREAD]).fetchall()
         in_thread = [i for i in (ids[0], ids[1], ids[2], other) if i in visible]  # in write order
         assert thread == conn.execute("select g::text from memsub.get_packets(%s) g", [in_thread]).fetchall()
+        # The same page as stored, and with the vectors beside the rows as vector values.
+        assert conn.execute("select g::text from memsub.get_thread(%s, p_with_vectors => false) g",
+                            [THREAD]).fetchall() == conn.execute(
+            "select g::text from memsub.get_packets(%s, false) g", [in_thread]).fetchall()
+        assert conn.execute("select g::text from memsub.get_thread_with_vector_values(%s) g",
+                            [THREAD]).fetchall() == conn.execute(
+            "select g::text from memsub.get_packets_with_vector_values(%s) g", [in_thread]).fetchall()
 
 
 def test_single_precision_values_come_back_identical(db):
@@ -244,3 +251,34 @@ def test_an_embedding_slot_named_twice_is_refused_and_nothing_is_written(db):
         set_context(conn, TENANT_A)
         assert count(conn) == 0
         assert count(conn, "memsub.memory_embeddings") == 0
+
+
+def test_a_thread_read_with_its_vector_values_comes_in_write_order_and_pages_by_the_cursor(db):
+    """A platform_admin's thread spanning two tenants comes in write order, as get_thread returns it, though
+    get_packets_with_vector_values reads tenant by tenant; the cursor and the limit page it alike."""
+    written = []
+    for seed, tenant in enumerate((TENANT_A, TENANT_B, TENANT_A, TENANT_B, TENANT_A)):
+        with db.connect("app") as conn:
+            set_context(conn, tenant)
+            written.append(write(conn, envelope(seed + 10))["packet_id"])
+            conn.commit()
+    with db.connect("platform_admin") as conn:
+        set_context(conn, TENANT_A, roles=("platform_admin",))
+        plain = conn.execute("select packet_id, write_seq from memsub.get_thread(%s)", [THREAD]).fetchall()
+        assert [row[0] for row in plain] == written
+        with_values = conn.execute("select packet_id, write_seq, cardinality(vectors) "
+                                   "from memsub.get_thread_with_vector_values(%s)", [THREAD]).fetchall()
+        assert with_values == [(*row, 2) for row in plain]
+        page = conn.execute("select packet_id from memsub.get_thread_with_vector_values(%s, 2, %s)",
+                            [THREAD, plain[0][1]]).fetchall()
+        assert [row[0] for row in page] == written[1:3]
+        for limit in (0, None):
+            with pytest.raises(psycopg.errors.InvalidParameterValue) as refused:
+                conn.execute("select * from memsub.get_thread_with_vector_values(%s, %s)", [THREAD, limit])
+            assert refused.value.diag.column_name == "limit"
+            conn.rollback()
+            set_context(conn, TENANT_A, roles=("platform_admin",))
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_B)
+        assert [row[0] for row in conn.execute(
+            "select packet_id from memsub.get_thread_with_vector_values(%s)", [THREAD])] == written[1::2]
