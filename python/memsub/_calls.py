@@ -591,9 +591,34 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     try:
         with Pipeline(connection):
             yield
+    except psycopg.Error:
+        _forget_prepared(connection)
+        raise
     finally:
         if switched and not connection.closed:
             connection.autocommit = False
+
+
+# After a statement of a pipeline fails, the server skips the rest of it up to its Sync, and with it the Parse of
+# any statement psycopg was preparing there (it prepares a statement the sixth time it runs it). psycopg takes
+# that statement for prepared all the same: every later run of it on the connection would fail with "prepared
+# statement does not exist". psycopg forgets its prepared statements, and deallocates them on the server, when it
+# rolls a transaction back; a pipeline of one Sync commits or rolls back on the server alone, so after a failed
+# one a transaction is opened and rolled back for that (tests/foundation/test_per_call_transaction.py).
+
+def _forget_prepared(connection: psycopg.Connection[Any]) -> None:
+    """Forget the statements psycopg prepared on ``connection`` (idle, in autocommit mode, after a failed
+    pipeline); a connection that fails meanwhile is left to the pool, which discards a broken one."""
+    with contextlib.suppress(psycopg.Error):
+        with connection.transaction(force_rollback=True):
+            pass
+
+
+async def _forget_prepared_async(connection: psycopg.AsyncConnection[Any]) -> None:
+    """The async twin of :func:`_forget_prepared`."""
+    with contextlib.suppress(psycopg.Error):
+        async with connection.transaction(force_rollback=True):
+            pass
 
 
 @asynccontextmanager
@@ -605,17 +630,23 @@ async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIte
     try:
         async with Pipeline(connection):
             yield
+    except psycopg.Error:
+        await _forget_prepared_async(connection)
+        raise
     finally:
         if switched and not connection.closed:
             await connection.set_autocommit(False)
+
+
 
 
 def rows_in_context(pool: ConnectionPool[psycopg.Connection[RowT]], context: Call[None],
                     calls: Sequence[Call[Any]]) -> list[list[RowT]]:
     """The rows of each call, all in one transaction with the context ``context`` sets: the context and the
     calls travel as one pipeline closed by one Sync (one round trip), which commits them together or, after an
-    error, keeps none of them; the connection goes back to the pool before this returns. A database error is
-    raised as psycopg raises it; a pool that cannot hand out a connection in time raises ConnectionFailed."""
+    error, keeps none of them; the connection goes back to the pool before this returns, its prepared
+    statements forgotten after a database error (:func:`_one_sync`). A database error is raised as psycopg
+    raises it; a pool that cannot hand out a connection in time raises ConnectionFailed."""
     with pooled(pool) as connection:
         _with_times(connection)
         if any(call.vectors for call in calls) and not _has_vector(connection):

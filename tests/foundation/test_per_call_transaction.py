@@ -150,3 +150,33 @@ async def test_an_async_error_is_raised_once_and_nothing_is_logged(db: Any, capl
         async with substrate.tenant(TENANT_A) as session:  # the pool's connections came back idle
             assert await session.packets.get("00000000-0000-4000-8000-000000000000") is None
     assert warnings_of_psycopg(caplog) == []
+
+
+# psycopg prepares a statement the sixth time it runs it (prepare_threshold 5) and takes it for prepared once sent.
+# In a pipeline whose context fails first, the server skips that Parse: a connection that went back to the pool so
+# would fail every later run of the statement with "prepared statement does not exist".
+SEEN_BEFORE_PREPARED = 5
+
+
+def test_a_run_whose_context_fails_as_a_call_is_prepared_leaves_no_broken_connection(db: Any) -> None:
+    pool = sync_pool(db.dsn("app"), max_size=1)
+    try:
+        for _ in range(SEEN_BEFORE_PREPARED):
+            assert _calls.rows_in_context(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            _calls.rows_in_context(pool, REFUSED_CONTEXT, [EDGES])
+        for _ in range(3):
+            assert _calls.rows_in_context(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+    finally:
+        pool.close()
+
+
+@pytest.mark.asyncio
+async def test_an_async_run_whose_context_fails_as_a_call_is_prepared_leaves_no_broken_connection(db: Any) -> None:
+    async with AsyncSubstrate(db.dsn("app"), max_size=1) as substrate:
+        for _ in range(SEEN_BEFORE_PREPARED):
+            assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            await _calls.rows_in_context_async(substrate.pool, REFUSED_CONTEXT, [EDGES])
+        for _ in range(3):
+            assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
