@@ -188,7 +188,7 @@ def finite_vector(values: VectorLike) -> Vector | None:
     return found if numbers and _finite_sum(numbers) else None
 
 
-def _checked_vector(values: VectorLike, field_name: str) -> Vector:
+def checked_vector(values: VectorLike, field_name: str) -> Vector:
     """``values`` as a :func:`finite_vector`; LocalValidationError (22023) naming the field otherwise. pgvector's
     own refusal on the server (22000) names no field, and a value that is not a number made Python's float()
     raise its own ValueError."""
@@ -295,7 +295,7 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
         elif isinstance(value, Json):
             value, placeholder = json_text(value.value, argument), "%s::jsonb"
         elif isinstance(value, AsVector | Vector):
-            value, vectors = _checked_vector(value.values if isinstance(value, AsVector) else value, argument), True
+            value, vectors = checked_vector(value.values if isinstance(value, AsVector) else value, argument), True
         elif _vector_list(value):
             # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
             vectors, placeholder = True, "%b"

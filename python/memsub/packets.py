@@ -8,7 +8,7 @@ expired packets, name the acting agent and read the audit trail. Both sessions e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, overload
 from uuid import UUID
@@ -177,15 +177,22 @@ def _rows_with_vectors(packet_ids: Sequence[UUID | str] | None) -> Shape[list[Pa
             continue  # not a uuid: the server refuses the call (22P02) before any row is decoded
 
     def decode(found: list[dict[str, Any]]) -> list[PacketStoreRow]:
-        packets = []
-        for row in found:
-            vectors = row.pop("vectors")
-            packet = PacketStoreRow.model_validate(row)
-            envelope_with_vectors(packet.envelope, vectors)
-            packets.append(packet)
+        packets = [packet_with_vectors(row) for row in found]
         return packets if packet_ids is None else sorted(packets, key=lambda packet: first[packet.packet_id])
 
-    return Shape((*PacketStoreRow.model_fields, "vectors"), decode)
+    return Shape(PACKET_WITH_VECTORS_COLUMNS, decode)
+
+
+PACKET_WITH_VECTORS_COLUMNS = (*PacketStoreRow.model_fields, "vectors")
+"""The columns of memsub.get_packets_with_vector_values the client reads."""
+
+
+def packet_with_vectors(row: Mapping[str, Any], prefix: str = "") -> PacketStoreRow:
+    """A row of memsub.get_packets_with_vector_values (its columns named ``prefix`` + column) as the packet, its
+    vectors put back into the envelope (:func:`envelope_with_vectors`)."""
+    packet = PacketStoreRow.model_validate({name: row[prefix + name] for name in PacketStoreRow.model_fields})
+    envelope_with_vectors(packet.envelope, row[prefix + "vectors"])
+    return packet
 
 
 def envelope_with_vectors(envelope: dict[str, Any], vectors: Sequence[Vector | None] | None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from memsub._calls import (
     vector_or_none,
 )
 from memsub.models import PacketStoreRow, Scope, TenantRow
-from memsub.packets import envelope_with_vectors
+from memsub.packets import PACKET_WITH_VECTORS_COLUMNS, packet_with_vectors
 
 EmbeddingType = Literal["content", "context", "entity", "summary", "reasoning"]
 RankBy = Literal["distance", "combined"]
@@ -218,36 +218,34 @@ def hybrid_search(query_text: str | None, query: VectorLike | None, k: int = 10,
 
 
 Hit = TypeVar("Hit", SemanticHit, HybridHit)
-_PACKET_COLUMNS = (*PacketStoreRow.model_fields, "vectors")
 
 
 def _with_packets(search: Call[list[Hit]], model: type[Hit]) -> Call[list[Hit]]:
     """``search`` (its hits without packets) and each hit's packet in one statement: the packets of the hits'
     ids from memsub.get_packets_with_vector_values, their vectors in binary and put back into the envelopes here
-    (:func:`memsub.packets.envelope_with_vectors`). The function's own ``p_with_packets`` fills the packet with
+    (:func:`memsub.packets.packet_with_vectors`). The function's own ``p_with_packets`` fills the packet with
     its vectors as JSON numbers, which the server writes out and the client parses again: three times the time of
     the search itself for ten 384-d hits. The hits keep their order; a hit whose packet is not visible has none."""
     hit_columns = tuple(name for name in model.model_fields if name != "packet")
     packet_columns = sql.SQL(", ").join(
         sql.SQL("p.{} as {}").format(sql.Identifier(name), sql.Identifier("packet." + name))
-        for name in _PACKET_COLUMNS)
+        for name in PACKET_WITH_VECTORS_COLUMNS)
+    # The search's own statement is memsub._calls.function's (names quoted, every value a placeholder), taken
+    # whole as the sub-select: nothing is formatted into it.
+    assert isinstance(search.statement, bytes)
     statement = sql.SQL(
         "with hits as materialized (select h.*, row_number() over () as hit_order from ({}) h) "
         "select hits.*, {} from hits "
         "left join memsub.get_packets_with_vector_values(array(select hits.packet_id from hits)) p "
         "on p.packet_id = hits.packet_id order by hits.hit_order"
-    ).format(sql.SQL(bytes(search.statement).decode() if isinstance(search.statement, bytes)
-                     else search.statement.as_string(None)), packet_columns)
+    ).format(sql.SQL(search.statement.decode()), packet_columns)
 
     def decode(found: list[Row]) -> list[Hit]:
         hits = []
         for row in found:
             hit = model.model_validate({name: row[name] for name in hit_columns})
             if row["packet.packet_id"] is not None:
-                packet = PacketStoreRow.model_validate(
-                    {name: row["packet." + name] for name in PacketStoreRow.model_fields})
-                envelope_with_vectors(packet.envelope, row["packet.vectors"])
-                hit.packet = packet
+                hit.packet = packet_with_vectors(row, "packet.")
             hits.append(hit)
         return hits
 

@@ -38,10 +38,9 @@ from langgraph.store.base import (
     TTLConfig,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
-from pgvector import Vector
 from psycopg.types.json import Jsonb
 
-from memsub._calls import finite_vector
+from memsub._calls import checked_vector
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
@@ -66,16 +65,6 @@ LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces
 SWEEP = "select memsub.langgraph_store_sweep() as deleted"
 DISTANCES = ("cosine", "l2", "inner_product")
 """The index distance_type values LangGraph's PostgresStore takes for float vectors, scored as it scores them."""
-
-
-def _vector(values: Sequence[float]) -> Vector:
-    """An embedding as a vector value; LocalValidationError naming the embedding for anything but a non-empty
-    sequence of numbers, each finite in single precision."""
-    found = finite_vector(values)
-    if found is None:
-        raise LocalValidationError("MemsubStore: an embedding must hold at least one number, every one finite "
-                                   "in single precision", field="embeddings")
-    return found
 
 
 def _json(value: Any) -> Jsonb:
@@ -166,13 +155,14 @@ class MemsubStore(BaseStore):
                 arguments = [list(op.namespace), op.key, None if op.value is None else _json(op.value), ttl]
                 if end > start:  # its fields' vectors replace the item's; without them it keeps none
                     names = [name for name, _ in self._field_texts(op)]
-                    statements.append((PUT, [*arguments, names, [_vector(v) for v in vectors[start:end]]]))
+                    embeddings = [checked_vector(v, "embeddings") for v in vectors[start:end]]
+                    statements.append((PUT, [*arguments, names, embeddings]))
                 else:
                     statements.append((PUT_UNINDEXED, arguments))
             elif isinstance(op, GetOp):
                 statements.append((GET, [list(op.namespace), op.key, op.refresh_ttl]))
             elif isinstance(op, SearchOp):
-                query = _vector(vectors[start]) if end > start else None
+                query = checked_vector(vectors[start], "embeddings") if end > start else None
                 statements.append((SEARCH, [list(op.namespace_prefix), _json(op.filter) if op.filter else None,
                                             query, op.limit, op.offset, op.refresh_ttl, self._distance]))
             elif isinstance(op, ListNamespacesOp):
