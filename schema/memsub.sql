@@ -3019,24 +3019,17 @@ ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_err
 COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 CREATE FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) RETURNS uuid[]
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-begin
-    if p_limit is null or p_limit < 1 then
-        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
-    return array(
+    select array(
         select s.packet_id from memsub.packet_store s
          where s.thread_id = p_thread_id
            and (p_after_cursor is null or s.write_seq > p_after_cursor)
          order by s.write_seq
-         limit p_limit);
-end
+         limit memsub._check_count(p_limit, 'max_rows', 'limit'))
 $$;
 
 ALTER FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) OWNER TO memsub_owner;

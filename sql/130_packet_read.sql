@@ -218,24 +218,17 @@ comment on function memsub.get_packet(uuid, boolean) is
 drop function if exists memsub.get_thread(uuid, integer, timestamptz);
 create or replace function memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint)
 returns uuid[]
-language plpgsql stable security invoker
+language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-begin
-    if p_limit is null or p_limit < 1 then
-        raise exception 'memsub.get_thread: limit must be at least 1, not %', p_limit
-            using errcode = '22023', column = 'limit';
-    end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     -- Write order: packets written in one transaction share their timestamp, but never their write_seq, and a
     -- parent is always written before its children. The cursor is the write_seq of the last row read.
-    return array(
+    select array(
         select s.packet_id from memsub.packet_store s
          where s.thread_id = p_thread_id
            and (p_after_cursor is null or s.write_seq > p_after_cursor)
          order by s.write_seq
-         limit p_limit);
-end
+         limit memsub._check_count(p_limit, 'max_rows', 'limit'))
 $$;
 comment on function memsub._thread_packet_ids(uuid, integer, bigint) is
     'Internal: the ids of one page of a thread, in write order: at most p_limit visible packets after the cursor '

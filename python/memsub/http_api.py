@@ -413,16 +413,19 @@ async def get_thread(request: Request) -> Response:
     thread_id = uuid_text(request.path_params["thread_id"], "thread_id")
     fields = query_fields(request, THREAD_ARGUMENTS)
     call_arguments(fields, THREAD_ARGUMENTS)  # unknown parameters are refused
+    # The limit is also the full page's size, and after is the function's after_cursor: both are read here; the
+    # rest go as get_packet's do (absent: the function's default).
     limit = integer(fields["limit"], "limit") if "limit" in fields else 1000
     after = bigint(fields["after"], "after") if "after" in fields else None
-    with_vectors = boolean(fields["with_vectors"], "with_vectors") if "with_vectors" in fields else True
+    arguments, values = call_arguments(
+        {name: fields[name] for name in fields if name not in ("limit", "after")}, GET_PACKET_ARGUMENTS,
+        fixed=[("thread_id", "uuid", thread_id), ("limit", "integer", limit), ("after_cursor", "bigint", after)])
     query = sql.SQL(
         "select jsonb_build_object('packets', coalesce(jsonb_agg({} order by r.write_seq), '[]'), "
         "'next_cursor', case when count(*) = %s then max(r.write_seq) end)::text "
-        "from memsub.get_thread(p_thread_id => %s::uuid, p_limit => %s::integer, p_after_cursor => %s::bigint, "
-        "p_with_vectors => %s::boolean) r"
-    ).format(PACKET_JSON)
-    return json_response(await fetch_one(request, query, [limit, thread_id, limit, after, with_vectors]))
+        "from memsub.get_thread({}) r"
+    ).format(PACKET_JSON, arguments)
+    return json_response(await fetch_one(request, query, [limit, *values]))
 
 
 LINEAGE_ARGUMENTS = (
