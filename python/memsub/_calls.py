@@ -19,6 +19,8 @@ Rules every call follows:
   argument (:class:`AsVector`, or a ``Vector``) is checked when the call is declared: one that cannot be a vector
   (no number, NaN, an infinity, beyond a 4-byte float, not a number) raises LocalValidationError naming it.
 - One JSON adapter (:class:`Json`): strict; a value that is not JSON raises TypeError naming the field.
+- Text: a string argument (text, a text[] element, a string or key inside JSON) that holds an unpaired
+  surrogate has no UTF-8 form; LocalValidationError (22021) names it (:func:`checked_text`).
 - One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
   (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
   executors run on, so it holds inside lists too and for every call path.
@@ -103,9 +105,12 @@ def _json_safe(value: Any, path: str) -> Any:
     """``value`` as plain JSON data; TypeError naming ``path`` for anything that is not JSON.
 
     Accepted besides JSON's own types: tuples (arrays), UUIDs (strings), dates and times (ISO 8601 strings)
-    and pydantic models (their JSON form). Sets, bytes, NaN, infinities and other objects are refused.
+    and pydantic models (their JSON form). Sets, bytes, NaN, infinities and other objects are refused; a string
+    or key that is not Unicode text raises LocalValidationError (:func:`checked_text`).
     """
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        return checked_text(value, path)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -116,6 +121,7 @@ def _json_safe(value: Any, path: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, JSON object keys are strings")
+            checked_text(key, path)
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
     if isinstance(value, (list, tuple)):
@@ -134,6 +140,35 @@ def _json_safe(value: Any, path: str) -> Any:
         return value.model_dump(mode="json", exclude_none=True)
     raise TypeError(f"{path}: a {type(value).__name__} is not JSON (use a list, dict, string, number, "
                     "boolean or null)")
+
+
+def checked_text(value: str, field_name: str) -> str:
+    """``value`` when it has a UTF-8 form (all Unicode text has); LocalValidationError (22021, as PostgreSQL names
+    text that is not valid in its encoding) naming the field when it holds an unpaired surrogate, which a JSON
+    ``\\ud800`` escape or a command-line byte that is not UTF-8 puts in a Python string and psycopg cannot send."""
+    if value.isascii():
+        return value
+    try:
+        value.encode()
+    except UnicodeEncodeError as error:
+        raise LocalValidationError(
+            f"field {field_name}: text with no UTF-8 form: an unpaired surrogate (U+{ord(value[error.start]):04X}) "
+            f"at character {error.start}", sqlstate="22021", field=field_name) from None
+    return value
+
+
+def _checked_list(values: list[Any], field_name: str) -> list[Any]:
+    """An array argument as sent: UUIDs as their text (uuid[]), each string checked (:func:`checked_text`)
+    naming its place."""
+    found: list[Any] = values
+    for index, item in enumerate(values):
+        if isinstance(item, str):
+            checked_text(item, f"{field_name}[{index}]")
+        elif isinstance(item, UUID):
+            if found is values:
+                found = list(values)
+            found[index] = str(item)
+    return found
 
 
 def plain_numbers(values: Sequence[Any]) -> bool:
@@ -267,7 +302,7 @@ class Call(Generic[T]):
     says it needs pgvector's adapters on the connection."""
 
     statement: sql.Composed | sql.SQL | bytes
-    params: Sequence[Any]
+    params: Sequence[Any] | Mapping[str, Any]
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
     binary: bool = field(default=False)
@@ -299,10 +334,12 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
         elif _vector_list(value):
             # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
             vectors, placeholder = True, "%b"
+        elif isinstance(value, str):
+            checked_text(value, argument)
         elif isinstance(value, UUID):
             value = str(value)
-        elif isinstance(value, list) and any(isinstance(item, UUID) for item in value):
-            value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
+        elif isinstance(value, list):
+            value = _checked_list(value, argument)
         given.append((argument, placeholder))
         params.append(value)
     return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors or binary,
@@ -328,10 +365,21 @@ def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
     return statement.as_bytes(None)
 
 
-def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any], shape: Shape[T]) -> Call[T]:
-    """A call of a fixed statement (a view, or a caller's own parameterized SQL)."""
+def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mapping[str, Any],
+          shape: Shape[T]) -> Call[T]:
+    """A call of a fixed statement (a view, or a caller's own parameterized SQL), its parameters by position
+    (``%s``) or by name (``%(name)s``, a mapping). A string that is not Unicode text is refused
+    (:func:`checked_text`) naming the parameter, or its position."""
     text = statement.encode() if isinstance(statement, str) else statement
-    return Call(text, list(params), shape.decode, any(isinstance(p, Vector) or _vector_list(p) for p in params))
+    values = params if isinstance(params, Mapping) else list(params)
+    named = values.items() if isinstance(values, Mapping) else ((f"parameter {n}", p) for n, p in enumerate(values, 1))
+    vectors = False
+    for name, param in named:
+        if isinstance(param, str):
+            checked_text(param, name)
+        elif isinstance(param, Vector) or _vector_list(param):
+            vectors = True
+    return Call(text, values, shape.decode, vectors)
 
 
 ContextRole = Literal["tenant_admin", "platform_admin"]
@@ -350,7 +398,7 @@ def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id
 
 def set_context_signed(token: str) -> Call[None]:
     """memsub.set_context_signed for this transaction."""
-    return query("select memsub.set_context_signed(%s)", [token], nothing())
+    return query("select memsub.set_context_signed(%(token)s)", {"token": token}, nothing())
 
 
 # --- times on a connection ------------------------------------------------------------------------------------

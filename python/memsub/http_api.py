@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memsub import _calls
-from memsub.errors import ConnectionFailed, contract_of
+from memsub.errors import ConnectionFailed, LocalValidationError, contract_of
 from memsub.graph import Direction
 from memsub.memory import MemoryType
 from memsub.models import parse_time
@@ -192,7 +192,17 @@ def text(value: Any, field: str) -> str:
         raise invalid(field, f"{field} must be a string")
     if "\x00" in value:
         raise invalid(field, f"{field} must not contain NUL characters")
-    return value
+    return unicode_checked(_calls.checked_text, value, field)
+
+
+def unicode_checked(check: Callable[[Any, str], str], value: Any, field: str) -> str:
+    """``value`` passed through ``check`` (``_calls.checked_text``, or ``_calls.json_text`` for JSON): JSON's
+    ``\\ud800`` escape puts an unpaired surrogate, which has no UTF-8 form, in a string; 422 naming the field (the
+    path inside a JSON value) instead of a failure to send it."""
+    try:
+        return check(value, field)
+    except LocalValidationError as error:
+        raise invalid(error.field or field, str(error)) from error
 
 
 def timestamp(value: Any, field: str) -> str:
@@ -240,13 +250,20 @@ def vector(value: Any, field: str) -> Vector:
 
 
 def json_value(value: Any, field: str) -> str:
-    return json.dumps(value)
+    return unicode_checked(_calls.json_text, value, field)
 
 
 def json_object(value: Any, field: str) -> str:
     if not isinstance(value, dict):
         raise invalid(field, f"{field} must be a JSON object")
-    return json.dumps(value)
+    return json_value(value, field)
+
+
+def unicode_body(body: str, value: Any, field: str) -> None:
+    """422 naming the path of a string or key of the parsed body that holds an unpaired surrogate (which only a
+    ``\\u`` escape in the body can have put there: a body without one is not walked)."""
+    if "\\u" in body:
+        unicode_checked(_calls.json_text, value, field)
 
 
 Coerce = Callable[[Any, str], Any]
@@ -364,6 +381,7 @@ async def write_packet(request: Request) -> Response:
     text_body, value = await read_json(request)
     if not isinstance(value, dict):
         raise invalid("envelope", "the body must be one PacketEnvelope (a JSON object)")
+    unicode_body(text_body, value, "envelope")
     row = await fetch_one(request, "select r.deduplicated, to_jsonb(r)::text from memsub.write_packet(%s::jsonb) r",
                           [text_body])
     assert row is not None
@@ -377,6 +395,7 @@ async def write_packets(request: Request) -> Response:
         text_body = json.dumps(value)
     if not isinstance(value, list):
         raise invalid("envelopes", "the body must be a JSON array of PacketEnvelopes, or {\"envelopes\": [...]}")
+    unicode_body(text_body, value, "envelopes")
     row = await fetch_one(request, "select jsonb_build_object('results', coalesce(jsonb_agg(to_jsonb(r) "
                                    "order by r.position), '[]'))::text from memsub.write_packets(%s::jsonb) r",
                           [text_body])

@@ -277,9 +277,10 @@ def audit_trail(*, session_id: str | None = None, namespace: str | None = None, 
     """Visible audit rows, oldest first, optionally of one session or one memory key (the table memsub.audit)."""
     return query(
         "select * from memsub.audit where tenant_id = memsub.current_tenant_id()"
-        " and (%s::text is null or session_id = %s) and (%s::text is null or namespace = %s)"
-        " and (%s::text is null or key = %s) order by id limit %s",
-        [session_id, session_id, namespace, namespace, key, key, limit], rows(AuditEntry))
+        " and (%(session_id)s::text is null or session_id = %(session_id)s)"
+        " and (%(namespace)s::text is null or namespace = %(namespace)s)"
+        " and (%(key)s::text is null or key = %(key)s) order by id limit %(limit)s",
+        {"session_id": session_id, "namespace": namespace, "key": key, "limit": limit}, rows(AuditEntry))
 
 
 def _replay(session: SyncSession, thread_id: UUID | str, page_size: int,

@@ -131,8 +131,8 @@ def session_create(session_id: str | None = None, *, project_id: str | None = No
 
 def get_session(session_id: str) -> Call[Session | None]:
     """The session with this id in the context's tenant, or None (the table memsub.sessions)."""
-    return query("select * from memsub.sessions where tenant_id = memsub.current_tenant_id() and id = %s",
-                 [session_id], optional(Session))
+    return query("select * from memsub.sessions where tenant_id = memsub.current_tenant_id() and id = %(session_id)s",
+                 {"session_id": session_id}, optional(Session))
 
 
 def session_append_event(session_id: str, event: dict[str, Any],

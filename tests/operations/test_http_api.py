@@ -250,7 +250,7 @@ def test_health_readiness_and_the_committed_openapi_document(api: Api):
 
 
 def test_errors_are_problem_details_and_write_nothing(api: Api):
-    before = api.packet_count()
+    before, memories = api.packet_count(), api.memory_count()
     with api.client() as client:
         assert_problem(client.post("/api/v1/memory/packet", content=b"{not json"), 400)
         assert_problem(client.post("/api/v1/memory/packet", content=b'{"packet_type": NaN}'), 400)
@@ -281,11 +281,28 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
                        422, "tenant_id")
         assert_problem(client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "tenant_id": str(TENANT_B)}),
                        422, "tenant_id")
+        # JSON's \ud800 escape decodes to a lone surrogate, which has no UTF-8 form: refused by name
+        def escaped(body: object) -> dict:
+            return {"content": json.dumps(body), "headers": {"content-type": "application/json"}}
+        lone = "\ud800"
+        assert_problem(client.post("/api/v1/search/semantic", **escaped({"query": [1], "query_text": lone})), 422,
+                       "query_text")
+        assert_problem(client.post("/api/v1/search/hybrid", **escaped({"query_text": f"resin {lone}"})), 422,
+                       "query_text")
+        assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}/keys/k", **escaped({
+            "value": 1, "memory_type": lone})), 422, "memory_type")
+        assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}/keys/k", **escaped({
+            "value": {"note": lone}})), 422, "value.note")
+        assert_problem(client.post("/api/v1/memory/packet", **escaped({**SEED_EXAMPLE, "payload": {"text": lone}})),
+                       422, "envelope.payload.text")
+        assert_problem(client.post("/api/v1/memory/packets", **escaped([SEED_EXAMPLE, {**SEED_EXAMPLE, "tags": [
+            lone]}])), 422, "envelopes[1].tags[0]")
         assert_problem(client.get("/api/v1/nowhere"), 404)
         wrong_method = client.delete("/api/v1/memory/packet")
         assert_problem(wrong_method, 405)
         assert "POST" in wrong_method.headers["allow"]
     assert api.packet_count() == before
+    assert api.memory_count() == memories
 
 
 def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):

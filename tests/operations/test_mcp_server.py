@@ -271,6 +271,10 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_writes_nothing(db):
                 assert "SQLSTATE 23503" in unknown and "field access_id" in unknown
                 deep = _error(await client.call_tool("graph_traverse", {"entity": "x", "max_depth": 11}))
                 assert "max_depth" in deep
+                # a lone surrogate (JSON's \ud800 escape) has no UTF-8 form: the input schema refuses it by place
+                lone = _error(await client.call_tool("remember", {"text": "fine", "tags": ["ok", "\ud800"]}))
+                assert "tags.1" in lone and "unicode" in lone
+                assert "query" in _error(await client.call_tool("recall", {"query": "x\udcff"}))
                 assert superuser_count(db) == packets
                 assert superuser_count(db, "memsub.knowledge_facts") == facts
                 assert superuser_count(db, "memsub.memory_embeddings") == 0

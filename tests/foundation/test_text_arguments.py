@@ -1,0 +1,70 @@
+"""Text that is not Unicode is refused by name before anything is sent.
+
+Python strings may hold unpaired surrogates (U+D800 to U+DFFF): JSON's ``\\ud800`` escape decodes to one, and a
+command-line argument with a byte that is not UTF-8 becomes one. Such a string has no UTF-8 form, so psycopg could
+not send it and raised its own UnicodeEncodeError, naming no argument (and the HTTP API answered 500). Every text,
+text[] and JSON argument now raises LocalValidationError (an InvalidInput, SQLSTATE 22021, as PostgreSQL names text
+that is not valid in its encoding) naming the argument, or the path inside a JSON argument, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memsub.client import TenantSession
+from memsub.errors import LocalValidationError
+from memsub.models import PacketEnvelopeIn
+
+from doc_helpers import DIMENSION, tenant_session
+from helpers import TENANT_A
+from session_helpers import ALICE, ground_truth
+
+LONE = "\ud800"
+"""A high surrogate with no low one after it."""
+NOTES = f"user:{ALICE}:notes"
+
+Call = Callable[[TenantSession], object]
+CALLS: dict[str, tuple[str, Call]] = {
+    "a text argument": ("key", lambda s: s.memory.write(NOTES, f"k{LONE}", {"a": 1})),
+    "the end of a text argument": ("namespace", lambda s: s.memory.write(f"{NOTES}x\udcff", "k", {"a": 1})),
+    "a string inside a JSON argument": ("value.note[1]", lambda s: s.memory.write(NOTES, "k", {
+        "note": ["fine", f"half {LONE}"]})),
+    "a key of a JSON object": ("metadata", lambda s: s.memory.write(NOTES, "k", {"a": 1}, metadata={LONE: 1})),
+    "an element of a text array": ("tags[1]", lambda s: s.search.semantic([1.0] * DIMENSION, tags=["ok", LONE])),
+    "an envelope's payload": ("envelope.payload.text", lambda s: s.packets.write(PacketEnvelopeIn(
+        packet_type="note", payload={"text": LONE}))),
+    "a parameter of a read of a table": ("session_id", lambda s: s.sessions.get(LONE)),
+    "a filter of the audit trail": ("namespace", lambda s: s.packets.audit_trail(namespace=LONE)),
+}
+TABLES = ("memory_entries", "packet_store", "audit")
+
+
+def row_counts(db: Any) -> dict[str, int]:
+    found = ground_truth(db, " union all ".join(
+        f"select '{table}' as t, count(*) as n from memsub.{table}" for table in TABLES))  # noqa: S608 - fixed names
+    return {row["t"]: row["n"] for row in found}
+
+
+@pytest.mark.parametrize("case", sorted(CALLS))
+def test_text_that_is_not_unicode_is_refused_naming_the_argument(db, case):
+    field, call = CALLS[case]
+    before = row_counts(db)
+    with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
+        call(s)
+    assert refused.value.field == field, case
+    assert refused.value.sqlstate == "22021", case
+    assert field in str(refused.value) and "surrogate" in str(refused.value), case
+    assert row_counts(db) == before
+
+
+def test_text_beyond_ascii_still_goes_through(db):
+    words = "Grüße, 世界, emoji \U0001f600 and a paired surrogate's character \U00010348"
+    with tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as session:
+        entry = session.memory.write(NOTES, f"k-{uuid.uuid4().hex[:6]}-ü", {"note": words}, metadata={"ключ": words})
+        assert session.memory.get(NOTES, entry.key).value == {"note": words}
+        written = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"text": words}, tags=["ü"]))
+        assert session.packets.get(written.packet_id).envelope["payload"] == {"text": words}
