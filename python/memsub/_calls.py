@@ -36,7 +36,7 @@ import functools
 import inspect
 import json
 import math
-from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
@@ -61,6 +61,7 @@ Row = dict[str, Any]
 T = TypeVar("T")
 RowT = TypeVar("RowT")
 M = TypeVar("M", bound=BaseModel)
+V = TypeVar("V")
 P = ParamSpec("P")
 VectorLike = Sequence[SupportsFloat] | Any  # any iterable of numbers, or a NumPy array
 
@@ -240,9 +241,35 @@ def _vector_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(item, Vector) for item in value)
 
 
-def list_or_none(values: Sequence[str] | None) -> list[str] | None:
-    """A text[] argument, or None (the argument is left out and its SQL default applies) when not given."""
-    return None if values is None else list(values)
+def items(values: Iterable[V], field_name: str) -> list[V]:
+    """An array argument as a list. One string is refused (LocalValidationError, 22023, naming the field), not
+    split into its characters: a ``str`` is an iterable of strings to Python and to mypy."""
+    if isinstance(values, str | bytes):
+        raise LocalValidationError(f"field {field_name}: a list, not one string (pass [{values!r}])",
+                                   sqlstate="22023", field=field_name)
+    return list(values)
+
+
+@overload
+def texts(values: None, field_name: str) -> None: ...
+
+
+@overload
+def texts(values: Sequence[str], field_name: str) -> list[str]: ...
+
+
+def texts(values: Sequence[str] | None, field_name: str) -> list[str] | None:
+    """A text[] argument as a list, or None (the argument is left out and its SQL default applies) when not given.
+    One string is refused, not split into its characters (a ``str`` is a ``Sequence[str]``), and so is an element
+    that is not a string: LocalValidationError (22023) naming the field, or the element's place."""
+    if values is None:
+        return None
+    found = items(values, field_name)
+    for index, item in enumerate(found):
+        if not isinstance(item, str):
+            raise LocalValidationError(f"field {field_name}[{index}]: a string, not a {type(item).__name__}",
+                                       sqlstate="22023", field=f"{field_name}[{index}]")
+    return found
 
 
 def text_or_none(value: UUID | str | None) -> str | None:
@@ -392,8 +419,8 @@ def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id
     the other arguments only when given (:func:`function`), so the usual context binds one to three values and
     no array."""
     return function("set_context", {"tenant_id": NULL if tenant_id is None else tenant_id, "org_id": org_id,
-                                    "user_id": user_id, "roles": list(roles) or None, "session_id": session_id},
-                    nothing())
+                                    "user_id": user_id, "roles": texts(roles, "roles") or None,
+                                    "session_id": session_id}, nothing())
 
 
 def set_context_signed(token: str) -> Call[None]:

@@ -27,7 +27,21 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Area, Call, Json, SessionT, Steps, function, json_or_none, method, one, optional, rows, scalar
+from memsub._calls import (
+    Area,
+    Call,
+    Json,
+    SessionT,
+    Steps,
+    function,
+    json_or_none,
+    method,
+    one,
+    optional,
+    rows,
+    scalar,
+    texts,
+)
 from memsub.embedding import Embedder
 from memsub.errors import InvalidInput
 
@@ -221,7 +235,7 @@ def document_ingest(
     result: IngestResult = yield function("document_ingest", {
         "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(payload),
         "metadata": json_or_none(metadata), "summary": summary,
-        "key_concepts": list(key_concepts) if key_concepts else None,
+        "key_concepts": texts(key_concepts, "key_concepts") or None,
         "entities": Json(list(entities)) if entities else None}, one(IngestResult))
     if embedder is not None and result.status == "unchanged" and result.embedded_count < result.chunk_count:
         result.embedded_count += yield from embed_missing_chunks(result.document_id, embedder)

@@ -31,11 +31,11 @@ from memsub._calls import (
     Shape,
     function,
     json_or_none,
-    list_or_none,
     method,
     one,
     query,
     rows,
+    texts,
     vector_or_none,
 )
 from memsub.embedding import Embedder, embed_one
@@ -281,7 +281,8 @@ def traverse_graph(start_entity: str, max_depth: int = 3, *, relationship_types:
     the edges valid then), each once with its most confident shortest path, breadth first; aliases resolve to
     their entity (memsub.traverse_graph)."""
     return function("traverse_graph", {
-        "start_entity": start_entity, "max_depth": max_depth, "relationship_types": list_or_none(relationship_types),
+        "start_entity": start_entity, "max_depth": max_depth,
+        "relationship_types": texts(relationship_types, "relationship_types"),
         "min_confidence": min_confidence, "direction": direction, "min_path_confidence": min_path_confidence,
         "limit": limit, "as_of": as_of}, rows(GraphPath))
 
@@ -374,7 +375,7 @@ def graph_upsert_entity(
     if embedding is None and embedder is not None:
         embedding = embed_one(embedder, ", ".join([name, *aliases]))
     return function("graph_upsert_entity", {
-        "name": name, "entity_type": entity_type, "aliases": list(aliases) if aliases else None,
+        "name": name, "entity_type": entity_type, "aliases": texts(aliases, "aliases") or None,
         "properties": json_or_none(properties), "doc_refs": _refs(doc_refs),
         "confidence": confidence, "embedding": vector_or_none(embedding)}, one(EntityNode))
 

@@ -27,6 +27,7 @@ from memsub._calls import (
     SyncSession,
     finite_vector,
     function,
+    items,
     json_text,
     method,
     one,
@@ -158,7 +159,7 @@ def get_packets(packet_ids: Iterable[UUID | str], with_vectors: bool = True) -> 
 
     With vectors, the rows come from memsub.get_packets_with_vector_values in binary: each vector as 4 bytes a
     number, where the envelope JSON would carry 17 digits of text, put back into its envelope here."""
-    ids = list(packet_ids)
+    ids = items(packet_ids, "packet_ids")
     if not with_vectors:
         return function("get_packets", {"packet_ids": ids, "with_vectors": False}, rows(PacketStoreRow))
     return function("get_packets_with_vector_values", {"packet_ids": ids}, _rows_with_vectors(ids), binary=True)

@@ -21,11 +21,12 @@ from memsub._calls import (
     SessionT,
     VectorLike,
     function,
+    items,
     json_or_none,
-    list_or_none,
     method,
     one,
     rows,
+    texts,
     vector_or_none,
 )
 from memsub.models import TenantRow
@@ -111,8 +112,9 @@ def record_reflection(reflection_type: ReflectionType, content: str, *, context:
                       vector: VectorLike | None = None, expires_at: datetime | None = None) -> Call[Reflection]:
     """Record a lesson, pattern or other reflection (memsub.record_reflection)."""
     return function("record_reflection", {
-        "reflection_type": reflection_type, "content": content, "context": context, "entities": list(entities),
-        "tags": list(tags), "confidence": confidence, "priority": priority, "source_agent": source_agent,
+        "reflection_type": reflection_type, "content": content, "context": context,
+        "entities": texts(entities, "entities"),
+        "tags": texts(tags, "tags"), "confidence": confidence, "priority": priority, "source_agent": source_agent,
         "source_packet": source_packet, "task_id": task_id, "vector": vector_or_none(vector), "expires_at": expires_at},
         one(Reflection))
 
@@ -127,10 +129,11 @@ def record_task_reflection(task_id: str, outcome: Outcome = "unknown", *, task_d
     """Record (or merge into) a task's reflection (memsub.record_task_reflection)."""
     return function("record_task_reflection", {
         "task_id": task_id, "outcome": outcome, "task_description": task_description,
-        "what_worked": list(what_worked), "what_failed": list(what_failed),
-        "false_constraints": list(false_constraints), "helpful_patterns": list(helpful_patterns),
-        "lessons": list(lessons), "recommendations": list(recommendations),
-        "related_decisions": list(related_decisions), "execution_time_ms": execution_time_ms,
+        "what_worked": texts(what_worked, "what_worked"), "what_failed": texts(what_failed, "what_failed"),
+        "false_constraints": texts(false_constraints, "false_constraints"),
+        "helpful_patterns": texts(helpful_patterns, "helpful_patterns"),
+        "lessons": texts(lessons, "lessons"), "recommendations": texts(recommendations, "recommendations"),
+        "related_decisions": items(related_decisions, "related_decisions"), "execution_time_ms": execution_time_ms,
         "metrics_improved": json_or_none(metrics_improved), "metrics_degraded": json_or_none(metrics_degraded)},
         one(TaskReflection))
 
@@ -143,8 +146,9 @@ def record_summary(scope_type: SummaryScope, scope_value: str, summary_text: str
     """Record a summary of packets (memsub.record_summary)."""
     return function("record_summary", {
         "scope_type": scope_type, "scope_value": scope_value, "summary_text": summary_text,
-        "source_packet_ids": list(source_packet_ids), "key_facts": json_or_none(key_facts),
-        "key_entities": list(key_entities), "key_decisions": list(key_decisions), "vector": vector_or_none(vector),
+        "source_packet_ids": items(source_packet_ids, "source_packet_ids"), "key_facts": json_or_none(key_facts),
+        "key_entities": texts(key_entities, "key_entities"), "key_decisions": texts(key_decisions, "key_decisions"),
+        "vector": vector_or_none(vector),
         "confidence": confidence, "valid_until": valid_until}, one(MemorySummary))
 
 
@@ -159,8 +163,8 @@ def retrieve_reflections(query: VectorLike | None = None, *, tags: Sequence[str]
                          query_text: str | None = None, agent_id: str | None = None) -> Call[list[ReflectionHit]]:
     """Lessons relevant to a task by vector, tags and priority (memsub.retrieve_reflections)."""
     return function("retrieve_reflections", {
-        "query": vector_or_none(query), "tags": list_or_none(tags), "k": k,
-        "reflection_types": None if reflection_types is None else list(reflection_types),
+        "query": vector_or_none(query), "tags": texts(tags, "tags"), "k": k,
+        "reflection_types": texts(reflection_types, "reflection_types"),
         "min_priority": min_priority, "task_id": task_id, "require_tags": require_tags,
         "record_access": record_access, "query_text": query_text, "agent_id": agent_id}, rows(ReflectionHit))
 

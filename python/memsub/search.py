@@ -29,10 +29,10 @@ from memsub._calls import (
     VectorLike,
     function,
     json_or_none,
-    list_or_none,
     method,
     one,
     rows,
+    texts,
     vector_or_none,
 )
 from memsub.models import PacketStoreRow, Scope, TenantRow
@@ -189,7 +189,7 @@ def semantic_search(query: VectorLike, k: int = 10, *, embedding_type: Embedding
     (:func:`_with_packets`)."""
     call = function("semantic_search", {
         "query": vector_or_none(query), "k": k, "embedding_type": embedding_type, "thread_id": thread_id,
-        "tags": list_or_none(tags), "packet_type": packet_type, "since": since, "until": until,
+        "tags": texts(tags, "tags"), "packet_type": packet_type, "since": since, "until": until,
         "min_importance": min_importance, "rank_by": rank_by, "record_access": record_access,
         "query_text": query_text, "agent_id": agent_id, "mode": mode, "ef_search": ef_search,
         "max_scan_tuples": max_scan_tuples}, rows(SemanticHit))

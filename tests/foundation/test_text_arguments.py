@@ -68,3 +68,44 @@ def test_text_beyond_ascii_still_goes_through(db):
         assert session.memory.get(NOTES, entry.key).value == {"note": words}
         written = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"text": words}, tags=["ü"]))
         assert session.packets.get(written.packet_id).envelope["payload"] == {"text": words}
+
+
+LISTS: dict[str, tuple[str, Call]] = {
+    "search tags": ("tags", lambda s: s.search.semantic([1.0] * DIMENSION, tags="hdpe")),
+    "reflection tags": ("tags", lambda s: s.reflection.record("lesson", "check the supplier", tags="supplier")),
+    "reflection entities": ("entities", lambda s: s.reflection.record("lesson", "check", entities="Acme")),
+    "task lessons": ("lessons", lambda s: s.reflection.record_task("t-1", lessons="ask twice")),
+    "entity aliases": ("aliases", lambda s: s.graph.upsert_entity("Acme", "Organization", aliases="ACME")),
+    "traversal types": ("relationship_types", lambda s: s.graph.traverse("Acme", relationship_types="supplies")),
+    "context roles": ("roles", None),
+    "packet ids": ("packet_ids", lambda s: s.packets.get_packets(str(uuid.uuid4()))),
+    "summary sources": ("source_packet_ids", lambda s: s.reflection.record_summary(
+        "thread", "t1", "a summary", str(uuid.uuid4()))),
+}
+TABLE_OF = {"reflection tags": "reflection_store", "reflection entities": "reflection_store",
+            "task lessons": "task_reflections", "entity aliases": "world_model_entities",
+            "summary sources": "memory_summaries"}
+
+
+@pytest.mark.parametrize("case", sorted(LISTS))
+def test_one_string_where_a_list_of_strings_belongs_is_refused_not_split_into_characters(db, case):
+    # a str is a Sequence[str] to Python and to mypy: list("hdpe") would have sent four one-letter tags
+    field, call = LISTS[case]
+    table = TABLE_OF.get(case, "audit")
+    before = ground_truth(db, f"select count(*) as n from memsub.{table}")[0]["n"]  # noqa: S608 - fixed names
+    with pytest.raises(LocalValidationError) as refused:
+        if call is None:
+            with tenant_session(db.dsn("app"), TENANT_A, user=ALICE, roles="tenant_admin"):  # type: ignore[arg-type]
+                pass
+        else:
+            with tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as session:
+                call(session)
+    assert (refused.value.field, refused.value.sqlstate) == (field, "22023"), case
+    assert "not one string" in str(refused.value), case
+    assert ground_truth(db, f"select count(*) as n from memsub.{table}")[0]["n"] == before  # noqa: S608
+
+
+def test_an_element_of_a_list_of_strings_that_is_not_one_is_refused_by_place(db):
+    with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
+        s.search.semantic([1.0] * DIMENSION, tags=["hdpe", 7])  # type: ignore[list-item]
+    assert (refused.value.field, refused.value.sqlstate) == ("tags[1]", "22023")
