@@ -54,6 +54,7 @@ from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic import BaseModel
 
+from memsub import signatures
 from memsub.errors import ConnectionFailed, LocalValidationError, MemsubError, SessionClosed, from_database_error
 from memsub.models import as_utc
 
@@ -369,8 +370,28 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
             value = _checked_list(value, argument)
         given.append((argument, placeholder))
         params.append(value)
+    _check_signature(name, arguments)
     return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors or binary,
                 binary)
+
+
+def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
+    """LocalValidationError naming the first argument ``memsub.<name>`` cannot take (:mod:`memsub.signatures`):
+    one it has no default for left out (None; 23502), an integer beyond its parameter's type (22003)."""
+    found = signatures.signature(name)
+    if found is None:
+        return
+    for argument in found.required:
+        if arguments.get(argument) is None:
+            raise LocalValidationError(f"field {argument} is required (memsub.{name} has no default for it)",
+                                       sqlstate="23502", field=argument)
+    for argument, kind in found.integers.items():
+        value = arguments.get(argument)
+        if type(value) is int:
+            low, high = signatures.INTEGER_RANGES[kind]
+            if not low <= value <= high:
+                raise LocalValidationError(f"field {argument}: {value} is out of range for {kind} ({low} to {high})",
+                                           sqlstate="22003", field=argument)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -1,0 +1,77 @@
+"""A call is checked against its function's arguments when it is declared (memsub.signatures).
+
+An integer beyond its parameter's type went to the server as a bigint or numeric, and a required argument given as
+None was left out: either way PostgreSQL found no function taking such arguments (SQLSTATE 42883) and named none
+of them. The client now refuses both naming the argument (22003 numeric_value_out_of_range, 23502
+not_null_violation), and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memsub import signatures
+from memsub.client import TenantSession
+from memsub.errors import LocalValidationError
+
+from doc_helpers import DIMENSION, tenant_session
+from helpers import TENANT_A
+from session_helpers import ALICE, ground_truth
+
+NOTES = f"user:{ALICE}:notes"
+QUERY = [1.0] + [0.0] * (DIMENSION - 1)
+
+Call = Callable[[TenantSession], object]
+REFUSED: dict[str, tuple[str, str, Call]] = {
+    "an integer beyond 32 bits": ("k", "22003", lambda s: s.search.semantic(QUERY, k=2**31)),
+    "an integer below 32 bits": ("expected_version", "22003", lambda s: s.memory.write(
+        NOTES, "k", 1, expected_version=-(2**31) - 1)),
+    "an integer beyond 64 bits": ("after_cursor", "22003", lambda s: s.packets.get_thread(
+        uuid.uuid4(), after_cursor=2**63)),
+    "a required text given as None": ("key", "23502", lambda s: s.memory.write(NOTES, None, 1)),  # type: ignore[arg-type]
+    "a required id given as None": ("thread_id", "23502", lambda s: s.packets.get_thread(None)),  # type: ignore[arg-type]
+}
+
+
+def counts(db: Any) -> tuple[int, int]:
+    row = ground_truth(db, "select (select count(*) from memsub.memory_entries) as m, "
+                           "(select count(*) from memsub.audit) as a")[0]
+    return row["m"], row["a"]
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
+    field, sqlstate, call = REFUSED[case]
+    before = counts(db)
+    with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
+        call(s)
+    assert (refused.value.field, refused.value.sqlstate) == (field, sqlstate), case
+    assert field in str(refused.value), case
+    assert counts(db) == before
+
+
+def test_integers_each_parameter_holds_still_go_through(db):
+    with tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as session:
+        assert session.packets.get_thread(uuid.uuid4(), after_cursor=2**40) == []  # a bigint parameter
+        assert session.memory.write(NOTES, "k", 1, expected_version=0).version == 1
+
+
+def test_the_signatures_read_from_the_snapshot_are_the_installed_functions(db):
+    installed = ground_truth(db, """
+        select p.proname as name, p.pronargs - p.pronargdefaults as required,
+               array(select t.typname from unnest(p.proargtypes) with ordinality a(oid, n)
+                     join pg_type t on t.oid = a.oid
+                     where t.typname in ('int2', 'int4', 'int8') order by a.n) as integers
+          from pg_proc p where p.pronamespace = 'memsub'::regnamespace and p.prokind = 'f'""")
+    names = {"int2": "smallint", "int4": "integer", "int8": "bigint"}
+    assert len(installed) > 200
+    for function in installed:
+        found = signatures.signature(function["name"])
+        assert found is not None, function["name"]
+        assert len(found.required) == function["required"], function["name"]
+        assert sorted(found.integers.values()) == sorted(names[t] for t in function["integers"]), function["name"]
+    assert signatures.signature("no_such_function") is None
