@@ -111,7 +111,7 @@ def _json_safe(value: Any, path: str) -> Any:
     or key that is not Unicode text raises LocalValidationError (:func:`checked_text`).
     """
     if isinstance(value, str):
-        return checked_text(value, path)
+        return checked_text(value, path, "22P05")
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -123,7 +123,7 @@ def _json_safe(value: Any, path: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, JSON object keys are strings")
-            checked_text(key, path)
+            checked_text(key, path, "22P05")
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
     if isinstance(value, (list, tuple)):
@@ -144,18 +144,24 @@ def _json_safe(value: Any, path: str) -> Any:
                     "boolean or null)")
 
 
-def checked_text(value: str, field_name: str) -> str:
-    """``value`` when it has a UTF-8 form (all Unicode text has); LocalValidationError (22021, as PostgreSQL names
-    text that is not valid in its encoding) naming the field when it holds an unpaired surrogate, which a JSON
-    ``\\ud800`` escape or a command-line byte that is not UTF-8 puts in a Python string and psycopg cannot send."""
-    if value.isascii():
-        return value
-    try:
-        value.encode()
-    except UnicodeEncodeError as error:
-        raise LocalValidationError(
-            f"field {field_name}: text with no UTF-8 form: an unpaired surrogate (U+{ord(value[error.start]):04X}) "
-            f"at character {error.start}", sqlstate="22021", field=field_name) from None
+def checked_text(value: str, field_name: str, nul_sqlstate: str = "22021") -> str:
+    """``value`` when PostgreSQL can hold it; LocalValidationError naming the field otherwise: for an unpaired
+    surrogate (22021, as PostgreSQL names text that is not valid in its encoding), which a JSON ``\\ud800`` escape
+    or a command-line byte that is not UTF-8 puts in a Python string and which has no UTF-8 form, and for a NUL
+    character, which neither text nor jsonb holds (``nul_sqlstate``: 22021 for text, 22P05 inside JSON, the codes
+    the server would give)."""
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError as error:
+            raise LocalValidationError(
+                f"field {field_name}: text with no UTF-8 form: an unpaired surrogate "
+                f"(U+{ord(value[error.start]):04X}) at character {error.start}", sqlstate="22021",
+                field=field_name) from None
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise LocalValidationError(f"field {field_name}: text cannot hold a NUL (U+0000) character, found at "
+                                   f"character {nul}", sqlstate=nul_sqlstate, field=field_name)
     return value
 
 

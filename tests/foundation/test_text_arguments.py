@@ -109,3 +109,27 @@ def test_an_element_of_a_list_of_strings_that_is_not_one_is_refused_by_place(db)
     with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
         s.search.semantic([1.0] * DIMENSION, tags=["hdpe", 7])  # type: ignore[list-item]
     assert (refused.value.field, refused.value.sqlstate) == ("tags[1]", "22023")
+
+
+NULS: dict[str, tuple[str, str, Call]] = {
+    "a text argument": ("key", "22021", lambda s: s.memory.write(NOTES, "k\x00", {"a": 1})),
+    "an element of a text array": ("tags[0]", "22021", lambda s: s.search.semantic([1.0] * DIMENSION,
+                                                                                    tags=["a\x00"])),
+    "a string inside a JSON argument": ("value.note", "22P05", lambda s: s.memory.write(NOTES, "k", {
+        "note": "a\x00b"})),
+    "an envelope's payload": ("envelope.payload.text", "22P05", lambda s: s.packets.write(PacketEnvelopeIn(
+        packet_type="note", payload={"text": "\x00"}))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NULS))
+def test_a_nul_character_is_refused_naming_the_argument(db, case):
+    # PostgreSQL's text cannot hold U+0000 and its jsonb refuses \u0000: psycopg raised its own error for text,
+    # and the server named no field for JSON
+    field, sqlstate, call = NULS[case]
+    before = row_counts(db)
+    with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
+        call(s)
+    assert (refused.value.field, refused.value.sqlstate) == (field, sqlstate), case
+    assert "NUL" in str(refused.value), case
+    assert row_counts(db) == before
