@@ -36,6 +36,7 @@ import functools
 import inspect
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from psycopg import sql
 from psycopg.abc import Buffer, DumperKey
 from psycopg.adapt import AdaptersMap, Dumper, PyFormat
 from psycopg.types import TypeInfo
+from psycopg.types import json as psycopg_json
 from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic import BaseModel
@@ -422,18 +424,48 @@ def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
 def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mapping[str, Any],
           shape: Shape[T]) -> Call[T]:
     """A call of a fixed statement (a view, or a caller's own parameterized SQL), its parameters by position
-    (``%s``) or by name (``%(name)s``, a mapping). A string that is not Unicode text is refused
-    (:func:`checked_text`) naming the parameter, or its position."""
+    (``%s``) or by name (``%(name)s``, a mapping). Text PostgreSQL cannot hold, in a string or a list of strings,
+    is refused (:func:`checked_text`) naming the parameter: its key, the argument a positional placeholder stands
+    for in a named-argument call (``p_key => %s``), or its position. (A JSON parameter: :func:`strict_jsonb`.)"""
     text = statement.encode() if isinstance(statement, str) else statement
-    values = params if isinstance(params, Mapping) else list(params)
-    named = values.items() if isinstance(values, Mapping) else ((f"parameter {n}", p) for n, p in enumerate(values, 1))
+    values: dict[Any, Any] | list[Any] = dict(params) if isinstance(params, Mapping) else list(params)
+    if isinstance(values, dict):
+        places: list[Any] = list(values)
+        names: Sequence[str] = places
+    else:
+        places = list(range(len(values)))
+        found = _placeholder_names(text) if isinstance(text, bytes) else ()
+        names = found if len(found) == len(values) else [f"parameter {n}" for n in range(1, len(values) + 1)]
     vectors = False
-    for name, param in named:
+    for place, name in zip(places, names, strict=True):
+        param = values[place]
         if isinstance(param, str):
             checked_text(param, name)
-        elif isinstance(param, Vector) or _vector_list(param):
+        elif isinstance(param, list):
+            for index, item in enumerate(param):
+                if isinstance(item, str):
+                    checked_text(item, f"{name}[{index}]")
+            vectors = vectors or _vector_list(param)
+        elif isinstance(param, Vector):
             vectors = True
     return Call(text, values, shape.decode, vectors)
+
+
+@functools.lru_cache(maxsize=1024)
+def _placeholder_names(statement: bytes) -> tuple[str, ...]:
+    """The arguments a named-argument call's positional placeholders stand for (``p_key => %s``: key), in order."""
+    return tuple(name.decode() for name in re.findall(rb"p_(\w+)\s*=>\s*%[sbt]", statement))
+
+
+def strict_jsonb(value: Any, field_name: str) -> psycopg_json.Jsonb:
+    """A jsonb parameter of :func:`query`, serialized now by :func:`json_text`: a value that is not JSON raises
+    TypeError, and text jsonb cannot hold LocalValidationError, naming the field (and the path inside it)."""
+    return psycopg_json.Jsonb(json_text(value, field_name), dumps=_as_serialized)
+
+
+def _as_serialized(text: Any) -> str:
+    """The dumps of a JSON parameter serialized already (:func:`strict_jsonb`)."""
+    return str(text)
 
 
 ContextRole = Literal["tenant_admin", "platform_admin"]

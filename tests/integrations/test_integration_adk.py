@@ -298,6 +298,9 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any) -> None:
             (service.list_sessions(app_name=None, user_id=USER), "app_name"),
             (service.delete_session(app_name=APP, user_id=USER, session_id=b"s"), "session_id"),
             (memory.search_memory(app_name=APP, user_id=USER, query=None), "query"),
+            # text PostgreSQL cannot hold, named before anything is sent
+            (service.create_session(app_name=APP, user_id=USER, state={"note": "a\x00b"}), "state.note"),
+            (service.create_session(app_name=APP, user_id="u\ud800"), "user_id"),
         ]:
             with pytest.raises(InvalidInput) as raised:
                 await call

@@ -313,6 +313,18 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         ])
     with pytest.raises(TypeError):
         store.put(("a",), "k", {"tags": {"a-set"}})  # not JSON: refused, never stored as its str()
+    # text PostgreSQL cannot hold (an unpaired surrogate, NUL) is refused before anything is sent, by name
+    for call, field, sqlstate in (
+            (lambda: store.put(("a", "b\ud800"), "k", {"x": 1}), "namespace[1]", "22021"),
+            (lambda: store.put(("a",), "k\ud800", {"x": 1}), "key", "22021"),
+            (lambda: store.put(("a",), "k", {"x": ["ok", "\ud800"]}), "value.x[1]", "22021"),
+            (lambda: store.put(("a",), "k", {"x": "\x00"}), "value.x", "22P05"),
+            (lambda: store.get(("a",), "k\x00"), "key", "22021"),
+            (lambda: store.search(("a",), filter={"x": "\x00"}), "filter.x", "22P05"),
+            (lambda: store.list_namespaces(prefix=("\ud800",)), "prefix[0]", "22021")):
+        with pytest.raises(InvalidInput) as refused:
+            call()
+        assert (refused.value.field, refused.value.sqlstate) == (field, sqlstate)
     # Embeddings travel as vector values: one that is not finite numbers is refused before anything is sent.
     for odd in ([float("nan"), 1.0], [], ["x", 1.0]):
         indexed = store_for(pool, tenant, index={"dims": 2, "embed": lambda texts, odd=odd: [odd for _ in texts],

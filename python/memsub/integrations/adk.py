@@ -23,7 +23,6 @@ tenant and organization: two tenants (or two organizations) may use the same app
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,8 +33,8 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions import Session
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.genai import types
-from psycopg.types.json import Jsonb
 
+from memsub._calls import strict_jsonb
 from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_call, async_pool
 
@@ -53,11 +52,6 @@ MEMORY_SEARCH = ("select * from memsub.adk_memory_search(p_app_name => %s, p_use
                  "p_query_embedding => %s, p_limit => %s)")
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
-
-
-def _json(value: Any) -> Jsonb:
-    """Strict JSON: a value JSON cannot represent is an error, never its str()."""
-    return Jsonb(value, dumps=json.dumps)
 
 
 def _names(**names: Any) -> list[Any]:
@@ -114,7 +108,7 @@ class MemsubSessionService(_Pooled, BaseSessionService):
         if state is not None and not isinstance(state, dict):
             raise InvalidInput("memsub: state must be a dict", sqlstate="22023", field="state")
         rows = await self._call(CREATE, [*_names(app_name=app_name, user_id=user_id), session_id,
-                                         None if state is None else _json(state)])
+                                         None if state is None else strict_jsonb(state, "state")])
         row = rows[0]
         return Session(id=row["id"], app_name=app_name, user_id=user_id, state=row["state"],
                        last_update_time=row["last_update_time"])
@@ -146,7 +140,7 @@ class MemsubSessionService(_Pooled, BaseSessionService):
         if event.partial:  # partial (streaming) events are never stored, as in ADK's own services
             return event
         stored = event.model_dump(mode="json", exclude_none=True)
-        rows = await self._call(APPEND, [session.app_name, session.user_id, session.id, _json(stored),
+        rows = await self._call(APPEND, [session.app_name, session.user_id, session.id, strict_jsonb(stored, "event"),
                                          session.last_update_time])
         session.last_update_time = rows[0]["last_update_time"]
         return await super().append_event(session=session, event=event)
@@ -191,12 +185,13 @@ class MemsubMemoryService(_Pooled, BaseMemoryService):
             if vectors is not None:
                 memory["embedding"] = [float(x) for x in vectors[i]]
             memories.append(memory)
-        await self._call(MEMORY_ADD, [session.app_name, session.user_id, session.id, _json(memories)])
+        await self._call(MEMORY_ADD, [session.app_name, session.user_id, session.id,
+                                      strict_jsonb(memories, "memories")])
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         _names(query=query)
         vectors = await self._vectors([query]) if query else None
-        embedding = None if vectors is None else _json([float(x) for x in vectors[0]])
+        embedding = None if vectors is None else strict_jsonb([float(x) for x in vectors[0]], "query_embedding")
         rows = await self._call(MEMORY_SEARCH, [*_names(app_name=app_name, user_id=user_id, query=query), embedding,
                                                 self.limit])
         return SearchMemoryResponse(memories=[

@@ -20,7 +20,6 @@ the configured embedder, as LangGraph does.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,9 +37,8 @@ from langgraph.store.base import (
     TTLConfig,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
-from psycopg.types.json import Jsonb
 
-from memsub._calls import checked_vector
+from memsub._calls import checked_vector, strict_jsonb
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
@@ -65,11 +63,6 @@ LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces
 SWEEP = "select memsub.langgraph_store_sweep() as deleted"
 DISTANCES = ("cosine", "l2", "inner_product")
 """The index distance_type values LangGraph's PostgresStore takes for float vectors, scored as it scores them."""
-
-
-def _json(value: Any) -> Jsonb:
-    """Strict JSON: a value JSON cannot represent is an error, never its str()."""
-    return Jsonb(value, dumps=json.dumps)
 
 
 class MemsubStore(BaseStore):
@@ -152,7 +145,8 @@ class MemsubStore(BaseStore):
         for (_, op), (start, end) in zip(planned, spans, strict=True):
             if isinstance(op, PutOp):
                 ttl = None if op.ttl is None else float(op.ttl)
-                arguments = [list(op.namespace), op.key, None if op.value is None else _json(op.value), ttl]
+                value = None if op.value is None else strict_jsonb(op.value, "value")
+                arguments = [list(op.namespace), op.key, value, ttl]
                 if end > start:  # its fields' vectors replace the item's; without them it keeps none
                     names = [name for name, _ in self._field_texts(op)]
                     embeddings = [checked_vector(v, "embeddings") for v in vectors[start:end]]
@@ -163,8 +157,9 @@ class MemsubStore(BaseStore):
                 statements.append((GET, [list(op.namespace), op.key, op.refresh_ttl]))
             elif isinstance(op, SearchOp):
                 query = checked_vector(vectors[start], "embeddings") if end > start else None
-                statements.append((SEARCH, [list(op.namespace_prefix), _json(op.filter) if op.filter else None,
-                                            query, op.limit, op.offset, op.refresh_ttl, self._distance]))
+                filter_value = strict_jsonb(op.filter, "filter") if op.filter else None
+                statements.append((SEARCH, [list(op.namespace_prefix), filter_value, query, op.limit, op.offset,
+                                            op.refresh_ttl, self._distance]))
             elif isinstance(op, ListNamespacesOp):
                 prefix = suffix = None
                 for condition in op.match_conditions or ():
