@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from memsub import signatures
 from memsub.client import TenantSession
-from memsub.errors import LocalValidationError
 
 from doc_helpers import DIMENSION, tenant_session
 from helpers import TENANT_A
+from refusal_helpers import assert_refused_locally
 from session_helpers import ALICE, ground_truth
 
 NOTES = f"user:{ALICE}:notes"
@@ -37,21 +36,10 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
 }
 
 
-def counts(db: Any) -> tuple[int, int]:
-    row = ground_truth(db, "select (select count(*) from memsub.memory_entries) as m, "
-                           "(select count(*) from memsub.audit) as a")[0]
-    return row["m"], row["a"]
-
-
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
     field, sqlstate, call = REFUSED[case]
-    before = counts(db)
-    with pytest.raises(LocalValidationError) as refused, tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as s:
-        call(s)
-    assert (refused.value.field, refused.value.sqlstate) == (field, sqlstate), case
-    assert field in str(refused.value), case
-    assert counts(db) == before
+    assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit"))
 
 
 def test_integers_each_parameter_holds_still_go_through(db):
