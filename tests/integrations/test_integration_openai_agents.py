@@ -746,6 +746,10 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any, pool: Any, tenant
     with pytest.raises(InvalidInput) as error:
         run(session.add_items([{"role": "user", "content": "fine"}, cast(TResponseInputItem, ["not", "an object"])]))
     assert error.value.field == "items[1]"
+    with pytest.raises(InvalidInput) as error:  # an unpaired surrogate has no UTF-8 form to send
+        run(session.add_items([{"role": "user", "content": "half \ud800"}]))
+    assert (error.value.field, error.value.sqlstate) == ("items", "22021")
+    _assert_pool_idle(pool)
     with pytest.raises(ValueError, match="session_id"):
         MemsubSession(" ", pool, TenantContext(tenant))
     with pytest.raises(ValueError, match="tenant_id"):

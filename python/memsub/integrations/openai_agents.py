@@ -29,6 +29,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
+from memsub._calls import checked_text
 from memsub.integrations._context import TenantContext, call, sync_pool
 
 ADD = "select memsub.agent_session_add_items(p_session_id => %s, p_items => %s) as added"
@@ -120,7 +121,9 @@ def _first(row: Any) -> Any:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """The items as JSON text. The column is ``json``, which keeps a ``\\u0000`` escape, so only text with no
+    UTF-8 form (an unpaired surrogate) is refused, naming items (LocalValidationError, 22021)."""
+    return checked_text(json.dumps(value, ensure_ascii=False), "items")
 
 
 async def _settled(awaitable: Awaitable[_T]) -> _T:
