@@ -837,6 +837,27 @@ ALTER FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uui
 
 COMMENT ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal: for memsub.set_context when no binding of the login allows the context. Returns for a superuser, a platform admin, or an unbound login where installation_settings.unbound_logins = ''allow''; otherwise raises 42501 naming tenant_id (no binding, or not bound to the tenant) or org_id (bound to the tenant, not to the organization).';
 
+CREATE FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_place bigint;
+begin
+    -- A list that is stored as a list of strings or ids: a NULL element in it is a row no reader can take for one.
+    select u.place - 1 into v_place from unnest(p_values) with ordinality as u(element, place)
+     where u.element is null limit 1;
+    if found then
+        raise exception 'field "%[%]" must not be NULL', p_field, v_place
+            using errcode = '22023', column = format('%s[%s]', p_field, v_place);
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) IS 'Refuses (22023 naming the element: field[i], counted from 0) an array argument holding a NULL element; a NULL or empty array passes.';
+
 CREATE FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -8515,6 +8536,7 @@ begin
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
+    perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
@@ -8804,6 +8826,13 @@ begin
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
             memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
+            memsub._check_no_null_elements(p_what_failed, 'what_failed'),
+            memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),
+            memsub._check_no_null_elements(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_no_null_elements(p_lessons, 'lessons'),
+            memsub._check_no_null_elements(p_recommendations, 'recommendations'),
+            memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
     perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
@@ -14987,6 +15016,8 @@ GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fi
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_object_keys(p_value jsonb, p_field text, p_keys text[], p_shape text, p_what text) FROM PUBLIC;
 

@@ -65,6 +65,26 @@ comment on function memsub._check_filter_values(text[], text) is
     'Refuses (22023 naming the field) a filter holding a NULL or blank value, which no stored value equals; a '
     'NULL filter (no filter) passes.';
 
+create or replace function memsub._check_no_null_elements(p_values anyarray, p_field text) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_place bigint;
+begin
+    -- A list that is stored as a list of strings or ids: a NULL element in it is a row no reader can take for one.
+    select u.place - 1 into v_place from unnest(p_values) with ordinality as u(element, place)
+     where u.element is null limit 1;
+    if found then
+        raise exception 'field "%[%]" must not be NULL', p_field, v_place
+            using errcode = '22023', column = format('%s[%s]', p_field, v_place);
+    end if;
+end
+$$;
+comment on function memsub._check_no_null_elements(anyarray, text) is
+    'Refuses (22023 naming the element: field[i], counted from 0) an array argument holding a NULL element; a '
+    'NULL or empty array passes.';
+
 create or replace function memsub._check_time_range(p_since timestamptz, p_until timestamptz) returns void
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

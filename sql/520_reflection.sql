@@ -30,6 +30,7 @@ begin
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
+    perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
@@ -95,6 +96,13 @@ begin
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
             memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
+            memsub._check_no_null_elements(p_what_failed, 'what_failed'),
+            memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),
+            memsub._check_no_null_elements(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_no_null_elements(p_lessons, 'lessons'),
+            memsub._check_no_null_elements(p_recommendations, 'recommendations'),
+            memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
     perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then

@@ -16,8 +16,6 @@ import functools
 import json
 from dataclasses import dataclass
 
-from memsub.catalog_check import SNAPSHOT_PATH
-
 INTEGER_RANGES = {"smallint": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31 - 1),
                   "bigint": (-(2**63), 2**63 - 1)}
 """The values each integer type holds."""
@@ -35,6 +33,9 @@ class Signature:
 @functools.cache
 def _arguments() -> dict[str, str]:
     """Each memsub function's name and its argument list as ``pg_get_function_arguments`` gives it."""
+    # imported here, not with this module: ``python -m memsub.catalog_check`` must find it not yet imported
+    from memsub.catalog_check import SNAPSHOT_PATH
+
     document = json.loads(SNAPSHOT_PATH.read_text(encoding="utf-8"))
     return {key.removeprefix("function memsub.").split("(", 1)[0]: entry["arguments"]
             for key, entry in document["objects"].items()

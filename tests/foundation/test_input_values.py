@@ -333,3 +333,24 @@ def test_text_keys_are_stored_and_matched_in_one_form(world):
         hits = conn.execute("select embedding_id from memsub.search_semantic_memory(%s, 10, %s)",
                             [_vector(dimension, 0.0, first=1.0), "agent  one\n"]).fetchall()
         assert memory is not None and hits == [memory]
+
+
+NULL_ELEMENT_CALLS = [
+    ("select memsub.record_reflection('lesson', 'x', p_entities => array['Acme', null])", "entities[1]"),
+    ("select memsub.record_reflection('lesson', 'x', p_tags => array[null]::text[])", "tags[0]"),
+    ("select memsub.record_task_reflection('t1', p_what_worked => array[null]::text[])", "what_worked[0]"),
+    ("select memsub.record_task_reflection('t1', p_what_failed => array['a', null])", "what_failed[1]"),
+    ("select memsub.record_task_reflection('t1', p_false_constraints => array[null]::text[])",
+     "false_constraints[0]"),
+    ("select memsub.record_task_reflection('t1', p_helpful_patterns => array[null]::text[])", "helpful_patterns[0]"),
+    ("select memsub.record_task_reflection('t1', p_lessons => array[null]::text[])", "lessons[0]"),
+    ("select memsub.record_task_reflection('t1', p_recommendations => array[null]::text[])", "recommendations[0]"),
+    ("select memsub.record_task_reflection('t1', p_related_decisions => array[gen_random_uuid(), null])",
+     "related_decisions[1]"),
+]
+
+
+@pytest.mark.parametrize(("call", "column"), NULL_ELEMENT_CALLS, ids=[c[1] for c in NULL_ELEMENT_CALLS])
+def test_a_null_element_of_a_stored_list_is_refused_naming_its_place(world, call, column):
+    # stored, a NULL element was a row no reader could take for a list of strings or ids
+    _refused(world, call, [], column)
