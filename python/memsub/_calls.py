@@ -169,15 +169,15 @@ def checked_text(value: str, field_name: str, nul_sqlstate: str = "22021") -> st
 
 def _checked_list(values: list[Any], field_name: str) -> list[Any]:
     """An array argument as sent: UUIDs as their text (uuid[]), each string checked (:func:`checked_text`)
-    naming its place."""
+    naming its place, in nested lists too (``field[0][1]``)."""
     found: list[Any] = values
     for index, item in enumerate(values):
         if isinstance(item, str):
             checked_text(item, f"{field_name}[{index}]")
-        elif isinstance(item, UUID):
+        elif isinstance(item, UUID | list):
             if found is values:
                 found = list(values)
-            found[index] = str(item)
+            found[index] = str(item) if isinstance(item, UUID) else _checked_list(item, f"{field_name}[{index}]")
     return found
 
 

@@ -33,6 +33,7 @@ from memsub._calls import (
     Json,
     SessionT,
     Steps,
+    checked_vector,
     function,
     json_or_none,
     method,
@@ -43,7 +44,7 @@ from memsub._calls import (
     texts,
 )
 from memsub.embedding import Embedder
-from memsub.errors import InvalidInput
+from memsub.errors import InvalidInput, LocalValidationError
 
 Mime = Literal["pdf", "md", "txt"]
 """The kinds of document (the database's document_mimes())."""
@@ -160,7 +161,8 @@ def chunk_spans(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Span]:
     keeps it at least half as long as ``max_chars``; otherwise it is cut at ``max_chars``.
     """
     if max_chars < 2:
-        raise ValueError("max_chars must be at least 2")
+        raise LocalValidationError(f"field max_chars: at least 2 characters, not {max_chars}", sqlstate="22023",
+                                   field="max_chars")
     spans: list[Span] = []
     start = 0
     while start < len(text):
@@ -294,7 +296,8 @@ def document_index_put(file_path: str, embedding: Sequence[float] | None = None,
                        metadata: dict[str, Any] | None = None) -> Call[DocumentIndexEntry]:
     """Create or update a document index entry (memsub.document_index_put)."""
     return function("document_index_put", {
-        "file_path": file_path, "embedding": None if embedding is None else [float(x) for x in embedding],
+        "file_path": file_path,
+        "embedding": None if embedding is None else checked_vector(embedding, "embedding").to_list(),
         "metadata": json_or_none(metadata)}, one(DocumentIndexEntry))
 
 

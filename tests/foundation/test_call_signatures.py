@@ -3,7 +3,8 @@
 An integer beyond its parameter's type went to the server as a bigint or numeric, and a required argument given as
 None was left out: either way PostgreSQL found no function taking such arguments (SQLSTATE 42883) and named none
 of them. The client now refuses both naming the argument (22003 numeric_value_out_of_range, 23502
-not_null_violation), and nothing is sent.
+not_null_violation), and nothing is sent. So do the wrappers' own checks: a chunk size that cannot split text, a
+list given where one id belongs (its strings checked however deeply nested).
 """
 
 from __future__ import annotations
@@ -33,13 +34,17 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
         uuid.uuid4(), after_cursor=2**63)),
     "a required text given as None": ("key", "23502", lambda s: s.memory.write(NOTES, None, 1)),  # type: ignore[arg-type]
     "a required id given as None": ("thread_id", "23502", lambda s: s.packets.get_thread(None)),  # type: ignore[arg-type]
+    "an id inside a list given for one": ("packet_ids[0][0]", "22021", lambda s: s.packets.get(
+        ["\ud800"])),  # type: ignore[arg-type]
+    "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
+        "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
     field, sqlstate, call = REFUSED[case]
-    assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit"))
+    assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit", "document_chunks", "packet_store"))
 
 
 def test_integers_each_parameter_holds_still_go_through(db):

@@ -45,9 +45,10 @@ CALLS: dict[str, tuple[str, Call]] = {
     "search.semantic_memory": ("query", lambda s, v: s.search.semantic_memory(v)),
     "search.semantic": ("query", lambda s, v: s.search.semantic(v)),
     "search.hybrid": ("query", lambda s, v: s.search.hybrid("resin", v)),
+    "documents.index_put": ("embedding", lambda s, v: s.documents.index_put("notes/a.md", embedding=v)),
 }
 TABLES = ("memory_entries", "world_model_entities", "reflection_store", "memory_summaries", "memory_embeddings",
-          "semantic_memory", "audit")
+          "semantic_memory", "audit", "document_index")
 
 
 @pytest.mark.parametrize("wrapper", sorted(CALLS))
