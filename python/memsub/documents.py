@@ -263,7 +263,7 @@ def embed_missing_chunks(document_id: UUID | str, embedder: Embedder) -> Steps[i
 
 
 def ingest_file(
-    path: Path,
+    path: Path | str,
     *,
     file_path: str | None = None,
     embedder: Embedder | None = None,
@@ -271,6 +271,7 @@ def ingest_file(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Steps[IngestResult]:
     """Read, hash, chunk, embed and store a Markdown or text file; ``file_path`` defaults to the path as given."""
+    path = Path(path)
     mime = mime_of(path)
     data = path.read_bytes()
     text = extract_text(data, mime, path)

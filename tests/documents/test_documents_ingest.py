@@ -64,8 +64,9 @@ def test_reingesting_the_same_file_changes_nothing(db, tmp_path):
                       "audits": 1}
 
     calls = embedder.calls
-    with tenant_session(db.dsn("app")) as session:
-        again = session.documents.ingest_file(path, file_path="docs/design.md", embedder=embedder, max_chars=120)
+    with tenant_session(db.dsn("app")) as session:  # the path as a string, as it is often given
+        again = session.documents.ingest_file(str(path), file_path="docs/design.md", embedder=embedder,
+                                              max_chars=120)
     assert again.status == "unchanged"
     assert (again.document_id, again.version, again.chunk_count) == (first.document_id, 1, first.chunk_count)
     assert _stored(db, "docs/design.md") == before
