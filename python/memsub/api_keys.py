@@ -14,7 +14,9 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Call, ContextRole, function, one, rows, scalar
+from memsub._calls import Call, ContextRole, function, one, rows, scalar, texts
+from memsub.errors import LocalValidationError
+from memsub.models import parse_time
 
 
 class MintedApiKey(BaseModel):
@@ -48,9 +50,16 @@ class ApiKey(BaseModel):
 def create_api_key(tenant_id: UUID | str, *, org_id: UUID | str | None = None, user_id: UUID | str | None = None,
                    roles: Sequence[ContextRole] = (), label: str = "",
                    expires_at: datetime | str | None = None) -> Call[MintedApiKey]:
-    """Mint a key for a tenant (memsub.create_api_key; tenant_admin or platform_admin context)."""
+    """Mint a key for a tenant (memsub.create_api_key; tenant_admin or platform_admin context). ``expires_at``
+    given as text is ISO 8601 (no offset: UTC); other text raises LocalValidationError (22007) naming it."""
+    if isinstance(expires_at, str):
+        try:
+            expires_at = parse_time(expires_at)
+        except ValueError as error:
+            raise LocalValidationError(f"field expires_at: {expires_at!r} is not an ISO 8601 time", sqlstate="22007",
+                                       field="expires_at") from error
     return function("create_api_key", {"tenant_id": tenant_id, "org_id": org_id, "user_id": user_id,
-                                       "roles": list(roles), "label": label, "expires_at": expires_at},
+                                       "roles": texts(roles, "roles"), "label": label, "expires_at": expires_at},
                     one(MintedApiKey))
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memsub._calls import function, raw
+
 
 @dataclass(frozen=True)
 class VectorIndexBuild:
@@ -42,8 +44,9 @@ def rebuild_index(conn: psycopg.Connection[Any], embedding_type: str, m: int, ef
                   maintenance_work_mem: str | None = None) -> tuple[str, float]:
     """Record the build parameters and rebuild the type's index concurrently (``conn`` in autocommit, as the
     role that applies migrations); the index's name and the rebuild's seconds."""
-    recorded: Any = conn.execute("select memsub.set_vector_index_build(%s, %s, %s)",
-                                 [embedding_type, m, ef_construction]).fetchone()
+    record = function("set_vector_index_build", {"embedding_type": embedding_type, "m": m,
+                                                 "ef_construction": ef_construction}, raw())
+    recorded: Any = conn.execute(record.statement, record.params).fetchone()
     index_name: str = recorded[0]
     if maintenance_work_mem is not None:
         conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])

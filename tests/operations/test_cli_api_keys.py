@@ -54,3 +54,14 @@ def test_role_choices_are_the_context_roles(db, arguments, field):
     result = CliRunner().invoke(cli, ["api-key", "create", "--dsn", db.dsn("platform_admin"),
                                       "--tenant", str(uuid.uuid4()), *arguments])
     assert result.exit_code == 2 and field in result.output
+
+
+def test_an_expiry_that_is_not_a_time_is_refused_naming_it_and_mints_nothing(db):
+    with psycopg.connect(db.dsn()) as conn:
+        before = conn.execute("select count(*) from memsub.api_keys").fetchone()
+    result = CliRunner().invoke(cli, ["api-key", "create", "--dsn", db.dsn("platform_admin"),
+                                      "--tenant", str(uuid.uuid4()), "--expires-at", "next tuesday"])
+    assert result.exit_code == 2, result.output
+    assert "field expires_at" in result.stderr and "ISO 8601" in result.stderr
+    with psycopg.connect(db.dsn()) as conn:
+        assert conn.execute("select count(*) from memsub.api_keys").fetchone() == before

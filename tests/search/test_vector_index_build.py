@@ -111,3 +111,18 @@ def test_the_build_parameters_are_readable_by_operators_and_analysts(db):
     with db.connect("app") as conn, pytest.raises(psycopg.Error) as caught:
         conn.execute("select * from memsub.vector_index_builds()")
     assert caught.value.sqlstate == "42501"
+
+
+@pytest.mark.parametrize(("option", "value", "field"), [("--m", 2**40, "m"), ("--ef-construction", -(2**40),
+                                                                             "ef_construction")])
+def test_a_build_parameter_beyond_an_integer_is_bad_input_naming_it(db, option, value, field):
+    # it went to the server as a bigint, and the answer was that no such function exists (exit 1)
+    arguments = {"--m": "16", "--ef-construction": "64", option: str(value)}
+    with db.connect() as conn:
+        before = builds(conn)
+    result = CliRunner().invoke(cli, ["vector-index", "rebuild", "--dsn", db.dsn(), "--type", "content",
+                                      *[word for pair in arguments.items() for word in pair]])
+    assert result.exit_code == 2, result.output
+    assert f"field {field}" in result.output and "22003" in result.output
+    with db.connect() as conn:
+        assert builds(conn) == before
