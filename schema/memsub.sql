@@ -5202,6 +5202,7 @@ begin
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata'),
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
+    perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
     if p_file_path is null or p_file_path !~ '\S' then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -8675,6 +8676,8 @@ begin
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+    perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
+            memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');

@@ -35,6 +35,8 @@ begin
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+    perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
+            memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');

@@ -347,6 +347,12 @@ NULL_ELEMENT_CALLS = [
     ("select memsub.record_task_reflection('t1', p_recommendations => array[null]::text[])", "recommendations[0]"),
     ("select memsub.record_task_reflection('t1', p_related_decisions => array[gen_random_uuid(), null])",
      "related_decisions[1]"),
+    ("select memsub.record_summary('thread', 't', 's', array['PACKET']::uuid[], p_key_entities => array[null]::text[])",
+     "key_entities[0]"),
+    ("select memsub.record_summary('thread', 't', 's', array['PACKET']::uuid[], p_key_decisions => array['a', null])",
+     "key_decisions[1]"),
+    ("select memsub.document_ingest('d.txt', 'HASH', 'txt', 'text', '[{\"start_char\": 0, \"end_char\": 4}]', "
+     "p_key_concepts => array['resin', null])", "key_concepts[1]"),
 ]
 
 
