@@ -12,6 +12,7 @@ import click
 import psycopg
 from psycopg import sql
 
+from memsub._calls import checked_text
 from memsub.cli_common import dsn_option, emit_json, reachable_dsn
 from memsub.connection import connect
 from memsub.errors import InvalidInput
@@ -26,6 +27,7 @@ TIMEOUTS: dict[str, str] = {
 
 def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: str) -> dict[str, int]:
     """Set the timeouts of memsub.limits on one login role (ALTER ROLE ... SET); return what was set."""
+    checked_text(login, "login")
     row = conn.execute("select rolcanlogin from pg_catalog.pg_roles where rolname = %s", [login]).fetchone()
     if row is None:
         raise ValueError(f"role {login!r} does not exist")

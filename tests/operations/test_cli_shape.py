@@ -101,6 +101,13 @@ def test_an_unknown_login_is_bad_input(db):
     assert "no_such_login_here" in result.stderr
 
 
+def test_a_login_name_with_a_byte_that_is_not_utf8_is_bad_input_naming_it(db):
+    # Python reads the byte as an unpaired surrogate, which has no UTF-8 form to look the role up with
+    result = CliRunner().invoke(cli, ["login-timeouts", "app\udcff", "--dsn", db.dsn()])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert "field login" in result.stderr and "surrogate" in result.stderr and "codec" not in result.stderr
+
+
 def test_commands_that_print_data_print_json_on_asking(db, tmp_path):
     runner = CliRunner()
     timeouts = runner.invoke(cli, ["login-timeouts", "memsub_test_analyst", "--dsn", db.dsn(), "--json"])
