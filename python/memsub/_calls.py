@@ -20,7 +20,8 @@ Rules every call follows:
   (no number, NaN, an infinity, beyond a 4-byte float, not a number) raises LocalValidationError naming it.
 - One JSON adapter (:class:`Json`): strict; a value that is not JSON raises TypeError naming the field.
 - Text: a string argument (text, a text[] element, a string or key inside JSON) that holds an unpaired
-  surrogate has no UTF-8 form; LocalValidationError (22021) names it (:func:`checked_text`).
+  surrogate (no UTF-8 form) or a NUL character (which PostgreSQL cannot hold) raises LocalValidationError naming
+  it (:func:`checked_text`).
 - One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
   (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
   executors run on, so it holds inside lists too and for every call path.
@@ -167,18 +168,14 @@ def checked_text(value: str, field_name: str, nul_sqlstate: str = "22021") -> st
     return value
 
 
-def _checked_list(values: list[Any], field_name: str) -> list[Any]:
-    """An array argument as sent: UUIDs as their text (uuid[]), each string checked (:func:`checked_text`)
-    naming its place, in nested lists too (``field[0][1]``)."""
-    found: list[Any] = values
-    for index, item in enumerate(values):
-        if isinstance(item, str):
-            checked_text(item, f"{field_name}[{index}]")
-        elif isinstance(item, UUID | list):
-            if found is values:
-                found = list(values)
-            found[index] = str(item) if isinstance(item, UUID) else _checked_list(item, f"{field_name}[{index}]")
-    return found
+def _check_strings(value: Any, field_name: str) -> None:
+    """Each string of ``value`` (a string, or a list of them, nested or not) checked by :func:`checked_text`,
+    named by its place (``field[0][1]``)."""
+    if isinstance(value, str):
+        checked_text(value, field_name)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_strings(item, f"{field_name}[{index}]")
 
 
 def plain_numbers(values: Sequence[Any]) -> bool:
@@ -370,12 +367,12 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
         elif _vector_list(value):
             # vector[]: psycopg would send the array as text; %b sends it, and each vector, in binary
             vectors, placeholder = True, "%b"
-        elif isinstance(value, str):
-            checked_text(value, argument)
         elif isinstance(value, UUID):
             value = str(value)
-        elif isinstance(value, list):
-            value = _checked_list(value, argument)
+        elif isinstance(value, str | list):
+            _check_strings(value, argument)
+            if isinstance(value, list) and any(isinstance(item, UUID) for item in value):
+                value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
         given.append((argument, placeholder))
         params.append(value)
     _check_signature(name, arguments)
@@ -436,19 +433,10 @@ def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mappi
         places = list(range(len(values)))
         found = _placeholder_names(text) if isinstance(text, bytes) else ()
         names = found if len(found) == len(values) else [f"parameter {n}" for n in range(1, len(values) + 1)]
-    vectors = False
     for place, name in zip(places, names, strict=True):
-        param = values[place]
-        if isinstance(param, str):
-            checked_text(param, name)
-        elif isinstance(param, list):
-            for index, item in enumerate(param):
-                if isinstance(item, str):
-                    checked_text(item, f"{name}[{index}]")
-            vectors = vectors or _vector_list(param)
-        elif isinstance(param, Vector):
-            vectors = True
-    return Call(text, values, shape.decode, vectors)
+        _check_strings(values[place], name)
+    params_sent = values.values() if isinstance(values, dict) else values
+    return Call(text, values, shape.decode, any(isinstance(p, Vector) or _vector_list(p) for p in params_sent))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -190,15 +190,13 @@ def boolean(value: Any, field: str) -> bool:
 def text(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise invalid(field, f"{field} must be a string")
-    if "\x00" in value:
-        raise invalid(field, f"{field} must not contain NUL characters")
-    return unicode_checked(_calls.checked_text, value, field)
+    return unicode_checked(_calls.checked_text, value, field)  # NUL and unpaired surrogates
 
 
 def unicode_checked(check: Callable[[Any, str], str], value: Any, field: str) -> str:
-    """``value`` passed through ``check`` (``_calls.checked_text``, or ``_calls.json_text`` for JSON): JSON's
-    ``\\ud800`` escape puts an unpaired surrogate, which has no UTF-8 form, in a string; 422 naming the field (the
-    path inside a JSON value) instead of a failure to send it."""
+    """``value`` passed through ``check`` (``_calls.checked_text``, or ``_calls.json_text`` for JSON): a NUL
+    character, or the unpaired surrogate JSON's ``\\ud800`` escape puts in a string (it has no UTF-8 form), is 422
+    naming the field (the path inside a JSON value) instead of a failure to send it."""
     try:
         return check(value, field)
     except LocalValidationError as error:
