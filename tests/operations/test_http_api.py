@@ -289,6 +289,7 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
                        "query_text")
         assert_problem(client.post("/api/v1/search/hybrid", **escaped({"query_text": f"resin {lone}"})), 422,
                        "query_text")
+        assert_problem(client.post("/api/v1/search/hybrid", json={"query_text": "resin\x00"}), 422, "query_text")
         assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}/keys/k", **escaped({
             "value": 1, "memory_type": lone})), 422, "memory_type")
         assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}/keys/k", **escaped({
