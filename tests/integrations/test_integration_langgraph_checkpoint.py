@@ -10,16 +10,20 @@ from __future__ import annotations
 import asyncio
 import operator
 import uuid
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, TypedDict
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, TypedDict, cast
 
+import pytest
+from langgraph.checkpoint.base import CheckpointMetadata, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.graph import END, START, StateGraph
 
+from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_checkpoint import AsyncMemsubSaver, MemsubSaver
 
 from helpers import assert_refused, run_doc_example
+from refusal_helpers import row_counts
 
 
 def test_async_saver_passes_langgraph_conformance_suite(db: Any) -> None:
@@ -115,6 +119,82 @@ def test_bad_arguments_name_the_field_and_write_nothing(db: Any) -> None:
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.langgraph_checkpoints").fetchone() == (0,)
         assert conn.execute("select count(*) from memsub.langgraph_checkpoint_writes").fetchone() == (0,)
+
+
+CHECKPOINT_TABLES = ("langgraph_checkpoints", "langgraph_checkpoint_writes")
+
+
+def _refused(db: Any, action: Callable[[], object], field: str, sqlstate: str,
+             error: type[Exception] = LocalValidationError) -> None:
+    before = row_counts(db, CHECKPOINT_TABLES)
+    with pytest.raises(error) as refused:
+        action()
+    assert field in str(refused.value)
+    if isinstance(refused.value, LocalValidationError):
+        assert (refused.value.field, refused.value.sqlstate) == (field, sqlstate)
+    assert row_counts(db, CHECKPOINT_TABLES) == before
+
+
+def test_metadata_keeps_its_backslashes_and_loses_only_nul_characters(db: Any) -> None:
+    # A backslash followed by "u0000" is ordinary text: it was once taken for JSON's NUL escape and cut out of
+    # the serialized metadata, which corrupted the value or made it invalid JSON.
+    metadata = {"source": "input", "step": 1, "path": "C:\\u0000x", "escaped": "a\\\\u0000b", "ends": "z\\u0000",
+                "nul": "x\x00y", "nested": {"deep": ["p\x00q", "r\\u0000s"]}}
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        stored = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, empty_checkpoint(),
+                           cast(CheckpointMetadata, metadata), {})
+        found = saver.get_tuple(stored)
+        assert found is not None
+        assert found.metadata == {**metadata, "nul": "xy", "nested": {"deep": ["pq", "r\\u0000s"]}}
+        assert [t.metadata["path"] for t in saver.list(None, filter={"path": "C:\\u0000x"})] == ["C:\\u0000x"]
+
+
+@pytest.mark.parametrize(("metadata", "field", "sqlstate", "error"), [
+    ({"note": "\ud800"}, "metadata.note", "22021", LocalValidationError),
+    ({"deep": {"\udfff": 1}}, "metadata.deep", "22021", LocalValidationError),
+    ({"score": float("nan")}, "metadata.score", "", TypeError),
+    ({"when": object()}, "metadata.when", "", TypeError),
+])
+def test_metadata_that_is_not_json_is_refused_by_name(db: Any, metadata: dict[str, Any], field: str,
+                                                       sqlstate: str, error: type[Exception]) -> None:
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        _refused(db, lambda: saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                                       empty_checkpoint(), cast(CheckpointMetadata, metadata), {}),
+                 field, sqlstate, error)
+        _refused(db, lambda: list(saver.list(None, filter=metadata)), field.replace("metadata", "filter"),
+                 sqlstate, error)
+
+
+def test_uuid_and_integer_thread_ids_are_their_text(db: Any) -> None:
+    thread = uuid.uuid4()
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        saver.put({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+        saver.put({"configurable": {"thread_id": 7, "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+        assert saver.get_tuple({"configurable": {"thread_id": str(thread)}}) is not None
+        assert saver.get_tuple({"configurable": {"thread_id": "7"}}) is not None
+        assert sorted(t.config["configurable"]["thread_id"] for t in saver.list(None)) == sorted([str(thread), "7"])
+        saver.delete_thread(thread)  # type: ignore[arg-type] - LangGraph passes what the config held
+        assert saver.get_tuple({"configurable": {"thread_id": str(thread)}}) is None
+
+
+@pytest.mark.parametrize("thread_id", [["a"], ("a", "b"), 1.5, True, b"t", {"a": 1}])
+def test_a_thread_id_that_is_not_an_identifier_is_refused_by_name(db: Any, thread_id: Any) -> None:
+    # A list was stored as the array's text ('{a}'); a number that is not an integer, or bytes, failed as
+    # "function does not exist".
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        _refused(db, lambda: saver.put(config, empty_checkpoint(), {}, {}), "thread_id", "22023")  # type: ignore[arg-type]
+        _refused(db, lambda: saver.get_tuple(config), "thread_id", "22023")  # type: ignore[arg-type]
+        _refused(db, lambda: saver.copy_thread("t", thread_id), "target_thread_id", "22023")
+
+
+def test_one_string_for_a_list_of_ids_is_refused_not_split(db: Any) -> None:
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, empty_checkpoint(), {}, {})
+        _refused(db, lambda: saver.prune("t"), "thread_ids", "22023")
+        _refused(db, lambda: saver.delete_for_runs("run-1"), "run_ids", "22023")
+        _refused(db, lambda: saver.prune(["t", 1.5]), "thread_ids[1]", "22023")  # type: ignore[list-item]
+        assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is not None
 
 
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:

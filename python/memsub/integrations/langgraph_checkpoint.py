@@ -15,9 +15,9 @@ and their pending writes in ``memsub.langgraph_checkpoint_writes``; every call i
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
+from uuid import UUID
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,6 +34,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.types.json import Jsonb
 
+from memsub import _calls
+from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
     TenantContext,
@@ -70,12 +72,13 @@ class _Codec(BaseCheckpointSaver[str]):
     def _put_args(self, config: RunnableConfig, checkpoint: Checkpoint,
                   metadata: CheckpointMetadata) -> tuple[list[Any], RunnableConfig]:
         configurable = config["configurable"]
-        thread_id = configurable["thread_id"]
-        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        thread_id = _identifier(configurable["thread_id"], "thread_id")
+        checkpoint_ns = _identifier(configurable.get("checkpoint_ns", ""), "checkpoint_ns")
         value_type, value = self.serde.dumps_typed(checkpoint)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
-        args = [thread_id, checkpoint_ns, checkpoint["id"], configurable.get("checkpoint_id"), value_type, value,
-                Jsonb(serializable, dumps=_metadata_json)]
+        args = [thread_id, checkpoint_ns, checkpoint["id"],
+                _identifier(configurable.get("checkpoint_id"), "parent_checkpoint_id"), value_type, value,
+                _metadata_jsonb(serializable, "metadata")]
         next_config: RunnableConfig = {"configurable": {
             "thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint["id"]}}
         return args, next_config
@@ -84,8 +87,10 @@ class _Codec(BaseCheckpointSaver[str]):
                      task_path: str) -> list[Any]:
         configurable = config["configurable"]
         encoded = [self.serde.dumps_typed(value) for _, value in writes]
-        return [configurable["thread_id"], configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"],
-                task_id, task_path, [WRITES_IDX_MAP.get(channel, idx) for idx, (channel, _) in enumerate(writes)],
+        return [_identifier(configurable["thread_id"], "thread_id"),
+                _identifier(configurable.get("checkpoint_ns", ""), "checkpoint_ns"),
+                _identifier(configurable["checkpoint_id"], "checkpoint_id"), task_id, task_path,
+                [WRITES_IDX_MAP.get(channel, idx) for idx, (channel, _) in enumerate(writes)],
                 [channel for channel, _ in writes], [t for t, _ in encoded], [v for _, v in encoded],
                 all(channel in WRITES_IDX_MAP for channel, _ in writes)]
 
@@ -93,15 +98,18 @@ class _Codec(BaseCheckpointSaver[str]):
     def _list_args(config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None,
                    limit: int | None) -> list[Any]:
         configurable = (config or {}).get("configurable", {})
-        return [configurable.get("thread_id"), configurable.get("checkpoint_ns"),
-                get_checkpoint_id(config) if config else None,
-                Jsonb(filter, dumps=_metadata_json) if filter else None,
-                get_checkpoint_id(before) if before else None, limit]
+        return [_identifier(configurable.get("thread_id"), "thread_id"),
+                _identifier(configurable.get("checkpoint_ns"), "checkpoint_ns"),
+                _identifier(get_checkpoint_id(config), "checkpoint_id") if config else None,
+                _metadata_jsonb(filter, "filter") if filter else None,
+                _identifier(get_checkpoint_id(before), "before") if before else None, limit]
 
     @staticmethod
     def _get_args(config: RunnableConfig) -> list[Any]:
         configurable = config["configurable"]
-        return [configurable["thread_id"], configurable.get("checkpoint_ns", ""), get_checkpoint_id(config)]
+        return [_identifier(configurable["thread_id"], "thread_id"),
+                _identifier(configurable.get("checkpoint_ns", ""), "checkpoint_ns"),
+                _identifier(get_checkpoint_id(config), "checkpoint_id")]
 
     def _tuple(self, row: Row) -> CheckpointTuple:
         thread_id, checkpoint_ns = row["thread_id"], row["checkpoint_ns"]
@@ -122,9 +130,42 @@ class _Codec(BaseCheckpointSaver[str]):
         )
 
 
-def _metadata_json(value: Any) -> str:
-    """Metadata as JSON text; PostgreSQL's jsonb cannot hold the NUL character, so it is dropped."""
-    return json.dumps(value).replace("\\u0000", "")
+def _identifier(value: Any, field_name: str) -> str | None:
+    """A thread, namespace, checkpoint or run identifier as text: a string as it is, a UUID or an integer in its
+    usual text form (a LangGraph config may hold any of them). None stays None, for the stored function to refuse
+    or to read as "any". Anything else is refused by name (LocalValidationError, 22023): a list was stored as the
+    text of an array."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, UUID) or (isinstance(value, int) and not isinstance(value, bool)):
+        return str(value)
+    raise LocalValidationError(f"field {field_name}: a string, UUID or integer identifier, not a "
+                               f"{type(value).__name__}", sqlstate="22023", field=field_name)
+
+
+def _identifiers(values: Sequence[Any], field_name: str) -> list[str | None]:
+    """A list of identifiers (:func:`_identifier`); one string is refused, not split into its characters."""
+    return [_identifier(value, f"{field_name}[{index}]")
+            for index, value in enumerate(_calls.items(values, field_name))]
+
+
+def _without_nul(value: Any) -> Any:
+    """``value`` with the NUL character taken out of every string and key, as LangGraph does for the metadata's
+    top-level strings: PostgreSQL's jsonb cannot hold it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(item) for item in value]
+    return value
+
+
+def _metadata_jsonb(value: Any, field_name: str) -> Jsonb:
+    """Checkpoint metadata (or a filter on it) as a jsonb parameter, without NUL characters; a value that is not
+    JSON raises TypeError, and a string that is not Unicode text LocalValidationError, naming the path inside
+    ``field_name`` (``metadata.note``)."""
+    return _calls.strict_jsonb(_without_nul(value), field_name)
 
 
 class MemsubSaver(_Codec):
@@ -167,16 +208,17 @@ class MemsubSaver(_Codec):
         self._rows(PUT_WRITES, self._writes_args(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._rows(DELETE_THREADS, [[thread_id]])
+        self._rows(DELETE_THREADS, [[_identifier(thread_id, "thread_id")]])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._rows(DELETE_RUNS, [list(run_ids)])
+        self._rows(DELETE_RUNS, [_identifiers(run_ids, "run_ids")])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._rows(COPY_THREAD, [source_thread_id, target_thread_id])
+        self._rows(COPY_THREAD, [_identifier(source_thread_id, "source_thread_id"),
+                                 _identifier(target_thread_id, "target_thread_id")])
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._rows(PRUNE, [list(thread_ids), strategy])
+        self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
 
 
 class AsyncMemsubSaver(_Codec):
@@ -221,13 +263,14 @@ class AsyncMemsubSaver(_Codec):
         await self._rows(PUT_WRITES, self._writes_args(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._rows(DELETE_THREADS, [[thread_id]])
+        await self._rows(DELETE_THREADS, [[_identifier(thread_id, "thread_id")]])
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._rows(DELETE_RUNS, [list(run_ids)])
+        await self._rows(DELETE_RUNS, [_identifiers(run_ids, "run_ids")])
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._rows(COPY_THREAD, [source_thread_id, target_thread_id])
+        await self._rows(COPY_THREAD, [_identifier(source_thread_id, "source_thread_id"),
+                                       _identifier(target_thread_id, "target_thread_id")])
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._rows(PRUNE, [list(thread_ids), strategy])
+        await self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
