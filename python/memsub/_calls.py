@@ -382,7 +382,7 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
 
 def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
     """LocalValidationError naming the first argument ``memsub.<name>`` cannot take (:mod:`memsub.signatures`):
-    one it has no default for left out (None; 23502), an integer beyond its parameter's type (22003)."""
+    one it has no default for left out (None; 23502), or an integer it cannot hold (:func:`_check_integers`)."""
     found = signatures.signature(name)
     if found is None:
         return
@@ -390,8 +390,18 @@ def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
         if arguments.get(argument) is None:
             raise LocalValidationError(f"field {argument} is required (memsub.{name} has no default for it)",
                                        sqlstate="23502", field=argument)
+    _check_integers(found, arguments)
+
+
+def _check_integers(found: signatures.Signature, arguments: Mapping[str, Any]) -> None:
+    """LocalValidationError naming the first integer argument given a number its parameter cannot take: one
+    beyond its type (22003), a float or a boolean (22023; psycopg sends them as ``double precision`` and
+    ``boolean``, which PostgreSQL does not turn into an integer when it chooses the function)."""
     for argument, kind in found.integers.items():
         value = arguments.get(argument)
+        if isinstance(value, bool | float):
+            raise LocalValidationError(f"field {argument}: an integer, not a {type(value).__name__} ({value!r})",
+                                       sqlstate="22023", field=argument)
         if type(value) is int:
             low, high = signatures.INTEGER_RANGES[kind]
             if not low <= value <= high:
@@ -423,26 +433,40 @@ def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mappi
     """A call of a fixed statement (a view, or a caller's own parameterized SQL), its parameters by position
     (``%s``) or by name (``%(name)s``, a mapping). Text PostgreSQL cannot hold, in a string or a list of strings,
     is refused (:func:`checked_text`) naming the parameter: its key, the argument a positional placeholder stands
-    for in a named-argument call (``p_key => %s``), or its position. (A JSON parameter: :func:`strict_jsonb`.)"""
+    for in a named-argument call (``p_key => %s``), or its position. When the statement calls one memsub function
+    by named arguments, an integer argument is checked against its parameter as :func:`function` does
+    (:func:`_check_integers`). (A JSON parameter: :func:`strict_jsonb`.)"""
     text = statement.encode() if isinstance(statement, str) else statement
     values: dict[Any, Any] | list[Any] = dict(params) if isinstance(params, Mapping) else list(params)
+    called, placeholders = _named_arguments(text) if isinstance(text, bytes) else (None, ())
+    arguments: dict[str, Any] = {}
     if isinstance(values, dict):
         places: list[Any] = list(values)
         names: Sequence[str] = places
+        arguments = {argument: values[key] for argument, key in placeholders if key in values}
     else:
         places = list(range(len(values)))
-        found = _placeholder_names(text) if isinstance(text, bytes) else ()
+        found = [argument for argument, key in placeholders if not key]
         names = found if len(found) == len(values) else [f"parameter {n}" for n in range(1, len(values) + 1)]
+        if names is found:
+            arguments = dict(zip(found, values, strict=True))
     for place, name in zip(places, names, strict=True):
         _check_strings(values[place], name)
+    signature = signatures.signature(called) if called and arguments else None
+    if signature is not None:
+        _check_integers(signature, arguments)
     params_sent = values.values() if isinstance(values, dict) else values
     return Call(text, values, shape.decode, any(isinstance(p, Vector) or _vector_list(p) for p in params_sent))
 
 
 @functools.lru_cache(maxsize=1024)
-def _placeholder_names(statement: bytes) -> tuple[str, ...]:
-    """The arguments a named-argument call's positional placeholders stand for (``p_key => %s``: key), in order."""
-    return tuple(name.decode() for name in re.findall(rb"p_(\w+)\s*=>\s*%[sbt]", statement))
+def _named_arguments(statement: bytes) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The memsub function a statement calls, when it calls one only, and the argument each of its placeholders
+    stands for (``p_key => %s``: key; ``p_key => %(name)s``: key and name), in order."""
+    functions = set(re.findall(rb"memsub\.(\w+)\s*\(", statement))
+    called = functions.pop().decode() if len(functions) == 1 else None
+    return called, tuple((argument.decode(), key.decode())
+                         for argument, key in re.findall(rb"p_(\w+)\s*=>\s*%(?:\((\w+)\))?[sbt]", statement))
 
 
 def strict_jsonb(value: Any, field_name: str) -> psycopg_json.Jsonb:

@@ -9,13 +9,16 @@ list given where one id belongs (its strings checked however deeply nested).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 
 import pytest
 
-from memsub import signatures
+from memsub import _calls, signatures
 from memsub.client import TenantSession
+from memsub.errors import LocalValidationError
+from memsub.integrations.openai_agents import MemsubSession
 
 from doc_helpers import DIMENSION, tenant_session
 from helpers import TENANT_A
@@ -36,6 +39,8 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
     "a required id given as None": ("thread_id", "23502", lambda s: s.packets.get_thread(None)),  # type: ignore[arg-type]
     "an id inside a list given for one": ("packet_ids[0][0]", "22021", lambda s: s.packets.get(
         ["\ud800"])),  # type: ignore[arg-type]
+    "a number with a fraction for an integer": ("k", "22023", lambda s: s.search.semantic(QUERY, k=1.5)),  # type: ignore[arg-type]
+    "a boolean for an integer": ("limit", "22023", lambda s: s.packets.get_thread(uuid.uuid4(), limit=True)),
     "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
         "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
@@ -45,6 +50,26 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
 def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
     field, sqlstate, call = REFUSED[case]
     assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit", "document_chunks", "packet_store"))
+
+
+def test_a_statement_naming_its_arguments_is_checked_the_same_way(db):
+    # The adapters send fixed statements (p_limit => %s): an integer beyond its parameter, or a number with a
+    # fraction, failed there as "function does not exist" too.
+    session = MemsubSession("chat-1", db.dsn("app"), tenant_id=TENANT_A)
+    try:
+        for limit, sqlstate in ((2**31, "22003"), (1.5, "22023"), (False, "22023")):
+            with pytest.raises(LocalValidationError) as refused:
+                asyncio.run(session.get_items(limit=limit))  # type: ignore[arg-type]
+            assert (refused.value.field, refused.value.sqlstate) == ("limit", sqlstate)
+            assert "limit" in str(refused.value)
+        assert asyncio.run(session.get_items(limit=2**31 - 1)) == []
+    finally:
+        session.close()
+    statement = "select * from memsub.get_thread(p_thread_id => %s, p_limit => %s)"
+    with pytest.raises(LocalValidationError) as refused:
+        _calls.query(statement, [uuid.uuid4(), 2**31], _calls.raw())
+    assert (refused.value.field, refused.value.sqlstate) == ("limit", "22003")
+    _calls.query("select %s::bigint + memsub.no_such_function(p_limit => %s)", [2**40, 2**40], _calls.raw())
 
 
 def test_integers_each_parameter_holds_still_go_through(db):
