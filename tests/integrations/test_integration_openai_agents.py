@@ -749,6 +749,11 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any, pool: Any, tenant
     with pytest.raises(InvalidInput) as error:  # an unpaired surrogate has no UTF-8 form to send
         run(session.add_items([{"role": "user", "content": "half \ud800"}]))
     assert (error.value.field, error.value.sqlstate) == ("items", "22021")
+    for number in (float("nan"), float("inf")):  # json.dumps wrote NaN, which the server refused naming nothing
+        with pytest.raises(InvalidInput) as error:
+            run(session.add_items([{"role": "user", "content": "fine", "score": number}]))
+        assert (error.value.field, error.value.sqlstate) == ("items", "22P02")
+        assert "items" in str(error.value)
     _assert_pool_idle(pool)
     with pytest.raises(ValueError, match="session_id"):
         MemsubSession(" ", pool, TenantContext(tenant))

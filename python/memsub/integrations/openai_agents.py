@@ -30,6 +30,7 @@ from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
 from memsub._calls import checked_text
+from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, call, sync_pool
 
 ADD = "select memsub.agent_session_add_items(p_session_id => %s, p_items => %s) as added"
@@ -122,8 +123,14 @@ def _first(row: Any) -> Any:
 
 def _dumps(value: Any) -> str:
     """The items as JSON text. The column is ``json``, which keeps a ``\\u0000`` escape, so only text with no
-    UTF-8 form (an unpaired surrogate) is refused, naming items (LocalValidationError, 22021)."""
-    return checked_text(json.dumps(value, ensure_ascii=False), "items")
+    UTF-8 form (an unpaired surrogate) is refused, naming items (LocalValidationError, 22021), and a number JSON
+    has no form for (NaN, an infinity: 22P02, as the server would answer)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError as error:
+        raise LocalValidationError(f"field items: {error} (NaN and infinities have no JSON form)",
+                                   sqlstate="22P02", field="items") from None
+    return checked_text(text, "items")
 
 
 async def _settled(awaitable: Awaitable[_T]) -> _T:
