@@ -6830,8 +6830,11 @@ begin
         raise exception 'memsub.langgraph_store_put: value must be a JSON object'
             using errcode = '22023', column = 'value';
     end if;
-    if p_ttl_minutes is not null and not (p_ttl_minutes > 0 and p_ttl_minutes < 'infinity'::float8) then
-        raise exception 'memsub.langgraph_store_put: ttl must be a positive, finite number of minutes'
+    -- At most 1e11 minutes (about 190,000 years): a longer one overflows the interval of its expiry. NaN fails
+    -- the second test (PostgreSQL orders NaN above every number).
+    if p_ttl_minutes is not null and not (p_ttl_minutes > 0 and p_ttl_minutes <= 1e11) then
+        raise exception 'memsub.langgraph_store_put: ttl must be a positive number of minutes, at most '
+                        '100000000000 (about 190,000 years)'
             using errcode = '22023', column = 'ttl';
     end if;
     -- The vectors come as vector values (a driver sends them in pgvector's binary form): nothing to parse here.
@@ -6858,7 +6861,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors.';
+COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors.';
 
 CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding public.vector DEFAULT NULL::public.vector, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER

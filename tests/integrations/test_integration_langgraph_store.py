@@ -298,6 +298,10 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
             ("select memsub.langgraph_store_put('{a}', '', '{}')", "key"),
             ("select memsub.langgraph_store_put('{a}', 'k', '[1]')", "value"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', -1)", "ttl"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', 'NaN')", "ttl"),
+            # beyond what an interval holds: was 22008 "interval out of range", naming nothing
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', 1e300)", "ttl"),
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', 100000000001)", "ttl"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', '{}')", "embeddings"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text}', array[null]::vector[])",
              "embeddings"),
@@ -313,6 +317,9 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         ])
     with pytest.raises(TypeError):
         store.put(("a",), "k", {"tags": {"a-set"}})  # not JSON: refused, never stored as its str()
+    store.put(("ttl",), "longest", {"x": 1}, ttl=1e11)  # the longest time to live: about 190,000 years
+    assert store.get(("ttl",), "longest") is not None
+    store.delete(("ttl",), "longest")
     # text PostgreSQL cannot hold (an unpaired surrogate, NUL) is refused before anything is sent, by name
     for call, field, sqlstate in (
             (lambda: store.put(("a", "b\ud800"), "k", {"x": 1}), "namespace[1]", "22021"),
