@@ -382,7 +382,7 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
 
 def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
     """LocalValidationError naming the first argument ``memsub.<name>`` cannot take (:mod:`memsub.signatures`):
-    one it has no default for left out (None; 23502), or an integer it cannot hold (:func:`_check_integers`)."""
+    one it has no default for left out (None; 23502), or a value its type cannot take (:func:`_check_values`)."""
     found = signatures.signature(name)
     if found is None:
         return
@@ -390,23 +390,95 @@ def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
         if arguments.get(argument) is None:
             raise LocalValidationError(f"field {argument} is required (memsub.{name} has no default for it)",
                                        sqlstate="23502", field=argument)
-    _check_integers(found, arguments)
+    _check_values(found, arguments)
 
 
-def _check_integers(found: signatures.Signature, arguments: Mapping[str, Any]) -> None:
-    """LocalValidationError naming the first integer argument given a number its parameter cannot take: one
-    beyond its type (22003), a float or a boolean (22023; psycopg sends them as ``double precision`` and
-    ``boolean``, which PostgreSQL does not turn into an integer when it chooses the function)."""
-    for argument, kind in found.integers.items():
+def _check_values(found: signatures.Signature, arguments: Mapping[str, Any]) -> None:
+    """LocalValidationError naming the first argument given a value its parameter's type cannot take
+    (:func:`_mismatch`)."""
+    for argument, kind in found.types.items():
         value = arguments.get(argument)
-        if isinstance(value, bool | float):
-            raise LocalValidationError(f"field {argument}: an integer, not a {type(value).__name__} ({value!r})",
-                                       sqlstate="22023", field=argument)
-        if type(value) is int:
-            low, high = signatures.INTEGER_RANGES[kind]
-            if not low <= value <= high:
-                raise LocalValidationError(f"field {argument}: {value} is out of range for {kind} ({low} to {high})",
-                                           sqlstate="22003", field=argument)
+        if value is None or value is NULL:
+            continue
+        places = [(argument, kind, value)]
+        if kind == "uuid[]" and isinstance(value, list | tuple) and not _all_uuids(value):  # find the odd one
+            places += [(f"{argument}[{index}]", "uuid", item) for index, item in enumerate(value) if item is not None]
+        for place, expected, given in places:
+            problem = _mismatch(expected, given)
+            if problem is not None:
+                message, sqlstate = problem
+                raise LocalValidationError(f"field {place}: {message}", sqlstate=sqlstate, field=place)
+
+
+_UUID_TEXT = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
+_UUID_LINES = re.compile(f"{_UUID_TEXT}(?:\n{_UUID_TEXT})*")
+
+
+def _all_uuids(values: Sequence[Any]) -> bool:
+    """True when every value is a UUID, or every one a UUID's usual text: one test of them all (a list of 100 ids
+    in about 13 µs), since a read of many packets passes through here."""
+    kinds = set(map(type, values))
+    if kinds <= {UUID}:
+        return True
+    if kinds != {str}:
+        return False
+    joined = "\n".join(values)
+    return joined.count("\n") == len(values) - 1 and _UUID_LINES.fullmatch(joined) is not None
+
+
+_NUMBERS = ("double precision", "real", "numeric")
+_TIMES = ("timestamp with time zone", "timestamp without time zone", "date")
+
+
+def _mismatch(kind: str, value: Any) -> tuple[str, str] | None:
+    """Why ``value`` cannot be a parameter of type ``kind``, and the SQLSTATE: None when it can, or when the kind is
+    not checked here (JSON, vectors, intervals, bytea, composite types: their own code checks them).
+
+    The server could not say it by name: a Python value of another kind is sent with its own type, and PostgreSQL
+    then finds no function taking it (42883; a float or a boolean for an integer, a number for a text); a string
+    is sent untyped, and fails its parameter's input function naming nothing (22P02 for ``'abc'`` as a uuid)."""
+    what = type(value).__name__
+    if kind in signatures.INTEGER_RANGES:
+        if type(value) is not int:
+            return f"an integer, not a {what} ({_brief(value)})", "22023"
+        low, high = signatures.INTEGER_RANGES[kind]
+        if not low <= value <= high:
+            return f"{value} is out of range for {kind} ({low} to {high})", "22003"
+    elif kind in _NUMBERS:
+        if isinstance(value, bool) or not isinstance(value, int | float | SupportsFloat):
+            return f"a number, not a {what} ({_brief(value)})", "22023"
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            return f"true or false, not a {what} ({_brief(value)})", "22023"
+    elif kind in ("text", "name"):
+        if not isinstance(value, str | UUID):
+            return f"a string, not a {what} ({_brief(value)})", "22023"
+    elif kind == "uuid":
+        if isinstance(value, str):
+            try:
+                UUID(value)
+            except ValueError:
+                return f"{_brief(value)} is not a UUID", "22P02"
+        elif not isinstance(value, UUID):
+            return f"a UUID, not a {what} ({_brief(value)})", "22023"
+    elif kind in _TIMES:
+        if isinstance(value, str):
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                return f"{_brief(value)} is not a date and time (ISO 8601)", "22007"
+        elif not isinstance(value, date):
+            return f"a datetime, not a {what} ({_brief(value)})", "22023"
+    elif kind.endswith("[]"):
+        if not isinstance(value, list | tuple):
+            return f"a list, not a {what} ({_brief(value)})", "22023"
+    return None
+
+
+def _brief(value: Any) -> str:
+    """A value's repr, cut to fit a message."""
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 @functools.lru_cache(maxsize=4096)
@@ -434,8 +506,8 @@ def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mappi
     (``%s``) or by name (``%(name)s``, a mapping). Text PostgreSQL cannot hold, in a string or a list of strings,
     is refused (:func:`checked_text`) naming the parameter: its key, the argument a positional placeholder stands
     for in a named-argument call (``p_key => %s``), or its position. When the statement calls one memsub function
-    by named arguments, an integer argument is checked against its parameter as :func:`function` does
-    (:func:`_check_integers`). (A JSON parameter: :func:`strict_jsonb`.)"""
+    by named arguments, each argument is checked against its parameter's type as :func:`function` does
+    (:func:`_check_values`). (A JSON parameter: :func:`strict_jsonb`.)"""
     text = statement.encode() if isinstance(statement, str) else statement
     values: dict[Any, Any] | list[Any] = dict(params) if isinstance(params, Mapping) else list(params)
     called, placeholders = _named_arguments(text) if isinstance(text, bytes) else (None, ())
@@ -454,7 +526,7 @@ def query(statement: sql.Composed | sql.SQL | str, params: Sequence[Any] | Mappi
         _check_strings(values[place], name)
     signature = signatures.signature(called) if called and arguments else None
     if signature is not None:
-        _check_integers(signature, arguments)
+        _check_values(signature, arguments)
     params_sent = values.values() if isinstance(values, dict) else values
     return Call(text, values, shape.decode, any(isinstance(p, Vector) or _vector_list(p) for p in params_sent))
 

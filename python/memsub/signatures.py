@@ -1,7 +1,8 @@
 """The arguments of memsub's stored functions, as the catalog snapshot shipped in this package records them.
 
 :func:`memsub._calls.function` checks a call against them when it is declared: an argument the function has no
-default for, left out (given as None), and an integer beyond what its parameter holds (``integer``: 32 bits) are
+default for, left out (given as None), an integer beyond what its parameter holds (``integer``: 32 bits), and a
+value of another kind than its parameter's (a number for a text, a string that is no UUID for a uuid) are
 refused by name before anything is sent. The server could only answer that no function of that name takes such
 arguments (SQLSTATE 42883), naming none of them: psycopg sends a Python int beyond 32 bits as a ``bigint``, and
 PostgreSQL does not narrow a ``bigint`` to an ``integer`` parameter when it chooses the function.
@@ -24,10 +25,15 @@ INTEGER_RANGES = {"smallint": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31
 @dataclass(frozen=True)
 class Signature:
     """What a call of one function must satisfy: the arguments it has no default for (their names without the
-    ``p_`` prefix), and the integer type of each integer argument."""
+    ``p_`` prefix), and the declared type of each argument (``integer``, ``text[]``, ``uuid``...)."""
 
     required: tuple[str, ...]
-    integers: dict[str, str]
+    types: dict[str, str]
+
+    @property
+    def integers(self) -> dict[str, str]:
+        """The integer arguments and their types (``smallint``, ``integer``, ``bigint``)."""
+        return {argument: kind for argument, kind in self.types.items() if kind in INTEGER_RANGES}
 
 
 @functools.cache
@@ -49,7 +55,7 @@ def signature(name: str) -> Signature | None:
     if arguments is None:
         return None
     required: set[str] = set()
-    integers: dict[str, str] = {}
+    types: dict[str, str] = {}
     for declaration in split_arguments(arguments):
         words = declaration.split(" ", 1)
         if words[0] in ("OUT", "TABLE"):
@@ -62,9 +68,8 @@ def signature(name: str) -> Signature | None:
         kind, has_default, _ = words[1].partition(" DEFAULT ")
         if not has_default:
             required.add(argument)
-        if kind in INTEGER_RANGES:
-            integers[argument] = kind
-    return Signature(tuple(sorted(required)), integers)
+        types[argument] = kind
+    return Signature(tuple(sorted(required)), types)
 
 
 def split_arguments(arguments: str) -> list[str]:

@@ -41,6 +41,15 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
         ["\ud800"])),  # type: ignore[arg-type]
     "a number with a fraction for an integer": ("k", "22023", lambda s: s.search.semantic(QUERY, k=1.5)),  # type: ignore[arg-type]
     "a boolean for an integer": ("limit", "22023", lambda s: s.packets.get_thread(uuid.uuid4(), limit=True)),
+    "a string that is no UUID": ("document_id", "22P02", lambda s: s.documents.chunks_of("abc")),
+    "a string that is no UUID in a list": ("packet_ids[1]", "22P02", lambda s: s.packets.get_packets(
+        [uuid.uuid4(), "abc"])),
+    "a number for a text": ("entity", "22023", lambda s: s.graph.edges_as_of(entity=5)),  # type: ignore[arg-type]
+    "a string for a number": ("confidence", "22023", lambda s: s.graph.assert_fact(
+        "tank", "holds", "water", confidence="high")),  # type: ignore[arg-type]
+    "a string that is no time": ("as_of", "22007", lambda s: s.graph.edges_as_of("yesterday")),  # type: ignore[arg-type]
+    "a string for a boolean": ("was_useful", "22023", lambda s: s.events.record_access(
+        "packet", uuid.uuid4(), was_useful="no")),  # type: ignore[arg-type]
     "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
         "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
@@ -49,7 +58,8 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
     field, sqlstate, call = REFUSED[case]
-    assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit", "document_chunks", "packet_store"))
+    assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit", "document_chunks", "packet_store",
+                                                       "knowledge_facts", "memory_access_log"))
 
 
 def test_a_statement_naming_its_arguments_is_checked_the_same_way(db):
@@ -72,10 +82,13 @@ def test_a_statement_naming_its_arguments_is_checked_the_same_way(db):
     _calls.query("select %s::bigint + memsub.no_such_function(p_limit => %s)", [2**40, 2**40], _calls.raw())
 
 
-def test_integers_each_parameter_holds_still_go_through(db):
+def test_values_each_parameter_holds_still_go_through(db):
     with tenant_session(db.dsn("app"), TENANT_A, user=ALICE) as session:
         assert session.packets.get_thread(uuid.uuid4(), after_cursor=2**40) == []  # a bigint parameter
         assert session.memory.write(NOTES, "k", 1, expected_version=0).version == 1
+        assert session.documents.chunks_of(str(uuid.uuid4())) == []  # a UUID as its text
+        assert session.graph.edges_as_of("2026-01-01T00:00:00+00:00") == []  # a time in ISO 8601
+        assert session.graph.assert_fact("tank", "holds", "water", confidence=1).confidence == 1.0  # an int
 
 
 def test_the_signatures_read_from_the_snapshot_are_the_installed_functions(db):

@@ -18,7 +18,7 @@ from psycopg.pq import TransactionStatus
 from memsub import _calls
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
-from memsub.errors import InvalidInput
+from memsub.errors import ContextError, InvalidInput
 from memsub.integrations._context import async_pool, sync_pool
 
 from helpers import TENANT_A
@@ -104,7 +104,8 @@ async def test_on_the_adapters_async_autocommit_pool_a_run_is_one_transaction_to
         await pool.close()
 
 
-REFUSED_CONTEXT = _calls.set_context("not-a-tenant", None, None, [], None)
+# A context the server refuses (22P02): the client's own call refuses a tenant that is no UUID before sending it.
+REFUSED_CONTEXT = _calls.query("select memsub.set_context(%s::text::uuid)", ["not-a-tenant"], _calls.nothing())
 ROUNDS = 10
 
 
@@ -124,7 +125,7 @@ def test_an_error_is_raised_once_and_nothing_is_logged(db: Any, caplog: pytest.L
                 _calls.rows_in_context(substrate.pool, REFUSED_CONTEXT, [EDGES])
             with pytest.raises(psycopg.errors.DivisionByZero):
                 _calls.rows_in_context(substrate.pool, CONTEXT, [ADD_EDGE, FAILS, EDGES])
-            with pytest.raises(InvalidInput), substrate.tenant("not-a-tenant") as session:
+            with pytest.raises(ContextError), substrate.tenant(TENANT_A, roles=["platform_admin"]) as session:
                 session.packets.get("00000000-0000-4000-8000-000000000000")
             with pytest.raises(InvalidInput), substrate.tenant(TENANT_A) as session:
                 session.packets.get("not-a-packet")
@@ -141,8 +142,8 @@ async def test_an_async_error_is_raised_once_and_nothing_is_logged(db: Any, capl
                 await _calls.rows_in_context_async(substrate.pool, REFUSED_CONTEXT, [EDGES])
             with pytest.raises(psycopg.errors.DivisionByZero):
                 await _calls.rows_in_context_async(substrate.pool, CONTEXT, [ADD_EDGE, FAILS, EDGES])
-            with pytest.raises(InvalidInput):
-                async with substrate.tenant("not-a-tenant") as session:
+            with pytest.raises(ContextError):
+                async with substrate.tenant(TENANT_A, roles=["platform_admin"]) as session:
                     await session.packets.get("00000000-0000-4000-8000-000000000000")
             with pytest.raises(InvalidInput):
                 async with substrate.tenant(TENANT_A) as session:
