@@ -4650,16 +4650,19 @@ begin
     end if;
     -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
     -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
+    -- From 1000 half-lives on the recency is 0: power(0.5, x) raises an underflow error past about 1074 (the
+    -- nullif makes the power NULL there, and the coalesce 0).
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
-         + p_recency_weight * power(0.5, greatest(0.0, date_part('epoch', now() - coalesce(p_last_active, now())))
-                                          / greatest(1.0, date_part('epoch', p_half_life)));
+         + p_recency_weight * coalesce(power(0.5, nullif(least(1000.0, greatest(0.0,
+               date_part('epoch', now() - coalesce(p_last_active, now())))
+               / greatest(1.0, date_part('epoch', p_half_life))), 1000.0)), 0.0);
 end
 $$;
 
 ALTER FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days).';
+COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 half-lives on).';
 
 CREATE FUNCTION memsub.consolidate_memories(p_strategy text DEFAULT 'last_write_wins'::text, p_namespace_prefix text DEFAULT NULL::text) RETURNS TABLE(namespace text, key text, version integer, memory_entry_id uuid, consolidated_versions integer[], strategy text, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6305,9 +6308,13 @@ begin
         -- (docs/benchmarks.md). fused is materialized so its embedding_id is a plain column: the policies are
         -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
         select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
+               -- The recency boost as memsub.combined_score computes it: 1 for a packet last active now or later,
+               -- halved per half-life, 0 from 1000 half-lives on (power(0.5, x) raises an underflow error past
+               -- about 1074, and a packet dated far ahead overflowed it).
                f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
-                            + p_recency_weight * power(0.5, date_part('epoch', now() - r.last_active)
-                                                            / greatest(1.0, date_part('epoch', p_half_life)))) as score,
+                            + p_recency_weight * coalesce(power(0.5, nullif(least(1000.0, greatest(0.0,
+                                  date_part('epoch', now() - r.last_active))
+                                  / greatest(1.0, date_part('epoch', p_half_life))), 1000.0)), 0.0)) as score,
                f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
                r.importance_score
           from fused f
@@ -7150,8 +7157,9 @@ begin
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
-        v_factor := power(0.5, greatest(0.0, date_part('epoch', clock_timestamp() - v_previous))
-                               / date_part('epoch', p_half_life));
+        -- 0 from 1000 half-lives on: power(0.5, x) raises an underflow error past about 1074.
+        v_factor := coalesce(power(0.5, nullif(least(1000.0, greatest(0.0, date_part('epoch',
+                                 clock_timestamp() - v_previous)) / date_part('epoch', p_half_life)), 1000.0)), 0.0);
     end if;
 
     -- What is new in the log. An embedding access counts for its packet; an embedding id with no
@@ -7861,9 +7869,12 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
-    select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
+    -- From 1000 half-lives on the strength is 0: power(0.5, x) raises an underflow error past about 1074 (the
+    -- nullif makes the power NULL there, and the coalesce 0). A missing half-life gives NULL.
+    select case when p_half_life is null then null
+                when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
-         * power(0.5, greatest(0, date_part('epoch',
+         * coalesce(power(0.5, nullif(least(1000.0, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
                                   - coalesce(case when p_last_access_ts is null or isfinite(p_last_access_ts)
                                                   then p_last_access_ts
@@ -7872,7 +7883,7 @@ CREATE FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_a
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
                       / date_part('epoch', case when p_half_life >= interval '1 second' and isfinite(p_half_life)
                                                      or p_half_life is null then p_half_life
-                                                else memsub._check_half_life(p_half_life) end))
+                                                else memsub._check_half_life(p_half_life) end)), 1000.0)), 0.0)
 $$;
 
 ALTER FUNCTION memsub.memory_strength(p_decay_weight double precision, p_last_access_ts timestamp with time zone, p_created_at timestamp with time zone, p_at timestamp with time zone, p_half_life interval) OWNER TO memsub_owner;

@@ -70,15 +70,19 @@ begin
     end if;
     -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
     -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
+    -- From 1000 half-lives on the recency is 0: power(0.5, x) raises an underflow error past about 1074 (the
+    -- nullif makes the power NULL there, and the coalesce 0).
     return p_similarity_weight * greatest(0.0, 1.0 - p_distance / 2.0)
          + p_importance_weight * coalesce(p_importance, 0.5)
-         + p_recency_weight * power(0.5, greatest(0.0, date_part('epoch', now() - coalesce(p_last_active, now())))
-                                          / greatest(1.0, date_part('epoch', p_half_life)));
+         + p_recency_weight * coalesce(power(0.5, nullif(least(1000.0, greatest(0.0,
+               date_part('epoch', now() - coalesce(p_last_active, now())))
+               / greatest(1.0, date_part('epoch', p_half_life))), 1000.0)), 0.0);
 end
 $$;
 comment on function memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval) is
     'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance '
-    '+ 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days).';
+    '+ 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 '
+    'half-lives on).';
 
 create or replace function memsub._record_accesses(
     p_target_type    text,

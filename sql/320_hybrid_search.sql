@@ -196,9 +196,13 @@ begin
         -- (docs/benchmarks.md). fused is materialized so its embedding_id is a plain column: the policies are
         -- applied first, and the inlined COALESCE of the full join was not accepted below them as an index key.
         select r.embedding_id, f.embedding_id as hit_id, r.packet_id, r.chunk_index, r.chunk_text,
+               -- The recency boost as memsub.combined_score computes it: 1 for a packet last active now or later,
+               -- halved per half-life, 0 from 1000 half-lives on (power(0.5, x) raises an underflow error past
+               -- about 1074, and a packet dated far ahead overflowed it).
                f.rrf * (1.0 + p_importance_weight * coalesce(r.importance_score, 0)
-                            + p_recency_weight * power(0.5, date_part('epoch', now() - r.last_active)
-                                                            / greatest(1.0, date_part('epoch', p_half_life)))) as score,
+                            + p_recency_weight * coalesce(power(0.5, nullif(least(1000.0, greatest(0.0,
+                                  date_part('epoch', now() - r.last_active))
+                                  / greatest(1.0, date_part('epoch', p_half_life))), 1000.0)), 0.0)) as score,
                f.vector_rank, f.text_rank, coalesce(f.distance, r.distance) as distance, f.text_score,
                r.importance_score
           from fused f

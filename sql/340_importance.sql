@@ -90,8 +90,9 @@ begin
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
-        v_factor := power(0.5, greatest(0.0, date_part('epoch', clock_timestamp() - v_previous))
-                               / date_part('epoch', p_half_life));
+        -- 0 from 1000 half-lives on: power(0.5, x) raises an underflow error past about 1074.
+        v_factor := coalesce(power(0.5, nullif(least(1000.0, greatest(0.0, date_part('epoch',
+                                 clock_timestamp() - v_previous)) / date_part('epoch', p_half_life)), 1000.0)), 0.0);
     end if;
 
     -- What is new in the log. An embedding access counts for its packet; an embedding id with no

@@ -26,9 +26,12 @@ language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     -- The checks run only for a value that is not finite (a plain comparison first), so a scan pays nothing.
-    select case when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
+    -- From 1000 half-lives on the strength is 0: power(0.5, x) raises an underflow error past about 1074 (the
+    -- nullif makes the power NULL there, and the coalesce 0). A missing half-life gives NULL.
+    select case when p_half_life is null then null
+                when p_decay_weight in ('NaN', 'Infinity', '-Infinity')
                 then memsub._check_finite(p_decay_weight, 'decay_weight') else p_decay_weight end
-         * power(0.5, greatest(0, date_part('epoch',
+         * coalesce(power(0.5, nullif(least(1000.0, greatest(0, date_part('epoch',
                                   case when isfinite(p_at) then p_at else memsub._check_finite_time(p_at, 'at') end
                                   - coalesce(case when p_last_access_ts is null or isfinite(p_last_access_ts)
                                                   then p_last_access_ts
@@ -37,7 +40,7 @@ as $$
                                                   else memsub._check_finite_time(p_created_at, 'created_at') end)))
                       / date_part('epoch', case when p_half_life >= interval '1 second' and isfinite(p_half_life)
                                                      or p_half_life is null then p_half_life
-                                                else memsub._check_half_life(p_half_life) end))
+                                                else memsub._check_half_life(p_half_life) end)), 1000.0)), 0.0)
 $$;
 comment on function memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval) is
     'Strength of a memory at a time: decay_weight halved once per half-life since its last access (or creation). '

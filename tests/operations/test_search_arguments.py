@@ -173,6 +173,16 @@ def test_the_cli_refuses_a_bad_search_option_in_one_line(db, aged, options, name
     assert superuser_count(db, "memsub.memory_access_log") == 0
 
 
+def test_a_packet_thousands_of_half_lives_old_gets_no_recency_boost_and_no_error(db, aged):
+    # Two days are 2,880 half-lives of a minute: PostgreSQL's power(0.5, x) raised "value out of range:
+    # underflow" past about 1,074, and the whole search failed.
+    tenant, ids, embedder = aged
+    unboosted = _client_scores(db, tenant, embedder)
+    scores = _client_scores(db, tenant, embedder, recency_weight=1.0, half_life=timedelta(minutes=1))
+    assert scores[ids["old"]] == pytest.approx(unboosted[ids["old"]], rel=1e-9)
+    assert unboosted[ids["new"]] < scores[ids["new"]] <= 2 * unboosted[ids["new"]]
+
+
 @pytest.mark.parametrize("seconds", [3600, 3650 * 86400])
 def test_the_mcp_half_life_weighs_recency_as_the_function_does(db, aged, seconds):
     tenant, ids, embedder = aged

@@ -180,6 +180,16 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         assert importance(conn, useful["packet_id"]) == before  # recently accessed: no decay
         bounds = conn.execute("select min(importance_score), max(importance_score) from memsub.packet_store").fetchone()
         assert bounds is not None and 0.0 <= bounds[0] and bounds[1] <= 1.0
+    # Thousands of half-lives since the previous run: the factor is 0 and the idle packet falls to the floor.
+    # power(0.5, x) raised "value out of range: underflow" past about 1,074 halvings, failing the run.
+    with db384.connect() as su:
+        su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '30 days'")
+        su.commit()
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        run = call(conn, "select * from memsub.learn_importance(p_half_life => interval '1 minute')")
+        assert run["decay_factor"] == 0.0 and run["targets_decayed"] == 1
+        assert math.isclose(importance(conn, idle["packet_id"]), 0.05, rel_tol=1e-9)
     with db384.connect() as owner:  # the step is internal: only the learning run (its owner) executes it
         extreme = owner.execute("select memsub._importance_step(0.99, 1000, 1000, 0, 0.5, 0.9), "
                                 "memsub._importance_step(0.01, 0, 0, 1000, 0.5, 0.9)").fetchone()

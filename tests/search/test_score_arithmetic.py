@@ -44,6 +44,9 @@ def _combined(distance: float, importance: float | None, idle: timedelta, weight
     (1.2, None, timedelta(days=400), (0.5, 0.25, 0.25), timedelta(days=7)),
     (2.0, 0.1, timedelta(seconds=1.5), (1.0, 0.0, 1.0), timedelta(seconds=1)),
     (0.5, 0.5, -timedelta(days=1), (0.7, 0.2, 0.1), timedelta(hours=12)),  # last active after "now": recency 1
+    # 1,080 half-lives: no recency left (PostgreSQL's power(0.5, x) raised an underflow error past about 1,074)
+    (0.2, 0.5, timedelta(days=45), (0.7, 0.2, 0.1), timedelta(hours=1)),
+    (0.2, 0.5, timedelta(days=400 * 365), (0.7, 0.2, 0.1), timedelta(days=30)),
 ])
 def test_combined_score_is_the_documented_formula(db, distance: float, importance: float | None,
                                                   idle: timedelta, weights: tuple[float, float, float],
@@ -64,6 +67,7 @@ def test_combined_score_is_the_documented_formula(db, distance: float, importanc
     (0.8, None, timedelta(hours=36), timedelta(days=1)),
     (2.5, timedelta(seconds=0), timedelta(days=1), timedelta(seconds=1)),
     (1.0, -timedelta(hours=1), timedelta(days=1), timedelta(days=7)),  # accessed after "at": full strength
+    (1.0, timedelta(days=45), timedelta(days=50), timedelta(hours=1)),  # 1,080 half-lives: none left, no error
 ])
 def test_memory_strength_halves_per_half_life(db, weight: float, since_access: timedelta | None,
                                               since_creation: timedelta, half_life: timedelta) -> None:
