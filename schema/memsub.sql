@@ -3084,7 +3084,7 @@ COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS '
 CREATE FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / greatest(p_share, 1e-9))::integer)) $$;
+    AS $$ select least(1000, greatest(40, p_pool, least(1000, ceil(10.0 * p_pool / greatest(p_share, 1e-9)))::integer)) $$;
 
 ALTER FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) OWNER TO memsub_owner;
 

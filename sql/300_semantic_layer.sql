@@ -139,7 +139,8 @@ comment on function memsub.store_semantic_memory(text, vector, jsonb, text, text
 create or replace function memsub._walk_ef_search(p_pool integer, p_share double precision) returns integer
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
-as $$ select least(1000, greatest(40, p_pool, ceil(10.0 * p_pool / greatest(p_share, 1e-9))::integer)) $$;
+-- Capped in numeric before the cast: a tiny share made the quotient too large for an integer (an error).
+as $$ select least(1000, greatest(40, p_pool, least(1000, ceil(10.0 * p_pool / greatest(p_share, 1e-9)))::integer)) $$;
 comment on function memsub._walk_ef_search(integer, double precision) is
     'Internal: the hnsw.ef_search of a walk that must return p_pool rows of a caller holding p_share (0-1] of the '
     'graph: about ten candidates per wanted row inside that share, at least 40 and p_pool, at most 1000. Used by '

@@ -180,6 +180,19 @@ def test_the_lower_bound_of_a_sampled_recall(db):
     assert lower_bound(db, []) is None
 
 
+@pytest.mark.parametrize(("pool", "share", "expected"), [
+    (10, 1.0, 100), (10, 0.5, 200), (3, 1.0, 40), (10, 0.1, 1000), (100, 1.0, 1000),
+    # A tenant of one row in a partition of 250,000 (share 4e-6) asking a pool of 1000 (a hybrid search's
+    # candidates): ten candidates a row over the share is 2.5e9, which the cast to integer refused ("integer out
+    # of range") before the least() capped it, failing the search.
+    (1000, 4e-6, 1000), (25, 1e-9, 1000), (10, 0.0, 1000),
+])
+def test_the_derived_ef_search_is_capped_before_it_can_overflow(db, pool, share, expected):
+    with db.connect("app") as conn:
+        found = conn.execute("select memsub._walk_ef_search(%s, %s)", [pool, share]).fetchone()
+    assert found == (expected,)
+
+
 def sample_query(db: Any, row: list[float], distance: float) -> list[float]:
     with db.connect() as conn:
         found = conn.execute("select memsub._sample_query(%s::vector, %s)::real[]", [str(row), distance]).fetchone()
