@@ -436,19 +436,32 @@ def _mismatch(kind: str, value: Any) -> tuple[str, str] | None:
 
     The server could not say it by name: a Python value of another kind is sent with its own type, and PostgreSQL
     then finds no function taking it (42883; a float or a boolean for an integer, a number for a text); a string
-    is sent untyped, and fails its parameter's input function naming nothing (22P02 for ``'abc'`` as a uuid)."""
+    is sent untyped, and fails its parameter's input function naming nothing (22P02 for ``'abc'`` as a uuid). A
+    string the server reads as the parameter's type goes as it did (``'5'`` for an integer, ``'yes'`` for a
+    boolean); one it cannot read is refused here. A string for a time is left to the server, whose reading of
+    times (``'yesterday'``, ``'Jan 1 2026 PST'``) no Python parser matches."""
     what = type(value).__name__
     if kind in signatures.INTEGER_RANGES:
-        if type(value) is not int:
-            return f"an integer, not a {what} ({_brief(value)})", "22023"
+        number = _integer_text(value) if isinstance(value, str) else value
+        if type(number) is not int:
+            return (f"{_brief(value)} is not an integer", "22P02") if isinstance(value, str) else \
+                (f"an integer, not a {what} ({_brief(value)})", "22023")
         low, high = signatures.INTEGER_RANGES[kind]
-        if not low <= value <= high:
-            return f"{value} is out of range for {kind} ({low} to {high})", "22003"
+        if not low <= number <= high:
+            return f"{number} is out of range for {kind} ({low} to {high})", "22003"
     elif kind in _NUMBERS:
-        if isinstance(value, bool) or not isinstance(value, int | float | SupportsFloat):
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                return f"{_brief(value)} is not a number", "22P02"
+        elif isinstance(value, bool) or not isinstance(value, int | float | SupportsFloat):
             return f"a number, not a {what} ({_brief(value)})", "22023"
     elif kind == "boolean":
-        if not isinstance(value, bool):
+        if isinstance(value, str):
+            if not _BOOLEAN_TEXT.fullmatch(value.strip().lower()):
+                return f"{_brief(value)} is not true or false", "22P02"
+        elif not isinstance(value, bool):
             return f"true or false, not a {what} ({_brief(value)})", "22023"
     elif kind in ("text", "name"):
         if not isinstance(value, str | UUID):
@@ -462,16 +475,26 @@ def _mismatch(kind: str, value: Any) -> tuple[str, str] | None:
         elif not isinstance(value, UUID):
             return f"a UUID, not a {what} ({_brief(value)})", "22023"
     elif kind in _TIMES:
-        if isinstance(value, str):
-            try:
-                datetime.fromisoformat(value)
-            except ValueError:
-                return f"{_brief(value)} is not a date and time (ISO 8601)", "22007"
-        elif not isinstance(value, date):
+        if not isinstance(value, str | date):
             return f"a datetime, not a {what} ({_brief(value)})", "22023"
     elif kind.endswith("[]"):
         if not isinstance(value, list | tuple):
             return f"a list, not a {what} ({_brief(value)})", "22023"
+    return None
+
+
+# What PostgreSQL's boolean input reads (case and surrounding spaces aside): true, false, yes, no and any prefix
+# of them, on, off, 1, 0.
+_BOOLEAN_TEXT = re.compile(r"t(r(ue?)?)?|f(a(l(se?)?)?)?|y(es?)?|no?|on|off?|1|0")
+
+
+def _integer_text(value: str) -> int | None:
+    """The integer PostgreSQL reads in ``value`` (decimal, or 0x/0o/0b with underscores), or None."""
+    for base in (10, 0):
+        try:
+            return int(value, base)
+        except ValueError:
+            continue
     return None
 
 

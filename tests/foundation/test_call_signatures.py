@@ -45,11 +45,15 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
     "a string that is no UUID in a list": ("packet_ids[1]", "22P02", lambda s: s.packets.get_packets(
         [uuid.uuid4(), "abc"])),
     "a number for a text": ("entity", "22023", lambda s: s.graph.edges_as_of(entity=5)),  # type: ignore[arg-type]
-    "a string for a number": ("confidence", "22023", lambda s: s.graph.assert_fact(
+    "a string that is no number": ("confidence", "22P02", lambda s: s.graph.assert_fact(
         "tank", "holds", "water", confidence="high")),  # type: ignore[arg-type]
-    "a string that is no time": ("as_of", "22007", lambda s: s.graph.edges_as_of("yesterday")),  # type: ignore[arg-type]
-    "a string for a boolean": ("was_useful", "22023", lambda s: s.events.record_access(
-        "packet", uuid.uuid4(), was_useful="no")),  # type: ignore[arg-type]
+    "a string that is no integer": ("limit", "22P02", lambda s: s.packets.get_thread(
+        uuid.uuid4(), limit="ten")),  # type: ignore[arg-type]
+    "a string of an integer beyond 32 bits": ("limit", "22003", lambda s: s.packets.get_thread(
+        uuid.uuid4(), limit="2147483648")),  # type: ignore[arg-type]
+    "a string that is no boolean": ("was_useful", "22P02", lambda s: s.events.record_access(
+        "packet", uuid.uuid4(), was_useful="perhaps")),  # type: ignore[arg-type]
+    "a number for a time": ("as_of", "22023", lambda s: s.graph.edges_as_of(1700000000)),  # type: ignore[arg-type]
     "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
         "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
@@ -87,7 +91,13 @@ def test_values_each_parameter_holds_still_go_through(db):
         assert session.packets.get_thread(uuid.uuid4(), after_cursor=2**40) == []  # a bigint parameter
         assert session.memory.write(NOTES, "k", 1, expected_version=0).version == 1
         assert session.documents.chunks_of(str(uuid.uuid4())) == []  # a UUID as its text
-        assert session.graph.edges_as_of("2026-01-01T00:00:00+00:00") == []  # a time in ISO 8601
+        # strings the server reads as the parameter's type go as before
+        assert session.graph.edges_as_of("2026-01-01T00:00:00+00:00") == []  # type: ignore[arg-type]
+        assert session.graph.edges_as_of("yesterday") == []  # type: ignore[arg-type]
+        assert session.packets.get_thread(uuid.uuid4(), limit="10") == []  # type: ignore[arg-type]
+        assert session.packets.get_thread(uuid.uuid4(), limit=" 0x10 ") == []  # type: ignore[arg-type]
+        fact = session.graph.assert_fact("tank", "holds", "oil", confidence=" 0.25 ")  # type: ignore[arg-type]
+        assert fact.confidence == 0.25
         assert session.graph.assert_fact("tank", "holds", "water", confidence=1).confidence == 1.0  # an int
 
 
