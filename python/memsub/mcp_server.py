@@ -346,8 +346,8 @@ class MemoryTools:
             try:
                 given["half_life"] = timedelta(seconds=given["half_life"])
             except (OverflowError, ValueError) as error:
-                raise ToolError(f"field half_life: {given['half_life']!r} seconds is not a usable interval "
-                                f"({error})") from error
+                raise ToolError(f"field half_life: {given['half_life']!r} seconds is not a usable interval (at "
+                                f"most {timedelta.max.total_seconds():.0f} seconds)") from error
         if "method" in given:
             given["mode"] = given.pop("method")
         vector = self._embed(query)

@@ -211,6 +211,7 @@ def test_the_mcp_half_life_weighs_recency_as_the_function_does(db, aged, seconds
     ({"mode": "hybrid", "half_life": "soon"}, "half_life"),
     ({"mode": "hybrid", "half_life": 0.5}, "field half_life"),  # the function's check: at least a second
     ({"mode": "hybrid", "half_life": 1e300}, "field half_life"),
+    ({"mode": "hybrid", "half_life": 2**63}, "field half_life"),
     ({"mode": "semantic", "half_life": 3600}, "field half_life"),
     ({"mode": "hybrid", "ef_search": 50}, "field ef_search"),
     ({"mode": "semantic", "ef_search": 0}, "ef_search"),
@@ -227,5 +228,7 @@ def test_the_mcp_recall_refuses_a_bad_search_input_naming_the_field(db, aged, ar
         text: str = result.content[0].text
         return text
 
-    assert named in anyio.run(scenario)
+    text = anyio.run(scenario)
+    assert named in text
+    assert "Python" not in text and "C int" not in text, text  # memsub's words, not the interpreter's
     assert superuser_count(db, "memsub.memory_access_log") == 0
