@@ -98,6 +98,10 @@ def test_values_each_parameter_holds_still_go_through(db):
         assert session.packets.get_thread(uuid.uuid4(), limit=" 0x10 ") == []  # type: ignore[arg-type]
         fact = session.graph.assert_fact("tank", "holds", "oil", confidence=" 0.25 ")  # type: ignore[arg-type]
         assert fact.confidence == 0.25
+        # ids in every form the server reads, mixed in one list (the slow path of the check names none of them)
+        one = uuid.uuid4()
+        forms = [one, str(one).upper(), "{" + str(one) + "}", one.hex, str(uuid.uuid4())]
+        assert session.packets.get_packets(forms) == []
         assert session.graph.assert_fact("tank", "holds", "water", confidence=1).confidence == 1.0  # an int
 
 
