@@ -393,6 +393,28 @@ def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
     _check_values(found, arguments)
 
 
+def checked(value: V, kind: str, field_name: str) -> V:
+    """``value`` for a parameter of PostgreSQL type ``kind`` in a statement over a view, which no function
+    signature covers: refused as :func:`function` refuses an argument (:func:`_mismatch`), naming the field."""
+    if value is not None:
+        problem = _mismatch(kind, value)
+        if problem is not None:
+            message, sqlstate = problem
+            raise LocalValidationError(f"field {field_name}: {message}", sqlstate=sqlstate, field=field_name)
+    return value
+
+
+def checked_limit(value: V, field_name: str = "limit") -> V:
+    """A row limit of a statement over a view (:func:`checked` as a ``bigint``), refused when negative as LIMIT
+    would refuse it (2201W), naming the field."""
+    checked(value, "bigint", field_name)
+    number = _integer_text(value) if isinstance(value, str) else value
+    if isinstance(number, int) and number < 0:
+        raise LocalValidationError(f"field {field_name}: must not be negative, not {number}", sqlstate="2201W",
+                                   field=field_name)
+    return value
+
+
 def _check_values(found: signatures.Signature, arguments: Mapping[str, Any]) -> None:
     """LocalValidationError naming the first argument given a value its parameter's type cannot take
     (:func:`_mismatch`)."""

@@ -29,6 +29,8 @@ from memsub._calls import (
     Row,
     SessionT,
     Shape,
+    checked,
+    checked_limit,
     function,
     json_or_none,
     method,
@@ -402,13 +404,15 @@ def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = N
                 limit: int = 1000) -> Call[list[GraphNode]]:
     """Typed nodes the caller may see (the view memsub.graph_nodes), optionally of one type and existing at
     ``as_of``."""
-    return query(_NODES, [node_type, node_type, as_of, as_of, limit], Shape(None, _windowed(GraphNode)))
+    node_type = checked(node_type, "text", "node_type")
+    as_of = checked(as_of, "timestamp with time zone", "as_of")
+    return query(_NODES, [node_type, node_type, as_of, as_of, checked_limit(limit)], Shape(None, _windowed(GraphNode)))
 
 
 def entity_graph(limit: int = 1000) -> Call[list[EntityGraphRow]]:
     """The tenant's rows of the entity graph view, most mentioned first (memsub.tenant_entity_graph)."""
     return query("select * from memsub.tenant_entity_graph order by total_mentions desc, source_entity limit %s",
-                 [limit], rows(EntityGraphRow))
+                 [checked_limit(limit)], rows(EntityGraphRow))
 
 
 class GraphArea(Area[SessionT]):

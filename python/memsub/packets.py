@@ -25,6 +25,8 @@ from memsub._calls import (
     Shape,
     Steps,
     SyncSession,
+    checked,
+    checked_limit,
     finite_vector,
     function,
     items,
@@ -281,7 +283,8 @@ def audit_trail(*, session_id: str | None = None, namespace: str | None = None, 
         " and (%(session_id)s::text is null or session_id = %(session_id)s)"
         " and (%(namespace)s::text is null or namespace = %(namespace)s)"
         " and (%(key)s::text is null or key = %(key)s) order by id limit %(limit)s",
-        {"session_id": session_id, "namespace": namespace, "key": key, "limit": limit}, rows(AuditEntry))
+        {"session_id": checked(session_id, "text", "session_id"), "namespace": checked(namespace, "text", "namespace"),
+         "key": checked(key, "text", "key"), "limit": checked_limit(limit)}, rows(AuditEntry))
 
 
 def _replay(session: SyncSession, thread_id: UUID | str, page_size: int,

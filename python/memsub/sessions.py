@@ -18,7 +18,21 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, method, one, optional, query, rows, scalar
+from memsub._calls import (
+    Area,
+    Call,
+    Json,
+    SessionT,
+    checked,
+    function,
+    json_or_none,
+    method,
+    one,
+    optional,
+    query,
+    rows,
+    scalar,
+)
 from memsub.memory import MemoryType
 
 SessionStatus = Literal["active", "terminated"]
@@ -132,7 +146,7 @@ def session_create(session_id: str | None = None, *, project_id: str | None = No
 def get_session(session_id: str) -> Call[Session | None]:
     """The session with this id in the context's tenant, or None (the table memsub.sessions)."""
     return query("select * from memsub.sessions where tenant_id = memsub.current_tenant_id() and id = %(session_id)s",
-                 {"session_id": session_id}, optional(Session))
+                 {"session_id": checked(session_id, "text", "session_id")}, optional(Session))
 
 
 def session_append_event(session_id: str, event: dict[str, Any],

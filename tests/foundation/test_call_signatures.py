@@ -54,6 +54,13 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
     "a string that is no boolean": ("was_useful", "22P02", lambda s: s.events.record_access(
         "packet", uuid.uuid4(), was_useful="perhaps")),  # type: ignore[arg-type]
     "a number for a time": ("as_of", "22023", lambda s: s.graph.edges_as_of(1700000000)),  # type: ignore[arg-type]
+    # statements over views, which no function signature covers
+    "a negative limit over a view": ("limit", "2201W", lambda s: s.graph.entity_graph(limit=-1)),
+    "a string that is no integer over a view": ("limit", "22P02", lambda s: s.packets.audit_trail(
+        limit="ten")),  # type: ignore[arg-type]
+    "bytes for a text over a view": ("node_type", "22023", lambda s: s.graph.nodes(b"Entity")),  # type: ignore[arg-type]
+    "a number for a time over a view": ("as_of", "22023", lambda s: s.graph.nodes(as_of=5)),  # type: ignore[arg-type]
+    "a number for a session id": ("session_id", "22023", lambda s: s.sessions.get(7)),  # type: ignore[arg-type]
     "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
         "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
