@@ -35,6 +35,7 @@ from memsub._calls import (
     Steps,
     checked_vector,
     function,
+    items,
     json_or_none,
     method,
     one,
@@ -197,6 +198,17 @@ def summarize(text: str, mime: Mime) -> tuple[str | None, list[str]]:
     return summary, concepts[:MAX_KEY_CONCEPTS]
 
 
+def _spans(spans: Sequence[Span]) -> list[Span]:
+    """The chunk spans a caller gives, as a list; one that is not a :class:`Span` (or one string for the list) is
+    refused naming its place (LocalValidationError, 22023)."""
+    found = items(spans, "spans")
+    for index, span in enumerate(found):
+        if not isinstance(span, Span):
+            raise LocalValidationError(f"field spans[{index}]: a Span, not a {type(span).__name__}",
+                                       sqlstate="22023", field=f"spans[{index}]")
+    return found
+
+
 def document_ingest(
     file_path: str,
     text: str,
@@ -218,7 +230,7 @@ def document_ingest(
     one lookup and, given an ``embedder``, embeds only the stored chunks that carry no vector yet (for example
     after an ingest without an embedder): none left, no embedding call.
     """
-    chunks = list(spans) if spans is not None else chunk_spans(text, max_chars)
+    chunks = _spans(spans) if spans is not None else chunk_spans(text, max_chars)
     latest: list[Document] = yield document_versions(file_path)
     vectors: list[list[float]] | None = None
     if embedder is not None and chunks and not (latest and latest[0].hash == file_hash):
@@ -232,7 +244,7 @@ def document_ingest(
         if span.page is not None:
             item["page"] = span.page
         if vectors is not None:
-            item["embedding"] = [float(v) for v in vectors[position]]
+            item["embedding"] = checked_vector(vectors[position], f"chunks[{position}].embedding").to_list()
         payload.append(item)
     result: IngestResult = yield function("document_ingest", {
         "file_path": file_path, "hash": file_hash, "mime": mime, "text": text, "chunks": Json(payload),

@@ -29,6 +29,15 @@ NOTES = f"user:{ALICE}:notes"
 QUERY = [1.0] + [0.0] * (DIMENSION - 1)
 
 Call = Callable[[TenantSession], object]
+
+
+class _Embedder:
+    """An embedder returning what ``embed`` makes of the texts."""
+
+    dimension = DIMENSION
+
+    def __init__(self, embed: Callable[[list[str]], list[list[object]]]) -> None:
+        self.embed = embed
 REFUSED: dict[str, tuple[str, str, Call]] = {
     "an integer beyond 32 bits": ("k", "22003", lambda s: s.search.semantic(QUERY, k=2**31)),
     "an integer below 32 bits": ("expected_version", "22003", lambda s: s.memory.write(
@@ -61,6 +70,13 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
     "bytes for a text over a view": ("node_type", "22023", lambda s: s.graph.nodes(b"Entity")),  # type: ignore[arg-type]
     "a number for a time over a view": ("as_of", "22023", lambda s: s.graph.nodes(as_of=5)),  # type: ignore[arg-type]
     "a number for a session id": ("session_id", "22023", lambda s: s.sessions.get(7)),  # type: ignore[arg-type]
+    "one string for the spans": ("spans", "22023", lambda s: s.documents.ingest(
+        "notes/c.md", "some text", file_hash="0" * 64, mime="txt", spans="abc")),  # type: ignore[arg-type]
+    "a span that is no Span": ("spans[0]", "22023", lambda s: s.documents.ingest(
+        "notes/c.md", "some text", file_hash="0" * 64, mime="txt", spans=[(0, 9)])),  # type: ignore[list-item]
+    "an embedding that is no vector": ("chunks[0].embedding", "22023", lambda s: s.documents.ingest(
+        "notes/c.md", "some text", file_hash="0" * 64, mime="txt",
+        embedder=_Embedder(lambda texts: [["x"] * DIMENSION for _ in texts]))),
     "a chunk size that cannot split text": ("max_chars", "22023", lambda s: s.documents.ingest(
         "notes/b.md", "some text to split", file_hash="0" * 64, mime="txt", max_chars=1)),
 }
