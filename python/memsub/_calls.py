@@ -41,7 +41,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
 
@@ -454,14 +454,14 @@ _TIMES = ("timestamp with time zone", "timestamp without time zone", "date")
 
 def _mismatch(kind: str, value: Any) -> tuple[str, str] | None:
     """Why ``value`` cannot be a parameter of type ``kind``, and the SQLSTATE: None when it can, or when the kind is
-    not checked here (JSON, vectors, intervals, bytea, composite types: their own code checks them).
+    not checked here (JSON, vectors, bytea, composite types: their own code checks them).
 
     The server could not say it by name: a Python value of another kind is sent with its own type, and PostgreSQL
     then finds no function taking it (42883; a float or a boolean for an integer, a number for a text); a string
     is sent untyped, and fails its parameter's input function naming nothing (22P02 for ``'abc'`` as a uuid). A
     string the server reads as the parameter's type goes as it did (``'5'`` for an integer, ``'yes'`` for a
-    boolean); one it cannot read is refused here. A string for a time is left to the server, whose reading of
-    times (``'yesterday'``, ``'Jan 1 2026 PST'``) no Python parser matches."""
+    boolean); one it cannot read is refused here. A string for a time or an interval is left to the server, whose
+    reading of them (``'yesterday'``, ``'Jan 1 2026 PST'``, ``'P1D'``) no Python parser matches."""
     what = type(value).__name__
     if kind in signatures.INTEGER_RANGES:
         number = _integer_text(value) if isinstance(value, str) else value
@@ -499,6 +499,9 @@ def _mismatch(kind: str, value: Any) -> tuple[str, str] | None:
     elif kind in _TIMES:
         if not isinstance(value, str | date):
             return f"a datetime, not a {what} ({_brief(value)})", "22023"
+    elif kind == "interval":
+        if not isinstance(value, str | timedelta):
+            return f"a timedelta, not a {what} ({_brief(value)})", "22023"
     elif kind.endswith("[]"):
         if not isinstance(value, list | tuple):
             return f"a list, not a {what} ({_brief(value)})", "22023"

@@ -63,6 +63,8 @@ REFUSED: dict[str, tuple[str, str, Call]] = {
     "a string that is no boolean": ("was_useful", "22P02", lambda s: s.events.record_access(
         "packet", uuid.uuid4(), was_useful="perhaps")),  # type: ignore[arg-type]
     "a number for a time": ("as_of", "22023", lambda s: s.graph.edges_as_of(1700000000)),  # type: ignore[arg-type]
+    "a number for an interval": ("half_life", "22023", lambda s: s.search.learn_importance(
+        half_life=3600)),  # type: ignore[arg-type]
     # statements over views, which no function signature covers
     "a negative limit over a view": ("limit", "2201W", lambda s: s.graph.entity_graph(limit=-1)),
     "a string that is no integer over a view": ("limit", "22P02", lambda s: s.packets.audit_trail(
