@@ -396,7 +396,7 @@ def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:
 def checked(value: V, kind: str, field_name: str) -> V:
     """``value`` for a parameter of PostgreSQL type ``kind`` in a statement over a view, which no function
     signature covers: refused as :func:`function` refuses an argument (:func:`_mismatch`), naming the field."""
-    if value is not None:
+    if value is not None and value is not NULL:
         problem = _mismatch(kind, value)
         if problem is not None:
             message, sqlstate = problem
@@ -420,16 +420,10 @@ def _check_values(found: signatures.Signature, arguments: Mapping[str, Any]) -> 
     (:func:`_mismatch`)."""
     for argument, kind in found.types.items():
         value = arguments.get(argument)
-        if value is None or value is NULL:
-            continue
-        places = [(argument, kind, value)]
+        checked(value, kind, argument)
         if kind == "uuid[]" and isinstance(value, list | tuple) and not _all_uuids(value):  # find the odd one
-            places += [(f"{argument}[{index}]", "uuid", item) for index, item in enumerate(value) if item is not None]
-        for place, expected, given in places:
-            problem = _mismatch(expected, given)
-            if problem is not None:
-                message, sqlstate = problem
-                raise LocalValidationError(f"field {place}: {message}", sqlstate=sqlstate, field=place)
+            for index, item in enumerate(value):
+                checked(item, "uuid", f"{argument}[{index}]")
 
 
 _UUID_TEXT = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
