@@ -7138,6 +7138,7 @@ declare
     v_started  timestamptz := now();
     v_previous timestamptz;
     v_factor   double precision := 1.0;
+    v_smallest double precision;
     v_counted  integer;
     v_feedback integer;
     v_updated  integer := 0;
@@ -7205,16 +7206,21 @@ begin
     get diagnostics v_rows = row_count;
     v_updated := v_updated + v_rows;
 
-    -- Decay of idle memories, by the time since the previous run.
+    -- Decay of idle memories, by the time since the previous run. What is left above the floor goes to 0 where
+    -- its product with the factor would fall below 1e-300: PostgreSQL raises an underflow error on a product
+    -- that rounds to 0, and with a floor of 0 an importance can itself become that small.
     if v_factor < 1.0 then
+        v_smallest := case when v_factor > 0 then 1e-300 / v_factor else 'Infinity' end;
         update memsub.packet_store s
-           set importance_score = p_floor + (s.importance_score - p_floor) * v_factor
+           set importance_score = p_floor + case when s.importance_score - p_floor < v_smallest then 0.0
+                                                 else (s.importance_score - p_floor) * v_factor end
          where s.tenant_id = v_tenant and s.importance_score > p_floor
            and coalesce(s.last_accessed, s."timestamp") <= v_started - p_idle_after;
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
-           set importance_score = p_floor + (m.importance_score - p_floor) * v_factor
+           set importance_score = p_floor + case when m.importance_score - p_floor < v_smallest then 0.0
+                                                 else (m.importance_score - p_floor) * v_factor end
          where m.tenant_id = v_tenant and m.importance_score > p_floor
            and coalesce(m.last_accessed, m.created_at) <= v_started - p_idle_after;
         get diagnostics v_rows = row_count;

@@ -190,6 +190,19 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         run = call(conn, "select * from memsub.learn_importance(p_half_life => interval '1 minute')")
         assert run["decay_factor"] == 0.0 and run["targets_decayed"] == 1
         assert math.isclose(importance(conn, idle["packet_id"]), 0.05, rel_tol=1e-9)
+    # With a floor of 0 an importance can become tiny, and a tiny importance times a tiny factor underflowed
+    # (PostgreSQL raises on a product that rounds to 0), failing every later run of the tenant.
+    with db384.connect() as su:
+        su.execute("alter table memsub.packet_store disable trigger packet_store_immutable")
+        su.execute("update memsub.packet_store set importance_score = 1e-300 where packet_id = %s", [idle["packet_id"]])
+        su.execute("alter table memsub.packet_store enable trigger packet_store_immutable")
+        su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '500 minutes'")
+        su.commit()
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        run = call(conn, "select * from memsub.learn_importance(p_half_life => interval '1 minute', p_floor => 0)")
+        assert 0.0 < run["decay_factor"] < 1e-150
+        assert importance(conn, idle["packet_id"]) == 0.0  # what is left of it is below any double's reach
     with db384.connect() as owner:  # the step is internal: only the learning run (its owner) executes it
         extreme = owner.execute("select memsub._importance_step(0.99, 1000, 1000, 0, 0.5, 0.9), "
                                 "memsub._importance_step(0.01, 0, 0, 1000, 0.5, 0.9)").fetchone()
