@@ -266,16 +266,10 @@ def texts(values: Sequence[str], field_name: str) -> list[str]: ...
 
 def texts(values: Sequence[str] | None, field_name: str) -> list[str] | None:
     """A text[] argument as a list, or None (the argument is left out and its SQL default applies) when not given.
-    One string is refused, not split into its characters (a ``str`` is a ``Sequence[str]``), and so is an element
-    that is not a string: LocalValidationError (22023) naming the field, or the element's place."""
-    if values is None:
-        return None
-    found = items(values, field_name)
-    for index, item in enumerate(found):
-        if not isinstance(item, str):
-            raise LocalValidationError(f"field {field_name}[{index}]: a string, not a {type(item).__name__}",
-                                       sqlstate="22023", field=f"{field_name}[{index}]")
-    return found
+    One string is refused, not split into its characters (a ``str`` is a ``Sequence[str]``): LocalValidationError
+    (22023) naming the field. An element that is not a string is refused by the call's check of its arguments
+    (:func:`_check_values`), naming its place."""
+    return None if values is None else items(values, field_name)
 
 
 def text_or_none(value: UUID | str | None) -> str | None:
@@ -421,9 +415,11 @@ def _check_values(found: signatures.Signature, arguments: Mapping[str, Any]) -> 
     for argument, kind in found.types.items():
         value = arguments.get(argument)
         checked(value, kind, argument)
-        if kind == "uuid[]" and isinstance(value, list | tuple) and not _all_uuids(value):  # find the odd one
+        element = kind.removesuffix("[]")
+        all_fit = _ELEMENTS_FIT.get(element) if kind.endswith("[]") else None
+        if all_fit is not None and isinstance(value, list | tuple) and not all_fit(value):  # find the odd one
             for index, item in enumerate(value):
-                checked(item, "uuid", f"{argument}[{index}]")
+                checked(item, element, f"{argument}[{index}]")
 
 
 _UUID_TEXT = "[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
@@ -440,6 +436,17 @@ def _all_uuids(values: Sequence[Any]) -> bool:
         return False
     joined = "\n".join(values)
     return joined.count("\n") == len(values) - 1 and _UUID_LINES.fullmatch(joined) is not None
+
+
+def _all_texts(values: Sequence[Any]) -> bool:
+    """True when every value is a string or a UUID (sent as its text), asked once per distinct type."""
+    return set(map(type, values)) <= {str, UUID}
+
+
+_ELEMENTS_FIT: dict[str, Callable[[Sequence[Any]], bool]] = {"uuid": _all_uuids, "text": _all_texts}
+"""The element types of the arrays whose elements a call checks, each with the test that they all fit at once
+(the common case): lists of ids and lists of names. A list that fails it is checked element by element, to name
+the first that does not fit."""
 
 
 _NUMBERS = ("double precision", "real", "numeric")

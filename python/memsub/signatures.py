@@ -30,11 +30,6 @@ class Signature:
     required: tuple[str, ...]
     types: dict[str, str]
 
-    @property
-    def integers(self) -> dict[str, str]:
-        """The integer arguments and their types (``smallint``, ``integer``, ``bigint``)."""
-        return {argument: kind for argument, kind in self.types.items() if kind in INTEGER_RANGES}
-
 
 @functools.cache
 def _arguments() -> dict[str, str]:
