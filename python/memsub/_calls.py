@@ -23,7 +23,8 @@ Rules every call follows:
   surrogate (no UTF-8 form) or a NUL character (which PostgreSQL cannot hold) raises LocalValidationError naming
   it (:func:`checked_text`).
 - One time adapter: a ``datetime`` travels as ``timestamptz`` and one without an offset is UTC
-  (:func:`memsub.models.as_utc`), whatever the server session's TimeZone; registered on each connection the
+  (:func:`memsub.models.as_utc`), whatever the server session's TimeZone (an ISO 8601 text for a timestamptz
+  argument too: :func:`_iso_time_or_text`); registered on each connection the
   executors run on, so it holds inside lists too and for every call path.
 - Rows are decoded by column name into the typed models; only the model's columns are selected. A call whose
   result holds vectors may ask for binary results (``vector`` values as 4 bytes a number, not decimal text).
@@ -59,7 +60,7 @@ from pydantic import BaseModel
 
 from memsub import signatures
 from memsub.errors import ConnectionFailed, LocalValidationError, MemsubError, SessionClosed, from_database_error
-from memsub.models import as_utc
+from memsub.models import as_utc, parse_time
 
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -367,11 +368,29 @@ def function(name: str, arguments: Mapping[str, Any], shape: Shape[T], *, binary
             _check_strings(value, argument)
             if isinstance(value, list) and any(isinstance(item, UUID) for item in value):
                 value = [str(item) if isinstance(item, UUID) else item for item in value]  # uuid[] arguments
+            elif isinstance(value, str) and _is_timestamptz(name, argument):
+                value = _iso_time_or_text(value)
         given.append((argument, placeholder))
         params.append(value)
     _check_signature(name, arguments)
     return Call(_function_statement(name, tuple(given), shape.columns), params, shape.decode, vectors or binary,
                 binary)
+
+
+def _is_timestamptz(name: str, argument: str) -> bool:
+    """Whether ``argument`` of ``memsub.<name>`` is a ``timestamp with time zone`` (:mod:`memsub.signatures`)."""
+    found = signatures.signature(name)
+    return found is not None and found.types.get(argument) == "timestamp with time zone"
+
+
+def _iso_time_or_text(value: str) -> datetime | str:
+    """A time argument given as text: an ISO 8601 time as its datetime, UTC when it has no offset, as a naive
+    ``datetime`` is (sent as text, the server read it in its session's TimeZone); other text as it is, for the
+    server to read (``'yesterday'``)."""
+    try:
+        return parse_time(value)
+    except ValueError:
+        return value
 
 
 def _check_signature(name: str, arguments: Mapping[str, Any]) -> None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from memsub import _calls, signatures
 from memsub.client import TenantSession
@@ -89,6 +91,19 @@ def test_an_argument_its_parameter_cannot_take_is_refused_by_name(db, case):
     field, sqlstate, call = REFUSED[case]
     assert_refused_locally(db, call, field, sqlstate, ("memory_entries", "audit", "document_chunks", "packet_store",
                                                        "knowledge_facts", "memory_access_log"))
+
+
+def test_a_time_given_as_iso_text_without_an_offset_is_utc_like_a_naive_datetime(db):
+    # The client reads a datetime without an offset as UTC; the same time given as text went to the server untyped
+    # and was read in the session's TimeZone (here five hours off). Text the server reads otherwise still goes.
+    dsn = make_conninfo(db.dsn("app"), options="-c TimeZone=America/New_York")
+    with tenant_session(dsn, TENANT_A, user=ALICE) as session:
+        edge = session.graph.temporal_edge_add("pump", "feeds", "tank", valid_from="2026-01-01T00:00:00")  # type: ignore[arg-type]
+        assert edge.valid_from == datetime(2026, 1, 1, tzinfo=UTC)
+        naive = session.graph.temporal_edge_add("pump", "feeds", "valve", valid_from=datetime(2026, 1, 1))
+        assert naive.valid_from == edge.valid_from
+        # both edges hold from the start of 2026, open-ended: the server read "yesterday" itself
+        assert len(session.graph.edges_as_of("yesterday", entity="pump")) == 2  # type: ignore[arg-type]
 
 
 def test_a_statement_naming_its_arguments_is_checked_the_same_way(db):
