@@ -25,6 +25,7 @@ import math
 import os
 import re
 import threading
+import unicodedata
 from collections.abc import MutableMapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -57,7 +58,8 @@ def embed_one(embedder: Embedder, text: str) -> list[float]:
 class HashingEmbedder:
     """Feature hashing ("the hashing trick") of a text's words, adjacent word pairs and character trigrams.
 
-    Each feature is hashed (BLAKE2b, so the result is the same in every process and on every machine) to one of
+    The text is composed to Unicode NFC first, so an accent typed as a combining mark reads as the same word. Each
+    feature is hashed (BLAKE2b, so the result is the same in every process and on every machine) to one of
     ``dimension`` buckets with a sign; words weigh 1, word pairs 0.5 and trigrams 0.25, so a shared word counts
     more than a shared spelling fragment. The vector is L2-normalized, so cosine distance compares texts by
     their share of common features. A text with no word characters maps to a fixed unit vector (never the zero
@@ -87,7 +89,8 @@ class HashingEmbedder:
 
     def embed_one(self, text: str) -> list[float]:
         vector = [0.0] * self._dimension
-        words = [w.casefold() for w in _WORD.findall(text)]
+        # Composed first (NFC): a letter and its combining accent are one word character, as typed on most keyboards.
+        words = [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
         for word in words:
             self._add(vector, "w:" + word, self.WORD_WEIGHT)
             padded = f"#{word}#"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import unicodedata
 
 import pytest
 
@@ -41,6 +42,16 @@ def test_hashing_embedder_is_deterministic_normalized_and_lexical():
     assert isinstance(embedder, Embedder)
     with pytest.raises(ValueError):
         HashingEmbedder(0)
+
+
+def test_hashing_embedder_reads_an_accent_typed_either_way_as_one_word():
+    """A letter and its combining accent (NFD, as macOS file names hold text) embed as the one composed character
+    most keyboards type (NFC); before, the mark split the word in two."""
+    embedder = HashingEmbedder(384)
+    text = "Crème brûlée at the Café Zoë"
+    composed, decomposed = (unicodedata.normalize(form, text) for form in ("NFC", "NFD"))
+    assert composed != decomposed
+    assert embedder.embed([decomposed]) == embedder.embed([composed])
 
 
 def test_make_embedder_names_and_dimensions():
