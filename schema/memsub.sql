@@ -1265,11 +1265,14 @@ COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms unde
 CREATE FUNCTION memsub._entity_name_words(p_entity_id text, p_aliases text[]) RETURNS tsvector
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select pg_catalog.to_tsvector('simple'::regconfig, p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' ')) $$;
+    AS $$
+    select pg_catalog.to_tsvector('simple'::regconfig,
+                                  normalize(p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' '), nfc))
+$$;
 
 ALTER FUNCTION memsub._entity_name_words(p_entity_id text, p_aliases text[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._entity_name_words(p_entity_id text, p_aliases text[]) IS 'Internal: the words of an entity''s name and aliases (simple configuration), as the index idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
+COMMENT ON FUNCTION memsub._entity_name_words(p_entity_id text, p_aliases text[]) IS 'Internal: the words of an entity''s name and aliases (simple configuration, composed to Unicode NFC), as the index idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
 
 CREATE FUNCTION memsub._entity_word_candidates(p_query tsquery, p_limit integer DEFAULT 50) RETURNS TABLE(entity_id text, text_rank integer, text_score real)
     LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 50
@@ -2650,15 +2653,16 @@ begin
     -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(btrim(regexp_replace(u.name, '\s+', ' ', 'g'))) as key
+          from (select distinct u.name, lower(btrim(regexp_replace(normalize(u.name, nfc), '\s+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
-              select x.entity_id, array[lower(regexp_replace(btrim(x.entity_id), '\s+', ' ', 'g'))] || x.alias_keys
-                     as keys
+              select x.entity_id,
+                     array[lower(regexp_replace(btrim(normalize(x.entity_id, nfc)), '\s+', ' ', 'g'))] || x.alias_keys
+                         as keys
                 from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
                         where e.tenant_id = v_tenant
-                          and lower(regexp_replace(btrim(e.entity_id), '\s+', ' ', 'g')) = n.key
+                          and lower(regexp_replace(btrim(normalize(e.entity_id, nfc)), '\s+', ' ', 'g')) = n.key
                         order by e.entity_id limit 1)
                       union all
                       (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
@@ -4522,9 +4526,9 @@ CREATE TABLE memsub.entity_relationships (
     evidence jsonb DEFAULT '[]'::jsonb NOT NULL,
     source_type text DEFAULT 'Entity'::text NOT NULL,
     target_type text DEFAULT 'Entity'::text NOT NULL,
-    source_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(source_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
-    target_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(target_entity), '\s+'::text, ' '::text, 'g'::text))) STORED,
     ttl timestamp without time zone,
+    source_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(NORMALIZE(source_entity, NFC)), '\s+'::text, ' '::text, 'g'::text))) STORED,
+    target_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(NORMALIZE(target_entity, NFC)), '\s+'::text, ' '::text, 'g'::text))) STORED,
     CONSTRAINT entity_relationships_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT entity_relationships_evidence_is_array CHECK ((jsonb_typeof(evidence) = 'array'::text)),
     CONSTRAINT entity_relationships_mention_count_positive CHECK ((mention_count >= 1)),
@@ -4578,11 +4582,11 @@ COMMENT ON COLUMN memsub.entity_relationships.source_type IS 'Node type of the s
 
 COMMENT ON COLUMN memsub.entity_relationships.target_type IS 'Node type of the target (as source_type).';
 
-COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text): edges and lookups compare these.';
+COMMENT ON COLUMN memsub.entity_relationships.ttl IS 'Expiration time (UTC): the latest ttl of the packets that observed the edge window, NULL (never) once one observation came without an expiring packet. An expired window is never read and purge_expired() deletes it.';
+
+COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text: NFC, whitespace collapsed, lower case): edges and lookups compare these.';
 
 COMMENT ON COLUMN memsub.entity_relationships.target_key IS 'Matching form of target_entity (memsub.normalize_text).';
-
-COMMENT ON COLUMN memsub.entity_relationships.ttl IS 'Expiration time (UTC): the latest ttl of the packets that observed the edge window, NULL (never) once one observation came without an expiring packet. An expired window is never read and purge_expired() deletes it.';
 
 CREATE FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS memsub.entity_relationships
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5466,7 +5470,7 @@ declare
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
-    v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
+    v_query := websearch_to_tsquery('simple'::regconfig, normalize(coalesce(p_query_text, ''), nfc));
     return query
     with vector_leg as (
         -- By the exact distance: cosine_distance(), which no index serves. A walk of the one HNSW graph of every
@@ -7965,11 +7969,11 @@ COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value js
 CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select lower(btrim(regexp_replace(p_value, '\s+', ' ', 'g'))) $$;
+    AS $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '\s+', ' ', 'g'))) $$;
 
 ALTER FUNCTION memsub.normalize_text(p_value text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
+COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
 
 CREATE FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -13922,7 +13926,7 @@ CREATE INDEX idx_world_model_entities_embedding ON memsub.world_model_entities U
 
 COMMENT ON INDEX memsub.idx_world_model_entities_embedding IS 'HNSW (cosine) over the entities that carry an embedding.';
 
-CREATE INDEX idx_world_model_entities_key ON memsub.world_model_entities USING btree (tenant_id, lower(regexp_replace(btrim(entity_id), '\s+'::text, ' '::text, 'g'::text)));
+CREATE INDEX idx_world_model_entities_key ON memsub.world_model_entities USING btree (tenant_id, lower(regexp_replace(btrim(NORMALIZE(entity_id, NFC)), '\s+'::text, ' '::text, 'g'::text)));
 
 COMMENT ON INDEX memsub.idx_world_model_entities_key IS 'Finds an entity by the matching form of its name (memsub.normalize_text).';
 

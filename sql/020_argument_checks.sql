@@ -164,12 +164,15 @@ comment on function memsub._check_text_limits(text[]) is
 create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
--- Whitespace of any kind made one space first, then trimmed: the same text as memsub._require_text's, lower case.
--- For a stored name (trimmed by _require_text) it equals the generated source_key / target_key and the entity-key
--- index, which spell out lower(regexp_replace(btrim(...))) and trim spaces only.
-as $$ select lower(btrim(regexp_replace(p_value, '\s+', ' ', 'g'))) $$;
+-- One Unicode composition first (NFC: an accented letter typed as a letter and a combining mark becomes the one
+-- character most keyboards type), then whitespace of any kind made one space and trimmed: the same text as
+-- memsub._require_text's, lower case. For a stored name (trimmed by _require_text) it equals the generated
+-- source_key / target_key and the entity-key index, which spell out lower(regexp_replace(btrim(normalize(...))))
+-- and trim spaces only. normalize() needs a UTF8 database, which the migrator's preflight checks.
+as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '\s+', ' ', 'g'))) $$;
 comment on function memsub.normalize_text(text) is
-    'Matching form of a name: each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
+    'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
+    'run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
 
 create or replace function memsub._normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe

@@ -6,10 +6,10 @@
 -- Edges are tenant-wide knowledge (the seed's unique key is (tenant_id, source, type, target)): every member of
 -- the tenant reads and reinforces the same edge. They can come only from shared packets.
 --
--- Entity names match by one rule everywhere: memsub.normalize_text (trimmed, lower case, inner whitespace
--- collapsed), stored as source_key / target_key (migration 2.13.0). A name that is an Entity node's name or one of
--- its aliases resolves to that entity (memsub._resolve_entities; memsub._resolve_entity and memsub._entity_keys
--- for one name) in every graph read.
+-- Entity names match by one rule everywhere: memsub.normalize_text (composed to Unicode NFC, trimmed, lower case,
+-- inner whitespace collapsed), stored as source_key / target_key (migrations 2.13.0 and 2.38.0). A name that is an
+-- Entity node's name or one of its aliases resolves to that entity (memsub._resolve_entities; memsub._resolve_entity
+-- and memsub._entity_keys for one name) in every graph read.
 
 -- Entity lookups are SECURITY DEFINER, owned by memsub_retrieval_owner (BYPASSRLS), and apply the only policy of
 -- world_model_entities (tenant_isolation) themselves: under row-level security the alias lookup (text[] @>, not
@@ -34,15 +34,16 @@ begin
     -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(btrim(regexp_replace(u.name, '\s+', ' ', 'g'))) as key
+          from (select distinct u.name, lower(btrim(regexp_replace(normalize(u.name, nfc), '\s+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
-              select x.entity_id, array[lower(regexp_replace(btrim(x.entity_id), '\s+', ' ', 'g'))] || x.alias_keys
-                     as keys
+              select x.entity_id,
+                     array[lower(regexp_replace(btrim(normalize(x.entity_id, nfc)), '\s+', ' ', 'g'))] || x.alias_keys
+                         as keys
                 from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
                         where e.tenant_id = v_tenant
-                          and lower(regexp_replace(btrim(e.entity_id), '\s+', ' ', 'g')) = n.key
+                          and lower(regexp_replace(btrim(normalize(e.entity_id, nfc)), '\s+', ' ', 'g')) = n.key
                         order by e.entity_id limit 1)
                       union all
                       (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e

@@ -455,15 +455,20 @@ comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb,
     'Node.embedding, the installation''s dimension) replaces the stored one when given.';
 
 -- The words of an entity's name and aliases. The index idx_world_model_entities_name_words holds them (migration
--- 2.36.0, which creates this function first).
+-- 2.36.0, which creates this function first, and 2.38.0, which composes the words to NFC).
 create or replace function memsub._entity_name_words(p_entity_id text, p_aliases text[]) returns tsvector
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 -- immutable: array_to_string is stable only for element types whose text output may change; text's does not.
-as $$ select pg_catalog.to_tsvector('simple'::regconfig, p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' ')) $$;
+-- Composed to NFC as entity_search composes the query (memsub.normalize_text's rule), so an accent typed either way
+-- is the same word.
+as $$
+    select pg_catalog.to_tsvector('simple'::regconfig,
+                                  normalize(p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' '), nfc))
+$$;
 comment on function memsub._entity_name_words(text, text[]) is
-    'Internal: the words of an entity''s name and aliases (simple configuration), as the index '
-    'idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
+    'Internal: the words of an entity''s name and aliases (simple configuration, composed to Unicode NFC), as the '
+    'index idx_world_model_entities_name_words holds them and memsub._entity_word_candidates matches them.';
 
 -- entity_search's text leg under row-level security: tsvector @@ tsquery is not LEAKPROOF, so for a role bound by
 -- the policies the planner may not use it as an index condition, and every entity of the tenant was read and
@@ -525,7 +530,7 @@ declare
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
-    v_query := websearch_to_tsquery('simple'::regconfig, coalesce(p_query_text, ''));
+    v_query := websearch_to_tsquery('simple'::regconfig, normalize(coalesce(p_query_text, ''), nfc));
     return query
     with vector_leg as (
         -- By the exact distance: cosine_distance(), which no index serves. A walk of the one HNSW graph of every

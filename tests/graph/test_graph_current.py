@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import UTC, datetime, timedelta
 
 from click.testing import CliRunner
@@ -17,6 +18,16 @@ from session_helpers import ground_truth, rows
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = datetime(2024, 6, 1, tzinfo=UTC)
 BEFORE = T1 - timedelta(days=30)
+
+
+def composed(text: str) -> str:
+    """The text with each accented letter one character (Unicode NFC), as most keyboards type it."""
+    return unicodedata.normalize("NFC", text)
+
+
+def decomposed(text: str) -> str:
+    """The text with each accented letter a base letter and a combining mark (NFD), as macOS file names hold it."""
+    return unicodedata.normalize("NFD", text)
 
 
 def _superseded_employer(db):
@@ -98,6 +109,55 @@ def test_entity_names_match_the_same_way_in_functions_and_the_entity_graph_view(
                             "from memsub.mv_entity_graph")
     assert view == [{"source_entity": "l9", "target_entity": "memsub", "total_mentions": 2,
                      "relationship_count": 1}]
+
+
+def test_entity_names_match_in_either_unicode_composition(db):
+    """An accented letter typed as one character or as a letter and a combining mark is the same name: edges, facts,
+    aliases and word searches written in one form are found, and reinforced, under the other."""
+    assert composed("Zoë Café") != decomposed("Zoë Café")
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity(decomposed("Zoë Café"), "Person", aliases=[decomposed("Zoé")])
+        first = session.graph.upsert_relationship(decomposed("Zoë Café"), decomposed("aimé_par"), "Max")
+        again = session.graph.upsert_relationship(composed(" ZOË  CAFÉ"), composed("Aimé_Par"), "max")
+        session.graph.upsert_relationship(composed("Zoé"), "knows", decomposed("Noël"))
+        fact = session.graph.assert_fact(decomposed("Zoë Café"), "likes", decomposed("Crème brûlée"))
+        same_fact = session.graph.assert_fact(composed("zoë café"), "likes", composed("crème BRÛLÉE"))
+    with tenant_session(db.dsn("app")) as session:
+        walk = sorted(p.entity for p in session.graph.traverse(composed("Zoë Café")))
+        through_alias = sorted(p.entity for p in session.graph.traverse(composed("zoé")))
+        edges = sorted(e.target_entity for e in session.graph.edges_as_of(entity=composed("ZOË CAFÉ")))
+        incoming = [p.entity for p in session.graph.traverse(composed("Noël"), direction="incoming")]
+        found = [e.entity_id for e in session.graph.entity_search(composed("Café"))]
+    assert (again.relationship_id, again.mention_count) == (first.relationship_id, 2)
+    assert (same_fact.fact_id, same_fact.supporting_packet_count) == (fact.fact_id, 2)
+    assert walk == through_alias == ["Max", decomposed("Noël")]
+    assert edges == ["Max", decomposed("Noël")]
+    assert incoming == [decomposed("Zoë Café")]
+    assert found == [decomposed("Zoë Café")]
+
+
+def test_the_stored_matching_forms_agree_with_normalize_text(db):
+    """The generated edge keys and the entity-key index spell memsub.normalize_text out (a migration cannot call
+    it): for names that decompose, change length in lower case or hold wide spaces, they give its answer."""
+    names = [decomposed("Zoë  Café"), "\tİSTANBUL\n", "STRAßE", "a\u2003\u2003b",
+             "\uff26\uff55\uff4c\uff4c \uff57\uff49\uff44\uff54\uff48", decomposed("Å \ufb01")]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for name in names:
+            conn.execute("select memsub.upsert_relationship(%s, 'links', %s)", [name, name + " 2"])
+            conn.execute("select memsub.graph_upsert_entity(%s, 'Concept')", [name])
+        conn.commit()
+    with db.connect() as conn:
+        index_key = conn.execute("select pg_get_indexdef('memsub.idx_world_model_entities_key'::regclass, 2, true)"
+                                 ).fetchone()[0]
+        edges = conn.execute("select source_entity, source_key, target_key, memsub.normalize_text(source_entity), "
+                             "memsub.normalize_text(target_entity) from memsub.entity_relationships").fetchall()
+        entities = conn.execute(f"select {index_key}, memsub.normalize_text(entity_id) "  # noqa: S608
+                                "from memsub.world_model_entities").fetchall()
+    assert "NORMALIZE(entity_id, NFC)" in index_key, index_key
+    assert len(edges) == len(entities) == len(names)
+    assert [(e[1], e[2]) for e in edges] == [(e[3], e[4]) for e in edges]
+    assert [e[0] for e in entities] == [e[1] for e in entities]
 
 
 def test_superseded_edges_are_not_in_the_entity_graph_view(db):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,25 @@ def test_an_extension_missing_from_the_server_is_refused_and_nothing_changes(ser
         Migrator(server.dsn(empty_db), migrations_path=migrations).migrate()
     assert "extension vector_absent_from_server: not available on this server" in str(refused.value)
     assert cluster_state(server, empty_db) == before
+
+
+def test_a_database_not_in_utf8_is_refused_before_the_first_change(server):
+    """Entity names match in either Unicode composition (memsub.normalize_text), which PostgreSQL can compute only
+    in a UTF8 database: the preflight names the encoding and what to do, and nothing is installed."""
+    name = f"memsub_test_latin1_{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("create database {} encoding 'LATIN1' locale 'C' template template0").format(
+            sql.Identifier(name)))
+    try:
+        before = cluster_state(server, name)
+        with pytest.raises(PreflightRefused) as refused:
+            Migrator(server.dsn(name)).migrate()
+        assert "database encoding UTF8 (this database: LATIN1)" in str(refused.value)
+        assert "encoding 'UTF8'" in str(refused.value)
+        assert cluster_state(server, name) == before
+    finally:
+        with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("drop database {}").format(sql.Identifier(name)))
 
 
 def _at_2_3_0_plus_2_6_0(dsn: str) -> Migrator:
@@ -353,6 +374,76 @@ def _check_session_events(dsn: str) -> None:
     assert security == (True, True)
 
 
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def _graph_at_2_37_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.37.0 whose graph holds names in both Unicode compositions: an edge observed under each (two
+    overlapping windows, then one edge), an older window apart, a fact asserted under each, an entity whose alias
+    was typed decomposed, and another tenant's edge under the composed name."""
+    migrator.migrate("2.37.0")
+    one, two = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for tenant, source, kind, mentions, confidence, start, end, ttl in [
+                (one, _nfd("Zoë"), _nfd("aimé"), 2, 0.5, t0, None, None),
+                (one, _nfc("Zoë"), _nfc("aimé"), 3, 0.5, t0 + timedelta(days=10), None, datetime(2099, 1, 1)),
+                (one, _nfd("Zoë"), _nfd("aimé"), 1, 0.2, t0 - timedelta(days=100), t0 - timedelta(days=50), None),
+                (two, _nfc("Zoë"), _nfc("aimé"), 1, 0.5, t0, None, None)]:
+            conn.execute(
+                "insert into memsub.entity_relationships (tenant_id, source_entity, relationship_type, "
+                "target_entity, mention_count, confidence, first_seen, last_seen, valid_period, ttl) "
+                "values (%s, %s, %s, 'Max', %s, %s, %s, %s, tstzrange(%s, %s), %s)",
+                [tenant, source, kind, mentions, confidence, start, start, start, end, ttl])
+        for subject, obj, supporting, created in [(_nfd("Zoë"), _nfd("Crème"), 1, t0),
+                                                  (_nfc("Zoë"), _nfc("crème"), 2, t0 + timedelta(days=1))]:
+            conn.execute(
+                "insert into memsub.knowledge_facts (tenant_id, subject, predicate, object, confidence, "
+                "subject_normalized, object_normalized, supporting_packet_count, created_at, updated_at) "
+                "values (%s, %s, 'likes', to_jsonb(%s::text), 0.5, "
+                "lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')), "
+                "lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')), "
+                "%s, %s, %s)", [one, subject, obj, subject, obj, supporting, created, created])
+        conn.execute("insert into memsub.world_model_state (tenant_id, state_version) values (%s, 1)", [one])
+        conn.execute("insert into memsub.world_model_entities (tenant_id, entity_id, entity_type, state_version, "
+                     "aliases, alias_keys) values (%s, 'Zoe', 'Person', 1, array[%s], array[lower(%s)])",
+                     [one, _nfd("Zoé"), _nfd("Zoé")])
+
+
+def _check_graph_keys(dsn: str, _: Any = None) -> None:
+    one, two = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    with psycopg.connect(dsn) as conn:
+        edges = conn.execute(
+            "select tenant_id::text, source_entity, source_key, relationship_type, mention_count, confidence, "
+            "lower(valid_period), upper(valid_period), ttl from memsub.entity_relationships "
+            "order by 1, lower(valid_period)").fetchall()
+        facts = conn.execute("select subject, subject_normalized, object_normalized, supporting_packet_count, "
+                             "confidence, created_at from memsub.knowledge_facts").fetchall()
+        aliases = conn.execute("select alias_keys from memsub.world_model_entities").fetchall()
+        security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid in ('memsub.entity_relationships'::regclass, "
+                                "'memsub.knowledge_facts'::regclass, 'memsub.world_model_entities'::regclass) "
+                                "order by 1").fetchall()
+    zoe, loved = _nfc("zoë"), _nfc("aimé")
+    # The two open windows of one edge become one: observations added up, confidence combined as independent
+    # evidence (1 - 0.5 * 0.5), the earliest row and its spelling kept, expiring when its last observation does
+    # (one never expires). The older window stays apart; the other tenant's edge is its own.
+    assert edges == [
+        (one, _nfd("Zoë"), zoe, loved, 1, 0.2, t0 - timedelta(days=100), t0 - timedelta(days=50), None),
+        (one, _nfd("Zoë"), zoe, loved, 5, 0.75, t0, None, None),
+        (two, _nfc("Zoë"), zoe, loved, 1, 0.5, t0, None, None)]
+    assert facts == [(_nfd("Zoë"), zoe, _nfc("crème"), 3, 0.75, t0)]
+    assert aliases == [([_nfc("zoé")],)]
+    assert security == [("entity_relationships", True, True), ("knowledge_facts", True, True),
+                        ("world_model_entities", True, True)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -361,6 +452,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
                                                         lambda dsn, _: _check_namespace_keys(dsn)),
     "2.33.0 moves every session's events into rows": (_sessions_at_2_32_0,
                                                       lambda dsn, _: _check_session_events(dsn)),
+    "2.38.0 matches entity names in either Unicode composition": (_graph_at_2_37_0, _check_graph_keys),
 }
 
 
@@ -413,3 +505,21 @@ def test_a_non_superuser_installer_moves_every_session_event_too(server, empty_d
     _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "sessions")
     migrator.migrate()
     _check_session_events(server.dsn(empty_db))
+
+
+def test_a_non_superuser_installer_merges_the_graph_names_of_every_tenant_too(server, empty_db, installer):
+    """Row-level security is forced on the graph's tables: without a tenant context their owner sees no row, and
+    the upgrade must still give every row its new matching form and merge what it makes one."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _graph_at_2_37_0(server.dsn(empty_db), migrator)
+    tables = ("entity_relationships", "knowledge_facts", "world_model_entities")
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # their policies exist at 2.37.0 already
+        for table in tables:
+            conn.execute(f"alter table memsub.{table} enable row level security, force row level security")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        for table in tables:
+            assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
+    migrator.migrate()
+    _check_graph_keys(server.dsn(empty_db))

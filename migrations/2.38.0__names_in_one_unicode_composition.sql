@@ -1,0 +1,228 @@
+-- memsub 2.38.0: entity names match in whichever Unicode composition they were typed.
+--
+-- An accented letter reaches a database in two forms: one character (é, U+00E9, the composed form Unicode calls
+-- NFC, which most keyboards produce) or a letter followed by a combining accent (e, U+0301: the decomposed form,
+-- NFD, which macOS file names and some text extractors produce). Both look the same and mean the same. The matching
+-- form of a name (memsub.normalize_text) kept whichever it was given, so "Zoë" typed one way and "Zoë" typed the
+-- other were two entities: an edge, a fact or an alias written under one was not found, nor reinforced, under the
+-- other. The matching form now composes the name to NFC first; the names themselves stay as they were written.
+--
+-- What holds a matching form is computed again: source_key / target_key (generated columns, so dropped and added
+-- with the new expression, and the unique edge key, the exclusion constraint and the index over them made again),
+-- relationship types, the subject, predicate and object keys of facts, the alias keys of entities, and the two
+-- expression indexes of entities (name key, name words). Rows that the new form makes one are merged:
+-- - windows of one edge that overlap become one window: the first row (by start, first seen, id) and its spelling
+--   are kept, observations added up, confidence combined as independent evidence (1 - product of 1 - c),
+--   evidence joined, the first packet kept, and it expires when its last observation does (never, if one never
+--   does);
+-- - facts with one key become the first asserted, with supporting, contradicting and access counts added up,
+--   confidence combined the same way, and the same expiry rule.
+-- The expressions are memsub.normalize_text's written out: sql/ functions are not installed yet when a fresh
+-- database reaches this migration (a test checks that both agree). normalize() needs a UTF8 database, which the
+-- migrator's preflight checks before the first change.
+
+-- The edge keys and everything over them -----------------------------------------------------------------------
+
+drop materialized view memsub.mv_entity_graph cascade;  -- it groups by the keys; made again at the end
+alter table memsub.entity_relationships drop constraint entity_relationships_no_overlapping_windows;
+drop index memsub.idx_entity_relationships_edge;
+drop index memsub.idx_entity_relationships_target;
+alter table memsub.entity_relationships
+    drop column source_key,
+    drop column target_key;
+alter table memsub.entity_relationships
+    add column source_key text generated always as (
+        lower(regexp_replace(btrim(normalize(source_entity, nfc)), '\s+', ' ', 'g'))) stored,
+    add column target_key text generated always as (
+        lower(regexp_replace(btrim(normalize(target_entity, nfc)), '\s+', ' ', 'g'))) stored;
+comment on column memsub.entity_relationships.source_key is
+    'Matching form of source_entity (memsub.normalize_text: NFC, whitespace collapsed, lower case): edges and '
+    'lookups compare these.';
+comment on column memsub.entity_relationships.target_key is
+    'Matching form of target_entity (memsub.normalize_text).';
+
+-- Stored keys computed again, and rows made one merged. Row-level security is forced on the three tables (even
+-- their owner sees no row without a tenant context), so it is lifted for this block and put back as it was.
+do $$
+declare
+    v_tables   constant text[] := array['entity_relationships', 'knowledge_facts', 'world_model_entities'];
+    v_table    text;
+    v_security jsonb := '{}';
+    v_edge     record;
+    v_island   text[];       -- tenant and keys of the edge whose island is being merged
+    v_keep     uuid;         -- the island's first row, which takes in the others
+    v_reach    timestamptz;  -- where the island's windows end so far
+    v_facts    record;
+begin
+    foreach v_table in array v_tables loop
+        v_security := v_security || jsonb_build_object(v_table, (
+            select jsonb_build_array(c.relrowsecurity, c.relforcerowsecurity)
+              from pg_catalog.pg_class c where c.oid = format('memsub.%I', v_table)::regclass));
+        execute format('alter table memsub.%I no force row level security', v_table);
+        execute format('alter table memsub.%I disable row level security', v_table);
+    end loop;
+
+    update memsub.entity_relationships r
+       set relationship_type = lower(btrim(regexp_replace(normalize(r.relationship_type, nfc), '\s+', ' ', 'g')))
+     where r.relationship_type <> lower(btrim(regexp_replace(normalize(r.relationship_type, nfc), '\s+', ' ', 'g')));
+
+    -- Edges: only keys held by more than one row can overlap (the old constraint kept each old key's windows
+    -- apart). Walked in order of start; a window that starts before the reach of the current island joins it.
+    for v_edge in
+        select r.tenant_id, r.relationship_id, r.source_key, r.relationship_type, r.target_key, r.valid_period
+          from memsub.entity_relationships r
+         where (r.tenant_id, r.source_key, r.relationship_type, r.target_key) in (
+                   select d.tenant_id, d.source_key, d.relationship_type, d.target_key
+                     from memsub.entity_relationships d
+                    group by d.tenant_id, d.source_key, d.relationship_type, d.target_key
+                   having count(*) > 1)
+         order by r.tenant_id, r.source_key, r.relationship_type, r.target_key, lower(r.valid_period), r.first_seen,
+                  r.relationship_id
+    loop
+        if v_island = array[v_edge.tenant_id::text, v_edge.source_key, v_edge.relationship_type, v_edge.target_key]
+           and lower(v_edge.valid_period) < v_reach then
+            update memsub.entity_relationships k
+               set valid_period = tstzrange(lower(k.valid_period),
+                                            nullif(greatest(coalesce(upper(k.valid_period), 'infinity'),
+                                                            coalesce(upper(o.valid_period), 'infinity')),
+                                                   'infinity'),
+                                            '[)'),
+                   mention_count = k.mention_count + o.mention_count,
+                   confidence = 1 - (1 - k.confidence) * (1 - o.confidence),
+                   first_seen = least(k.first_seen, o.first_seen),
+                   last_seen = greatest(k.last_seen, o.last_seen),
+                   evidence = (select coalesce(jsonb_agg(distinct e), '[]')
+                                 from jsonb_array_elements(k.evidence || o.evidence) as e),
+                   source_packet = coalesce(k.source_packet, o.source_packet),
+                   ttl = case when k.ttl is not null and o.ttl is not null then greatest(k.ttl, o.ttl) end
+              from memsub.entity_relationships o
+             where k.tenant_id = v_edge.tenant_id and k.relationship_id = v_keep
+               and o.tenant_id = v_edge.tenant_id and o.relationship_id = v_edge.relationship_id;
+            delete from memsub.entity_relationships o
+             where o.tenant_id = v_edge.tenant_id and o.relationship_id = v_edge.relationship_id;
+            v_reach := greatest(v_reach, coalesce(upper(v_edge.valid_period), 'infinity'));
+        else
+            v_island := array[v_edge.tenant_id::text, v_edge.source_key, v_edge.relationship_type, v_edge.target_key];
+            v_keep := v_edge.relationship_id;
+            v_reach := coalesce(upper(v_edge.valid_period), 'infinity');
+        end if;
+    end loop;
+
+    -- Facts: the first asserted of each new key takes in the others, then every key is written in the new form.
+    for v_facts in
+        select f.tenant_id, array_agg(f.fact_id order by f.created_at, f.fact_id) as ids
+          from memsub.knowledge_facts f
+         group by f.tenant_id,
+                  lower(btrim(regexp_replace(normalize(f.subject, nfc), '\s+', ' ', 'g'))),
+                  lower(btrim(regexp_replace(normalize(f.predicate, nfc), '\s+', ' ', 'g'))),
+                  case when jsonb_typeof(f.object) = 'string'
+                       then lower(btrim(regexp_replace(normalize(f.object #>> '{}', nfc), '\s+', ' ', 'g')))
+                       else f.object::text end
+        having count(*) > 1
+    loop
+        update memsub.knowledge_facts k
+           set supporting_packet_count = a.supporting, contradiction_count = a.contradictions,
+               access_count = a.accesses, last_accessed = a.last_accessed, updated_at = a.updated_at,
+               confidence = a.confidence, source_packet = coalesce(k.source_packet, a.source_packet), ttl = a.ttl
+          from (select sum(o.supporting_packet_count)::integer as supporting,
+                       sum(o.contradiction_count)::integer as contradictions,
+                       sum(o.access_count)::integer as accesses,
+                       max(o.last_accessed) as last_accessed, max(o.updated_at) as updated_at,
+                       round((1 - exp(sum(ln(greatest(1 - o.confidence, 1e-300)))))::numeric, 12)::double precision
+                           as confidence,
+                       (array_agg(o.source_packet order by o.created_at, o.fact_id)
+                            filter (where o.source_packet is not null))[1] as source_packet,
+                       case when bool_and(o.ttl is not null) then max(o.ttl) end as ttl
+                  from memsub.knowledge_facts o
+                 where o.tenant_id = v_facts.tenant_id and o.fact_id = any(v_facts.ids)) a
+         where k.tenant_id = v_facts.tenant_id and k.fact_id = v_facts.ids[1];
+        delete from memsub.knowledge_facts o
+         where o.tenant_id = v_facts.tenant_id and o.fact_id = any(v_facts.ids[2:]);
+    end loop;
+    update memsub.knowledge_facts f
+       set subject_normalized = n.subject, predicate = n.predicate, object_normalized = n.object
+      from (select s.tenant_id, s.fact_id,
+                   lower(btrim(regexp_replace(normalize(s.subject, nfc), '\s+', ' ', 'g'))) as subject,
+                   lower(btrim(regexp_replace(normalize(s.predicate, nfc), '\s+', ' ', 'g'))) as predicate,
+                   case when jsonb_typeof(s.object) = 'string'
+                        then lower(btrim(regexp_replace(normalize(s.object #>> '{}', nfc), '\s+', ' ', 'g')))
+                        else s.object::text end as object
+              from memsub.knowledge_facts s) n
+     where f.tenant_id = n.tenant_id and f.fact_id = n.fact_id
+       and (f.subject_normalized, f.predicate, f.object_normalized) is distinct from (n.subject, n.predicate, n.object);
+
+    update memsub.world_model_entities w
+       set alias_keys = array(select distinct lower(btrim(regexp_replace(normalize(a, nfc), '\s+', ' ', 'g')))
+                                from unnest(w.aliases) as a
+                               where btrim(a) <> '' order by 1)
+     where cardinality(w.aliases) > 0;
+
+    foreach v_table in array v_tables loop
+        if (v_security -> v_table ->> 0)::boolean then
+            execute format('alter table memsub.%I enable row level security', v_table);
+        end if;
+        if (v_security -> v_table ->> 1)::boolean then
+            execute format('alter table memsub.%I force row level security', v_table);
+        end if;
+    end loop;
+end
+$$;
+
+alter table memsub.entity_relationships
+    add constraint entity_relationships_no_overlapping_windows exclude using gist (
+        tenant_id with =, source_key with =, relationship_type with =, target_key with =,
+        valid_period with &&) deferrable initially immediate;
+create unique index idx_entity_relationships_edge
+    on memsub.entity_relationships (tenant_id, source_key, relationship_type, target_key)
+    where upper_inf(valid_period);
+comment on index memsub.idx_entity_relationships_edge is
+    'The seed''s unique edge key over the matching form of the entity names, for the current (open-ended) window '
+    'of each edge: the arbiter of the relationship UPSERT.';
+create index idx_entity_relationships_target on memsub.entity_relationships (tenant_id, target_key);
+comment on index memsub.idx_entity_relationships_target is 'Incoming edges of an entity (by matching form).';
+
+-- Entities: the name key and the name words ----------------------------------------------------------------------
+
+drop index memsub.idx_world_model_entities_key;
+create index idx_world_model_entities_key
+    on memsub.world_model_entities (tenant_id,
+                                    (lower(regexp_replace(btrim(normalize(entity_id, nfc)), '\s+', ' ', 'g'))));
+comment on index memsub.idx_world_model_entities_key is
+    'Finds an entity by the matching form of its name (memsub.normalize_text).';
+
+create or replace function memsub._entity_name_words(p_entity_id text, p_aliases text[]) returns tsvector
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.to_tsvector('simple'::regconfig,
+                                  normalize(p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' '), nfc))
+$$;
+reindex index memsub.idx_world_model_entities_name_words;
+
+-- The entity graph view, as 2.19.0 made it, over the new keys --------------------------------------------------
+
+create materialized view memsub.mv_entity_graph as
+select r.tenant_id,
+       min(r.ttl) at time zone 'UTC' as expires_at,
+       r.source_key as source_entity,
+       r.relationship_type,
+       r.target_key as target_entity,
+       sum(r.mention_count)::bigint as total_mentions,
+       max(r.confidence) as max_confidence,
+       avg(r.confidence) as avg_confidence,
+       max(r.last_seen) as last_seen,
+       count(*)::bigint as relationship_count
+  from memsub.entity_relationships r
+ where upper_inf(r.valid_period) and lower(r.valid_period) <= now()
+   and (r.ttl is null or r.ttl > (now() at time zone 'UTC'))
+ group by r.tenant_id, r.source_key, r.relationship_type, r.target_key
+with no data;
+create unique index mv_entity_graph_key
+    on memsub.mv_entity_graph (tenant_id, source_entity, relationship_type, target_entity);
+comment on materialized view memsub.mv_entity_graph is
+    'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names '
+    'in their matching form (memsub.normalize_text); expires_at is the earliest expiry among the merged edges. '
+    'Clients read memsub.tenant_entity_graph, which drops a row at read time once expires_at has passed (until the '
+    'next refresh recomputes it without the expired edge).';
+comment on index memsub.mv_entity_graph_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
+alter materialized view memsub.mv_entity_graph owner to memsub_view_owner;
