@@ -1009,7 +1009,7 @@ begin
         raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     if numnode(v_query) = 0 then
         return;
     end if;
@@ -1728,7 +1728,7 @@ begin
     perform memsub._check_count(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     if numnode(v_query) = 0 then
         return;  -- no searchable words (empty text or only stop words)
@@ -3093,6 +3093,20 @@ CREATE FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision)
 ALTER FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) IS 'Internal: the hnsw.ef_search of a walk that must return p_pool rows of a caller holding p_share (0-1] of the graph: about ten candidates per wanted row inside that share, at least 40 and p_pool, at most 1000. Used by memsub._search_strategy and memsub.search_semantic_memory.';
+
+CREATE FUNCTION memsub._words_query(p_config regconfig, p_text text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select case when f.composed = f.decomposed then websearch_to_tsquery(p_config, f.composed)
+                else websearch_to_tsquery(p_config, f.composed) || websearch_to_tsquery(p_config, f.decomposed) end
+      from (select normalize(coalesce(p_text, ''), nfc) as composed,
+                   normalize(coalesce(p_text, ''), nfd) as decomposed) f
+$$;
+
+ALTER FUNCTION memsub._words_query(p_config regconfig, p_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._words_query(p_config regconfig, p_text text) IS 'Internal: the full-text query (websearch syntax) of a search text, matching words stored with their accents composed (NFC) or decomposed (NFD): the two forms'' queries joined by OR when the text has accents, its one query otherwise. A NULL text is an empty query.';
 
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
@@ -7834,7 +7848,7 @@ declare
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     return query
     with vector_leg as (
         -- Of each key its latest live version (as memsub.memory_list reads them: a delete flags every version),
@@ -15292,6 +15306,11 @@ GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO
 REVOKE ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) FROM PUBLIC;
 

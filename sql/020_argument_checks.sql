@@ -184,6 +184,23 @@ $$;
 comment on function memsub._normalize_json_value(jsonb) is
     'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
 
+create or replace function memsub._words_query(p_config regconfig, p_text text) returns tsquery
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+-- Text already stored is searched as it was written, in either composition, so the query takes both forms when they
+-- differ: its words composed (NFC) or its words decomposed (NFD), each parsed and stemmed by the configuration
+-- (a stemmer may cut the two forms of one word differently). Unaccented text has one form and one query.
+as $$
+    select case when f.composed = f.decomposed then websearch_to_tsquery(p_config, f.composed)
+                else websearch_to_tsquery(p_config, f.composed) || websearch_to_tsquery(p_config, f.decomposed) end
+      from (select normalize(coalesce(p_text, ''), nfc) as composed,
+                   normalize(coalesce(p_text, ''), nfd) as decomposed) f
+$$;
+comment on function memsub._words_query(regconfig, text) is
+    'Internal: the full-text query (websearch syntax) of a search text, matching words stored with their accents '
+    'composed (NFC) or decomposed (NFD): the two forms'' queries joined by OR when the text has accents, its one '
+    'query otherwise. A NULL text is an empty query.';
+
 create or replace function memsub._check_unit(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -441,3 +458,5 @@ grant execute on function memsub._check_fused_search(integer, integer, vector, t
 grant execute on function memsub._check_filter_values(text[], text), memsub._check_time_range(timestamptz, timestamptz)
     to memsub_app, memsub_analyst;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;
+-- The text legs' query: hybrid_search's keyword leg runs as memsub_retrieval_owner, the others as their caller.
+grant execute on function memsub._words_query(regconfig, text) to memsub_app, memsub_analyst, memsub_retrieval_owner;

@@ -30,7 +30,7 @@ begin
     perform memsub._check_count(p_limit, 'max_k', 'limit');
     -- The text is bounded before a tsquery is built from it, and the tsquery before it is matched.
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     if numnode(v_query) = 0 then
         return;  -- no searchable words (empty text or only stop words)
@@ -79,7 +79,7 @@ begin
         raise exception 'field "limit" must be between 1 and 10000, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     if numnode(v_query) = 0 then
         return;
     end if;

@@ -444,7 +444,7 @@ declare
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
     v_candidates := greatest(50, 4 * p_k);
-    v_query := websearch_to_tsquery('english'::regconfig, coalesce(p_query_text, ''));
+    v_query := memsub._words_query('english', p_query_text);
     return query
     with vector_leg as (
         -- Of each key its latest live version (as memsub.memory_list reads them: a delete flags every version),

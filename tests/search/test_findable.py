@@ -4,6 +4,7 @@ vectors plus full text for namespaced memory and graph entities, as ordinary app
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from click.testing import CliRunner
 
@@ -60,6 +61,28 @@ def test_ingest_with_an_embedder_embeds_the_chunks_stored_without_vectors(db):
     assert hits[0].vector_rank == 1 and hits[0].text_rank == 1
     assert ground_truth(db, "select count(*) as n from memsub.memory_embeddings where packet_id = %s "
                             "and chunk_index >= 1", [first.packet_id]) == [{"n": first.chunk_count}]
+
+
+def test_words_match_whichever_unicode_composition_the_text_or_the_query_was_typed_in(db):
+    """An accented letter typed as one character (NFC) or as a letter and a combining accent (NFD, as macOS file
+    names and some text extractors give it) is the same word for every text leg: document chunks with and
+    without vectors, and memory entries, whichever form the text was stored in and the query typed in."""
+    composed, decomposed = (lambda text: unicodedata.normalize("NFC", text),
+                            lambda text: unicodedata.normalize("NFD", text))
+    embedder = WordEmbedder()
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        plain = session.documents.ingest("notes/brulee.md", decomposed("Crème brûlée at the Café Zoë."),
+                                         file_hash=documents.sha256_hex(b"1"), mime="md")
+        embedded = session.documents.ingest("notes/smorgas.md", composed("Smörgåsbord in Malmö."),
+                                            file_hash=documents.sha256_hex(b"2"), mime="md", embedder=embedder)
+        session.memory.write(f"user:{ALICE}:notes", "dessert", {"text": decomposed("crème brûlée, twice")})
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        chunk = session.search.hybrid(composed("crème brûlée"), None, k=5)
+        vectored = session.search.hybrid(decomposed("smörgåsbord malmö"), None, k=5)
+        memory = session.memory.search(composed("Crème"), k=5)
+    assert [(h.packet_id, h.text_rank) for h in chunk] == [(plain.packet_id, 1)]
+    assert [(h.packet_id, h.text_rank) for h in vectored] == [(embedded.packet_id, 1)]
+    assert [vectored[0].embedding_id is not None, [h.key for h in memory]] == [True, ["dessert"]]
 
 
 def test_packet_chunk_count_and_is_chunked_follow_the_document(db):
