@@ -1,11 +1,16 @@
--- memsub 2.38.0: entity names match in whichever Unicode composition they were typed.
+-- memsub 2.38.0: entity names match in whichever Unicode composition, and with whichever white space, they were
+-- typed.
 --
 -- An accented letter reaches a database in two forms: one character (é, U+00E9, the composed form Unicode calls
 -- NFC, which most keyboards produce) or a letter followed by a combining accent (e, U+0301: the decomposed form,
 -- NFD, which macOS file names and some text extractors produce). Both look the same and mean the same. The matching
 -- form of a name (memsub.normalize_text) kept whichever it was given, so "Zoë" typed one way and "Zoë" typed the
 -- other were two entities: an edge, a fact or an alias written under one was not found, nor reinforced, under the
--- other. The matching form now composes the name to NFC first; the names themselves stay as they were written.
+-- other. Likewise the no-break spaces of text copied from web pages (U+00A0, U+2007, U+202F) and the next-line
+-- control (U+0085), which Unicode counts as white space and PostgreSQL's \s (the C library's classes) does not:
+-- "Acme Corp" with a no-break space was another name. The matching form now composes the name to NFC and counts
+-- those as white space too; the names themselves stay as they were written (trimmed, as memsub._require_text
+-- stores them).
 --
 -- What holds a matching form is computed again: source_key / target_key (generated columns, so dropped and added
 -- with the new expression, and the unique edge key, the exclusion constraint and the index over them made again),
@@ -17,9 +22,18 @@
 --   does);
 -- - facts with one key become the first asserted, with supporting, contradicting and access counts added up,
 --   confidence combined the same way, and the same expiry rule.
--- The expressions are memsub.normalize_text's written out: sql/ functions are not installed yet when a fresh
--- database reaches this migration (a test checks that both agree). normalize() needs a UTF8 database, which the
--- migrator's preflight checks before the first change.
+-- The generated columns and the index spell the expression out, so that no later change of a function can leave
+-- stored keys stale; the data moves below call memsub.normalize_text, created here as sql/020_argument_checks.sql
+-- defines it (sql/ is applied after the migrations). A test keeps the spelled-out forms equal to the function.
+-- normalize() needs a UTF8 database, which the migrator's preflight checks before the first change.
+
+create or replace function memsub.normalize_text(p_value text) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) $$;
+comment on function memsub.normalize_text(text) is
+    'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
+    'run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
 
 -- The edge keys and everything over them -----------------------------------------------------------------------
 
@@ -32,11 +46,11 @@ alter table memsub.entity_relationships
     drop column target_key;
 alter table memsub.entity_relationships
     add column source_key text generated always as (
-        lower(regexp_replace(btrim(normalize(source_entity, nfc)), '\s+', ' ', 'g'))) stored,
+        lower(btrim(regexp_replace(normalize(source_entity, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))) stored,
     add column target_key text generated always as (
-        lower(regexp_replace(btrim(normalize(target_entity, nfc)), '\s+', ' ', 'g'))) stored;
+        lower(btrim(regexp_replace(normalize(target_entity, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))) stored;
 comment on column memsub.entity_relationships.source_key is
-    'Matching form of source_entity (memsub.normalize_text: NFC, whitespace collapsed, lower case): edges and '
+    'Matching form of source_entity (memsub.normalize_text: NFC, white space collapsed, lower case): edges and '
     'lookups compare these.';
 comment on column memsub.entity_relationships.target_key is
     'Matching form of target_entity (memsub.normalize_text).';
@@ -63,8 +77,8 @@ begin
     end loop;
 
     update memsub.entity_relationships r
-       set relationship_type = lower(btrim(regexp_replace(normalize(r.relationship_type, nfc), '\s+', ' ', 'g')))
-     where r.relationship_type <> lower(btrim(regexp_replace(normalize(r.relationship_type, nfc), '\s+', ' ', 'g')));
+       set relationship_type = memsub.normalize_text(r.relationship_type)
+     where r.relationship_type <> memsub.normalize_text(r.relationship_type);
 
     -- Edges: only keys held by more than one row can overlap (the old constraint kept each old key's windows
     -- apart). Walked in order of start; a window that starts before the reach of the current island joins it.
@@ -113,10 +127,10 @@ begin
         select f.tenant_id, array_agg(f.fact_id order by f.created_at, f.fact_id) as ids
           from memsub.knowledge_facts f
          group by f.tenant_id,
-                  lower(btrim(regexp_replace(normalize(f.subject, nfc), '\s+', ' ', 'g'))),
-                  lower(btrim(regexp_replace(normalize(f.predicate, nfc), '\s+', ' ', 'g'))),
+                  memsub.normalize_text(f.subject),
+                  memsub.normalize_text(f.predicate),
                   case when jsonb_typeof(f.object) = 'string'
-                       then lower(btrim(regexp_replace(normalize(f.object #>> '{}', nfc), '\s+', ' ', 'g')))
+                       then memsub.normalize_text(f.object #>> '{}')
                        else f.object::text end
         having count(*) > 1
     loop
@@ -142,17 +156,17 @@ begin
     update memsub.knowledge_facts f
        set subject_normalized = n.subject, predicate = n.predicate, object_normalized = n.object
       from (select s.tenant_id, s.fact_id,
-                   lower(btrim(regexp_replace(normalize(s.subject, nfc), '\s+', ' ', 'g'))) as subject,
-                   lower(btrim(regexp_replace(normalize(s.predicate, nfc), '\s+', ' ', 'g'))) as predicate,
+                   memsub.normalize_text(s.subject) as subject,
+                   memsub.normalize_text(s.predicate) as predicate,
                    case when jsonb_typeof(s.object) = 'string'
-                        then lower(btrim(regexp_replace(normalize(s.object #>> '{}', nfc), '\s+', ' ', 'g')))
+                        then memsub.normalize_text(s.object #>> '{}')
                         else s.object::text end as object
               from memsub.knowledge_facts s) n
      where f.tenant_id = n.tenant_id and f.fact_id = n.fact_id
        and (f.subject_normalized, f.predicate, f.object_normalized) is distinct from (n.subject, n.predicate, n.object);
 
     update memsub.world_model_entities w
-       set alias_keys = array(select distinct lower(btrim(regexp_replace(normalize(a, nfc), '\s+', ' ', 'g')))
+       set alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases) as a
                                where btrim(a) <> '' order by 1)
      where cardinality(w.aliases) > 0;
@@ -186,7 +200,8 @@ comment on index memsub.idx_entity_relationships_target is 'Incoming edges of an
 drop index memsub.idx_world_model_entities_key;
 create index idx_world_model_entities_key
     on memsub.world_model_entities (tenant_id,
-                                    (lower(regexp_replace(btrim(normalize(entity_id, nfc)), '\s+', ' ', 'g'))));
+                                    (lower(btrim(regexp_replace(normalize(entity_id, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ',
+                                                              'g')))));
 comment on index memsub.idx_world_model_entities_key is
     'Finds an entity by the matching form of its name (memsub.normalize_text).';
 

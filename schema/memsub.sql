@@ -2021,7 +2021,7 @@ COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching for
 CREATE FUNCTION memsub._optional_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select case when p_value ~ '\S' then memsub._require_text(p_value, 'value') end $$;
+    AS $$ select case when p_value ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then memsub._require_text(p_value, 'value') end $$;
 
 ALTER FUNCTION memsub._optional_text(p_value text) OWNER TO memsub_owner;
 
@@ -2624,12 +2624,13 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks).
-    if p_value !~ '\S' then
+    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks, and the no-break spaces and next-line
+    -- control that Unicode counts as white space and the C library's classes do not).
+    if p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
     -- Each run of whitespace becomes one space, then the spaces at either end go.
-    return btrim(regexp_replace(p_value, '\s+', ' ', 'g'));
+    return btrim(regexp_replace(p_value, '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'));
 end
 $$;
 
@@ -2650,19 +2651,24 @@ begin
     -- nothing. One call for a whole level of a walk, not one per edge. The matching forms are written out, not
     -- memsub.normalize_text calls (never inlined: it sets its search_path), a frame per name and key otherwise: the
     -- name's as normalize_text's body, the stored names' as idx_world_model_entities_key's expression, which the
-    -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
+    -- index search must repeat; both are normalize_text's body (whitespace as memsub._require_text counts it).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(btrim(regexp_replace(normalize(u.name, nfc), '\s+', ' ', 'g'))) as key
+          from (select distinct u.name,
+                       lower(btrim(regexp_replace(normalize(u.name, nfc),
+                                                  '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
               select x.entity_id,
-                     array[lower(regexp_replace(btrim(normalize(x.entity_id, nfc)), '\s+', ' ', 'g'))] || x.alias_keys
-                         as keys
+                     array[lower(btrim(regexp_replace(normalize(x.entity_id, nfc),
+                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))]
+                         || x.alias_keys as keys
                 from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
                         where e.tenant_id = v_tenant
-                          and lower(regexp_replace(btrim(normalize(e.entity_id, nfc)), '\s+', ' ', 'g')) = n.key
+                          and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                         '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                              = n.key
                         order by e.entity_id limit 1)
                       union all
                       (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
@@ -4541,8 +4547,8 @@ CREATE TABLE memsub.entity_relationships (
     source_type text DEFAULT 'Entity'::text NOT NULL,
     target_type text DEFAULT 'Entity'::text NOT NULL,
     ttl timestamp without time zone,
-    source_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(NORMALIZE(source_entity, NFC)), '\s+'::text, ' '::text, 'g'::text))) STORED,
-    target_key text GENERATED ALWAYS AS (lower(regexp_replace(btrim(NORMALIZE(target_entity, NFC)), '\s+'::text, ' '::text, 'g'::text))) STORED,
+    source_key text GENERATED ALWAYS AS (lower(btrim(regexp_replace(NORMALIZE(source_entity, NFC), '[[:space:]\u0085\u00a0\u2007\u202f]+'::text, ' '::text, 'g'::text)))) STORED,
+    target_key text GENERATED ALWAYS AS (lower(btrim(regexp_replace(NORMALIZE(target_entity, NFC), '[[:space:]\u0085\u00a0\u2007\u202f]+'::text, ' '::text, 'g'::text)))) STORED,
     CONSTRAINT entity_relationships_confidence_in_unit_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT entity_relationships_evidence_is_array CHECK ((jsonb_typeof(evidence) = 'array'::text)),
     CONSTRAINT entity_relationships_mention_count_positive CHECK ((mention_count >= 1)),
@@ -4598,7 +4604,7 @@ COMMENT ON COLUMN memsub.entity_relationships.target_type IS 'Node type of the t
 
 COMMENT ON COLUMN memsub.entity_relationships.ttl IS 'Expiration time (UTC): the latest ttl of the packets that observed the edge window, NULL (never) once one observation came without an expiring packet. An expired window is never read and purge_expired() deletes it.';
 
-COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text: NFC, whitespace collapsed, lower case): edges and lookups compare these.';
+COMMENT ON COLUMN memsub.entity_relationships.source_key IS 'Matching form of source_entity (memsub.normalize_text: NFC, white space collapsed, lower case): edges and lookups compare these.';
 
 COMMENT ON COLUMN memsub.entity_relationships.target_key IS 'Matching form of target_entity (memsub.normalize_text).';
 
@@ -7983,11 +7989,11 @@ COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value js
 CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '\s+', ' ', 'g'))) $$;
+    AS $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) $$;
 
 ALTER FUNCTION memsub.normalize_text(p_value text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
+COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
 
 CREATE FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -13940,7 +13946,7 @@ CREATE INDEX idx_world_model_entities_embedding ON memsub.world_model_entities U
 
 COMMENT ON INDEX memsub.idx_world_model_entities_embedding IS 'HNSW (cosine) over the entities that carry an embedding.';
 
-CREATE INDEX idx_world_model_entities_key ON memsub.world_model_entities USING btree (tenant_id, lower(regexp_replace(btrim(NORMALIZE(entity_id, NFC)), '\s+'::text, ' '::text, 'g'::text)));
+CREATE INDEX idx_world_model_entities_key ON memsub.world_model_entities USING btree (tenant_id, lower(btrim(regexp_replace(NORMALIZE(entity_id, NFC), '[[:space:]\u0085\u00a0\u2007\u202f]+'::text, ' '::text, 'g'::text))));
 
 COMMENT ON INDEX memsub.idx_world_model_entities_key IS 'Finds an entity by the matching form of its name (memsub.normalize_text).';
 

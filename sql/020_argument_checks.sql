@@ -20,12 +20,13 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks).
-    if p_value !~ '\S' then
+    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks, and the no-break spaces and next-line
+    -- control that Unicode counts as white space and the C library's classes do not).
+    if p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
     -- Each run of whitespace becomes one space, then the spaces at either end go.
-    return btrim(regexp_replace(p_value, '\s+', ' ', 'g'));
+    return btrim(regexp_replace(p_value, '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'));
 end
 $$;
 comment on function memsub._require_text(text, text) is
@@ -38,7 +39,7 @@ set search_path = pg_catalog, pg_temp
 -- The form memsub._require_text stores, for a field that may be absent: an agent or task id written optionally
 -- here and required there, or read back as a filter, is then the same key however its whitespace was typed.
 -- _require_text is called only for a value it accepts (not NULL, not blank), so it never raises here.
-as $$ select case when p_value ~ '\S' then memsub._require_text(p_value, 'value') end $$;
+as $$ select case when p_value ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then memsub._require_text(p_value, 'value') end $$;
 comment on function memsub._optional_text(text) is
     'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
     'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
@@ -165,14 +166,14 @@ create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 -- One Unicode composition first (NFC: an accented letter typed as a letter and a combining mark becomes the one
--- character most keyboards type), then whitespace of any kind made one space and trimmed: the same text as
--- memsub._require_text's, lower case. For a stored name (trimmed by _require_text) it equals the generated
--- source_key / target_key and the entity-key index, which spell out lower(regexp_replace(btrim(normalize(...))))
--- and trim spaces only. normalize() needs a UTF8 database, which the migrator's preflight checks.
-as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '\s+', ' ', 'g'))) $$;
+-- character most keyboards type), then whitespace of any kind made one space and trimmed, as memsub._require_text
+-- does, then lower case. The generated source_key / target_key, the entity-key index and
+-- memsub._resolve_entities spell this expression out (a migration cannot call a function of sql/); a test keeps
+-- them equal. normalize() needs a UTF8 database, which the migrator's preflight checks.
+as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) $$;
 comment on function memsub.normalize_text(text) is
     'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
-    'run of whitespace (spaces, tabs, line breaks) made one space, trimmed, lower case.';
+    'run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
 
 create or replace function memsub._normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe

@@ -31,19 +31,24 @@ begin
     -- nothing. One call for a whole level of a walk, not one per edge. The matching forms are written out, not
     -- memsub.normalize_text calls (never inlined: it sets its search_path), a frame per name and key otherwise: the
     -- name's as normalize_text's body, the stored names' as idx_world_model_entities_key's expression, which the
-    -- index search must repeat and which equals normalize_text for a name stored trimmed (_require_text).
+    -- index search must repeat; both are normalize_text's body (whitespace as memsub._require_text counts it).
     return query
         select n.name, coalesce(w.entity_id, btrim(n.name)), coalesce(w.keys, array[n.key])
-          from (select distinct u.name, lower(btrim(regexp_replace(normalize(u.name, nfc), '\s+', ' ', 'g'))) as key
+          from (select distinct u.name,
+                       lower(btrim(regexp_replace(normalize(u.name, nfc),
+                                                  '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) as key
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
               select x.entity_id,
-                     array[lower(regexp_replace(btrim(normalize(x.entity_id, nfc)), '\s+', ' ', 'g'))] || x.alias_keys
-                         as keys
+                     array[lower(btrim(regexp_replace(normalize(x.entity_id, nfc),
+                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))]
+                         || x.alias_keys as keys
                 from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
                         where e.tenant_id = v_tenant
-                          and lower(regexp_replace(btrim(normalize(e.entity_id, nfc)), '\s+', ' ', 'g')) = n.key
+                          and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                         '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                              = n.key
                         order by e.entity_id limit 1)
                       union all
                       (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e

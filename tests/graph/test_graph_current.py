@@ -140,7 +140,8 @@ def test_the_stored_matching_forms_agree_with_normalize_text(db):
     """The generated edge keys and the entity-key index spell memsub.normalize_text out (a migration cannot call
     it): for names that decompose, change length in lower case or hold wide spaces, they give its answer."""
     names = [decomposed("Zoë  Café"), "\tİSTANBUL\n", "STRAßE", "a\u2003\u2003b",
-             "\uff26\uff55\uff4c\uff4c \uff57\uff49\uff44\uff54\uff48", decomposed("Å \ufb01")]
+             "\uff26\uff55\uff4c\uff4c \uff57\uff49\uff44\uff54\uff48", decomposed("Å \ufb01"),
+             "\u00a0Acme\u2007\u202fCorp\u0085"]
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         for name in names:

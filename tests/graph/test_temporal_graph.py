@@ -278,12 +278,17 @@ def test_a_walk_reads_the_edges_of_a_level_in_one_pass(db):
 def test_a_name_matches_whatever_whitespace_surrounds_it(db):
     """A name is stored trimmed of whitespace of any kind (memsub._require_text); its matching form
     (memsub.normalize_text) trims the same whitespace, so a lookup with a tab or a line break around the name finds
-    what was written under it, and the other way round."""
+    what was written under it, and the other way round. The no-break spaces of text copied from web pages (U+00A0,
+    U+2007, U+202F) and the next-line control (U+0085) are whitespace too, as Unicode counts them."""
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         conn.execute("select memsub.upsert_relationship(%s, 'links', 'Beta')", ["\tAlpha\n"])
         conn.execute("select memsub.graph_upsert_entity('Gamma', 'Concept', array[%s])", ["\tG\r\n"])
         conn.execute("select memsub.upsert_relationship('G', 'links', 'Delta')")
+        conn.execute("select memsub.upsert_relationship(%s, 'links', 'Beta')", ["\u00a0Acme\u202fCorp\u2007"])
+        stored = conn.execute("select source_entity from memsub.edges_as_of(null, 'Acme Corp')").fetchall()
         found = {name: conn.execute("select count(*) from memsub.edges_as_of(null, %s)", [name]).fetchone()
-                 for name in ("Alpha", "\tAlpha", "alpha\r\n", " ALPHA ", "\nGamma\t", "g\t")}
+                 for name in ("Alpha", "\tAlpha", "alpha\r\n", " ALPHA ", "\nGamma\t", "g\t", "Alpha\u00a0",
+                              "\u0085alpha", "acme\u00a0corp", "ACME \u2007 CORP")}
     assert found == {name: (1,) for name in found}, found
+    assert stored == [("Acme Corp",)]
