@@ -21,7 +21,8 @@
 --   evidence joined, the first packet kept, and it expires when its last observation does (never, if one never
 --   does);
 -- - facts with one key become the first asserted, with supporting, contradicting and access counts added up,
---   confidence combined the same way, and the same expiry rule.
+--   confidence combined the same way, and the same expiry rule. The contradictions the two forms counted against
+--   each other stay in the sum: nothing recorded tells them apart from the others.
 -- The generated columns and the index spell the expression out, so that no later change of a function can leave
 -- stored keys stale; the data moves below call memsub.normalize_text, created here as sql/020_argument_checks.sql
 -- defines it (sql/ is applied after the migrations). A test keeps the spelled-out forms equal to the function.
@@ -35,12 +36,64 @@ comment on function memsub.normalize_text(text) is
     'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
     'run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
 
--- The edge keys and everything over them -----------------------------------------------------------------------
+-- The edge keys -----------------------------------------------------------------------------------------------
 
-drop materialized view memsub.mv_entity_graph cascade;  -- it groups by the keys; made again at the end
-alter table memsub.entity_relationships drop constraint entity_relationships_no_overlapping_windows;
-drop index memsub.idx_entity_relationships_edge;
-drop index memsub.idx_entity_relationships_target;
+-- What stands on source_key / target_key (the exclusion constraint, the unique edge key, the incoming-edge index,
+-- and mv_entity_graph with its index) goes with the columns and is made again afterwards from its own definition as
+-- the catalog holds it (a test compares an upgraded database with a fresh one). The statements wait here.
+create temporary table edge_key_dependents (
+    position  integer generated always as identity,
+    statement text not null
+) on commit drop;
+do $$
+declare
+    v_table constant regclass := 'memsub.entity_relationships';
+    v_keys  constant smallint[] := array(select a.attnum from pg_catalog.pg_attribute a
+                                          where a.attrelid = 'memsub.entity_relationships'::regclass
+                                            and a.attname in ('source_key', 'target_key'));
+    v_views regclass[] := array(select distinct r.ev_class::regclass
+                                  from pg_catalog.pg_depend d
+                                  join pg_catalog.pg_rewrite r on r.oid = d.objid
+                                 where d.classid = 'pg_catalog.pg_rewrite'::regclass
+                                   and d.refobjid = 'memsub.entity_relationships'::regclass
+                                   and d.refobjsubid = any(v_keys));
+begin
+    if exists (select from pg_catalog.pg_class c where c.oid = any(v_views) and c.relkind <> 'm') then
+        raise exception 'migration 2.38.0 makes materialized views again, and a plain view reads the edge keys';
+    end if;
+    insert into edge_key_dependents (statement)
+    select format('alter table %s add constraint %I %s', v_table, c.conname, pg_catalog.pg_get_constraintdef(c.oid))
+      from pg_catalog.pg_constraint c
+     where c.conrelid = v_table and c.conkey && v_keys
+     order by c.conname;
+    insert into edge_key_dependents (statement)
+    select s.statement
+      from pg_catalog.pg_class c
+     cross join lateral (values
+               (format('create materialized view %s as %s with no data', c.oid::regclass,
+                       rtrim(pg_catalog.pg_get_viewdef(c.oid), ';'))),
+               (format('comment on materialized view %s is %L', c.oid::regclass,
+                       pg_catalog.obj_description(c.oid, 'pg_class'))),
+               (format('alter materialized view %s owner to %I', c.oid::regclass, c.relowner::regrole))) as s(statement)
+     where c.oid = any(v_views)
+     order by c.relname;
+    -- The indexes of both, after the views: the table's that read a key (not the constraint's own), the views' all.
+    insert into edge_key_dependents (statement)
+    select s.statement
+      from pg_catalog.pg_index i
+     cross join lateral (values (pg_catalog.pg_get_indexdef(i.indexrelid)),
+                                (format('comment on index %s is %L', i.indexrelid::regclass,
+                                        pg_catalog.obj_description(i.indexrelid, 'pg_class')))) as s(statement)
+     where (i.indrelid = v_table and i.indkey::smallint[] && v_keys
+            and not exists (select from pg_catalog.pg_constraint c where c.conindid = i.indexrelid))
+        or i.indrelid = any(v_views)
+     order by i.indexrelid::regclass::text;
+    for i in 1 .. coalesce(cardinality(v_views), 0) loop
+        execute format('drop materialized view %s cascade', v_views[i]);  -- with the tenant_* view over it (sql/)
+    end loop;
+end
+$$;
+
 alter table memsub.entity_relationships
     drop column source_key,
     drop column target_key;
@@ -182,18 +235,16 @@ begin
 end
 $$;
 
-alter table memsub.entity_relationships
-    add constraint entity_relationships_no_overlapping_windows exclude using gist (
-        tenant_id with =, source_key with =, relationship_type with =, target_key with =,
-        valid_period with &&) deferrable initially immediate;
-create unique index idx_entity_relationships_edge
-    on memsub.entity_relationships (tenant_id, source_key, relationship_type, target_key)
-    where upper_inf(valid_period);
-comment on index memsub.idx_entity_relationships_edge is
-    'The seed''s unique edge key over the matching form of the entity names, for the current (open-ended) window '
-    'of each edge: the arbiter of the relationship UPSERT.';
-create index idx_entity_relationships_target on memsub.entity_relationships (tenant_id, target_key);
-comment on index memsub.idx_entity_relationships_target is 'Incoming edges of an entity (by matching form).';
+-- The merged edges have one window each again: what stood on their keys is made again.
+do $$
+declare
+    v_statement text;
+begin
+    for v_statement in select d.statement from edge_key_dependents d order by d.position loop
+        execute v_statement;
+    end loop;
+end
+$$;
 
 -- Entities: the name key and the name words ----------------------------------------------------------------------
 
@@ -213,31 +264,3 @@ as $$
                                   normalize(p_entity_id || ' ' || pg_catalog.array_to_string(p_aliases, ' '), nfc))
 $$;
 reindex index memsub.idx_world_model_entities_name_words;
-
--- The entity graph view, as 2.19.0 made it, over the new keys --------------------------------------------------
-
-create materialized view memsub.mv_entity_graph as
-select r.tenant_id,
-       min(r.ttl) at time zone 'UTC' as expires_at,
-       r.source_key as source_entity,
-       r.relationship_type,
-       r.target_key as target_entity,
-       sum(r.mention_count)::bigint as total_mentions,
-       max(r.confidence) as max_confidence,
-       avg(r.confidence) as avg_confidence,
-       max(r.last_seen) as last_seen,
-       count(*)::bigint as relationship_count
-  from memsub.entity_relationships r
- where upper_inf(r.valid_period) and lower(r.valid_period) <= now()
-   and (r.ttl is null or r.ttl > (now() at time zone 'UTC'))
- group by r.tenant_id, r.source_key, r.relationship_type, r.target_key
-with no data;
-create unique index mv_entity_graph_key
-    on memsub.mv_entity_graph (tenant_id, source_entity, relationship_type, target_entity);
-comment on materialized view memsub.mv_entity_graph is
-    'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names '
-    'in their matching form (memsub.normalize_text); expires_at is the earliest expiry among the merged edges. '
-    'Clients read memsub.tenant_entity_graph, which drops a row at read time once expires_at has passed (until the '
-    'next refresh recomputes it without the expired edge).';
-comment on index memsub.mv_entity_graph_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
-alter materialized view memsub.mv_entity_graph owner to memsub_view_owner;
