@@ -9400,7 +9400,10 @@ begin
     perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
-    -- Its events go with it (session_events_session_fkey cascades).
+    -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
+    -- its state (no session would decide any more who may read them).
+    update memsub.checkpoints c set session_state = null
+     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id and c.session_state is not null;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -9408,7 +9411,7 @@ $$;
 
 ALTER FUNCTION memsub.session_delete(p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy of its state. Audited as session_delete.';
 
 CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -14533,6 +14536,12 @@ ALTER TABLE memsub.audit ENABLE ROW LEVEL SECURITY;
 CREATE POLICY audit_actor_visibility ON memsub.audit AS RESTRICTIVE USING (((NOT (user_id IS DISTINCT FROM ( SELECT memsub.current_user_id() AS current_user_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
 COMMENT ON POLICY audit_actor_visibility ON memsub.audit IS 'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
+
+CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USING (((session_state IS NULL) OR (EXISTS ( SELECT
+   FROM memsub.sessions s
+  WHERE ((s.tenant_id = checkpoints.tenant_id) AND (s.id = checkpoints.session_id))))));
+
+COMMENT ON POLICY checkpoint_session_access ON memsub.checkpoints IS 'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the context whose session_id names it, and to admins.';
 
 ALTER TABLE memsub.checkpoints ENABLE ROW LEVEL SECURITY;
 

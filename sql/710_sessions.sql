@@ -350,14 +350,18 @@ begin
     perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
-    -- Its events go with it (session_events_session_fkey cascades).
+    -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
+    -- its state (no session would decide any more who may read them).
+    update memsub.checkpoints c set session_state = null
+     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id and c.session_state is not null;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
 $$;
 comment on function memsub.session_delete(text) is
     'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory '
-    'entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2). Audited as session_delete.';
+    'entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy '
+    'of its state. Audited as session_delete.';
 
 create or replace function memsub.session_get_events(
     p_session_id     text,

@@ -214,6 +214,8 @@ def test_deleting_a_session_keeps_tasks_agents_checkpoints_memory_and_audit(db):
     for table in ["tasks", "agents", "checkpoints", "memory_entries"]:
         kept = ground_truth(db, f"select count(*) as n, count(session_id) as linked from memsub.{table}")  # noqa: S608
         assert kept == [{"n": 1, "linked": 0}], table
+    # A checkpoint's copy of the session's state goes with the session: no session decides who may read it now.
+    assert ground_truth(db, "select count(session_state) as n from memsub.checkpoints") == [{"n": 0}]
     audit = ground_truth(db, "select operation, session_id from memsub.audit order by id")
     assert [a["operation"] for a in audit] == [
         "session_create",

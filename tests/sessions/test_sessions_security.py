@@ -77,3 +77,32 @@ def test_audit_rows_of_one_user_are_hidden_from_another(db):
     with db.connect("app") as conn:
         as_user(conn, other, "s1")
         assert one(conn, "select count(*) as n from memsub.audit")["n"] > 0
+
+
+def test_a_checkpoint_holding_a_session_state_is_visible_where_the_session_is(db):
+    """A checkpoint copies its session's state, and a session is visible to its user, to the context naming it and
+    to admins (policy session_access): the copy must not show that state to another user of the tenant, by reading
+    the table or by restoring it. The policy checkpoint_session_access guards it; dropped, Bob reads Alice's state."""
+    other = "c0ffee00-0000-0000-0000-000000000001"
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE, state={f"user:{ALICE}:secret": "alice-private"})
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id from memsub.task_create('job', '{}', 's1')")["id"]
+        checkpoint = one(conn, "select id from memsub.checkpoint_save(%s, '{\"at\": 1}')", [task])["id"]
+        conn.commit()
+        seen = {}
+        for name, user, session in [("alice", ALICE, None), ("context", other, "s1"), ("other", other, None)]:
+            as_user(conn, user, session)
+            seen[name] = rows_of(conn)
+            conn.rollback()
+        as_user(conn, other)
+        expect_error(conn, "P0002", "checkpoint_id", "select memsub.checkpoint_restore(%s)", [checkpoint])
+    secret = {f"user:{ALICE}:secret": "alice-private"}
+    assert seen == {"alice": [secret], "context": [secret], "other": []}
+    with db.connect("tenant_admin") as conn:
+        as_user(conn, other, roles=["tenant_admin"])
+        assert rows_of(conn) == [secret]
+
+
+def rows_of(conn) -> list[object]:
+    return [r[0] for r in conn.execute("select session_state from memsub.checkpoints").fetchall()]
