@@ -10061,9 +10061,12 @@ begin
         raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
             using errcode = 'P0002', column = 'key';
     end if;
+    -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
+    -- version its delete returned is taken as well.
     if p_check_version and (
         (p_expected_version is null and v_current is not null and not v_deleted)
-        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0))) then
+        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
+            and not (v_deleted and p_expected_version = 0))) then
         raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
             p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
             using errcode = '40001', column = 'expected_version',

@@ -55,9 +55,15 @@ def test_versions_history_and_soft_delete(db):
         )
         assert [(h["version"], h["is_deleted"]) for h in history] == [(1, True), (2, True), (3, True)]
         assert history[0]["value"] == {"language": "concise"}
-        # A deleted key is written again as a new entry (it was read as absent): the history continues.
-        again = write(conn, ns, "communication_style", {"language": "terse"}, None)
-        assert again["version"] == 4 and not again["is_deleted"]
+        # A deleted key is written again as a new entry, with the version read for it as absent (0, as for a key
+        # never written): the history continues.
+        absent = current_version(conn, ns, "communication_style")
+        again = write(conn, ns, "communication_style", {"language": "terse"}, absent)
+        assert (absent, again["version"], again["is_deleted"]) == (0, 4, False)
+        conn.commit()
+        as_user(conn, ALICE)
+        expect_error(conn, "40001", "expected_version", "select memsub.memory_write(%s, %s, '1', 0)",
+                     [ns, "communication_style"])  # now it has a live entry again
         conn.commit()
     audit = ground_truth(
         db,
@@ -68,7 +74,7 @@ def test_versions_history_and_soft_delete(db):
         ("memory_write", 1, None),
         ("memory_write", 2, "1"),
         ("memory_delete", 3, "2"),
-        ("memory_write", 4, None),
+        ("memory_write", 4, "0"),
     ]
 
 
