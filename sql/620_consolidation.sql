@@ -56,6 +56,7 @@ declare
     v_versions jsonb;
     v_value    jsonb;
     v_row      memsub.memory_entries;
+    v_live     memsub.memory_entries;
 begin
     if not (memsub._caller_is_admin()) then
         raise exception 'memsub.consolidate_memories needs a tenant_admin or platform_admin context'
@@ -105,18 +106,35 @@ begin
                 p_strategy, v_conflict.key, v_conflict.namespace
                 using errcode = '22004', column = 'strategy';
         end if;
+        -- The new version replaces the live one (the newest of them): it keeps its metadata, its vector when the
+        -- value is still its value, and its tier, importance and decay state.
+        select m.* into v_live from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)];
         begin
+            -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
+            -- makes the write stale, and the key is left for the next run.
             v_row := memsub.store_memory_version(
                 v_conflict.namespace, v_conflict.key, v_value, v_conflict.memory_type,
-                jsonb_build_object('consolidated_from', to_jsonb(v_conflict.ids), 'strategy', p_strategy),
-                null, false, false, 'memory_consolidate',
-                jsonb_build_object('strategy', p_strategy, 'consolidated_versions', to_jsonb(v_conflict.versions)));
+                v_live.metadata
+                    || jsonb_build_object('consolidated_from', to_jsonb(v_conflict.ids), 'strategy', p_strategy),
+                v_live.version, true, false, 'memory_consolidate',
+                jsonb_build_object('strategy', p_strategy, 'consolidated_versions', to_jsonb(v_conflict.versions)),
+                p_embedding => case when v_value = v_live.value then v_live.embedding end);
         exception when serialization_failure then
-            -- A writer committed a newer version meanwhile: leave this key for the next run.
             return query select v_conflict.namespace, v_conflict.key, null::integer, null::uuid,
                                 v_conflict.versions, p_strategy, 'skipped'::text;
             continue;
         end;
+        if (v_live.short_term, v_live.importance, v_live.decay_weight, v_live.last_access_ts, v_live.promoted_at)
+           is distinct from (v_row.short_term, v_row.importance, v_row.decay_weight, v_row.last_access_ts,
+                             v_row.promoted_at) then
+            update memsub.memory_entries m
+               set short_term = v_live.short_term, importance = v_live.importance,
+                   decay_weight = v_live.decay_weight, last_access_ts = v_live.last_access_ts,
+                   promoted_at = v_live.promoted_at
+             where m.tenant_id = v_tenant and m.id = v_row.id
+            returning m.* into v_row;
+        end if;
         update memsub.memory_entries m
            set metadata = m.metadata || jsonb_build_object('consolidated_into', v_row.id,
                                                            'consolidated_at', now(), 'strategy', p_strategy)
@@ -130,7 +148,8 @@ comment on function memsub.consolidate_memories(text, text) is
     'Consolidation job (seed 001 section 4.3; tenant_admin or platform_admin): for every key with more than one '
     'live unconsolidated version (optionally under a namespace prefix), applies the strategy '
     'memsub.consolidation_<strategy>(jsonb) (built in: last_write_wins, merge_objects), writes the result as a new '
-    'version, marks the old versions consolidated_into it and audits memory_consolidate. One run per tenant at a '
-    'time; a key written concurrently is reported skipped.';
+    'version over the live one (keeping its metadata, tier, importance, decay state, and its vector when the value '
+    'is unchanged), marks the old versions consolidated_into it and audits memory_consolidate. One run per tenant '
+    'at a time; a key written concurrently, even while its strategy runs, is reported skipped.';
 
 grant execute on function memsub.consolidate_memories(text, text) to memsub_tenant_admin;

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import psycopg
@@ -145,3 +147,70 @@ def test_consolidation_needs_an_admin_and_a_known_strategy(db):
     assert ground_truth(
         db, "select count(*) as n from memsub.audit where operation = 'memory_consolidate'"
     ) == [{"n": 0}]
+
+
+def test_the_consolidated_version_keeps_what_the_live_entry_carried(db):
+    """The new version replaces the live one: it keeps its vector (when the value is the live one's), its tier, its
+    importance and decay state and its metadata, beside consolidated_from; before, an STM entry became LTM, its
+    importance 0.5, and it was no longer found by meaning."""
+    ns = f"user:{ALICE}:notes"
+    vector = [0.0] * 1536
+    vector[7] = 1.0
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        one(conn, "select memsub.memory_remember(%s, 'tea', '\"green\"', 'STM', 0.2, null, 'semantic', "
+                  "'{\"source\": \"chat\"}')", [ns])
+        one(conn, "select memsub.memory_remember(%s, 'tea', '\"oolong\"', 'STM', 0.3, 1, 'semantic', "
+                  "'{\"source\": \"chat 2\"}')", [ns])
+        conn.commit()
+    with db.connect() as superuser:  # the live version's vector, as memory_write with an embedding stores it
+        superuser.execute("update memsub.memory_entries set embedding = %s::vector, decay_weight = 2.5, "
+                          "last_access_ts = '2026-01-02Z' where key = 'tea' and version = 2", [str(vector)])
+        superuser.commit()
+    with db.connect("tenant_admin") as conn:
+        admin(conn)
+        report = rows(conn, "select version, outcome from memsub.consolidate_memories()")
+        conn.commit()
+    assert report == [{"version": 3, "outcome": "consolidated"}]
+    live = ground_truth(db, "select value, memory_tier, importance, decay_weight, last_access_ts, "
+                            "embedding is not null as has_vector, metadata - 'consolidated_from' as metadata "
+                            "from memsub.memory_entries where key = 'tea' and version = 3")[0]
+    assert {k: v for k, v in live.items() if k != "last_access_ts"} == {
+        "value": "oolong", "memory_tier": "STM", "importance": 0.3, "decay_weight": 2.5, "has_vector": True,
+        "metadata": {"source": "chat 2", "strategy": "last_write_wins"}}
+    assert live["last_access_ts"] is not None
+
+
+def test_a_write_committed_while_a_key_is_consolidated_is_kept_and_the_key_skipped(db):
+    """A strategy may take its time (a model's verdict): a version committed meanwhile must not be buried under a
+    consolidation of the versions before it; the key is reported skipped, as documented."""
+    ns = f"user:{ALICE}:n"
+    with db.connect() as superuser:
+        superuser.execute("create function memsub.consolidation_slow(p jsonb) returns jsonb language sql "
+                          "as $$ select p -> -1 -> 'value' from (select pg_sleep(1.5)) s $$")
+        superuser.execute("grant execute on function memsub.consolidation_slow(jsonb) to public")
+        superuser.commit()
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        put(conn, ns, "k", "v1", "v2")
+        conn.commit()
+    result: dict[str, Any] = {}
+
+    def consolidate() -> None:
+        with db.connect("tenant_admin") as conn:
+            admin(conn)
+            result["report"] = rows(conn, "select key, version, outcome from memsub.consolidate_memories('slow')")
+            conn.commit()
+
+    worker = threading.Thread(target=consolidate)
+    worker.start()
+    time.sleep(0.5)
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        put(conn, ns, "k", "user-v3")
+        conn.commit()
+    worker.join()
+    assert result["report"] == [{"key": "k", "version": None, "outcome": "skipped"}]
+    versions = ground_truth(db, "select version, value from memsub.memory_entries where key = 'k' order by version")
+    assert versions == [{"version": 1, "value": "v1"}, {"version": 2, "value": "v2"},
+                        {"version": 3, "value": "user-v3"}]
