@@ -2660,27 +2660,41 @@ begin
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
+              -- The entity's keys: its name's, and those of its aliases that stand for it (an alias that is another
+              -- entity's name, or that an entity first by name claims too, stands for that one).
               select x.entity_id,
-                     array[lower(btrim(regexp_replace(normalize(x.entity_id, nfc),
-                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))]
-                         || x.alias_keys as keys
-                from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
-                        where e.tenant_id = v_tenant
-                          and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
-                                                         '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
-                              = n.key
-                        order by e.entity_id limit 1)
-                      union all
-                      (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
-                        where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
-                        order by e.entity_id limit 1)) x
-               order by x.pass limit 1) w on true;
+                     array[x.key] || array(
+                         select a from unnest(x.alias_keys) as a
+                          where a <> x.key
+                            and not exists (
+                                    select from memsub.world_model_entities o
+                                     where o.tenant_id = v_tenant
+                                       and lower(btrim(regexp_replace(normalize(o.entity_id, nfc),
+                                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ',
+                                                                      'g'))) = a)
+                            and (select o.entity_id from memsub.world_model_entities o
+                                  where o.tenant_id = v_tenant and o.alias_keys @> array[a]
+                                  order by o.entity_id limit 1) = x.entity_id) as keys
+                from (select y.*, lower(btrim(regexp_replace(normalize(y.entity_id, nfc),
+                                                             '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                                      as key
+                        from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
+                                where e.tenant_id = v_tenant
+                                  and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                                 '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                                      = n.key
+                                order by e.entity_id limit 1)
+                              union all
+                              (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
+                                where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
+                                order by e.entity_id limit 1)) y
+                       order by y.pass limit 1) x) w on true;
 end
 $$;
 
 ALTER FUNCTION memsub._resolve_entities(p_names text[]) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._resolve_entities(p_names text[]) IS 'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name and aliases, or the name alone). Edge lookups compare source_key / target_key to them.';
+COMMENT ON FUNCTION memsub._resolve_entities(p_names text[]) IS 'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name and the aliases that stand for it, or the name alone): an alias that is another entity''s name, or that an entity first by name claims too, stands for that entity. Edge lookups compare source_key / target_key to them.';
 
 CREATE FUNCTION memsub._resolve_entity(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -6241,6 +6255,13 @@ begin
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
+    -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
+    v_name := coalesce((select e.entity_id from memsub.world_model_entities e
+                         where e.tenant_id = v_tenant
+                           and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                          '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                               = memsub.normalize_text(v_name)
+                         order by e.entity_id limit 1), v_name);
     -- Through the world model, so the entity is versioned like every other world-model change.
     perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
         'entity_id', v_name, 'entity_type', p_entity_type,
@@ -6262,7 +6283,7 @@ $$;
 
 ALTER FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) IS 'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; embedding (seed 003 Node.embedding, the installation''s dimension) replaces the stored one when given.';
+COMMENT ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) IS 'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; a name that matches an existing entity''s (memsub.normalize_text) updates that entity. embedding (seed 003 Node.embedding, the installation''s dimension) replaces the stored one when given.';
 
 CREATE FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) RETURNS record
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE

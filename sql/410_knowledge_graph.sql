@@ -40,28 +40,44 @@ begin
                   from unnest(p_names) as u(name)
                  where u.name is not null) n
           left join lateral (
+              -- The entity's keys: its name's, and those of its aliases that stand for it (an alias that is another
+              -- entity's name, or that an entity first by name claims too, stands for that one).
               select x.entity_id,
-                     array[lower(btrim(regexp_replace(normalize(x.entity_id, nfc),
-                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))]
-                         || x.alias_keys as keys
-                from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
-                        where e.tenant_id = v_tenant
-                          and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
-                                                         '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
-                              = n.key
-                        order by e.entity_id limit 1)
-                      union all
-                      (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
-                        where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
-                        order by e.entity_id limit 1)) x
-               order by x.pass limit 1) w on true;
+                     array[x.key] || array(
+                         select a from unnest(x.alias_keys) as a
+                          where a <> x.key
+                            and not exists (
+                                    select from memsub.world_model_entities o
+                                     where o.tenant_id = v_tenant
+                                       and lower(btrim(regexp_replace(normalize(o.entity_id, nfc),
+                                                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ',
+                                                                      'g'))) = a)
+                            and (select o.entity_id from memsub.world_model_entities o
+                                  where o.tenant_id = v_tenant and o.alias_keys @> array[a]
+                                  order by o.entity_id limit 1) = x.entity_id) as keys
+                from (select y.*, lower(btrim(regexp_replace(normalize(y.entity_id, nfc),
+                                                             '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                                      as key
+                        from ((select e.entity_id, e.alias_keys, 1 as pass from memsub.world_model_entities e
+                                where e.tenant_id = v_tenant
+                                  and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                                 '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                                      = n.key
+                                order by e.entity_id limit 1)
+                              union all
+                              (select e.entity_id, e.alias_keys, 2 from memsub.world_model_entities e
+                                where e.tenant_id = v_tenant and e.alias_keys @> array[n.key]
+                                order by e.entity_id limit 1)) y
+                       order by y.pass limit 1) x) w on true;
 end
 $$;
 comment on function memsub._resolve_entities(text[]) is
     'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context '
     'tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, '
     'otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name '
-    'and aliases, or the name alone). Edge lookups compare source_key / target_key to them.';
+    'and the aliases that stand for it, or the name alone): an alias that is another entity''s name, or that an '
+    'entity first by name claims too, stands for that entity. Edge lookups compare source_key / target_key to '
+    'them.';
 alter function memsub._resolve_entities(text[]) owner to memsub_retrieval_owner;
 
 create or replace function memsub._resolve_entity(p_name text) returns text

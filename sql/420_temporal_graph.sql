@@ -431,6 +431,13 @@ begin
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
+    -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
+    v_name := coalesce((select e.entity_id from memsub.world_model_entities e
+                         where e.tenant_id = v_tenant
+                           and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                                          '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+                               = memsub.normalize_text(v_name)
+                         order by e.entity_id limit 1), v_name);
     -- Through the world model, so the entity is versioned like every other world-model change.
     perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
         'entity_id', v_name, 'entity_type', p_entity_type,
@@ -451,8 +458,9 @@ end
 $$;
 comment on function memsub.graph_upsert_entity(text, text, text[], jsonb, jsonb, double precision, vector) is
     'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type '
-    'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; embedding (seed 003 '
-    'Node.embedding, the installation''s dimension) replaces the stored one when given.';
+    'Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; a name that matches an '
+    'existing entity''s (memsub.normalize_text) updates that entity. embedding (seed 003 Node.embedding, the '
+    'installation''s dimension) replaces the stored one when given.';
 
 -- The words of an entity's name and aliases. The index idx_world_model_entities_name_words holds them (migration
 -- 2.36.0, which creates this function first, and 2.38.0, which composes the words to NFC).

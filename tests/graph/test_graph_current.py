@@ -111,6 +111,45 @@ def test_entity_names_match_the_same_way_in_functions_and_the_entity_graph_view(
                      "relationship_count": 1}]
 
 
+def test_an_entity_written_again_in_another_case_is_the_same_entity(db):
+    """Two spellings that normalize_text makes equal name one entity: upserting 'ALICE' updates the node 'Alice'
+    (adding its aliases), and the aliases written before keep resolving to it."""
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity("Alice", "Person", aliases=["Al"])
+        session.graph.upsert_relationship("Al", "owns", "Boat")
+        again = session.graph.upsert_entity("ALICE", "Person", aliases=["Ally"])
+        session.graph.upsert_relationship("Ally", "owns", "Car")
+    with tenant_session(db.dsn("app")) as session:
+        walk = sorted(p.entity for p in session.graph.traverse("alice"))
+        nodes = sorted(n.node_id for n in session.graph.nodes(node_type="Entity"))
+    assert (again.entity_id, again.aliases, again.version) == ("Alice", ["Al", "Ally"], 2)
+    assert nodes == ["Alice"]
+    assert walk == ["Boat", "Car"]
+
+
+def test_an_alias_another_entity_holds_is_not_walked_as_its_own(db):
+    """An alias stands for one entity: the entity named so, else the first by name that claims it. An entity's
+    reads follow the edges written under its name and under the aliases that stand for it, never under an alias
+    that stands for another entity."""
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity("Al", "Person")
+        session.graph.upsert_entity("Alice Smith", "Person", aliases=["Al", "AS"])
+        session.graph.upsert_entity("Adam Scott", "Person", aliases=["AS"])
+        session.graph.upsert_relationship("Al", "owns", "Boat")
+        session.graph.upsert_relationship("Alice Smith", "owns", "Car")
+        session.graph.upsert_relationship("AS", "owns", "Plane")
+    with tenant_session(db.dsn("app")) as session:
+        alice = sorted(p.entity for p in session.graph.traverse("Alice Smith"))
+        adam = sorted(p.entity for p in session.graph.traverse("Adam Scott"))
+        al = sorted(p.entity for p in session.graph.traverse("al"))
+        near = sorted(i.other_entity for i in session.graph.entity_neighbourhood("Alice Smith")
+                      if i.kind == "relationship")
+        edges = sorted(e.target_entity for e in session.graph.edges_as_of(entity="Alice Smith"))
+    assert al == ["Boat"]  # the entity named Al
+    assert adam == ["Plane"]  # AS: claimed by both, Adam Scott is first by name
+    assert alice == near == edges == ["Car"]
+
+
 def test_entity_names_match_in_either_unicode_composition(db):
     """An accented letter typed as one character or as a letter and a combining mark is the same name: edges, facts,
     aliases and word searches written in one form are found, and reinforced, under the other."""
