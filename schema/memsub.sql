@@ -327,7 +327,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
            coalesce(
                jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
                and pg_column_size(r.e) <= p_max_envelope_bytes
-               and jsonb_typeof(r.e -> 'packet_type') = 'string' and btrim(r.e ->> 'packet_type') <> ''
+               and jsonb_typeof(r.e -> 'packet_type') = 'string' and (r.e ->> 'packet_type') ~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
                and length(r.e ->> 'packet_type') <= 200
                and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
                and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
@@ -392,7 +392,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
                case when (x.e -> 'tags' is null or jsonb_typeof(x.e -> 'tags') = 'null') then '{}'::text[]
                     when jsonb_typeof(x.e -> 'tags') = 'array' and jsonb_array_length(x.e -> 'tags') <= p_max_tags
                          and not exists (select from jsonb_array_elements(x.e -> 'tags') as g(v)
-                                          where jsonb_typeof(g.v) <> 'string' or (g.v #>> '{}') !~ '\S'
+                                          where jsonb_typeof(g.v) <> 'string' or (g.v #>> '{}') !~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
                                              or length(g.v #>> '{}') > p_max_tag_chars)
                     then array(select d.tag from (select g.v #>> '{}' as tag, min(g.o) as first
                                                     from jsonb_array_elements(x.e -> 'tags') with ordinality as g(v, o)
@@ -596,7 +596,7 @@ begin
     -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
     -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
     foreach v_value in array coalesce(p_values, '{}') loop
-        if v_value is null or v_value !~ '\S' then
+        if v_value is null or v_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
             raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
                 coalesce(quote_literal(v_value), 'NULL')
                 using errcode = '22023', column = p_field;
@@ -675,7 +675,7 @@ begin
     end if;
     -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
     -- answer as if nothing matched.
-    if p_query is null and p_query_text !~ '\S' then
+    if p_query is null and p_query_text !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'field "query_text" must not be blank when no query vector is given'
             using errcode = '22023', column = 'query_text';
     end if;
@@ -1403,7 +1403,7 @@ begin
     end if;
     perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
     select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-     where jsonb_typeof(e) <> 'string' or (e #>> '{}') !~ '\S' limit 1;
+     where jsonb_typeof(e) <> 'string' or (e #>> '{}') !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' limit 1;
     if found then
         raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
             using errcode = '22023', column = 'tags';
@@ -2149,7 +2149,7 @@ begin
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
-    if f.packet_type !~ '\S' or length(f.packet_type) > 200 then
+    if f.packet_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' or length(f.packet_type) > 200 then
         raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
@@ -3697,7 +3697,7 @@ CREATE FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit intege
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '\S' then
+    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -3729,7 +3729,7 @@ CREATE FUNCTION memsub.agent_session_lock(p_session_id text) RETURNS uuid
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '\S' then
+    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -3828,7 +3828,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or p_name !~ '\S' then
+    if p_name is null or p_name !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -5214,7 +5214,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_file_path is null or p_file_path !~ '\S' then
+    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -5262,7 +5262,7 @@ begin
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
-    if p_file_path is null or p_file_path !~ '\S' then
+    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;
@@ -5430,9 +5430,10 @@ begin
     if p_relationship_type is not null then
         perform memsub._check_filter_values(array[p_relationship_type], 'relationship_type');
     end if;
-    -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
+    -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge. A
+    -- blank one names no edge (22023, as graph_neighbors_as_of refuses it).
     if p_entity is not null then
-        v_keys := memsub._entity_keys(p_entity);
+        v_keys := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
     end if;
     return query
     select r.* from memsub.entity_relationships r
@@ -6269,10 +6270,10 @@ begin
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                            where btrim(a) <> '' order by a),
+                            where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by a),
            alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                               where btrim(a) <> '' order by 1),
+                               where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by 1),
            doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name
@@ -6507,7 +6508,7 @@ CREATE FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    if p_value is null or (not p_blank_allowed and p_value !~ '\S') then
+    if p_value is null or (not p_blank_allowed and p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]') then
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;
@@ -8636,7 +8637,7 @@ begin
     values (
         memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '\S' order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
@@ -10539,7 +10540,7 @@ begin
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
-    if p_type !~ '\S' then
+    if p_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
@@ -10721,6 +10722,10 @@ begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
+    if cardinality(p_relationship_types) = 0 then
+        raise exception 'field "relationship_types" must name at least one type (NULL: every type)'
+            using errcode = '22023', column = 'relationship_types';
+    end if;
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
     perform memsub._check_one_of(p_direction, memsub.graph_directions(), 'direction');

@@ -54,7 +54,7 @@ begin
     -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
     -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
     foreach v_value in array coalesce(p_values, '{}') loop
-        if v_value is null or v_value !~ '\S' then
+        if v_value is null or v_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
             raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
                 coalesce(quote_literal(v_value), 'NULL')
                 using errcode = '22023', column = p_field;
@@ -118,7 +118,7 @@ begin
     end if;
     -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
     -- answer as if nothing matched.
-    if p_query is null and p_query_text !~ '\S' then
+    if p_query is null and p_query_text !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
         raise exception 'field "query_text" must not be blank when no query vector is given'
             using errcode = '22023', column = 'query_text';
     end if;

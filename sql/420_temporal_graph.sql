@@ -321,9 +321,10 @@ begin
     if p_relationship_type is not null then
         perform memsub._check_filter_values(array[p_relationship_type], 'relationship_type');
     end if;
-    -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge.
+    -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge. A
+    -- blank one names no edge (22023, as graph_neighbors_as_of refuses it).
     if p_entity is not null then
-        v_keys := memsub._entity_keys(p_entity);
+        v_keys := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
     end if;
     return query
     select r.* from memsub.entity_relationships r
@@ -445,10 +446,10 @@ begin
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                            where btrim(a) <> '' order by a),
+                            where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by a),
            alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                               where btrim(a) <> '' order by 1),
+                               where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by 1),
            doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name

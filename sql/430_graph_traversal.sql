@@ -55,6 +55,10 @@ begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
+    if cardinality(p_relationship_types) = 0 then
+        raise exception 'field "relationship_types" must name at least one type (NULL: every type)'
+            using errcode = '22023', column = 'relationship_types';
+    end if;
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_unit(p_min_path_confidence, 'min_path_confidence');
     perform memsub._check_one_of(p_direction, memsub.graph_directions(), 'direction');

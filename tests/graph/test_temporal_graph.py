@@ -292,3 +292,27 @@ def test_a_name_matches_whatever_whitespace_surrounds_it(db):
                               "\u0085alpha", "acme\u00a0corp", "ACME \u2007 CORP")}
     assert found == {name: (1,) for name in found}, found
     assert stored == [("Acme Corp",)]
+
+
+def test_graph_filters_that_can_match_nothing_are_refused_naming_the_field(db):
+    """A blank value (no-break spaces included) or an empty list of types matches no stored edge: refused, as the
+    other filters are (22023 naming the field), instead of an empty answer; a blank alias is not kept."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship('A', 'links', 'B')")
+        for statement, params, field in [
+                ("select * from memsub.traverse_graph('A', p_relationship_types => %s)", [["\u00a0"]],
+                 "relationship_types"),
+                ("select * from memsub.traverse_graph('A', p_relationship_types => %s::text[])", [[]],
+                 "relationship_types"),
+                ("select * from memsub.edges_as_of(null, %s)", ["   "], "entity"),
+                ("select * from memsub.edges_as_of(null, %s)", ["\u202f"], "entity"),
+                ("select * from memsub.entity_search(%s)", ["\u00a0"], "query_text")]:
+            conn.execute("savepoint probe")
+            with pytest.raises(psycopg.Error) as info:
+                conn.execute(statement, params)
+            assert (info.value.sqlstate, info.value.diag.column_name) == ("22023", field), statement
+            conn.execute("rollback to savepoint probe")
+        entity = conn.execute("select aliases, alias_keys from memsub.graph_upsert_entity('E', 'Person', %s)",
+                              [["\u00a0", " E2 "]]).fetchone()
+    assert entity == ([" E2 "], ["e2"])  # aliases are kept as given; a blank one is dropped
