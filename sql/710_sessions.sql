@@ -90,6 +90,13 @@ begin
                 p_field, v_key
                 using errcode = '22023', column = p_field;
         end if;
+        -- A user: key becomes a memory entry when the session terminates: its namespace (all but the last part)
+        -- must fit memory_entries' namespace, or the session could never terminate.
+        if v_kind = 'user' and length(v_key) - length(v_parts[cardinality(v_parts)]) - 1 > 512 then
+            raise exception '% key "%..." has a namespace of % characters; a user: key''s namespace is at most 512 (it becomes a memory namespace)',
+                p_field, left(v_key, 80), length(v_key) - length(v_parts[cardinality(v_parts)]) - 1
+                using errcode = '22023', column = p_field;
+        end if;
         if v_kind = 'session' and v_parts[2] <> p_session.id then
             raise exception '% key "%" belongs to another session than "%"', p_field, v_key, p_session.id
                 using errcode = '42501', column = p_field;
@@ -104,7 +111,8 @@ end
 $$;
 comment on function memsub.check_state_delta(memsub.sessions, jsonb, text) is
     'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: '
-    'key (22023 for a malformed key, 42501 for another session''s or user''s key or an app:/project: key).';
+    'key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 '
+    'characters; 42501 for another session''s or user''s key or an app:/project: key).';
 
 create or replace function memsub._apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
 language sql immutable security invoker parallel safe
@@ -181,12 +189,13 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
+    v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
                                  array['event', 'state_delta']);
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -223,11 +232,12 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
+    v_session memsub.sessions;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
@@ -248,11 +258,12 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session memsub.sessions := memsub._session_lookup(p_session_id, true);
+    v_session memsub.sessions;
     v_dropped text[];
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id);
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -279,7 +290,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_session  memsub.sessions := memsub._session_lookup(p_session_id, true);
+    v_session  memsub.sessions;
     v_key      text;
     v_value    jsonb;
     v_migrated text[] := '{}';
@@ -287,6 +298,9 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
+    -- The memory type is checked whether or not a user: key is written with it.
+    perform memsub._check_one_of(p_memory_type, memsub.memory_types(), 'memory_type');
+    v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here.

@@ -75,6 +75,18 @@ def test_bad_session_input_names_the_field(db):
             ("session_create('bad:id')", [], "22023", "session_id"),
             ("session_create('s1')", [], "23505", "session_id"),
             ("session_create('s9', 'bad project')", [], "22023", "project_id"),
+            # A user: key is written to memory when the session terminates: its namespace must fit a memory
+            # namespace (512 characters), or the session could never terminate.
+            ("session_merge_state('s1', %s::jsonb)", [json.dumps({f"user:{ALICE}:" + "a" * 600 + ":k": 1})],
+             "22023", "state_delta"),
+            # Oversized input is refused before anything is read (54000, not "no such session").
+            ("session_append_event(%s, '{}')", ["s" * 1_100_000], "54000", "session_id"),
+            ("session_merge_state(%s, '{}')", ["s" * 1_100_000], "54000", "session_id"),
+            ("session_end_turn(%s)", ["s" * 1_100_000], "54000", "session_id"),
+            ("session_terminate(%s)", ["s" * 1_100_000], "54000", "session_id"),
+            # The memory type is checked whether or not there is a user: key to write.
+            ("session_terminate('s1', 'bogus')", [], "22023", "memory_type"),
+            ("session_terminate('s1', null)", [], "23502", "memory_type"),
         ]:
             as_user(conn, ALICE, "s1")
             expect_error(conn, sqlstate, column, f"select memsub.{call}", params)
