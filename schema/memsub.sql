@@ -996,6 +996,24 @@ ALTER FUNCTION memsub._check_vector(p_value public.vector, p_field text) OWNER T
 
 COMMENT ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) IS 'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, squares representable in single precision); raises 22023 naming the field otherwise.';
 
+CREATE FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) RETURNS integer
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_last integer;
+begin
+    select max(c.sequence) into v_last
+      from memsub.checkpoints c
+     where c.tenant_id = memsub._require_tenant_id() and c.task_id = p_task_id;
+    return coalesce(v_last, 0) + 1;
+end
+$$;
+
+ALTER FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) IS 'Internal to checkpoint_save: the next sequence number of a task''s checkpoints, counted over every organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
 CREATE FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer DEFAULT 50) RETURNS TABLE(chunk_id uuid, text_rank integer, text_score real)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2966,6 +2984,25 @@ ALTER FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p
 
 COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
+CREATE FUNCTION memsub._session_open_tasks(p_session_id text) RETURNS bigint[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_open bigint[];
+begin
+    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
+      from memsub.tasks t
+     where t.tenant_id = memsub._require_tenant_id() and t.session_id = p_session_id
+       and t.status <> all(memsub.task_final_statuses());
+    return v_open;
+end
+$$;
+
+ALTER FUNCTION memsub._session_open_tasks(p_session_id text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._session_open_tasks(p_session_id text) IS 'Internal to session_terminate: the ids of the session''s tasks not yet final (pending or running) in every organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
 CREATE FUNCTION memsub.task_final_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -4522,8 +4559,7 @@ begin
     insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
                                          session_state)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
-            coalesce((select max(c2.sequence) from memsub.checkpoints c2
-                       where c2.tenant_id = v_tenant and c2.task_id = p_task_id), 0) + 1,
+            memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
@@ -9595,11 +9631,16 @@ begin
     v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
-    -- pending or running) block it unless the caller cancels them here.
-    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
-      from memsub.tasks t
-     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id
-       and t.status <> all(memsub.task_final_statuses());
+    -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
+    -- see blocks it in any case (the caller may not cancel it).
+    v_open := memsub._session_open_tasks(v_session.id);
+    if exists (select from unnest(v_open) as o(id)
+                where not exists (select from memsub.tasks t where t.tenant_id = v_session.tenant_id and t.id = o.id))
+    then
+        raise exception 'session "%" has open task(s) in another organization: they finish or are cancelled there '
+                        'first', v_session.id
+            using errcode = '55000', column = 'session_id';
+    end if;
     if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
         raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
             cardinality(v_open), array_to_string(v_open, ', ')
@@ -9638,7 +9679,7 @@ $_$;
 
 ALTER FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels them (audited as task_status). Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
 
 CREATE FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql
@@ -15160,6 +15201,9 @@ REVOKE ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text)
 GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
@@ -15355,14 +15399,19 @@ GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.task_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.tasks TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
 
@@ -15492,6 +15541,7 @@ REVOKE ALL ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text)
 
 REVOKE ALL ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
 
+GRANT SELECT ON TABLE memsub.checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_analyst;
 

@@ -280,6 +280,32 @@ comment on function memsub.session_end_turn(text) is
     'Ends the current turn of an active session: drops its temp: keys from the state. Audited as session_end_turn.';
 
 drop function if exists memsub.session_terminate(text, text);
+-- A session's open tasks in every organization: row-level security shows the caller only its own organization's
+-- tasks, and a task of another one must keep the session from terminating too. Owned by memsub_retrieval_owner
+-- (BYPASSRLS), states the tenant itself, and returns ids only.
+create or replace function memsub._session_open_tasks(p_session_id text) returns bigint[]
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_open bigint[];
+begin
+    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
+      from memsub.tasks t
+     where t.tenant_id = memsub._require_tenant_id() and t.session_id = p_session_id
+       and t.status <> all(memsub.task_final_statuses());
+    return v_open;
+end
+$$;
+alter function memsub._session_open_tasks(text) owner to memsub_retrieval_owner;
+comment on function memsub._session_open_tasks(text) is
+    'Internal to session_terminate: the ids of the session''s tasks not yet final (pending or running) in every '
+    'organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by '
+    'memsub_owner.';
+grant select on memsub.tasks to memsub_retrieval_owner;
+grant execute on function memsub.task_final_statuses() to memsub_retrieval_owner;
+grant execute on function memsub._session_open_tasks(text) to memsub_owner;
+
 create or replace function memsub.session_terminate(
     p_session_id        text,
     p_memory_type       text    default 'semantic',
@@ -303,11 +329,16 @@ begin
     v_session := memsub._session_lookup(p_session_id, true);
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
-    -- pending or running) block it unless the caller cancels them here.
-    select coalesce(array_agg(t.id order by t.id), '{}') into v_open
-      from memsub.tasks t
-     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id
-       and t.status <> all(memsub.task_final_statuses());
+    -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
+    -- see blocks it in any case (the caller may not cancel it).
+    v_open := memsub._session_open_tasks(v_session.id);
+    if exists (select from unnest(v_open) as o(id)
+                where not exists (select from memsub.tasks t where t.tenant_id = v_session.tenant_id and t.id = o.id))
+    then
+        raise exception 'session "%" has open task(s) in another organization: they finish or are cancelled there '
+                        'first', v_session.id
+            using errcode = '55000', column = 'session_id';
+    end if;
     if cardinality(v_open) > 0 and not coalesce(p_cancel_open_tasks, false) then
         raise exception 'session "%" has % open task(s) (%): finish or cancel them first', v_session.id,
             cardinality(v_open), array_to_string(v_open, ', ')
@@ -345,7 +376,8 @@ end
 $$;
 comment on function memsub.session_terminate(text, text, boolean) is
     'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or '
-    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status). Writes each user:<user id>:...:<key> state key as a new version of '
+    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); a task of an '
+    'organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of '
     '(namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the '
     'session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
 

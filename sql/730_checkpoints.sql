@@ -6,6 +6,30 @@
 -- Restoring returns the checkpoint (the task state to resume from) and puts the saved session state back
 -- into the session when it is still active.
 
+-- The next number of a task's checkpoints over every organization: row-level security shows the caller only its
+-- own organization's checkpoints, and the sequence is the task's (one unique key over all of them). Owned by
+-- memsub_retrieval_owner (BYPASSRLS), states the tenant itself; checkpoint_save holds the task's row lock.
+create or replace function memsub._checkpoint_next_sequence(p_task_id bigint) returns integer
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_last integer;
+begin
+    select max(c.sequence) into v_last
+      from memsub.checkpoints c
+     where c.tenant_id = memsub._require_tenant_id() and c.task_id = p_task_id;
+    return coalesce(v_last, 0) + 1;
+end
+$$;
+alter function memsub._checkpoint_next_sequence(bigint) owner to memsub_retrieval_owner;
+comment on function memsub._checkpoint_next_sequence(bigint) is
+    'Internal to checkpoint_save: the next sequence number of a task''s checkpoints, counted over every '
+    'organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by '
+    'memsub_owner.';
+grant select on memsub.checkpoints to memsub_retrieval_owner;
+grant execute on function memsub._checkpoint_next_sequence(bigint) to memsub_owner;
+
 create or replace function memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text default null)
 returns memsub.checkpoints
 language plpgsql volatile security definer
@@ -32,8 +56,7 @@ begin
     insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
                                          session_state)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
-            coalesce((select max(c2.sequence) from memsub.checkpoints c2
-                       where c2.tenant_id = v_tenant and c2.task_id = p_task_id), 0) + 1,
+            memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,

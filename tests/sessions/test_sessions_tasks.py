@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from helpers import TENANT_A, set_context
 from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
 
 
@@ -138,3 +139,39 @@ def test_document_index_entries(db):
     assert ground_truth(
         db, "select count(*) as n from memsub.audit where operation = 'document_index_put'"
     ) == [{"n": 2}]
+
+
+ORG_X = "0000000a-0000-0000-0000-00000000000a"
+ORG_Y = "0000000b-0000-0000-0000-00000000000b"
+
+
+def test_checkpoints_of_one_task_from_two_organizations_are_numbered_in_one_sequence(db):
+    """A tenant-wide task is checkpointed from two organizations: each sees only its own checkpoints, and the
+    sequence is still the task's, 1 then 2 (it was counted over the caller's rows only, so the second organization
+    hit the unique key with a raw 23505)."""
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        task = one(conn, "select id from memsub.task_create('t')")["id"]
+        conn.commit()
+        sequences = []
+        for org in (ORG_X, ORG_Y):
+            set_context(conn, TENANT_A, org=org, user=ALICE)
+            sequences.append(one(conn, "select sequence from memsub.checkpoint_save(%s, '{}')", [task])["sequence"])
+            conn.commit()
+    assert sequences == [1, 2]
+
+
+def test_a_session_with_an_open_task_in_another_organization_does_not_terminate(db):
+    """Its open tasks keep a session from terminating, whichever organization holds them; one the caller cannot
+    see cannot be cancelled by it either (55000 naming session_id), and the session stays active."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        set_context(conn, TENANT_A, org=ORG_X, user=ALICE, session="s1")
+        conn.execute("select memsub.task_create('t', '{}', 's1')")
+        conn.commit()
+        for cancel in (False, True):
+            as_user(conn, ALICE, "s1")
+            expect_error(conn, "55000", "session_id", "select * from memsub.session_terminate('s1', "
+                         "p_cancel_open_tasks => %s)", [cancel])
+    assert ground_truth(db, "select status from memsub.sessions") == [{"status": "active"}]
+    assert ground_truth(db, "select status from memsub.tasks") == [{"status": "pending"}]
