@@ -1624,7 +1624,18 @@ CREATE FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenan
     AS $$
 declare
     v_inserted integer;
+    v_purged   uuid[];
 begin
+    if exists (select from unnest(p_packets) as b where b.stated_id is not null) then
+        v_purged := memsub._purged_packet_ids(array(select b.stated_id from unnest(p_packets) as b
+                                                    where b.stated_id is not null));
+        if cardinality(v_purged) > 0 then
+            raise exception 'packet_id % named a packet that expired and was purged: an id names one packet for good',
+                v_purged[1]
+                using errcode = '23505', column = 'packet_id',
+                      hint = 'Write the new content under a new packet_id.';
+        end if;
+    end if;
     -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
     -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
@@ -2369,6 +2380,24 @@ $$;
 ALTER FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) IS 'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked where it is stored (memsub.fan_out_packet).';
+
+CREATE FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) RETURNS uuid[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_purged uuid[];
+begin
+    select coalesce(array_agg(t.packet_id order by t.packet_id), '{}') into v_purged
+      from memsub.packet_tombstones t
+     where t.tenant_id = memsub._require_tenant_id() and t.packet_id = any(p_packet_ids);
+    return v_purged;
+end
+$$;
+
+ALTER FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) IS 'Internal to write_packet(s): those of the ids that name a purged packet of the context tenant (a tombstone), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) RETURNS uuid[]
     LANGUAGE plpgsql STABLE
@@ -15332,6 +15361,9 @@ REVOKE ALL ON FUNCTION memsub._packet_thread_register(p_tenant uuid, p_org uuid,
 
 REVOKE ALL ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_analyst;
@@ -16216,6 +16248,7 @@ GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_owner;
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_analyst;
 GRANT SELECT,INSERT ON TABLE memsub.packet_tombstones TO memsub_expiry_owner;

@@ -593,6 +593,30 @@ comment on function memsub._packet_vectors_check(memsub.packet_fields, vector[])
     'one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked '
     'where it is stored (memsub.fan_out_packet).';
 
+-- A purged packet's id stays its own: its tombstone keeps its place in lineage walks, and a new packet under the
+-- same id would stand there too (get_lineage would report the id twice, its children hang off other content). The
+-- tombstones of other users and organizations count as well, so the lookup is owned by memsub_retrieval_owner
+-- (BYPASSRLS) and states the tenant itself; it returns ids only.
+create or replace function memsub._purged_packet_ids(p_packet_ids uuid[]) returns uuid[]
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_purged uuid[];
+begin
+    select coalesce(array_agg(t.packet_id order by t.packet_id), '{}') into v_purged
+      from memsub.packet_tombstones t
+     where t.tenant_id = memsub._require_tenant_id() and t.packet_id = any(p_packet_ids);
+    return v_purged;
+end
+$$;
+alter function memsub._purged_packet_ids(uuid[]) owner to memsub_retrieval_owner;
+comment on function memsub._purged_packet_ids(uuid[]) is
+    'Internal to write_packet(s): those of the ids that name a purged packet of the context tenant (a tombstone), '
+    'whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+grant select on memsub.packet_tombstones to memsub_retrieval_owner;
+grant execute on function memsub._purged_packet_ids(uuid[]) to memsub_owner;
+
 create or replace function memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid,
                                                  p_user uuid) returns integer
 language plpgsql volatile security invoker
@@ -603,7 +627,18 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_inserted integer;
+    v_purged   uuid[];
 begin
+    if exists (select from unnest(p_packets) as b where b.stated_id is not null) then
+        v_purged := memsub._purged_packet_ids(array(select b.stated_id from unnest(p_packets) as b
+                                                    where b.stated_id is not null));
+        if cardinality(v_purged) > 0 then
+            raise exception 'packet_id % named a packet that expired and was purged: an id names one packet for good',
+                v_purged[1]
+                using errcode = '23505', column = 'packet_id',
+                      hint = 'Write the new content under a new packet_id.';
+        end if;
+    end if;
     -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
     -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (

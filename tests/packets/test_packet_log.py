@@ -259,6 +259,20 @@ def test_purging_keeps_lineage_walkable_through_a_tombstone(db):
                             [parent["packet_id"]]).fetchall()
         assert down == [(child["packet_id"], "live")]
         assert conn.execute("select count(*) from memsub.packet_tombstones").fetchone()[0] == 1
+        # The purged packet's id stays its own: a new packet under it would stand in its lineage (get_lineage would
+        # report the id twice, the child hang off unrelated content). Refused on both write paths, nothing written.
+        conn.commit()
+        reused = {"packet_id": str(parent["packet_id"]), "packet_type": "other", "payload": "new"}
+        for statement, argument in [("select * from memsub.write_packet(%s::jsonb)", reused),
+                                    ("select * from memsub.write_packets(%s::jsonb)",
+                                     [{"packet_type": "filler", "payload": n} for n in range(9)] + [reused])]:
+            set_context(conn, TENANT_A)
+            with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+                conn.execute(statement, [json.dumps(argument)])
+            assert refused.value.diag.column_name == "packet_id" and "purged" in str(refused.value)
+            conn.rollback()
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.packet_store").fetchone()[0] == 1
         conn.commit()  # a transaction acts for one tenant
         set_context(conn, TENANT_B)  # tombstones obey the tenant policies
         assert conn.execute("select count(*) from memsub.packet_tombstones").fetchone()[0] == 0
