@@ -837,6 +837,22 @@ ALTER FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uui
 
 COMMENT ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal: for memsub.set_context when no binding of the login allows the context. Returns for a superuser, a platform admin, or an unbound login where installation_settings.unbound_logins = ''allow''; otherwise raises 42501 naming tenant_id (no binding, or not bound to the tenant) or org_id (bound to the tenant, not to the organization).';
 
+CREATE FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
+        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
+            using errcode = '22023', column = 'namespace';
+    end if;
+end
+$_$;
+
+ALTER FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) IS 'Refuses (22023 naming namespace) a namespace prefix that is not kind[:segment...]: a prefix covers whole segments (project:foo covers project:foo and project:foo:sub, not project:foobar).';
+
 CREATE FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1892,7 +1908,8 @@ begin
           from memsub.memory_entries m
          where m.tenant_id = v_tenant  -- the tenant_isolation policy
            and not m.is_deleted and m.search_tsv @@ p_query
-           and (p_namespace_prefix is null or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+           and (p_namespace_prefix is null or m.namespace = p_namespace_prefix
+                or left(m.namespace, length(p_namespace_prefix) + 1) = p_namespace_prefix || ':')
            -- the namespace_visibility policy
            and (m.namespace_kind in ('app', 'project')
                 or (m.namespace_kind = 'user' and m.namespace_owner = v_user)
@@ -4802,9 +4819,8 @@ begin
             using errcode = '22023', column = 'strategy',
                   hint = 'Built in: last_write_wins, merge_objects.';
     end if;
-    if p_namespace_prefix is not null and p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
-        raise exception 'namespace prefix "%" must look like kind[:segment...]', p_namespace_prefix
-            using errcode = '22023', column = 'namespace';
+    if p_namespace_prefix is not null then
+        perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
     -- One consolidation job per tenant at a time.
     perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);
@@ -7845,14 +7861,11 @@ COMMENT ON FUNCTION memsub.memory_history(p_namespace text, p_key text) IS 'Ever
 CREATE FUNCTION memsub.memory_list(p_namespace_prefix text) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
+    AS $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
-    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
-        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
-            using errcode = '22023', column = 'namespace';
-    end if;
+    perform memsub._check_namespace_prefix(p_namespace_prefix);
     return query
         select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id()
@@ -7862,7 +7875,7 @@ begin
            and not m.is_deleted
          order by m.namespace, m.key, m.version desc;
 end
-$_$;
+$$;
 
 ALTER FUNCTION memsub.memory_list(p_namespace_prefix text) OWNER TO memsub_owner;
 
@@ -7965,6 +7978,9 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    if p_namespace_prefix is not null then
+        perform memsub._check_namespace_prefix(p_namespace_prefix);
+    end if;
     v_candidates := greatest(50, 4 * p_k);
     v_query := memsub._words_query('english', p_query_text);
     return query
@@ -7978,8 +7994,8 @@ begin
           from (select distinct on (m.namespace, m.key) m.id, cosine_distance(m.embedding, p_query) as distance
                   from memsub.memory_entries m
                  where p_query is not null and m.tenant_id = v_tenant and not m.is_deleted
-                   and (p_namespace_prefix is null
-                        or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+                   and (p_namespace_prefix is null or m.namespace = p_namespace_prefix
+                        or left(m.namespace, length(p_namespace_prefix) + 1) = p_namespace_prefix || ':')
                  order by m.namespace, m.key, m.version desc) l
          where l.distance is not null
          order by 2, 1
@@ -15202,6 +15218,11 @@ GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fi
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) FROM PUBLIC;
 

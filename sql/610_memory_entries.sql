@@ -279,6 +279,21 @@ $$;
 comment on function memsub.memory_history(text, text) is
     'Every version of (namespace, key) the caller may see, oldest first, deleted ones and tombstones included.';
 
+create or replace function memsub._check_namespace_prefix(p_namespace_prefix text) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
+        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
+            using errcode = '22023', column = 'namespace';
+    end if;
+end
+$$;
+comment on function memsub._check_namespace_prefix(text) is
+    'Refuses (22023 naming namespace) a namespace prefix that is not kind[:segment...]: a prefix covers whole '
+    'segments (project:foo covers project:foo and project:foo:sub, not project:foobar).';
+
 create or replace function memsub.memory_list(p_namespace_prefix text) returns setof memsub.memory_entries
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -286,10 +301,7 @@ as $$
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
-    if p_namespace_prefix is null or p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
-        raise exception 'namespace prefix "%" must look like kind[:segment...]', coalesce(p_namespace_prefix, 'NULL')
-            using errcode = '22023', column = 'namespace';
-    end if;
+    perform memsub._check_namespace_prefix(p_namespace_prefix);
     return query
         select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id()
@@ -407,7 +419,8 @@ begin
           from memsub.memory_entries m
          where m.tenant_id = v_tenant  -- the tenant_isolation policy
            and not m.is_deleted and m.search_tsv @@ p_query
-           and (p_namespace_prefix is null or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+           and (p_namespace_prefix is null or m.namespace = p_namespace_prefix
+                or left(m.namespace, length(p_namespace_prefix) + 1) = p_namespace_prefix || ':')
            -- the namespace_visibility policy
            and (m.namespace_kind in ('app', 'project')
                 or (m.namespace_kind = 'user' and m.namespace_owner = v_user)
@@ -446,6 +459,9 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    if p_namespace_prefix is not null then
+        perform memsub._check_namespace_prefix(p_namespace_prefix);
+    end if;
     v_candidates := greatest(50, 4 * p_k);
     v_query := memsub._words_query('english', p_query_text);
     return query
@@ -459,8 +475,8 @@ begin
           from (select distinct on (m.namespace, m.key) m.id, cosine_distance(m.embedding, p_query) as distance
                   from memsub.memory_entries m
                  where p_query is not null and m.tenant_id = v_tenant and not m.is_deleted
-                   and (p_namespace_prefix is null
-                        or left(m.namespace, length(p_namespace_prefix)) = p_namespace_prefix)
+                   and (p_namespace_prefix is null or m.namespace = p_namespace_prefix
+                        or left(m.namespace, length(p_namespace_prefix) + 1) = p_namespace_prefix || ':')
                  order by m.namespace, m.key, m.version desc) l
          where l.distance is not null
          order by 2, 1
@@ -533,6 +549,8 @@ grant execute on function
     memsub.memory_search(text, vector, integer, text, integer)
     to memsub_app, memsub_analyst;
 grant execute on function memsub._memory_word_candidates(tsquery, text, integer) to memsub_app, memsub_analyst;
+-- A namespace prefix is checked by the invoker reads and by memsub_retrieval_owner's text leg.
+grant execute on function memsub._check_namespace_prefix(text) to memsub_app, memsub_analyst, memsub_retrieval_owner;
 -- The text leg's owner reads what its predicates select, and nothing else.
 grant select on memsub.memory_entries to memsub_retrieval_owner;
 grant execute on function

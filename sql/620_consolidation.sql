@@ -73,9 +73,8 @@ begin
             using errcode = '22023', column = 'strategy',
                   hint = 'Built in: last_write_wins, merge_objects.';
     end if;
-    if p_namespace_prefix is not null and p_namespace_prefix !~ '^[a-z]+(:[A-Za-z0-9_.-]+)*$' then
-        raise exception 'namespace prefix "%" must look like kind[:segment...]', p_namespace_prefix
-            using errcode = '22023', column = 'namespace';
+    if p_namespace_prefix is not null then
+        perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
     -- One consolidation job per tenant at a time.
     perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);

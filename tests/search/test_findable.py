@@ -176,3 +176,29 @@ def test_vectors_of_the_wrong_shape_are_refused_naming_the_field(db):
             expect_error(conn, "22023", column, query, params)
     assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
     assert ground_truth(db, "select count(*) as n from memsub.memory_embeddings") == [{"n": 0}]
+
+
+def test_memory_search_takes_a_namespace_prefix_by_whole_segments_as_memory_list_does(db):
+    """project:foo covers project:foo and project:foo:sub, never project:foobar; a prefix that is no namespace is
+    refused as memory_list refuses it (22023 naming namespace)."""
+    with tenant_session(db.dsn("tenant_admin"), roles=["tenant_admin"]) as session:
+        for namespace in ("project:foo", "project:foo:sub", "project:foobar"):
+            session.memory.write(namespace, "fruit", {"text": "apple"})
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        found = sorted(h.namespace for h in session.memory.search("apple", k=10, namespace_prefix="project:foo"))
+        listed = sorted(e.namespace for e in session.memory.list("project:foo"))
+    assert found == listed == ["project:foo", "project:foo:sub"]
+    for prefix in ("", "project:%", "project:foo:"):
+        with tenant_session(db.dsn("app"), user=ALICE) as session:
+            expect_error_of(session, prefix)
+
+
+def expect_error_of(session, prefix: str) -> None:
+    from memsub.errors import MemsubError
+
+    try:
+        session.memory.search("apple", k=10, namespace_prefix=prefix)
+    except MemsubError as error:
+        assert (error.sqlstate, error.field) == ("22023", "namespace"), (prefix, error)
+    else:
+        raise AssertionError(f"prefix {prefix!r} was accepted")
