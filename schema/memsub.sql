@@ -4732,11 +4732,12 @@ begin
     -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
     v_source_keys := memsub._entity_keys(v_source);
     v_target_keys := memsub._entity_keys(v_target);
+    -- The edge may have an open window under each name of its entities (an entity's name and its aliases): all
+    -- of them end, or none. The latest start decides whether valid_until comes after the windows' starts.
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
        and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
-     order by r.relationship_id
-     limit 1
+     order by lower(r.valid_period) desc, r.relationship_id
        for update;
     if not found then
         raise exception 'edge (%)-[%]->(%) has no current window to close', v_source, v_type, v_target
@@ -4747,15 +4748,21 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
-     where r.tenant_id = v_tenant and r.relationship_id = v_edge.relationship_id
-    returning r.* into v_edge;
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period);
+    -- The window that started first, closed, is the one returned.
+    select r.* into v_edge from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper(r.valid_period) = v_until
+     order by lower(r.valid_period), r.relationship_id
+     limit 1;
     return v_edge;
 end
 $$;
 
 ALTER FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) IS 'Ends the current window of an edge at valid_until (default now): the relationship no longer holds from then on. P0002 when the edge has no current window.';
+COMMENT ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) IS 'Ends the current window of an edge at valid_until (default now): the relationship no longer holds from then on. An edge observed under several names of its entities (a name and its aliases) has a window under each: all end, and the earliest is returned. P0002 when the edge has no current window.';
 
 CREATE FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision DEFAULT 0.7, p_importance_weight double precision DEFAULT 0.2, p_recency_weight double precision DEFAULT 0.1, p_half_life interval DEFAULT '30 days'::interval) RETURNS double precision
     LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -5556,6 +5563,7 @@ declare
     v_keys   text[];
     v_at     timestamptz := coalesce(p_as_of, now());
 begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);
@@ -10815,6 +10823,7 @@ declare
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
 begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');

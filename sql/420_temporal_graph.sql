@@ -197,11 +197,12 @@ begin
     -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
     v_source_keys := memsub._entity_keys(v_source);
     v_target_keys := memsub._entity_keys(v_target);
+    -- The edge may have an open window under each name of its entities (an entity's name and its aliases): all
+    -- of them end, or none. The latest start decides whether valid_until comes after the windows' starts.
     select r.* into v_edge from memsub.entity_relationships r
      where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
        and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
-     order by r.relationship_id
-     limit 1
+     order by lower(r.valid_period) desc, r.relationship_id
        for update;
     if not found then
         raise exception 'edge (%)-[%]->(%) has no current window to close', v_source, v_type, v_target
@@ -212,14 +213,21 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
-     where r.tenant_id = v_tenant and r.relationship_id = v_edge.relationship_id
-    returning r.* into v_edge;
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period);
+    -- The window that started first, closed, is the one returned.
+    select r.* into v_edge from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+       and r.target_key = any(v_target_keys) and upper(r.valid_period) = v_until
+     order by lower(r.valid_period), r.relationship_id
+     limit 1;
     return v_edge;
 end
 $$;
 comment on function memsub.close_relationship(text, text, text, timestamptz) is
     'Ends the current window of an edge at valid_until (default now): the relationship no longer holds from then '
-    'on. P0002 when the edge has no current window.';
+    'on. An edge observed under several names of its entities (a name and its aliases) has a window under each: '
+    'all end, and the earliest is returned. P0002 when the edge has no current window.';
 
 create or replace function memsub.supersede_relationship(
     p_source_entity     text,

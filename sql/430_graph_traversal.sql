@@ -49,6 +49,7 @@ declare
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
 begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('start_entity', p_start_entity, 'direction', p_direction);
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
@@ -158,6 +159,7 @@ declare
     v_keys   text[];
     v_at     timestamptz := coalesce(p_as_of, now());
 begin
+    perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);

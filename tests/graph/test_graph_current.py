@@ -6,6 +6,7 @@ import json
 import unicodedata
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 from click.testing import CliRunner
 
 from memsub.cli import main
@@ -148,6 +149,41 @@ def test_an_alias_another_entity_holds_is_not_walked_as_its_own(db):
     assert al == ["Boat"]  # the entity named Al
     assert adam == ["Plane"]  # AS: claimed by both, Adam Scott is first by name
     assert alice == near == edges == ["Car"]
+
+
+def test_closing_an_edge_closes_its_windows_under_every_name_of_its_entities(db):
+    """An edge observed under an entity's name and under its alias has an open window under each: closing it by
+    either name ends them all, so the relationship no longer holds for any read."""
+    with tenant_session(db.dsn("app")) as session:
+        session.graph.upsert_entity("Robert", "Person", aliases=["Bob"])
+        session.graph.upsert_relationship("Robert", "knows", "X")
+        session.graph.upsert_relationship("Bob", "knows", "X")
+    with tenant_session(db.dsn("app")) as session:
+        closed = session.graph.close_relationship("bob", "knows", "x")
+    with tenant_session(db.dsn("app")) as session:
+        now_edges = session.graph.edges_as_of(entity="Robert")
+        walk = [p.entity for p in session.graph.traverse("Robert")]
+    windows = ground_truth(db, "select source_entity, upper(valid_period) as u from memsub.entity_relationships "
+                               "order by source_entity")
+    assert closed.valid_until is not None
+    assert [w["u"] for w in windows] == [closed.valid_until] * 2
+    assert (now_edges, walk) == ([], [])
+
+
+def test_graph_reads_refuse_an_infinite_as_of_naming_it(db):
+    """As edges_as_of and graph_neighbors_as_of do: every window is bounded, so 'infinity' would answer nothing."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for statement in ("select * from memsub.traverse_graph('A', p_as_of => 'infinity')",
+                          "select * from memsub.entity_neighbourhood('A', p_as_of => '-infinity')"):
+            conn.execute("savepoint probe")
+            try:
+                conn.execute(statement)
+            except psycopg.Error as error:
+                assert (error.sqlstate, error.diag.column_name) == ("22023", "as_of"), statement
+            else:
+                raise AssertionError(f"accepted: {statement}")
+            conn.execute("rollback to savepoint probe")
 
 
 def test_entity_names_match_in_either_unicode_composition(db):
