@@ -312,6 +312,19 @@ begin
         raise exception 'memsub.langgraph_thread_prune: unknown strategy "%"', p_strategy
             using errcode = '22023', column = 'strategy', hint = 'Known strategies: keep_latest, delete.';
     end if;
+    -- A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones, which
+    -- keeping the latest alone would lose: such threads are refused, as LangGraph's PostgresSaver refuses them, by
+    -- the metadata LangGraph writes for them. Nothing is pruned then.
+    if exists (select from memsub.langgraph_checkpoints c
+                where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+                  and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned')) then
+        raise exception 'keep_latest cannot prune threads that use a DeltaChannel: %',
+            (select string_agg(distinct c.thread_id, ', ' order by c.thread_id) from memsub.langgraph_checkpoints c
+              where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+                and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned'))
+            using errcode = '0A000', column = 'thread_ids',
+                  hint = 'Prune them with strategy delete, or keep their checkpoints.';
+    end if;
     with latest as (
         select distinct on (c.thread_id, c.checkpoint_ns) c.thread_id, c.checkpoint_ns, c.checkpoint_id
           from memsub.langgraph_checkpoints c
@@ -335,7 +348,8 @@ end
 $$;
 comment on function memsub.langgraph_thread_prune(text[], text) is
     'Prunes threads of the context tenant: keep_latest keeps the newest checkpoint of each namespace and its '
-    'writes; delete removes everything. Returns the checkpoints deleted.';
+    'writes (0A000 naming thread_ids, nothing pruned, when a thread uses a DeltaChannel, whose value lives in older '
+    'checkpoints); delete removes everything. Returns the checkpoints deleted.';
 
 grant execute on function
     memsub.langgraph_checkpoint_put(text, text, text, text, text, bytea, jsonb),

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypedDict, cast
 
 import pytest
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import CheckpointMetadata, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.graph import END, START, StateGraph
@@ -200,3 +201,34 @@ def test_one_string_for_a_list_of_ids_is_refused_not_split(db: Any) -> None:
 def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
     run_doc_example("LangGraph checkpointer", db.dsn("app"))
     assert "{'steps': ['hello', 'thought']}" in capsys.readouterr().out
+
+
+def _extend(state: list[str] | None, writes: list[list[str]]) -> list[str]:
+    return list(state or []) + [step for write in writes for step in write]
+
+
+class DeltaSteps(TypedDict):
+    steps: Annotated[list[str], DeltaChannel(_extend, list)]
+
+
+def test_keep_latest_refuses_threads_that_use_a_delta_channel_and_prunes_nothing(db: Any) -> None:
+    """A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones: keeping
+    the latest checkpoint alone would empty it. LangGraph's PostgresSaver refuses such a thread with
+    NotImplementedError; so does the memsub saver, before deleting anything. "delete" still removes the thread."""
+    builder = StateGraph(DeltaSteps)
+    builder.add_node("think", lambda state: {"steps": ["thought"]})
+    builder.add_edge(START, "think")
+    builder.add_edge("think", END)
+    with MemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4()) as saver:
+        graph = builder.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t"}}
+        for turn in range(3):
+            graph.invoke({"steps": [f"hello{turn}"]}, config)
+        before = graph.get_state(config).values
+        count = len(list(saver.list(config)))
+        with pytest.raises(NotImplementedError, match="DeltaChannel"):
+            saver.prune(["t"])
+        assert graph.get_state(config).values == before and len(list(saver.list(config))) == count
+        assert before["steps"][:2] == ["hello0", "thought"]
+        saver.prune(["t"], strategy="delete")
+        assert list(saver.list(config)) == []

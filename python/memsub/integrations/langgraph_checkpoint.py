@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.types.json import Jsonb
 
 from memsub import _calls
-from memsub.errors import LocalValidationError
+from memsub.errors import ImmutableError, LocalValidationError
 from memsub.integrations._context import (
     Row,
     TenantContext,
@@ -143,6 +143,12 @@ def _identifier(value: Any, field_name: str) -> str | None:
                                f"{type(value).__name__}", sqlstate="22023", field=field_name)
 
 
+def _not_prunable(error: ImmutableError) -> NotImplementedError:
+    """keep_latest refused for a thread that uses a DeltaChannel (SQLSTATE 0A000): the error LangGraph's own
+    PostgresSaver raises for it, with the server's message."""
+    return NotImplementedError(str(error))
+
+
 def _identifiers(values: Sequence[Any], field_name: str) -> list[str | None]:
     """A list of identifiers (:func:`_identifier`); one string is refused, not split into its characters."""
     return [_identifier(value, f"{field_name}[{index}]")
@@ -218,7 +224,10 @@ class MemsubSaver(_Codec):
                                  _identifier(target_thread_id, "target_thread_id")])
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
+        try:
+            self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
+        except ImmutableError as error:
+            raise _not_prunable(error) from error
 
 
 class AsyncMemsubSaver(_Codec):
@@ -273,4 +282,7 @@ class AsyncMemsubSaver(_Codec):
                                        _identifier(target_thread_id, "target_thread_id")])
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
+        try:
+            await self._rows(PRUNE, [_identifiers(thread_ids, "thread_ids"), strategy])
+        except ImmutableError as error:
+            raise _not_prunable(error) from error
