@@ -3533,6 +3533,12 @@ begin
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id
     returning s.* into v_session;
+    -- temp: keys live for the invocation only: the stored event keeps its state delta without them.
+    if exists (select from jsonb_object_keys(delta) k where k like 'temp:%') then
+        p_event := jsonb_set(p_event, '{actions,state_delta}',
+                             (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(delta) e
+                               where e.key not like 'temp:%'));
+    end if;
     insert into memsub.adk_events (tenant_id, org_id, app_name, user_id, session_id, position, id, author,
                                    invocation_id, "timestamp", event)
     values (tenant, v_session.org_id, p_app_name, p_user_id, p_session_id, v_session.event_count - 1, p_event ->> 'id',
@@ -3543,7 +3549,7 @@ $$;
 
 ALTER FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) IS 'Appends an ADK event (JSON) to a session of the context tenant and organization and applies its actions.state_delta (app: and user: keys to their states, temp: keys dropped, the rest to the session), atomically. P0002 naming session_id when the session does not exist; 40001 naming last_update_time when the session changed after p_last_update_time. Returns the new last update time (epoch seconds).';
+COMMENT ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) IS 'Appends an ADK event (JSON) to a session of the context tenant and organization and applies its actions.state_delta (app: and user: keys to their states, temp: keys dropped, from the stored event too, the rest to the session), atomically. P0002 naming session_id when the session does not exist; 40001 naming last_update_time when the session changed after p_last_update_time. Returns the new last update time (epoch seconds).';
 
 CREATE FUNCTION memsub.adk_session_create(p_app_name text, p_user_id text, p_session_id text DEFAULT NULL::text, p_state jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id text, state jsonb, last_update_time double precision)
     LANGUAGE plpgsql SECURITY DEFINER

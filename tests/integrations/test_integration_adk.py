@@ -103,8 +103,11 @@ def test_temp_state_is_never_stored_and_state_lands_by_prefix(db: Any) -> None:
         states = conn.execute("""
             select (select state from memsub.adk_app_states where tenant_id = %(t)s),
                    (select state from memsub.adk_user_states where tenant_id = %(t)s),
-                   (select state from memsub.adk_sessions where tenant_id = %(t)s)""", {"t": tenant}).fetchone()
-        assert states == ({"k": "a"}, {"k": "u"}, {"step": 1})
+                   (select state from memsub.adk_sessions where tenant_id = %(t)s),
+                   (select event #> '{actions,state_delta}' from memsub.adk_events where tenant_id = %(t)s)""",
+                              {"t": tenant}).fetchone()
+        # Nor in the stored event: its state delta keeps every key but the temp: ones.
+        assert states == ({"k": "a"}, {"k": "u"}, {"step": 1}, {"step": 1, "app:k": "a", "user:k": "u"})
 
 
 def test_a_stale_session_is_refused_and_writes_nothing(db: Any) -> None:
