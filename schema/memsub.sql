@@ -205,6 +205,21 @@ ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_i
 
 COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
 
+CREATE FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    return exists (select from memsub.agent_session_items i
+                    where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
+                      and i.org_id is distinct from memsub.current_org_id());
+end
+$$;
+
+ALTER FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) IS 'Internal: whether the session of the context tenant holds items written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
 CREATE FUNCTION memsub._alternatives(p_values text[]) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1802,6 +1817,25 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
+CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_elsewhere text[] := memsub._langgraph_threads_owned_elsewhere(p_thread_ids);
+begin
+    if cardinality(v_elsewhere) > 0 then
+        raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is changed there only', v_elsewhere[1]
+            using errcode = '42501', column = 'thread_id';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) IS 'Internal: raises 42501 naming thread_id when one of the threads was written from another context than the caller''s (memsub._langgraph_threads_owned_elsewhere).';
+
 CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1848,6 +1882,29 @@ CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURN
 ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
+
+CREATE FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) RETURNS text[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_org    uuid := memsub.current_org_id();
+begin
+    return array(select distinct c.thread_id from memsub.langgraph_checkpoints c
+                  where c.tenant_id = v_tenant and c.thread_id = any(p_thread_ids)
+                    and c.org_id is distinct from v_org
+                 union
+                 select distinct w.thread_id from memsub.langgraph_checkpoint_writes w
+                  where w.tenant_id = v_tenant and w.thread_id = any(p_thread_ids)
+                    and w.org_id is distinct from v_org
+                  order by 1);
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) IS 'Internal: those of the threads of the context tenant that hold rows written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3824,13 +3881,18 @@ begin
     end if;
     -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
     perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    if memsub._agent_session_owned_elsewhere(p_session_id) then
+        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is changed there only', p_session_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     return tenant;
 end
 $$;
 
 ALTER FUNCTION memsub.agent_session_lock(p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_session_lock(p_session_id text) IS 'Internal: checks p_session_id (22023 naming session_id when NULL or blank), locks that session of the context tenant until the end of the transaction and returns the tenant.';
+COMMENT ON FUNCTION memsub.agent_session_lock(p_session_id text) IS 'Internal: checks p_session_id (22023 naming session_id when NULL or blank; 42501 when the session is written from another context, another organization''s or the tenant-wide one), locks that session of the context tenant until the end of the transaction and returns the tenant.';
 
 CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6724,6 +6786,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put: metadata must be a JSON object'
             using errcode = '22023', column = 'metadata';
     end if;
+    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -6765,6 +6828,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels and value_types must not hold NULL'
             using errcode = '22023', column = 'channels';
     end if;
+    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
@@ -6795,6 +6859,7 @@ begin
     with gone as (
         delete from memsub.langgraph_checkpoints c
          where c.tenant_id = tenant and c.metadata ? 'run_id' and (c.metadata ->> 'run_id') = any(p_run_ids)
+           and c.org_id is not distinct from memsub.current_org_id()  -- the caller's context's threads only
         returning c.tenant_id, c.thread_id, c.checkpoint_ns, c.checkpoint_id
     ), writes as (
         delete from memsub.langgraph_checkpoint_writes w
@@ -6809,7 +6874,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) IS 'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes; returns the checkpoints deleted.';
+COMMENT ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) IS 'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes, among the threads written from the caller''s context (its organization, or tenant-wide); returns the checkpoints deleted.';
 
 CREATE FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE
@@ -7171,6 +7236,7 @@ declare
 begin
     perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
     perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
+    perform memsub._langgraph_check_thread_context(array[p_target_thread_id]);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -7204,6 +7270,7 @@ declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     delete from memsub.langgraph_checkpoint_writes w where w.tenant_id = tenant and w.thread_id = any(p_thread_ids);
     delete from memsub.langgraph_checkpoints c where c.tenant_id = tenant and c.thread_id = any(p_thread_ids);
     get diagnostics deleted = row_count;
@@ -7223,6 +7290,7 @@ declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
         return memsub.langgraph_thread_delete(p_thread_ids);
     elsif p_strategy is distinct from 'keep_latest' then
@@ -15173,6 +15241,9 @@ GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._alternatives(p_values text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._alternatives(p_values text[]) TO memsub_expiry_owner;
 
@@ -15362,11 +15433,16 @@ REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 
@@ -16225,6 +16301,7 @@ GRANT SELECT ON TABLE memsub.adk_sessions TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_analyst;
 
@@ -16269,9 +16346,11 @@ GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.installation_settings TO memsub_app;
 GRANT SELECT ON TABLE memsub.installation_settings TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
 

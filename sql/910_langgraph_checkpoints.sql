@@ -27,6 +27,55 @@ $$;
 comment on function memsub.langgraph_check_text(text, text, boolean) is
     'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed).';
 
+-- A thread id names one thread of the tenant, and it is written from one context: the organization's that wrote
+-- it first, or the tenant-wide one. Row-level security shows an organization the tenant-wide rows and hides other
+-- organizations': a write from another context would overwrite or delete rows it does not own, or fail with a raw
+-- policy error on rows it cannot see. Every function that changes a thread checks here first, over every
+-- organization (owned by memsub_retrieval_owner, BYPASSRLS; it states the tenant itself and answers yes or no).
+create or replace function memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) returns text[]
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_org    uuid := memsub.current_org_id();
+begin
+    return array(select distinct c.thread_id from memsub.langgraph_checkpoints c
+                  where c.tenant_id = v_tenant and c.thread_id = any(p_thread_ids)
+                    and c.org_id is distinct from v_org
+                 union
+                 select distinct w.thread_id from memsub.langgraph_checkpoint_writes w
+                  where w.tenant_id = v_tenant and w.thread_id = any(p_thread_ids)
+                    and w.org_id is distinct from v_org
+                  order by 1);
+end
+$$;
+alter function memsub._langgraph_threads_owned_elsewhere(text[]) owner to memsub_retrieval_owner;
+comment on function memsub._langgraph_threads_owned_elsewhere(text[]) is
+    'Internal: those of the threads of the context tenant that hold rows written from another context (another '
+    'organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by '
+    'memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+grant select on memsub.langgraph_checkpoints, memsub.langgraph_checkpoint_writes to memsub_retrieval_owner;
+grant execute on function memsub._langgraph_threads_owned_elsewhere(text[]) to memsub_owner;
+
+create or replace function memsub._langgraph_check_thread_context(p_thread_ids text[]) returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_elsewhere text[] := memsub._langgraph_threads_owned_elsewhere(p_thread_ids);
+begin
+    if cardinality(v_elsewhere) > 0 then
+        raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is changed there only', v_elsewhere[1]
+            using errcode = '42501', column = 'thread_id';
+    end if;
+end
+$$;
+comment on function memsub._langgraph_check_thread_context(text[]) is
+    'Internal: raises 42501 naming thread_id when one of the threads was written from another context than the '
+    'caller''s (memsub._langgraph_threads_owned_elsewhere).';
+
 create or replace function memsub.langgraph_checkpoint_put(
     p_thread_id            text,
     p_checkpoint_ns        text,
@@ -54,6 +103,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put: metadata must be a JSON object'
             using errcode = '22023', column = 'metadata';
     end if;
+    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -105,6 +155,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels and value_types must not hold NULL'
             using errcode = '22023', column = 'channels';
     end if;
+    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
@@ -226,6 +277,7 @@ declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     delete from memsub.langgraph_checkpoint_writes w where w.tenant_id = tenant and w.thread_id = any(p_thread_ids);
     delete from memsub.langgraph_checkpoints c where c.tenant_id = tenant and c.thread_id = any(p_thread_ids);
     get diagnostics deleted = row_count;
@@ -247,6 +299,7 @@ begin
     with gone as (
         delete from memsub.langgraph_checkpoints c
          where c.tenant_id = tenant and c.metadata ? 'run_id' and (c.metadata ->> 'run_id') = any(p_run_ids)
+           and c.org_id is not distinct from memsub.current_org_id()  -- the caller's context's threads only
         returning c.tenant_id, c.thread_id, c.checkpoint_ns, c.checkpoint_id
     ), writes as (
         delete from memsub.langgraph_checkpoint_writes w
@@ -259,8 +312,9 @@ begin
 end
 $$;
 comment on function memsub.langgraph_runs_delete(text[]) is
-    'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes; '
-    'returns the checkpoints deleted.';
+    'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes, '
+    'among the threads written from the caller''s context (its organization, or tenant-wide); returns the '
+    'checkpoints deleted.';
 
 create or replace function memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text)
 returns integer
@@ -273,6 +327,7 @@ declare
 begin
     perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
     perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
+    perform memsub._langgraph_check_thread_context(array[p_target_thread_id]);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -306,6 +361,7 @@ declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
 begin
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
         return memsub.langgraph_thread_delete(p_thread_ids);
     elsif p_strategy is distinct from 'keep_latest' then

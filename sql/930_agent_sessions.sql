@@ -11,6 +11,29 @@
 
 call memsub.install_row_security('memsub.agent_session_items', array['org']);
 
+-- A session id names one session of the tenant, written from one context: the organization's that wrote it first,
+-- or the tenant-wide one (as a LangGraph thread, sql/910_langgraph_checkpoints.sql). Row-level security shows an
+-- organization the tenant-wide items: without this check it popped and cleared items it does not own. Owned by
+-- memsub_retrieval_owner (BYPASSRLS), it sees every organization's items, states the tenant itself and answers
+-- yes or no.
+create or replace function memsub._agent_session_owned_elsewhere(p_session_id text) returns boolean
+language plpgsql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    return exists (select from memsub.agent_session_items i
+                    where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
+                      and i.org_id is distinct from memsub.current_org_id());
+end
+$$;
+alter function memsub._agent_session_owned_elsewhere(text) owner to memsub_retrieval_owner;
+comment on function memsub._agent_session_owned_elsewhere(text) is
+    'Internal: whether the session of the context tenant holds items written from another context (another '
+    'organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by '
+    'memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+grant select on memsub.agent_session_items to memsub_retrieval_owner;
+grant execute on function memsub._agent_session_owned_elsewhere(text) to memsub_owner;
+
 create or replace function memsub.agent_session_lock(p_session_id text)
 returns uuid
 language plpgsql volatile security invoker
@@ -25,11 +48,17 @@ begin
     end if;
     -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
     perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    if memsub._agent_session_owned_elsewhere(p_session_id) then
+        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is changed there only', p_session_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     return tenant;
 end
 $$;
 comment on function memsub.agent_session_lock(text) is
-    'Internal: checks p_session_id (22023 naming session_id when NULL or blank), locks that session of the context '
+    'Internal: checks p_session_id (22023 naming session_id when NULL or blank; 42501 when the session is written '
+    'from another context, another organization''s or the tenant-wide one), locks that session of the context '
     'tenant until the end of the transaction and returns the tenant.';
 
 create or replace function memsub.agent_session_add_items(p_session_id text, p_items json)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypedDict, cast
 
+import psycopg
 import pytest
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import CheckpointMetadata, empty_checkpoint
@@ -232,3 +233,65 @@ def test_keep_latest_refuses_threads_that_use_a_delta_channel_and_prunes_nothing
         assert before["steps"][:2] == ["hello0", "thought"]
         saver.prune(["t"], strategy="delete")
         assert list(saver.list(config)) == []
+
+
+ORG_X = "0000000a-0000-0000-0000-00000000000a"
+
+
+def test_a_thread_is_changed_only_from_the_organization_context_that_wrote_it(db: Any) -> None:
+    """A thread id is one thread of the tenant, written from one organization context (or the tenant-wide one).
+    From another context a put, a write, a prune or a delete of it is refused naming thread_id (42501), never a raw
+    row-level security message, and never an overwrite or a delete of the other context's checkpoints."""
+    tenant = uuid.uuid4()
+    put = ("select memsub.langgraph_checkpoint_put(%s, '', %s, null, 'json', '\\x01', '{}')")
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s, %s)", [str(tenant), ORG_X])
+        conn.execute(put, ["of-x", "c1"])
+        conn.commit()
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        conn.execute(put, ["tenant-wide", "c1"])
+        conn.commit()
+        for context, statement, params in [
+                ([str(tenant)], put, ["of-x", "c1"]),
+                ([str(tenant)], put, ["of-x", "c2"]),
+                ([str(tenant), ORG_X], put, ["tenant-wide", "c1"]),
+                ([str(tenant), ORG_X], "select memsub.langgraph_thread_delete('{tenant-wide}')", []),
+                ([str(tenant), ORG_X], "select memsub.langgraph_thread_prune('{tenant-wide}', 'keep_latest')", []),
+                ([str(tenant), ORG_X], "select memsub.langgraph_thread_copy('of-x', 'tenant-wide')", []),
+                ([str(tenant), ORG_X], "select memsub.langgraph_checkpoint_put_writes('tenant-wide', '', 'c1', "
+                                       "'task', '', '{0}', '{ch}', '{json}', array['\\x01'::bytea])", [])]:
+            conn.execute(f"select memsub.set_context({', '.join(['%s'] * len(context))})", context)
+            try:
+                conn.execute(statement, params)
+            except psycopg.Error as error:
+                assert (error.sqlstate, error.diag.column_name) == ("42501", "thread_id"), (statement, error)
+                assert "row-level security" not in str(error)
+            else:
+                raise AssertionError(f"accepted from another context: {statement} {params}")
+            conn.rollback()
+    with db.connect() as conn:
+        kept = conn.execute("select thread_id, org_id::text, checkpoint from memsub.langgraph_checkpoints "
+                            "order by thread_id").fetchall()
+    assert kept == [("of-x", ORG_X, b"\x01"), ("tenant-wide", None, b"\x01")]
+
+
+def test_an_agent_session_is_changed_only_from_the_organization_context_that_wrote_it(db: Any) -> None:
+    """The OpenAI Agents session items follow the same rule: an organization reads the tenant-wide items (its
+    policies let it) but may not add to, pop or clear them (42501 naming session_id); they stay whole."""
+    tenant = uuid.uuid4()
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        conn.execute("""select memsub.agent_session_add_items('s', '[{"n": 1}, {"n": 2}]')""")
+        conn.commit()
+        for statement in ("""select memsub.agent_session_add_items('s', '[{"n": 3}]')""",
+                          "select memsub.agent_session_pop_item('s')", "select memsub.agent_session_clear('s')"):
+            conn.execute("select memsub.set_context(%s, %s)", [str(tenant), ORG_X])
+            try:
+                conn.execute(statement)
+            except psycopg.Error as error:
+                assert (error.sqlstate, error.diag.column_name) == ("42501", "session_id"), (statement, error)
+            else:
+                raise AssertionError(f"accepted from another context: {statement}")
+            conn.rollback()
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (2,)
