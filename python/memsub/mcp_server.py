@@ -529,7 +529,9 @@ def build_server(tools: MemoryTools) -> MCPServer:
     def recall_entries(
         query: Annotated[str, Field(min_length=1, max_length=10_000)],
         k: K = 5,
-        namespace_prefix: Annotated[str | None, Field(description="Only namespaces starting with this.")] = None,
+        namespace_prefix: Annotated[str | None, Field(description=(
+            "Only namespaces under this prefix, by whole segments: kind[:segment...], e.g. user:<id> covers "
+            "user:<id> and user:<id>:notes."))] = None,
     ) -> EntryRecallResult:
         """Find namespaced memory entries by meaning and words (memsub.memory_search): the latest live version of
         each matching key."""

@@ -192,7 +192,7 @@ def test_namespaced_memory_entries(db):
                 assert [(h["key"], h["version"]) for h in found["hits"]] == [("tone", 2)]
                 assert found["hits"][0]["value"] == {"style": "concise answers with examples"}
                 elsewhere = _data(await client.call_tool("recall_entries", {
-                    "query": "concise answers", "namespace_prefix": "project:"}))
+                    "query": "concise answers", "namespace_prefix": "project"}))
                 assert elsewhere["hits"] == []
 
     _run(scenario)
