@@ -138,7 +138,8 @@ class Checkpoint(BaseModel):
 
 def session_create(session_id: str | None = None, *, project_id: str | None = None, app_name: str | None = None,
                    state: dict[str, Any] | None = None) -> Call[Session]:
-    """Create an active session (memsub.session_create); without ``session_id`` the context's session id."""
+    """Create an active session of the context user (memsub.session_create); without ``session_id`` a new id is
+    generated (a UUID), not taken from the context."""
     return function("session_create", {"session_id": session_id, "project_id": project_id, "app_name": app_name,
                                        "state": json_or_none(state)}, one(Session))
 
