@@ -1718,6 +1718,34 @@ ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment 
 
 COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
 
+CREATE FUNCTION memsub._json_double(p_value jsonb, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_number numeric;
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' then
+        raise exception 'field "%" must be a number', p_field using errcode = '22023', column = p_field;
+    end if;
+    -- JSON numbers are exact; double precision holds about 1e-308 to 1e308. A larger one has no double value (a
+    -- cast would raise 22003 naming nothing); a smaller one is 0, as JSON readers take it.
+    v_number := p_value::text::numeric;
+    if abs(v_number) >= 1e308 then
+        raise exception 'field "%" (%) is beyond the range of double precision', p_field, left(p_value::text, 40)
+            using errcode = '22023', column = p_field;
+    end if;
+    return case when abs(v_number) < 1e-307 then 0 else v_number::double precision end;
+end
+$$;
+
+ALTER FUNCTION memsub._json_double(p_value jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._json_double(p_value jsonb, p_field text) IS 'A JSON number as double precision: NULL for JSON null or none; 22023 naming the field for another type or a number beyond double precision''s range; a number too small for it is 0.';
+
 CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -3440,6 +3468,9 @@ begin
                         'timestamp (number) and embedding (array)', bad
             using errcode = '22023', column = format('memories[%s]', bad);
     end if;
+    -- A timestamp beyond double precision is refused naming its element, before anything is replaced.
+    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1))
+       from jsonb_array_elements(p_memories) with ordinality as m(memory, position);
     delete from memsub.adk_memories m
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
        and m.session_id = p_session_id;
@@ -3448,7 +3479,7 @@ begin
                                          "timestamp", content, text, words, embedding)
         select distinct on (m.memory ->> 'event_id')
                tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
-               m.memory ->> 'author', (m.memory ->> 'timestamp')::double precision, m.memory -> 'content',
+               m.memory ->> 'author', memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content',
                m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
                case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
                     then ((m.memory -> 'embedding') #>> '{}')::vector end
@@ -3559,7 +3590,7 @@ begin
         raise exception 'memsub: event.timestamp must be a number of seconds since the epoch'
             using errcode = '22023', column = 'event.timestamp';
     end if;
-    stamp := (p_event ->> 'timestamp')::double precision;
+    stamp := memsub._json_double(p_event -> 'timestamp', 'event.timestamp');
     delta := p_event #> '{actions,state_delta}';
     if delta is not null and jsonb_typeof(delta) not in ('object', 'null') then
         raise exception 'memsub: event.actions.state_delta must be a JSON object'
@@ -4104,8 +4135,8 @@ begin
                            then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
-            perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
-            perform memsub._check_unit((v_entity ->> 'confidence')::double precision, v_field || '.confidence');
+            perform memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
+                                       v_field || '.confidence');
         end if;
     end loop;
 
@@ -4129,7 +4160,7 @@ begin
            set entity_type = coalesce(v_type, w.entity_type),
                attributes = (w.attributes || v_attrs)
                             - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
-               confidence = coalesce((v_entity ->> 'confidence')::double precision, w.confidence),
+               confidence = coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), w.confidence),
                version = w.version + 1,
                updated_at = v_now,
                state_version = v_after,
@@ -4146,7 +4177,7 @@ begin
                 tenant_id, org_id, user_id)
             values (
                 v_id, v_type,
-                jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
+                v_attrs - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb), coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;
     end loop;
@@ -10393,7 +10424,8 @@ begin
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            f, v_tenant, v_org, v_user,
+            coalesce(memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score'), 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
@@ -15422,6 +15454,11 @@ GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_a
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
 

@@ -202,6 +202,33 @@ comment on function memsub._words_query(regconfig, text) is
     'composed (NFC) or decomposed (NFD): the two forms'' queries joined by OR when the text has accents, its one '
     'query otherwise. A NULL text is an empty query.';
 
+create or replace function memsub._json_double(p_value jsonb, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_number numeric;
+begin
+    if p_value is null or jsonb_typeof(p_value) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(p_value) <> 'number' then
+        raise exception 'field "%" must be a number', p_field using errcode = '22023', column = p_field;
+    end if;
+    -- JSON numbers are exact; double precision holds about 1e-308 to 1e308. A larger one has no double value (a
+    -- cast would raise 22003 naming nothing); a smaller one is 0, as JSON readers take it.
+    v_number := p_value::text::numeric;
+    if abs(v_number) >= 1e308 then
+        raise exception 'field "%" (%) is beyond the range of double precision', p_field, left(p_value::text, 40)
+            using errcode = '22023', column = p_field;
+    end if;
+    return case when abs(v_number) < 1e-307 then 0 else v_number::double precision end;
+end
+$$;
+comment on function memsub._json_double(jsonb, text) is
+    'A JSON number as double precision: NULL for JSON null or none; 22023 naming the field for another type or a '
+    'number beyond double precision''s range; a number too small for it is 0.';
+
 create or replace function memsub._check_unit(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -459,5 +486,6 @@ grant execute on function memsub._check_fused_search(integer, integer, vector, t
 grant execute on function memsub._check_filter_values(text[], text), memsub._check_time_range(timestamptz, timestamptz)
     to memsub_app, memsub_analyst;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;
+grant execute on function memsub._json_double(jsonb, text) to memsub_app, memsub_analyst, memsub_retrieval_owner;
 -- The text legs' query: hybrid_search's keyword leg runs as memsub_retrieval_owner, the others as their caller.
 grant execute on function memsub._words_query(regconfig, text) to memsub_app, memsub_analyst, memsub_retrieval_owner;

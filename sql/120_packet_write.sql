@@ -796,7 +796,8 @@ begin
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
         v_written := v_written || memsub.fan_out_packet(
-            f, v_tenant, v_org, v_user, coalesce((f.confidence ->> 'score')::double precision, 0.5),
+            f, v_tenant, v_org, v_user,
+            coalesce(memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score'), 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
     end if;
     return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,

@@ -75,8 +75,8 @@ begin
                            then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
         if v_entity ? 'confidence' then
-            perform memsub._check_json_type(v_entity -> 'confidence', 'number', v_field || '.confidence');
-            perform memsub._check_unit((v_entity ->> 'confidence')::double precision, v_field || '.confidence');
+            perform memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
+                                       v_field || '.confidence');
         end if;
     end loop;
 
@@ -100,7 +100,7 @@ begin
            set entity_type = coalesce(v_type, w.entity_type),
                attributes = (w.attributes || v_attrs)
                             - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
-               confidence = coalesce((v_entity ->> 'confidence')::double precision, w.confidence),
+               confidence = coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), w.confidence),
                version = w.version + 1,
                updated_at = v_now,
                state_version = v_after,
@@ -117,7 +117,7 @@ begin
                 tenant_id, org_id, user_id)
             values (
                 v_id, v_type,
-                jsonb_strip_nulls(v_attrs), coalesce((v_entity ->> 'confidence')::double precision, 0.5), 1,
+                v_attrs - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb), coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;
     end loop;

@@ -269,7 +269,7 @@ begin
         raise exception 'memsub: event.timestamp must be a number of seconds since the epoch'
             using errcode = '22023', column = 'event.timestamp';
     end if;
-    stamp := (p_event ->> 'timestamp')::double precision;
+    stamp := memsub._json_double(p_event -> 'timestamp', 'event.timestamp');
     delta := p_event #> '{actions,state_delta}';
     if delta is not null and jsonb_typeof(delta) not in ('object', 'null') then
         raise exception 'memsub: event.actions.state_delta must be a JSON object'
@@ -365,6 +365,9 @@ begin
                         'timestamp (number) and embedding (array)', bad
             using errcode = '22023', column = format('memories[%s]', bad);
     end if;
+    -- A timestamp beyond double precision is refused naming its element, before anything is replaced.
+    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1))
+       from jsonb_array_elements(p_memories) with ordinality as m(memory, position);
     delete from memsub.adk_memories m
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
        and m.session_id = p_session_id;
@@ -373,7 +376,7 @@ begin
                                          "timestamp", content, text, words, embedding)
         select distinct on (m.memory ->> 'event_id')
                tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
-               m.memory ->> 'author', (m.memory ->> 'timestamp')::double precision, m.memory -> 'content',
+               m.memory ->> 'author', memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content',
                m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
                case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
                     then ((m.memory -> 'embedding') #>> '{}')::vector end

@@ -259,6 +259,11 @@ BAD_CALLS = [
      "event.timestamp"),
     ("select memsub.adk_session_append_event('a', 'u', 's', "
      "'{\"id\": \"e\", \"timestamp\": 1, \"actions\": {\"state_delta\": [1]}}')", "event.actions.state_delta"),
+    # a number beyond double precision, named rather than an unnamed 22003 (or another field's message)
+    ("select memsub.adk_session_append_event('a', 'u', 's', '{\"id\": \"e\", \"timestamp\": 1e400}')",
+     "event.timestamp"),
+    ("select memsub.adk_memory_add('a', 'u', 's', "
+     "'[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\", \"timestamp\": -1e400}]')", "memories[0].timestamp"),
     ("select memsub.adk_memory_add('a', 'u', 's', '{}')", "memories"),
     ("select memsub.adk_memory_add('a', 'u', 's', '[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\"}, "
      "{\"event_id\": \"f\", \"text\": \"t\"}]')", "memories[1]"),

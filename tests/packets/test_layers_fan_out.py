@@ -135,3 +135,15 @@ def test_a_bad_embedding_element_is_named_and_nothing_is_written(db, element, sq
         assert (caught.value.sqlstate, caught.value.diag.column_name) == (sqlstate, column)
     assert superuser_count(db, "memsub.packet_store") == 0
     assert superuser_count(db, "memsub.memory_embeddings") == 0
+
+
+def test_a_confidence_too_small_for_double_precision_fans_out_as_zero(db):
+    """confidence.score 1e-400 is a number between 0 and 1, accepted as 0 by the envelope check; the facts it
+    fans out to take 0 too, instead of failing with an unnamed 22003 (underflow) on the way."""
+    envelope = json.dumps({"packet_type": "memory_write", "payload": PAYLOAD, "memory": MEMORY}
+                          ).replace('"memory"', '"confidence": {"score": 1e-400}, "memory"', 1)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.write_packet(%s::jsonb)", [envelope])
+        confidences = {row[0] for row in conn.execute("select confidence from memsub.knowledge_facts")}
+    assert confidences == {0.0, 0.8}  # the envelope's 0 as the default, and one fact's own 0.8

@@ -111,3 +111,31 @@ def test_a_failed_update_changes_nothing(db, entities, expected, sqlstate, colum
         assert caught.value.diag.column_name == column
     assert _ground_truth(db) == before
 
+
+
+@pytest.mark.parametrize("confidence", ["1e400", "-1e400", "1e-400"])
+def test_a_confidence_beyond_double_precision_is_refused_naming_it_or_read_as_zero(db, confidence):
+    """1e400 is no confidence: refused as 22023 naming entities[0].confidence like 2 is, not a 22003 naming
+    nothing; 1e-400 is 0 to double precision, as JSON readers take it."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        entities = '[{"entity_id": "E", "entity_type": "Concept", "confidence": ' + confidence + "}]"
+        if confidence == "1e-400":
+            call(conn, "select * from memsub.apply_world_model_update('insight', %s::jsonb)", [entities])
+            assert _state(conn) == [("E", "Concept", {}, 0.0, 1)]
+            return
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.apply_world_model_update('insight', %s::jsonb)", [entities])
+        assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "entities[0].confidence")
+
+
+def test_nested_nulls_of_a_new_entity_are_kept_as_for_an_existing_one(db):
+    """A JSON null removes a top-level attribute; deeper, it is a value like any other, for a new entity as for an
+    existing one (a new entity lost them)."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        attributes = {"a": {"b": None, "c": 1}, "gone": None}
+        _apply(conn, [{"entity_id": "New", "entity_type": "Concept", "attributes": attributes},
+                      {"entity_id": "Old", "entity_type": "Concept"}])
+        _apply(conn, [{"entity_id": "Old", "attributes": attributes}])
+        assert [row[2] for row in _state(conn)] == [{"a": {"b": None, "c": 1}}] * 2
