@@ -34,6 +34,7 @@ declare
     text_value text;
     has_time   boolean;
     has_zone   boolean;
+    v_time     timestamptz;
 begin
     if p_value is null or jsonb_typeof(p_value) = 'null' then
         return null;
@@ -60,13 +61,22 @@ begin
             using errcode = '22007', column = p_field;
     end if;
     if has_zone then
-        return text_value::timestamptz;
+        v_time := text_value::timestamptz;
+    else
+        v_time := text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
     end if;
-    return text_value::timestamp at time zone 'UTC';  -- no zone given: the envelope speaks UTC
+    -- Years 1 to 9999 in UTC, what ISO 8601 clients hold (Python's datetime among them): PostgreSQL holds more,
+    -- and a packet past them could be written but no longer read by such a client.
+    if v_time < '0001-01-01 00:00:00+00' or v_time >= '10000-01-01 00:00:00+00' then
+        raise exception 'envelope field "%" (%) falls outside years 1 to 9999 in UTC', p_field, text_value
+            using errcode = '22008', column = p_field;
+    end if;
+    return v_time;
 end
 $$;
 comment on function memsub._envelope_timestamp(jsonb, text) is
-    'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field.';
+    'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field '
+    'for text that is no such timestamp, 22008 for a time outside years 1 to 9999 in UTC.';
 
 drop function if exists memsub._envelope_object(jsonb, text);
 drop function if exists memsub._envelope_text(jsonb, text);
@@ -877,8 +887,10 @@ as $$
                and length(r.e ->> 'packet_type') <= 200
                and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
                and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
-               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null') or r.stated_time is not null)
-               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null') or r.ttl is not null)
+               and ((r.e -> 'timestamp' is null or jsonb_typeof(r.e -> 'timestamp') = 'null')
+                    or r.stated_time >= '0001-01-01 00:00:00+00' and r.stated_time < '10000-01-01 00:00:00+00')
+               and ((r.e -> 'ttl' is null or jsonb_typeof(r.e -> 'ttl') = 'null')
+                    or r.ttl >= '0001-01-01 00:00:00+00' and r.ttl < '10000-01-01 00:00:00+00')
                and ((r.e -> 'thread_id' is null or jsonb_typeof(r.e -> 'thread_id') = 'null') or r.thread_id is not null)
                and ((r.e -> 'correlation_id' is null or jsonb_typeof(r.e -> 'correlation_id') = 'null') or r.correlation_id is not null)
                and ((r.e -> 'importance_score' is null or jsonb_typeof(r.e -> 'importance_score') = 'null') or r.importance is not null)

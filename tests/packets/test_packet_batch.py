@@ -113,6 +113,8 @@ def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
     ("tags", ["ok", " "], "22023", "tags"),
     ("tags", ["ok", "\t"], "22023", "tags"),
     ("packet_type", "\t\n", "22023", "packet_type"),
+    ("timestamp", "9999-12-31T23:59:59-14:00", "22008", "timestamp"),
+    ("ttl", "9999-12-31T20:00:00-05:00", "22008", "ttl"),
     ("packet_type", "\u00a0", "22023", "packet_type"),
     ("tags", ["ok", "\u202f"], "22023", "tags"),
     ("lineage", {"parent_ids": [str(uuid.UUID(int=7))]}, "23503", "lineage.parent_ids"),

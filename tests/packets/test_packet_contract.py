@@ -104,6 +104,14 @@ BAD_ENVELOPES = [
     ("malformed packet_id", {"packet_type": "event", "payload": 1, "packet_id": "not-a-uuid"}, "22P02", "packet_id"),
     ("malformed thread_id", {"packet_type": "event", "payload": 1, "thread_id": "1234"}, "22P02", "thread_id"),
     ("score 1.5", {"packet_type": "event", "payload": 1, "confidence": {"score": 1.5}}, "22023", "confidence.score"),
+    # Times past year 9999 in UTC (or before year 1): PostgreSQL holds them, ISO 8601 clients (Python's datetime)
+    # do not, and a thread holding one could no longer be read by them.
+    ("timestamp in year 10000 UTC", {"packet_type": "event", "payload": 1, "timestamp": "9999-12-31T23:59:59-14:00"},
+     "22008", "timestamp"),
+    ("timestamp before year 1 UTC", {"packet_type": "event", "payload": 1, "timestamp": "0001-01-01T00:00:00+14:00"},
+     "22008", "timestamp"),
+    ("ttl in year 10000 UTC", {"packet_type": "event", "payload": 1, "ttl": "9999-12-31T20:00:00-05:00"},
+     "22008", "ttl"),
     ("score as text", {"packet_type": "event", "payload": 1, "confidence": {"score": "high"}}, "22023",
      "confidence.score"),
     ("unknown derivation", {"packet_type": "event", "payload": 1, "lineage": {"derivation_type": "guess"}},
