@@ -3420,6 +3420,7 @@ CREATE FUNCTION memsub.adk_check_name(p_value text, p_field text) RETURNS text
     AS $$
 begin
     perform memsub._check_text_limits(p_field, p_value);
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);  -- a key of the ADK tables' rows
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;
@@ -3430,7 +3431,7 @@ $$;
 
 ALTER FUNCTION memsub.adk_check_name(p_value text, p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.adk_check_name(p_value text, p_field text) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character (54000 when it is over max_text_chars).';
+COMMENT ON FUNCTION memsub.adk_check_name(p_value text, p_field text) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character (54000 when it is over max_text_chars, or longer than max_id_bytes: the ADK tables key their rows by it).';
 
 CREATE FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
@@ -3479,8 +3480,11 @@ begin
                         'timestamp (number) and embedding (array)', bad
             using errcode = '22023', column = format('memories[%s]', bad);
     end if;
-    -- A timestamp beyond double precision is refused naming its element, before anything is replaced.
-    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1))
+    -- A timestamp beyond double precision, or an event id longer than a key holds, is refused naming its element,
+    -- before anything is replaced.
+    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1)),
+            memsub._check_limit(octet_length(m.memory ->> 'event_id'), 'max_id_bytes',
+                                format('memories[%s].event_id', m.position - 1))
        from jsonb_array_elements(p_memories) with ordinality as m(memory, position);
     delete from memsub.adk_memories m
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
@@ -3921,6 +3925,7 @@ begin
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
+    perform memsub._check_limit(octet_length(p_session_id), 'max_id_bytes', 'session_id');  -- a key of its rows
     -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
     perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
     if memsub._agent_session_owned_elsewhere(p_session_id) then
@@ -6718,13 +6723,15 @@ begin
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;
+    -- The rows are keyed by these ids, and a B-tree entry holds about 2.7 kB.
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);
     return p_value;
 end
 $$;
 
 ALTER FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed).';
+COMMENT ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed), 54000 when it is longer than max_id_bytes (the rows are keyed by it).';
 
 CREATE FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text DEFAULT ''::text, p_checkpoint_id text DEFAULT NULL::text) RETURNS SETOF memsub.langgraph_checkpoint_row
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -6828,6 +6835,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put: metadata must be a JSON object'
             using errcode = '22023', column = 'metadata';
     end if;
+    perform memsub._check_limit(octet_length(p_metadata ->> 'run_id'), 'max_id_bytes', 'metadata.run_id');
     perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
@@ -7572,6 +7580,7 @@ begin
         when 'max_document_chars'  then 16777216    -- the text of one document
         when 'max_document_chunks' then 10000       -- the chunks of one document
         when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
+        when 'max_id_bytes'        then 512         -- one id the adapters key rows by (thread, session, app, ...)
         -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
         when 'statement_timeout_ms'           then 30000
         when 'lock_timeout_ms'                then 5000

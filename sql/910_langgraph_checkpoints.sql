@@ -21,11 +21,14 @@ begin
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;
+    -- The rows are keyed by these ids, and a B-tree entry holds about 2.7 kB.
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);
     return p_value;
 end
 $$;
 comment on function memsub.langgraph_check_text(text, text, boolean) is
-    'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed).';
+    'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed), 54000 when '
+    'it is longer than max_id_bytes (the rows are keyed by it).';
 
 -- A thread id names one thread of the tenant, and it is written from one context: the organization's that wrote
 -- it first, or the tenant-wide one. Row-level security shows an organization the tenant-wide rows and hides other
@@ -103,6 +106,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put: metadata must be a JSON object'
             using errcode = '22023', column = 'metadata';
     end if;
+    perform memsub._check_limit(octet_length(p_metadata ->> 'run_id'), 'max_id_bytes', 'metadata.run_id');
     perform memsub._langgraph_check_thread_context(array[p_thread_id]);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,

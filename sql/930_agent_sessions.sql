@@ -46,6 +46,7 @@ begin
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
+    perform memsub._check_limit(octet_length(p_session_id), 'max_id_bytes', 'session_id');  -- a key of its rows
     -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
     perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
     if memsub._agent_session_owned_elsewhere(p_session_id) then

@@ -29,6 +29,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     perform memsub._check_text_limits(p_field, p_value);
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);  -- a key of the ADK tables' rows
     if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
         raise exception 'memsub: % must be a non-empty string without control characters', p_field
             using errcode = '22023', column = p_field;
@@ -38,7 +39,7 @@ end
 $$;
 comment on function memsub.adk_check_name(text, text) is
     'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character '
-    '(54000 when it is over max_text_chars).';
+    '(54000 when it is over max_text_chars, or longer than max_id_bytes: the ADK tables key their rows by it).';
 
 create or replace function memsub.adk_check_state(p_state jsonb, p_field text) returns jsonb
 language plpgsql stable security invoker
@@ -365,8 +366,11 @@ begin
                         'timestamp (number) and embedding (array)', bad
             using errcode = '22023', column = format('memories[%s]', bad);
     end if;
-    -- A timestamp beyond double precision is refused naming its element, before anything is replaced.
-    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1))
+    -- A timestamp beyond double precision, or an event id longer than a key holds, is refused naming its element,
+    -- before anything is replaced.
+    perform memsub._json_double(m.memory -> 'timestamp', format('memories[%s].timestamp', m.position - 1)),
+            memsub._check_limit(octet_length(m.memory ->> 'event_id'), 'max_id_bytes',
+                                format('memories[%s].event_id', m.position - 1))
        from jsonb_array_elements(p_memories) with ordinality as m(memory, position);
     delete from memsub.adk_memories m
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id

@@ -295,3 +295,32 @@ def test_an_agent_session_is_changed_only_from_the_organization_context_that_wro
             conn.rollback()
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (2,)
+
+
+LONG_ID = "x" * 513
+
+
+@pytest.mark.parametrize(("statement", "params", "field"), [
+    ("select memsub.langgraph_checkpoint_put(%s, '', 'c', null, 'json', '\\x01', '{}')", [LONG_ID], "thread_id"),
+    ("select memsub.langgraph_checkpoint_put('t', '', %s, null, 'json', '\\x01', '{}')", [LONG_ID], "checkpoint_id"),
+    ("select memsub.langgraph_checkpoint_put('t', '', 'c', null, 'json', '\\x01', %s)",
+     ['{"run_id": "' + LONG_ID + '"}'], "metadata.run_id"),
+    ("select memsub.langgraph_checkpoint_put_writes('t', '', 'c', %s, '', '{0}', '{ch}', '{json}', "
+     "array['\\x01'::bytea])", [LONG_ID], "task_id"),
+    ("select memsub.agent_session_add_items(%s, '[{}]')", [LONG_ID], "session_id"),
+    ("select * from memsub.adk_session_create(%s, 'u')", [LONG_ID], "app_name"),
+    ("select * from memsub.adk_session_create('a', 'u', %s)", [LONG_ID], "session_id"),
+    ("select memsub.adk_memory_add('a', 'u', 's', %s)",
+     ['[{"event_id": "' + LONG_ID + '", "content": {}, "text": "t"}]'], "memories[0].event_id"),
+])
+def test_an_adapter_identifier_over_max_id_bytes_is_refused_naming_it(db: Any, statement: str, params: list[Any],
+                                                                       field: str) -> None:
+    """The adapters key their rows by these ids, and a B-tree entry holds about 2.7 kB: a longer id failed with a
+    raw 'index row size' error naming nothing. Each is held against max_id_bytes (512 by default): 54000 naming
+    it, nothing written."""
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(uuid.uuid4())])
+        with pytest.raises(psycopg.Error) as refused:
+            conn.execute(statement, params)
+        assert (refused.value.sqlstate, refused.value.diag.column_name) == ("54000", field)
+        assert "max_id_bytes" in (refused.value.diag.message_detail or "")
