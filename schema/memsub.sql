@@ -5686,21 +5686,25 @@ begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
+    -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first
+    -- (each direction read by its own index search, at most limit rows each, then the best of both kept).
     with edges as (
-        (select 1 as part, row_number() over (order by r.confidence desc, r.target_entity) as place,
-                'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity, r.confidence,
-                r.mention_count, r.relationship_id
-           from memsub.entity_relationships r
-          where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-            and r.confidence >= coalesce(p_min_confidence, 0)
-          order by r.confidence desc, r.target_entity limit p_limit)
-        union all
-        (select 2, row_number() over (order by r.confidence desc, r.source_entity), 'incoming', r.relationship_type,
-                r.source_entity, r.confidence, r.mention_count, r.relationship_id
-           from memsub.entity_relationships r
-          where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-            and r.confidence >= coalesce(p_min_confidence, 0)
-          order by r.confidence desc, r.source_entity limit p_limit)),
+        select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity) as place, d.*
+          from ((select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
+                        r.confidence, r.mention_count, r.relationship_id
+                   from memsub.entity_relationships r
+                  where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+                    and r.confidence >= coalesce(p_min_confidence, 0)
+                  order by r.confidence desc, r.target_entity limit p_limit)
+                union all
+                (select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count,
+                        r.relationship_id
+                   from memsub.entity_relationships r
+                  where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+                    and r.confidence >= coalesce(p_min_confidence, 0)
+                  order by r.confidence desc, r.source_entity limit p_limit)) d
+         order by d.confidence desc, d.direction, d.other_entity
+         limit p_limit),
     resolved as (
         select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
     select x.kind, x.direction, x.relationship_type, x.other_entity, x.object, x.confidence, x.mention_count, x.id
@@ -5721,7 +5725,7 @@ $$;
 
 ALTER FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then and the facts whose subject it is (subject matched by memsub.normalize_text), each kind most confident first and at most limit rows.';
+COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first.';
 
 CREATE FUNCTION memsub.entity_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_rrf_k integer DEFAULT 60) RETURNS TABLE(entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
     LANGUAGE plpgsql STABLE

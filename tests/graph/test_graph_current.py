@@ -275,3 +275,19 @@ def test_the_upgrade_merges_edges_whose_names_differ_only_in_case_or_spacing(emp
         {"source_entity": "Other", "target_entity": "memsub", "mention_count": 1, "confidence": 0.5,
          "f": T0, "u": None},
     ]
+
+
+def test_the_neighbourhood_gives_at_most_limit_relationships_most_confident_first(db):
+    """Relationships are one kind, whichever their direction: at most limit of them, the most confident first; the
+    facts are the other kind, with a limit of their own."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship('A', 'likes', 'B', 0.9)")
+        conn.execute("select memsub.upsert_relationship('C', 'likes', 'A', 0.95)")
+        conn.execute("select memsub.upsert_relationship('A', 'knows', 'D', 0.3)")
+        conn.execute("select memsub.assert_fact('A', 'colour', '\"red\"', 0.4)")
+        near = {limit: conn.execute("select kind, direction, other_entity from memsub.entity_neighbourhood('A', "
+                                    "p_limit => %s)", [limit]).fetchall() for limit in (1, 2)}
+    assert near[1] == [("relationship", "incoming", "C"), ("fact", "subject", None)]
+    assert near[2] == [("relationship", "incoming", "C"), ("relationship", "outgoing", "B"),
+                       ("fact", "subject", None)]
