@@ -9163,27 +9163,34 @@ begin
     if p_execution_time_ms < 0 then
         raise exception 'field "execution_time_ms" must not be negative' using errcode = '22023', column = 'execution_time_ms';
     end if;
-    insert into memsub.task_reflections as t (
-        task_id, task_description, outcome, what_worked, what_failed, false_constraints, helpful_patterns,
-        lessons, recommendations, related_decisions, execution_time_ms, metrics_improved, metrics_degraded,
-        tenant_id, org_id, user_id, session_id)
-    values (
-        memsub._require_text(p_task_id, 'task_id'), p_task_description, p_outcome,
-        coalesce(p_what_worked, '{}'), coalesce(p_what_failed, '{}'), coalesce(p_false_constraints, '{}'),
-        coalesce(p_helpful_patterns, '{}'), coalesce(p_lessons, '{}'), coalesce(p_recommendations, '{}'),
-        coalesce(p_related_decisions, '{}'), p_execution_time_ms,
-        coalesce(memsub._check_json_type(p_metrics_improved, 'object', 'metrics_improved'), '{}'),
-        coalesce(memsub._check_json_type(p_metrics_degraded, 'object', 'metrics_degraded'), '{}'),
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
-    on conflict (tenant_id, task_id) do update
-       set task_description = coalesce(excluded.task_description, t.task_description),
-           outcome = excluded.outcome, what_worked = excluded.what_worked, what_failed = excluded.what_failed,
-           false_constraints = excluded.false_constraints, helpful_patterns = excluded.helpful_patterns,
-           lessons = excluded.lessons, recommendations = excluded.recommendations,
-           related_decisions = excluded.related_decisions, execution_time_ms = excluded.execution_time_ms,
-           metrics_improved = excluded.metrics_improved, metrics_degraded = excluded.metrics_degraded,
-           updated_at = now(), user_id = excluded.user_id, session_id = excluded.session_id
-    returning t.* into v_reflection;
+    -- One reflection per task_id and tenant: when another organization holds it, the update below is refused by
+    -- row-level security, and that refusal is said in its own words, naming the field.
+    begin
+        insert into memsub.task_reflections as t (
+            task_id, task_description, outcome, what_worked, what_failed, false_constraints, helpful_patterns,
+            lessons, recommendations, related_decisions, execution_time_ms, metrics_improved, metrics_degraded,
+            tenant_id, org_id, user_id, session_id)
+        values (
+            memsub._require_text(p_task_id, 'task_id'), p_task_description, p_outcome,
+            coalesce(p_what_worked, '{}'), coalesce(p_what_failed, '{}'), coalesce(p_false_constraints, '{}'),
+            coalesce(p_helpful_patterns, '{}'), coalesce(p_lessons, '{}'), coalesce(p_recommendations, '{}'),
+            coalesce(p_related_decisions, '{}'), p_execution_time_ms,
+            coalesce(memsub._check_json_type(p_metrics_improved, 'object', 'metrics_improved'), '{}'),
+            coalesce(memsub._check_json_type(p_metrics_degraded, 'object', 'metrics_degraded'), '{}'),
+            v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+        on conflict (tenant_id, task_id) do update
+           set task_description = coalesce(excluded.task_description, t.task_description),
+               outcome = excluded.outcome, what_worked = excluded.what_worked, what_failed = excluded.what_failed,
+               false_constraints = excluded.false_constraints, helpful_patterns = excluded.helpful_patterns,
+               lessons = excluded.lessons, recommendations = excluded.recommendations,
+               related_decisions = excluded.related_decisions, execution_time_ms = excluded.execution_time_ms,
+               metrics_improved = excluded.metrics_improved, metrics_degraded = excluded.metrics_degraded,
+               updated_at = now(), user_id = excluded.user_id, session_id = excluded.session_id
+        returning t.* into v_reflection;
+    exception when insufficient_privilege then
+        raise exception 'task_id "%" has a reflection of another organization of the tenant', btrim(p_task_id)
+            using errcode = '42501', column = 'task_id';
+    end;
     return v_reflection;
 end
 $$;

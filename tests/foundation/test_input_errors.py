@@ -195,3 +195,20 @@ def test_a_filter_nothing_can_match_is_refused_naming_it(db, call, params, colum
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
         expect_error(conn, "22023", column, call, params)
+
+
+def test_a_task_reflection_held_by_another_organization_is_refused_naming_task_id(db):
+    """The comment promises 42501 for a task of another organization: it came as a raw row-level security message
+    naming a policy and no field. Now it names task_id, and the other organization's reflection stays."""
+    org_one, org_two = uuid.UUID(int=11), uuid.UUID(int=12)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, org=org_one)
+        conn.execute("select memsub.record_task_reflection('t1', 'success')")
+        conn.commit()
+        set_context(conn, TENANT_A, org=org_two)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+            conn.execute("select memsub.record_task_reflection('t1', 'failure')")
+        assert refused.value.diag.column_name == "task_id"
+        assert "row-level security" not in str(refused.value)
+    with db.connect() as conn:
+        assert conn.execute("select outcome from memsub.task_reflections").fetchall() == [("success",)]
