@@ -283,9 +283,20 @@ begin
     update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_from, '[)')
      where r.tenant_id = v_tenant and r.source_key = any(v_sources) and r.relationship_type = v_type
        and not r.target_key = any(v_targets) and upper_inf(r.valid_period);
-    -- The new fact: reinforce it when it already holds, otherwise open its window.
+    -- The new fact: reinforce it when it already holds, otherwise open its window. It holds from valid_from: an
+    -- open window that starts later starts there now (never before a closed window of the same edge ends).
     update memsub.entity_relationships r
-       set mention_count = r.mention_count + 1,
+       set valid_period = case when lower(r.valid_period) > v_from then
+                                   tstzrange(greatest(v_from, (select max(upper(x.valid_period))
+                                                                 from memsub.entity_relationships x
+                                                                where x.tenant_id = r.tenant_id
+                                                                  and x.source_key = r.source_key
+                                                                  and x.relationship_type = r.relationship_type
+                                                                  and x.target_key = r.target_key
+                                                                  and not upper_inf(x.valid_period))),
+                                             null, '[)')
+                               else r.valid_period end,
+           mention_count = r.mention_count + 1,
            confidence = 1 - (1 - r.confidence) * (1 - coalesce(p_confidence, 0.5)),
            last_seen = greatest(r.last_seen, now()),
            evidence = memsub._merge_doc_refs(r.evidence, v_evidence),

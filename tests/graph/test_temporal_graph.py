@@ -316,3 +316,18 @@ def test_graph_filters_that_can_match_nothing_are_refused_naming_the_field(db):
         entity = conn.execute("select aliases, alias_keys from memsub.graph_upsert_entity('E', 'Person', %s)",
                               [["\u00a0", " E2 "]]).fetchone()
     assert entity == ([" E2 "], ["e2"])  # aliases are kept as given; a blank one is dropped
+
+
+def test_superseding_with_an_edge_dated_later_moves_its_start_to_valid_from(db):
+    """The new fact holds from valid_from (the function's comment): when its edge already has an open window that
+    starts later, that window now starts at valid_from, so no time is left where neither holds."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.temporal_edge_add('A', 'works_at', 'C', %s)", [T0])
+        conn.execute("select memsub.temporal_edge_add('A', 'works_at', 'B', %s)", [T2])
+        edge = conn.execute("select lower(valid_period), mention_count from memsub.supersede_relationship("
+                            "'A', 'works_at', 'B', %s)", [T1]).fetchone()
+        between = conn.execute("select target_entity from memsub.edges_as_of(%s, 'A')",
+                               [T1 + timedelta(days=30)]).fetchall()
+    assert edge == (T1, 2)
+    assert between == [("B",)]
