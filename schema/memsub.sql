@@ -209,10 +209,14 @@ CREATE FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) RETURNS
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
+declare
+    v_owner uuid;
 begin
-    return exists (select from memsub.agent_session_items i
-                    where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
-                      and i.org_id is distinct from memsub.current_org_id());
+    -- One item says the session's context (all its items carry it), whatever the session's length.
+    select i.org_id into v_owner from memsub.agent_session_items i
+     where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
+     limit 1;
+    return found and v_owner is distinct from memsub.current_org_id();
 end
 $$;
 
@@ -1857,23 +1861,36 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
 CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_elsewhere text[] := memsub._langgraph_threads_owned_elsewhere(p_thread_ids);
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_elsewhere text;
 begin
-    if cardinality(v_elsewhere) > 0 then
+    select u.id into v_elsewhere
+      from unnest(p_thread_ids) as u(id)
+     cross join lateral (
+               (select c.org_id from memsub.langgraph_checkpoints c
+                 where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
+               union all
+               (select w.org_id from memsub.langgraph_checkpoint_writes w
+                 where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
+               limit 1) as o
+     where o.org_id is distinct from v_org
+     limit 1;
+    if v_elsewhere is not null then
         raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
-                        'one): it is changed there only', v_elsewhere[1]
+                        'one): it is changed there only', v_elsewhere
             using errcode = '42501', column = 'thread_id';
     end if;
 end
 $$;
 
-ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) IS 'Internal: raises 42501 naming thread_id when one of the threads was written from another context than the caller''s (memsub._langgraph_threads_owned_elsewhere).';
+COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
     LANGUAGE plpgsql STABLE
@@ -1921,29 +1938,6 @@ CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURN
 ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
-
-CREATE FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) RETURNS text[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_tenant uuid := memsub._require_tenant_id();
-    v_org    uuid := memsub.current_org_id();
-begin
-    return array(select distinct c.thread_id from memsub.langgraph_checkpoints c
-                  where c.tenant_id = v_tenant and c.thread_id = any(p_thread_ids)
-                    and c.org_id is distinct from v_org
-                 union
-                 select distinct w.thread_id from memsub.langgraph_checkpoint_writes w
-                  where w.tenant_id = v_tenant and w.thread_id = any(p_thread_ids)
-                    and w.org_id is distinct from v_org
-                  order by 1);
-end
-$$;
-
-ALTER FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) OWNER TO memsub_retrieval_owner;
-
-COMMENT ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) IS 'Internal: those of the threads of the context tenant that hold rows written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -15513,15 +15507,13 @@ GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 

@@ -34,50 +34,42 @@ comment on function memsub.langgraph_check_text(text, text, boolean) is
 -- it first, or the tenant-wide one. Row-level security shows an organization the tenant-wide rows and hides other
 -- organizations': a write from another context would overwrite or delete rows it does not own, or fail with a raw
 -- policy error on rows it cannot see. Every function that changes a thread checks here first, over every
--- organization (owned by memsub_retrieval_owner, BYPASSRLS; it states the tenant itself and answers yes or no).
-create or replace function memsub._langgraph_threads_owned_elsewhere(p_thread_ids text[]) returns text[]
+-- organization: owned by memsub_retrieval_owner (BYPASSRLS), it states the tenant itself and reads one row of
+-- each thread (all rows of a thread carry its context, so one says it), whatever the thread's length.
+create or replace function memsub._langgraph_check_thread_context(p_thread_ids text[]) returns void
 language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_tenant uuid := memsub._require_tenant_id();
-    v_org    uuid := memsub.current_org_id();
+    v_tenant    uuid := memsub._require_tenant_id();
+    v_org       uuid := memsub.current_org_id();
+    v_elsewhere text;
 begin
-    return array(select distinct c.thread_id from memsub.langgraph_checkpoints c
-                  where c.tenant_id = v_tenant and c.thread_id = any(p_thread_ids)
-                    and c.org_id is distinct from v_org
-                 union
-                 select distinct w.thread_id from memsub.langgraph_checkpoint_writes w
-                  where w.tenant_id = v_tenant and w.thread_id = any(p_thread_ids)
-                    and w.org_id is distinct from v_org
-                  order by 1);
-end
-$$;
-alter function memsub._langgraph_threads_owned_elsewhere(text[]) owner to memsub_retrieval_owner;
-comment on function memsub._langgraph_threads_owned_elsewhere(text[]) is
-    'Internal: those of the threads of the context tenant that hold rows written from another context (another '
-    'organization, or tenant-wide for an organization and the other way round), whoever may see them (owned by '
-    'memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
-grant select on memsub.langgraph_checkpoints, memsub.langgraph_checkpoint_writes to memsub_retrieval_owner;
-grant execute on function memsub._langgraph_threads_owned_elsewhere(text[]) to memsub_owner;
-
-create or replace function memsub._langgraph_check_thread_context(p_thread_ids text[]) returns void
-language plpgsql stable security invoker
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-declare
-    v_elsewhere text[] := memsub._langgraph_threads_owned_elsewhere(p_thread_ids);
-begin
-    if cardinality(v_elsewhere) > 0 then
+    select u.id into v_elsewhere
+      from unnest(p_thread_ids) as u(id)
+     cross join lateral (
+               (select c.org_id from memsub.langgraph_checkpoints c
+                 where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
+               union all
+               (select w.org_id from memsub.langgraph_checkpoint_writes w
+                 where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
+               limit 1) as o
+     where o.org_id is distinct from v_org
+     limit 1;
+    if v_elsewhere is not null then
         raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
-                        'one): it is changed there only', v_elsewhere[1]
+                        'one): it is changed there only', v_elsewhere
             using errcode = '42501', column = 'thread_id';
     end if;
 end
 $$;
+alter function memsub._langgraph_check_thread_context(text[]) owner to memsub_retrieval_owner;
 comment on function memsub._langgraph_check_thread_context(text[]) is
-    'Internal: raises 42501 naming thread_id when one of the threads was written from another context than the '
-    'caller''s (memsub._langgraph_threads_owned_elsewhere).';
+    'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another '
+    'context than the caller''s (another organization, or tenant-wide for an organization and the other way '
+    'round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+grant select on memsub.langgraph_checkpoints, memsub.langgraph_checkpoint_writes to memsub_retrieval_owner;
+grant execute on function memsub._langgraph_check_thread_context(text[]) to memsub_owner;
 
 create or replace function memsub.langgraph_checkpoint_put(
     p_thread_id            text,

@@ -20,10 +20,14 @@ create or replace function memsub._agent_session_owned_elsewhere(p_session_id te
 language plpgsql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+declare
+    v_owner uuid;
 begin
-    return exists (select from memsub.agent_session_items i
-                    where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
-                      and i.org_id is distinct from memsub.current_org_id());
+    -- One item says the session's context (all its items carry it), whatever the session's length.
+    select i.org_id into v_owner from memsub.agent_session_items i
+     where i.tenant_id = memsub._require_tenant_id() and i.session_id = p_session_id
+     limit 1;
+    return found and v_owner is distinct from memsub.current_org_id();
 end
 $$;
 alter function memsub._agent_session_owned_elsewhere(text) owner to memsub_retrieval_owner;
