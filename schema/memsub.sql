@@ -11271,6 +11271,7 @@ declare
     v_packet     memsub.packet_store;
     v_seen       timestamptz;
     v_edge       memsub.entity_relationships;
+    v_attempt    integer;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
@@ -11282,28 +11283,40 @@ begin
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
     -- The index covers the current (open) window; a new window starts at the observation, or where the edge's
-    -- last closed window ended if that is later, so windows never overlap.
-    insert into memsub.entity_relationships as r (
-        source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
-        first_seen, last_seen, valid_period, ttl, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-    values (
-        v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
-        tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
-                                     where h.tenant_id = v_tenant and h.source_key = v_source_key
-                                       and h.relationship_type = v_type and h.target_key = v_target_key)),
-                  null, '[)'),
-        v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
-        memsub.current_session_id(), v_packet.trace_id)
-    on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period) do update
-       set mention_count = r.mention_count + 1,
-           confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
-           first_seen = least(r.first_seen, excluded.first_seen),
-           last_seen = greatest(r.last_seen, excluded.last_seen),
-           source_packet = coalesce(r.source_packet, excluded.source_packet),
-           -- the window lives as long as its latest observation's packet (never without an expiring packet)
-           ttl = memsub._later_expiry(r.ttl, excluded.ttl)
-    returning r.* into v_edge;
-    return v_edge;
+    -- last closed window ended if that is later, so windows never overlap. A caller that waited on a transaction
+    -- closing the window did not see the close when the statement began: its new window would start before the
+    -- close's end, which the exclusion constraint refuses. The statement then runs once more, and sees it.
+    for v_attempt in 1 .. 2 loop
+        begin
+            insert into memsub.entity_relationships as r (
+                source_entity, relationship_type, target_entity, confidence, source_packet, mention_count,
+                first_seen, last_seen, valid_period, ttl, tenant_id, org_id, user_id, correlation_id, session_id,
+                trace_id)
+            values (
+                v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
+                tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
+                                             where h.tenant_id = v_tenant and h.source_key = v_source_key
+                                               and h.relationship_type = v_type and h.target_key = v_target_key)),
+                          null, '[)'),
+                v_packet.ttl, v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
+                memsub.current_session_id(), v_packet.trace_id)
+            on conflict (tenant_id, source_key, relationship_type, target_key) where upper_inf(valid_period)
+            do update
+               set mention_count = r.mention_count + 1,
+                   confidence = 1 - (1 - r.confidence) * (1 - excluded.confidence),
+                   first_seen = least(r.first_seen, excluded.first_seen),
+                   last_seen = greatest(r.last_seen, excluded.last_seen),
+                   source_packet = coalesce(r.source_packet, excluded.source_packet),
+                   -- the window lives as long as its latest observation's packet (never without an expiring packet)
+                   ttl = memsub._later_expiry(r.ttl, excluded.ttl)
+            returning r.* into v_edge;
+            return v_edge;
+        exception when exclusion_violation then
+            if v_attempt = 2 then
+                raise;
+            end if;
+        end;
+    end loop;
 end
 $$;
 

@@ -38,3 +38,51 @@ def test_parallel_contradicting_assertions_are_all_counted(db):
     with db.connect() as conn:
         counts = [r[0] for r in conn.execute("select contradiction_count from memsub.knowledge_facts")]
     assert sorted(counts) == [WORKERS - 1] * WORKERS
+
+
+def test_an_observation_waiting_on_a_close_opens_a_window_after_it(db):
+    """An upsert whose transaction began before another transaction closed the edge's window, and which waits on
+    that close, opens a new window once the close commits, starting where the closed one ends, instead of failing
+    with the exclusion constraint's raw 23P01 (its observation time is earlier than the close)."""
+    import threading
+    import time
+
+    from helpers import TENANT_A, set_context
+
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship('A', 'r', 'B')")
+        conn.commit()
+    outcome: dict[str, object] = {}
+    began, closed = threading.Event(), threading.Event()
+
+    def observe() -> None:
+        with db.connect("app") as conn:
+            set_context(conn, TENANT_A)  # its transaction, and its now(), begin here
+            began.set()
+            closed.wait(10)
+            try:
+                outcome["edge"] = conn.execute("select lower(valid_period) from memsub.upsert_relationship("
+                                               "'A', 'r', 'B')").fetchone()
+                conn.commit()
+            except Exception as error:  # noqa: BLE001 - reported below
+                outcome["error"] = error
+
+    worker = threading.Thread(target=observe)
+    worker.start()
+    began.wait(10)
+    time.sleep(0.05)
+    with db.connect("app") as closer:
+        set_context(closer, TENANT_A)
+        closer.execute("select memsub.close_relationship('A', 'r', 'B')")
+        closed.set()
+        time.sleep(0.5)  # the upsert waits on the open window's index entry
+        closed_at = closer.execute("select upper(valid_period) from memsub.entity_relationships").fetchone()
+        closer.commit()
+    worker.join()
+    assert "error" not in outcome, outcome
+    with db.connect() as conn:
+        windows = [tuple(r) for r in conn.execute(
+            "select lower(valid_period), upper(valid_period) from memsub.entity_relationships order by 1")]
+    assert len(windows) == 2 and windows[1][1] is None
+    assert closed_at is not None and windows[1][0] >= closed_at[0]
