@@ -10771,7 +10771,8 @@ begin
                'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
                order by r.source_entity, r.relationship_type, r.target_entity), '[]')
       into v_relations
-      from memsub.entity_relationships r where r.tenant_id = v_tenant and upper_inf(r.valid_period);
+      from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.valid_period @> now();  -- the relations that hold now
     insert into memsub.world_model_snapshots (
         snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
     values (
@@ -10786,7 +10787,7 @@ $$;
 
 ALTER FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations) at one state version, with entity and relation counts.';
+COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations that hold now) at one state version, with entity and relation counts.';
 
 CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::jsonb, p_session_id text DEFAULT NULL::text, p_parent_task_id bigint DEFAULT NULL::bigint) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER

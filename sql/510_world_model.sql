@@ -170,7 +170,8 @@ begin
                'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
                order by r.source_entity, r.relationship_type, r.target_entity), '[]')
       into v_relations
-      from memsub.entity_relationships r where r.tenant_id = v_tenant and upper_inf(r.valid_period);
+      from memsub.entity_relationships r
+     where r.tenant_id = v_tenant and r.valid_period @> now();  -- the relations that hold now
     insert into memsub.world_model_snapshots (
         snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
     values (
@@ -183,8 +184,8 @@ begin
 end
 $$;
 comment on function memsub.take_world_model_snapshot(text, text) is
-    'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations) '
-    'at one state version, with entity and relation counts.';
+    'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations '
+    'that hold now) at one state version, with entity and relation counts.';
 
 create or replace function memsub.world_model_state_at(p_snapshot_id uuid)
 returns table (entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)

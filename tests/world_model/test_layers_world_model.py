@@ -71,6 +71,9 @@ def test_a_snapshot_reproduces_the_state(db):
         _apply(conn, [{"entity_id": "L9", "entity_type": "Concept", "attributes": {"a": 1}},
                       {"entity_id": "Python", "entity_type": "Language"}])
         conn.execute("select memsub.upsert_relationship('L9', 'develops', 'Python')")
+        # An edge whose window opens next year is no relation of the graph now: not counted in the snapshot.
+        conn.execute("select memsub.upsert_relationship('L9', 'will_use', 'Rust', p_seen_at => now() + "
+                     "interval '1 year')")
         before = _state(conn)
         snapshot = call(conn, "select * from memsub.take_world_model_snapshot('before the change', 'test')")
         assert (snapshot["state_version"], snapshot["entity_count"], snapshot["relation_count"]) == (1, 2, 1)
