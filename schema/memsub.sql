@@ -2400,11 +2400,14 @@ begin
         root_packet_id := coalesce(root_packet_id, v_parent_root);  -- the root of the first parent
     end loop;
     root_packet_id := coalesce(root_packet_id, p_packet.packet_id);
-    if p_packet.lineage ? 'generation' and (p_packet.lineage -> 'generation') is distinct from to_jsonb(generation) then
+    -- A stated generation or root must be the computed one; JSON null is a field not given, as everywhere in the
+    -- envelope.
+    if coalesce(jsonb_typeof(p_packet.lineage -> 'generation'), 'null') <> 'null'
+       and (p_packet.lineage -> 'generation') is distinct from to_jsonb(generation) then
         raise exception 'envelope field "lineage.generation" is % but the parents give %', p_packet.lineage -> 'generation', generation
             using errcode = '22023', column = 'lineage.generation';
     end if;
-    if p_packet.lineage ? 'root_packet_id'
+    if coalesce(jsonb_typeof(p_packet.lineage -> 'root_packet_id'), 'null') <> 'null'
        and memsub._envelope_uuid(p_packet.lineage -> 'root_packet_id', 'lineage.root_packet_id')
            is distinct from root_packet_id then
         raise exception 'envelope field "lineage.root_packet_id" is % but the parents give %', p_packet.lineage ->> 'root_packet_id', root_packet_id

@@ -95,6 +95,20 @@ def test_lineage_generation_and_root_are_computed_from_parents(db):
     assert uuid.UUID(stored[0]["root_packet_id"]) == root["packet_id"]
 
 
+def test_lineage_generation_and_root_given_as_null_are_absent(db):
+    """As everywhere in the envelope (parent_ids, derivation_type, ttl, ...), a JSON null is a field not given: the
+    generation and root are computed, not compared with null and refused."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        root = write(conn, {"packet_type": "event", "payload": 1, "lineage": {"generation": None,
+                                                                                "root_packet_id": None}})
+        child = write(conn, {"packet_type": "event", "payload": 2,
+                             "lineage": {"parent_ids": [str(root["packet_id"])], "generation": None,
+                                         "root_packet_id": None}})
+    assert (root["generation"], root["root_packet_id"]) == (0, root["packet_id"])
+    assert (child["generation"], child["root_packet_id"]) == (1, root["packet_id"])
+
+
 BAD_ENVELOPES = [
     ("missing packet_type", {"payload": {}}, "23502", "packet_type"),
     ("blank packet_type", {"packet_type": " ", "payload": {}}, "22023", "packet_type"),
