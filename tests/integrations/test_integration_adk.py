@@ -324,3 +324,14 @@ def test_integrations_doc_example_runs_as_written(db: Any, capsys: Any) -> None:
     run_doc_example("Google ADK", db.dsn("app"))
     out = capsys.readouterr().out
     assert "gold" in out and "printer" in out
+
+
+def test_a_blank_session_id_gets_a_new_one_and_spaces_around_an_id_go_as_adk_does(db: Any) -> None:
+    """ADK's in-memory service makes an id for a blank session_id and strips the spaces around a given one."""
+    async def scenario(service: MemsubSessionService) -> None:
+        blank = await service.create_session(app_name=APP, user_id=USER, session_id="  ")
+        padded = await service.create_session(app_name=APP, user_id=USER, session_id="  s-7 ")
+        assert uuid.UUID(blank.id) and padded.id == "s-7"
+        assert await service.get_session(app_name=APP, user_id=USER, session_id="s-7") is not None
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": uuid.uuid4()}))

@@ -105,6 +105,8 @@ class MemsubSessionService(_Pooled, BaseSessionService):
                              session_id: str | None = None) -> Session:
         if session_id is not None:
             _names(session_id=session_id)
+            # As ADK's in-memory service: the spaces around an id go, and a blank one is no id (one is made).
+            session_id = session_id.strip() or None
         if state is not None and not isinstance(state, dict):
             raise InvalidInput("memsub: state must be a dict", sqlstate="22023", field="state")
         rows = await self._call(CREATE, [*_names(app_name=app_name, user_id=user_id), session_id,
