@@ -3603,6 +3603,9 @@ begin
             using errcode = '22023', column = 'event.timestamp';
     end if;
     stamp := memsub._json_double(p_event -> 'timestamp', 'event.timestamp');
+    if coalesce(jsonb_typeof(p_event -> 'actions'), 'null') not in ('object', 'null') then
+        raise exception 'memsub: event.actions must be a JSON object' using errcode = '22023', column = 'event.actions';
+    end if;
     delta := p_event #> '{actions,state_delta}';
     if delta is not null and jsonb_typeof(delta) not in ('object', 'null') then
         raise exception 'memsub: event.actions.state_delta must be a JSON object'
@@ -3848,6 +3851,10 @@ begin
         raise exception 'memsub.agent_session_add_items: items[%] must be a JSON object', bad
             using errcode = '22023', column = format('items[%s]', bad);
     end if;
+    -- Each item is one JSON value of the session, held to max_json_bytes as the session functions hold theirs.
+    perform memsub._check_limits(array_agg(octet_length(e.item::text) order by e.n), 'max_json_bytes',
+                                 array_agg(format('items[%s]', e.n - 1) order by e.n))
+       from json_array_elements(p_items) with ordinality as e(item, n);
     insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
     select tenant, (select memsub.current_org_id()), p_session_id, e.item
       from json_array_elements(p_items) with ordinality as e(item, n)
@@ -3859,7 +3866,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) IS 'Appends items (a JSON array of objects, in order) to a session of the context tenant; returns the number added. 22023 naming session_id when blank, items when not an array, items[i] when an element is not an object.';
+COMMENT ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) IS 'Appends items (a JSON array of objects, in order) to a session of the context tenant; returns the number added. 22023 naming session_id when blank, items when not an array, items[i] when an element is not an object; 54000 naming items[i] when an element is over max_json_bytes.';
 
 CREATE FUNCTION memsub.agent_session_clear(p_session_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER

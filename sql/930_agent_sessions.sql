@@ -87,6 +87,10 @@ begin
         raise exception 'memsub.agent_session_add_items: items[%] must be a JSON object', bad
             using errcode = '22023', column = format('items[%s]', bad);
     end if;
+    -- Each item is one JSON value of the session, held to max_json_bytes as the session functions hold theirs.
+    perform memsub._check_limits(array_agg(octet_length(e.item::text) order by e.n), 'max_json_bytes',
+                                 array_agg(format('items[%s]', e.n - 1) order by e.n))
+       from json_array_elements(p_items) with ordinality as e(item, n);
     insert into memsub.agent_session_items (tenant_id, org_id, session_id, item)
     select tenant, (select memsub.current_org_id()), p_session_id, e.item
       from json_array_elements(p_items) with ordinality as e(item, n)
@@ -97,7 +101,8 @@ end
 $$;
 comment on function memsub.agent_session_add_items(text, json) is
     'Appends items (a JSON array of objects, in order) to a session of the context tenant; returns the number added. '
-    '22023 naming session_id when blank, items when not an array, items[i] when an element is not an object.';
+    '22023 naming session_id when blank, items when not an array, items[i] when an element is not an object; '
+    '54000 naming items[i] when an element is over max_json_bytes.';
 
 create or replace function memsub.agent_session_get_items(p_session_id text, p_limit integer default null)
 returns table (item_id bigint, item json)

@@ -271,6 +271,9 @@ begin
             using errcode = '22023', column = 'event.timestamp';
     end if;
     stamp := memsub._json_double(p_event -> 'timestamp', 'event.timestamp');
+    if coalesce(jsonb_typeof(p_event -> 'actions'), 'null') not in ('object', 'null') then
+        raise exception 'memsub: event.actions must be a JSON object' using errcode = '22023', column = 'event.actions';
+    end if;
     delta := p_event #> '{actions,state_delta}';
     if delta is not null and jsonb_typeof(delta) not in ('object', 'null') then
         raise exception 'memsub: event.actions.state_delta must be a JSON object'

@@ -264,6 +264,8 @@ BAD_CALLS = [
      "event.timestamp"),
     ("select memsub.adk_memory_add('a', 'u', 's', "
      "'[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\", \"timestamp\": -1e400}]')", "memories[0].timestamp"),
+    ("select memsub.adk_session_append_event('a', 'u', 's', '{\"id\": \"e\", \"timestamp\": 1, \"actions\": [1]}')",
+     "event.actions"),
     ("select memsub.adk_memory_add('a', 'u', 's', '{}')", "memories"),
     ("select memsub.adk_memory_add('a', 'u', 's', '[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\"}, "
      "{\"event_id\": \"f\", \"text\": \"t\"}]')", "memories[1]"),

@@ -324,3 +324,19 @@ def test_an_adapter_identifier_over_max_id_bytes_is_refused_naming_it(db: Any, s
             conn.execute(statement, params)
         assert (refused.value.sqlstate, refused.value.diag.column_name) == ("54000", field)
         assert "max_id_bytes" in (refused.value.diag.message_detail or "")
+
+
+def test_an_agent_session_item_over_max_json_bytes_is_refused_naming_it(db: Any) -> None:
+    """As the ADK and session functions hold their JSON to max_json_bytes, each item of a session is held to it
+    (54000 naming items[i]); nothing of the batch is written."""
+    with db.connect() as conn:
+        conn.execute("insert into memsub.limits (name, value) values ('max_json_bytes', 100)")
+        conn.commit()
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(uuid.uuid4())])
+        with pytest.raises(psycopg.Error) as refused:
+            conn.execute("select memsub.agent_session_add_items('s', %s)",
+                         ['[{"n": 1}, {"text": "' + "x" * 200 + '"}]'])
+        assert (refused.value.sqlstate, refused.value.diag.column_name) == ("54000", "items[1]")
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (0,)
