@@ -23,9 +23,12 @@
 -- - facts with one key become the first asserted, with supporting, contradicting and access counts added up,
 --   confidence combined the same way, and the same expiry rule. The contradictions the two forms counted against
 --   each other stay in the sum: nothing recorded tells them apart from the others.
+-- A fact's object matches as jsonb compares it, too: 1 and 1.0 are one number, at any depth (its key wrote the
+-- number as given, so asserting 1.0 after 1 counted a contradiction).
 -- The generated columns and the index spell the expression out, so that no later change of a function can leave
--- stored keys stale; the data moves below call memsub.normalize_text, created here as sql/020_argument_checks.sql
--- defines it (sql/ is applied after the migrations). A test keeps the spelled-out forms equal to the function.
+-- stored keys stale; the data moves below call memsub.normalize_text and memsub._normalize_json_value, created here
+-- as sql/020_argument_checks.sql defines them (sql/ is applied after the migrations). A test keeps the spelled-out
+-- forms equal to the function.
 -- normalize() needs a UTF8 database, which the migrator's preflight checks before the first change.
 
 create or replace function memsub.normalize_text(p_value text) returns text
@@ -35,6 +38,33 @@ as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '[[:space:]\u00
 comment on function memsub.normalize_text(text) is
     'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
     'run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
+
+create or replace function memsub._json_numbers_trimmed(p_value jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case jsonb_typeof(p_value)
+               when 'number' then to_jsonb(trim_scale((p_value #>> '{}')::numeric))
+               when 'object' then (select coalesce(jsonb_object_agg(e.key, memsub._json_numbers_trimmed(e.value)),
+                                                   '{}')
+                                     from jsonb_each(p_value) as e)
+               when 'array' then (select coalesce(jsonb_agg(memsub._json_numbers_trimmed(a.value) order by a.n), '[]')
+                                    from jsonb_array_elements(p_value) with ordinality as a(value, n))
+               else p_value end
+$$;
+comment on function memsub._json_numbers_trimmed(jsonb) is
+    'The JSON value with every number written without trailing zeros (1.0 as 1, 1.50 as 1.5), at any depth.';
+
+create or replace function memsub._normalize_json_value(p_value jsonb) returns text
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
+                else memsub._json_numbers_trimmed(p_value)::text end
+$$;
+comment on function memsub._normalize_json_value(jsonb) is
+    'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text '
+    'with every number written without trailing zeros (1 and 1.0 match, as jsonb compares them).';
 
 -- The edge keys -----------------------------------------------------------------------------------------------
 
@@ -182,9 +212,7 @@ begin
          group by f.tenant_id,
                   memsub.normalize_text(f.subject),
                   memsub.normalize_text(f.predicate),
-                  case when jsonb_typeof(f.object) = 'string'
-                       then memsub.normalize_text(f.object #>> '{}')
-                       else f.object::text end
+                  memsub._normalize_json_value(f.object)
         having count(*) > 1
     loop
         update memsub.knowledge_facts k
@@ -211,9 +239,7 @@ begin
       from (select s.tenant_id, s.fact_id,
                    memsub.normalize_text(s.subject) as subject,
                    memsub.normalize_text(s.predicate) as predicate,
-                   case when jsonb_typeof(s.object) = 'string'
-                        then memsub.normalize_text(s.object #>> '{}')
-                        else s.object::text end as object
+                   memsub._normalize_json_value(s.object) as object
               from memsub.knowledge_facts s) n
      where f.tenant_id = n.tenant_id and f.fact_id = n.fact_id
        and (f.subject_normalized, f.predicate, f.object_normalized) is distinct from (n.subject, n.predicate, n.object);

@@ -1761,6 +1761,24 @@ ALTER FUNCTION memsub._json_double(p_value jsonb, p_field text) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._json_double(p_value jsonb, p_field text) IS 'A JSON number as double precision: NULL for JSON null or none; 22023 naming the field for another type or a number beyond double precision''s range; a number too small for it is 0.';
 
+CREATE FUNCTION memsub._json_numbers_trimmed(p_value jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select case jsonb_typeof(p_value)
+               when 'number' then to_jsonb(trim_scale((p_value #>> '{}')::numeric))
+               when 'object' then (select coalesce(jsonb_object_agg(e.key, memsub._json_numbers_trimmed(e.value)),
+                                                   '{}')
+                                     from jsonb_each(p_value) as e)
+               when 'array' then (select coalesce(jsonb_agg(memsub._json_numbers_trimmed(a.value) order by a.n), '[]')
+                                    from jsonb_array_elements(p_value) with ordinality as a(value, n))
+               else p_value end
+$$;
+
+ALTER FUNCTION memsub._json_numbers_trimmed(p_value jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._json_numbers_trimmed(p_value jsonb) IS 'The JSON value with every number written without trailing zeros (1.0 as 1, 1.50 as 1.5), at any depth.';
+
 CREATE FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) RETURNS public.vector
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -2147,12 +2165,12 @@ CREATE FUNCTION memsub._normalize_json_value(p_value jsonb) RETURNS text
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
     select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
-                else p_value::text end
+                else memsub._json_numbers_trimmed(p_value)::text end
 $$;
 
 ALTER FUNCTION memsub._normalize_json_value(p_value jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text with every number written without trailing zeros (1 and 1.0 match, as jsonb compares them).';
 
 CREATE FUNCTION memsub._optional_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -15519,6 +15537,8 @@ REVOKE ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) FROM PUB
 GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._json_numbers_trimmed(p_value jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) FROM PUBLIC;
 

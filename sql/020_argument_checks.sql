@@ -175,15 +175,34 @@ comment on function memsub.normalize_text(text) is
     'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '
     'run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
 
+create or replace function memsub._json_numbers_trimmed(p_value jsonb) returns jsonb
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+-- jsonb keeps a number as written (1.0 stays 1.0), while it compares 1 and 1.0 equal: the matching form writes
+-- every number without trailing zeros, at any depth.
+as $$
+    select case jsonb_typeof(p_value)
+               when 'number' then to_jsonb(trim_scale((p_value #>> '{}')::numeric))
+               when 'object' then (select coalesce(jsonb_object_agg(e.key, memsub._json_numbers_trimmed(e.value)),
+                                                   '{}')
+                                     from jsonb_each(p_value) as e)
+               when 'array' then (select coalesce(jsonb_agg(memsub._json_numbers_trimmed(a.value) order by a.n), '[]')
+                                    from jsonb_array_elements(p_value) with ordinality as a(value, n))
+               else p_value end
+$$;
+comment on function memsub._json_numbers_trimmed(jsonb) is
+    'The JSON value with every number written without trailing zeros (1.0 as 1, 1.50 as 1.5), at any depth.';
+
 create or replace function memsub._normalize_json_value(p_value jsonb) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select case when jsonb_typeof(p_value) = 'string' then memsub.normalize_text(p_value #>> '{}')
-                else p_value::text end
+                else memsub._json_numbers_trimmed(p_value)::text end
 $$;
 comment on function memsub._normalize_json_value(jsonb) is
-    'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text.';
+    'Matching form of a JSON value: strings as memsub.normalize_text, any other value as its canonical JSON text '
+    'with every number written without trailing zeros (1 and 1.0 match, as jsonb compares them).';
 
 create or replace function memsub._words_query(p_config regconfig, p_text text) returns tsquery
 language sql immutable security invoker parallel safe

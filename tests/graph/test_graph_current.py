@@ -291,3 +291,17 @@ def test_the_neighbourhood_gives_at_most_limit_relationships_most_confident_firs
     assert near[1] == [("relationship", "incoming", "C"), ("fact", "subject", None)]
     assert near[2] == [("relationship", "incoming", "C"), ("relationship", "outgoing", "B"),
                        ("fact", "subject", None)]
+
+
+def test_a_fact_stated_again_with_the_same_number_written_otherwise_reinforces_it(db):
+    """1 and 1.0 are one JSON number (jsonb compares them equal), at the top of an object or inside it: asserting
+    the other spelling reinforces the fact instead of contradicting it."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for obj in ("1", "1.0", "1.00"):
+            conn.execute("select memsub.assert_fact('S', 'count', %s::jsonb)", [obj])
+        for obj in ('{"size": 1.50, "tags": [2.0]}', '{"tags": [2], "size": 1.5}'):
+            conn.execute("select memsub.assert_fact('S', 'shape', %s::jsonb)", [obj])
+        facts = conn.execute("select predicate, object_normalized, supporting_packet_count, contradiction_count "
+                             "from memsub.knowledge_facts order by predicate").fetchall()
+    assert facts == [("count", "1", 3, 0), ("shape", '{"size": 1.5, "tags": [2]}', 2, 0)]

@@ -409,6 +409,12 @@ def _graph_at_2_37_0(dsn: str, migrator: Migrator) -> None:
                 "lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')), "
                 "lower(regexp_replace(btrim(%s), '\\s+', ' ', 'g')), "
                 "%s, %s, %s)", [one, subject, obj, subject, obj, supporting, created, created])
+        for number, created in [("30", t0), ("30.0", t0 + timedelta(days=2))]:  # one number, written two ways
+            conn.execute(
+                "insert into memsub.knowledge_facts (tenant_id, subject, predicate, object, confidence, "
+                "subject_normalized, object_normalized, supporting_packet_count, created_at, updated_at) "
+                "values (%s, 'Max', 'age', %s::jsonb, 0.5, 'max', %s, 1, %s, %s)",
+                [one, number, number, created, created])
         conn.execute("insert into memsub.world_model_state (tenant_id, state_version) values (%s, 1)", [one])
         conn.execute("insert into memsub.world_model_entities (tenant_id, entity_id, entity_type, state_version, "
                      "aliases, alias_keys) values (%s, 'Zoe', 'Person', 1, array[%s], array[lower(%s)])",
@@ -424,7 +430,7 @@ def _check_graph_keys(dsn: str, _: Any = None) -> None:
             "lower(valid_period), upper(valid_period), ttl from memsub.entity_relationships "
             "order by 1, lower(valid_period)").fetchall()
         facts = conn.execute("select subject, subject_normalized, object_normalized, supporting_packet_count, "
-                             "confidence, created_at from memsub.knowledge_facts").fetchall()
+                             "confidence, created_at from memsub.knowledge_facts order by subject desc").fetchall()
         aliases = conn.execute("select alias_keys from memsub.world_model_entities").fetchall()
         security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class "
                                 "where oid in ('memsub.entity_relationships'::regclass, "
@@ -438,7 +444,7 @@ def _check_graph_keys(dsn: str, _: Any = None) -> None:
         (one, _nfd("Zoë"), zoe, loved, 1, 0.2, t0 - timedelta(days=100), t0 - timedelta(days=50), None),
         (one, _nfd("Zoë"), zoe, loved, 5, 0.75, t0, None, None),
         (two, _nfc("Zoë"), zoe, loved, 1, 0.5, t0, None, None)]
-    assert facts == [(_nfd("Zoë"), zoe, _nfc("crème"), 3, 0.75, t0)]
+    assert facts == [(_nfd("Zoë"), zoe, _nfc("crème"), 3, 0.75, t0), ("Max", "max", "30", 2, 0.75, t0)]
     assert aliases == [([_nfc("zoé")],)]
     assert security == [("entity_relationships", True, True), ("knowledge_facts", True, True),
                         ("world_model_entities", True, True)]
