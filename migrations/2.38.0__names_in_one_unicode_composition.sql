@@ -244,10 +244,10 @@ begin
      where f.tenant_id = n.tenant_id and f.fact_id = n.fact_id
        and (f.subject_normalized, f.predicate, f.object_normalized) is distinct from (n.subject, n.predicate, n.object);
 
+    -- A blank alias (no-break spaces included) has an empty matching form, and no key.
     update memsub.world_model_entities w
-       set alias_keys = array(select distinct memsub.normalize_text(a)
-                                from unnest(w.aliases) as a
-                               where btrim(a) <> '' order by 1)
+       set alias_keys = array(select distinct k from unnest(w.aliases) as a, memsub.normalize_text(a) as k
+                               where k <> '' order by 1)
      where cardinality(w.aliases) > 0;
 
     foreach v_table in array v_tables loop
