@@ -346,7 +346,9 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
            coalesce(
                jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
                and pg_column_size(r.e) <= p_max_envelope_bytes
-               and jsonb_typeof(r.e -> 'packet_type') = 'string' and (r.e ->> 'packet_type') ~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
+               -- memsub._is_blank's rule, written out as the rest of this statement is
+               and jsonb_typeof(r.e -> 'packet_type') = 'string'
+               and (r.e ->> 'packet_type') ~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
                and length(r.e ->> 'packet_type') <= 200
                and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
                and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)
@@ -617,7 +619,7 @@ begin
     -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
     -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
     foreach v_value in array coalesce(p_values, '{}') loop
-        if v_value is null or v_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+        if v_value is null or memsub._is_blank(v_value) then
             raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
                 coalesce(quote_literal(v_value), 'NULL')
                 using errcode = '22023', column = p_field;
@@ -696,7 +698,7 @@ begin
     end if;
     -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
     -- answer as if nothing matched.
-    if p_query is null and p_query_text !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_query is null and memsub._is_blank(p_query_text) then
         raise exception 'field "query_text" must not be blank when no query vector is given'
             using errcode = '22023', column = 'query_text';
     end if;
@@ -1458,7 +1460,7 @@ begin
     end if;
     perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
     select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-     where jsonb_typeof(e) <> 'string' or (e #>> '{}') !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' limit 1;
+     where jsonb_typeof(e) <> 'string' or memsub._is_blank(e #>> '{}') limit 1;
     if found then
         raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
             using errcode = '22023', column = 'tags';
@@ -1732,6 +1734,15 @@ $$;
 ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) OWNER TO memsub_owner;
 
 COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
+
+CREATE FUNCTION memsub._is_blank(p_value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' $$;
+
+ALTER FUNCTION memsub._is_blank(p_value text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._is_blank(p_value text) IS 'Whether a text holds nothing but white space of any kind (spaces, tabs, line breaks, no-break spaces): the rule every blank check follows. NULL for NULL.';
 
 CREATE FUNCTION memsub._json_double(p_value jsonb, p_field text) RETURNS double precision
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -2175,7 +2186,7 @@ COMMENT ON FUNCTION memsub._normalize_json_value(p_value jsonb) IS 'Matching for
 CREATE FUNCTION memsub._optional_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select case when p_value ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then memsub._require_text(p_value, 'value') end $$;
+    AS $$ select case when not memsub._is_blank(p_value) then memsub._require_text(p_value, 'value') end $$;
 
 ALTER FUNCTION memsub._optional_text(p_value text) OWNER TO memsub_owner;
 
@@ -2303,7 +2314,7 @@ begin
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
-    if f.packet_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' or length(f.packet_type) > 200 then
+    if memsub._is_blank(f.packet_type) or length(f.packet_type) > 200 then
         raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
@@ -2799,9 +2810,7 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks, and the no-break spaces and next-line
-    -- control that Unicode counts as white space and the C library's classes do not).
-    if p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if memsub._is_blank(p_value) then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
     -- Each run of whitespace becomes one space, then the spaces at either end go.
@@ -3911,7 +3920,7 @@ CREATE FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit intege
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_session_id is null or memsub._is_blank(p_session_id) then
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -3943,7 +3952,7 @@ CREATE FUNCTION memsub.agent_session_lock(p_session_id text) RETURNS uuid
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_session_id is null or memsub._is_blank(p_session_id) then
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -4048,7 +4057,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or p_name !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_name is null or memsub._is_blank(p_name) then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -5446,7 +5455,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
@@ -5494,7 +5503,7 @@ begin
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
-    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;
@@ -6507,10 +6516,10 @@ begin
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                            where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by a),
+                            where not memsub._is_blank(a) order by a),
            alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                               where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by 1),
+                               where not memsub._is_blank(a) order by 1),
            doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name
@@ -6745,7 +6754,7 @@ CREATE FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 begin
-    if p_value is null or (not p_blank_allowed and p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]') then
+    if p_value is null or (not p_blank_allowed and memsub._is_blank(p_value)) then
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;
@@ -8897,7 +8906,7 @@ begin
     values (
         memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
@@ -10831,7 +10840,7 @@ begin
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
-    if p_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if memsub._is_blank(p_type) then
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
@@ -15532,6 +15541,10 @@ GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_a
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._is_blank(p_value text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._is_blank(p_value text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._is_blank(p_value text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._json_double(p_value jsonb, p_field text) TO memsub_app;

@@ -12,6 +12,17 @@
 
 -- Input checks -----------------------------------------------------------------------------------------------
 
+-- White space is what Unicode counts as such: PostgreSQL's classes ([:space:], \s) follow the C library, which leaves
+-- out the no-break spaces of text copied from web pages (U+00A0, U+2007, U+202F) and the next-line control
+-- (U+0085); they are named beside [:space:]. memsub.normalize_text collapses the same class.
+create or replace function memsub._is_blank(p_value text) returns boolean
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' $$;
+comment on function memsub._is_blank(text) is
+    'Whether a text holds nothing but white space of any kind (spaces, tabs, line breaks, no-break spaces): the '
+    'rule every blank check follows. NULL for NULL.';
+
 create or replace function memsub._require_text(p_value text, p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -20,9 +31,7 @@ begin
     if p_value is null then
         raise exception 'field "%" is required', p_field using errcode = '23502', column = p_field;
     end if;
-    -- Blank: nothing but whitespace of any kind (spaces, tabs, line breaks, and the no-break spaces and next-line
-    -- control that Unicode counts as white space and the C library's classes do not).
-    if p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if memsub._is_blank(p_value) then
         raise exception 'field "%" must not be blank', p_field using errcode = '22023', column = p_field;
     end if;
     -- Each run of whitespace becomes one space, then the spaces at either end go.
@@ -39,7 +48,7 @@ set search_path = pg_catalog, pg_temp
 -- The form memsub._require_text stores, for a field that may be absent: an agent or task id written optionally
 -- here and required there, or read back as a filter, is then the same key however its whitespace was typed.
 -- _require_text is called only for a value it accepts (not NULL, not blank), so it never raises here.
-as $$ select case when p_value ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then memsub._require_text(p_value, 'value') end $$;
+as $$ select case when not memsub._is_blank(p_value) then memsub._require_text(p_value, 'value') end $$;
 comment on function memsub._optional_text(text) is
     'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); '
     'NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
@@ -54,7 +63,7 @@ begin
     -- A filter value that no stored value can equal: stored text is never blank, and NULL equals nothing. Such a
     -- filter would answer as if nothing matched. NULL for the whole filter means no filter.
     foreach v_value in array coalesce(p_values, '{}') loop
-        if v_value is null or v_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+        if v_value is null or memsub._is_blank(v_value) then
             raise exception 'field "%" must hold non-blank values: % matches nothing', p_field,
                 coalesce(quote_literal(v_value), 'NULL')
                 using errcode = '22023', column = p_field;
@@ -118,7 +127,7 @@ begin
     end if;
     -- Without a query vector the words are the whole query: blank ones would match nothing, and the search would
     -- answer as if nothing matched.
-    if p_query is null and p_query_text !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_query is null and memsub._is_blank(p_query_text) then
         raise exception 'field "query_text" must not be blank when no query vector is given'
             using errcode = '22023', column = 'query_text';
     end if;
@@ -493,7 +502,7 @@ comment on function memsub._check_half_life(interval) is
 
 grant select on memsub.installation_settings to memsub_app, memsub_analyst;
 grant execute on function
-    memsub.vector_dimension(), memsub.normalize_text(text), memsub._optional_text(text)
+    memsub.vector_dimension(), memsub.normalize_text(text), memsub._optional_text(text), memsub._is_blank(text)
     to memsub_app, memsub_analyst;
 -- Half-lives: memory decay and search recency (invoker functions), and learn_importance, which runs as
 -- memsub_retrieval_owner.

@@ -262,7 +262,7 @@ begin
     end if;
     perform memsub._check_limit(jsonb_array_length(p_envelope -> 'tags'), 'max_tags', 'tags');
     select e into v_element from jsonb_array_elements(p_envelope -> 'tags') as e
-     where jsonb_typeof(e) <> 'string' or (e #>> '{}') !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' limit 1;
+     where jsonb_typeof(e) <> 'string' or memsub._is_blank(e #>> '{}') limit 1;
     if found then
         raise exception 'envelope field "tags" must hold non-blank strings, found %', left(v_element::text, 80)
             using errcode = '22023', column = 'tags';
@@ -382,7 +382,7 @@ begin
     if f.packet_type is null then
         raise exception 'envelope field "packet_type" is required' using errcode = '23502', column = 'packet_type';
     end if;
-    if f.packet_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' or length(f.packet_type) > 200 then
+    if memsub._is_blank(f.packet_type) or length(f.packet_type) > 200 then
         raise exception 'envelope field "packet_type" must be 1 to 200 characters, not blank'
             using errcode = '22023', column = 'packet_type';
     end if;
@@ -886,7 +886,9 @@ as $$
            coalesce(
                jsonb_typeof(r.e) = 'object' and not r.e ?| array['tenant_id', 'org_id', 'user_id']
                and pg_column_size(r.e) <= p_max_envelope_bytes
-               and jsonb_typeof(r.e -> 'packet_type') = 'string' and (r.e ->> 'packet_type') ~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
+               -- memsub._is_blank's rule, written out as the rest of this statement is
+               and jsonb_typeof(r.e -> 'packet_type') = 'string'
+               and (r.e ->> 'packet_type') ~ '[^[:space:]\u0085\u00a0\u2007\u202f]'
                and length(r.e ->> 'packet_type') <= 200
                and jsonb_typeof(r.e -> 'payload') is distinct from 'null' and r.e ? 'payload'
                and ((r.e -> 'packet_id' is null or jsonb_typeof(r.e -> 'packet_id') = 'null') or r.stated_id is not null)

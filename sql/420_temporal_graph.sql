@@ -465,10 +465,10 @@ begin
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                            where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by a),
+                            where not memsub._is_blank(a) order by a),
            alias_keys = array(select distinct memsub.normalize_text(a)
                                 from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
-                               where a ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by 1),
+                               where not memsub._is_blank(a) order by 1),
            doc_refs = memsub._merge_doc_refs(w.doc_refs, v_doc_refs),
            embedding = coalesce(p_embedding, w.embedding)
      where w.tenant_id = v_tenant and w.entity_id = v_name

@@ -46,7 +46,7 @@ begin
     values (
         memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where t ~ '[^[:space:]\u0085\u00a0\u2007\u202f]' order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest

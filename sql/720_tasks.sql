@@ -53,7 +53,7 @@ begin
     if p_type is null then
         raise exception 'task type is required' using errcode = '23502', column = 'type';
     end if;
-    if p_type !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if memsub._is_blank(p_type) then
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
@@ -180,7 +180,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or p_name !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_name is null or memsub._is_blank(p_name) then
         raise exception 'agent name is required' using errcode = '22023', column = 'name';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then

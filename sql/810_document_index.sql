@@ -77,7 +77,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then

@@ -109,7 +109,7 @@ begin
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
-    if p_file_path is null or p_file_path !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
     v_path := p_file_path;

@@ -17,7 +17,7 @@ language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if p_value is null or (not p_blank_allowed and p_value !~ '[^[:space:]\u0085\u00a0\u2007\u202f]') then
+    if p_value is null or (not p_blank_allowed and memsub._is_blank(p_value)) then
         raise exception 'memsub: % must be a non-empty string', p_field
             using errcode = '22023', column = p_field;
     end if;

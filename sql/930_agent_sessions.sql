@@ -46,7 +46,7 @@ as $$
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_session_id is null or memsub._is_blank(p_session_id) then
         raise exception 'memsub: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
@@ -112,7 +112,7 @@ as $$
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    if p_session_id is null or p_session_id !~ '[^[:space:]\u0085\u00a0\u2007\u202f]' then
+    if p_session_id is null or memsub._is_blank(p_session_id) then
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
