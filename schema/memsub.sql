@@ -1544,8 +1544,7 @@ begin
         raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
             using errcode = '22023', column = p_field;
     end if;
-    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
-    return round((p_value::text)::numeric, 300)::double precision;
+    return memsub._json_double(p_value, p_field);  -- 1e-400 is 0, not an underflow error
 end
 $$;
 
@@ -4145,10 +4144,12 @@ declare
     v_position integer;
     v_field    text;
     v_id       text;
-    v_ids      text[] := '{}';  -- each change's entity id and type (NULL: not given), as checked
+    v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
     v_types    text[] := '{}';
+    v_confidences double precision[] := '{}';
     v_type     text;
     v_attrs    jsonb;
+    v_removed  text[];          -- the attributes a change sets to JSON null: removed
     v_update   memsub.world_model_updates;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -4181,10 +4182,9 @@ begin
                                                         v_field || '.entity_type') is not null
                            then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
-        if v_entity ? 'confidence' then
-            perform memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
-                                       v_field || '.confidence');
-        end if;
+        v_confidences := v_confidences
+                         || memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
+                                               v_field || '.confidence');
     end loop;
 
     insert into memsub.world_model_state (tenant_id, state_version, org_id, user_id)
@@ -4203,11 +4203,11 @@ begin
         v_id := v_ids[v_position + 1];
         v_type := v_types[v_position + 1];
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
+        v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
         update memsub.world_model_entities w
            set entity_type = coalesce(v_type, w.entity_type),
-               attributes = (w.attributes || v_attrs)
-                            - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
-               confidence = coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), w.confidence),
+               attributes = (w.attributes || v_attrs) - v_removed,
+               confidence = coalesce(v_confidences[v_position + 1], w.confidence),
                version = w.version + 1,
                updated_at = v_now,
                state_version = v_after,
@@ -4224,7 +4224,7 @@ begin
                 tenant_id, org_id, user_id)
             values (
                 v_id, v_type,
-                v_attrs - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb), coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), 0.5), 1,
+                v_attrs - v_removed, coalesce(v_confidences[v_position + 1], 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;
     end loop;
@@ -4893,15 +4893,13 @@ begin
         raise exception 'field "valid_until" (%) must be after the window''s start (%)', v_until, lower(v_edge.valid_period)
             using errcode = '22023', column = 'valid_until';
     end if;
-    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
-     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
-       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period);
-    -- The window that started first, closed, is the one returned.
-    select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
-       and r.target_key = any(v_target_keys) and upper(r.valid_period) = v_until
-     order by lower(r.valid_period), r.relationship_id
-     limit 1;
+    -- All close; the window that started first is the one returned.
+    with closed as (
+        update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
+         where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+           and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
+        returning r.*)
+    select c.* into v_edge from closed c order by lower(c.valid_period), c.relationship_id limit 1;
     return v_edge;
 end
 $$;
@@ -7374,6 +7372,7 @@ CREATE FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy te
 declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
+    delta_threads text;  -- the threads that use a DeltaChannel, listed
 begin
     perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
@@ -7385,13 +7384,12 @@ begin
     -- A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones, which
     -- keeping the latest alone would lose: such threads are refused, as LangGraph's PostgresSaver refuses them, by
     -- the metadata LangGraph writes for them. Nothing is pruned then.
-    if exists (select from memsub.langgraph_checkpoints c
-                where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
-                  and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned')) then
-        raise exception 'keep_latest cannot prune threads that use a DeltaChannel: %',
-            (select string_agg(distinct c.thread_id, ', ' order by c.thread_id) from memsub.langgraph_checkpoints c
-              where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
-                and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned'))
+    select string_agg(distinct c.thread_id, ', ' order by c.thread_id) into delta_threads
+      from memsub.langgraph_checkpoints c
+     where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+       and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned');
+    if delta_threads is not null then
+        raise exception 'keep_latest cannot prune threads that use a DeltaChannel: %', delta_threads
             using errcode = '0A000', column = 'thread_ids',
                   hint = 'Prune them with strategy delete, or keep their checkpoints.';
     end if;

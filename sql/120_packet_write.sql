@@ -114,8 +114,7 @@ begin
         raise exception 'envelope field "%" must be a number between 0 and 1, not %', p_field, left(p_value::text, 80)
             using errcode = '22023', column = p_field;
     end if;
-    -- round to what double precision can hold, so 1e-400 is 0 rather than an underflow error
-    return round((p_value::text)::numeric, 300)::double precision;
+    return memsub._json_double(p_value, p_field);  -- 1e-400 is 0, not an underflow error
 end
 $$;
 comment on function memsub._envelope_unit_number(jsonb, text) is

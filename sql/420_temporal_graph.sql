@@ -212,15 +212,13 @@ begin
         raise exception 'field "valid_until" (%) must be after the window''s start (%)', v_until, lower(v_edge.valid_period)
             using errcode = '22023', column = 'valid_until';
     end if;
-    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
-     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
-       and r.target_key = any(v_target_keys) and upper_inf(r.valid_period);
-    -- The window that started first, closed, is the one returned.
-    select r.* into v_edge from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
-       and r.target_key = any(v_target_keys) and upper(r.valid_period) = v_until
-     order by lower(r.valid_period), r.relationship_id
-     limit 1;
+    -- All close; the window that started first is the one returned.
+    with closed as (
+        update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), v_until, '[)')
+         where r.tenant_id = v_tenant and r.source_key = any(v_source_keys) and r.relationship_type = v_type
+           and r.target_key = any(v_target_keys) and upper_inf(r.valid_period)
+        returning r.*)
+    select c.* into v_edge from closed c order by lower(c.valid_period), c.relationship_id limit 1;
     return v_edge;
 end
 $$;

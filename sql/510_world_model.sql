@@ -38,10 +38,12 @@ declare
     v_position integer;
     v_field    text;
     v_id       text;
-    v_ids      text[] := '{}';  -- each change's entity id and type (NULL: not given), as checked
+    v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
     v_types    text[] := '{}';
+    v_confidences double precision[] := '{}';
     v_type     text;
     v_attrs    jsonb;
+    v_removed  text[];          -- the attributes a change sets to JSON null: removed
     v_update   memsub.world_model_updates;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -74,10 +76,9 @@ begin
                                                         v_field || '.entity_type') is not null
                            then memsub._require_text(v_entity ->> 'entity_type', v_field || '.entity_type') end;
         perform memsub._check_json_type(v_entity -> 'attributes', 'object', v_field || '.attributes');
-        if v_entity ? 'confidence' then
-            perform memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
-                                       v_field || '.confidence');
-        end if;
+        v_confidences := v_confidences
+                         || memsub._check_unit(memsub._json_double(v_entity -> 'confidence', v_field || '.confidence'),
+                                               v_field || '.confidence');
     end loop;
 
     insert into memsub.world_model_state (tenant_id, state_version, org_id, user_id)
@@ -96,11 +97,11 @@ begin
         v_id := v_ids[v_position + 1];
         v_type := v_types[v_position + 1];
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
+        v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
         update memsub.world_model_entities w
            set entity_type = coalesce(v_type, w.entity_type),
-               attributes = (w.attributes || v_attrs)
-                            - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb),
-               confidence = coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), w.confidence),
+               attributes = (w.attributes || v_attrs) - v_removed,
+               confidence = coalesce(v_confidences[v_position + 1], w.confidence),
                version = w.version + 1,
                updated_at = v_now,
                state_version = v_after,
@@ -117,7 +118,7 @@ begin
                 tenant_id, org_id, user_id)
             values (
                 v_id, v_type,
-                v_attrs - array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb), coalesce(memsub._json_double(v_entity -> 'confidence', 'confidence'), 0.5), 1,
+                v_attrs - v_removed, coalesce(v_confidences[v_position + 1], 0.5), 1,
                 v_now, v_now, v_after, v_tenant, v_org, v_user);
         end if;
     end loop;

@@ -356,6 +356,7 @@ as $$
 declare
     tenant  uuid := memsub._require_tenant_id();
     deleted integer;
+    delta_threads text;  -- the threads that use a DeltaChannel, listed
 begin
     perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
@@ -367,13 +368,12 @@ begin
     -- A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones, which
     -- keeping the latest alone would lose: such threads are refused, as LangGraph's PostgresSaver refuses them, by
     -- the metadata LangGraph writes for them. Nothing is pruned then.
-    if exists (select from memsub.langgraph_checkpoints c
-                where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
-                  and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned')) then
-        raise exception 'keep_latest cannot prune threads that use a DeltaChannel: %',
-            (select string_agg(distinct c.thread_id, ', ' order by c.thread_id) from memsub.langgraph_checkpoints c
-              where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
-                and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned'))
+    select string_agg(distinct c.thread_id, ', ' order by c.thread_id) into delta_threads
+      from memsub.langgraph_checkpoints c
+     where c.tenant_id = tenant and c.thread_id = any(p_thread_ids)
+       and (c.metadata ? 'counters_since_delta_snapshot' or c.metadata ? 'delta_writes_versioned');
+    if delta_threads is not null then
+        raise exception 'keep_latest cannot prune threads that use a DeltaChannel: %', delta_threads
             using errcode = '0A000', column = 'thread_ids',
                   hint = 'Prune them with strategy delete, or keep their checkpoints.';
     end if;
