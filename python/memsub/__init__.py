@@ -23,6 +23,7 @@ from memsub.errors import (
     PrivilegeError,
     SessionClosed,
     StateError,
+    TransactionAborted,
 )
 from memsub.models import (
     PacketEnvelope,
@@ -56,6 +57,7 @@ __all__ = [
     "PrivilegeError",
     "SessionClosed",
     "StateError",
+    "TransactionAborted",
     "Substrate",
     "TenantSession",
 ]

@@ -59,7 +59,14 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic import BaseModel
 
 from memsub import signatures
-from memsub.errors import ConnectionFailed, LocalValidationError, MemsubError, SessionClosed, from_database_error
+from memsub.errors import (
+    ConnectionFailed,
+    LocalValidationError,
+    MemsubError,
+    SessionClosed,
+    TransactionAborted,
+    from_database_error,
+)
 from memsub.models import as_utc, parse_time
 
 Row = dict[str, Any]
@@ -828,6 +835,16 @@ def _closing_error_of(error: BaseException | None) -> Iterator[None]:
             raise
 
 
+def _refuse_aborted(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    """Raise :class:`TransactionAborted` for a block whose transaction a failed call aborted: PostgreSQL answers
+    the COMMIT of such a transaction with a rollback, which psycopg does not report, so a block that caught the
+    call's error and ended normally would pass for committed with none of its writes kept."""
+    if connection.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise TransactionAborted("a call of this block failed, which aborted its transaction: nothing of this "
+                                 "block was committed (a block is one transaction; per_call=True runs each call "
+                                 "in its own)")
+
+
 @contextmanager
 def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     """A transaction whose BEGIN (which psycopg sends before a transaction's first statement) travels in pipeline
@@ -839,6 +856,7 @@ def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[No
     try:
         with Pipeline(connection):
             yield
+        _refuse_aborted(connection)
         connection.commit()
     except BaseException:
         # The error is what the block reports; a connection that cannot even roll back is left to the pool, which
@@ -857,6 +875,7 @@ async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT
     try:
         async with Pipeline(connection):
             yield
+        _refuse_aborted(connection)
         await connection.commit()
     except BaseException:
         with contextlib.suppress(psycopg.Error):

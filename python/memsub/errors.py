@@ -55,6 +55,12 @@ class SessionClosed(StateError):
     another tenant, so the call is refused before anything is sent."""
 
 
+class TransactionAborted(StateError):
+    """A tenant block ended normally after one of its calls failed. PostgreSQL aborts a transaction at its first
+    failed statement and answers its COMMIT with a rollback: nothing of the block was committed, and the block's end
+    says so instead of passing for a commit."""
+
+
 class MigrationError(MemsubError):
     """The database and the shipped migrations disagree (drift, newer database, bad file names)."""
 

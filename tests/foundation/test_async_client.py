@@ -14,7 +14,14 @@ from memsub._calls import Method
 from memsub.async_client import AsyncSubstrate, AsyncTenantSession
 from memsub.client import AREAS, Substrate, TenantSession
 from memsub.embedding import HashingEmbedder
-from memsub.errors import ConflictError, ContextError, InvalidInput, MemsubError, SessionClosed
+from memsub.errors import (
+    ConflictError,
+    ContextError,
+    InvalidInput,
+    MemsubError,
+    SessionClosed,
+    TransactionAborted,
+)
 from memsub.models import PacketEnvelopeIn
 from memsub.search import SemanticHit
 
@@ -255,6 +262,43 @@ async def test_a_session_used_after_its_block_raises(db384: Any) -> None:
             sync_memory.connection  # noqa: B018
         assert not connection.closed  # back in the pool, serving the next block
     assert superuser_count(db384) == 0
+
+
+@pytest.mark.asyncio
+async def test_a_block_that_ends_after_a_failed_call_raises_instead_of_committing_nothing(db384: Any) -> None:
+    """PostgreSQL aborts a transaction at its first failed statement, and answers its COMMIT with a rollback that
+    psycopg does not report: a block that caught a refused call and ended normally lost its earlier writes without
+    a word. Its end now raises TransactionAborted; a block of calls in their own transactions keeps them."""
+    user = uuid4()
+    namespace = f"user:{user}"
+
+    async def kept(substrate: AsyncSubstrate, key: str) -> Any:
+        async with substrate.tenant(TENANT_A, user_id=user) as session:
+            return await session.memory.get(namespace, key)
+
+    async with AsyncSubstrate(db384.dsn("app")) as substrate:
+        with pytest.raises(TransactionAborted, match="nothing of this block was committed"):
+            async with substrate.tenant(TENANT_A, user_id=user) as session:
+                await session.memory.write(namespace, "async", 1)
+                with pytest.raises(InvalidInput):
+                    await session.memory.write("bogus", "k", 1)
+        assert await kept(substrate, "async") is None
+        async with substrate.tenant(TENANT_A, user_id=user, per_call=True) as session:
+            await session.memory.write(namespace, "async per call", 1)
+            with pytest.raises(InvalidInput):
+                await session.memory.write("bogus", "k", 1)
+        assert (await kept(substrate, "async per call")) is not None
+    with Substrate(db384.dsn("app")) as sync_substrate:
+        with pytest.raises(TransactionAborted, match="nothing of this block was committed"):
+            with sync_substrate.tenant(TENANT_A, user_id=user) as sync_session:
+                sync_session.memory.write(namespace, "sync", 1)
+                with pytest.raises(InvalidInput):
+                    sync_session.memory.write("bogus", "k", 1)
+        with sync_substrate.tenant(TENANT_A, user_id=user) as sync_session:
+            assert sync_session.memory.get(namespace, "sync") is None
+            sync_session.memory.write(namespace, "after", 1)  # the pooled connection serves the next block
+        with sync_substrate.tenant(TENANT_A, user_id=user) as sync_session:
+            assert sync_session.memory.get(namespace, "after") is not None
 
 
 @pytest.mark.asyncio
