@@ -57,8 +57,8 @@ __all__ = [
     "PrivilegeError",
     "SessionClosed",
     "StateError",
-    "TransactionAborted",
     "Substrate",
     "TenantSession",
+    "TransactionAborted",
 ]
 __version__ = "0.1.0"
