@@ -1114,6 +1114,29 @@ ALTER FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit intege
 
 COMMENT ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) IS 'Internal to memsub._search_strategy: how many embeddings of the type the context tenant holds, counted up to p_limit from the tenant and type index (owned by memsub_retrieval_owner, BYPASSRLS: every row of the tenant counts, as in memsub.search_stats.row_count). 42501 without a tenant context; 22023 naming embedding_type or limit for an unknown type or a limit below 1.';
 
+CREATE FUNCTION memsub._document_chunks_unlink(p_document_id uuid) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_chunks  uuid[];
+    v_changed integer;
+begin
+    select coalesce(array_agg(c.id), '{}') into v_chunks
+      from memsub.document_chunks c where c.tenant_id = v_tenant and c.document_id = p_document_id;
+    update memsub.document_chunks c
+       set neighbors = array(select n from unnest(c.neighbors) as n where n <> all (v_chunks))
+     where c.tenant_id = v_tenant and c.neighbors && v_chunks;
+    get diagnostics v_changed = row_count;
+    return v_changed;
+end
+$$;
+
+ALTER FUNCTION memsub._document_chunks_unlink(p_document_id uuid) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) IS 'Internal: takes the chunks of a document version of the context tenant out of every neighbour list that names them, whoever may see those lists (owned by memsub_retrieval_owner, BYPASSRLS); returns the number of lists changed. Executable only by memsub_owner.';
+
 CREATE FUNCTION memsub.document_mimes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1212,14 +1235,12 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_row    memsub.document_index;
 begin
-    if p_entry.version is null then
-        -- The latest entry of the path gets the embedding and metadata (a new path gets version 1).
-        insert into memsub.document_index as d (tenant_id, org_id, user_id, file_path, embedding, metadata)
-        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path, p_entry.embedding,
-                p_entry.metadata)
-        on conflict (tenant_id, file_path) where is_latest do update
-           set embedding = excluded.embedding, metadata = excluded.metadata, user_id = excluded.user_id,
+    if p_entry.version is null and p_entry.id is not null then
+        -- The latest entry of the path gets the embedding and metadata.
+        update memsub.document_index d
+           set embedding = p_entry.embedding, metadata = p_entry.metadata, user_id = memsub.current_user_id(),
                updated_at = now()
+         where d.tenant_id = v_tenant and d.id = p_entry.id
         returning d.* into v_row;
         return v_row;
     end if;
@@ -1230,13 +1251,14 @@ begin
     end if;
     begin
         insert into memsub.document_index as d (
-            tenant_id, id, org_id, user_id, file_path, metadata, version, is_latest, previous_id, hash, mime,
-            summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
+            tenant_id, id, org_id, user_id, file_path, embedding, metadata, version, is_latest, previous_id, hash,
+            mime, summary, key_concepts, entities, extracted_text, packet_id, chunk_count)
         values (
-            v_tenant, p_entry.id, memsub.current_org_id(), memsub.current_user_id(), p_entry.file_path,
-            p_entry.metadata, p_entry.version, true, p_entry.previous_id, p_entry.hash, p_entry.mime,
-            p_entry.summary, p_entry.key_concepts, p_entry.entities, p_entry.extracted_text, p_entry.packet_id,
-            p_entry.chunk_count)
+            v_tenant, coalesce(p_entry.id, gen_random_uuid()), memsub.current_org_id(), memsub.current_user_id(),
+            p_entry.file_path, p_entry.embedding, p_entry.metadata, coalesce(p_entry.version, 1), true,
+            p_entry.previous_id, p_entry.hash, p_entry.mime, p_entry.summary, coalesce(p_entry.key_concepts, '{}'),
+            coalesce(p_entry.entities, '[]'), p_entry.extracted_text, p_entry.packet_id,
+            coalesce(p_entry.chunk_count, 0))
         returning d.* into v_row;
     exception when unique_violation then
         -- A file path is one version chain per tenant; its latest version may belong to an organization or user
@@ -1250,7 +1272,49 @@ $$;
 
 ALTER FUNCTION memsub._document_index_write(p_entry memsub.document_index) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) IS 'Internal: stores a document_index entry in the caller''s context. An entry without a version: the path''s latest entry takes its embedding and metadata (created as version 1 for a new path). An entry with a version (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it (23505 naming file_path when the latest version is one the caller cannot see).';
+COMMENT ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) IS 'Internal: stores a document_index entry in the caller''s context; the caller holds the path''s lock (memsub._document_path_latest). An entry without a version: the latest entry it names by id takes its embedding and metadata, or, without an id, a new path gets it as version 1. An entry with a version (id, version, previous_id, hash, mime, summary, key concepts, entities, text, packet, chunk count) becomes the latest version and previous_id stops being it. 23505 naming file_path when the path''s latest version is one the caller cannot see.';
+
+CREATE FUNCTION memsub._document_path_latest(p_file_path text) RETURNS memsub.document_index
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant uuid := memsub._require_tenant_id();
+    v_latest memsub.document_index;
+begin
+    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || p_file_path);
+    select d.* into v_latest from memsub.document_index d
+     where d.tenant_id = v_tenant and d.file_path = p_file_path and d.is_latest;
+    if found and v_latest.org_id is distinct from memsub.current_org_id() then
+        raise exception 'field "file_path": % is written from another context (another organization''s, or the '
+                        'tenant-wide one): it is changed there only', p_file_path
+            using errcode = '42501', column = 'file_path';
+    end if;
+    return v_latest;
+end
+$$;
+
+ALTER FUNCTION memsub._document_path_latest(p_file_path text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._document_path_latest(p_file_path text) IS 'Internal: locks a file path of the context tenant until the end of the transaction (the lock every writer of the path takes) and returns its latest version as committed, if the caller may see it (all fields NULL when not). 42501 naming file_path when that version was written from another context (another organization, or tenant-wide for an organization and the other way round).';
+
+CREATE FUNCTION memsub._document_set_mean_vector(p_document_id uuid) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+    update memsub.document_index d
+       set embedding = (select case when cosine_distance(m.mean, m.mean) = 'NaN'::double precision then null
+                                    else m.mean end
+                          from (select avg(e.vector) as mean from memsub.memory_embeddings e
+                                 where e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                                   and e.embedding_type = 'content' and e.chunk_index >= 1) m),
+           updated_at = now()
+     where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_document_id
+$$;
+
+ALTER FUNCTION memsub._document_set_mean_vector(p_document_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._document_set_mean_vector(p_document_id uuid) IS 'Internal: sets a document version''s embedding to the mean of its chunk vectors (NULL when they cancel out, since a zero vector has no cosine distance).';
 
 CREATE FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
@@ -5352,7 +5416,7 @@ COMMENT ON FUNCTION memsub.document_chunks_without_embedding(p_document_id uuid)
 CREATE FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer DEFAULT 3, p_neighbor_max_distance double precision DEFAULT 0.5) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_document memsub.document_index;
@@ -5365,7 +5429,11 @@ begin
     end if;
     select d.* into v_document from memsub.document_index d
      where d.tenant_id = v_tenant and d.id = p_document_id;  -- row-level security decides visibility
-    if not found or not v_document.is_latest or v_document.packet_id is null then
+    -- The path's writers take turns: a version superseded while this call waited gets no vectors.
+    if found and v_document.is_latest then
+        v_document := memsub._document_path_latest(v_document.file_path);
+    end if;
+    if v_document.id is distinct from p_document_id or v_document.packet_id is null then
         raise exception 'field "document_id": % is not a visible latest document version', p_document_id
             using errcode = 'P0002', column = 'document_id';
     end if;
@@ -5378,6 +5446,11 @@ begin
            or jsonb_typeof(v_item -> 'embedding') is distinct from 'array' then
             raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
                 using errcode = '22023', column = format('embeddings[%s]', v_position);
+        end if;
+        if (v_item ->> 'chunk_index') !~ '^\d{1,9}$' then
+            raise exception 'field "embeddings[%].chunk_index" must be a chunk number (an integer from 1), not %',
+                v_position, v_item ->> 'chunk_index'
+                using errcode = '22023', column = format('embeddings[%s].chunk_index', v_position);
         end if;
         perform memsub._json_vector(v_item -> 'embedding', format('embeddings[%s].embedding', v_position));
         if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
@@ -5407,12 +5480,7 @@ begin
     get diagnostics v_embedded = row_count;
 
     if v_embedded > 0 then
-        update memsub.document_index d
-           set embedding = (select avg(e.vector) from memsub.memory_embeddings e
-                             where e.tenant_id = v_tenant and e.packet_id = v_document.packet_id
-                               and e.embedding_type = 'content' and e.chunk_index >= 1),
-               updated_at = now()
-         where d.tenant_id = v_tenant and d.id = p_document_id;
+        perform memsub._document_set_mean_vector(p_document_id);
         if coalesce(p_neighbor_count, 0) > 0 then
             perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
@@ -5422,7 +5490,7 @@ begin
                                         'version', v_document.version, 'embedded', v_embedded));
     return v_embedded;
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub.document_embed_chunks(p_document_id uuid, p_embeddings jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
 
@@ -5450,8 +5518,10 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_entry  memsub.document_index;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
+    -- path is a key of the version chain's B-tree indexes, whose entries hold about 2.7 kB.
     perform memsub._check_text_limits('file_path', p_file_path),
+            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
@@ -5460,8 +5530,9 @@ begin
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
-    v_entry.file_path := p_file_path;
     v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
+    v_entry.id := (memsub._document_path_latest(p_file_path)).id;
+    v_entry.file_path := p_file_path;
     v_entry.metadata := p_metadata;
     v_entry := memsub._document_index_write(v_entry);
     perform memsub.audit_record('document_index_put',
@@ -5474,7 +5545,7 @@ $$;
 
 ALTER FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) IS 'Indexes a file path (or replaces the embedding and metadata of its latest version). Audited as document_index_put.';
+COMMENT ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) IS 'Indexes a file path (or replaces the embedding and metadata of its latest version). Refused: a path longer than max_key_bytes (54000), one whose latest version the caller cannot see (23505) or that was written from another context (42501), each naming file_path. Audited as document_index_put.';
 
 CREATE FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb DEFAULT '{}'::jsonb, p_summary text DEFAULT NULL::text, p_key_concepts text[] DEFAULT '{}'::text[], p_entities jsonb DEFAULT '[]'::jsonb, p_neighbor_count integer DEFAULT 3, p_neighbor_max_distance double precision DEFAULT 0.5) RETURNS TABLE(document_id uuid, file_path text, version integer, hash text, status text, previous_id uuid, packet_id uuid, chunk_count integer, embedded_count integer)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5494,6 +5565,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
+            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),  -- a B-tree key
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
@@ -5501,6 +5573,10 @@ begin
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
+    perform memsub._check_limits(array(select length(c)::bigint from unnest(p_key_concepts) c),
+                                 'max_text_chars',
+                                 array(select format('key_concepts[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_key_concepts)) n));
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -5535,11 +5611,9 @@ begin
     end if;
     v_chunks := memsub.check_document_chunks(p_chunks, p_text);
 
-    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || v_path);
-    select d.* into v_latest from memsub.document_index d
-     where d.tenant_id = v_tenant and d.file_path = v_path and d.is_latest;
+    v_latest := memsub._document_path_latest(v_path);
 
-    if found and v_latest.hash = p_hash then
+    if v_latest.id is not null and v_latest.hash = p_hash then
         return query select v_latest.id, v_latest.file_path, v_latest.version, v_latest.hash, 'unchanged'::text,
                             v_latest.previous_id, v_latest.packet_id, v_latest.chunk_count,
                             (select count(*)::integer from memsub.memory_embeddings e
@@ -5570,10 +5644,12 @@ begin
     v_entry.chunk_count := v_chunks;
     perform memsub._document_index_write(v_entry);
     if v_latest.id is not null then
-        -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
+        -- The superseded version's vectors leave the index, and its chunks the neighbour lists of other
+        -- documents; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
+        perform memsub._document_chunks_unlink(v_latest.id);
     end if;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
@@ -5600,14 +5676,7 @@ begin
      where p.tenant_id = v_tenant and p.packet_id = v_packet;
 
     if v_embedded > 0 then
-        -- The mean of the chunk vectors; none when they cancel out (a zero mean has no cosine distance).
-        update memsub.document_index d
-           set embedding = (select case when cosine_distance(m.mean, m.mean) = 'NaN'::double precision then null
-                                        else m.mean end
-                              from (select avg(e.vector) as mean from memsub.memory_embeddings e
-                                     where e.tenant_id = v_tenant and e.packet_id = v_packet
-                                       and e.embedding_type = 'content' and e.chunk_index >= 1) m)
-         where d.tenant_id = v_tenant and d.id = v_id;
+        perform memsub._document_set_mean_vector(v_id);
         if p_neighbor_count > 0 then
             perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
@@ -7614,6 +7683,7 @@ begin
         when 'max_document_chunks' then 10000       -- the chunks of one document
         when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
         when 'max_id_bytes'        then 512         -- one id the adapters key rows by (thread, session, app, ...)
+        when 'max_key_bytes'       then 2048        -- a name a B-tree keys rows by beside others (file path, ...)
         -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
         when 'statement_timeout_ms'           then 30000
         when 'lock_timeout_ms'                then 5000
@@ -7675,23 +7745,24 @@ begin
     -- condition it ran again for every inner scan of every chunk (tests/documents/test_documents_ingest.py).
     execute format($statement$
     with mine as (
-        select c.id as chunk_id, e.vector
+        select c.id as chunk_id, c.org_id, e.vector
           from memsub.document_chunks c
           join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
           join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
                                          and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
          where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = $1
     ), links as (
-        select mine.chunk_id, near.chunk_id as other_id
+        select mine.chunk_id, mine.org_id, near.chunk_id as other_id, near.org_id as other_org_id
           from mine
          cross join lateral (
-            select oc.id as chunk_id
+            select oc.id as chunk_id, oc.org_id
               from memsub.memory_embeddings oe
               join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
               join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
                                             and oc.chunk_index = oe.chunk_index
              where oe.tenant_id = (select memsub.current_tenant_id()) and oe.embedding_type = 'content'
                and oe.chunk_index >= 1 and od.is_latest and od.id <> $1
+               and (oe.org_id is null or oe.org_id = mine.org_id)
                and (oe.vector <=> mine.vector) <= $3
              order by %s
              limit $2) near
@@ -7704,7 +7775,9 @@ begin
     ), backward as (
         update memsub.document_chunks c
            set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
-          from (select k.other_id, array_agg(k.chunk_id) as others from links k group by k.other_id) l
+          from (select k.other_id, array_agg(k.chunk_id) as others from links k
+                 where k.org_id is null or k.org_id = k.other_org_id
+                 group by k.other_id) l
          where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.other_id
         returning 1
     )
@@ -7718,7 +7791,7 @@ $_$;
 
 ALTER FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). Returns the number of links found. Called by memsub.document_ingest.';
+COMMENT ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called by memsub.document_ingest.';
 
 CREATE FUNCTION memsub.list_api_keys() RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text, created_at timestamp with time zone, created_by name, expires_at timestamp with time zone, revoked_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -13708,6 +13781,10 @@ CREATE INDEX idx_audit_task ON memsub.audit USING btree (tenant_id, task_id) WHE
 
 CREATE INDEX idx_checkpoints_session ON memsub.checkpoints USING btree (tenant_id, session_id) WHERE (session_id IS NOT NULL);
 
+CREATE INDEX idx_document_chunks_neighbors ON memsub.document_chunks USING gin (neighbors);
+
+COMMENT ON INDEX memsub.idx_document_chunks_neighbors IS 'The chunks whose neighbour lists name given chunks (a superseded version''s chunks leave those lists).';
+
 CREATE INDEX idx_document_chunks_tsv ON memsub.document_chunks USING gin (content_tsv);
 
 COMMENT ON INDEX memsub.idx_document_chunks_tsv IS 'Full-text search over chunk content.';
@@ -15478,6 +15555,9 @@ REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limi
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub.document_mimes() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_analyst;
@@ -15486,6 +15566,10 @@ GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._document_path_latest(p_file_path text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._document_set_mean_vector(p_document_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) TO memsub_owner;
@@ -15910,8 +15994,11 @@ REVOKE ALL ON FUNCTION memsub.derivation_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.derivation_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.derivation_types() TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.document_chunks TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_analyst;
+
+GRANT UPDATE(neighbors) ON TABLE memsub.document_chunks TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.document_chunks_of(p_document_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_chunks_of(p_document_id uuid) TO memsub_app;

@@ -41,6 +41,7 @@ begin
         when 'max_document_chunks' then 10000       -- the chunks of one document
         when 'max_document_bytes'  then 67108864    -- the chunks of one document (jsonb size, embeddings included)
         when 'max_id_bytes'        then 512         -- one id the adapters key rows by (thread, session, app, ...)
+        when 'max_key_bytes'       then 2048        -- a name a B-tree keys rows by beside others (file path, ...)
         -- Timeouts, applied to login roles by `memsub login-timeouts` (ALTER ROLE ... SET), in milliseconds:
         when 'statement_timeout_ms'           then 30000
         when 'lock_timeout_ms'                then 5000

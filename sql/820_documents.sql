@@ -102,6 +102,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
+            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),  -- a B-tree key
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
@@ -109,6 +110,10 @@ begin
             memsub._check_limit(cardinality(p_key_concepts), 'max_array_items', 'key_concepts'),
             memsub._check_limit(pg_column_size(p_entities), 'max_json_bytes', 'entities');
     perform memsub._check_no_null_elements(p_key_concepts, 'key_concepts');
+    perform memsub._check_limits(array(select length(c)::bigint from unnest(p_key_concepts) c),
+                                 'max_text_chars',
+                                 array(select format('key_concepts[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_key_concepts)) n));
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -143,11 +148,9 @@ begin
     end if;
     v_chunks := memsub.check_document_chunks(p_chunks, p_text);
 
-    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || v_path);
-    select d.* into v_latest from memsub.document_index d
-     where d.tenant_id = v_tenant and d.file_path = v_path and d.is_latest;
+    v_latest := memsub._document_path_latest(v_path);
 
-    if found and v_latest.hash = p_hash then
+    if v_latest.id is not null and v_latest.hash = p_hash then
         return query select v_latest.id, v_latest.file_path, v_latest.version, v_latest.hash, 'unchanged'::text,
                             v_latest.previous_id, v_latest.packet_id, v_latest.chunk_count,
                             (select count(*)::integer from memsub.memory_embeddings e
@@ -178,10 +181,12 @@ begin
     v_entry.chunk_count := v_chunks;
     perform memsub._document_index_write(v_entry);
     if v_latest.id is not null then
-        -- The superseded version's vectors leave the index; its chunks and text stay for evidence.
+        -- The superseded version's vectors leave the index, and its chunks the neighbour lists of other
+        -- documents; its chunks and text stay for evidence.
         delete from memsub.memory_embeddings e
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
+        perform memsub._document_chunks_unlink(v_latest.id);
     end if;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
@@ -208,14 +213,7 @@ begin
      where p.tenant_id = v_tenant and p.packet_id = v_packet;
 
     if v_embedded > 0 then
-        -- The mean of the chunk vectors; none when they cancel out (a zero mean has no cosine distance).
-        update memsub.document_index d
-           set embedding = (select case when cosine_distance(m.mean, m.mean) = 'NaN'::double precision then null
-                                        else m.mean end
-                              from (select avg(e.vector) as mean from memsub.memory_embeddings e
-                                     where e.tenant_id = v_tenant and e.packet_id = v_packet
-                                       and e.embedding_type = 'content' and e.chunk_index >= 1) m)
-         where d.tenant_id = v_tenant and d.id = v_id;
+        perform memsub._document_set_mean_vector(v_id);
         if p_neighbor_count > 0 then
             perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
@@ -257,7 +255,11 @@ begin
     end if;
     select d.* into v_document from memsub.document_index d
      where d.tenant_id = v_tenant and d.id = p_document_id;  -- row-level security decides visibility
-    if not found or not v_document.is_latest or v_document.packet_id is null then
+    -- The path's writers take turns: a version superseded while this call waited gets no vectors.
+    if found and v_document.is_latest then
+        v_document := memsub._document_path_latest(v_document.file_path);
+    end if;
+    if v_document.id is distinct from p_document_id or v_document.packet_id is null then
         raise exception 'field "document_id": % is not a visible latest document version', p_document_id
             using errcode = 'P0002', column = 'document_id';
     end if;
@@ -270,6 +272,11 @@ begin
            or jsonb_typeof(v_item -> 'embedding') is distinct from 'array' then
             raise exception 'field "embeddings[%]" must be {"chunk_index": n, "embedding": [numbers]}', v_position
                 using errcode = '22023', column = format('embeddings[%s]', v_position);
+        end if;
+        if (v_item ->> 'chunk_index') !~ '^\d{1,9}$' then
+            raise exception 'field "embeddings[%].chunk_index" must be a chunk number (an integer from 1), not %',
+                v_position, v_item ->> 'chunk_index'
+                using errcode = '22023', column = format('embeddings[%s].chunk_index', v_position);
         end if;
         perform memsub._json_vector(v_item -> 'embedding', format('embeddings[%s].embedding', v_position));
         if not exists (select from memsub.document_chunks c where c.tenant_id = v_tenant
@@ -299,12 +306,7 @@ begin
     get diagnostics v_embedded = row_count;
 
     if v_embedded > 0 then
-        update memsub.document_index d
-           set embedding = (select avg(e.vector) from memsub.memory_embeddings e
-                             where e.tenant_id = v_tenant and e.packet_id = v_document.packet_id
-                               and e.embedding_type = 'content' and e.chunk_index >= 1),
-               updated_at = now()
-         where d.tenant_id = v_tenant and d.id = p_document_id;
+        perform memsub._document_set_mean_vector(p_document_id);
         if coalesce(p_neighbor_count, 0) > 0 then
             perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
@@ -337,6 +339,36 @@ $$;
 comment on function memsub.document_chunks_without_embedding(uuid) is
     'The chunks of a document version that carry no vector yet, in order (what memsub.document_embed_chunks fills).';
 
+-- A superseded version's chunks leave the neighbour lists that name them, whichever context wrote those lists: an
+-- organization's chunk may name a tenant-wide chunk that the tenant-wide writer supersedes. Owned by
+-- memsub_retrieval_owner (BYPASSRLS), it states the tenant itself and changes nothing but neighbour lists.
+create or replace function memsub._document_chunks_unlink(p_document_id uuid)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_chunks  uuid[];
+    v_changed integer;
+begin
+    select coalesce(array_agg(c.id), '{}') into v_chunks
+      from memsub.document_chunks c where c.tenant_id = v_tenant and c.document_id = p_document_id;
+    update memsub.document_chunks c
+       set neighbors = array(select n from unnest(c.neighbors) as n where n <> all (v_chunks))
+     where c.tenant_id = v_tenant and c.neighbors && v_chunks;
+    get diagnostics v_changed = row_count;
+    return v_changed;
+end
+$$;
+alter function memsub._document_chunks_unlink(uuid) owner to memsub_retrieval_owner;
+comment on function memsub._document_chunks_unlink(uuid) is
+    'Internal: takes the chunks of a document version of the context tenant out of every neighbour list that '
+    'names them, whoever may see those lists (owned by memsub_retrieval_owner, BYPASSRLS); returns the number of '
+    'lists changed. Executable only by memsub_owner.';
+grant select, update (neighbors) on memsub.document_chunks to memsub_retrieval_owner;
+grant execute on function memsub._document_chunks_unlink(uuid) to memsub_owner;
+
 create or replace function memsub.link_document_chunks(
     p_document_id  uuid,
     p_count        integer          default 3,
@@ -356,23 +388,24 @@ begin
     -- condition it ran again for every inner scan of every chunk (tests/documents/test_documents_ingest.py).
     execute format($statement$
     with mine as (
-        select c.id as chunk_id, e.vector
+        select c.id as chunk_id, c.org_id, e.vector
           from memsub.document_chunks c
           join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
           join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
                                          and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
          where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = $1
     ), links as (
-        select mine.chunk_id, near.chunk_id as other_id
+        select mine.chunk_id, mine.org_id, near.chunk_id as other_id, near.org_id as other_org_id
           from mine
          cross join lateral (
-            select oc.id as chunk_id
+            select oc.id as chunk_id, oc.org_id
               from memsub.memory_embeddings oe
               join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
               join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
                                             and oc.chunk_index = oe.chunk_index
              where oe.tenant_id = (select memsub.current_tenant_id()) and oe.embedding_type = 'content'
                and oe.chunk_index >= 1 and od.is_latest and od.id <> $1
+               and (oe.org_id is null or oe.org_id = mine.org_id)
                and (oe.vector <=> mine.vector) <= $3
              order by %s
              limit $2) near
@@ -385,7 +418,9 @@ begin
     ), backward as (
         update memsub.document_chunks c
            set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
-          from (select k.other_id, array_agg(k.chunk_id) as others from links k group by k.other_id) l
+          from (select k.other_id, array_agg(k.chunk_id) as others from links k
+                 where k.org_id is null or k.org_id = k.other_org_id
+                 group by k.other_id) l
          where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.other_id
         returning 1
     )
@@ -399,7 +434,9 @@ $$;
 comment on function memsub.link_document_chunks(uuid, integer, double precision) is
     'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at '
     'most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). '
-    'Returns the number of links found. Called by memsub.document_ingest.';
+    'A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an '
+    'organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called '
+    'by memsub.document_ingest.';
 
 create or replace function memsub.document_versions(p_file_path text)
 returns setof memsub.document_index

@@ -16,8 +16,8 @@ def test_only_the_internal_writer_inserts_or_updates_document_index_rows(db: Any
     functions = ground_truth(
         db, "select p.proname, p.prosrc from pg_proc p where p.pronamespace = 'memsub'::regnamespace")
     writers = sorted({f["proname"] for f in functions if WRITES.search(f["prosrc"])})
-    # document_ingest and document_embed_chunks still set the mean of the chunk vectors on the entry they stored.
-    assert writers == ["_document_index_write", "document_embed_chunks", "document_ingest"]
+    # The other writes the mean of the chunk vectors on an entry already stored.
+    assert writers == ["_document_index_write", "_document_set_mean_vector"]
     inserting = sorted({f["proname"] for f in functions
                         if re.search(r"\binsert\s+into\s+memsub\.document_index\b", f["prosrc"], re.I)})
     assert inserting == ["_document_index_write"]

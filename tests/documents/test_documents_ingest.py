@@ -209,6 +209,25 @@ def test_chunks_are_linked_to_their_nearest_chunks_in_other_documents(db):
     assert a_chunks[1].neighbors == [], "chunks without common words stay unlinked"
 
 
+
+def test_a_superseded_version_leaves_the_neighbours_of_other_documents(db):
+    """Neighbours are chunks of other documents' latest versions: when a path gets a new version, its old chunks
+    leave the neighbour lists that named them (they kept them before)."""
+    embedder = WordEmbedder()
+    with tenant_session(db.dsn("app")) as session:
+        old = session.documents.ingest("a.md", "pgvector hnsw index cosine distance\n", file_hash="a" * 64,
+                                       mime="md", embedder=embedder)
+        other = session.documents.ingest("b.md", "hnsw index with cosine distance in pgvector\n",
+                                         file_hash="b" * 64, mime="md", embedder=embedder)
+        old_ids = {c.id for c in session.documents.chunks_of(old.document_id)}
+        assert old_ids <= set(session.documents.chunks_of(other.document_id)[0].neighbors)
+        new = session.documents.ingest("a.md", "pgvector hnsw index, cosine distance\n", file_hash="c" * 64,
+                                       mime="md", embedder=embedder)
+        neighbours = set(session.documents.chunks_of(other.document_id)[0].neighbors)
+        new_ids = {c.id for c in session.documents.chunks_of(new.document_id)}
+    assert neighbours & old_ids == set()
+    assert new_ids <= neighbours  # the new version's chunks take their place
+
 def test_linking_a_documents_chunks_walks_the_content_graph(db):
     """The nearest chunks of other documents are found through the content embeddings' HNSW graph (ordered by
     the graph's key, memsub._vector_graph_order), not by sorting every chunk vector of the tenant once per

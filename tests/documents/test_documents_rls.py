@@ -7,9 +7,10 @@ import hashlib
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
 
-from memsub.errors import IntegrityError
+from memsub.errors import ContextError, IntegrityError
 
 from doc_helpers import WordEmbedder, tenant_session
 from helpers import TENANT_A, TENANT_B, set_context
@@ -81,8 +82,8 @@ def test_a_path_held_by_an_invisible_organization_is_refused_by_name_and_nothing
     _ingest_everywhere(db)
     tables = ("document_index", "document_chunks", "packet_store", "memory_embeddings")
     before = {t: ground_truth(db, f"select count(*) as n from memsub.{t}")[0]["n"] for t in tables}  # noqa: S608
-    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as session, \
-            pytest.raises(IntegrityError) as raised:
+    with pytest.raises(IntegrityError) as raised, \
+            tenant_session(db.dsn("app"), TENANT_A, org=ORG_1, user=USER_1) as session:
         session.documents.ingest("a2.md", "organization one's own text for the same path\n",
                                  file_hash=hashlib.sha256(b"other").hexdigest(), mime="md", embedder=WordEmbedder())
     assert raised.value.sqlstate == "23505" and raised.value.field == "file_path"
@@ -92,3 +93,63 @@ def test_a_path_held_by_an_invisible_organization_is_refused_by_name_and_nothing
     latest = ground_truth(db, "select org_id, version from memsub.document_index "
                               "where file_path = 'a2.md' and is_latest")
     assert [(r["org_id"], r["version"]) for r in latest] == [(ORG_2, 1)]
+
+
+def test_a_path_written_from_another_context_is_changed_there_only(db):
+    """A tenant-wide document is visible to every organization; one organization superseding it moved the path to
+    itself and hid it from the others (and from the tenant-wide writer, who could no longer update it). A path is
+    now changed only from the context that wrote it: 42501 naming file_path, nothing written."""
+    tables = ("document_index", "document_chunks", "packet_store", "memory_embeddings")
+    with tenant_session(db.dsn("app"), TENANT_A) as session:
+        session.documents.ingest("handbook.md", "tenant wide handbook\n", file_hash=hashlib.sha256(b"1").hexdigest(),
+                                 mime="md", embedder=WordEmbedder())
+    before = {t: ground_truth(db, f"select * from memsub.{t} order by 1, 2") for t in tables}  # noqa: S608
+    with pytest.raises(ContextError) as raised, tenant_session(db.dsn("app"), TENANT_A, org=ORG_1) as session:
+        session.documents.ingest("handbook.md", "organization one rewrote it\n",
+                                 file_hash=hashlib.sha256(b"2").hexdigest(), mime="md", embedder=WordEmbedder())
+    assert raised.value.sqlstate == "42501" and raised.value.field == "file_path"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1)
+        with pytest.raises(psycopg.Error) as put:
+            conn.execute("select * from memsub.document_index_put('handbook.md', null, '{\"k\": 1}')")
+    assert put.value.sqlstate == "42501" and put.value.diag.column_name == "file_path"
+    assert {t: ground_truth(db, f"select * from memsub.{t} order by 1, 2") for t in tables} == before  # noqa: S608
+    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_2) as session:
+        assert [(d.version, d.is_latest) for d in session.documents.versions("handbook.md")] == [(1, True)]
+    with tenant_session(db.dsn("app"), TENANT_A) as session:  # its own context still writes it
+        again = session.documents.ingest("handbook.md", "tenant wide handbook, second edition\n",
+                                         file_hash=hashlib.sha256(b"3").hexdigest(), mime="md")
+    assert (again.status, again.version) == ("new_version", 2)
+
+
+def test_an_index_entry_of_an_invisible_organizations_path_is_refused_by_name(db):
+    """document_index_put on a path whose latest version another organization holds failed with row-level
+    security's raw message; it is refused as document_ingest refuses it, and nothing changes."""
+    _ingest_everywhere(db)
+    before = ground_truth(db, "select * from memsub.document_index order by id")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute("select * from memsub.document_index_put('a2.md', null, '{\"k\": 1}')")
+    assert raised.value.sqlstate == "23505" and raised.value.diag.column_name == "file_path"
+    assert "row-level security" not in str(raised.value)
+    assert ground_truth(db, "select * from memsub.document_index order by id") == before
+
+
+def test_neighbour_links_name_only_chunks_their_readers_may_see(db):
+    """An organization's chunk close to a tenant-wide chunk was written into that chunk's neighbours, where every
+    other organization read its id. Links now join chunks of one organization (or from an organization's chunk to
+    a tenant-wide one); the tenant-wide chunk does not name the organization's."""
+    embedder = WordEmbedder()
+    with tenant_session(db.dsn("app"), TENANT_A) as session:
+        shared = session.documents.ingest("shared.md", "pgvector hnsw index cosine distance\n",
+                                          file_hash=hashlib.sha256(b"s").hexdigest(), mime="md", embedder=embedder)
+    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_1) as session:
+        secret = session.documents.ingest("secret.md", "hnsw index with cosine distance in pgvector\n",
+                                          file_hash=hashlib.sha256(b"x").hexdigest(), mime="md", embedder=embedder)
+        secret_chunks = session.documents.chunks_of(secret.document_id)
+        shared_ids = {c.id for c in session.documents.chunks_of(shared.document_id)}
+    assert shared_ids & {n for c in secret_chunks for n in c.neighbors}  # it still finds the tenant-wide chunk
+    with tenant_session(db.dsn("app"), TENANT_A, org=ORG_2) as session:
+        seen = {n for c in session.documents.chunks_of(shared.document_id) for n in c.neighbors}
+    assert seen & {c.id for c in secret_chunks} == set()

@@ -450,6 +450,41 @@ def _check_graph_keys(dsn: str, _: Any = None) -> None:
                         ("world_model_entities", True, True)]
 
 
+
+CHUNKS = {name: str(uuid.UUID(int=100 + n)) for n, name in enumerate(["old", "new", "shared", "organization's"])}
+
+
+def _neighbours_at_2_38_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.38.0 whose tenant-wide chunk names a superseded version's chunk, that version's successor and
+    an organization's chunk; the organization's chunk names the tenant-wide one."""
+    migrator.migrate("2.38.0")
+    one, organization = str(uuid.UUID(int=1)), str(uuid.UUID(int=9))
+    documents = {name: str(uuid.UUID(int=200 + n)) for n, name in enumerate(CHUNKS)}
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, path, version, latest, previous, org in [
+                ("old", "a.md", 1, False, None, None), ("new", "a.md", 2, True, documents["old"], None),
+                ("shared", "b.md", 1, True, None, None), ("organization's", "c.md", 1, True, None, organization)]:
+            conn.execute("insert into memsub.document_index (tenant_id, id, org_id, file_path, version, is_latest, "
+                         "superseded_at, previous_id) values (%s, %s, %s, %s, %s, %s, "
+                         "case when %s then null else now() end, %s)",
+                         [one, documents[name], org, path, version, latest, latest, previous])
+        for name, names in [("old", []), ("new", []), ("shared", ["old", "new", "organization's"]),
+                            ("organization's", ["shared"])]:
+            org = organization if name == "organization's" else None
+            conn.execute("insert into memsub.document_chunks (tenant_id, id, document_id, chunk_index, content, "
+                         "start_char, end_char, org_id, neighbors) values (%s, %s, %s, 1, 'x', 0, 1, %s, %s)",
+                         [one, CHUNKS[name], documents[name], org, [CHUNKS[n] for n in names]])
+
+
+def _check_neighbours(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        lists = dict(conn.execute("select id::text, neighbors::text[] from memsub.document_chunks").fetchall())
+        security = conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = 'memsub.document_chunks'::regclass").fetchone()
+    assert lists == {CHUNKS["old"]: [], CHUNKS["new"]: [], CHUNKS["shared"]: [CHUNKS["new"]],
+                     CHUNKS["organization's"]: [CHUNKS["shared"]]}
+    assert security == (True, True)
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -459,6 +494,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.33.0 moves every session's events into rows": (_sessions_at_2_32_0,
                                                       lambda dsn, _: _check_session_events(dsn)),
     "2.38.0 matches entity names in either Unicode composition": (_graph_at_2_37_0, _check_graph_keys),
+    "2.39.0 keeps neighbour lists to latest chunks their readers may see": (_neighbours_at_2_38_0, _check_neighbours),
 }
 
 
@@ -529,3 +565,18 @@ def test_a_non_superuser_installer_merges_the_graph_names_of_every_tenant_too(se
             assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
     migrator.migrate()
     _check_graph_keys(server.dsn(empty_db))
+
+
+def test_a_non_superuser_installer_cleans_the_neighbour_lists_of_every_tenant_too(server, empty_db, installer):
+    """Row-level security is forced on document_chunks: without a tenant context its owner sees no row, and the
+    upgrade must still clean every list, and leave row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _neighbours_at_2_38_0(server.dsn(empty_db), migrator)
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # its policies exist at 2.38.0 already
+        conn.execute("alter table memsub.document_chunks enable row level security, force row level security")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        assert conn.execute("select count(*) from memsub.document_chunks").fetchone() == (0,)
+    migrator.migrate()
+    _check_neighbours(server.dsn(empty_db))
