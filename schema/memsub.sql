@@ -10677,12 +10677,13 @@ CREATE FUNCTION memsub.summaries_due(p_as_of timestamp with time zone DEFAULT no
 begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_finite_time(p_as_of, 'as_of');
-    -- Only the newest summary of each scope matters: an older one was already regenerated.
+    -- Only the newest summary of each scope matters: an older one was already regenerated. A scope is a tenant's
+    -- and an organization's (or the tenant-wide one): an admin sees several, each with its own newest summary.
     return query
         select m.* from (
-            select distinct on (s.scope_type, s.scope_value) s.*
+            select distinct on (s.tenant_id, s.org_id, s.scope_type, s.scope_value) s.*
               from memsub.memory_summaries s
-             order by s.scope_type, s.scope_value, s.created_at desc, s.summary_id
+             order by s.tenant_id, s.org_id, s.scope_type, s.scope_value, s.created_at desc, s.summary_id
         ) m
          where m.valid_until is not null and m.valid_until <= coalesce(p_as_of, now())
          order by m.valid_until, m.summary_id
@@ -10692,7 +10693,7 @@ $$;
 
 ALTER FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) IS 'Summaries due for regeneration: the newest visible summary of each scope whose valid_until has passed (as of the given time), oldest first.';
+COMMENT ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_limit integer) IS 'Summaries due for regeneration: the newest visible summary of each scope (of each tenant and organization) whose valid_until has passed (as of the given time), oldest first.';
 
 CREATE FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone DEFAULT NULL::timestamp with time zone, p_confidence double precision DEFAULT 0.5, p_evidence jsonb DEFAULT '[]'::jsonb, p_source_type text DEFAULT 'Entity'::text, p_target_type text DEFAULT 'Entity'::text, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.entity_relationships
     LANGUAGE plpgsql SECURITY DEFINER

@@ -90,12 +90,13 @@ as $$
 begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_finite_time(p_as_of, 'as_of');
-    -- Only the newest summary of each scope matters: an older one was already regenerated.
+    -- Only the newest summary of each scope matters: an older one was already regenerated. A scope is a tenant's
+    -- and an organization's (or the tenant-wide one): an admin sees several, each with its own newest summary.
     return query
         select m.* from (
-            select distinct on (s.scope_type, s.scope_value) s.*
+            select distinct on (s.tenant_id, s.org_id, s.scope_type, s.scope_value) s.*
               from memsub.memory_summaries s
-             order by s.scope_type, s.scope_value, s.created_at desc, s.summary_id
+             order by s.tenant_id, s.org_id, s.scope_type, s.scope_value, s.created_at desc, s.summary_id
         ) m
          where m.valid_until is not null and m.valid_until <= coalesce(p_as_of, now())
          order by m.valid_until, m.summary_id
@@ -103,8 +104,8 @@ begin
 end
 $$;
 comment on function memsub.summaries_due(timestamptz, integer) is
-    'Summaries due for regeneration: the newest visible summary of each scope whose valid_until has passed '
-    '(as of the given time), oldest first.';
+    'Summaries due for regeneration: the newest visible summary of each scope (of each tenant and organization) '
+    'whose valid_until has passed (as of the given time), oldest first.';
 
 call memsub.install_row_security('memsub.memory_summaries', array['org']);
 
