@@ -772,6 +772,30 @@ ALTER FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text)
 
 COMMENT ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) IS 'Returns the JSON value when it is NULL or of the given JSON type; raises 22023 naming the field otherwise.';
 
+CREATE FUNCTION memsub._check_key_bytes(VARIADIC p_name_value text[]) RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_total   bigint := 0;
+    v_longest bigint := -1;
+    v_field   text;
+begin
+    for i in 1 .. coalesce(array_length(p_name_value, 1), 0) by 2 loop
+        if octet_length(p_name_value[i + 1]) > v_longest then
+            v_longest := octet_length(p_name_value[i + 1]);
+            v_field := p_name_value[i];
+        end if;
+        v_total := v_total + coalesce(octet_length(p_name_value[i + 1]), 0);
+    end loop;
+    perform memsub._check_limit(v_total, 'max_key_bytes', v_field);
+end
+$$;
+
+ALTER FUNCTION memsub._check_key_bytes(VARIADIC p_name_value text[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_key_bytes(VARIADIC p_name_value text[]) IS 'Checks the texts one row is keyed by, given as field name and value pairs, against max_key_bytes together (their bytes added up): over the limit raises what memsub._check_limit raises, naming the longest field.';
+
 CREATE FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -4235,6 +4259,7 @@ begin
                                           '{entity_id, entity_type, attributes, confidence}', 'an entity change');
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
+        perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
         if v_id = any(v_ids) then
             raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
                 using errcode = '22023', column = v_field || '.entity_id';
@@ -4408,6 +4433,7 @@ begin
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';
     end if;
     v_object_norm := memsub._normalize_json_value(p_object);
+    perform memsub._check_key_bytes('subject', v_subject_norm, 'predicate', v_predicate, 'object', v_object_norm);
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
@@ -6569,6 +6595,11 @@ begin
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
+    -- The name and each alias are keys (the world model's primary key, the alias index's entries).
+    perform memsub._check_key_bytes('name', v_name),
+            memsub._check_limits(array(select octet_length(a)::bigint from unnest(p_aliases) a), 'max_key_bytes',
+                                 array(select format('aliases[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_aliases)) n));
     -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
     v_name := coalesce((select e.entity_id from memsub.world_model_entities e
                          where e.tenant_id = v_tenant
@@ -11036,6 +11067,8 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
+    perform memsub._check_key_bytes('source_entity', memsub.normalize_text(v_source), 'relationship_type', v_type,
+                                    'target_entity', memsub.normalize_text(v_target));
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -11386,6 +11419,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
+    perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
+                                    'target_entity', v_target_key);
     perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
@@ -15499,6 +15534,9 @@ GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_an
 GRANT ALL ON FUNCTION memsub._check_half_life(p_half_life interval) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_json_type(p_value jsonb, p_type text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_key_bytes(VARIADIC p_name_value text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_key_bytes(VARIADIC p_name_value text[]) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_limit(p_value bigint, p_limit text, p_field text) TO memsub_app;

@@ -171,6 +171,31 @@ comment on function memsub._check_text_limits(text[]) is
     'the limit raises what memsub._check_limit raises for it (54000 naming the field); NULL values pass. Returns '
     'the greatest length (NULL when every value is NULL).';
 
+-- The texts a table keys a row by, held together to max_key_bytes: a B-tree entry holds about 2.7 kB, and a longer
+-- key fails on PostgreSQL's own "index row size" error, which names no field.
+create or replace function memsub._check_key_bytes(variadic p_name_value text[]) returns void
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_total   bigint := 0;
+    v_longest bigint := -1;
+    v_field   text;
+begin
+    for i in 1 .. coalesce(array_length(p_name_value, 1), 0) by 2 loop
+        if octet_length(p_name_value[i + 1]) > v_longest then
+            v_longest := octet_length(p_name_value[i + 1]);
+            v_field := p_name_value[i];
+        end if;
+        v_total := v_total + coalesce(octet_length(p_name_value[i + 1]), 0);
+    end loop;
+    perform memsub._check_limit(v_total, 'max_key_bytes', v_field);
+end
+$$;
+comment on function memsub._check_key_bytes(text[]) is
+    'Checks the texts one row is keyed by, given as field name and value pairs, against max_key_bytes together '
+    '(their bytes added up): over the limit raises what memsub._check_limit raises, naming the longest field.';
+
 create or replace function memsub.normalize_text(p_value text) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -508,6 +533,7 @@ grant execute on function
 -- memsub_retrieval_owner.
 -- The text limit, granted as memsub._check_limit is (sql/015_limits.sql): every caller of that may call this.
 grant execute on function memsub._check_text_limits(text[]) to memsub_app, memsub_analyst, memsub_retrieval_owner;
+grant execute on function memsub._check_key_bytes(text[]) to memsub_app;
 -- The fused searches' shared check, for the invoker searches (hybrid_search, memory_search, entity_search).
 grant execute on function memsub._check_fused_search(integer, integer, vector, text) to memsub_app, memsub_analyst;
 -- The filter checks, for the invoker searches and graph reads.

@@ -141,6 +141,8 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
+    perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
+                                    'target_entity', v_target_key);
     perform memsub._check_finite_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
@@ -265,6 +267,7 @@ begin
         raise exception 'field "object" is required' using errcode = '23502', column = 'object';
     end if;
     v_object_norm := memsub._normalize_json_value(p_object);
+    perform memsub._check_key_bytes('subject', v_subject_norm, 'predicate', v_predicate, 'object', v_object_norm);
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and

@@ -137,6 +137,8 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
+    perform memsub._check_key_bytes('source_entity', memsub.normalize_text(v_source), 'relationship_type', v_type,
+                                    'target_entity', memsub.normalize_text(v_target));
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -449,6 +451,11 @@ begin
     if array_position(p_aliases, null) is not null then
         raise exception 'field "aliases" must not contain NULL' using errcode = '22023', column = 'aliases';
     end if;
+    -- The name and each alias are keys (the world model's primary key, the alias index's entries).
+    perform memsub._check_key_bytes('name', v_name),
+            memsub._check_limits(array(select octet_length(a)::bigint from unnest(p_aliases) a), 'max_key_bytes',
+                                 array(select format('aliases[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_aliases)) n));
     -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
     v_name := coalesce((select e.entity_id from memsub.world_model_entities e
                          where e.tenant_id = v_tenant

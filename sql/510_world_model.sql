@@ -65,6 +65,7 @@ begin
                                           '{entity_id, entity_type, attributes, confidence}', 'an entity change');
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
+        perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
         if v_id = any(v_ids) then
             raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
                 using errcode = '22023', column = v_field || '.entity_id';
