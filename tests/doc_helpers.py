@@ -10,6 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import click
+
 from memsub.client import Substrate, TenantSession
 
 from helpers import TENANT_A
@@ -41,6 +43,17 @@ class WordEmbedder:
         if not any(values):
             values[0] = 1.0
         return [v / norm for v in values]
+
+
+class OutageEmbedder(WordEmbedder):
+    """A remote embedding service seen from the client: it says on stderr which text it is asked to embed, and
+    fails with the client library's own exception for any text that mentions an outage."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        click.echo(f"embedding: {texts[0].split()[0] if texts and texts[0].split() else ''}", err=True)
+        if any("outage" in text for text in texts):
+            raise RuntimeError("embedding service unavailable")
+        return super().embed(texts)
 
 
 @contextmanager

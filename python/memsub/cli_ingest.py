@@ -5,15 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memsub import documents
-from memsub.cli_common import Target, emit_json_lines, tenant_options
+from memsub.cli_common import Target, emit_json, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, Embedder, resolve_embedder
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED
+
+if TYPE_CHECKING:
+    from memsub.client import Substrate
 
 SUFFIXES = tuple(sorted(documents.SUFFIX_MIME))
 
@@ -40,41 +43,64 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
                    as_json: bool) -> None:
     """Ingest Markdown and text files (directories: every .md/.markdown/.txt/.text file below them).
 
-    Each file is one transaction: unchanged files are left alone, changed files get a new version.
+    Each file is one transaction: unchanged files are left alone, changed files get a new version. A file that
+    cannot be read, embedded or stored is reported failed, with the reason, and the next file is ingested; the
+    command then exits 1.
     """
     files = list(_files(paths))
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
-    results: list[dict[str, Any]] = []
     embedder: Embedder | None = None
     with target.substrate() as substrate:
         if embedder_spec:
             with substrate.tenant(target.tenant_id, **target.context()) as session:
                 embedder = resolve_embedder(embedder_spec, session.vector_dimension())
         with click.progressbar(files, label="ingesting", file=sys.stderr, show_pos=True,
-                               item_show_func=lambda p: p.name if p else None) as bar:
+                               item_show_func=lambda p: _shown(p.name) if p else None) as bar:
             for path in bar:
-                try:
-                    with substrate.tenant(target.tenant_id, **target.context()) as session:
-                        result = session.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
-                except MemsubError as error:
-                    counts["failed"] += 1
-                    results.append({"path": str(path), "status": "failed", "error": str(error),
-                                    "field": error.field})
-                    continue
-                counts[result.status] += 1
-                results.append({"path": str(path), "status": result.status, "version": result.version,
-                                "chunk_count": result.chunk_count, "embedded_count": result.embedded_count})
-    if as_json:
-        emit_json_lines(results)
-    else:
-        for item in results:
-            if item["status"] == "failed":
-                field = f" [field {item['field']}]" if item["field"] else ""
-                click.echo(f"{item['path']}: failed: {item['error']}{field}")
-            else:
-                click.echo(f"{item['path']}: {item['status']} (version {item['version']}, {item['chunk_count']} "
-                           f"chunks, {item['embedded_count']} embedded)")
+                item = _ingest_one(substrate, target, path, embedder, max_chars)
+                counts[item["status"]] += 1
+                _report(item, as_json)
     click.echo(f"{counts['created']} created, {counts['new_version']} new version(s), "
                f"{counts['unchanged']} unchanged, {counts['failed']} failed", err=as_json)
     if counts["failed"]:
         sys.exit(CHECK_FAILED)
+
+
+def _ingest_one(substrate: Substrate, target: Target, path: Path, embedder: Embedder | None,
+                max_chars: int) -> dict[str, Any]:
+    """One file in one transaction, as the line to report. Whatever goes wrong with this file (reading it, the
+    embedder, storing it) is its failure; errors that concern every file (no privilege, no server) end the run."""
+    shown = _shown(str(path))
+    try:
+        with substrate.tenant(target.tenant_id, **target.context()) as session:
+            result = session.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
+    except MemsubError as error:
+        return {"path": shown, "status": "failed", "error": _shown(str(error)), "field": error.field}
+    except Exception as error:  # reading the file, or the embedder, any object raising its own exceptions
+        if isinstance(error, OSError) and error.filename is not None and error.strerror:
+            reason = f"cannot read: {error.strerror}"
+        else:
+            reason = f"{type(error).__name__}: {error}"
+        return {"path": shown, "status": "failed", "error": _shown(reason), "field": None}
+    return {"path": shown, "status": result.status, "version": result.version,
+            "chunk_count": result.chunk_count, "embedded_count": result.embedded_count}
+
+
+def _report(item: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(item)
+    elif item["status"] == "failed":
+        field = f" [field {item['field']}]" if item["field"] else ""
+        click.echo(f"{item['path']}: failed: {item['error']}{field}")
+    else:
+        click.echo(f"{item['path']}: {item['status']} (version {item['version']}, {item['chunk_count']} "
+                   f"chunks, {item['embedded_count']} embedded)")
+
+
+def _shown(text: str) -> str:
+    """Text that prints on any UTF-8 output: the bytes of a file name that are not UTF-8 (which Python keeps as
+    lone surrogates) as ``\\xNN`` escapes."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

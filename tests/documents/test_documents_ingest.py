@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -21,6 +24,8 @@ from doc_helpers import WordEmbedder, tenant_session, vector_text
 from helpers import TENANT_A, function_calls, set_context, track_function_calls
 from layer_helpers import vec
 from session_helpers import expect_error, ground_truth, rows
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DESIGN = """# Memory substrate
 
@@ -320,6 +325,68 @@ def test_ingest_command_fails_for_a_wrong_embedder_dimension(db, tmp_path):
             set_context(conn, TENANT_A)
             conn.execute("select * from memsub.document_ingest('a.txt', repeat('d', 64), 'txt', 'text', %s::jsonb)",
                          [json.dumps([{"start_char": 0, "end_char": 4, "embedding": [1.0] * 384}])])
+
+
+def _ingest(db, *args: str, role: str = "app"):
+    return CliRunner().invoke(main, ["ingest", *args, "--dsn", db.dsn(role), "--tenant", str(TENANT_A)])
+
+
+def _stored_paths(db) -> list[str]:
+    return [r["file_path"] for r in ground_truth(db, "select file_path from memsub.document_index order by 1")]
+
+
+def test_ingest_command_reports_a_file_that_fails_and_goes_on_with_the_next(db, tmp_path):
+    """A file that cannot be read, embedded or stored is that file's failure, whatever the exception: the files
+    before and after it are stored and reported, and the run ends with exit 1."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a_first.md").write_text("first file\n", encoding="utf-8")
+    (folder / "b_outage.md").write_text("outage of the embedding service\n", encoding="utf-8")
+    (folder / "c_unreadable.txt").symlink_to("/proc/self/mem")  # a regular file whose read() fails (EIO)
+    (folder / "d_last.md").write_text("last file\n", encoding="utf-8")
+    result = _ingest(db, str(folder), "--embedder", "doc_helpers:OutageEmbedder", "--json")
+    assert result.exit_code == 1, result.output
+    assert _stored_paths(db) == [(folder / "a_first.md").as_posix(), (folder / "d_last.md").as_posix()]
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(Path(item["path"]).name, item["status"]) for item in lines] == [
+        ("a_first.md", "created"), ("b_outage.md", "failed"), ("c_unreadable.txt", "failed"), ("d_last.md", "created")]
+    assert "embedding service unavailable" in lines[1]["error"]
+    assert "Input/output error" in lines[2]["error"]
+    assert "2 created, 0 new version(s), 0 unchanged, 2 failed" in result.stderr
+
+
+def test_ingest_command_prints_each_file_when_it_is_done(db, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a_first.md").write_text("first file\n", encoding="utf-8")
+    (folder / "b_second.md").write_text("second file\n", encoding="utf-8")
+    result = _ingest(db, str(folder), "--embedder", "doc_helpers:OutageEmbedder")
+    assert result.exit_code == 0, result.output
+    first_done = result.output.index("a_first.md: created")
+    assert first_done < result.output.index("embedding: second"), result.output
+
+
+def test_ingest_command_shows_file_names_that_are_not_utf8(db, tmp_path):
+    """A file name that is not UTF-8 cannot be a document path (stored paths are text): that file fails, its name
+    printed with the odd bytes escaped, and the other files are stored and printed as usual."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("good\n", encoding="utf-8")
+    Path(os.fsdecode(os.fsencode(folder) + b"/bad\xff.md")).write_text("bad name\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+    for json_lines in (False, True):
+        run = subprocess.run([sys.executable, "-m", "memsub", "ingest", str(folder), "--dsn", db.dsn("app"),
+                              "--tenant", str(TENANT_A), *(["--json"] if json_lines else [])],
+                             capture_output=True, env=env, timeout=120, check=False)
+        stdout, stderr = run.stdout.decode("utf-8"), run.stderr.decode("utf-8")
+        assert run.returncode == 1 and "Traceback" not in stderr, (stdout, stderr)
+        assert _stored_paths(db) == [(folder / "good.md").as_posix()]
+        if json_lines:
+            lines = {Path(item["path"]).name: item for item in map(json.loads, stdout.splitlines())}
+            assert lines["bad\\xff.md"]["status"] == "failed" and lines["good.md"]["status"] == "unchanged"
+        else:
+            assert "bad\\xff.md: failed: " in stdout and "good.md: created" in stdout, (stdout, stderr)
+        assert "1 failed" in stdout + stderr
 
 
 CONTEXT_FUNCTIONS = ("current_tenant_id", "current_org_id", "current_user_id", "current_session_id")
