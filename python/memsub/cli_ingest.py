@@ -12,7 +12,7 @@ import click
 from memsub import documents
 from memsub.cli_common import Target, emit_json, tenant_options
 from memsub.embedding import EMBEDDER_SPEC_HELP, Embedder, resolve_embedder
-from memsub.errors import MemsubError
+from memsub.errors import ConnectionFailed, ContextError, MemsubError
 from memsub.exit_codes import CHECK_FAILED
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def _files(paths: tuple[Path, ...]) -> Iterator[Path]:
               help=f"How to embed the chunks: {EMBEDDER_SPEC_HELP}. Without one, chunks are stored and "
                    "full-text indexed but not embedded.")
 @click.option("--max-chars", default=documents.DEFAULT_MAX_CHARS, show_default=True,
-              help="Longest chunk, in characters.")
+              type=click.IntRange(min=documents.MIN_MAX_CHARS), help="Longest chunk, in characters.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one result per file.")
 def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str | None, max_chars: int,
                    as_json: bool) -> None:
@@ -45,7 +45,8 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
 
     Each file is one transaction: unchanged files are left alone, changed files get a new version. A file that
     cannot be read, embedded or stored is reported failed, with the reason, and the next file is ingested; the
-    command then exits 1.
+    command then exits 1. Errors that concern every file (no privilege, no server) stop the run with their
+    own exit code.
     """
     files = list(_files(paths))
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
@@ -74,6 +75,8 @@ def _ingest_one(substrate: Substrate, target: Target, path: Path, embedder: Embe
     try:
         with substrate.tenant(target.tenant_id, **target.context()) as session:
             result = session.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
+    except (ContextError, ConnectionFailed):
+        raise
     except MemsubError as error:
         return {"path": shown, "status": "failed", "error": _shown(str(error)), "field": error.field}
     except Exception as error:  # reading the file, or the embedder, any object raising its own exceptions

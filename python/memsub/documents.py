@@ -53,6 +53,8 @@ IngestStatus = Literal["created", "new_version", "unchanged"]
 
 SUFFIX_MIME: dict[str, Mime] = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".pdf": "pdf"}
 DEFAULT_MAX_CHARS = 1200
+MIN_MAX_CHARS = 2
+"""The shortest ``max_chars`` :func:`chunk_spans` takes."""
 SUMMARY_CHARS = 280
 MAX_KEY_CONCEPTS = 20
 
@@ -161,9 +163,9 @@ def chunk_spans(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Span]:
     A span ends, by preference, after a blank line, then after a line break, then after a space, provided that
     keeps it at least half as long as ``max_chars``; otherwise it is cut at ``max_chars``.
     """
-    if max_chars < 2:
-        raise LocalValidationError(f"field max_chars: at least 2 characters, not {max_chars}", sqlstate="22023",
-                                   field="max_chars")
+    if max_chars < MIN_MAX_CHARS:
+        raise LocalValidationError(f"field max_chars: at least {MIN_MAX_CHARS} characters, not {max_chars}",
+                                   sqlstate="22023", field="max_chars")
     spans: list[Span] = []
     start = 0
     while start < len(text):

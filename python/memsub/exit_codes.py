@@ -5,7 +5,8 @@ code   meaning
 =====  ==========================================================================================
 0      success; ``verify`` found the database identical to the shipped SQL
 1      a check failed: ``verify`` found differences, ``migrate`` refused (drift, out-of-order,
-       newer database), a ``maintain`` task failed, a packet was not found
+       newer database), a ``maintain`` task failed, a packet was not found, a file ``ingest`` could
+       not store
 2      bad input or usage: unknown option, malformed connection string, invalid envelope or field,
        input that is not UTF-8 or JSON nested too deeply to parse
 3      cannot connect: refused, timed out, wrong password, no such database, no server configured

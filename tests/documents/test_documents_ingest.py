@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsub import documents
+from memsub import documents, exit_codes
 from memsub.cli import main
 from memsub.errors import InvalidInput
 
@@ -387,6 +387,34 @@ def test_ingest_command_shows_file_names_that_are_not_utf8(db, tmp_path):
         else:
             assert "bad\\xff.md: failed: " in stdout and "good.md: created" in stdout, (stdout, stderr)
         assert "1 failed" in stdout + stderr
+
+
+@pytest.mark.parametrize("max_chars", ["0", "1", "-5"])
+def test_ingest_command_refuses_a_chunk_size_the_chunker_cannot_use(db, tmp_path, max_chars):
+    path = tmp_path / "a.txt"
+    path.write_text("text", encoding="utf-8")
+    result = _ingest(db, str(path), "--max-chars", max_chars)
+    assert result.exit_code == 2 and "--max-chars" in result.output, result.output
+    assert "a.txt" not in result.output and _stored_paths(db) == []
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ingest_command_without_privilege_stops_with_the_privilege_code(db, tmp_path, as_json):
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("text", encoding="utf-8")
+    result = _ingest(db, str(tmp_path), *(["--json"] if as_json else []), role="nobody")
+    assert result.exit_code == exit_codes.NO_PRIVILEGE, result.output
+    assert "a.txt" not in result.output and "permission denied" in result.stderr
+    if as_json:
+        assert json.loads(result.stdout)["exit_code"] == exit_codes.NO_PRIVILEGE
+
+
+def test_ingest_command_that_cannot_connect_stops_with_the_connection_code(db, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("text", encoding="utf-8")
+    result = CliRunner().invoke(main, ["ingest", str(path), "--dsn", db.dsn("app").replace(db.name, "no_such_db"),
+                                       "--tenant", str(TENANT_A)])
+    assert result.exit_code == exit_codes.CANNOT_CONNECT and "a.txt" not in result.output, result.output
 
 
 CONTEXT_FUNCTIONS = ("current_tenant_id", "current_org_id", "current_user_id", "current_session_id")
