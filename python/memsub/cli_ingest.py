@@ -18,14 +18,14 @@ from memsub.exit_codes import CHECK_FAILED
 if TYPE_CHECKING:
     from memsub.client import Substrate
 
-SUFFIXES = tuple(sorted(documents.SUFFIX_MIME))
-
 
 def _files(paths: tuple[Path, ...]) -> Iterator[Path]:
-    """The files named, and the files with a known suffix under the directories named, in a stable order."""
+    """The files named, and the Markdown and text files under the directories named, in a stable order. A PDF
+    named on the command line is tried (and refused as that file's failure); one in a directory is left alone."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+            yield from sorted(p for p in path.rglob("*")
+                              if p.is_file() and p.suffix.lower() in documents.TEXT_SUFFIXES)
         else:
             yield path
 
@@ -43,6 +43,7 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
                    as_json: bool) -> None:
     """Ingest Markdown and text files (directories: every .md/.markdown/.txt/.text file below them).
 
+    A file named here must be one of those kinds too: a .pdf is reported failed, as memsub extracts no PDF text.
     Each file is one transaction: unchanged files are left alone, changed files get a new version. A file that
     cannot be read, embedded or stored is reported failed, with the reason, and the next file is ingested; the
     command then exits 1. Errors that concern every file (no privilege, no server) stop the run with their

@@ -52,6 +52,8 @@ Mime = Literal["pdf", "md", "txt"]
 IngestStatus = Literal["created", "new_version", "unchanged"]
 
 SUFFIX_MIME: dict[str, Mime] = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt", ".pdf": "pdf"}
+TEXT_SUFFIXES = tuple(suffix for suffix, mime in SUFFIX_MIME.items() if mime != "pdf")
+"""The suffixes whose text :func:`extract_text` reads (PDF needs a library memsub does not ship)."""
 DEFAULT_MAX_CHARS = 1200
 MIN_MAX_CHARS = 2
 """The shortest ``max_chars`` :func:`chunk_spans` takes."""

@@ -6,6 +6,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -415,6 +416,24 @@ def test_ingest_command_that_cannot_connect_stops_with_the_connection_code(db, t
     result = CliRunner().invoke(main, ["ingest", str(path), "--dsn", db.dsn("app").replace(db.name, "no_such_db"),
                                        "--tenant", str(TENANT_A)])
     assert result.exit_code == exit_codes.CANNOT_CONNECT and "a.txt" not in result.output, result.output
+
+
+def test_ingest_command_scans_directories_for_the_text_kinds_only(db, tmp_path):
+    """memsub extracts no PDF text: a directory's PDF files are not taken, a PDF named on the command line is
+    refused as that file's failure."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("notes\n", encoding="utf-8")
+    (folder / "paper.pdf").write_bytes(b"%PDF-1.7\n")
+    scanned = _ingest(db, str(folder), "--json")
+    assert scanned.exit_code == 0, scanned.output
+    assert [Path(json.loads(line)["path"]).name for line in scanned.stdout.splitlines()] == ["notes.md"]
+    named = _ingest(db, str(folder / "paper.pdf"), "--json")
+    assert named.exit_code == 1 and json.loads(named.stdout)["status"] == "failed", named.output
+    assert "PDF" in json.loads(named.stdout)["error"] and _stored_paths(db) == [(folder / "notes.md").as_posix()]
+    help_text = " ".join(CliRunner().invoke(main, ["ingest", "--help"]).stdout.split())
+    assert set(re.findall(r"\.[a-z]+", help_text.split("directories:")[1].split(")")[0])) == set(
+        documents.TEXT_SUFFIXES)
 
 
 CONTEXT_FUNCTIONS = ("current_tenant_id", "current_org_id", "current_user_id", "current_session_id")
