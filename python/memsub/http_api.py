@@ -170,12 +170,17 @@ def bigint(value: Any, field: str) -> int:
 
 
 def number(value: Any, field: str) -> float:
+    """A double: JSON's integers have no size limit, so one too large for a double is refused as an infinite
+    number is (422 naming the field), not left to raise OverflowError."""
     value = _from_text(value, field, float, "a number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise invalid(field, f"{field} must be a number")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf
     if not math.isfinite(result):
-        raise invalid(field, f"{field} must be a finite number")
+        raise invalid(field, f"{field} must be a finite number within the range of a double")
     return result
 
 
@@ -233,13 +238,18 @@ def vector(value: Any, field: str) -> Vector:
     """A vector field as the client's vector argument (``_calls.vector``: sent in binary, 4 bytes a number): an
     array of finite numbers that a 4-byte float holds, the first element that is not one refused by name. A JSON
     array of plain numbers (what clients send) is read in one pass, without a field name per element; anything
-    else goes element by element through number(), which also converts numbers given as text. (Read element by
-    element and sent as text, a 384-number vector took 0.7 ms of the server process, a sixth of a search.)"""
+    else, or an integer too large for a double, goes element by element through number(), which also converts
+    numbers given as text. (Read element by element and sent as text, a 384-number vector took 0.7 ms of the
+    server process, a sixth of a search.)"""
     if not isinstance(value, list) or not value:
         raise invalid(field, f"{field} must be a non-empty array of numbers")
+    numbers: list[float] | None = None
     if all(type(item) is float or type(item) is int for item in value):
-        numbers = [float(item) for item in value]
-    else:
+        try:
+            numbers = [float(item) for item in value]
+        except OverflowError:  # an integer no double holds: number() names it
+            pass
+    if numbers is None:
         numbers = [number(item, f"{field}[{i}]") for i, item in enumerate(value)]
     for i, item in enumerate(numbers):
         if not -FLOAT4_MAX <= item <= FLOAT4_MAX:  # NaN fails both comparisons

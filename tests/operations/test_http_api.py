@@ -165,6 +165,23 @@ def test_search_tuning_fields_reach_the_functions(api: Api):
                            422, "half_life")
 
 
+def test_an_integer_too_large_for_a_double_is_422_naming_its_field(api: Api):
+    """A JSON integer has no size limit; one that no double holds is refused by name like any out-of-range
+    number, in a number field and in a vector element alike."""
+    huge = "1" + "0" * 400
+    vector = hot_vector(api.dimension(), 0)
+    elements = ", ".join(map(str, vector[1:]))
+    cases = (("/api/v1/search/semantic", f'{{"query": {json.dumps(vector)}, "min_importance": {huge}}}',
+              "min_importance"),
+             ("/api/v1/search/semantic", f'{{"query": [{huge}, {elements}]}}', "query[0]"),
+             ("/api/v1/search/semantic", f'{{"query": ["0.5", -{huge}, {elements}]}}', "query[1]"),
+             ("/api/v1/search/hybrid", f'{{"query_text": "x", "vector_weight": {huge}}}', "vector_weight"),
+             ("/api/v1/search/hybrid", f'{{"query_text": "x", "half_life": {huge}}}', "half_life"))
+    for path, body, field in cases:
+        with api.client() as client:  # a fresh connection each time, should the server drop one
+            assert_problem(client.post(path, content=body), 422, field)
+
+
 def test_a_memory_entry_is_written_with_its_embedding(api: Api):
     dimension = api.dimension()
     namespace = f"user:{USER_B}:embedded"  # tenant B's user: tenant A's memory listings stay as they were

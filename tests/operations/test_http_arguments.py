@@ -125,7 +125,18 @@ def test_a_vector_field_is_checked_number_by_number():
     for value, field_named in (([1, True], "query[1]"), ([0.5, float("nan")], "query[1]"),
                                ([float("inf"), 1], "query[0]"), ([1, "x"], "query[1]"), ([1, None], "query[1]"),
                                ([1, [2]], "query[1]"), ([0.5, 1e39], "query[1]"), ([-1e300], "query[0]"),
-                               (["1e39"], "query[0]"), ([], "query"), ("1,2", "query"), (None, "query")):
+                               (["1e39"], "query[0]"), ([1, 10**400], "query[1]"), ([1, "2", 10**400], "query[2]"),
+                               ([], "query"), ("1,2", "query"), (None, "query")):
         with pytest.raises(http_api.Problem) as refused:
             http_api.vector(value, "query")
         assert (refused.value.status, refused.value.field) == (422, field_named), value
+
+
+def test_a_number_field_refuses_an_integer_no_double_holds():
+    """JSON integers have no size limit and Python reads them exactly: one too large for a double is 422 naming
+    the field, as an infinite number is, not an OverflowError."""
+    assert http_api.number(2**1000, "min_importance") == float(2**1000)
+    for value in (10**400, -(10**400), "1e400"):
+        with pytest.raises(http_api.Problem) as refused:
+            http_api.number(value, "min_importance")
+        assert (refused.value.status, refused.value.field) == (422, "min_importance"), value
