@@ -199,7 +199,7 @@ def text(value: Any, field: str) -> str:
 
 
 def unicode_checked(check: Callable[[Any, str], str], value: Any, field: str) -> str:
-    """``value`` passed through ``check`` (``_calls.checked_text``, or ``_calls.json_text`` for JSON): a NUL
+    """``value`` passed through ``check`` (``_calls.checked_text``, or json_string inside JSON): a NUL
     character, or the unpaired surrogate JSON's ``\\ud800`` escape puts in a string (it has no UTF-8 form), is 422
     naming the field (the path inside a JSON value) instead of a failure to send it."""
     try:
@@ -257,21 +257,48 @@ def vector(value: Any, field: str) -> Vector:
     return _calls.vector(numbers)
 
 
-def json_value(value: Any, field: str) -> str:
-    return unicode_checked(_calls.json_text, value, field)
+def json_string(value: str, field: str) -> str:
+    """A string inside a JSON value, checked as jsonb would check it (a NUL is 22P05 there)."""
+    return _calls.checked_text(value, field, "22P05")
 
 
-def json_object(value: Any, field: str) -> str:
+def json_strings(value: Any, field: str) -> None:
+    """422 naming the path (``value.note``, ``envelopes[1].tags[0]``) of the first string or key of a parsed JSON
+    value that PostgreSQL cannot hold: an unpaired surrogate (which JSON's ``\\ud800`` escape puts in a string and
+    which has no UTF-8 form) or a NUL. Nothing else is judged: the value is not what is sent (see json_value),
+    so a number no double holds, such as 1e400, is left for jsonb, which holds it. A loop over a stack, not a
+    recursion, so a value nests as deep as json.loads allows."""
+    pending: list[tuple[Any, str]] = [(value, field)]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, str):
+            unicode_checked(json_string, item, path)
+        elif isinstance(item, dict):
+            for key in item:
+                unicode_checked(json_string, key, path)
+            pending.extend((item[key], f"{path}.{key}") for key in reversed(item))
+        elif isinstance(item, list):
+            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
+
+
+def json_value(value: Any, field: str) -> None:
+    """A JSON field, checked (json_strings) but not re-encoded: call_arguments has the database read it from the
+    body text as the client sent it, so its numbers are stored as written (1.10 stays 1.10, and 1e400, which no
+    double holds, is kept as jsonb keeps it), as a packet's envelope is."""
+    json_strings(value, field)
+
+
+def json_object(value: Any, field: str) -> None:
     if not isinstance(value, dict):
         raise invalid(field, f"{field} must be a JSON object")
-    return json_value(value, field)
+    json_value(value, field)
 
 
 def unicode_body(body: str, value: Any, field: str) -> None:
-    """422 naming the path of a string or key of the parsed body that holds an unpaired surrogate (which only a
-    ``\\u`` escape in the body can have put there: a body without one is not walked)."""
+    """json_strings of the parsed body, when the body has a ``\\u`` escape: only one can have put an unpaired
+    surrogate or a NUL in a string, so a body without one is not walked."""
     if "\\u" in body:
-        unicode_checked(_calls.json_text, value, field)
+        json_strings(value, field)
 
 
 Coerce = Callable[[Any, str], Any]
@@ -281,7 +308,8 @@ Coerce = Callable[[Any, str], Any]
 class Argument:
     """One argument of a stored function, fed from a body or query field of the same name. The route's list of
     them is the one description of its input: the server reads fields with it and the OpenAPI document
-    (memsub.http_openapi) is derived from it."""
+    (memsub.http_openapi) is derived from it. A ``jsonb`` argument is read by the database from the body text
+    (call_arguments' ``body``); its ``coerce`` only checks the parsed value."""
 
     name: str
     coerce: Coerce
@@ -292,10 +320,19 @@ class Argument:
     doc: str = ""  # the field's description in the OpenAPI document
 
 
+JSONB = "jsonb"
+BODY = sql.SQL("body.body")
+"""The request body as jsonb, in a query whose FROM list starts with ``(select %s::jsonb) as body(body)``."""
+
+
 def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
-                   fixed: Sequence[tuple[str, str, Any]] = ()) -> tuple[sql.Composed, list[Any]]:
+                   fixed: Sequence[tuple[str, str, Any]] = (), *,
+                   body: sql.Composable | None = None) -> tuple[sql.Composed, list[Any]]:
     """``p_name => %s::cast, ...`` for the fields given (the function's defaults stand for the rest) and their
-    values; unknown fields and missing required ones are 422 naming the field."""
+    values; unknown fields and missing required ones are 422 naming the field. A ``jsonb`` field is passed as
+    ``p_name => body -> 'name'``: the database reads it from the body text (``body``: a jsonb expression of it),
+    not from a re-encoding of Python's parse, which turns 1.10 into 1.1, rounds large numbers and has no form
+    for 1e400."""
     known = {argument.name for argument in arguments}
     for name in source:
         if name not in known:
@@ -311,8 +348,14 @@ def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
                 raise invalid(argument.name, f"{argument.name} is required")
             continue
         raw = source[argument.name]
+        checked = argument.coerce(raw, argument.name)
+        if argument.cast == JSONB:
+            assert body is not None, f"{argument.name} is read from the body"
+            parts.append(sql.SQL("{} => {} -> {}").format(sql.Identifier(f"p_{argument.name}"), body,
+                                                          sql.Literal(argument.name)))
+            continue
         parts.append(sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{argument.name}"), sql.SQL(argument.cast)))
-        values.append(argument.coerce(raw, argument.name))
+        values.append(checked)
     return sql.SQL(", ").join(parts), values
 
 
@@ -332,10 +375,14 @@ def query_fields(request: Request, arguments: Sequence[Argument]) -> dict[str, A
 
 
 async def body_object(request: Request) -> dict[str, Any]:
-    _, value = await read_json(request)
+    return (await body_text_and_object(request))[1]
+
+
+async def body_text_and_object(request: Request) -> tuple[str, dict[str, Any]]:
+    text_body, value = await read_json(request)
     if not isinstance(value, dict):
         raise invalid("body", "the body must be a JSON object")
-    return value
+    return text_body, value
 
 
 # -- database ----------------------------------------------------------------------------------------------------
@@ -397,16 +444,20 @@ async def write_packet(request: Request) -> Response:
 
 
 async def write_packets(request: Request) -> Response:
+    """The envelopes go to the database as the body text, in either form: the wrapper's array is taken out by
+    the database (``-> 'envelopes'``), so both forms store the same numbers and a batch retried in the other
+    form is deduplicated."""
     text_body, value = await read_json(request)
+    envelopes = sql.SQL("%s::jsonb")
     if isinstance(value, dict) and set(value) == {"envelopes"}:
         value = value["envelopes"]
-        text_body = json.dumps(value)
+        envelopes = sql.SQL("%s::jsonb -> 'envelopes'")
     if not isinstance(value, list):
         raise invalid("envelopes", "the body must be a JSON array of PacketEnvelopes, or {\"envelopes\": [...]}")
     unicode_body(text_body, value, "envelopes")
-    row = await fetch_one(request, "select jsonb_build_object('results', coalesce(jsonb_agg(to_jsonb(r) "
-                                   "order by r.position), '[]'))::text from memsub.write_packets(%s::jsonb) r",
-                          [text_body])
+    row = await fetch_one(request, sql.SQL("select jsonb_build_object('results', coalesce(jsonb_agg(to_jsonb(r) "
+                                           "order by r.position), '[]'))::text from memsub.write_packets({}) r"
+                                           ).format(envelopes), [text_body])
     return json_response(row)
 
 
@@ -576,13 +627,14 @@ MEMORY_WRITE_ARGUMENTS = (
 
 async def memory_put(request: Request) -> Response:
     namespace, key = namespace_key(request)
-    fields = await body_object(request)
+    text_body, fields = await body_text_and_object(request)
     if "value" in fields and fields["value"] is None:
         raise invalid("value", "value must not be null (delete is not part of this API)")
     arguments, values = call_arguments(fields, MEMORY_WRITE_ARGUMENTS,
-                                       [("namespace", "text", namespace), ("key", "text", key)])
-    row = await fetch_one(request, sql.SQL("select {}::text from memsub.memory_write({}) r").format(
-        MEMORY_JSON, arguments), values)
+                                       [("namespace", "text", namespace), ("key", "text", key)], body=BODY)
+    row = await fetch_one(request, sql.SQL(
+        "select {}::text from (select %s::jsonb) as body(body), memsub.memory_write({}) r").format(
+        MEMORY_JSON, arguments), [text_body, *values])
     return json_response(row)
 
 

@@ -119,6 +119,64 @@ def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
         assert len(children) == 4
 
 
+EXACT_NUMBERS = '{"price": 1.10, "big": 12345678901234567.5, "huge": 1e400, "name": "caf\\u00e9"}'
+"""JSON numbers that a double changes (1.10 prints as 1.1, the big one rounds) or cannot hold (1e400), beside a
+string with an escape (which has the server look at each string of the body)."""
+
+
+def stored_numbers(api: Api, query: str, key: object) -> tuple[str, ...]:
+    """The three numbers of EXACT_NUMBERS as the database keeps them: the jsonb ``query`` reads at ``key``, as
+    text, its numbers read as the text they are."""
+    with api.database.connect() as conn:
+        row = conn.execute(query, [key]).fetchone()
+    assert row is not None
+    stored = json.loads(row[0], parse_float=str, parse_int=str)
+    return stored["price"], stored["big"], stored["huge"]
+
+
+EXACT = ("1.10", "12345678901234567.5", "1" + "0" * 400)
+
+
+def test_a_packet_keeps_its_numbers_exactly_in_each_body_form(api: Api):
+    """The database reads the envelopes from the body text as sent, whichever of the two batch forms carries
+    them: a number is stored as written, and a batch retried in the other form is the same batch."""
+    def envelope(packet_id: str) -> str:
+        return (f'{{"packet_id": "{packet_id}", "timestamp": "2026-01-01T00:00:00Z", "packet_type": "note", '
+                f'"payload": {EXACT_NUMBERS}}}')
+
+    def wrapped(envelopes: str) -> str:
+        return f'{{"envelopes": {envelopes}}}'
+
+    def listed(envelopes: str) -> str:
+        return envelopes
+
+    by_packet = "select (envelope -> 'payload')::text from memsub.packet_store where packet_id = %s"
+    with api.client() as client:
+        single = str(uuid.uuid4())
+        assert client.post("/api/v1/memory/packet", content=envelope(single)).status_code == 201
+        assert stored_numbers(api, by_packet, single) == EXACT
+        for first, again in ((listed, wrapped), (wrapped, listed)):
+            packet_id = str(uuid.uuid4())
+            written = client.post("/api/v1/memory/packets", content=first(f"[{envelope(packet_id)}]"))
+            assert written.status_code == 200, written.text
+            assert stored_numbers(api, by_packet, packet_id) == EXACT
+            retried = client.post("/api/v1/memory/packets", content=again(f"[{envelope(packet_id)}]"))
+            assert retried.status_code == 200, retried.text
+            assert retried.json()["results"][0]["deduplicated"] is True
+
+
+def test_a_memory_value_keeps_its_numbers_exactly(api: Api):
+    namespace = f"user:{USER_B}:numbers"  # tenant B's user: tenant A's memory listings stay as they were
+    body = f'{{"value": {EXACT_NUMBERS}, "metadata": {EXACT_NUMBERS}}}'
+    with api.client("b") as client:
+        written = client.put(f"/api/v1/memory/namespace/{namespace}/keys/prices", content=body)
+        assert written.status_code == 200, written.text
+    assert stored_numbers(api, "select value::text from memsub.memory_entries where namespace = %s",
+                          namespace) == EXACT
+    assert stored_numbers(api, "select metadata::text from memsub.memory_entries where namespace = %s",
+                          namespace) == EXACT
+
+
 def test_semantic_and_hybrid_search(api: Api):
     dimension = api.dimension()
     with api.client() as client:
