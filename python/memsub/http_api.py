@@ -48,15 +48,20 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+RETRY_AFTER = {"Retry-After": "1"}
+"""The header of every 503: the database was out of reach or busy, and a retry a second later may succeed."""
+
+
 class Problem(Exception):
-    """An error answered as RFC 9457 problem details."""
+    """An error answered as RFC 9457 problem details; a 503 always carries Retry-After."""
 
     def __init__(self, status: int, kind: str, title: str, detail: str, *, field: str | None = None,
                  sqlstate: str | None = None, extra: dict[str, Any] | None = None,
                  headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status, self.kind, self.title, self.detail = status, kind, title, detail
-        self.field, self.sqlstate, self.extra, self.headers = field, sqlstate, extra or {}, headers or {}
+        self.field, self.sqlstate, self.extra = field, sqlstate, extra or {}
+        self.headers = (RETRY_AFTER if status == 503 else {}) | (headers or {})
 
     def response(self, instance: str) -> Response:
         body: dict[str, Any] = {"type": f"urn:memsub:problem:{self.kind}", "title": self.title,
@@ -88,8 +93,6 @@ def problem_from_database(error: psycopg.Error) -> Problem:
         extra["conflict"] = error.diag.message_detail
     if code == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="memsub"'
-    if code == 503:
-        headers["Retry-After"] = "1"
     return Problem(code, kind, title, error.diag.message_primary or str(error), field=error.diag.column_name,
                    sqlstate=sqlstate, extra=extra, headers=headers)
 
@@ -411,8 +414,8 @@ async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
     try:
         found = await _calls.rows_in_context_async(pool, authenticate, [_calls.query(query, params, _calls.raw())])
     except ConnectionFailed as error:  # the pool had no connection in time
-        raise Problem(503, "unavailable", "Database unavailable", "no database connection available in time",
-                      headers={"Retry-After": "1"}) from error
+        raise Problem(503, "unavailable", "Database unavailable",
+                      "no database connection available in time") from error
     except psycopg.Error as error:
         if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
             raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
@@ -659,8 +662,8 @@ async def ready(request: Request) -> Response:
                 "select pg_catalog.to_regprocedure('memsub.authenticate_api_key(text)') is not null")
             row = await cursor.fetchone()
     except (psycopg.Error, PoolTimeout) as error:
-        raise Problem(503, "unavailable", "Not ready", f"the database does not answer: {type(error).__name__}",
-                      headers={"Retry-After": "1"}) from error
+        raise Problem(503, "unavailable", "Not ready",
+                      f"the database does not answer: {type(error).__name__}") from error
     if not row or not row[0]:
         raise Problem(503, "unavailable", "Not ready", "memsub is not installed in this database (memsub migrate)")
     return JSONResponse({"status": "ready"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from http_helpers import (
     hot_vector,
     write_embedded_notes,
 )
-from memsub.http_api import openapi_json
+from memsub.http_api import create_app, openapi_json, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_EXAMPLE = {
@@ -512,3 +513,35 @@ def test_no_connection_in_time_is_503_with_retry_after(db):
     problem = asyncio.run(scenario())
     assert problem.status == 503 and problem.headers == {"Retry-After": "1"}
     assert "in time" in problem.detail
+
+
+def test_a_lost_database_connection_is_503_with_retry_after(db):
+    """A request whose pooled connection the database has dropped gets 503 and Retry-After, and the pool
+    replaces the connection: a retry succeeds."""
+    from http_helpers import running_api
+
+    with running_api(db) as api, api.client() as client:
+        url = f"/api/v1/memory/namespace/user:{USER_A}/keys"
+        assert client.get(url).status_code == 200
+        with db.connect(autocommit=True) as conn:
+            terminate = ("select pg_terminate_backend(pid) from pg_stat_activity "
+                         "where datname = current_database() and usename = %s")
+            login = psycopg.conninfo.conninfo_to_dict(db.dsn("app"))["user"]
+            assert conn.execute(terminate, [login]).fetchall()
+            while conn.execute("select count(*) from pg_stat_activity where datname = current_database() "
+                               "and usename = %s", [login]).fetchone()[0]:
+                time.sleep(0.05)
+        answers = [client.get(url) for _ in range(5)]
+        failed = [answer for answer in answers if answer.status_code != 200]
+        assert failed and answers[-1].status_code == 200, [answer.text for answer in answers]
+        for answer in failed:
+            assert_problem(answer, 503)
+            assert answer.headers.get("retry-after") == "1"
+
+
+def test_not_ready_without_memsub_is_503_with_retry_after(empty_db):
+    with serve_in_thread(create_app(empty_db.dsn(), max_size=1)) as url, httpx.Client(base_url=url) as client:
+        response = client.get("/api/v1/ready")
+        assert_problem(response, 503)
+        assert "not installed" in response.json()["detail"]
+        assert response.headers.get("retry-after") == "1"
