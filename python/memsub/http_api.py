@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 from uuid import UUID
 
 import psycopg
@@ -493,7 +493,6 @@ THREAD_ARGUMENTS = (
 async def get_thread(request: Request) -> Response:
     thread_id = uuid_text(request.path_params["thread_id"], "thread_id")
     fields = query_fields(request, THREAD_ARGUMENTS)
-    call_arguments(fields, THREAD_ARGUMENTS)  # unknown parameters are refused
     # The limit is also the full page's size, and after is the function's after_cursor: both are read here; the
     # rest go as get_packet's do (absent: the function's default).
     limit = integer(fields["limit"], "limit") if "limit" in fields else 1000
@@ -673,45 +672,63 @@ async def openapi(request: Request) -> Response:
     return Response(request.app.state.openapi_text, media_type="application/json")
 
 
-def guarded(handler: Handler) -> Handler:
+class Endpoint(NamedTuple):
+    """One route: its path (a Starlette template), its method, its handler, and the query parameters it takes
+    (those the handler reads; none for a route whose fields come from the body). Any other query parameter is
+    refused, 422 naming it, before the handler runs: a misspelt parameter, or a body field sent in the query
+    string, never goes unnoticed while the route answers as if it were absent."""
+
+    path: str
+    method: str
+    handler: Handler
+    query: Sequence[Argument] = ()
+
+
+def guarded(endpoint: Endpoint) -> Handler:
+    """The endpoint's handler behind the checks every route shares, answering a Problem as problem details."""
+    known = {argument.name for argument in endpoint.query}
+
     async def run(request: Request) -> Response:
         try:
-            return await handler(request)
+            for name in request.query_params:
+                if name not in known:
+                    raise invalid(name, f"unknown query parameter {name}")
+            return await endpoint.handler(request)
         except Problem as problem:
             return problem.response(request.url.path)
-    run.__name__ = handler.__name__
+    run.__name__ = endpoint.handler.__name__
     return run
 
 
-ROUTES: list[tuple[str, str, Handler]] = [
-    ("/api/v1/memory/packet", "POST", write_packet),
-    ("/api/v1/memory/packets", "POST", write_packets),
-    ("/api/v1/memory/packet/{packet_id}", "GET", get_packet),
-    ("/api/v1/memory/packet/{packet_id}/lineage", "GET", get_lineage),
-    ("/api/v1/memory/thread/{thread_id}", "GET", get_thread),
-    ("/api/v1/search/semantic", "POST", semantic_search),
-    ("/api/v1/search/hybrid", "POST", hybrid_search),
-    ("/api/v1/graph/traverse", "GET", traverse_graph),
-    ("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
-    ("/api/v1/memory/namespace/{namespace}/keys/{key}", "GET", memory_get),
-    ("/api/v1/memory/namespace/{namespace}/keys/{key}", "PUT", memory_put),
-    ("/api/v1/health", "GET", health),
-    ("/api/v1/ready", "GET", ready),
-    ("/api/v1/openapi.json", "GET", openapi),
+ROUTES: list[Endpoint] = [
+    Endpoint("/api/v1/memory/packet", "POST", write_packet),
+    Endpoint("/api/v1/memory/packets", "POST", write_packets),
+    Endpoint("/api/v1/memory/packet/{packet_id}", "GET", get_packet, GET_PACKET_ARGUMENTS),
+    Endpoint("/api/v1/memory/packet/{packet_id}/lineage", "GET", get_lineage, LINEAGE_ARGUMENTS),
+    Endpoint("/api/v1/memory/thread/{thread_id}", "GET", get_thread, THREAD_ARGUMENTS),
+    Endpoint("/api/v1/search/semantic", "POST", semantic_search),
+    Endpoint("/api/v1/search/hybrid", "POST", hybrid_search),
+    Endpoint("/api/v1/graph/traverse", "GET", traverse_graph, TRAVERSE_ARGUMENTS),
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "GET", memory_get),
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "PUT", memory_put),
+    Endpoint("/api/v1/health", "GET", health),
+    Endpoint("/api/v1/ready", "GET", ready),
+    Endpoint("/api/v1/openapi.json", "GET", openapi),
 ]
 
 
 def _routes() -> list[Route]:
     by_path: dict[str, dict[str, Handler]] = {}
-    for path, method, handler in ROUTES:
-        by_path.setdefault(path, {})[method] = handler
+    for endpoint in ROUTES:
+        by_path.setdefault(endpoint.path, {})[endpoint.method] = guarded(endpoint)
     routes = []
     for path, handlers in by_path.items():
         if len(handlers) == 1:
             ((method, handler),) = handlers.items()
-            routes.append(Route(path, guarded(handler), methods=[method]))
+            routes.append(Route(path, handler, methods=[method]))
         else:
-            routes.append(Route(path, guarded(_dispatch(handlers)), methods=list(handlers)))
+            routes.append(Route(path, _dispatch(handlers), methods=list(handlers)))
     return routes
 
 

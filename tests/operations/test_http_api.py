@@ -322,7 +322,7 @@ def test_health_readiness_and_the_committed_openapi_document(api: Api):
     document = served.json()
     documented = {(path, method.upper()) for path, item in document["paths"].items() for method in item}
     from memsub.http_api import ROUTES
-    assert documented == {(path, method) for path, method, _ in ROUTES}
+    assert documented == {(path, method) for path, method, *_ in ROUTES}
 
 
 def test_errors_are_problem_details_and_write_nothing(api: Api):
@@ -380,6 +380,47 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
         assert "POST" in wrong_method.headers["allow"]
     assert api.packet_count() == before
     assert api.memory_count() == memories
+
+
+PATH_VALUES = {"packet_id": str(uuid.uuid4()), "thread_id": str(uuid.uuid4()), "namespace": f"user:{USER_A}:routes",
+               "key": "k"}
+
+
+def route_url(path: str) -> str:
+    """A route's path with a value in each of its segments ({key} or {key:path})."""
+    return re.sub(r"\{(\w+)(:\w+)?\}", lambda segment: PATH_VALUES[segment.group(1)], path)
+
+
+def valid_bodies(dimension: int) -> dict[str, object]:
+    """A body each route that takes one accepts, by its handler's name."""
+    return {"write_packet": SEED_EXAMPLE, "write_packets": [SEED_EXAMPLE], "memory_put": {"value": 1},
+            "semantic_search": {"query": hot_vector(dimension, 0)}, "hybrid_search": {"query_text": "x"}}
+
+
+def test_an_unknown_query_parameter_is_refused_on_every_route(api: Api):
+    """Each route declares the query parameters it takes; any other is 422 naming it, before anything is read
+    or written, also where the route's fields come from the body (a field given in the query is not taken)."""
+    from memsub.http_api import ROUTES
+
+    bodies = valid_bodies(api.dimension())
+    before = api.packet_count(), api.memory_count()
+    with api.client() as client:
+        for path, method, handler, *_ in ROUTES:
+            body = bodies.get(handler.__name__)
+            response = client.request(method, route_url(path), params={"bogus": "1"},
+                                      **({"json": body} if body is not None else {}))
+            assert_problem(response, 422, "bogus")
+        url = f"/api/v1/memory/namespace/{PATH_VALUES['namespace']}/keys"
+        for response, field in (
+                (client.post("/api/v1/search/semantic", params={"k": 1}, json=bodies["semantic_search"]), "k"),
+                (client.post("/api/v1/search/hybrid", params={"k": 1}, json={"query_text": "x"}), "k"),
+                (client.get(url, params={"limit": 1}), "limit"),
+                (client.get(f"{url}/k", params={"version": 1}), "version"),
+                (client.put(f"{url}/k", params={"expected_version": 1}, json={"value": 1}), "expected_version"),
+                (client.post("/api/v1/memory/packet", params={"dry_run": "true"}, json=SEED_EXAMPLE), "dry_run"),
+                (client.get("/api/v1/graph/traverse", params={"start_entity": "L9", "depth": 2}), "depth")):
+            assert_problem(response, 422, field)
+    assert (api.packet_count(), api.memory_count()) == before
 
 
 def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
