@@ -676,20 +676,28 @@ class Endpoint(NamedTuple):
     """One route: its path (a Starlette template), its method, its handler, and the query parameters it takes
     (those the handler reads; none for a route whose fields come from the body). Any other query parameter is
     refused, 422 naming it, before the handler runs: a misspelt parameter, or a body field sent in the query
-    string, never goes unnoticed while the route answers as if it were absent."""
+    string, never goes unnoticed while the route answers as if it were absent. A route that is not ``public``
+    answers 401 to a request without an API key before anything else."""
 
     path: str
     method: str
     handler: Handler
     query: Sequence[Argument] = ()
+    public: bool = False
 
 
 def guarded(endpoint: Endpoint) -> Handler:
-    """The endpoint's handler behind the checks every route shares, answering a Problem as problem details."""
+    """The endpoint's handler behind the checks every route shares, answering a Problem as problem details.
+
+    Without an API key a route that is not public is 401 first: before its path, query or body is judged, and
+    before the body is read. Only the key's presence is checked here; whether it is valid is the database's
+    answer (memsub.authenticate_api_key, in the request's transaction)."""
     known = {argument.name for argument in endpoint.query}
 
     async def run(request: Request) -> Response:
         try:
+            if not endpoint.public:
+                api_key_of(request)
             for name in request.query_params:
                 if name not in known:
                     raise invalid(name, f"unknown query parameter {name}")
@@ -712,9 +720,9 @@ ROUTES: list[Endpoint] = [
     Endpoint("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
     Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "GET", memory_get),
     Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "PUT", memory_put),
-    Endpoint("/api/v1/health", "GET", health),
-    Endpoint("/api/v1/ready", "GET", ready),
-    Endpoint("/api/v1/openapi.json", "GET", openapi),
+    Endpoint("/api/v1/health", "GET", health, public=True),
+    Endpoint("/api/v1/ready", "GET", ready, public=True),
+    Endpoint("/api/v1/openapi.json", "GET", openapi, public=True),
 ]
 
 

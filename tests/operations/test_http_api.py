@@ -423,6 +423,35 @@ def test_an_unknown_query_parameter_is_refused_on_every_route(api: Api):
     assert (api.packet_count(), api.memory_count()) == before
 
 
+PUBLIC = {"health", "ready", "openapi"}
+
+
+def test_a_request_without_a_key_is_401_before_its_input_is_judged(api: Api):
+    """Every route but health, readiness and the OpenAPI document answers 401 to a request without a key
+    before it looks at the path, the query or the body (which is not read at all): a caller without a key
+    learns nothing of its input, and sends no body for the server to parse."""
+    from memsub.http_api import ROUTES
+
+    assert {endpoint.handler.__name__ for endpoint in ROUTES if endpoint.public} == PUBLIC
+    bodies = valid_bodies(api.dimension())
+    with api.client(None) as anonymous:
+        for path, method, handler, *_ in ROUTES:
+            if handler.__name__ in PUBLIC:
+                assert anonymous.request(method, route_url(path)).status_code == 200, path
+                continue
+            body = bodies.get(handler.__name__)
+            url = route_url(path)
+            not_uuids = route_url(path.replace("{packet_id}", "not-a-uuid").replace("{thread_id}", "not-a-uuid"))
+            for request in (
+                    {"url": url, **({"json": body} if body is not None else {})},
+                    {"url": not_uuids, "params": {"bogus": "1"}},
+                    {"url": url, "content": b"{"},
+                    {"url": url, "content": b"x" * (SMALL_BODY_LIMIT + 1)}):
+                response = anonymous.request(method, **request)
+                assert_problem(response, 401, "api_key")
+                assert response.headers["www-authenticate"].startswith("Bearer")
+
+
 def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
     key = create_key(api.database.dsn("platform_admin"), TENANT_A, label="to revoke")
     before = api.packet_count(), api.memory_count()

@@ -64,8 +64,9 @@ def test_every_route_is_described_here():
 def test_a_route_takes_the_documented_query_parameters_only(endpoint):
     """The query parameters a route takes (any other is refused) are the ones its handler reads, for a GET route
     the fields it passes to its function, and those the OpenAPI document lists; a route whose fields are in the
-    body takes none."""
+    body takes none. The document also says which routes need no key."""
     operation = openapi_document()["paths"][endpoint.path][endpoint.method.lower()]
+    assert (operation.get("security") == []) == endpoint.public
     documented = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
     assert documented == [argument.name for argument in endpoint.query]
     call = CALLS.get((endpoint.method, endpoint.path))
