@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -685,6 +686,11 @@ class Endpoint(NamedTuple):
     query: Sequence[Argument] = ()
     public: bool = False
 
+    @property
+    def template(self) -> str:
+        """The path as the OpenAPI document writes it: ``{key}`` for Starlette's ``{key:path}``."""
+        return re.sub(r"\{(\w+):\w+\}", r"{\1}", self.path)
+
 
 def guarded(endpoint: Endpoint) -> Handler:
     """The endpoint's handler behind the checks every route shares, answering a Problem as problem details.
@@ -718,8 +724,9 @@ ROUTES: list[Endpoint] = [
     Endpoint("/api/v1/search/hybrid", "POST", hybrid_search),
     Endpoint("/api/v1/graph/traverse", "GET", traverse_graph, TRAVERSE_ARGUMENTS),
     Endpoint("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
-    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "GET", memory_get),
-    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key}", "PUT", memory_put),
+    # A memory key may hold "/", a namespace cannot: the key is the rest of the path.
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key:path}", "GET", memory_get),
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key:path}", "PUT", memory_put),
     Endpoint("/api/v1/health", "GET", health, public=True),
     Endpoint("/api/v1/ready", "GET", ready, public=True),
     Endpoint("/api/v1/openapi.json", "GET", openapi, public=True),

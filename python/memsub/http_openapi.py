@@ -219,8 +219,10 @@ READ_ERRORS = (401, 403, 422, 503)
 WRITE_ERRORS = (400, 401, 403, 409, 413, 422, 503)
 NAMESPACE = path_parameter("namespace", {"type": "string", "minLength": 1},
                            "A memory namespace, kind:segment[:segment...] (user:<id>:..., session:<id>:..., "
-                           "app:..., project:...)")
-KEY = path_parameter("key", {"type": "string", "minLength": 1}, "The entry's key within the namespace.")
+                           "app:..., project:...); it never contains '/'.")
+KEY = path_parameter("key", {"type": "string", "minLength": 1},
+                     "The entry's key within the namespace. It may contain '/': the key is the rest of the path, "
+                     "so docs/readme.md is sent as docs%2Freadme.md or as is (.../keys/docs/readme.md).")
 
 
 def openapi_document() -> dict[str, Any]:

@@ -57,19 +57,19 @@ NO_FUNCTION = {("GET", "/api/v1/health"), ("GET", "/api/v1/ready"), ("GET", "/ap
 
 
 def test_every_route_is_described_here():
-    assert {(method, path) for path, method, *_ in http_api.ROUTES} == set(CALLS) | NO_FUNCTION
+    assert {(endpoint.method, endpoint.template) for endpoint in http_api.ROUTES} == set(CALLS) | NO_FUNCTION
 
 
-@pytest.mark.parametrize("endpoint", http_api.ROUTES, ids=lambda endpoint: f"{endpoint.method} {endpoint.path}")
+@pytest.mark.parametrize("endpoint", http_api.ROUTES, ids=lambda endpoint: f"{endpoint.method} {endpoint.template}")
 def test_a_route_takes_the_documented_query_parameters_only(endpoint):
     """The query parameters a route takes (any other is refused) are the ones its handler reads, for a GET route
     the fields it passes to its function, and those the OpenAPI document lists; a route whose fields are in the
     body takes none. The document also says which routes need no key."""
-    operation = openapi_document()["paths"][endpoint.path][endpoint.method.lower()]
+    operation = openapi_document()["paths"][endpoint.template][endpoint.method.lower()]
     assert (operation.get("security") == []) == endpoint.public
     documented = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
     assert documented == [argument.name for argument in endpoint.query]
-    call = CALLS.get((endpoint.method, endpoint.path))
+    call = CALLS.get((endpoint.method, endpoint.template))
     if call is not None:
         assert tuple(endpoint.query) == (tuple(call.arguments) if endpoint.method == "GET" else ())
 
