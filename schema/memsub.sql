@@ -9457,25 +9457,27 @@ begin
            and (v_task_id is null or r.task_id = v_task_id)
            and (not p_require_tags or cardinality(p_tags) is null or r.tags && p_tags)
     ), top as materialized (
-        select s.*,
-               0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
-               + 0.2 * s.priority_weight as score
-          from scored s
-         order by 0.6 * coalesce(greatest(0.0, 1.0 - s.distance / 2.0), 0.5) + 0.2 * s.tag_overlap
-                  + 0.2 * s.priority_weight desc, s.reflection_id
+        -- The similarity is 0.5 without a query vector or a stored vector (distance NULL): the coalesce sits
+        -- inside the greatest, which would otherwise pass over the NULL and give 0.
+        select w.*
+          from (select s.*,
+                       0.6 * greatest(0.0, coalesce(1.0 - s.distance / 2.0, 0.5)) + 0.2 * s.tag_overlap
+                       + 0.2 * s.priority_weight as total
+                  from scored s) w
+         order by w.total desc, w.reflection_id
          limit p_k
     ), recorded as (
         select a.target_id, a.access_id
           from memsub._record_accesses('reflection', (select array_agg(t.reflection_id) from top t),
-                                      (select array_agg(t.score) from top t),
+                                      (select array_agg(t.total) from top t),
                                       p_query_text, 'retrieve_reflections', p_agent_id) a
          where p_record_access
     )
     select t.reflection_id, t.reflection_type, t.content, t.tags, t.priority, t.confidence, t.distance,
-           t.tag_overlap, t.score, a.access_id
+           t.tag_overlap, t.total, a.access_id
       from top t
       left join recorded a on a.target_id = t.reflection_id
-     order by t.score desc, t.reflection_id;
+     order by t.total desc, t.reflection_id;
 end
 $$;
 

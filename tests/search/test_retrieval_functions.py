@@ -226,6 +226,25 @@ def test_reflections_by_vector_tags_priority_are_recorded(db384):
         assert counted == (1,)
 
 
+def test_a_reflection_without_a_vector_counts_similarity_one_half(db384):
+    """Without a query vector, or without a stored one, the similarity term is 0.5, not 0."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.record_reflection('lesson', 'no vector', p_priority => 'low')")
+        expected = 0.6 * 0.5 + 0.2 * 0.0 + 0.2 * 0.25
+        for query in ("select score from memsub.retrieve_reflections(%s::vector)",
+                      "select score from memsub.retrieve_reflections(p_k => %s)"):
+            argument: Any = vec(1.0) if "vector" in query else 5
+            scores = [r[0] for r in conn.execute(query, [argument])]
+            assert len(scores) == 1 and math.isclose(scores[0], expected), (query, scores)
+        # A stored vector without a query vector: 0.5 as well, and it ranks by the other terms alone.
+        call(conn, "select * from memsub.record_reflection('lesson', 'with vector', p_priority => 'high', "
+             "p_vector => %s::vector)", [vec(1.0)])
+        rows = conn.execute("select content, score from memsub.retrieve_reflections()").fetchall()
+        assert [r[0] for r in rows] == ["with vector", "no vector"]
+        assert math.isclose(rows[0][1], 0.6 * 0.5 + 0.2 * 0.75) and math.isclose(rows[1][1], expected)
+
+
 # -- row-level security --------------------------------------------------------------------------------------
 
 CALLS = {
