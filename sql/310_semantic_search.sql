@@ -544,16 +544,26 @@ begin
         v_method := 'exact';
     end loop;
 
+    -- The k hits returned, in their order: a combined ranking re-ranks the wider pool and keeps k of it, and
+    -- only those are recorded and read back.
+    v_hits := array(select h from unnest(v_hits) h
+                     order by case when p_rank_by = 'combined'
+                                   then -memsub.combined_score(h.distance, h.importance_score, h.last_active)
+                                   else h.distance end,
+                              h.embedding_id
+                     limit p_k);
+
     if p_record_access and cardinality(v_hits) > 0 then
-        select array_agg(h.embedding_id order by h.distance), array_agg(1.0 - h.distance / 2.0 order by h.distance)
-          into v_ids, v_scores from unnest(v_hits) h;
+        select array_agg(h.embedding_id order by h.ordinality),
+               array_agg(1.0 - h.distance / 2.0 order by h.ordinality)
+          into v_ids, v_scores from unnest(v_hits) with ordinality h;
         select array_agg(a.access_id order by a.ord) into v_access
           from (select r.access_id, array_position(v_ids, r.target_id) as ord
                   from memsub._record_accesses('embedding', v_ids, v_scores, p_query_text, 'semantic_search', p_agent_id) r) a;
     end if;
 
     if p_with_packets and cardinality(v_hits) > 0 then
-        -- The candidates' packets in one read, as memsub.get_packets returns them (vectors put back, row-level
+        -- The hits' packets in one read, as memsub.get_packets returns them (vectors put back, row-level
         -- security applies); only when asked, so a plain search reads no envelope.
         select jsonb_object_agg(g.packet_id, to_jsonb(g)) into v_packet_rows
           from memsub.get_packets(array(select h.packet_id from unnest(v_hits) h)) g;
@@ -563,12 +573,8 @@ begin
         select h.embedding_id, h.packet_id, p_embedding_type, h.chunk_index, h.chunk_text, h.distance,
                h.importance_score, memsub.combined_score(h.distance, h.importance_score, h.last_active),
                v_method, v_access[array_position(v_ids, h.embedding_id)], v_packet_rows -> h.packet_id::text
-          from unnest(v_hits) h
-         order by case when p_rank_by = 'combined'
-                       then -memsub.combined_score(h.distance, h.importance_score, h.last_active)
-                       else h.distance end,
-                  h.embedding_id
-         limit p_k;
+          from unnest(v_hits) with ordinality h
+         order by h.ordinality;
 end
 $$;
 comment on function memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer, boolean) is

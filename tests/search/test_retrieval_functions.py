@@ -245,6 +245,38 @@ def test_a_reflection_without_a_vector_counts_similarity_one_half(db384):
         assert math.isclose(rows[0][1], 0.6 * 0.5 + 0.2 * 0.75) and math.isclose(rows[1][1], expected)
 
 
+def packets_fetched(conn: Any) -> int:
+    """Rows of packet_store (all its partitions) the transaction has fetched by index so far."""
+    row = conn.execute("select coalesce(sum(s.idx_tup_fetch), 0) from pg_stat_xact_user_tables s "
+                       "where s.relid = 'memsub.packet_store'::regclass or s.relid in ("
+                       "select i.inhrelid from pg_inherits i where i.inhparent = 'memsub.packet_store'::regclass)"
+                       ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_combined_ranking_records_and_reads_only_the_hits_it_returns(db384):
+    """rank_by combined re-ranks the 4k nearest; only the k it returns are logged, counted and read back."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for i in range(8):
+            packet_with_text(conn, f"note {i}", vec(1.0, 0.1 * i), importance=0.1 * i)
+        search = ("select embedding_id, packet_id, access_id, packet is not null from memsub.semantic_search("
+                  "%s::vector, 2, p_rank_by => 'combined', p_record_access => {}, p_with_packets => {})")
+        # The packets read by key for with_packets: the difference between the same search with and without them.
+        before = packets_fetched(conn)
+        conn.execute(search.format("false", "false"), [vec(1.0)]).fetchall()
+        plain = packets_fetched(conn) - before
+        hits = conn.execute(search.format("true", "true"), [vec(1.0)]).fetchall()
+        assert len(hits) == 2 and all(h[2] and h[3] for h in hits)
+        # (The recording updated the two packets: their new versions are read as well.)
+        assert packets_fetched(conn) - before - 2 * plain <= 2 * len(hits)
+        logged = dict(conn.execute("select target_id, access_id from memsub.memory_access_log").fetchall())
+        assert logged == {h[0]: h[2] for h in hits}
+        counted = {r[0] for r in conn.execute("select packet_id from memsub.packet_store where access_count > 0")}
+        assert counted == {h[1] for h in hits}
+
+
 # -- row-level security --------------------------------------------------------------------------------------
 
 CALLS = {
