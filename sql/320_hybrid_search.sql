@@ -230,10 +230,10 @@ begin
          limit p_k
     ), recorded as (
         select r.target_id, r.access_id
-          from memsub._record_accesses('embedding',
-                                      (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
-                                      (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
-                                      p_query_text, 'hybrid_search', p_agent_id) r
+          from memsub._record_accesses_if_asked(p_record_access, 'embedding',
+                   (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
+                   (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
+                   p_query_text, 'hybrid_search', p_agent_id) r
          where p_record_access
     ), packets as (
         -- The hits' packets in one read, as memsub.get_packets returns them, only when asked (a one-time filter).

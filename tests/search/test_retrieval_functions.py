@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context, write
+from helpers import TENANT_A, TENANT_B, expect_error, set_context, write
 from layer_helpers import call
 from retrieval_data import BIG
 
@@ -275,6 +275,40 @@ def test_combined_ranking_records_and_reads_only_the_hits_it_returns(db384):
         assert logged == {h[0]: h[2] for h in hits}
         counted = {r[0] for r in conn.execute("select packet_id from memsub.packet_store where access_count > 0")}
         assert counted == {h[1] for h in hits}
+
+
+def test_analysts_search_and_are_refused_recording_by_name(db384):
+    """memsub_analyst runs every search; recording accesses is the application's (memsub_app), so an analyst
+    asking to record is refused naming record_access, by all three searches alike, and nothing is recorded."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        hit = packet_with_text(conn, "zanzibar quokka", vec(1.0))
+        reflection = call(conn, "select * from memsub.record_reflection('lesson', 'quokka', p_vector => %s::vector)",
+                          [vec(1.0)])
+        conn.commit()
+    searches = {
+        "semantic_search": "select embedding_id from memsub.semantic_search(%s::vector, 5, p_record_access => {})",
+        "hybrid_search": "select embedding_id from memsub.hybrid_search('zanzibar', %s::vector, 5, "
+                         "p_record_access => {})",
+        "retrieve_reflections": "select reflection_id from memsub.retrieve_reflections(%s::vector, "
+                                "p_record_access => {})",
+    }
+    with db384.connect("analyst") as conn:
+        for name, statement in searches.items():
+            wanted = reflection["reflection_id"] if name == "retrieve_reflections" else hit["embedding_id"]
+            # Several calls: a plan kept for the session must not reach the access records either.
+            for _ in range(7):
+                set_context(conn, TENANT_A)
+                assert [r[0] for r in conn.execute(statement.format("false"), [vec(1.0)])] == [wanted], name
+                conn.rollback()
+            set_context(conn, TENANT_A)
+            error = expect_error(conn, "42501", "record_access", statement.format("true"), [vec(1.0)])
+            assert "permission denied" not in str(error), name
+        set_context(conn, TENANT_A)
+        assert [r[0] for r in conn.execute("select embedding_id from memsub.hybrid_search('zanzibar', null, 5)")] \
+            == [hit["embedding_id"]]
+    with db384.connect() as owner:
+        assert owner.execute("select count(*) from memsub.memory_access_log").fetchone() == (0,)
 
 
 # -- row-level security --------------------------------------------------------------------------------------
