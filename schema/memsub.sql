@@ -5885,7 +5885,8 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
-    v_candidates := greatest(50, 4 * p_k);
+    -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
+    v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := websearch_to_tsquery('simple'::regconfig, normalize(coalesce(p_query_text, ''), nfc));
     return query
     with vector_leg as (
@@ -6676,9 +6677,12 @@ CREATE FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p
     AS $$
 declare
     v_tenant     uuid    := memsub._require_tenant_id();
-    v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
+    v_candidates integer;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    -- By default 4k rows from each leg (at least 50), at most the max_k limit, so that every k up to the limit is
+    -- served; a number the caller passes is held to the limit as it is. Computed once k is known to be in range.
+    v_candidates := coalesce(p_candidates, least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k')));
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
@@ -6796,7 +6800,7 @@ $$;
 
 ALTER FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) IS 'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it; NULL otherwise.';
+COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) IS 'Hybrid retrieval: the candidates (default max(50, 4k), at most the max_k limit) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it; NULL otherwise.';
 
 CREATE PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[])
     LANGUAGE plpgsql
@@ -8288,7 +8292,8 @@ begin
     if p_namespace_prefix is not null then
         perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
-    v_candidates := greatest(50, 4 * p_k);
+    -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
+    v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := memsub._words_query('english', p_query_text);
     return query
     with vector_leg as (

@@ -132,9 +132,12 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_tenant     uuid    := memsub._require_tenant_id();
-    v_candidates integer := coalesce(p_candidates, greatest(50, 4 * p_k));
+    v_candidates integer;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    -- By default 4k rows from each leg (at least 50), at most the max_k limit, so that every k up to the limit is
+    -- served; a number the caller passes is held to the limit as it is. Computed once k is known to be in range.
+    v_candidates := coalesce(p_candidates, least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k')));
     if v_candidates < p_k then
         raise exception 'field "candidates" must be at least k, not %', v_candidates
             using errcode = '22023', column = 'candidates';
@@ -250,7 +253,7 @@ begin
 end
 $$;
 comment on function memsub.hybrid_search(text, vector, integer, text, double precision, double precision, integer, integer, double precision, double precision, interval, boolean, text, boolean) is
-    'Hybrid retrieval: the candidates (default max(50, 4k)) nearest by vector (memsub.semantic_search) and best '
+    'Hybrid retrieval: the candidates (default max(50, 4k), at most the max_k limit) nearest by vector (memsub.semantic_search) and best '
     'by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + '
     'vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). '
     'Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), '

@@ -562,7 +562,8 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
-    v_candidates := greatest(50, 4 * p_k);
+    -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
+    v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := websearch_to_tsquery('simple'::regconfig, normalize(coalesce(p_query_text, ''), nfc));
     return query
     with vector_leg as (

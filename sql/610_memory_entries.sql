@@ -462,7 +462,8 @@ begin
     if p_namespace_prefix is not null then
         perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
-    v_candidates := greatest(50, 4 * p_k);
+    -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
+    v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := memsub._words_query('english', p_query_text);
     return query
     with vector_leg as (

@@ -166,6 +166,8 @@ def test_a_384_dimension_installation_needs_no_sql_edits(empty_db):
 COUNT_CALLS = [
     ("k", "select * from memsub.semantic_search(%(v)s::vector, %(n)s)", ()),
     ("k", "select * from memsub.hybrid_search('text', %(v)s::vector, %(n)s)", ()),
+    ("k", "select * from memsub.memory_search('text', null, %(n)s)", ()),
+    ("k", "select * from memsub.entity_search('text', null, %(n)s)", ()),
     ("limit", "select * from memsub.search_semantic_memory(%(v)s::vector, %(n)s)", ()),
     ("limit", "select * from memsub._keyword_candidates('text', 'content', %(n)s)", ()),
     ("k", "select * from memsub.tune_search(1, %(n)s)", ("platform_admin",)),
@@ -174,14 +176,16 @@ COUNT_CALLS = [
 
 @pytest.mark.parametrize(("field", "call", "roles"), COUNT_CALLS, ids=[c[1].split("(")[0][21:] for c in COUNT_CALLS])
 def test_k_and_limit_are_refused_below_one_and_over_max_k(db, field, call, roles):
-    """A count argument under 1 or NULL is 22023, over the max_k limit 54000; both name the field."""
+    """A count argument under 1 or NULL is 22023, over the max_k limit 54000 (however far over: nothing is computed
+    from it before the check); both name the field."""
     login = "platform_admin" if roles else "app"
     with db.connect(login) as conn:
         max_k = conn.execute("select memsub.limit_value('max_k')").fetchone()
         assert max_k is not None
         for value, sqlstate, message in ((0, "22023", f'field "{field}" must be at least 1, not 0'),
                                          (None, "22023", f'field "{field}" must be at least 1, not <NULL>'),
-                                         (max_k[0] + 1, "54000", f'field "{field}" is size over the limit')):
+                                         (max_k[0] + 1, "54000", f'field "{field}" is size over the limit'),
+                                         (600_000_000, "54000", f'field "{field}" is size over the limit')):
             set_context(conn, TENANT_A, roles=roles)
             with pytest.raises(psycopg.Error) as caught:
                 conn.execute(call, {"v": vec(1.0, 0.3), "n": value})

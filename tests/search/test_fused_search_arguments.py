@@ -1,0 +1,61 @@
+"""The arguments the three fused searches (hybrid_search, memory_search, entity_search) share: every k the
+documentation allows is served."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from helpers import TENANT_A, set_context, write
+from layer_helpers import call
+
+DIM = 384
+USER = uuid.UUID("00000000-0000-0000-0002-000000000001")
+SEARCHES = ("hybrid_search", "memory_search", "entity_search")
+
+
+def vec(*head: float) -> str:
+    values = list(head) + [0.001] * (DIM - len(head))
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def fill(conn: Any) -> None:
+    """One row for each search, found by the word 'vacuum' and by the vector vec(1.0)."""
+    packet = write(conn, {"packet_type": "note", "payload": {"text": "vacuum tuning"}})
+    call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector, 0, 'vacuum tuning')",
+         [packet["packet_id"], vec(1.0)])
+    conn.execute("select memsub.memory_write(%s, 'k', '{\"text\": \"vacuum\"}'::jsonb, p_embedding => %s::vector)",
+                 [f"user:{USER}", vec(1.0)])
+    conn.execute("select memsub.graph_upsert_entity('vacuum corp', 'Organization', p_embedding => %s::vector)",
+                 [vec(1.0)])
+
+
+def refusal(conn: Any, statement: str, params: list[Any]) -> tuple[str | None, str | None]:
+    """(sqlstate, column) of the error the statement raises, in a savepoint; (None, None) when it succeeds."""
+    try:
+        with conn.transaction():
+            conn.execute(statement.encode(), params).fetchall()
+    except psycopg.Error as error:
+        return error.sqlstate, error.diag.column_name
+    return None, None
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_every_k_up_to_max_k_is_served_with_the_default_candidates(db384, search):
+    """The default candidates, max(50, 4k), stop at the max_k limit: k 251-1000 is served. Candidates the caller
+    passes above the limit are still refused, naming candidates."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        fill(conn)
+        max_k = conn.execute("select memsub.limit_value('max_k')").fetchone()
+        assert max_k is not None
+        for k in (251, 300, max_k[0]):
+            rows = conn.execute(f"select score from memsub.{search}('vacuum', %s::vector, %s)",  # noqa: S608
+                                [vec(1.0), k]).fetchall()
+            assert len(rows) == 1, (search, k)
+        if search == "hybrid_search":
+            assert refusal(conn, "select * from memsub.hybrid_search('vacuum', %s::vector, 300, p_candidates => %s)",
+                           [vec(1.0), max_k[0] + 1]) == ("54000", "candidates")
