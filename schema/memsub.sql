@@ -5905,7 +5905,9 @@ begin
           from memsub._entity_word_candidates(v_query, v_candidates) c
     ), fused as (
         select coalesce(v.entity_id, t.entity_id) as entity_id, v.vector_rank, t.text_rank, v.distance, t.text_score,
-               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+               -- In double precision: rrf_k may be any integer >= 0, and rrf_k + rank overflowed integer.
+               coalesce(1.0 / (p_rrf_k::double precision + v.vector_rank), 0.0)
+               + coalesce(1.0 / (p_rrf_k::double precision + t.text_rank), 0.0) as rrf
           from vector_leg v
           full join text_leg t on t.entity_id = v.entity_id
     )
@@ -6733,8 +6735,9 @@ begin
     ), fused as materialized (
         select coalesce(v.embedding_id, t.embedding_id) as embedding_id, coalesce(t.is_chunk, false) as is_chunk,
                v.vector_rank, t.text_rank, v.distance, t.text_score,
-               coalesce(p_vector_weight / (p_rrf_k + v.vector_rank), 0.0)
-               + coalesce(p_text_weight / (p_rrf_k + t.text_rank), 0.0) as rrf
+               -- In double precision: rrf_k may be any integer >= 0, and rrf_k + rank overflowed integer.
+               coalesce(p_vector_weight / (p_rrf_k::double precision + v.vector_rank), 0.0)
+               + coalesce(p_text_weight / (p_rrf_k::double precision + t.text_rank), 0.0) as rrf
           from vector_leg v
           full join text_leg t on t.embedding_id = v.embedding_id
     ), scored as (
@@ -8317,7 +8320,9 @@ begin
           from memsub._memory_word_candidates(v_query, p_namespace_prefix, v_candidates) c
     ), fused as (
         select coalesce(v.id, t.id) as id, v.vector_rank, t.text_rank, v.distance, t.text_score,
-               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+               -- In double precision: rrf_k may be any integer >= 0, and rrf_k + rank overflowed integer.
+               coalesce(1.0 / (p_rrf_k::double precision + v.vector_rank), 0.0)
+               + coalesce(1.0 / (p_rrf_k::double precision + t.text_rank), 0.0) as rrf
           from vector_leg v
           full join text_leg t on t.id = v.id
     )

@@ -188,8 +188,9 @@ begin
     ), fused as materialized (
         select coalesce(v.embedding_id, t.embedding_id) as embedding_id, coalesce(t.is_chunk, false) as is_chunk,
                v.vector_rank, t.text_rank, v.distance, t.text_score,
-               coalesce(p_vector_weight / (p_rrf_k + v.vector_rank), 0.0)
-               + coalesce(p_text_weight / (p_rrf_k + t.text_rank), 0.0) as rrf
+               -- In double precision: rrf_k may be any integer >= 0, and rrf_k + rank overflowed integer.
+               coalesce(p_vector_weight / (p_rrf_k::double precision + v.vector_rank), 0.0)
+               + coalesce(p_text_weight / (p_rrf_k::double precision + t.text_rank), 0.0) as rrf
           from vector_leg v
           full join text_leg t on t.embedding_id = v.embedding_id
     ), scored as (

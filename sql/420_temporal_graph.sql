@@ -582,7 +582,9 @@ begin
           from memsub._entity_word_candidates(v_query, v_candidates) c
     ), fused as (
         select coalesce(v.entity_id, t.entity_id) as entity_id, v.vector_rank, t.text_rank, v.distance, t.text_score,
-               coalesce(1.0 / (p_rrf_k + v.vector_rank), 0.0) + coalesce(1.0 / (p_rrf_k + t.text_rank), 0.0) as rrf
+               -- In double precision: rrf_k may be any integer >= 0, and rrf_k + rank overflowed integer.
+               coalesce(1.0 / (p_rrf_k::double precision + v.vector_rank), 0.0)
+               + coalesce(1.0 / (p_rrf_k::double precision + t.text_rank), 0.0) as rrf
           from vector_leg v
           full join text_leg t on t.entity_id = v.entity_id
     )

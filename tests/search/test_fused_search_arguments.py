@@ -1,5 +1,5 @@
 """The arguments the three fused searches (hybrid_search, memory_search, entity_search) share: every k the
-documentation allows is served."""
+documentation allows is served and any rrf_k >= 0 ranks without overflowing."""
 
 from __future__ import annotations
 
@@ -59,3 +59,17 @@ def test_every_k_up_to_max_k_is_served_with_the_default_candidates(db384, search
         if search == "hybrid_search":
             assert refusal(conn, "select * from memsub.hybrid_search('vacuum', %s::vector, 300, p_candidates => %s)",
                            [vec(1.0), max_k[0] + 1]) == ("54000", "candidates")
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_any_rrf_k_ranks_without_overflow(db384, search):
+    """rrf_k + rank is added in double precision: the largest integer rrf_k gives 1 / (rrf_k + rank) per leg."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        fill(conn)
+        rows = conn.execute(f"select score, vector_rank, text_rank from memsub.{search}('vacuum', %s::vector, 3, "  # noqa: S608
+                            "p_rrf_k => 2147483647)", [vec(1.0)]).fetchall()
+        assert len(rows) == 1
+        score, vector_rank, text_rank = rows[0]
+        assert (vector_rank, text_rank) == (1, 1)
+        assert score == pytest.approx(2.0 / (2147483647.0 + 1), rel=1e-12)
