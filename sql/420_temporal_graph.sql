@@ -562,9 +562,13 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    -- The text is bounded before a tsquery is built from it, and the tsquery before anything is read, whatever
+    -- the tenant holds (the text leg checks the terms as well, but a tenant without rows never reaches it).
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
     v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := websearch_to_tsquery('simple'::regconfig, normalize(coalesce(p_query_text, ''), nfc));
+    perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     return query
     with vector_leg as (
         -- By the exact distance: cosine_distance(), which no index serves. A walk of the one HNSW graph of every

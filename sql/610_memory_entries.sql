@@ -459,12 +459,16 @@ declare
     v_query      tsquery;
 begin
     perform memsub._check_fused_search(p_k, p_rrf_k, p_query, p_query_text);
+    -- The text is bounded before a tsquery is built from it, and the tsquery before anything is read, whatever
+    -- the tenant holds (the text leg checks the terms as well, but a tenant without rows never reaches it).
+    perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
     if p_namespace_prefix is not null then
         perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
     -- 4k rows from each leg (at least 50), at most the max_k limit: every k up to the limit is served.
     v_candidates := least(greatest(50, 4 * p_k::bigint), memsub.limit_value('max_k'));
     v_query := memsub._words_query('english', p_query_text);
+    perform memsub._check_limit(numnode(v_query), 'max_query_nodes', 'query_text');
     return query
     with vector_leg as (
         -- Of each key its latest live version (as memsub.memory_list reads them: a delete flags every version),

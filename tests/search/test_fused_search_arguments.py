@@ -1,5 +1,6 @@
 """The arguments the three fused searches (hybrid_search, memory_search, entity_search) share: every k the
-documentation allows is served and any rrf_k >= 0 ranks without overflowing."""
+documentation allows is served, any rrf_k >= 0 ranks without overflowing, and the query text is held against its
+limits before anything is read, naming query_text."""
 
 from __future__ import annotations
 
@@ -73,3 +74,23 @@ def test_any_rrf_k_ranks_without_overflow(db384, search):
         score, vector_rank, text_rank = rows[0]
         assert (vector_rank, text_rank) == (1, 1)
         assert score == pytest.approx(2.0 / (2147483647.0 + 1), rel=1e-12)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_query_text_over_its_limits_is_refused_naming_query_text(db384, search):
+    """Text longer than max_query_chars, or with more terms than max_query_nodes, is refused (54000, query_text)
+    whether or not the tenant holds rows, and with or without a query vector."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        limits = conn.execute("select memsub.limit_value('max_query_chars'), "
+                              "memsub.limit_value('max_query_nodes')").fetchone()
+        assert limits is not None
+        too_long = "x" * (limits[0] + 1)
+        many_terms = " ".join(f"w{i}" for i in range(limits[1]))  # n words and n - 1 operators
+        statement = f"select * from memsub.{search}(%s, %s::vector, 3)"  # noqa: S608
+        for filled in (False, True):
+            if filled:
+                fill(conn)
+            for text in (too_long, many_terms):
+                for vector in (None, vec(1.0)):
+                    assert refusal(conn, statement, [text, vector]) == ("54000", "query_text"), (filled, len(text))
