@@ -1940,6 +1940,7 @@ declare
     v_org     uuid := memsub.current_org_id();
     v_user    uuid := memsub.current_user_id();
     v_session text := memsub.current_session_id();
+    v_admin   boolean := memsub._caller_is_admin();
     v_query   tsquery;
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
@@ -1962,9 +1963,9 @@ begin
            and e.search_tsv @@ v_query
            and e.embedding_type = p_embedding_type
            and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy
-           -- The policies of memory_embeddings (org_isolation, user_visibility) for a regular member:
-           and (e.org_id is null or e.org_id = v_org)
-           and (e.scope = 'shared'
+           -- The policies of memory_embeddings (org_isolation, user_visibility), which admins pass:
+           and (v_admin or e.org_id is null or e.org_id = v_org)
+           and (v_admin or e.scope = 'shared'
                 or (e.scope = 'l-private' and e.user_id = v_user)
                 or (e.scope = 'cursor' and (e.user_id = v_user or e.session_id = v_session)))
          order by 2
@@ -1974,7 +1975,7 @@ $$;
 
 ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
+COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself (an admin context passes org and scope, as under the policies) so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
 CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) RETURNS void
     LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -7,8 +7,9 @@
 -- on search_tsv goes unused and every visible row of the tenant is read and tested (measured in
 -- docs/benchmarks.md). memsub._keyword_candidates is therefore SECURITY DEFINER, owned by
 -- memsub_retrieval_owner (BYPASSRLS, NOLOGIN), and applies the policies' predicates itself: tenant, org and
--- scope, as for a regular member of the tenant. It returns ids and ranks only; memsub.hybrid_search reads the
--- rows back through row-level security, so a row reaches the caller only when the policies allow it too.
+-- scope, which an admin context (tenant_admin, platform_admin) passes as it passes the org_isolation and
+-- user_visibility policies. It returns ids and ranks only; memsub.hybrid_search reads the rows back through
+-- row-level security, so a row reaches the caller only when the policies allow it too.
 
 create or replace function memsub._keyword_candidates(
     p_query_text     text,
@@ -23,6 +24,7 @@ declare
     v_org     uuid := memsub.current_org_id();
     v_user    uuid := memsub.current_user_id();
     v_session text := memsub.current_session_id();
+    v_admin   boolean := memsub._caller_is_admin();
     v_query   tsquery;
 begin
     perform memsub._check_one_of(p_embedding_type, memsub.embedding_types(),
@@ -45,9 +47,9 @@ begin
            and e.search_tsv @@ v_query
            and e.embedding_type = p_embedding_type
            and (e.ttl is null or e.ttl > (now() at time zone 'UTC'))  -- the not_expired policy
-           -- The policies of memory_embeddings (org_isolation, user_visibility) for a regular member:
-           and (e.org_id is null or e.org_id = v_org)
-           and (e.scope = 'shared'
+           -- The policies of memory_embeddings (org_isolation, user_visibility), which admins pass:
+           and (v_admin or e.org_id is null or e.org_id = v_org)
+           and (v_admin or e.scope = 'shared'
                 or (e.scope = 'l-private' and e.user_id = v_user)
                 or (e.scope = 'cursor' and (e.user_id = v_user or e.session_id = v_session)))
          order by 2
@@ -57,7 +59,8 @@ $$;
 comment on function memsub._keyword_candidates(text, text, integer) is
     'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query '
     '(websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope '
-    'predicates itself so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
+    'predicates itself (an admin context passes org and scope, as under the policies) so the GIN index is usable '
+    '(tsvector @@ is not LEAKPROOF under row-level security).';
 alter function memsub._keyword_candidates(text, text, integer) owner to memsub_retrieval_owner;
 -- ... which checks its limit as the shared count check does (sql/015_limits.sql).
 grant execute on function memsub._check_count(bigint, text, text) to memsub_retrieval_owner;
@@ -273,5 +276,6 @@ grant usage on schema memsub to memsub_retrieval_owner;
 grant select on memsub.memory_embeddings to memsub_retrieval_owner;
 grant execute on function
     memsub._require_tenant_id(), memsub.current_tenant_id(), memsub.current_org_id(), memsub.current_user_id(),
-    memsub.current_session_id(), memsub._check_one_of(text, text[], text)
+    memsub.current_session_id(), memsub._check_one_of(text, text[], text), memsub._caller_is_admin(),
+    memsub.is_tenant_admin(), memsub.is_platform_admin(), memsub.current_context_roles(), memsub.acting_role()
     to memsub_retrieval_owner;

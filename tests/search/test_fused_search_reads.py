@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, graphs_built_after_load, set_context
+from helpers import TENANT_A, TENANT_B, graphs_built_after_load, set_context, write
 
 ROWS = 3000
 K = 10
@@ -147,3 +147,37 @@ def test_the_text_legs_find_only_what_the_policies_let_the_caller_see(db384):
     admin = _visible_words(db384, TENANT_B, None, roles=("tenant_admin",))
     assert admin[0] == admin[2] == {f"pet of {TENANT_B}"}
     assert admin[1] == admin[3] == {f"zoo {TENANT_B}", "alice", "bob", "session"}
+
+
+def _embedded_note(conn: Any, text: str, vector: str, scope: str = "shared") -> str:
+    packet = write(conn, {"packet_type": "note", "payload": {"text": text}, "scope": scope})
+    row = conn.execute("select embedding_id::text from memsub.store_embedding(%s, 'content', %s::vector, 0, %s)",
+                       [packet["packet_id"], vector, text]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_an_admins_search_by_words_finds_what_the_admin_may_read(db384):
+    """A tenant admin passes the organization and scope policies of memory_embeddings: hybrid_search's keyword leg
+    finds another user's l-private row and another organization's row by their words, as the vector leg finds
+    them by their vectors. A member of the tenant without that organization finds neither, either way."""
+    user, org = uuid.uuid4(), uuid.uuid4()
+    vector = "[" + ",".join(["1.0"] + ["0.001"] * 383) + "]"
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=user)
+        private = _embedded_note(conn, "zanzibar quokka private", vector, scope="l-private")
+        set_context(conn, TENANT_A, org=org)
+        of_org = _embedded_note(conn, "zanzibar quokka of an organization", vector)
+        conn.commit()
+    wanted = {private, of_org}
+    for login, roles in (("tenant_admin", ("tenant_admin",)), ("app", ())):
+        with db384.connect(login) as conn:
+            set_context(conn, TENANT_A, user=uuid.uuid4(), roles=roles)
+            by_vector = {str(r[0]) for r in conn.execute(
+                "select embedding_id from memsub.hybrid_search(null, %s::vector, 5)", [vector])}
+            by_words = {str(r[0]) for r in conn.execute(
+                "select embedding_id from memsub.hybrid_search('zanzibar quokka', null, 5)")}
+            direct = {str(r[0]) for r in conn.execute(
+                "select embedding_id from memsub._keyword_candidates('zanzibar quokka')")}
+            expected = wanted if roles else set()
+            assert by_vector == by_words == direct == expected, (login, by_vector, by_words, direct)
