@@ -104,6 +104,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _parse_int(digits: str) -> int | float:
+    """A JSON integer. Python reads at most 4,300 digits as an int unless told otherwise; a longer one is still
+    JSON, read as the double it rounds to (infinite), which a number field refuses by name. Values the database
+    stores reach it as the body's own text, digits and all."""
+    return int(digits) if len(digits) <= 4000 else float(digits)
+
+
 async def read_body(request: Request) -> str:
     """The request body as text, refusing more than the configured bytes (413) before reading them all."""
     limit: int = request.app.state.max_body_bytes
@@ -131,7 +138,7 @@ async def read_json(request: Request) -> tuple[str, Any]:
     if not text.strip():
         raise Problem(400, "bad-json", "Malformed JSON", "the request needs a JSON body")
     try:
-        return text, json.loads(text, parse_constant=_reject_constant)
+        return text, json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError as error:
         raise Problem(400, "bad-json", "Malformed JSON", "the JSON body is nested too deeply") from error
     except ValueError as error:

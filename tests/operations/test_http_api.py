@@ -120,22 +120,24 @@ def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
         assert len(children) == 4
 
 
-EXACT_NUMBERS = '{"price": 1.10, "big": 12345678901234567.5, "huge": 1e400, "name": "caf\\u00e9"}'
-"""JSON numbers that a double changes (1.10 prints as 1.1, the big one rounds) or cannot hold (1e400), beside a
-string with an escape (which has the server look at each string of the body)."""
+EXACT_NUMBERS = ('{"price": 1.10, "big": 12345678901234567.5, "huge": 1e400, "name": "caf\\u00e9", '
+                 f'"digits": 1{"0" * 5000}}}')
+"""JSON numbers that a double changes (1.10 prints as 1.1, the big one rounds) or cannot hold (1e400), an integer
+longer than Python reads unasked (4,300 digits), beside a string with an escape (which has the server look at each
+string of the body)."""
 
 
 def stored_numbers(api: Api, query: str, key: object) -> tuple[str, ...]:
-    """The three numbers of EXACT_NUMBERS as the database keeps them: the jsonb ``query`` reads at ``key``, as
+    """The four numbers of EXACT_NUMBERS as the database keeps them: the jsonb ``query`` reads at ``key``, as
     text, its numbers read as the text they are."""
     with api.database.connect() as conn:
         row = conn.execute(query, [key]).fetchone()
     assert row is not None
     stored = json.loads(row[0], parse_float=str, parse_int=str)
-    return stored["price"], stored["big"], stored["huge"]
+    return stored["price"], stored["big"], stored["huge"], stored["digits"]
 
 
-EXACT = ("1.10", "12345678901234567.5", "1" + "0" * 400)
+EXACT = ("1.10", "12345678901234567.5", "1" + "0" * 400, "1" + "0" * 5000)
 
 
 def test_a_packet_keeps_its_numbers_exactly_in_each_body_form(api: Api):
@@ -235,7 +237,9 @@ def test_an_integer_too_large_for_a_double_is_422_naming_its_field(api: Api):
              ("/api/v1/search/semantic", f'{{"query": [{huge}, {elements}]}}', "query[0]"),
              ("/api/v1/search/semantic", f'{{"query": ["0.5", -{huge}, {elements}]}}', "query[1]"),
              ("/api/v1/search/hybrid", f'{{"query_text": "x", "vector_weight": {huge}}}', "vector_weight"),
-             ("/api/v1/search/hybrid", f'{{"query_text": "x", "half_life": {huge}}}', "half_life"))
+             ("/api/v1/search/hybrid", f'{{"query_text": "x", "half_life": {huge}}}', "half_life"),
+             # Beyond the 4,300 digits Python reads as an int without being asked: still JSON, still a number.
+             ("/api/v1/search/hybrid", f'{{"query_text": "x", "vector_weight": 1{"0" * 5000}}}', "vector_weight"))
     for path, body, field in cases:
         with api.client() as client:  # a fresh connection each time, should the server drop one
             assert_problem(client.post(path, content=body), 422, field)
