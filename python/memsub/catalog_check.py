@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "catalog_snapshot.json"
 SNAPSHOT_FORMAT = 1
@@ -266,6 +266,17 @@ def _installed_dimension(conn: psycopg.Connection[Any]) -> str | None:
     return str(row[0]) if row and row[0] is not None else None
 
 
+def _catalog_path(conn: psycopg.Connection[Any]) -> str:
+    """The search path definitions are read (and, by repair, written) under: pg_catalog, then the schemas of the
+    extensions memsub uses, so that their types print unqualified wherever they were installed."""
+    row = conn.cursor(row_factory=tuple_row).execute(
+        "select coalesce(string_agg(distinct quote_ident(n.nspname), ', '), '') "
+        "from pg_extension e join pg_namespace n on n.oid = e.extnamespace "
+        "where e.extname = any(%s)", [list(EXTENSIONS)]).fetchone()
+    schemas = str(row[0]) if row else ""
+    return "pg_catalog" + (", " + schemas if schemas else "")
+
+
 def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprint:
     """The normalized catalog of schema memsub in the database ``conn`` is connected to (read-only)."""
     result: Fingerprint = {}
@@ -275,13 +286,7 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
             cur.execute("set transaction read only")
         cur.execute("select current_setting('search_path') as path")
         saved = cur.fetchone()
-        cur.execute("select coalesce(string_agg(distinct quote_ident(n.nspname), ', '), '') as schemas "
-                    "from pg_extension e join pg_namespace n on n.oid = e.extnamespace "
-                    "where e.extname = any(%s)", [list(EXTENSIONS)])
-        row = cur.fetchone()
-        schemas = str(row["schemas"]) if row else ""
-        cur.execute("select pg_catalog.set_config('search_path', %s, true)",
-                    ["pg_catalog" + (", " + schemas if schemas else "")])
+        cur.execute("select pg_catalog.set_config('search_path', %s, true)", [_catalog_path(cur.connection)])
         cur.execute("select to_regnamespace('memsub') is not null as present")
         present = cur.fetchone()
         dimension = _installed_dimension(cur.connection) if present and present["present"] else None
@@ -556,6 +561,7 @@ _DEFAULT_PRIVILEGES = re.compile(
 _PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER", "MAINTAIN",
                          "EXECUTE", "USAGE", "CREATE"})
 _ON = re.compile(r"^(?P<name>.+) on (?P<table>memsub\..+)$")
+_ROUTINES = ("function", "procedure", "aggregate", "window function")
 REPAIR_LOCK_TIMEOUT = "60s"
 _ROLE_FLAGS = ("superuser", "login", "bypassrls", "createrole", "createdb", "replication")
 
@@ -596,18 +602,69 @@ class _Repairer:
         self.expected = expected
         self.report = report
         self.dimension = _installed_dimension(conn)
+        self.recreated_views: list[tuple[str, str]] = []  # (key, name) of materialized views to populate
 
     def run(self, statement: str | sql.Composable, label: str) -> bool:
         """One repair statement in its own savepoint: a failure is reported and the rest carries on."""
         text = statement if isinstance(statement, str) else statement.as_string(self.conn)
+        if self.run_steps([text], label):
+            self.report.actions.append(_short(text, 200))
+            return True
+        return False
+
+    def run_steps(self, statements: Sequence[str], label: str) -> bool:
+        """Statements that succeed or fail together, in one savepoint: a failure is reported in one line
+        (``label: the server's message``) and undoes only these statements."""
         try:
             with self.conn.transaction():
-                self.conn.execute(text.encode())
+                for statement in statements:
+                    self.conn.execute(statement.encode())
         except psycopg.Error as error:
-            self.report.failures.append(f"{label}: {str(error).strip().splitlines()[0]}")
+            message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            self.report.failures.append(f"{label}: {message}")
             return False
-        self.report.actions.append(_short(text, 200))
         return True
+
+    @contextmanager
+    def catalog_path(self) -> Iterator[None]:
+        """Run statements built from the reference's deparsed definitions under the search path they were read
+        under (so the types of memsub's extensions resolve wherever those were installed)."""
+        row = self.conn.execute("select current_setting('search_path')").fetchone()
+        saved = str(row[0]) if row else ""
+        self.conn.execute("select pg_catalog.set_config('search_path', %s, true)", [_catalog_path(self.conn)])
+        try:
+            yield
+        finally:
+            self.conn.execute("select pg_catalog.set_config('search_path', %s, true)", [saved])
+
+    # what re-applying sql/ needs done first
+    def prepare(self, before: list[Difference], recreated_routines: set[str]) -> None:
+        """Drop the functions sql/ re-creates whose parameters or result changed (CREATE OR REPLACE cannot change
+        those); re-create missing materialized views (migrations created them, and sql/ builds views over them)."""
+        dropped: set[str] = set()
+        with self.catalog_path():
+            for difference in before:
+                kind, key = difference.kind, difference.object
+                name = _name(key, kind)
+                if difference.state == "changed" and kind in _ROUTINES \
+                        and difference.attribute in ("arguments", "result") and key not in dropped \
+                        and name.split("(", 1)[0].removeprefix("memsub.") in recreated_routines:
+                    dropped.add(key)
+                    self.run(sql.SQL("drop routine {}").format(sql.SQL(name)), f"drop changed {key}")
+                elif difference.state == "missing" and kind == "materialized view":
+                    self.create_materialized_view(key, name, self.expected[key][1])
+
+    def create_materialized_view(self, key: str, name: str, attrs: Attributes) -> None:
+        """Created empty (its rows are computed as its owner, once repair has restored the owner: populate)."""
+        definition = _installed(attrs["definition"], self.dimension).strip().rstrip(";")
+        options = sql.SQL(" with ({})").format(sql.SQL(attrs["options"])) if attrs.get("options") else sql.SQL("")
+        if self.run(sql.SQL("create materialized view {}{} as {} with no data").format(
+                sql.SQL(name), options, sql.SQL(definition)), f"create {key}"):
+            self.recreated_views.append((key, name))
+
+    def populate(self) -> None:
+        for key, name in self.recreated_views:
+            self.run(sql.SQL("refresh materialized view {}").format(sql.SQL(name)), f"populate {key}")
 
     # unexpected objects
     def drop(self, difference: Difference) -> None:
@@ -788,12 +845,14 @@ class _Repairer:
 
 def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> RepairReport:
     """Bring the catalog back to the reference: drop unexpected policies, triggers, rules, functions, views,
-    indexes and constraints; re-apply the re-runnable SQL (sql/); restore what migrations created (indexes,
-    constraints, row-level security flags, defaults, owners, privileges, role attributes and memberships).
-    Unexpected tables, columns, sequences and types are reported, never dropped. One transaction, under the
+    indexes and constraints; drop the functions whose parameters or result sql/ cannot change back and re-create
+    missing materialized views; re-apply the re-runnable SQL (sql/), each file in a savepoint; restore what
+    migrations created (indexes, constraints, row-level security flags, defaults, owners, privileges, role
+    attributes and memberships). Unexpected tables, columns, sequences and types are reported, never dropped. A
+    statement that fails is reported in ``failures`` and the rest carries on. One transaction, under the
     migration lock; refused unless every shipped migration is applied and unchanged."""
     from memsub.errors import MigrationError
-    from memsub.migrator import Migrator, repeatable_statements
+    from memsub.migrator import Migrator, repeatable_steps
 
     migrator = Migrator(dsn)
     blocking = [e for e in migrator.status() if e.kind == "migration" and e.state != "applied"]
@@ -813,14 +872,18 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
             for difference in before:
                 if difference.state == "unexpected" and difference.kind in _DROPPABLE:
                     repairer.drop(difference)
-            for statement in repeatable_statements(migrator.repeatables):
-                conn.execute(statement.encode())
+            repairer.prepare(before, {o.name for item in migrator.repeatables for o in item.objects
+                                      if o.kind in ("function", "procedure")})
+            # Each file in a savepoint of its own: one that fails is reported, the others are applied.
+            for label, statements in repeatable_steps(migrator.repeatables):
+                repairer.run_steps(statements, f"re-apply {label}")
             report.actions.append("re-applied the re-runnable SQL (sql/)")
             # An index of a partitioned table before the parts it needs on each partition (they attach to it).
             for difference in sorted(compare(expected.objects, fingerprint(conn)),
                                      key=lambda d: bool(expected.objects.get(d.object, ("", {}))[1]
                                                         .get("partition of"))):
                 repairer.restore(difference)
+            repairer.populate()
             after = compare(expected.objects, fingerprint(conn))
     remaining = {(d.object, d.attribute) for d in after}
     report.restored = [d for d in before if (d.object, d.attribute) not in remaining]

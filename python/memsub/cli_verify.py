@@ -109,7 +109,8 @@ def repair(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     Drops policies, triggers, rules, functions, views, indexes and constraints that should not be there,
     re-applies the re-runnable SQL (sql/), and restores what migrations created (indexes, constraints, row-level
     security flags, defaults, owners, privileges, memsub role attributes and memberships). Unexpected tables,
-    columns, sequences and types are reported, never dropped. Exit 1 when differences remain."""
+    columns, sequences and types are reported, never dropped. A statement that fails is printed on one line and
+    the rest is still restored. Exit 1 when differences remain."""
     target = reachable_dsn(dsn)  # cannot connect: exit 3 (memsub.exit_codes)
     try:
         report = catalog_check.repair(target, mode, reference_dsn)

@@ -120,11 +120,12 @@ def migration_statements(migration: Migration) -> list[str]:
     ]
 
 
-def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
-    """Statements of the single transaction that (re)applies every re-runnable file, in order."""
-    statements: list[str] = []
+def repeatable_steps(repeatables: Sequence[Repeatable]) -> list[tuple[str, list[str]]]:
+    """The statements that (re)apply every re-runnable file, in order, grouped by the file they apply (named
+    ``sql/<file>``) and, last, the one that forgets files no longer shipped (named ``schema_repeatable_history``)."""
+    steps: list[tuple[str, list[str]]] = []
     for item in repeatables:
-        statements += [
+        steps.append((f"sql/{item.name}", [
             "select pg_catalog.set_config('memsub.step_started', clock_timestamp()::text, true)",
             item.sql,
             "insert into memsub.schema_repeatable_history (file_name, sha256, applied_at, duration_ms) "  # noqa: S608 - validated file names and hex digests
@@ -133,10 +134,16 @@ def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
             "- pg_catalog.current_setting('memsub.step_started')::timestamptz) * 1000) "
             "on conflict (file_name) do update set sha256 = excluded.sha256, applied_at = excluded.applied_at, "
             "duration_ms = excluded.duration_ms, applied_by = current_user",
-        ]
+        ]))
     names = ", ".join(_literal(item.name) for item in repeatables) or "''"
-    statements.append(f"delete from memsub.schema_repeatable_history where file_name not in ({names})")  # noqa: S608 - validated file names and hex digests
-    return statements
+    steps.append(("schema_repeatable_history",
+                  [f"delete from memsub.schema_repeatable_history where file_name not in ({names})"]))  # noqa: S608 - validated file names and hex digests
+    return steps
+
+
+def repeatable_statements(repeatables: Sequence[Repeatable]) -> list[str]:
+    """Statements of the single transaction that (re)applies every re-runnable file, in order."""
+    return [statement for _, statements in repeatable_steps(repeatables) for statement in statements]
 
 
 @dataclass(frozen=True)

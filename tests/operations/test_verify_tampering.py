@@ -16,6 +16,8 @@ from click.testing import CliRunner, Result
 
 from memsub.cli import main as cli
 
+from helpers import TENANT_A, TENANT_B, set_context
+
 
 def _partial_index_redefined(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     row = conn.execute("select indexdef from pg_indexes where schemaname = 'memsub' "
@@ -249,3 +251,83 @@ def test_repair_refuses_a_database_with_pending_migrations(empty_db):
     verify = CliRunner().invoke(cli, ["verify", "--dsn", empty_db.dsn()])
     assert verify.exit_code == 1
     assert "catalog not compared: migrations are pending" in verify.output
+
+
+# -- what re-applying sql/ cannot do on its own ------------------------------------------------------------------
+
+
+def _redefine(conn: psycopg.Connection[tuple[object, ...]], signature: str, old: str, new: str,
+              drop: bool = False) -> None:
+    row = conn.execute("select pg_get_functiondef(%s::regprocedure)", [signature]).fetchone()
+    assert row is not None and old in str(row[0])
+    if drop:
+        conn.execute(f"drop function {signature}")
+    conn.execute(str(row[0]).replace(old, new).encode())
+
+
+def test_repair_restores_a_function_given_a_parameter_default(db):
+    """CREATE OR REPLACE cannot remove a parameter default, so sql/ alone cannot restore the function."""
+    with db.connect(autocommit=True) as conn:
+        _redefine(conn, "memsub._check_unit(double precision, text)", "p_field text)", "p_field text DEFAULT 'x')")
+    _tamper(db, ["create policy backdoor on memsub.sessions using (true)"])
+    before = _verify(db)
+    assert before.exit_code == 1 and "function memsub._check_unit(double precision,text): arguments:" \
+        in before.output, before.output
+
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+    assert _verify(db).exit_code == 0
+
+
+def test_repair_restores_a_function_whose_parameter_was_renamed(db):
+    """CREATE OR REPLACE cannot rename a parameter either."""
+    with db.connect(autocommit=True) as conn:
+        _redefine(conn, "memsub.write_packet(jsonb, vector[])", "p_envelope", "p_env", drop=True)
+        conn.execute("grant execute on function memsub.write_packet(jsonb, vector[]) to memsub_app")
+    assert _verify(db).exit_code == 1
+
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+    assert _verify(db).exit_code == 0
+    with db.connect("app") as conn:  # the re-created function is the app's to call again
+        assert conn.execute("select has_function_privilege('memsub.write_packet(jsonb, vector[])', 'execute')"
+                            ).fetchone() == (True,)
+
+
+def test_repair_recreates_a_dropped_materialized_view_and_what_depends_on_it(db):
+    """A migration created the view, so re-applying sql/ cannot (and its tenant_* view, which sql/ creates over
+    it, fails without it): repair re-creates it from the reference, owned and populated as before."""
+    _tamper(db, ["drop materialized view memsub.mv_entity_graph cascade",
+                 "create policy backdoor on memsub.sessions using (true)"])
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+    assert "restored: recreated materialized view memsub.mv_entity_graph" in result.output
+    assert _verify(db).exit_code == 0
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.tenant_entity_graph").fetchone() == (0,)
+
+
+def test_repair_that_cannot_restore_an_object_restores_the_rest_and_names_it_in_one_line(db):
+    """A re-runnable file that fails is reported in one line; the other files are still applied, and what
+    the run-once migrations created is still restored."""
+    _tamper(db, ["drop function memsub._check_unit(double precision, text)",
+                 "create function memsub._check_unit(p_value double precision, p_field text) returns integer "
+                 "language sql as 'select 1'",
+                 # a table is never dropped by repair, so the function its default calls cannot be either
+                 "create table memsub.loot (one integer default memsub._check_unit(1, 'x'))",
+                 "create policy backdoor on memsub.sessions using (true)",
+                 "alter table memsub.sessions no force row level security"])
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 1, result.output
+    failures = [line for line in result.stdout.splitlines() if line.startswith("failed: ")]
+    assert failures and all("\n" not in line for line in failures), result.output
+    assert any("memsub._check_unit" in line for line in failures), result.output
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
+    assert len(errors) == 1, result.stderr
+    assert "still different: changed: function memsub._check_unit(double precision,text): result:" \
+        in result.stdout, result.output
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from pg_policies where policyname = 'backdoor'").fetchone() == (0,)
+        assert conn.execute("select relforcerowsecurity from pg_class where oid = 'memsub.sessions'::regclass"
+                            ).fetchone() == (True,)
