@@ -9,8 +9,8 @@ security, volatility, configuration and owner, row-level security flags, owners 
 Values that differ between correct installations are normalized: OIDs never appear, privileges are listed
 without their grantor, the schemas of the extensions memsub uses are on the search path while reading (so their
 types print unqualified), the installation's vector dimension prints as ``vector(N)`` (``halfvec(N)`` in the
-keys of the HNSW graphs), and role memberships that confer no rights (the ADMIN-only grant PostgreSQL gives a
-role's creator) are left out.
+keys of the HNSW graphs), and the ADMIN-only memberships through which a login with CREATEROLE (a role's creator,
+a non-superuser installer) administers the memsub roles are left out.
 
 The expected fingerprint (the *reference*) comes from one of three places, see ``docs/security.md``:
 a clean installation the caller names (``--reference-dsn``), a scratch database built from the shipped SQL on
@@ -227,7 +227,32 @@ QUERIES: dict[str, str] = {
         select kind, kind || ' ' || name as object, '{{}}'::json as attrs from ({_OTHER_OBJECTS}) o""",  # noqa: S608 - constant catalog fragments
 }
 
+# Every membership grant that involves a memsub role, with the options it confers: ``admin`` (may grant the role
+# on), ``inherit`` (has its privileges), ``set`` (may SET ROLE to it), or ``none``. Left out: a membership with
+# ADMIN only that a login with CREATEROLE, not a memsub role, holds. PostgreSQL 16+ gives one to the creator of
+# every role, and a DBA gives one to a non-superuser installer; such a login administers the memsub roles by
+# design. Before PostgreSQL 16 a membership conferred the role's privileges when the member had INHERIT, and
+# always allowed SET ROLE.
+MEMBERSHIPS = {
+    16: """
+        select m.roleid, m.member, m.grantor,
+               coalesce(nullif(concat_ws(',', case when m.admin_option then 'admin' end,
+                                         case when m.inherit_option then 'inherit' end,
+                                         case when m.set_option then 'set' end), ''), 'none') as options
+          from pg_auth_members m
+         where not (m.admin_option and not m.inherit_option and not m.set_option
+                    and exists (select from pg_roles c where c.oid = m.member and c.rolcreaterole
+                                                          and c.rolname <> all(%(roles)s)))""",
+    15: """
+        select m.roleid, m.member, m.grantor,
+               concat_ws(',', case when m.admin_option then 'admin' end,
+                         case when (select u.rolinherit from pg_roles u where u.oid = m.member) then 'inherit' end,
+                         'set') as options
+          from pg_auth_members m""",
+}
+
 ROLE_QUERY = """
+    with grants as (<memberships>)
     select 'role' as kind, 'role ' || r.rolname as object,
            json_build_object(
                'attributes', concat_ws(' ',
@@ -235,13 +260,15 @@ ROLE_QUERY = """
                    case when r.rolbypassrls then 'bypassrls' end, case when r.rolcreaterole then 'createrole' end,
                    case when r.rolcreatedb then 'createdb' end, case when r.rolreplication then 'replication' end,
                    case when not r.rolinherit then 'noinherit' end),
-               'member of', coalesce((select string_agg(g.rolname, ',' order by g.rolname)
-                                        from pg_auth_members m join pg_roles g on g.oid = m.roleid
-                                       where m.member = r.oid and <granting>), ''),
+               'member of', coalesce((select string_agg(distinct g.rolname || ':' || m.options, ' '
+                                                        order by g.rolname || ':' || m.options)
+                                        from grants m join pg_roles g on g.oid = m.roleid
+                                       where m.member = r.oid), ''),
                'members', case when r.rolname = any(%(owner_roles)s) then
-                              coalesce((select string_agg(u.rolname, ',' order by u.rolname)
-                                          from pg_auth_members m join pg_roles u on u.oid = m.member
-                                         where m.roleid = r.oid and <granting>), '')
+                              coalesce((select string_agg(distinct u.rolname || ':' || m.options, ' '
+                                                          order by u.rolname || ':' || m.options)
+                                          from grants m join pg_roles u on u.oid = m.member
+                                         where m.roleid = r.oid), '')
                           else 'not compared' end,
                'settings', coalesce((select string_agg(array_to_string(s.setconfig, ', '), '; ')
                                        from pg_db_role_setting s
@@ -250,6 +277,13 @@ ROLE_QUERY = """
                                                                    where datname = current_database()))), '')
            ) as attrs
       from pg_roles r where r.rolname = any(%(roles)s)"""
+
+
+def memberships_query(conn: psycopg.Connection[Any]) -> str:
+    """The membership grants (``roleid, member, grantor, options``) as this server records them."""
+    row = conn.cursor(row_factory=tuple_row).execute(
+        "select current_setting('server_version_num')::integer >= 160000").fetchone()
+    return MEMBERSHIPS[16 if row and row[0] else 15]
 
 
 _VECTOR_TYPE = re.compile(r"\b(vector|halfvec)\((\d+)\)")
@@ -297,11 +331,7 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
                 attrs = {k: str(v) for k, v in item["attrs"].items()}
                 result[str(item["object"])] = (str(item["kind"]), attrs)
         if roles:
-            cur.execute("select current_setting('server_version_num')::integer >= 160000 as options")
-            options = cur.fetchone()
-            # PostgreSQL 16 added membership options; before it, every membership conferred the role's rights.
-            granting = "(m.inherit_option or m.set_option)" if options and options["options"] else "true"
-            cur.execute(ROLE_QUERY.replace("<granting>", granting).encode(),
+            cur.execute(ROLE_QUERY.replace("<memberships>", memberships_query(cur.connection)).encode(),
                         {"roles": list(MEMSUB_ROLES), "owner_roles": list(OWNER_ROLES)})
             for item in cur.fetchall():
                 result[str(item["object"])] = (str(item["kind"]), {k: str(v) for k, v in item["attrs"].items()})
@@ -817,27 +847,47 @@ class _Repairer:
                     f"grant the privileges of {grantee} on {key}")
 
     def restore_role(self, key: str, role: str, attribute: str | None, attrs: Attributes) -> None:
-        current = self.current(key)
         if attribute == "attributes":
             wanted = set(attrs["attributes"].split())
             flags = [flag if flag in wanted else "no" + flag for flag in _ROLE_FLAGS]
             flags.append("noinherit" if "noinherit" in wanted else "inherit")
             self.run(sql.SQL("alter role {} {}").format(sql.Identifier(role), sql.SQL(" ".join(flags))),
                      f"restore the attributes of {key}")
-        elif attribute == "member of":
-            extra = set(filter(None, current.get("member of", "").split(","))) - set(attrs["member of"].split(","))
-            for granted in sorted(extra):
-                self.run(sql.SQL("revoke {} from {}").format(sql.Identifier(granted), sql.Identifier(role)),
-                         f"revoke {granted} from {role}")
-        elif attribute == "members":
-            extra = set(filter(None, current.get("members", "").split(","))) - set(attrs["members"].split(","))
-            for member in sorted(extra):
-                self.run(sql.SQL("revoke {} from {}").format(sql.Identifier(role), sql.Identifier(member)),
-                         f"revoke {role} from {member}")
+        elif attribute in ("member of", "members") and attrs[attribute] != "not compared":
+            self.restore_memberships(role, attribute, attrs[attribute])
         elif attribute == "settings" and not attrs["settings"]:
             self.run(sql.SQL("alter role {} reset all").format(sql.Identifier(role)), f"reset the settings of {key}")
             self.run(sql.SQL("alter role {} in database {} reset all").format(
                 sql.Identifier(role), sql.Identifier(self.conn.info.dbname)), f"reset the settings of {key}")
+
+    def restore_memberships(self, role: str, attribute: str, expected_text: str) -> None:
+        """Revoke each membership grant the reference lacks, with the grants made through it (CASCADE), then
+        grant what the reference has and the database lacks, with the reference's options."""
+        expected = set(expected_text.split())
+        this, other = ("member", "roleid") if attribute == "member of" else ("roleid", "member")
+        grants = self.conn.execute(
+            f"with grants as ({memberships_query(self.conn)}) "  # noqa: S608 - constant catalog fragments
+            "select pg_get_userbyid(m.roleid), pg_get_userbyid(m.member), g.rolname, "
+            f"pg_get_userbyid(m.{other}) || ':' || m.options from grants m join pg_roles g on g.oid = m.grantor "
+            f"where m.{this} = (select oid from pg_roles where rolname = %(role)s)",
+            {"roles": list(MEMSUB_ROLES), "role": role}).fetchall()
+        for granted, member, grantor, entry in grants:
+            if entry not in expected:
+                self.run(sql.SQL("revoke {} from {} granted by {} cascade").format(
+                    sql.Identifier(granted), sql.Identifier(member), sql.Identifier(grantor)),
+                    f"revoke {granted} from {member} (granted by {grantor})")
+        options_row = self.conn.execute(
+            "select current_setting('server_version_num')::integer >= 160000").fetchone()
+        for entry in sorted(expected - {str(grant[3]) for grant in grants}):
+            name, _, options = entry.rpartition(":")
+            granted, member = (name, role) if attribute == "member of" else (role, name)
+            flags = set(options.split(","))
+            with_options: sql.Composable = sql.SQL(" with admin option" if "admin" in flags else "")
+            if options_row and options_row[0]:
+                with_options = sql.SQL(" with admin {}, inherit {}, set {}").format(
+                    *(sql.SQL(str(flag in flags).lower()) for flag in ("admin", "inherit", "set")))
+            self.run(sql.SQL("grant {} to {}{}").format(sql.Identifier(granted), sql.Identifier(member),
+                                                       with_options), f"grant {granted} to {member}")
 
     def current(self, key: str) -> Attributes:
         return fingerprint(self.conn).get(key, ("", {}))[1]

@@ -95,6 +95,8 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
      "column memsub.packet_store.scope", "default"),
     ("owner role granted", ["grant memsub_owner to memsub_app"], "role memsub_owner", "members"),
     ("expiry owner granted", ["grant memsub_expiry_owner to memsub_app"], "role memsub_expiry_owner", "members"),
+    ("membership options changed", ["grant memsub_app to memsub_tenant_admin with inherit false"],
+     "role memsub_tenant_admin", "member of"),
     ("role given bypassrls", ["alter role memsub_analyst bypassrls"], "role memsub_analyst", "attributes"),
     ("role setting added", ["alter role memsub_app set row_security = off"], "role memsub_app", "settings"),
     ("not null dropped", ["alter table memsub.packet_store alter column packet_type drop not null"],
@@ -138,6 +140,7 @@ def untamper_roles(db):
         conn.execute("revoke memsub_expiry_owner from memsub_app")
         conn.execute("alter role memsub_analyst nobypassrls")
         conn.execute("alter role memsub_app reset all")
+        conn.execute("grant memsub_app to memsub_tenant_admin with inherit true, set true")
 
 
 @pytest.mark.parametrize(("statements", "obj", "attribute"), CASES)
@@ -251,6 +254,49 @@ def test_repair_refuses_a_database_with_pending_migrations(empty_db):
     verify = CliRunner().invoke(cli, ["verify", "--dsn", empty_db.dsn()])
     assert verify.exit_code == 1
     assert "catalog not compared: migrations are pending" in verify.output
+
+
+# -- tampering that needs an ordinary login to show what it gives away -----------------------------------------
+
+
+@pytest.fixture
+def untamper_admin_grants(db):
+    """Undo the membership grants below (cluster-wide) even when a test fails half-way."""
+    yield
+    with db.connect(autocommit=True) as conn:
+        for role, member in (("memsub_owner", "memsub_test_app"), ("memsub_platform_admin", "memsub_test_analyst")):
+            for grantor in ("memsub_app", "memsub_analyst", "current_user"):
+                conn.execute(f"revoke {role} from {member} granted by {grantor} cascade")
+        conn.execute("revoke memsub_owner from memsub_app cascade")
+        conn.execute("revoke memsub_platform_admin from memsub_analyst cascade")
+
+
+@pytest.mark.parametrize(("role", "grantee", "login", "member"), [
+    ("memsub_owner", "memsub_app", "app", "memsub_test_app"),
+    ("memsub_platform_admin", "memsub_analyst", "analyst", "memsub_test_analyst"),
+], ids=["owner to app", "platform admin to analyst"])
+def test_an_admin_option_membership_is_reported_and_repair_revokes_it(db, untamper_admin_grants, role, grantee,
+                                                                     login, member):
+    """A membership WITH ADMIN and neither INHERIT nor SET confers no rights of the role itself, but lets every
+    login of the grantee grant the role to itself."""
+    _tamper(db, [f"grant {role} to {grantee} with admin true, inherit false, set false"])
+    with db.connect(login, autocommit=True) as conn:  # the escalation it allows, as an ordinary login
+        conn.execute(f"grant {role} to {member}")
+        assert conn.execute("select pg_has_role(%s, 'member')", [role]).fetchone() == (True,)
+    with db.connect(autocommit=True) as conn:  # keep only the planted grant
+        conn.execute(f"revoke {role} from {member} granted by {grantee}")
+
+    result = _verify(db)
+    assert result.exit_code == 1, result.output
+    assert f"changed: role {grantee}: member of: expected" in result.output, result.output
+    assert f"{role}:admin" in result.output, result.output
+
+    repaired = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert repaired.exit_code == 0, repaired.output
+    with db.connect(autocommit=True) as conn:
+        assert conn.execute("select count(*) from pg_auth_members where roleid = %s::regrole "
+                            "and member = %s::regrole", [role, grantee]).fetchone() == (0,)
+    assert _verify(db).exit_code == 0
 
 
 # -- what re-applying sql/ cannot do on its own ------------------------------------------------------------------
