@@ -109,7 +109,15 @@ QUERIES: dict[str, str] = {
                    'forced row level security', case when c.relforcerowsecurity then 'forced' else 'not forced' end,
                    'persistence', c.relpersistence::text,
                    'options', coalesce(array_to_string(c.reloptions, ', '), ''),
-                   'definition', case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) else '' end
+                   'definition', case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) else '' end,
+                   -- A parent's readers read its children's rows, under the parent's privileges and policies.
+                   'parents', coalesce((select string_agg(quote_ident(pn.nspname) || '.' || quote_ident(p.relname)
+                                                          || case when c.relispartition
+                                                                  then ' ' || pg_get_expr(c.relpartbound, c.oid)
+                                                                  else '' end, ', ' order by h.inhseqno)
+                                          from pg_inherits h join pg_class p on p.oid = h.inhparent
+                                          join pg_namespace pn on pn.oid = p.relnamespace
+                                         where h.inhrelid = c.oid), '')
                ) as attrs
           from pg_class c
          where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f')""",  # noqa: S608 - constant catalog fragments
@@ -154,7 +162,16 @@ QUERIES: dict[str, str] = {
         select 'constraint' as kind,
                'constraint ' || quote_ident(con.conname) || ' on '
                || coalesce(nullif(con.conrelid, 0)::regclass::text, con.contypid::regtype::text) as object,
-               json_build_object('definition', pg_get_constraintdef(con.oid)) as attrs
+               json_build_object(
+                   'definition', pg_get_constraintdef(con.oid),
+                   -- the triggers that enforce a foreign key or a deferrable unique or exclusion constraint
+                   'internal triggers', coalesce((
+                       select string_agg(distinct s.state, ', ' order by s.state)
+                         from (select case t.tgenabled when 'O' then 'enabled' when 'D' then 'disabled'
+                                                       when 'R' then 'replica only' when 'A' then 'always' end
+                                      || ' on ' || t.tgrelid::regclass::text as state
+                                 from pg_trigger t where t.tgconstraint = con.oid and t.tgisinternal) s), '')
+               ) as attrs
           from pg_constraint con
          where con.connamespace = 'memsub'::regnamespace""",
     "policies": """
@@ -592,6 +609,8 @@ _PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "RE
                          "EXECUTE", "USAGE", "CREATE"})
 _ON = re.compile(r"^(?P<name>.+) on (?P<table>memsub\..+)$")
 _ROUTINES = ("function", "procedure", "aggregate", "window function")
+# A partition's one parent with its bound ("memsub.memory_embeddings FOR VALUES WITH (modulus 16, remainder 3)")
+_PARTITION_OF = re.compile(r'^(?P<parent>(?:"[^"]*"|[^\s"])+) (?P<bound>(?:FOR VALUES|DEFAULT)\b.*)$')
 REPAIR_LOCK_TIMEOUT = "60s"
 _ROLE_FLAGS = ("superuser", "login", "bypassrls", "createrole", "createdb", "replication")
 
@@ -620,6 +639,14 @@ def _privileges(text: str) -> dict[str, set[str]]:
         if grantee:
             result[grantee] = set(privs.split(","))
     return result
+
+
+def _parents(text: str) -> list[tuple[str, str]]:
+    """The ``parents`` attribute as (parent, partition bound or '') pairs."""
+    partition = _PARTITION_OF.match(text)
+    if partition:
+        return [(partition["parent"], partition["bound"])]
+    return [(parent, "") for parent in text.split(", ") if parent]
 
 
 def _grantee(name: str) -> sql.Composable:
@@ -670,7 +697,8 @@ class _Repairer:
     # what re-applying sql/ needs done first
     def prepare(self, before: list[Difference], recreated_routines: set[str]) -> None:
         """Drop the functions sql/ re-creates whose parameters or result changed (CREATE OR REPLACE cannot change
-        those); re-create missing materialized views (migrations created them, and sql/ builds views over them)."""
+        those); re-create missing materialized views (migrations created them, and sql/ builds views over them);
+        restore each table's inheritance parents and partition bound."""
         dropped: set[str] = set()
         with self.catalog_path():
             for difference in before:
@@ -683,6 +711,8 @@ class _Repairer:
                     self.run(sql.SQL("drop routine {}").format(sql.SQL(name)), f"drop changed {key}")
                 elif difference.state == "missing" and kind == "materialized view":
                     self.create_materialized_view(key, name, self.expected[key][1])
+                elif kind in ("table", "foreign table") and difference.attribute == "parents":
+                    self.restore_parents(kind, key, name, self.expected[key][1]["parents"])
 
     def create_materialized_view(self, key: str, name: str, attrs: Attributes) -> None:
         """Created empty (its rows are computed as its owner, once repair has restored the owner: populate)."""
@@ -695,6 +725,20 @@ class _Repairer:
     def populate(self) -> None:
         for key, name in self.recreated_views:
             self.run(sql.SQL("refresh materialized view {}").format(sql.SQL(name)), f"populate {key}")
+
+    def restore_parents(self, kind: str, key: str, name: str, expected_text: str) -> None:
+        """Detach the table from each parent the reference lacks, then attach it to each one it has."""
+        found, expected = _parents(self.current(key).get("parents", "")), _parents(expected_text)
+        table = sql.SQL("alter {} {}").format(sql.SQL(kind), sql.SQL(name))
+        for parent, bound in [p for p in found if p not in expected]:
+            self.run(sql.SQL("alter table {} detach partition {}").format(sql.SQL(parent), sql.SQL(name))
+                     if bound else sql.SQL("{} no inherit {}").format(table, sql.SQL(parent)),
+                     f"detach {key} from {parent}")
+        for parent, bound in [p for p in expected if p not in found]:
+            self.run(sql.SQL("alter table {} attach partition {} {}").format(
+                sql.SQL(parent), sql.SQL(name), sql.SQL(bound))
+                     if bound else sql.SQL("{} inherit {}").format(table, sql.SQL(parent)),
+                     f"attach {key} to {parent}")
 
     # unexpected objects
     def drop(self, difference: Difference) -> None:
@@ -752,6 +796,16 @@ class _Repairer:
                              f"drop changed {key}")
                 self.run(sql.SQL("alter table {} add constraint {} {}").format(
                     table, constraint, sql.SQL(attrs["definition"])), f"add {key}")
+        elif kind == "constraint" and attribute == "internal triggers":
+            match = _ON.match(name)
+            if match and "disabled" not in attrs[attribute] and "replica" not in attrs[attribute]:
+                for table, trigger in self.conn.execute(
+                        "select t.tgrelid::regclass::text, t.tgname from pg_trigger t "
+                        "join pg_constraint c on c.oid = t.tgconstraint "
+                        "where t.tgisinternal and t.tgenabled <> 'O' and quote_ident(c.conname) = %s "
+                        "and c.conrelid = to_regclass(%s)", [match["name"], match["table"]]).fetchall():
+                    self.run(sql.SQL("alter table {} enable trigger {}").format(
+                        sql.SQL(table), sql.Identifier(trigger)), f"enable the internal triggers of {key}")
         elif kind == "trigger" and attribute == "enabled":
             match = _ON.match(name)
             if match:
@@ -895,12 +949,13 @@ class _Repairer:
 
 def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> RepairReport:
     """Bring the catalog back to the reference: drop unexpected policies, triggers, rules, functions, views,
-    indexes and constraints; drop the functions whose parameters or result sql/ cannot change back and re-create
-    missing materialized views; re-apply the re-runnable SQL (sql/), each file in a savepoint; restore what
-    migrations created (indexes, constraints, row-level security flags, defaults, owners, privileges, role
-    attributes and memberships). Unexpected tables, columns, sequences and types are reported, never dropped. A
-    statement that fails is reported in ``failures`` and the rest carries on. One transaction, under the
-    migration lock; refused unless every shipped migration is applied and unchanged."""
+    indexes and constraints; drop the functions whose parameters or result sql/ cannot change back, re-create
+    missing materialized views and restore inheritance parents; re-apply the re-runnable SQL (sql/), each file
+    in a savepoint; restore what migrations created (indexes, constraints and their internal triggers,
+    row-level security flags, defaults, owners, privileges, role attributes and memberships). Unexpected
+    tables, columns, sequences and types are reported, never dropped. A statement that fails is reported in
+    ``failures`` and the rest carries on. One transaction, under the migration lock; refused unless every
+    shipped migration is applied and unchanged."""
     from memsub.errors import MigrationError
     from memsub.migrator import Migrator, repeatable_steps
 

@@ -299,6 +299,67 @@ def test_an_admin_option_membership_is_reported_and_repair_revokes_it(db, untamp
     assert _verify(db).exit_code == 0
 
 
+def test_a_memsub_table_made_the_child_of_a_table_outside_memsub_is_reported_and_repair_detaches_it(db):
+    """Reading a parent returns its children's rows under the parent's privileges and policies, not the
+    child's: every tenant's facts become readable by any login."""
+    with db.connect("app") as conn:
+        for tenant in (TENANT_A, TENANT_B):
+            conn.execute("select memsub.set_context(%s)", [tenant])
+            conn.execute("select memsub.assert_fact('secret of ' || %s::text, 'is', '\"x\"', 0.9)", [tenant])
+            conn.commit()
+    _tamper(db, ["create table public.peek (tenant_id uuid, subject text)",
+                 "alter table memsub.knowledge_facts inherit public.peek",
+                 "grant select on public.peek to public"])
+    with db.connect("nobody") as conn:  # a login holding no memsub role
+        assert conn.execute("select count(distinct tenant_id) from public.peek").fetchone() == (2,)
+
+    result = _verify(db)
+    assert result.exit_code == 1, result.output
+    assert "changed: table memsub.knowledge_facts: parents: expected (none), found public.peek" in result.output
+
+    repaired = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert repaired.exit_code == 0, repaired.output
+    with db.connect("nobody") as conn:
+        assert conn.execute("select count(*) from public.peek").fetchone() == (0,)
+    assert _verify(db).exit_code == 0
+
+
+def test_a_detached_partition_is_reported_and_repair_attaches_it_again(db):
+    with db.connect(autocommit=True) as conn:
+        bound = conn.execute("select pg_get_expr(relpartbound, oid) from pg_class "
+                             "where oid = 'memsub.memory_embeddings_p03'::regclass").fetchone()[0]
+    _tamper(db, ["alter table memsub.memory_embeddings detach partition memsub.memory_embeddings_p03"])
+    result = _verify(db)
+    assert result.exit_code == 1, result.output
+    assert "table memsub.memory_embeddings_p03: parents: expected memsub.memory_embeddings " + bound \
+        in result.output, result.output
+
+    repaired = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert repaired.exit_code == 0, repaired.output
+    assert _verify(db).exit_code == 0
+
+
+def test_disabled_foreign_key_enforcement_is_reported_and_repair_enables_it(db):
+    """`disable trigger all` also disables the internal triggers that enforce the table's foreign keys."""
+    _tamper(db, ["alter table memsub.reasoning_traces disable trigger all"])
+    with db.connect(autocommit=True) as conn:  # the foreign key no longer holds
+        conn.execute("insert into memsub.reasoning_traces (tenant_id, packet_id) values (%s, %s)",
+                     [TENANT_A, TENANT_B])
+        conn.execute("delete from memsub.reasoning_traces where tenant_id = %s", [TENANT_A])
+
+    result = _verify(db)
+    assert result.exit_code == 1, result.output
+    assert re.search(r"changed: constraint \S+ on memsub\.reasoning_traces: internal triggers: expected "
+                     r"enabled on .+, found disabled on memsub\.reasoning_traces", result.output), result.output
+
+    repaired = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert repaired.exit_code == 0, repaired.output
+    assert _verify(db).exit_code == 0
+    with db.connect(autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("insert into memsub.reasoning_traces (tenant_id, packet_id) values (%s, %s)",
+                     [TENANT_A, TENANT_B])
+
+
 # -- what re-applying sql/ cannot do on its own ------------------------------------------------------------------
 
 
