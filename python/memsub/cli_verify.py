@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import psycopg
@@ -12,6 +12,7 @@ import psycopg
 from memsub import catalog_check
 from memsub.cli_common import reachable_dsn
 from memsub.errors import MemsubError
+from memsub.exit_codes import BAD_INPUT, fail
 from memsub.migrator import Migrator
 
 _REFERENCES = {"snapshot": "the shipped catalog snapshot", "scratch": "a scratch database built from the shipped SQL",
@@ -49,11 +50,9 @@ def _history(text: str) -> dict[str, Any]:
             "expected": None, "found": None}
 
 
-def _cannot(message: str, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps({"ok": False, "error": message, "differences": []}))
-    click.echo(f"memsub: cannot verify: {message}", err=True)
-    sys.exit(2)
+def _cannot(what: str, error: Exception, as_json: bool) -> NoReturn:
+    """The comparison itself was impossible: exit 2, in the one-line and JSON shape of every command's error."""
+    fail(error, as_json=as_json, prefix=f"cannot {what}: ", code=BAD_INPUT)
 
 
 @click.command()
@@ -78,8 +77,7 @@ def verify(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
             source = expected.source
             notes += expected.notes
     except (MemsubError, ValueError, psycopg.Error) as error:
-        _cannot(str(error).strip(), as_json)
-        return
+        _cannot("verify", error, as_json)
     ok = not problems and not differences
     if as_json:
         click.echo(json.dumps({
@@ -115,10 +113,7 @@ def repair(dsn: str | None, mode: str, reference_dsn: str | None, as_json: bool)
     try:
         report = catalog_check.repair(target, mode, reference_dsn)
     except (MemsubError, ValueError, psycopg.Error) as error:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": str(error).strip()}))
-        click.echo(f"memsub: cannot repair: {str(error).strip()}", err=True)
-        sys.exit(2)
+        _cannot("repair", error, as_json)
     ok = not report.remaining
     if as_json:
         click.echo(json.dumps({

@@ -68,14 +68,18 @@ def as_memsub_error(error: BaseException) -> MemsubError:
     return MemsubError(str(error) or type(error).__name__)
 
 
-def fail(error: BaseException, *, as_json: bool | None = None, suffix: str = "") -> NoReturn:
-    """Print one line on stderr (and a JSON object on stdout with ``--json``), then exit with the error's code."""
+def fail(error: BaseException, *, as_json: bool | None = None, suffix: str = "", prefix: str = "",
+         code: int | None = None) -> NoReturn:
+    """Print one line on stderr (and a JSON object on stdout with ``--json``), then exit with the error's code,
+    or with ``code`` when the command gives failures of its own a code of their own (``verify`` and ``repair``
+    exit 2 whenever they cannot compare). ``prefix`` says what could not be done."""
     if as_json is None:
         context = click.get_current_context(silent=True)
         as_json = bool(context and context.meta.get("memsub.json"))
     memsub_error = as_memsub_error(error)
-    code = exit_code_of(memsub_error)
-    message = str(memsub_error).strip().splitlines()[0] if str(memsub_error).strip() else type(error).__name__
+    code = exit_code_of(memsub_error) if code is None else code
+    message = prefix + (str(memsub_error).strip().splitlines()[0] if str(memsub_error).strip()
+                        else type(error).__name__)
     details = []
     if memsub_error.sqlstate and memsub_error.sqlstate not in message:
         details.append(f"SQLSTATE {memsub_error.sqlstate}")

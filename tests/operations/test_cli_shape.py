@@ -150,3 +150,21 @@ def test_a_blank_search_query_is_refused_before_connecting(query):
                                       "--tenant", str(TENANT_A)])
     assert result.exit_code == exit_codes.BAD_INPUT, result.output
     assert result.stderr.splitlines() == ["memsub: QUERY must not be blank (field query)"], result.stderr
+
+
+def _error_lines(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
+
+
+@pytest.mark.parametrize("command", ["verify", "repair"])
+def test_verify_and_repair_that_cannot_compare_print_the_error_object_and_one_line(db, command):
+    """Exit 2 (the comparison itself was impossible), in the shape every command prints an error in."""
+    result = CliRunner().invoke(cli, [command, "--dsn", db.dsn(), "--reference-dsn", "host=/nonexistent dbname=x",
+                                      "--json"])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    payload = json.loads(result.stdout)
+    assert payload["ok"] is False and payload["exit_code"] == exit_codes.BAD_INPUT, payload
+    assert {"error", "message", "sqlstate", "field"} <= payload.keys(), payload
+    assert payload["message"].startswith(f"cannot {command}: "), payload
+    lines = _error_lines(result)
+    assert len(lines) == 1 and lines[0].startswith(f"memsub: cannot {command}: "), result.stderr
