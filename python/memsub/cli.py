@@ -33,6 +33,7 @@ from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 from memsub.models import PacketWriteResult
 from memsub.packets import LineageDirection, write_packet_batch
+from memsub.schema_files import parse_version
 
 
 @click.group(cls=GuardedGroup)
@@ -42,6 +43,16 @@ def main() -> None:
 
 
 # -- migrations ----------------------------------------------------------------------------------------------
+
+def _check_version(option: str, text: str | None) -> None:
+    """A version option that is no MAJOR.MINOR.PATCH is bad input (exit 2), refused before connecting."""
+    if text is None:
+        return
+    try:
+        parse_version(text)
+    except ValueError as error:
+        raise InvalidInput(f"{option} is {error}", field=option.removeprefix("--")) from None
+
 
 @main.command()
 @dsn_option
@@ -56,6 +67,7 @@ def main() -> None:
 def migrate(dsn: str | None, target: str | None, dry_run: bool, allow_out_of_order: bool, lock_wait: float,
             as_json: bool) -> None:
     """Check what installing needs (preflight), then apply pending migrations and the re-runnable SQL objects."""
+    _check_version("--to", target)
     conninfo = reachable_dsn(dsn)
     try:
         report = Migrator(conninfo, lock_wait=lock_wait).migrate(target, dry_run=dry_run,
@@ -138,6 +150,8 @@ def status(dsn: str | None, as_json: bool) -> None:
 @click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
 def sql_script(from_version: str | None, to_version: str | None) -> None:
     """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
+    _check_version("--from", from_version)
+    _check_version("--to", to_version)
     try:
         click.echo(Migrator("").script(from_version, to_version), nl=False)
     except ValueError as error:

@@ -11,7 +11,7 @@ from types import FrameType
 import click
 
 from memsub.cli_common import reachable_dsn
-from memsub.errors import MemsubError
+from memsub.errors import InvalidInput
 from memsub.exit_codes import CHECK_FAILED, fail
 from memsub.maintain import TASKS, format_round, parse_interval, run_round
 
@@ -37,7 +37,7 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
     """
     period = parse_interval(every) if every else None
     if rounds is not None and period is None:
-        fail(MemsubError("--rounds needs --every"), as_json=as_json)
+        fail(InvalidInput("--rounds needs --every", field="rounds"), as_json=as_json)
     conninfo = reachable_dsn(dsn)
     stop = threading.Event()
     if period is not None:

@@ -156,6 +156,22 @@ def _error_lines(result) -> list[str]:
     return [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
 
 
+def test_a_malformed_migrate_target_is_bad_input(db):
+    result = CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn(), "--to", "abc", "--json"])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    payload = json.loads(result.stdout)
+    assert payload["exit_code"] == exit_codes.BAD_INPUT and payload["field"] == "to", payload
+    assert len(_error_lines(result)) == 1, result.stderr
+
+
+@pytest.mark.parametrize("option", ["--from", "--to"])
+def test_a_malformed_sql_version_is_bad_input(option):
+    result = CliRunner().invoke(cli, ["sql", option, "abc"])
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert _error_lines(result) == [f"memsub: {option} is not a semantic version (MAJOR.MINOR.PATCH): 'abc' "
+                                    f"(field {option[2:]})"], result.stderr
+
+
 @pytest.mark.parametrize("command", ["verify", "repair"])
 def test_verify_and_repair_that_cannot_compare_print_the_error_object_and_one_line(db, command):
     """Exit 2 (the comparison itself was impossible), in the shape every command prints an error in."""

@@ -168,3 +168,11 @@ def test_worker_runs_rounds_until_told_to_stop(db):
 def test_maintain_rejects_a_bad_interval_with_exit_2(db):
     result = CliRunner().invoke(cli, ["maintain", "--every", "soon", "--dsn", db.dsn("platform_admin")])
     assert result.exit_code == 2 and "--every must look like" in result.stderr
+
+
+def test_maintain_rejects_rounds_without_an_interval_with_exit_2(db):
+    result = CliRunner().invoke(cli, ["maintain", "--rounds", "2", "--json", "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["field"] == "rounds"
+    assert "--rounds needs --every" in result.stderr
+
