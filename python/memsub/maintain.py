@@ -150,9 +150,10 @@ def _refresh_memory_views(conn: Connection, report: TaskReport) -> None:
     report.summary = report.summary or f"{ok} of {len(rows)} view(s) refreshed"
 
 
-def _per_tenant(conn: Connection, report: TaskReport, table: str, call: str,
+def _per_tenant(conn: Connection, report: TaskReport, tables: Sequence[str], call: str,
                 digest: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
-    tenants = _tenants(conn, table)
+    """Run ``call`` as platform admin once for each tenant with rows in any of ``tables``."""
+    tenants = sorted({tenant for table in tables for tenant in _tenants(conn, table)})
     failures: list[str] = []
     for tenant in tenants:
         try:
@@ -171,7 +172,9 @@ def _per_tenant(conn: Connection, report: TaskReport, table: str, call: str,
 
 
 def _learn_importance(conn: Connection, report: TaskReport) -> None:
-    _per_tenant(conn, report, "packet_store",
+    # Importance lives in packets and semantic memories, and is learned from the access log: a tenant with any
+    # of the three is visited (one whose packets were all purged may still have memories and accesses).
+    _per_tenant(conn, report, ("packet_store", "semantic_memory", "memory_access_log"),
                 "select accesses_counted, feedback_learned, targets_updated, targets_decayed "
                 "from memsub.learn_importance()",
                 lambda rows: {k: int(v) for k, v in rows[0].items()} if rows else {})
@@ -184,7 +187,7 @@ def _memory_maintenance(conn: Connection, report: TaskReport) -> None:
             outcomes[str(row["outcome"])] = outcomes.get(str(row["outcome"]), 0) + 1
         return outcomes
 
-    _per_tenant(conn, report, "memory_entries", "select outcome from memsub.memory_maintenance()", digest)
+    _per_tenant(conn, report, ("memory_entries",), "select outcome from memsub.memory_maintenance()", digest)
 
 
 def _summaries_due(conn: Connection, report: TaskReport) -> None:

@@ -176,3 +176,26 @@ def test_maintain_rejects_rounds_without_an_interval_with_exit_2(db):
     assert json.loads(result.stdout)["field"] == "rounds"
     assert "--rounds needs --every" in result.stderr
 
+
+def test_learn_importance_visits_a_tenant_with_semantic_memory_and_no_packets(db):
+    """The tenants are those with packets, semantic memories or logged accesses: a tenant whose memory is all in
+    semantic_memory still learns from its accesses."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        memory = conn.execute(
+            "select embedding_id from memsub.store_semantic_memory('agent-1', "
+            "array_fill(0.1::real, array[memsub.vector_dimension()])::vector)").fetchone()[0]
+        for _ in range(5):
+            conn.execute("select memsub.record_access('embedding', %s, p_was_useful => true)", [memory])
+        conn.commit()
+        assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
+
+    result = CliRunner().invoke(cli, ["maintain", "--dsn", db.dsn("platform_admin"), "--task", "learn_importance",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    (round_report,) = _rounds(result.stdout)
+    assert list(round_report["tasks"][0]["tenants"]) == [str(TENANT_A)], round_report
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select importance_score from memsub.semantic_memory where embedding_id = %s",
+                            [memory]).fetchone()[0] > 0.5
