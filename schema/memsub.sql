@@ -9695,6 +9695,11 @@ begin
         perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_k > 1000 then  -- an installation may raise max_k; pgvector's walk returns at most ef_search, 1000, rows
+        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
+            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
+                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
+    end if;
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';

@@ -94,3 +94,18 @@ def test_query_text_over_its_limits_is_refused_naming_query_text(db384, search):
             for text in (too_long, many_terms):
                 for vector in (None, vec(1.0)):
                     assert refusal(conn, statement, [text, vector]) == ("54000", "query_text"), (filled, len(text))
+
+
+@pytest.mark.parametrize("rank_by", ["distance", "combined"])
+def test_a_similarity_search_past_what_a_walk_returns_is_refused_naming_k(db384, rank_by):
+    """An installation may raise max_k above 1000, the most rows pgvector's walk returns (its largest ef_search):
+    semantic_search then failed on its internal helper's message naming "pool". It refuses such a k by name and
+    serves 1000."""
+    with db384.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_k', 5000)")
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        fill(conn)
+        statement = "select * from memsub.semantic_search(%s::vector, %s, p_rank_by => %s)"
+        assert refusal(conn, statement, [vec(1.0), 1001, rank_by]) == ("54000", "k")
+        assert len(conn.execute(statement, [vec(1.0), 1000, rank_by]).fetchall()) == 1
