@@ -2009,6 +2009,23 @@ ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) OWNER
 
 COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
 
+CREATE FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_owner uuid;
+begin
+    select i.org_id into v_owner from memsub.langgraph_store_items i
+     where i.tenant_id = memsub._require_tenant_id() and i.namespace_key = p_namespace_key and i.key = p_key;
+    return found and v_owner is distinct from memsub.current_org_id();
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) IS 'Internal: whether the LangGraph store item at namespace_key and key of the context tenant was written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
 CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -7182,6 +7199,7 @@ begin
     -- the planner otherwise may, they ran once an item instead of once a namespace (1.4 times the server time
     -- with 20 items a namespace).
     return query
+    select t.truncated from (
     select distinct n.truncated
       from (select case when p_max_depth is null then k.labels else k.labels[1:p_max_depth] end as truncated
               from (select string_to_array(d.namespace_key, '.') collate "C" as labels
@@ -7197,8 +7215,10 @@ begin
                     or case when suffix_plain
                             then k.labels[cardinality(k.labels) - cardinality(p_suffix) + 1:] = p_suffix
                             else memsub._langgraph_store_labels_match(k.labels, p_suffix, true) end)
-           ) n
-     order by n.truncated
+           ) n) t
+     -- As PostgresStore orders them: by the labels joined by periods (a label holds none, so one text a
+     -- namespace), byte by byte; label by label, ('a', 'b') came before ('a-c') and pages differed.
+     order by array_to_string(t.truncated, '.') collate "C"
      limit p_limit offset p_offset;
     if not found then
         perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
@@ -7208,7 +7228,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted, matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels.';
+COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted by their labels joined by periods (as LangGraph''s PostgresStore sorts them), matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels.';
 
 CREATE FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) RETURNS boolean
     LANGUAGE plpgsql IMMUTABLE
@@ -7230,8 +7250,8 @@ begin
             for operator, operand in select * from jsonb_each(condition) loop
                 if operator = '$eq' then
                     if actual is distinct from operand then return false; end if;
-                elsif operator = '$ne' then
-                    if actual is not distinct from operand then return false; end if;
+                elsif operator = '$ne' then  -- as in PostgresStore, an item without the field does not match
+                    if actual is null or actual = operand then return false; end if;
                 elsif operator in ('$gt', '$gte', '$lt', '$lte') then
                     if actual is null or jsonb_typeof(actual) <> jsonb_typeof(operand)
                        or jsonb_typeof(actual) not in ('number', 'string') then
@@ -7262,7 +7282,7 @@ $_$;
 
 ALTER FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text). 22023 for another $op.';
+COMMENT ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text; a missing field matches none, $ne included). 22023 for another $op.';
 
 CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings public.vector[] DEFAULT '{}'::public.vector[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7270,13 +7290,21 @@ CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_val
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    org    uuid := memsub.current_org_id();
+    org    uuid;
     v_key  text;
 begin
     v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
-    if p_key is null or p_key = '' then
-        raise exception 'memsub.langgraph_store_put: key must be a non-empty string'
+    if p_key is null then  -- the empty string is a key, as in LangGraph's PostgresStore
+        raise exception 'memsub.langgraph_store_put: key must be a string'
             using errcode = '22023', column = 'key';
+    end if;
+    -- The rows are keyed by both (the namespace as its labels joined), and a B-tree entry holds about 2.7 kB.
+    perform memsub._check_limits(array[octet_length(v_key), octet_length(p_key)], 'max_id_bytes',
+                                 array['namespace', 'key']);
+    if memsub._langgraph_store_item_owned_elsewhere(v_key, p_key) then
+        raise exception 'memsub.langgraph_store_put: item "%" of namespace "%" is written from another context '
+                        '(another organization''s, or the tenant-wide one): it is changed there only', p_key, v_key
+            using errcode = '42501', column = 'key';
     end if;
     if p_value is null then  -- LangGraph's delete is a put of None
         delete from memsub.langgraph_store_items i
@@ -7302,11 +7330,12 @@ begin
     end if;
     insert into memsub.langgraph_store_items as i
            (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
-    values (tenant, org, p_namespace, v_key, p_key, p_value, p_ttl_minutes,
+    values (tenant, memsub.current_org_id(), p_namespace, v_key, p_key, p_value, p_ttl_minutes,
             now() + make_interval(secs => p_ttl_minutes * 60))
     on conflict (tenant_id, namespace_key, key) do update
        set value = excluded.value, updated_at = now(), ttl_minutes = excluded.ttl_minutes,
-           expires_at = excluded.expires_at;
+           expires_at = excluded.expires_at
+    returning i.org_id into org;  -- its vectors carry the item's context
     delete from memsub.langgraph_store_vectors v
      where v.tenant_id = tenant and v.namespace_key = v_key and v.key = p_key;
     insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, field_name,
@@ -7318,7 +7347,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors.';
+COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors. The namespace (its labels joined by periods) and the key are each at most max_id_bytes (54000); an item written from another context (another organization''s, or the tenant-wide one) is refused (42501, key).';
 
 CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding public.vector DEFAULT NULL::public.vector, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7338,6 +7367,7 @@ declare
                                                         'strict $.* ? (@.type() == "object" || @.type() == "array")')
                              else true end;
     key_range record;  -- the prefix's namespaces as a range of namespace_key (memsub._langgraph_store_key_range)
+    bad_operator text;
 begin
     if p_limit is null or p_limit < 0 or p_offset is null or p_offset < 0 then
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
@@ -7351,6 +7381,22 @@ begin
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
+    end if;
+    -- Every operator is checked once here, whatever the items: memsub.langgraph_store_matches meets an operator
+    -- only when an item reaches it (an earlier field may fail first, or no item lie under the prefix).
+    if not plain then
+        select f.operator into bad_operator
+          from jsonb_each(p_filter) as c(field, condition)
+         cross join lateral jsonb_object_keys(c.condition) as f(operator)
+         where jsonb_typeof(c.condition) = 'object'
+           and exists (select from jsonb_object_keys(c.condition) k where left(k, 1) = '$')
+           and f.operator not in ('$eq', '$ne', '$gt', '$gte', '$lt', '$lte')
+         limit 1;
+        if bad_operator is not null then
+            raise exception 'memsub.langgraph_store_search: unknown filter operator "%"', bad_operator
+                using errcode = '22023', column = 'filter',
+                      hint = 'Known operators: $eq, $ne, $gt, $gte, $lt, $lte.';
+        end if;
     end if;
     key_range := memsub._langgraph_store_key_range(tenant, prefix);
     -- The page is read into an array, and the times to live restarted by an update only when one of its items
@@ -7425,7 +7471,7 @@ $_$;
 
 ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance.';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items.';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12443,7 +12489,7 @@ COMMENT ON TABLE memsub.langgraph_store_vectors IS 'Embeddings of the indexed fi
 
 COMMENT ON COLUMN memsub.langgraph_store_vectors.tenant_id IS 'Tenant that owns the item (row-level security).';
 
-COMMENT ON COLUMN memsub.langgraph_store_vectors.org_id IS 'Organization of the writer''s context; NULL: tenant-wide.';
+COMMENT ON COLUMN memsub.langgraph_store_vectors.org_id IS 'Organization of the item''s context (memsub.langgraph_store_items.org_id); NULL: tenant-wide.';
 
 COMMENT ON COLUMN memsub.langgraph_store_vectors.namespace IS 'Namespace of the item.';
 
@@ -15745,6 +15791,9 @@ GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_
 REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) TO memsub_owner;
 
+REVOKE ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) FROM PUBLIC;
@@ -16668,6 +16717,7 @@ GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_analyst;
 

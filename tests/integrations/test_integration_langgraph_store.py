@@ -19,7 +19,7 @@ import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from memsub.embedding import HashingEmbedder
-from memsub.errors import InvalidInput
+from memsub.errors import ContextError, InvalidInput, LimitExceeded
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
 
@@ -99,15 +99,21 @@ def test_search_filters_with_operators(pool: Any) -> None:
     def keys(**filter: Any) -> list[str]:
         return sorted(item.key for item in store.search(ns, filter=filter))
 
+    store.put(ns, "d", {"weight": 1})  # no color
     assert keys(color="red") == ["a", "c"]
-    assert keys(color={"$ne": "red"}) == ["b"]
+    assert keys(color={"$ne": "red"}) == ["b"]  # as PostgresStore: an item without the field does not match
     assert keys(size={"$gt": 9}) == ["b", "c"]  # numbers compare as numbers (10 > 9, 100 > 9)
     assert keys(size={"$gte": 10, "$lt": 100}) == ["b"]
     assert keys(size={"$lte": 9}) == ["a"]
     assert keys(color="red", tag="x") == ["a"]
-    with pytest.raises(InvalidInput) as error:
-        store.search(ns, filter={"size": {"$near": 1}})
-    assert error.value.field == "filter"
+    # an unknown operator is refused whatever the items, before any is compared (as PostgresStore refuses it)
+    for search in (lambda: store.search(ns, filter={"size": {"$near": 1}}),
+                   lambda: store.search(ns, filter={"c": "blue", "size": {"$near": 1}}),
+                   lambda: store.search(("empty",), filter={"size": {"$in": [1]}}),
+                   lambda: store.search(ns, filter={"size": {"$gt": 1, "near": 1}})):
+        with pytest.raises(InvalidInput) as error:
+            search()
+        assert error.value.field == "filter"
 
 
 def test_a_filter_of_plain_values_matches_by_equality(pool: Any) -> None:
@@ -202,6 +208,12 @@ def test_list_namespaces_prefix_suffix_wildcards_depth_and_pages(pool: Any) -> N
     assert store.list_namespaces(prefix=("*", "b")) == [("a", "b", "c"), ("a", "b", "d"), ("z", "b", "c")]
     assert store.list_namespaces(prefix=("a",), max_depth=2) == [("a", "b"), ("a", "x")]
     assert store.list_namespaces(limit=2, offset=1) == [("a", "b", "d"), ("a", "x", "c")]
+    # As PostgresStore: sorted by the labels joined by periods, byte by byte, so pages agree with it.
+    for ns in [("a-c",), ("a0",)]:
+        store.put(ns, "k", {"v": 1})
+    assert store.list_namespaces(limit=3) == [("a-c",), ("a", "b", "c"), ("a", "b", "d")]
+    assert store.list_namespaces(limit=3, offset=3) == [("a", "x", "c"), ("a0",), ("z", "b", "c")]
+    assert store.list_namespaces(max_depth=1) == [("a",), ("a-c",), ("a0",), ("z",)]
     assert store.batch([ListNamespacesOp((MatchCondition("prefix", ("a",)), MatchCondition("suffix", ("d",))),
                                          None, 10, 0)])[0] == [("a", "b", "d")]
 
@@ -295,7 +307,7 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
             ("select memsub.langgraph_store_put('{a,\"\"}', 'k', '{}')", "namespace"),
             ("select memsub.langgraph_store_put('{a,NULL}', 'k', '{}')", "namespace"),
             ("select memsub.langgraph_store_put('{{a},{b}}', 'k', '{}')", "namespace"),
-            ("select memsub.langgraph_store_put('{a}', '', '{}')", "key"),
+            ("select memsub.langgraph_store_put('{a}', null, '{}')", "key"),
             ("select memsub.langgraph_store_put('{a}', 'k', '[1]')", "value"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', -1)", "ttl"),
             ("select memsub.langgraph_store_put('{a}', 'k', '{}', 'NaN')", "ttl"),
@@ -317,6 +329,14 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         ])
     with pytest.raises(TypeError):
         store.put(("a",), "k", {"tags": {"a-set"}})  # not JSON: refused, never stored as its str()
+    # namespaces and keys are the items' keys: each at most max_id_bytes (the namespace as its labels joined)
+    for namespace, key, field in (((("x" * 513),), "k", "namespace"), (("x" * 300, "y" * 300), "k", "namespace"),
+                                  (("a",), "k" * 600, "key"), ((("é" * 300),), "k", "namespace")):
+        with pytest.raises(LimitExceeded) as over:
+            store.put(namespace, key, {"x": 1})
+        assert over.value.field == field and "max_id_bytes" in str(over.value)
+    store.put(("x" * 255, "y" * 256), "k" * 512, {"x": 1})  # at the limit: kept
+    store.delete(("x" * 255, "y" * 256), "k" * 512)
     store.put(("ttl",), "longest", {"x": 1}, ttl=1e11)  # the longest time to live: about 190,000 years
     assert store.get(("ttl",), "longest") is not None
     store.delete(("ttl",), "longest")
@@ -341,6 +361,74 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         assert caught.value.field == "embeddings"
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
+
+
+def test_an_empty_key_is_a_key(pool: Any) -> None:
+    """As in PostgresStore, the empty string is a key like any other."""
+    store = store_for(pool)
+    store.put(("a",), "", {"v": 1})
+    assert store.get(("a",), "").value == {"v": 1}  # type: ignore[union-attr]
+    assert [item.key for item in store.search(("a",))] == [""]
+    store.delete(("a",), "")
+    assert store.get(("a",), "") is None
+
+
+def test_an_item_is_changed_only_from_the_context_that_wrote_it(db: Any) -> None:
+    """Organizations see tenant-wide items but do not change them, and a key another organization holds is
+    refused by name, never with the row-level security policy's message (which would say the key exists)."""
+    pool = sync_pool(db.dsn("app"))
+    try:
+        tenant = uuid.uuid4()
+        wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org)) for org in (None, uuid.uuid4(),
+                                                                                         uuid.uuid4()))
+        ns = ("shared",)
+        wide.put(ns, "k", {"text": "tenant wide"})
+        org_a.put(ns, "own", {"owner": "a"})
+        for call in (lambda: org_a.put(ns, "k", {"text": "a"}), lambda: org_b.delete(ns, "k"),
+                     lambda: org_b.put(ns, "own", {"owner": "b"}), lambda: org_b.delete(ns, "own"),
+                     lambda: wide.put(ns, "own", {"owner": "wide"}), lambda: wide.delete(ns, "own"),
+                     lambda: org_b.batch([PutOp(("other",), "free", {"v": 1}), PutOp(ns, "k", None)])):
+            with pytest.raises(ContextError) as refused:
+                call()
+            assert refused.value.field == "key" and "row-level security" not in str(refused.value)
+            assert "written from another context" in str(refused.value)
+        for store in (wide, org_a, org_b):
+            assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
+            assert store.get(("other",), "free") is None  # the refused batch wrote nothing
+        assert org_a.get(ns, "own").value == {"owner": "a"}  # type: ignore[union-attr]
+        assert org_b.get(ns, "own") is None and wide.get(ns, "own") is None
+        # each context changes its own items
+        wide.put(ns, "k", {"text": "changed"})
+        org_a.put(ns, "own", {"owner": "a2"})
+        assert org_b.get(ns, "k").value == {"text": "changed"}  # type: ignore[union-attr]
+        org_a.delete(ns, "own")
+        org_b.put(ns, "own", {"owner": "b"})  # deleted by its writer: the key is free again
+        assert org_b.get(ns, "own").value == {"owner": "b"}  # type: ignore[union-attr]
+        wide.delete(ns, "k")
+        assert org_a.get(ns, "k") is None
+    finally:
+        pool.close()
+
+
+def test_an_indexed_item_keeps_its_vectors_in_its_context(db: Any) -> None:
+    pool = sync_pool(db.dsn("app"))
+    try:
+        tenant, index = uuid.uuid4(), {"dims": DIMS, "embed": embed, "fields": ["text"]}
+        wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org), index=index)  # type: ignore[arg-type]
+                              for org in (None, uuid.uuid4(), uuid.uuid4()))
+        ns = ("shared",)
+        wide.put(ns, "k", {"text": "tenant wide note"})
+        with pytest.raises(ContextError):
+            org_a.put(ns, "k", {"text": "org a text"})
+        hits = org_b.search(ns, query="tenant wide note")
+        assert [h.key for h in hits] == ["k"] and hits[0].score is not None
+        wide.put(ns, "k", {"text": "second note"})
+        assert org_b.search(ns, query="second note")[0].score == pytest.approx(1.0)
+        with db.connect() as conn:
+            assert conn.execute("select count(*), count(org_id) from memsub.langgraph_store_vectors "
+                                "where tenant_id = %s", [tenant]).fetchone() == (1, 0)
+    finally:
+        pool.close()
 
 
 def test_async_methods_share_the_stored_functions(db: Any) -> None:

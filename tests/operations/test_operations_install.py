@@ -486,6 +486,34 @@ def _check_neighbours(dsn: str, _: Any = None) -> None:
                      CHUNKS["organization's"]: [CHUNKS["shared"]]}
     assert security == (True, True)
 
+ORGS = {name: str(uuid.UUID(int=50 + n)) for n, name in enumerate(["a", "b"])}
+
+
+def _store_vectors_at_2_39_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.39.0 whose store vectors carry another context than their item: a tenant-wide item rewritten
+    by organization a (its vector a's), and organization b's item with a tenant-wide vector; and one that agrees."""
+    migrator.migrate("2.39.0")
+    one = str(uuid.UUID(int=1))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for key, item_org, vector_org in [("wide", None, ORGS["a"]), ("b's", ORGS["b"], None),
+                                          ("a's", ORGS["a"], ORGS["a"])]:
+            conn.execute("insert into memsub.langgraph_store_items (tenant_id, org_id, namespace, namespace_key, key, "
+                         "value) values (%s, %s, '{shared}', 'shared', %s, '{}')", [one, item_org, key])
+            conn.execute("insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, "
+                         "key, field_name, embedding) values (%s, %s, '{shared}', 'shared', %s, 'text', '[1,2]')",
+                         [one, vector_org, key])
+
+
+def _check_store_vector_contexts(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        vectors = conn.execute("select key, org_id::text from memsub.langgraph_store_vectors order by 1").fetchall()
+        security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class where oid in "
+                                "('memsub.langgraph_store_items'::regclass, "
+                                "'memsub.langgraph_store_vectors'::regclass) order by 1").fetchall()
+    assert vectors == [("a's", ORGS["a"]), ("b's", ORGS["b"]), ("wide", None)]
+    assert security == [("langgraph_store_items", True, True), ("langgraph_store_vectors", True, True)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -496,6 +524,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
                                                       lambda dsn, _: _check_session_events(dsn)),
     "2.38.0 matches entity names in either Unicode composition": (_graph_at_2_37_0, _check_graph_keys),
     "2.39.0 keeps neighbour lists to latest chunks their readers may see": (_neighbours_at_2_38_0, _check_neighbours),
+    "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
 }
 
 
@@ -581,3 +610,16 @@ def test_a_non_superuser_installer_cleans_the_neighbour_lists_of_every_tenant_to
         assert conn.execute("select count(*) from memsub.document_chunks").fetchone() == (0,)
     migrator.migrate()
     _check_neighbours(server.dsn(empty_db))
+
+
+def test_a_non_superuser_installer_gives_every_store_vector_its_items_context_too(server, empty_db, installer):
+    """Row-level security is forced on the store's tables: without a tenant context their owner sees no row, and
+    the upgrade must still mend every vector, and leave row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _store_vectors_at_2_39_0(server.dsn(empty_db), migrator)
+    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "langgraph_store_items",
+                        "langgraph_store_vectors")
+    migrator.migrate()
+    _check_store_vector_contexts(server.dsn(empty_db))
