@@ -71,10 +71,36 @@ def test_batch_returns_results_in_operation_order_and_last_put_wins(pool: Any) -
         GetOp(ns, "missing"),
     ])
     assert results[0] is None and results[1] is None
-    assert results[2] is not None and results[2].value == {"n": 2}  # the batch's puts land before its reads
+    assert results[2] is not None and results[2].value == {"n": 2}  # each read sees the puts before it
     assert [item.key for item in results[3]] == ["a"]
     assert results[4] == [("docs",)]
     assert results[5] is None
+
+
+def test_a_batch_runs_in_order_even_between_two_puts_of_one_key(pool: Any) -> None:
+    """A read between two puts of a key sees the first (an earlier put is dropped only when no read of its key
+    lies between it and the next), and a read after them sees the last."""
+    store = store_for(pool)
+    ns = ("b",)
+    store.put(ns, "x", {"v": 0})
+    results = store.batch([PutOp(ns, "x", {"v": 1}), GetOp(ns, "x"), SearchOp(ns, None, 10, 0),
+                           ListNamespacesOp(None, None, 10, 0), PutOp(ns, "x", {"v": 2}), GetOp(ns, "x")])
+    assert results[1] is not None and results[1].value == {"v": 1}
+    assert [item.value for item in results[2]] == [{"v": 1}]
+    assert results[5] is not None and results[5].value == {"v": 2}
+    results = store.batch([GetOp(ns, "x"), PutOp(ns, "x", {"v": 3}), GetOp(ns, "x"), PutOp(ns, "x", None),
+                           GetOp(ns, "x"), ListNamespacesOp(None, None, 10, 0)])
+    assert [r and r.value for r in results[:5]] == [{"v": 2}, None, {"v": 3}, None, None]
+    assert results[5] == []
+    results = store.batch([PutOp(ns, "y", {"v": 1}), ListNamespacesOp(None, None, 10, 0), PutOp(ns, "y", None)])
+    assert results[1] == [("b",)]  # the listing lies between the put and the delete
+    assert store.get(ns, "y") is None
+    # no read of the key between two puts: the first is never written, nor embedded
+    embedded: list[str] = []
+    indexed = store_for(pool, index={"dims": DIMS, "fields": ["text"],
+                                     "embed": lambda texts: embedded.extend(texts) or embed(texts)})
+    indexed.batch([PutOp(ns, "z", {"text": "first"}), GetOp(ns, "other"), PutOp(ns, "z", {"text": "second"})])
+    assert embedded == ["second"]
 
 
 def test_two_tenants_share_namespaces_without_seeing_each_other(pool: Any) -> None:

@@ -115,11 +115,26 @@ class MemsubStore(BaseStore):
     # -- one batch: statements, embeddings, results ----------------------------------------------------------
 
     def _plan(self, ops: Sequence[Op]) -> tuple[list[tuple[int, Op]], list[str], list[tuple[int, int]]]:
-        """Ops to run (puts deduplicated: the last put of a key wins), the texts to embed for each, and where each
-        op's texts start and end in that list."""
-        last_put = {(op.namespace, op.key): i for i, op in enumerate(ops) if isinstance(op, PutOp)}
-        planned = [(i, op) for i, op in enumerate(ops)
-                   if not isinstance(op, PutOp) or last_put[(op.namespace, op.key)] == i]
+        """Ops to run, in order, the texts to embed for each, and where each op's texts start and end in that list.
+        A put is left out when a later put of its key follows with no read between that could see it (a get of
+        the key, a search under a prefix of its namespace, a namespace listing): the reads see each put before
+        them, as they would with every put run."""
+        unread: dict[tuple[tuple[str, ...], str], int] = {}  # a key's last put that no read has seen yet
+        dropped: set[int] = set()
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                earlier = unread.get((op.namespace, op.key))
+                if earlier is not None:
+                    dropped.add(earlier)
+                unread[(op.namespace, op.key)] = i
+            elif isinstance(op, GetOp):
+                unread.pop((op.namespace, op.key), None)
+            elif isinstance(op, SearchOp):
+                prefix = op.namespace_prefix
+                unread = {k: v for k, v in unread.items() if k[0][:len(prefix)] != prefix}
+            elif isinstance(op, ListNamespacesOp):
+                unread = {}
+        planned = [(i, op) for i, op in enumerate(ops) if i not in dropped]
         texts: list[str] = []
         spans: list[tuple[int, int]] = []
         for _, op in planned:
