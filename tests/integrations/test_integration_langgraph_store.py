@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ContextError, InvalidInput, LimitExceeded
@@ -455,6 +457,23 @@ def test_an_indexed_item_keeps_its_vectors_in_its_context(db: Any) -> None:
                                 "where tenant_id = %s", [tenant]).fetchone() == (1, 0)
     finally:
         pool.close()
+
+
+def test_an_async_pool_given_as_pool_serves_the_async_methods(db: Any) -> None:
+    async def scenario() -> None:
+        apool: Any = AsyncConnectionPool(db.dsn("app"), open=False,
+                                         kwargs={"row_factory": dict_row, "autocommit": True})
+        await apool.open()
+        try:
+            store = MemsubStore(apool, TenantContext(uuid.uuid4()))
+            await store.aput(("a",), "k", {"v": 1})
+            assert (await store.aget(("a",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+            with pytest.raises(RuntimeError, match="sync"):
+                store.get(("a",), "k")
+        finally:
+            await apool.close()
+
+    asyncio.run(scenario())
 
 
 def test_async_methods_share_the_stored_functions(db: Any) -> None:

@@ -37,6 +37,7 @@ from langgraph.store.base import (
     TTLConfig,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+from psycopg_pool import AsyncConnectionPool
 
 from memsub._calls import checked_vector, strict_jsonb
 from memsub.errors import LocalValidationError
@@ -66,12 +67,15 @@ DISTANCES = ("cosine", "l2", "inner_product")
 
 
 class MemsubStore(BaseStore):
-    """LangGraph ``BaseStore`` over memsub's stored functions; ``pool`` is a psycopg pool (sync, async, or both)."""
+    """LangGraph ``BaseStore`` over memsub's stored functions. ``pool`` is a psycopg ``ConnectionPool`` for the sync
+    methods or an ``AsyncConnectionPool`` for the async ones; ``async_pool`` adds an async pool to a sync one."""
 
     supports_ttl = True
 
     def __init__(self, pool: Any, context: TenantContext, *, index: IndexConfig | None = None,
                  ttl: TTLConfig | None = None, async_pool: Any = None) -> None:
+        if isinstance(pool, AsyncConnectionPool) and async_pool is None:
+            pool, async_pool = None, pool
         self.pool = pool
         self.async_pool = async_pool
         self.context = context
@@ -200,6 +204,8 @@ class MemsubStore(BaseStore):
         return results
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.pool is None:
+            raise RuntimeError("MemsubStore: give a sync pool (pool=) to use the sync methods")
         ops = list(ops)
         planned, texts, spans = self._plan(ops)
         vectors = self._embed(texts, spans, planned)
@@ -256,6 +262,8 @@ class MemsubStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete the tenant's expired items now (reads never return them in any case); returns how many."""
+        if self.pool is None:
+            raise RuntimeError("MemsubStore: give a sync pool (pool=) to use the sync methods")
         return int(call_many(self.pool, self.context, [(SWEEP, [])])[0][0]["deleted"])
 
 
