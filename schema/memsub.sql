@@ -7335,7 +7335,16 @@ begin
     on conflict (tenant_id, namespace_key, key) do update
        set value = excluded.value, updated_at = now(), ttl_minutes = excluded.ttl_minutes,
            expires_at = excluded.expires_at
+     -- Only the writer's own item. Another context's item here was written since the check above, by a
+     -- transaction this insert waited for: left alone, it is refused below. (PostgreSQL tests this condition
+     -- before the row-level security policy, which would refuse it with its own message.)
+     where i.org_id is not distinct from excluded.org_id
     returning i.org_id into org;  -- its vectors carry the item's context
+    if not found then
+        raise exception 'memsub.langgraph_store_put: item "%" of namespace "%" is written from another context '
+                        '(another organization''s, or the tenant-wide one): it is changed there only', p_key, v_key
+            using errcode = '42501', column = 'key';
+    end if;
     delete from memsub.langgraph_store_vectors v
      where v.tenant_id = tenant and v.namespace_key = v_key and v.key = p_key;
     insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, field_name,

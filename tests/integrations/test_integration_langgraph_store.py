@@ -10,11 +10,13 @@ keys without seeing each other's items.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from psycopg.rows import dict_row
@@ -436,6 +438,41 @@ def test_an_item_is_changed_only_from_the_context_that_wrote_it(db: Any) -> None
         assert org_a.get(ns, "k") is None
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("first_org", [True, False], ids=["organization first", "tenant-wide first"])
+def test_two_contexts_writing_a_new_key_at_once(db: Any, first_org: bool) -> None:
+    """The second of two concurrent first writes of a key, from another context, waits for the first and is then
+    refused by name: it neither overwrites the first (an organization sees a tenant-wide row) nor meets the
+    row-level security policy (a tenant-wide context does not see an organization's row)."""
+    tenant, org = uuid.uuid4(), uuid.uuid4()
+    first_context, second_context = ((org, None) if first_org else (None, org))
+    with db.connect("app") as first, db.connect("app") as second:
+        first.execute("select memsub.set_context(%s, %s)", [tenant, first_context])
+        first.execute("select memsub.langgraph_store_put('{shared}', 'k', '{\"by\": \"first\"}')")
+        second.execute("select memsub.set_context(%s, %s)", [tenant, second_context])
+        second.execute("set local lock_timeout = '10s'")
+        outcome: list[BaseException | None] = []
+
+        def write() -> None:
+            try:
+                second.execute("select memsub.langgraph_store_put('{shared}', 'k', '{\"by\": \"second\"}')")
+                outcome.append(None)
+            except psycopg.Error as error:
+                outcome.append(error)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(0.3)  # the second waits on the first's uncommitted row
+        first.commit()
+        writer.join()
+        second.rollback()
+    refused = outcome[0]
+    assert isinstance(refused, psycopg.errors.InsufficientPrivilege), refused
+    assert refused.diag.column_name == "key" and "row-level security" not in str(refused)
+    with db.connect() as conn:
+        assert conn.execute("select value ->> 'by' from memsub.langgraph_store_items where tenant_id = %s",
+                            [tenant]).fetchall() == [("first",)]
 
 
 def test_an_indexed_item_keeps_its_vectors_in_its_context(db: Any) -> None:
