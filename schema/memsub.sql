@@ -186,6 +186,19 @@ ALTER TYPE memsub.retrieval_candidate OWNER TO memsub_owner;
 
 COMMENT ON TYPE memsub.retrieval_candidate IS 'One nearest-neighbour candidate of memsub.semantic_search (internal).';
 
+CREATE FUNCTION memsub._actor_seal(p_agent text, p_task text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', 'actor',
+               pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.context_seal', true)),
+               pg_catalog.quote_nullable(p_agent), pg_catalog.quote_nullable(p_task))), 'hex')
+$$;
+
+ALTER FUNCTION memsub._actor_seal(p_agent text, p_task text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._actor_seal(p_agent text, p_task text) IS 'Internal: the seal of an actor (agent and task settings as text) in the current context: HMAC-SHA256 under the seal key of the pair and the context''s seal. Granted to nobody: memsub.set_actor writes it, memsub._current_actor checks it.';
+
 CREATE FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1137,6 +1150,33 @@ $$;
 ALTER FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) IS 'Internal to memsub._search_strategy: how many embeddings of the type the context tenant holds, counted up to p_limit from the tenant and type index (owned by memsub_retrieval_owner, BYPASSRLS: every row of the tenant counts, as in memsub.search_stats.row_count). 42501 without a tenant context; 22023 naming embedding_type or limit for an unknown type or a limit below 1.';
+
+CREATE FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) RETURNS record
+    LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    agent text := coalesce(pg_catalog.current_setting('memsub.agent_id', true), '');
+    task  text := coalesce(pg_catalog.current_setting('memsub.task_id', true), '');
+begin
+    if agent = '' and task = '' then
+        return;
+    end if;
+    if pg_catalog.current_setting('memsub.actor_seal', true) is distinct from memsub._actor_seal(agent, task) then
+        raise exception 'memsub: the acting % was not set by memsub.set_actor in this context (or was changed since)',
+                        case when agent <> '' then 'agent' else 'task' end
+            using errcode = '42501', column = case when agent <> '' then 'agent_id' else 'task_id' end,
+                  hint = 'Name the actor with memsub.set_actor after memsub.set_context, never with set_config or '
+                         'SET; set it again after changing the context.';
+    end if;
+    agent_id := nullif(agent, '')::uuid;
+    task_id := nullif(task, '')::bigint;
+end
+$$;
+
+ALTER FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) IS 'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and memsub.audit_record.';
 
 CREATE FUNCTION memsub._document_chunks_unlink(p_document_id uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -4542,13 +4582,16 @@ declare
     -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
     -- policies too, a second evaluation of the context on every audited write.
     v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
+    -- The acting agent and task, their seal checked once (memsub._current_actor).
+    v_actor record;
 begin
+    select a.agent_id, a.task_id into v_actor from memsub._current_actor() a;
     insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
     overriding system value
     values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
-            p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
-            coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
+            p_session_id, coalesce(p_agent_id, v_actor.agent_id),
+            coalesce(p_task_id, v_actor.task_id), p_memory_entry_id, p_namespace, p_key, p_version,
             coalesce(p_details, '{}'));
     return v_id;
 end
@@ -5304,13 +5347,13 @@ ALTER FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id 
 COMMENT ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) IS 'Creates an API key acting for a tenant (and optionally an organization, a user, context roles) and returns it once as api_key; only its sha256 is kept. A platform_admin context: any tenant and roles; a tenant_admin context: its own tenant, roles tenant_admin at most (42501 otherwise).';
 
 CREATE FUNCTION memsub.current_agent_id() RETURNS uuid
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select nullif(current_setting('memsub.agent_id', true), '')::uuid $$;
+    LANGUAGE sql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select a.agent_id from memsub._current_actor() a $$;
 
 ALTER FUNCTION memsub.current_agent_id() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.current_agent_id() IS 'Acting agent of the current transaction (memsub.set_actor), or NULL.';
+COMMENT ON FUNCTION memsub.current_agent_id() IS 'Acting agent of the current transaction (memsub.set_actor), or NULL. Raises 42501 (column agent_id or task_id) when the actor was not set by memsub.set_actor in the current context.';
 
 CREATE FUNCTION memsub.current_context_roles() RETURNS text[]
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -5340,13 +5383,13 @@ ALTER FUNCTION memsub.current_session_id() OWNER TO memsub_owner;
 COMMENT ON FUNCTION memsub.current_session_id() IS 'Session of the current context, or NULL.';
 
 CREATE FUNCTION memsub.current_task_id() RETURNS bigint
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select nullif(current_setting('memsub.task_id', true), '')::bigint $$;
+    LANGUAGE sql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$ select a.task_id from memsub._current_actor() a $$;
 
 ALTER FUNCTION memsub.current_task_id() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.current_task_id() IS 'Acting task of the current transaction (memsub.set_actor), or NULL.';
+COMMENT ON FUNCTION memsub.current_task_id() IS 'Acting task of the current transaction (memsub.set_actor), or NULL. Raises 42501 (column agent_id or task_id) when the actor was not set by memsub.set_actor in the current context.';
 
 CREATE FUNCTION memsub.current_tenant_id() RETURNS uuid
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -10130,7 +10173,7 @@ ALTER FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p
 COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
 
 CREATE FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint DEFAULT NULL::bigint) RETURNS void
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
@@ -10154,14 +10197,16 @@ begin
         raise exception 'memsub.set_actor: task % does not exist or is not visible', p_task_id
             using errcode = '23503', column = 'task_id';
     end if;
-    perform pg_catalog.set_config('memsub.agent_id', coalesce(p_agent_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.task_id', coalesce(v_task::text, ''), true);
+    perform pg_catalog.set_config('memsub.agent_id', coalesce(p_agent_id::text, ''), true),
+            pg_catalog.set_config('memsub.task_id', coalesce(v_task::text, ''), true),
+            pg_catalog.set_config('memsub.actor_seal',
+                memsub._actor_seal(coalesce(p_agent_id::text, ''), coalesce(v_task::text, '')), true);
 end
 $$;
 
 ALTER FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) IS 'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record them. Raises 23503 naming agent_id or task_id when either is unknown or not visible.';
+COMMENT ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) IS 'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record them. Raises 23503 naming agent_id or task_id when either is unknown or not visible. The actor is sealed to the current context: set_config or SET cannot name one, and changing the context (org, user, session) needs set_actor again.';
 
 CREATE FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid, p_user_id uuid DEFAULT NULL::uuid, p_roles text[] DEFAULT '{}'::text[], p_session_id text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15582,6 +15627,8 @@ REVOKE ALL ON TYPE memsub.retrieval_candidate FROM PUBLIC;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_app;
 GRANT ALL ON TYPE memsub.retrieval_candidate TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._actor_seal(p_agent text, p_task text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) FROM PUBLIC;
@@ -15706,6 +15753,8 @@ GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limi
 REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) TO memsub_owner;

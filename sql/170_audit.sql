@@ -15,20 +15,70 @@ as $$ select memsub.is_tenant_admin() or memsub.is_platform_admin() $$;
 comment on function memsub._caller_is_admin() is
     'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
 
-create or replace function memsub.current_agent_id() returns uuid
+-- The actor is read back only with its seal, as the context is (010_identity.sql): memsub.set_actor stores, next
+-- to the agent and task, an HMAC over them and the context's own seal under the seal key, which no login can
+-- read. Settings written by hand (set_config, SET), changed after set_actor, or outliving the context set_actor
+-- was called in (the context's seal covers the login, the transaction, tenant, org, user and session) are
+-- refused: an audit row names only an agent and task set_actor found visible in that context.
+create or replace function memsub._actor_seal(p_agent text, p_task text) returns text
 language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$ select nullif(current_setting('memsub.agent_id', true), '')::uuid $$;
-comment on function memsub.current_agent_id() is 'Acting agent of the current transaction (memsub.set_actor), or NULL.';
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', 'actor',
+               pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.context_seal', true)),
+               pg_catalog.quote_nullable(p_agent), pg_catalog.quote_nullable(p_task))), 'hex')
+$$;
+comment on function memsub._actor_seal(text, text) is
+    'Internal: the seal of an actor (agent and task settings as text) in the current context: HMAC-SHA256 under '
+    'the seal key of the pair and the context''s seal. Granted to nobody: memsub.set_actor writes it, '
+    'memsub._current_actor checks it.';
+
+create or replace function memsub._current_actor(out agent_id uuid, out task_id bigint)
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    agent text := coalesce(pg_catalog.current_setting('memsub.agent_id', true), '');
+    task  text := coalesce(pg_catalog.current_setting('memsub.task_id', true), '');
+begin
+    if agent = '' and task = '' then
+        return;
+    end if;
+    if pg_catalog.current_setting('memsub.actor_seal', true) is distinct from memsub._actor_seal(agent, task) then
+        raise exception 'memsub: the acting % was not set by memsub.set_actor in this context (or was changed since)',
+                        case when agent <> '' then 'agent' else 'task' end
+            using errcode = '42501', column = case when agent <> '' then 'agent_id' else 'task_id' end,
+                  hint = 'Name the actor with memsub.set_actor after memsub.set_context, never with set_config or '
+                         'SET; set it again after changing the context.';
+    end if;
+    agent_id := nullif(agent, '')::uuid;
+    task_id := nullif(task, '')::bigint;
+end
+$$;
+comment on function memsub._current_actor() is
+    'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming '
+    'agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in '
+    'the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and '
+    'memsub.audit_record.';
+
+create or replace function memsub.current_agent_id() returns uuid
+language sql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select a.agent_id from memsub._current_actor() a $$;
+comment on function memsub.current_agent_id() is
+    'Acting agent of the current transaction (memsub.set_actor), or NULL. Raises 42501 (column agent_id or '
+    'task_id) when the actor was not set by memsub.set_actor in the current context.';
 
 create or replace function memsub.current_task_id() returns bigint
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, pg_temp
-as $$ select nullif(current_setting('memsub.task_id', true), '')::bigint $$;
-comment on function memsub.current_task_id() is 'Acting task of the current transaction (memsub.set_actor), or NULL.';
+language sql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$ select a.task_id from memsub._current_actor() a $$;
+comment on function memsub.current_task_id() is
+    'Acting task of the current transaction (memsub.set_actor), or NULL. Raises 42501 (column agent_id or '
+    'task_id) when the actor was not set by memsub.set_actor in the current context.';
 
 create or replace function memsub.set_actor(p_agent_id uuid, p_task_id bigint default null) returns void
-language plpgsql volatile security invoker
+language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
@@ -52,13 +102,17 @@ begin
         raise exception 'memsub.set_actor: task % does not exist or is not visible', p_task_id
             using errcode = '23503', column = 'task_id';
     end if;
-    perform pg_catalog.set_config('memsub.agent_id', coalesce(p_agent_id::text, ''), true);
-    perform pg_catalog.set_config('memsub.task_id', coalesce(v_task::text, ''), true);
+    perform pg_catalog.set_config('memsub.agent_id', coalesce(p_agent_id::text, ''), true),
+            pg_catalog.set_config('memsub.task_id', coalesce(v_task::text, ''), true),
+            pg_catalog.set_config('memsub.actor_seal',
+                memsub._actor_seal(coalesce(p_agent_id::text, ''), coalesce(v_task::text, '')), true);
 end
 $$;
 comment on function memsub.set_actor(uuid, bigint) is
     'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record '
-    'them. Raises 23503 naming agent_id or task_id when either is unknown or not visible.';
+    'them. Raises 23503 naming agent_id or task_id when either is unknown or not visible. The actor is sealed to '
+    'the current context: set_config or SET cannot name one, and changing the context (org, user, session) '
+    'needs set_actor again.';
 
 drop function if exists memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid);
 create or replace function memsub.audit_record(
@@ -80,13 +134,16 @@ declare
     -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
     -- policies too, a second evaluation of the context on every audited write.
     v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
+    -- The acting agent and task, their seal checked once (memsub._current_actor).
+    v_actor record;
 begin
+    select a.agent_id, a.task_id into v_actor from memsub._current_actor() a;
     insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
                               memory_entry_id, namespace, key, version, details)
     overriding system value
     values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
-            p_session_id, coalesce(p_agent_id, memsub.current_agent_id()),
-            coalesce(p_task_id, memsub.current_task_id()), p_memory_entry_id, p_namespace, p_key, p_version,
+            p_session_id, coalesce(p_agent_id, v_actor.agent_id),
+            coalesce(p_task_id, v_actor.task_id), p_memory_entry_id, p_namespace, p_key, p_version,
             coalesce(p_details, '{}'));
     return v_id;
 end

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 from helpers import TENANT_A, set_context
 from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
@@ -175,3 +176,49 @@ def test_a_session_with_an_open_task_in_another_organization_does_not_terminate(
                          "p_cancel_open_tasks => %s)", [cancel])
     assert ground_truth(db, "select status from memsub.sessions") == [{"status": "active"}]
     assert ground_truth(db, "select status from memsub.tasks") == [{"status": "pending"}]
+
+
+def test_an_actor_written_by_hand_is_refused_by_name(db):
+    """The acting agent and task count only as memsub.set_actor wrote them, in this transaction's context. Written
+    by hand with set_config they are refused (42501 naming agent_id or task_id), whether they name another
+    organization's agent and task, which set_actor refuses, or no agent at all: no audited write goes through and
+    no audit row names them."""
+    tenant, org_a, org_b, user_a, user_b = (uuid.uuid4() for _ in range(5))
+    with db.connect("app") as conn:
+        set_context(conn, tenant, org=org_a, user=user_a)
+        task = one(conn, "select * from memsub.task_create('build')")["id"]
+        agent = one(conn, "select * from memsub.agent_spawn('planner', %s)", [task])["id"]
+        conn.commit()
+        set_context(conn, tenant, org=org_b, user=user_b)
+        expect_error(conn, "23503", "agent_id", "select memsub.set_actor(%s)", [agent])
+        write = "select memsub.memory_write(%s, 'k', '1')"
+        for forged, column in [({"agent_id": agent, "task_id": task}, "agent_id"),
+                               ({"agent_id": uuid.uuid4()}, "agent_id"), ({"task_id": task}, "task_id")]:
+            set_context(conn, tenant, org=org_b, user=user_b)
+            for name, value in forged.items():
+                conn.execute("select set_config(%s, %s, true)", [f"memsub.{name}", str(value)])
+            expect_error(conn, "42501", column, write, [f"user:{user_b}"])
+            set_context(conn, tenant, org=org_b, user=user_b)
+            for name, value in forged.items():
+                conn.execute("select set_config(%s, %s, true)", [f"memsub.{name}", str(value)])
+            expect_error(conn, "42501", column, f"select memsub.current_{column}()")
+        # Changed by hand after set_actor, or outliving the context set_actor was called in: refused too.
+        set_context(conn, tenant, org=org_a, user=user_a)
+        conn.execute("select memsub.set_actor(%s)", [agent])
+        conn.execute("select set_config('memsub.task_id', '999999', true)")
+        expect_error(conn, "42501", "agent_id", write, [f"user:{user_a}"])
+        set_context(conn, tenant, org=org_a, user=user_a)
+        conn.execute("select memsub.set_actor(%s)", [agent])
+        set_context(conn, tenant, org=org_b, user=user_b)
+        expect_error(conn, "42501", "agent_id", write, [f"user:{user_b}"])
+        # set_actor's own actor, in the same context set again (as the client does before each call), counts.
+        set_context(conn, tenant, org=org_a, user=user_a)
+        conn.execute("select memsub.set_actor(%s)", [agent])
+        set_context(conn, tenant, org=org_a, user=user_a)
+        assert one(conn, "select memsub.current_agent_id() as a, memsub.current_task_id() as t") == {
+            "a": agent, "t": task}
+        conn.execute(write, [f"user:{user_a}"])
+        conn.commit()
+    rows = ground_truth(db, "select org_id, agent_id, task_id, operation from memsub.audit where tenant_id = %s"
+                            " and operation = 'memory_write'", [tenant])
+    assert rows == [{"org_id": org_a, "agent_id": agent, "task_id": task, "operation": "memory_write"}]
