@@ -16,7 +16,9 @@
 -- memsub.learn_importance is owned by memsub_retrieval_owner and works on the context tenant with explicit
 -- tenant predicates: importance is tenant-wide, and every organization's accesses count. Concurrent calls for
 -- one tenant queue on a maintenance lock (memsub.take_maintenance_lock); each access and feedback is marked learned in the same
--- transaction, so none is counted twice.
+-- transaction, so none is counted twice. An access keeps the feedback learned (learned_was_useful): feedback is
+-- learned again only when it ends different from that, so feedback changed and changed back between two runs is
+-- not learned twice.
 
 create or replace function memsub.record_feedback(
     p_access_id  uuid,
@@ -40,9 +42,7 @@ begin
     end if;
     -- Row-level security binds this function's owner: only an access the caller can see is updated.
     update memsub.memory_access_log l
-       set was_useful = p_was_useful, feedback_reason = p_reason, feedback_at = now(),
-           feedback_learned_at = case when l.was_useful is not distinct from p_was_useful
-                                      then l.feedback_learned_at end
+       set was_useful = p_was_useful, feedback_reason = p_reason, feedback_at = now()
      where l.tenant_id = v_tenant and l.access_id = p_access_id
     returning l.* into v_entry;
     if not found then
@@ -53,8 +53,9 @@ begin
 end
 $$;
 comment on function memsub.record_feedback(uuid, boolean, text) is
-    'Records whether an access was useful (and why). Changed feedback is learned again by the next '
-    'memsub.learn_importance run; repeating the same feedback is not. Unknown or invisible access: 23503.';
+    'Records whether an access was useful (and why). Feedback that ends different from what '
+    'memsub.learn_importance last learned of the access is learned again by its next run; feedback that ends as '
+    'learned (repeated, or changed and changed back) is not. Unknown or invisible access: 23503.';
 
 create or replace function memsub.learn_importance(
     p_access_rate   double precision default 0.02,
@@ -77,8 +78,15 @@ declare
     v_updated  integer := 0;
     v_decayed  integer := 0;
     v_rows     integer;
+    v_missing  text;
     v_run      memsub.importance_learning_runs;
 begin
+    -- Required: a NULL rate made every step a step of rate 1, and a NULL floor left nothing to decay.
+    v_missing := case when p_access_rate is null then 'access_rate' when p_feedback_rate is null then 'feedback_rate'
+                      when p_floor is null then 'floor' end;
+    if v_missing is not null then
+        raise exception 'field "%" is required', v_missing using errcode = '23502', column = v_missing;
+    end if;
     perform memsub._check_unit(p_access_rate, 'access_rate');
     perform memsub._check_unit(p_feedback_rate, 'feedback_rate');
     perform memsub._check_unit(p_floor, 'floor');
@@ -96,48 +104,59 @@ begin
                                  clock_timestamp() - v_previous)) / date_part('epoch', p_half_life)), 1000.0)), 0.0);
     end if;
 
-    -- What is new in the log. An embedding access counts for its packet; an embedding id with no
-    -- memory_embeddings row is a legacy memory (semantic_memory.embedding_id).
-    create temporary table learn_batch on commit drop as
-    select l.access_id,
-           case when l.target_type <> 'embedding' then l.target_type
-                when e.embedding_id is null then 'semantic' else 'packet' end as target_type,
-           coalesce(e.packet_id, l.target_id) as target_id,
-           l.counted_at is null as count_it,
-           (l.was_useful is not null and l.feedback_learned_at is null) as learn_feedback,
-           l.was_useful
-      from memsub.memory_access_log l
-      left join memsub.memory_embeddings e
-             on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
-     where l.tenant_id = v_tenant
-       and (l.counted_at is null or (l.was_useful is not null and l.feedback_learned_at is null))
-       for update of l;
-
-    select count(*) filter (where b.count_it), count(*) filter (where b.learn_feedback)
-      into v_counted, v_feedback from learn_batch b;
-
-    create temporary table learn_delta on commit drop as
-    select b.target_type, b.target_id,
-           count(*) filter (where b.count_it) as accesses,
-           count(*) filter (where b.learn_feedback and b.was_useful) as useful,
-           count(*) filter (where b.learn_feedback and not b.was_useful) as useless
-      from learn_batch b
-     group by 1, 2;
-
-    update memsub.packet_store s
-       set importance_score = least(1.0, greatest(0.0,
-               memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
-      from learn_delta d
-     where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id;
-    get diagnostics v_rows = row_count;
-    v_updated := v_updated + v_rows;
-    update memsub.semantic_memory m
-       set importance_score = least(1.0, greatest(0.0,
-               memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate, p_feedback_rate)))
-      from learn_delta d
-     where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id;
-    get diagnostics v_rows = row_count;
-    v_updated := v_updated + v_rows;
+    -- One statement, so one snapshot of the log: what is new in it (batch, locked), each target's share (delta),
+    -- the importances learned from it and the log marked learned. An embedding access counts for its packet; an
+    -- embedding id with no memory_embeddings row is a legacy memory (semantic_memory.embedding_id). No temporary
+    -- table: one the caller's session holds under the same name would stand in the way.
+    with batch as (
+        select l.access_id,
+               case when l.target_type <> 'embedding' then l.target_type
+                    when e.embedding_id is null then 'semantic' else 'packet' end as target_type,
+               coalesce(e.packet_id, l.target_id) as target_id,
+               l.counted_at is null as count_it,
+               (l.was_useful is not null and l.was_useful is distinct from l.learned_was_useful) as learn_feedback,
+               l.was_useful
+          from memsub.memory_access_log l
+          left join memsub.memory_embeddings e
+                 on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
+         where l.tenant_id = v_tenant
+           and (l.counted_at is null or (l.was_useful is not null and l.was_useful is distinct from l.learned_was_useful))
+           for update of l
+    ), delta as (
+        select b.target_type, b.target_id,
+               count(*) filter (where b.count_it) as accesses,
+               count(*) filter (where b.learn_feedback and b.was_useful) as useful,
+               count(*) filter (where b.learn_feedback and not b.was_useful) as useless
+          from batch b
+         group by 1, 2
+    ), packets as (
+        update memsub.packet_store s
+           set importance_score = least(1.0, greatest(0.0,
+                   memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
+                                           p_feedback_rate)))
+          from delta d
+         where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id
+        returning 1
+    ), legacy as (
+        update memsub.semantic_memory m
+           set importance_score = least(1.0, greatest(0.0,
+                   memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
+                                           p_feedback_rate)))
+          from delta d
+         where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id
+        returning 1
+    ), learned as (
+        update memsub.memory_access_log l
+           set counted_at = coalesce(l.counted_at, v_started),
+               feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end,
+               learned_was_useful = case when b.learn_feedback then b.was_useful else l.learned_was_useful end
+          from batch b
+         where l.tenant_id = v_tenant and l.access_id = b.access_id
+    )
+    select (select count(*) filter (where b.count_it) from batch b),
+           (select count(*) filter (where b.learn_feedback) from batch b),
+           (select count(*) from packets) + (select count(*) from legacy)
+      into v_counted, v_feedback, v_updated;
 
     -- Decay of idle memories, by the time since the previous run. What is left above the floor goes to 0 where
     -- its product with the factor would fall below 1e-300: PostgreSQL raises an underflow error on a product
@@ -160,12 +179,6 @@ begin
         v_decayed := v_decayed + v_rows;
     end if;
 
-    update memsub.memory_access_log l
-       set counted_at = coalesce(l.counted_at, v_started),
-           feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end
-      from learn_batch b
-     where l.tenant_id = v_tenant and l.access_id = b.access_id;
-
     insert into memsub.importance_learning_runs (
         tenant_id, started_at, finished_at, accesses_counted, feedback_learned, targets_updated, targets_decayed,
         decay_factor, parameters)
@@ -174,8 +187,6 @@ begin
         jsonb_build_object('access_rate', p_access_rate, 'feedback_rate', p_feedback_rate,
                            'half_life', p_half_life::text, 'floor', p_floor, 'idle_after', p_idle_after::text))
     returning * into v_run;
-    drop table learn_batch;
-    drop table learn_delta;
     return v_run;
 end
 $$;

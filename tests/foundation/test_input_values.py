@@ -192,6 +192,14 @@ def test_a_fact_confidence_given_as_a_string_nan_is_refused(world):
              "memory.facts[0].confidence")
 
 
+@pytest.mark.parametrize("column", ["access_rate", "feedback_rate", "floor"])
+def test_a_null_learning_rate_or_floor_is_refused(world, column):
+    """A NULL rate acted as a rate of 1 (one access or one useful feedback set the importance to 1) and a NULL floor
+    turned decay off; each is refused with 23502 naming it, and no run is recorded."""
+    _refused(world, f"select * from memsub.learn_importance(p_{column} => null)",  # noqa: S608
+             [], column, sqlstate="23502")
+
+
 TIMESTAMP_CALLS = [
     ("select memsub.temporal_edge_add('a', 'knows', 'b', p_valid_from => %s::timestamptz)", "valid_from"),
     ("select memsub.temporal_edge_add('a', 'knows', 'b', p_valid_until => %s::timestamptz)", "valid_until"),

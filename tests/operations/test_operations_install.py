@@ -514,6 +514,56 @@ def _check_store_vector_contexts(dsn: str, _: Any = None) -> None:
     assert security == [("langgraph_store_items", True, True), ("langgraph_store_vectors", True, True)]
 
 
+ACCESSES = {name: str(uuid.UUID(int=300 + n)) for n, name in
+            enumerate(["learned useful", "learned useless", "changed since learned", "not learned", "no feedback"])}
+
+
+def _accesses_at_2_39_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.39.0 whose access log holds feedback learned and unchanged since, feedback changed since it
+    was learned (record_feedback had cleared feedback_learned_at), feedback not learned yet and no feedback."""
+    migrator.migrate("2.39.0")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, useful, learned in [("learned useful", True, True), ("learned useless", False, True),
+                                      ("changed since learned", False, False), ("not learned", True, False),
+                                      ("no feedback", None, False)]:
+            conn.execute("insert into memsub.memory_access_log (tenant_id, access_id, target_type, target_id, "
+                         "was_useful, counted_at, feedback_learned_at) values (%s, %s, 'packet', %s, %s, now(), "
+                         "case when %s then now() end)",
+                         [str(uuid.UUID(int=1)), ACCESSES[name], str(uuid.UUID(int=2)), useful, learned])
+
+
+def _check_learned_feedback(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        learned = dict(conn.execute("select access_id::text, learned_was_useful from memsub.memory_access_log"
+                                    ).fetchall())
+        unlearned = conn.execute("select access_id::text from memsub.memory_access_log where counted_at is null "
+                                 "or (was_useful is not null and was_useful is distinct from learned_was_useful) "
+                                 "order by 1").fetchall()
+        security = conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = 'memsub.memory_access_log'::regclass").fetchone()
+    # What was learned and is unchanged is kept as learned; the rest is learned by the next run, as before.
+    assert learned == {ACCESSES["learned useful"]: True, ACCESSES["learned useless"]: False,
+                       ACCESSES["changed since learned"]: None, ACCESSES["not learned"]: None,
+                       ACCESSES["no feedback"]: None}
+    assert unlearned == sorted([(ACCESSES["changed since learned"],), (ACCESSES["not learned"],)])
+    assert security == (True, True)
+
+
+def test_a_non_superuser_installer_keeps_the_learned_feedback_of_every_tenant_too(server, empty_db, installer):
+    """Row-level security is forced on memory_access_log: without a tenant context its owner sees no row, and the
+    upgrade must still keep every tenant's learned feedback, and leave row-level security as it was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _accesses_at_2_39_0(server.dsn(empty_db), migrator)
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # its policies exist at 2.39.0 already
+        conn.execute("alter table memsub.memory_access_log enable row level security, force row level security")
+    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+        assert conn.execute("select count(*) from memsub.memory_access_log").fetchone() == (0,)
+    migrator.migrate()
+    _check_learned_feedback(server.dsn(empty_db))
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -524,6 +574,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
                                                       lambda dsn, _: _check_session_events(dsn)),
     "2.38.0 matches entity names in either Unicode composition": (_graph_at_2_37_0, _check_graph_keys),
     "2.39.0 keeps neighbour lists to latest chunks their readers may see": (_neighbours_at_2_38_0, _check_neighbours),
+    "2.41.0 keeps the feedback learned": (_accesses_at_2_39_0, _check_learned_feedback),
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
 }
 

@@ -209,6 +209,47 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         assert extreme is not None and 0.0 <= extreme[1] <= extreme[0] <= 1.0
 
 
+def test_feedback_is_learned_again_only_when_it_ends_unlike_what_was_learned(db384):
+    """Useful feedback is learned; turned to not useful and back before the next run, it ends as learned, so the
+    next run learns nothing (it learned 'useful' a second time); turned to not useful and left so, it is learned
+    once more, as not useful."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet = write(conn, {"packet_type": "note", "payload": {"text": "p"}})["packet_id"]
+        access = call(conn, "select * from memsub.record_access('packet', %s)", [packet])["access_id"]
+        conn.execute("select memsub.record_feedback(%s, true)", [access])
+        runs, importances = [], []
+        for flips in ([], [False, True], [False], [True, False], []):
+            for useful in flips:
+                conn.execute("select memsub.record_feedback(%s, %s)", [access, useful])
+            conn.commit()
+            set_context(conn, TENANT_A)
+            runs.append(call(conn, "select * from memsub.learn_importance(p_idle_after => interval '100 years')"
+                             )["feedback_learned"])
+            importances.append(importance(conn, packet))
+            conn.commit()
+            set_context(conn, TENANT_A)
+    assert runs == [1, 0, 1, 0, 0]
+    assert importances[1] == importances[0] and importances[2] < importances[1]
+    assert importances[4] == importances[3] == importances[2]
+
+
+def test_learning_runs_beside_a_temporary_table_of_the_caller(db384):
+    """A temporary table of the caller's session does not stand in the learning run's way, whatever its name."""
+    with db384.connect("app") as conn:
+        for name in ("learn_batch", "learn_delta"):
+            conn.execute(f"create temporary table {name} (x integer)")
+        conn.commit()
+        set_context(conn, TENANT_A)
+        packet = write(conn, {"packet_type": "note", "payload": {"text": "p"}})["packet_id"]
+        conn.execute("select memsub.record_access('packet', %s, p_was_useful => true)", [packet])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        run = call(conn, "select * from memsub.learn_importance()")
+        assert (run["accesses_counted"], run["feedback_learned"], run["targets_updated"]) == (1, 1, 1)
+        assert importance(conn, packet) > 0.5
+
+
 def test_reflections_by_vector_tags_priority_are_recorded(db384):
     with db384.connect("app") as conn:
         set_context(conn, TENANT_A)

@@ -1,0 +1,42 @@
+-- memsub 2.41.0: importance learning keeps the feedback it learned. memsub.record_feedback marked changed feedback
+-- as not learned, so feedback turned from useful to not useful and back before the next learning run was learned
+-- as useful a second time. Each access now keeps the value learned (learned_was_useful), and feedback is learned
+-- again only when the value it ends with differs from that one.
+
+alter table memsub.memory_access_log add column learned_was_useful boolean;
+comment on column memsub.memory_access_log.learned_was_useful is
+    'The feedback (was_useful) memsub.learn_importance last folded into the importance (NULL: none yet). '
+    'Feedback is learned again only when was_useful ends different from it.';
+comment on column memsub.memory_access_log.feedback_learned_at is
+    'When memsub.learn_importance last folded this access''s feedback into the importance (learned_was_useful; '
+    'NULL: not yet or no feedback).';
+
+-- Feedback learned before this release, and not changed since, is what was_useful holds: record_feedback marked
+-- changed feedback as not learned (feedback_learned_at NULL). Row-level security is forced on the table (even its
+-- owner sees no row without a tenant context), so it is lifted for this block and put back as it was.
+do $$
+declare
+    v_security boolean[];
+begin
+    select array[c.relrowsecurity, c.relforcerowsecurity] into v_security
+      from pg_catalog.pg_class c where c.oid = 'memsub.memory_access_log'::regclass;
+    alter table memsub.memory_access_log no force row level security;
+    alter table memsub.memory_access_log disable row level security;
+
+    update memsub.memory_access_log
+       set learned_was_useful = was_useful
+     where feedback_learned_at is not null and was_useful is not null;
+
+    if v_security[1] then
+        alter table memsub.memory_access_log enable row level security;
+    end if;
+    if v_security[2] then
+        alter table memsub.memory_access_log force row level security;
+    end if;
+end
+$$;
+
+drop index memsub.idx_memory_access_log_unlearned;
+create index idx_memory_access_log_unlearned on memsub.memory_access_log (tenant_id, target_type, target_id)
+    where counted_at is null or (was_useful is not null and was_useful is distinct from learned_was_useful);
+comment on index memsub.idx_memory_access_log_unlearned is 'Accesses and feedback importance learning has not read yet.';
