@@ -3500,6 +3500,25 @@ ALTER FUNCTION memsub._words_query(p_config regconfig, p_text text) OWNER TO mem
 
 COMMENT ON FUNCTION memsub._words_query(p_config regconfig, p_text text) IS 'Internal: the full-text query (websearch syntax) of a search text, matching words stored with their accents composed (NFC) or decomposed (NFD): the two forms'' queries joined by OR when the text has accents, its one query otherwise. A NULL text is an empty query.';
 
+CREATE FUNCTION memsub._world_model_entity_named(p_tenant_id uuid, p_name text) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    -- The stored names' matching form as idx_world_model_entities_key's expression, which the index search must
+    -- repeat (it is memsub.normalize_text's body).
+    select e.entity_id from memsub.world_model_entities e
+     where e.tenant_id = p_tenant_id
+       and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+           = memsub.normalize_text(p_name)
+     order by e.entity_id
+     limit 1
+$$;
+
+ALTER FUNCTION memsub._world_model_entity_named(p_tenant_id uuid, p_name text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._world_model_entity_named(p_tenant_id uuid, p_name text) IS 'Internal: the id of the tenant''s world-model entity whose name matches p_name (memsub.normalize_text), the first by entity_id; NULL when none does. Used by memsub.apply_world_model_update and memsub.graph_upsert_entity, so both find an entity however its name is spelled.';
+
 CREATE FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) RETURNS memsub.packet_write_result[]
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -4315,6 +4334,7 @@ declare
     v_field    text;
     v_id       text;
     v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
+    v_keys     text[] := '{}';  -- each change's entity id in its matching form (memsub.normalize_text)
     v_types    text[] := '{}';
     v_confidences double precision[] := '{}';
     v_type     text;
@@ -4342,11 +4362,13 @@ begin
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
-        if v_id = any(v_ids) then
+        -- Two spellings of one name are one entity (memsub.normalize_text).
+        if memsub.normalize_text(v_id) = any(v_keys) then
             raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
                 using errcode = '22023', column = v_field || '.entity_id';
         end if;
         v_ids := v_ids || v_id;
+        v_keys := v_keys || memsub.normalize_text(v_id);
         -- A type given is a required text (not blank), for an entity that exists as for a new one.
         v_types := v_types
                    || case when memsub._check_json_type(v_entity -> 'entity_type', 'string',
@@ -4371,7 +4393,9 @@ begin
 
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        v_id := v_ids[v_position + 1];
+        -- An entity whose name matches (memsub.normalize_text) is that entity, looked up under the state lock so a
+        -- concurrent update that created it is seen; otherwise a new entity, named as given.
+        v_id := coalesce(memsub._world_model_entity_named(v_tenant, v_ids[v_position + 1]), v_ids[v_position + 1]);
         v_type := v_types[v_position + 1];
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
@@ -4416,7 +4440,7 @@ $$;
 
 ALTER FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) IS 'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key), the state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at another version raises 40001 and nothing changes. Any error changes nothing.';
+COMMENT ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) IS 'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key); an entity_id matching an entity''s name (memsub.normalize_text) updates that entity, and naming one entity twice in an update, in any spelling, is refused (22023). The state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at another version raises 40001 and nothing changes. Any error changes nothing.';
 
 CREATE TABLE memsub.knowledge_facts (
     fact_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -6692,18 +6716,14 @@ begin
             memsub._check_limits(array(select octet_length(a)::bigint from unnest(p_aliases) a), 'max_key_bytes',
                                  array(select format('aliases[%s]', n - 1)
                                          from generate_series(1, cardinality(p_aliases)) n));
-    -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
-    v_name := coalesce((select e.entity_id from memsub.world_model_entities e
-                         where e.tenant_id = v_tenant
-                           and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
-                                                          '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
-                               = memsub.normalize_text(v_name)
-                         order by e.entity_id limit 1), v_name);
-    -- Through the world model, so the entity is versioned like every other world-model change.
+    -- Through the world model, so the entity is versioned like every other world-model change. A name that
+    -- matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'. The update finds it
+    -- under its lock, and the entity it changed or made is found the same way (memsub._world_model_entity_named).
     perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
         'entity_id', v_name, 'entity_type', p_entity_type,
         'attributes', coalesce(memsub._check_json_type(p_properties, 'object', 'properties'), '{}'),
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
+    v_name := coalesce(memsub._world_model_entity_named(v_tenant, v_name), v_name);
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                             where not memsub._is_blank(a) order by a),
@@ -11067,9 +11087,13 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('description', p_description, 'created_by', p_created_by);
-    -- Share lock on the state row: no update can commit between reading the version and the entities.
+    -- Share lock on the state row: no update can commit between reading the version and the entities. The row is
+    -- made first when the tenant has none yet, as memsub.apply_world_model_update makes it: a first update still
+    -- uncommitted holds that row, and the snapshot waits for it instead of reading version 0 and its entities.
+    insert into memsub.world_model_state (tenant_id, state_version, org_id, user_id)
+    values (v_tenant, 0, memsub.current_org_id(), memsub.current_user_id())
+    on conflict (tenant_id) do nothing;
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
-    v_version := coalesce(v_version, 0);
     select coalesce(jsonb_object_agg(w.entity_id, jsonb_build_object(
                'entity_type', w.entity_type, 'attributes', w.attributes, 'confidence', w.confidence,
                'version', w.version)), '{}')
@@ -11704,6 +11728,9 @@ CREATE FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) RETURNS TABLE(en
 declare
     v_snapshot jsonb;
 begin
+    if p_snapshot_id is null then
+        raise exception 'field "snapshot_id" is required' using errcode = '23502', column = 'snapshot_id';
+    end if;
     select s.snapshot into v_snapshot from memsub.world_model_snapshots s where s.snapshot_id = p_snapshot_id;
     if v_snapshot is null then
         raise exception 'field "snapshot_id": snapshot % does not exist or is not visible', p_snapshot_id
@@ -11719,7 +11746,7 @@ $$;
 
 ALTER FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) IS 'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities).';
+COMMENT ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) IS 'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities). NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
 
 CREATE FUNCTION memsub.world_model_state_version() RETURNS integer
     LANGUAGE sql STABLE
@@ -16021,6 +16048,8 @@ REVOKE ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) FROM
 GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._words_query(p_config regconfig, p_text text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._world_model_entity_named(p_tenant_id uuid, p_name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) FROM PUBLIC;
 

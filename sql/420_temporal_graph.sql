@@ -456,18 +456,14 @@ begin
             memsub._check_limits(array(select octet_length(a)::bigint from unnest(p_aliases) a), 'max_key_bytes',
                                  array(select format('aliases[%s]', n - 1)
                                          from generate_series(1, cardinality(p_aliases)) n));
-    -- A name that matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'.
-    v_name := coalesce((select e.entity_id from memsub.world_model_entities e
-                         where e.tenant_id = v_tenant
-                           and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
-                                                          '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
-                               = memsub.normalize_text(v_name)
-                         order by e.entity_id limit 1), v_name);
-    -- Through the world model, so the entity is versioned like every other world-model change.
+    -- Through the world model, so the entity is versioned like every other world-model change. A name that
+    -- matches an entity's (memsub.normalize_text) is that entity: 'ALICE' updates 'Alice'. The update finds it
+    -- under its lock, and the entity it changed or made is found the same way (memsub._world_model_entity_named).
     perform memsub.apply_world_model_update('graph_entity', jsonb_build_array(jsonb_build_object(
         'entity_id', v_name, 'entity_type', p_entity_type,
         'attributes', coalesce(memsub._check_json_type(p_properties, 'object', 'properties'), '{}'),
         'confidence', coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5))));
+    v_name := coalesce(memsub._world_model_entity_named(v_tenant, v_name), v_name);
     update memsub.world_model_entities w
        set aliases = array(select distinct a from unnest(w.aliases || coalesce(p_aliases, '{}')) as a
                             where not memsub._is_blank(a) order by a),

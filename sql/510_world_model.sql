@@ -16,6 +16,27 @@ as $$
 $$;
 comment on function memsub.world_model_state_version() is 'Current world-model state version of the context tenant (0 before any update).';
 
+-- Entity names match by one rule everywhere (sql/410_knowledge_graph.sql): two spellings that
+-- memsub.normalize_text makes equal name one entity. An update and graph_upsert_entity find an entity by it here.
+create or replace function memsub._world_model_entity_named(p_tenant_id uuid, p_name text) returns text
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- The stored names' matching form as idx_world_model_entities_key's expression, which the index search must
+    -- repeat (it is memsub.normalize_text's body).
+    select e.entity_id from memsub.world_model_entities e
+     where e.tenant_id = p_tenant_id
+       and lower(btrim(regexp_replace(normalize(e.entity_id, nfc),
+                                      '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g')))
+           = memsub.normalize_text(p_name)
+     order by e.entity_id
+     limit 1
+$$;
+comment on function memsub._world_model_entity_named(uuid, text) is
+    'Internal: the id of the tenant''s world-model entity whose name matches p_name (memsub.normalize_text), the '
+    'first by entity_id; NULL when none does. Used by memsub.apply_world_model_update and '
+    'memsub.graph_upsert_entity, so both find an entity however its name is spelled.';
+
 create or replace function memsub.apply_world_model_update(
     p_insight_type     text,
     p_entities         jsonb,
@@ -39,6 +60,7 @@ declare
     v_field    text;
     v_id       text;
     v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
+    v_keys     text[] := '{}';  -- each change's entity id in its matching form (memsub.normalize_text)
     v_types    text[] := '{}';
     v_confidences double precision[] := '{}';
     v_type     text;
@@ -66,11 +88,13 @@ begin
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
-        if v_id = any(v_ids) then
+        -- Two spellings of one name are one entity (memsub.normalize_text).
+        if memsub.normalize_text(v_id) = any(v_keys) then
             raise exception 'field "%.entity_id": entity % appears twice in one update', v_field, v_id
                 using errcode = '22023', column = v_field || '.entity_id';
         end if;
         v_ids := v_ids || v_id;
+        v_keys := v_keys || memsub.normalize_text(v_id);
         -- A type given is a required text (not blank), for an entity that exists as for a new one.
         v_types := v_types
                    || case when memsub._check_json_type(v_entity -> 'entity_type', 'string',
@@ -95,7 +119,9 @@ begin
 
     for v_entity, v_position in select e, n - 1 from jsonb_array_elements(p_entities) with ordinality as a(e, n) loop
         v_field := format('entities[%s]', v_position);
-        v_id := v_ids[v_position + 1];
+        -- An entity whose name matches (memsub.normalize_text) is that entity, looked up under the state lock so a
+        -- concurrent update that created it is seen; otherwise a new entity, named as given.
+        v_id := coalesce(memsub._world_model_entity_named(v_tenant, v_ids[v_position + 1]), v_ids[v_position + 1]);
         v_type := v_types[v_position + 1];
         v_attrs := coalesce(v_entity -> 'attributes', '{}');
         v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
@@ -139,8 +165,10 @@ end
 $$;
 comment on function memsub.apply_world_model_update(text, jsonb, jsonb, double precision, uuid, integer) is
     'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, '
-    'confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key), '
-    'the state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at '
+    'confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key); '
+    'an entity_id matching an entity''s name (memsub.normalize_text) updates that entity, and naming one entity '
+    'twice in an update, in any spelling, is refused (22023). '
+    'The state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at '
     'another version raises 40001 and nothing changes. Any error changes nothing.';
 
 create or replace function memsub.take_world_model_snapshot(
@@ -159,9 +187,13 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('description', p_description, 'created_by', p_created_by);
-    -- Share lock on the state row: no update can commit between reading the version and the entities.
+    -- Share lock on the state row: no update can commit between reading the version and the entities. The row is
+    -- made first when the tenant has none yet, as memsub.apply_world_model_update makes it: a first update still
+    -- uncommitted holds that row, and the snapshot waits for it instead of reading version 0 and its entities.
+    insert into memsub.world_model_state (tenant_id, state_version, org_id, user_id)
+    values (v_tenant, 0, memsub.current_org_id(), memsub.current_user_id())
+    on conflict (tenant_id) do nothing;
     select s.state_version into v_version from memsub.world_model_state s where s.tenant_id = v_tenant for share;
-    v_version := coalesce(v_version, 0);
     select coalesce(jsonb_object_agg(w.entity_id, jsonb_build_object(
                'entity_type', w.entity_type, 'attributes', w.attributes, 'confidence', w.confidence,
                'version', w.version)), '{}')
@@ -197,6 +229,9 @@ as $$
 declare
     v_snapshot jsonb;
 begin
+    if p_snapshot_id is null then
+        raise exception 'field "snapshot_id" is required' using errcode = '23502', column = 'snapshot_id';
+    end if;
     select s.snapshot into v_snapshot from memsub.world_model_snapshots s where s.snapshot_id = p_snapshot_id;
     if v_snapshot is null then
         raise exception 'field "snapshot_id": snapshot % does not exist or is not visible', p_snapshot_id
@@ -210,7 +245,8 @@ begin
 end
 $$;
 comment on function memsub.world_model_state_at(uuid) is
-    'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities).';
+    'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities). '
+    'NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
 
 call memsub.install_row_security('memsub.world_model_state', array[]::text[]);
 call memsub.install_row_security('memsub.world_model_entities', array[]::text[]);

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -142,3 +145,65 @@ def test_nested_nulls_of_a_new_entity_are_kept_as_for_an_existing_one(db):
                       {"entity_id": "Old", "entity_type": "Concept"}])
         _apply(conn, [{"entity_id": "Old", "attributes": attributes}])
         assert [row[2] for row in _state(conn)] == [{"a": {"b": None, "c": 1}}] * 2
+
+
+def test_two_spellings_of_one_name_are_one_entity(db):
+    """A name matches an entity's when memsub.normalize_text makes them equal, in the world model as in the graph:
+    an update of 'alice' changes the entity graph_upsert_entity made as 'Alice' (it made a second one beside it),
+    and one update naming an entity in two spellings names it twice."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.graph_upsert_entity('Alice', 'Person')")
+        _apply(conn, [{"entity_id": "alice", "attributes": {"a": 1}},
+                      {"entity_id": "Bob", "entity_type": "Person"}])
+        _apply(conn, [{"entity_id": " ALICE\t", "attributes": {"b": 2}}, {"entity_id": "bob", "confidence": 0.9}])
+        assert _state(conn) == [("Alice", "Person", {"a": 1, "b": 2}, 0.5, 3), ("Bob", "Person", {}, 0.9, 2)]
+        # graph_upsert_entity finds the entity an update made, spelled otherwise, as it finds its own.
+        entity = call(conn, "select * from memsub.graph_upsert_entity('BOB', 'Person', array['Robert'])")
+        assert (entity["entity_id"], entity["aliases"], entity["version"]) == ("Bob", ["Robert"], 3)
+        conn.commit()
+    with db.connect("app") as conn, pytest.raises(psycopg.Error) as caught:
+        set_context(conn, TENANT_A)
+        _apply(conn, [{"entity_id": "Carol", "entity_type": "Person"}, {"entity_id": "carol"}])
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("22023", "entities[1].entity_id")
+
+
+def test_the_state_of_a_null_snapshot_is_refused_as_a_missing_field(db):
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute("select * from memsub.world_model_state_at(null)")
+    assert (caught.value.sqlstate, caught.value.diag.column_name) == ("23502", "snapshot_id")
+
+
+def test_a_first_snapshot_racing_the_first_update_captures_one_state_version(db):
+    """The tenant's first update holds its new state row, uncommitted, while a snapshot starts: the snapshot waits
+    for it and captures version 1 with its entity, not version 0 (no state row to lock yet) with the entities of
+    version 1. The superuser connection only orders the two: it queues a lock on the entities behind the update, so
+    the snapshot, if it did not wait at the state row, would wait to read the entities instead."""
+    tenant = uuid.uuid4()
+    taken: dict[str, Any] = {}
+    with db.connect("app") as writer, db.connect() as orchestrator:
+        set_context(writer, tenant)
+        _apply(writer, [{"entity_id": "E", "entity_type": "T"}])
+
+        def lock() -> None:
+            orchestrator.execute("lock table memsub.world_model_entities in access exclusive mode")
+            orchestrator.rollback()
+
+        def snapshot() -> None:
+            with db.connect("app") as conn:
+                set_context(conn, tenant)
+                taken.update(call(conn, "select * from memsub.take_world_model_snapshot()"))
+                conn.commit()
+
+        locker = threading.Thread(target=lock)
+        locker.start()
+        time.sleep(0.5)
+        snapper = threading.Thread(target=snapshot)
+        snapper.start()
+        time.sleep(1.0)
+        writer.commit()
+        locker.join()
+        snapper.join()
+    assert (taken["state_version"], taken["entity_count"]) == (1, 1)
