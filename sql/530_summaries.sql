@@ -62,23 +62,31 @@ begin
         raise exception 'field "source_packet_ids": packet % does not exist or is not visible to this writer', v_missing
             using errcode = '23503', column = 'source_packet_ids';
     end if;
+    -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
+    -- the transaction's start, and after every summary of the scope the caller sees, so that of summaries written
+    -- in one transaction the last written is the newest.
     insert into memsub.memory_summaries (
         scope_type, scope_value, summary_text, key_facts, key_entities, key_decisions, source_packet_ids,
         packet_count, vector, confidence, coverage_start, coverage_end, valid_until,
-        tenant_id, org_id, user_id, session_id)
+        tenant_id, org_id, user_id, session_id, created_at)
     values (
         p_scope_type, v_scope, p_summary_text,
         coalesce(memsub._check_json_type(p_key_facts, 'array', 'key_facts'), '[]'),
         coalesce(p_key_entities, '{}'), coalesce(p_key_decisions, '{}'), v_ids, cardinality(v_ids), p_vector,
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), v_start, v_end, p_valid_until,
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id(),
+        greatest(clock_timestamp(),
+                 (select max(s.created_at) + interval '1 microsecond' from memsub.memory_summaries s
+                   where s.tenant_id = v_tenant and s.scope_type = p_scope_type and s.scope_value = v_scope)))
     returning * into v_summary;
     return v_summary;
 end
 $$;
 comment on function memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz) is
     'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of '
-    'visible packets; packet_count and the coverage window (first and last packet time) are computed from them.';
+    'visible packets; packet_count and the coverage window (first and last packet time) are computed from them. '
+    'created_at is the time of the call, later than every summary of the scope the caller sees: the last written '
+    'is the newest, in one transaction too.';
 
 create or replace function memsub.summaries_due(
     p_as_of timestamptz default now(),

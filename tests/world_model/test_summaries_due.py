@@ -39,3 +39,20 @@ def test_a_newer_summary_of_the_same_scope_elsewhere_does_not_hide_a_due_one(db)
     with db.connect("app") as app:
         set_context(app, tenant_b, org_x)
         assert app.execute(DUE).fetchall() == [("X's plan",)]
+
+
+def test_the_newest_of_summaries_written_in_one_transaction_is_the_last_written(db):
+    """Summaries of one scope written in one transaction shared created_at (the transaction's start), and the tie
+    went by summary_id, a random uuid: the superseded summary was reported due about half of the time."""
+    tenant = uuid.uuid4()
+    with db.connect("app") as app:
+        set_context(app, tenant)
+        packet = write(app, {"packet_type": "note", "payload": {"text": "p"}})["packet_id"]
+        for scope in range(12):
+            for text, valid_for in [("old", "1 second"), ("new", "1 hour")]:
+                app.execute("select memsub.record_summary('agent', %s, %s, array[%s]::uuid[], "
+                            "p_valid_until => now() + %s::interval)", [f"s{scope}", text, packet, valid_for])
+        assert app.execute(DUE).fetchall() == []
+        created = app.execute("select scope_value, array_agg(summary_text order by created_at) "
+                              "from memsub.memory_summaries group by 1").fetchall()
+        assert len(created) == 12 and all(texts == ["old", "new"] for _, texts in created)
