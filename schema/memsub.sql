@@ -9166,6 +9166,9 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
+    -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
+    -- stored in their trimmed form.
+    perform memsub._require_text(p_content, 'content');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
@@ -9178,7 +9181,7 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        memsub._optional_text(p_task_id), p_reflection_type, p_content, p_context,
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
@@ -9194,7 +9197,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the source packet''s).';
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
 
 CREATE FUNCTION memsub.summary_scope_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

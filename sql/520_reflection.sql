@@ -32,6 +32,9 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
+    -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
+    -- stored in their trimmed form.
+    perform memsub._require_text(p_content, 'content');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
     perform memsub._check_finite_time(p_expires_at, 'expires_at');
@@ -44,7 +47,7 @@ begin
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
     values (
-        memsub._optional_text(p_task_id), p_reflection_type, memsub._require_text(p_content, 'content'), p_context,
+        memsub._optional_text(p_task_id), p_reflection_type, p_content, p_context,
         coalesce(p_entities, '{}'),
         array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
@@ -60,7 +63,7 @@ $$;
 comment on function memsub.record_reflection(text, text, text, text[], text[], double precision, text, text, uuid, text, vector, timestamptz) is
     'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), '
     'priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the '
-    'source packet''s).';
+    'source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
 
 create or replace function memsub.record_task_reflection(
     p_task_id           text,

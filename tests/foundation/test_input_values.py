@@ -306,6 +306,17 @@ def test_required_text_is_stored_without_surrounding_whitespace_of_any_kind(worl
         assert row.fetchone() == ("deploy done",)
 
 
+def test_content_is_stored_as_given_only_names_are_normalized(world):
+    """Text that says something (a reflection's content, a summary's text) keeps its line breaks, indentation and
+    surrounding white space; only names are trimmed with each run of white space made one space."""
+    text = "Step 1:\n    run tests\n\nStep 2:  deploy\n"
+    with in_context(world) as conn:
+        reflection = conn.execute("select content from memsub.record_reflection('lesson', %s)", [text])
+        summary = conn.execute("select summary_text from memsub.record_summary('project', 'p', %s, %s)",
+                               [text, [PACKET]])
+        assert (reflection.fetchone(), summary.fetchone()) == ((text,), (text,))
+
+
 def test_optional_text_of_whitespace_only_is_absent(world):
     """An optional agent id or task id of only tabs or line breaks is no value (NULL), as one of spaces is; so is
     such a reflection tag (dropped)."""
