@@ -8540,13 +8540,17 @@ begin
            last_access_ts = now()
      where m.tenant_id = v_tenant and m.id = v_entry.id
     returning m.* into v_entry;
+    -- An access changes the entry: audited like every memory operation (sql/170_audit.sql).
+    perform memsub.audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_entry.version, p_tenant_id => v_tenant,
+        p_details => jsonb_build_object('decay_weight', v_entry.decay_weight, 'half_life', p_half_life::text));
     return v_entry;
 end
 $$;
 
 ALTER FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) IS 'Records an access of the latest live version of (namespace, key): decay_weight := strength now + 1, last_access_ts := now. Needs write access to the namespace (42501), like memory_write.';
+COMMENT ON FUNCTION memsub.memory_touch(p_namespace text, p_key text, p_half_life interval) IS 'Records an access of the latest live version of (namespace, key): decay_weight := strength now + 1, last_access_ts := now; audited as memory_touch. Needs write access to the namespace (42501), like memory_write.';
 
 CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer DEFAULT NULL::integer, p_memory_type text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb, p_embedding public.vector DEFAULT NULL::public.vector) RETURNS memsub.memory_entries
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12246,7 +12250,7 @@ COMMENT ON COLUMN memsub.audit.org_id IS 'Organization of the context that ran t
 
 COMMENT ON COLUMN memsub.audit.user_id IS 'User of the context that ran the operation.';
 
-COMMENT ON COLUMN memsub.audit.operation IS 'What happened: memory_write, memory_delete, memory_consolidate, memory_promote, session_create, session_event, session_state, session_end_turn, session_terminate, session_delete, task_create, task_finish, agent_spawn, checkpoint_save, checkpoint_restore, document_index_put, document_ingest.';
+COMMENT ON COLUMN memsub.audit.operation IS 'What happened: memory_write, memory_delete, memory_consolidate, memory_promote, memory_touch, session_create, session_event, session_state, session_end_turn, session_terminate, session_delete, task_create, task_link, task_status, agent_spawn, checkpoint_save, checkpoint_restore, document_index_put, document_ingest.';
 
 COMMENT ON COLUMN memsub.audit.session_id IS 'Session concerned (NULL once deleted; details keeps the id of a deleted session).';
 

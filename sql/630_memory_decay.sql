@@ -118,12 +118,16 @@ begin
            last_access_ts = now()
      where m.tenant_id = v_tenant and m.id = v_entry.id
     returning m.* into v_entry;
+    -- An access changes the entry: audited like every memory operation (sql/170_audit.sql).
+    perform memsub.audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_entry.version, p_tenant_id => v_tenant,
+        p_details => jsonb_build_object('decay_weight', v_entry.decay_weight, 'half_life', p_half_life::text));
     return v_entry;
 end
 $$;
 comment on function memsub.memory_touch(text, text, interval) is
     'Records an access of the latest live version of (namespace, key): decay_weight := strength now + 1, '
-    'last_access_ts := now. Needs write access to the namespace (42501), like memory_write.';
+    'last_access_ts := now; audited as memory_touch. Needs write access to the namespace (42501), like memory_write.';
 
 create or replace function memsub.memory_maintenance(
     p_threshold double precision default 1.0,

@@ -49,6 +49,12 @@ def test_an_access_adds_one_to_the_decayed_strength(db):
     with tenant_session(db.dsn("app"), user=ALICE) as session:
         again = session.memory.touch(NOTES, "topic")
     assert again.decay_weight == pytest.approx(1.5, abs=1e-3)
+    # Every memory function writes one audit row per operation: each access too, naming the entry and its strength.
+    audit = ground_truth(db, "select memory_entry_id, namespace, key, version, user_id, details from memsub.audit "
+                             "where operation = 'memory_touch' order by id")
+    assert [(a["memory_entry_id"], a["namespace"], a["key"], a["version"], a["user_id"]) for a in audit] == [
+        (touched.id, NOTES, "topic", 1, ALICE), (touched.id, NOTES, "topic", 1, ALICE)]
+    assert [a["details"]["decay_weight"] for a in audit] == pytest.approx([2.0, 1.5], abs=1e-3)
     # Other users may not record accesses to (or even see) Alice's memory.
     with pytest.raises(ContextError), tenant_session(db.dsn("app"), user=BOB) as session:
         session.memory.touch(NOTES, "topic")

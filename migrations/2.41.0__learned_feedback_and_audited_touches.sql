@@ -1,4 +1,6 @@
--- memsub 2.41.0: importance learning keeps the feedback it learned. memsub.record_feedback marked changed feedback
+-- memsub 2.41.0: importance learning keeps the feedback it learned, and memory accesses are audited.
+--
+-- Importance learning keeps the feedback it learned. memsub.record_feedback marked changed feedback
 -- as not learned, so feedback turned from useful to not useful and back before the next learning run was learned
 -- as useful a second time. Each access now keeps the value learned (learned_was_useful), and feedback is learned
 -- again only when the value it ends with differs from that one.
@@ -40,3 +42,10 @@ drop index memsub.idx_memory_access_log_unlearned;
 create index idx_memory_access_log_unlearned on memsub.memory_access_log (tenant_id, target_type, target_id)
     where counted_at is null or (was_useful is not null and was_useful is distinct from learned_was_useful);
 comment on index memsub.idx_memory_access_log_unlearned is 'Accesses and feedback importance learning has not read yet.';
+
+-- memsub.memory_touch is audited (memory_touch) like every other memory operation; the list of operations names
+-- every one written.
+comment on column memsub.audit.operation is
+    'What happened: memory_write, memory_delete, memory_consolidate, memory_promote, memory_touch, session_create, '
+    'session_event, session_state, session_end_turn, session_terminate, session_delete, task_create, task_link, '
+    'task_status, agent_spawn, checkpoint_save, checkpoint_restore, document_index_put, document_ingest.';
