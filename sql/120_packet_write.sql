@@ -60,6 +60,12 @@ begin
         raise exception 'envelope field "%" is not an ISO 8601 timestamp: %', p_field, left(p_value::text, 80)
             using errcode = '22007', column = p_field;
     end if;
+    -- ISO 8601 offsets reach 23:59; PostgreSQL's stop at 15:59 (its cast would raise 22009, naming nothing).
+    if has_zone and substr(text_value, 12) ~ '[+-](?:1[6-9]|2\d)' then
+        raise exception 'envelope field "%" (%) has a UTC offset beyond the 15:59 hours PostgreSQL holds', p_field,
+            text_value
+            using errcode = '22008', column = p_field;
+    end if;
     if has_zone then
         v_time := text_value::timestamptz;
     else
@@ -76,7 +82,8 @@ end
 $$;
 comment on function memsub._envelope_timestamp(jsonb, text) is
     'Reads an optional ISO 8601 timestamp field (UTC when no zone is given); raises SQLSTATE 22007 naming the field '
-    'for text that is no such timestamp, 22008 for a time outside years 1 to 9999 in UTC.';
+    'for text that is no such timestamp, 22008 for a time outside years 1 to 9999 in UTC or a UTC offset of 16 '
+    'hours or more.';
 
 drop function if exists memsub._envelope_object(jsonb, text);
 drop function if exists memsub._envelope_text(jsonb, text);
@@ -933,13 +940,14 @@ as $$
                false),
            null::integer, null::uuid, null::text
       from (
+        -- timestamp and ttl: _envelope_timestamp's pattern, less the UTC offsets of 16 hours or more it refuses
         select x.o::integer as pos, x.e,
                case when jsonb_typeof(x.e -> 'packet_id') = 'string' and (x.e -> 'packet_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'packet_id' #>> '{}')::uuid end as stated_id,
-               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
+               case when jsonb_typeof(x.e -> 'timestamp') = 'string' and (x.e -> 'timestamp' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:0\d|1[0-5])(?::?[0-5]\d)?)?$' and left((x.e -> 'timestamp' #>> '{}'), 4) <> '0000'
                              and substr((x.e -> 'timestamp' #>> '{}'), 11, 1) in ('T', ' ') then
                    case when substr((x.e -> 'timestamp' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'timestamp' #>> '{}')::timestamptz
                         else (x.e -> 'timestamp' #>> '{}')::timestamp at time zone 'UTC' end end as stated_time,
-               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:[01]\d|2[0-3])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
+               case when jsonb_typeof(x.e -> 'ttl') = 'string' and (x.e -> 'ttl' #>> '{}') ~ '^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:\.\d{1,6})?)?)?(?:Z|z|[+-](?:0\d|1[0-5])(?::?[0-5]\d)?)?$' and left((x.e -> 'ttl' #>> '{}'), 4) <> '0000'
                              and substr((x.e -> 'ttl' #>> '{}'), 11, 1) in ('T', ' ') then
                    case when substr((x.e -> 'ttl' #>> '{}'), 12) ~ '[-+Zz]' then (x.e -> 'ttl' #>> '{}')::timestamptz
                         else (x.e -> 'ttl' #>> '{}')::timestamp at time zone 'UTC' end end as ttl,
@@ -947,7 +955,9 @@ as $$
                case when jsonb_typeof(x.e -> 'correlation_id') = 'string' and (x.e -> 'correlation_id' #>> '{}') ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' then (x.e -> 'correlation_id' #>> '{}')::uuid end as correlation_id,
                case when jsonb_typeof(x.e -> 'importance_score') = 'number'
                          and (x.e ->> 'importance_score')::numeric between 0 and 1
-                    then round((x.e ->> 'importance_score')::numeric, 300)::double precision end as importance,
+                    -- memsub._json_double's rule: a number too small for double precision is 0
+                    then case when (x.e ->> 'importance_score')::numeric < 1e-307 then 0
+                              else (x.e ->> 'importance_score')::numeric::double precision end end as importance,
                case when jsonb_typeof(x.e -> 'lineage') = 'object' then x.e -> 'lineage' end as lineage,
                case when jsonb_typeof(x.e -> 'memory') = 'object' then x.e -> 'memory' end as memory,
                -- tags: NULL (not clean) unless absent or an array of non-blank strings within the limits
@@ -990,6 +1000,7 @@ declare
     v_parents  jsonb;      -- per envelope: its parent ids
     v_position jsonb;      -- packet id of the batch -> position
     v_outside  jsonb;      -- parent id outside the batch -> [generation, root]
+    v_expired  boolean[] := array(select b.ttl is not null and b.ttl <= now() from unnest(p_batch) b order by b.pos);
     v_gens     integer[] := array_fill(0, array[v_total]);
     v_roots    uuid[] := array_fill(null::uuid, array[v_total]);
     v_gen      integer;
@@ -1017,6 +1028,9 @@ begin
                 if (v_position ->> v_parent)::integer >= v_at then
                     return null;  -- a child before its parent: the envelope-by-envelope path orders them
                 end if;
+                if v_expired[(v_position ->> v_parent)::integer] then
+                    return null;  -- an expired parent, invisible once written: that path refuses it (23503)
+                end if;
                 v_gen := greatest(v_gen, v_gens[(v_position ->> v_parent)::integer] + 1);
                 v_root := coalesce(v_root, v_roots[(v_position ->> v_parent)::integer]);
             elsif v_outside ? v_parent then
@@ -1042,8 +1056,8 @@ end
 $$;
 comment on function memsub._batch_lineage(memsub.packet_fields[], uuid, uuid, uuid) is
     'Internal to write_packets: a batch''s packets with their lineage generation and root (parents in the batch '
-    'or stored and visible, one probe for the stored ones) and content hash; NULL when a parent is missing or '
-    'listed after its child (the envelope-by-envelope path reports or orders them).';
+    'or stored and visible, one probe for the stored ones) and content hash; NULL when a parent is missing, '
+    'expired or listed after its child (the envelope-by-envelope path reports or orders them).';
 
 drop function if exists memsub._batch_embeddings(memsub.packet_fields[], uuid, uuid, uuid);
 create or replace function memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid,

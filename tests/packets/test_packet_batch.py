@@ -115,6 +115,9 @@ def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
     ("packet_type", "\t\n", "22023", "packet_type"),
     ("timestamp", "9999-12-31T23:59:59-14:00", "22008", "timestamp"),
     ("ttl", "9999-12-31T20:00:00-05:00", "22008", "ttl"),
+    # Offsets of 16 hours or more: ISO 8601 spells them, PostgreSQL holds none.
+    ("timestamp", "2026-01-01T00:00:00+16:00", "22008", "timestamp"),
+    ("ttl", "2099-01-01T00:00:00-23", "22008", "ttl"),
     ("packet_type", "\u00a0", "22023", "packet_type"),
     ("tags", ["ok", "\u202f"], "22023", "tags"),
     ("lineage", {"parent_ids": [str(uuid.UUID(int=7))]}, "23503", "lineage.parent_ids"),
@@ -150,6 +153,48 @@ def test_one_bad_envelope_fails_the_batch_naming_it_and_writes_nothing(db, field
         set_context(conn, TENANT_A, ORG)
         for table in ROWS:
             assert count(conn, table) == 0, table
+
+
+@pytest.mark.parametrize("size", [7, 8])
+def test_an_expired_parent_in_the_batch_is_refused_as_one_by_one(db, size):
+    """An expired packet cannot become a parent: neither a stored one nor one written earlier in the same batch,
+    whichever path writes the batch (from 8 envelopes the set-based one)."""
+    parent = str(uuid.uuid4())
+    envelopes = [{"packet_id": parent, "packet_type": "event", "payload": {"p": 1},
+                  "timestamp": "2020-01-01T00:00:00Z", "ttl": "2020-01-02T00:00:00Z"},
+                 {"packet_type": "event", "payload": {"c": 1}, "lineage": {"parent_ids": [parent]}},
+                 *[{"packet_type": "event", "payload": {"n": n}} for n in range(size - 2)]]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG)
+        with pytest.raises(psycopg.errors.ForeignKeyViolation) as caught:
+            conn.execute("select * from memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)])
+        assert caught.value.diag.column_name == "lineage.parent_ids"
+        assert "envelope 2 of the batch" in str(caught.value)
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG)
+        # A batch whose parent expires in the future is written.
+        envelopes[0]["ttl"] = "2099-01-01T00:00:00Z"
+        rows = conn.execute("select generation from memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)])
+        assert [r[0] for r in rows][:2] == [0, 1]
+
+
+def test_a_tiny_importance_is_stored_as_one_by_one(db):
+    """JSON numbers below double precision's range are 0 on both paths; those within it are kept on both."""
+    scores = [1e-305, 1e-307, 1e-308, 5e-324, 1e-400, 0.5]
+    envelopes = [{"packet_type": "event", "payload": {"n": n}, "importance_score": score}
+                 for n, score in enumerate(scores)]
+    envelopes += [{"packet_type": "event", "payload": {"n": n}} for n in range(len(scores), 8)]
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG)
+        for envelope in envelopes:
+            conn.execute("select memsub.write_packet(%s::jsonb)", [json.dumps(envelope)])
+        one = [r[0] for r in conn.execute("select importance_score from memsub.packet_store order by write_seq")]
+        conn.commit()
+        set_context(conn, TENANT_B, ORG)
+        conn.execute("select memsub.write_packets(%s::jsonb)", [json.dumps(envelopes)])
+        batched = [r[0] for r in conn.execute("select importance_score from memsub.packet_store order by write_seq")]
+    assert batched == one
+    assert batched[0] == 1e-305
 
 
 def embedded_batch(size: int, seed: int = 5) -> list[dict[str, Any]]:

@@ -126,6 +126,12 @@ BAD_ENVELOPES = [
      "22008", "timestamp"),
     ("ttl in year 10000 UTC", {"packet_type": "event", "payload": 1, "ttl": "9999-12-31T20:00:00-05:00"},
      "22008", "ttl"),
+    # An offset of 16 hours or more is ISO 8601 but beyond PostgreSQL's offsets (15:59 at most).
+    ("timestamp 16 hours ahead", {"packet_type": "event", "payload": 1, "timestamp": "2024-01-01T00:00:00+16:00"},
+     "22008", "timestamp"),
+    ("timestamp 23 hours behind", {"packet_type": "event", "payload": 1, "timestamp": "2024-01-01T00:00:00-23"},
+     "22008", "timestamp"),
+    ("ttl 16 hours behind", {"packet_type": "event", "payload": 1, "ttl": "2099-01-01T00:00-1600"}, "22008", "ttl"),
     ("score as text", {"packet_type": "event", "payload": 1, "confidence": {"score": "high"}}, "22023",
      "confidence.score"),
     ("unknown derivation", {"packet_type": "event", "payload": 1, "lineage": {"derivation_type": "guess"}},
