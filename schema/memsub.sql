@@ -8256,30 +8256,44 @@ CREATE FUNCTION memsub.memory_embeddings_envelope_guard() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
+declare
+    v_unchanged boolean;
 begin
-    if (old.vector, old.tenant_id, old.packet_id, old.embedding_type, old.chunk_index)
-       is not distinct from (new.vector, new.tenant_id, new.packet_id, new.embedding_type, new.chunk_index) then
-        return new;
+    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
+    -- from chunk_text, not yet computed here).
+    v_unchanged := (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
+                    old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id,
+                    old.session_id, old.trace_id, old.ttl)
+                   is not distinct from
+                   (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
+                    new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id,
+                    new.session_id, new.trace_id, new.ttl);
+    if not exists (select from memsub.packet_store s
+                    cross join lateral jsonb_array_elements(
+                        case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                             then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                    where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                      and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                      and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
+        return new;  -- stored with store_embedding alone: replaceable
     end if;
-    if exists (select from memsub.packet_store s
-                cross join lateral jsonb_array_elements(
-                    case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
-                         then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
-                where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
-                  and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
-                  and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
-        raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
-                        'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
-            using errcode = '0A000', column = 'vector',
-                  hint = 'Write a new packet with the new vector, or store it under another chunk_index.';
+    if v_unchanged then
+        return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
     end if;
-    return new;
+    raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                    'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+        using errcode = '0A000',
+              column = case when old.vector is distinct from new.vector then 'vector'
+                            when old.chunk_text is distinct from new.chunk_text then 'chunk_text'
+                            when old.metadata is distinct from new.metadata then 'metadata'
+                            else 'embedding_id' end,
+              hint = 'Write a new packet with the new embedding, or store it under another chunk_index.';
 end
 $$;
 
 ALTER FUNCTION memsub.memory_embeddings_envelope_guard() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding whose vector belongs to its packet''s envelope (SQLSTATE 0A000); embeddings stored with store_embedding alone may be replaced.';
+COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming the first changed of vector, chunk_text and metadata), and keeps it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
@@ -14969,7 +14983,7 @@ COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS
 
 CREATE TRIGGER memory_embeddings_envelope_vector BEFORE UPDATE ON memsub.memory_embeddings FOR EACH ROW EXECUTE FUNCTION memsub.memory_embeddings_envelope_guard();
 
-COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
+COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the embeddings of packet envelopes immutable (vector, chunk_text, metadata): the envelope holds them only here.';
 
 CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub.packet_store_guard();
 

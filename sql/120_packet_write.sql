@@ -201,36 +201,52 @@ create or replace function memsub.memory_embeddings_envelope_guard() returns tri
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
+declare
+    v_unchanged boolean;
 begin
-    if (old.vector, old.tenant_id, old.packet_id, old.embedding_type, old.chunk_index)
-       is not distinct from (new.vector, new.tenant_id, new.packet_id, new.embedding_type, new.chunk_index) then
-        return new;
+    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
+    -- from chunk_text, not yet computed here).
+    v_unchanged := (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
+                    old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id,
+                    old.session_id, old.trace_id, old.ttl)
+                   is not distinct from
+                   (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
+                    new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id,
+                    new.session_id, new.trace_id, new.ttl);
+    if not exists (select from memsub.packet_store s
+                    cross join lateral jsonb_array_elements(
+                        case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                             then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                    where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                      and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                      and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
+        return new;  -- stored with store_embedding alone: replaceable
     end if;
-    if exists (select from memsub.packet_store s
-                cross join lateral jsonb_array_elements(
-                    case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
-                         then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
-                where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
-                  and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
-                  and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
-        raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
-                        'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
-            using errcode = '0A000', column = 'vector',
-                  hint = 'Write a new packet with the new vector, or store it under another chunk_index.';
+    if v_unchanged then
+        return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
     end if;
-    return new;
+    raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                    'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+        using errcode = '0A000',
+              column = case when old.vector is distinct from new.vector then 'vector'
+                            when old.chunk_text is distinct from new.chunk_text then 'chunk_text'
+                            when old.metadata is distinct from new.metadata then 'metadata'
+                            else 'embedding_id' end,
+              hint = 'Write a new packet with the new embedding, or store it under another chunk_index.';
 end
 $$;
 comment on function memsub.memory_embeddings_envelope_guard() is
-    'Trigger function: refuses to change an embedding whose vector belongs to its packet''s envelope (SQLSTATE '
-    '0A000); embeddings stored with store_embedding alone may be replaced.';
+    'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming '
+    'the first changed of vector, chunk_text and metadata), and keeps it as written when it is stored again '
+    'unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
 create trigger memory_embeddings_envelope_vector
     before update on memsub.memory_embeddings
     for each row execute function memsub.memory_embeddings_envelope_guard();
 comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
-    'Keeps the vectors of packet envelopes immutable: the envelope holds them only here.';
+    'Keeps the embeddings of packet envelopes immutable (vector, chunk_text, metadata): the envelope holds them '
+    'only here.';
 
 -- Writing one envelope (store_packet_envelope, for write_packet and the envelope-by-envelope path of
 -- write_packets), in the order its checks raise: the fields (_packet_from_envelope, with _envelope_tags and

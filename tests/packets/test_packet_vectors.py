@@ -238,6 +238,33 @@ def test_an_envelope_vector_cannot_be_replaced(db):
         assert row is not None and row[0]["memory"] == envelope(4)["memory"]
 
 
+@pytest.mark.parametrize(("chunk_text", "metadata", "column"), [
+    ("tampered words", {"source": "test"}, "chunk_text"),
+    (None, {"source": "evil"}, "metadata"),
+])
+def test_an_envelope_slot_keeps_its_text_and_metadata(db, chunk_text, metadata, column):
+    """The envelope's embedding is immutable as a whole: its vector given again with other words (which keyword
+    search reads) or metadata is refused; given again exactly as written, nothing changes."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet_id = write(conn, envelope(4))["packet_id"]
+        conn.commit()
+    same = "[" + ",".join(str(v) for v in vector(5)) + "]"  # the entity slot's own vector
+    call = "select memsub.store_embedding(%s, 'entity', %s::vector, 2, %s, %s::jsonb)"
+    with pytest.raises(psycopg.errors.FeatureNotSupported) as caught, db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute(call, [packet_id, same, chunk_text, json.dumps(metadata)])
+    assert caught.value.diag.column_name == column
+    read = ("select chunk_text, metadata, created_at from memsub.memory_embeddings "
+            "where packet_id = %s and embedding_type = 'entity'")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        before = conn.execute(read, [packet_id]).fetchone()
+        assert before is not None and before[:2] == (None, {"source": "test"})
+        conn.execute(call, [packet_id, same, None, json.dumps({"source": "test"})])
+        assert conn.execute(read, [packet_id]).fetchone() == before
+
+
 def test_an_embedding_slot_named_twice_is_refused_and_nothing_is_written(db):
     twice = envelope(5)
     twice["memory"]["embeddings"].append({"embedding_type": "entity", "chunk_index": "2", "vector": vector(6)})
