@@ -9208,6 +9208,13 @@ begin
             using errcode = '22023', column = 'expires_at';
     end if;
     v_packet := memsub.visible_packet(p_source_packet, 'source_packet');
+    -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
+    -- l-private packet's id and routing agent to every other user of it.
+    if v_packet.packet_id is not null and v_packet.scope <> 'shared' then
+        raise exception 'field "source_packet": packet % has scope %; a reflection, read by its whole organization, '
+                        'can only come from a shared packet', v_packet.packet_id, v_packet.scope
+            using errcode = '22023', column = 'source_packet';
+    end if;
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -9228,7 +9235,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
 
 CREATE FUNCTION memsub.summary_scope_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

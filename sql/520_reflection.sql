@@ -43,6 +43,13 @@ begin
             using errcode = '22023', column = 'expires_at';
     end if;
     v_packet := memsub.visible_packet(p_source_packet, 'source_packet');
+    -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
+    -- l-private packet's id and routing agent to every other user of it.
+    if v_packet.packet_id is not null and v_packet.scope <> 'shared' then
+        raise exception 'field "source_packet": packet % has scope %; a reflection, read by its whole organization, '
+                        'can only come from a shared packet', v_packet.packet_id, v_packet.scope
+            using errcode = '22023', column = 'source_packet';
+    end if;
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -62,8 +69,8 @@ end
 $$;
 comment on function memsub.record_reflection(text, text, text, text[], text[], double precision, text, text, uuid, text, vector, timestamptz) is
     'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), '
-    'priority (critical, high, medium, low), optional embedding, source packet and expiry (at the latest the '
-    'source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
+    'priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and '
+    'expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
 
 create or replace function memsub.record_task_reflection(
     p_task_id           text,

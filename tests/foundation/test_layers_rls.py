@@ -10,6 +10,7 @@ import json
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
 
 from helpers import TENANT_A, TENANT_B, set_context, write
@@ -113,3 +114,20 @@ def test_tenant_wide_knowledge_is_shared_across_organizations_but_not_tenants(db
         assert subjects == {"L9-a1", "L9-a2"}
         edges = {r[0] for r in conn.execute("select source_entity from memsub.entity_relationships")}
         assert edges == {"L9-a1", "L9-a2"}
+
+
+@pytest.mark.parametrize("scope", ["l-private", "cursor"])
+def test_a_reflection_comes_only_from_a_shared_packet(db, scope):
+    """A reflection is read by its whole organization: drawn from a private or cursor packet it would show the
+    packet's id and routing agent to every other user of it."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        packet = write(conn, {"packet_type": "diary", "payload": {"secret": 1}, "scope": scope,
+                              "routing": {"agent": "private-agent"}})["packet_id"]
+        conn.commit()
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as caught, db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        conn.execute("select memsub.record_reflection('lesson', 'be careful', p_source_packet => %s)", [packet])
+    assert caught.value.diag.column_name == "source_packet"
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.reflection_store").fetchone() == (0,)
