@@ -1775,6 +1775,34 @@ ALTER FUNCTION memsub._float_array_vector(p_value double precision[], p_field te
 
 COMMENT ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) IS 'A vector given as double precision[], checked by memsub._check_vector; raises 22023 naming the field for an empty array, NULL, NaN or infinite elements, or elements beyond single precision. NULL for NULL.';
 
+CREATE FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_forgotten bigint;
+begin
+    with targets as (
+        select t.tenant_id, p_target_type as target_type, t.target_id
+          from unnest(p_tenant_ids, p_target_ids) as t(tenant_id, target_id)
+        union all
+        select e.tenant_id, 'embedding', e.embedding_id
+          from unnest(p_tenant_ids, p_target_ids) as t(tenant_id, target_id)
+          join memsub.memory_embeddings e on e.tenant_id = t.tenant_id and e.packet_id = t.target_id
+         where p_target_type = 'packet'
+    )
+    delete from memsub.memory_access_log l
+     using targets t
+     where l.tenant_id = t.tenant_id and l.target_type = t.target_type and l.target_id = t.target_id;
+    get diagnostics v_forgotten = row_count;
+    return v_forgotten;
+end
+$$;
+
+ALTER FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) IS 'Internal to purge_expired: deletes every access record of the given targets (tenant and id, pairwise; a packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); returns how many. Executable only by memsub_expiry_owner.';
+
 CREATE FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2774,24 +2802,28 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = any(p_target_ids);
     end if;
     return query
+        -- Each visible target's scope (NULL: not visible); a record of a cursor or l-private one is read by its
+        -- accessor alone (sql/220_access_log.sql).
         insert into memsub.memory_access_log as l (
-            target_type, target_id, agent_id, access_context, query_text, relevance_score,
+            target_type, target_id, agent_id, access_context, query_text, relevance_score, scope,
             tenant_id, org_id, user_id, session_id)
         select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
-               p_query_text, t.score,
+               p_query_text, t.score, case when v.scope = 'shared' then 'shared' else 'l-private' end,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
-         where case p_target_type
-                   when 'packet' then exists (select from memsub.packet_store s
-                                               where s.tenant_id = v_tenant and s.packet_id = t.id)
-                   when 'embedding' then exists (select from memsub.memory_embeddings e
-                                                  where e.tenant_id = v_tenant and e.embedding_id = t.id)
-                   when 'fact' then exists (select from memsub.knowledge_facts f
-                                             where f.tenant_id = v_tenant and f.fact_id = t.id)
-                   else exists (select from memsub.reflection_store r
-                                 where r.tenant_id = v_tenant and r.reflection_id = t.id)
-               end
+         cross join lateral (
+               select case p_target_type
+                   when 'packet' then (select s.scope from memsub.packet_store s
+                                        where s.tenant_id = v_tenant and s.packet_id = t.id)
+                   when 'embedding' then (select e.scope from memsub.memory_embeddings e
+                                           where e.tenant_id = v_tenant and e.embedding_id = t.id)
+                   when 'fact' then (select 'shared' from memsub.knowledge_facts f
+                                      where f.tenant_id = v_tenant and f.fact_id = t.id)
+                   else (select 'shared' from memsub.reflection_store r
+                          where r.tenant_id = v_tenant and r.reflection_id = t.id)
+               end as scope) v
+         where v.scope is not null
         returning l.target_id, l.access_id;
 end
 $$;
@@ -8665,9 +8697,22 @@ ALTER FUNCTION memsub.packet_store_guard() OWNER TO memsub_owner;
 COMMENT ON FUNCTION memsub.packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
 
 CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURNS TABLE(tenant_id uuid, purged bigint)
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
+#variable_conflict use_column
+begin
+    perform memsub._forget_accesses('packet', array_agg(s.tenant_id), array_agg(s.packet_id))
+       from memsub.packet_store s
+      where s.ttl is not null and s.ttl <= (now() at time zone 'UTC')
+        and (p_tenant_id is null or s.tenant_id = p_tenant_id);
+    perform memsub._forget_accesses('fact', array_agg(f.tenant_id), array_agg(f.fact_id))
+       from memsub.knowledge_facts f
+      where f.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or f.tenant_id = p_tenant_id);
+    perform memsub._forget_accesses('reflection', array_agg(r.tenant_id), array_agg(r.reflection_id))
+       from memsub.reflection_store r
+      where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id);
+    return query
     with removed as (
         delete from memsub.packet_store s
          where s.ttl is not null and s.ttl <= (now() at time zone 'UTC')
@@ -8703,12 +8748,13 @@ CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURN
         delete from memsub.reflection_store r
          where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id)
     )
-    select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id
+    select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id;
+end
 $$;
 
 ALTER FUNCTION memsub.purge_expired(p_tenant_id uuid) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship windows, reflections); leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
+COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship windows, reflections) and every access record of what it deletes (whoever read it); leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
 
 CREATE TABLE memsub.memory_access_log (
     access_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -8730,7 +8776,9 @@ CREATE TABLE memsub.memory_access_log (
     feedback_at timestamp with time zone,
     counted_at timestamp with time zone,
     feedback_learned_at timestamp with time zone,
+    scope text DEFAULT 'shared'::text NOT NULL,
     learned_was_useful boolean,
+    CONSTRAINT memory_access_log_scope_known CHECK ((scope = ANY (ARRAY['shared'::text, 'l-private'::text]))),
     CONSTRAINT memory_access_log_target_type_known CHECK ((target_type = ANY (memsub.access_target_types())))
 );
 
@@ -8778,6 +8826,8 @@ COMMENT ON COLUMN memsub.memory_access_log.counted_at IS 'When memsub.learn_impo
 
 COMMENT ON COLUMN memsub.memory_access_log.feedback_learned_at IS 'When memsub.learn_importance last folded this access''s feedback into the importance (learned_was_useful; NULL: not yet or no feedback).';
 
+COMMENT ON COLUMN memsub.memory_access_log.scope IS 'Who may read the record (the user policy, as on packets): shared when its target is shared (facts and reflections always are), l-private (its accessor alone) when the target is a cursor or l-private packet or embedding.';
+
 COMMENT ON COLUMN memsub.memory_access_log.learned_was_useful IS 'The feedback (was_useful) memsub.learn_importance last folded into the importance (NULL: none yet). Feedback is learned again only when was_useful ends different from it.';
 
 CREATE FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_query_text text DEFAULT NULL::text, p_relevance_score double precision DEFAULT NULL::double precision, p_was_useful boolean DEFAULT NULL::boolean, p_feedback_reason text DEFAULT NULL::text) RETURNS memsub.memory_access_log
@@ -8787,6 +8837,7 @@ CREATE FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_age
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_packet uuid;
+    v_scope  text := 'shared';  -- the target's scope
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -8800,7 +8851,8 @@ begin
     perform memsub._check_finite(p_relevance_score, 'relevance_score');
     if p_target_type = 'packet' then
         update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
-         where s.tenant_id = v_tenant and s.packet_id = p_target_id;
+         where s.tenant_id = v_tenant and s.packet_id = p_target_id
+        returning s.scope into v_scope;
     elsif p_target_type = 'fact' then
         update memsub.knowledge_facts f set access_count = f.access_count + 1, last_accessed = now()
          where f.tenant_id = v_tenant and f.fact_id = p_target_id;
@@ -8809,9 +8861,10 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = p_target_id;
     else
         update memsub.semantic_memory m set access_count = m.access_count + 1, last_accessed = now()
-         where m.tenant_id = v_tenant and m.embedding_id = p_target_id;
+         where m.tenant_id = v_tenant and m.embedding_id = p_target_id
+        returning m.scope into v_scope;
         if not found then
-            select e.packet_id into v_packet from memsub.memory_embeddings e
+            select e.packet_id, e.scope into v_packet, v_scope from memsub.memory_embeddings e
              where e.tenant_id = v_tenant and e.embedding_id = p_target_id;
             update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
              where s.tenant_id = v_tenant and s.packet_id = v_packet;
@@ -8823,10 +8876,11 @@ begin
     end if;
     insert into memsub.memory_access_log (
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
-        feedback_reason, tenant_id, org_id, user_id, session_id)
+        feedback_reason, scope, tenant_id, org_id, user_id, session_id)
     values (
         p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
+        case when v_scope = 'shared' then 'shared' else 'l-private' end,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;
     return v_entry;
@@ -8835,7 +8889,7 @@ $$;
 
 ALTER FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) IS 'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on its packet. A target that does not exist or is not visible raises 23503.';
+COMMENT ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) IS 'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on its packet. A target that does not exist or is not visible raises 23503. The record of a cursor or l-private target is read by its accessor alone (scope l-private).';
 
 CREATE TABLE memsub.agent_memory_events (
     event_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -15664,6 +15718,10 @@ CREATE POLICY user_visibility ON memsub.agent_memory_events AS RESTRICTIVE USING
 
 COMMENT ON POLICY user_visibility ON memsub.agent_memory_events IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
 
+CREATE POLICY user_visibility ON memsub.memory_access_log AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY user_visibility ON memsub.memory_access_log IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
+
 CREATE POLICY user_visibility ON memsub.memory_embeddings AS RESTRICTIVE USING (((scope = 'shared'::text) OR ((scope = 'l-private'::text) AND (user_id = ( SELECT memsub.current_user_id() AS current_user_id))) OR ((scope = 'cursor'::text) AND ((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR (session_id = ( SELECT memsub.current_session_id() AS current_session_id)))) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
 COMMENT ON POLICY user_visibility ON memsub.memory_embeddings IS 'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.';
@@ -15902,6 +15960,9 @@ REVOKE ALL ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_
 REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
@@ -16566,9 +16627,9 @@ REVOKE ALL ON FUNCTION memsub.packet_store_guard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
 
+GRANT SELECT,DELETE,UPDATE ON TABLE memsub.memory_access_log TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_analyst;
-GRANT SELECT,UPDATE ON TABLE memsub.memory_access_log TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) TO memsub_app;

@@ -3,16 +3,34 @@
 -- TTL hygiene: removing expired packets, keeping their lineage.
 --
 -- An expired packet is never read (the not_expired policies, sql/150_packet_security.sql); purging removes it
--- and its vectors (memory_embeddings cascade) and the expired rows derived from packets, and leaves a tombstone in packet_tombstones, so lineage walks still
+-- and its vectors (memory_embeddings cascade), the expired rows derived from packets and the access records of
+-- what it removes, and leaves a tombstone in packet_tombstones, so lineage walks still
 -- reach through it. The function runs as memsub_expiry_owner, the one role the not_expired policies let see
 -- expired rows; the tenant, org and scope policies still apply, so each caller purges what its context covers.
 
 drop function if exists memsub.purge_expired();
+-- The access log (sql/220_access_log.sql) names what was read: the accesses of a purged packet, of its embeddings
+-- and of the purged facts and reflections go too. Other users and organizations may have read a packet, and their
+-- records are hidden from the caller: memsub._forget_accesses (owned by the BYPASSRLS memsub_retrieval_owner)
+-- removes every record of what the caller purges, before the packets and their embeddings go.
 create or replace function memsub.purge_expired(p_tenant_id uuid default null)
 returns table (tenant_id uuid, purged bigint)
-language sql volatile security definer
+language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+#variable_conflict use_column
+begin
+    perform memsub._forget_accesses('packet', array_agg(s.tenant_id), array_agg(s.packet_id))
+       from memsub.packet_store s
+      where s.ttl is not null and s.ttl <= (now() at time zone 'UTC')
+        and (p_tenant_id is null or s.tenant_id = p_tenant_id);
+    perform memsub._forget_accesses('fact', array_agg(f.tenant_id), array_agg(f.fact_id))
+       from memsub.knowledge_facts f
+      where f.ttl <= (now() at time zone 'UTC') and (p_tenant_id is null or f.tenant_id = p_tenant_id);
+    perform memsub._forget_accesses('reflection', array_agg(r.tenant_id), array_agg(r.reflection_id))
+       from memsub.reflection_store r
+      where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id);
+    return query
     with removed as (
         delete from memsub.packet_store s
          where s.ttl is not null and s.ttl <= (now() at time zone 'UTC')
@@ -48,12 +66,14 @@ as $$
         delete from memsub.reflection_store r
          where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id)
     )
-    select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id
+    select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id;
+end
 $$;
 comment on function memsub.purge_expired(uuid) is
     'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their '
     'embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship '
-    'windows, reflections); leaves a tombstone per packet for lineage; reports how many per tenant. An application context '
+    'windows, reflections) and every access record of what it deletes (whoever read it); leaves a tombstone per '
+    'packet for lineage; reports how many per tenant. An application context '
     'purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant '
     '(or p_tenant_id). Safe to run concurrently and from a scheduler.';
 alter function memsub.purge_expired(uuid) owner to memsub_expiry_owner;

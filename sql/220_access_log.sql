@@ -3,6 +3,11 @@
 -- Operations layer: the memory access log. Recording an access also counts it on the accessed row
 -- (access_count + 1, last_accessed = now), the input of importance learning.
 --
+-- An access record is as private as what it records (its target id, the query that found it): it is 'shared'
+-- when its target is shared, and 'l-private', read by its accessor alone, when the target is a cursor or
+-- l-private packet or embedding (memory_access_log.scope, under the standard 'user' policy). Facts and
+-- reflections are read by the whole tenant or organization: their accesses are shared.
+--
 -- Counters stay off the rows that carry HNSW-indexed vectors where the seed allows it: an access to a
 -- memory_embeddings row is counted on its packet. semantic_memory and reflection_store carry their own counters
 -- (seed columns); such an update changes no indexed column, so PostgreSQL can make it a HOT update when the
@@ -24,6 +29,7 @@ as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_packet uuid;
+    v_scope  text := 'shared';  -- the target's scope
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -37,7 +43,8 @@ begin
     perform memsub._check_finite(p_relevance_score, 'relevance_score');
     if p_target_type = 'packet' then
         update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
-         where s.tenant_id = v_tenant and s.packet_id = p_target_id;
+         where s.tenant_id = v_tenant and s.packet_id = p_target_id
+        returning s.scope into v_scope;
     elsif p_target_type = 'fact' then
         update memsub.knowledge_facts f set access_count = f.access_count + 1, last_accessed = now()
          where f.tenant_id = v_tenant and f.fact_id = p_target_id;
@@ -46,9 +53,10 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = p_target_id;
     else
         update memsub.semantic_memory m set access_count = m.access_count + 1, last_accessed = now()
-         where m.tenant_id = v_tenant and m.embedding_id = p_target_id;
+         where m.tenant_id = v_tenant and m.embedding_id = p_target_id
+        returning m.scope into v_scope;
         if not found then
-            select e.packet_id into v_packet from memsub.memory_embeddings e
+            select e.packet_id, e.scope into v_packet, v_scope from memsub.memory_embeddings e
              where e.tenant_id = v_tenant and e.embedding_id = p_target_id;
             update memsub.packet_store s set access_count = s.access_count + 1, last_accessed = now()
              where s.tenant_id = v_tenant and s.packet_id = v_packet;
@@ -60,10 +68,11 @@ begin
     end if;
     insert into memsub.memory_access_log (
         target_type, target_id, agent_id, access_context, query_text, relevance_score, was_useful,
-        feedback_reason, tenant_id, org_id, user_id, session_id)
+        feedback_reason, scope, tenant_id, org_id, user_id, session_id)
     values (
         p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
+        case when v_scope = 'shared' then 'shared' else 'l-private' end,
         v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
     returning * into v_entry;
     return v_entry;
@@ -72,9 +81,45 @@ $$;
 comment on function memsub.record_access(text, uuid, text, text, text, double precision, boolean, text) is
     'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) '
     'and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on '
-    'its packet. A target that does not exist or is not visible raises 23503.';
+    'its packet. A target that does not exist or is not visible raises 23503. The record of a cursor or l-private '
+    'target is read by its accessor alone (scope l-private).';
 
-call memsub.install_row_security('memsub.memory_access_log', array['org']);
+-- The accesses of what purge_expired deletes go with it, whoever recorded them: the caller of the purge sees only
+-- its own organization's and user's records, so this runs as memsub_retrieval_owner (BYPASSRLS), for the targets
+-- the purge names (it is granted to memsub_expiry_owner alone). A packet's embeddings' accesses go with the packet.
+create or replace function memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[])
+returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_forgotten bigint;
+begin
+    with targets as (
+        select t.tenant_id, p_target_type as target_type, t.target_id
+          from unnest(p_tenant_ids, p_target_ids) as t(tenant_id, target_id)
+        union all
+        select e.tenant_id, 'embedding', e.embedding_id
+          from unnest(p_tenant_ids, p_target_ids) as t(tenant_id, target_id)
+          join memsub.memory_embeddings e on e.tenant_id = t.tenant_id and e.packet_id = t.target_id
+         where p_target_type = 'packet'
+    )
+    delete from memsub.memory_access_log l
+     using targets t
+     where l.tenant_id = t.tenant_id and l.target_type = t.target_type and l.target_id = t.target_id;
+    get diagnostics v_forgotten = row_count;
+    return v_forgotten;
+end
+$$;
+alter function memsub._forget_accesses(text, uuid[], uuid[]) owner to memsub_retrieval_owner;
+comment on function memsub._forget_accesses(text, uuid[], uuid[]) is
+    'Internal to purge_expired: deletes every access record of the given targets (tenant and id, pairwise; a '
+    'packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); '
+    'returns how many. Executable only by memsub_expiry_owner.';
+grant delete on memsub.memory_access_log to memsub_retrieval_owner;
+grant execute on function memsub._forget_accesses(text, uuid[], uuid[]) to memsub_expiry_owner;
+
+call memsub.install_row_security('memsub.memory_access_log', array['org', 'user']);
 
 grant select on memsub.memory_access_log to memsub_app, memsub_analyst;
 grant execute on function

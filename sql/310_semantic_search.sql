@@ -129,24 +129,28 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = any(p_target_ids);
     end if;
     return query
+        -- Each visible target's scope (NULL: not visible); a record of a cursor or l-private one is read by its
+        -- accessor alone (sql/220_access_log.sql).
         insert into memsub.memory_access_log as l (
-            target_type, target_id, agent_id, access_context, query_text, relevance_score,
+            target_type, target_id, agent_id, access_context, query_text, relevance_score, scope,
             tenant_id, org_id, user_id, session_id)
         select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
-               p_query_text, t.score,
+               p_query_text, t.score, case when v.scope = 'shared' then 'shared' else 'l-private' end,
                v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
-         where case p_target_type
-                   when 'packet' then exists (select from memsub.packet_store s
-                                               where s.tenant_id = v_tenant and s.packet_id = t.id)
-                   when 'embedding' then exists (select from memsub.memory_embeddings e
-                                                  where e.tenant_id = v_tenant and e.embedding_id = t.id)
-                   when 'fact' then exists (select from memsub.knowledge_facts f
-                                             where f.tenant_id = v_tenant and f.fact_id = t.id)
-                   else exists (select from memsub.reflection_store r
-                                 where r.tenant_id = v_tenant and r.reflection_id = t.id)
-               end
+         cross join lateral (
+               select case p_target_type
+                   when 'packet' then (select s.scope from memsub.packet_store s
+                                        where s.tenant_id = v_tenant and s.packet_id = t.id)
+                   when 'embedding' then (select e.scope from memsub.memory_embeddings e
+                                           where e.tenant_id = v_tenant and e.embedding_id = t.id)
+                   when 'fact' then (select 'shared' from memsub.knowledge_facts f
+                                      where f.tenant_id = v_tenant and f.fact_id = t.id)
+                   else (select 'shared' from memsub.reflection_store r
+                          where r.tenant_id = v_tenant and r.reflection_id = t.id)
+               end as scope) v
+         where v.scope is not null
         returning l.target_id, l.access_id;
 end
 $$;

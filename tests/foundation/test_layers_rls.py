@@ -27,7 +27,7 @@ LAYERS = {
     "semantic_memory": ["org", "user"], "memory_embeddings": ["org", "user"], "entity_relationships": [],
     "world_model_state": [], "world_model_entities": [], "world_model_updates": [], "world_model_snapshots": [],
     "reflection_store": ["org"], "task_reflections": ["org"], "memory_summaries": ["org"],
-    "memory_access_log": ["org"],
+    "memory_access_log": ["org", "user"],
 }
 POLICY_OF_LAYER = {"org": "org_isolation", "user": "user_visibility"}
 
@@ -45,7 +45,9 @@ def _populate_everyone(db: Any) -> None:
         packet = write(conn, {"packet_type": "note", "payload": {"secret": 1}, "scope": "l-private"})["packet_id"]
         call(conn, "select * from memsub.record_event('agent-3', 'private', '{}'::jsonb, %s)", [packet])
         call(conn, "select * from memsub.record_reasoning_trace('agent-3', %s)", [packet])
-        call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector)", [packet, vec(0.3)])
+        embedding = call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector)", [packet, vec(0.3)])
+        call(conn, "select * from memsub.record_access('packet', %s, 'agent-3', p_query_text => 'my secret')", [packet])
+        call(conn, "select * from memsub.record_access('embedding', %s, 'agent-3')", [embedding["embedding_id"]])
         call(conn, "select * from memsub.store_semantic_memory('agent-3', %s::vector, p_scope => 'l-private')",
              [vec(0.2)])
         conn.commit()
@@ -131,3 +133,27 @@ def test_a_reflection_comes_only_from_a_shared_packet(db, scope):
     assert caught.value.diag.column_name == "source_packet"
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.reflection_store").fetchone() == (0,)
+
+
+def test_the_accesses_to_a_private_packet_are_as_private_as_the_packet(db):
+    """An access record names its target and the query that found it: for a cursor or l-private target it is read
+    by its accessor alone, however it was recorded (record_access, a search asked to record)."""
+    text = "salary negotiation"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        shared = write(conn, {"packet_type": "note", "payload": {"n": 1}})["packet_id"]
+        private = write(conn, {"packet_type": "diary", "payload": {"secret": 1}, "scope": "l-private",
+                               "memory": {"embeddings": [{"embedding_type": "content", "vector": json.loads(vec(0.7)),
+                                                          "chunk_text": text}]}})["packet_id"]
+        for target in (shared, private):
+            conn.execute("select memsub.record_access('packet', %s, 'agent-1', p_query_text => %s)", [target, text])
+        hits = conn.execute("select packet_id from memsub.hybrid_search(%s, %s::vector, 5, p_record_access => true)",
+                            [text, vec(0.7)]).fetchall()
+        assert (private,) in hits
+        mine = conn.execute("select target_type, scope from memsub.memory_access_log").fetchall()
+        conn.commit()
+    assert sorted(mine) == [("embedding", "l-private"), ("packet", "l-private"), ("packet", "shared")]
+    with db.connect("app") as conn:  # another user of the organization: the shared packet's access only
+        set_context(conn, TENANT_A, ORG_1, USER_2)
+        seen = conn.execute("select target_id, query_text from memsub.memory_access_log").fetchall()
+    assert seen == [(shared, text)]

@@ -92,6 +92,7 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
                           [packet_id]).fetchone()
     assert access is not None
     conn.execute("select memsub.record_feedback(%s, true, 'useful')", [access[0]])
+    conn.execute("select memsub.record_access('packet', %s, 'planner')", [private["packet_id"]])
     conn.execute("select memsub.session_create(%s)", [session])
     conn.execute("select memsub.session_append_event(%s, '{\"author\": \"user\", \"text\": \"hello\"}')", [session])
     task = conn.execute("select id from memsub.task_create('research', '{}', %s)", [session]).fetchone()

@@ -564,6 +564,52 @@ def test_a_non_superuser_installer_keeps_the_learned_feedback_of_every_tenant_to
     _check_learned_feedback(server.dsn(empty_db))
 
 
+ACCESSED = {name: str(uuid.UUID(int=300 + n)) for n, name in enumerate(
+    ["shared packet", "private packet", "cursor packet", "purged packet", "private embedding", "private memory",
+     "gone embedding", "fact"])}
+ACCESS_TABLES = ("memory_access_log", "packet_store", "packet_tombstones", "memory_embeddings", "semantic_memory")
+
+
+def _access_scopes_at_2_39_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.39.0 whose access log names a shared, an l-private, a cursor and a purged packet, an
+    l-private packet's embedding, an l-private semantic memory, an embedding that is gone and a fact."""
+    migrator.migrate("2.39.0")
+    one, user = str(uuid.UUID(int=1)), str(uuid.UUID(int=7))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, scope in [("shared packet", "shared"), ("private packet", "l-private"),
+                            ("cursor packet", "cursor")]:
+            conn.execute("insert into memsub.packet_store (tenant_id, packet_id, packet_type, envelope, scope, "
+                         "user_id, session_id) values (%s, %s, 'note', '{}', %s, %s, 's')",
+                         [one, ACCESSED[name], scope, user])
+        conn.execute("insert into memsub.packet_tombstones (tenant_id, packet_id, packet_type, generation, "
+                     "root_packet_id, timestamp, write_seq, expired_at, scope) "
+                     "values (%s, %s, 'note', 0, %s, now(), 1, now(), 'shared')",
+                     [one, ACCESSED["purged packet"], ACCESSED["purged packet"]])
+        conn.execute("insert into memsub.memory_embeddings (tenant_id, embedding_id, packet_id, embedding_type, "
+                     "vector, scope, user_id) values (%s, %s, %s, 'content', "
+                     "array_fill(0.5::real, array[1536])::vector, 'l-private', %s)",
+                     [one, ACCESSED["private embedding"], ACCESSED["private packet"], user])
+        conn.execute("insert into memsub.semantic_memory (tenant_id, embedding_id, agent_id, vector, scope, user_id) "
+                     "values (%s, %s, 'agent', array_fill(0.5::real, array[1536])::vector, 'l-private', %s)",
+                     [one, ACCESSED["private memory"], user])
+        for name in ACCESSED:
+            target_type = name.split()[-1].replace("memory", "embedding")
+            conn.execute("insert into memsub.memory_access_log (tenant_id, target_type, target_id, user_id, "
+                         "query_text) values (%s, %s, %s, %s, %s)", [one, target_type, ACCESSED[name], user, name])
+
+
+def _check_access_scopes(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        scopes = dict(conn.execute("select query_text, scope from memsub.memory_access_log").fetchall())
+        security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = any(%s::regclass[]) order by 1",
+                                [[f"memsub.{t}" for t in ACCESS_TABLES]]).fetchall()
+    # The records of a purged packet and of an embedding that is gone go; a private or cursor target's are private.
+    assert scopes == {"shared packet": "shared", "private packet": "l-private", "cursor packet": "l-private",
+                      "private embedding": "l-private", "private memory": "l-private", "fact": "shared"}
+    assert security == [(t, True, True) for t in sorted(ACCESS_TABLES)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -574,6 +620,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
                                                       lambda dsn, _: _check_session_events(dsn)),
     "2.38.0 matches entity names in either Unicode composition": (_graph_at_2_37_0, _check_graph_keys),
     "2.39.0 keeps neighbour lists to latest chunks their readers may see": (_neighbours_at_2_38_0, _check_neighbours),
+    "2.40.0 makes the records of private targets private": (_access_scopes_at_2_39_0, _check_access_scopes),
     "2.41.0 keeps the feedback learned": (_accesses_at_2_39_0, _check_learned_feedback),
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
 }
@@ -674,3 +721,16 @@ def test_a_non_superuser_installer_gives_every_store_vector_its_items_context_to
                         "langgraph_store_vectors")
     migrator.migrate()
     _check_store_vector_contexts(server.dsn(empty_db))
+
+
+def test_a_non_superuser_installer_gives_every_access_record_its_scope_too(server, empty_db, installer):
+    """Row-level security is forced on the access log and on the tables of its targets: without a tenant context
+    their owner sees no row, and the upgrade must still scope every record, and leave row-level security as it
+    was."""
+    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+        grant_documented_privileges(conn, installer)
+    migrator = Migrator(server.dsn(empty_db, installer))
+    _access_scopes_at_2_39_0(server.dsn(empty_db), migrator)
+    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), *ACCESS_TABLES)
+    migrator.migrate()
+    _check_access_scopes(server.dsn(empty_db))

@@ -105,6 +105,56 @@ def test_rows_derived_from_an_expired_packet_are_never_read_and_are_purged_with_
     assert stored(db, kept) == dict.fromkeys(DERIVED, 1)
 
 
+def _record_accesses(conn: psycopg.Connection[Any], packet_id: uuid.UUID, query: str) -> None:
+    """An access to the packet, its embedding, its fact and its reflection."""
+    conn.execute("select memsub.record_access('packet', %s, 'reader', p_query_text => %s)", [packet_id, query])
+    for target_type, table, column, key in (("embedding", "memory_embeddings", "embedding_id", "packet_id"),
+                                            ("fact", "knowledge_facts", "fact_id", "source_packet"),
+                                            ("reflection", "reflection_store", "reflection_id", "source_packet")):
+        conn.execute(f"select memsub.record_access(%s, (select {column} from memsub.{table} "  # noqa: S608
+                     f"where {key} = %s), 'reader', p_query_text => %s)", [target_type, packet_id, query])
+    conn.execute("select * from memsub.hybrid_search(%s, %s::vector, 5, p_record_access => true)", [query, vec(0.3)])
+
+
+def test_the_accesses_of_what_is_purged_go_with_it_whoever_recorded_them(db):
+    """Nothing derived outlives its packet: the access records naming the purged packet, its embedding, fact and
+    reflection (with the queries that found them) are deleted too, those of readers the purging context cannot
+    see as well; those of live packets stay."""
+    other_org, other_user = uuid.uuid4(), uuid.uuid4()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=3)
+        expiring = write_world(conn, "Expiring", ttl)
+        kept = write_world(conn, "Kept", None)
+        conn.commit()
+        for org, user in ((None, None), (other_org, other_user)):
+            set_context(conn, TENANT_A, org, user)
+            _record_accesses(conn, expiring, "Expiring drinks tea")
+            _record_accesses(conn, kept, "Kept drinks tea")
+            conn.commit()
+    targets = ("select l.target_id from memsub.memory_access_log l where l.target_id in ("
+               "select packet_id from memsub.packet_store where packet_id = %(p)s union all "
+               "select embedding_id from memsub.memory_embeddings where packet_id = %(p)s union all "
+               "select fact_id from memsub.knowledge_facts where source_packet = %(p)s union all "
+               "select reflection_id from memsub.reflection_store where source_packet = %(p)s)")
+    with db.connect() as conn:
+        recorded = {p: conn.execute(targets, {"p": p}).fetchall() for p in (expiring, kept)}
+        everything = conn.execute("select count(*) from memsub.memory_access_log").fetchone()[0]
+    assert {p: len({r[0] for r in rows}) for p, rows in recorded.items()} == {expiring: 4, kept: 4}
+    with db.connect("app") as conn:
+        wait_until(conn, ttl)
+        set_context(conn, TENANT_A)
+        assert conn.execute("select * from memsub.purge_expired()").fetchall() == [(TENANT_A, 1)]
+        conn.commit()
+    with db.connect() as conn:
+        left = conn.execute("select count(*) from memsub.memory_access_log where target_id = any(%s)",
+                            [[r[0] for r in recorded[expiring]]]).fetchone()[0]
+        assert left == 0
+        assert sorted(conn.execute(targets, {"p": kept}).fetchall()) == sorted(recorded[kept])
+        assert conn.execute("select count(*) from memsub.memory_access_log").fetchone()[0] == (
+            everything - len(recorded[expiring]))
+
+
 def test_knowledge_outlives_an_expired_packet_only_when_something_else_supports_it(db):
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
