@@ -52,6 +52,9 @@ class AccessLogEntry(TenantRow):
     was_useful: bool | None
     feedback_reason: str | None
     accessed_at: datetime
+    scope: str
+    """shared, or l-private (read by its accessor alone) when the target is a cursor or l-private packet or
+    embedding."""
 
 
 def record_event(agent_id: str, event_type: str, content: Any = None, *, packet_id: UUID | str | None = None,

@@ -53,7 +53,7 @@ def test_client_covers_every_layer(db):
             assert summary.packet_count == 1
             due = session.reflection.summaries_due(as_of=datetime.now(UTC) + timedelta(hours=1))
             assert [s.summary_id for s in due] == [summary.summary_id]
-            session.events.record_access("packet", packet.packet_id, was_useful=True)
+            assert session.events.record_access("packet", packet.packet_id, was_useful=True).scope == "shared"
             session.events.record_access("embedding", embedding.embedding_id)
             assert session.packets.get(packet.packet_id).access_count == 2  # type: ignore[union-attr]
         with pytest.raises(ConflictError) as conflict, substrate.tenant(TENANT_A) as session:
