@@ -19,14 +19,15 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_ids     uuid[];
-    v_found   integer;
-    v_start   timestamptz;
-    v_end     timestamptz;
-    v_missing uuid;
-    v_summary memsub.memory_summaries;
-    v_scope   text;  -- the scope value as stored
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_ids      uuid[];
+    v_found    integer;
+    v_start    timestamptz;
+    v_end      timestamptz;
+    v_missing  uuid;
+    v_summary  memsub.memory_summaries;
+    v_scope    text;  -- the scope value as stored
+    v_scope_of text;  -- a source packet's scope
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
@@ -62,6 +63,16 @@ begin
         raise exception 'field "source_packet_ids": packet % does not exist or is not visible to this writer', v_missing
             using errcode = '23503', column = 'source_packet_ids';
     end if;
+    -- A summary is read by its whole organization, with its packets' ids: it summarizes shared packets only.
+    select s.packet_id, s.scope into v_missing, v_scope_of
+      from memsub.packet_store s
+     where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared'
+     order by s.packet_id limit 1;
+    if found then
+        raise exception 'field "source_packet_ids": packet % has scope %; a summary, read by its whole organization, '
+                        'can only come from shared packets', v_missing, v_scope_of
+            using errcode = '22023', column = 'source_packet_ids';
+    end if;
     -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
     -- the transaction's start, and after every summary of the scope the caller sees, so that of summaries written
     -- in one transaction the last written is the newest.
@@ -84,7 +95,8 @@ end
 $$;
 comment on function memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz) is
     'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of '
-    'visible packets; packet_count and the coverage window (first and last packet time) are computed from them. '
+    'visible shared packets (a private or cursor packet: 22023 naming source_packet_ids); packet_count and the '
+    'coverage window (first and last packet time) are computed from them. '
     'created_at is the time of the call, later than every summary of the scope the caller sees: the last written '
     'is the newest, in one transaction too.';
 

@@ -135,6 +135,25 @@ def test_a_reflection_comes_only_from_a_shared_packet(db, scope):
         assert conn.execute("select count(*) from memsub.reflection_store").fetchone() == (0,)
 
 
+
+@pytest.mark.parametrize("scope", ["l-private", "cursor"])
+def test_a_summary_comes_only_from_shared_packets(db, scope):
+    """A summary is read by its whole organization, with the ids of the packets it summarizes: drawn from a
+    private or cursor packet it would show that packet's id, and what its text says of it, to every other user."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        shared = write(conn, {"packet_type": "note", "payload": {"n": 1}})["packet_id"]
+        private = write(conn, {"packet_type": "diary", "payload": {"secret": 1}, "scope": scope})["packet_id"]
+        conn.commit()
+    with pytest.raises(psycopg.errors.InvalidParameterValue) as caught, db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        conn.execute("select memsub.record_summary('agent', 'planner', 'the diary says', %s::uuid[])",
+                     [[shared, private]])
+    assert caught.value.diag.column_name == "source_packet_ids"
+    assert str(private) in caught.value.diag.message_primary
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.memory_summaries").fetchone() == (0,)
+
 def test_the_accesses_to_a_private_packet_are_as_private_as_the_packet(db):
     """An access record names its target and the query that found it: for a cursor or l-private target it is read
     by its accessor alone, however it was recorded (record_access, a search asked to record)."""
