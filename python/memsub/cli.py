@@ -258,7 +258,8 @@ def _read_envelopes(stream: IO[str]) -> Iterator[dict[str, Any]]:
 @packet.command("write")
 @click.argument("source", type=click.File("r"))
 @tenant_options
-@click.option("--batch-size", default=500, show_default=True, help="Envelopes per memsub.write_packets call.")
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(min=1),
+              help="Envelopes per memsub.write_packets call.")
 @click.option("--embedder", "embedder_spec", envvar="MEMSUB_EMBEDDER", default=None,
               help=f"Embed each envelope's payload.text on write (its content vector, unless it brings one): "
                    f"{EMBEDDER_SPEC_HELP}. Without one, only the vectors the envelopes carry are stored.")

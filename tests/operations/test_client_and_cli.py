@@ -160,6 +160,18 @@ def test_cli_packet_write_in_batches_reports_each_envelope_at_its_place_and_a_ba
     assert superuser_count(db) == 5
 
 
+@pytest.mark.parametrize("size", ["0", "-1"])
+def test_cli_packet_write_refuses_a_batch_size_below_one_naming_it(db, size):
+    """No batch of fewer than one envelope: 0 would fail in the loop, and -1 skipped the loop, wrote nothing and
+    exited 0."""
+    envelopes = "\n".join(json.dumps({"packet_type": "event", "payload": n}) for n in range(3))
+    result = CliRunner().invoke(cli, ["packet", "write", "-", "--dsn", db.dsn("app"), "--tenant", str(TENANT_A),
+                                      "--batch-size", size], input=envelopes)
+    assert result.exit_code == 2, result.output
+    assert "--batch-size" in result.stderr, result.stderr
+    assert superuser_count(db) == 0
+
+
 def test_cli_manages_an_embedded_cluster(tmp_path: Path):
     data_dir = tmp_path / "cluster"
     tmp_path.chmod(0o755)
