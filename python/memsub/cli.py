@@ -308,27 +308,27 @@ def packet_get(packet_id: str, target: Target) -> None:
 @packet.command("thread")
 @click.argument("thread_id")
 @tenant_options
-@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 99_999),
-              help="Packets per page.")
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Packets per page, at most the max_rows limit (10000 unless raised).")
 @click.option("--after", "after_cursor", type=int, default=None,
               help="Continue after this cursor (the write_seq printed by the previous page).")
 @click.option("--all", "read_all", is_flag=True, help="Read every page, --limit packets at a time.")
 @json_lines_option
 def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int | None, read_all: bool,
                   as_json: bool) -> None:
-    """Replay a thread in write order (parents before children), one page or --all."""
-    truncated = False
+    """Replay a thread in write order (parents before children), one page or --all. A full page says that more
+    packets may follow, with the cursor to continue from (the next page may be empty)."""
     with target.session() as session:
         if read_all:
             rows = list(session.packets.replay(thread_id, page_size=limit, after_cursor=after_cursor))
         else:
-            rows = session.packets.get_thread(thread_id, limit=limit + 1, after_cursor=after_cursor)
-            truncated = len(rows) > limit
-            rows = rows[:limit]
+            # a page of exactly --limit rows, so that --limit may be as large as max_rows: a full one may have more
+            # after it, as the MCP and HTTP thread pages say
+            rows = session.packets.get_thread(thread_id, limit=limit, after_cursor=after_cursor)
     print_rows(rows, ["write_seq", "timestamp", "packet_type", "packet_id", "tags", "scope"], as_json)
-    if truncated:
-        click.echo(f"showing {len(rows)} packets; more packets follow: continue with --after {rows[-1].write_seq} "
-                   "(or read them all with --all)", err=True)
+    if not read_all and rows and len(rows) == limit:
+        click.echo(f"showing {len(rows)} packets, a full page; more packets may follow: continue with --after "
+                   f"{rows[-1].write_seq} (or read them all with --all)", err=True)
 
 
 @packet.command("lineage")

@@ -185,15 +185,42 @@ def test_the_client_and_cli_page_through_a_thread_with_a_notice(db):
                                   "--limit", "2", "--json"])
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["envelope"]["payload"]["n"] for line in result.stdout.splitlines()] == [0, 1]
-    assert "more packets follow" in result.stderr and "--after" in result.stderr
+    assert "more packets may follow" in result.stderr and "--after" in result.stderr
     after = result.stderr.split("--after ")[1].split()[0]
     result = runner.invoke(main, ["packet", "thread", thread, "--tenant", str(TENANT_A), "--dsn", db.dsn("app"),
                                   "--after", after, "--json"])
     assert [json.loads(line)["envelope"]["payload"]["n"] for line in result.stdout.splitlines()] == [2, 3, 4]
-    assert "more packets follow" not in result.stderr
+    assert "more packets may follow" not in result.stderr
     result = runner.invoke(main, ["packet", "thread", thread, "--tenant", str(TENANT_A), "--dsn", db.dsn("app"),
                                   "--limit", "2", "--all", "--json"])
-    assert len(result.stdout.splitlines()) == 5 and "more packets follow" not in result.stderr
+    assert len(result.stdout.splitlines()) == 5 and "more packets may follow" not in result.stderr
+
+
+def test_the_cli_reads_a_thread_page_as_large_as_the_row_limit_and_refuses_a_larger_one(db):
+    """A page of max_rows packets (10000) is one get_thread call of that many rows; a full page says more may
+    follow, as the MCP and HTTP thread pages do; a larger page is refused by the database, naming the limit."""
+    from click.testing import CliRunner
+
+    from memsub.cli import main
+
+    thread = str(uuid.uuid4())
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        write_batch(conn, [{"packet_type": "event", "payload": {"n": n}, "thread_id": thread} for n in range(3)])
+        conn.commit()
+    base = ["packet", "thread", thread, "--tenant", str(TENANT_A), "--dsn", db.dsn("app"), "--json"]
+    runner = CliRunner()
+    largest = runner.invoke(main, [*base, "--limit", "10000"])
+    assert largest.exit_code == 0, largest.output
+    assert len(largest.stdout.splitlines()) == 3 and "may follow" not in largest.stderr
+    full = runner.invoke(main, [*base, "--limit", "3"])
+    assert full.exit_code == 0 and len(full.stdout.splitlines()) == 3
+    assert "more packets may follow" in full.stderr, full.stderr
+    every = runner.invoke(main, [*base, "--limit", "10000", "--all"])
+    assert every.exit_code == 0 and len(every.stdout.splitlines()) == 3, every.output
+    beyond = runner.invoke(main, [*base, "--limit", "10001"])
+    assert beyond.exit_code == 2, beyond.output
+    assert "SQLSTATE 54000" in beyond.stderr and "field limit" in beyond.stderr, beyond.stderr
 
 
 # 3. Expiry honoured on every read; purging keeps lineage -------------------------------------------------------
