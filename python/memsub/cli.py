@@ -33,7 +33,7 @@ from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 from memsub.models import PacketWriteResult
 from memsub.packets import LineageDirection, write_packet_batch
-from memsub.schema_files import parse_version
+from memsub.schema_files import Version, format_version, parse_version
 
 
 @click.group(cls=GuardedGroup)
@@ -44,14 +44,19 @@ def main() -> None:
 
 # -- migrations ----------------------------------------------------------------------------------------------
 
-def _check_version(option: str, text: str | None) -> None:
-    """A version option that is no MAJOR.MINOR.PATCH is bad input (exit 2), refused before connecting."""
+def _check_version(option: str, text: str | None) -> Version | None:
+    """The version an option names; one that is no MAJOR.MINOR.PATCH, or that no shipped migration has, is bad
+    input (exit 2), refused before connecting."""
     if text is None:
-        return
+        return None
+    field = option.removeprefix("--")
     try:
-        parse_version(text)
+        version = parse_version(text)
     except ValueError as error:
-        raise InvalidInput(f"{option} is {error}", field=option.removeprefix("--")) from None
+        raise InvalidInput(f"{option} is {error}", field=field) from None
+    if version not in {migration.version for migration in Migrator("").migrations}:
+        raise InvalidInput(f"{option} {format_version(version)}: no such migration is shipped", field=field)
+    return version
 
 
 @main.command()
@@ -150,8 +155,10 @@ def status(dsn: str | None, as_json: bool) -> None:
 @click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
 def sql_script(from_version: str | None, to_version: str | None) -> None:
     """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
-    _check_version("--from", from_version)
-    _check_version("--to", to_version)
+    start = _check_version("--from", from_version)
+    end = _check_version("--to", to_version)
+    if start is not None and end is not None and start > end:
+        raise InvalidInput("--from must not be newer than --to", field="from")
     try:
         click.echo(Migrator("").script(from_version, to_version), nl=False)
     except ValueError as error:

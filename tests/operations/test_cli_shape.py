@@ -172,6 +172,20 @@ def test_a_malformed_sql_version_is_bad_input(option):
                                     f"(field {option[2:]})"], result.stderr
 
 
+@pytest.mark.parametrize(("arguments", "line"), [
+    (["sql", "--from", "9.9.9"], "memsub: --from 9.9.9: no such migration is shipped (field from)"),
+    (["sql", "--to", "9.9.9"], "memsub: --to 9.9.9: no such migration is shipped (field to)"),
+    (["sql", "--from", "2.0.0", "--to", "1.1.0"], "memsub: --from must not be newer than --to (field from)"),
+    (["migrate", "--dsn", "REFUSED", "--to", "9.9.9"],
+     "memsub: --to 9.9.9: no such migration is shipped (field to)"),
+], ids=["sql-from", "sql-to", "sql-backwards", "migrate-to"])
+def test_a_version_no_migration_has_is_bad_input_before_connecting(arguments, line):
+    arguments = [_refused_dsn() if argument == "REFUSED" else argument for argument in arguments]
+    result = CliRunner().invoke(cli, arguments)
+    assert result.exit_code == exit_codes.BAD_INPUT, result.output
+    assert _error_lines(result) == [line], result.stderr
+
+
 @pytest.mark.parametrize("command", ["verify", "repair"])
 def test_verify_and_repair_that_cannot_compare_print_the_error_object_and_one_line(db, command):
     """Exit 2 (the comparison itself was impossible), in the shape every command prints an error in."""
