@@ -51,7 +51,7 @@ from memsub.embedding import (
     embed_envelopes,
     minilm_available,
 )
-from memsub.errors import ConnectionFailed, MemsubError
+from memsub.errors import ConnectionFailed, InvalidInput, MemsubError
 from memsub.exit_codes import fail
 from memsub.graph import GraphPath
 from memsub.migrator import Migrator
@@ -841,7 +841,7 @@ def cli(dsn: str | None, database: str | None, reuse: bool, keep: bool) -> None:
     database); it never drops anything it did not create. Without a configured server it starts the embedded
     cluster and stops it again."""
     if reuse and not database:
-        fail(MemsubError("--reuse needs --database"))
+        fail(InvalidInput("--reuse needs --database", field="database"))
     try:
         sys.exit(main(dsn, database, recreate=not reuse, keep=keep))
     except (MemsubError, psycopg.Error) as error:

@@ -171,3 +171,11 @@ def test_demo_without_a_server_starts_its_own_cluster_and_stops_it(monkeypatch, 
     assert f"embedded cluster in {data_dir}, started by this run" in text
     assert f"cleanup: stopped the embedded cluster this run started in {data_dir}" in text
     assert not embedded.status(data_dir).running
+
+
+def test_reuse_without_a_database_is_a_usage_error():
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(demo.cli, ["--reuse"], env={"MEMSUB_DSN": None, "DATABASE_URL": None})
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == ["memsub: --reuse needs --database (field database)"], result.stderr
