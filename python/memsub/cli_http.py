@@ -11,6 +11,7 @@ from memsub import api_keys
 from memsub._calls import ContextRole
 from memsub.cli_common import UUID_TEXT, context_role_option, emit_json_lines, reachable_dsn
 from memsub.client import Substrate
+from memsub.errors import InvalidInput
 
 
 @click.command("serve")
@@ -50,7 +51,8 @@ def _admin_options(function: Any) -> Any:
                      default="platform_admin", show_default=True,
                      help="The context role to act with (the login must be a member of memsub_<role>)."),
         click.option("--admin-tenant", default=None, type=UUID_TEXT,
-                     help="Tenant of the admin context (required with --as tenant_admin; default: the key's)."),
+                     help="Tenant of the admin context: with --as tenant_admin, list and revoke need it, and "
+                          "create defaults to the key's tenant."),
     ]):
         function = option(function)
     return function
@@ -58,6 +60,13 @@ def _admin_options(function: Any) -> Any:
 
 def _substrate(dsn: str | None) -> Substrate:
     return Substrate(reachable_dsn(dsn), max_size=1, timeout=10.0)
+
+
+def _admin_tenant(admin_role: str, admin_tenant: str | None) -> str | None:
+    """The admin context's tenant; a tenant_admin context needs one (bad input, before connecting)."""
+    if admin_role == "tenant_admin" and admin_tenant is None:
+        raise InvalidInput("--as tenant_admin needs --admin-tenant", field="admin-tenant")
+    return admin_tenant
 
 
 @api_key_group.command("create")
@@ -91,7 +100,8 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
 @click.argument("key_id")
 def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, key_id: str) -> None:
     """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it."""
-    with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+    context_tenant = _admin_tenant(admin_role, admin_tenant)
+    with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
         revoked = session.run(api_keys.revoke_api_key(key_id))
     if not revoked:
         click.echo(f"memsub: no live key {key_id} in this context", err=True)
@@ -103,6 +113,7 @@ def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, k
 @_admin_options
 def api_key_list(dsn: str | None, admin_role: str, admin_tenant: str | None) -> None:
     """The keys of the context (memsub.list_api_keys) as JSON Lines, without their secrets."""
-    with _substrate(dsn) as substrate, substrate.tenant(admin_tenant, roles=[admin_role]) as session:
+    context_tenant = _admin_tenant(admin_role, admin_tenant)
+    with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
         keys = session.run(api_keys.list_api_keys())
     emit_json_lines(keys)

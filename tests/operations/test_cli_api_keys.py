@@ -4,6 +4,7 @@ superuser), and the minted key authenticates until it is revoked."""
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 
 import psycopg
@@ -54,6 +55,33 @@ def test_role_choices_are_the_context_roles(db, arguments, field):
     result = CliRunner().invoke(cli, ["api-key", "create", "--dsn", db.dsn("platform_admin"),
                                       "--tenant", str(uuid.uuid4()), *arguments])
     assert result.exit_code == 2 and field in result.output
+
+
+@pytest.mark.parametrize("command", [["list"], ["revoke", "mk_0000000000000000"]], ids=["list", "revoke"])
+def test_tenant_admin_without_an_admin_tenant_is_a_usage_error_before_connecting(command):
+    """list and revoke act in the admin context's tenant, which only --admin-tenant names (create defaults it to
+    the key's tenant)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        refused = f"postgresql://nobody@127.0.0.1:{probe.getsockname()[1]}/memsub?connect_timeout=2"
+    result = CliRunner().invoke(cli, ["api-key", command[0], "--dsn", refused, "--as", "tenant_admin", *command[1:]])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == ["memsub: --as tenant_admin needs --admin-tenant (field admin-tenant)"], \
+        result.stderr
+
+
+def test_tenant_admin_lists_and_revokes_the_keys_of_its_admin_tenant(db):
+    tenant = uuid.uuid4()
+    runner = CliRunner()
+    admin = ["--dsn", db.dsn("tenant_admin"), "--as", "tenant_admin"]
+    created = runner.invoke(cli, ["api-key", "create", *admin, "--tenant", str(tenant), "--json"])
+    assert created.exit_code == 0, created.output
+    key_id = json.loads(created.stdout)["key_id"]
+    listed = runner.invoke(cli, ["api-key", "list", *admin, "--admin-tenant", str(tenant)])
+    assert listed.exit_code == 0, listed.output
+    assert [json.loads(line)["key_id"] for line in listed.stdout.splitlines()] == [key_id]
+    revoked = runner.invoke(cli, ["api-key", "revoke", *admin, "--admin-tenant", str(tenant), key_id])
+    assert revoked.exit_code == 0, revoked.output
 
 
 def test_an_expiry_that_is_not_a_time_is_refused_naming_it_and_mints_nothing(db):
