@@ -43,7 +43,7 @@ from memsub._calls import (
     vector_or_none,
 )
 from memsub.embedding import Embedder, embed_one
-from memsub.errors import ConflictError
+from memsub.errors import ConflictError, LocalValidationError
 
 MemoryType = Literal["semantic", "episodic", "procedural"]
 MemoryTier = Literal["STM", "LTM", "Procedural"]
@@ -158,19 +158,31 @@ def memory_text(key: str, value: Any) -> str:
     return f"{key}: " + (" ".join(strings) if strings else json.dumps(value, sort_keys=True))
 
 
+def _entry_value(value: Any) -> Json:
+    """A memory entry's value: any JSON but null. None is refused (LocalValidationError, 23502, naming ``value``):
+    memsub.memory_write requires a value (memsub.memory_delete deletes), and a version holding null would read as
+    no entry at all."""
+    if value is None:
+        raise LocalValidationError("field value: a memory entry's value is any JSON but null (None); delete an "
+                                   "entry with memory.delete", sqlstate="23502", field="value")
+    return Json(value)
+
+
 def memory_write(namespace: str, key: str, value: Any, *, expected_version: int | None = None,
                  memory_type: MemoryType = "semantic", metadata: dict[str, Any] | None = None,
                  embedding: Sequence[float] | None = None, embedder: Embedder | None = None) -> Call[MemoryEntry]:
     """Write the next version of (namespace, key); ``expected_version`` is the version read (None: none live).
 
-    The version carries ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so
-    :func:`memory_search` finds it by meaning as well as by words). Raises ``ConflictError`` when another writer
-    got there first (memsub.memory_write).
+    ``value`` is any JSON but null (None raises LocalValidationError naming it). The version carries
+    ``embedding``, or, given an ``embedder``, the vector of :func:`memory_text` (so :func:`memory_search` finds it
+    by meaning as well as by words). Raises ``ConflictError`` when another writer got there first
+    (memsub.memory_write).
     """
+    entry_value = _entry_value(value)
     if embedding is None and embedder is not None:
         embedding = embed_one(embedder, memory_text(key, value))
     return function("memory_write", {
-        "namespace": namespace, "key": key, "value": Json(value), "expected_version": expected_version,
+        "namespace": namespace, "key": key, "value": entry_value, "expected_version": expected_version,
         "memory_type": memory_type, "metadata": json_or_none(metadata),
         "embedding": vector_or_none(embedding)}, one(MemoryEntry))
 
@@ -214,9 +226,9 @@ def memory_remember(namespace: str, key: str, value: Any, *, tier: MemoryTier | 
                     kind: Literal["semantic", "episodic"] | None = None,
                     metadata: dict[str, Any] | None = None) -> Call[TieredMemory]:
     """Write the next version of (namespace, key) as STM (the default), LTM or Procedural memory, importance 0.5
-    unless given (memsub.memory_remember)."""
+    unless given (memsub.memory_remember); ``value`` is any JSON but null, as for :func:`memory_write`."""
     return function("memory_remember", {
-        "namespace": namespace, "key": key, "value": Json(value), "tier": tier, "importance": importance,
+        "namespace": namespace, "key": key, "value": _entry_value(value), "tier": tier, "importance": importance,
         "expected_version": expected_version, "kind": kind, "metadata": json_or_none(metadata)},
         one(TieredMemory))
 
@@ -293,9 +305,10 @@ class MemoryArea(Area[SessionT]):
 
     def update(self, namespace: str, key: str, change: Callable[[Any], Any], *, memory_type: MemoryType = "semantic",
                attempts: int = 10) -> Any:
-        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one; on a
-        version conflict the attempt is undone (to a savepoint, or with its own transaction in per-call mode),
-        re-read and retried, at most ``attempts`` times (awaited on the async session)."""
+        """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one (any
+        JSON but null: None is refused, naming ``value``); on a version conflict the attempt is undone (to a
+        savepoint, or with its own transaction in per-call mode), re-read and retried, at most ``attempts`` times
+        (awaited on the async session)."""
         if isinstance(self._session, AsyncSession):
             return _update_async(self._session, namespace, key, change, memory_type, attempts)
         return _update(self._session, namespace, key, change, memory_type, attempts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memsub.client import Substrate
-from memsub.errors import ConflictError, ContextError, InvalidInput, NotFound, StateError
+from memsub.errors import ConflictError, ContextError, InvalidInput, LocalValidationError, NotFound, StateError
 
 from helpers import TENANT_A, in_threads
 from session_helpers import ALICE, ground_truth
@@ -73,6 +73,22 @@ def test_client_errors_are_typed(db):
             session.sessions.terminate("s2")
         with pytest.raises(StateError), substrate.tenant(TENANT_A, user_id=ALICE) as session:
             session.sessions.end_turn("s2")
+
+
+def test_a_memory_value_of_none_is_refused_naming_it_and_writes_nothing(db):
+    """A version's value is any JSON but null: memsub.memory_write requires one (memory_delete deletes), the HTTP
+    API refuses null, and a null value would read as no entry at all (session.memory.update gets None for both)."""
+    ns = f"user:{ALICE}:preferences"
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        for write in (lambda session: session.memory.write(ns, "k", None),
+                      lambda session: session.memory.remember(ns, "k", None),
+                      lambda session: session.memory.update(ns, "k", lambda value: None)):
+            with pytest.raises(LocalValidationError) as refused, \
+                    substrate.tenant(TENANT_A, user_id=ALICE) as session:
+                write(session)
+            assert refused.value.field == "value" and refused.value.sqlstate == "23502", refused.value
+            assert "null" in str(refused.value)
+    assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
 
 
 @pytest.mark.parametrize("per_call", [False, True])
