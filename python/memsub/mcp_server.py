@@ -462,10 +462,10 @@ def build_server(tools: MemoryTools) -> MCPServer:
     @tool(WRITING)
     def remember_entry(
         namespace: Annotated[str, Field(min_length=1, max_length=1000, description=(
-            "project:<id>, app:<name>, user:<user id>, session:<session id> or temp:, optionally followed by "
-            ":<more>, e.g. user:<user id>:preferences; the database decides which ones you may write."))],
+            "project:<id>, app:<name>, user:<user id> or session:<session id>, optionally followed by :<more>, "
+            "e.g. user:<user id>:preferences; the database decides which ones you may write."))],
         key: Name,
-        value: Annotated[Any, Field(description="The entry's value: any JSON.")],
+        value: Annotated[Any, Field(description="The entry's value: any JSON but null (a value is required).")],
         expected_version: Annotated[int | None, Field(ge=1, description=(
             "The version you read, to update it; omit to create a new key. A stale version is refused."))] = None,
         memory_type: MemoryType = "semantic",

@@ -198,6 +198,34 @@ def test_namespaced_memory_entries(db):
     _run(scenario)
 
 
+def test_an_entry_value_is_any_json_but_null_and_temp_namespaces_are_not_offered(db):
+    """memsub.memory_write requires a value (memory_delete deletes) and the HTTP API refuses null; temp: namespaces
+    are never persisted, so memory_write refuses every one of them and the tool does not offer them."""
+    user = uuid.uuid4()
+
+    async def scenario() -> None:
+        with _tools(db, uuid.uuid4(), user_id=user) as tools:
+            async with Client(build_server(tools)) as client:
+                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+                described = listed["remember_entry"].input_schema["properties"]["namespace"]["description"]
+                assert "temp:" not in described and "user:<user id>" in described
+                null = _error(await client.call_tool("remember_entry", {
+                    "namespace": f"user:{user}", "key": "tone", "value": None}))
+                assert "\n" not in null and "field value" in null and "null" in null, null
+                assert "nothing was written" in null
+                temp = _error(await client.call_tool("remember_entry", {
+                    "namespace": "temp:scratch", "key": "k", "value": 1}))
+                assert "field namespace" in temp
+        assert superuser_count(db, "memsub.memory_entries") == 0
+
+    _run(scenario)
+    text = MCP_DOC.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `namespace` |"))
+    assert "temp:" not in row
+    value = next(line for line in text.splitlines() if line.startswith("| `value` |"))
+    assert "any JSON but null" in value
+
+
 def test_graph_lookups_as_of_a_time(db):
     async def scenario() -> None:
         with _tools(db, uuid.uuid4()) as tools:
