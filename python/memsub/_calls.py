@@ -114,8 +114,17 @@ def vector_or_none(values: VectorLike | None) -> AsVector | None:
     return None if values is None else AsVector(values)
 
 
+class NotJson(TypeError):
+    """A value that is not JSON, in a JSON argument: ``field`` is its place (``value.note[2]``), which the message
+    starts with."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
 def _json_safe(value: Any, path: str) -> Any:
-    """``value`` as plain JSON data; TypeError naming ``path`` for anything that is not JSON.
+    """``value`` as plain JSON data; TypeError (:class:`NotJson`) naming ``path`` for anything that is not JSON.
 
     Accepted besides JSON's own types: tuples (arrays), UUIDs (strings), dates and times (ISO 8601 strings)
     and pydantic models (their JSON form). Sets, bytes, NaN, infinities and other objects are refused; a string
@@ -127,13 +136,13 @@ def _json_safe(value: Any, path: str) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise TypeError(f"{path}: {value!r} is not a JSON number")
+            raise NotJson(path, f"{value!r} is not a JSON number")
         return value
     if isinstance(value, dict):
         safe: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{path}: key {key!r} is a {type(key).__name__}, JSON object keys are strings")
+                raise NotJson(path, f"key {key!r} is a {type(key).__name__}, JSON object keys are strings")
             checked_text(key, path, "22P05")
             safe[key] = _json_safe(item, f"{path}.{key}")
         return safe
@@ -151,8 +160,8 @@ def _json_safe(value: Any, path: str) -> Any:
         return value.isoformat()
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
-    raise TypeError(f"{path}: a {type(value).__name__} is not JSON (use a list, dict, string, number, "
-                    "boolean or null)")
+    raise NotJson(path, f"a {type(value).__name__} is not JSON (use a list, dict, string, number, boolean or "
+                        "null)")
 
 
 def checked_text(value: str, field_name: str, nul_sqlstate: str = "22021") -> str:

@@ -28,9 +28,10 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
+from memsub._calls import NotJson, json_text
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
-from memsub.errors import ConfigurationError, MemsubError
+from memsub.errors import ConfigurationError, InvalidInput, MemsubError
 from memsub.graph import Direction, EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, Scope, as_utc
@@ -254,6 +255,23 @@ def _tool_error(error: MemsubError, writes: bool) -> ToolError:
     return ToolError(f"{kind} ({', '.join(where) or 'no SQLSTATE'}): {error}{suffix}")
 
 
+def _not_json(error: NotJson, writes: bool) -> ToolError:
+    """A JSON input holding what JSON has not (NaN or an infinity, which the server's JSON parser reads) as the
+    tool error of bad input, naming its place."""
+    return _tool_error(InvalidInput(str(error), sqlstate="22023", field=error.field), writes)
+
+
+def _check_json(field: str, value: Any) -> None:
+    """A JSON input as the client will send it, checked before anything is embedded or written: NaN, an infinity
+    or anything else that is not JSON is refused naming its place (``data.scores[2]``)."""
+    try:
+        json_text(value, field)
+    except NotJson as error:
+        raise _not_json(error, True) from error
+    except MemsubError as error:  # text that PostgreSQL cannot hold (a NUL, a lone surrogate)
+        raise _tool_error(error, True) from error
+
+
 def check_identity(substrate: Substrate, identity: Identity) -> int:
     """Open one transaction for the identity (the database checks the login's binding, or the token) and return
     the installation's vector dimension; raises the memsub error when the identity is refused."""
@@ -278,6 +296,8 @@ class MemoryTools:
                 yield session
         except MemsubError as error:
             raise _tool_error(error, writes) from error
+        except NotJson as error:
+            raise _not_json(error, writes) from error
 
     def _embed(self, text: str) -> list[float]:
         return embed_one(self.embedder, text)
@@ -288,6 +308,10 @@ class MemoryTools:
                  embedding_type: EmbeddingType) -> PacketWriteResult:
         if not text.strip():
             raise ToolError("field text: must not be empty; nothing was written")
+        if data is not None:
+            _check_json("data", data)
+        for index, fact in enumerate(facts):
+            _check_json(f"facts[{index}].object", fact.object)
         memory_fields: dict[str, Any] = {}
         if facts:
             memory_fields["facts"] = [f.model_dump(exclude_none=True) for f in facts]
@@ -310,11 +334,16 @@ class MemoryTools:
             model = PacketEnvelopeIn.model_validate({k: v for k, v in envelope.items() if v is not None})
         except MemsubError as error:
             raise _tool_error(error, True) from error
+        except NotJson as error:
+            raise _not_json(error, True) from error
         with self._memory(writes=True) as session:
             return session.packets.write(model)
 
     def remember_entry(self, namespace: str, key: str, value: Any, expected_version: int | None,
                        memory_type: MemoryType, metadata: dict[str, Any] | None) -> EntryWritten:
+        _check_json("value", value)
+        if metadata is not None:
+            _check_json("metadata", metadata)
         text = memory_text(key, value)
         with self._memory(writes=True) as session:
             entry = session.memory.write(namespace, key, value, expected_version=expected_version,

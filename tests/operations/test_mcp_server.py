@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.server.mcpserver.exceptions import ToolError
 from psycopg import sql
 
 import memsub
@@ -32,7 +34,7 @@ from memsub.client import Substrate
 from memsub.context_tokens import mint_context_token
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ContextError
-from memsub.mcp_server import Identity, MemoryTools, build_server, check_identity, tool_names
+from memsub.mcp_server import Fact, Identity, MemoryTools, build_server, check_identity, tool_names
 
 from helpers import superuser_count
 
@@ -309,6 +311,66 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_writes_nothing(db):
 
     _run(scenario)
 
+
+
+def test_nan_or_an_infinity_in_a_json_input_is_a_one_line_error_naming_it(db):
+    """JSON has no NaN or Infinity, but the server's JSON parser reads them: in a JSON input (an entry's value
+    and metadata, a memory's data, a fact's object) they are refused naming the input, as one line with the
+    error class, SQLSTATE and field, and nothing is written."""
+    user = uuid.uuid4()
+    with _tools(db, uuid.uuid4(), user_id=user) as tools:
+        for call, field in [
+            (lambda: tools.remember_entry(f"user:{user}", "k", float("nan"), None, "semantic", None), "value"),
+            (lambda: tools.remember_entry(f"user:{user}", "k", {"a": [1, float("inf")]}, None, "semantic", None),
+             "value.a[1]"),
+            (lambda: tools.remember_entry(f"user:{user}", "k", 1, None, "semantic", {"m": float("-inf")}),
+             "metadata.m"),
+            (lambda: tools.remember("t", "note", [], None, [], None, None, "shared", {"x": float("nan")}, [], [],
+                                    "content"), "data.x"),
+            (lambda: tools.remember("t", "note", [], None, [], None, None, "shared", None,
+                                    [Fact(subject="s", predicate="p", object=float("nan"))], [], "content"),
+             "facts[0].object"),
+        ]:
+            with pytest.raises(ToolError) as refused:
+                call()
+            text = str(refused.value)
+            assert text.startswith(f"InvalidInput (SQLSTATE 22023, field {field}): "), text
+            assert "\n" not in text and text.endswith("; nothing was written"), text
+    assert superuser_count(db) == 0 and superuser_count(db, "memsub.memory_entries") == 0
+
+    # the same through the stdio server, whose JSON parser takes NaN: a tool error, no traceback on stderr
+    tenant = uuid.uuid4()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSUB_")} | _env(
+        MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(tenant), MEMSUB_EMBEDDER="hashing")
+    command = _command()
+    server = subprocess.Popen([*command, "mcp", "--transport", "stdio", "--user", str(user)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert server.stdin is not None and server.stdout is not None
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "remember_entry", "arguments": {"namespace": f"user:{user}", "key": "k", "value": "NOT-JSON"}}},
+                   ).replace('"NOT-JSON"', "NaN"),
+    ]
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        reply: dict[str, Any] = {}
+        while reply.get("id") != 2:
+            ready, _, _ = select.select([server.stdout], [], [], 60)
+            assert ready, "no reply from the server"
+            reply = json.loads(server.stdout.readline())
+        _, stderr = server.communicate("", timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    result = reply["result"]
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("Error executing tool remember_entry: InvalidInput (SQLSTATE 22023, field value): "), text
+    assert "Traceback" not in stderr, stderr
 
 
 def test_an_argument_no_tool_has_is_refused_naming_it_and_writes_nothing(db):
