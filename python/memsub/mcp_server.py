@@ -22,11 +22,11 @@ from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memsub._calls import NotJson, json_text
 from memsub.client import Substrate, TenantSession
@@ -628,16 +628,42 @@ def build_server(tools: MemoryTools) -> MCPServer:
     return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), tools=registered)
 
 
+def _refusal(error: ValidationError) -> str:
+    """Arguments the input schema refuses, in one line: each field with what is wrong with it, in the order of the
+    tool's inputs (``field k: Input should be greater than or equal to 1; field query: Field required``); not the
+    validation library's report of several lines with links and the values given."""
+    parts: list[str] = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        place = ".".join(str(part) for part in item["loc"]) or "arguments"
+        part = f"field {place}: {' '.join(str(item['msg']).split())}"
+        if part not in parts:
+            parts.append(part)
+    return "; ".join(parts)
+
+
+class _MemoryTool(Tool):
+    """A tool whose refused arguments are one line of text (:func:`_refusal`), as docs/mcp.md ("Errors") says."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as error:
+            cause = error.__cause__
+            if isinstance(error, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {self.name}: {_refusal(cause)}") from cause
+
+
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
     """``tool`` with an argument model that refuses an argument it does not name, and an input schema that says so
     (``additionalProperties: false``): the SDK's model drops such an argument, so a misspelt one (``tag`` for
-    ``tags``) was ignored and the memory stored without it."""
+    ``tags``) was ignored and the memory stored without it. A refusal is one line (:class:`_MemoryTool`)."""
     model = tool.fn_metadata.arg_model
     strict: type[ArgModelBase] = type(model.__name__, (model,), {
         "__module__": model.__module__, "model_config": ConfigDict(**model.model_config, extra="forbid")})
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)
-    return tool
+    return _MemoryTool.model_construct(**{name: getattr(tool, name) for name in Tool.model_fields})
 
 
 def _version() -> str:

@@ -313,6 +313,36 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_writes_nothing(db):
 
 
 
+def test_a_refused_input_is_one_line_naming_each_field(db):
+    """docs/mcp.md, "Errors": a refused call is one line, which the assistant reads to correct itself: each field
+    with what is wrong with it, not the validation library's report (several lines, links, the values given)."""
+
+    async def scenario() -> None:
+        with _tools(db, uuid.uuid4()) as tools:
+            async with Client(build_server(tools)) as client:
+                k = _error(await client.call_tool("recall", {"query": "x", "k": 0}))
+                assert k == "Error executing tool recall: field k: Input should be greater than or equal to 1", k
+                several = _error(await client.call_tool("recall", {"k": 0, "mode": "fuzzy"}))
+                assert several == ("Error executing tool recall: field query: Field required; field k: Input "
+                                   "should be greater than or equal to 1; field mode: Input should be 'semantic' "
+                                   "or 'hybrid'"), several
+                for name, arguments in [
+                    ("remember", {}),
+                    ("remember", {"text": "x", "thread_id": "not-a-uuid"}),
+                    ("remember", {"text": "x", "tags": ["ok", 7]}),
+                    ("remember", {"text": "x", "facts": [{"subject": "s"}]}),
+                    ("graph_edges", {"as_of": "yesterday"}),
+                    ("replay_thread", {"thread_id": str(uuid.uuid4()), "limit": 10_001}),
+                    ("feedback", {"access_id": str(uuid.uuid4())}),
+                    ("remember", {"text": "x", "tag": ["kiln"]}),
+                ]:
+                    text = _error(await client.call_tool(name, arguments))
+                    assert "\n" not in text and "pydantic" not in text and "input_value" not in text, text
+                    assert text.startswith(f"Error executing tool {name}: field "), text
+
+    _run(scenario)
+
+
 def test_nan_or_an_infinity_in_a_json_input_is_a_one_line_error_naming_it(db):
     """JSON has no NaN or Infinity, but the server's JSON parser reads them: in a JSON input (an entry's value
     and metadata, a memory's data, a fact's object) they are refused naming the input, as one line with the
