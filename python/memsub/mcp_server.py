@@ -132,7 +132,7 @@ class Fact(BaseModel):
     subject: str = Field(min_length=1, description="What the fact is about, e.g. an entity name.")
     predicate: str = Field(min_length=1, description="The property or verb, e.g. 'prefers'.")
     object: Any = Field(description="The value: any JSON.")
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, strict=True, ge=0.0, le=1.0)
 
 
 class Relationship(BaseModel):
@@ -141,7 +141,7 @@ class Relationship(BaseModel):
     source_entity: str = Field(min_length=1)
     relationship_type: str = Field(min_length=1, description="e.g. 'works_at'.")
     target_entity: str = Field(min_length=1)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, strict=True, ge=0.0, le=1.0)
 
 
 class RecallHit(BaseModel):
@@ -449,7 +449,12 @@ class MemoryTools:
 # -- the server ------------------------------------------------------------------------------------------------
 
 Name = Annotated[str, Field(min_length=1, max_length=1000)]
-K = Annotated[int, Field(ge=1, le=1000, description="How many results (at most the installation's max_k).")]
+# Integer, boolean and number inputs are strict: the JSON type their schema names, not true for 1 or "5" for 5.
+K = Annotated[int, Field(strict=True, ge=1, le=1000,
+                         description="How many results (at most the installation's max_k).")]
+Flag = Annotated[bool, Field(strict=True)]
+Confidence = Annotated[float | None, Field(strict=True, ge=0.0, le=1.0)]
+Limit = Annotated[int | None, Field(strict=True, ge=1, le=10_000)]
 AsOf = Annotated[datetime | None, Field(
     description="Read the graph as it was at this ISO 8601 time (no offset: UTC); default now.")]
 
@@ -475,7 +480,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
         parent_ids: Annotated[list[UUID], Field(max_length=100,
                                                 description="Packets this one derives from.")] = [],  # noqa: B006
         derivation_type: DerivationType | None = None,
-        importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        importance: Annotated[float | None, Field(strict=True, ge=0.0, le=1.0)] = None,
         scope: Annotated[Scope, Field(description="shared: the tenant; cursor and l-private: narrower.")] = "shared",
         data: Annotated[dict[str, Any] | None, Field(description="Structured payload kept with the text.")] = None,
         facts: Annotated[list[Fact], Field(max_length=100)] = [],  # noqa: B006
@@ -495,7 +500,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
             "e.g. user:<user id>:preferences; the database decides which ones you may write."))],
         key: Name,
         value: Annotated[Any, Field(description="The entry's value: any JSON but null (a value is required).")],
-        expected_version: Annotated[int | None, Field(ge=1, description=(
+        expected_version: Annotated[int | None, Field(strict=True, ge=1, description=(
             "The version you read, to update it; omit to create a new key. A stale version is refused."))] = None,
         memory_type: MemoryType = "semantic",
         metadata: dict[str, Any] | None = None,
@@ -516,32 +521,32 @@ def build_server(tools: MemoryTools) -> MCPServer:
         packet_type: Annotated[str | None, Field(description="semantic only: packets of this type.")] = None,
         since: Annotated[datetime | None, Field(description="semantic only: packets timestamped since then.")] = None,
         until: Annotated[datetime | None, Field(description="semantic only: packets timestamped before then.")] = None,
-        with_packets: Annotated[bool, Field(description="Each hit carries its packet (type, time, parents, tags, "
-                                                        "payload), read with the hits.")] = False,
+        with_packets: Annotated[bool, Field(strict=True, description=(
+            "Each hit carries its packet (type, time, parents, tags, payload), read with the hits."))] = False,
         min_importance: Annotated[float | None, Field(
-            description="semantic only: packets at least this important (0-1).")] = None,
+            strict=True, description="semantic only: packets at least this important (0-1).")] = None,
         rank_by: Annotated[RankBy | None, Field(description=(
             "semantic only: by distance (default) or by the combined score of distance, importance and recency."
         ))] = None,
         method: Annotated[SearchMode | None, Field(description=(
             "semantic only: exact scan or HNSW walk; auto (default) chooses by cost and measured recall."))] = None,
-        ef_search: Annotated[int | None, Field(description=(
+        ef_search: Annotated[int | None, Field(strict=True, description=(
             "semantic only: HNSW candidate list size, 1 to 1000 (default derived from k and the tenant)."))] = None,
-        max_scan_tuples: Annotated[int | None, Field(description=(
+        max_scan_tuples: Annotated[int | None, Field(strict=True, description=(
             "semantic only: bound of the iterative HNSW scan (default 20000)."))] = None,
-        vector_weight: Annotated[float | None, Field(description="hybrid only: weight of the vector rank "
-                                                                 "(default 1).")] = None,
-        text_weight: Annotated[float | None, Field(description="hybrid only: weight of the text rank "
-                                                               "(default 1).")] = None,
-        rrf_k: Annotated[int | None, Field(description="hybrid only: reciprocal rank fusion constant "
-                                                       "(default 60).")] = None,
-        candidates: Annotated[int | None, Field(description="hybrid only: candidates per leg "
-                                                            "(default max(50, 4k)).")] = None,
-        importance_weight: Annotated[float | None, Field(description=(
+        vector_weight: Annotated[float | None, Field(strict=True, description=(
+            "hybrid only: weight of the vector rank (default 1)."))] = None,
+        text_weight: Annotated[float | None, Field(strict=True, description=(
+            "hybrid only: weight of the text rank (default 1)."))] = None,
+        rrf_k: Annotated[int | None, Field(strict=True, description=(
+            "hybrid only: reciprocal rank fusion constant (default 60)."))] = None,
+        candidates: Annotated[int | None, Field(strict=True, description=(
+            "hybrid only: candidates per leg (default max(50, 4k))."))] = None,
+        importance_weight: Annotated[float | None, Field(strict=True, description=(
             "hybrid only: boost by the packet's importance (default 0)."))] = None,
-        recency_weight: Annotated[float | None, Field(description=(
+        recency_weight: Annotated[float | None, Field(strict=True, description=(
             "hybrid only: boost by how recently the packet was written or used (default 0)."))] = None,
-        half_life: Annotated[float | None, Field(description=(
+        half_life: Annotated[float | None, Field(strict=True, description=(
             "hybrid only: seconds in which the recency boost halves, at least 1 (default 30 days: 2592000)."
         ))] = None,
     ) -> RecallResult:
@@ -569,8 +574,8 @@ def build_server(tools: MemoryTools) -> MCPServer:
     @tool(READ_ONLY)
     def replay_thread(
         thread_id: UUID,
-        limit: Annotated[int, Field(ge=1, le=10_000, description="Packets per page.")] = 100,
-        after_cursor: Annotated[int | None, Field(ge=0, description=(
+        limit: Annotated[int, Field(strict=True, ge=1, le=10_000, description="Packets per page.")] = 100,
+        after_cursor: Annotated[int | None, Field(strict=True, ge=0, description=(
             "The next_cursor of the previous page; omit for the first page."))] = None,
     ) -> ThreadPage:
         """One page of a thread in write order (parents before children) with the cursor of the next page
@@ -580,11 +585,11 @@ def build_server(tools: MemoryTools) -> MCPServer:
     @tool(READ_ONLY)
     def graph_traverse(
         entity: Name,
-        max_depth: Annotated[int, Field(ge=1, le=10)] = 3,
+        max_depth: Annotated[int, Field(strict=True, ge=1, le=10)] = 3,
         relationship_types: Annotated[list[Name] | None, Field(description="Follow only these types.")] = None,
         direction: Direction = "outgoing",
-        min_confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
-        limit: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+        min_confidence: Confidence = None,
+        limit: Limit = None,
         as_of: AsOf = None,
     ) -> TraverseResult:
         """Entities reachable from an entity through the edges valid at as_of, each once with its most confident
@@ -594,8 +599,8 @@ def build_server(tools: MemoryTools) -> MCPServer:
     @tool(READ_ONLY)
     def graph_neighbourhood(
         entity: Name,
-        min_confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
-        limit: Annotated[int | None, Field(ge=1, le=10_000)] = None,
+        min_confidence: Confidence = None,
+        limit: Limit = None,
         as_of: AsOf = None,
     ) -> NeighbourhoodResult:
         """An entity's relationships in both directions valid at as_of, and the facts about it
@@ -615,9 +620,9 @@ def build_server(tools: MemoryTools) -> MCPServer:
     @tool(WRITING)
     def feedback(
         access_id: Annotated[UUID, Field(description="The access_id of a recall hit.")],
-        was_useful: bool,
+        was_useful: Flag,
         reason: Annotated[str | None, Field(max_length=10_000)] = None,
-        learn_now: Annotated[bool, Field(description=(
+        learn_now: Annotated[bool, Field(strict=True, description=(
             "Also fold the tenant's new accesses and feedback into importance now (memsub.learn_importance); "
             "otherwise the next scheduled learning run does."))] = False,
     ) -> FeedbackResult:

@@ -343,6 +343,38 @@ def test_a_refused_input_is_one_line_naming_each_field(db):
     _run(scenario)
 
 
+def test_integer_boolean_and_number_inputs_take_their_json_type_only(db):
+    """The input schema says integer, boolean or number, and the HTTP API refuses a boolean or a string for them:
+    so does every tool, instead of reading true as 1 or "5" as 5."""
+
+    async def scenario() -> None:
+        with _tools(db, uuid.uuid4()) as tools:
+            async with Client(build_server(tools)) as client:
+                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+                assert listed["recall"].input_schema["properties"]["k"]["type"] == "integer"
+                assert listed["feedback"].input_schema["properties"]["was_useful"]["type"] == "boolean"
+                for name, arguments, field in [
+                    ("recall", {"query": "x", "k": True}, "k"),
+                    ("recall", {"query": "x", "k": "5"}, "k"),
+                    ("recall", {"query": "x", "k": 2.5}, "k"),
+                    ("recall", {"query": "x", "with_packets": 1}, "with_packets"),
+                    ("recall", {"query": "x", "vector_weight": "2"}, "vector_weight"),
+                    ("recall_entries", {"query": "x", "k": False}, "k"),
+                    ("replay_thread", {"thread_id": str(uuid.uuid4()), "after_cursor": "0"}, "after_cursor"),
+                    ("graph_traverse", {"entity": "x", "max_depth": True}, "max_depth"),
+                    ("remember", {"text": "x", "importance": "0.5"}, "importance"),
+                    ("remember_entry", {"namespace": "app:x", "key": "k", "value": 1, "expected_version": "1"},
+                     "expected_version"),
+                    ("feedback", {"access_id": str(uuid.uuid4()), "was_useful": "yes"}, "was_useful"),
+                ]:
+                    text = _error(await client.call_tool(name, arguments))
+                    assert f"field {field}: " in text, (name, arguments, text)
+                assert _data(await client.call_tool("recall", {"query": "x", "k": 3}))["hits"] == []
+                assert _data(await client.call_tool("recall", {"query": "x", "vector_weight": 2}))["hits"] == []
+
+    _run(scenario)
+
+
 def test_nan_or_an_infinity_in_a_json_input_is_a_one_line_error_naming_it(db):
     """JSON has no NaN or Infinity, but the server's JSON parser reads them: in a JSON input (an entry's value
     and metadata, a memory's data, a fact's object) they are refused naming the input, as one line with the
