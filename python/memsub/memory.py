@@ -163,8 +163,8 @@ def _entry_value(value: Any) -> Json:
     memsub.memory_write requires a value (memsub.memory_delete deletes), and a version holding null would read as
     no entry at all."""
     if value is None:
-        raise LocalValidationError("field value: a memory entry's value is any JSON but null (None); delete an "
-                                   "entry with memory.delete", sqlstate="23502", field="value")
+        raise LocalValidationError("field value: a memory entry's value is any JSON but null (memory_delete deletes "
+                                   "an entry)", sqlstate="23502", field="value")
     return Json(value)
 
 
