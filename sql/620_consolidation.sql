@@ -92,24 +92,26 @@ begin
         having count(*) > 1
          order by m.namespace, m.key
     loop
-        select jsonb_agg(jsonb_build_object('id', m.id, 'version', m.version, 'value', m.value,
-                                            'memory_type', m.memory_type, 'user_id', m.user_id,
-                                            'session_id', m.session_id, 'created_at', m.created_at,
-                                            'metadata', m.metadata) order by m.version)
-          into v_versions
-          from memsub.memory_entries m
-         where m.tenant_id = v_tenant and m.id = any(v_conflict.ids);
-        execute format('select %s($1)', v_function::regproc) using v_versions into v_value;
-        if v_value is null then
-            raise exception 'consolidation strategy "%" returned NULL for key "%" in namespace "%"',
-                p_strategy, v_conflict.key, v_conflict.namespace
-                using errcode = '22004', column = 'strategy';
-        end if;
-        -- The new version replaces the live one (the newest of them): it keeps its metadata, its vector when the
-        -- value is still its value, and its tier, importance and decay state.
-        select m.* into v_live from memsub.memory_entries m
-         where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)];
+        -- One subtransaction per key: a key that cannot be written (a concurrent version, or a consolidated value or
+        -- metadata over a resource limit) is reported and left as it is, and the run goes on with the next key.
         begin
+            select jsonb_agg(jsonb_build_object('id', m.id, 'version', m.version, 'value', m.value,
+                                                'memory_type', m.memory_type, 'user_id', m.user_id,
+                                                'session_id', m.session_id, 'created_at', m.created_at,
+                                                'metadata', m.metadata) order by m.version)
+              into v_versions
+              from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.id = any(v_conflict.ids);
+            execute format('select %s($1)', v_function::regproc) using v_versions into v_value;
+            if v_value is null then
+                raise exception 'consolidation strategy "%" returned NULL for key "%" in namespace "%"',
+                    p_strategy, v_conflict.key, v_conflict.namespace
+                    using errcode = '22004', column = 'strategy';
+            end if;
+            -- The new version replaces the live one (the newest of them): it keeps its metadata, its vector when the
+            -- value is still its value, and its tier, importance and decay state.
+            select m.* into v_live from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)];
             -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
             -- makes the write stale, and the key is left for the next run.
             v_row := memsub.store_memory_version(
@@ -119,10 +121,17 @@ begin
                 v_live.version, true, false, 'memory_consolidate',
                 jsonb_build_object('strategy', p_strategy, 'consolidated_versions', to_jsonb(v_conflict.versions)),
                 p_embedding => case when v_value = v_live.value then v_live.embedding end);
-        exception when serialization_failure then
-            return query select v_conflict.namespace, v_conflict.key, null::integer, null::uuid,
-                                v_conflict.versions, p_strategy, 'skipped'::text;
-            continue;
+        exception
+            when serialization_failure then
+                return query select v_conflict.namespace, v_conflict.key, null::integer, null::uuid,
+                                    v_conflict.versions, p_strategy, 'skipped'::text;
+                continue;
+            when program_limit_exceeded then
+                -- The versions, the strategy's value or the new version's metadata (consolidated_from lists every
+                -- version) over a limit (max_json_bytes, jsonb's own): no run can write it until the key changes.
+                return query select v_conflict.namespace, v_conflict.key, null::integer, null::uuid,
+                                    v_conflict.versions, p_strategy, 'too_large'::text;
+                continue;
         end;
         if (v_live.short_term, v_live.importance, v_live.decay_weight, v_live.last_access_ts, v_live.promoted_at)
            is distinct from (v_row.short_term, v_row.importance, v_row.decay_weight, v_row.last_access_ts,
@@ -149,6 +158,8 @@ comment on function memsub.consolidate_memories(text, text) is
     'memsub.consolidation_<strategy>(jsonb) (built in: last_write_wins, merge_objects), writes the result as a new '
     'version over the live one (keeping its metadata, tier, importance, decay state, and its vector when the value '
     'is unchanged), marks the old versions consolidated_into it and audits memory_consolidate. One run per tenant '
-    'at a time; a key written concurrently, even while its strategy runs, is reported skipped.';
+    'at a time; a key written concurrently, even while its strategy runs, is reported skipped (left for the next '
+    'run), one whose versions, consolidated value or metadata would exceed a resource limit too_large (left as it '
+    'is); the run goes on with the next key.';
 
 grant execute on function memsub.consolidate_memories(text, text) to memsub_tenant_admin;

@@ -137,7 +137,7 @@ class Consolidation(BaseModel):
     memory_entry_id: UUID | None
     consolidated_versions: list[int]
     strategy: str
-    outcome: Literal["consolidated", "skipped"]
+    outcome: Literal["consolidated", "skipped", "too_large"]
 
 
 def memory_text(key: str, value: Any) -> str:

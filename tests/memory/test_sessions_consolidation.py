@@ -214,3 +214,32 @@ def test_a_write_committed_while_a_key_is_consolidated_is_kept_and_the_key_skipp
     versions = ground_truth(db, "select version, value from memsub.memory_entries where key = 'k' order by version")
     assert versions == [{"version": 1, "value": "v1"}, {"version": 2, "value": "v2"},
                         {"version": 3, "value": "user-v3"}]
+
+
+def test_a_key_whose_consolidation_is_over_a_limit_is_reported_and_the_others_done(db):
+    """merge_objects of two objects each under max_json_bytes can make one over it. That key cannot be written; it
+    is reported too_large and left as it is, and the run goes on: before, the 54000 of that one key aborted the
+    whole run, on every run, so no other key of the tenant was ever consolidated again."""
+    ns = f"user:{ALICE}:n"
+    with db.connect() as superuser:
+        superuser.execute("insert into memsub.limits (name, value) values ('max_json_bytes', 4096)")
+        superuser.commit()
+    half = {f"field{i}": "x" * 50 for i in range(40)}  # about 2.5 kB each, 5 kB merged
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        put(conn, ns, "big", {f"a{k}": v for k, v in half.items()}, {f"b{k}": v for k, v in half.items()})
+        put(conn, ns, "small", {"a": 1}, {"b": 2})
+        conn.commit()
+    for _ in range(2):  # the next run reports it again
+        with db.connect("tenant_admin") as conn:
+            admin(conn)
+            report = rows(conn, "select key, version, consolidated_versions, outcome "
+                                "from memsub.consolidate_memories('merge_objects')")
+            conn.commit()
+        assert report[0] == {"key": "big", "version": None, "consolidated_versions": [1, 2], "outcome": "too_large"}
+        assert report[1:] in ([{"key": "small", "version": 3, "consolidated_versions": [1, 2],
+                                "outcome": "consolidated"}], [])
+    assert ground_truth(db, "select key, max(version) as version, "
+                            "count(*) filter (where metadata ? 'consolidated_into') as marked "
+                            "from memsub.memory_entries group by key order by key") == [
+        {"key": "big", "version": 2, "marked": 0}, {"key": "small", "version": 3, "marked": 2}]
