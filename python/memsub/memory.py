@@ -259,17 +259,20 @@ def consolidate_memories(strategy: str | None = None, namespace_prefix: str | No
 
 
 def _read_modify_write(namespace: str, key: str, change: Callable[[Any], Any],
-                       memory_type: MemoryType) -> Steps[MemoryEntry]:
-    """One attempt of :meth:`MemoryArea.update`: read the live entry, write ``change`` of it at its version."""
-    current = yield memory_get(namespace, key)
-    written: MemoryEntry = yield memory_write(namespace, key, change(current.value if current else None),
-                                              expected_version=current.version if current else None,
-                                              memory_type=memory_type)
+                       memory_type: MemoryType | None) -> Steps[MemoryEntry]:
+    """One attempt of :meth:`MemoryArea.update`: read the live entry, write ``change`` of it at its version, with
+    its memory type (unless ``memory_type`` is given; semantic for a new entry) and its metadata."""
+    current: MemoryEntry | None = yield memory_get(namespace, key)
+    written: MemoryEntry = yield memory_write(
+        namespace, key, change(current.value if current else None),
+        expected_version=current.version if current else None,
+        memory_type=memory_type or (current.memory_type if current else "semantic"),
+        metadata=current.metadata if current else None)
     return written
 
 
-def _update(session: SyncSession, namespace: str, key: str, change: Callable[[Any], Any], memory_type: MemoryType,
-            attempts: int) -> MemoryEntry:
+def _update(session: SyncSession, namespace: str, key: str, change: Callable[[Any], Any],
+            memory_type: MemoryType | None, attempts: int) -> MemoryEntry:
     for attempt in range(attempts):
         try:
             with nullcontext() if session.per_call else session.connection.transaction():
@@ -281,7 +284,7 @@ def _update(session: SyncSession, namespace: str, key: str, change: Callable[[An
 
 
 async def _update_async(session: AsyncSession, namespace: str, key: str, change: Callable[[Any], Any],
-                        memory_type: MemoryType, attempts: int) -> MemoryEntry:
+                        memory_type: MemoryType | None, attempts: int) -> MemoryEntry:
     for attempt in range(attempts):
         try:
             async with nullcontext() if session.per_call else session.connection.transaction():
@@ -297,18 +300,20 @@ class MemoryArea(Area[SessionT]):
 
     @overload
     def update(self: MemoryArea[SyncSession], namespace: str, key: str, change: Callable[[Any], Any], *,
-               memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry: ...
+               memory_type: MemoryType | None = None, attempts: int = 10) -> MemoryEntry: ...
 
     @overload
     async def update(self: MemoryArea[AsyncSession], namespace: str, key: str, change: Callable[[Any], Any], *,
-                     memory_type: MemoryType = "semantic", attempts: int = 10) -> MemoryEntry: ...
+                     memory_type: MemoryType | None = None, attempts: int = 10) -> MemoryEntry: ...
 
-    def update(self, namespace: str, key: str, change: Callable[[Any], Any], *, memory_type: MemoryType = "semantic",
-               attempts: int = 10) -> Any:
+    def update(self, namespace: str, key: str, change: Callable[[Any], Any], *,
+               memory_type: MemoryType | None = None, attempts: int = 10) -> Any:
         """Read-modify-write with retry: ``change`` gets the live value (None if none) and returns the new one (any
-        JSON but null: None is refused, naming ``value``); on a version conflict the attempt is undone (to a
-        savepoint, or with its own transaction in per-call mode), re-read and retried, at most ``attempts`` times
-        (awaited on the async session)."""
+        JSON but null: None is refused, naming ``value``), written with the live entry's memory type (unless
+        ``memory_type`` is given; semantic for a new entry) and metadata, as memsub.memory_write writes (a long-term
+        version without a vector); on a version conflict the attempt is undone (to a savepoint, or with its own
+        transaction in per-call mode), re-read and retried, at most ``attempts`` times (awaited on the async
+        session)."""
         if isinstance(self._session, AsyncSession):
             return _update_async(self._session, namespace, key, change, memory_type, attempts)
         return _update(self._session, namespace, key, change, memory_type, attempts)

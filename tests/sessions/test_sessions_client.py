@@ -7,6 +7,7 @@ import pytest
 from memsub.client import Substrate
 from memsub.errors import ConflictError, ContextError, InvalidInput, LocalValidationError, NotFound, StateError
 
+from doc_helpers import tenant_session
 from helpers import TENANT_A, in_threads
 from session_helpers import ALICE, ground_truth
 
@@ -118,3 +119,18 @@ def test_update_memory_retries_conflicts_and_loses_nothing(db, per_call):
         "from memsub.memory_entries where key = 'hits'",
     )
     assert final == [{"version": writers * updates, "value": writers * updates}]
+
+
+def test_update_memory_keeps_the_kind_and_metadata_it_read(db):
+    """update changes the value: the new version keeps the live entry's memory_type and metadata. Before, an episodic
+    entry became semantic and its metadata was dropped, unless the caller passed them again."""
+    ns = f"user:{ALICE}:notes"
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        session.memory.write(ns, "trip", {"days": 3}, memory_type="episodic", metadata={"source": "chat"})
+        updated = session.memory.update(ns, "trip", lambda value: {"days": value["days"] + 1})
+        fresh = session.memory.update(ns, "new", lambda value: 1)
+        typed = session.memory.update(ns, "trip", lambda value: value, memory_type="semantic")
+    assert (updated.version, updated.value, updated.memory_type, updated.metadata) == (
+        2, {"days": 4}, "episodic", {"source": "chat"})
+    assert (fresh.memory_type, fresh.metadata) == ("semantic", {})
+    assert (typed.memory_type, typed.metadata) == ("semantic", {"source": "chat"})
