@@ -44,12 +44,14 @@ def rebuild_index(conn: psycopg.Connection[Any], embedding_type: str, m: int, ef
                   maintenance_work_mem: str | None = None) -> tuple[str, float]:
     """Record the build parameters and rebuild the type's index concurrently (``conn`` in autocommit, as the
     role that applies migrations); the index's name and the rebuild's seconds."""
+    # The memory setting first: a value the server refuses stops the command before any parameter is recorded
+    # (recorded first, they were reported by `show` for graphs never rebuilt with them).
+    if maintenance_work_mem is not None:
+        conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])
     record = function("set_vector_index_build", {"embedding_type": embedding_type, "m": m,
                                                  "ef_construction": ef_construction}, raw())
     recorded: Any = conn.execute(record.statement, record.params).fetchone()
     index_name: str = recorded[0]
-    if maintenance_work_mem is not None:
-        conn.execute("select pg_catalog.set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])
     started = time.perf_counter()
     conn.execute(sql.SQL("reindex index concurrently {}").format(sql.Identifier("memsub", index_name)))
     return index_name, time.perf_counter() - started

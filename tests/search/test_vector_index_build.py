@@ -126,3 +126,17 @@ def test_a_build_parameter_beyond_an_integer_is_bad_input_naming_it(db, option, 
     assert f"field {field}" in result.output and "22003" in result.output
     with db.connect() as conn:
         assert builds(conn) == before
+
+
+def test_a_rebuild_that_cannot_start_leaves_the_recorded_parameters_as_they_were(db):
+    # A bad maintenance_work_mem used to be refused after set_vector_index_build had recorded m 24 /
+    # ef_construction 128, so `show` reported parameters no graph was built with.
+    with db.connect() as conn:
+        before = builds(conn)
+    result = CliRunner().invoke(cli, ["vector-index", "rebuild", "--dsn", db.dsn(), "--type", "content",
+                                      "--m", "24", "--ef-construction", "128", "--maintenance-work-mem", "lots"])
+    assert result.exit_code == 2, result.output
+    assert "maintenance_work_mem" in result.output
+    with db.connect() as conn:
+        assert builds(conn) == before
+
