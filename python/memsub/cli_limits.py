@@ -25,8 +25,8 @@ TIMEOUTS: dict[str, str] = {
 }
 
 
-def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: str) -> dict[str, int]:
-    """Set the timeouts of memsub.limits on one login role (ALTER ROLE ... SET); return what was set."""
+def check_login(conn: psycopg.Connection[tuple[object, ...]], login: str) -> None:
+    """Raise ValueError unless ``login`` names a role that can log in."""
     checked_text(login, "login")
     row = conn.execute("select rolcanlogin from pg_catalog.pg_roles where rolname = %s", [login]).fetchone()
     if row is None:
@@ -34,6 +34,11 @@ def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: st
     if not row[0]:
         raise ValueError(f"role {login!r} cannot log in: role settings apply only to the login that connects, "
                          "so set them on each login role, not on a group role")
+
+
+def apply_login_timeouts(conn: psycopg.Connection[tuple[object, ...]], login: str) -> dict[str, int]:
+    """Set the timeouts of memsub.limits on one login role (ALTER ROLE ... SET); return what was set."""
+    check_login(conn, login)
     applied: dict[str, int] = {}
     for setting, limit in TIMEOUTS.items():
         value_row = conn.execute("select memsub.limit_value(%s)", [limit]).fetchone()
@@ -53,12 +58,17 @@ def login_timeouts_command(logins: tuple[str, ...], dsn: str | None, as_json: bo
     """Set statement_timeout, lock_timeout and idle_in_transaction_session_timeout on each LOGIN role to the
     values of memsub.limits (statement_timeout_ms, lock_timeout_ms, idle_in_transaction_timeout_ms). Run as a
     role that may ALTER those roles (a superuser or one with CREATEROLE). New sessions pick them up."""
+    # Every login is checked before any is changed, and all are set in one transaction: a refused login leaves
+    # every role as it was, and what is printed is what was committed.
     with connect(reachable_dsn(dsn)) as conn:
         for login in logins:
             try:
-                applied = apply_login_timeouts(conn, login)  # type: ignore[arg-type]
+                check_login(conn, login)  # type: ignore[arg-type]
             except ValueError as error:
                 raise InvalidInput(str(error), field="login") from error
+        settings = {login: apply_login_timeouts(conn, login) for login in logins}  # type: ignore[arg-type]
+        conn.commit()
+        for login, applied in settings.items():
             if as_json:
                 emit_json({"login": login, **applied})
             else:

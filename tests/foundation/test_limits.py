@@ -268,6 +268,24 @@ def test_batch_parents_are_written_first_and_cycles_are_named(db):
     assert "envelopes 1, 2, 3 of the batch reference each other" in str(error.value)
 
 
+def test_login_timeouts_refuse_a_bad_login_before_setting_any(db):
+    # The good login was printed as set, then the refusal of the group role rolled its settings back.
+    login = f"memsub_limits_login_{uuid.uuid4().hex[:8]}"
+    with db.connect(autocommit=True) as admin:
+        admin.execute(sql.SQL("create role {} login in role memsub_app").format(sql.Identifier(login)))
+    try:
+        for logins in ([login, "memsub_app"], [login, "memsub_no_such_login"]):
+            result = CliRunner().invoke(cli, ["login-timeouts", *logins, "--dsn", db.dsn()])
+            assert result.exit_code == 2, result.output
+            assert f"{login}:" not in result.output
+            with db.connect() as admin:
+                assert admin.execute("select rolconfig from pg_catalog.pg_roles where rolname = %s",
+                                     [login]).fetchone() == (None,)
+    finally:
+        with db.connect(autocommit=True) as admin:
+            admin.execute(sql.SQL("drop role {}").format(sql.Identifier(login)))
+
+
 def test_login_timeouts_are_set_on_the_login_and_end_a_runaway_statement(db):
     login = f"memsub_limits_login_{uuid.uuid4().hex[:8]}"
     with db.connect(autocommit=True) as admin:
