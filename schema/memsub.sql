@@ -870,6 +870,27 @@ ALTER FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields te
 
 COMMENT ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) IS 'Refuses the first of several values over one resource limit as memsub._check_limit does (54000 naming its field, p_fields[i] for p_values[i]), reading the limit once; NULL values and values of 1 or less pass without reading it.';
 
+CREATE FUNCTION memsub._check_limits_row() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- A misspelt name was stored and never read: the default stayed in force without a word.
+    perform memsub.limit_value(new.name);
+    -- PostgreSQL takes a timeout of at most 2147483647 ms; a larger one was stored, then refused by ALTER ROLE
+    -- in `memsub login-timeouts`.
+    if new.name like '%\_timeout\_ms' and new.value > 2147483647 then
+        raise exception 'field "value" of timeout % must be at most 2147483647 (ms), not %', new.name, new.value
+            using errcode = '22023', column = 'value';
+    end if;
+    return new;
+end
+$$;
+
+ALTER FUNCTION memsub._check_limits_row() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_limits_row() IS 'Trigger of memsub.limits: refuses (22023) a row whose name is not a known limit (column name) or a timeout over PostgreSQL''s largest, 2147483647 ms (column value).';
+
 CREATE FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -7905,11 +7926,10 @@ CREATE FUNCTION memsub.limit_value(p_name text) RETURNS bigint
     AS $$
 declare
     v_value bigint;
+    v_override bigint;
 begin
-    select l.value into v_value from memsub.limits l where l.name = p_name;
-    if v_value is not null then
-        return v_value;
-    end if;
+    -- The name is checked against the defaults first, so a row of an unknown name (memsub.limits_row_check
+    -- refuses one) never counts.
     v_value := case p_name
         when 'max_envelope_bytes'  then 1048576     -- one PacketEnvelope (jsonb size)
         when 'max_batch_envelopes' then 1000        -- envelopes in one write_packets call
@@ -7943,13 +7963,14 @@ begin
             using errcode = '22023', column = 'name',
                   hint = 'docs/security.md, "Limits", lists the limits.';
     end if;
-    return v_value;
+    select l.value into v_override from memsub.limits l where l.name = p_name;
+    return coalesce(v_override, v_value);
 end
 $$;
 
 ALTER FUNCTION memsub.limit_value(p_name text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.limit_value(p_name text) IS 'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
+COMMENT ON FUNCTION memsub.limit_value(p_name text) IS 'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits"); 22023 naming name for a name that is not a limit.';
 
 CREATE FUNCTION memsub.lineage_directions() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -15058,6 +15079,10 @@ ALTER INDEX memsub.memory_embeddings_chunk_key ATTACH PARTITION memsub.memory_em
 
 ALTER INDEX memsub.memory_embeddings_pkey ATTACH PARTITION memsub.memory_embeddings_p15_pkey;
 
+CREATE TRIGGER limits_row_check BEFORE INSERT OR UPDATE ON memsub.limits FOR EACH ROW EXECUTE FUNCTION memsub._check_limits_row();
+
+COMMENT ON TRIGGER limits_row_check ON memsub.limits IS 'Refuses a limit name memsub does not know and a timeout PostgreSQL would not take (memsub._check_limits_row).';
+
 CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
 
 COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS 'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';
@@ -15871,6 +15896,8 @@ REVOKE ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_f
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_limits_row() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 

@@ -14,11 +14,10 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_value bigint;
+    v_override bigint;
 begin
-    select l.value into v_value from memsub.limits l where l.name = p_name;
-    if v_value is not null then
-        return v_value;
-    end if;
+    -- The name is checked against the defaults first, so a row of an unknown name (memsub.limits_row_check
+    -- refuses one) never counts.
     v_value := case p_name
         when 'max_envelope_bytes'  then 1048576     -- one PacketEnvelope (jsonb size)
         when 'max_batch_envelopes' then 1000        -- envelopes in one write_packets call
@@ -52,11 +51,40 @@ begin
             using errcode = '22023', column = 'name',
                   hint = 'docs/security.md, "Limits", lists the limits.';
     end if;
-    return v_value;
+    select l.value into v_override from memsub.limits l where l.name = p_name;
+    return coalesce(v_override, v_value);
 end
 $$;
 comment on function memsub.limit_value(text) is
-    'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits").';
+    'The value of a resource limit: its row in memsub.limits, or the built-in default (docs/security.md, "Limits"); '
+    '22023 naming name for a name that is not a limit.';
+
+create or replace function memsub._check_limits_row() returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- A misspelt name was stored and never read: the default stayed in force without a word.
+    perform memsub.limit_value(new.name);
+    -- PostgreSQL takes a timeout of at most 2147483647 ms; a larger one was stored, then refused by ALTER ROLE
+    -- in `memsub login-timeouts`.
+    if new.name like '%\_timeout\_ms' and new.value > 2147483647 then
+        raise exception 'field "value" of timeout % must be at most 2147483647 (ms), not %', new.name, new.value
+            using errcode = '22023', column = 'value';
+    end if;
+    return new;
+end
+$$;
+comment on function memsub._check_limits_row() is
+    'Trigger of memsub.limits: refuses (22023) a row whose name is not a known limit (column name) or a timeout '
+    'over PostgreSQL''s largest, 2147483647 ms (column value).';
+
+drop trigger if exists limits_row_check on memsub.limits;
+create trigger limits_row_check
+    before insert or update on memsub.limits
+    for each row execute function memsub._check_limits_row();
+comment on trigger limits_row_check on memsub.limits is
+    'Refuses a limit name memsub does not know and a timeout PostgreSQL would not take (memsub._check_limits_row).';
 
 create or replace function memsub._check_limit(p_value bigint, p_limit text, p_field text) returns bigint
 language plpgsql stable security invoker parallel safe

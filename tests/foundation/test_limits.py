@@ -136,6 +136,25 @@ def test_a_deployment_tunes_a_limit_and_only_the_owner_writes_the_table(db):
         assert conn.execute("select memsub.limit_value('max_tags')").fetchone() == (2,)
 
 
+@pytest.mark.parametrize(("name", "value", "field"), [
+    ("max_kk", 5, "name"),  # a misspelt limit was stored and silently left the default in force
+    ("statement_timeout_ms", 2**31, "value"),  # stored, then refused by ALTER ROLE in login-timeouts
+    ("lock_timeout_ms", 10**12, "value"),
+])
+def test_a_limit_row_the_installation_would_not_use_is_refused_naming_the_field(db, name, value, field):
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_tags', 2)")
+        admin.commit()
+        for statement, params in [("insert into memsub.limits (name, value) values (%s, %s)", [name, value]),
+                                  ("update memsub.limits set name = %s, value = %s", [name, value])]:
+            with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
+                admin.execute(statement, params)
+            admin.rollback()
+            assert error.value.diag.column_name == field
+        assert admin.execute("select name, value from memsub.limits").fetchall() == [("max_tags", 2)]
+        admin.execute("insert into memsub.limits (name, value) values ('statement_timeout_ms', 2147483647)")
+
+
 def test_a_limit_of_one_refuses_two_and_a_value_of_one_reads_no_limit(db):
     """Every limit is at least 1 (limits_value_positive, and every default), so a value of 1 or less passes
     whatever the limits are: _check_limit answers it without looking the limit up, which a one-id read, a one-tag
