@@ -11592,6 +11592,11 @@ begin
             using errcode = '22023', column = 'samples';
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_k > 1000 then  -- as semantic_search: no search asks for more, so no recall is measured for more
+        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
+            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
+                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
+    end if;
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
     -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
@@ -11712,7 +11717,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk (semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, memsub._sample_query), from the derived ef_search up (x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches 0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured).';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk (semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, memsub._sample_query), from the derived ef_search up (x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches 0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured). k is at most max_k and 1000, as for semantic_search (54000 naming k).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER

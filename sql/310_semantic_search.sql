@@ -719,6 +719,11 @@ begin
             using errcode = '22023', column = 'samples';
     end if;
     perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_k > 1000 then  -- as semantic_search: no search asks for more, so no recall is measured for more
+        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
+            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
+                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
+    end if;
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
     -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
@@ -846,7 +851,8 @@ comment on function memsub.tune_search(integer, integer) is
     '0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its '
     'bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no '
     'ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per '
-    'sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured).';
+    'sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured). '
+    'k is at most max_k and 1000, as for semantic_search (54000 naming k).';
 
 grant execute on function
     memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval),

@@ -272,3 +272,19 @@ def test_the_strategy_finds_the_tenants_partition_once(db):
             calls[tenant] = made - sum(calls.values())
         admin.rollback()
     assert list(calls.values()) == [1, 0], calls
+
+
+def test_tune_search_refuses_a_k_no_search_can_ask_for_and_writes_nothing(db):
+    """An installation may raise max_k above 1000; semantic_search still refuses k over 1000 (its walk returns at
+    most that many rows), so tune_search measured, and stored, the recall of searches that cannot run."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_k', 5000)")
+    with db.connect("platform_admin") as conn:
+        conn.execute("select memsub.set_context(null, null, null, array['platform_admin'])")
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select * from memsub.tune_search(20, 1001)")
+        assert error.value.diag.column_name == "k"
+        conn.rollback()
+        conn.execute("select memsub.set_context(null, null, null, array['platform_admin'])")
+        assert conn.execute("select count(*) from memsub.search_stats").fetchone() == (0,)
+        conn.execute("select * from memsub.tune_search(20, 1000)")
