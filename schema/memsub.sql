@@ -4319,8 +4319,10 @@ begin
     end if;
     v_task := memsub._task_lookup(p_task_id, false, '23503');
     v_session := coalesce(p_session_id, v_task.session_id);
+    -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
+    -- no more work.
     if v_session is not null then
-        perform memsub._session_lookup(v_session, false, '23503');
+        perform memsub.require_active_session(memsub._session_lookup(v_session, false, '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -4334,7 +4336,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
+COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session, which must be active (23503 naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
 
 CREATE TABLE memsub.world_model_updates (
     update_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -5009,13 +5011,15 @@ begin
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
     v_task := memsub._task_lookup(p_task_id, true, '23503');
+    -- The checkpoint is the task's, so it is linked to the task's session whoever saves it; the copy of that
+    -- session's state is taken only where the caller may read it (row-level security), else it is NULL.
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;
     end if;
     insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
                                          session_state)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_task.session_id,
             memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
@@ -5029,7 +5033,7 @@ $$;
 
 ALTER FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task: the given state plus a copy of its session''s state, numbered 1, 2, ... per task. Audited as checkpoint_save.';
+COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. Audited as checkpoint_save.';
 
 CREATE FUNCTION memsub.graph_node_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

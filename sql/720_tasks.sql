@@ -188,8 +188,10 @@ begin
     end if;
     v_task := memsub._task_lookup(p_task_id, false, '23503');
     v_session := coalesce(p_session_id, v_task.session_id);
+    -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
+    -- no more work.
     if v_session is not null then
-        perform memsub._session_lookup(v_session, false, '23503');
+        perform memsub.require_active_session(memsub._session_lookup(v_session, false, '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -201,7 +203,8 @@ begin
 end
 $$;
 comment on function memsub.agent_spawn(text, bigint, text, jsonb) is
-    'Spawns an agent for a task, in the given session or else the task''s session. Audited as agent_spawn.';
+    'Spawns an agent for a task, in the given session or else the task''s session, which must be active (23503 '
+    'naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
 
 call memsub.install_row_security('memsub.tasks', array['org']);
 call memsub.install_row_security('memsub.agents', array['org']);

@@ -49,13 +49,15 @@ begin
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
     v_task := memsub._task_lookup(p_task_id, true, '23503');
+    -- The checkpoint is the task's, so it is linked to the task's session whoever saves it; the copy of that
+    -- session's state is taken only where the caller may read it (row-level security), else it is NULL.
     if v_task.session_id is not null then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = v_tenant and s.id = v_task.session_id;
     end if;
     insert into memsub.checkpoints as c (tenant_id, org_id, user_id, task_id, session_id, sequence, label, state,
                                          session_state)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_session.id,
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_task.session_id,
             memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
@@ -67,8 +69,8 @@ begin
 end
 $$;
 comment on function memsub.checkpoint_save(bigint, jsonb, text) is
-    'Saves a checkpoint of a task: the given state plus a copy of its session''s state, numbered 1, 2, ... per task. '
-    'Audited as checkpoint_save.';
+    'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s '
+    'state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. Audited as checkpoint_save.';
 
 create or replace function memsub.checkpoint_restore(p_checkpoint_id uuid) returns memsub.checkpoints
 language plpgsql volatile security definer

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from helpers import TENANT_A, set_context
-from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
+from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, new_session, one
 
 
 def test_task_flow_with_subtasks_agents_and_actor_audit(db):
@@ -222,3 +222,44 @@ def test_an_actor_written_by_hand_is_refused_by_name(db):
     rows = ground_truth(db, "select org_id, agent_id, task_id, operation from memsub.audit where tenant_id = %s"
                             " and operation = 'memory_write'", [tenant])
     assert rows == [{"org_id": org_a, "agent_id": agent, "task_id": task, "operation": "memory_write"}]
+
+
+def test_no_agent_is_spawned_into_a_session_that_is_not_active(db):
+    """A terminated session takes no more events, tasks or links, and no agent either: named (the orphan task's
+    agent) or inherited (the task's own session), the spawn is refused (55000 naming session_id) and writes no
+    agent and no audit row."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        new_session(conn, "s2", ALICE)
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id from memsub.task_create('t', '{}', 's1')")["id"]
+        orphan = one(conn, "select id from memsub.task_create('o')")["id"]
+        one(conn, "select * from memsub.task_set_status(%s, 'completed')", [task])
+        one(conn, "select * from memsub.session_terminate('s1')")
+        conn.commit()
+        for call, args in [("agent_spawn('a', %s)", [task]), ("agent_spawn('a', %s, 's1')", [orphan]),
+                           ("agent_spawn('a', %s, 's1')", [task])]:
+            as_user(conn, ALICE, "s2")
+            expect_error(conn, "55000", "session_id", f"select memsub.{call}", args)
+        as_user(conn, ALICE, "s2")
+        assert one(conn, "select session_id from memsub.agent_spawn('a', %s, 's2')", [orphan]) == {
+            "session_id": "s2"}
+        conn.commit()
+    assert ground_truth(db, "select session_id from memsub.agents") == [{"session_id": "s2"}]
+    assert len(ground_truth(db, "select 1 from memsub.audit where operation = 'agent_spawn'")) == 1
+
+
+def test_a_checkpoint_keeps_its_tasks_session_whoever_saves_it(db):
+    """Tasks are shared in an organization; a checkpoint another user saves of a task in Alice's session is still
+    linked to that session (and audited with it), only without a copy of a state the saver may not read."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE, state={"session:s1:phase": "one"})
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id from memsub.task_create('t', '{}', 's1')")["id"]
+        conn.commit()
+        as_user(conn, BOB)
+        saved = one(conn, "select session_id, session_state from memsub.checkpoint_save(%s, '{}')", [task])
+        conn.commit()
+    assert saved == {"session_id": "s1", "session_state": None}
+    assert ground_truth(db, "select session_id from memsub.audit where operation = 'checkpoint_save'") == [
+        {"session_id": "s1"}]
