@@ -7,6 +7,7 @@ input naming its field, and the docs/integrations.md example. Every service acts
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -151,6 +152,11 @@ def test_recent_events_and_timestamps_filter_the_events_read(db: Any) -> None:
                                         config=GetSessionConfig(num_recent_events=2, after_timestamp=2.0))
         assert got is not None and [e.timestamp for e in got.events] == [4.0, 5.0]
         assert got.events == session.events[-2:]
+        # More recent events than PostgreSQL's integer counts are all of them, as in ADK's own services.
+        for many in (2**31, sys.maxsize):
+            got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
+                                            config=GetSessionConfig(num_recent_events=many))
+            assert got is not None and got.events == session.events
         with pytest.raises(InvalidInput) as raised:
             await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
                                       config=GetSessionConfig(num_recent_events=-1))

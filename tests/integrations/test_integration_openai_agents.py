@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar, cast
@@ -312,6 +313,10 @@ def test_upstream_sqlite_session_get_items_with_limit(pool: Any, tenant: uuid.UU
         assert len(await session.get_items(limit=0)) == 0
         # Beyond upstream: a negative limit reads everything, as SQLite's LIMIT -1 does.
         assert await session.get_items(limit=-1) == all_items
+        # And a limit past PostgreSQL's integer reads everything too (SQLite's LIMIT is 64-bit), either way.
+        assert await session.get_items(limit=2**31) == all_items
+        assert await session.get_items(limit=sys.maxsize) == all_items
+        assert await session.get_items(limit=-2**40) == all_items
 
     run(scenario())
 

@@ -51,6 +51,7 @@ MEMORY_ADD = ("select memsub.adk_memory_add(p_app_name => %s, p_user_id => %s, p
 MEMORY_SEARCH = ("select * from memsub.adk_memory_search(p_app_name => %s, p_user_id => %s, p_query => %s, "
                  "p_query_embedding => %s, p_limit => %s)")
 
+_INT_MAX = 2**31 - 1
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
@@ -119,6 +120,8 @@ class MemsubSessionService(_Pooled, BaseSessionService):
                           config: GetSessionConfig | None = None) -> Session | None:
         # As ADK's own services: 0 or None means "no limit" for both settings.
         recent = config.num_recent_events if config and config.num_recent_events else None
+        if recent is not None and recent > _INT_MAX:
+            recent = None  # more than any session holds (past the stored function's integer): all of them
         after = config.after_timestamp if config and config.after_timestamp else None
         rows = await self._call(GET, [*_names(app_name=app_name, user_id=user_id, session_id=session_id), recent,
                                       after])

@@ -42,6 +42,7 @@ CLEAR = "select memsub.agent_session_clear(p_session_id => %s) as deleted"
 __all__ = ["MemsubSession", "TenantContext"]
 
 _T = TypeVar("_T")
+_INT_MIN, _INT_MAX = -2**31, 2**31 - 1  # the stored function's integer limit
 
 
 class MemsubSession(SessionABC):
@@ -93,6 +94,8 @@ class MemsubSession(SessionABC):
         """The session's items, oldest first: all of them, or the newest ``limit`` (default:
         ``session_settings.limit``). 0 returns none; a negative limit returns all, as in ``SQLiteSession``."""
         session_limit = resolve_session_limit(limit, self.session_settings)
+        if session_limit is not None and not _INT_MIN <= session_limit <= _INT_MAX:
+            session_limit = None  # more items than any session holds, or a negative limit: all, as SQLite's LIMIT
         rows = await asyncio.to_thread(self._rows, GET, [self.session_id, session_limit])
         return [cast(TResponseInputItem, json.loads(_first(row))) for row in rows]
 
