@@ -5514,7 +5514,8 @@ begin
                   extract(epoch from pg_catalog.transaction_timestamp()), pg_catalog.quote_nullable(tenant),
                   pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
                   pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
-                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))), 'UTF8'))), 'hex') then
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.roles', true))), 'UTF8'))), 'hex') then
         raise exception 'memsub: the context was not set by memsub.set_context in this transaction (or was changed since)'
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Set the context with memsub.set_context or memsub.set_context_signed, never with set_config or SET.';
@@ -5525,7 +5526,7 @@ $$;
 
 ALTER FUNCTION memsub.current_tenant_id() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.current_tenant_id() IS 'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, user or session settings do not carry the seal memsub.set_context wrote in this transaction.';
+COMMENT ON FUNCTION memsub.current_tenant_id() IS 'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, user, session or context role settings do not carry the seal memsub.set_context wrote in this transaction.';
 
 CREATE FUNCTION memsub.current_user_id() RETURNS uuid
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -10423,6 +10424,21 @@ begin
     if not seal_key.login_bound then
         perform memsub._check_login_without_binding(v_login, p_tenant_id, p_org_id);
     end if;
+    -- tenant_admin passes the organization rules: a login bound to organizations of the tenant only may not ask
+    -- for it (platform admins, who reach every tenant, and logins without bindings, which the installation
+    -- allowed above, excepted).
+    if 'tenant_admin' = any(coalesce(p_roles, '{}'))
+       and exists (select from memsub.login_bindings b where b.login = v_login)
+       and not exists (select from memsub.login_bindings b
+                        where b.login = v_login
+                          and (b.bound_tenant_id is null
+                               or (b.bound_tenant_id = p_tenant_id and b.bound_org_id is null)))
+       and not pg_catalog.pg_has_role(v_login, 'memsub_platform_admin', 'MEMBER') then
+        raise exception 'memsub.set_context: login % is bound to organizations of tenant % only; the tenant_admin '
+                        'context reaches every organization', v_login, p_tenant_id
+            using errcode = '42501', column = 'roles',
+                  hint = 'A platform admin binds the login to the whole tenant: memsub.bind_login(login, tenant_id).';
+    end if;
     -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
     -- or over settings written by hand, writes.
     if previous is not null and previous is distinct from p_tenant_id::text then
@@ -10444,14 +10460,15 @@ begin
                            pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
                            pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
                            pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                           pg_catalog.quote_nullable(coalesce(p_session_id, ''))), 'UTF8'))), 'hex'),
+                           pg_catalog.quote_nullable(coalesce(p_session_id, '')),
+                           pg_catalog.quote_nullable(coalesce(array_to_string(p_roles, ','), ''))), 'UTF8'))), 'hex'),
                 true);
 end
 $$;
 
 ALTER FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; the tenant and organization must be ones the login (session_user) is bound to (memsub.bind_login): an unbound login is refused unless installation_settings.unbound_logins = ''allow'', platform admins and superusers need no binding. One transaction acts for one tenant.';
+COMMENT ON FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Sets the transaction-local request context (tenant, org, user, context roles, session) read by row-level security. Context roles tenant_admin/platform_admin require the login''s membership in memsub_tenant_admin/memsub_platform_admin; the tenant and organization must be ones the login (session_user) is bound to (memsub.bind_login): an unbound login is refused unless installation_settings.unbound_logins = ''allow'', platform admins and superusers need no binding; tenant_admin needs a binding to the whole tenant (42501 naming roles). The settings are sealed, context roles included. One transaction acts for one tenant.';
 
 CREATE FUNCTION memsub.set_context_signed(p_token text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10639,9 +10656,11 @@ begin
         end if;
     end if;
     -- One statement writes every setting (each statement costs more than the settings it writes). The seal
-    -- covers the login, the start of the transaction, tenant, org, user and session: it fits one login's context
-    -- in one transaction only. Context roles are not sealed: they count only for members of the matching memsub
-    -- role, whoever sets them. Each setting is quoted (quote_nullable), so no two contexts give the same message.
+    -- covers the login, the start of the transaction, tenant, org, user, session and context roles: it fits one
+    -- login's context in one transaction only. A context role counts only for a member of the matching memsub
+    -- role, and a role written by hand breaks the seal: an organization-bound tenant admin cannot give itself
+    -- the tenant_admin context set_context refused. Each setting is quoted (quote_nullable), so no two contexts
+    -- give the same message.
     -- memsub.current_tenant_id() (010_identity.sql), which checks the seal once per query, and memsub.set_context,
     -- which writes it at the start of every call, compute the same MAC inline instead of calling context_mac.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
@@ -10655,14 +10674,15 @@ begin
                     pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
                     pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
                     pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                    pg_catalog.quote_nullable(coalesce(p_session_id, '')))), 'hex'),
+                    pg_catalog.quote_nullable(coalesce(p_session_id, '')),
+                    pg_catalog.quote_nullable(coalesce(array_to_string(p_roles, ','), '')))), 'hex'),
                 true);
 end
 $$;
 
 ALTER FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user and session); refuses a second tenant in one transaction. Granted to nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
+COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user, session and context roles); refuses a second tenant in one transaction. Granted to nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
 
 CREATE TABLE memsub.memory_embeddings (
     embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,

@@ -46,7 +46,8 @@ begin
                   extract(epoch from pg_catalog.transaction_timestamp()), pg_catalog.quote_nullable(tenant),
                   pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.org_id', true)),
                   pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.user_id', true)),
-                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true))), 'UTF8'))), 'hex') then
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.session_id', true)),
+                  pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.roles', true))), 'UTF8'))), 'hex') then
         raise exception 'memsub: the context was not set by memsub.set_context in this transaction (or was changed since)'
             using errcode = '42501', column = 'tenant_id',
                   hint = 'Set the context with memsub.set_context or memsub.set_context_signed, never with set_config or SET.';
@@ -56,7 +57,7 @@ end
 $$;
 comment on function memsub.current_tenant_id() is
     'Tenant of the current transaction''s context, or NULL when none is set. Raises 42501 when the tenant, org, '
-    'user or session settings do not carry the seal memsub.set_context wrote in this transaction.';
+    'user, session or context role settings do not carry the seal memsub.set_context wrote in this transaction.';
 
 -- The tenant the context names, NOT checked against its seal: a key for a read under row-level security only.
 -- The tenant policy of the table read checks the seal (memsub.current_tenant_id) before it returns any row; a

@@ -230,6 +230,31 @@ def test_an_organization_binding_allows_that_organization_only(db, logins):
         assert count(conn) == 0  # org 1's packet stays in org 1
 
 
+
+def test_an_organization_binding_confines_a_tenant_admin_login_too(db, logins):
+    """A tenant_admin context passes the organization rules. A member of memsub_tenant_admin bound to one
+    organization asked for it and read every organization of the tenant, by set_context or by writing the
+    context roles by hand after it. The roles are sealed with the context now, and tenant_admin needs a binding
+    to the whole tenant."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_2)
+        write(conn, envelope("org 2's own"))
+        conn.commit()
+    svc = logins.create("memsub_tenant_admin")
+    logins.admin("select memsub.bind_login(%s, %s, %s)", [svc, TENANT_A, ORG_1])
+    with logins.connect(svc) as conn:
+        error = refused(conn, "select memsub.set_context(%s, %s, null, array['tenant_admin'])", [TENANT_A, ORG_1])
+        assert error.diag.column_name == "roles"
+        set_context(conn, TENANT_A, ORG_1)
+        conn.execute("select set_config('memsub.roles', 'tenant_admin', true)")  # by hand, after set_context
+        assert refused(conn, "select count(*) from memsub.packet_store").diag.column_name == "tenant_id"
+        set_context(conn, TENANT_A, ORG_1)
+        assert count(conn) == 0  # org 2's packet stays in org 2
+    logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])  # bound to the whole tenant: admin
+    with logins.connect(svc) as conn:
+        conn.execute("select memsub.set_context(%s, %s, null, array['tenant_admin'])", [TENANT_A, ORG_1])
+        assert count(conn) == 1
+
 def test_an_unbound_login_is_refused_unless_the_deployment_allows_it(seeded, logins):
     svc = logins.create()
     analyst = logins.create("memsub_analyst")

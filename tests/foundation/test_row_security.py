@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass
-from typing import get_args
+from typing import Any, get_args
 
 import psycopg
 import pytest
@@ -54,7 +54,7 @@ class Viewer:
     user: uuid.UUID | None = None
     session: str | None = None
     roles: tuple[str, ...] = ()
-    forged_roles: str | None = None  # memsub.roles set by hand, bypassing set_context's membership check
+    forged_roles: str | None = None  # memsub.roles set by hand after set_context: breaks the context's seal
     context: bool = True
 
     @property
@@ -73,7 +73,7 @@ class Viewer:
         return packet.state == "purged" and self.may_see(packet)
 
     def may_see(self, packet: Packet) -> bool:
-        if not self.context:
+        if not self.context or self.forged_roles:  # a forged context reads nothing: every read is refused
             return False
         if self.platform:
             return True
@@ -90,7 +90,7 @@ class Viewer:
         return packet.user == self.user or packet.session == self.session
 
     def sees_thread(self, packet: Packet) -> bool:
-        return self.context and (self.platform or packet.tenant == self.tenant)
+        return self.context and not self.forged_roles and (self.platform or packet.tenant == self.tenant)
 
 
 VIEWERS = [
@@ -144,9 +144,20 @@ def observe(db, viewer: Viewer) -> tuple[set[str], set[uuid.UUID], set[uuid.UUID
             set_context(conn, viewer.tenant, viewer.org, viewer.user, viewer.roles, viewer.session)
         if viewer.forged_roles:
             conn.execute("select set_config('memsub.roles', %s, true)", [viewer.forged_roles])
-        labels = {r[0] for r in conn.execute("select envelope ->> 'payload' from memsub.packet_store")}
-        threads = {r[0] for r in conn.execute("select thread_id from memsub.packet_threads")}
-        tombstones = {r[0] for r in conn.execute("select packet_id from memsub.packet_tombstones")}
+
+        def read(statement: str) -> set[Any]:
+            """The rows a read returns; none when it is refused for a context that lost its seal."""
+            try:
+                with conn.transaction():
+                    return {r[0] for r in conn.execute(statement)}
+            except psycopg.errors.InsufficientPrivilege:
+                if not viewer.forged_roles:
+                    raise
+                return set()
+
+        labels = read("select envelope ->> 'payload' from memsub.packet_store")
+        threads = read("select thread_id from memsub.packet_threads")
+        tombstones = read("select packet_id from memsub.packet_tombstones")
     return labels, threads, tombstones
 
 
@@ -378,8 +389,8 @@ def test_admins_keep_their_visibility_inside_write_functions(db):
         assert write(conn, envelope)["generation"] == 1
     with db.connect("app") as conn:
         set_context(conn, TENANT_A, user=USER_2)
-        conn.execute("select set_config('memsub.roles', 'tenant_admin', true)")  # forged: membership missing
-        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("select set_config('memsub.roles', 'tenant_admin', true)")  # forged: the seal is broken
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
             write(conn, {**envelope, "payload": "forged"})
 
 
