@@ -1422,17 +1422,25 @@ ALTER FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_
 COMMENT ON FUNCTION memsub._drop_expired_edge(p_tenant_id uuid, p_source_key text, p_relationship_type text, p_target_key text) IS 'Internal: deletes the expired validity windows of one edge (source, type, target matching forms) so that it can be observed afresh. Not granted to clients.';
 
 CREATE FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
+declare
+    v_fact uuid;
+begin
     delete from memsub.knowledge_facts f
      where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
        and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
+    returning f.fact_id into v_fact;
+    if v_fact is not null then  -- its access records go with it, as purge_expired's do
+        perform memsub._forget_accesses('fact', array[p_tenant_id], array[v_fact]);
+    end if;
+end
 $$;
 
 ALTER FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) IS 'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. Not granted to clients.';
+COMMENT ON FUNCTION memsub._drop_expired_fact(p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text) IS 'Internal: deletes the expired fact of one (subject, predicate, object) key, with its access records, so that it can be asserted afresh. Not granted to clients.';
 
 CREATE FUNCTION memsub._embedding_chunk_index(p_element jsonb) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -85,16 +85,24 @@ alter function memsub.purge_expired(uuid) owner to memsub_expiry_owner;
 create or replace function memsub._drop_expired_fact(
     p_tenant_id uuid, p_subject_key text, p_predicate text, p_object_key text
 ) returns void
-language sql volatile security definer
+language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+declare
+    v_fact uuid;
+begin
     delete from memsub.knowledge_facts f
      where f.tenant_id = p_tenant_id and f.subject_normalized = p_subject_key and f.predicate = p_predicate
        and f.object_normalized = p_object_key and f.ttl <= (now() at time zone 'UTC')
+    returning f.fact_id into v_fact;
+    if v_fact is not null then  -- its access records go with it, as purge_expired's do
+        perform memsub._forget_accesses('fact', array[p_tenant_id], array[v_fact]);
+    end if;
+end
 $$;
 comment on function memsub._drop_expired_fact(uuid, text, text, text) is
-    'Internal: deletes the expired fact of one (subject, predicate, object) key so that it can be asserted afresh. '
-    'Not granted to clients.';
+    'Internal: deletes the expired fact of one (subject, predicate, object) key, with its access records, so that '
+    'it can be asserted afresh. Not granted to clients.';
 alter function memsub._drop_expired_fact(uuid, text, text, text) owner to memsub_expiry_owner;
 
 create or replace function memsub._drop_expired_edge(

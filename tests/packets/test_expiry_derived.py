@@ -222,3 +222,25 @@ def test_materialized_views_drop_expired_rows_without_a_refresh(db):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(f"select count(*) from memsub.{view}")  # noqa: S608
             conn.rollback()
+
+
+def test_a_fact_asserted_again_after_it_expired_leaves_no_access_records_of_the_old_one(db):
+    """Asserting again a fact that has expired deletes the expired row first, to start it afresh; the access
+    records naming that row, with the queries that found it, went on naming a fact that no longer exists."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=2)
+        write(conn, {"packet_type": "note", "payload": 1, "ttl": ttl.isoformat(), "memory": {
+            "facts": [{"subject": "Ada", "predicate": "likes", "object": "tea"}]}})
+        old = conn.execute("select fact_id from memsub.knowledge_facts").fetchone()[0]
+        conn.execute("select memsub.record_access('fact', %s, 'reader', p_query_text => 'what Ada likes')", [old])
+        conn.commit()
+        wait_until(conn, ttl)
+        set_context(conn, TENANT_A)
+        new = conn.execute("select (memsub.assert_fact('Ada', 'likes', '\"tea\"'::jsonb)).fact_id").fetchone()[0]
+        conn.commit()
+    assert new != old
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.knowledge_facts where fact_id = %s", [old]).fetchone() == (0,)
+        assert conn.execute("select count(*) from memsub.memory_access_log where target_id = %s",
+                            [old]).fetchone() == (0,)
