@@ -55,7 +55,7 @@ from psycopg.adapt import AdaptersMap, Dumper, PyFormat
 from psycopg.types import TypeInfo
 from psycopg.types import json as psycopg_json
 from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 from pydantic import BaseModel
 
 from memsub import signatures
@@ -64,6 +64,7 @@ from memsub.errors import (
     LocalValidationError,
     MemsubError,
     SessionClosed,
+    StateError,
     TransactionAborted,
     from_database_error,
 )
@@ -783,6 +784,13 @@ def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
     return ConnectionFailed(f"cannot connect: no connection to the server within {timeout:g} s ({error})")
 
 
+def _pool_closed(error: PoolClosed) -> StateError:
+    if "not open" in str(error):
+        return StateError("this AsyncSubstrate is not open yet: use `async with AsyncSubstrate(...)` or "
+                          "`await substrate.open()` first")
+    return StateError("this substrate is closed: its calls need a new Substrate(...)")
+
+
 @contextmanager
 def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.Connection[RowT]]:
     """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
@@ -790,6 +798,8 @@ def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.C
         connection = pool.getconn()
     except PoolTimeout as error:
         raise _pool_failed(pool.timeout, error) from error
+    except PoolClosed as error:
+        raise _pool_closed(error) from error
     try:
         yield connection
     finally:
@@ -804,6 +814,8 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
         connection = await pool.getconn()
     except PoolTimeout as error:
         raise _pool_failed(pool.timeout, error) from error
+    except PoolClosed as error:
+        raise _pool_closed(error) from error
     try:
         yield connection
     finally:

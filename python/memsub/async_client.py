@@ -51,9 +51,12 @@ class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
         """``timeout``: seconds a call waits for a connection before ConnectionFailed. The connection string gets
-        a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast."""
-        from memsub.connection import with_timeout
+        a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast. Sizes and a
+        ``timeout`` a pool cannot work with (``min_size`` < 0, ``max_size`` < 1 or < ``min_size``, ``timeout`` <= 0)
+        raise ConfigurationError naming the option."""
+        from memsub.connection import check_pool_options, with_timeout
 
+        check_pool_options(min_size, max_size, timeout)
         self.pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] = AsyncConnectionPool(
             with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=timeout,
             kwargs={"row_factory": dict_row}, connection_class=psycopg.AsyncConnection,

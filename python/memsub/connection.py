@@ -17,6 +17,7 @@ value wins), so an unreachable server fails in seconds rather than hanging.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -43,10 +44,22 @@ def with_timeout(dsn: str) -> str:
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as error:
-        raise ConfigurationError(f"malformed connection string: {_first_line(error)}") from error
+        raise ConfigurationError(f"malformed connection string: {_without_password(_first_line(error), dsn)}",
+                                 field="dsn") from None
     if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
         return dsn
     return make_conninfo(dsn, connect_timeout=DEFAULT_CONNECT_TIMEOUT)
+
+
+def check_pool_options(min_size: int, max_size: int, timeout: float) -> None:
+    """Refuse pool sizes and a wait a pool cannot work with, naming the option (before any connection)."""
+    if min_size < 0:
+        raise ConfigurationError(f"min_size must be 0 or more, not {min_size}", field="min_size")
+    if max_size < max(min_size, 1):
+        raise ConfigurationError(f"max_size must be at least 1 and at least min_size ({min_size}), not {max_size}",
+                                 field="max_size")
+    if not timeout > 0:
+        raise ConfigurationError(f"timeout must be more than 0 seconds, not {timeout}", field="timeout")
 
 
 def resolve(option: str | None = None, *, start_embedded: bool = True, announce: bool = False) -> ResolvedDsn:
@@ -111,18 +124,34 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0].strip() if text else type(error).__name__
 
 
-def translate(error: psycopg.Error) -> MemsubError:
+_URI_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^@/?#:]*:([^/?#]*)@")
+_QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)", re.IGNORECASE)
+_KEYWORD_PASSWORD = re.compile(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
+
+
+def _without_password(message: str, dsn: str) -> str:
+    """``message`` with whatever ``dsn`` (well formed or not) gives as a password masked: libpq quotes the
+    offending token, or a whole URI, when it cannot parse a connection string."""
+    found = [m.group(1) for pattern in (_URI_PASSWORD, _QUERY_PASSWORD) for m in pattern.finditer(dsn)]
+    found += [m.group(1).strip("'") for m in _KEYWORD_PASSWORD.finditer(dsn)]
+    for secret in sorted({s for s in found if s}, key=len, reverse=True):
+        message = message.replace(secret, "****")
+    return message
+
+
+def translate(error: psycopg.Error, dsn: str = "") -> MemsubError:
     """A psycopg error met while connecting or running administrative SQL, as a memsub error with one line."""
     from memsub.errors import from_database_error
 
     if isinstance(error, psycopg.ProgrammingError) and error.sqlstate is None:
-        return ConfigurationError(f"malformed connection string: {_first_line(error)}")
+        return ConfigurationError(f"malformed connection string: {_without_password(_first_line(error), dsn)}",
+                                  field="dsn")
     if error.sqlstate == "42501":
         return PrivilegeError(f"insufficient privilege: {error.diag.message_primary or _first_line(error)}",
                               sqlstate="42501")
     if isinstance(error, psycopg.OperationalError) and error.sqlstate in (None, "28P01", "28000", "3D000",
                                                                            "08001", "08006", "57P03"):
-        line = _first_line(error)
+        line = _without_password(_first_line(error), dsn)
         lowered = line.lower()
         if "invalid" in lowered and ("option" in lowered or "value" in lowered or "sslmode" in lowered):
             return ConfigurationError(f"bad connection option: {line}")
@@ -135,7 +164,9 @@ def connect(dsn: str, **kwargs: object) -> psycopg.Connection[object]:
     try:
         return psycopg.connect(dsn, **kwargs)  # type: ignore[arg-type]
     except psycopg.Error as error:
-        raise translate(error) from error
+        translated = translate(error, dsn)
+        # A malformed string's own error quotes it, password and all: it is not chained.
+        raise translated from (None if isinstance(translated, ConfigurationError) else error)
 
 
 def probe(dsn: str) -> None:

@@ -144,6 +144,56 @@ def test_pool_and_connection_errors_are_memsub_errors(clean_env):
     assert isinstance(caught.value, MemsubError)
 
 
+@pytest.mark.parametrize("dsn", [
+    "postgresql://someone:s3cr%et@db.internal/agents",  # a bad percent escape inside the password
+    "postgresql://someone:s3cr3t@[::1/agents",  # an unclosed IPv6 bracket: libpq quotes the whole URI
+    "host=db.internal password=s3cr3t user",  # a keyword without a value
+])
+def test_a_malformed_connection_string_never_shows_its_password(clean_env, dsn):
+    for arguments in (["status", "--dsn", dsn], ["status", "--json", "--dsn", dsn]):
+        result = CliRunner().invoke(cli, arguments)
+        assert result.exit_code == 2, result.output
+        assert "malformed connection string" in result.output
+        assert "s3cr" not in result.output + result.stderr, result.output
+    with pytest.raises(errors.ConfigurationError) as caught:
+        Substrate(dsn)
+    assert "s3cr" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    ({"min_size": -1}, "min_size"), ({"max_size": 0}, "max_size"), ({"min_size": 3, "max_size": 2}, "max_size"),
+    ({"timeout": 0}, "timeout"), ({"timeout": -1.0}, "timeout"),
+])
+def test_pool_options_out_of_range_are_configuration_errors(clean_env, options, field):
+    from memsub.async_client import AsyncSubstrate
+
+    for client in (Substrate, AsyncSubstrate):
+        with pytest.raises(errors.ConfigurationError) as caught:
+            client(refused_dsn(), **options)
+        assert caught.value.field == field and field in str(caught.value)
+
+
+def test_a_closed_substrate_refuses_calls_with_a_memsub_error(db):
+    import asyncio
+
+    from memsub.async_client import AsyncSubstrate
+
+    substrate = Substrate(db.dsn("app"))
+    substrate.close()
+    for per_call in (False, True):
+        with pytest.raises(errors.StateError, match="closed"), substrate.tenant(TENANT_A, per_call=per_call) as s:
+            s.vector_dimension()
+
+    async def unopened() -> None:
+        never_opened = AsyncSubstrate(db.dsn("app"))
+        for per_call in (False, True):
+            with pytest.raises(errors.StateError, match="not open"):
+                async with never_opened.tenant(TENANT_A, per_call=per_call) as session:
+                    await session.vector_dimension()
+
+    asyncio.run(unopened())
+
+
 def test_local_validation_errors_are_memsub_errors():
     with pytest.raises(errors.InvalidInput) as caught:
         PacketEnvelopeIn(packet_type="", payload=1)
