@@ -196,15 +196,23 @@ def _from_factory(spec: str, dimension: int) -> Embedder:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"expected {', '.join(EMBEDDER_NAMES)} or module:factory")
+    # The module and the factory are the caller's code: whatever they raise (a syntax error, a missing API key)
+    # is reported as a refusal of the spec, not as a crash.
     try:
         factory: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot load {spec}: {error}") from error
-    embedder = factory(dimension=dimension)
-    if not isinstance(embedder, Embedder):
+    except Exception as error:
+        raise ValueError(f"cannot load {spec}: {type(error).__name__}: {error}") from error
+    if not callable(factory):
+        raise ValueError(f"{spec} is a {type(factory).__name__}, not a callable")
+    try:
+        embedder = factory(dimension=dimension)
+        dimension_of = embedder.dimension if isinstance(embedder, Embedder) else None
+    except Exception as error:
+        raise ValueError(f"the factory raised {type(error).__name__}: {error}") from error
+    if dimension_of is None:
         raise ValueError("the factory did not build an object with dimension and embed(texts)")
-    if embedder.dimension != dimension:
-        raise ValueError(f"it embeds in {embedder.dimension} dimensions but this installation stores "
+    if dimension_of != dimension:
+        raise ValueError(f"it embeds in {dimension_of} dimensions but this installation stores "
                          f"{dimension}-d vectors (memsub.vector_dimension())")
     return embedder
 

@@ -58,6 +58,34 @@ def test_every_command_refuses_a_bad_embedder_in_one_line_with_exit_2(db, tmp_pa
     assert superuser_count(db) == 0 and superuser_count(db, "memsub.memory_embeddings") == 0
 
 
+FAULTY_FACTORIES = {
+    "factory raises": "memsub_test_factories:raises",
+    "factory is no callable": "memsub_test_factories:NOT_CALLABLE",
+    "module fails on import": "memsub_test_broken_module:build",
+}
+
+
+@pytest.fixture
+def faulty_factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "memsub_test_factories.py").write_text(
+        "NOT_CALLABLE = 3\n\ndef raises(dimension):\n    raise KeyError('EMBEDDING_API_KEY')\n", encoding="utf-8")
+    (modules / "memsub_test_broken_module.py").write_text("1 / 0\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(modules))
+
+
+@pytest.mark.parametrize("why", sorted(FAULTY_FACTORIES))
+def test_a_faulty_factory_is_refused_in_one_line_before_anything_is_written(db, tmp_path, faulty_factories, why):
+    spec = FAULTY_FACTORIES[why]
+    result = CliRunner().invoke(main, [*_arguments("packet write", tmp_path), *_base(db), "--embedder", spec])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"memsub: --embedder {spec!r}: ") and "field embedder" in lines[-1], result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    assert superuser_count(db) == 0
+
+
 @pytest.mark.parametrize("command", ["search", "ingest", "packet write"])
 def test_memsub_embedder_means_the_same_for_every_command(db, tmp_path, command):
     result = CliRunner().invoke(main, [*_arguments(command, tmp_path), *_base(db)],
