@@ -13,7 +13,7 @@ from typing import Any, get_args
 import click
 
 from memsub.cli_common import Target, emit_json_lines, json_lines_option, print_table, tenant_options
-from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, resolve_embedder
+from memsub.embedding import EMBEDDER_SPEC_HELP, describe_embedder, embed_one, resolve_embedder
 from memsub.errors import InvalidInput
 from memsub.graph import Direction
 from memsub.maintain import parse_interval
@@ -108,7 +108,7 @@ def search_command(query: str, target: Target, mode: str, k: int, embedding_type
         chosen = resolve_embedder(embedder, session.vector_dimension())
         how = "chosen" if embedder else "default"
         click.echo(f"memsub: query embedded by {describe_embedder(chosen)} [{how}]", err=True)
-        vector = chosen.embed([query])[0]
+        vector = embed_one(chosen, query)
         if mode == "semantic":
             given = {name: tuning[name] for name in SEMANTIC_ONLY if tuning[name] not in (None, ())}
             if "method" in given:

@@ -205,7 +205,7 @@ def _from_factory(spec: str, dimension: int) -> Embedder:
     if not callable(factory):
         raise ValueError(f"{spec} is a {type(factory).__name__}, not a callable")
     try:
-        embedder = factory(dimension=dimension)
+        embedder: Embedder = factory(dimension=dimension)
         dimension_of = embedder.dimension if isinstance(embedder, Embedder) else None
     except Exception as error:
         raise ValueError(f"the factory raised {type(error).__name__}: {error}") from error

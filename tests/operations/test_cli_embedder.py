@@ -72,6 +72,9 @@ def faulty_factories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (modules / "memsub_test_factories.py").write_text(
         "NOT_CALLABLE = 3\n\ndef raises(dimension):\n    raise KeyError('EMBEDDING_API_KEY')\n", encoding="utf-8")
     (modules / "memsub_test_broken_module.py").write_text("1 / 0\n", encoding="utf-8")
+    (modules / "memsub_test_no_vectors.py").write_text(
+        "class Embedder:\n    def __init__(self, dimension):\n        self.dimension = dimension\n\n"
+        "    def embed(self, texts):\n        return []\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(modules))
 
 
@@ -83,6 +86,16 @@ def test_a_faulty_factory_is_refused_in_one_line_before_anything_is_written(db, 
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith(f"memsub: --embedder {spec!r}: ") and "field embedder" in lines[-1], result.output
     assert "Traceback" not in result.output and result.stdout == ""
+    assert superuser_count(db) == 0
+
+
+@pytest.mark.parametrize("command", ["search", "ingest", "packet write"])
+def test_an_embedder_that_returns_no_vector_is_one_line_not_a_crash(db, tmp_path, faulty_factories, command):
+    result = CliRunner().invoke(main, [*_arguments(command, tmp_path), *_base(db),
+                                       "--embedder", "memsub_test_no_vectors:Embedder"])
+    assert result.exit_code in (1, 2), result.output  # ingest reports a file it could not store with 1
+    assert "returned 0 vectors for" in result.stderr + result.stdout, result.output
+    assert "unexpected error" not in result.output and "Traceback" not in result.output
     assert superuser_count(db) == 0
 
 
