@@ -33,7 +33,31 @@ from memsub.errors import InvalidInput
 
 EMBEDDER_NAMES = ("hashing", "minilm")
 MINILM_DIMENSION = 384
-_WORD = re.compile(r"\w+", re.UNICODE)
+_PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``: runs of word characters (``\\w``) together with the combining marks inside or after
+    them (Unicode category M: Devanagari and Thai vowel signs, Arabic short vowels, a caron on J ...), which
+    ``\\w`` alone would split the word at. A mark after no letter, and any other character, separates words."""
+    words: list[str] = []
+    end = -1
+    glued = False  # the last piece was a mark attached to the current word
+    for match in _PIECE.finditer(text):
+        piece = match.group()
+        adjacent = bool(words) and match.start() == end
+        if not piece[0].isalnum() and piece[0] != "_":
+            glued = adjacent and len(piece) == 1 and unicodedata.category(piece).startswith("M")
+            if glued:
+                words[-1] += piece
+        elif adjacent and glued:
+            words[-1] += piece
+            glued = False
+        else:
+            words.append(piece)
+            glued = False
+        end = match.end()
+    return words
 
 
 @runtime_checkable
@@ -58,7 +82,8 @@ def embed_one(embedder: Embedder, text: str) -> list[float]:
 class HashingEmbedder:
     """Feature hashing ("the hashing trick") of a text's words, adjacent word pairs and character trigrams.
 
-    The text is composed to Unicode NFC first, so an accent typed as a combining mark reads as the same word. Each
+    The text is composed to Unicode NFC first, so an accent typed as a combining mark reads as the same word, and a
+    mark without a composed form (a Devanagari vowel sign, an Arabic short vowel) stays inside its word. Each
     feature is hashed (BLAKE2b, so the result is the same in every process and on every machine) to one of
     ``dimension`` buckets with a sign; words weigh 1, word pairs 0.5 and trigrams 0.25, so a shared word counts
     more than a shared spelling fragment. The vector is L2-normalized, so cosine distance compares texts by
@@ -71,6 +96,8 @@ class HashingEmbedder:
     TRIGRAM_WEIGHT = 0.25
 
     def __init__(self, dimension: int = MINILM_DIMENSION) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int):
+            raise TypeError(f"dimension must be an int, not {dimension!r}")
         if dimension < 1:
             raise ValueError(f"dimension must be >= 1, not {dimension}")
         self._dimension = dimension
@@ -89,8 +116,11 @@ class HashingEmbedder:
 
     def embed_one(self, text: str) -> list[float]:
         vector = [0.0] * self._dimension
-        # Composed first (NFC): a letter and its combining accent are one word character, as typed on most keyboards.
-        words = [w.casefold() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
+        # Composed (NFC) before and after case folding: a letter and its combining accent are one word character, as
+        # typed on most keyboards (folding can decompose, as "J\u030c" becomes "j\u030c", composed as U+01F0); a mark
+        # with no composed form stays inside its word.
+        folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+        words = _words(folded)
         for word in words:
             self._add(vector, "w:" + word, self.WORD_WEIGHT)
             padded = f"#{word}#"

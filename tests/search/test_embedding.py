@@ -42,6 +42,21 @@ def test_hashing_embedder_is_deterministic_normalized_and_lexical():
     assert isinstance(embedder, Embedder)
     with pytest.raises(ValueError):
         HashingEmbedder(0)
+    for not_a_count in (True, 2.5, "384"):  # True would be a 1-d embedder; 2.5 and "384" fail only when embedding
+        with pytest.raises(TypeError, match="dimension must be an int"):
+            HashingEmbedder(not_a_count)  # type: ignore[arg-type]
+
+
+def test_hashing_embedder_keeps_marks_without_a_composed_form_inside_the_word():
+    """NFC composes most accents, but not every letter has a composed form: Devanagari vowel signs, Thai vowels,
+    Arabic short vowels and a caron on J stay combining marks, and must not split their word either."""
+    embedder = HashingEmbedder(384)
+    hindi, thai, arabic = "हिन्दी भाषा", "ภาษาไทย ที่นี่", "كَتَبَ الوَلَدُ"
+    for text in (hindi, thai, arabic):
+        assert embedder.embed([text]) == embedder.embed([unicodedata.normalize("NFD", text)])
+    # A word with a mark is one word: it shares nothing with the bare letters it would have split into.
+    assert cosine(embedder.embed_one("हिन्दी"), embedder.embed_one("ह न द")) < 0.5
+    assert embedder.embed_one("J\u030c") == embedder.embed_one("\u01f0")  # J with caron, typed or precomposed
 
 
 def test_hashing_embedder_reads_an_accent_typed_either_way_as_one_word():
