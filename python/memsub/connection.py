@@ -16,6 +16,7 @@ value wins), so an unreachable server fails in seconds rather than hanging.
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import sys
@@ -46,6 +47,10 @@ def with_timeout(dsn: str) -> str:
     except psycopg.ProgrammingError as error:
         raise ConfigurationError(f"malformed connection string: {_without_password(_first_line(error), dsn)}",
                                  field="dsn") from None
+    if any("@" in host for host in str(params.get("host") or "").split(",")):
+        # libpq ends a URI's user information at its first "@": the rest of the password became the host name.
+        raise ConfigurationError("malformed connection string: a host name cannot hold \"@\"; write an \"@\" "
+                                 "in a user name or password as %40", field="dsn")
     if "connect_timeout" in params or os.environ.get("PGCONNECT_TIMEOUT"):
         return dsn
     return make_conninfo(dsn, connect_timeout=DEFAULT_CONNECT_TIMEOUT)
@@ -111,9 +116,17 @@ def describe(dsn: str) -> str:
         return f"service {service}"
     host = pick("host", "PGHOST", "") or pick("hostaddr", "PGHOSTADDR", "local socket")
     port = pick("port", "PGPORT", "5432")
-    user = pick("user", "PGUSER", os.environ.get("USER", "?"))
+    user = pick("user", "PGUSER", _os_user())
     dbname = pick("dbname", "PGDATABASE", user)
     return f"{user}@{host}:{port}/{dbname}"
+
+
+def _os_user() -> str:
+    """The operating system user, libpq's default user name (and so database name)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "?"
 
 
 def _first_line(error: BaseException) -> str:

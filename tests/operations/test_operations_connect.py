@@ -160,6 +160,26 @@ def test_a_malformed_connection_string_never_shows_its_password(clean_env, dsn):
     assert "s3cr" not in str(caught.value)
 
 
+def test_an_unencoded_at_sign_in_a_password_is_refused_without_showing_it(clean_env):
+    """libpq ends the user information at the first "@", so the rest of such a password becomes the host name."""
+    dsn = "postgresql://someone:first@s3cr3t@127.0.0.1:1/agents"
+    result = CliRunner().invoke(cli, ["status", "--dsn", dsn])
+    assert result.exit_code == 2, result.output
+    assert "%40" in result.stderr and "s3cr3t" not in result.output + result.stderr, result.output
+    one_line(result.stderr)
+
+
+def test_the_server_line_names_the_operating_system_user_when_user_is_unset(clean_env, monkeypatch):
+    import getpass
+
+    from memsub.connection import describe
+
+    for variable in ("USER", "LOGNAME", "USERNAME", "LNAME"):
+        monkeypatch.delenv(variable, raising=False)
+    name = getpass.getuser()
+    assert describe("host=db.internal port=5433") == f"{name}@db.internal:5433/{name}"
+
+
 @pytest.mark.parametrize(("options", "field"), [
     ({"min_size": -1}, "min_size"), ({"max_size": 0}, "max_size"), ({"min_size": 3, "max_size": 2}, "max_size"),
     ({"timeout": 0}, "timeout"), ({"timeout": -1.0}, "timeout"),
