@@ -5956,6 +5956,8 @@ CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL
 declare
     v_keys text[];
     v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
+    v_max  bigint := memsub.limit_value('max_rows');
+    v_read bigint;
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     if p_relationship_type is not null then
@@ -5972,13 +5974,22 @@ begin
        and r.valid_period @> coalesce(p_as_of, now())
        and (p_entity is null or r.source_key = any(v_keys) or r.target_key = any(v_keys))
        and (p_relationship_type is null or r.relationship_type = v_type)
-     order by r.source_entity, r.relationship_type, r.target_entity;
+     order by r.source_entity, r.relationship_type, r.target_entity
+     limit v_max + 1;
+    -- At most max_rows edges per call: a larger graph is refused, not returned whole nor cut short silently.
+    get diagnostics v_read = row_count;
+    if v_read > v_max then
+        raise exception 'memsub.edges_as_of: more than % edges; name an entity or a relationship_type', v_max
+            using errcode = '54000', column = 'entity',
+                  detail = format('limit=max_rows value=%s', v_max),
+                  hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+    end if;
 end
 $$;
 
 ALTER FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) IS 'The graph as of a time (default now): the edges whose validity window contains it, optionally only those touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type.';
+COMMENT ON FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone, p_entity text, p_relationship_type text) IS 'The graph as of a time (default now): the edges whose validity window contains it, optionally only those touching an entity (as source or target; by its name or aliases, memsub._entity_keys) or of one relationship type. More than max_rows edges are refused (54000, column entity), not returned.';
 
 CREATE FUNCTION memsub.embedding_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

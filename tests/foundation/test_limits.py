@@ -266,6 +266,25 @@ def test_lineage_larger_than_max_rows_is_refused_and_tenants_do_not_share_limits
         assert conn.execute("select count(*) from memsub.get_lineage(%s, 'descendants')", [root]).fetchone() == (0,)
 
 
+def test_edges_as_of_refuses_a_graph_larger_than_max_rows_rather_than_returning_it(db):
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_rows', 5)")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for i in range(6):
+            conn.execute("select memsub.upsert_relationship('hub', 'r', %s)", [f"n{i}"])
+        conn.commit()
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.edges_as_of(null, 'n1')").fetchone() == (1,)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select * from memsub.edges_as_of()")
+        assert error.value.diag.column_name == "entity"
+        assert "limit=max_rows value=5" in (error.value.diag.message_detail or "")
+        conn.rollback()
+        set_context(conn, TENANT_B)
+        assert conn.execute("select count(*) from memsub.edges_as_of()").fetchone() == (0,)
+
+
 def test_batch_parents_are_written_first_and_cycles_are_named(db):
     ids = [str(uuid.uuid4()) for _ in range(300)]
     # A chain given child first: each envelope's parent comes later in the batch.
