@@ -6021,21 +6021,24 @@ begin
     -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first
     -- (each direction read by its own index search, at most limit rows each, then the best of both kept).
     with edges as (
-        select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity) as place, d.*
+        select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity,
+                                                      d.relationship_type, d.relationship_id) as place, d.*
           from ((select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
                         r.confidence, r.mention_count, r.relationship_id
                    from memsub.entity_relationships r
                   where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
                     and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.target_entity limit p_limit)
+                  order by r.confidence desc, r.target_entity, r.relationship_type, r.relationship_id
+                  limit p_limit)
                 union all
                 (select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count,
                         r.relationship_id
                    from memsub.entity_relationships r
                   where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
                     and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.source_entity limit p_limit)) d
-         order by d.confidence desc, d.direction, d.other_entity
+                  order by r.confidence desc, r.source_entity, r.relationship_type, r.relationship_id
+                  limit p_limit)) d
+         order by d.confidence desc, d.direction, d.other_entity, d.relationship_type, d.relationship_id
          limit p_limit),
     resolved as (
         select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
@@ -6045,19 +6048,20 @@ begin
                     e.mention_count, e.relationship_id as id
                from edges e left join resolved n on n.name = e.other_entity)
             union all
-            (select 3, row_number() over (order by f.confidence desc, f.predicate), 'fact', 'subject', f.predicate,
+            (select 3, row_number() over (order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id),
+                    'fact', 'subject', f.predicate,
                     null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
                from memsub.knowledge_facts f
               where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
                 and f.confidence >= coalesce(p_min_confidence, 0)
-              order by f.confidence desc, f.predicate limit p_limit)) x
+              order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id limit p_limit)) x
      order by x.part, x.place;
 end
 $$;
 
 ALTER FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first.';
+COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first (ties: relationships by direction, other entity, then type; facts by predicate, then object).';
 
 CREATE FUNCTION memsub.entity_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_rrf_k integer DEFAULT 60) RETURNS TABLE(entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
     LANGUAGE plpgsql STABLE
@@ -6706,7 +6710,7 @@ begin
               from memsub.entity_relationships r
              where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
                and r.valid_period @> v_at
-             order by r.source_entity, r.mention_count desc, r.target_entity
+             order by r.source_entity, r.mention_count desc, r.target_entity, r.relationship_type, r.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
@@ -6729,7 +6733,7 @@ $$;
 
 ALTER FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows).';
+COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and relationship type.';
 
 CREATE TABLE memsub.world_model_entities (
     entity_id text NOT NULL,
@@ -11566,7 +11570,8 @@ begin
                       join step s on s.near_key = f.key
                      where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
                        and not v_visited ? s.next_key
-                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity
+                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity,
+                              s.relationship_type, s.relationship_id
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
@@ -11587,7 +11592,7 @@ $$;
 
 ALTER FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (limit max_rows).';
+COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the first by entity names, then relationship type). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (limit max_rows).';
 
 CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER

@@ -407,7 +407,7 @@ begin
               from memsub.entity_relationships r
              where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
                and r.valid_period @> v_at
-             order by r.source_entity, r.mention_count desc, r.target_entity
+             order by r.source_entity, r.mention_count desc, r.target_entity, r.relationship_type, r.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
@@ -430,7 +430,8 @@ $$;
 comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, integer) is
     'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
     'entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded '
-    'once, at most limit edges in all (limit max_rows).';
+    'once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and '
+    'relationship type.';
 
 -- Entity nodes -----------------------------------------------------------------------------------------------
 

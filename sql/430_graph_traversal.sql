@@ -116,7 +116,8 @@ begin
                       join step s on s.near_key = f.key
                      where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
                        and not v_visited ? s.next_key
-                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity
+                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity,
+                              s.relationship_type, s.relationship_id
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
@@ -139,7 +140,8 @@ comment on function memsub.traverse_graph(text, integer, text[], double precisio
     'edges valid then; entities by name or alias), breadth first: up to max_depth hops '
     '(1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given '
     'relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest '
-    'distance, with its most confident shortest path (cycle-safe, linear in the edges walked). path_confidence is '
+    'distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the '
+    'first by entity names, then relationship type). path_confidence is '
     'the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, '
     'at most limit rows (limit max_rows).';
 
@@ -170,21 +172,24 @@ begin
     -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first
     -- (each direction read by its own index search, at most limit rows each, then the best of both kept).
     with edges as (
-        select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity) as place, d.*
+        select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity,
+                                                      d.relationship_type, d.relationship_id) as place, d.*
           from ((select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
                         r.confidence, r.mention_count, r.relationship_id
                    from memsub.entity_relationships r
                   where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
                     and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.target_entity limit p_limit)
+                  order by r.confidence desc, r.target_entity, r.relationship_type, r.relationship_id
+                  limit p_limit)
                 union all
                 (select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count,
                         r.relationship_id
                    from memsub.entity_relationships r
                   where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
                     and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.source_entity limit p_limit)) d
-         order by d.confidence desc, d.direction, d.other_entity
+                  order by r.confidence desc, r.source_entity, r.relationship_type, r.relationship_id
+                  limit p_limit)) d
+         order by d.confidence desc, d.direction, d.other_entity, d.relationship_type, d.relationship_id
          limit p_limit),
     resolved as (
         select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
@@ -194,19 +199,21 @@ begin
                     e.mention_count, e.relationship_id as id
                from edges e left join resolved n on n.name = e.other_entity)
             union all
-            (select 3, row_number() over (order by f.confidence desc, f.predicate), 'fact', 'subject', f.predicate,
+            (select 3, row_number() over (order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id),
+                    'fact', 'subject', f.predicate,
                     null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
                from memsub.knowledge_facts f
               where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
                 and f.confidence >= coalesce(p_min_confidence, 0)
-              order by f.confidence desc, f.predicate limit p_limit)) x
+              order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id limit p_limit)) x
      order by x.part, x.place;
 end
 $$;
 comment on function memsub.entity_neighbourhood(text, double precision, integer, timestamptz) is
     'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming '
     'relationships valid then, both directions together, and the facts whose subject it is (subject matched by '
-    'memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first.';
+    'memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first '
+    '(ties: relationships by direction, other entity, then type; facts by predicate, then object).';
 
 grant execute on function
     memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz),

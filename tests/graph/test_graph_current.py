@@ -305,3 +305,23 @@ def test_a_fact_stated_again_with_the_same_number_written_otherwise_reinforces_i
         facts = conn.execute("select predicate, object_normalized, supporting_packet_count, contradiction_count "
                              "from memsub.knowledge_facts order by predicate").fetchall()
     assert facts == [("count", "1", 3, 0), ("shape", '{"size": 1.5, "tags": [2]}', 2, 0)]
+
+
+def test_reads_cut_at_a_limit_keep_the_same_rows_whatever_order_the_ties_were_written_in(db):
+    """Edges that tie on what a read orders by (same ends, same confidence, another type) and facts that tie (same
+    predicate and confidence, another object) are ordered by relationship type, then object: a limit that falls
+    between them keeps the same one on every call, not whichever row the table returned first."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for relationship_type in ("likes", "knows"):
+            conn.execute("select memsub.upsert_relationship('A', %s, 'B', 0.5)", [relationship_type])
+        for obj in ('"red"', '"blue"'):
+            conn.execute("select memsub.assert_fact('A', 'colour', %s::jsonb, 0.5)", [obj])
+        neighbours = conn.execute("select relationship_type from memsub.graph_neighbors_as_of('A', null, 1, 1)"
+                                  ).fetchall()
+        near = conn.execute("select kind, relationship_type, object from memsub.entity_neighbourhood('A', p_limit => 1)"
+                            ).fetchall()
+        walked = conn.execute("select relationship_path from memsub.traverse_graph('A', 1)").fetchall()
+    assert neighbours == [("knows",)]
+    assert near == [("relationship", "knows", None), ("fact", "colour", "blue")]
+    assert walked == [(["knows"],)]
