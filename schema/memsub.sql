@@ -5955,13 +5955,16 @@ CREATE FUNCTION memsub.edges_as_of(p_as_of timestamp with time zone DEFAULT NULL
     AS $$
 declare
     v_keys text[];
-    v_type text := memsub.normalize_text(p_relationship_type);  -- once: in the condition, once per edge read
+    v_type text;  -- the type's matching form, once: in the condition, once per edge read
     v_max  bigint := memsub.limit_value('max_rows');
     v_read bigint;
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
+    perform memsub._check_text_limits('entity', p_entity, 'relationship_type', p_relationship_type);
     if p_relationship_type is not null then
         perform memsub._check_filter_values(array[p_relationship_type], 'relationship_type');
+        v_type := memsub.normalize_text(p_relationship_type);
     end if;
     -- The entity is looked up once: in the statement's condition, the scan checked it again for every edge. A
     -- blank one names no edge (22023, as graph_neighbors_as_of refuses it).
@@ -6696,6 +6699,8 @@ declare
     returned integer;
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
+    perform memsub._check_text_limits('entity', p_entity);
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
@@ -11509,6 +11514,10 @@ begin
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_limits(array(select length(t)::bigint from unnest(p_relationship_types) as t),
+                                 'max_text_chars',
+                                 array(select format('relationship_types[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_relationship_types)) as n));
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     if cardinality(p_relationship_types) = 0 then
         raise exception 'field "relationship_types" must name at least one type (NULL: every type)'

@@ -55,6 +55,10 @@ begin
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     perform memsub._check_limit(cardinality(p_relationship_types), 'max_array_items', 'relationship_types');
+    perform memsub._check_limits(array(select length(t)::bigint from unnest(p_relationship_types) as t),
+                                 'max_text_chars',
+                                 array(select format('relationship_types[%s]', n - 1)
+                                         from generate_series(1, cardinality(p_relationship_types)) as n));
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     if cardinality(p_relationship_types) = 0 then
         raise exception 'field "relationship_types" must name at least one type (NULL: every type)'

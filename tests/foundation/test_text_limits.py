@@ -47,6 +47,9 @@ CASES: list[tuple[str, dict[str, Any], list[str], tuple[str, ...]]] = [
     ("graph_upsert_entity", {"name": "n", "entity_type": "Entity"}, ["name", "entity_type"], ()),
     ("traverse_graph", {"start_entity": "a"}, ["start_entity", "direction"], ()),
     ("entity_neighbourhood", {"entity": "a"}, ["entity"], ()),
+    ("graph_neighbors", {"entity": "a"}, ["entity"], ()),
+    ("graph_neighbors_as_of", {"entity": "a"}, ["entity"], ()),
+    ("edges_as_of", {}, ["entity", "relationship_type"], ()),
     ("apply_world_model_update", {"insight_type": "i", "entities": Jsonb(["a"])}, ["insight_type"], ()),
     ("take_world_model_snapshot", {}, ["description", "created_by"], ()),
     ("record_reflection", {"reflection_type": "insight", "content": "c"},
@@ -107,6 +110,19 @@ def test_every_text_argument_over_the_limit_is_named(db, function, base, fields,
         # Several over the limit: the first is named.
         error = _call(conn, function, {**base, **{field: LONG for field in fields}})
         assert error.diag.column_name == fields[0]
+
+
+def test_each_relationship_type_of_a_walk_is_held_to_the_limit_and_named_by_its_place(db):
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_text_chars', %s)", [LIMIT])
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.traverse_graph('a', 2, %s)", [["r", "y" * LIMIT]]
+                            ).fetchone() == (0,)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute("select count(*) from memsub.traverse_graph('a', 2, %s)", [["r", LONG]])
+    assert error.value.diag.column_name == "relationship_types[1]"
+    assert error.value.diag.message_detail == f"limit=max_text_chars value={LIMIT} actual={LIMIT + 1}"
 
 
 def test_values_at_the_limit_and_null_pass(db):
