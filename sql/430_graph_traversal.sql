@@ -142,12 +142,12 @@ $$;
 comment on function memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz) is
     'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only '
     'edges valid then; entities by name or alias), breadth first: up to max_depth hops '
-    '(1 to limit max_depth, default 10) along outgoing, incoming or both directions, optionally only the given '
-    'relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest '
+    '(default 3; from 1 to the max_depth limit) along outgoing, incoming or both directions, optionally only the '
+    'given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest '
     'distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the '
     'first by entity names, then relationship type). path_confidence is '
     'the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, '
-    'at most limit rows (limit max_rows).';
+    'at most limit rows (default 1000; at most the max_rows limit).';
 
 create or replace function memsub.entity_neighbourhood(
     p_entity         text,
