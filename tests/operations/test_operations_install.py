@@ -272,18 +272,6 @@ def _forced_as_released(dsn: str, installer_dsn: str, *tables: str) -> None:
             assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
 
 
-def test_a_non_superuser_installer_moves_every_embedding_too(server, empty_db, installer):
-    """The installer does not bypass row-level security, and without a tenant context the old table's policies
-    show it no row: the upgrade must still copy every one (and refuses to finish when a count differs)."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    tenants = _embeddings_at_2_29_0(server.dsn(empty_db), migrator)
-    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "memory_embeddings")
-    migrator.migrate()
-    _check_embeddings_moved(server.dsn(empty_db), tenants)
-
-
 def _search_stats_at_2_30_0(dsn: str, migrator: Migrator) -> None:
     """A database at 2.30.0 with two tenants' search statistics: one measured (mean recall 0.98 at ef_search
     250), one not measured (the exact scan was cheaper)."""
@@ -301,25 +289,6 @@ def _check_recall_bounds(dsn: str) -> None:
         bounds = dict(conn.execute("select tenant_id::text, recall_bound from memsub.search_stats"))
     # The rule of 2.30.0 (a mean of 0.97 or more) reads as a bound of 0.95 or more: the choices stay as they were.
     assert bounds[str(uuid.UUID(int=1))] == pytest.approx(0.96) and bounds[str(uuid.UUID(int=2))] is None
-
-
-def test_a_non_superuser_installer_keeps_every_measured_choice_too(server, empty_db, installer):
-    """Row-level security is forced on search_stats: without a tenant context its owner sees no row, and the
-    upgrade must still give every measured row its bound, and leave the table's row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _search_stats_at_2_30_0(server.dsn(empty_db), migrator)
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        conn.execute("alter table memsub.search_stats enable row level security")
-        conn.execute("alter table memsub.search_stats force row level security")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
-        assert conn.execute("select count(*) from memsub.search_stats").fetchone() == (0,)
-    migrator.migrate()
-    _check_recall_bounds(server.dsn(empty_db))
-    with psycopg.connect(server.dsn(empty_db)) as conn:
-        assert conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
-                            "where oid = 'memsub.search_stats'::regclass").fetchone() == (True, True)
 
 
 def _store_items_at_2_31_0(dsn: str, migrator: Migrator) -> None:
@@ -549,21 +518,6 @@ def _check_learned_feedback(dsn: str, _: Any = None) -> None:
     assert security == (True, True)
 
 
-def test_a_non_superuser_installer_keeps_the_learned_feedback_of_every_tenant_too(server, empty_db, installer):
-    """Row-level security is forced on memory_access_log: without a tenant context its owner sees no row, and the
-    upgrade must still keep every tenant's learned feedback, and leave row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _accesses_at_2_39_0(server.dsn(empty_db), migrator)
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # its policies exist at 2.39.0 already
-        conn.execute("alter table memsub.memory_access_log enable row level security, force row level security")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
-        assert conn.execute("select count(*) from memsub.memory_access_log").fetchone() == (0,)
-    migrator.migrate()
-    _check_learned_feedback(server.dsn(empty_db))
-
-
 ACCESSED = {name: str(uuid.UUID(int=300 + n)) for n, name in enumerate(
     ["shared packet", "private packet", "cursor packet", "purged packet", "private embedding", "private memory",
      "gone embedding", "fact"])}
@@ -637,19 +591,6 @@ def test_an_upgrade_carries_the_rows_over(server, empty_db, upgrade):
     assert migrator.verify() == []
 
 
-def test_a_non_superuser_installer_gives_every_store_item_its_namespace_key_too(server, empty_db, installer):
-    """Row-level security is forced on the store's tables: without a tenant context their owner sees no row, and
-    the upgrade must still key every row, and leave row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _store_items_at_2_31_0(server.dsn(empty_db), migrator)
-    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "langgraph_store_items",
-                        "langgraph_store_vectors")
-    migrator.migrate()
-    _check_namespace_keys(server.dsn(empty_db))
-
-
 def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_session(server, empty_db, installer):
     """The search functions set pgvector's settings (hnsw.ef_search ...), which a session knows only once the
     library is loaded; a role without superuser may not name a setting that does not exist yet. A release that
@@ -665,72 +606,47 @@ def test_a_non_superuser_installer_reapplies_the_search_functions_in_a_new_sessi
     assert migrator.verify() == []
 
 
-def test_a_non_superuser_installer_moves_every_session_event_too(server, empty_db, installer):
-    """Row-level security is forced on sessions: without a tenant context its owner sees no row, and the upgrade
-    must still move every session's events, and leave row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _sessions_at_2_32_0(server.dsn(empty_db), migrator)
-    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "sessions")
-    migrator.migrate()
-    _check_session_events(server.dsn(empty_db))
-
-
-def test_a_non_superuser_installer_merges_the_graph_names_of_every_tenant_too(server, empty_db, installer):
-    """Row-level security is forced on the graph's tables: without a tenant context their owner sees no row, and
-    the upgrade must still give every row its new matching form and merge what it makes one."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _graph_at_2_37_0(server.dsn(empty_db), migrator)
-    tables = ("entity_relationships", "knowledge_facts", "world_model_entities")
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # their policies exist at 2.37.0 already
+def _forced(dsn: str, installer_dsn: str, *tables: str) -> None:
+    """Row-level security forced on each table whose policies the installed release already has; the installer
+    then sees no row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
         for table in tables:
             conn.execute(f"alter table memsub.{table} enable row level security, force row level security")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
+    with psycopg.connect(installer_dsn) as conn:
         for table in tables:
             assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
-    migrator.migrate()
-    _check_graph_keys(server.dsn(empty_db))
 
 
-def test_a_non_superuser_installer_cleans_the_neighbour_lists_of_every_tenant_too(server, empty_db, installer):
-    """Row-level security is forced on document_chunks: without a tenant context its owner sees no row, and the
-    upgrade must still clean every list, and leave row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
+# The upgrades of UPGRADES whose tables have row-level security forced: without a tenant context their owner, a
+# non-superuser installer, sees no row, and each upgrade must still carry every tenant's rows over and leave
+# row-level security as it was. Per upgrade: the tables, and whether their policies exist at the release before
+# (otherwise a tenant policy stands in for the ones the repeatable SQL creates after the last migration).
+FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
+    "2.30.0 moves every embedding into its partition": (("memory_embeddings",), False),
+    "2.31.0 keeps every measured choice": (("search_stats",), True),
+    "2.32.0 gives every store item its namespace key": (("langgraph_store_items", "langgraph_store_vectors"), False),
+    "2.33.0 moves every session's events into rows": (("sessions",), False),
+    "2.38.0 matches entity names in either Unicode composition": (
+        ("entity_relationships", "knowledge_facts", "world_model_entities"), True),
+    "2.39.0 keeps neighbour lists to latest chunks their readers may see": (("document_chunks",), True),
+    "2.40.0 makes the records of private targets private": (ACCESS_TABLES, False),
+    "2.41.0 keeps the feedback learned": (("memory_access_log",), True),
+    "2.42.0 gives store vectors their item's context": (("langgraph_store_items", "langgraph_store_vectors"), False),
+}
+
+
+@pytest.mark.parametrize("upgrade", list(FORCED))
+def test_a_non_superuser_installer_carries_the_rows_over_too(server, empty_db, installer, upgrade):
+    prepare, check = UPGRADES[upgrade]
+    tables, policies_exist = FORCED[upgrade]
+    dsn, installer_dsn = server.dsn(empty_db), server.dsn(empty_db, installer)
+    with psycopg.connect(dsn, autocommit=True) as conn:
         grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _neighbours_at_2_38_0(server.dsn(empty_db), migrator)
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:  # its policies exist at 2.38.0 already
-        conn.execute("alter table memsub.document_chunks enable row level security, force row level security")
-    with psycopg.connect(server.dsn(empty_db, installer)) as conn:
-        assert conn.execute("select count(*) from memsub.document_chunks").fetchone() == (0,)
+    migrator = Migrator(installer_dsn)
+    before = prepare(dsn, migrator)
+    (_forced if policies_exist else _forced_as_released)(dsn, installer_dsn, *tables)
     migrator.migrate()
-    _check_neighbours(server.dsn(empty_db))
-
-
-def test_a_non_superuser_installer_gives_every_store_vector_its_items_context_too(server, empty_db, installer):
-    """Row-level security is forced on the store's tables: without a tenant context their owner sees no row, and
-    the upgrade must still mend every vector, and leave row-level security as it was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _store_vectors_at_2_39_0(server.dsn(empty_db), migrator)
-    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), "langgraph_store_items",
-                        "langgraph_store_vectors")
-    migrator.migrate()
-    _check_store_vector_contexts(server.dsn(empty_db))
-
-
-def test_a_non_superuser_installer_gives_every_access_record_its_scope_too(server, empty_db, installer):
-    """Row-level security is forced on the access log and on the tables of its targets: without a tenant context
-    their owner sees no row, and the upgrade must still scope every record, and leave row-level security as it
-    was."""
-    with psycopg.connect(server.dsn(empty_db), autocommit=True) as conn:
-        grant_documented_privileges(conn, installer)
-    migrator = Migrator(server.dsn(empty_db, installer))
-    _access_scopes_at_2_39_0(server.dsn(empty_db), migrator)
-    _forced_as_released(server.dsn(empty_db), server.dsn(empty_db, installer), *ACCESS_TABLES)
-    migrator.migrate()
-    _check_access_scopes(server.dsn(empty_db))
+    check(dsn, before)
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("select bool_and(relrowsecurity and relforcerowsecurity) from pg_class "
+                            "where oid = any(%s::regclass[])", [[f"memsub.{t}" for t in tables]]).fetchone() == (True,)
