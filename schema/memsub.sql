@@ -5744,7 +5744,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
     -- path is a key of the version chain's B-tree indexes, whose entries hold about 2.7 kB.
     perform memsub._check_text_limits('file_path', p_file_path),
-            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),
+            memsub._check_key_bytes('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
@@ -5788,7 +5788,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
-            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),  -- a B-tree key
+            memsub._check_key_bytes('file_path', p_file_path),  -- a B-tree key
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),

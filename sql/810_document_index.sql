@@ -128,7 +128,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
     -- path is a key of the version chain's B-tree indexes, whose entries hold about 2.7 kB.
     perform memsub._check_text_limits('file_path', p_file_path),
-            memsub._check_limit(octet_length(p_file_path), 'max_key_bytes', 'file_path'),
+            memsub._check_key_bytes('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
