@@ -76,9 +76,11 @@ def _ingest_one(substrate: Substrate, target: Target, path: Path, embedder: Embe
     try:
         with substrate.tenant(target.tenant_id, **target.context()) as session:
             result = session.documents.ingest_file(path, embedder=embedder, max_chars=max_chars)
-    except (ContextError, ConnectionFailed):
+    except ConnectionFailed:
         raise
     except MemsubError as error:
+        if isinstance(error, ContextError) and error.field != "file_path":  # no privilege: every file would fail
+            raise
         return {"path": shown, "status": "failed", "error": _shown(str(error)), "field": error.field}
     except Exception as error:  # reading the file, or the embedder, any object raising its own exceptions
         if isinstance(error, OSError) and error.filename is not None and error.strerror:

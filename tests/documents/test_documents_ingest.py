@@ -410,6 +410,21 @@ def test_ingest_command_without_privilege_stops_with_the_privilege_code(db, tmp_
         assert json.loads(result.stdout)["exit_code"] == exit_codes.NO_PRIVILEGE
 
 
+
+def test_ingest_command_reports_a_path_of_another_context_as_that_files_failure(db, tmp_path):
+    """A path written from another context is refused with 42501 naming file_path: that file's failure, not one
+    that ends the run as a missing privilege does."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("tenant-wide text", encoding="utf-8")
+    assert _ingest(db, str(first)).exit_code == 0
+    first.write_text("an organization's text", encoding="utf-8")
+    second.write_text("the organization's own file", encoding="utf-8")
+    result = _ingest(db, str(tmp_path), "--org", "00000000-0000-0000-0001-000000000001")
+    assert result.exit_code == exit_codes.CHECK_FAILED, result.output
+    assert "a.txt: failed: " in result.output and "[field file_path]" in result.output
+    assert "b.txt: created" in result.output
+    assert _stored_paths(db) == sorted([first.as_posix(), second.as_posix()])
+
 def test_ingest_command_that_cannot_connect_stops_with_the_connection_code(db, tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("text", encoding="utf-8")
