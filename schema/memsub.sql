@@ -8679,6 +8679,11 @@ CREATE FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb,
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 begin
+    -- A version holding JSON null would read as no entry at all: memsub.memory_delete is how an entry ends.
+    if jsonb_typeof(p_value) = 'null' then
+        raise exception 'field "value" is required: JSON null is no value (memsub.memory_delete deletes an entry)'
+            using errcode = '23502', column = 'value';
+    end if;
     if p_embedding is not null then
         perform memsub._check_vector(p_embedding, 'embedding');
     end if;
@@ -8692,7 +8697,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) IS 'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a new version without one carries none). expected_version is the version the writer read (NULL or 0: the key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is rejected. Audited as memory_write.';
+COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) IS 'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a new version without one carries none). expected_version is the version the writer read (NULL or 0: the key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is rejected. value is any JSON but null (23502 naming value; memsub.memory_delete deletes). Audited as memory_write.';
 
 CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

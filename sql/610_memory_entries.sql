@@ -208,6 +208,11 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 begin
+    -- A version holding JSON null would read as no entry at all: memsub.memory_delete is how an entry ends.
+    if jsonb_typeof(p_value) = 'null' then
+        raise exception 'field "value" is required: JSON null is no value (memsub.memory_delete deletes an entry)'
+            using errcode = '23502', column = 'value';
+    end if;
     if p_embedding is not null then
         perform memsub._check_vector(p_embedding, 'embedding');
     end if;
@@ -223,7 +228,8 @@ comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb,
     'new version without one carries none). expected_version is the version the writer read (NULL or 0: the '
     'key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. '
     'Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is '
-    'rejected. Audited as memory_write.';
+    'rejected. value is any JSON but null (23502 naming value; memsub.memory_delete deletes). Audited as '
+    'memory_write.';
 
 create or replace function memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer)
 returns memsub.memory_entries

@@ -638,8 +638,6 @@ MEMORY_WRITE_ARGUMENTS = (
 async def memory_put(request: Request) -> Response:
     namespace, key = namespace_key(request)
     text_body, fields = await body_text_and_object(request)
-    if "value" in fields and fields["value"] is None:
-        raise invalid("value", "value must not be null (delete is not part of this API)")
     arguments, values = call_arguments(fields, MEMORY_WRITE_ARGUMENTS,
                                        [("namespace", "text", namespace), ("key", "text", key)], body=BODY)
     row = await fetch_one(request, sql.SQL(

@@ -112,6 +112,8 @@ def test_stale_write_is_rejected_with_40001_naming_the_key(db):
         ("memory_write(%s, %s, '1')", [f"user:{ALICE}", "a:b"], "22023", "key"),
         ("memory_write(%s, %s, '1')", [f"user:{ALICE}", ""], "22023", "key"),
         ("memory_write(%s, %s, null)", [f"user:{ALICE}", "k"], "23502", "value"),
+        ("memory_write(%s, %s, 'null')", [f"user:{ALICE}", "k"], "23502", "value"),  # JSON null is no value either
+        ("memory_remember(%s, %s, 'null')", [f"user:{ALICE}", "k"], "23502", "value"),
         ("memory_write(%s, %s, '1', -1)", [f"user:{ALICE}", "k"], "22023", "expected_version"),
         ("memory_write(%s, %s, '1', null, 'feelings')", [f"user:{ALICE}", "k"], "22023", "memory_type"),
         ("memory_write(%s, %s, '1', null, 'semantic', '[]')", [f"user:{ALICE}", "k"], "22023", "metadata"),

@@ -245,6 +245,17 @@ def test_an_integer_too_large_for_a_double_is_422_naming_its_field(api: Api):
             assert_problem(client.post(path, content=body), 422, field)
 
 
+
+def test_a_memory_value_of_null_is_refused_by_the_database_naming_it(api: Api):
+    """memsub.memory_write owns the rule that a value is any JSON but null; the HTTP API passes its answer on."""
+    namespace = f"user:{USER_B}:nulls"
+    with api.client("b") as client:
+        assert_problem(client.put(f"/api/v1/memory/namespace/{namespace}/keys/k", json={"value": None}), 422,
+                       "value")
+    with api.database.connect() as conn:
+        assert conn.execute("select count(*) from memsub.memory_entries where namespace = %s",
+                            [namespace]).fetchone() == (0,)
+
 def test_a_memory_entry_is_written_with_its_embedding(api: Api):
     dimension = api.dimension()
     namespace = f"user:{USER_B}:embedded"  # tenant B's user: tenant A's memory listings stay as they were
