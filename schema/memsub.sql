@@ -1007,6 +1007,25 @@ ALTER FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text
 
 COMMENT ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) IS 'Returns the value when it is one of the allowed values; raises 23502 (NULL) or 22023 naming the field.';
 
+CREATE FUNCTION memsub._check_similarity_k(p_k integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_k > 1000 then
+        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
+            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
+                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
+    end if;
+    return p_k;
+end
+$$;
+
+ALTER FUNCTION memsub._check_similarity_k(p_k integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_similarity_k(p_k integer) IS 'Internal: refuses the k of a similarity search as memsub._check_count does against max_k, and above 1000, the most rows pgvector''s walk returns (54000 naming k); returns k.';
+
 CREATE FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -6908,7 +6927,7 @@ begin
     with vector_leg as (
         select s.embedding_id, s.distance,
                (row_number() over (order by s.distance, s.embedding_id))::integer as vector_rank
-          from memsub.semantic_search(p_query, v_candidates, p_embedding_type) s
+          from memsub.semantic_search(p_query, least(v_candidates, 1000), p_embedding_type) s  -- what a walk returns
          where p_query is not null and p_vector_weight > 0
     ), text_hits as (
         select k.embedding_id as hit_id, k.text_score, false as is_chunk
@@ -10003,12 +10022,7 @@ begin
     if p_packet_type is not null then
         perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
     end if;
-    perform memsub._check_count(p_k, 'max_k', 'k');
-    if p_k > 1000 then  -- an installation may raise max_k; pgvector's walk returns at most ef_search, 1000, rows
-        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
-            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
-                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
-    end if;
+    perform memsub._check_similarity_k(p_k);
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -11653,12 +11667,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    perform memsub._check_count(p_k, 'max_k', 'k');
-    if p_k > 1000 then  -- as semantic_search: no search asks for more, so no recall is measured for more
-        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
-            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
-                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
-    end if;
+    perform memsub._check_similarity_k(p_k);  -- as semantic_search: no recall is measured for a k no search takes
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
     -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,
@@ -15981,6 +15990,10 @@ REVOKE ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_fi
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_field text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_similarity_k(p_k integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_app;

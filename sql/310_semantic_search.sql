@@ -356,6 +356,27 @@ comment on function memsub._search_strategy(uuid, text, integer, text, integer) 
     'the measured recall where it holds at this ef_search). See the head of sql/310_semantic_search.sql.';
 
 -- Its earlier signatures, which took the statement's text.
+-- The k of a similarity search: 1 or more, within max_k, and at most 1000, the most rows pgvector's walk returns (its
+-- largest ef_search) whatever an installation sets max_k to.
+create or replace function memsub._check_similarity_k(p_k integer) returns integer
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    perform memsub._check_count(p_k, 'max_k', 'k');
+    if p_k > 1000 then
+        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
+            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
+                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
+    end if;
+    return p_k;
+end
+$$;
+comment on function memsub._check_similarity_k(integer) is
+    'Internal: refuses the k of a similarity search as memsub._check_count does against max_k, and above 1000, the '
+    'most rows pgvector''s walk returns (54000 naming k); returns k.';
+grant execute on function memsub._check_similarity_k(integer) to memsub_app, memsub_analyst;
+
 drop function if exists memsub._nearest_candidates(text, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid);
 drop function if exists memsub._nearest_candidates(text, boolean, boolean, vector, uuid, text[], text, timestamptz, timestamptz, double precision, uuid);
 
@@ -554,12 +575,7 @@ begin
     if p_packet_type is not null then
         perform memsub._check_filter_values(array[p_packet_type], 'packet_type');
     end if;
-    perform memsub._check_count(p_k, 'max_k', 'k');
-    if p_k > 1000 then  -- an installation may raise max_k; pgvector's walk returns at most ef_search, 1000, rows
-        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
-            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
-                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
-    end if;
+    perform memsub._check_similarity_k(p_k);
     if p_ef_search is not null and (p_ef_search < 1 or p_ef_search > 1000) then
         raise exception 'field "ef_search" must be between 1 and 1000, not %', p_ef_search
             using errcode = '22023', column = 'ef_search';
@@ -718,12 +734,7 @@ begin
         raise exception 'field "samples" must be between 1 and 1000, not %', p_samples
             using errcode = '22023', column = 'samples';
     end if;
-    perform memsub._check_count(p_k, 'max_k', 'k');
-    if p_k > 1000 then  -- as semantic_search: no search asks for more, so no recall is measured for more
-        raise exception 'field "k" is over the rows one similarity search returns: % > 1000', p_k
-            using errcode = '54000', column = 'k', detail = format('limit=max_k value=1000 actual=%s', p_k),
-                  hint = 'pgvector walks its graph with an ef_search of at most 1000, whatever max_k says.';
-    end if;
+    perform memsub._check_similarity_k(p_k);  -- as semantic_search: no recall is measured for a k no search takes
     -- Run time: per tenant and type one count, then, for a tenant the cost model would walk, one exact scan
     -- of the tenant per sample query (the truth, computed once), one walk per sample row for the distance of
     -- its nearest other row, and one walk per sample query and ef_search tried: at most five (40, 100, 250,

@@ -171,7 +171,7 @@ begin
     with vector_leg as (
         select s.embedding_id, s.distance,
                (row_number() over (order by s.distance, s.embedding_id))::integer as vector_rank
-          from memsub.semantic_search(p_query, v_candidates, p_embedding_type) s
+          from memsub.semantic_search(p_query, least(v_candidates, 1000), p_embedding_type) s  -- what a walk returns
          where p_query is not null and p_vector_weight > 0
     ), text_hits as (
         select k.embedding_id as hit_id, k.text_score, false as is_chunk

@@ -109,3 +109,6 @@ def test_a_similarity_search_past_what_a_walk_returns_is_refused_naming_k(db384,
         statement = "select * from memsub.semantic_search(%s::vector, %s, p_rank_by => %s)"
         assert refusal(conn, statement, [vec(1.0), 1001, rank_by]) == ("54000", "k")
         assert len(conn.execute(statement, [vec(1.0), 1000, rank_by]).fetchall()) == 1
+        # hybrid_search's vector leg asks the walk for no more than it returns, whatever candidates max_k allows
+        assert len(conn.execute("select * from memsub.hybrid_search('vacuum', %s::vector, 300)",
+                                [vec(1.0)]).fetchall()) == 1
