@@ -1849,7 +1849,7 @@ $$;
 
 ALTER FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) IS 'Internal to purge_expired: deletes every access record of the given targets (tenant and id, pairwise; a packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); returns how many. Executable only by memsub_expiry_owner.';
+COMMENT ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) IS 'Internal to purge_expired and _drop_expired_fact: deletes every access record of the given targets (tenant and id, pairwise; a packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); returns how many. Executable only by memsub_expiry_owner.';
 
 CREATE FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -4428,7 +4428,7 @@ declare
     v_position integer;
     v_field    text;
     v_id       text;
-    v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
+    v_ids      text[] := '{}';  -- each change's entity id, as checked (resolved to a stored spelling when written)
     v_keys     text[] := '{}';  -- each change's entity id in its matching form (memsub.normalize_text)
     v_types    text[] := '{}';
     v_confidences double precision[] := '{}';
@@ -8370,18 +8370,7 @@ CREATE FUNCTION memsub.memory_embeddings_envelope_guard() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
-declare
-    v_unchanged boolean;
 begin
-    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
-    -- from chunk_text, not yet computed here).
-    v_unchanged := (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
-                    old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id,
-                    old.session_id, old.trace_id, old.ttl)
-                   is not distinct from
-                   (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
-                    new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id,
-                    new.session_id, new.trace_id, new.ttl);
     if not exists (select from memsub.packet_store s
                     cross join lateral jsonb_array_elements(
                         case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
@@ -8391,7 +8380,15 @@ begin
                       and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
         return new;  -- stored with store_embedding alone: replaceable
     end if;
-    if v_unchanged then
+    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
+    -- from chunk_text, not yet computed here).
+    if (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
+        old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id,
+        old.trace_id, old.ttl)
+       is not distinct from
+       (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
+        new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id,
+        new.trace_id, new.ttl) then
         return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
     end if;
     raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
@@ -8407,7 +8404,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_embeddings_envelope_guard() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming the first changed of vector, chunk_text and metadata), and keeps it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
+COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
@@ -10431,7 +10428,7 @@ $$;
 
 ALTER FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) IS 'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record them. Raises 23503 naming agent_id or task_id when either is unknown or not visible. The actor is sealed to the current context: set_config or SET cannot name one, and changing the context (org, user, session) needs set_actor again.';
+COMMENT ON FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint) IS 'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record them. Raises 23503 naming agent_id or task_id when either is unknown or not visible. The actor is sealed to the current context: set_config or SET cannot name one, and changing the context (org, user, session, roles) needs set_actor again.';
 
 CREATE FUNCTION memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid, p_user_id uuid DEFAULT NULL::uuid, p_roles text[] DEFAULT '{}'::text[], p_session_id text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11208,7 +11205,7 @@ $$;
 
 ALTER FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged). Rejects (22023) a valid_from before the start of a fact it would replace.';
+COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start of a fact it would replace.';
 
 CREATE FUNCTION memsub.take_maintenance_lock(p_task text, p_key text DEFAULT ''::text, p_wait boolean DEFAULT true) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15165,7 +15162,7 @@ COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS
 
 CREATE TRIGGER memory_embeddings_envelope_vector BEFORE UPDATE ON memsub.memory_embeddings FOR EACH ROW EXECUTE FUNCTION memsub.memory_embeddings_envelope_guard();
 
-COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the embeddings of packet envelopes immutable (vector, chunk_text, metadata): the envelope holds them only here.';
+COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the embeddings of packet envelopes immutable (every column but created_at): the envelope holds them only here.';
 
 CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub.packet_store_guard();
 

@@ -201,18 +201,7 @@ create or replace function memsub.memory_embeddings_envelope_guard() returns tri
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
-declare
-    v_unchanged boolean;
 begin
-    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
-    -- from chunk_text, not yet computed here).
-    v_unchanged := (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
-                    old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id,
-                    old.session_id, old.trace_id, old.ttl)
-                   is not distinct from
-                   (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
-                    new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id,
-                    new.session_id, new.trace_id, new.ttl);
     if not exists (select from memsub.packet_store s
                     cross join lateral jsonb_array_elements(
                         case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
@@ -222,7 +211,15 @@ begin
                       and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
         return new;  -- stored with store_embedding alone: replaceable
     end if;
-    if v_unchanged then
+    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
+    -- from chunk_text, not yet computed here).
+    if (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
+        old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id,
+        old.trace_id, old.ttl)
+       is not distinct from
+       (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
+        new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id,
+        new.trace_id, new.ttl) then
         return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
     end if;
     raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
@@ -237,15 +234,15 @@ end
 $$;
 comment on function memsub.memory_embeddings_envelope_guard() is
     'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming '
-    'the first changed of vector, chunk_text and metadata), and keeps it as written when it is stored again '
-    'unchanged; embeddings stored with store_embedding alone may be replaced.';
+    'the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps '
+    'it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
 create trigger memory_embeddings_envelope_vector
     before update on memsub.memory_embeddings
     for each row execute function memsub.memory_embeddings_envelope_guard();
 comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
-    'Keeps the embeddings of packet envelopes immutable (vector, chunk_text, metadata): the envelope holds them '
+    'Keeps the embeddings of packet envelopes immutable (every column but created_at): the envelope holds them '
     'only here.';
 
 -- Writing one envelope (store_packet_envelope, for write_packet and the envelope-by-envelope path of

@@ -18,7 +18,7 @@ comment on function memsub._caller_is_admin() is
 -- The actor is read back only with its seal, as the context is (010_identity.sql): memsub.set_actor stores, next
 -- to the agent and task, an HMAC over them and the context's own seal under the seal key, which no login can
 -- read. Settings written by hand (set_config, SET), changed after set_actor, or outliving the context set_actor
--- was called in (the context's seal covers the login, the transaction, tenant, org, user and session) are
+-- was called in (the context's seal covers the login, the transaction, tenant, org, user, session and roles) are
 -- refused: an audit row names only an agent and task set_actor found visible in that context.
 create or replace function memsub._actor_seal(p_agent text, p_task text) returns text
 language sql stable security invoker parallel safe
@@ -111,7 +111,7 @@ $$;
 comment on function memsub.set_actor(uuid, bigint) is
     'Names the agent (and task; default: the agent''s task) acting in the current transaction; audit rows record '
     'them. Raises 23503 naming agent_id or task_id when either is unknown or not visible. The actor is sealed to '
-    'the current context: set_config or SET cannot name one, and changing the context (org, user, session) '
+    'the current context: set_config or SET cannot name one, and changing the context (org, user, session, roles) '
     'needs set_actor again.';
 
 drop function if exists memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid);

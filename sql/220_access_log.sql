@@ -113,7 +113,7 @@ end
 $$;
 alter function memsub._forget_accesses(text, uuid[], uuid[]) owner to memsub_retrieval_owner;
 comment on function memsub._forget_accesses(text, uuid[], uuid[]) is
-    'Internal to purge_expired: deletes every access record of the given targets (tenant and id, pairwise; a '
+    'Internal to purge_expired and _drop_expired_fact: deletes every access record of the given targets (tenant and id, pairwise; a '
     'packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); '
     'returns how many. Executable only by memsub_expiry_owner.';
 grant delete on memsub.memory_access_log to memsub_retrieval_owner;

@@ -319,8 +319,9 @@ $$;
 comment on function memsub.supersede_relationship(text, text, text, timestamptz, double precision, jsonb, text, text, uuid) is
     'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of '
     '(source, type): their current windows close at valid_from. An edge that already holds is reinforced '
-    '(mention_count + 1, confidence combined, evidence merged). Rejects (22023) a valid_from before the start of a '
-    'fact it would replace.';
+    '(mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at '
+    'valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start '
+    'of a fact it would replace.';
 
 -- Reads as of a time -------------------------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ declare
     v_position integer;
     v_field    text;
     v_id       text;
-    v_ids      text[] := '{}';  -- each change's entity id, type and confidence (NULL: not given), as checked
+    v_ids      text[] := '{}';  -- each change's entity id, as checked (resolved to a stored spelling when written)
     v_keys     text[] := '{}';  -- each change's entity id in its matching form (memsub.normalize_text)
     v_types    text[] := '{}';
     v_confidences double precision[] := '{}';
