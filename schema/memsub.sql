@@ -9345,14 +9345,9 @@ begin
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
     end if;
-    v_packet := memsub.visible_packet(p_source_packet, 'source_packet');
     -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
     -- l-private packet's id and routing agent to every other user of it.
-    if v_packet.packet_id is not null and v_packet.scope <> 'shared' then
-        raise exception 'field "source_packet": packet % has scope %; a reflection, read by its whole organization, '
-                        'can only come from a shared packet', v_packet.packet_id, v_packet.scope
-            using errcode = '22023', column = 'source_packet';
-    end if;
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -9474,7 +9469,6 @@ declare
     v_missing  uuid;
     v_summary  memsub.memory_summaries;
     v_scope    text;  -- the scope value as stored
-    v_scope_of text;  -- a source packet's scope
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
@@ -9511,15 +9505,9 @@ begin
             using errcode = '23503', column = 'source_packet_ids';
     end if;
     -- A summary is read by its whole organization, with its packets' ids: it summarizes shared packets only.
-    select s.packet_id, s.scope into v_missing, v_scope_of
-      from memsub.packet_store s
-     where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared'
-     order by s.packet_id limit 1;
-    if found then
-        raise exception 'field "source_packet_ids": packet % has scope %; a summary, read by its whole organization, '
-                        'can only come from shared packets', v_missing, v_scope_of
-            using errcode = '22023', column = 'source_packet_ids';
-    end if;
+    perform memsub.require_shared_packet(s, 'source_packet_ids')
+       from memsub.packet_store s
+      where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared';
     -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
     -- the transaction's start, and after every summary of the scope the caller sees, so that of summaries written
     -- in one transaction the last written is the newest.
@@ -9771,7 +9759,8 @@ CREATE FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_fie
     AS $$
 begin
     if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
-        raise exception 'field "%": packet % has scope %; tenant-wide knowledge can only come from shared packets',
+        raise exception 'field "%": packet % has scope %; what others read (knowledge, reflections, summaries) can only '
+                        'come from shared packets',
             p_field, p_packet.packet_id, p_packet.scope
             using errcode = '22023', column = p_field;
     end if;
@@ -9781,7 +9770,7 @@ $$;
 
 ALTER FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) IS 'Refuses (22023) a cursor or l-private packet as the source of tenant-wide knowledge (facts, relationships).';
+COMMENT ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) IS 'Refuses (22023) a cursor or l-private packet as the source of what others read: tenant-wide knowledge (facts, relationships), and organization-wide reflections and summaries.';
 
 CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
     LANGUAGE plpgsql

@@ -439,7 +439,8 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
-        raise exception 'field "%": packet % has scope %; tenant-wide knowledge can only come from shared packets',
+        raise exception 'field "%": packet % has scope %; what others read (knowledge, reflections, summaries) can only '
+                        'come from shared packets',
             p_field, p_packet.packet_id, p_packet.scope
             using errcode = '22023', column = p_field;
     end if;
@@ -447,4 +448,5 @@ begin
 end
 $$;
 comment on function memsub.require_shared_packet(memsub.packet_store, text) is
-    'Refuses (22023) a cursor or l-private packet as the source of tenant-wide knowledge (facts, relationships).';
+    'Refuses (22023) a cursor or l-private packet as the source of what others read: tenant-wide knowledge (facts, '
+    'relationships), and organization-wide reflections and summaries.';

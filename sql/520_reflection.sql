@@ -42,14 +42,9 @@ begin
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
     end if;
-    v_packet := memsub.visible_packet(p_source_packet, 'source_packet');
     -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
     -- l-private packet's id and routing agent to every other user of it.
-    if v_packet.packet_id is not null and v_packet.scope <> 'shared' then
-        raise exception 'field "source_packet": packet % has scope %; a reflection, read by its whole organization, '
-                        'can only come from a shared packet', v_packet.packet_id, v_packet.scope
-            using errcode = '22023', column = 'source_packet';
-    end if;
+    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)

@@ -27,7 +27,6 @@ declare
     v_missing  uuid;
     v_summary  memsub.memory_summaries;
     v_scope    text;  -- the scope value as stored
-    v_scope_of text;  -- a source packet's scope
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('scope_type', p_scope_type, 'scope_value', p_scope_value,
@@ -64,15 +63,9 @@ begin
             using errcode = '23503', column = 'source_packet_ids';
     end if;
     -- A summary is read by its whole organization, with its packets' ids: it summarizes shared packets only.
-    select s.packet_id, s.scope into v_missing, v_scope_of
-      from memsub.packet_store s
-     where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared'
-     order by s.packet_id limit 1;
-    if found then
-        raise exception 'field "source_packet_ids": packet % has scope %; a summary, read by its whole organization, '
-                        'can only come from shared packets', v_missing, v_scope_of
-            using errcode = '22023', column = 'source_packet_ids';
-    end if;
+    perform memsub.require_shared_packet(s, 'source_packet_ids')
+       from memsub.packet_store s
+      where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared';
     -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
     -- the transaction's start, and after every summary of the scope the caller sees, so that of summaries written
     -- in one transaction the last written is the newest.
