@@ -3947,8 +3947,7 @@ begin
     -- temp: keys live for the invocation only: the stored event keeps its state delta without them.
     if exists (select from jsonb_object_keys(delta) k where k like 'temp:%') then
         p_event := jsonb_set(p_event, '{actions,state_delta}',
-                             (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(delta) e
-                               where e.key not like 'temp:%'));
+                             delta - array(select k from jsonb_object_keys(delta) k where k like 'temp:%'));
     end if;
     insert into memsub.adk_events (tenant_id, org_id, app_name, user_id, session_id, position, id, author,
                                    invocation_id, "timestamp", event)
@@ -7755,13 +7754,13 @@ declare
     deleted integer;
     delta_threads text;  -- the threads that use a DeltaChannel, listed
 begin
-    perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
-        return memsub.langgraph_thread_delete(p_thread_ids);
+        return memsub.langgraph_thread_delete(p_thread_ids);  -- which checks the threads' context
     elsif p_strategy is distinct from 'keep_latest' then
         raise exception 'memsub.langgraph_thread_prune: unknown strategy "%"', p_strategy
             using errcode = '22023', column = 'strategy', hint = 'Known strategies: keep_latest, delete.';
     end if;
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     -- A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones, which
     -- keeping the latest alone would lose: such threads are refused, as LangGraph's PostgresSaver refuses them, by
     -- the metadata LangGraph writes for them. Nothing is pruned then.
@@ -11450,6 +11449,8 @@ declare
     v_source text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
     v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
     v_target text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_source_key text := memsub.normalize_text(v_source);
+    v_target_key text := memsub.normalize_text(v_target);
     v_from   timestamptz := coalesce(p_valid_from, now());
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
@@ -11459,8 +11460,8 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
-    perform memsub._check_key_bytes('source_entity', memsub.normalize_text(v_source), 'relationship_type', v_type,
-                                    'target_entity', memsub.normalize_text(v_target));
+    perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
+                                    'target_entity', v_target_key);
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -11468,7 +11469,7 @@ begin
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
-    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,

@@ -128,6 +128,8 @@ declare
     v_source text := memsub._check_graph_node(p_source_type, p_source_entity, 'source_entity');
     v_type   text := memsub.normalize_text(memsub._require_text(p_relationship_type, 'relationship_type'));
     v_target text := memsub._check_graph_node(p_target_type, p_target_entity, 'target_entity');
+    v_source_key text := memsub.normalize_text(v_source);
+    v_target_key text := memsub.normalize_text(v_target);
     v_from   timestamptz := coalesce(p_valid_from, now());
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
@@ -137,8 +139,8 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
-    perform memsub._check_key_bytes('source_entity', memsub.normalize_text(v_source), 'relationship_type', v_type,
-                                    'target_entity', memsub.normalize_text(v_target));
+    perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
+                                    'target_entity', v_target_key);
     perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
@@ -146,7 +148,7 @@ begin
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
-    perform memsub._drop_expired_edge(v_tenant, memsub.normalize_text(v_source), v_type, memsub.normalize_text(v_target));
+    perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     begin
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,

@@ -358,13 +358,13 @@ declare
     deleted integer;
     delta_threads text;  -- the threads that use a DeltaChannel, listed
 begin
-    perform memsub._langgraph_check_thread_context(p_thread_ids);
     if p_strategy = 'delete' then
-        return memsub.langgraph_thread_delete(p_thread_ids);
+        return memsub.langgraph_thread_delete(p_thread_ids);  -- which checks the threads' context
     elsif p_strategy is distinct from 'keep_latest' then
         raise exception 'memsub.langgraph_thread_prune: unknown strategy "%"', p_strategy
             using errcode = '22023', column = 'strategy', hint = 'Known strategies: keep_latest, delete.';
     end if;
+    perform memsub._langgraph_check_thread_context(p_thread_ids);
     -- A DeltaChannel keeps only its changes in most checkpoints and rebuilds its value from older ones, which
     -- keeping the latest alone would lose: such threads are refused, as LangGraph's PostgresSaver refuses them, by
     -- the metadata LangGraph writes for them. Nothing is pruned then.

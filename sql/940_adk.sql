@@ -307,8 +307,7 @@ begin
     -- temp: keys live for the invocation only: the stored event keeps its state delta without them.
     if exists (select from jsonb_object_keys(delta) k where k like 'temp:%') then
         p_event := jsonb_set(p_event, '{actions,state_delta}',
-                             (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(delta) e
-                               where e.key not like 'temp:%'));
+                             delta - array(select k from jsonb_object_keys(delta) k where k like 'temp:%'));
     end if;
     insert into memsub.adk_events (tenant_id, org_id, app_name, user_id, session_id, position, id, author,
                                    invocation_id, "timestamp", event)
