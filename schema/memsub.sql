@@ -2880,14 +2880,11 @@ ALTER FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], 
 
 COMMENT ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Logs one access per visible target id (with its relevance score) in one statement and counts them on the targets; ids the caller cannot see are skipped. used by the retrieval functions when asked to record. Returns the access id of each target.';
 
-CREATE FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
+CREATE FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    if p_record is not true then
-        return;
-    end if;
     if not pg_catalog.has_function_privilege(
             'memsub._record_accesses(text, uuid[], double precision[], text, text, text)', 'execute') then
         raise exception 'field "record_access": this role reads and may not record accesses (memsub_app records them)'
@@ -2900,9 +2897,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Internal to the searches that record accesses on request: nothing when p_record is not true; otherwise memsub._record_accesses, or 42501 naming record_access for a role that may not record (memsub_analyst).';
+COMMENT ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Internal to the searches that record accesses when asked (each calls it only then): memsub._record_accesses, or 42501 naming record_access for a role that may not record (memsub_analyst).';
 
 CREATE FUNCTION memsub.view_refresh_methods() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -6992,7 +6989,7 @@ begin
          limit p_k
     ), recorded as (
         select r.target_id, r.access_id
-          from memsub._record_accesses_if_asked(p_record_access, 'embedding',
+          from memsub._record_accesses_on_request('embedding',
                    (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
                    (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                    p_query_text, 'hybrid_search', p_agent_id) r
@@ -9824,10 +9821,10 @@ begin
          limit p_k
     ), recorded as (
         select a.target_id, a.access_id
-          from memsub._record_accesses_if_asked(p_record_access, 'reflection',
-                                                (select array_agg(t.reflection_id) from top t),
-                                                (select array_agg(t.total) from top t),
-                                                p_query_text, 'retrieve_reflections', p_agent_id) a
+          from memsub._record_accesses_on_request('reflection',
+                                                  (select array_agg(t.reflection_id) from top t),
+                                                  (select array_agg(t.total) from top t),
+                                                  p_query_text, 'retrieve_reflections', p_agent_id) a
          where p_record_access
     )
     select t.reflection_id, t.reflection_type, t.content, t.tags, t.priority, t.confidence, t.distance,
@@ -10053,8 +10050,8 @@ begin
           into v_ids, v_scores from unnest(v_hits) with ordinality h;
         select array_agg(a.access_id order by a.ord) into v_access
           from (select r.access_id, array_position(v_ids, r.target_id) as ord
-                  from memsub._record_accesses_if_asked(p_record_access, 'embedding', v_ids, v_scores, p_query_text,
-                                                        'semantic_search', p_agent_id) r) a;
+                  from memsub._record_accesses_on_request('embedding', v_ids, v_scores, p_query_text,
+                                                          'semantic_search', p_agent_id) r) a;
     end if;
 
     if p_with_packets and cardinality(v_hits) > 0 then
@@ -16173,9 +16170,9 @@ GRANT ALL ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) T
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub._record_accesses_if_asked(p_record boolean, p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.view_refresh_methods() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_app;

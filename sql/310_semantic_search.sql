@@ -165,8 +165,7 @@ comment on function memsub._record_accesses(text, uuid[], double precision[], te
 -- not it would record (PostgreSQL checks the EXECUTE privilege of every function in a plan as it sets the plan
 -- up), and an analyst that asks to record is refused by the argument's name rather than by the internal
 -- function's.
-create or replace function memsub._record_accesses_if_asked(
-    p_record         boolean,
+create or replace function memsub._record_accesses_on_request(
     p_target_type    text,
     p_target_ids     uuid[],
     p_scores         double precision[],
@@ -178,9 +177,6 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    if p_record is not true then
-        return;
-    end if;
     if not pg_catalog.has_function_privilege(
             'memsub._record_accesses(text, uuid[], double precision[], text, text, text)', 'execute') then
         raise exception 'field "record_access": this role reads and may not record accesses (memsub_app records them)'
@@ -192,9 +188,9 @@ begin
                                        p_agent_id) r;
 end
 $$;
-comment on function memsub._record_accesses_if_asked(boolean, text, uuid[], double precision[], text, text, text) is
-    'Internal to the searches that record accesses on request: nothing when p_record is not true; otherwise '
-    'memsub._record_accesses, or 42501 naming record_access for a role that may not record (memsub_analyst).';
+comment on function memsub._record_accesses_on_request(text, uuid[], double precision[], text, text, text) is
+    'Internal to the searches that record accesses when asked (each calls it only then): memsub._record_accesses, '
+    'or 42501 naming record_access for a role that may not record (memsub_analyst).';
 
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
 -- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
@@ -621,8 +617,8 @@ begin
           into v_ids, v_scores from unnest(v_hits) with ordinality h;
         select array_agg(a.access_id order by a.ord) into v_access
           from (select r.access_id, array_position(v_ids, r.target_id) as ord
-                  from memsub._record_accesses_if_asked(p_record_access, 'embedding', v_ids, v_scores, p_query_text,
-                                                        'semantic_search', p_agent_id) r) a;
+                  from memsub._record_accesses_on_request('embedding', v_ids, v_scores, p_query_text,
+                                                          'semantic_search', p_agent_id) r) a;
     end if;
 
     if p_with_packets and cardinality(v_hits) > 0 then
@@ -878,7 +874,7 @@ grant execute on function memsub.tune_search(integer, integer) to memsub_platfor
 grant execute on function memsub._recall_lower_bound(double precision[]) to memsub_platform_admin;
 grant execute on function memsub._sample_query(vector, double precision) to memsub_platform_admin;
 grant execute on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
-grant execute on function memsub._record_accesses_if_asked(boolean, text, uuid[], double precision[], text, text, text)
+grant execute on function memsub._record_accesses_on_request(text, uuid[], double precision[], text, text, text)
     to memsub_app, memsub_analyst;
 grant usage on type memsub.retrieval_candidate to memsub_app, memsub_analyst;
 -- The graph, hybrid and reflection functions require a tenant context.

@@ -237,7 +237,7 @@ begin
          limit p_k
     ), recorded as (
         select r.target_id, r.access_id
-          from memsub._record_accesses_if_asked(p_record_access, 'embedding',
+          from memsub._record_accesses_on_request('embedding',
                    (select array_agg(t.embedding_id order by t.ord) filter (where t.embedding_id is not null) from top t),
                    (select array_agg(t.score order by t.ord) filter (where t.embedding_id is not null) from top t),
                    p_query_text, 'hybrid_search', p_agent_id) r

@@ -75,10 +75,10 @@ begin
          limit p_k
     ), recorded as (
         select a.target_id, a.access_id
-          from memsub._record_accesses_if_asked(p_record_access, 'reflection',
-                                                (select array_agg(t.reflection_id) from top t),
-                                                (select array_agg(t.total) from top t),
-                                                p_query_text, 'retrieve_reflections', p_agent_id) a
+          from memsub._record_accesses_on_request('reflection',
+                                                  (select array_agg(t.reflection_id) from top t),
+                                                  (select array_agg(t.total) from top t),
+                                                  p_query_text, 'retrieve_reflections', p_agent_id) a
          where p_record_access
     )
     select t.reflection_id, t.reflection_type, t.content, t.tags, t.priority, t.confidence, t.distance,
