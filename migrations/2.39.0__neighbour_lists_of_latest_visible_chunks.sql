@@ -9,15 +9,20 @@ comment on index memsub.idx_document_chunks_neighbors is
     'The chunks whose neighbour lists name given chunks (a superseded version''s chunks leave those lists).';
 
 -- Row-level security is forced on document_chunks (even its owner sees no row without a tenant context), so it is
--- lifted for this block and put back as it was.
+-- disabled for this block and enabled again (forced or not, a table whose row-level security is disabled shows
+-- its owner every row).
 do $$
 declare
-    v_security boolean[];
+    v_lifted regclass[];  -- the tables whose row-level security this block disables, to enable it again
+    v_table  regclass;
 begin
-    select array[c.relrowsecurity, c.relforcerowsecurity] into v_security
-      from pg_catalog.pg_class c where c.oid = 'memsub.document_chunks'::regclass;
-    alter table memsub.document_chunks no force row level security;
-    alter table memsub.document_chunks disable row level security;
+    select coalesce(array_agg(c.oid::regclass), '{}') into v_lifted
+      from pg_catalog.pg_class c
+     where c.oid = any (array['memsub.document_chunks']::regclass[])
+       and c.relrowsecurity;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s disable row level security', v_table);
+    end loop;
 
     update memsub.document_chunks c
        set neighbors = coalesce(
@@ -29,11 +34,8 @@ begin
                '{}')
      where cardinality(c.neighbors) > 0;
 
-    if v_security[1] then
-        alter table memsub.document_chunks enable row level security;
-    end if;
-    if v_security[2] then
-        alter table memsub.document_chunks force row level security;
-    end if;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s enable row level security', v_table);
+    end loop;
 end
 $$;

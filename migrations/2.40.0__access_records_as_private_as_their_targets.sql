@@ -14,21 +14,20 @@ comment on column memsub.memory_access_log.scope is
     'embedding.';
 
 -- Row-level security is forced on these tables (even their owner sees no row without a tenant context), so it is
--- lifted for this block and put back as it was.
+-- disabled for this block and enabled again (forced or not, a table whose row-level security is disabled shows
+-- its owner every row).
 do $$
 declare
-    v_tables   regclass[] := array['memsub.memory_access_log', 'memsub.packet_store', 'memsub.packet_tombstones',
-                                   'memsub.memory_embeddings', 'memsub.semantic_memory']::regclass[];
-    v_security boolean[];
-    v_at       integer;
+    v_lifted regclass[];  -- the tables whose row-level security this block disables, to enable it again
+    v_table  regclass;
 begin
-    select array_agg(c.relrowsecurity order by t.n) || array_agg(c.relforcerowsecurity order by t.n)
-      into v_security
-      from unnest(v_tables) with ordinality as t(oid, n)
-      join pg_catalog.pg_class c on c.oid = t.oid;
-    for v_at in 1 .. cardinality(v_tables) loop
-        execute format('alter table %s no force row level security', v_tables[v_at]);
-        execute format('alter table %s disable row level security', v_tables[v_at]);
+    select coalesce(array_agg(c.oid::regclass), '{}') into v_lifted
+      from pg_catalog.pg_class c
+     where c.oid = any (array['memsub.memory_access_log', 'memsub.packet_store', 'memsub.packet_tombstones',
+                              'memsub.memory_embeddings', 'memsub.semantic_memory']::regclass[])
+       and c.relrowsecurity;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s disable row level security', v_table);
     end loop;
 
     -- The records of purged packets and of embeddings that are gone (those of purged packets).
@@ -56,13 +55,8 @@ begin
                              where m.tenant_id = l.tenant_id and m.embedding_id = l.target_id
                                and m.scope <> 'shared')));
 
-    for v_at in 1 .. cardinality(v_tables) loop
-        if v_security[v_at] then
-            execute format('alter table %s enable row level security', v_tables[v_at]);
-        end if;
-        if v_security[cardinality(v_tables) + v_at] then
-            execute format('alter table %s force row level security', v_tables[v_at]);
-        end if;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s enable row level security', v_table);
     end loop;
 end
 $$;

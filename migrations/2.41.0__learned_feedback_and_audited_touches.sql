@@ -15,26 +15,27 @@ comment on column memsub.memory_access_log.feedback_learned_at is
 
 -- Feedback learned before this release, and not changed since, is what was_useful holds: record_feedback marked
 -- changed feedback as not learned (feedback_learned_at NULL). Row-level security is forced on the table (even its
--- owner sees no row without a tenant context), so it is lifted for this block and put back as it was.
+-- owner sees no row without a tenant context), so it is disabled for this block and enabled again.
 do $$
 declare
-    v_security boolean[];
+    v_lifted regclass[];  -- the tables whose row-level security this block disables, to enable it again
+    v_table  regclass;
 begin
-    select array[c.relrowsecurity, c.relforcerowsecurity] into v_security
-      from pg_catalog.pg_class c where c.oid = 'memsub.memory_access_log'::regclass;
-    alter table memsub.memory_access_log no force row level security;
-    alter table memsub.memory_access_log disable row level security;
+    select coalesce(array_agg(c.oid::regclass), '{}') into v_lifted
+      from pg_catalog.pg_class c
+     where c.oid = any (array['memsub.memory_access_log']::regclass[])
+       and c.relrowsecurity;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s disable row level security', v_table);
+    end loop;
 
     update memsub.memory_access_log
        set learned_was_useful = was_useful
      where feedback_learned_at is not null and was_useful is not null;
 
-    if v_security[1] then
-        alter table memsub.memory_access_log enable row level security;
-    end if;
-    if v_security[2] then
-        alter table memsub.memory_access_log force row level security;
-    end if;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s enable row level security', v_table);
+    end loop;
 end
 $$;
 

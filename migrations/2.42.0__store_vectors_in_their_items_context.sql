@@ -5,19 +5,18 @@
 -- it and writes its vectors with the item's org_id; vectors written otherwise before take their item's.
 
 -- Row-level security is forced on both tables (even their owner sees no row without a tenant context), so it is
--- lifted for this block and put back as it was.
+-- disabled for this block and enabled again (forced or not, a table whose row-level security is disabled shows
+-- its owner every row).
 do $$
 declare
-    v_table    text;
-    v_security boolean[];
-    v_tables   text[] := array['memsub.langgraph_store_items', 'memsub.langgraph_store_vectors'];
-    v_states   boolean[][] := '{}';
+    v_lifted regclass[];  -- the tables whose row-level security this block disables, to enable it again
+    v_table  regclass;
 begin
-    foreach v_table in array v_tables loop
-        select array[c.relrowsecurity, c.relforcerowsecurity] into v_security
-          from pg_catalog.pg_class c where c.oid = v_table::regclass;
-        v_states := v_states || array[v_security];
-        execute format('alter table %s no force row level security', v_table);
+    select coalesce(array_agg(c.oid::regclass), '{}') into v_lifted
+      from pg_catalog.pg_class c
+     where c.oid = any (array['memsub.langgraph_store_items', 'memsub.langgraph_store_vectors']::regclass[])
+       and c.relrowsecurity;
+    foreach v_table in array v_lifted loop
         execute format('alter table %s disable row level security', v_table);
     end loop;
 
@@ -27,13 +26,8 @@ begin
      where i.tenant_id = v.tenant_id and i.namespace_key = v.namespace_key and i.key = v.key
        and i.org_id is distinct from v.org_id;
 
-    for n in 1 .. cardinality(v_tables) loop
-        if v_states[n][1] then
-            execute format('alter table %s enable row level security', v_tables[n]);
-        end if;
-        if v_states[n][2] then
-            execute format('alter table %s force row level security', v_tables[n]);
-        end if;
+    foreach v_table in array v_lifted loop
+        execute format('alter table %s enable row level security', v_table);
     end loop;
 end
 $$;
