@@ -28,12 +28,11 @@ from memsub.cli_common import (
     tenant_options,
 )
 from memsub.embedding import EMBEDDER_SPEC_HELP, embed_envelopes, resolve_embedder
-from memsub.errors import ConfigurationError, InvalidInput, MemsubError, NotFound
+from memsub.errors import ConfigurationError, InvalidInput, MemsubError, MigrationError, NotFound
 from memsub.exit_codes import CANNOT_CONNECT, GuardedGroup, fail
 from memsub.migrator import DEFAULT_LOCK_WAIT, Migrator
 from memsub.models import PacketWriteResult
 from memsub.packets import LineageDirection, write_packet_batch
-from memsub.schema_files import Version, format_version, parse_version
 
 
 @click.group(cls=GuardedGroup)
@@ -44,19 +43,13 @@ def main() -> None:
 
 # -- migrations ----------------------------------------------------------------------------------------------
 
-def _check_version(option: str, text: str | None) -> Version | None:
-    """The version an option names; one that is no MAJOR.MINOR.PATCH, or that no shipped migration has, is bad
-    input (exit 2), refused before connecting."""
-    if text is None:
-        return None
-    field = option.removeprefix("--")
+def _check_version(option: str, text: str | None) -> None:
+    """A version the shipped migrations do not have (or no version at all) is bad input (exit 2), refused before
+    connecting."""
     try:
-        version = parse_version(text)
-    except ValueError as error:
-        raise InvalidInput(f"{option} is {error}", field=field) from None
-    if version not in {migration.version for migration in Migrator("").migrations}:
-        raise InvalidInput(f"{option} {format_version(version)}: no such migration is shipped", field=field)
-    return version
+        Migrator("").shipped_version(option, text)
+    except MigrationError as error:
+        raise InvalidInput(str(error), field=option.removeprefix("--")) from None
 
 
 @main.command()
@@ -155,14 +148,13 @@ def status(dsn: str | None, as_json: bool) -> None:
 @click.option("--to", "to_version", default=None, help="Version to reach (default: the newest).")
 def sql_script(from_version: str | None, to_version: str | None) -> None:
     """Print one script for `psql -v ON_ERROR_STOP=1 -f` that reaches the same end state as `migrate`."""
-    start = _check_version("--from", from_version)
-    end = _check_version("--to", to_version)
-    if start is not None and end is not None and start > end:
-        raise InvalidInput("--from must not be newer than --to", field="from")
+    _check_version("--from", from_version)
+    _check_version("--to", to_version)
     try:
-        click.echo(Migrator("").script(from_version, to_version), nl=False)
-    except ValueError as error:
-        fail(MemsubError(str(error)))
+        script = Migrator("").script(from_version, to_version)
+    except MigrationError as error:  # both are shipped: --from is after --to
+        raise InvalidInput(str(error), field="from") from None
+    click.echo(script, nl=False)
 
 
 # -- embedded cluster ----------------------------------------------------------------------------------------

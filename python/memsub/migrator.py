@@ -401,9 +401,7 @@ class Migrator:
         raises PreflightRefused listing everything missing, and nothing is changed. ``allow_out_of_order``
         applies never-applied migrations older than the newest applied one (reported in ``out_of_order``)."""
         started = time.monotonic()
-        target_version = parse_version(target) if target else self.head
-        if target_version not in {m.version for m in self.migrations}:
-            raise MigrationError(f"--to {format_version(target_version)}: no such migration is shipped")
+        target_version = self.shipped_version("--to", target) or self.head
         report = MigrationReport(dry_run=dry_run)
         with self._connect_bounded() as conn:
             conn.add_notice_handler(lambda notice: _keep_memsub_notice(notice, report.notices))
@@ -503,16 +501,25 @@ class Migrator:
                 raise self._lock_timeout_error(conn, "re-runnable objects (sql/)", error) from None
             report.repeatables_applied = True
 
+    def shipped_version(self, option: str, text: str | None) -> Version | None:
+        """The version an option (``--to``, ``--from``) names, None for none; MigrationError when it is no
+        MAJOR.MINOR.PATCH or no shipped migration has it."""
+        if not text:
+            return None
+        try:
+            version = parse_version(text)
+        except ValueError as error:
+            raise MigrationError(f"{option} is {error}") from None
+        if version not in {m.version for m in self.migrations}:
+            raise MigrationError(f"{option} {format_version(version)}: no such migration is shipped")
+        return version
+
     def script(self, from_version: str | None = None, to_version: str | None = None) -> str:
         """One SQL script, for ``psql -v ON_ERROR_STOP=1 -f``, taking a database from ``from_version`` (None:
         a database without memsub) to ``to_version`` (default: the newest) with the same end state as
         ``migrate``."""
-        start = parse_version(from_version) if from_version else None
-        end = parse_version(to_version) if to_version else self.head
-        shipped = {m.version for m in self.migrations}
-        for label, version in (("--from", start), ("--to", end)):
-            if version is not None and version not in shipped:
-                raise MigrationError(f"{label} {format_version(version)}: no such migration is shipped")
+        start = self.shipped_version("--from", from_version)
+        end = self.shipped_version("--to", to_version) or self.head
         if start is not None and start > end:
             raise MigrationError("--from must not be newer than --to")
         steps = [m for m in self.migrations if (start is None or m.version > start) and m.version <= end]
