@@ -35,6 +35,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row, tuple_row
 
+from memsub.connection import first_line
+
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "catalog_snapshot.json"
 SNAPSHOT_FORMAT = 1
 
@@ -296,11 +298,16 @@ ROLE_QUERY = """
       from pg_roles r where r.rolname = any(%(roles)s)"""
 
 
-def memberships_query(conn: psycopg.Connection[Any]) -> str:
-    """The membership grants (``roleid, member, grantor, options``) as this server records them."""
+def membership_options_recorded(conn: psycopg.Connection[Any]) -> bool:
+    """Whether this server records a membership's options (PostgreSQL 16 and later)."""
     row = conn.cursor(row_factory=tuple_row).execute(
         "select current_setting('server_version_num')::integer >= 160000").fetchone()
-    return MEMBERSHIPS[16 if row and row[0] else 15]
+    return bool(row and row[0])
+
+
+def memberships_query(conn: psycopg.Connection[Any]) -> str:
+    """The membership grants (``roleid, member, grantor, options``) as this server records them."""
+    return MEMBERSHIPS[16 if membership_options_recorded(conn) else 15]
 
 
 _VECTOR_TYPE = re.compile(r"\b(vector|halfvec)\((\d+)\)")
@@ -677,7 +684,7 @@ class _Repairer:
                 for statement in statements:
                     self.conn.execute(statement.encode())
         except psycopg.Error as error:
-            message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            message = first_line(error)
             self.report.failures.append(f"{label}: {message}")
             return False
         return True
@@ -930,14 +937,13 @@ class _Repairer:
                 self.run(sql.SQL("revoke {} from {} granted by {} cascade").format(
                     sql.Identifier(granted), sql.Identifier(member), sql.Identifier(grantor)),
                     f"revoke {granted} from {member} (granted by {grantor})")
-        options_row = self.conn.execute(
-            "select current_setting('server_version_num')::integer >= 160000").fetchone()
+        options_recorded = membership_options_recorded(self.conn)
         for entry in sorted(expected - {str(grant[3]) for grant in grants}):
             name, _, options = entry.rpartition(":")
             granted, member = (name, role) if attribute == "member of" else (role, name)
             flags = set(options.split(","))
             with_options: sql.Composable = sql.SQL(" with admin option" if "admin" in flags else "")
-            if options_row and options_row[0]:
+            if options_recorded:
                 with_options = sql.SQL(" with admin {}, inherit {}, set {}").format(
                     *(sql.SQL(str(flag in flags).lower()) for flag in ("admin", "inherit", "set")))
             self.run(sql.SQL("grant {} to {}{}").format(sql.Identifier(granted), sql.Identifier(member),

@@ -45,7 +45,7 @@ def with_timeout(dsn: str) -> str:
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as error:
-        raise ConfigurationError(f"malformed connection string: {_without_password(_first_line(error), dsn)}",
+        raise ConfigurationError(f"malformed connection string: {_without_password(first_line(error), dsn)}",
                                  field="dsn") from None
     if any("@" in host for host in str(params.get("host") or "").split(",")):
         # libpq ends a URI's user information at its first "@": the rest of the password became the host name.
@@ -129,7 +129,9 @@ def _os_user() -> str:
         return "?"
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """An error's message as one line: its first, without libpq's connection prefixes (the type's name when
+    empty)."""
     text = str(error).strip()
     for prefix in ("connection failed: ", "connection is bad: "):
         if text.startswith(prefix):
@@ -157,14 +159,14 @@ def translate(error: psycopg.Error, dsn: str = "") -> MemsubError:
     from memsub.errors import from_database_error
 
     if isinstance(error, psycopg.ProgrammingError) and error.sqlstate is None:
-        return ConfigurationError(f"malformed connection string: {_without_password(_first_line(error), dsn)}",
+        return ConfigurationError(f"malformed connection string: {_without_password(first_line(error), dsn)}",
                                   field="dsn")
     if error.sqlstate == "42501":
-        return PrivilegeError(f"insufficient privilege: {error.diag.message_primary or _first_line(error)}",
+        return PrivilegeError(f"insufficient privilege: {error.diag.message_primary or first_line(error)}",
                               sqlstate="42501")
     if isinstance(error, psycopg.OperationalError) and error.sqlstate in (None, "28P01", "28000", "3D000",
                                                                            "08001", "08006", "57P03"):
-        line = _without_password(_first_line(error), dsn)
+        line = _without_password(first_line(error), dsn)
         lowered = line.lower()
         if "invalid" in lowered and ("option" in lowered or "value" in lowered or "sslmode" in lowered):
             return ConfigurationError(f"bad connection option: {line}")

@@ -38,13 +38,14 @@ from memsub.memory import MemoryType
 from memsub.models import parse_time
 from memsub.packets import LineageDirection
 from memsub.search import RankBy, SearchMode
+from memsub.signatures import INTEGER_RANGES
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
 
 AUTHENTICATE = "select key_id from memsub.authenticate_api_key(%s)"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+INT_MIN, INT_MAX = INTEGER_RANGES["integer"]
 
 Handler = Callable[[Request], Awaitable[Response]]
 

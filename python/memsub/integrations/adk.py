@@ -37,6 +37,7 @@ from google.genai import types
 from memsub._calls import strict_jsonb
 from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_call, async_pool
+from memsub.signatures import INTEGER_RANGES
 
 CREATE = ("select * from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
           "p_state => %s)")
@@ -51,7 +52,7 @@ MEMORY_ADD = ("select memsub.adk_memory_add(p_app_name => %s, p_user_id => %s, p
 MEMORY_SEARCH = ("select * from memsub.adk_memory_search(p_app_name => %s, p_user_id => %s, p_query => %s, "
                  "p_query_embedding => %s, p_limit => %s)")
 
-_INT_MAX = 2**31 - 1
+_INT_MAX = INTEGER_RANGES["integer"][1]  # the stored function's integer limit
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 

@@ -203,13 +203,17 @@ class MemsubStore(BaseStore):
                 results[position] = [tuple(row["namespace"]) for row in found]
         return results
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
+    def _sync_pool(self) -> Any:
         if self.pool is None:
             raise RuntimeError("MemsubStore: give a sync pool (pool=) to use the sync methods")
+        return self.pool
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        pool = self._sync_pool()
         ops = list(ops)
         planned, texts, spans = self._plan(ops)
         vectors = self._embed(texts, spans, planned)
-        rows = call_many(self.pool, self.context, self._statements(planned, vectors, spans))
+        rows = call_many(pool, self.context, self._statements(planned, vectors, spans))
         return self._results(ops, planned, rows)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -262,9 +266,7 @@ class MemsubStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete the tenant's expired items now (reads never return them in any case); returns how many."""
-        if self.pool is None:
-            raise RuntimeError("MemsubStore: give a sync pool (pool=) to use the sync methods")
-        return int(call_many(self.pool, self.context, [(SWEEP, [])])[0][0]["deleted"])
+        return int(call_many(self._sync_pool(), self.context, [(SWEEP, [])])[0][0]["deleted"])
 
 
 def _path(field: str) -> str | list[str]:

@@ -32,6 +32,7 @@ from psycopg_pool import ConnectionPool
 from memsub._calls import checked_text
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, call, sync_pool
+from memsub.signatures import INTEGER_RANGES
 
 ADD = "select memsub.agent_session_add_items(p_session_id => %s, p_items => %s) as added"
 GET = ("select item::text as item from memsub.agent_session_get_items(p_session_id => %s, p_limit => %s) "
@@ -42,7 +43,7 @@ CLEAR = "select memsub.agent_session_clear(p_session_id => %s) as deleted"
 __all__ = ["MemsubSession", "TenantContext"]
 
 _T = TypeVar("_T")
-_INT_MIN, _INT_MAX = -2**31, 2**31 - 1  # the stored function's integer limit
+_INT_MIN, _INT_MAX = INTEGER_RANGES["integer"]  # the stored function's integer limit
 
 
 class MemsubSession(SessionABC):
