@@ -374,6 +374,13 @@ class Migrator:
                     problems.append(f"changed: sql/{item.name} differs from what was applied (run memsub migrate)")
             for file_name, obj in self._missing_objects(conn):
                 problems.append(f"missing: {obj.describe()} declared in sql/{file_name} does not exist")
+            creators = preflight.public_schema_creators(conn)
+            if creators:
+                names = ", ".join(creators)
+                problems.append(
+                    f"unsafe: schema public: {names} may create objects in it, and memsub's functions search it "
+                    f"(for pgvector): what such a role plants there runs as memsub's owner (revoke create on "
+                    f"schema public from {names.lower()})")
         return problems
 
     # -- changing the database --------------------------------------------------------------------------

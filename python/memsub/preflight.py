@@ -12,7 +12,9 @@
 - memsub's group roles: a missing role needs ``CREATEROLE`` (and ``BYPASSRLS`` for the two owner roles that
   bypass row-level security; the migrator's session sets ``createrole_self_grant = 'set, inherit'`` so the
   creator may own objects as them, PostgreSQL 16+); an existing role needs to have been granted to the
-  installer ``WITH ADMIN OPTION`` (and ``SET`` for the owner roles).
+  installer ``WITH ADMIN OPTION`` (and ``SET`` for the owner roles);
+- that no role but a superuser, memsub's owner (and its members) and the installer may create objects in schema
+  ``public`` (:func:`public_schema_creators`).
 
 A superuser passes every privilege check.
 """
@@ -69,6 +71,33 @@ def _one(conn: psycopg.Connection[Any], query: str, params: Sequence[Any] = ()) 
     row = conn.execute(query.encode(), params).fetchone()
     assert row is not None
     return row[0] if not isinstance(row, dict) else next(iter(row.values()))
+
+
+def public_schema_creators(conn: psycopg.Connection[Any], installer: str | None = None) -> list[str]:
+    """Who may create objects in schema ``public`` besides superusers, ``memsub_owner`` and its members, and
+    ``installer``: ``["PUBLIC"]`` when PUBLIC holds the privilege, otherwise the roles, by name (empty: none).
+
+    memsub's vector functions search ``public`` for pgvector (``search_path = pg_catalog, memsub, public,
+    pg_temp``). PostgreSQL picks the exact match of a function or operator call in any schema of the path, so an
+    exact match planted in ``public`` for a call that pg_catalog answers through a cast or a polymorphic argument
+    runs inside memsub's SECURITY DEFINER functions as their owner. PostgreSQL 14 and older granted CREATE on
+    ``public`` to PUBLIC (databases upgraded from them keep it); from 15 on, the database's owner holds it."""
+    rows = conn.execute("""
+        select 'PUBLIC' from pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+         where n.nspname = 'public' and a.grantee = 0 and a.privilege_type = 'CREATE'
+        union all
+        (select r.rolname::text from pg_catalog.pg_namespace n, pg_catalog.pg_roles r
+          where n.nspname = 'public' and not r.rolsuper and r.rolname !~ '^pg_'
+            and r.rolname is distinct from %s
+            and pg_catalog.has_schema_privilege(r.oid, n.oid, 'CREATE')
+            and (pg_catalog.to_regrole('memsub_owner') is null
+                 or not pg_catalog.pg_has_role(r.oid, 'memsub_owner', 'MEMBER'))
+          order by 1)""", [installer]).fetchall()
+    names = [str(r[0]) if not isinstance(r, dict) else str(next(iter(r.values()))) for r in rows]
+    return ["PUBLIC"] if "PUBLIC" in names else names
+
+
+PUBLIC_SCHEMA_CHECK = "schema public: only trusted roles may create objects in it"
 
 
 def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> list[Check]:
@@ -140,6 +169,11 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
                                 "with admin option (its creator could not own objects as it)")
         checks.append(Check(f"role {role}", not problems, "; ".join(problems) or ("exists" if exists else
                                                                                      "will be created")))
+    creators = public_schema_creators(conn, user)
+    checks.append(Check(PUBLIC_SCHEMA_CHECK, not creators, "" if not creators else
+                        f"{', '.join(creators)} may: memsub's functions search public for pgvector, so what such a "
+                        f"role plants there would run as memsub's owner (revoke create on schema public from "
+                        f"{', '.join(c.lower() for c in creators)}, or give the schema a trusted owner)"))
     return checks
 
 
