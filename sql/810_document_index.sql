@@ -4,6 +4,12 @@
 --
 -- Embeddings travel as double precision[] in and real[] out (cast to pgvector's vector inside), so clients need no vector type adapter.
 
+-- A path names one document in whichever Unicode composition it is typed: é as one character (NFC, what most
+-- keyboards and Linux file names give) or as e and a combining accent (NFD, what macOS file names give). Every
+-- function that takes a path composes it (normalize(..., nfc)) before anything else and stores and compares the
+-- composed form; the functions below that take a stored path (memsub._document_path_latest) take it as it is.
+-- normalize() needs a UTF8 database, which the migrator's preflight checks before installing.
+
 -- The writers of one path take turns: memsub._document_path_latest locks the path for the transaction and returns
 -- its latest version as committed by the writer before (read after the lock, never from an earlier snapshot). A
 -- path is changed only from the context that wrote its latest version: an organization does not supersede or
@@ -29,10 +35,11 @@ begin
 end
 $$;
 comment on function memsub._document_path_latest(text) is
-    'Internal: locks a file path of the context tenant until the end of the transaction (the lock every writer of '
-    'the path takes) and returns its latest version as committed, if the caller may see it (all fields NULL when '
-    'not). 42501 naming file_path when that version was written from another context (another organization, or '
-    'tenant-wide for an organization and the other way round).';
+    'Internal: locks a file path of the context tenant, as stored (composed to Unicode NFC by the function that '
+    'took it), until the end of the transaction (the lock every writer of the path takes) and returns its latest '
+    'version as committed, if the caller may see it (all fields NULL when not). 42501 naming file_path when that '
+    'version was written from another context (another organization, or tenant-wide for an organization and the '
+    'other way round).';
 
 -- The one writer of document_index rows: document_index_put and document_ingest both store entries through it,
 -- so an entry's identity (tenant, organization, user of the context) and the one-latest-version-per-path rule
@@ -123,36 +130,40 @@ as $$
 #variable_conflict use_column
 declare
     v_tenant uuid := memsub._require_tenant_id();
+    v_path   text;
     v_entry  memsub.document_index;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
-    -- path is a key of the version chain's B-tree indexes, whose entries hold about 2.7 kB.
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
-            memsub._check_key_bytes('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
+    -- The path composed (Unicode NFC), as it is stored. It is a key of the version chain's B-tree indexes, whose
+    -- entries hold about 2.7 kB.
+    v_path := normalize(p_file_path, nfc);
+    perform memsub._check_key_bytes('file_path', v_path);
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
     v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
-    v_entry.id := (memsub._document_path_latest(p_file_path)).id;
-    v_entry.file_path := p_file_path;
+    v_entry.id := (memsub._document_path_latest(v_path)).id;
+    v_entry.file_path := v_path;
     v_entry.metadata := p_metadata;
     v_entry := memsub._document_index_write(v_entry);
     perform memsub.audit_record('document_index_put',
-        p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
+        p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', v_path,
                                         'dimensions', cardinality(p_embedding)));
     return query select v_entry.id, v_entry.file_path, v_entry.embedding::real[], v_entry.metadata,
                         v_entry.created_at, v_entry.updated_at;
 end
 $$;
 comment on function memsub.document_index_put(text, double precision[], jsonb) is
-    'Indexes a file path (or replaces the embedding and metadata of its latest version). Refused: a path longer '
-    'than max_key_bytes (54000), one whose latest version the caller cannot see (23505) or that was written from '
-    'another context (42501), each naming file_path. Audited as document_index_put.';
+    'Indexes a file path (or replaces the embedding and metadata of its latest version). The path is stored and '
+    'compared composed (Unicode NFC): typed with a letter and a combining accent (NFD) it is the same path. '
+    'Refused: a path longer than max_key_bytes (54000), one whose latest version the caller cannot see (23505) or '
+    'that was written from another context (42501), each naming file_path. Audited as document_index_put.';
 
 create or replace function memsub.document_index_get(p_file_path text)
 returns table (id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamptz,
@@ -162,9 +173,12 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
     select d.id, d.file_path, d.embedding::real[], d.metadata, d.created_at, d.updated_at
       from memsub.document_index d
-     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path and d.is_latest
+     where d.tenant_id = memsub.current_tenant_id() and d.file_path = normalize(p_file_path, nfc)
+       and d.is_latest
 $$;
-comment on function memsub.document_index_get(text) is 'The latest version of a file path''s document index entry, if the caller may see it.';
+comment on function memsub.document_index_get(text) is
+    'The latest version of a file path''s document index entry, if the caller may see it. The path matches in '
+    'either Unicode composition (compared composed, NFC, as stored).';
 
 call memsub.install_row_security('memsub.document_index', array['org']);
 

@@ -102,7 +102,6 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
-            memsub._check_key_bytes('file_path', p_file_path),  -- a B-tree key
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
@@ -117,7 +116,9 @@ begin
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
-    v_path := p_file_path;
+    -- One spelling of a path: composed (Unicode NFC), as stored; e and a combining accent is the same path as é.
+    v_path := normalize(p_file_path, nfc);
+    perform memsub._check_key_bytes('file_path', v_path);  -- a B-tree key
     if p_hash is null or p_hash !~ '^[0-9a-f]+$' or length(p_hash) <> 64 then
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
@@ -230,7 +231,9 @@ end
 $$;
 comment on function memsub.document_ingest(text, text, text, text, jsonb, jsonb, text, text[], jsonb, integer, double precision) is
     'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks '
-    '[{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change '
+    '[{start_char, end_char, page?, embedding?}] covering the text. The path is stored and compared composed '
+    '(Unicode NFC), so a name typed with a letter and a combining accent (NFD, as macOS gives it) is the same '
+    'document, and the path returned is the composed one. Same hash as the latest version: no change '
     '(status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with '
     'its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
 
@@ -444,11 +447,12 @@ language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select d.* from memsub.document_index d
-     where d.tenant_id = (select memsub.current_tenant_id()) and d.file_path = p_file_path
+     where d.tenant_id = (select memsub.current_tenant_id()) and d.file_path = normalize(p_file_path, nfc)
      order by d.version desc
 $$;
 comment on function memsub.document_versions(text) is
-    'The version chain of a path that the caller may see, newest first (the first row is the latest pointer).';
+    'The version chain of a path that the caller may see, newest first (the first row is the latest pointer). The '
+    'path matches in either Unicode composition (compared composed, NFC, as stored).';
 
 create or replace function memsub.document_chunks_of(p_document_id uuid)
 returns setof memsub.document_chunks

@@ -106,8 +106,8 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
     version = int(_one(conn, "select current_setting('server_version_num')::integer"))
     checks.append(Check(f"PostgreSQL 15 or newer (server {_one(conn, 'show server_version')})",
                         version >= MIN_SERVER_VERSION))
-    # Entity names are matched in one Unicode composition (memsub.normalize_text calls normalize(), NFC), which
-    # PostgreSQL computes only in a UTF8 database.
+    # Entity names and document paths are matched in one Unicode composition (memsub.normalize_text and the
+    # document functions call normalize(), NFC), which PostgreSQL computes only in a UTF8 database.
     encoding = str(_one(conn, "show server_encoding"))
     checks.append(Check(f"database encoding UTF8 (this database: {encoding})", encoding == "UTF8",
                         "" if encoding == "UTF8" else
