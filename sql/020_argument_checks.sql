@@ -203,7 +203,7 @@ set search_path = pg_catalog, pg_temp
 -- character most keyboards type), then whitespace of any kind made one space and trimmed, as memsub._require_text
 -- does, then lower case. The generated source_key / target_key, the entity-key index and
 -- memsub._resolve_entities spell this expression out (a migration cannot call a function of sql/); a test keeps
--- them equal. normalize() needs a UTF8 database, which the migrator's preflight checks.
+-- them equal. normalize() needs a UTF8 database, which the migrator's preflight and the psql script check.
 as $$ select lower(btrim(regexp_replace(normalize(p_value, nfc), '[[:space:]\u0085\u00a0\u2007\u202f]+', ' ', 'g'))) $$;
 comment on function memsub.normalize_text(text) is
     'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each '

@@ -8,7 +8,7 @@
 -- keyboards and Linux file names give) or as e and a combining accent (NFD, what macOS file names give). Every
 -- function that takes a path composes it (normalize(..., nfc)) before anything else and stores and compares the
 -- composed form; the functions below that take a stored path (memsub._document_path_latest) take it as it is.
--- normalize() needs a UTF8 database, which the migrator's preflight checks before installing.
+-- normalize() needs a UTF8 database, which the migrator's preflight and the psql script check before installing.
 
 -- The writers of one path take turns: memsub._document_path_latest locks the path for the transaction and returns
 -- its latest version as committed by the writer before (read after the lock, never from an earlier snapshot). A

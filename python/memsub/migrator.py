@@ -103,7 +103,7 @@ comment on column memsub.schema_repeatable_history.applied_by is 'Database role 
 
 
 def _literal(value: str) -> str:
-    """SQL string literal for the validated, quote-free values the migrator writes into history rows."""
+    """SQL string literal of a value the migrator writes itself (validated names and hashes, its own messages)."""
     return "'" + value.replace("'", "''") + "'"
 
 
@@ -536,6 +536,16 @@ class Migrator:
             f"{format_version(end)}",
             "-- Run with: psql -v ON_ERROR_STOP=1 -f this_file.sql",
             "\\set ON_ERROR_STOP on",
+            # Entity names and document paths are matched in one Unicode composition (normalize()), which
+            # PostgreSQL computes only in a UTF8 database: refused before anything changes, as the preflight does.
+            "do $memsub_encoding$",
+            "begin",
+            "    if pg_catalog.current_setting('server_encoding') <> 'UTF8' then",
+            "        raise exception 'memsub: the database encoding is %; %',",
+            f"            pg_catalog.current_setting('server_encoding'), {_literal(preflight.UTF8_ADVICE)};",
+            "    end if;",
+            "end",
+            "$memsub_encoding$;",
             # Lock waits are bounded; memsub not installed yet: the bootstrap advisory key, as migrate takes it.
             f"set lock_timeout = '{int(self.lock_wait * 1000)}ms';",
             "do $memsub_lock$",

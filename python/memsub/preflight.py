@@ -31,6 +31,9 @@ import psycopg
 from memsub.schema_files import Migration
 
 MIN_SERVER_VERSION = 150000
+UTF8_ADVICE = ("memsub installs into a database created with encoding 'UTF8' (create database ... encoding 'UTF8' "
+               "template template0)")
+"""What to do about a database in another encoding (the preflight's and the psql script's refusal)."""
 
 # memsub's cluster-wide group roles: name -> (created with BYPASSRLS, objects are owned by it)
 ROLES: dict[str, tuple[bool, bool]] = {
@@ -110,9 +113,7 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
     # document functions call normalize(), NFC), which PostgreSQL computes only in a UTF8 database.
     encoding = str(_one(conn, "show server_encoding"))
     checks.append(Check(f"database encoding UTF8 (this database: {encoding})", encoding == "UTF8",
-                        "" if encoding == "UTF8" else
-                        "memsub installs into a database created with encoding 'UTF8' (create database ... "
-                        "encoding 'UTF8' template template0)"))
+                        "" if encoding == "UTF8" else UTF8_ADVICE))
     superuser = bool(_one(conn, "select rolsuper from pg_roles where rolname = current_user"))
     createrole = bool(_one(conn, "select rolcreaterole from pg_roles where rolname = current_user"))
     bypassrls = bool(_one(conn, "select rolbypassrls from pg_roles where rolname = current_user"))

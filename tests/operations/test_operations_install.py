@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from memsub import resources
+from memsub import embedded, resources
 from memsub.catalog_check import OWNER_ROLES
 from memsub.cli import main as cli
 from memsub.errors import MigrationError, PreflightRefused
@@ -137,23 +138,42 @@ def test_an_extension_missing_from_the_server_is_refused_and_nothing_changes(ser
     assert cluster_state(server, empty_db) == before
 
 
-def test_a_database_not_in_utf8_is_refused_before_the_first_change(server):
-    """Entity names match in either Unicode composition (memsub.normalize_text), which PostgreSQL can compute only
-    in a UTF8 database: the preflight names the encoding and what to do, and nothing is installed."""
+@pytest.fixture
+def latin1_db(server) -> Iterator[str]:
+    """A database in encoding LATIN1, without memsub."""
     name = f"memsub_test_latin1_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("create database {} encoding 'LATIN1' locale 'C' template template0").format(
             sql.Identifier(name)))
     try:
-        before = cluster_state(server, name)
-        with pytest.raises(PreflightRefused) as refused:
-            Migrator(server.dsn(name)).migrate()
-        assert "database encoding UTF8 (this database: LATIN1)" in str(refused.value)
-        assert "encoding 'UTF8'" in str(refused.value)
-        assert cluster_state(server, name) == before
+        yield name
     finally:
         with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL("drop database {}").format(sql.Identifier(name)))
+
+
+def test_a_database_not_in_utf8_is_refused_before_the_first_change(server, latin1_db):
+    """Entity names and document paths match in either Unicode composition (normalize()), which PostgreSQL can
+    compute only in a UTF8 database: the preflight names the encoding and what to do, and nothing is installed."""
+    before = cluster_state(server, latin1_db)
+    with pytest.raises(PreflightRefused) as refused:
+        Migrator(server.dsn(latin1_db)).migrate()
+    assert "database encoding UTF8 (this database: LATIN1)" in str(refused.value)
+    assert "encoding 'UTF8'" in str(refused.value)
+    assert cluster_state(server, latin1_db) == before
+
+
+def test_the_psql_script_refuses_a_database_not_in_utf8_before_the_first_change(server, latin1_db, tmp_path):
+    """The script for psql installed memsub into a LATIN1 database, whose entity and document functions then
+    failed on their first accented name: it refuses it as the preflight does, before its first change."""
+    script = tmp_path / "install.sql"
+    script.write_text(Migrator("").script(), encoding="utf-8")
+    before = cluster_state(server, latin1_db)
+    run = subprocess.run([str(embedded.bin_dir() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(script),
+                          server.dsn(latin1_db)], capture_output=True, text=True, check=False)
+    assert run.returncode != 0
+    assert "memsub: the database encoding is LATIN1" in run.stderr and "encoding 'UTF8'" in run.stderr, run.stderr
+    assert cluster_state(server, latin1_db) == before
 
 
 def _at_2_3_0_plus_2_6_0(dsn: str) -> Migrator:
