@@ -584,6 +584,82 @@ def _check_access_scopes(dsn: str, _: Any = None) -> None:
     assert security == [(t, True, True) for t in sorted(ACCESS_TABLES)]
 
 
+DOCUMENTS = {name: str(uuid.UUID(int=400 + n)) for n, name in enumerate(
+    ["alone v1", "alone v2", "composed twin", "decomposed twin", "neighbour", "organization's", "tenant-wide",
+     "other tenant's"])}
+DOCUMENT_TABLES = ("document_index", "document_chunks", "memory_embeddings")
+
+
+def _paths_at_2_42_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.42.0 whose document paths were stored as given: a path of two versions stored decomposed
+    (NFD) only, one document ingested under both spellings from one context (the decomposed one last), with a
+    chunk of another document naming both twins' chunks, one path spelled both ways by an organization and by the
+    tenant-wide context, and another tenant's composed path that the first tenant's decomposed path equals."""
+    migrator.migrate("2.42.0")
+    one, two, organization = str(uuid.UUID(int=1)), str(uuid.UUID(int=2)), str(uuid.UUID(int=9))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, tenant, org, path, version, previous, latest, created in [
+                ("alone v1", one, None, _nfd("a/café.md"), 1, None, False, t0),
+                ("alone v2", one, None, _nfd("a/café.md"), 2, "alone v1", True, t0 + timedelta(days=1)),
+                ("composed twin", one, None, _nfc("b/naïve.md"), 1, None, True, t0),
+                ("decomposed twin", one, None, _nfd("b/naïve.md"), 1, None, True, t0 + timedelta(days=2)),
+                ("neighbour", one, None, "c.md", 1, None, True, t0),
+                ("organization's", one, organization, _nfc("d/über.md"), 1, None, True, t0),
+                ("tenant-wide", one, None, _nfd("d/über.md"), 1, None, True, t0 + timedelta(days=3)),
+                ("other tenant's", two, None, _nfc("a/café.md"), 1, None, True, t0)]:
+            packet = DOCUMENTS[name]
+            conn.execute("insert into memsub.packet_store (tenant_id, packet_id, packet_type, envelope, scope, "
+                         "org_id) values (%s, %s, 'document', jsonb_build_object('payload', "
+                         "jsonb_build_object('file_path', %s::text)), 'shared', %s)", [tenant, packet, path, org])
+            conn.execute("insert into memsub.document_index (tenant_id, id, org_id, file_path, version, is_latest, "
+                         "superseded_at, previous_id, packet_id, created_at, updated_at, chunk_count) "
+                         "values (%s, %s, %s, %s, %s, %s, case when %s then null else now() end, %s, %s, %s, %s, 1)",
+                         [tenant, DOCUMENTS[name], org, path, version, latest, latest,
+                          previous and DOCUMENTS[previous], packet, created, created])
+            neighbours = [DOCUMENTS["composed twin"], DOCUMENTS["decomposed twin"]] if name == "neighbour" else []
+            conn.execute("insert into memsub.document_chunks (tenant_id, id, document_id, chunk_index, content, "
+                         "start_char, end_char, org_id, neighbors) values (%s, %s, %s, 1, 'x', 0, 1, %s, %s)",
+                         [tenant, DOCUMENTS[name], DOCUMENTS[name], org, neighbours])
+            if latest:
+                conn.execute("insert into memsub.memory_embeddings (tenant_id, packet_id, embedding_type, vector, "
+                             "chunk_index, chunk_text, metadata, scope, org_id) values (%s, %s, 'content', "
+                             "array_fill(0.5::real, array[1536])::vector, 1, 'x', jsonb_build_object('file_path', "
+                             "%s::text, 'document_id', %s::text), 'shared', %s)",
+                             [tenant, packet, path, DOCUMENTS[name], org])
+
+
+def _check_paths(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        index = {row[0]: row[1:] for row in conn.execute(
+            "select id::text, file_path, is_latest, superseded_at is not null from memsub.document_index")}
+        vectors = dict(conn.execute("select metadata ->> 'document_id', metadata ->> 'file_path' "
+                                    "from memsub.memory_embeddings").fetchall())
+        neighbours = conn.execute("select neighbors::text[] from memsub.document_chunks where id = %s",
+                                  [DOCUMENTS["neighbour"]]).fetchone()
+        packets = dict(conn.execute("select packet_id::text, envelope -> 'payload' ->> 'file_path' "
+                                    "from memsub.packet_store").fetchall())
+        security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class where oid = "
+                                "any(%s::regclass[]) order by 1", [[f"memsub.{t}" for t in DOCUMENT_TABLES]]
+                                ).fetchall()
+    # A path alone in its tenant is composed, every version (the other tenant's path is its own). The twins of one
+    # context are one document: the one written last stays the latest under the composed path, the other is
+    # superseded and keeps a spelling of its own (the decomposed one, as versions are never renumbered), its vector
+    # and its place in neighbour lists gone. The twins of two contexts stay as written.
+    assert {name: index[DOCUMENTS[name]] for name in DOCUMENTS} == {
+        "alone v1": (_nfc("a/café.md"), False, True), "alone v2": (_nfc("a/café.md"), True, False),
+        "composed twin": (_nfd("b/naïve.md"), False, True), "decomposed twin": (_nfc("b/naïve.md"), True, False),
+        "neighbour": ("c.md", True, False),
+        "organization's": (_nfc("d/über.md"), True, False), "tenant-wide": (_nfd("d/über.md"), True, False),
+        "other tenant's": (_nfc("a/café.md"), True, False)}
+    assert vectors == {DOCUMENTS["alone v2"]: _nfc("a/café.md"), DOCUMENTS["decomposed twin"]: _nfc("b/naïve.md"),
+                       DOCUMENTS["neighbour"]: "c.md", DOCUMENTS["organization's"]: _nfc("d/über.md"),
+                       DOCUMENTS["tenant-wide"]: _nfd("d/über.md"), DOCUMENTS["other tenant's"]: _nfc("a/café.md")}
+    assert neighbours == ([DOCUMENTS["decomposed twin"]],)
+    assert packets[DOCUMENTS["alone v2"]] == _nfd("a/café.md")  # packets are immutable: as written
+    assert security == [(t, True, True) for t in sorted(DOCUMENT_TABLES)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -597,7 +673,18 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.40.0 makes the records of private targets private": (_access_scopes_at_2_39_0, _check_access_scopes),
     "2.41.0 keeps the feedback learned": (_accesses_at_2_39_0, _check_learned_feedback),
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
+    "2.43.0 stores document paths in one Unicode composition": (_paths_at_2_42_0, _check_paths),
 }
+
+
+def test_document_paths_of_two_contexts_left_as_written_are_counted_in_a_notice(server, empty_db):
+    migrator = Migrator(server.dsn(empty_db))
+    _paths_at_2_42_0(server.dsn(empty_db), migrator)
+    notices = migrator.migrate().notices
+    assert [n for n in notices if "Unicode" in n] == [
+        "memsub: 1 document path(s) are spelled in two Unicode compositions by two contexts of a tenant and were "
+        "left as written (select tenant_id, org_id, file_path from memsub.document_index where is_latest and "
+        "file_path is not nfc normalized)"]
 
 
 @pytest.mark.parametrize("upgrade", list(UPGRADES))
@@ -652,6 +739,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.40.0 makes the records of private targets private": (ACCESS_TABLES, False),
     "2.41.0 keeps the feedback learned": (("memory_access_log",), True),
     "2.42.0 gives store vectors their item's context": (("langgraph_store_items", "langgraph_store_vectors"), False),
+    "2.43.0 stores document paths in one Unicode composition": (DOCUMENT_TABLES, True),
 }
 
 
