@@ -32,6 +32,7 @@ begin
         when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
         when 'max_kept_search_plans' then 32        -- kinds of search one session keeps a plan for
         when 'max_depth'           then 10          -- hops of a graph traversal
+        when 'max_walk_edges'      then 100000      -- edges one graph traversal may read, all its hops together
         when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
         when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function
         when 'max_text_chars'      then 1048576     -- one text argument (content, summary, chunk text, ...)

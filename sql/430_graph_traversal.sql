@@ -6,7 +6,9 @@
 -- its most confident shortest path, so the work is linear in the edges of the entities it returns (enumerating
 -- every path instead grows with the factorial of a dense graph's size: a complete graph of 10 entities has
 -- about a million). Depth and the row limit bound the walk; both are capped by memsub.limits (max_depth,
--- max_rows). Confidence accumulates as the product of the edge confidences along the path (independent evidence,
+-- max_rows). A level's edges are all read before its rows are chosen, so the edges one walk reads, its levels
+-- together, are bounded too (max_walk_edges): a walk that would read more is refused (54000), and stops reading
+-- one edge past the limit, so a hub of many edges costs the limit, not its edges. Confidence accumulates as the product of the edge confidences along the path (independent evidence,
 -- so a path is as trustworthy as all its edges at once).
 -- SECURITY INVOKER: row-level security decides which edges and facts the caller sees; the tenant is also
 -- written into the query so every hop is an index lookup on (tenant_id, entity).
@@ -48,6 +50,9 @@ declare
     v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
+    v_edges     bigint := v_max_edges;  -- edges the walk may still read
+    v_read      bigint;  -- edges the last level read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -82,21 +87,26 @@ begin
               from jsonb_to_recordset(v_frontier)
                    as f(keys text[], path text[], relationship_path text[], path_confidence double precision)
              cross join lateral (select distinct u.key from unnest(f.keys) as u(key)) k),
-        edges as materialized (  -- the level's edges read once: every key in one search per direction
-            select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
-                   r.relationship_type, r.confidence, r.relationship_id
-              from memsub.entity_relationships r
-             where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
-               and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-               and r.confidence >= coalesce(p_min_confidence, 0)
-               and (p_relationship_types is null or r.relationship_type = any(v_types))
-            union all
-            select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence, r.relationship_id
-              from memsub.entity_relationships r
-             where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-               and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-               and r.confidence >= coalesce(p_min_confidence, 0)
-               and (p_relationship_types is null or r.relationship_type = any(v_types))),
+        -- The level's edges read once: every key in one search per direction, and never more than one past
+        -- what the walk may still read (max_walk_edges), so a hub's edges are not all read to be refused.
+        edges as materialized (
+            select e.* from (
+                select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
+                       r.relationship_type, r.confidence, r.relationship_id
+                  from memsub.entity_relationships r
+                 where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                   and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+                   and r.confidence >= coalesce(p_min_confidence, 0)
+                   and (p_relationship_types is null or r.relationship_type = any(v_types))
+                union all
+                select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence,
+                       r.relationship_id
+                  from memsub.entity_relationships r
+                 where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                   and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+                   and r.confidence >= coalesce(p_min_confidence, 0)
+                   and (p_relationship_types is null or r.relationship_type = any(v_types))) e
+             limit v_edges + 1),
         -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
         -- stands for, that entity's matching form, and the keys the next level's edges name it by.
         resolved as materialized (
@@ -108,7 +118,8 @@ begin
                    coalesce(n.keys, array[e.far_key]) as next_keys, e.relationship_type, e.confidence,
                    e.relationship_id
               from edges e left join resolved n on n.name = e.far_name)
-        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
+        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]'),
+               (select count(*) from edges) into v_rows, v_read
           from (select d.* from (
                     select distinct on (s.next_key)
                            s.next_entity as entity, s.next_key as key, s.next_keys as keys,
@@ -125,6 +136,16 @@ begin
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
+        -- A walk over its edge budget is refused, not cut short: which edges a cut would keep is arbitrary.
+        if v_read > v_edges then
+            raise exception 'memsub.traverse_graph: more than % edges within max_depth % (limit max_walk_edges); '
+                            'ask for fewer hops, fewer relationship_types or a higher min_confidence',
+                v_max_edges, p_max_depth
+                using errcode = '54000', column = 'max_depth',
+                      detail = format('limit=max_walk_edges value=%s', v_max_edges),
+                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+        end if;
+        v_edges := v_edges - v_read;
         exit when jsonb_array_length(v_rows) = 0;
         return query
             select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
@@ -147,7 +168,9 @@ comment on function memsub.traverse_graph(text, integer, text[], double precisio
     'distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the '
     'first by entity names, then relationship type). path_confidence is '
     'the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, '
-    'at most limit rows (default 1000; at most the max_rows limit).';
+    'at most limit rows (default 1000; at most the max_rows limit). A walk reads at most the max_walk_edges limit '
+    'of edges (valid at as_of and passing the filters), all hops together: one that would read more is refused '
+    'with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 create or replace function memsub.entity_neighbourhood(
     p_entity         text,

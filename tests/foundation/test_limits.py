@@ -285,6 +285,57 @@ def test_edges_as_of_refuses_a_graph_larger_than_max_rows_rather_than_returning_
         assert conn.execute("select count(*) from memsub.edges_as_of()").fetchone() == (0,)
 
 
+def edge_reads(conn: Any) -> int:
+    """Index entries and tuples of memsub.entity_relationships the transaction has read so far."""
+    row = conn.execute("select pg_stat_get_xact_tuples_returned('memsub.entity_relationships'::regclass)"
+                       " + coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)"
+                       " from pg_index i where i.indrelid = 'memsub.entity_relationships'::regclass").fetchone()
+    return int(row[0])
+
+
+def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
+    """traverse_graph read every edge of a level before its row limit applied, so from a hub of hundreds of
+    thousands of edges a walk ran into the statement timeout whatever its limit. The edges of all its levels
+    together are bounded by max_walk_edges: a walk that would read more is refused, as an edges_as_of read or a
+    lineage walk over max_rows is, after reading at most one edge more than the limit."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        # A hub of 300 edges; a root with 60 edges to entities that have one edge each (120 in two levels).
+        conn.execute("select memsub.upsert_relationship('hub', 'links', 'n' || i, 0.9) "
+                     "from generate_series(1, 300) i")
+        conn.execute("select memsub.upsert_relationship('root', 'links', 'm' || i, 0.9), "
+                     "memsub.upsert_relationship('m' || i, 'links', 'k' || i, 0.9) from generate_series(1, 60) i")
+        conn.commit()
+        set_context(conn, TENANT_A)
+        assert conn.execute("select count(*) from memsub.traverse_graph('root', 1)").fetchone() == (60,)
+        assert conn.execute("select count(*) from memsub.traverse_graph('hub', 1, "
+                            "p_relationship_types => array['other'])").fetchone() == (0,)
+        # The hub's edges are its first 300 rows, so whichever plan the walk takes (a search of the hub's key, or
+        # a scan of the tenant's rows), it stops one edge past the limit: the hub's other edges are never read.
+        for depth, limit, direction in [(1, 5, "outgoing"), (3, 1000, "both")]:
+            statement = (depth, limit, direction)
+            before = edge_reads(conn)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
+                conn.execute("select * from memsub.traverse_graph('hub', %s, p_limit => %s, p_direction => %s)",
+                             [depth, limit, direction])
+            assert error.value.diag.column_name == "max_depth", statement
+            assert error.value.diag.message_primary == (
+                f"memsub.traverse_graph: more than 100 edges within max_depth {depth} (limit max_walk_edges); "
+                "ask for fewer hops, fewer relationship_types or a higher min_confidence"), statement
+            assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
+            assert edge_reads(conn) - before <= 101, statement
+        # The limit bounds the walk, all its levels together: 60 edges, then 60 more.
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
+            conn.execute("select * from memsub.traverse_graph('root', 2)")
+        assert error.value.diag.message_detail == "limit=max_walk_edges value=100"
+        conn.rollback()
+        # The limit holds per walk: another tenant's walk from its own (empty) hub is not refused.
+        set_context(conn, TENANT_B)
+        assert conn.execute("select count(*) from memsub.traverse_graph('hub', 1)").fetchone() == (0,)
+
+
 def test_batch_parents_are_written_first_and_cycles_are_named(db):
     ids = [str(uuid.uuid4()) for _ in range(300)]
     # A chain given child first: each envelope's parent comes later in the batch.
