@@ -326,8 +326,12 @@ begin
     if start_tenant is null then
         select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
     end if;
+    -- A walk from a packet the caller cannot see is refused, as one that does not exist: an empty walk would
+    -- read as a packet without parents (or children).
     if start_tenant is null then
-        return;
+        raise exception 'memsub.get_lineage: packet % does not exist or is not visible',
+            coalesce(p_packet_id::text, 'NULL')
+            using errcode = 'P0002', column = 'packet_id';
     end if;
     frontier := array[p_packet_id];
     visited := jsonb_build_object(p_packet_id, true);
@@ -400,7 +404,9 @@ $$;
 comment on function memsub.get_lineage(uuid, text, integer) is
     'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its '
     'distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows '
-    'packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl '
+    'packets is refused (54000). Only packets visible to the caller are walked: a walk from a packet that does '
+    'not exist or that the caller cannot see is P0002 (column packet_id), while one from a visible packet (live, '
+    'expired or purged) without parents or children gives no row. state is live, expired (ttl '
     'passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their '
     'lineage skeleton.';
 alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;

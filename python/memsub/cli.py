@@ -338,7 +338,8 @@ def packet_thread(thread_id: str, target: Target, limit: int, after_cursor: int 
 @click.option("--max-depth", default=16, show_default=True)
 @json_lines_option
 def packet_lineage(packet_id: str, target: Target, direction: str, max_depth: int, as_json: bool) -> None:
-    """Walk a packet's lineage (ancestors or descendants), breadth first."""
+    """Walk a packet's lineage (ancestors or descendants), breadth first (exit 1 when the packet does not exist or
+    is not visible; a packet without parents or children prints no row)."""
     with target.session() as session:
         rows = session.packets.get_lineage(packet_id, direction, max_depth)  # type: ignore[arg-type]
     print_rows(rows, ["depth", "packet_type", "packet_id", "parent_ids", "state"], as_json)

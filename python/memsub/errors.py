@@ -43,7 +43,8 @@ class ConflictError(MemsubError):
 
 
 class NotFound(MemsubError):
-    """The session, task, checkpoint or live memory entry is missing or not visible (SQLSTATE P0002)."""
+    """The session, task, checkpoint, live memory entry or the packet a lineage walk starts from is missing or not
+    visible (SQLSTATE P0002)."""
 
 
 class StateError(MemsubError):

@@ -266,7 +266,7 @@ def openapi_document() -> dict[str, Any]:
                 ("200", wrapped("lineage", "LineageRow")),
                 parameters=[path_parameter("packet_id", UUID, "The start packet."),
                             *query_parameters(http_api.LINEAGE_ARGUMENTS)],
-                errors=READ_ERRORS)},
+                errors=(401, 403, 404, 422, 503))},
             "/api/v1/memory/thread/{thread_id}": {"get": operation(
                 "getThread", "One page of a thread in write order (memsub.get_thread)",
                 ("200", {"type": "object", "required": ["packets", "next_cursor"], "properties": {

@@ -226,7 +226,8 @@ def get_thread(thread_id: UUID | str, limit: int = 1000, after_cursor: int | Non
 
 def get_lineage(packet_id: UUID | str, direction: LineageDirection = "ancestors",
                 max_depth: int = 16) -> Call[list[LineageRow]]:
-    """The packets a lineage walk reaches from a packet, with their depth (memsub.get_lineage)."""
+    """The packets a lineage walk reaches from a packet, with their depth (memsub.get_lineage); NotFound when the
+    packet does not exist or is not visible."""
     return function("get_lineage", {"packet_id": packet_id, "direction": direction, "max_depth": max_depth},
                     rows(LineageRow))
 

@@ -174,5 +174,6 @@ def test_read_functions_with_arbitrary_arguments(connections, packet_id, directi
                 set_context(app, TENANT_A)
                 app.execute(query, params).fetchall()
         except psycopg.Error as error:
-            # 22023 for a value that is never valid, 54000 for one over a limit (max_rows, max_lineage_depth)
-            assert error.sqlstate in {"22023", "54000"}, f"{error.sqlstate}: {error}"
+            # 22023 for a value that is never valid, 54000 for one over a limit (max_rows, max_lineage_depth),
+            # P0002 for a lineage walk from a packet that does not exist
+            assert error.sqlstate in {"22023", "54000", "P0002"}, f"{error.sqlstate}: {error}"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from memsub.models import Scope
 
-from helpers import TENANT_A, TENANT_B, set_context, soak_factor, write
+from helpers import TENANT_A, TENANT_B, expect_error, set_context, soak_factor, write
 
 ORG_1 = uuid.UUID("01000000-0000-0000-0000-000000000001")
 ORG_2 = uuid.UUID("02000000-0000-0000-0000-000000000002")
@@ -225,12 +225,20 @@ def test_tenant_cannot_read_or_reference_another_tenants_packets(db):
         set_context(conn, TENANT_B)
         assert conn.execute("select * from memsub.get_packet(%s)", [secret["packet_id"]]).fetchall() == []
         assert conn.execute("select * from memsub.get_thread(%s)", [secret["thread_id"]]).fetchall() == []
-        assert conn.execute("select * from memsub.get_lineage(%s, 'descendants')",
-                            [secret["packet_id"]]).fetchall() == []
         assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
         with pytest.raises(psycopg.errors.ForeignKeyViolation):
             write(conn, {"packet_type": "insight", "payload": 1,
                          "lineage": {"parent_ids": [str(secret["packet_id"])]}})
+        conn.rollback()
+        # A lineage walk from it is refused as one from a packet that does not exist, in the same words.
+        unknown = uuid.uuid4()
+        messages = []
+        for packet_id in (secret["packet_id"], unknown):
+            set_context(conn, TENANT_B)
+            error = expect_error(conn, "P0002", "packet_id", "select * from memsub.get_lineage(%s, 'descendants')",
+                                 [packet_id])
+            messages.append(str(error.diag.message_primary).replace(str(packet_id), "ID"))
+        assert messages[0] == messages[1]
 
 
 def test_context_roles_need_membership(db):

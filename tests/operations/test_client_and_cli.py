@@ -125,6 +125,32 @@ def test_cli_packet_write_jsonl_then_get_thread_lineage(db, tmp_path):
     assert result.exit_code == 1 and "not visible" in result.output
 
 
+def test_cli_packet_lineage_of_a_packet_it_cannot_see_exits_1_naming_it(db):
+    """An unknown packet id, or another tenant's, gave an empty table and exit 0, as a packet without parents does:
+    it is not found (exit 1), in one line naming the id, as ``packet get`` says it. A packet without parents, live
+    or expired, is found and has an empty lineage."""
+    runner = CliRunner()
+    base = ["--dsn", db.dsn("app"), "--tenant", str(TENANT_A)]
+    root, expired, unknown = (str(uuid.uuid4()) for _ in range(3))
+    envelopes = [{"packet_id": root, "packet_type": "event", "payload": 1},
+                 {"packet_id": expired, "packet_type": "event", "payload": 2, "timestamp": "2024-01-01T00:00:00Z",
+                  "ttl": "2024-01-02T00:00:00Z"}]
+    result = runner.invoke(cli, ["packet", "write", "-", *base], input=json.dumps(envelopes))
+    assert result.exit_code == 0, result.output
+    for packet_id in (root, expired):
+        for direction in ("ancestors", "descendants"):
+            result = runner.invoke(cli, ["packet", "lineage", packet_id, *base, "--direction", direction, "--json"])
+            assert (result.exit_code, result.stdout) == (0, ""), result.output
+    other_tenant = ["--dsn", db.dsn("app"), "--tenant", str(TENANT_B)]
+    for packet_id, arguments in [(unknown, base), (root, other_tenant)]:
+        result = runner.invoke(cli, ["packet", "lineage", packet_id, *arguments])
+        assert result.exit_code == 1, result.output
+        assert result.stdout == ""
+        error = [line for line in result.stderr.splitlines() if not line.startswith("memsub: server ")]
+        assert len(error) == 1 and packet_id in error[0], result.stderr
+        assert "does not exist or is not visible" in error[0], result.stderr
+
+
 def test_cli_packet_write_json_array_from_stdin_and_bad_input_writes_nothing(db):
     runner = CliRunner()
     base = ["--dsn", db.dsn("app"), "--tenant", str(TENANT_A)]

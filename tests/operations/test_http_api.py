@@ -118,6 +118,10 @@ def test_batch_write_thread_replay_with_the_cursor_and_lineage(api: Api):
         children = client.get(f"/api/v1/memory/packet/{root}/lineage",
                               params={"direction": "descendants", "max_depth": 1}).json()["lineage"]
         assert len(children) == 4
+        # An unknown packet, or another tenant's, is not found, as the packet itself is not.
+        assert_problem(client.get(f"/api/v1/memory/packet/{uuid.uuid4()}/lineage"), 404, "packet_id")
+    with api.client("b") as other:
+        assert_problem(other.get(f"/api/v1/memory/packet/{root}/lineage"), 404, "packet_id")
 
 
 EXACT_NUMBERS = ('{"price": 1.10, "big": 12345678901234567.5, "huge": 1e400, "name": "caf\\u00e9", '
@@ -528,7 +532,7 @@ def test_a_key_for_tenant_a_never_reads_tenant_b(api: Api):
     with api.client("a") as a:
         assert_problem(a.get(f"/api/v1/memory/packet/{written['packet_id']}"), 404)
         assert a.get(f"/api/v1/memory/thread/{thread}").json() == {"packets": [], "next_cursor": None}
-        assert a.get(f"/api/v1/memory/packet/{written['packet_id']}/lineage").json()["lineage"] == []
+        assert_problem(a.get(f"/api/v1/memory/packet/{written['packet_id']}/lineage"), 404, "packet_id")
         hits = a.post("/api/v1/search/semantic", json={"query": hot_vector(dimension, 5), "k": 50}).json()["hits"]
         assert written["packet_id"] not in {h["packet_id"] for h in hits}
         hybrid = a.post("/api/v1/search/hybrid", json={"query_text": "tenant secret", "k": 50}).json()["hits"]
