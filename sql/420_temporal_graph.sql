@@ -131,8 +131,11 @@ declare
     v_source_key text := memsub.normalize_text(v_source);
     v_target_key text := memsub.normalize_text(v_target);
     v_from   timestamptz := coalesce(p_valid_from, now());
+    v_period tstzrange;
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
+    v_confidence double precision;
+    v_evidence   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
@@ -147,23 +150,36 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
+    v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
+    v_period := tstzrange(v_from, p_valid_until, '[)');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     begin
+        -- The insert looks for an overlapping window itself: the exclusion constraint is deferrable, and in a
+        -- transaction that deferred it (SET CONSTRAINTS ... DEFERRED) it would only fail at COMMIT, naming no
+        -- field and taking every write of the transaction with it. The constraint still decides a race with a
+        -- concurrent writer (checked when this statement ends, unless deferred).
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
             mention_count, first_seen, last_seen, valid_period, evidence, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        values (
-            v_source, v_type, v_target, p_source_type, p_target_type,
-            coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
-            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
+        select
+            v_source, v_type, v_target, p_source_type, p_target_type, v_confidence, p_source_packet, 1, now(), now(),
+            v_period, v_evidence, v_packet.ttl,
             v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
-            memsub.current_session_id(), v_packet.trace_id)
+            memsub.current_session_id(), v_packet.trace_id
+         where not exists (select from memsub.entity_relationships o
+                            where o.tenant_id = v_tenant and o.source_key = v_source_key
+                              and o.relationship_type = v_type and o.target_key = v_target_key
+                              and o.valid_period && v_period)
         returning * into v_edge;
+        if not found then
+            raise exclusion_violation;
+        end if;
     exception when exclusion_violation or unique_violation then
         raise exception 'edge (%)-[%]->(%): the window % overlaps another validity window of the same edge',
-            v_source, v_type, v_target, tstzrange(v_from, p_valid_until, '[)')
+            v_source, v_type, v_target, v_period
             using errcode = '23P01', column = 'valid_period',
                   hint = 'Close or supersede the current window first (memsub.close_relationship, memsub.supersede_relationship).';
     end;
@@ -173,7 +189,8 @@ $$;
 comment on function memsub.temporal_edge_add(text, text, text, timestamptz, timestamptz, double precision, jsonb, text, text, uuid) is
     'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the '
     'current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is '
-    'rejected with SQLSTATE 23P01 (column valid_period).';
+    'rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the '
+    'exclusion constraint.';
 
 create or replace function memsub.close_relationship(
     p_source_entity     text,

@@ -45,6 +45,28 @@ def test_overlapping_windows_of_one_edge_are_rejected(db):
     assert ground_truth(db, "select count(*) as n from memsub.entity_relationships") == [{"n": 3}]
 
 
+def test_an_overlapping_window_is_refused_by_name_when_the_transaction_deferred_the_constraint(db):
+    """The exclusion constraint is deferrable (initially immediate, so that concurrent upserts of a new edge meet
+    their arbiter first). A transaction that deferred it (SET CONSTRAINTS ALL DEFERRED) had temporal_edge_add
+    accept an overlapping window, read both windows until COMMIT, and then lose all its writes to an exclusion
+    violation that named no field. The call itself refuses the overlap, naming valid_period, and nothing of it is
+    written; the transaction goes on."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("set constraints all deferred")
+        conn.execute("select memsub.temporal_edge_add('Alice', 'works_at', 'Acme', %s, %s)", [T0, T1])
+        for valid_from, valid_until in [(T0 + timedelta(days=1), T1 - timedelta(days=1)), (T0, None)]:
+            with pytest.raises(psycopg.errors.ExclusionViolation) as refused, conn.transaction():
+                conn.execute("select memsub.temporal_edge_add('Alice', 'works_at', 'Acme', %s, %s)",
+                             [valid_from, valid_until])
+            assert refused.value.diag.column_name == "valid_period"
+            assert "overlaps another validity window" in str(refused.value.diag.message_primary)
+        conn.execute("select memsub.temporal_edge_add('Alice', 'works_at', 'Acme', %s)", [T1])
+        conn.commit()
+    assert ground_truth(db, "select lower(valid_period) as since from memsub.entity_relationships order by 1") == [
+        {"since": T0}, {"since": T1}]
+
+
 def test_superseding_closes_the_old_window_and_as_of_reads_see_each_side(db):
     with tenant_session(db.dsn("app")) as session:
         session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=T0, confidence=0.9)
