@@ -7,7 +7,8 @@
 - ``CREATE`` on the database, while the ``memsub`` schema does not exist yet;
 - every extension the pending migrations create: available on the server (``pg_available_extensions``), and
   creatable by this role (a superuser, or a trusted extension and ``CREATE`` on the database) unless it is
-  already installed in the database;
+  already installed in the database; ``vector``, whose type and operators memsub's SQL names without a schema
+  (its functions' search_path ends in ``public``), installed in schema ``public`` if it is installed already;
 - ``CREATEROLE`` while the pending migrations create or comment memsub's roles;
 - memsub's group roles: a missing role needs ``CREATEROLE`` (and ``BYPASSRLS`` for the two owner roles that
   bypass row-level security; the migrator's session sets ``createrole_self_grant = 'set, inherit'`` so the
@@ -46,6 +47,10 @@ ROLES: dict[str, tuple[bool, bool]] = {
     "memsub_retrieval_owner": (True, True),
     "memsub_expiry_owner": (False, True),
 }
+
+# Extensions whose types, functions and operators memsub's SQL names without a schema: they must live in schema
+# public, the last schema of every memsub function's search_path (the migrator creates them there).
+EXTENSIONS_IN_PUBLIC = frozenset({"vector"})
 
 _EXTENSION = re.compile(r"\bcreate\s+extension\s+(?:if\s+not\s+exists\s+)?\"?([a-z0-9_]+)\"?", re.IGNORECASE)
 
@@ -126,9 +131,16 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
                             f"grant create on database {_one(conn, 'select current_database()')} to {user}"))
 
     for name in required_extensions(pending):
-        installed = bool(_one(conn, "select exists (select from pg_extension where extname = %s)", [name]))
-        if installed:
-            checks.append(Check(f"extension {name}", True, "installed"))
+        schema = conn.execute("select extnamespace::regnamespace::text from pg_extension where extname = %s",
+                              [name]).fetchone()
+        if schema is not None:
+            where = str(schema[0] if not isinstance(schema, dict) else next(iter(schema.values())))
+            if name in EXTENSIONS_IN_PUBLIC and where != "public":
+                checks.append(Check(f"extension {name}", False,
+                                    f"installed in schema {where}, and memsub's functions look for it in public: "
+                                    f"alter extension {name} set schema public"))
+            else:
+                checks.append(Check(f"extension {name}", True, "installed"))
             continue
         available = conn.execute(
             "select bool_or(trusted) from pg_available_extension_versions where name = %s", [name]).fetchone()

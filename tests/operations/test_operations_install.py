@@ -176,6 +176,26 @@ def test_the_psql_script_refuses_a_database_not_in_utf8_before_the_first_change(
     assert cluster_state(server, latin1_db) == before
 
 
+def test_vector_installed_outside_public_is_refused_before_the_first_change(server, empty_db):
+    """memsub's functions find pgvector's type and operators in schema public (their search_path): a DBA who
+    created the extension in a schema of its own is told so, with the statement that moves it, before anything
+    is installed."""
+    dsn = server.dsn(empty_db)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create schema extensions")
+        conn.execute("create extension vector schema extensions")
+    before = cluster_state(server, empty_db)
+    with pytest.raises(PreflightRefused) as refused:
+        Migrator(dsn).migrate()
+    assert "extension vector: installed in schema extensions" in str(refused.value)
+    assert "alter extension vector set schema public" in str(refused.value)
+    assert cluster_state(server, empty_db) == before
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("alter extension vector set schema public")
+    Migrator(dsn).migrate()
+    assert Migrator(dsn).verify() == []
+
+
 def _at_2_3_0_plus_2_6_0(dsn: str) -> Migrator:
     """A database as a memsub whose history had 2.6.0 before 2.4.0 and 2.5.0 left it."""
     migrator = Migrator(dsn)
