@@ -46,6 +46,9 @@ MIGRATION_LOCK_KEY = 0x6D656D737562
 # Seconds a migrator waits for any lock (its own migration lock, or a lock its DDL needs) before giving up.
 DEFAULT_LOCK_WAIT = 60.0
 APPLICATION_NAME = "memsub migrate"
+# The migrating session's search_path, whatever the database or the role sets: the migrations create the
+# extensions where it points, and memsub's functions look for pgvector's type and operators in public.
+SEARCH_PATH = "public"
 
 # Each transaction of a printed script takes the lock a running ``migrate`` holds, so the two never interleave.
 SCRIPT_TABLE_LOCK = "lock table memsub.schema_history in share update exclusive mode;"
@@ -204,11 +207,12 @@ class Migrator:
         return psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
 
     def _connect_bounded(self) -> psycopg.Connection[dict[str, object]]:
-        """A connection whose every lock wait gives up after ``lock_wait`` seconds."""
+        """A connection whose every lock wait gives up after ``lock_wait`` seconds, with memsub's search_path."""
         conn = self._connect()
         conn.execute("select pg_catalog.set_config('lock_timeout', %s, false), "
-                     "pg_catalog.set_config('application_name', %s, false)",
-                     [f"{int(self.lock_wait * 1000)}ms", APPLICATION_NAME])
+                     "pg_catalog.set_config('application_name', %s, false), "
+                     "pg_catalog.set_config('search_path', %s, false)",
+                     [f"{int(self.lock_wait * 1000)}ms", APPLICATION_NAME, SEARCH_PATH])
         return conn
 
     @staticmethod
@@ -548,6 +552,7 @@ class Migrator:
             "$memsub_encoding$;",
             # Lock waits are bounded; memsub not installed yet: the bootstrap advisory key, as migrate takes it.
             f"set lock_timeout = '{int(self.lock_wait * 1000)}ms';",
+            f"set search_path = {SEARCH_PATH};",
             "do $memsub_lock$",
             "begin",
             "    if to_regclass('memsub.schema_history') is null",

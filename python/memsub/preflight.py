@@ -9,6 +9,7 @@
   creatable by this role (a superuser, or a trusted extension and ``CREATE`` on the database) unless it is
   already installed in the database; ``vector``, whose type and operators memsub's SQL names without a schema
   (its functions' search_path ends in ``public``), installed in schema ``public`` if it is installed already;
+- schema ``public``, while an extension is still to be created: the migrator creates them there;
 - ``CREATEROLE`` while the pending migrations create or comment memsub's roles;
 - memsub's group roles: a missing role needs ``CREATEROLE`` (and ``BYPASSRLS`` for the two owner roles that
   bypass row-level security; the migrator's session sets ``createrole_self_grant = 'set, inherit'`` so the
@@ -130,6 +131,12 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
                             superuser or create_on_db, "" if superuser or create_on_db else
                             f"grant create on database {_one(conn, 'select current_database()')} to {user}"))
 
+    to_create = [name for name in required_extensions(pending)
+                 if not _one(conn, "select exists (select from pg_extension where extname = %s)", [name])]
+    if to_create and not _one(conn, "select exists (select from pg_namespace where nspname = 'public')"):
+        checks.append(Check("schema public", False,
+                            f"does not exist, and the migrator creates {', '.join(to_create)} in it: "
+                            "create schema public"))
     for name in required_extensions(pending):
         schema = conn.execute("select extnamespace::regnamespace::text from pg_extension where extname = %s",
                               [name]).fetchone()

@@ -196,6 +196,32 @@ def test_vector_installed_outside_public_is_refused_before_the_first_change(serv
     assert Migrator(dsn).verify() == []
 
 
+def test_a_search_path_set_on_the_database_does_not_move_the_extensions(server, empty_db):
+    """A database whose search_path starts with a schema of the application's: the migrator still creates the
+    extensions in public, where memsub's functions look for them, and the installation is complete."""
+    dsn = server.dsn(empty_db)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("create schema app")
+        conn.execute(sql.SQL("alter database {} set search_path = app, public").format(sql.Identifier(empty_db)))
+    Migrator(dsn).migrate()
+    with psycopg.connect(dsn) as conn:
+        schemas = dict(conn.execute("select extname, extnamespace::regnamespace::text from pg_extension "
+                                    "where extname <> 'plpgsql'").fetchall())
+    assert schemas == {"vector": "public", "btree_gin": "public", "btree_gist": "public"}
+    assert Migrator(dsn).verify() == []
+
+
+def test_a_database_without_schema_public_is_refused_before_the_first_change(server, empty_db):
+    dsn = server.dsn(empty_db)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("drop schema public")
+    before = cluster_state(server, empty_db)
+    with pytest.raises(PreflightRefused) as refused:
+        Migrator(dsn).migrate()
+    assert "schema public: does not exist" in str(refused.value)
+    assert cluster_state(server, empty_db) == before
+
+
 def _at_2_3_0_plus_2_6_0(dsn: str) -> Migrator:
     """A database as a memsub whose history had 2.6.0 before 2.4.0 and 2.5.0 left it."""
     migrator = Migrator(dsn)
