@@ -60,6 +60,12 @@ select l.pid, a.usename, a.application_name
    and l.classid = %(classid)s::oid and l.objid = %(objid)s::oid
    and l.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
    and l.pid <> pg_catalog.pg_backend_pid()"""
+# Timeouts a database, a role or the server's configuration sets for the applications' sessions, which would cancel
+# a migration that rebuilds data partway: statement_timeout and transaction_timeout (PostgreSQL 17+). The
+# migrator's session turns them off unless its own connection sets them (PGOPTIONS, options in the DSN); its waits
+# are bounded by lock_timeout (``lock_wait``) instead.
+_NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_settings "
+                    "where name in ('statement_timeout', 'transaction_timeout') and source <> 'client'")
 _RELATION_HOLDERS = """\
 select distinct l.pid, a.usename, a.application_name
   from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
@@ -207,12 +213,14 @@ class Migrator:
         return psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
 
     def _connect_bounded(self) -> psycopg.Connection[dict[str, object]]:
-        """A connection whose every lock wait gives up after ``lock_wait`` seconds, with memsub's search_path."""
+        """A connection whose every lock wait gives up after ``lock_wait`` seconds, with memsub's search_path, and
+        without the statement and transaction timeouts its connection string did not set (``_NO_RUN_TIMEOUTS``)."""
         conn = self._connect()
         conn.execute("select pg_catalog.set_config('lock_timeout', %s, false), "
                      "pg_catalog.set_config('application_name', %s, false), "
                      "pg_catalog.set_config('search_path', %s, false)",
                      [f"{int(self.lock_wait * 1000)}ms", APPLICATION_NAME, SEARCH_PATH])
+        conn.execute(f"select {_NO_RUN_TIMEOUTS}")
         return conn
 
     @staticmethod
@@ -553,6 +561,7 @@ class Migrator:
             # Lock waits are bounded; memsub not installed yet: the bootstrap advisory key, as migrate takes it.
             f"set lock_timeout = '{int(self.lock_wait * 1000)}ms';",
             f"set search_path = {SEARCH_PATH};",
+            f"do $memsub_timeouts$ begin perform {_NO_RUN_TIMEOUTS}; end $memsub_timeouts$;",
             "do $memsub_lock$",
             "begin",
             "    if to_regclass('memsub.schema_history') is null",

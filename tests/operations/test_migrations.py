@@ -181,6 +181,34 @@ def test_verify_names_the_file_of_a_missing_expiry_policy_and_migrate_restores_i
     assert result.exit_code == 0, result.output
 
 
+def _with_a_slow_file(tmp_path: Path) -> Path:
+    """The shipped sql/ with one more file whose one statement takes 0.3 s: as a step that rebuilds data does."""
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    (repeatables / "985_slow.sql").write_text("select pg_sleep(0.3);\n")
+    return repeatables
+
+
+def test_timeouts_the_database_sets_for_applications_do_not_cancel_a_migration(db, tmp_path):
+    """A statement or transaction timeout set on the database or the role (for the applications' sessions, as
+    `memsub login-timeouts` does for logins) would cancel a migration that rebuilds data partway: the migrator's
+    own bound is on lock waits (--lock-wait)."""
+    with db.connect(autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("alter database {} set statement_timeout = '100ms'").format(
+            psycopg.sql.Identifier(db.name)))
+        if conn.info.server_version >= 170000:  # transaction_timeout is new in PostgreSQL 17
+            conn.execute(psycopg.sql.SQL("alter database {} set transaction_timeout = '200ms'").format(
+                psycopg.sql.Identifier(db.name)))
+    report = Migrator(db.dsn(), repeatables_path=_with_a_slow_file(tmp_path)).migrate()
+    assert report.repeatables_applied
+
+
+def test_a_timeout_given_for_the_migrators_own_connection_still_applies(db, tmp_path):
+    options = psycopg.conninfo.make_conninfo(db.dsn(), options="-c statement_timeout=100ms")
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        Migrator(options, repeatables_path=_with_a_slow_file(tmp_path)).migrate()
+
+
 def test_refuses_a_database_newer_than_the_code(db):
     with db.connect() as conn:
         conn.execute("insert into memsub.schema_history (version, name, sha256) values ('99.0.0', 'future', 'x')")
