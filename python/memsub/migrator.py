@@ -27,7 +27,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from memsub import preflight, resources
-from memsub.errors import MigrationError, PreflightRefused
+from memsub.errors import MigrationError, PreflightRefused, PrivilegeError
 from memsub.schema_files import (
     DeclaredObject,
     Migration,
@@ -66,6 +66,10 @@ select l.pid, a.usename, a.application_name
 # are bounded by lock_timeout (``lock_wait``) instead.
 _NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_settings "
                     "where name in ('statement_timeout', 'transaction_timeout') and source <> 'client'")
+# Whether all the history tables named exist, read from the catalog: to_regclass would need USAGE on schema memsub.
+_HISTORY_TABLES = ("select count(*) = cardinality(array[{tables}]) as present from pg_catalog.pg_class c "
+                   "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "
+                   "and c.relname = any(array[{tables}])")
 _RELATION_HOLDERS = """\
 select distinct l.pid, a.usename, a.application_name
   from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
@@ -251,12 +255,21 @@ class Migrator:
         owner or a superuser can take it: a login without privileges on the table can hold at most ACCESS
         SHARE (e.g. through pg_relation_size), which does not conflict."""
         exists = conn.cursor(row_factory=tuple_row).execute(
-            "select to_regclass('memsub.schema_history') is not null").fetchone()
+            _HISTORY_TABLES.format(tables="'schema_history'")).fetchone()
         if not (exists and exists[0]):
             return
         try:
             with conn.transaction():  # a savepoint: the holders are read in the same transaction on failure
                 conn.execute("lock table memsub.schema_history in share update exclusive mode")
+        except psycopg.errors.InsufficientPrivilege:
+            row = conn.cursor(row_factory=tuple_row).execute(
+                "select current_user, c.relowner::regrole::text from pg_catalog.pg_class c "
+                "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "
+                "and c.relname = 'schema_history'").fetchone()
+            user, owner = row if row else ("this role", "?")
+            raise PrivilegeError(
+                f"insufficient privilege: {user} may not take memsub's migration lock: memsub migrate runs as a "
+                f"superuser or a member of {owner}, the owner of memsub.schema_history", sqlstate="42501") from None
         except psycopg.errors.LockNotAvailable:
             raise MigrationError(
                 f"memsub's migration lock (memsub.schema_history) is not free after {self.lock_wait:g} s: "
@@ -272,13 +285,13 @@ class Migrator:
 
     @staticmethod
     def _history_ready(conn: psycopg.Connection[dict[str, object]]) -> bool:
-        row = conn.execute("select to_regclass('memsub.schema_history') is not null "
-                           "and to_regclass('memsub.schema_repeatable_history') is not null as present").fetchone()
+        row = conn.execute(_HISTORY_TABLES.format(tables="'schema_history', 'schema_repeatable_history'")
+                           ).fetchone()
         return bool(row and row["present"])
 
     @staticmethod
     def _history_exists(conn: psycopg.Connection[dict[str, object]]) -> bool:
-        row = conn.execute("select to_regclass('memsub.schema_history') is not null as present").fetchone()
+        row = conn.execute(_HISTORY_TABLES.format(tables="'schema_history'")).fetchone()
         return bool(row and row["present"])
 
     def _applied(self, conn: psycopg.Connection[dict[str, object]]) -> dict[Version, AppliedMigration]:

@@ -209,6 +209,15 @@ def test_a_timeout_given_for_the_migrators_own_connection_still_applies(db, tmp_
         Migrator(options, repeatables_path=_with_a_slow_file(tmp_path)).migrate()
 
 
+@pytest.mark.parametrize("role", ["app", "nobody"])
+def test_migrate_as_a_login_that_may_not_is_one_line_naming_who_may(db, role):
+    result = CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn(role)])
+    assert result.exit_code == 4, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert f"memsub_test_{role} may not take memsub's migration lock" in line
+    assert "runs as a superuser or a member of memsub_owner, the owner of memsub.schema_history" in line
+
+
 def test_refuses_a_database_newer_than_the_code(db):
     with db.connect() as conn:
         conn.execute("insert into memsub.schema_history (version, name, sha256) values ('99.0.0', 'future', 'x')")
