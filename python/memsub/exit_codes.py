@@ -78,6 +78,8 @@ def fail(error: BaseException, *, as_json: bool | None = None, suffix: str = "",
         as_json = bool(context and context.meta.get("memsub.json"))
     memsub_error = as_memsub_error(error)
     code = exit_code_of(memsub_error) if code is None else code
+    # What an error was doing when it happened (the migrator notes the file it was applying): before the message.
+    prefix += "".join(f"{note}: " for note in getattr(error, "__notes__", ()))
     message = prefix + (str(memsub_error).strip().splitlines()[0] if str(memsub_error).strip()
                         else type(error).__name__)
     details = []

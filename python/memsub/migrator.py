@@ -511,9 +511,8 @@ class Migrator:
                     if problems:
                         raise MigrationError("; ".join(problems))
                     self._plan(applied, migration.version, allow_out_of_order)  # refuses out-of-order
-                    for statement in (grant_create, *migration_statements(migration), revoke_create):
-                        if statement:
-                            conn.execute(statement.encode())
+                    _run_naming_the_file(conn, f"migrations/{migration.path.name}",
+                                         [grant_create, *migration_statements(migration), revoke_create])
             except psycopg.errors.LockNotAvailable as error:
                 raise self._lock_timeout_error(conn, f"migrations/{migration.path.name}", error) from None
             report.applied.append(migration.path.name)
@@ -526,9 +525,10 @@ class Migrator:
                         raise MigrationError(f"database moved to {format_version(max(applied))} meanwhile")
                     if not self._repeatables_due(conn, [], target_version):
                         return
-                    for statement in (grant_create, *repeatable_statements(self.repeatables), revoke_create):
-                        if statement:
-                            conn.execute(statement.encode())
+                    _run_naming_the_file(conn, "", [grant_create])
+                    for name, statements in repeatable_steps(self.repeatables):
+                        _run_naming_the_file(conn, name, statements)
+                    _run_naming_the_file(conn, "", [revoke_create])
             except psycopg.errors.LockNotAvailable as error:
                 raise self._lock_timeout_error(conn, "re-runnable objects (sql/)", error) from None
             report.repeatables_applied = True
@@ -614,6 +614,21 @@ class Migrator:
             lines.append("commit;")
         lines += ["", "select pg_advisory_unlock_all();", ""]
         return "\n".join(lines)
+
+
+def _run_naming_the_file(conn: psycopg.Connection[dict[str, object]], file: str, statements: Sequence[str]) -> None:
+    """Runs the statements (an empty one is skipped); a failure other than a lock wait that ran out (which names
+    its holders) carries the file it came from as a note, which ``memsub migrate`` puts before its one line."""
+    try:
+        for statement in statements:
+            if statement:
+                conn.execute(statement.encode())
+    except psycopg.errors.LockNotAvailable:
+        raise
+    except psycopg.Error as error:
+        if file:
+            error.add_note(file)
+        raise
 
 
 def _keep_memsub_notice(notice: psycopg.errors.Diagnostic, notices: list[str]) -> None:

@@ -209,6 +209,18 @@ def test_a_timeout_given_for_the_migrators_own_connection_still_applies(db, tmp_
         Migrator(options, repeatables_path=_with_a_slow_file(tmp_path)).migrate()
 
 
+def test_a_failed_file_is_named_in_the_one_line_error(db, tmp_path, monkeypatch):
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    (repeatables / "985_broken.sql").write_text("select memsub.no_such_function();\n")
+    monkeypatch.setattr(resources, "repeatables_dir", lambda: repeatables)
+    result = CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn()])
+    assert result.exit_code == 1, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("memsub: sql/985_broken.sql: function memsub.no_such_function() does not exist"), line
+    assert "SQLSTATE 42883" in line
+
+
 @pytest.mark.parametrize("role", ["app", "nobody"])
 def test_migrate_as_a_login_that_may_not_is_one_line_naming_who_may(db, role):
     result = CliRunner().invoke(cli, ["migrate", "--dsn", db.dsn(role)])
