@@ -1304,7 +1304,7 @@ COMMENT ON COLUMN memsub.document_index.org_id IS 'Organization of the writer (N
 
 COMMENT ON COLUMN memsub.document_index.user_id IS 'User who indexed the file.';
 
-COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md. Unique per tenant among latest versions.';
+COMMENT ON COLUMN memsub.document_index.file_path IS 'Path of the document (seed 003 path), e.g. design_docs/phase1_design/schema.md, composed to Unicode NFC (the functions that take a path compose it). Unique per tenant among latest versions.';
 
 COMMENT ON COLUMN memsub.document_index.embedding IS 'Embedding of the document: given by memsub.document_index_put, or the mean of its chunk vectors after ingest.';
 
@@ -1407,7 +1407,7 @@ $$;
 
 ALTER FUNCTION memsub._document_path_latest(p_file_path text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._document_path_latest(p_file_path text) IS 'Internal: locks a file path of the context tenant until the end of the transaction (the lock every writer of the path takes) and returns its latest version as committed, if the caller may see it (all fields NULL when not). 42501 naming file_path when that version was written from another context (another organization, or tenant-wide for an organization and the other way round).';
+COMMENT ON FUNCTION memsub._document_path_latest(p_file_path text) IS 'Internal: locks a file path of the context tenant, as stored (composed to Unicode NFC by the function that took it), until the end of the transaction (the lock every writer of the path takes) and returns its latest version as committed, if the caller may see it (all fields NULL when not). 42501 naming file_path when that version was written from another context (another organization, or tenant-wide for an organization and the other way round).';
 
 CREATE FUNCTION memsub._document_set_mean_vector(p_document_id uuid) RETURNS void
     LANGUAGE sql
@@ -5740,12 +5740,13 @@ CREATE FUNCTION memsub.document_index_get(p_file_path text) RETURNS TABLE(id uui
     AS $$
     select d.id, d.file_path, d.embedding::real[], d.metadata, d.created_at, d.updated_at
       from memsub.document_index d
-     where d.tenant_id = memsub.current_tenant_id() and d.file_path = p_file_path and d.is_latest
+     where d.tenant_id = memsub.current_tenant_id() and d.file_path = normalize(p_file_path, nfc)
+       and d.is_latest
 $$;
 
 ALTER FUNCTION memsub.document_index_get(p_file_path text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.document_index_get(p_file_path text) IS 'The latest version of a file path''s document index entry, if the caller may see it.';
+COMMENT ON FUNCTION memsub.document_index_get(p_file_path text) IS 'The latest version of a file path''s document index entry, if the caller may see it. The path matches in either Unicode composition (compared composed, NFC, as stored).';
 
 CREATE FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[] DEFAULT NULL::double precision[], p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS TABLE(id uuid, file_path text, embedding real[], metadata jsonb, created_at timestamp with time zone, updated_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5754,27 +5755,30 @@ CREATE FUNCTION memsub.document_index_put(p_file_path text, p_embedding double p
 #variable_conflict use_column
 declare
     v_tenant uuid := memsub._require_tenant_id();
+    v_path   text;
     v_entry  memsub.document_index;
 begin
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written. The
-    -- path is a key of the version chain's B-tree indexes, whose entries hold about 2.7 kB.
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path),
-            memsub._check_key_bytes('file_path', p_file_path),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'file_path is required' using errcode = '22023', column = 'file_path';
     end if;
+    -- The path composed (Unicode NFC), as it is stored. It is a key of the version chain's B-tree indexes, whose
+    -- entries hold about 2.7 kB.
+    v_path := normalize(p_file_path, nfc);
+    perform memsub._check_key_bytes('file_path', v_path);
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     -- The same vector checks as every other vector: the installation's dimension, finite elements, a usable norm.
     v_entry.embedding := memsub._float_array_vector(p_embedding, 'embedding');
-    v_entry.id := (memsub._document_path_latest(p_file_path)).id;
-    v_entry.file_path := p_file_path;
+    v_entry.id := (memsub._document_path_latest(v_path)).id;
+    v_entry.file_path := v_path;
     v_entry.metadata := p_metadata;
     v_entry := memsub._document_index_write(v_entry);
     perform memsub.audit_record('document_index_put',
-        p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', p_file_path,
+        p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', v_path,
                                         'dimensions', cardinality(p_embedding)));
     return query select v_entry.id, v_entry.file_path, v_entry.embedding::real[], v_entry.metadata,
                         v_entry.created_at, v_entry.updated_at;
@@ -5783,7 +5787,7 @@ $$;
 
 ALTER FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) IS 'Indexes a file path (or replaces the embedding and metadata of its latest version). Refused: a path longer than max_key_bytes (54000), one whose latest version the caller cannot see (23505) or that was written from another context (42501), each naming file_path. Audited as document_index_put.';
+COMMENT ON FUNCTION memsub.document_index_put(p_file_path text, p_embedding double precision[], p_metadata jsonb) IS 'Indexes a file path (or replaces the embedding and metadata of its latest version). The path is stored and compared composed (Unicode NFC): typed with a letter and a combining accent (NFD) it is the same path. Refused: a path longer than max_key_bytes (54000), one whose latest version the caller cannot see (23505) or that was written from another context (42501), each naming file_path. Audited as document_index_put.';
 
 CREATE FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb DEFAULT '{}'::jsonb, p_summary text DEFAULT NULL::text, p_key_concepts text[] DEFAULT '{}'::text[], p_entities jsonb DEFAULT '[]'::jsonb, p_neighbor_count integer DEFAULT 3, p_neighbor_max_distance double precision DEFAULT 0.5) RETURNS TABLE(document_id uuid, file_path text, version integer, hash text, status text, previous_id uuid, packet_id uuid, chunk_count integer, embedded_count integer)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5803,7 +5807,6 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('file_path', p_file_path, 'hash', p_hash, 'mime', p_mime, 'summary', p_summary),
-            memsub._check_key_bytes('file_path', p_file_path),  -- a B-tree key
             memsub._check_limit(length(p_text), 'max_document_chars', 'text'),
             memsub._check_limit(pg_column_size(p_chunks), 'max_document_bytes', 'chunks'),
             memsub._check_limit(case when jsonb_typeof(p_chunks) = 'array' then jsonb_array_length(p_chunks) end, 'max_document_chunks', 'chunks'),
@@ -5818,7 +5821,9 @@ begin
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
-    v_path := p_file_path;
+    -- One spelling of a path: composed (Unicode NFC), as stored; e and a combining accent is the same path as é.
+    v_path := normalize(p_file_path, nfc);
+    perform memsub._check_key_bytes('file_path', v_path);  -- a B-tree key
     if p_hash is null or p_hash !~ '^[0-9a-f]+$' or length(p_hash) <> 64 then
         raise exception 'field "hash" must be the sha256 of the file as 64 lower-case hex digits'
             using errcode = '22023', column = 'hash';
@@ -5932,20 +5937,20 @@ $_$;
 
 ALTER FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks [{start_char, end_char, page?, embedding?}] covering the text. Same hash as the latest version: no change (status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
+COMMENT ON FUNCTION memsub.document_ingest(p_file_path text, p_hash text, p_mime text, p_text text, p_chunks jsonb, p_metadata jsonb, p_summary text, p_key_concepts text[], p_entities jsonb, p_neighbor_count integer, p_neighbor_max_distance double precision) IS 'Ingests one version of a file: path, sha256 of its bytes, mime (pdf, md, txt), extracted text and chunks [{start_char, end_char, page?, embedding?}] covering the text. The path is stored and compared composed (Unicode NFC), so a name typed with a letter and a combining accent (NFD, as macOS gives it) is the same document, and the path returned is the composed one. Same hash as the latest version: no change (status unchanged). Otherwise a new version chained to the previous one (status created or new_version) with its packet, chunks, chunk vectors in memory_embeddings and cross-document neighbours. Audited as document_ingest.';
 
 CREATE FUNCTION memsub.document_versions(p_file_path text) RETURNS SETOF memsub.document_index
     LANGUAGE sql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
     select d.* from memsub.document_index d
-     where d.tenant_id = (select memsub.current_tenant_id()) and d.file_path = p_file_path
+     where d.tenant_id = (select memsub.current_tenant_id()) and d.file_path = normalize(p_file_path, nfc)
      order by d.version desc
 $$;
 
 ALTER FUNCTION memsub.document_versions(p_file_path text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.document_versions(p_file_path text) IS 'The version chain of a path that the caller may see, newest first (the first row is the latest pointer).';
+COMMENT ON FUNCTION memsub.document_versions(p_file_path text) IS 'The version chain of a path that the caller may see, newest first (the first row is the latest pointer). The path matches in either Unicode composition (compared composed, NFC, as stored).';
 
 CREATE FUNCTION memsub.drop_context_signing_key(p_key_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6325,8 +6330,12 @@ begin
     if start_tenant is null then
         select t.tenant_id into start_tenant from memsub.packet_tombstones t where t.packet_id = p_packet_id limit 1;
     end if;
+    -- A walk from a packet the caller cannot see is refused, as one that does not exist: an empty walk would
+    -- read as a packet without parents (or children).
     if start_tenant is null then
-        return;
+        raise exception 'memsub.get_lineage: packet % does not exist or is not visible',
+            coalesce(p_packet_id::text, 'NULL')
+            using errcode = 'P0002', column = 'packet_id';
     end if;
     frontier := array[p_packet_id];
     visited := jsonb_build_object(p_packet_id, true);
@@ -6399,7 +6408,7 @@ $$;
 
 ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
+COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked: a walk from a packet that does not exist or that the caller cannot see is P0002 (column packet_id), while one from a visible packet (live, expired or purged) without parents or children gives no row. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
 
 CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -7992,6 +8001,7 @@ begin
         when 'max_scan_tuples'     then 100000      -- index entries one similarity search may visit
         when 'max_kept_search_plans' then 32        -- kinds of search one session keeps a plan for
         when 'max_depth'           then 10          -- hops of a graph traversal
+        when 'max_walk_edges'      then 100000      -- edges one graph traversal may read, all its hops together
         when 'max_lineage_depth'   then 1000        -- generations of a lineage walk
         when 'max_json_bytes'      then 1048576     -- one JSON argument of a layer, session or memory function
         when 'max_text_chars'      then 1048576     -- one text argument (content, summary, chunk text, ...)
@@ -11449,8 +11459,11 @@ declare
     v_source_key text := memsub.normalize_text(v_source);
     v_target_key text := memsub.normalize_text(v_target);
     v_from   timestamptz := coalesce(p_valid_from, now());
+    v_period tstzrange;
     v_packet memsub.packet_store;
     v_edge   memsub.entity_relationships;
+    v_confidence double precision;
+    v_evidence   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
@@ -11465,23 +11478,36 @@ begin
             using errcode = '22023', column = 'valid_until';
     end if;
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
+    v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
+    v_period := tstzrange(v_from, p_valid_until, '[)');
     -- Expired windows of the edge are gone for every reader: they neither overlap nor block the new one.
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     begin
+        -- The insert looks for an overlapping window itself: the exclusion constraint is deferrable, and in a
+        -- transaction that deferred it (SET CONSTRAINTS ... DEFERRED) it would only fail at COMMIT, naming no
+        -- field and taking every write of the transaction with it. The constraint still decides a race with a
+        -- concurrent writer (checked when this statement ends, unless deferred).
         insert into memsub.entity_relationships (
             source_entity, relationship_type, target_entity, source_type, target_type, confidence, source_packet,
             mention_count, first_seen, last_seen, valid_period, evidence, ttl,
             tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-        values (
-            v_source, v_type, v_target, p_source_type, p_target_type,
-            coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), p_source_packet, 1, now(), now(),
-            tstzrange(v_from, p_valid_until, '[)'), memsub._check_doc_refs(p_evidence, 'evidence'), v_packet.ttl,
+        select
+            v_source, v_type, v_target, p_source_type, p_target_type, v_confidence, p_source_packet, 1, now(), now(),
+            v_period, v_evidence, v_packet.ttl,
             v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_packet.correlation_id,
-            memsub.current_session_id(), v_packet.trace_id)
+            memsub.current_session_id(), v_packet.trace_id
+         where not exists (select from memsub.entity_relationships o
+                            where o.tenant_id = v_tenant and o.source_key = v_source_key
+                              and o.relationship_type = v_type and o.target_key = v_target_key
+                              and o.valid_period && v_period)
         returning * into v_edge;
+        if not found then
+            raise exclusion_violation;
+        end if;
     exception when exclusion_violation or unique_violation then
         raise exception 'edge (%)-[%]->(%): the window % overlaps another validity window of the same edge',
-            v_source, v_type, v_target, tstzrange(v_from, p_valid_until, '[)')
+            v_source, v_type, v_target, v_period
             using errcode = '23P01', column = 'valid_period',
                   hint = 'Close or supersede the current window first (memsub.close_relationship, memsub.supersede_relationship).';
     end;
@@ -11491,7 +11517,7 @@ $$;
 
 ALTER FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is rejected with SQLSTATE 23P01 (column valid_period).';
+COMMENT ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the exclusion constraint.';
 
 CREATE FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer DEFAULT 3, p_relationship_types text[] DEFAULT NULL::text[], p_min_confidence double precision DEFAULT 0.0, p_direction text DEFAULT 'outgoing'::text, p_min_path_confidence double precision DEFAULT 0.0, p_limit integer DEFAULT 1000, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(depth integer, entity text, path text[], relationship_path text[], path_confidence double precision, relationship_id uuid, edge_confidence double precision)
     LANGUAGE plpgsql STABLE
@@ -11510,6 +11536,9 @@ declare
     v_visited  jsonb;  -- matching form of an entity -> true: a set with logarithmic lookups
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
+    v_edges     bigint := v_max_edges;  -- edges the walk may still read
+    v_read      bigint;  -- edges the last level read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -11544,21 +11573,26 @@ begin
               from jsonb_to_recordset(v_frontier)
                    as f(keys text[], path text[], relationship_path text[], path_confidence double precision)
              cross join lateral (select distinct u.key from unnest(f.keys) as u(key)) k),
-        edges as materialized (  -- the level's edges read once: every key in one search per direction
-            select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
-                   r.relationship_type, r.confidence, r.relationship_id
-              from memsub.entity_relationships r
-             where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
-               and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-               and r.confidence >= coalesce(p_min_confidence, 0)
-               and (p_relationship_types is null or r.relationship_type = any(v_types))
-            union all
-            select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence, r.relationship_id
-              from memsub.entity_relationships r
-             where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-               and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-               and r.confidence >= coalesce(p_min_confidence, 0)
-               and (p_relationship_types is null or r.relationship_type = any(v_types))),
+        -- The level's edges read once: every key in one search per direction, and never more than one past
+        -- what the walk may still read (max_walk_edges), so a hub's edges are not all read to be refused.
+        edges as materialized (
+            select e.* from (
+                select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
+                       r.relationship_type, r.confidence, r.relationship_id
+                  from memsub.entity_relationships r
+                 where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
+                   and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+                   and r.confidence >= coalesce(p_min_confidence, 0)
+                   and (p_relationship_types is null or r.relationship_type = any(v_types))
+                union all
+                select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence,
+                       r.relationship_id
+                  from memsub.entity_relationships r
+                 where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
+                   and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
+                   and r.confidence >= coalesce(p_min_confidence, 0)
+                   and (p_relationship_types is null or r.relationship_type = any(v_types))) e
+             limit v_edges + 1),
         -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
         -- stands for, that entity's matching form, and the keys the next level's edges name it by.
         resolved as materialized (
@@ -11570,7 +11604,8 @@ begin
                    coalesce(n.keys, array[e.far_key]) as next_keys, e.relationship_type, e.confidence,
                    e.relationship_id
               from edges e left join resolved n on n.name = e.far_name)
-        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]') into v_rows
+        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]'),
+               (select count(*) from edges) into v_rows, v_read
           from (select d.* from (
                     select distinct on (s.next_key)
                            s.next_entity as entity, s.next_key as key, s.next_keys as keys,
@@ -11587,6 +11622,16 @@ begin
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
+        -- A walk over its edge budget is refused, not cut short: which edges a cut would keep is arbitrary.
+        if v_read > v_edges then
+            raise exception 'memsub.traverse_graph: more than % edges within max_depth % (limit max_walk_edges); '
+                            'ask for fewer hops, fewer relationship_types or a higher min_confidence',
+                v_max_edges, p_max_depth
+                using errcode = '54000', column = 'max_depth',
+                      detail = format('limit=max_walk_edges value=%s', v_max_edges),
+                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+        end if;
+        v_edges := v_edges - v_read;
         exit when jsonb_array_length(v_rows) = 0;
         return query
             select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
@@ -11604,7 +11649,7 @@ $$;
 
 ALTER FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (default 3; from 1 to the max_depth limit) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the first by entity names, then relationship type). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (default 1000; at most the max_rows limit).';
+COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (default 3; from 1 to the max_depth limit) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the first by entity names, then relationship type). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (default 1000; at most the max_rows limit). A walk reads at most the max_walk_edges limit of edges (valid at as_of and passing the filters), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
