@@ -595,12 +595,18 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
     with person_context(app, CAROL) as session:
         seen = session.packets.get(shortlist.packet_id)
         thread_rows = session.packets.get_thread(acme_thread)
-        lineage_rows = session.packets.get_lineage(packets["reply"].packet_id)
+    reply = packets["reply"].packet_id
+
+    def lineage_of_reply() -> None:
+        with person_context(app, CAROL) as session:
+            session.packets.get_lineage(reply)
+
+    lineage_error = refused(lineage_of_reply, "a lineage walk from another tenant's packet")
     checks: list[list[object]] = [
         [f"get_packet({short(shortlist.packet_id)})", "alice's shortlist", "a row" if seen else "no row"],
         [f"get_thread({short(acme_thread)})", "alice's supplier thread", f"{len(thread_rows)} packets"],
-        [f"get_lineage({short(packets['reply'].packet_id)})", "ancestors of alice's reply",
-         f"{len(lineage_rows)} packets"],
+        [f"get_lineage({short(reply)})", "ancestors of alice's reply",
+         f"refused: {type(lineage_error).__name__}, SQLSTATE {lineage_error.sqlstate}, field {lineage_error.field}"],
     ]
 
     def reference_foreign_parent() -> None:

@@ -97,6 +97,8 @@ def test_demo_story(db):
     # Tenant isolation.
     assert re.search(r"get_packet\(\w{8}\)\s+alice's shortlist\s+no row", text)
     assert re.search(r"get_thread\(\w{8}\)\s+alice's supplier thread\s+0 packets", text)
+    assert re.search(r"get_lineage\(\w{8}\)\s+ancestors of alice's reply\s+refused: NotFound, SQLSTATE P0002, "
+                     r"field packet_id", text)
     assert re.search(r"an insight citing the shortlist\s+refused: IntegrityError, SQLSTATE 23503, "
                      r"field lineage\.parent_ids", text)
     assert "the refusal: lineage integrity: parent packet" in text
