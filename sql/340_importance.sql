@@ -14,7 +14,10 @@
 -- counts for its packet; facts and reflections have no importance_score (their access_count still counts).
 --
 -- memsub.learn_importance is owned by memsub_retrieval_owner and works on the context tenant with explicit
--- tenant predicates: importance is tenant-wide, and every organization's accesses count. Concurrent calls for
+-- tenant predicates: importance is tenant-wide, and every organization's accesses count. It therefore changes
+-- (and counts) rows of every organization and user, those the caller cannot read included, and is tenant
+-- maintenance: it needs a tenant_admin or platform_admin context, as memsub.consolidate_memories does, and is
+-- granted to memsub_tenant_admin, not to memsub_app (`memsub maintain` runs it per tenant). Concurrent calls for
 -- one tenant queue on a maintenance lock (memsub.take_maintenance_lock); each access and feedback is marked learned in the same
 -- transaction, so none is counted twice. An access keeps the feedback learned (learned_was_useful): feedback is
 -- learned again only when it ends different from that, so feedback changed and changed back between two runs is
@@ -81,6 +84,11 @@ declare
     v_missing  text;
     v_run      memsub.importance_learning_runs;
 begin
+    -- Tenant maintenance: it changes and counts rows of every organization and user of the tenant.
+    if not (memsub._caller_is_admin()) then
+        raise exception 'memsub.learn_importance needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'roles';
+    end if;
     -- Required: a NULL rate made every step a step of rate 1, and a NULL floor left nothing to decay.
     v_missing := case when p_access_rate is null then 'access_rate' when p_feedback_rate is null then 'feedback_rate'
                       when p_floor is null then 'floor' end;
@@ -191,9 +199,10 @@ begin
 end
 $$;
 comment on function memsub.learn_importance(double precision, double precision, interval, double precision, interval) is
-    'Maintenance: folds the context tenant''s new accesses and feedback into importance_score of packets and '
-    'legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) '
-    'towards floor. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is '
+    'Maintenance (tenant_admin or platform_admin context; 42501 otherwise): folds the context tenant''s new '
+    'accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for '
+    'idle_after by 0.5 ^ (time since the previous run / half_life) towards floor, in every organization and scope '
+    'of the tenant. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is '
     'learned once. Returns the run''s report (also kept in importance_learning_runs).';
 
 create or replace function memsub._importance_step(
@@ -239,9 +248,14 @@ call memsub.install_row_security('memsub.importance_learning_runs', array[]::tex
 
 grant select on memsub.importance_learning_runs to memsub_app, memsub_analyst;
 grant execute on function memsub.record_feedback(uuid, boolean, text) to memsub_app;
+-- Tenant maintenance: a tenant admin's (and a platform admin's, through memsub_tenant_admin), never the
+-- application's. The revoke takes the grant of earlier versions away from an installed database.
+revoke execute on function
+    memsub.learn_importance(double precision, double precision, interval, double precision, interval)
+    from memsub_app;
 grant execute on function
     memsub.learn_importance(double precision, double precision, interval, double precision, interval)
-    to memsub_app;
+    to memsub_tenant_admin;
 grant execute on function
     memsub._importance_step(double precision, bigint, bigint, bigint, double precision, double precision)
     to memsub_retrieval_owner;

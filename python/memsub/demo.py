@@ -441,7 +441,7 @@ def refused(call: Callable[[], object], what: str) -> MemsubError:
     raise RuntimeError(f"memsub accepted {what}")
 
 
-def search_section(story: Story, app: Substrate, written: Written, embedder: Embedder) -> None:
+def search_section(story: Story, app: Substrate, admin: Substrate, written: Written, embedder: Embedder) -> None:
     story.section("Searching the conversation: semantic and hybrid retrieval")
     story.line(f"embedder: {describe_embedder(embedder)}")
     story.line("each packet was written with its text's content embedding (the envelope's memory.embeddings: "
@@ -477,16 +477,28 @@ def search_section(story: Story, app: Substrate, written: Written, embedder: Emb
                    f"({', '.join(labels) if labels else 'none'})")
     story.line("bob gets no l-private or cursor packet of alice's; carol gets only Borealis packets.")
 
+    first = hits[0]
     with person_context(app, ALICE) as session:
-        first = hits[0]
         before = session.packets.get(first.packet_id)
         if first.access_id is not None:
             session.search.record_feedback(first.access_id, True, "answered the question")
+
+    def alice_learns() -> None:
+        with person_context(app, ALICE) as session:
+            session.search.learn_importance()
+
+    error = refused(alice_learns, "learning importance in an application context")
+    # Learning changes importance across the whole tenant, so it is maintenance: a tenant_admin context runs it,
+    # as `memsub maintain` does on its schedule (in a platform_admin context, tenant by tenant).
+    with person_context(admin, BOB, ("tenant_admin",)) as session:
         run = session.search.learn_importance()
+    with person_context(app, ALICE) as session:
         after = session.packets.get(first.packet_id)
     story.line()
-    story.line(f"alice marks hit 1 ({written.label_of(first.packet_id)}) useful; learn_importance counted "
-               f"{run.accesses_counted} accesses and {run.feedback_learned} feedback:")
+    story.line(f"alice marks hit 1 ({written.label_of(first.packet_id)}) useful; her own learn_importance -> "
+               f"SQLSTATE {error.sqlstate} (it changes the whole tenant: tenant maintenance)")
+    story.line(f"acme admin   learn_importance() (what `memsub maintain` runs) counted {run.accesses_counted} "
+               f"accesses and {run.feedback_learned} feedback:")
     story.line(f"importance of {written.label_of(first.packet_id)}: "
                f"{before.importance_score if before else float('nan'):.3f} -> "
                f"{after.importance_score if after else float('nan'):.3f}")
@@ -665,7 +677,7 @@ def run_story(app: Substrate, admin: Substrate, story: Story, embedder: Embedder
                f"field {error.field}")
 
     if embedder is not None:
-        search_section(story, app, written, embedder)
+        search_section(story, app, admin, written, embedder)
 
     story.section("Expiry: a packet whose ttl has passed is never read; purge_expired() keeps its lineage")
     watch = written.threads["acme-price-watch"]

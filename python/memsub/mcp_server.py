@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memsub._calls import NotJson, json_text
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
-from memsub.errors import ConfigurationError, InvalidInput, MemsubError
+from memsub.errors import ConfigurationError, ContextError, InvalidInput, MemsubError
 from memsub.graph import Direction, EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, Scope, as_utc
@@ -442,8 +442,20 @@ class MemoryTools:
     def feedback(self, access_id: UUID, was_useful: bool, reason: str | None, learn_now: bool) -> FeedbackResult:
         with self._memory(writes=True) as session:
             recorded = session.search.record_feedback(access_id, was_useful, reason)
-            run = session.search.learn_importance() if learn_now else None
+            run = self._learn_now(session) if learn_now else None
         return FeedbackResult(feedback=recorded, learning_run=run)
+
+    def _learn_now(self, session: TenantSession) -> LearningRun:
+        """memsub.learn_importance: maintenance of the whole tenant, which the database allows a tenant_admin or
+        platform_admin context only. Its refusal names learn_now, and the feedback goes with the transaction."""
+        try:
+            return session.search.learn_importance()
+        except ContextError as error:
+            raise ContextError(
+                "learn_now needs a tenant_admin or platform_admin context (importance is learned for the whole "
+                f"tenant), and this server acts for {self.identity.describe()}: leave learn_now out and let the "
+                f"scheduled `memsub maintain` learn it ({error})", sqlstate=error.sqlstate, field="learn_now",
+            ) from error
 
 
 # -- the server ------------------------------------------------------------------------------------------------
@@ -624,7 +636,8 @@ def build_server(tools: MemoryTools) -> MCPServer:
         reason: Annotated[str | None, Field(max_length=10_000)] = None,
         learn_now: Annotated[bool, Field(strict=True, description=(
             "Also fold the tenant's new accesses and feedback into importance now (memsub.learn_importance); "
-            "otherwise the next scheduled learning run does."))] = False,
+            "needs a server acting in a tenant_admin or platform_admin context, and is refused otherwise. "
+            "Without it the next scheduled learning run does."))] = False,
     ) -> FeedbackResult:
         """Say whether a recalled result was useful (memsub.record_feedback); importance learning raises useful
         memories and lowers misleading ones."""

@@ -262,7 +262,8 @@ def learn_importance(*, access_rate: float | None = None, feedback_rate: float |
                      half_life: timedelta | None = None, floor: float | None = None,
                      idle_after: timedelta | None = None) -> Call[LearningRun]:
     """Fold the tenant's new accesses and feedback into importance, decay idle memories
-    (memsub.learn_importance; unset parameters take the function's defaults)."""
+    (memsub.learn_importance; unset parameters take the function's defaults). Maintenance of the whole tenant: a
+    tenant_admin or platform_admin session's; an application session is refused (ContextError, SQLSTATE 42501)."""
     return function("learn_importance", {"access_rate": access_rate, "feedback_rate": feedback_rate,
                                          "half_life": half_life, "floor": floor, "idle_after": idle_after},
                     one(LearningRun))

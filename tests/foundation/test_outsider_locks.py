@@ -116,7 +116,7 @@ def _call_as(db: Any, kind: str, statement: str, params: list[Any] | None = None
 
 
 TENANT_CALLS = {
-    "learn_importance": ("app", "select accesses_counted from memsub.learn_importance()"),
+    "learn_importance": ("tenant_admin", "select accesses_counted from memsub.learn_importance()"),
     "consolidate_memories": ("tenant_admin", "select * from memsub.consolidate_memories()"),
     "memory_maintenance": ("tenant_admin", "select * from memsub.memory_maintenance()"),
     "document_ingest": ("app", "select status from memsub.document_ingest('a.txt', repeat('b', 64), 'txt', "
@@ -136,14 +136,14 @@ def test_tenant_work_is_not_blocked_by_an_outsider_holding_the_old_keys(db, func
 
 
 def test_concurrent_learn_importance_runs_wait_for_each_other_within_lock_timeout(db):
-    with db.connect("app") as first:
-        set_context(first, TENANT_A)
+    with db.connect("tenant_admin") as first:
+        set_context(first, TENANT_A, roles=["tenant_admin"])
         write(first, {"packet_type": "event", "payload": "x"})
         first.execute("select memsub.learn_importance()")  # holds the tenant's lock until commit
         with pytest.raises(psycopg.errors.LockNotAvailable):
-            _call_as(db, "app", "select memsub.learn_importance()")
+            _call_as(db, "tenant_admin", "select memsub.learn_importance()")
         first.commit()
-    assert _call_as(db, "app", "select accesses_counted from memsub.learn_importance()") == [(0,)]
+    assert _call_as(db, "tenant_admin", "select accesses_counted from memsub.learn_importance()") == [(0,)]
 
 
 def test_outsiders_cannot_take_memsub_locks(db):

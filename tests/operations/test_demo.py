@@ -51,6 +51,9 @@ def check_search(text: str) -> None:
     # Row-level security holds for search too.
     assert not {"rules", "recommendation", "reply"} & set(found["bob"]) and "shortlist" in found["bob"]
     assert set(found["carol"]) <= BOREALIS_LABELS and found["carol"]
+    # Learning is tenant maintenance: alice's application context is refused, the tenant's admin learns.
+    assert "her own learn_importance -> SQLSTATE 42501" in text
+    assert re.search(r"acme admin   learn_importance\(\) .* counted \d+ accesses and 1 feedback", text)
     before, after = re.search(r"importance of \w+: ([\d.]+) -> ([\d.]+)", text).groups()  # type: ignore[union-attr]
     assert 0.5 == float(before) < float(after) <= 1.0
 

@@ -2,7 +2,8 @@
 
 Most tests connect the client to the server in the same process (the SDK's in-memory transport) for speed; the
 stdio tests start the ``memsub`` command as an MCP client does, and one test serves streamable HTTP. Every
-server acts as an ordinary login in memsub_app (memsub_test_app), never as a superuser.
+server acts as an ordinary login in memsub_app (memsub_test_app), never as a superuser, but for the one that shows
+feedback's learn_now working in a tenant_admin context (memsub_test_tenant_admin).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def _run(scenario: Callable[[], Awaitable[None]]) -> None:
 
 
 @contextmanager
-def _tools(db: Any, tenant: uuid.UUID, **identity: Any) -> Iterator[MemoryTools]:
-    with Substrate(db.dsn("app"), max_size=2) as substrate:
+def _tools(db: Any, tenant: uuid.UUID, login: str = "app", **identity: Any) -> Iterator[MemoryTools]:
+    with Substrate(db.dsn(login), max_size=2) as substrate:
         who = Identity(tenant_id=tenant, **identity)
         dimension = check_identity(substrate, who)
         yield MemoryTools(substrate, who, HashingEmbedder(dimension), agent_id="assistant-1")
@@ -159,18 +160,52 @@ def test_remember_then_recall_replay_and_feedback(db):
 
                 useful = _data(await client.call_tool("feedback", {
                     "access_id": hybrid["hits"][0]["access_id"], "was_useful": True,
-                    "reason": "answered the billing question", "learn_now": True}))
+                    "reason": "answered the billing question"}))
                 assert useful["feedback"]["was_useful"] is True
                 assert useful["feedback"]["target_id"] == hybrid["hits"][0]["embedding_id"]
-                assert useful["learning_run"]["feedback_learned"] == 1
-                again = _data(await client.call_tool("recall", {"query": "invoices in euros", "k": 1}))
-                assert again["hits"][0]["importance_score"] > hybrid["hits"][0]["importance_score"]
+                assert useful["learning_run"] is None
 
     _run(scenario)
     with db.connect() as conn:
         row = conn.execute("select session_id, envelope -> 'provenance' ->> 'agent_id' from memsub.packet_store "
                            "where thread_id = %s order by write_seq limit 1", [thread]).fetchone()
     assert row == ("chat-1", "assistant-1")
+
+
+def test_feedback_learns_now_only_for_an_admin_identity(db):
+    """learn_now runs memsub.learn_importance, maintenance of the whole tenant that needs a tenant_admin or
+    platform_admin context: a server acting for the application is refused, naming learn_now and that need, and
+    writes nothing (not even the feedback); a server configured with a tenant_admin identity learns."""
+    tenant = uuid.uuid4()
+
+    def feedback_recorded(access_id: str) -> bool:
+        with db.connect() as conn:
+            row = conn.execute("select was_useful is not null from memsub.memory_access_log where access_id = %s",
+                               [access_id]).fetchone()
+        assert row is not None
+        return bool(row[0])
+
+    async def scenario() -> None:
+        with _tools(db, tenant) as tools:
+            async with Client(build_server(tools)) as client:
+                await client.call_tool("remember", {"text": "The customer prefers invoices in euros."})
+                hit = _data(await client.call_tool("recall", {"query": "invoices in euros", "k": 1}))["hits"][0]
+                refused = _error(await client.call_tool("feedback", {
+                    "access_id": hit["access_id"], "was_useful": True, "learn_now": True}))
+                assert "ContextError (SQLSTATE 42501, field learn_now)" in refused
+                assert "tenant_admin or platform_admin context" in refused and "memsub maintain" in refused
+                assert refused.endswith("; nothing was written")
+                assert not feedback_recorded(hit["access_id"])
+        with _tools(db, tenant, login="tenant_admin", roles=("tenant_admin",)) as tools:
+            async with Client(build_server(tools)) as client:
+                learned = _data(await client.call_tool("feedback", {
+                    "access_id": hit["access_id"], "was_useful": True, "learn_now": True}))
+                assert learned["learning_run"]["feedback_learned"] == 1
+                assert feedback_recorded(hit["access_id"])
+                again = _data(await client.call_tool("recall", {"query": "invoices in euros", "k": 1}))
+                assert again["hits"][0]["importance_score"] > hit["importance_score"]
+
+    _run(scenario)
 
 
 def test_namespaced_memory_entries(db):

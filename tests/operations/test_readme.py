@@ -1,4 +1,4 @@
-"""The README's SQL examples run as written, as a member of memsub_app."""
+"""The README's SQL examples run as written, as a member of memsub_app (the admin examples as the admin roles)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,24 @@ def test_readme_view_refresh_example_runs_as_a_platform_admin(db):
         edges = conn.execute("select source_entity, target_entity from memsub.tenant_entity_graph "
                              "order by 1, 2").fetchall()
     assert ("l9", "neo4j") in edges and ("l9", "python") in edges  # the graph view groups normalized names
+
+
+def test_readme_importance_learning_example_runs_as_a_tenant_admin_only(db):
+    with db.connect("app", autocommit=True) as conn:
+        for example in sql_examples():
+            conn.execute(example)
+    block = re.search(r"```sql\n-- as a member of memsub_tenant_admin\n(begin;.*?)```", README.read_text(), flags=re.S)
+    assert block is not None and "memsub.learn_importance()" in block.group(1)
+    statements = [s for s in block.group(1).split(";") if s.strip()]
+    with db.connect("app", autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        for statement in statements:  # the application may not run it, not even with the example's words
+            conn.execute(statement.replace(", p_roles => '{tenant_admin}'", ""))
+    results = []
+    with db.connect("tenant_admin", autocommit=True) as conn:
+        for statement in statements:
+            cursor = conn.execute(statement)
+            results.append(cursor.fetchall() if cursor.description else None)
+    assert results[2] == [(1, 1, 1)]  # the feedback's access, learned once, raised its packet's importance
 
 
 def test_readme_async_client_example_runs_as_the_application_role(db384):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from memsub.cli import main
 from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
-from memsub.errors import IntegrityError, InvalidInput
+from memsub.errors import ContextError, IntegrityError, InvalidInput
 from memsub.models import PacketEnvelopeIn
 
 from helpers import TENANT_A, TENANT_B
@@ -57,8 +57,15 @@ def test_search_feedback_and_learning_through_the_client(db384):
             useful = session.search.record_feedback(as_list[0].access_id, True, "named the supplier")  # type: ignore[arg-type]
             assert (useful.was_useful, useful.feedback_reason, useful.target_id) == (
                 True, "named the supplier", as_list[0].embedding_id)
+        # Learning is tenant maintenance: the tenant's administrator runs it (or `memsub maintain`), never the
+        # application, whose login may not execute it.
+        with pytest.raises(ContextError), substrate.tenant(TENANT_A) as session:
+            session.search.learn_importance()
+        with (Substrate(db384.dsn("tenant_admin")) as admin,
+              admin.tenant(TENANT_A, roles=["tenant_admin"]) as session):
             run = session.search.learn_importance()
             assert run.tenant_id == TENANT_A and run.accesses_counted == 3 and run.feedback_learned == 1
+        with substrate.tenant(TENANT_A) as session:
             after = session.packets.get(ids[0])
             assert before is not None and after is not None
             assert after.importance_score > before.importance_score

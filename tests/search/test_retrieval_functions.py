@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, expect_error, set_context, write
+from helpers import TENANT_A, TENANT_B, expect_error, set_context, table_state, write
 from layer_helpers import call
 from retrieval_data import BIG
 
@@ -133,6 +133,16 @@ def importance(conn: Any, packet_id: Any) -> float:
     return float(row[0])
 
 
+def learn(database: Any, arguments: str = "") -> dict[str, Any]:
+    """One learning run of TENANT_A as the deployment runs it: a tenant_admin context (``memsub maintain`` uses a
+    platform_admin one). The application's own login may not run it."""
+    with database.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        run = call(admin, f"select * from memsub.learn_importance({arguments})")
+        admin.commit()
+    return run
+
+
 def test_importance_feedback_frequency_decay_and_bounds(db384):
     with db384.connect("app") as conn:
         set_context(conn, TENANT_A)
@@ -150,14 +160,14 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         conn.execute("select memsub.record_feedback(%s, true)", [access[top["embedding_id"]]])
         conn.commit()
         set_context(conn, TENANT_A)
-        run = call(conn, "select * from memsub.learn_importance()")
+        run = learn(db384)
         assert run["accesses_counted"] == 4 and run["feedback_learned"] == 3
         assert importance(conn, useful["packet_id"]) > 0.5
         assert importance(conn, useless["packet_id"]) < 0.5
         assert importance(conn, top["packet_id"]) == 1.0
         # Learned once: a second run changes nothing for them.
         before = importance(conn, useful["packet_id"])
-        again = call(conn, "select * from memsub.learn_importance()")
+        again = learn(db384)
         assert again["accesses_counted"] == 0 and again["feedback_learned"] == 0
         assert importance(conn, useful["packet_id"]) == before
         conn.commit()
@@ -173,7 +183,7 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         set_context(conn, TENANT_A)
         idle_before = importance(conn, idle["packet_id"])
         assert idle_before > 0.8  # its one access counted: 0.8 + 0.2 * 0.02
-        run = call(conn, "select * from memsub.learn_importance()")
+        run = learn(db384)
         assert 0.49 < run["decay_factor"] < 0.51 and run["targets_decayed"] == 1
         assert math.isclose(importance(conn, idle["packet_id"]), 0.05 + (idle_before - 0.05) * run["decay_factor"],
                             rel_tol=1e-9)
@@ -187,7 +197,7 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         su.commit()
     with db384.connect("app") as conn:
         set_context(conn, TENANT_A)
-        run = call(conn, "select * from memsub.learn_importance(p_half_life => interval '1 minute')")
+        run = learn(db384, "p_half_life => interval '1 minute'")
         assert run["decay_factor"] == 0.0 and run["targets_decayed"] == 1
         assert math.isclose(importance(conn, idle["packet_id"]), 0.05, rel_tol=1e-9)
     # With a floor of 0 an importance can become tiny, and a tiny importance times a tiny factor underflowed
@@ -200,7 +210,7 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         su.commit()
     with db384.connect("app") as conn:
         set_context(conn, TENANT_A)
-        run = call(conn, "select * from memsub.learn_importance(p_half_life => interval '1 minute', p_floor => 0)")
+        run = learn(db384, "p_half_life => interval '1 minute', p_floor => 0")
         assert 0.0 < run["decay_factor"] < 1e-150
         assert importance(conn, idle["packet_id"]) == 0.0  # what is left of it is below any double's reach
     with db384.connect() as owner:  # the step is internal: only the learning run (its owner) executes it
@@ -224,8 +234,7 @@ def test_feedback_is_learned_again_only_when_it_ends_unlike_what_was_learned(db3
                 conn.execute("select memsub.record_feedback(%s, %s)", [access, useful])
             conn.commit()
             set_context(conn, TENANT_A)
-            runs.append(call(conn, "select * from memsub.learn_importance(p_idle_after => interval '100 years')"
-                             )["feedback_learned"])
+            runs.append(learn(db384, "p_idle_after => interval '100 years'")["feedback_learned"])
             importances.append(importance(conn, packet))
             conn.commit()
             set_context(conn, TENANT_A)
@@ -236,18 +245,63 @@ def test_feedback_is_learned_again_only_when_it_ends_unlike_what_was_learned(db3
 
 def test_learning_runs_beside_a_temporary_table_of_the_caller(db384):
     """A temporary table of the caller's session does not stand in the learning run's way, whatever its name."""
-    with db384.connect("app") as conn:
+    with db384.connect("tenant_admin") as conn:
         for name in ("learn_batch", "learn_delta"):
             conn.execute(f"create temporary table {name} (x integer)")
         conn.commit()
-        set_context(conn, TENANT_A)
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
         packet = write(conn, {"packet_type": "note", "payload": {"text": "p"}})["packet_id"]
         conn.execute("select memsub.record_access('packet', %s, p_was_useful => true)", [packet])
         conn.commit()
-        set_context(conn, TENANT_A)
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
         run = call(conn, "select * from memsub.learn_importance()")
         assert (run["accesses_counted"], run["feedback_learned"], run["targets_updated"]) == (1, 1, 1)
         assert importance(conn, packet) > 0.5
+
+
+def test_only_an_admin_context_learns_importance_for_the_tenant(db):
+    """learn_importance runs over the whole tenant, rows the caller cannot read included (it is owned by a
+    BYPASSRLS role): an application login of another organization could decay another organization's private
+    packets and memories to nothing, and read other organizations' activity in the run's counts. It needs a
+    tenant_admin or platform_admin context, as consolidate_memories does; a refused call changes nothing."""
+    writer, outsider = uuid.uuid4(), uuid.uuid4()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, writer)
+        shared = write(conn, {"packet_type": "note", "payload": {"text": "s"}, "importance_score": 0.9})
+        private = write(conn, {"packet_type": "note", "payload": {"text": "p"}, "importance_score": 0.9,
+                               "scope": "l-private"})
+        conn.execute("select memsub.store_semantic_memory('agent', array_fill(0.1, "
+                     "array[memsub.vector_dimension()])::vector, '{}', 'content', 'l-private', 0.9)")
+        conn.execute("select memsub.record_access('packet', %s)", [shared["packet_id"]])
+        conn.commit()
+    # The deployment's scheduled run, an hour ago.
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        admin.execute("select memsub.learn_importance()")
+        admin.commit()
+    with db.connect() as su:
+        su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '1 hour'")
+        su.commit()
+        before = table_state(su)
+    attack = ("select * from memsub.learn_importance(p_floor => 0, p_half_life => interval '1 second', "
+              "p_idle_after => interval '0')")
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_2, outsider)
+        expect_error(conn, "42501", None, attack)  # not executable by memsub_app
+        set_context(conn, TENANT_A, ORG_1, writer)  # nor by the writer itself, in a plain context
+        expect_error(conn, "42501", None, attack)
+    with db.connect("tenant_admin") as conn:  # a tenant_admin login without the tenant_admin context role
+        set_context(conn, TENANT_A, ORG_2, outsider)
+        refused = expect_error(conn, "42501", "roles", attack)
+        assert "needs a tenant_admin or platform_admin context" in str(refused)
+    with db.connect() as su:
+        assert table_state(su) == before
+    # The tenant's administrator learns and decays the whole tenant.
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        run = call(admin, "select * from memsub.learn_importance(p_idle_after => interval '0')")
+        assert run["targets_decayed"] == 3 and 0.0 < run["decay_factor"] < 1.0
+        assert importance(admin, private["packet_id"]) < 0.9
 
 
 def test_reflections_by_vector_tags_priority_are_recorded(db384):
