@@ -29,9 +29,13 @@ begin
             using errcode = '23502', column = 'session_id';
     end if;
     if p_for_update then
+        -- The writers of a session change its columns, never its key: FOR NO KEY UPDATE queues them one behind
+        -- the other without waiting for transactions that only refer to the session (a task, an agent, a
+        -- checkpoint, a memory entry or an audit row of it, whose foreign key shares the row). FOR UPDATE waited
+        -- for those, and two workers that each referred to the session and then appended an event deadlocked.
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
-           for update;
+           for no key update;
     else
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
@@ -44,8 +48,9 @@ begin
 end
 $$;
 comment on function memsub._session_lookup(text, boolean, text) is
-    'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming '
-    'session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
+    'Internal: the visible session of the context tenant with this id (optionally locked FOR NO KEY UPDATE, which '
+    'does not wait for rows that refer to it); raises p_errcode naming session_id when there is none (P0002, or '
+    '23503 where the caller only refers to the session).';
 
 create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker

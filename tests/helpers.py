@@ -173,6 +173,55 @@ def in_parallel(db: Any, work: Callable[[psycopg.Connection[Any], int], T], work
     return [results[i] for i in range(workers)]
 
 
+class Background:
+    """One call running in a thread of its own, on a connection the caller opened: what it returned or raised."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        self.result: object = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._work = work
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.result = self._work()
+        except BaseException as error:  # kept for the test to inspect
+            self.error = error
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def join(self, timeout: float = 30.0) -> Background:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the call never finished"
+        return self
+
+
+def wait_until_blocked(db: Any, pid: int, call: Background | None = None, timeout: float = 10.0) -> None:
+    """Wait until the backend ``pid`` waits for a lock (another transaction holds what it needs); fail the test when
+    it never does, or when ``call`` (what that backend runs) ends first. What makes an interleaving of two
+    transactions deterministic: the second statement has reached the lock before the first transaction ends."""
+    deadline = time.monotonic() + timeout
+    with db.connect(autocommit=True) as observer:  # the superuser sees every backend's wait
+        while time.monotonic() < deadline:
+            found = observer.execute("select wait_event_type from pg_stat_activity where pid = %s", [pid]).fetchone()
+            if found and found[0] == "Lock":
+                return
+            if call is not None and call.done():
+                raise AssertionError(f"the call ended without waiting for a lock: {call.error or call.result!r}")
+            time.sleep(0.02)
+    raise AssertionError("the call never waited for a lock")
+
+
+def blocked_call(db: Any, conn: psycopg.Connection[Any], work: Callable[[], object]) -> Background:
+    """Starts ``work`` (statements on ``conn``) in a thread and returns once ``conn`` waits for a lock another open
+    transaction holds; the test then ends that transaction and joins the call."""
+    call = Background(work)
+    wait_until_blocked(db, conn.info.backend_pid, call)
+    return call
+
+
 def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
     """Wait (outside any transaction) until the server's clock has passed moment (a packet's ttl, say)."""
     conn.commit()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import psycopg
 import pytest
 
-from helpers import in_threads
+from helpers import in_threads, wait_until_blocked
 from session_helpers import ALICE, as_user, expect_error, ground_truth, one, rows
 
 PROJECT_NS = "project:schema_redesign:status"
@@ -129,16 +128,6 @@ def test_bad_input_names_the_field_and_writes_nothing(db, call, params, sqlstate
     assert ground_truth(db, "select count(*) as n from memsub.audit") == [{"n": 0}]
 
 
-def _wait_until_blocked(db, pid: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = ground_truth(db, "select wait_event_type from pg_stat_activity where pid = %s", [pid])
-        if found and found[0]["wait_event_type"] == "Lock":
-            return
-        time.sleep(0.02)
-    raise AssertionError("the second writer never waited on the first")
-
-
 def test_two_writers_of_version_2_one_wins_the_other_retries_to_version_3(db):
     """Seed 001 section 6.2, step by step: the UNIQUE constraint decides between the two writers."""
     with db.connect("tenant_admin") as setup:
@@ -164,7 +153,7 @@ def test_two_writers_of_version_2_one_wins_the_other_retries_to_version_3(db):
 
         thread = threading.Thread(target=session_b)
         thread.start()
-        _wait_until_blocked(db, b_pid)  # B's INSERT of version 2 waits for A's uncommitted version 2
+        wait_until_blocked(db, b_pid)  # B's INSERT of version 2 waits for A's uncommitted version 2
         a.commit()
         thread.join(10)
         assert not thread.is_alive()
