@@ -52,6 +52,32 @@ comment on function memsub._session_lookup(text, boolean, text) is
     'does not wait for rows that refer to it); raises p_errcode naming session_id when there is none (P0002, or '
     '23503 where the caller only refers to the session).';
 
+create or replace function memsub._session_referred(p_session_id text) returns memsub.sessions
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_session memsub.sessions;
+begin
+    -- FOR KEY SHARE, the lock the referring row's foreign key takes anyway: it does not wait for the session's
+    -- other writers (FOR NO KEY UPDATE), only for a termination (FOR UPDATE), and reads the session as that
+    -- termination left it. A termination that starts later waits for this transaction and sees what it wrote.
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+       for key share;
+    if v_session.id is null then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = '23503', column = 'session_id';
+    end if;
+    perform memsub.require_active_session(v_session);
+    return v_session;
+end
+$$;
+comment on function memsub._session_referred(text) is
+    'Internal: the visible, active session of the context tenant that a new task, agent or link refers to, '
+    'key-share locked until the transaction ends, so that it cannot terminate before the reference commits '
+    '(23503 naming session_id when there is none, 55000 when it is not active).';
+
 create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -331,7 +357,17 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     -- The memory type is checked whether or not a user: key is written with it.
     perform memsub._check_one_of(p_memory_type, memsub.memory_types(), 'memory_type');
-    v_session := memsub._session_lookup(p_session_id, true);
+    -- FOR UPDATE, the one lock of a session that waits for the transactions referring to it (a task created in
+    -- it, an agent spawned into it, a task of it changing status: they hold a key share of its row) and keeps new
+    -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
+    -- which share the session before they lock a task of it, find it terminated once they may go on.
+    v_session := memsub._session_lookup(p_session_id);
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+       for update;
+    if v_session.id is null then  -- deleted meanwhile
+        v_session := memsub._session_lookup(p_session_id);
+    end if;
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
@@ -381,7 +417,9 @@ end
 $$;
 comment on function memsub.session_terminate(text, text, boolean) is
     'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or '
-    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); a task of an '
+    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); it waits '
+    'for transactions that create, link or change a task of the session or spawn an agent into it, and new ones '
+    'wait for it and then find the session terminated; a task of an '
     'organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of '
     '(namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the '
     'session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';

@@ -214,6 +214,23 @@ def wait_until_blocked(db: Any, pid: int, call: Background | None = None, timeou
     raise AssertionError("the call never waited for a lock")
 
 
+def started_call(db: Any, conn: psycopg.Connection[Any], work: Callable[[], object],
+                 timeout: float = 10.0) -> Background:
+    """Starts ``work`` (statements on ``conn``) in a thread and returns once it has either finished or waits for a
+    lock: the test then ends the other transaction and joins the call, and asserts on the outcome whichever it
+    was."""
+    call = Background(work)
+    deadline = time.monotonic() + timeout
+    with db.connect(autocommit=True) as observer:
+        while not call.done() and time.monotonic() < deadline:
+            found = observer.execute("select wait_event_type from pg_stat_activity where pid = %s",
+                                     [conn.info.backend_pid]).fetchone()
+            if found and found[0] == "Lock":
+                break
+            time.sleep(0.02)
+    return call
+
+
 def blocked_call(db: Any, conn: psycopg.Connection[Any], work: Callable[[], object]) -> Background:
     """Starts ``work`` (statements on ``conn``) in a thread and returns once ``conn`` waits for a lock another open
     transaction holds; the test then ends that transaction and joins the call."""

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import time
 
-from helpers import Background
+import psycopg
+import pytest
+
+from helpers import Background, blocked_call, started_call
 from session_helpers import ALICE, as_user, ground_truth, new_session, one
 
 
@@ -36,3 +39,57 @@ def test_two_workers_that_create_a_task_and_append_an_event_do_not_deadlock(db):
             time.sleep(0.02)
     assert errors == []
     assert ground_truth(db, "select event_count from memsub.sessions where id = 's1'") == [{"event_count": 2}]
+
+
+REFERENCES = {
+    "task_create": "select id from memsub.task_create('job', '{}', 's1')",
+    "task_link_session": "select id from memsub.task_link_session(%(orphan)s, 's1')",
+    "agent_spawn": "select id from memsub.agent_spawn('helper', %(orphan)s, 's1')",
+}
+
+
+@pytest.mark.parametrize("call", sorted(REFERENCES))
+def test_no_work_enters_a_session_while_it_terminates(db, call):
+    """A task created in, linked to or an agent spawned into a session whose termination is not yet committed
+    waits for it and is then refused like one after it (55000 naming session_id): before, it saw the session
+    still active and was written into the terminated session, a pending task that no longer blocked it."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1")
+        as_user(conn, ALICE)
+        orphan = one(conn, "select id from memsub.task_create('orphan', '{}')")["id"]
+        conn.commit()
+    with db.connect("app") as closer, db.connect("app") as worker:
+        as_user(closer, ALICE, "s1")
+        one(closer, "select status from memsub.session_terminate('s1')")
+        as_user(worker, ALICE, "s1")
+        pending = started_call(db, worker, lambda: worker.execute(REFERENCES[call], {"orphan": orphan}).fetchone())
+        closer.commit()
+        pending.join()
+        worker.rollback()
+    refused = pending.error
+    assert isinstance(refused, psycopg.errors.ObjectNotInPrerequisiteState), refused or pending.result
+    assert refused.diag.column_name == "session_id"
+    assert ground_truth(db, "select (select count(*) from memsub.tasks where session_id = 's1') as tasks, "
+                            "(select count(*) from memsub.agents where session_id = 's1') as agents") == [
+        {"tasks": 0, "agents": 0}]
+
+
+def test_a_worker_that_creates_a_task_and_appends_while_the_session_terminates_is_refused(db):
+    """A worker's transaction creates a task in the session, then a termination starts and waits for that task,
+    then the worker appends an event: the append waits for the termination instead of deadlocking with it. The
+    termination, once the worker's task is committed, refuses (an open task)."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1")
+    with db.connect("app") as worker, db.connect("app") as closer:
+        as_user(worker, ALICE, "s1")
+        one(worker, "select id from memsub.task_create('job', '{}', 's1')")
+        as_user(closer, ALICE, "s1")
+        closing = blocked_call(db, closer, lambda: one(closer, "select status from memsub.session_terminate('s1')"))
+        one(worker, "select event_count from memsub.session_append_event('s1', '{}')")
+        worker.commit()
+        closing.join()
+        closer.rollback()
+    assert isinstance(closing.error, psycopg.errors.ObjectNotInPrerequisiteState), closing.error or closing.result
+    assert ground_truth(db, "select status, event_count from memsub.sessions") == [
+        {"status": "active", "event_count": 1}]
+
