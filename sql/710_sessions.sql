@@ -387,8 +387,13 @@ begin
                   hint = 'Pass p_cancel_open_tasks => true to cancel them as the session terminates.';
     end if;
     if cardinality(v_open) > 0 then
-        update memsub.tasks t set status = 'cancelled', completed_at = now()
-         where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
+        -- Only a task still open is cancelled: a final status is never overwritten.
+        with cancelled as (
+            update memsub.tasks t set status = 'cancelled', completed_at = now()
+             where t.tenant_id = v_session.tenant_id and t.id = any(v_open)
+               and t.status <> all(memsub.task_final_statuses())
+            returning t.id)
+        select coalesce(array_agg(c.id order by c.id), '{}') into v_open from cancelled c;
         perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
                                     p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
                                     p_tenant_id => v_session.tenant_id)
@@ -417,7 +422,7 @@ end
 $$;
 comment on function memsub.session_terminate(text, text, boolean) is
     'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or '
-    'running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); it waits '
+    'running tasks, unless cancel_open_tasks, which cancels those still open (audited as task_status); it waits '
     'for transactions that create, link or change a task of the session or spawn an agent into it, and new ones '
     'wait for it and then find the session terminated; a task of an '
     'organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of '

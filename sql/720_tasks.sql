@@ -16,6 +16,14 @@ declare
     v_task memsub.tasks;
 begin
     if p_for_update then
+        -- The task's session first (a key share, which its audit row's foreign key takes anyway), then the task:
+        -- the order memsub.session_terminate takes them in, the session and then its open tasks. Locked the other
+        -- way round, a task changing status while its session terminated deadlocked.
+        perform from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id()
+           and s.id = (select t.session_id from memsub.tasks t
+                        where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id)
+           for key share;
         select t.* into v_task from memsub.tasks t
          where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
            for update;
@@ -31,7 +39,8 @@ begin
 end
 $$;
 comment on function memsub._task_lookup(bigint, boolean, text) is
-    'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming '
+    'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its '
+    'session); raises p_errcode naming '
     'task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 create or replace function memsub.task_create(

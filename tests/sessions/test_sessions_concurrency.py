@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import psycopg
 import pytest
@@ -39,6 +40,39 @@ def test_two_workers_that_create_a_task_and_append_an_event_do_not_deadlock(db):
             time.sleep(0.02)
     assert errors == []
     assert ground_truth(db, "select event_count from memsub.sessions where id = 's1'") == [{"event_count": 2}]
+
+
+def _task(db: Any, session_id: str) -> int:
+    with db.connect("app") as conn:
+        as_user(conn, ALICE, session_id)
+        task = one(conn, "select id from memsub.task_create('job', '{}', %s)", [session_id])
+        conn.commit()
+    return int(task["id"])
+
+
+def test_a_task_completed_while_its_session_terminates_stays_completed(db):
+    """A worker completes the session's last open task while the session terminates with cancel_open_tasks: the
+    termination waits for the worker, and a task that is final by then is not cancelled over its result."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1")
+    task_id = _task(db, "s1")
+    with db.connect("app") as worker, db.connect("app") as closer:
+        as_user(worker, ALICE, "s1")
+        one(worker, "select status from memsub.task_set_status(%s, 'completed', %s::jsonb)",
+            [task_id, json.dumps({"answer": 42})])
+        as_user(closer, ALICE, "s1")
+        call = blocked_call(db, closer, lambda: one(
+            closer, "select status from memsub.session_terminate('s1', 'semantic', true)"))
+        worker.commit()
+        call.join()
+        assert call.error is None, call.error
+        closer.commit()
+    assert call.result == {"status": "terminated"}
+    assert ground_truth(db, "select status, result from memsub.tasks where id = %s", [task_id]) == [
+        {"status": "completed", "result": {"answer": 42}}]
+    audit = ground_truth(db, "select details ->> 'to' as status from memsub.audit "
+                             "where operation = 'task_status' and task_id = %s order by id", [task_id])
+    assert [a["status"] for a in audit] == ["completed"]
 
 
 REFERENCES = {
@@ -93,3 +127,27 @@ def test_a_worker_that_creates_a_task_and_appends_while_the_session_terminates_i
     assert ground_truth(db, "select status, event_count from memsub.sessions") == [
         {"status": "active", "event_count": 1}]
 
+
+def test_a_task_changing_status_and_its_session_terminating_do_not_deadlock(db):
+    """The worker has locked its task and not yet written its audit row (which shares the session's row) when the
+    termination starts: the termination must not lock the session and then wait for the task while the worker
+    waits for the session. A superuser's lock on the audit table holds the worker at that point."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1")
+    task_id = _task(db, "s1")
+    with db.connect() as orchestrator, db.connect("app") as worker, db.connect("app") as closer:
+        orchestrator.execute("lock table memsub.audit in access exclusive mode")
+        as_user(worker, ALICE, "s1")
+        working = blocked_call(db, worker, lambda: one(
+            worker, "select status from memsub.task_set_status(%s, 'completed')", [task_id]))
+        as_user(closer, ALICE, "s1")
+        closing = started_call(db, closer, lambda: one(
+            closer, "select status from memsub.session_terminate('s1', 'semantic', true)"))
+        orchestrator.rollback()  # the worker goes on to its audit row
+        working.join()
+        (worker.rollback if working.error else worker.commit)()
+        closing.join()
+        (closer.rollback if closing.error else closer.commit)()
+    assert (working.error, closing.error) == (None, None)
+    assert ground_truth(db, "select status from memsub.tasks where id = %s", [task_id]) == [{"status": "completed"}]
+    assert ground_truth(db, "select status from memsub.sessions") == [{"status": "terminated"}]
