@@ -127,28 +127,6 @@ begin
             using errcode = '42501', column = 'namespace';
     end if;
 
-    select m.version, m.is_deleted into v_current, v_deleted
-      from memsub.memory_entries m
-     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-     order by m.version desc limit 1;
-
-    if p_delete and (v_current is null or v_deleted) then
-        raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
-            using errcode = 'P0002', column = 'key';
-    end if;
-    -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
-    -- version its delete returned is taken as well.
-    if p_check_version and (
-        (p_expected_version is null and v_current is not null and not v_deleted)
-        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
-            and not (v_deleted and p_expected_version = 0))) then
-        raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
-            p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
-            using errcode = '40001', column = 'expected_version',
-                  detail = format('current_version=%s', coalesce(v_current, 0)),
-                  hint = 'Read the entry again and retry the write with the version you read.';
-    end if;
-
     -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
     -- again on every call (a custom plan for a NULL session is always the cheaper).
     v_session := coalesce(p_session_id, memsub.current_session_id());
@@ -158,24 +136,52 @@ begin
         end if;
     end if;
 
-    insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
-                                             version, is_deleted, metadata, session_id, embedding)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
-            case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
-            p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
-    on conflict on constraint memory_entries_version_key do nothing
-    returning m.* into v_row;
-    if not found then
-        -- A concurrent writer committed this version first (the UNIQUE constraint decided).
-        select m.* into v_previous from memsub.memory_entries m
+    -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
+    -- committed by then).
+    loop
+        select m.version, m.is_deleted into v_current, v_deleted
+          from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
          order by m.version desc limit 1;
-        raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
-            p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
-            using errcode = '40001', column = 'expected_version',
-                  detail = format('current_version=%s', coalesce(v_previous.version, 0)),
-                  hint = 'Read the entry again and retry the write with the version you read.';
-    end if;
+
+        if p_delete and (v_current is null or v_deleted) then
+            raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
+                using errcode = 'P0002', column = 'key';
+        end if;
+        -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
+        -- version its delete returned is taken as well.
+        if p_check_version and (
+            (p_expected_version is null and v_current is not null and not v_deleted)
+            or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
+                and not (v_deleted and p_expected_version = 0))) then
+            raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
+                p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
+                using errcode = '40001', column = 'expected_version',
+                      detail = format('current_version=%s', coalesce(v_current, 0)),
+                      hint = 'Read the entry again and retry the write with the version you read.';
+        end if;
+
+        insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
+                                                 version, is_deleted, metadata, session_id, embedding)
+        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
+                case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
+                p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
+        on conflict on constraint memory_entries_version_key do nothing
+        returning m.* into v_row;
+        exit when found;
+        -- A concurrent writer committed this version first (the UNIQUE constraint decided). Last write wins
+        -- (session termination) goes on after it, as the next version; an optimistic write is stale.
+        if p_check_version then
+            select m.* into v_previous from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+             order by m.version desc limit 1;
+            raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
+                p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
+                using errcode = '40001', column = 'expected_version',
+                      detail = format('current_version=%s', coalesce(v_previous.version, 0)),
+                      hint = 'Read the entry again and retry the write with the version you read.';
+        end if;
+    end loop;
     if p_delete then
         update memsub.memory_entries m set is_deleted = true
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
@@ -192,7 +198,8 @@ comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, 
     'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with '
     'p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when '
     'p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is '
-    'last-write-wins (session termination, consolidation). Not granted to clients.';
+    'last-write-wins (session termination): a version committed concurrently becomes the one before it. Not '
+    'granted to clients.';
 
 drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
 create or replace function memsub.memory_write(

@@ -151,3 +151,27 @@ def test_a_task_changing_status_and_its_session_terminating_do_not_deadlock(db):
     assert (working.error, closing.error) == (None, None)
     assert ground_truth(db, "select status from memsub.tasks where id = %s", [task_id]) == [{"status": "completed"}]
     assert ground_truth(db, "select status from memsub.sessions") == [{"status": "terminated"}]
+
+
+def test_a_termination_writes_its_user_keys_over_a_concurrent_memory_write(db):
+    """The session's user: keys become memory entries when it terminates, last write wins (the session's value
+    is the newer): a memory write of the same key committed while the termination waits for it is kept as the
+    version before, and the termination goes on. Before, the termination failed with the optimistic lock's 40001
+    ("stale write"), which only memory_write and memory_delete, stating a version, raise."""
+    namespace = f"user:{ALICE}:prefs"
+    with db.connect("app") as conn:
+        new_session(conn, "s1", state={f"{namespace}:style": "terse"})
+    with db.connect("app") as writer, db.connect("app") as closer:
+        as_user(writer, ALICE)
+        one(writer, "select version from memsub.memory_write(%s, 'style', '\"verbose\"')", [namespace])
+        as_user(closer, ALICE, "s1")
+        closing = blocked_call(db, closer, lambda: one(
+            closer, "select status, migrated_keys from memsub.session_terminate('s1')"))
+        writer.commit()
+        closing.join()
+        (closer.rollback if closing.error else closer.commit)()
+    assert closing.error is None, closing.error
+    assert closing.result == {"status": "terminated", "migrated_keys": 1}
+    assert ground_truth(db, "select version, value from memsub.memory_entries where key = 'style' "
+                            "order by version") == [{"version": 1, "value": "verbose"},
+                                                    {"version": 2, "value": "terse"}]
