@@ -109,9 +109,12 @@ begin
                     using errcode = '22004', column = 'strategy';
             end if;
             -- The new version replaces the live one (the newest of them): it keeps its metadata, its vector when the
-            -- value is still its value, and its tier, importance and decay state.
+            -- value is still its value, and its tier, importance and decay state. Locked, and so read as committed
+            -- last: an access (memsub.memory_touch) or a promotion (memsub.memory_maintenance) of it is carried
+            -- over, and one that comes later waits and then finds the new version.
             select m.* into v_live from memsub.memory_entries m
-             where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)];
+             where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)]
+               for update;
             -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
             -- makes the write stale, and the key is left for the next run.
             v_row := memsub.store_memory_version(

@@ -105,11 +105,18 @@ begin
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
             using errcode = '42501', column = 'namespace';
     end if;
-    select m.* into v_entry from memsub.memory_entries m
-     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-     order by m.version desc limit 1
-       for update;
-    if not found or v_entry.is_deleted then
+    -- The latest version, locked. A version written while this waited for the lock (a consolidation's, which
+    -- locks the live version it replaces) is the latest once the wait is over: the next pass reads and locks it.
+    loop
+        select m.* into v_entry from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1
+           for update;
+        exit when not found or not exists (select from memsub.memory_entries n
+                                            where n.tenant_id = v_tenant and n.namespace = p_namespace
+                                              and n.key = p_key and n.version > v_entry.version);
+    end loop;
+    if v_entry.id is null or v_entry.is_deleted then
         raise exception 'memory key "%" in namespace "%" has no live entry', p_key, p_namespace
             using errcode = 'P0002', column = 'key';
     end if;

@@ -243,3 +243,51 @@ def test_a_key_whose_consolidation_is_over_a_limit_is_reported_and_the_others_do
                             "count(*) filter (where metadata ? 'consolidated_into') as marked "
                             "from memsub.memory_entries group by key order by key") == [
         {"key": "big", "version": 2, "marked": 0}, {"key": "small", "version": 3, "marked": 2}]
+
+
+def _touched_and_consolidated(db: Any, touch_first: bool) -> list[dict[str, Any]]:
+    """An access (memory_touch) of a key's live version and a consolidation of the key, one holding its row while
+    the other starts; returns the key's versions as stored."""
+    from helpers import blocked_call
+
+    ns = f"user:{ALICE}:notes"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        put(conn, ns, "tea", "green", "oolong")
+        conn.commit()
+    touch = "select version from memsub.memory_touch(%s, 'tea')"
+    consolidate = "select version, outcome from memsub.consolidate_memories()"
+    with db.connect("app") as toucher, db.connect("tenant_admin") as consolidator:
+        as_user(toucher, ALICE)
+        admin(consolidator)
+        if touch_first:
+            one(toucher, touch, [ns])
+            second = blocked_call(db, consolidator, lambda: rows(consolidator, consolidate))
+            toucher.commit()
+            second.join()
+            (consolidator.rollback if second.error else consolidator.commit)()
+        else:
+            rows(consolidator, consolidate)
+            second = blocked_call(db, toucher, lambda: one(toucher, touch, [ns]))
+            consolidator.commit()
+            second.join()
+            (toucher.rollback if second.error else toucher.commit)()
+    assert second.error is None, second.error
+    return ground_truth(db, "select version, decay_weight > 1 as accessed from memsub.memory_entries "
+                            "where key = 'tea' order by version")
+
+
+def test_an_access_committed_while_its_key_is_consolidated_is_kept(db):
+    """The consolidated version keeps the live version's decay state; an access that committed while the
+    consolidation waited for the live version is part of that state. Before, the consolidation copied the state
+    it had read before the access, and the access was lost."""
+    versions = _touched_and_consolidated(db, touch_first=True)
+    assert versions[-1] == {"version": 3, "accessed": True}
+
+
+def test_an_access_that_waited_for_a_consolidation_goes_to_the_new_version(db):
+    """An access waiting for a consolidation of its key records itself on the version the consolidation wrote,
+    the key's live version once it commits. Before, it was recorded on the version consolidated into it, which
+    no reader takes any more."""
+    versions = _touched_and_consolidated(db, touch_first=False)
+    assert versions[-1] == {"version": 3, "accessed": True}
