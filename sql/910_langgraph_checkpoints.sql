@@ -36,40 +36,55 @@ comment on function memsub.langgraph_check_text(text, text, boolean) is
 -- policy error on rows it cannot see. Every function that changes a thread checks here first, over every
 -- organization: owned by memsub_retrieval_owner (BYPASSRLS), it states the tenant itself and reads one row of
 -- each thread (all rows of a thread carry its context, so one says it), whatever the thread's length.
-create or replace function memsub._langgraph_check_thread_context(p_thread_ids text[]) returns void
-language plpgsql stable security definer
+-- A writer of a thread that has no row yet takes a lock of the thread first and then looks again: two first writes
+-- from two contexts at once queue on it, and the second finds the first's rows (the unique key serializes only two
+-- writes of one checkpoint, and the second of those then met a row of the other context).
+drop function if exists memsub._langgraph_check_thread_context(text[]);
+create or replace function memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean default false)
+returns void
+language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant    uuid := memsub._require_tenant_id();
     v_org       uuid := memsub.current_org_id();
     v_elsewhere text;
+    v_new       text[];
 begin
-    select u.id into v_elsewhere
-      from unnest(p_thread_ids) as u(id)
-     cross join lateral (
-               (select c.org_id from memsub.langgraph_checkpoints c
-                 where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
-               union all
-               (select w.org_id from memsub.langgraph_checkpoint_writes w
-                 where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
-               limit 1) as o
-     where o.org_id is distinct from v_org
-     limit 1;
-    if v_elsewhere is not null then
-        raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
-                        'one): it is changed there only', v_elsewhere
-            using errcode = '42501', column = 'thread_id';
-    end if;
+    for v_pass in 1..2 loop
+        select min(u.id) filter (where o.present and o.org_id is distinct from v_org),
+               array_agg(distinct u.id order by u.id) filter (where o.present is null)
+          into v_elsewhere, v_new
+          from unnest(p_thread_ids) as u(id)
+          left join lateral (
+                   (select true as present, c.org_id from memsub.langgraph_checkpoints c
+                     where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
+                   union all
+                   (select true, w.org_id from memsub.langgraph_checkpoint_writes w
+                     where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
+                   limit 1) as o on true;
+        if v_elsewhere is not null then
+            raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
+                            'one): it is changed there only', v_elsewhere
+                using errcode = '42501', column = 'thread_id';
+        end if;
+        exit when not p_write or v_new is null or v_pass = 2;
+        -- New threads, locked in order (a row lock only memsub's owner roles can take), then looked at again.
+        perform memsub.take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
+           from unnest(v_new) as n(id)
+          order by n.id;
+    end loop;
 end
 $$;
-alter function memsub._langgraph_check_thread_context(text[]) owner to memsub_retrieval_owner;
-comment on function memsub._langgraph_check_thread_context(text[]) is
+alter function memsub._langgraph_check_thread_context(text[], boolean) owner to memsub_retrieval_owner;
+comment on function memsub._langgraph_check_thread_context(text[], boolean) is
     'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another '
     'context than the caller''s (another organization, or tenant-wide for an organization and the other way '
-    'round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+    'round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). For a writer (p_write), a thread with '
+    'no row yet is locked until the transaction ends and checked again, so that concurrent first writes from two '
+    'contexts are one after the other. Executable only by memsub_owner.';
 grant select on memsub.langgraph_checkpoints, memsub.langgraph_checkpoint_writes to memsub_retrieval_owner;
-grant execute on function memsub._langgraph_check_thread_context(text[]) to memsub_owner;
+grant execute on function memsub._langgraph_check_thread_context(text[], boolean) to memsub_owner;
 
 create or replace function memsub.langgraph_checkpoint_put(
     p_thread_id            text,
@@ -99,7 +114,7 @@ begin
             using errcode = '22023', column = 'metadata';
     end if;
     perform memsub._check_limit(octet_length(p_metadata ->> 'run_id'), 'max_id_bytes', 'metadata.run_id');
-    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_thread_id], true);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -151,7 +166,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels and value_types must not hold NULL'
             using errcode = '22023', column = 'channels';
     end if;
-    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_thread_id], true);
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
@@ -323,7 +338,7 @@ declare
 begin
     perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
     perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
-    perform memsub._langgraph_check_thread_context(array[p_target_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_target_thread_id], true);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)

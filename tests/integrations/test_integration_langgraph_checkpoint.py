@@ -340,3 +340,33 @@ def test_an_agent_session_item_over_max_json_bytes_is_refused_naming_it(db: Any)
         assert (refused.value.sqlstate, refused.value.diag.column_name) == ("54000", "items[1]")
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("same_checkpoint", [True, False], ids=["same checkpoint", "another checkpoint"])
+@pytest.mark.parametrize("first_org", [True, False], ids=["organization first", "tenant-wide first"])
+def test_two_contexts_writing_a_new_thread_at_once(db: Any, first_org: bool, same_checkpoint: bool) -> None:
+    """The second of two concurrent first writes of a thread, from another context, waits for the first and is
+    then refused by name (42501, thread_id): it neither writes the thread's rows in a second context nor overwrites
+    the first's checkpoint (an organization sees a tenant-wide row), nor meets the row-level security policy (a
+    tenant-wide context does not see an organization's row)."""
+    from helpers import started_call
+
+    tenant, org = uuid.uuid4(), uuid.uuid4()
+    first_context, second_context = ((org, None) if first_org else (None, org))
+    put = "select memsub.langgraph_checkpoint_put('t', '', %s, null, 'msgpack', %s, '{}')"
+    with db.connect("app") as first, db.connect("app") as second:
+        first.execute("select memsub.set_context(%s, %s)", [tenant, first_context])
+        first.execute(put, ["c1", b"first"])
+        second.execute("select memsub.set_context(%s, %s)", [tenant, second_context])
+        second.execute("set local lock_timeout = '10s'")
+        writing = started_call(db, second, lambda: second.execute(
+            put, ["c1" if same_checkpoint else "c2", b"second"]))
+        first.commit()
+        writing.join()
+        second.commit() if writing.error is None else second.rollback()
+    refused = writing.error
+    assert isinstance(refused, psycopg.errors.InsufficientPrivilege), refused
+    assert refused.diag.column_name == "thread_id" and "row-level security" not in str(refused)
+    with db.connect() as conn:
+        assert conn.execute("select checkpoint_id, checkpoint, org_id from memsub.langgraph_checkpoints "
+                            "where tenant_id = %s", [tenant]).fetchall() == [("c1", b"first", first_context)]
