@@ -298,9 +298,12 @@ begin
     if exists (select from jsonb_object_keys(delta) k where k like 'app:%' or k like 'user:%') then
         perform memsub.adk_write_states(p_app_name, p_user_id, delta);
     end if;
+    -- The last update time moves forward with every append, whenever this transaction began: the clock now (not
+    -- the transaction's start, which may be earlier than another writer's append), and past the stored time, so
+    -- that every session object read before this event is stale.
     update memsub.adk_sessions s
        set state = s.state || memsub.adk_state_part(delta, ''), event_count = s.event_count + 1,
-           updated_at = greatest(now(), s.updated_at)
+           updated_at = greatest(clock_timestamp(), s.updated_at + interval '1 microsecond')
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id
     returning s.* into v_session;

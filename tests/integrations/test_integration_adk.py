@@ -343,3 +343,31 @@ def test_a_blank_session_id_gets_a_new_one_and_spaces_around_an_id_go_as_adk_doe
         assert await service.get_session(app_name=APP, user_id=USER, session_id="s-7") is not None
 
     run(db, scenario, (MemsubSessionService, {"tenant_id": uuid.uuid4()}))
+
+
+def test_an_event_from_a_transaction_begun_earlier_still_makes_other_session_objects_stale(db: Any) -> None:
+    """Each append moves the session's last update time forward, whenever the appending transaction began: a
+    session object that a writer got back from its own append, before another writer's event, is then stale.
+    Before, the time was the transaction's start (now()), and an event appended by a transaction that began before
+    the other append left the time where that append had put it: the stale object was accepted."""
+    from helpers import TENANT_A, set_context
+
+    append = "select memsub.adk_session_append_event('app', 'u', 's', %s::jsonb, %s)"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select * from memsub.adk_session_create('app', 'u', 's')")
+        conn.commit()
+    with db.connect("app") as early, db.connect("app") as late:
+        set_context(late, TENANT_A)  # its transaction, and its now(), begin here
+        set_context(early, TENANT_A)
+        row = early.execute(append, ['{"id": "e1", "timestamp": 1}', None]).fetchone()
+        assert row is not None
+        seen = row[0]  # what the early writer's session object now holds
+        early.commit()
+        late.execute(append, ['{"id": "e2", "timestamp": 2}', None])
+        late.commit()
+        set_context(early, TENANT_A)
+        with pytest.raises(psycopg.errors.SerializationFailure) as stale:
+            early.execute(append, ['{"id": "e3", "timestamp": 3}', seen])
+        early.rollback()
+    assert stale.value.diag.column_name == "last_update_time"
