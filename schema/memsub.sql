@@ -2106,37 +2106,45 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself (an admin context passes org and scope, as under the policies) so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
-CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) RETURNS void
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
     v_tenant    uuid := memsub._require_tenant_id();
     v_org       uuid := memsub.current_org_id();
     v_elsewhere text;
+    v_new       text[];
 begin
-    select u.id into v_elsewhere
-      from unnest(p_thread_ids) as u(id)
-     cross join lateral (
-               (select c.org_id from memsub.langgraph_checkpoints c
-                 where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
-               union all
-               (select w.org_id from memsub.langgraph_checkpoint_writes w
-                 where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
-               limit 1) as o
-     where o.org_id is distinct from v_org
-     limit 1;
-    if v_elsewhere is not null then
-        raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
-                        'one): it is changed there only', v_elsewhere
-            using errcode = '42501', column = 'thread_id';
-    end if;
+    for v_pass in 1..2 loop
+        select min(u.id) filter (where o.present and o.org_id is distinct from v_org),
+               array_agg(distinct u.id order by u.id) filter (where o.present is null)
+          into v_elsewhere, v_new
+          from unnest(p_thread_ids) as u(id)
+          left join lateral (
+                   (select true as present, c.org_id from memsub.langgraph_checkpoints c
+                     where c.tenant_id = v_tenant and c.thread_id = u.id limit 1)
+                   union all
+                   (select true, w.org_id from memsub.langgraph_checkpoint_writes w
+                     where w.tenant_id = v_tenant and w.thread_id = u.id limit 1)
+                   limit 1) as o on true;
+        if v_elsewhere is not null then
+            raise exception 'thread "%" is written from another context (another organization''s, or the tenant-wide '
+                            'one): it is changed there only', v_elsewhere
+                using errcode = '42501', column = 'thread_id';
+        end if;
+        exit when not p_write or v_new is null or v_pass = 2;
+        -- New threads, locked in order (a row lock only memsub's owner roles can take), then looked at again.
+        perform memsub.take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
+           from unnest(v_new) as n(id)
+          order by n.id;
+    end loop;
 end
 $$;
 
-ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) OWNER TO memsub_retrieval_owner;
+ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). For a writer (p_write), a thread with no row yet is locked until the transaction ends and checked again, so that concurrent first writes from two contexts are one after the other. Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3390,9 +3398,13 @@ begin
             using errcode = '23502', column = 'session_id';
     end if;
     if p_for_update then
+        -- The writers of a session change its columns, never its key: FOR NO KEY UPDATE queues them one behind
+        -- the other without waiting for transactions that only refer to the session (a task, an agent, a
+        -- checkpoint, a memory entry or an audit row of it, whose foreign key shares the row). FOR UPDATE waited
+        -- for those, and two workers that each referred to the session and then appended an event deadlocked.
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
-           for update;
+           for no key update;
     else
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
@@ -3407,7 +3419,7 @@ $$;
 
 ALTER FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
+COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked FOR NO KEY UPDATE, which does not wait for rows that refer to it); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
 CREATE FUNCTION memsub._session_open_tasks(p_session_id text) RETURNS bigint[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3427,6 +3439,32 @@ $$;
 ALTER FUNCTION memsub._session_open_tasks(p_session_id text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._session_open_tasks(p_session_id text) IS 'Internal to session_terminate: the ids of the session''s tasks not yet final (pending or running) in every organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
+CREATE FUNCTION memsub._session_referred(p_session_id text) RETURNS memsub.sessions
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_session memsub.sessions;
+begin
+    -- FOR KEY SHARE, the lock the referring row's foreign key takes anyway: it does not wait for the session's
+    -- other writers (FOR NO KEY UPDATE), only for a termination (FOR UPDATE), and reads the session as that
+    -- termination left it. A termination that starts later waits for this transaction and sees what it wrote.
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+       for key share;
+    if v_session.id is null then
+        raise exception 'session "%" does not exist or is not visible', p_session_id
+            using errcode = '23503', column = 'session_id';
+    end if;
+    perform memsub.require_active_session(v_session);
+    return v_session;
+end
+$$;
+
+ALTER FUNCTION memsub._session_referred(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._session_referred(p_session_id text) IS 'Internal: the visible, active session of the context tenant that a new task, agent or link refers to, key-share locked until the transaction ends, so that it cannot terminate before the reference commits (23503 naming session_id when there is none, 55000 when it is not active).';
 
 CREATE FUNCTION memsub.task_final_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3506,6 +3544,14 @@ declare
     v_task memsub.tasks;
 begin
     if p_for_update then
+        -- The task's session first (a key share, which its audit row's foreign key takes anyway), then the task:
+        -- the order memsub.session_terminate takes them in, the session and then its open tasks. Locked the other
+        -- way round, a task changing status while its session terminated deadlocked.
+        perform from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id()
+           and s.id = (select t.session_id from memsub.tasks t
+                        where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id)
+           for key share;
         select t.* into v_task from memsub.tasks t
          where t.tenant_id = memsub._require_tenant_id() and t.id = p_task_id
            for update;
@@ -3523,7 +3569,7 @@ $$;
 
 ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
+COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its session); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 CREATE FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) RETURNS uuid[]
     LANGUAGE sql STABLE
@@ -3935,9 +3981,12 @@ begin
     if exists (select from jsonb_object_keys(delta) k where k like 'app:%' or k like 'user:%') then
         perform memsub.adk_write_states(p_app_name, p_user_id, delta);
     end if;
+    -- The last update time moves forward with every append, whenever this transaction began: the clock now (not
+    -- the transaction's start, which may be earlier than another writer's append), and past the stored time, so
+    -- that every session object read before this event is stale.
     update memsub.adk_sessions s
        set state = s.state || memsub.adk_state_part(delta, ''), event_count = s.event_count + 1,
-           updated_at = greatest(now(), s.updated_at)
+           updated_at = greatest(clock_timestamp(), s.updated_at + interval '1 microsecond')
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id
     returning s.* into v_session;
@@ -4345,7 +4394,7 @@ begin
     -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
     -- no more work.
     if v_session is not null then
-        perform memsub.require_active_session(memsub._session_lookup(v_session, false, '23503'));
+        perform memsub._session_referred(v_session);
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -5298,9 +5347,12 @@ begin
                     using errcode = '22004', column = 'strategy';
             end if;
             -- The new version replaces the live one (the newest of them): it keeps its metadata, its vector when the
-            -- value is still its value, and its tier, importance and decay state.
+            -- value is still its value, and its tier, importance and decay state. Locked, and so read as committed
+            -- last: an access (memsub.memory_touch) or a promotion (memsub.memory_maintenance) of it is carried
+            -- over, and one that comes later waits and then finds the new version.
             select m.* into v_live from memsub.memory_entries m
-             where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)];
+             where m.tenant_id = v_tenant and m.id = v_conflict.ids[cardinality(v_conflict.ids)]
+               for update;
             -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
             -- makes the write stale, and the key is left for the next run.
             v_row := memsub.store_memory_version(
@@ -7217,7 +7269,7 @@ begin
             using errcode = '22023', column = 'metadata';
     end if;
     perform memsub._check_limit(octet_length(p_metadata ->> 'run_id'), 'max_id_bytes', 'metadata.run_id');
-    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_thread_id], true);
     insert into memsub.langgraph_checkpoints as c
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -7259,7 +7311,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels and value_types must not hold NULL'
             using errcode = '22023', column = 'channels';
     end if;
-    perform memsub._langgraph_check_thread_context(array[p_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_thread_id], true);
     insert into memsub.langgraph_checkpoint_writes as w
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
             value_type, value)
@@ -7705,7 +7757,7 @@ declare
 begin
     perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
     perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
-    perform memsub._langgraph_check_thread_context(array[p_target_thread_id]);
+    perform memsub._langgraph_check_thread_context(array[p_target_thread_id], true);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
             checkpoint, metadata)
@@ -7863,6 +7915,11 @@ declare
     v_missing  text;
     v_run      memsub.importance_learning_runs;
 begin
+    -- Tenant maintenance: it changes and counts rows of every organization and user of the tenant.
+    if not (memsub._caller_is_admin()) then
+        raise exception 'memsub.learn_importance needs a tenant_admin or platform_admin context'
+            using errcode = '42501', column = 'roles';
+    end if;
     -- Required: a NULL rate made every step a step of rate 1, and a NULL floor left nothing to decay.
     v_missing := case when p_access_rate is null then 'access_rate' when p_feedback_rate is null then 'feedback_rate'
                       when p_floor is null then 'floor' end;
@@ -7975,7 +8032,7 @@ $$;
 
 ALTER FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) IS 'Maintenance: folds the context tenant''s new accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) towards floor. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is learned once. Returns the run''s report (also kept in importance_learning_runs).';
+COMMENT ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) IS 'Maintenance (tenant_admin or platform_admin context; 42501 otherwise): folds the context tenant''s new accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) towards floor, in every organization and scope of the tenant. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is learned once. Returns the run''s report (also kept in importance_learning_runs).';
 
 CREATE FUNCTION memsub.limit_value(p_name text) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -8671,11 +8728,18 @@ begin
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
             using errcode = '42501', column = 'namespace';
     end if;
-    select m.* into v_entry from memsub.memory_entries m
-     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-     order by m.version desc limit 1
-       for update;
-    if not found or v_entry.is_deleted then
+    -- The latest version, locked. A version written while this waited for the lock (a consolidation's, which
+    -- locks the live version it replaces) is the latest once the wait is over: the next pass reads and locks it.
+    loop
+        select m.* into v_entry from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1
+           for update;
+        exit when not found or not exists (select from memsub.memory_entries n
+                                            where n.tenant_id = v_tenant and n.namespace = p_namespace
+                                              and n.key = p_key and n.version > v_entry.version);
+    end loop;
+    if v_entry.id is null or v_entry.is_deleted then
         raise exception 'memory key "%" in namespace "%" has no live entry', p_key, p_namespace
             using errcode = 'P0002', column = 'key';
     end if;
@@ -10336,7 +10400,17 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id, 'memory_type', p_memory_type);
     -- The memory type is checked whether or not a user: key is written with it.
     perform memsub._check_one_of(p_memory_type, memsub.memory_types(), 'memory_type');
-    v_session := memsub._session_lookup(p_session_id, true);
+    -- FOR UPDATE, the one lock of a session that waits for the transactions referring to it (a task created in
+    -- it, an agent spawned into it, a task of it changing status: they hold a key share of its row) and keeps new
+    -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
+    -- which share the session before they lock a task of it, find it terminated once they may go on.
+    v_session := memsub._session_lookup(p_session_id);
+    select s.* into v_session from memsub.sessions s
+     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
+       for update;
+    if v_session.id is null then  -- deleted meanwhile
+        v_session := memsub._session_lookup(p_session_id);
+    end if;
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
@@ -10356,8 +10430,13 @@ begin
                   hint = 'Pass p_cancel_open_tasks => true to cancel them as the session terminates.';
     end if;
     if cardinality(v_open) > 0 then
-        update memsub.tasks t set status = 'cancelled', completed_at = now()
-         where t.tenant_id = v_session.tenant_id and t.id = any(v_open);
+        -- Only a task still open is cancelled: a final status is never overwritten.
+        with cancelled as (
+            update memsub.tasks t set status = 'cancelled', completed_at = now()
+             where t.tenant_id = v_session.tenant_id and t.id = any(v_open)
+               and t.status <> all(memsub.task_final_statuses())
+            returning t.id)
+        select coalesce(array_agg(c.id order by c.id), '{}') into v_open from cancelled c;
         perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
                                     p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
                                     p_tenant_id => v_session.tenant_id)
@@ -10387,7 +10466,7 @@ $_$;
 
 ALTER FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels them (audited as task_status); a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels those still open (audited as task_status); it waits for transactions that create, link or change a task of the session or spawn an agent into it, and new ones wait for it and then find the session terminated; a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
 
 CREATE FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10875,28 +10954,6 @@ begin
             using errcode = '42501', column = 'namespace';
     end if;
 
-    select m.version, m.is_deleted into v_current, v_deleted
-      from memsub.memory_entries m
-     where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-     order by m.version desc limit 1;
-
-    if p_delete and (v_current is null or v_deleted) then
-        raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
-            using errcode = 'P0002', column = 'key';
-    end if;
-    -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
-    -- version its delete returned is taken as well.
-    if p_check_version and (
-        (p_expected_version is null and v_current is not null and not v_deleted)
-        or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
-            and not (v_deleted and p_expected_version = 0))) then
-        raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
-            p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
-            using errcode = '40001', column = 'expected_version',
-                  detail = format('current_version=%s', coalesce(v_current, 0)),
-                  hint = 'Read the entry again and retry the write with the version you read.';
-    end if;
-
     -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
     -- again on every call (a custom plan for a NULL session is always the cheaper).
     v_session := coalesce(p_session_id, memsub.current_session_id());
@@ -10906,24 +10963,52 @@ begin
         end if;
     end if;
 
-    insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
-                                             version, is_deleted, metadata, session_id, embedding)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
-            case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
-            p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
-    on conflict on constraint memory_entries_version_key do nothing
-    returning m.* into v_row;
-    if not found then
-        -- A concurrent writer committed this version first (the UNIQUE constraint decided).
-        select m.* into v_previous from memsub.memory_entries m
+    -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
+    -- committed by then).
+    loop
+        select m.version, m.is_deleted into v_current, v_deleted
+          from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
          order by m.version desc limit 1;
-        raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
-            p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
-            using errcode = '40001', column = 'expected_version',
-                  detail = format('current_version=%s', coalesce(v_previous.version, 0)),
-                  hint = 'Read the entry again and retry the write with the version you read.';
-    end if;
+
+        if p_delete and (v_current is null or v_deleted) then
+            raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
+                using errcode = 'P0002', column = 'key';
+        end if;
+        -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
+        -- version its delete returned is taken as well.
+        if p_check_version and (
+            (p_expected_version is null and v_current is not null and not v_deleted)
+            or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
+                and not (v_deleted and p_expected_version = 0))) then
+            raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
+                p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
+                using errcode = '40001', column = 'expected_version',
+                      detail = format('current_version=%s', coalesce(v_current, 0)),
+                      hint = 'Read the entry again and retry the write with the version you read.';
+        end if;
+
+        insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
+                                                 version, is_deleted, metadata, session_id, embedding)
+        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
+                case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
+                p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
+        on conflict on constraint memory_entries_version_key do nothing
+        returning m.* into v_row;
+        exit when found;
+        -- A concurrent writer committed this version first (the UNIQUE constraint decided). Last write wins
+        -- (session termination) goes on after it, as the next version; an optimistic write is stale.
+        if p_check_version then
+            select m.* into v_previous from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+             order by m.version desc limit 1;
+            raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
+                p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
+                using errcode = '40001', column = 'expected_version',
+                      detail = format('current_version=%s', coalesce(v_previous.version, 0)),
+                      hint = 'Read the entry again and retry the write with the version you read.';
+        end if;
+    end loop;
     if p_delete then
         update memsub.memory_entries m set is_deleted = true
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
@@ -10939,7 +11024,7 @@ $$;
 
 ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination, consolidation). Not granted to clients.';
+COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it. Not granted to clients.';
 
 CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
@@ -11345,7 +11430,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
+        perform memsub._session_referred(p_session_id);
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -11387,7 +11472,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub.require_active_session(memsub._session_lookup(p_session_id, false, '23503'));
+    perform memsub._session_referred(p_session_id);
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -16148,8 +16233,8 @@ REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[]) TO memsub_owner;
+REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) TO memsub_owner;
@@ -16278,6 +16363,8 @@ REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update bo
 
 REVOKE ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._session_referred(p_session_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
@@ -16688,7 +16775,7 @@ GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
 GRANT SELECT,INSERT ON TABLE memsub.importance_learning_runs TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) TO memsub_tenant_admin;
 
 REVOKE ALL ON FUNCTION memsub.limit_value(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.limit_value(p_name text) TO memsub_app;
