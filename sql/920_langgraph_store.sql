@@ -165,6 +165,7 @@ declare
     tenant uuid := memsub._require_tenant_id();
     org    uuid;
     v_key  text;
+    bad    bigint;
 begin
     v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null then  -- the empty string is a key, as in LangGraph's PostgresStore
@@ -196,10 +197,27 @@ begin
             using errcode = '22023', column = 'ttl';
     end if;
     -- The vectors come as vector values (a driver sends them in pgvector's binary form): nothing to parse here.
+    -- A vector whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+    -- precision, as memsub._check_vector refuses) has NaN cosine distances, which a search would rank first.
+    -- Refused at any dimension: the store keeps vectors of every dimension. One read of the array finds the
+    -- first NULL or such vector.
+    if coalesce(cardinality(p_embeddings), 0) = coalesce(cardinality(p_fields), 0) and array_ndims(p_embeddings) = 1
+    then
+        bad := (select e.position from unnest(p_embeddings) with ordinality as e(embedding, position)
+                 where e.embedding is null or cosine_distance(e.embedding, e.embedding) = 'NaN'::double precision
+                 order by e.position limit 1);
+    end if;
     if coalesce(cardinality(p_embeddings), 0) <> coalesce(cardinality(p_fields), 0) or array_ndims(p_embeddings) > 1
-       or exists (select from unnest(p_embeddings) as e(embedding) where e.embedding is null) then
+       or p_embeddings[bad] is null and bad is not null then
         raise exception 'memsub.langgraph_store_put: embeddings must hold one vector per field'
             using errcode = '22023', column = 'embeddings';
+    end if;
+    if bad is not null then
+        bad := bad - 1;
+        raise exception 'memsub.langgraph_store_put: embeddings[%] must have a positive, finite norm (a zero '
+                        'vector, or elements too small or too large to square in single precision, has no cosine '
+                        'distance)', bad
+            using errcode = '22023', column = format('embeddings[%s]', bad);
     end if;
     insert into memsub.langgraph_store_items as i
            (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
@@ -228,7 +246,8 @@ end
 $$;
 comment on function memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], vector[]) is
     'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, '
-    'at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors. '
+    'at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order; each with a '
+    'positive, finite norm, else 22023 naming embeddings[i]) replace its search vectors. '
     'The namespace (its labels joined by periods) and the key are each at most max_id_bytes (54000); an item written '
     'from another context (another organization''s, or the tenant-wide one) is refused (42501, key).';
 
@@ -308,6 +327,14 @@ begin
                         coalesce(p_distance, 'NULL')
             using errcode = '22023', column = 'distance_type';
     end if;
+    -- A query whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+    -- precision) would score every item NaN by cosine; refused whatever the distance, as put refuses such vectors.
+    if cosine_distance(p_query_embedding, p_query_embedding) = 'NaN'::double precision then
+        raise exception 'memsub.langgraph_store_search: query_embedding must have a positive, finite norm (a zero '
+                        'vector, or elements too small or too large to square in single precision, has no cosine '
+                        'distance)'
+            using errcode = '22023', column = 'query_embedding';
+    end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
@@ -353,11 +380,14 @@ begin
     else
         with candidates as (
             select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
-                   -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
-                   (select max(case p_distance
-                                   when 'l2' then -(v.embedding <-> p_query_embedding)
-                                   when 'inner_product' then -(v.embedding <#> p_query_embedding)
-                                   else 1 - (v.embedding <=> p_query_embedding) end)
+                   -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them. A vector
+                   -- stored before put refused those without a cosine distance scores NULL, not NaN (which
+                   -- max() and the order below would put above every number).
+                   (select max(nullif(case p_distance
+                                          when 'l2' then -(v.embedding <-> p_query_embedding)
+                                          when 'inner_product' then -(v.embedding <#> p_query_embedding)
+                                          else 1 - (v.embedding <=> p_query_embedding) end,
+                                      'NaN'::double precision))
                       from memsub.langgraph_store_vectors v
                      where v.tenant_id = tenant and v.namespace_key = i.namespace_key and v.key = i.key
                        -- a query of any dimension meets only the stored vectors of its own
@@ -401,9 +431,11 @@ $$;
 comment on function memsub.langgraph_store_search(text[], jsonb, vector, integer, integer, boolean, text) is
     'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against '
     'p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, '
-    'l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl '
+    'l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine '
+    'distance scores NULL), else newest first; p_refresh_ttl '
     'restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) '
-    'for an unknown filter operator, whatever the items.';
+    'for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable '
+    'norm (a zero vector, or squares beyond single precision).';
 
 create or replace function memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[],
                                                                p_at_end boolean)

@@ -393,6 +393,60 @@ def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> Non
         assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (0,)
 
 
+def test_a_vector_without_a_cosine_distance_is_refused_by_name(pool: Any, db: Any) -> None:
+    """A zero vector, or one whose squares underflow or overflow single precision, has NaN cosine distances: a
+    search scored such an item NaN and ranked it first (PostgreSQL orders NaN above every number), and a query
+    like it scored every item NaN. put refuses it naming the embedding, search refuses it naming the query, and
+    nothing is written."""
+    tenant = uuid.uuid4()
+    plain = store_for(pool, tenant, index={"dims": 2, "embed": _shaped, "fields": ["text"]})
+    plain.put(("a",), "near", {"text": "near"})
+    for odd in ([0.0, 0.0], [3e38, 3e38], [1e-30, 0.0]):
+        indexed = store_for(pool, tenant, index={"dims": 2, "embed": lambda texts, odd=odd: [odd for _ in texts],
+                                                 "fields": ["text"]})
+        with pytest.raises(InvalidInput) as caught:
+            indexed.put(("a",), "odd", {"text": "tea"})
+        assert (caught.value.field, caught.value.sqlstate) == ("embeddings[0]", "22023")
+        with pytest.raises(InvalidInput) as caught:
+            indexed.search(("a",), query="tea")
+        assert (caught.value.field, caught.value.sqlstate) == ("query_embedding", "22023")
+    assert [(h.key, h.score) for h in plain.search(("a",), query="query")] == [("near", pytest.approx(1 / 1.01 ** 0.5))]
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        assert_refused(conn, [
+            ("select memsub.langgraph_store_put('{a}', 'k', '{}', null, '{text,topic}', "
+             "array['[1, 0]', '[0, 0, 0]']::vector[])", "embeddings[1]"),
+            ("select * from memsub.langgraph_store_search('{}', null, '[0, 0]', p_distance => 'l2')",
+             "query_embedding"),
+        ])
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.langgraph_store_items").fetchone() == (1,)
+        assert conn.execute("select count(*) from memsub.langgraph_store_vectors").fetchone() == (1,)
+
+
+def test_a_stored_vector_without_a_cosine_distance_ranks_last_unscored(pool: Any, db: Any) -> None:
+    """A zero vector stored before put refused it has no score (NULL, not NaN), and ranks after the scored items
+    as an item without vectors does; another field of the same item still scores it."""
+    tenant = uuid.uuid4()
+    store = store_for(pool, tenant, index={"dims": 2, "embed": _shaped, "fields": ["text"]})
+    for key in ("near", "short"):
+        store.put(("a",), key, {"text": key})
+    with db.connect() as conn:  # as written before the check: straight into the table
+        conn.execute("update memsub.langgraph_store_vectors set embedding = '[0, 0]' "
+                     "where tenant_id = %s and key = 'short'", [tenant])
+        conn.execute("insert into memsub.langgraph_store_vectors (tenant_id, org_id, namespace, namespace_key, key, "
+                     "field_name, embedding) select tenant_id, org_id, namespace, namespace_key, key, 'zero', '[0, 0]'"
+                     " from memsub.langgraph_store_vectors where tenant_id = %s and key = 'near'", [tenant])
+    for distance in ("cosine", "l2", "inner_product"):
+        ranked = store_for(pool, tenant, index={"dims": 2, "embed": _shaped, "fields": ["text"],
+                                                "distance_type": distance})  # type: ignore[typeddict-item]
+        hits = ranked.search(("a",), query="query")
+        assert [h.key for h in hits] == ["near", "short"]
+        assert all(h.score is None or h.score == h.score for h in hits)  # never NaN
+    cosine = store.search(("a",), query="query")
+    assert [(h.key, h.score) for h in cosine] == [("near", pytest.approx(1 / 1.01 ** 0.5)), ("short", None)]
+
+
 def test_an_empty_key_is_a_key(pool: Any) -> None:
     """As in PostgresStore, the empty string is a key like any other."""
     store = store_for(pool)
