@@ -381,27 +381,44 @@ begin
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
        and m.session_id = p_session_id;
     begin
-        insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
-                                         "timestamp", content, text, words, embedding)
-        select distinct on (m.memory ->> 'event_id')
-               tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
-               m.memory ->> 'author', memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content',
-               m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
-               case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
-                    then ((m.memory -> 'embedding') #>> '{}')::vector end
+        -- A vector whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+        -- precision, as memsub._check_vector refuses at any dimension here) has NaN cosine distances, which a
+        -- search would rank first.
+        select m.position - 1 into bad
           from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
-         order by m.memory ->> 'event_id', m.position desc;
+         cross join lateral (select ((m.memory -> 'embedding') #>> '{}')::vector as embedding) e
+         where jsonb_typeof(m.memory -> 'embedding') = 'array'
+           and cosine_distance(e.embedding, e.embedding) = 'NaN'::double precision
+         order by m.position limit 1;
+        if bad is null then  -- else refused below, outside the block that names the cast's errors
+            insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
+                                             "timestamp", content, text, words, embedding)
+            select distinct on (m.memory ->> 'event_id')
+                   tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id,
+                   m.memory ->> 'event_id', m.memory ->> 'author',
+                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
+                   case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
+                        then ((m.memory -> 'embedding') #>> '{}')::vector end
+              from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
+             order by m.memory ->> 'event_id', m.position desc;
+        end if;
     exception when data_exception then
         raise exception 'memsub: memories[].embedding must be arrays of finite numbers (%)', sqlerrm
             using errcode = '22023', column = 'memories';
     end;
+    if bad is not null then
+        raise exception 'memsub: memories[%].embedding must have a positive, finite norm (a zero vector, or '
+                        'elements too small or too large to square in single precision, has no cosine distance)', bad
+            using errcode = '22023', column = format('memories[%s].embedding', bad);
+    end if;
     get diagnostics added = row_count;
     return added;
 end
 $$;
 comment on function memsub.adk_memory_add(text, text, text, jsonb) is
     'Replaces the memories of an ADK session (context tenant and organization) with p_memories: a JSON array of '
-    '{event_id, author, timestamp, content, text, embedding}. Returns how many were stored.';
+    '{event_id, author, timestamp, content, text, embedding}. Returns how many were stored. An embedding without '
+    'a usable norm (a zero vector, or squares beyond single precision) is refused (22023, memories[i].embedding).';
 
 create or replace function memsub.adk_memory_search(
     p_app_name        text,
@@ -430,11 +447,19 @@ begin
         raise exception 'memsub: limit must be a non-negative integer' using errcode = '22023', column = 'limit';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
+    -- A query without a cosine distance (a zero vector, or squares beyond single precision) scores every memory NaN.
+    if cosine_distance(query, query) = 'NaN'::double precision then
+        raise exception 'memsub: query_embedding must have a positive, finite norm (a zero vector, or elements too '
+                        'small or too large to square in single precision, has no cosine distance)'
+            using errcode = '22023', column = 'query_embedding';
+    end if;
     q_words := memsub.adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
       from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,
-                   case when c.by_vector then 1 - (c.embedding <=> query)
+                   -- A vector stored before adding refused those without a cosine distance scores NULL, not
+                   -- NaN (which the order below would put above every number).
+                   case when c.by_vector then nullif(1 - (c.embedding <=> query), 'NaN'::double precision)
                         else cardinality(array(select unnest(c.words) intersect select unnest(q_words)))::double precision
                              / greatest(cardinality(q_words), 1) end as rank_score
               from (select m.session_id::text as session_id, m.event_id::text as event_id, m.author,
@@ -445,14 +470,16 @@ begin
                      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name
                        and m.user_id = p_user_id) c
              where c.by_vector or c.words && q_words) r
-     order by r.by_vector desc, r.rank_score desc, r.ts desc nulls last, r.session_id, r.event_id
+     order by r.by_vector desc, r.rank_score desc nulls last, r.ts desc nulls last, r.session_id, r.event_id
      limit p_limit;
 end
 $$;
 comment on function memsub.adk_memory_search(text, text, text, jsonb, integer) is
     'Memories of an ADK user in an app (context tenant and organization) for a query: with p_query_embedding, '
-    'embedded memories by cosine similarity first; then memories sharing a word with the query, by the share of '
-    'query words they hold, newest first. At most p_limit rows.';
+    'embedded memories by cosine similarity first (a stored vector without a cosine distance scores NULL, after '
+    'them); then memories sharing a word with the query, by the share of query words they hold, newest first. At '
+    'most p_limit rows. 22023 (query_embedding) for a query vector without a usable norm (a zero vector, or '
+    'squares beyond single precision).';
 
 grant execute on function
     memsub.adk_session_create(text, text, text, jsonb),

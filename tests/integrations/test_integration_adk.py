@@ -214,6 +214,64 @@ def test_memory_vector_search_ranks_by_similarity(db: Any) -> None:
         (MemsubMemoryService, {"tenant_id": uuid.uuid4(), "embedder": embedder}))
 
 
+def _odd_embedder(texts: list[str]) -> list[list[float]]:
+    """[0, 0, 0] (no cosine distance) for a text that says "zero", [3e38, 3e38, 0] (squares beyond single
+    precision) for "huge", else a unit vector."""
+    return [[0.0, 0.0, 0.0] if "zero" in t else [3e38, 3e38, 0.0] if "huge" in t else [1.0, 0.0, 0.0]
+            for t in texts]
+
+
+def test_a_memory_vector_without_a_cosine_distance_is_refused_by_name(db: Any) -> None:
+    """A zero vector, or one whose squares overflow single precision, has NaN cosine distances: a search scored
+    such a memory NaN and ranked it first (PostgreSQL orders NaN above every number), and such a query scored
+    every memory NaN. Adding it is refused naming the memory's embedding, searching by it naming the query, and
+    nothing is written."""
+    tenant = uuid.uuid4()
+
+    async def scenario(sessions: MemsubSessionService, memory: MemsubMemoryService) -> None:
+        session = await sessions.create_session(app_name=APP, user_id=USER)
+        await sessions.append_event(session, said("user", "tea please"))
+        await memory.add_session_to_memory(session)
+        for text, position in (("zero tea", 1), ("huge tea", 1)):
+            odd = await sessions.create_session(app_name=APP, user_id=USER)
+            for said_text in ("tea again", text):
+                await sessions.append_event(odd, said("user", said_text))
+            with pytest.raises(InvalidInput) as refused:
+                await memory.add_session_to_memory(odd)
+            assert (refused.value.field, refused.value.sqlstate) == (f"memories[{position}].embedding", "22023")
+            with pytest.raises(InvalidInput) as refused:
+                await memory.search_memory(app_name=APP, user_id=USER, query=text)
+            assert (refused.value.field, refused.value.sqlstate) == ("query_embedding", "22023")
+        found = await memory.search_memory(app_name=APP, user_id=USER, query="tea")
+        assert [m.content.parts[0].text for m in found.memories if m.content.parts] == ["tea please"]
+
+    run(db, scenario, (MemsubSessionService, {"tenant_id": tenant}),
+        (MemsubMemoryService, {"tenant_id": tenant, "embedder": _odd_embedder}))
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.adk_memories where tenant_id = %s",
+                            [tenant]).fetchone() == (1,)
+
+
+def test_a_stored_memory_vector_without_a_cosine_distance_ranks_after_the_scored_ones(db: Any) -> None:
+    """A zero vector stored before adding refused it has no score (NULL, not NaN) and comes after the memories
+    with one."""
+    tenant = uuid.uuid4()
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        conn.execute("select memsub.adk_memory_add('a', 'u', 's', %s)", [
+            '[{"event_id": "near", "content": {}, "text": "tea", "embedding": [1, 0.1, 0]},'
+            ' {"event_id": "zero", "content": {}, "text": "tea", "embedding": [1, 0, 0]}]'])
+        conn.commit()
+    with db.connect() as conn:  # as written before the check: straight into the table
+        conn.execute("update memsub.adk_memories set embedding = '[0, 0, 0]' "
+                     "where tenant_id = %s and event_id = 'zero'", [tenant])
+    with db.connect("app") as conn:
+        conn.execute("select memsub.set_context(%s)", [str(tenant)])
+        rows = conn.execute("select event_id, score from memsub.adk_memory_search('a', 'u', 'tea', "
+                            "'[1, 0, 0]', 5)").fetchall()
+    assert rows == [("near", pytest.approx(1 / 1.01 ** 0.5)), ("zero", None)]
+
+
 class Counter(BaseAgent):
     """An agent without a model: answers each message with the number of turns the user has had in the app."""
 
