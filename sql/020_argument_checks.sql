@@ -456,16 +456,25 @@ begin
     -- field. Letting the cast judge costs half of testing every element with a path query first.
     begin
         v_vector := (p_value::text)::vector;
-    exception when data_exception then
-        raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
-            using errcode = '22023', column = p_field;
+    exception
+        when data_exception then
+            raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range',
+                            p_field
+                using errcode = '22023', column = p_field;
+        -- More numbers than pgvector's vector holds (16000): a wrong length like any other, not 54000 without a
+        -- field.
+        when program_limit_exceeded then
+            raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+                            p_field, memsub.vector_dimension(), jsonb_array_length(p_value)
+                using errcode = '22023', column = p_field;
     end;
     return memsub._check_vector(v_vector, p_field);
 end
 $$;
 comment on function memsub._json_vector(jsonb, text) is
     'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for '
-    'anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+    'anything else (non-numbers, numbers beyond single precision, an empty array, more numbers than pgvector '
+    'holds). NULL for JSON null.';
 
 create or replace function memsub._json_query_vector(p_value jsonb, p_field text, p_caller text) returns vector
 language plpgsql immutable security invoker parallel safe
@@ -501,6 +510,12 @@ begin
        or exists (select from unnest(p_value) as x(e)
                    where x.e is null or x.e = 'NaN'::double precision or abs(x.e) > 3.4028234e38) then
         raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    -- The length first: pgvector refuses more than 16000 numbers with 54000 and no field.
+    if cardinality(p_value) <> memsub.vector_dimension() then
+        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+                        p_field, memsub.vector_dimension(), cardinality(p_value)
             using errcode = '22023', column = p_field;
     end if;
     return memsub._check_vector(p_value::vector, p_field);

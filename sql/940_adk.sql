@@ -402,7 +402,7 @@ begin
               from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
              order by m.memory ->> 'event_id', m.position desc;
         end if;
-    exception when data_exception then
+    exception when data_exception or program_limit_exceeded then  -- the latter: over pgvector's 16000 numbers
         raise exception 'memsub: memories[].embedding must be arrays of finite numbers (%)', sqlerrm
             using errcode = '22023', column = 'memories';
     end;

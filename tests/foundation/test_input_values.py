@@ -151,6 +151,27 @@ def test_fanned_out_payload_embeddings_without_a_usable_norm_are_refused(world, 
              "memory.embeddings[0].vector")
 
 
+OVER_PGVECTOR = 16001  # one more element than pgvector's vector holds
+
+
+@pytest.mark.parametrize(("call", "params", "column"), [
+    ("select * from memsub.document_index_put('a.txt', %s::double precision[])", [[1.0] * OVER_PGVECTOR],
+     "embedding"),
+    ("select * from memsub.document_ingest('d.txt', %s, 'txt', 'text', %s::jsonb)",
+     ["0" * 64, json.dumps([{"start_char": 0, "end_char": 4, "embedding": [1] * OVER_PGVECTOR}])],
+     "chunks[0].embedding"),
+    ("select * from memsub.write_packet(%s::jsonb)",
+     [json.dumps({"packet_type": "memory_write", "payload": {},
+                  "memory": {"embeddings": [{"embedding_type": "content", "vector": [1] * OVER_PGVECTOR}]}})],
+     "memory.embeddings[0].vector"),
+], ids=["document_index_put", "document_ingest", "write_packet"])
+def test_a_vector_longer_than_pgvector_holds_is_refused_as_a_wrong_dimension(world, call, params, column):
+    """pgvector refuses more than 16000 elements with 54000 and no field; memsub names the field and the
+    installation's dimension, as for any other wrong length."""
+    refused = _refused(world, call, params, column)
+    assert f"must have {world[2]} dimensions" in str(refused) and str(OVER_PGVECTOR) in str(refused)
+
+
 NAN, INF, NINF = float("nan"), float("inf"), float("-inf")
 
 FLOAT_CALLS = [

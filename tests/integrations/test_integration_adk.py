@@ -335,6 +335,9 @@ BAD_CALLS = [
      "{\"event_id\": \"f\", \"text\": \"t\"}]')", "memories[1]"),
     ("select memsub.adk_memory_add('a', 'u', 's', "
      "'[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\", \"embedding\": [\"x\"]}]')", "memories"),
+    # more numbers than pgvector's vector holds: was 54000 naming nothing
+    ("select memsub.adk_memory_add('a', 'u', 's', '[{\"event_id\": \"e\", \"content\": {}, \"text\": \"t\", "
+     "\"embedding\": [" + ", ".join(["1"] * 16001) + "]}]')", "memories"),
     ("select * from memsub.adk_memory_search('a', 'u', null)", "query"),
     ("select * from memsub.adk_memory_search('a', 'u', 'q', null, -1)", "limit"),
     ("select * from memsub.adk_memory_search('a', 'u', 'q', '\"x\"')", "query_embedding"),
