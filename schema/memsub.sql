@@ -1815,6 +1815,12 @@ begin
         raise exception 'field "%" must be a non-empty array of finite numbers within single precision range', p_field
             using errcode = '22023', column = p_field;
     end if;
+    -- The length first: pgvector refuses more than 16000 numbers with 54000 and no field.
+    if cardinality(p_value) <> memsub.vector_dimension() then
+        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+                        p_field, memsub.vector_dimension(), cardinality(p_value)
+            using errcode = '22023', column = p_field;
+    end if;
     return memsub._check_vector(p_value::vector, p_field);
 end
 $$;
@@ -2048,9 +2054,17 @@ begin
     -- field. Letting the cast judge costs half of testing every element with a path query first.
     begin
         v_vector := (p_value::text)::vector;
-    exception when data_exception then
-        raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range', p_field
-            using errcode = '22023', column = p_field;
+    exception
+        when data_exception then
+            raise exception 'field "%" must be a non-empty JSON array of numbers within single precision range',
+                            p_field
+                using errcode = '22023', column = p_field;
+        -- More numbers than pgvector's vector holds (16000): a wrong length like any other, not 54000 without a
+        -- field.
+        when program_limit_exceeded then
+            raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+                            p_field, memsub.vector_dimension(), jsonb_array_length(p_value)
+                using errcode = '22023', column = p_field;
     end;
     return memsub._check_vector(v_vector, p_field);
 end
@@ -2058,7 +2072,7 @@ $$;
 
 ALTER FUNCTION memsub._json_vector(p_value jsonb, p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) IS 'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for anything else (non-numbers, numbers beyond single precision, an empty array). NULL for JSON null.';
+COMMENT ON FUNCTION memsub._json_vector(p_value jsonb, p_field text) IS 'A vector given as a JSON array of numbers, checked by memsub._check_vector; raises 22023 naming the field for anything else (non-numbers, numbers beyond single precision, an empty array, more numbers than pgvector holds). NULL for JSON null.';
 
 CREATE FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text DEFAULT 'content'::text, p_limit integer DEFAULT 50) RETURNS TABLE(embedding_id uuid, text_rank integer, text_score real)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3838,20 +3852,36 @@ begin
      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name and m.user_id = p_user_id
        and m.session_id = p_session_id;
     begin
-        insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
-                                         "timestamp", content, text, words, embedding)
-        select distinct on (m.memory ->> 'event_id')
-               tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id, m.memory ->> 'event_id',
-               m.memory ->> 'author', memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content',
-               m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
-               case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
-                    then ((m.memory -> 'embedding') #>> '{}')::vector end
+        -- A vector whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+        -- precision, as memsub._check_vector refuses at any dimension here) has NaN cosine distances, which a
+        -- search would rank first.
+        select m.position - 1 into bad
           from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
-         order by m.memory ->> 'event_id', m.position desc;
-    exception when data_exception then
+         cross join lateral (select ((m.memory -> 'embedding') #>> '{}')::vector as embedding) e
+         where jsonb_typeof(m.memory -> 'embedding') = 'array'
+           and cosine_distance(e.embedding, e.embedding) = 'NaN'::double precision
+         order by m.position limit 1;
+        if bad is null then  -- else refused below, outside the block that names the cast's errors
+            insert into memsub.adk_memories (tenant_id, org_id, app_name, user_id, session_id, event_id, author,
+                                             "timestamp", content, text, words, embedding)
+            select distinct on (m.memory ->> 'event_id')
+                   tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id,
+                   m.memory ->> 'event_id', m.memory ->> 'author',
+                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
+                   case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
+                        then ((m.memory -> 'embedding') #>> '{}')::vector end
+              from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
+             order by m.memory ->> 'event_id', m.position desc;
+        end if;
+    exception when data_exception or program_limit_exceeded then  -- the latter: over pgvector's 16000 numbers
         raise exception 'memsub: memories[].embedding must be arrays of finite numbers (%)', sqlerrm
             using errcode = '22023', column = 'memories';
     end;
+    if bad is not null then
+        raise exception 'memsub: memories[%].embedding must have a positive, finite norm (a zero vector, or '
+                        'elements too small or too large to square in single precision, has no cosine distance)', bad
+            using errcode = '22023', column = format('memories[%s].embedding', bad);
+    end if;
     get diagnostics added = row_count;
     return added;
 end
@@ -3859,7 +3889,7 @@ $$;
 
 ALTER FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) IS 'Replaces the memories of an ADK session (context tenant and organization) with p_memories: a JSON array of {event_id, author, timestamp, content, text, embedding}. Returns how many were stored.';
+COMMENT ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) IS 'Replaces the memories of an ADK session (context tenant and organization) with p_memories: a JSON array of {event_id, author, timestamp, content, text, embedding}. Returns how many were stored. An embedding without a usable norm (a zero vector, or squares beyond single precision) is refused (22023, memories[i].embedding).';
 
 CREATE FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb DEFAULT NULL::jsonb, p_limit integer DEFAULT 10) RETURNS TABLE(session_id text, event_id text, author text, "timestamp" double precision, content jsonb, score double precision)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3881,11 +3911,19 @@ begin
         raise exception 'memsub: limit must be a non-negative integer' using errcode = '22023', column = 'limit';
     end if;
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
+    -- A query without a cosine distance (a zero vector, or squares beyond single precision) scores every memory NaN.
+    if cosine_distance(query, query) = 'NaN'::double precision then
+        raise exception 'memsub: query_embedding must have a positive, finite norm (a zero vector, or elements too '
+                        'small or too large to square in single precision, has no cosine distance)'
+            using errcode = '22023', column = 'query_embedding';
+    end if;
     q_words := memsub.adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
       from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,
-                   case when c.by_vector then 1 - (c.embedding <=> query)
+                   -- A vector stored before adding refused those without a cosine distance scores NULL, not
+                   -- NaN (which the order below would put above every number).
+                   case when c.by_vector then nullif(1 - (c.embedding <=> query), 'NaN'::double precision)
                         else cardinality(array(select unnest(c.words) intersect select unnest(q_words)))::double precision
                              / greatest(cardinality(q_words), 1) end as rank_score
               from (select m.session_id::text as session_id, m.event_id::text as event_id, m.author,
@@ -3896,14 +3934,14 @@ begin
                      where m.tenant_id = tenant and m.org_key = orgk and m.app_name = p_app_name
                        and m.user_id = p_user_id) c
              where c.by_vector or c.words && q_words) r
-     order by r.by_vector desc, r.rank_score desc, r.ts desc nulls last, r.session_id, r.event_id
+     order by r.by_vector desc, r.rank_score desc nulls last, r.ts desc nulls last, r.session_id, r.event_id
      limit p_limit;
 end
 $$;
 
 ALTER FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) IS 'Memories of an ADK user in an app (context tenant and organization) for a query: with p_query_embedding, embedded memories by cosine similarity first; then memories sharing a word with the query, by the share of query words they hold, newest first. At most p_limit rows.';
+COMMENT ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) IS 'Memories of an ADK user in an app (context tenant and organization) for a query: with p_query_embedding, embedded memories by cosine similarity first (a stored vector without a cosine distance scores NULL, after them); then memories sharing a word with the query, by the share of query words they hold, newest first. At most p_limit rows. 22023 (query_embedding) for a query vector without a usable norm (a zero vector, or squares beyond single precision).';
 
 CREATE FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -7539,6 +7577,7 @@ declare
     tenant uuid := memsub._require_tenant_id();
     org    uuid;
     v_key  text;
+    bad    bigint;
 begin
     v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null then  -- the empty string is a key, as in LangGraph's PostgresStore
@@ -7570,10 +7609,27 @@ begin
             using errcode = '22023', column = 'ttl';
     end if;
     -- The vectors come as vector values (a driver sends them in pgvector's binary form): nothing to parse here.
+    -- A vector whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+    -- precision, as memsub._check_vector refuses) has NaN cosine distances, which a search would rank first.
+    -- Refused at any dimension: the store keeps vectors of every dimension. One read of the array finds the
+    -- first NULL or such vector.
+    if coalesce(cardinality(p_embeddings), 0) = coalesce(cardinality(p_fields), 0) and array_ndims(p_embeddings) = 1
+    then
+        bad := (select e.position from unnest(p_embeddings) with ordinality as e(embedding, position)
+                 where e.embedding is null or cosine_distance(e.embedding, e.embedding) = 'NaN'::double precision
+                 order by e.position limit 1);
+    end if;
     if coalesce(cardinality(p_embeddings), 0) <> coalesce(cardinality(p_fields), 0) or array_ndims(p_embeddings) > 1
-       or exists (select from unnest(p_embeddings) as e(embedding) where e.embedding is null) then
+       or p_embeddings[bad] is null and bad is not null then
         raise exception 'memsub.langgraph_store_put: embeddings must hold one vector per field'
             using errcode = '22023', column = 'embeddings';
+    end if;
+    if bad is not null then
+        bad := bad - 1;
+        raise exception 'memsub.langgraph_store_put: embeddings[%] must have a positive, finite norm (a zero '
+                        'vector, or elements too small or too large to square in single precision, has no cosine '
+                        'distance)', bad
+            using errcode = '22023', column = format('embeddings[%s]', bad);
     end if;
     insert into memsub.langgraph_store_items as i
            (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
@@ -7603,7 +7659,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order) replace its search vectors. The namespace (its labels joined by periods) and the key are each at most max_id_bytes (54000); an item written from another context (another organization''s, or the tenant-wide one) is refused (42501, key).';
+COMMENT ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) IS 'Writes (or, with a NULL value, deletes) a LangGraph store item of the context tenant. p_ttl_minutes (more than 0, at most 1e11) makes it expire; p_fields and p_embeddings (one vector per field, in their order; each with a positive, finite norm, else 22023 naming embeddings[i]) replace its search vectors. The namespace (its labels joined by periods) and the key are each at most max_id_bytes (54000); an item written from another context (another organization''s, or the tenant-wide one) is refused (42501, key).';
 
 CREATE FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[] DEFAULT '{}'::text[], p_filter jsonb DEFAULT NULL::jsonb, p_query_embedding public.vector DEFAULT NULL::public.vector, p_limit integer DEFAULT 10, p_offset integer DEFAULT 0, p_refresh_ttl boolean DEFAULT true, p_distance text DEFAULT 'cosine'::text) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7633,6 +7689,14 @@ begin
         raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
                         coalesce(p_distance, 'NULL')
             using errcode = '22023', column = 'distance_type';
+    end if;
+    -- A query whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
+    -- precision) would score every item NaN by cosine; refused whatever the distance, as put refuses such vectors.
+    if cosine_distance(p_query_embedding, p_query_embedding) = 'NaN'::double precision then
+        raise exception 'memsub.langgraph_store_search: query_embedding must have a positive, finite norm (a zero '
+                        'vector, or elements too small or too large to square in single precision, has no cosine '
+                        'distance)'
+            using errcode = '22023', column = 'query_embedding';
     end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
@@ -7679,11 +7743,14 @@ begin
     else
         with candidates as (
             select i.namespace, i.key, i.value, i.created_at, i.updated_at, i.ttl_minutes,
-                   -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them.
-                   (select max(case p_distance
-                                   when 'l2' then -(v.embedding <-> p_query_embedding)
-                                   when 'inner_product' then -(v.embedding <#> p_query_embedding)
-                                   else 1 - (v.embedding <=> p_query_embedding) end)
+                   -- Higher is nearer for each distance, as LangGraph's PostgresStore scores them. A vector
+                   -- stored before put refused those without a cosine distance scores NULL, not NaN (which
+                   -- max() and the order below would put above every number).
+                   (select max(nullif(case p_distance
+                                          when 'l2' then -(v.embedding <-> p_query_embedding)
+                                          when 'inner_product' then -(v.embedding <#> p_query_embedding)
+                                          else 1 - (v.embedding <=> p_query_embedding) end,
+                                      'NaN'::double precision))
                       from memsub.langgraph_store_vectors v
                      where v.tenant_id = tenant and v.namespace_key = i.namespace_key and v.key = i.key
                        -- a query of any dimension meets only the stored vectors of its own
@@ -7727,7 +7794,7 @@ $_$;
 
 ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items.';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine distance scores NULL), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable norm (a zero vector, or squares beyond single precision).';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
