@@ -917,7 +917,7 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
     try:
         with Pipeline(connection):
             yield
-    except psycopg.Error:
+    except BaseException:  # a database error, or an interruption (Ctrl-C) psycopg cancelled on the server
         _forget_prepared(connection)
         raise
     finally:
@@ -928,13 +928,15 @@ def _one_sync(connection: psycopg.Connection[RowT]) -> Iterator[None]:
 # After a statement of a pipeline fails, the server skips the rest of it up to its Sync, and with it the Parse of
 # any statement psycopg was preparing there (it prepares a statement the sixth time it runs it). psycopg takes
 # that statement for prepared all the same: every later run of it on the connection would fail with "prepared
-# statement does not exist". psycopg forgets its prepared statements, and deallocates them on the server, when it
-# rolls a transaction back; a pipeline of one Sync commits or rolls back on the server alone, so after a failed
-# one a transaction is opened and rolled back for that (tests/foundation/test_per_call_transaction.py).
+# statement does not exist". A run interrupted meanwhile (a cancelled task, a timeout, Ctrl-C: psycopg cancels the
+# running statement on the server, which fails it the same way) leaves the same gap. psycopg forgets its prepared
+# statements, and deallocates them on the server, when it rolls a transaction back; a pipeline of one Sync commits
+# or rolls back on the server alone, so after a failed or interrupted one a transaction is opened and rolled back
+# for that (tests/foundation/test_per_call_transaction.py).
 
 def _forget_prepared(connection: psycopg.Connection[Any]) -> None:
-    """Forget the statements psycopg prepared on ``connection`` (idle, in autocommit mode, after a failed
-    pipeline); a connection that fails meanwhile is left to the pool, which discards a broken one."""
+    """Forget the statements psycopg prepared on ``connection`` (idle, in autocommit mode, after a failed or
+    interrupted pipeline); a connection that fails meanwhile is left to the pool, which discards a broken one."""
     with contextlib.suppress(psycopg.Error):
         with connection.transaction(force_rollback=True):
             pass
@@ -956,7 +958,7 @@ async def _one_sync_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIte
     try:
         async with Pipeline(connection):
             yield
-    except psycopg.Error:
+    except BaseException:  # also a cancelled task or a timeout, which psycopg cancelled on the server
         await _forget_prepared_async(connection)
         raise
     finally:

@@ -8,7 +8,10 @@ form one transaction up to its Sync, which commits it (or, after an error, rolls
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
+import threading
 from typing import Any
 
 import psycopg
@@ -21,7 +24,7 @@ from memsub.client import Substrate
 from memsub.errors import ContextError, InvalidInput
 from memsub.integrations._context import async_pool, sync_pool
 
-from helpers import TENANT_A
+from helpers import TENANT_A, Background, wait_until_blocked
 
 CONTEXT = _calls.set_context(TENANT_A, None, None, [], None)
 TRANSACTION = _calls.query("select pg_current_xact_id()::text as xid, memsub.current_tenant_id() as tenant",
@@ -179,5 +182,59 @@ async def test_an_async_run_whose_context_fails_as_a_call_is_prepared_leaves_no_
             assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
         with pytest.raises(psycopg.errors.InvalidTextRepresentation):
             await _calls.rows_in_context_async(substrate.pool, REFUSED_CONTEXT, [EDGES])
+        for _ in range(3):
+            assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+
+
+# A run interrupted while its context waits (a lock another transaction holds) leaves the call behind it unparsed,
+# as a failed context does: cancelling a task, a timeout around it (asyncio.wait_for) or Ctrl-C in a sync program
+# must not hand the next user of the connection "prepared statement does not exist" either.
+LOCKED_BY_CONTEXT = "lock table memsub.context_keys in access exclusive mode"  # memsub.set_context reads it
+
+
+def test_an_interrupted_run_as_a_call_is_prepared_leaves_no_broken_connection(db: Any) -> None:
+    pool = sync_pool(db.dsn("app"), max_size=1)
+    try:
+        for _ in range(SEEN_BEFORE_PREPARED):
+            assert _calls.rows_in_context(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        with pool.connection() as connection:
+            pid = connection.info.backend_pid
+        main = threading.get_ident()
+        with db.connect() as holder:
+            holder.execute(LOCKED_BY_CONTEXT)
+            interrupter = Background(lambda: (wait_until_blocked(db, pid), signal.pthread_kill(main, signal.SIGINT)))
+            with pytest.raises(KeyboardInterrupt):
+                _calls.rows_in_context(pool, CONTEXT, [EDGES])
+            interrupter.join()
+        for _ in range(3):
+            assert _calls.rows_in_context(pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+    finally:
+        pool.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("interrupt", ["cancel", "wait_for"])
+async def test_an_interrupted_async_run_as_a_call_is_prepared_leaves_no_broken_connection(db: Any,
+                                                                                          interrupt: str) -> None:
+    async with AsyncSubstrate(db.dsn("app"), max_size=1) as substrate:
+        for _ in range(SEEN_BEFORE_PREPARED):
+            assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
+        async with substrate.pool.connection() as connection:
+            pid = connection.info.backend_pid
+        with db.connect() as holder:
+            holder.execute(LOCKED_BY_CONTEXT)
+            if interrupt == "cancel":
+                run = asyncio.create_task(_calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]))
+                await asyncio.to_thread(wait_until_blocked, db, pid)
+                run.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await run
+            else:
+                async def waited() -> None:
+                    waiting = asyncio.create_task(asyncio.to_thread(wait_until_blocked, db, pid))
+                    with pytest.raises(TimeoutError):
+                        await asyncio.wait_for(_calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]), 2)
+                    await waiting  # the run did wait for the lock before it timed out
+                await waited()
         for _ in range(3):
             assert await _calls.rows_in_context_async(substrate.pool, CONTEXT, [EDGES]) == [[{"n": 0}]]
