@@ -756,25 +756,36 @@ async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
 
 # --- executors -------------------------------------------------------------------------------------------------
 
-def execute(connection: psycopg.Connection[Row], call: Call[T]) -> T:
-    """Run ``call`` in the connection's current transaction."""
+def execute(connection: psycopg.Connection[Row], call: Call[T], pipeline: psycopg.Pipeline | None = None) -> T:
+    """Run ``call`` in the connection's current transaction. In a block's ``pipeline`` the call ends with a Sync
+    (where its results would otherwise be asked for with a Flush: the same round trip), so that between calls the
+    server sees the transaction as idle in it, which is what it is: the login's
+    ``idle_in_transaction_session_timeout`` applies, and pg_stat_activity shows it so. Without a Sync the
+    server would take the block for one statement still running, for as long as the block lasts."""
     _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
             register_vector_type(connection)
-        found = connection.execute(call.statement, call.params, binary=call.binary).fetchall()
+        cursor = connection.execute(call.statement, call.params, binary=call.binary)
+        if pipeline is not None:
+            pipeline.sync()
+        found = cursor.fetchall()
     except psycopg.Error as error:
         raise from_database_error(error) from error
     return call.decode(found)
 
 
-async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T]) -> T:
+async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T],
+                        pipeline: psycopg.AsyncPipeline | None = None) -> T:
     """The async twin of :func:`execute`."""
     _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
             await register_vector_type_async(connection)
-        found = await (await connection.execute(call.statement, call.params, binary=call.binary)).fetchall()
+        cursor = await connection.execute(call.statement, call.params, binary=call.binary)
+        if pipeline is not None:
+            await pipeline.sync()
+        found = await cursor.fetchall()
     except psycopg.Error as error:
         raise from_database_error(error) from error
     return call.decode(found)
@@ -831,15 +842,15 @@ class Pipeline:
     def __init__(self, connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
         self._pipeline: Any = connection.pipeline()
 
-    def __enter__(self) -> None:
-        self._pipeline.__enter__()
+    def __enter__(self) -> Any:
+        return self._pipeline.__enter__()
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         with _closing_error_of(error):
             self._pipeline.__exit__(None, None, None)
 
-    async def __aenter__(self) -> None:
-        await self._pipeline.__aenter__()
+    async def __aenter__(self) -> Any:
+        return await self._pipeline.__aenter__()
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         with _closing_error_of(error):
@@ -867,16 +878,17 @@ def _refuse_aborted(connection: psycopg.Connection[Any] | psycopg.AsyncConnectio
 
 
 @contextmanager
-def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[None]:
+def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[psycopg.Pipeline]:
     """A transaction whose BEGIN (which psycopg sends before a transaction's first statement) travels in pipeline
     mode with the block's first statements; committed at the end of the block, rolled back after an error, which is
     raised as it was (:class:`Pipeline`). psycopg's ``connection.transaction()`` would nest pipelines of its own,
-    whose closing logs a warning for an error the block raises. For a connection not in autocommit mode."""
+    whose closing logs a warning for an error the block raises. For a connection not in autocommit mode. Yields
+    the pipeline, which each call of the block syncs (:func:`execute`)."""
     if connection.autocommit:
         raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
     try:
-        with Pipeline(connection):
-            yield
+        with Pipeline(connection) as pipeline:
+            yield pipeline
         _refuse_aborted(connection)
         connection.commit()
     except BaseException:
@@ -889,13 +901,14 @@ def transaction_in_pipeline(connection: psycopg.Connection[RowT]) -> Iterator[No
 
 
 @asynccontextmanager
-async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT]) -> AsyncIterator[None]:
+async def transaction_in_pipeline_async(connection: psycopg.AsyncConnection[RowT]
+                                        ) -> AsyncIterator[psycopg.AsyncPipeline]:
     """The async twin of :func:`transaction_in_pipeline`."""
     if connection.autocommit:
         raise ValueError("transaction_in_pipeline needs a connection that is not in autocommit mode")
     try:
-        async with Pipeline(connection):
-            yield
+        async with Pipeline(connection) as pipeline:
+            yield pipeline
         _refuse_aborted(connection)
         await connection.commit()
     except BaseException:
@@ -1024,17 +1037,20 @@ async def execute_in_context_async(pool: AsyncConnectionPool[psycopg.AsyncConnec
 
 ConnectionT = TypeVar("ConnectionT")
 PoolT = TypeVar("PoolT")
+PipelineT = TypeVar("PipelineT")
 
 
-class _Session(Generic[ConnectionT, PoolT]):
-    """Runs calls either in the transaction of its ``with`` block (``connection``) or, per call, in a short
-    transaction of its own (``pool`` and ``context``). Unusable once its block has ended."""
+class _Session(Generic[ConnectionT, PoolT, PipelineT]):
+    """Runs calls either in the transaction of its ``with`` block (``connection``, and the block's ``pipeline``,
+    which each call syncs) or, per call, in a short transaction of its own (``pool`` and ``context``). Unusable
+    once its block has ended."""
 
     def __init__(self, connection: ConnectionT | None = None, *, pool: PoolT | None = None,
-                 context: Call[None] | None = None) -> None:
+                 context: Call[None] | None = None, pipeline: PipelineT | None = None) -> None:
         self._connection = connection
         self._pool = pool
         self._context = context
+        self._pipeline = pipeline
         self._open = True
 
     @property
@@ -1058,13 +1074,14 @@ class _Session(Generic[ConnectionT, PoolT]):
         self._open = False
         self._connection = None
         self._pool = None
+        self._pipeline = None
 
     def _per_call(self) -> tuple[PoolT, Call[None]]:
         assert self._pool is not None and self._context is not None
         return self._pool, self._context
 
 
-SessionOf = TypeVar("SessionOf", bound=_Session[Any, Any])
+SessionOf = TypeVar("SessionOf", bound=_Session[Any, Any, Any])
 
 
 @contextmanager
@@ -1076,13 +1093,13 @@ def ending(session: SessionOf) -> Iterator[SessionOf]:
         session._close()
 
 
-class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]]]):
+class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]], psycopg.Pipeline]):
     """A session on a sync connection or pool."""
 
     def _run(self, call: Call[T]) -> T:
         self._check_open()
         if self._connection is not None:
-            return execute(self._connection, call)
+            return execute(self._connection, call, self._pipeline)
         return execute_in_context(*self._per_call(), call)
 
     def _drive(self, steps: Steps[T]) -> T:
@@ -1094,13 +1111,14 @@ class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Conne
             return cast(T, done.value)
 
 
-class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[psycopg.AsyncConnection[Row]]]):
+class AsyncSession(_Session[psycopg.AsyncConnection[Row], AsyncConnectionPool[psycopg.AsyncConnection[Row]],
+                           psycopg.AsyncPipeline]):
     """A session on an async connection or pool."""
 
     async def _run(self, call: Call[T]) -> T:
         self._check_open()
         if self._connection is not None:
-            return await execute_async(self._connection, call)
+            return await execute_async(self._connection, call, self._pipeline)
         return await execute_in_context_async(*self._per_call(), call)
 
     async def _drive(self, steps: Steps[T]) -> T:

@@ -85,9 +85,9 @@ class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
         # As in the sync client: BEGIN and the context travel in pipeline mode with the block's first call.
         async with _calls.pooled_async(self.pool) as connection:
             try:
-                async with _calls.transaction_in_pipeline_async(connection):
+                async with _calls.transaction_in_pipeline_async(connection) as pipeline:
                     await connection.execute(context.statement, context.params)
-                    with _calls.ending(AsyncTenantSession(connection)) as session:
+                    with _calls.ending(AsyncTenantSession(connection, pipeline=pipeline)) as session:
                         yield session
             except psycopg.Error as error:
                 raise from_database_error(error) from error

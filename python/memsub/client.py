@@ -135,9 +135,9 @@ class Substrate(Opens[AbstractContextManager[TenantSession]]):
         # COMMIT's for a one-call block. An error of the context statement is raised by that first call.
         with _calls.pooled(self.pool) as connection:
             try:
-                with _calls.transaction_in_pipeline(connection):
+                with _calls.transaction_in_pipeline(connection) as pipeline:
                     connection.execute(context.statement, context.params)
-                    with _calls.ending(TenantSession(connection)) as session:
+                    with _calls.ending(TenantSession(connection, pipeline=pipeline)) as session:
                         yield session
             except psycopg.Error as error:
                 raise from_database_error(error) from error
