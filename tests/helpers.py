@@ -239,6 +239,29 @@ def blocked_call(db: Any, conn: psycopg.Connection[Any], work: Callable[[], obje
     return call
 
 
+def backend_state(db: Any, pid: int) -> str | None:
+    """What pg_stat_activity says the backend ``pid`` is doing (None once it has ended)."""
+    with db.connect(autocommit=True) as observer:
+        row = observer.execute("select state from pg_stat_activity where pid = %s", [pid]).fetchone()
+    return None if row is None else str(row[0])
+
+
+def until_ended(db: Any, pid: int, timeout: float = 10.0) -> None:
+    """Wait until the server has ended the backend ``pid``; fail the test when it never does."""
+    deadline = time.monotonic() + timeout
+    while backend_state(db, pid) is not None:
+        assert time.monotonic() < deadline, f"the server never ended backend {pid} ({backend_state(db, pid)})"
+        time.sleep(0.02)
+
+
+def terminate_backend(db: Any, pid: int) -> None:
+    """End the backend ``pid`` as a restart or an administrator would (``pg_terminate_backend``), and wait until it
+    has ended."""
+    with db.connect(autocommit=True) as admin:
+        admin.execute("select pg_terminate_backend(%s)", [pid])
+    until_ended(db, pid)
+
+
 def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
     """Wait (outside any transaction) until the server's clock has passed moment (a packet's ttl, say)."""
     conn.commit()

@@ -128,8 +128,30 @@ def contract_of(sqlstate: str | None) -> Contract | None:
     return SQLSTATE_CONTRACT.get(code) or (_INVALID if code.startswith("22") else None)
 
 
+# The server ended the session: an administrator or a restart (57P01, 57P02), a database dropped (57P04), the
+# login's idle_in_transaction_session_timeout (25P03) or idle_session_timeout (57P05), or a connection exception
+# (class 08). libpq reports a connection closed under it without a SQLSTATE.
+_SESSION_ENDED = ("25P03", "57P01", "57P02", "57P03", "57P04", "57P05")
+
+
+def lost_connection(error: psycopg.Error) -> bool:
+    """Whether ``error`` says that the connection to the server is gone (rather than that a statement failed)."""
+    sqlstate = error.sqlstate
+    if sqlstate is None:
+        return isinstance(error, psycopg.OperationalError)
+    return sqlstate in _SESSION_ENDED or sqlstate.startswith("08")
+
+
 def from_database_error(error: psycopg.Error) -> MemsubError:
-    """Translate a psycopg error raised by a stored function into the matching memsub exception."""
+    """Translate a psycopg error raised by a stored function into the matching memsub exception; a connection the
+    server ended, or that broke, under a call is :class:`ConnectionFailed` with libpq's first line."""
+    if lost_connection(error):
+        lines = str(error).strip().splitlines()
+        reason = lines[0].strip() if lines else type(error).__name__
+        for prefix in ("consuming input failed: ", "flush request failed: ", "sending query failed: "):
+            reason = reason.removeprefix(prefix)
+        said = "" if reason in ("the connection is lost", "the connection is closed") else f": {reason}"
+        return ConnectionFailed(f"connection to the server lost{said}", sqlstate=error.sqlstate)
     sqlstate = error.sqlstate or ""
     contract = contract_of(sqlstate)
     cls = contract.error if contract is not None else MemsubError

@@ -6,7 +6,6 @@ other transaction, and the pool replaces the connection it closed."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 from uuid import uuid4
 
@@ -16,24 +15,9 @@ from psycopg import sql
 from conftest import login_role
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
-from memsub.errors import MemsubError
+from memsub.errors import ConnectionFailed
 
-from helpers import TENANT_A
-
-
-def backend_state(db: Any, pid: int) -> str | None:
-    """What pg_stat_activity says the backend ``pid`` is doing (None once it has ended)."""
-    with db.connect(autocommit=True) as observer:
-        row = observer.execute("select state from pg_stat_activity where pid = %s", [pid]).fetchone()
-    return None if row is None else str(row[0])
-
-
-def until_ended(db: Any, pid: int, timeout: float = 10.0) -> None:
-    """Wait until the server has ended the backend ``pid``; fail the test when it never does."""
-    deadline = time.monotonic() + timeout
-    while backend_state(db, pid) is not None:
-        assert time.monotonic() < deadline, f"the server never ended backend {pid} ({backend_state(db, pid)})"
-        time.sleep(0.02)
+from helpers import TENANT_A, backend_state, until_ended
 
 
 def idle_timeout_for_the_app_login(db: Any, timeout: str) -> None:
@@ -61,7 +45,7 @@ def test_the_idle_in_transaction_timeout_ends_a_block_left_waiting(db: Any) -> N
     idle_timeout_for_the_app_login(db, "100ms")
     user = uuid4()
     with Substrate(db.dsn("app"), max_size=1) as substrate:
-        with pytest.raises(MemsubError):
+        with pytest.raises(ConnectionFailed):
             with substrate.tenant(TENANT_A, user_id=user) as session:
                 session.memory.write(f"user:{user}", "before", 1)
                 pid = session.fetch("select pg_backend_pid() as pid")[0]["pid"]
@@ -77,7 +61,7 @@ async def test_the_idle_in_transaction_timeout_ends_an_async_block_left_waiting(
     idle_timeout_for_the_app_login(db, "100ms")
     user = uuid4()
     async with AsyncSubstrate(db.dsn("app"), max_size=1) as substrate:
-        with pytest.raises(MemsubError):
+        with pytest.raises(ConnectionFailed):
             async with substrate.tenant(TENANT_A, user_id=user) as session:
                 await session.memory.write(f"user:{user}", "before", 1)
                 pid = (await session.fetch("select pg_backend_pid() as pid"))[0]["pid"]
