@@ -37,8 +37,10 @@ import contextlib
 import functools
 import inspect
 import json
+import logging
 import math
 import re
+import select
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ from memsub.errors import (
 from memsub.models import as_utc, parse_time
 
 Row = dict[str, Any]
+logger = logging.getLogger("memsub")
 T = TypeVar("T")
 RowT = TypeVar("RowT")
 M = TypeVar("M", bound=BaseModel)
@@ -802,15 +805,48 @@ def _pool_closed(error: PoolClosed) -> StateError:
     return StateError("this substrate is closed: its calls need a new Substrate(...)")
 
 
+def _spoke_while_idle(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether the server sent something to (or closed) ``connection`` while it sat idle in the pool, which it does
+    when it ends the session (a restart, ``pg_terminate_backend``, ``idle_session_timeout``: a FATAL message, then
+    end of file). One look at the socket, no round trip; true also for a notice or a notification, so what it says
+    is confirmed by a round trip (:func:`pooled`)."""
+    if connection.closed:
+        return True
+    try:
+        descriptor = connection.fileno()
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(descriptor, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([descriptor], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
+
+
 @contextmanager
 def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.Connection[RowT]]:
-    """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout."""
-    try:
-        connection = pool.getconn()
-    except PoolTimeout as error:
-        raise _pool_failed(pool.timeout, error) from error
-    except PoolClosed as error:
-        raise _pool_closed(error) from error
+    """A pooled connection; a pool that cannot reach the server raises ConnectionFailed, not PoolTimeout.
+
+    A connection the server ended while it sat in the pool is not handed out: it is closed and given back (the pool
+    replaces it) and another one taken, at most once per connection the pool may hold. Telling costs a look at the
+    socket (:func:`_spoke_while_idle`), and a round trip only when the server did send something."""
+    for attempt in range(pool.max_size + 1):
+        try:
+            connection = pool.getconn()
+        except PoolTimeout as error:
+            raise _pool_failed(pool.timeout, error) from error
+        except PoolClosed as error:
+            raise _pool_closed(error) from error
+        if attempt == pool.max_size or not _spoke_while_idle(connection):
+            break
+        try:
+            ConnectionPool.check_connection(connection)
+        except psycopg.Error:
+            logger.info("pool %r: the server ended an idle connection, which is replaced", pool.name)
+            connection.close()
+            pool.putconn(connection)
+            continue
+        break
     try:
         yield connection
     finally:
@@ -821,12 +857,23 @@ def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.C
 async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
                        ) -> AsyncIterator[psycopg.AsyncConnection[RowT]]:
     """The async twin of :func:`pooled`."""
-    try:
-        connection = await pool.getconn()
-    except PoolTimeout as error:
-        raise _pool_failed(pool.timeout, error) from error
-    except PoolClosed as error:
-        raise _pool_closed(error) from error
+    for attempt in range(pool.max_size + 1):
+        try:
+            connection = await pool.getconn()
+        except PoolTimeout as error:
+            raise _pool_failed(pool.timeout, error) from error
+        except PoolClosed as error:
+            raise _pool_closed(error) from error
+        if attempt == pool.max_size or not _spoke_while_idle(connection):
+            break
+        try:
+            await AsyncConnectionPool.check_connection(connection)
+        except psycopg.Error:
+            logger.info("pool %r: the server ended an idle connection, which is replaced", pool.name)
+            await connection.close()
+            await pool.putconn(connection)
+            continue
+        break
     try:
         yield connection
     finally:

@@ -91,3 +91,41 @@ async def test_an_async_call_waiting_when_the_server_ends_its_connection_raises_
             one_line(block_end.value)
         async with substrate.tenant(TENANT_A, user_id=user) as session:
             assert await session.memory.list(f"user:{user}") == []
+
+
+# A server restart, or an administrator, ends the pool's idle connections too. The pool keeps them until they are
+# asked for; handing one out would fail the next block or call of every connection the pool holds.
+POOL_SIZE = 2
+
+
+def test_a_connection_the_server_ended_in_the_pool_is_not_handed_out(db: Any) -> None:
+    with Substrate(db.dsn("app"), min_size=POOL_SIZE, max_size=POOL_SIZE) as substrate:
+        for per_call in (False, True):
+            substrate.pool.wait()
+            held = [substrate.pool.getconn() for _ in range(POOL_SIZE)]
+            pids = {connection.info.backend_pid for connection in held}
+            for connection in held:
+                substrate.pool.putconn(connection)
+            for pid in pids:
+                terminate_backend(db, pid)
+            for _ in range(POOL_SIZE):
+                with substrate.tenant(TENANT_A, per_call=per_call) as session:
+                    rows = session.fetch("select memsub.current_tenant_id() as tenant, pg_backend_pid() as pid")
+                assert rows[0]["tenant"] == TENANT_A and rows[0]["pid"] not in pids
+
+
+@pytest.mark.asyncio
+async def test_a_connection_the_server_ended_in_the_async_pool_is_not_handed_out(db: Any) -> None:
+    async with AsyncSubstrate(db.dsn("app"), min_size=POOL_SIZE, max_size=POOL_SIZE) as substrate:
+        for per_call in (False, True):
+            await substrate.pool.wait()
+            held = [await substrate.pool.getconn() for _ in range(POOL_SIZE)]
+            pids = {connection.info.backend_pid for connection in held}
+            for connection in held:
+                await substrate.pool.putconn(connection)
+            for pid in pids:
+                await asyncio.to_thread(terminate_backend, db, pid)
+            for _ in range(POOL_SIZE):
+                async with substrate.tenant(TENANT_A, per_call=per_call) as session:
+                    rows = await session.fetch("select memsub.current_tenant_id() as tenant, pg_backend_pid() as pid")
+                assert rows[0]["tenant"] == TENANT_A and rows[0]["pid"] not in pids
