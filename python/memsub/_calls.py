@@ -41,6 +41,7 @@ import logging
 import math
 import re
 import select
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -1141,13 +1142,27 @@ def ending(session: SessionOf) -> Iterator[SessionOf]:
 
 
 class SyncSession(_Session[psycopg.Connection[Row], ConnectionPool[psycopg.Connection[Row]], psycopg.Pipeline]):
-    """A session on a sync connection or pool."""
+    """A session on a sync connection or pool. A call holds the session's lock from its check to its end, and the
+    block's end takes it before anything else: a call another thread started runs whole in the block's
+    transaction, or raises SessionClosed, never on the connection once it is back in the pool."""
+
+    def __init__(self, connection: psycopg.Connection[Row] | None = None, *,
+                 pool: ConnectionPool[psycopg.Connection[Row]] | None = None, context: Call[None] | None = None,
+                 pipeline: psycopg.Pipeline | None = None) -> None:
+        super().__init__(connection, pool=pool, context=context, pipeline=pipeline)
+        self._lock = threading.RLock()
+
+    def _close(self) -> None:
+        with self._lock:
+            super()._close()
 
     def _run(self, call: Call[T]) -> T:
-        self._check_open()
-        if self._connection is not None:
-            return execute(self._connection, call, self._pipeline)
-        return execute_in_context(*self._per_call(), call)
+        with self._lock:
+            self._check_open()
+            if self._connection is not None:
+                return execute(self._connection, call, self._pipeline)
+            pool, context = self._per_call()
+        return execute_in_context(pool, context, call)  # holds no connection of the session's: not under its lock
 
     def _drive(self, steps: Steps[T]) -> T:
         try:

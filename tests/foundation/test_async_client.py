@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+import time
 from typing import Any
 from uuid import uuid4
 
 import pytest
 
+from memsub import _calls
 from memsub._calls import Method
 from memsub.async_client import AsyncSubstrate, AsyncTenantSession
 from memsub.client import AREAS, Substrate, TenantSession
@@ -25,7 +28,7 @@ from memsub.errors import (
 from memsub.models import PacketEnvelopeIn
 from memsub.search import SemanticHit
 
-from helpers import TENANT_A, TENANT_B, superuser_count
+from helpers import TENANT_A, TENANT_B, Background, superuser_count
 
 NOTES = [
     "recycled HDPE pellets ship from Stockton on Tuesdays",
@@ -378,3 +381,40 @@ def test_sync_per_call_mode_holds_no_connection_between_calls(db384: Any) -> Non
                 memory_a.connection  # noqa: B018
         with substrate.pool.connection() as connection:
             assert connection.execute("select memsub.current_tenant_id() as tenant").fetchone() == {"tenant": None}
+
+
+
+TENANT_OF = "select memsub.current_tenant_id() as tenant"
+
+
+def test_a_call_from_another_thread_runs_in_its_block_never_after_it(db384: Any, monkeypatch: Any) -> None:
+    """A sync session shared with a worker thread whose call is under way (past the session's check) when the block
+    ends: the block's end waits for that call, which runs in the block's transaction. It never runs on the
+    connection once that is back in the pool, where the next block, another tenant's, may be using it."""
+    inside, resume = threading.Event(), threading.Event()
+    with_times = _calls._with_times
+
+    def paused(connection: Any) -> None:  # the worker's call stops here, once past the session's check
+        if threading.current_thread() is not threading.main_thread():
+            inside.set()
+            resume.wait(10)
+        with_times(connection)
+
+    monkeypatch.setattr(_calls, "_with_times", paused)
+    with Substrate(db384.dsn("app"), max_size=1) as substrate:
+        block = substrate.tenant(TENANT_A)
+        session = block.__enter__()
+        worker = Background(lambda: session.fetch(TENANT_OF))
+        assert inside.wait(10)
+        block_end = Background(lambda: block.__exit__(None, None, None))
+        deadline = time.monotonic() + 0.5  # how long an end that does not wait for the call takes, at most
+        while not block_end.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if block_end.done():  # the block did not wait: its connection went on to the next block, tenant B's
+            with substrate.tenant(TENANT_B) as other:
+                assert other.fetch(TENANT_OF) == [{"tenant": TENANT_B}]
+                resume.set()
+                worker.join()
+        resume.set()
+        assert worker.join().result == [{"tenant": TENANT_A}], worker.error or worker.result
+        assert block_end.join().error is None
