@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memsub import _calls
-from memsub.errors import ConnectionFailed, LocalValidationError, contract_of
+from memsub.errors import ConnectionFailed, LocalValidationError, contract_of, lost_connection
 from memsub.graph import Direction
 from memsub.memory import MemoryType
 from memsub.models import parse_time
@@ -426,7 +426,7 @@ async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
         raise Problem(503, "unavailable", "Database unavailable",
                       "no database connection available in time") from error
     except psycopg.Error as error:
-        if isinstance(error, psycopg.OperationalError) and error.sqlstate is None:
+        if lost_connection(error):  # out of reach, or ended by the server under the request
             raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
         raise problem_from_database(error) from error
     return found[0][0] if found[0] else None

@@ -623,9 +623,9 @@ def test_no_connection_in_time_is_503_with_retry_after(db):
     assert "in time" in problem.detail
 
 
-def test_a_lost_database_connection_is_503_with_retry_after(db):
-    """A request whose pooled connection the database has dropped gets 503 and Retry-After, and the pool
-    replaces the connection: a retry succeeds."""
+def test_a_connection_the_database_dropped_between_requests_is_replaced_before_use(db):
+    """Pooled connections the database has dropped (a restart, pg_terminate_backend) are not handed to requests:
+    the pool replaces them, and every request after the drop succeeds."""
     from http_helpers import running_api
 
     with running_api(db) as api, api.client() as client:
@@ -640,11 +640,48 @@ def test_a_lost_database_connection_is_503_with_retry_after(db):
                                "and usename = %s", [login]).fetchone()[0]:
                 time.sleep(0.05)
         answers = [client.get(url) for _ in range(5)]
-        failed = [answer for answer in answers if answer.status_code != 200]
-        assert failed and answers[-1].status_code == 200, [answer.text for answer in answers]
-        for answer in failed:
-            assert_problem(answer, 503)
-            assert answer.headers.get("retry-after") == "1"
+        assert [answer.status_code for answer in answers] == [200] * 5, [answer.text for answer in answers]
+
+
+def test_a_connection_lost_under_a_request_is_503_with_retry_after(db):
+    """A request whose connection the database ends while it runs (here: waiting for a lock, then
+    pg_terminate_backend, as a restart would) gets 503 and Retry-After, like a database out of reach, not the
+    answer for a failed statement; the pool replaces the connection and the next request succeeds."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+    from starlette.datastructures import State
+    from starlette.requests import Request
+
+    from memsub.http_api import Problem, fetch_one
+
+    from helpers import terminate_backend, wait_until_blocked
+
+    async def scenario() -> tuple[Problem, tuple[object, ...] | None]:
+        async with AsyncConnectionPool(db.dsn("app"), min_size=1, max_size=1) as pool:
+            async with pool.connection() as connection:
+                pid = connection.info.backend_pid
+            app = type("App", (), {"state": State({"pool": pool})})()
+            request = Request({"type": "http", "app": app,
+                               "headers": [(b"authorization", b"Bearer msk_" + b"0" * 16 + b"_" + b"0" * 64)]})
+            with db.connect() as holder:
+                holder.execute("lock table memsub.api_keys in access exclusive mode")
+                waiting = asyncio.ensure_future(fetch_one(request, "select 1", []))
+                await asyncio.to_thread(wait_until_blocked, db, pid)
+                await asyncio.to_thread(terminate_backend, db, pid)
+                try:
+                    await waiting
+                except Problem as problem:
+                    lost = problem
+                else:
+                    raise AssertionError("a request whose connection was ended got an answer")
+            async with pool.connection() as connection:
+                after = await (await connection.execute("select 1")).fetchone()
+            return lost, after
+
+    problem, after = asyncio.run(scenario())
+    assert problem.status == 503 and problem.headers == {"Retry-After": "1"}, (problem.status, problem.detail)
+    assert after == (1,)
 
 
 def test_not_ready_without_memsub_is_503_with_retry_after(empty_db):
