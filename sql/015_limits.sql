@@ -157,8 +157,42 @@ comment on function memsub._check_count(bigint, text, text) is
     'A required count argument (k, limit, max_depth): NULL or below 1 raises 22023, over the resource limit p_limit '
     '54000 (memsub._check_limit), both naming the field; returns the value otherwise.';
 
+create or replace function memsub._check_walk_edges(
+    p_read      bigint,
+    p_max       bigint,
+    p_caller    text,
+    p_max_depth integer,
+    p_field     text,
+    p_advice    text
+) returns boolean
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- The graph reads choose their rows after reading a level's edges (no index gives their order), so what one
+    -- call reads is bounded apart from what it returns: each step reads at most one edge past what is left of
+    -- max_walk_edges, which the caller looks up once, and a call past it is refused, never cut short (which edges
+    -- a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a statement's one-time filter.
+    if p_read > p_max then
+        raise exception '%: more than % edges% (limit max_walk_edges); %', p_caller, p_max,
+            case when p_max_depth is null then '' else format(' within max_depth %s', p_max_depth) end, p_advice
+            using errcode = '54000', column = p_field,
+                  detail = format('limit=max_walk_edges value=%s', p_max),
+                  hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+    end if;
+    return true;
+end
+$$;
+comment on function memsub._check_walk_edges(bigint, bigint, text, integer, text, text) is
+    'The rule of the max_walk_edges limit (p_max, as the caller read it): p_read edges read so far by one graph '
+    'read (traverse_graph, graph_neighbors_as_of, entity_neighbourhood), all its steps together, over it are '
+    'refused with 54000 naming p_field (message: the caller, the edges, max_depth when given, then p_advice; '
+    'detail limit=max_walk_edges value=N); true otherwise.';
+
 grant select on memsub.limits to memsub_app, memsub_analyst;
 grant execute on function memsub.limit_value(text), memsub._check_limit(bigint, text, text),
     memsub._check_limits(bigint[], text, text[])
     to memsub_app, memsub_analyst, memsub_retrieval_owner;
-grant execute on function memsub._check_count(bigint, text, text) to memsub_app, memsub_analyst;
+grant execute on function memsub._check_count(bigint, text, text),
+    memsub._check_walk_edges(bigint, bigint, text, integer, text, text)
+    to memsub_app, memsub_analyst;

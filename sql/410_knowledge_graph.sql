@@ -215,7 +215,8 @@ $$;
 comment on function memsub.graph_neighbors(text, integer, integer) is
     'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): '
     'the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, '
-    'at most limit edges in all.';
+    'at most limit edges in all. A walk that would read more than the max_walk_edges limit of edges, all hops '
+    'together, is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
 -- Expiry is honoured on every read (sql/150_packet_security.sql): a window whose observing packets have all

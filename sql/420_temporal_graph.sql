@@ -404,16 +404,18 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
+    v_tenant uuid := memsub.current_tenant_id();
     v_at     timestamptz := coalesce(p_as_of, now());
     -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
-    v_nodes  boolean := exists (select from memsub.world_model_entities w
-                                 where w.tenant_id = memsub.current_tenant_id());
+    v_nodes  boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
     v_left   integer;
     v_names  text[];  -- the names on the edges to the next level
     frontier text[];  -- matching forms (names and aliases) of the entities of the current level
     visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
     level    integer := 0;
     returned integer;
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
+    v_walked    bigint := 0;  -- edges the walk has read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
@@ -426,22 +428,35 @@ begin
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
     while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
+        -- No index gives the level's order, so its edges are all read before limit chooses among them: never
+        -- more than one past what the walk may still read (max_walk_edges), and a walk over it is refused, once,
+        -- before the rows are sorted (memsub._check_walk_edges, the statement's one-time filter).
         return query
-            select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
-                   r.valid_period
-              from memsub.entity_relationships r
-             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-               and r.valid_period @> v_at
-             order by r.source_entity, r.mention_count desc, r.target_entity, r.relationship_type, r.relationship_id
+            with edges as materialized (
+                select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                       r.valid_period, r.relationship_id
+                  from memsub.entity_relationships r
+                 where r.tenant_id = v_tenant and r.source_key = any(frontier) and r.valid_period @> v_at
+                 limit v_max_edges - v_walked + 1)
+            select level, e.source_entity, e.relationship_type, e.target_entity, e.confidence, e.mention_count,
+                   e.valid_period
+              from edges e
+             where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
+                                            'memsub.graph_neighbors_as_of', p_max_depth, 'max_depth',
+                                            'ask for fewer hops, or walk with memsub.traverse_graph and its '
+                                            'relationship_types or min_confidence')
+             order by e.source_entity, e.mention_count desc, e.target_entity, e.relationship_type, e.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
-        -- The next level: the targets not reached yet, by their matching forms; with Entity nodes, their names
-        -- looked up in one call (memsub._resolve_entities), not one per edge.
+        -- Fewer rows than the limit left: they are every edge of the level, which the next level's budget counts.
+        v_walked := v_walked + returned;
+        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted; with
+        -- Entity nodes, their names looked up in one call (memsub._resolve_entities), not one per edge.
         select array_agg(distinct r.target_entity), array_agg(distinct r.target_key) into v_names, frontier
           from memsub.entity_relationships r
-         where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+         where r.tenant_id = v_tenant and r.source_key = any(frontier)
            and r.valid_period @> v_at
            and not visited ? r.target_key;
         if v_nodes then
@@ -456,7 +471,9 @@ comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, int
     'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
     'entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded '
     'once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and '
-    'relationship type.';
+    'relationship type. A level''s edges are all read before limit chooses among them, so a walk reads at most the '
+    'max_walk_edges limit of edges (valid at as_of), all hops together: one that would read more is refused with '
+    '54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 -- Entity nodes -----------------------------------------------------------------------------------------------
 

@@ -136,16 +136,11 @@ begin
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
-        -- A walk over its edge budget is refused, not cut short: which edges a cut would keep is arbitrary.
-        if v_read > v_edges then
-            raise exception 'memsub.traverse_graph: more than % edges within max_depth % (limit max_walk_edges); '
-                            'ask for fewer hops, fewer relationship_types or a higher min_confidence',
-                v_max_edges, p_max_depth
-                using errcode = '54000', column = 'max_depth',
-                      detail = format('limit=max_walk_edges value=%s', v_max_edges),
-                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
-        end if;
+        -- A walk over its edge budget is refused, not cut short (memsub._check_walk_edges).
         v_edges := v_edges - v_read;
+        perform memsub._check_walk_edges(v_max_edges - v_edges, v_max_edges, 'memsub.traverse_graph', p_max_depth,
+                                         'max_depth',
+                                         'ask for fewer hops, fewer relationship_types or a higher min_confidence');
         exit when jsonb_array_length(v_rows) = 0;
         return query
             select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,

@@ -19,7 +19,7 @@ from psycopg import sql
 from memsub.cli import main as cli
 from memsub.errors import LimitExceeded, from_database_error
 
-from helpers import TENANT_A, TENANT_B, function_calls, set_context, superuser_count
+from helpers import TENANT_A, TENANT_B, calls_during, function_calls, set_context, superuser_count, track_function_calls
 
 USER = uuid.UUID("0c000000-0000-0000-0000-00000000000c")
 # Tables a refused call could have written to; each must be unchanged by it.
@@ -294,6 +294,23 @@ def edge_reads(conn: Any) -> int:
     return int(row[0])
 
 
+def edge_rows_read(conn: Any) -> int:
+    """Rows of memsub.entity_relationships the transaction has read so far, by any plan (sequential, index or bitmap
+    scans), without the index entries a search went through to find them."""
+    row = conn.execute("select pg_stat_get_xact_tuples_returned('memsub.entity_relationships'::regclass)"
+                       " + pg_stat_get_xact_tuples_fetched('memsub.entity_relationships'::regclass)").fetchone()
+    return int(row[0])
+
+
+def a_hub_among_other_edges(conn: psycopg.Connection[Any]) -> None:
+    """In the current tenant: a hub with 300 edges out, written first, then 3,000 edges among 500 other entities.
+    Any plan can stop reading the hub's edges one past a limit below 300: a search of its key, or a scan of the
+    table, which meets the hub's edges first."""
+    conn.execute("select memsub.upsert_relationship('hub', 'links', 'n' || i, 0.9) from generate_series(1, 300) i")
+    conn.execute("select memsub.upsert_relationship('x' || i % 500, 'links', 'y' || i, 0.9) "
+                 "from generate_series(1, 3000) i")
+
+
 def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
     """traverse_graph read every edge of a level before its row limit applied, so from a hub of hundreds of
     thousands of edges a walk ran into the statement timeout whatever its limit. The edges of all its levels
@@ -335,6 +352,51 @@ def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
         # The limit holds per walk: another tenant's walk from its own (empty) hub is not refused.
         set_context(conn, TENANT_B)
         assert conn.execute("select count(*) from memsub.traverse_graph('hub', 1)").fetchone() == (0,)
+
+
+def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edges(db):
+    """graph_neighbors_as_of (and graph_neighbors, which is it as of now) sorted every edge of a level to choose
+    the rows of its limit, so from a hub of hundreds of thousands of edges a call ran into the statement timeout
+    whatever its limit. No index gives that order, so the edges it reads, all its levels together, are bounded by
+    max_walk_edges as traverse_graph's are: a call that would read more is refused in the same way, after reading
+    at most one edge more than the limit."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
+    track_function_calls(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        # A hub of 300 edges; a root with 60 edges to entities that have one edge each (120 in two levels).
+        a_hub_among_other_edges(conn)
+        conn.execute("select memsub.upsert_relationship('root', 'links', 'm' || i, 0.9), "
+                     "memsub.upsert_relationship('m' || i, 'links', 'k' || i, 0.9) from generate_series(1, 60) i")
+        conn.commit()
+        set_context(conn, TENANT_A)
+        # The limit is held once per level, not once per edge.
+        assert calls_during(conn, lambda: conn.execute("select count(*) from memsub.graph_neighbors('root', 1)"
+                                                       ).fetchone(), ["_check_walk_edges"]) == (
+            (60,), {"_check_walk_edges": 1})
+        assert conn.execute("select count(*) from memsub.graph_neighbors_as_of('m1', null, 10)").fetchone() == (1,)
+        # A walk its row limit ends before the next level is read reads 60 edges: within the limit.
+        assert conn.execute("select count(*) from memsub.graph_neighbors('root', 2, 60)").fetchone() == (60,)
+        for statement, depth in [("select * from memsub.graph_neighbors('hub', 1, 5)", 1),
+                                 ("select * from memsub.graph_neighbors_as_of('hub', null, 3, 1000)", 3),
+                                 # The limit bounds the walk, all its levels together: 60 edges, then 60 more.
+                                 ("select * from memsub.graph_neighbors('root', 2)", 2)]:
+            before = edge_rows_read(conn)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
+                conn.execute(statement)
+            assert error.value.diag.column_name == "max_depth", statement
+            assert error.value.diag.message_primary == (
+                f"memsub.graph_neighbors_as_of: more than 100 edges within max_depth {depth} "
+                "(limit max_walk_edges); ask for fewer hops, or walk with memsub.traverse_graph and its "
+                "relationship_types or min_confidence"), statement
+            assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
+            if "hub" in statement:  # the hub's other edges are never read (a bitmap search finds them all first)
+                assert edge_rows_read(conn) - before <= 101, statement
+        conn.rollback()
+        # The limit holds per walk: another tenant's walk from its own (empty) hub is not refused.
+        set_context(conn, TENANT_B)
+        assert conn.execute("select count(*) from memsub.graph_neighbors('hub', 1)").fetchone() == (0,)
 
 
 def test_batch_parents_are_written_first_and_cycles_are_named(db):
