@@ -182,6 +182,7 @@ declare
     v_entity text := memsub._require_text(p_entity, 'entity');
     v_keys   text[];
     v_at     timestamptz := coalesce(p_as_of, now());
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one call may read, both directions
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -191,28 +192,31 @@ begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
-    -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first
-    -- (each direction read by its own index search, at most limit rows each, then the best of both kept).
-    with edges as (
+    -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first.
+    -- No index gives that order, so the edges are all read before limit chooses among them: each direction by
+    -- its own index search, never more than one edge past max_walk_edges for both, and a call over it is
+    -- refused, once, before they are sorted (memsub._check_walk_edges, the statement's one-time filter).
+    with read as materialized (
+        select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
+               r.confidence, r.mention_count, r.relationship_id
+          from memsub.entity_relationships r
+         where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+           and r.confidence >= coalesce(p_min_confidence, 0)
+        union all
+        select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count, r.relationship_id
+          from memsub.entity_relationships r
+         where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+           and r.confidence >= coalesce(p_min_confidence, 0)
+         limit v_max_edges + 1),
+    edges as (
         select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity,
                                                       d.relationship_type, d.relationship_id) as place, d.*
-          from ((select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
-                        r.confidence, r.mention_count, r.relationship_id
-                   from memsub.entity_relationships r
-                  where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-                    and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.target_entity, r.relationship_type, r.relationship_id
-                  limit p_limit)
-                union all
-                (select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count,
-                        r.relationship_id
-                   from memsub.entity_relationships r
-                  where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-                    and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.source_entity, r.relationship_type, r.relationship_id
-                  limit p_limit)) d
-         order by d.confidence desc, d.direction, d.other_entity, d.relationship_type, d.relationship_id
-         limit p_limit),
+          from (select e.* from read e
+                 where memsub._check_walk_edges((select count(*) from read), v_max_edges,
+                                                'memsub.entity_neighbourhood', null, 'entity',
+                                                'ask for a higher min_confidence')
+                 order by e.confidence desc, e.direction, e.other_entity, e.relationship_type, e.relationship_id
+                 limit p_limit) d),
     resolved as (
         select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
     select x.kind, x.direction, x.relationship_type, x.other_entity, x.object, x.confidence, x.mention_count, x.id
@@ -235,7 +239,10 @@ comment on function memsub.entity_neighbourhood(text, double precision, integer,
     'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming '
     'relationships valid then, both directions together, and the facts whose subject it is (subject matched by '
     'memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first '
-    '(ties: relationships by direction, other entity, then type; facts by predicate, then object).';
+    '(ties: relationships by direction, other entity, then type; facts by predicate, then object). The '
+    'relationships are all read before limit chooses among them, so a call reads at most the max_walk_edges limit '
+    'of edges (valid at as_of, confidence >= min_confidence), both directions together: one that would read more is '
+    'refused with 54000 (column entity, detail limit=max_walk_edges value=N), not cut short.';
 
 grant execute on function
     memsub.traverse_graph(text, integer, text[], double precision, text, double precision, integer, timestamptz),

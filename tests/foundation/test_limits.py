@@ -399,6 +399,52 @@ def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edg
         assert conn.execute("select count(*) from memsub.graph_neighbors('hub', 1)").fetchone() == (0,)
 
 
+def test_an_entity_neighbourhood_is_refused_once_it_would_read_more_than_max_walk_edges(db):
+    """entity_neighbourhood sorted every edge of an entity, in each direction, before its limit chose the most
+    confident, so around a hub of hundreds of thousands of edges a call ran into the statement timeout whatever
+    its limit. No index gives that order (confidence first), so the edges it reads, both directions together, are
+    bounded by max_walk_edges as a walk's are: a call that would read more is refused in the same way, naming the
+    entity, after reading at most one edge more than the limit."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
+    track_function_calls(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        # A hub of 300 edges; mid with 60 edges out and 60 weaker ones in; root with 60 out and 30 in.
+        a_hub_among_other_edges(conn)
+        conn.execute("select memsub.upsert_relationship('mid', 'links', 'a' || i, 0.9), "
+                     "memsub.upsert_relationship('b' || i, 'links', 'mid', 0.3) from generate_series(1, 60) i")
+        conn.execute("select memsub.upsert_relationship('root', 'links', 'c' || i, 0.9) from generate_series(1, 60) i")
+        conn.execute("select memsub.upsert_relationship('d' || i, 'links', 'root', 0.9) from generate_series(1, 30) i")
+        conn.execute("select memsub.assert_fact('root', 'is', '\"a root\"'::jsonb, 0.8)")
+        conn.commit()
+        set_context(conn, TENANT_A)
+        # The limit is held once per call, not once per edge.
+        within, calls = calls_during(conn, lambda: conn.execute(
+            "select kind, direction, count(*) from memsub.entity_neighbourhood('root') "
+            "group by kind, direction order by kind, direction").fetchall(), ["_check_walk_edges"])
+        assert within == [("fact", "subject", 1), ("relationship", "incoming", 30), ("relationship", "outgoing", 60)]
+        assert calls == {"_check_walk_edges": 1}
+        # A higher min_confidence reads fewer edges: mid's weak incoming ones are not read.
+        assert conn.execute("select count(*) from memsub.entity_neighbourhood('mid', 0.5)").fetchone() == (60,)
+        for statement in ["select * from memsub.entity_neighbourhood('hub', p_limit => 5)",
+                          # Both directions together: 60 edges out and 60 in.
+                          "select * from memsub.entity_neighbourhood('mid')"]:
+            before = edge_rows_read(conn)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
+                conn.execute(statement)
+            assert error.value.diag.column_name == "entity", statement
+            assert error.value.diag.message_primary == (
+                "memsub.entity_neighbourhood: more than 100 edges (limit max_walk_edges); "
+                "ask for a higher min_confidence"), statement
+            assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
+            assert edge_rows_read(conn) - before <= 101, statement
+        conn.rollback()
+        # The limit holds per call: another tenant's hub of the same name is its own (empty).
+        set_context(conn, TENANT_B)
+        assert conn.execute("select count(*) from memsub.entity_neighbourhood('hub')").fetchone() == (0,)
+
+
 def test_batch_parents_are_written_first_and_cycles_are_named(db):
     ids = [str(uuid.uuid4()) for _ in range(300)]
     # A chain given child first: each envelope's parent comes later in the batch.
