@@ -19,7 +19,9 @@
 --      95 % lower confidence bound of the mean recall@10 on its sample reaches the 0.95 goal
 --      (memsub._recall_lower_bound: the sample's error is judged from its own spread); a sample query is a
 --      stored row of the tenant moved, in a random direction, as far as its nearest other row
---      (memsub._sample_query), and is walked by the search's own statement (memsub._nearest_candidates);
+--      (memsub._sample_query), and is walked by the search's own statement (memsub._nearest_candidates); a row
+--      the walk finds counts when it is as near as the exact k-th nearest, so that of rows at one distance
+--      (copies of one vector) any are right (memsub._recall_with_ties);
 --   3. the cheaper of the exact scan (cost ~ n rows) and the walk at that ef (~ 2.5 * ef / s candidates read
 --      plus 10 * ef for the graph), but always the exact scan when at no ef_search tune_search could afford
 --      the bound reached 0.95 (data without neighbourhood structure, where no graph index can deliver, never
@@ -204,8 +206,9 @@ comment on column memsub.search_stats.type_rows is
     'Embeddings of this type in the tenant''s partition of memory_embeddings (the HNSW graph its walk reads) when '
     'measured.';
 comment on column memsub.search_stats.recall is
-    'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not '
-    'measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
+    'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries, a row the walk '
+    'found counting when it is as near as the exact scan''s 10th nearest (ties count: memsub._recall_with_ties) '
+    '(NULL: not measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
 
 create or replace function memsub._recall_lower_bound(p_recalls double precision[]) returns double precision
 language sql immutable security invoker parallel safe
@@ -222,6 +225,33 @@ comment on function memsub._recall_lower_bound(double precision[]) is
     'Internal to memsub.tune_search: the one-sided 95 % lower confidence bound of the mean of per-query recalls '
     '(mean - 1.645 * sample standard deviation / sqrt(n), within [0, 1]; one query counts with the widest '
     'spread, 0.5; NULL for none). NULL values are left out.';
+
+create or replace function memsub._recall_with_ties(p_found double precision[], p_nearest double precision[])
+returns double precision
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The share of the true nearest rows a search found, where any row as near as the k-th nearest is one of
+    -- them: rows at the same distance are equally correct answers, whichever of them the exact scan happened
+    -- to list (by id). p_found holds the distances of the rows the search returned, p_nearest those of the
+    -- exact k nearest, both computed as the search reports them (the cosine distance of the stored vector,
+    -- never the graph's half-precision key): copies of one vector get the same distance to the bit. pgvector
+    -- sums in single precision, so rows at one true distance from the query but stored with other coordinates
+    -- (a row and its mirror image about the query) came out up to 1.1e-7 apart (300 pairs each at 16, 384 and
+    -- 1536 dimensions): a found row within 1e-6 (about eight single-precision steps at 1) of the k-th distance
+    -- counts. At most as many rows count as p_nearest holds; NULL when it holds none. NULL elements are left
+    -- out.
+    select case when t.rows = 0 then null
+                else least(t.rows, (select count(f) from unnest(p_found) f where f <= t.kth + 1e-6))::double precision
+                     / t.rows end
+      from (select count(n) as rows, max(n) as kth from unnest(p_nearest) n) t
+$$;
+comment on function memsub._recall_with_ties(double precision[], double precision[]) is
+    'Internal to memsub.tune_search: the recall of one search, from the distances of the rows it found '
+    '(p_found) and of the exact nearest rows (p_nearest): the found rows at most 1e-6 (single-precision '
+    'rounding) farther than the farthest of p_nearest, at most as many as p_nearest holds, over that many. A '
+    'row tied with the k-th nearest is as correct as the one the exact scan listed. NULL for no nearest rows; '
+    'NULL elements are left out.';
 
 -- The size of a tenant tune_search has not measured yet. Counted through row-level security, each of up to 2,000
 -- rows was fetched from the table and checked by the policies before every search of the tenant, until the
@@ -713,9 +743,9 @@ declare
     v_query    vector;
     v_distance double precision;
     v_queries  vector[];
-    v_truth    uuid[];
-    v_truths   uuid[];
-    v_found    uuid[];
+    v_truth    double precision[];
+    v_truths   double precision[];
+    v_found    double precision[];
     v_recalls  double precision[];
     v_done     integer;
     v_ef       integer;
@@ -785,13 +815,17 @@ begin
                    into v_distance using v_sample.vector, v_group.embedding_type, v_group.tenant_id,
                                          v_sample.embedding_id;
                 v_query := memsub._sample_query(v_sample.vector, least(greatest(coalesce(v_distance, 0), 0), 2));
-                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                -- The distances of the exact k nearest (as the walk reports its rows': the full vectors'
+                -- cosine distance), so that the walk is judged by how near its rows are, not by which of the
+                -- rows tied with the k-th nearest it returned (memsub._recall_with_ties).
+                execute 'select array_agg(n.distance) from (select (e.vector <=> $1)::double precision as distance'
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
                    into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
                 v_truth := coalesce(v_truth, '{}');
                 v_queries := v_queries || v_query;
-                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
+                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::double precision,
+                                                                            array[p_k - cardinality(v_truth)])]);
             end loop;
             v_done := cardinality(v_queries);
             -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until the
@@ -805,13 +839,11 @@ begin
                     -- The walk as semantic_search runs it: its statement, planned with sorts disabled. A plan for
                     -- the tenant's own values may sort its rows instead (the planner prices a sort of a couple of
                     -- thousand rows below the walk), and a sort's recall is always 1.
-                    select array_agg(c.embedding_id) into v_found
+                    select array_agg(c.distance) into v_found
                       from unnest(memsub._nearest_candidates(v_group.embedding_type, p_k, false, false, v_queries[i],
                                                              null, null, null, null, null, null,
                                                              v_group.tenant_id)) c;
-                    v_recalls := v_recalls
-                        || (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
-                           ::double precision / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                    v_recalls := v_recalls || coalesce(memsub._recall_with_ties(v_found, v_truths[i:i]), 0);
                 end loop;
                 v_recall := (select avg(r) from unnest(v_recalls) r);
                 v_bound := memsub._recall_lower_bound(v_recalls);
@@ -853,7 +885,9 @@ comment on function memsub.tune_search(integer, integer) is
     'row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk '
     '(semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries '
     'made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, '
-    'memsub._sample_query), from the derived ef_search up '
+    'memsub._sample_query), a row the walk found counting when its distance is at most the exact k-th nearest''s '
+    '(within 1e-6; rows tied with it are as right as the ones the exact scan lists: memsub._recall_with_ties), '
+    'from the derived ef_search up '
     '(x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches '
     '0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its '
     'bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no '
@@ -872,6 +906,7 @@ grant select on memsub.search_stats to memsub_app, memsub_analyst;
 grant select, insert, update, delete on memsub.search_stats to memsub_platform_admin;
 grant execute on function memsub.tune_search(integer, integer) to memsub_platform_admin;
 grant execute on function memsub._recall_lower_bound(double precision[]) to memsub_platform_admin;
+grant execute on function memsub._recall_with_ties(double precision[], double precision[]) to memsub_platform_admin;
 grant execute on function memsub._sample_query(vector, double precision) to memsub_platform_admin;
 grant execute on function memsub._record_accesses(text, uuid[], double precision[], text, text, text) to memsub_app;
 grant execute on function memsub._record_accesses_on_request(text, uuid[], double precision[], text, text, text)

@@ -49,11 +49,14 @@ def graphs_built_after_load(conn: psycopg.Connection[Any], *tables: str) -> Iter
         conn.execute(sql.SQL("comment on index {} is {}").format(sql.SQL(name), sql.Literal(comment)))
 
 
-def tenant_recall(app: psycopg.Connection[Any], tenant: uuid.UUID, vectors: Iterable[str],
-                  truth: Callable[[str], list[Any]], search: str, arguments: Callable[[str], Sequence[Any]],
-                  k: int, label: str) -> tuple[float, set[str]]:
-    """Mean recall@k of one tenant's searches over the query vectors against the exact neighbours (``truth``),
-    and the methods that answered. ``search`` returns (id, method) rows; every answer must hold k rows."""
+def tenant_recall(app: psycopg.Connection[Any], judge: psycopg.Connection[Any], tenant: uuid.UUID,
+                  vectors: Iterable[str], truth: Callable[[str], list[float]], search: str,
+                  arguments: Callable[[str], Sequence[Any]], k: int, label: str) -> tuple[float, set[str]]:
+    """Mean recall@k of one tenant's searches over the query vectors against the exact neighbours, and the methods
+    that answered. ``truth`` returns the distances of the exact k nearest rows, ``search`` (distance, method) rows;
+    every answer must hold k rows. A row counts as found when it is as near as the k-th nearest, as tune_search
+    counts it (memsub._recall_with_ties, run on ``judge``, a connection that may execute it): of rows at one
+    distance, any are right."""
     recalls: list[float] = []
     methods: set[str] = set()
     for vector in vectors:
@@ -64,7 +67,10 @@ def tenant_recall(app: psycopg.Connection[Any], tenant: uuid.UUID, vectors: Iter
         assert len(expected) == k
         assert len(got) == k, f"{label}: {len(got)} rows"
         methods |= {r[1] for r in got}
-        recalls.append(len(set(expected) & {r[0] for r in got}) / k)
+        row = judge.execute("select memsub._recall_with_ties(%s::double precision[], %s::double precision[])",
+                            [[r[0] for r in got], expected]).fetchone()
+        assert row is not None and row[0] is not None
+        recalls.append(float(row[0]))
     return sum(recalls) / len(recalls), methods
 
 

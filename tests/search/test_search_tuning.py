@@ -180,6 +180,49 @@ def test_the_lower_bound_of_a_sampled_recall(db):
     assert lower_bound(db, []) is None
 
 
+
+def recall_with_ties(conn: Any, found: list[float] | None, nearest: list[float | None]) -> float | None:
+    row = conn.execute("select memsub._recall_with_ties(%s::double precision[], %s::double precision[])",
+                       [found, nearest]).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_the_recall_of_one_search_counts_every_row_as_near_as_the_kth_nearest(db):
+    with db.connect() as conn:
+        assert recall_with_ties(conn, [0.1, 0.2, 0.3], [0.1, 0.2, 0.3]) == 1.0
+        # Any three of many rows at one distance (copies of one vector) are the three nearest.
+        assert recall_with_ties(conn, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]) == 1.0
+        assert recall_with_ties(conn, [0.1, 0.25, 0.25], [0.1, 0.2, 0.25]) == 1.0
+        assert recall_with_ties(conn, [0.1, 0.2, 0.31], [0.1, 0.2, 0.3]) == pytest.approx(2 / 3)
+        assert recall_with_ties(conn, [0.1, 0.2, 0.300002], [0.1, 0.2, 0.3]) == pytest.approx(2 / 3)
+        assert recall_with_ties(conn, [0.2, 0.3], [0.1, 0.2, 0.3]) == pytest.approx(2 / 3)  # a row short
+        assert recall_with_ties(conn, [0.1, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1]) == 1.0  # never above 1
+        assert recall_with_ties(conn, [0.4], [0.4, None, None]) == 1.0  # a tenant of one row (padded to k)
+        assert recall_with_ties(conn, [], [0.4]) == 0.0
+        assert recall_with_ties(conn, None, [0.4]) == 0.0
+        assert recall_with_ties(conn, [0.4], []) is None
+        assert recall_with_ties(conn, [0.4], [None]) is None
+        # Two rows at one true distance from the query, stored with other coordinates (one the other's mirror
+        # image about the query): pgvector's single-precision sums give most such pairs distances a few 1e-8
+        # apart, and either row is as near as the other.
+        for seed in range(20):
+            rng = random.Random(seed)
+            query = [rng.gauss(0, 1) for _ in range(16)]
+            length = sum(x * x for x in query) ** 0.5
+            query = [x / length for x in query]
+            row = [rng.gauss(0, 1) for _ in range(16)]
+            along = sum(a * b for a, b in zip(row, query, strict=True))
+            mirrored = [2 * along * b - a for a, b in zip(row, query, strict=True)]
+            distances = conn.execute("select %s::vector <=> %s::vector, %s::vector <=> %s::vector",
+                                     [str(row), str(query), str(mirrored), str(query)]).fetchone()
+            assert distances is not None
+            if distances[0] != distances[1]:
+                break
+        assert distances[0] != distances[1] and abs(distances[0] - distances[1]) < 1e-6, distances
+        assert recall_with_ties(conn, [max(distances)], [min(distances)]) == 1.0
+        assert recall_with_ties(conn, [max(distances) + 1e-5], [min(distances)]) == 0.0
+
 @pytest.mark.parametrize(("pool", "share", "expected"), [
     (10, 1.0, 100), (10, 0.5, 200), (3, 1.0, 40), (10, 0.1, 1000), (100, 1.0, 1000),
     # A tenant of one row in a partition of 250,000 (share 4e-6) asking a pool of 1000 (a hybrid search's
@@ -288,3 +331,61 @@ def test_tune_search_refuses_a_k_no_search_can_ask_for_and_writes_nothing(db):
         conn.execute("select memsub.set_context(null, null, null, array['platform_admin'])")
         assert conn.execute("select count(*) from memsub.search_stats").fetchone() == (0,)
         conn.execute("select * from memsub.tune_search(20, 1000)")
+
+
+TIED_COPIES = 220  # rows of each of the six repeated vectors
+TIED_DISTINCT = 60
+TIED = uuid.UUID("71ed0000-0000-4000-8000-000000000001")
+
+
+def repeated_vector(number: int) -> str:
+    """The ``number``-th (0-5) repeated vector of the tied tenant: a direction in the first eight dimensions."""
+    values = [0.0] * 384
+    values[number] = 1.0
+    values[7] = 0.5
+    return "[" + ",".join(str(x) for x in values) + "]"
+
+
+def test_tune_search_counts_rows_as_near_as_the_kth_nearest_as_found(db384):
+    """A tenant whose rows are mostly copies of a few vectors (six vectors, 220 copies each, and 60 distinct rows,
+    all in the first eight dimensions). A sample query made from a copy is the copy itself, and its k nearest rows
+    are any k of its 220 copies, all at the same distance: a walk that returns ten of them has found the k nearest.
+    Compared by row, with the exact scan's own ten (ties broken by id), such a walk counted as almost all misses,
+    and tune_search measured a recall of 0.015 for a walk that finds rows as near as the exact scan's."""
+    rows = 6 * TIED_COPIES + TIED_DISTINCT
+    with db384.connect() as su:
+        su.execute("select setseed(0.3)")
+        su.execute("insert into memsub.packet_store (packet_id, packet_type, envelope, tenant_id, scope, content_hash)"
+                   " select ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid, 'event',"
+                   " jsonb_build_object('payload', 'tied ' || i), %s, 'shared', md5(i::text)"
+                   " from generate_series(1, %s) i", [TIED, rows])
+        # Inserted in packet order; the embedding ids are random, so the exact scan's choice among copies (by id)
+        # has nothing to do with the order the graph met them in.
+        su.execute(
+            "insert into memsub.memory_embeddings (packet_id, embedding_type, vector, tenant_id, scope)"
+            " select p.packet_id, 'content', case when p.n <= %(copies)s * 6"
+            "   then (%(repeated)s::text[])[1 + p.n %% 6]::vector"
+            "   else array(select case when d <= 8 then random() - 0.5 + 0 * p.n else 0 end"
+            "                from generate_series(1, 384) d)::vector end,"
+            "   p.tenant_id, 'shared'"
+            " from (select packet_id, tenant_id, right(packet_id::text, 12)::bigint as n"
+            "         from memsub.packet_store) p order by p.n",
+            {"copies": TIED_COPIES, "repeated": [repeated_vector(n) for n in range(6)]})
+        su.execute("analyze memsub.memory_embeddings")
+        su.commit()
+    with db384.connect("app", autocommit=True) as app:  # the walk finds ten copies of a repeated vector
+        for number in range(6):
+            with app.transaction():
+                set_context(app, TIED)
+                walked = app.execute("select distance, method from memsub.semantic_search(%s::vector, %s,"
+                                     " p_mode => 'approximate')", [repeated_vector(number), K]).fetchall()
+                exact = app.execute("select distance from memsub.semantic_search(%s::vector, %s, p_mode => 'exact')",
+                                    [repeated_vector(number), K]).fetchall()
+            assert len(walked) == K and {r[1] for r in walked} == {"approximate"}
+            assert [r[0] for r in walked] == [r[0] for r in exact]
+    with db384.connect("platform_admin") as conn:
+        set_context(conn, TIED, roles=["platform_admin"])
+        tuned = conn.execute("select row_count, recall, recall_bound from memsub.tune_search()").fetchall()
+        conn.commit()
+    assert len(tuned) == 1 and tuned[0][0] == rows, tuned
+    assert tuned[0][1] is not None and tuned[0][1] >= 0.95, tuned

@@ -69,13 +69,18 @@ def queries(conn: Any, agent: str, salt: int) -> list[str]:
         "select pg_temp.draw(%s, q.n)::text from generate_series(1, %s) q(n)", [agent, QUERIES])]
 
 
-def truth(app: Any, tenant: uuid.UUID, agent: str, vector: str) -> list[Any]:
+def nearest(app: Any, tenant: uuid.UUID, agent: str, vector: str) -> list[tuple[Any, float]]:
+    """The agent's exact k nearest memories: (embedding_id, distance), nearest first."""
     with app.transaction():
         set_context(app, tenant)
         app.execute("set local enable_indexscan = off")
-        return [r[0] for r in app.execute(
-            "select embedding_id from memsub.semantic_memory where agent_id = %s"
-            " order by vector <=> %s::vector, embedding_id limit %s", [agent, vector, K])]
+        return [(r[0], r[1]) for r in app.execute(
+            "select embedding_id, vector <=> %s::vector from memsub.semantic_memory where agent_id = %s"
+            " order by vector <=> %s::vector, embedding_id limit %s", [vector, agent, vector, K])]
+
+
+def truth(app: Any, tenant: uuid.UUID, agent: str, vector: str) -> list[Any]:
+    return [r[0] for r in nearest(app, tenant, agent, vector)]
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -84,9 +89,9 @@ def test_every_tenant_size_class_gets_k_rows_at_recall_095(store, agent):
     with store.connect() as su, store.connect("app", autocommit=True) as app:
         for tenant, rows in CLASSES:
             recall, methods = tenant_recall(
-                app, tenant, queries(su, agent, rows),
-                lambda vector, tenant=tenant: truth(app, tenant, agent, vector),
-                "select embedding_id, method from memsub.search_semantic_memory(%s::vector, %s, %s)",
+                app, su, tenant, queries(su, agent, rows),
+                lambda vector, tenant=tenant: [r[1] for r in nearest(app, tenant, agent, vector)],
+                "select distance, method from memsub.search_semantic_memory(%s::vector, %s, %s)",
                 lambda vector: [vector, K, agent], K, f"{rows}-row tenant ({agent})")
             report.append(f"{rows} rows: recall {recall:.3f} {sorted(methods)}")
             assert recall >= 0.95, f"{agent}: {rows}-row tenant recall@10 {recall:.3f}; " + "; ".join(report)
