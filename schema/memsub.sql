@@ -1119,6 +1119,30 @@ ALTER FUNCTION memsub._check_vector(p_value public.vector, p_field text) OWNER T
 
 COMMENT ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) IS 'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, squares representable in single precision); raises 22023 naming the field otherwise.';
 
+CREATE FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) RETURNS boolean
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- The graph reads choose their rows after reading a level's edges (no index gives their order), so what one
+    -- call reads is bounded apart from what it returns: each step reads at most one edge past what is left of
+    -- max_walk_edges, which the caller looks up once, and a call past it is refused, never cut short (which edges
+    -- a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a statement's one-time filter.
+    if p_read > p_max then
+        raise exception '%: more than % edges% (limit max_walk_edges); %', p_caller, p_max,
+            case when p_max_depth is null then '' else format(' within max_depth %s', p_max_depth) end, p_advice
+            using errcode = '54000', column = p_field,
+                  detail = format('limit=max_walk_edges value=%s', p_max),
+                  hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
+    end if;
+    return true;
+end
+$$;
+
+ALTER FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) IS 'The rule of the max_walk_edges limit (p_max, as the caller read it): p_read edges read so far by one graph read (traverse_graph, graph_neighbors_as_of, entity_neighbourhood), all its steps together, over it are refused with 54000 naming p_field (message: the caller, the edges, max_depth when given, then p_advice; detail limit=max_walk_edges value=N); true otherwise.';
+
 CREATE FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2835,6 +2859,30 @@ $$;
 ALTER FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) IS 'Internal to memsub.tune_search: the one-sided 95 % lower confidence bound of the mean of per-query recalls (mean - 1.645 * sample standard deviation / sqrt(n), within [0, 1]; one query counts with the widest spread, 0.5; NULL for none). NULL values are left out.';
+
+CREATE FUNCTION memsub._recall_with_ties(p_found double precision[], p_nearest double precision[]) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    -- The share of the true nearest rows a search found, where any row as near as the k-th nearest is one of
+    -- them: rows at the same distance are equally correct answers, whichever of them the exact scan happened
+    -- to list (by id). p_found holds the distances of the rows the search returned, p_nearest those of the
+    -- exact k nearest, both computed as the search reports them (the cosine distance of the stored vector,
+    -- never the graph's half-precision key): copies of one vector get the same distance to the bit. pgvector
+    -- sums in single precision, so rows at one true distance from the query but stored with other coordinates
+    -- (a row and its mirror image about the query) came out up to 1.1e-7 apart (300 pairs each at 16, 384 and
+    -- 1536 dimensions): a found row within 1e-6 (about eight single-precision steps at 1) of the k-th distance
+    -- counts. At most as many rows count as p_nearest holds; NULL when it holds none. NULL elements are left
+    -- out.
+    select case when t.rows = 0 then null
+                else least(t.rows, (select count(f) from unnest(p_found) f where f <= t.kth + 1e-6))::double precision
+                     / t.rows end
+      from (select count(n) as rows, max(n) as kth from unnest(p_nearest) n) t
+$$;
+
+ALTER FUNCTION memsub._recall_with_ties(p_found double precision[], p_nearest double precision[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._recall_with_ties(p_found double precision[], p_nearest double precision[]) IS 'Internal to memsub.tune_search: the recall of one search, from the distances of the rows it found (p_found) and of the exact nearest rows (p_nearest): the found rows at most 1e-6 (single-precision rounding) farther than the farthest of p_nearest, at most as many as p_nearest holds, over that many. A row tied with the k-th nearest is as correct as the one the exact scan listed. NULL for no nearest rows; NULL elements are left out.';
 
 CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text DEFAULT NULL::text, p_access_context text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(target_id uuid, access_id uuid)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6122,6 +6170,7 @@ declare
     v_entity text := memsub._require_text(p_entity, 'entity');
     v_keys   text[];
     v_at     timestamptz := coalesce(p_as_of, now());
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one call may read, both directions
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -6131,28 +6180,31 @@ begin
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
-    -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first
-    -- (each direction read by its own index search, at most limit rows each, then the best of both kept).
-    with edges as (
+    -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first.
+    -- No index gives that order, so the edges are all read before limit chooses among them: each direction by
+    -- its own index search, never more than one edge past max_walk_edges for both, and a call over it is
+    -- refused, once, before they are sorted (memsub._check_walk_edges, the statement's one-time filter).
+    with read as materialized (
+        select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
+               r.confidence, r.mention_count, r.relationship_id
+          from memsub.entity_relationships r
+         where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
+           and r.confidence >= coalesce(p_min_confidence, 0)
+        union all
+        select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count, r.relationship_id
+          from memsub.entity_relationships r
+         where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
+           and r.confidence >= coalesce(p_min_confidence, 0)
+         limit v_max_edges + 1),
+    edges as (
         select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity,
                                                       d.relationship_type, d.relationship_id) as place, d.*
-          from ((select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
-                        r.confidence, r.mention_count, r.relationship_id
-                   from memsub.entity_relationships r
-                  where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-                    and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.target_entity, r.relationship_type, r.relationship_id
-                  limit p_limit)
-                union all
-                (select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count,
-                        r.relationship_id
-                   from memsub.entity_relationships r
-                  where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-                    and r.confidence >= coalesce(p_min_confidence, 0)
-                  order by r.confidence desc, r.source_entity, r.relationship_type, r.relationship_id
-                  limit p_limit)) d
-         order by d.confidence desc, d.direction, d.other_entity, d.relationship_type, d.relationship_id
-         limit p_limit),
+          from (select e.* from read e
+                 where memsub._check_walk_edges((select count(*) from read), v_max_edges,
+                                                'memsub.entity_neighbourhood', null, 'entity',
+                                                'ask for a higher min_confidence')
+                 order by e.confidence desc, e.direction, e.other_entity, e.relationship_type, e.relationship_id
+                 limit p_limit) d),
     resolved as (
         select n.name, n.entity from memsub._resolve_entities((select array_agg(e.other_entity) from edges e)) n)
     select x.kind, x.direction, x.relationship_type, x.other_entity, x.object, x.confidence, x.mention_count, x.id
@@ -6174,7 +6226,7 @@ $$;
 
 ALTER FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first (ties: relationships by direction, other entity, then type; facts by predicate, then object).';
+COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first (ties: relationships by direction, other entity, then type; facts by predicate, then object). The relationships are all read before limit chooses among them, so a call reads at most the max_walk_edges limit of edges (valid at as_of, confidence >= min_confidence), both directions together: one that would read more is refused with 54000 (column entity, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE FUNCTION memsub.entity_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_rrf_k integer DEFAULT 60) RETURNS TABLE(entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
     LANGUAGE plpgsql STABLE
@@ -6794,23 +6846,25 @@ $$;
 
 ALTER FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) IS 'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, at most limit edges in all.';
+COMMENT ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p_limit integer) IS 'Graph traversal over the edges valid now (memsub.graph_neighbors_as_of at now()): the outgoing edges reachable from an entity, breadth first up to max_depth hops, each entity expanded once, at most limit edges in all. A walk that would read more than the max_walk_edges limit of edges, all hops together, is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_depth integer DEFAULT 2, p_limit integer DEFAULT 100) RETURNS TABLE(depth integer, source_entity text, relationship_type text, target_entity text, confidence double precision, mention_count integer, valid_period tstzrange)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
+    v_tenant uuid := memsub.current_tenant_id();
     v_at     timestamptz := coalesce(p_as_of, now());
     -- Names resolve through Entity nodes only when the tenant has any (otherwise a name is its own entity).
-    v_nodes  boolean := exists (select from memsub.world_model_entities w
-                                 where w.tenant_id = memsub.current_tenant_id());
+    v_nodes  boolean := exists (select from memsub.world_model_entities w where w.tenant_id = v_tenant);
     v_left   integer;
     v_names  text[];  -- the names on the edges to the next level
     frontier text[];  -- matching forms (names and aliases) of the entities of the current level
     visited  jsonb;   -- matching form -> true: a set with logarithmic lookups
     level    integer := 0;
     returned integer;
+    v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
+    v_walked    bigint := 0;  -- edges the walk has read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
@@ -6823,22 +6877,35 @@ begin
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
     while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
+        -- No index gives the level's order, so its edges are all read before limit chooses among them: never
+        -- more than one past what the walk may still read (max_walk_edges), and a walk over it is refused, once,
+        -- before the rows are sorted (memsub._check_walk_edges, the statement's one-time filter).
         return query
-            select level, r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
-                   r.valid_period
-              from memsub.entity_relationships r
-             where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
-               and r.valid_period @> v_at
-             order by r.source_entity, r.mention_count desc, r.target_entity, r.relationship_type, r.relationship_id
+            with edges as materialized (
+                select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                       r.valid_period, r.relationship_id
+                  from memsub.entity_relationships r
+                 where r.tenant_id = v_tenant and r.source_key = any(frontier) and r.valid_period @> v_at
+                 limit v_max_edges - v_walked + 1)
+            select level, e.source_entity, e.relationship_type, e.target_entity, e.confidence, e.mention_count,
+                   e.valid_period
+              from edges e
+             where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
+                                            'memsub.graph_neighbors_as_of', p_max_depth, 'max_depth',
+                                            'ask for fewer hops, or walk with memsub.traverse_graph and its '
+                                            'relationship_types or min_confidence')
+             order by e.source_entity, e.mention_count desc, e.target_entity, e.relationship_type, e.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
         v_left := v_left - returned;
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
-        -- The next level: the targets not reached yet, by their matching forms; with Entity nodes, their names
-        -- looked up in one call (memsub._resolve_entities), not one per edge.
+        -- Fewer rows than the limit left: they are every edge of the level, which the next level's budget counts.
+        v_walked := v_walked + returned;
+        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted; with
+        -- Entity nodes, their names looked up in one call (memsub._resolve_entities), not one per edge.
         select array_agg(distinct r.target_entity), array_agg(distinct r.target_key) into v_names, frontier
           from memsub.entity_relationships r
-         where r.tenant_id = memsub.current_tenant_id() and r.source_key = any(frontier)
+         where r.tenant_id = v_tenant and r.source_key = any(frontier)
            and r.valid_period @> v_at
            and not visited ? r.target_key;
         if v_nodes then
@@ -6852,7 +6919,7 @@ $$;
 
 ALTER FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and relationship type.';
+COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and relationship type. A level''s edges are all read before limit chooses among them, so a walk reads at most the max_walk_edges limit of edges (valid at as_of), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE TABLE memsub.world_model_entities (
     entity_id text NOT NULL,
@@ -11774,16 +11841,11 @@ begin
                 ) d
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
-        -- A walk over its edge budget is refused, not cut short: which edges a cut would keep is arbitrary.
-        if v_read > v_edges then
-            raise exception 'memsub.traverse_graph: more than % edges within max_depth % (limit max_walk_edges); '
-                            'ask for fewer hops, fewer relationship_types or a higher min_confidence',
-                v_max_edges, p_max_depth
-                using errcode = '54000', column = 'max_depth',
-                      detail = format('limit=max_walk_edges value=%s', v_max_edges),
-                      hint = 'Limits are set per installation in memsub.limits (docs/security.md, "Limits").';
-        end if;
+        -- A walk over its edge budget is refused, not cut short (memsub._check_walk_edges).
         v_edges := v_edges - v_read;
+        perform memsub._check_walk_edges(v_max_edges - v_edges, v_max_edges, 'memsub.traverse_graph', p_max_depth,
+                                         'max_depth',
+                                         'ask for fewer hops, fewer relationship_types or a higher min_confidence');
         exit when jsonb_array_length(v_rows) = 0;
         return query
             select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
@@ -11831,9 +11893,9 @@ declare
     v_query    vector;
     v_distance double precision;
     v_queries  vector[];
-    v_truth    uuid[];
-    v_truths   uuid[];
-    v_found    uuid[];
+    v_truth    double precision[];
+    v_truths   double precision[];
+    v_found    double precision[];
     v_recalls  double precision[];
     v_done     integer;
     v_ef       integer;
@@ -11886,13 +11948,26 @@ begin
             v_truths := '{}';
             perform pg_catalog.set_config('hnsw.ef_search', '100', true);
             for v_sample in
-                -- Drawn first, normalized after: the sort carries each row's vector as it is stored.
+                -- Ten rows drawn for each sample wanted, and each vector among them sampled once (by the first
+                -- row drawn that holds it), in the order drawn: copies of a few vectors stored in many rows
+                -- would otherwise fill the sample, and the walk finds a copy's copies however poorly it serves
+                -- the tenant's other rows (on 6,000 copies of one vector and 600 clustered rows, 384-d, the walk
+                -- found 0.19 of the nearest rows of new queries among the clustered ones; a sample of 20 rows
+                -- holds none of those one time in seven, and of three samples of 40 rows one read 0.99 and chose
+                -- the walk). Without copies, the first p_samples rows drawn: a random sample of rows. The draw
+                -- sorts ids only; the vectors are read after, by key, and normalized.
                 select s.embedding_id, l2_normalize(s.vector) as vector
-                  from (select e.embedding_id, e.vector
-                          from memsub.memory_embeddings e
-                         where e.tenant_id = v_group.tenant_id and e.embedding_type = v_group.embedding_type
-                         order by pg_catalog.random()
-                         limit p_samples) s
+                  from (select distinct on (e.vector) e.embedding_id, e.vector, d.drawn
+                          from (select r.embedding_id, pg_catalog.random() as drawn
+                                  from memsub.memory_embeddings r
+                                 where r.tenant_id = v_group.tenant_id and r.embedding_type = v_group.embedding_type
+                                 order by drawn
+                                 limit p_samples * 10) d
+                          join memsub.memory_embeddings e
+                            on e.tenant_id = v_group.tenant_id and e.embedding_id = d.embedding_id
+                         order by e.vector, d.drawn) s
+                 order by s.drawn
+                 limit p_samples
             loop
                 -- The cosine distance of the row's nearest other row (a scale, not an answer: planned for the
                 -- tenant's values, a walk or, for a small tenant, a sort).
@@ -11903,13 +11978,17 @@ begin
                    into v_distance using v_sample.vector, v_group.embedding_type, v_group.tenant_id,
                                          v_sample.embedding_id;
                 v_query := memsub._sample_query(v_sample.vector, least(greatest(coalesce(v_distance, 0), 0), 2));
-                execute 'select array_agg(n.embedding_id) from (select e.embedding_id '
+                -- The distances of the exact k nearest (as the walk reports its rows': the full vectors'
+                -- cosine distance), so that the walk is judged by how near its rows are, not by which of the
+                -- rows tied with the k-th nearest it returned (memsub._recall_with_ties).
+                execute 'select array_agg(n.distance) from (select (e.vector <=> $1)::double precision as distance'
                         '  from memsub.memory_embeddings e where e.embedding_type = $3 and e.tenant_id = $4'
                         ' order by (e.vector <=> $1) + 0, e.embedding_id limit $2) n'
                    into v_truth using v_query, p_k, v_group.embedding_type, v_group.tenant_id;
                 v_truth := coalesce(v_truth, '{}');
                 v_queries := v_queries || v_query;
-                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::uuid, array[p_k - cardinality(v_truth)])]);
+                v_truths := array_cat(v_truths, array[v_truth || array_fill(null::double precision,
+                                                                            array[p_k - cardinality(v_truth)])]);
             end loop;
             v_done := cardinality(v_queries);
             -- The recall@k of the walk from the derived ef_search up, x 2.5 per step (at most 1000), until the
@@ -11923,13 +12002,11 @@ begin
                     -- The walk as semantic_search runs it: its statement, planned with sorts disabled. A plan for
                     -- the tenant's own values may sort its rows instead (the planner prices a sort of a couple of
                     -- thousand rows below the walk), and a sort's recall is always 1.
-                    select array_agg(c.embedding_id) into v_found
+                    select array_agg(c.distance) into v_found
                       from unnest(memsub._nearest_candidates(v_group.embedding_type, p_k, false, false, v_queries[i],
                                                              null, null, null, null, null, null,
                                                              v_group.tenant_id)) c;
-                    v_recalls := v_recalls
-                        || (select count(*) from unnest(v_found) f(id) where f.id = any(v_truths[i:i]))
-                           ::double precision / greatest(1, (select count(t.id) from unnest(v_truths[i:i]) t(id)));
+                    v_recalls := v_recalls || coalesce(memsub._recall_with_ties(v_found, v_truths[i:i]), 0);
                 end loop;
                 v_recall := (select avg(r) from unnest(v_recalls) r);
                 v_bound := memsub._recall_lower_bound(v_recalls);
@@ -11969,7 +12046,7 @@ $_$;
 
 ALTER FUNCTION memsub.tune_search(p_samples integer, p_k integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk (semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, memsub._sample_query), from the derived ef_search up (x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches 0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured). k is at most max_k and 1000, as for semantic_search (54000 naming k).';
+COMMENT ON FUNCTION memsub.tune_search(p_samples integer, p_k integer) IS 'Maintenance (platform_admin context): refreshes memsub.search_stats for every tenant and embedding type: row counts, and for tenants the cost model would search approximately, the recall@k of the HNSW walk (semantic_search''s own statement, memsub._nearest_candidates) against the exact scan on samples queries made from the tenant''s own rows (a row moved in a random direction as far as its nearest other row, memsub._sample_query; ten rows drawn per sample and each vector among them sampled once), a row the walk found counting when its distance is at most the exact k-th nearest''s (within 1e-6; rows tied with it are as right as the ones the exact scan lists: memsub._recall_with_ties), from the derived ef_search up (x 2.5 per step, at most 1000) until the one-sided 95 % lower confidence bound of the mean recall reaches 0.95 or the walk would cost more than the exact scan; stores the ef_search reached, the mean recall and its bound. memsub.semantic_search then walks the tenant at that ef_search, or scans it exactly when at no ef_search the bound reached 0.95. Bounded: per tenant and type, one exact scan and at most six walks per sample query. Returns the choice per tenant and type (ef_search, mean recall and its bound as measured). k is at most max_k and 1000, as for semantic_search (54000 naming k).';
 
 CREATE FUNCTION memsub.unbind_login(p_login name, p_tenant_id uuid DEFAULT NULL::uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -13901,7 +13978,7 @@ COMMENT ON COLUMN memsub.search_stats.type_rows IS 'Embeddings of this type in t
 
 COMMENT ON COLUMN memsub.search_stats.ef_search IS 'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, at which the recall''s lower bound (recall_bound) reached 0.95, or the largest one tried when none did (NULL: not measured).';
 
-COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries (NULL: not measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
+COMMENT ON COLUMN memsub.search_stats.recall IS 'Mean recall@10 of the HNSW walk at ef_search against the exact scan over the sample queries, a row the walk found counting when it is as near as the exact scan''s 10th nearest (ties count: memsub._recall_with_ties) (NULL: not measured: the exact scan is cheaper for this tenant). semantic_search decides by recall_bound.';
 
 COMMENT ON COLUMN memsub.search_stats.samples IS 'Sample queries the recall was measured on.';
 
@@ -16194,6 +16271,10 @@ REVOKE ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text)
 GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) TO memsub_owner;
 
@@ -16363,6 +16444,9 @@ GRANT ALL ON FUNCTION memsub._reader_tenants(p_packet_ids uuid[]) TO memsub_anal
 
 REVOKE ALL ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._recall_lower_bound(p_recalls double precision[]) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub._recall_with_ties(p_found double precision[], p_nearest double precision[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._recall_with_ties(p_found double precision[], p_nearest double precision[]) TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) TO memsub_app;
