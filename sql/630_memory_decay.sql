@@ -13,7 +13,9 @@
 -- Promotion rule (memsub.memory_maintenance): the latest live version of a short-term key is promoted to LTM
 -- when importance * strength(now) >= threshold (default 1.0, half-life 7 days). A very important memory
 -- (importance 0.9) is promoted after one recent access (0.9 * ~2 >= 1); an unimportant one (0.2) needs about
--- five accesses close together; a memory nobody returns to never is.
+-- five accesses close together; a memory nobody returns to never is. The run locks each version it judges; one
+-- that a concurrent consolidation replaced while the run waited for it gives way to the new version, which
+-- carries the same tier and decay state and is judged instead.
 
 create or replace function memsub.memory_strength(
     p_decay_weight   double precision,
@@ -159,7 +161,7 @@ begin
     -- One maintenance run per tenant at a time.
     perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
-        select m.id, m.namespace, m.key, m.version, m.importance,
+        select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
                memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.short_term and not m.is_deleted
@@ -169,6 +171,23 @@ begin
          order by m.namespace, m.key
            for update of m
     loop
+        -- The version was the key's latest when the run started. A version written while this waited for the
+        -- lock (a consolidation's, which locks the live version it replaces) is the latest once the wait is over:
+        -- that one is read, locked and judged instead, as memsub.memory_touch does.
+        loop
+            exit when not exists (select from memsub.memory_entries n
+                                   where n.tenant_id = v_tenant and n.namespace = v_row.namespace
+                                     and n.key = v_row.key and n.version > v_row.version);
+            select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
+                   memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
+              into v_row
+              from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.namespace = v_row.namespace and m.key = v_row.key
+             order by m.version desc limit 1
+               for update of m;
+        end loop;
+        -- A latest version that is long-term or a deletion is not short-term memory: nothing to judge.
+        continue when v_row.id is null or not v_row.short_term or v_row.is_deleted;
         memory_entry_id := v_row.id;
         namespace := v_row.namespace;
         key := v_row.key;
@@ -196,7 +215,8 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * '
     'strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) '
     'is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it '
-    'looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
+    'looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) '
+    'is the one judged and reported. One run per tenant at a time (maintenance lock).';
 
 grant execute on function
     memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval)

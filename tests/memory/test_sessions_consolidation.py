@@ -291,3 +291,57 @@ def test_an_access_that_waited_for_a_consolidation_goes_to_the_new_version(db):
     no reader takes any more."""
     versions = _touched_and_consolidated(db, touch_first=False)
     assert versions[-1] == {"version": 3, "accessed": True}
+
+
+def _promoted_and_consolidated(db: Any, promote_first: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A promotion (memory_maintenance) of a key's live short-term version and a consolidation of the key, one
+    holding its row while the other starts; returns the promotion's report and the key's versions as stored."""
+    from helpers import blocked_call
+
+    ns = f"user:{ALICE}:notes"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        for value, version in (("green", None), ("oolong", 1)):
+            one(conn, "select version from memsub.memory_remember(%s, 'tea', %s::jsonb, 'STM', 0.9, %s)",
+                [ns, json.dumps(value), version])
+        conn.commit()
+    promote = "select version, outcome from memsub.memory_maintenance(p_threshold => 0.5)"
+    consolidate = "select version, outcome from memsub.consolidate_memories()"
+    with db.connect("tenant_admin") as promoter, db.connect("tenant_admin") as consolidator:
+        admin(promoter)
+        admin(consolidator)
+        if promote_first:
+            report = rows(promoter, promote)
+            second = blocked_call(db, consolidator, lambda: rows(consolidator, consolidate))
+            promoter.commit()
+            second.join()
+            (consolidator.rollback if second.error else consolidator.commit)()
+        else:
+            rows(consolidator, consolidate)
+            second = blocked_call(db, promoter, lambda: rows(promoter, promote))
+            consolidator.commit()
+            second.join()
+            (promoter.rollback if second.error else promoter.commit)()
+    assert second.error is None, second.error
+    if not promote_first:
+        assert isinstance(second.result, list)
+        report = second.result
+    return report, ground_truth(db, "select version, short_term, promoted_at is not null as promoted "
+                                    "from memsub.memory_entries where key = 'tea' order by version")
+
+
+def test_a_promotion_committed_while_its_key_is_consolidated_is_kept(db):
+    """The consolidated version keeps the live version's tier: a promotion that committed while the consolidation
+    waited for the live version is carried over to it."""
+    report, versions = _promoted_and_consolidated(db, promote_first=True)
+    assert report == [{"version": 2, "outcome": "promoted"}]
+    assert versions[-1] == {"version": 3, "short_term": False, "promoted": True}
+
+
+def test_a_promotion_that_waited_for_a_consolidation_goes_to_the_new_version(db):
+    """A promotion waiting for a consolidation of its key promotes the version the consolidation wrote, the key's
+    live version once it commits, and reports that one. Before, it promoted the version consolidated into it,
+    which no reader takes any more, and the live version stayed short-term until the next run."""
+    report, versions = _promoted_and_consolidated(db, promote_first=False)
+    assert report == [{"version": 3, "outcome": "promoted"}]
+    assert versions[-1] == {"version": 3, "short_term": False, "promoted": True}
