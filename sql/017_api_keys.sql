@@ -8,6 +8,8 @@
 -- roles in the current transaction (memsub.store_context, 015_identity_binding.sql), exactly as a signed context
 -- token does: the login that presents the key needs no binding, and the tenant comes from the key, never from
 -- the request. The HTTP server therefore runs each request as one transaction: authenticate, then one call.
+-- A revoke stops every authentication that starts after it commits, whatever the isolation of the transaction
+-- presenting the key; a transaction that authenticated before keeps its context until it ends.
 --
 -- The key is looked up before any tenant is known, so the lookup (memsub._api_key_lookup) runs as
 -- memsub_retrieval_owner (BYPASSRLS, NOLOGIN), matches one key id and its hash and returns that key's binding
@@ -117,8 +119,9 @@ begin
 end
 $$;
 comment on function memsub.revoke_api_key(text) is
-    'Revokes an API key by its key_id: it never authenticates again. True when a live key of a tenant the '
-    'context manages was revoked. Needs a tenant_admin or platform_admin context.';
+    'Revokes an API key by its key_id: once this commits, it never authenticates again; a request that '
+    'authenticated before ends its transaction as it began. True when a live key of a tenant the context manages '
+    'was revoked. Needs a tenant_admin or platform_admin context.';
 
 create or replace function memsub.list_api_keys()
 returns table (key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text,
@@ -182,6 +185,26 @@ begin
         end if;
     end loop;
     perform memsub.store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
+    -- A READ COMMITTED statement reads the keys as committed when it started. A REPEATABLE READ or SERIALIZABLE
+    -- transaction reads them as of its snapshot, which may be older than a revoke committed since: there the
+    -- key's row is locked (FOR SHARE), which fails for a row revoked after the snapshot, waits for a revoke in
+    -- progress (and then fails when it commits), and makes a later revoke wait for this transaction's end. A
+    -- read-only transaction cannot lock and is refused.
+    if pg_catalog.current_setting('transaction_isolation') <> 'read committed' then
+        if pg_catalog.current_setting('transaction_read_only')::boolean then
+            raise exception 'memsub.authenticate_api_key: a read-only % transaction cannot authenticate a key; use READ COMMITTED or a read-write transaction',
+                            upper(pg_catalog.current_setting('transaction_isolation'))
+                using errcode = '25006', column = 'api_key';
+        end if;
+        begin
+            perform from memsub.api_keys k
+             where k.tenant_id = found_key.tenant_id and k.key_id = found_key.key_id
+               for share of k;
+        exception when serialization_failure then
+            raise exception 'memsub.authenticate_api_key: unknown, revoked or expired API key (revoked after this transaction began)'
+                using errcode = '28000', column = 'api_key';
+        end;
+    end if;
     return query select found_key.key_id, found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles;
 end
 $$;
@@ -189,7 +212,10 @@ comment on function memsub.authenticate_api_key(text) is
     'Verifies an API key (sha256 against memsub.api_keys; not revoked, not expired) and seals the context of its '
     'tenant, organization, user and roles in this transaction, like memsub.set_context_signed: no login binding '
     'needed, and one transaction acts for one tenant. 28000 (column api_key) for a malformed, unknown, revoked '
-    'or expired key; 42501 (roles) when the login lacks a key role''s memsub role. Returns the key''s binding.';
+    'or expired key; 42501 (roles) when the login lacks a key role''s memsub role. A READ COMMITTED call reads the '
+    'key as committed when it starts; a REPEATABLE READ or SERIALIZABLE transaction also locks it (FOR SHARE), '
+    'so a revoke committed after its snapshot is 28000 too, and a read-only one is refused (25006, api_key). '
+    'Returns the key''s binding.';
 
 grant select (tenant_id, key_id, org_id, user_id, roles, label, created_at, created_by, expires_at, revoked_at)
     on memsub.api_keys to memsub_app, memsub_analyst;
