@@ -14,7 +14,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import TENANT_A, set_context, started_call, superuser_count, wait_until, write
+from memsub.errors import ConflictError, contract_of, from_database_error
+
+from helpers import TENANT_A, blocked_call, set_context, started_call, superuser_count, wait_until, write
 from session_helpers import ground_truth, rows
 
 FILLERS = 7  # with the child, a batch of 8: the set-based path of write_packets
@@ -160,3 +162,40 @@ def test_a_concurrent_packet_id_with_other_content_is_refused_by_name(db, path):
     assert ground_truth(db, "select envelope -> 'payload' as payload from memsub.packet_store "
                             "where packet_id = %s", [packet_id]) == [{"payload": "turn"}]
     assert superuser_count(db) == 1 + (FILLERS if path == "write_packets_set" else 0)
+
+
+def test_two_batches_stating_two_ids_in_opposite_orders_deadlock_into_a_retryable_conflict(db):
+    """Batches written envelope by envelope store their packets in batch order: one holding a while it waits for
+    b, the other holding b while it waits for a, wait for each other, and PostgreSQL aborts one (40P01). That one
+    is a conflict to retry (ConflictError; HTTP 503 with Retry-After), as a lock held past lock_timeout is, not a
+    server error; its retry deduplicates, and each packet is stored once. The first batch is held between a and b
+    by a third transaction's uncommitted packet x, which makes the interleaving deterministic."""
+    a, b, x = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    batch = "select packet_id, deduplicated from memsub.write_packets(%s::jsonb)"
+    ab = json.dumps([_stated(a, "a"), _stated(x, "x"), _stated(b, "b")])
+    ba = json.dumps([_stated(b, "b"), _stated(a, "a")])
+    with db.connect("app") as holder, db.connect("app") as first, db.connect("app") as second:
+        for conn in (holder, first, second):
+            set_context(conn, TENANT_A)
+        rows(holder, batch, [json.dumps([_stated(x, "x")])])
+        one = blocked_call(db, first, lambda: rows(first, batch, [ab]))  # a stored, waits for x
+        other = blocked_call(db, second, lambda: rows(second, batch, [ba]))  # b stored, waits for a
+        holder.commit()  # the first goes on to b: each waits for the other
+        one.join()
+        other.join()
+        failed = [(conn, call, text) for conn, call, text in ((first, one, ab), (second, other, ba)) if call.error]
+        assert len(failed) == 1, (one.error, other.error)
+        conn, call, text = failed[0]
+        error = call.error
+        assert isinstance(error, psycopg.errors.DeadlockDetected), error
+        assert isinstance(from_database_error(error), ConflictError)
+        contract = contract_of(error.sqlstate)
+        assert contract is not None and contract.status == 503
+        for each in (first, second):
+            (each.rollback if each is conn else each.commit)()
+        set_context(conn, TENANT_A)
+        retried = rows(conn, batch, [text])
+        conn.commit()
+    assert {r["packet_id"] for r in retried if r["deduplicated"]} >= {a, b}
+    assert ground_truth(db, "select count(*) from memsub.packet_store where packet_id = any(%s)", [[a, b, x]]) == [
+        {"count": 3}]
