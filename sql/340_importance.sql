@@ -246,7 +246,16 @@ alter function memsub.learn_importance(double precision, double precision, inter
 
 call memsub.install_row_security('memsub.importance_learning_runs', array[]::text[]);
 
-grant select on memsub.importance_learning_runs to memsub_app, memsub_analyst;
+-- The runs' counts are tenant-wide (every organization's and user's accesses, feedback and memories): a report
+-- for the contexts that may learn (a tenant admin's, a platform admin's through memsub_tenant_admin) and for
+-- analysts, who read every tenant by design; never the application's, which would see other organizations'
+-- activity in them. The revoke takes the grant of earlier versions away from an installed database.
+revoke select on memsub.importance_learning_runs from memsub_app;
+comment on table memsub.importance_learning_runs is
+    'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay '
+    'interval. Its counts span every organization and user of the tenant: readable by tenant admins, platform '
+    'admins and analysts, not by the application role.';
+grant select on memsub.importance_learning_runs to memsub_tenant_admin, memsub_analyst;
 grant execute on function memsub.record_feedback(uuid, boolean, text) to memsub_app;
 -- Tenant maintenance: a tenant admin's (and a platform admin's, through memsub_tenant_admin), never the
 -- application's. The revoke takes the grant of earlier versions away from an installed database.

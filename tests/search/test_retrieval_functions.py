@@ -304,6 +304,38 @@ def test_only_an_admin_context_learns_importance_for_the_tenant(db):
         assert importance(admin, private["packet_id"]) < 0.9
 
 
+def test_the_learning_runs_are_a_tenant_admin_s_and_an_analyst_s_to_read(db):
+    """A learning run counts the accesses, feedback and memories of every organization and user of the tenant.
+    Readable by any application login, its report showed each organization the activity volume of the others;
+    it is for the contexts that may run it (tenant and platform admins) and for analysts, who read every
+    tenant by design. An application login is refused whatever its context, its own organization's included."""
+    writer = uuid.uuid4()
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, writer)
+        shared = write(conn, {"packet_type": "note", "payload": {"text": "s"}})
+        conn.execute("select memsub.record_access('packet', %s)", [shared["packet_id"]])
+        conn.commit()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        run = call(admin, "select * from memsub.learn_importance()")
+        admin.commit()
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        assert admin.execute("select run_id, accesses_counted from memsub.importance_learning_runs").fetchall() == [
+            (run["run_id"], 1)]
+    with db.connect("app") as conn:
+        for context in ((TENANT_A, ORG_2, uuid.uuid4()), (TENANT_A, ORG_1, writer), (TENANT_A, None, None)):
+            set_context(conn, *context)
+            expect_error(conn, "42501", None, "select accesses_counted from memsub.importance_learning_runs")
+            assert conn.execute("select has_table_privilege('memsub.importance_learning_runs', 'select')"
+                                ).fetchone() == (False,)
+    with db.connect("analyst") as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute("select accesses_counted from memsub.importance_learning_runs").fetchall() == [(1,)]
+    with db.connect("platform_admin") as conn:
+        set_context(conn, None, roles=["platform_admin"])
+        assert conn.execute("select count(*) from memsub.importance_learning_runs").fetchone() == (1,)
+
+
 def test_reflections_by_vector_tags_priority_are_recorded(db384):
     with db384.connect("app") as conn:
         set_context(conn, TENANT_A)
