@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B
-from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
+from helpers import TENANT_A, TENANT_B, set_context
+from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one, rows
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
 
@@ -77,6 +78,49 @@ def test_audit_rows_of_one_user_are_hidden_from_another(db):
     with db.connect("app") as conn:
         as_user(conn, other, "s1")
         assert one(conn, "select count(*) as n from memsub.audit")["n"] > 0
+
+
+def test_audit_rows_naming_a_user_or_session_namespace_are_visible_where_its_memory_is(db):
+    """Tenant maintenance (promotion, consolidation) runs in an admin context without a user, and so did a
+    session's own writes without one: their audit rows, which name the key and the user: or session: namespace
+    of the memory they changed, were visible to every context without a user, another organization's service
+    included, and another session's. They are visible where the memory itself is: its user, its session, admins.
+    The policy audit_namespace_visibility guards it; dropped, the service reads them again."""
+    notes = f"user:{ALICE}:plans"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        for value, version in (("draft", None), ("merger with acme", 1)):
+            one(conn, "select version from memsub.memory_remember(%s, 'merger', %s::jsonb, 'STM', 0.9, %s)",
+                [notes, json.dumps(value), version])
+        conn.commit()
+        as_user(conn, None, "s1")
+        one(conn, "select memsub.memory_write('session:s1:scratch', 'idea', '1')")
+        conn.commit()
+    with db.connect("tenant_admin") as admin:
+        as_user(admin, None, roles=["tenant_admin"])
+        admin.execute("select * from memsub.consolidate_memories()")
+        admin.execute("select * from memsub.memory_maintenance(p_threshold => 0.5)")
+        admin.commit()
+    named = ("select operation, namespace from memsub.audit where namespace like 'user:%%' "
+             "or namespace like 'session:%%' order by id")
+
+    def seen(login: str, user: object, session: str | None, roles: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+        with db.connect(login) as conn:
+            set_context(conn, TENANT_A, uuid.uuid4() if login == "app" and user is None else None, user,
+                        roles=roles, session=session)
+            return [(r["operation"], r["namespace"]) for r in rows(conn, named)]
+
+    admins = seen("tenant_admin", None, None, ("tenant_admin",))
+    assert {(op, ns) for op, ns in admins} >= {("memory_consolidate", notes), ("memory_promote", notes),
+                                               ("memory_write", "session:s1:scratch")}
+    assert seen("app", None, None) == []  # another organization's service
+    assert seen("app", None, "s2") == []  # another session
+    assert seen("app", None, "s1") == [("memory_write", "session:s1:scratch")]
+    assert set(seen("app", ALICE, None)) == {("memory_write", notes)}
+    with db.connect() as superuser:
+        superuser.execute("drop policy audit_namespace_visibility on memsub.audit")
+        superuser.commit()
+    assert ("memory_promote", notes) in seen("app", None, None)
 
 
 def test_a_checkpoint_holding_a_session_state_is_visible_where_the_session_is(db):
