@@ -4878,13 +4878,33 @@ begin
         end if;
     end loop;
     perform memsub.store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
+    -- A READ COMMITTED statement reads the keys as committed when it started. A REPEATABLE READ or SERIALIZABLE
+    -- transaction reads them as of its snapshot, which may be older than a revoke committed since: there the
+    -- key's row is locked (FOR SHARE), which fails for a row revoked after the snapshot, waits for a revoke in
+    -- progress (and then fails when it commits), and makes a later revoke wait for this transaction's end. A
+    -- read-only transaction cannot lock and is refused.
+    if pg_catalog.current_setting('transaction_isolation') <> 'read committed' then
+        if pg_catalog.current_setting('transaction_read_only')::boolean then
+            raise exception 'memsub.authenticate_api_key: a read-only % transaction cannot authenticate a key; use READ COMMITTED or a read-write transaction',
+                            upper(pg_catalog.current_setting('transaction_isolation'))
+                using errcode = '25006', column = 'api_key';
+        end if;
+        begin
+            perform from memsub.api_keys k
+             where k.tenant_id = found_key.tenant_id and k.key_id = found_key.key_id
+               for share of k;
+        exception when serialization_failure then
+            raise exception 'memsub.authenticate_api_key: unknown, revoked or expired API key (revoked after this transaction began)'
+                using errcode = '28000', column = 'api_key';
+        end;
+    end if;
     return query select found_key.key_id, found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles;
 end
 $_$;
 
 ALTER FUNCTION memsub.authenticate_api_key(p_api_key text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.authenticate_api_key(p_api_key text) IS 'Verifies an API key (sha256 against memsub.api_keys; not revoked, not expired) and seals the context of its tenant, organization, user and roles in this transaction, like memsub.set_context_signed: no login binding needed, and one transaction acts for one tenant. 28000 (column api_key) for a malformed, unknown, revoked or expired key; 42501 (roles) when the login lacks a key role''s memsub role. Returns the key''s binding.';
+COMMENT ON FUNCTION memsub.authenticate_api_key(p_api_key text) IS 'Verifies an API key (sha256 against memsub.api_keys; not revoked, not expired) and seals the context of its tenant, organization, user and roles in this transaction, like memsub.set_context_signed: no login binding needed, and one transaction acts for one tenant. 28000 (column api_key) for a malformed, unknown, revoked or expired key; 42501 (roles) when the login lacks a key role''s memsub role. A READ COMMITTED call reads the key as committed when it starts; a REPEATABLE READ or SERIALIZABLE transaction also locks it (FOR SHARE), so a revoke committed after its snapshot is 28000 too, and a read-only one is refused (25006, api_key). Returns the key''s binding.';
 
 CREATE FUNCTION memsub.base64url_decode(p_text text, p_field text) RETURNS bytea
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -8009,7 +8029,7 @@ ALTER TABLE ONLY memsub.importance_learning_runs FORCE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.importance_learning_runs OWNER TO memsub_owner;
 
-COMMENT ON TABLE memsub.importance_learning_runs IS 'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay interval.';
+COMMENT ON TABLE memsub.importance_learning_runs IS 'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay interval. Its counts span every organization and user of the tenant: readable by tenant admins, platform admins and analysts, not by the application role.';
 
 COMMENT ON COLUMN memsub.importance_learning_runs.run_id IS 'Run identifier.';
 
@@ -8682,7 +8702,7 @@ begin
     -- One maintenance run per tenant at a time.
     perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
-        select m.id, m.namespace, m.key, m.version, m.importance,
+        select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
                memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.short_term and not m.is_deleted
@@ -8692,6 +8712,23 @@ begin
          order by m.namespace, m.key
            for update of m
     loop
+        -- The version was the key's latest when the run started. A version written while this waited for the
+        -- lock (a consolidation's, which locks the live version it replaces) is the latest once the wait is over:
+        -- that one is read, locked and judged instead, as memsub.memory_touch does.
+        loop
+            exit when not exists (select from memsub.memory_entries n
+                                   where n.tenant_id = v_tenant and n.namespace = v_row.namespace
+                                     and n.key = v_row.key and n.version > v_row.version);
+            select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
+                   memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
+              into v_row
+              from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.namespace = v_row.namespace and m.key = v_row.key
+             order by m.version desc limit 1
+               for update of m;
+        end loop;
+        -- A latest version that is long-term or a deletion is not short-term memory: nothing to judge.
+        continue when v_row.id is null or not v_row.short_term or v_row.is_deleted;
         memory_entry_id := v_row.id;
         namespace := v_row.namespace;
         key := v_row.key;
@@ -8718,7 +8755,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. One run per tenant at a time (maintenance lock).';
+COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time (maintenance lock).';
 
 CREATE FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text DEFAULT 'STM'::text, p_importance double precision DEFAULT 0.5, p_expected_version integer DEFAULT NULL::integer, p_kind text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.memory_entries
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10065,7 +10102,7 @@ $$;
 
 ALTER FUNCTION memsub.revoke_api_key(p_key_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.revoke_api_key(p_key_id text) IS 'Revokes an API key by its key_id: it never authenticates again. True when a live key of a tenant the context manages was revoked. Needs a tenant_admin or platform_admin context.';
+COMMENT ON FUNCTION memsub.revoke_api_key(p_key_id text) IS 'Revokes an API key by its key_id: once this commits, it never authenticates again; a request that authenticated before ends its transaction as it began. True when a live key of a tenant the context manages was revoked. Needs a tenant_admin or platform_admin context.';
 
 CREATE FUNCTION memsub.search_modes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -15685,6 +15722,10 @@ CREATE POLICY audit_actor_visibility ON memsub.audit AS RESTRICTIVE USING (((NOT
 
 COMMENT ON POLICY audit_actor_visibility ON memsub.audit IS 'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
 
+CREATE POLICY audit_namespace_visibility ON memsub.audit AS RESTRICTIVE FOR SELECT USING (((namespace IS NULL) OR (split_part(namespace, ':'::text, 1) <> ALL (ARRAY['user'::text, 'session'::text])) OR ((split_part(namespace, ':'::text, 1) = 'user'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((split_part(namespace, ':'::text, 1) = 'session'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY audit_namespace_visibility ON memsub.audit IS 'An audit row naming a user: or session: namespace is visible to that user, that session and admins, as the memory itself is.';
+
 CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USING (((session_state IS NULL) OR (EXISTS ( SELECT
    FROM memsub.sessions s
   WHERE ((s.tenant_id = checkpoints.tenant_id) AND (s.id = checkpoints.session_id))))));
@@ -16921,7 +16962,7 @@ GRANT ALL ON FUNCTION memsub.langgraph_thread_delete(p_thread_ids text[]) TO mem
 REVOKE ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strategy text) TO memsub_app;
 
-GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_app;
+GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_tenant_admin;
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
 GRANT SELECT,INSERT ON TABLE memsub.importance_learning_runs TO memsub_retrieval_owner;
 
