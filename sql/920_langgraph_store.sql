@@ -127,26 +127,41 @@ comment on function memsub.langgraph_store_matches(jsonb, jsonb) is
 -- or the tenant-wide one (as a LangGraph thread, sql/910_langgraph_checkpoints.sql). Row-level security shows an
 -- organization the tenant-wide items: without this check it overwrote or deleted them for every context, and a
 -- key another context holds failed with the policy's own message. Owned by memsub_retrieval_owner (BYPASSRLS), it
--- sees every organization's items, states the tenant itself and answers yes or no.
+-- sees every organization's items, states the tenant itself and answers yes or no. An expired item is gone for
+-- every reader before the sweep deletes it, so it holds its key for no context: another context's expired item
+-- found here is deleted (with its vectors) and the key is free. Only that rare case writes; the usual call is the
+-- one keyed read.
 create or replace function memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text)
 returns boolean
-language plpgsql stable security definer
+language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_owner uuid;
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_owner   uuid;
+    v_expires timestamptz;
 begin
-    select i.org_id into v_owner from memsub.langgraph_store_items i
-     where i.tenant_id = memsub._require_tenant_id() and i.namespace_key = p_namespace_key and i.key = p_key;
-    return found and v_owner is distinct from memsub.current_org_id();
+    select i.org_id, i.expires_at into v_owner, v_expires from memsub.langgraph_store_items i
+     where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key;
+    if not found or v_owner is not distinct from memsub.current_org_id() then
+        return false;
+    end if;
+    if v_expires <= now() then
+        delete from memsub.langgraph_store_items i
+         where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key
+           and i.expires_at <= now();
+        return false;
+    end if;
+    return true;
 end
 $$;
 alter function memsub._langgraph_store_item_owned_elsewhere(text, text) owner to memsub_retrieval_owner;
 comment on function memsub._langgraph_store_item_owned_elsewhere(text, text) is
-    'Internal: whether the LangGraph store item at namespace_key and key of the context tenant was written from '
-    'another context (another organization, or tenant-wide for an organization and the other way round), whoever '
-    'may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
-grant select on memsub.langgraph_store_items to memsub_retrieval_owner;
+    'Internal: whether the live LangGraph store item at namespace_key and key of the context tenant was written '
+    'from another context (another organization, or tenant-wide for an organization and the other way round), '
+    'whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Another context''s expired item there is '
+    'deleted, with its vectors, and holds the key no longer (false). Executable only by memsub_owner.';
+grant select, delete on memsub.langgraph_store_items to memsub_retrieval_owner;
 grant execute on function memsub._langgraph_store_item_owned_elsewhere(text, text) to memsub_owner;
 
 drop function if exists memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], jsonb);

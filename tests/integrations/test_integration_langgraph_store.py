@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -27,7 +28,7 @@ from memsub.errors import ContextError, InvalidInput, LimitExceeded
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
 
-from helpers import assert_refused, run_doc_example
+from helpers import assert_refused, run_doc_example, wait_until
 
 DIMS = 64
 EMBEDDER = HashingEmbedder(DIMS)
@@ -490,6 +491,32 @@ def test_an_item_is_changed_only_from_the_context_that_wrote_it(db: Any) -> None
         assert org_b.get(ns, "own").value == {"owner": "b"}  # type: ignore[union-attr]
         wide.delete(ns, "k")
         assert org_a.get(ns, "k") is None
+    finally:
+        pool.close()
+
+
+def test_an_expired_item_of_another_context_leaves_its_key_free(db: Any) -> None:
+    """An expired item is gone for every context before the sweep deletes it: another context that finds no item
+    at its key (get, search) writes or deletes there, and is not refused for an item it was told is not there."""
+    pool = sync_pool(db.dsn("app"))
+    try:
+        tenant = uuid.uuid4()
+        wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org)) for org in (None, uuid.uuid4(),
+                                                                                         uuid.uuid4()))
+        ns = ("shared",)
+        org_a.put(ns, "k", {"text": "short lived"}, ttl=0.02)  # 1.2 seconds
+        org_a.put(ns, "gone", {"text": "short lived too"}, ttl=0.02)
+        with db.connect("app") as clock:
+            wait_until(clock, datetime.now(UTC) + timedelta(seconds=1.5))
+        for store in (wide, org_a, org_b):
+            assert store.get(ns, "k") is None and store.search(ns) == []
+        wide.put(ns, "k", {"text": "tenant wide"})
+        org_b.delete(ns, "gone")
+        org_b.put(ns, "gone", {"owner": "b"})
+        for store in (wide, org_a, org_b):
+            assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
+        assert org_b.get(ns, "gone").value == {"owner": "b"}  # type: ignore[union-attr]
+        assert org_a.get(ns, "gone") is None  # org b's item, which org a does not see
     finally:
         pool.close()
 
