@@ -2185,21 +2185,32 @@ ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_wri
 COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). For a writer (p_write), a thread with no row yet is locked until the transaction ends and checked again, so that concurrent first writes from two contexts are one after the other. Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) RETURNS boolean
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    v_owner uuid;
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_owner   uuid;
+    v_expires timestamptz;
 begin
-    select i.org_id into v_owner from memsub.langgraph_store_items i
-     where i.tenant_id = memsub._require_tenant_id() and i.namespace_key = p_namespace_key and i.key = p_key;
-    return found and v_owner is distinct from memsub.current_org_id();
+    select i.org_id, i.expires_at into v_owner, v_expires from memsub.langgraph_store_items i
+     where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key;
+    if not found or v_owner is not distinct from memsub.current_org_id() then
+        return false;
+    end if;
+    if v_expires <= now() then
+        delete from memsub.langgraph_store_items i
+         where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key
+           and i.expires_at <= now();
+        return false;
+    end if;
+    return true;
 end
 $$;
 
 ALTER FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) IS 'Internal: whether the LangGraph store item at namespace_key and key of the context tenant was written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+COMMENT ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) IS 'Internal: whether the live LangGraph store item at namespace_key and key of the context tenant was written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Another context''s expired item there is deleted, with its vectors, and holds the key no longer (false). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
     LANGUAGE plpgsql STABLE
@@ -17358,7 +17369,7 @@ GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
 
-GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_items TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_analyst;
 
