@@ -212,11 +212,12 @@ begin
 end
 $$;
 comment on function memsub.memory_maintenance(double precision, interval) is
-    'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * '
-    'strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) '
-    'is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it '
-    'looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) '
-    'is the one judged and reported. One run per tenant at a time (maintenance lock).';
+    'Maintenance of short-term memory (tenant_admin or platform_admin context; 42501 naming roles otherwise): '
+    'every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves '
+    'every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited '
+    'as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while '
+    'the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time '
+    '(maintenance lock).';
 
 grant execute on function
     memsub.memory_strength(double precision, timestamptz, timestamptz, timestamptz, interval)
