@@ -9,7 +9,7 @@ by holding an advisory key.
 - ``purge_expired``        memsub.purge_expired(): removes packets whose ttl passed, every tenant;
 - ``refresh_memory_views`` CALL memsub.refresh_memory_views(): the four materialized views (seed 000: daily);
 - ``learn_importance``     memsub.learn_importance() per tenant: folds accesses and feedback into importance;
-- ``memory_maintenance``   memsub.memory_maintenance() per tenant: promotes or forgets short-term memory;
+- ``memory_maintenance``   memsub.memory_maintenance() per tenant: promotes short-term memory to long-term;
 - ``summaries_due``        memsub.summaries_due(): counts the summaries whose validity ended, per tenant.
                            Regenerating a summary needs the application's summarizer, so this task only
                            reports them (exit status unaffected).
