@@ -234,9 +234,9 @@ comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb,
     'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a '
     'new version without one carries none). expected_version is the version the writer read (NULL or 0: the '
     'key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. '
-    'Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is '
-    'rejected. value is any JSON but null (23502 naming value; memsub.memory_delete deletes). Audited as '
-    'memory_write.';
+    'Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin or platform_admin '
+    'context (42501 naming namespace otherwise); temp: is rejected. value is any JSON but null (23502 naming '
+    'value; memsub.memory_delete deletes). Audited as memory_write.';
 
 create or replace function memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer)
 returns memsub.memory_entries
