@@ -8766,7 +8766,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin context): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time (maintenance lock).';
+COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin or platform_admin context; 42501 naming roles otherwise): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time (maintenance lock).';
 
 CREATE FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text DEFAULT 'STM'::text, p_importance double precision DEFAULT 0.5, p_expected_version integer DEFAULT NULL::integer, p_kind text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.memory_entries
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8965,7 +8965,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) IS 'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a new version without one carries none). expected_version is the version the writer read (NULL or 0: the key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin context; temp: is rejected. value is any JSON but null (23502 naming value; memsub.memory_delete deletes). Audited as memory_write.';
+COMMENT ON FUNCTION memsub.memory_write(p_namespace text, p_key text, p_value jsonb, p_expected_version integer, p_memory_type text, p_metadata jsonb, p_embedding public.vector) IS 'Writes a new version of (namespace, key), with its embedding when given (the installation''s dimension; a new version without one carries none). expected_version is the version the writer read (NULL or 0: the key has no live entry). A stale write raises SQLSTATE 40001 naming the key: read again and retry. Namespace rules: own user: and session: namespaces; app:/project: need a tenant_admin or platform_admin context (42501 naming namespace otherwise); temp: is rejected. value is any JSON but null (23502 naming value; memsub.memory_delete deletes). Audited as memory_write.';
 
 CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
