@@ -246,6 +246,17 @@ alter function memsub.learn_importance(double precision, double precision, inter
 
 call memsub.install_row_security('memsub.importance_learning_runs', array[]::text[]);
 
+-- The grant alone let a member of memsub_tenant_admin read the runs in any context of its tenant, and one bound
+-- to an organization gets no other (set_context refuses it the tenant_admin role): it read the whole tenant's
+-- counts through its organization's context. The runs are shown to the contexts that may learn (tenant_admin,
+-- platform_admin) and to members of memsub_analyst, as the tenant_* views are.
+drop policy if exists admin_report_visibility on memsub.importance_learning_runs;
+create policy admin_report_visibility on memsub.importance_learning_runs as restrictive for select to public
+    using ((select memsub._caller_is_admin()) or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+comment on policy admin_report_visibility on memsub.importance_learning_runs is
+    'A run counts every organization and user of the tenant: visible to tenant_admin and platform_admin contexts '
+    'and to members of memsub_analyst only.';
+
 -- The runs' counts are tenant-wide (every organization's and user's accesses, feedback and memories): a report
 -- for the contexts that may learn (a tenant admin's, a platform admin's through memsub_tenant_admin) and for
 -- analysts, who read every tenant by design; never the application's, which would see other organizations'
@@ -253,8 +264,9 @@ call memsub.install_row_security('memsub.importance_learning_runs', array[]::tex
 revoke select on memsub.importance_learning_runs from memsub_app;
 comment on table memsub.importance_learning_runs is
     'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay '
-    'interval. Its counts span every organization and user of the tenant: readable by tenant admins, platform '
-    'admins and analysts, not by the application role.';
+    'interval. Its counts span every organization and user of the tenant: readable by tenant_admin and '
+    'platform_admin contexts and by analysts, not by the application role nor by a tenant admin login in a '
+    'context without an admin role (policy admin_report_visibility).';
 grant select on memsub.importance_learning_runs to memsub_tenant_admin, memsub_analyst;
 grant execute on function memsub.record_feedback(uuid, boolean, text) to memsub_app;
 -- Tenant maintenance: a tenant admin's (and a platform admin's, through memsub_tenant_admin), never the

@@ -255,6 +255,36 @@ def test_an_organization_binding_confines_a_tenant_admin_login_too(db, logins):
         conn.execute("select memsub.set_context(%s, %s, null, array['tenant_admin'])", [TENANT_A, ORG_1])
         assert count(conn) == 1
 
+def test_an_organization_bound_tenant_admin_login_reads_no_learning_run(db, logins):
+    """A learning run counts the accesses, feedback and memories of every organization of the tenant, and
+    memsub_tenant_admin may select the table. A member bound to one organization, refused the tenant_admin
+    context, still read every run of the tenant through its organization's context: the runs are shown only to
+    admin contexts (and analysts)."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_2)
+        packet = write(conn, envelope("org 2's activity"))
+        conn.execute("select memsub.record_access('packet', %s)", [packet["packet_id"]])
+        conn.commit()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        admin.execute("select * from memsub.learn_importance()")
+        admin.commit()
+    runs = "select count(*) from memsub.importance_learning_runs"
+    svc = logins.create("memsub_tenant_admin")
+    logins.admin("select memsub.bind_login(%s, %s, %s)", [svc, TENANT_A, ORG_1])
+    with logins.connect(svc) as conn:
+        set_context(conn, TENANT_A, ORG_1)
+        assert conn.execute(runs).fetchone() == (0,)
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        assert conn.execute(runs).fetchone() == (0,)
+    logins.admin("select memsub.bind_login(%s, %s)", [svc, TENANT_A])  # the whole tenant: still no admin context
+    with logins.connect(svc) as conn:
+        set_context(conn, TENANT_A)
+        assert conn.execute(runs).fetchone() == (0,)
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
+        assert conn.execute(runs).fetchone() == (1,)
+
+
 def test_an_unbound_login_is_refused_unless_the_deployment_allows_it(seeded, logins):
     svc = logins.create()
     analyst = logins.create("memsub_analyst")

@@ -37,7 +37,8 @@ OTHER_USER = uuid.UUID("00000000-0000-0000-0002-0000000000ff")
 TENANT_WIDE = {"entity_relationships", "knowledge_facts", "memory_entries", "packet_threads", "world_model_entities",
                "world_model_snapshots", "world_model_state", "world_model_updates"}
 # Reports of tenant maintenance, whose counts span every organization and user of the tenant: read by tenant
-# admins, platform admins and analysts, never by the application role (docs/security.md).
+# and platform admin contexts and by analysts, never by the application role, nor by a tenant admin login in a
+# context without an admin role (docs/security.md).
 ADMIN_REPORTS = {"importance_learning_runs"}
 
 
@@ -193,6 +194,16 @@ def check_isolation(db: Any, world: dict[uuid.UUID, tuple[uuid.UUID, uuid.UUID]]
     with db.connect("tenant_admin") as conn:
         set_context(conn, tenant_a, other_org, other_user, ["tenant_admin"])
         assert counts(conn, tables) == truth_a
+
+    reports = sorted(ADMIN_REPORTS)
+    with db.connect("tenant_admin") as conn:  # a tenant admin login in a context without the tenant_admin role
+        # (an organization-bound one gets no other): the reports count every organization, so it reads none
+        set_context(conn, tenant_a, org_a, user_a, session=session_of(tenant_a))
+        assert counts(conn, reports) == dict.fromkeys(reports, 0)
+
+    with db.connect("analyst") as conn:  # analysts read the reports of the tenant they name
+        set_context(conn, tenant_a)
+        assert counts(conn, reports) == {t: truth_a[t] for t in reports}
 
     with db.connect("app") as conn:  # the same user, acting in another organization of tenant A, sees none of
         # the first organization's rows: user- and session-level rules cannot stand in for the organization's
