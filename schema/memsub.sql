@@ -8040,7 +8040,7 @@ ALTER TABLE ONLY memsub.importance_learning_runs FORCE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.importance_learning_runs OWNER TO memsub_owner;
 
-COMMENT ON TABLE memsub.importance_learning_runs IS 'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay interval. Its counts span every organization and user of the tenant: readable by tenant admins, platform admins and analysts, not by the application role.';
+COMMENT ON TABLE memsub.importance_learning_runs IS 'What each memsub.learn_importance run did for a tenant; the latest row is the start of the next decay interval. Its counts span every organization and user of the tenant: readable by tenant_admin and platform_admin contexts and by analysts, not by the application role nor by a tenant admin login in a context without an admin role (policy admin_report_visibility).';
 
 COMMENT ON COLUMN memsub.importance_learning_runs.run_id IS 'Run identifier.';
 
@@ -15718,6 +15718,10 @@ COMMENT ON POLICY admin_override ON memsub.world_model_state IS 'platform_admin 
 CREATE POLICY admin_override ON memsub.world_model_updates USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
 COMMENT ON POLICY admin_override ON memsub.world_model_updates IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
+CREATE POLICY admin_report_visibility ON memsub.importance_learning_runs AS RESTRICTIVE FOR SELECT USING ((( SELECT memsub._caller_is_admin() AS _caller_is_admin) OR ( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role)));
+
+COMMENT ON POLICY admin_report_visibility ON memsub.importance_learning_runs IS 'A run counts every organization and user of the tenant: visible to tenant_admin and platform_admin contexts and to members of memsub_analyst only.';
 
 ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
 

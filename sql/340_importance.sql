@@ -259,7 +259,7 @@ comment on policy admin_report_visibility on memsub.importance_learning_runs is
 
 -- The runs' counts are tenant-wide (every organization's and user's accesses, feedback and memories): a report
 -- for the contexts that may learn (a tenant admin's, a platform admin's through memsub_tenant_admin) and for
--- analysts, who read every tenant by design; never the application's, which would see other organizations'
+-- analysts, who read the whole tenant their context names by design; never the application's, which would see other organizations'
 -- activity in them. The revoke takes the grant of earlier versions away from an installed database.
 revoke select on memsub.importance_learning_runs from memsub_app;
 comment on table memsub.importance_learning_runs is
