@@ -3,9 +3,9 @@
 -- TTL hygiene: removing expired packets, keeping their lineage.
 --
 -- An expired packet is never read (the not_expired policies, sql/150_packet_security.sql); purging removes it
--- and its vectors (memory_embeddings cascade), the expired rows derived from packets and the access records of
--- what it removes, and leaves a tombstone in packet_tombstones, so lineage walks still
--- reach through it. The function runs as memsub_expiry_owner, the one role the not_expired policies let see
+-- and its vectors (memory_embeddings cascade), the expired rows derived from packets, the expired relations the
+-- world-model snapshots copied, and the access records of what it removes, and leaves a tombstone in
+-- packet_tombstones, so lineage walks still reach through it. The function runs as memsub_expiry_owner, the one role the not_expired policies let see
 -- expired rows; the tenant, org and scope policies still apply, so each caller purges what its context covers.
 
 drop function if exists memsub.purge_expired();
@@ -65,6 +65,31 @@ begin
     ), reflections as (
         delete from memsub.reflection_store r
          where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id)
+    ),
+    -- A world-model snapshot copies the relations that held when it was taken, each with its edge window's ttl
+    -- (sql/510_world_model.sql): the expired ones leave every snapshot as the windows are deleted, in one UPDATE
+    -- of the snapshots whose earliest relation expiry has passed, with their count and next expiry. Snapshots
+    -- taken before 2.44.0 record no expiry and are left as they are.
+    snapshot_relations as (
+        select w.tenant_id, w.snapshot_id,
+               coalesce(jsonb_agg(e.relation order by e.position)
+                            filter (where not coalesce((e.relation ->> 'ttl')::timestamp
+                                                       <= (now() at time zone 'UTC'), false)),
+                        '[]') as relations,
+               min((e.relation ->> 'ttl')::timestamp)
+                   filter (where (e.relation ->> 'ttl')::timestamp > (now() at time zone 'UTC')) as expire_at
+          from memsub.world_model_snapshots w
+         cross join lateral jsonb_array_elements(w.snapshot -> 'relations') with ordinality as e(relation, position)
+         where w.relations_expire_at <= (now() at time zone 'UTC')
+           and (p_tenant_id is null or w.tenant_id = p_tenant_id)
+         group by w.tenant_id, w.snapshot_id
+    ), snapshots as (
+        update memsub.world_model_snapshots w
+           set snapshot = jsonb_set(w.snapshot, '{relations}', k.relations),
+               relation_count = jsonb_array_length(k.relations),
+               relations_expire_at = k.expire_at
+          from snapshot_relations k
+         where w.tenant_id = k.tenant_id and w.snapshot_id = k.snapshot_id
     )
     select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id;
 end
@@ -72,7 +97,8 @@ $$;
 comment on function memsub.purge_expired(uuid) is
     'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their '
     'embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship '
-    'windows, reflections) and every access record of what it deletes (whoever read it); leaves a tombstone per '
+    'windows, reflections), removes the expired relations from the world-model snapshots (adjusting '
+    'relation_count), and deletes every access record of what it deletes (whoever read it); leaves a tombstone per '
     'packet for lineage; reports how many per tenant. An application context '
     'purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant '
     '(or p_tenant_id). Safe to run concurrently and from a scheduler.';

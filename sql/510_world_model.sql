@@ -183,6 +183,7 @@ declare
     v_version   integer;
     v_entities  jsonb;
     v_relations jsonb;
+    v_expire_at timestamp;  -- the earliest expiry among the relations (NULL: none expires)
     v_snapshot  memsub.world_model_snapshots;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -199,19 +200,25 @@ begin
                'version', w.version)), '{}')
       into v_entities
       from memsub.world_model_entities w where w.tenant_id = v_tenant;
+    -- The relations that hold now (expired windows are not visible here, the not_expired policy), each with the
+    -- packet it came from and its expiry: purge_expired removes a relation from the snapshot once its expiry has
+    -- passed, as it deletes the edge window, so nothing derived from a packet outlives the packet's purge.
     select coalesce(jsonb_agg(jsonb_build_object(
                'source_entity', r.source_entity, 'relationship_type', r.relationship_type,
-               'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
-               order by r.source_entity, r.relationship_type, r.target_entity), '[]')
-      into v_relations
+               'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count,
+               'source_packet', r.source_packet, 'ttl', r.ttl)
+               order by r.source_entity, r.relationship_type, r.target_entity), '[]'),
+           min(r.ttl)
+      into v_relations, v_expire_at
       from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.valid_period @> now();  -- the relations that hold now
+     where r.tenant_id = v_tenant and r.valid_period @> now();
     insert into memsub.world_model_snapshots (
-        snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
+        snapshot, state_version, entity_count, relation_count, relations_expire_at, description, created_by,
+        tenant_id, org_id, user_id)
     values (
         jsonb_build_object('state_version', v_version, 'entities', v_entities, 'relations', v_relations),
         v_version, (select count(*) from jsonb_object_keys(v_entities)), jsonb_array_length(v_relations),
-        p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
+        v_expire_at, p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
         v_tenant, memsub.current_org_id(), memsub.current_user_id())
     returning * into v_snapshot;
     return v_snapshot;
@@ -219,7 +226,10 @@ end
 $$;
 comment on function memsub.take_world_model_snapshot(text, text) is
     'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations '
-    'that hold now) at one state version, with entity and relation counts.';
+    'that hold now, each with its source_packet and ttl) at one state version, with entity and relation counts. '
+    'A relation derived from expiring packets stays in the snapshot until purge_expired() purges them, which '
+    'removes it (a direct SELECT shows it between its expiry and the purge); the entities are not derived from '
+    'packets and stay.';
 
 create or replace function memsub.world_model_state_at(p_snapshot_id uuid)
 returns table (entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)
@@ -256,6 +266,9 @@ call memsub.install_row_security('memsub.world_model_snapshots', array[]::text[]
 grant select on memsub.world_model_state, memsub.world_model_entities, memsub.world_model_updates,
     memsub.world_model_snapshots
     to memsub_app, memsub_analyst;
+-- purge_expired (sql/140_packet_hygiene.sql, owned by memsub_expiry_owner) removes the expired relations from the
+-- snapshots.
+grant select, update on memsub.world_model_snapshots to memsub_expiry_owner;
 grant execute on function
     memsub.apply_world_model_update(text, jsonb, jsonb, double precision, uuid, integer),
     memsub.take_world_model_snapshot(text, text)

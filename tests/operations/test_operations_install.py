@@ -706,6 +706,32 @@ def _check_paths(dsn: str, _: Any = None) -> None:
     assert security == [(t, True, True) for t in sorted(DOCUMENT_TABLES)]
 
 
+SNAPSHOT = str(uuid.UUID(int=500))
+
+
+def _snapshots_at_2_43_0(dsn: str, migrator: Migrator) -> tuple[Any, ...]:
+    """A database at 2.43.0 with a world-model snapshot holding a relation, as snapshots were written then (no
+    source packet, no expiry). Returns the snapshot row."""
+    migrator.migrate("2.43.0")
+    relations = [{"source_entity": "Carol", "relationship_type": "knows", "target_entity": "Dave",
+                  "confidence": 0.5, "mention_count": 1}]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("insert into memsub.world_model_snapshots (tenant_id, snapshot_id, snapshot, state_version, "
+                     "entity_count, relation_count) values (%s, %s, jsonb_build_object('state_version', 0, "
+                     "'entities', '{}'::jsonb, 'relations', %s::jsonb), 0, 0, 1)",
+                     [str(uuid.UUID(int=1)), SNAPSHOT, json.dumps(relations)])
+        row = conn.execute("select * from memsub.world_model_snapshots").fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def _check_snapshots(dsn: str, before: Any) -> None:
+    with psycopg.connect(dsn) as conn:
+        after = conn.execute("select * from memsub.world_model_snapshots").fetchall()
+    # The snapshot taken before is kept as it was, with no expiry: the purge leaves it alone.
+    assert after == [(*before, None)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -720,6 +746,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.41.0 keeps the feedback learned": (_accesses_at_2_39_0, _check_learned_feedback),
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
     "2.43.0 stores document paths in one Unicode composition": (_paths_at_2_42_0, _check_paths),
+    "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
 }
 
 
@@ -786,6 +813,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.41.0 keeps the feedback learned": (("memory_access_log",), True),
     "2.42.0 gives store vectors their item's context": (("langgraph_store_items", "langgraph_store_vectors"), False),
     "2.43.0 stores document paths in one Unicode composition": (DOCUMENT_TABLES, True),
+    "2.44.0 keeps the snapshots taken before it": (("world_model_snapshots",), True),
 }
 
 

@@ -244,3 +244,58 @@ def test_a_fact_asserted_again_after_it_expired_leaves_no_access_records_of_the_
         assert conn.execute("select count(*) from memsub.knowledge_facts where fact_id = %s", [old]).fetchone() == (0,)
         assert conn.execute("select count(*) from memsub.memory_access_log where target_id = %s",
                             [old]).fetchone() == (0,)
+
+
+def _snapshot_relations(conn: psycopg.Connection[Any], snapshot_id: uuid.UUID) -> tuple[list[str], int]:
+    """The relations a snapshot holds (as "source type target"), read directly, and its relation_count."""
+    row = conn.execute("select array(select concat_ws(' ', r ->> 'source_entity', r ->> 'relationship_type', "
+                       "r ->> 'target_entity') from jsonb_array_elements(s.snapshot -> 'relations') r), "
+                       "s.relation_count from memsub.world_model_snapshots s where s.snapshot_id = %s",
+                       [snapshot_id]).fetchone()
+    assert row is not None
+    return row[0], row[1]
+
+
+def test_a_snapshot_keeps_no_relation_of_a_purged_packet(db):
+    """A snapshot is a historical record, but nothing derived from a packet outlives its purge: the relations a
+    snapshot copied from an expiring packet's fan-out are removed from it (and from its count) by the purge that
+    deletes the packet; the relations of packets that have not expired, and those given directly, stay."""
+    def packet(source: str, target: str, ttl: datetime | None) -> uuid.UUID:
+        envelope: dict[str, Any] = {"packet_type": "memory_write", "payload": {"note": source},
+                                    "memory": {"relationships": [{"source_entity": source,
+                                                                  "relationship_type": "knows",
+                                                                  "target_entity": target}]}}
+        if ttl is not None:
+            envelope["ttl"] = ttl.isoformat()
+        packet_id: uuid.UUID = write(conn, envelope)["packet_id"]
+        return packet_id
+
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        ttl = datetime.now(UTC) + timedelta(seconds=3)
+        expiring = packet("Carol", "Dave", ttl)
+        kept = packet("Alice", "Bob", None)
+        conn.execute("select memsub.upsert_relationship('Erin', 'knows', 'Frank')")
+        snapshot = conn.execute("select snapshot_id from memsub.take_world_model_snapshot('before expiry')"
+                                ).fetchone()[0]
+        relations = {r["source_entity"]: r for r in conn.execute(
+            "select snapshot -> 'relations' from memsub.world_model_snapshots where snapshot_id = %s",
+            [snapshot]).fetchone()[0]}
+        # Each relation records the packet it came from and its expiry (the edge's).
+        assert relations["Carol"]["source_packet"] == str(expiring)
+        assert datetime.fromisoformat(relations["Carol"]["ttl"]).replace(tzinfo=UTC) == ttl
+        assert (relations["Alice"]["source_packet"], relations["Alice"]["ttl"]) == (str(kept), None)
+        assert (relations["Erin"]["source_packet"], relations["Erin"]["ttl"]) == (None, None)
+        wait_until(conn, ttl)
+        set_context(conn, TENANT_A)
+        # Between expiry and purge a direct SELECT still shows the relation (the documented window).
+        assert _snapshot_relations(conn, snapshot) == (
+            ["Alice knows Bob", "Carol knows Dave", "Erin knows Frank"], 3)
+        assert conn.execute("select * from memsub.purge_expired()").fetchall() == [(TENANT_A, 1)]
+        conn.commit()
+        set_context(conn, TENANT_A)
+        assert _snapshot_relations(conn, snapshot) == (["Alice knows Bob", "Erin knows Frank"], 2)
+    with db.connect() as conn:  # the ground truth: the stored snapshot holds the relation no more
+        assert conn.execute("select snapshot -> 'relations' @? '$[*] ? (@.source_entity == \"Carol\")', "
+                            "relations_expire_at from memsub.world_model_snapshots where snapshot_id = %s",
+                            [snapshot]).fetchone() == (False, None)
