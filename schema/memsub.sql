@@ -9083,6 +9083,31 @@ begin
     ), reflections as (
         delete from memsub.reflection_store r
          where r.expires_at <= now() and (p_tenant_id is null or r.tenant_id = p_tenant_id)
+    ),
+    -- A world-model snapshot copies the relations that held when it was taken, each with its edge window's ttl
+    -- (sql/510_world_model.sql): the expired ones leave every snapshot as the windows are deleted, in one UPDATE
+    -- of the snapshots whose earliest relation expiry has passed, with their count and next expiry. Snapshots
+    -- taken before 2.44.0 record no expiry and are left as they are.
+    snapshot_relations as (
+        select w.tenant_id, w.snapshot_id,
+               coalesce(jsonb_agg(e.relation order by e.position)
+                            filter (where not coalesce((e.relation ->> 'ttl')::timestamp
+                                                       <= (now() at time zone 'UTC'), false)),
+                        '[]') as relations,
+               min((e.relation ->> 'ttl')::timestamp)
+                   filter (where (e.relation ->> 'ttl')::timestamp > (now() at time zone 'UTC')) as expire_at
+          from memsub.world_model_snapshots w
+         cross join lateral jsonb_array_elements(w.snapshot -> 'relations') with ordinality as e(relation, position)
+         where w.relations_expire_at <= (now() at time zone 'UTC')
+           and (p_tenant_id is null or w.tenant_id = p_tenant_id)
+         group by w.tenant_id, w.snapshot_id
+    ), snapshots as (
+        update memsub.world_model_snapshots w
+           set snapshot = jsonb_set(w.snapshot, '{relations}', k.relations),
+               relation_count = jsonb_array_length(k.relations),
+               relations_expire_at = k.expire_at
+          from snapshot_relations k
+         where w.tenant_id = k.tenant_id and w.snapshot_id = k.snapshot_id
     )
     select r.tenant_id, count(*) from removed r group by r.tenant_id order by r.tenant_id;
 end
@@ -9090,7 +9115,7 @@ $$;
 
 ALTER FUNCTION memsub.purge_expired(p_tenant_id uuid) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship windows, reflections) and every access record of what it deletes (whoever read it); leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
+COMMENT ON FUNCTION memsub.purge_expired(p_tenant_id uuid) IS 'Deletes the expired packets (ttl passed) the caller''s context covers, optionally of one tenant, with their embeddings and every expired row derived from a packet (agent events, reasoning traces, facts, relationship windows, reflections), removes the expired relations from the world-model snapshots (adjusting relation_count), and deletes every access record of what it deletes (whoever read it); leaves a tombstone per packet for lineage; reports how many per tenant. An application context purges what it may see of its tenant, a tenant_admin context its tenant, a platform_admin context every tenant (or p_tenant_id). Safe to run concurrently and from a scheduler.';
 
 CREATE TABLE memsub.memory_access_log (
     access_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -11515,6 +11540,7 @@ CREATE TABLE memsub.world_model_snapshots (
     tenant_id uuid NOT NULL,
     org_id uuid,
     user_id uuid,
+    relations_expire_at timestamp without time zone,
     CONSTRAINT world_model_snapshots_snapshot_is_object CHECK ((jsonb_typeof(snapshot) = 'object'::text))
 );
 
@@ -11522,17 +11548,17 @@ ALTER TABLE ONLY memsub.world_model_snapshots FORCE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.world_model_snapshots OWNER TO memsub_owner;
 
-COMMENT ON TABLE memsub.world_model_snapshots IS 'Full world-model states of a tenant at a state version.';
+COMMENT ON TABLE memsub.world_model_snapshots IS 'Full world-model states of a tenant at a state version: a historical record, except that purge_expired() removes the relations derived from packets it purges (between their expiry and the purge a direct SELECT still shows them).';
 
 COMMENT ON COLUMN memsub.world_model_snapshots.snapshot_id IS 'Unique snapshot identifier.';
 
-COMMENT ON COLUMN memsub.world_model_snapshots.snapshot IS 'Full state: {"state_version", "entities": {id: {entity_type, attributes, confidence, version}}, "relations": [...]}.';
+COMMENT ON COLUMN memsub.world_model_snapshots.snapshot IS 'Full state: {"state_version", "entities": {id: {entity_type, attributes, confidence, version}}, "relations": [{source_entity, relationship_type, target_entity, confidence, mention_count, source_packet, ttl}]}; source_packet and ttl (UTC, NULL: never expires) are the edge''s when the snapshot was taken, absent before 2.44.0.';
 
 COMMENT ON COLUMN memsub.world_model_snapshots.state_version IS 'State version captured.';
 
 COMMENT ON COLUMN memsub.world_model_snapshots.entity_count IS 'Number of entities captured.';
 
-COMMENT ON COLUMN memsub.world_model_snapshots.relation_count IS 'Number of knowledge-graph relations captured.';
+COMMENT ON COLUMN memsub.world_model_snapshots.relation_count IS 'Number of knowledge-graph relations the snapshot holds (captured, less those purge_expired() removed).';
 
 COMMENT ON COLUMN memsub.world_model_snapshots.description IS 'Why the snapshot was taken.';
 
@@ -11546,6 +11572,8 @@ COMMENT ON COLUMN memsub.world_model_snapshots.org_id IS 'Organization of the ta
 
 COMMENT ON COLUMN memsub.world_model_snapshots.user_id IS 'User of the taker.';
 
+COMMENT ON COLUMN memsub.world_model_snapshots.relations_expire_at IS 'Earliest expiry (UTC) among the relations the snapshot holds (each relation''s ttl), NULL when none expires or the snapshot predates 2.44.0; purge_expired() removes the expired relations and recomputes it.';
+
 CREATE FUNCTION memsub.take_world_model_snapshot(p_description text DEFAULT NULL::text, p_created_by text DEFAULT NULL::text) RETURNS memsub.world_model_snapshots
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -11555,6 +11583,7 @@ declare
     v_version   integer;
     v_entities  jsonb;
     v_relations jsonb;
+    v_expire_at timestamp;  -- the earliest expiry among the relations (NULL: none expires)
     v_snapshot  memsub.world_model_snapshots;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -11571,19 +11600,25 @@ begin
                'version', w.version)), '{}')
       into v_entities
       from memsub.world_model_entities w where w.tenant_id = v_tenant;
+    -- The relations that hold now (expired windows are not visible here, the not_expired policy), each with the
+    -- packet it came from and its expiry: purge_expired removes a relation from the snapshot once its expiry has
+    -- passed, as it deletes the edge window, so nothing derived from a packet outlives the packet's purge.
     select coalesce(jsonb_agg(jsonb_build_object(
                'source_entity', r.source_entity, 'relationship_type', r.relationship_type,
-               'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count)
-               order by r.source_entity, r.relationship_type, r.target_entity), '[]')
-      into v_relations
+               'target_entity', r.target_entity, 'confidence', r.confidence, 'mention_count', r.mention_count,
+               'source_packet', r.source_packet, 'ttl', r.ttl)
+               order by r.source_entity, r.relationship_type, r.target_entity), '[]'),
+           min(r.ttl)
+      into v_relations, v_expire_at
       from memsub.entity_relationships r
-     where r.tenant_id = v_tenant and r.valid_period @> now();  -- the relations that hold now
+     where r.tenant_id = v_tenant and r.valid_period @> now();
     insert into memsub.world_model_snapshots (
-        snapshot, state_version, entity_count, relation_count, description, created_by, tenant_id, org_id, user_id)
+        snapshot, state_version, entity_count, relation_count, relations_expire_at, description, created_by,
+        tenant_id, org_id, user_id)
     values (
         jsonb_build_object('state_version', v_version, 'entities', v_entities, 'relations', v_relations),
         v_version, (select count(*) from jsonb_object_keys(v_entities)), jsonb_array_length(v_relations),
-        p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
+        v_expire_at, p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
         v_tenant, memsub.current_org_id(), memsub.current_user_id())
     returning * into v_snapshot;
     return v_snapshot;
@@ -11592,7 +11627,7 @@ $$;
 
 ALTER FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations that hold now) at one state version, with entity and relation counts.';
+COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations that hold now, each with its source_packet and ttl) at one state version, with entity and relation counts. A relation derived from expiring packets stays in the snapshot until purge_expired() purges them, which removes it (a direct SELECT shows it between its expiry and the purge); the entities are not derived from packets and stay.';
 
 CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::jsonb, p_session_id text DEFAULT NULL::text, p_parent_task_id bigint DEFAULT NULL::bigint) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15149,6 +15184,10 @@ CREATE INDEX idx_world_model_entities_name_words ON memsub.world_model_entities 
 
 COMMENT ON INDEX memsub.idx_world_model_entities_name_words IS 'The words of each entity''s name and aliases (simple configuration), by tenant: the text leg of memsub.entity_search.';
 
+CREATE INDEX idx_world_model_snapshots_relations_expire_at ON memsub.world_model_snapshots USING btree (relations_expire_at) WHERE (relations_expire_at IS NOT NULL);
+
+COMMENT ON INDEX memsub.idx_world_model_snapshots_relations_expire_at IS 'Snapshots holding an expiring relation, for purge_expired().';
+
 CREATE INDEX idx_world_model_snapshots_version ON memsub.world_model_snapshots USING btree (tenant_id, state_version DESC);
 
 CREATE INDEX langgraph_checkpoints_run_idx ON memsub.langgraph_checkpoints USING btree (tenant_id, ((metadata ->> 'run_id'::text))) WHERE (metadata ? 'run_id'::text);
@@ -17249,6 +17288,7 @@ GRANT ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wa
 
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_analyst;
+GRANT SELECT,UPDATE ON TABLE memsub.world_model_snapshots TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) TO memsub_app;
