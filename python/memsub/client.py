@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool
 
 from memsub import _calls
 from memsub._calls import Call, SessionT, SyncSession, method, namespace, raw
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.documents import DocumentsArea
 from memsub.errors import from_database_error
 from memsub.events import EventsArea
@@ -103,17 +104,25 @@ class Opens(Generic[OpenedT]):
 class Substrate(Opens[AbstractContextManager[TenantSession]]):
     """A pool of connections to a memsub database. It never changes the schema: run ``memsub migrate``."""
 
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
         """``timeout``: seconds a call waits for a connection before ConnectionFailed. The connection string gets
         a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast. Sizes and a
         ``timeout`` a pool cannot work with (``min_size`` < 0, ``max_size`` < 1 or < ``min_size``, ``timeout`` <= 0)
-        raise ConfigurationError naming the option."""
-        from memsub.connection import check_pool_options, with_timeout
+        raise ConfigurationError naming the option.
+
+        ``prepare_threshold`` is psycopg's, set on every pooled connection: the runs of one statement on a
+        connection after which it is prepared there (default 5: prepared the sixth time; 0: at once). ``None``
+        prepares nothing, which a transaction-mode connection pooler needs (docs/client.md, "Behind a
+        connection pooler"); anything but None or an integer 0 or more raises ConfigurationError."""
+        from memsub.connection import check_pool_options, check_prepare_threshold, with_timeout
 
         check_pool_options(min_size, max_size, timeout)
+        check_prepare_threshold(prepare_threshold)
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
             with_timeout(dsn), min_size=min_size, max_size=max_size, open=True, timeout=timeout,
-            kwargs={"row_factory": dict_row}, connection_class=psycopg.Connection, configure=_calls.configure,
+            kwargs={"row_factory": dict_row, "prepare_threshold": prepare_threshold},
+            connection_class=psycopg.Connection, configure=_calls.configure,
         )
 
     def close(self) -> None:

@@ -67,6 +67,20 @@ def check_pool_options(min_size: int, max_size: int, timeout: float) -> None:
         raise ConfigurationError(f"timeout must be more than 0 seconds, not {timeout}", field="timeout")
 
 
+DEFAULT_PREPARE_THRESHOLD = 5
+"""psycopg's own: a statement is prepared on a connection the sixth time it runs there."""
+
+
+def check_prepare_threshold(prepare_threshold: object) -> None:
+    """Refuse a ``prepare_threshold`` that is neither a whole number of runs (0 or more) nor None (before any
+    connection)."""
+    if prepare_threshold is None:
+        return
+    if type(prepare_threshold) is not int or prepare_threshold < 0:
+        raise ConfigurationError(f"prepare_threshold must be an integer 0 or more, or None (never prepare), not "
+                                 f"{prepare_threshold!r}", field="prepare_threshold")
+
+
 def resolve(option: str | None = None, *, start_embedded: bool = True, announce: bool = False) -> ResolvedDsn:
     """The DSN to use and where it came from; starts the embedded cluster only as the last resort.
 

@@ -183,6 +183,8 @@ def test_the_server_line_names_the_operating_system_user_when_user_is_unset(clea
 @pytest.mark.parametrize(("options", "field"), [
     ({"min_size": -1}, "min_size"), ({"max_size": 0}, "max_size"), ({"min_size": 3, "max_size": 2}, "max_size"),
     ({"timeout": 0}, "timeout"), ({"timeout": -1.0}, "timeout"),
+    ({"prepare_threshold": -1}, "prepare_threshold"), ({"prepare_threshold": 1.5}, "prepare_threshold"),
+    ({"prepare_threshold": "5"}, "prepare_threshold"), ({"prepare_threshold": True}, "prepare_threshold"),
 ])
 def test_pool_options_out_of_range_are_configuration_errors(clean_env, options, field):
     from memsub.async_client import AsyncSubstrate
