@@ -51,7 +51,7 @@ declare
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
     v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
-    v_edges     bigint := v_max_edges;  -- edges the walk may still read
+    v_walked    bigint := 0;  -- edges the walk has read, all levels together
     v_read      bigint;  -- edges the last level read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
@@ -106,7 +106,7 @@ begin
                    and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
                    and r.confidence >= coalesce(p_min_confidence, 0)
                    and (p_relationship_types is null or r.relationship_type = any(v_types))) e
-             limit v_edges + 1),
+             limit v_max_edges - v_walked + 1),
         -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
         -- stands for, that entity's matching form, and the keys the next level's edges name it by.
         resolved as materialized (
@@ -137,8 +137,8 @@ begin
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
         -- A walk over its edge budget is refused, not cut short (memsub._check_walk_edges).
-        v_edges := v_edges - v_read;
-        perform memsub._check_walk_edges(v_max_edges - v_edges, v_max_edges, 'memsub.traverse_graph', p_max_depth,
+        v_walked := v_walked + v_read;
+        perform memsub._check_walk_edges(v_walked, v_max_edges, 'memsub.traverse_graph', p_max_depth,
                                          'max_depth',
                                          'ask for fewer hops, fewer relationship_types or a higher min_confidence');
         exit when jsonb_array_length(v_rows) = 0;
