@@ -139,17 +139,15 @@ begin
          group by 1, 2
     ), packets as (
         update memsub.packet_store s
-           set importance_score = least(1.0, greatest(0.0,
-                   memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
-                                           p_feedback_rate)))
+           set importance_score = memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless,
+                                                          p_access_rate, p_feedback_rate)
           from delta d
          where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id
         returning 1
     ), legacy as (
         update memsub.semantic_memory m
-           set importance_score = least(1.0, greatest(0.0,
-                   memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
-                                           p_feedback_rate)))
+           set importance_score = memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless,
+                                                          p_access_rate, p_feedback_rate)
           from delta d
          where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id
         returning 1
