@@ -9,14 +9,29 @@
 -- app: and project: keys cannot be written by a session (seed 001 section 2.1). Termination moves the user:
 -- keys into memory_entries, clears the state and marks the session terminated, in one statement.
 
--- The earlier names and signatures (without the _ of an internal helper, without p_errcode).
+-- The earlier names and signatures (without the _ of an internal helper, without p_errcode; a boolean for the
+-- one lock it took; a second helper for the key share).
 drop function if exists memsub.session_lookup(text, boolean);
 drop function if exists memsub.session_lookup(text, boolean, text);
+drop function if exists memsub._session_lookup(text, boolean, text);
+drop function if exists memsub._session_referred(text);
 
+-- The locks of a session's row, weakest first, and who takes which:
+--   key share      a transaction that refers to the session (creates or links a task in it, spawns an agent
+--                  into it): the lock the referring row's foreign key takes anyway. It does not wait for the
+--                  session's other writers, only for a termination, and reads the session as that termination
+--                  left it; a termination that starts later waits for it and sees what it wrote.
+--   no key update  the writers of a session (events, state, turns), which change its columns, never its key:
+--                  they queue one behind the other without waiting for transactions that only refer to the
+--                  session (a task, an agent, a checkpoint, a memory entry or an audit row of it). FOR UPDATE
+--                  waited for those, and two workers that each referred to the session and then appended an
+--                  event deadlocked.
+--   update         memsub.session_terminate: the one lock that waits for the transactions referring to the
+--                  session and keeps new ones out until the termination commits.
 create or replace function memsub._session_lookup(
     p_session_id text,
-    p_for_update boolean default false,
-    p_errcode    text    default 'P0002'
+    p_lock       text default null,
+    p_errcode    text default 'P0002'
 ) returns memsub.sessions
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -28,17 +43,23 @@ begin
         raise exception 'session_id is required'
             using errcode = '23502', column = 'session_id';
     end if;
-    if p_for_update then
-        -- The writers of a session change its columns, never its key: FOR NO KEY UPDATE queues them one behind
-        -- the other without waiting for transactions that only refer to the session (a task, an agent, a
-        -- checkpoint, a memory entry or an audit row of it, whose foreign key shares the row). FOR UPDATE waited
-        -- for those, and two workers that each referred to the session and then appended an event deadlocked.
+    if p_lock is null then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+    elsif p_lock = 'key share' then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for key share;
+    elsif p_lock = 'no key update' then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
            for no key update;
-    else
+    elsif p_lock = 'update' then
         select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for update;
+    else
+        raise exception 'unknown session lock "%"', p_lock using errcode = '22023';
     end if;
     if v_session.id is null then
         raise exception 'session "%" does not exist or is not visible', p_session_id
@@ -47,36 +68,11 @@ begin
     return v_session;
 end
 $$;
-comment on function memsub._session_lookup(text, boolean, text) is
-    'Internal: the visible session of the context tenant with this id (optionally locked FOR NO KEY UPDATE, which '
-    'does not wait for rows that refer to it); raises p_errcode naming session_id when there is none (P0002, or '
-    '23503 where the caller only refers to the session).';
-
-create or replace function memsub._session_referred(p_session_id text) returns memsub.sessions
-language plpgsql volatile security invoker
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-declare
-    v_session memsub.sessions;
-begin
-    -- FOR KEY SHARE, the lock the referring row's foreign key takes anyway: it does not wait for the session's
-    -- other writers (FOR NO KEY UPDATE), only for a termination (FOR UPDATE), and reads the session as that
-    -- termination left it. A termination that starts later waits for this transaction and sees what it wrote.
-    select s.* into v_session from memsub.sessions s
-     where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
-       for key share;
-    if v_session.id is null then
-        raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = '23503', column = 'session_id';
-    end if;
-    perform memsub.require_active_session(v_session);
-    return v_session;
-end
-$$;
-comment on function memsub._session_referred(text) is
-    'Internal: the visible, active session of the context tenant that a new task, agent or link refers to, '
-    'key-share locked until the transaction ends, so that it cannot terminate before the reference commits '
-    '(23503 naming session_id when there is none, 55000 when it is not active).';
+comment on function memsub._session_lookup(text, text, text) is
+    'Internal: the visible session of the context tenant with this id, locked until the transaction ends when '
+    'p_lock names a lock (key share: a reference to the session; no key update: a writer of it; update: its '
+    'termination); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only '
+    'refers to the session).';
 
 create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker
@@ -226,7 +222,7 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
                                  array['event', 'state_delta']);
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -268,7 +264,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
@@ -294,7 +290,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id);
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -361,13 +357,7 @@ begin
     -- it, an agent spawned into it, a task of it changing status: they hold a key share of its row) and keeps new
     -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
     -- which share the session before they lock a task of it, find it terminated once they may go on.
-    v_session := memsub._session_lookup(p_session_id);
-    select s.* into v_session from memsub.sessions s
-     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
-       for update;
-    if v_session.id is null then  -- deleted meanwhile
-        v_session := memsub._session_lookup(p_session_id);
-    end if;
+    v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
@@ -440,7 +430,7 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));

@@ -66,7 +66,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub._session_referred(p_session_id);
+        perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -107,7 +107,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub._session_referred(p_session_id);
+    perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -200,7 +200,7 @@ begin
     -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
     -- no more work.
     if v_session is not null then
-        perform memsub._session_referred(v_session);
+        perform memsub.require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
