@@ -87,6 +87,33 @@ comment on function memsub.memory_remember(text, text, jsonb, text, double preci
     '(short-term, promoted by memsub.memory_maintenance), LTM or Procedural, with an importance in [0, 1]. kind is '
     'seed 001''s semantic or episodic for STM and LTM. Same namespace rules, optimistic lock and audit as memory_write.';
 
+-- The latest version of a key, locked: the one an access (memsub.memory_touch) or a promotion
+-- (memsub.memory_maintenance) changes. A version written while this waited for the lock (a consolidation's, which
+-- locks the live version it replaces) is the latest once the wait is over: the next pass reads and locks it.
+create or replace function memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text)
+returns memsub.memory_entries
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_entry memsub.memory_entries;
+begin
+    loop
+        select m.* into v_entry from memsub.memory_entries m
+         where m.tenant_id = p_tenant_id and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1
+           for update;
+        exit when not found or not exists (select from memsub.memory_entries n
+                                            where n.tenant_id = p_tenant_id and n.namespace = p_namespace
+                                              and n.key = p_key and n.version > v_entry.version);
+    end loop;
+    return v_entry;
+end
+$$;
+comment on function memsub._memory_latest_locked(uuid, text, text) is
+    'Internal: the latest version of (namespace, key) of the tenant, locked FOR UPDATE until the transaction ends, '
+    'read again when a newer version committed while it waited (all fields NULL when the key has none).';
+
 create or replace function memsub.memory_touch(
     p_namespace text,
     p_key       text,
@@ -107,17 +134,7 @@ begin
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
             using errcode = '42501', column = 'namespace';
     end if;
-    -- The latest version, locked. A version written while this waited for the lock (a consolidation's, which
-    -- locks the live version it replaces) is the latest once the wait is over: the next pass reads and locks it.
-    loop
-        select m.* into v_entry from memsub.memory_entries m
-         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-         order by m.version desc limit 1
-           for update;
-        exit when not found or not exists (select from memsub.memory_entries n
-                                            where n.tenant_id = v_tenant and n.namespace = p_namespace
-                                              and n.key = p_key and n.version > v_entry.version);
-    end loop;
+    v_entry := memsub._memory_latest_locked(v_tenant, p_namespace, p_key);
     if v_entry.id is null or v_entry.is_deleted then
         raise exception 'memory key "%" in namespace "%" has no live entry', p_key, p_namespace
             using errcode = 'P0002', column = 'key';
@@ -149,6 +166,7 @@ as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_row    record;
+    v_entry  memsub.memory_entries;
 begin
     if not memsub._caller_is_admin() then
         raise exception 'memsub.memory_maintenance needs a tenant_admin or platform_admin context'
@@ -161,8 +179,7 @@ begin
     -- One maintenance run per tenant at a time.
     perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
-        select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
-               memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
+        select m.namespace, m.key
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.short_term and not m.is_deleted
            and not exists (select from memsub.memory_entries n
@@ -171,37 +188,27 @@ begin
          order by m.namespace, m.key
            for update of m
     loop
-        -- The version was the key's latest when the run started. A version written while this waited for the
-        -- lock (a consolidation's, which locks the live version it replaces) is the latest once the wait is over:
-        -- that one is read, locked and judged instead, as memsub.memory_touch does.
-        loop
-            exit when not exists (select from memsub.memory_entries n
-                                   where n.tenant_id = v_tenant and n.namespace = v_row.namespace
-                                     and n.key = v_row.key and n.version > v_row.version);
-            select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
-                   memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
-              into v_row
-              from memsub.memory_entries m
-             where m.tenant_id = v_tenant and m.namespace = v_row.namespace and m.key = v_row.key
-             order by m.version desc limit 1
-               for update of m;
-        end loop;
+        -- The version was the key's latest when the run started; one written since (a consolidation's) is the
+        -- one judged instead.
+        v_entry := memsub._memory_latest_locked(v_tenant, v_row.namespace, v_row.key);
         -- A latest version that is long-term or a deletion is not short-term memory: nothing to judge.
-        continue when v_row.id is null or not v_row.short_term or v_row.is_deleted;
-        memory_entry_id := v_row.id;
-        namespace := v_row.namespace;
-        key := v_row.key;
-        version := v_row.version;
-        importance := v_row.importance;
-        strength := v_row.strength;
-        score := v_row.importance * v_row.strength;
+        continue when v_entry.id is null or not v_entry.short_term or v_entry.is_deleted;
+        memory_entry_id := v_entry.id;
+        namespace := v_entry.namespace;
+        key := v_entry.key;
+        version := v_entry.version;
+        importance := v_entry.importance;
+        strength := memsub.memory_strength(v_entry.decay_weight, v_entry.last_access_ts, v_entry.created_at, now(),
+                                           p_half_life);
+        score := importance * strength;
         if score >= p_threshold then
             update memsub.memory_entries m set short_term = false, promoted_at = now()
-             where m.tenant_id = v_tenant and m.id = v_row.id;
-            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_row.id, p_namespace => v_row.namespace,
-                p_key => v_row.key, p_version => v_row.version, p_tenant_id => v_tenant,
-                p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_row.importance,
-                                                'strength', v_row.strength, 'threshold', p_threshold,
+             where m.tenant_id = v_tenant and m.id = v_entry.id;
+            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_entry.id,
+                p_namespace => v_entry.namespace, p_key => v_entry.key, p_version => v_entry.version,
+                p_tenant_id => v_tenant,
+                p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_entry.importance,
+                                                'strength', strength, 'threshold', p_threshold,
                                                 'half_life', p_half_life::text));
             outcome := 'promoted';
         else
