@@ -379,9 +379,7 @@ begin
     -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
     -- exactly then.
     if p_value is not null and cosine_distance(p_value, p_value) = 'NaN'::double precision then
-        raise exception 'field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
-                        'large to square in single precision, has no cosine distance)', p_field
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_vector_without_norm(p_field);
     end if;
     return p_value;
 end
@@ -389,6 +387,25 @@ $$;
 comment on function memsub._check_vector(vector, text) is
     'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, '
     'squares representable in single precision); raises 22023 naming the field otherwise.';
+
+-- The refusal of a vector without a cosine distance, for every door that takes a vector: _check_vector (the
+-- installation's dimension) and the LangGraph store and ADK memory doors (vectors of any dimension), which find
+-- the vector set-based and call this only to refuse it. Called only on the failing branch: no cost to a valid call.
+create or replace function memsub._refuse_vector_without_norm(p_field text, p_caller text default null)
+returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception '%field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
+                    'large to square in single precision, has no cosine distance)',
+        coalesce(p_caller || ': ', ''), p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+comment on function memsub._refuse_vector_without_norm(text, text) is
+    'Internal: raises 22023 naming p_field (its message prefixed by p_caller when given) for a vector whose cosine '
+    'distance to itself is NaN: a zero vector, or one whose squares under- or overflow single precision.';
 
 create or replace function memsub._check_finite(p_value double precision, p_field text) returns double precision
 language plpgsql immutable security invoker parallel safe

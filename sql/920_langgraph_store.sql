@@ -229,10 +229,7 @@ begin
     end if;
     if bad is not null then
         bad := bad - 1;
-        raise exception 'memsub.langgraph_store_put: embeddings[%] must have a positive, finite norm (a zero '
-                        'vector, or elements too small or too large to square in single precision, has no cosine '
-                        'distance)', bad
-            using errcode = '22023', column = format('embeddings[%s]', bad);
+        perform memsub._refuse_vector_without_norm(format('embeddings[%s]', bad), 'memsub.langgraph_store_put');
     end if;
     insert into memsub.langgraph_store_items as i
            (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
@@ -345,10 +342,7 @@ begin
     -- A query whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
     -- precision) would score every item NaN by cosine; refused whatever the distance, as put refuses such vectors.
     if cosine_distance(p_query_embedding, p_query_embedding) = 'NaN'::double precision then
-        raise exception 'memsub.langgraph_store_search: query_embedding must have a positive, finite norm (a zero '
-                        'vector, or elements too small or too large to square in single precision, has no cosine '
-                        'distance)'
-            using errcode = '22023', column = 'query_embedding';
+        perform memsub._refuse_vector_without_norm('query_embedding', 'memsub.langgraph_store_search');
     end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'

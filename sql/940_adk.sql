@@ -407,9 +407,7 @@ begin
             using errcode = '22023', column = 'memories';
     end;
     if bad is not null then
-        raise exception 'memsub: memories[%].embedding must have a positive, finite norm (a zero vector, or '
-                        'elements too small or too large to square in single precision, has no cosine distance)', bad
-            using errcode = '22023', column = format('memories[%s].embedding', bad);
+        perform memsub._refuse_vector_without_norm(format('memories[%s].embedding', bad), 'memsub');
     end if;
     get diagnostics added = row_count;
     return added;
@@ -449,9 +447,7 @@ begin
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
     -- A query without a cosine distance (a zero vector, or squares beyond single precision) scores every memory NaN.
     if cosine_distance(query, query) = 'NaN'::double precision then
-        raise exception 'memsub: query_embedding must have a positive, finite norm (a zero vector, or elements too '
-                        'small or too large to square in single precision, has no cosine distance)'
-            using errcode = '22023', column = 'query_embedding';
+        perform memsub._refuse_vector_without_norm('query_embedding', 'memsub');
     end if;
     q_words := memsub.adk_words(p_query);
     return query
