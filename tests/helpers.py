@@ -245,6 +245,17 @@ def blocked_call(db: Any, conn: psycopg.Connection[Any], work: Callable[[], obje
     return call
 
 
+def after_commit(db: Any, holder: psycopg.Connection[Any], conn: psycopg.Connection[Any],
+                 work: Callable[[], object]) -> Background:
+    """Starts ``work`` (statements on ``conn``) until it waits for a lock ``holder``'s open transaction holds, then
+    commits ``holder`` and returns the finished call, its transaction committed (rolled back when it raised)."""
+    call = blocked_call(db, conn, work)
+    holder.commit()
+    call.join()
+    (conn.rollback if call.error else conn.commit)()
+    return call
+
+
 def backend_state(db: Any, pid: int) -> str | None:
     """What pg_stat_activity says the backend ``pid`` is doing (None once it has ended)."""
     with db.connect(autocommit=True) as observer:

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from helpers import after_commit
 from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, one, rows
 
 
@@ -248,8 +249,6 @@ def test_a_key_whose_consolidation_is_over_a_limit_is_reported_and_the_others_do
 def _touched_and_consolidated(db: Any, touch_first: bool) -> list[dict[str, Any]]:
     """An access (memory_touch) of a key's live version and a consolidation of the key, one holding its row while
     the other starts; returns the key's versions as stored."""
-    from helpers import blocked_call
-
     ns = f"user:{ALICE}:notes"
     with db.connect("app") as conn:
         as_user(conn, ALICE)
@@ -262,16 +261,10 @@ def _touched_and_consolidated(db: Any, touch_first: bool) -> list[dict[str, Any]
         admin(consolidator)
         if touch_first:
             one(toucher, touch, [ns])
-            second = blocked_call(db, consolidator, lambda: rows(consolidator, consolidate))
-            toucher.commit()
-            second.join()
-            (consolidator.rollback if second.error else consolidator.commit)()
+            second = after_commit(db, toucher, consolidator, lambda: rows(consolidator, consolidate))
         else:
             rows(consolidator, consolidate)
-            second = blocked_call(db, toucher, lambda: one(toucher, touch, [ns]))
-            consolidator.commit()
-            second.join()
-            (toucher.rollback if second.error else toucher.commit)()
+            second = after_commit(db, consolidator, toucher, lambda: one(toucher, touch, [ns]))
     assert second.error is None, second.error
     return ground_truth(db, "select version, decay_weight > 1 as accessed from memsub.memory_entries "
                             "where key = 'tea' order by version")
@@ -296,8 +289,6 @@ def test_an_access_that_waited_for_a_consolidation_goes_to_the_new_version(db):
 def _promoted_and_consolidated(db: Any, promote_first: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A promotion (memory_maintenance) of a key's live short-term version and a consolidation of the key, one
     holding its row while the other starts; returns the promotion's report and the key's versions as stored."""
-    from helpers import blocked_call
-
     ns = f"user:{ALICE}:notes"
     with db.connect("app") as conn:
         as_user(conn, ALICE)
@@ -312,16 +303,10 @@ def _promoted_and_consolidated(db: Any, promote_first: bool) -> tuple[list[dict[
         admin(consolidator)
         if promote_first:
             report = rows(promoter, promote)
-            second = blocked_call(db, consolidator, lambda: rows(consolidator, consolidate))
-            promoter.commit()
-            second.join()
-            (consolidator.rollback if second.error else consolidator.commit)()
+            second = after_commit(db, promoter, consolidator, lambda: rows(consolidator, consolidate))
         else:
             rows(consolidator, consolidate)
-            second = blocked_call(db, promoter, lambda: rows(promoter, promote))
-            consolidator.commit()
-            second.join()
-            (promoter.rollback if second.error else promoter.commit)()
+            second = after_commit(db, consolidator, promoter, lambda: rows(promoter, promote))
     assert second.error is None, second.error
     if not promote_first:
         assert isinstance(second.result, list)

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import Background, blocked_call, started_call
+from helpers import Background, after_commit, blocked_call, started_call
 from session_helpers import ALICE, as_user, ground_truth, new_session, one
 
 
@@ -61,12 +61,9 @@ def test_a_task_completed_while_its_session_terminates_stays_completed(db):
         one(worker, "select status from memsub.task_set_status(%s, 'completed', %s::jsonb)",
             [task_id, json.dumps({"answer": 42})])
         as_user(closer, ALICE, "s1")
-        call = blocked_call(db, closer, lambda: one(
+        call = after_commit(db, worker, closer, lambda: one(
             closer, "select status from memsub.session_terminate('s1', 'semantic', true)"))
-        worker.commit()
-        call.join()
-        assert call.error is None, call.error
-        closer.commit()
+    assert call.error is None, call.error
     assert call.result == {"status": "terminated"}
     assert ground_truth(db, "select status, result from memsub.tasks where id = %s", [task_id]) == [
         {"status": "completed", "result": {"answer": 42}}]
@@ -165,11 +162,8 @@ def test_a_termination_writes_its_user_keys_over_a_concurrent_memory_write(db):
         as_user(writer, ALICE)
         one(writer, "select version from memsub.memory_write(%s, 'style', '\"verbose\"')", [namespace])
         as_user(closer, ALICE, "s1")
-        closing = blocked_call(db, closer, lambda: one(
+        closing = after_commit(db, writer, closer, lambda: one(
             closer, "select status, migrated_keys from memsub.session_terminate('s1')"))
-        writer.commit()
-        closing.join()
-        (closer.rollback if closing.error else closer.commit)()
     assert closing.error is None, closing.error
     assert closing.result == {"status": "terminated", "migrated_keys": 1}
     assert ground_truth(db, "select version, value from memsub.memory_entries where key = 'style' "
