@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -54,8 +55,6 @@ def new_session(
     state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create and commit a session of a user; leaves the connection with no open transaction."""
-    import json
-
     as_user(conn, user, session_id)
     row = one(
         conn,
@@ -64,3 +63,12 @@ def new_session(
     )
     conn.commit()
     return row
+
+
+def remember_short_term(conn: psycopg.Connection[Any], namespace: str, key: str, *values: Any) -> None:
+    """Write successive short-term versions of a new key (memory_remember, importance 0.9: promoted by a
+    maintenance run at threshold 0.5), each stating the version before it."""
+    version = None
+    for value in values:
+        version = one(conn, "select version from memsub.memory_remember(%s, %s, %s::jsonb, 'STM', 0.9, %s)",
+                      [namespace, key, json.dumps(value), version])["version"]

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from helpers import after_commit
-from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, one, rows
+from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, one, remember_short_term, rows
 
 
 def admin(conn: psycopg.Connection[Any]) -> None:
@@ -292,9 +292,7 @@ def _promoted_and_consolidated(db: Any, promote_first: bool) -> tuple[list[dict[
     ns = f"user:{ALICE}:notes"
     with db.connect("app") as conn:
         as_user(conn, ALICE)
-        for value, version in (("green", None), ("oolong", 1)):
-            one(conn, "select version from memsub.memory_remember(%s, 'tea', %s::jsonb, 'STM', 0.9, %s)",
-                [ns, json.dumps(value), version])
+        remember_short_term(conn, ns, "tea", "green", "oolong")
         conn.commit()
     promote = "select version, outcome from memsub.memory_maintenance(p_threshold => 0.5)"
     consolidate = "select version, outcome from memsub.consolidate_memories()"

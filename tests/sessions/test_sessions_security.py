@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from helpers import TENANT_A, TENANT_B, set_context
-from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one, rows
+from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one, remember_short_term, rows
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
 
@@ -89,9 +89,7 @@ def test_audit_rows_naming_a_user_or_session_namespace_are_visible_where_its_mem
     notes = f"user:{ALICE}:plans"
     with db.connect("app") as conn:
         as_user(conn, ALICE)
-        for value, version in (("draft", None), ("merger with acme", 1)):
-            one(conn, "select version from memsub.memory_remember(%s, 'merger', %s::jsonb, 'STM', 0.9, %s)",
-                [notes, json.dumps(value), version])
+        remember_short_term(conn, notes, "merger", "draft", "merger with acme")
         conn.commit()
         as_user(conn, None, "s1")
         one(conn, "select memsub.memory_write('session:s1:scratch', 'idea', '1')")
