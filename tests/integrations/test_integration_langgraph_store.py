@@ -49,6 +49,14 @@ def store_for(pool: Any, tenant: uuid.UUID | None = None, **options: Any) -> Mem
     return MemsubStore(pool, TenantContext(tenant or uuid.uuid4()), **options)
 
 
+def tenant_and_two_organizations(pool: Any, **options: Any) -> tuple[MemsubStore, MemsubStore, MemsubStore]:
+    """Stores of one new tenant: its tenant-wide context, and the contexts of two of its organizations."""
+    tenant = uuid.uuid4()
+    wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org), **options)
+                          for org in (None, uuid.uuid4(), uuid.uuid4()))
+    return wide, org_a, org_b
+
+
 def test_put_get_update_delete(pool: Any) -> None:
     store = store_for(pool)
     ns = ("users", "42", "prefs")
@@ -458,67 +466,55 @@ def test_an_empty_key_is_a_key(pool: Any) -> None:
     assert store.get(("a",), "") is None
 
 
-def test_an_item_is_changed_only_from_the_context_that_wrote_it(db: Any) -> None:
+def test_an_item_is_changed_only_from_the_context_that_wrote_it(pool: Any) -> None:
     """Organizations see tenant-wide items but do not change them, and a key another organization holds is
     refused by name, never with the row-level security policy's message (which would say the key exists)."""
-    pool = sync_pool(db.dsn("app"))
-    try:
-        tenant = uuid.uuid4()
-        wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org)) for org in (None, uuid.uuid4(),
-                                                                                         uuid.uuid4()))
-        ns = ("shared",)
-        wide.put(ns, "k", {"text": "tenant wide"})
-        org_a.put(ns, "own", {"owner": "a"})
-        for call in (lambda: org_a.put(ns, "k", {"text": "a"}), lambda: org_b.delete(ns, "k"),
-                     lambda: org_b.put(ns, "own", {"owner": "b"}), lambda: org_b.delete(ns, "own"),
-                     lambda: wide.put(ns, "own", {"owner": "wide"}), lambda: wide.delete(ns, "own"),
-                     lambda: org_b.batch([PutOp(("other",), "free", {"v": 1}), PutOp(ns, "k", None)])):
-            with pytest.raises(ContextError) as refused:
-                call()
-            assert refused.value.field == "key" and "row-level security" not in str(refused.value)
-            assert "written from another context" in str(refused.value)
-        for store in (wide, org_a, org_b):
-            assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
-            assert store.get(("other",), "free") is None  # the refused batch wrote nothing
-        assert org_a.get(ns, "own").value == {"owner": "a"}  # type: ignore[union-attr]
-        assert org_b.get(ns, "own") is None and wide.get(ns, "own") is None
-        # each context changes its own items
-        wide.put(ns, "k", {"text": "changed"})
-        org_a.put(ns, "own", {"owner": "a2"})
-        assert org_b.get(ns, "k").value == {"text": "changed"}  # type: ignore[union-attr]
-        org_a.delete(ns, "own")
-        org_b.put(ns, "own", {"owner": "b"})  # deleted by its writer: the key is free again
-        assert org_b.get(ns, "own").value == {"owner": "b"}  # type: ignore[union-attr]
-        wide.delete(ns, "k")
-        assert org_a.get(ns, "k") is None
-    finally:
-        pool.close()
+    wide, org_a, org_b = tenant_and_two_organizations(pool)
+    ns = ("shared",)
+    wide.put(ns, "k", {"text": "tenant wide"})
+    org_a.put(ns, "own", {"owner": "a"})
+    for call in (lambda: org_a.put(ns, "k", {"text": "a"}), lambda: org_b.delete(ns, "k"),
+                 lambda: org_b.put(ns, "own", {"owner": "b"}), lambda: org_b.delete(ns, "own"),
+                 lambda: wide.put(ns, "own", {"owner": "wide"}), lambda: wide.delete(ns, "own"),
+                 lambda: org_b.batch([PutOp(("other",), "free", {"v": 1}), PutOp(ns, "k", None)])):
+        with pytest.raises(ContextError) as refused:
+            call()
+        assert refused.value.field == "key" and "row-level security" not in str(refused.value)
+        assert "written from another context" in str(refused.value)
+    for store in (wide, org_a, org_b):
+        assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
+        assert store.get(("other",), "free") is None  # the refused batch wrote nothing
+    assert org_a.get(ns, "own").value == {"owner": "a"}  # type: ignore[union-attr]
+    assert org_b.get(ns, "own") is None and wide.get(ns, "own") is None
+    # each context changes its own items
+    wide.put(ns, "k", {"text": "changed"})
+    org_a.put(ns, "own", {"owner": "a2"})
+    assert org_b.get(ns, "k").value == {"text": "changed"}  # type: ignore[union-attr]
+    org_a.delete(ns, "own")
+    org_b.put(ns, "own", {"owner": "b"})  # deleted by its writer: the key is free again
+    assert org_b.get(ns, "own").value == {"owner": "b"}  # type: ignore[union-attr]
+    wide.delete(ns, "k")
+    assert org_a.get(ns, "k") is None
 
 
-def test_an_expired_item_of_another_context_leaves_its_key_free(db: Any) -> None:
+def test_an_expired_item_of_another_context_leaves_its_key_free(db: Any, pool: Any) -> None:
     """An expired item is gone for every context before the sweep deletes it: another context that finds no item
     at its key (get, search) writes or deletes there, and is not refused for an item it was told is not there."""
-    pool = sync_pool(db.dsn("app"))
-    try:
-        tenant = uuid.uuid4()
-        wide, org_a, org_b = (MemsubStore(pool, TenantContext(tenant, org)) for org in (None, uuid.uuid4(),
-                                                                                         uuid.uuid4()))
-        ns = ("shared",)
-        org_a.put(ns, "k", {"text": "short lived"}, ttl=0.02)  # 1.2 seconds
-        org_a.put(ns, "gone", {"text": "short lived too"}, ttl=0.02)
-        with db.connect("app") as clock:
-            wait_until(clock, datetime.now(UTC) + timedelta(seconds=1.5))
-        for store in (wide, org_a, org_b):
-            assert store.get(ns, "k") is None and store.search(ns) == []
-        wide.put(ns, "k", {"text": "tenant wide"})
-        org_b.delete(ns, "gone")
-        org_b.put(ns, "gone", {"owner": "b"})
-        for store in (wide, org_a, org_b):
-            assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
-        assert org_b.get(ns, "gone").value == {"owner": "b"}  # type: ignore[union-attr]
-        assert org_a.get(ns, "gone") is None  # org b's item, which org a does not see
-    finally:
-        pool.close()
+    wide, org_a, org_b = tenant_and_two_organizations(pool)
+    ns = ("shared",)
+    org_a.put(ns, "k", {"text": "short lived"}, ttl=0.02)  # 1.2 seconds
+    org_a.put(ns, "gone", {"text": "short lived too"}, ttl=0.02)
+    with db.connect("app") as clock:
+        wait_until(clock, datetime.now(UTC) + timedelta(seconds=1.5))
+    for store in (wide, org_a, org_b):
+        assert store.get(ns, "k") is None and store.search(ns) == []
+    wide.put(ns, "k", {"text": "tenant wide"})
+    org_b.delete(ns, "gone")
+    org_b.put(ns, "gone", {"owner": "b"})
+    for store in (wide, org_a, org_b):
+        assert store.get(ns, "k").value == {"text": "tenant wide"}  # type: ignore[union-attr]
+    assert org_b.get(ns, "gone").value == {"owner": "b"}  # type: ignore[union-attr]
+    assert org_a.get(ns, "gone") is None  # org b's item, which org a does not see
 
 
 @pytest.mark.parametrize("first_org", [True, False], ids=["organization first", "tenant-wide first"])
