@@ -10,7 +10,6 @@ keys without seeing each other's items.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from memsub.errors import ContextError, InvalidInput, LimitExceeded
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
 
-from helpers import assert_refused, run_doc_example, wait_until
+from helpers import assert_refused, blocked_call, run_doc_example, wait_until
 
 DIMS = 64
 EMBEDDER = HashingEmbedder(DIMS)
@@ -529,22 +528,12 @@ def test_two_contexts_writing_a_new_key_at_once(db: Any, first_org: bool) -> Non
         first.execute("select memsub.langgraph_store_put('{shared}', 'k', '{\"by\": \"first\"}')")
         second.execute("select memsub.set_context(%s, %s)", [tenant, second_context])
         second.execute("set local lock_timeout = '10s'")
-        outcome: list[BaseException | None] = []
-
-        def write() -> None:
-            try:
-                second.execute("select memsub.langgraph_store_put('{shared}', 'k', '{\"by\": \"second\"}')")
-                outcome.append(None)
-            except psycopg.Error as error:
-                outcome.append(error)
-
-        writer = threading.Thread(target=write)
-        writer.start()
-        time.sleep(0.3)  # the second waits on the first's uncommitted row
+        writer = blocked_call(db, second, lambda: second.execute(  # waits on the first's uncommitted row
+            "select memsub.langgraph_store_put('{shared}', 'k', '{\"by\": \"second\"}')"))
         first.commit()
         writer.join()
         second.rollback()
-    refused = outcome[0]
+    refused = writer.error
     assert isinstance(refused, psycopg.errors.InsufficientPrivilege), refused
     assert refused.diag.column_name == "key" and "row-level security" not in str(refused)
     with db.connect() as conn:
