@@ -302,13 +302,20 @@ def edge_rows_read(conn: Any) -> int:
     return int(row[0])
 
 
-def a_hub_among_other_edges(conn: psycopg.Connection[Any]) -> None:
-    """In the current tenant: a hub with 300 edges out, written first, then 3,000 edges among 500 other entities.
-    Any plan can stop reading the hub's edges one past a limit below 300: a search of its key, or a scan of the
-    table, which meets the hub's edges first."""
-    conn.execute("select memsub.upsert_relationship('hub', 'links', 'n' || i, 0.9) from generate_series(1, 300) i")
-    conn.execute("select memsub.upsert_relationship('x' || i % 500, 'links', 'y' || i, 0.9) "
-                 "from generate_series(1, 3000) i")
+def a_hub_among_other_edges(db: Any) -> None:
+    """max_walk_edges set to 100, function calls counted, and in tenant A (committed) a hub with 300 edges out,
+    written first, then 3,000 edges among 500 other entities. Any plan can stop reading the hub's edges one past a
+    limit below 300: a search of its key, or a scan of the table, which meets the hub's edges first."""
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
+    track_function_calls(db)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.upsert_relationship('hub', 'links', 'n' || i, 0.9) "
+                     "from generate_series(1, 300) i")
+        conn.execute("select memsub.upsert_relationship('x' || i % 500, 'links', 'y' || i, 0.9) "
+                     "from generate_series(1, 3000) i")
+        conn.commit()
 
 
 def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
@@ -360,13 +367,10 @@ def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edg
     whatever its limit. No index gives that order, so the edges it reads, all its levels together, are bounded by
     max_walk_edges as traverse_graph's are: a call that would read more is refused in the same way, after reading
     at most one edge more than the limit."""
-    with db.connect() as admin:
-        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
-    track_function_calls(db)
+    a_hub_among_other_edges(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        # A hub of 300 edges; a root with 60 edges to entities that have one edge each (120 in two levels).
-        a_hub_among_other_edges(conn)
+        # Besides the hub: a root with 60 edges to entities that have one edge each (120 in two levels).
         conn.execute("select memsub.upsert_relationship('root', 'links', 'm' || i, 0.9), "
                      "memsub.upsert_relationship('m' || i, 'links', 'k' || i, 0.9) from generate_series(1, 60) i")
         conn.commit()
@@ -405,13 +409,10 @@ def test_an_entity_neighbourhood_is_refused_once_it_would_read_more_than_max_wal
     its limit. No index gives that order (confidence first), so the edges it reads, both directions together, are
     bounded by max_walk_edges as a walk's are: a call that would read more is refused in the same way, naming the
     entity, after reading at most one edge more than the limit."""
-    with db.connect() as admin:
-        admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
-    track_function_calls(db)
+    a_hub_among_other_edges(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        # A hub of 300 edges; mid with 60 edges out and 60 weaker ones in; root with 60 out and 30 in.
-        a_hub_among_other_edges(conn)
+        # Besides the hub: mid with 60 edges out and 60 weaker ones in; root with 60 out and 30 in.
         conn.execute("select memsub.upsert_relationship('mid', 'links', 'a' || i, 0.9), "
                      "memsub.upsert_relationship('b' || i, 'links', 'mid', 0.3) from generate_series(1, 60) i")
         conn.execute("select memsub.upsert_relationship('root', 'links', 'c' || i, 0.9) from generate_series(1, 60) i")
