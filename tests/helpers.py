@@ -33,6 +33,16 @@ def set_context(conn: psycopg.Connection[Any], tenant: uuid.UUID | None, org: uu
                  [tenant, org, user, list(roles), session])
 
 
+def as_tenant_admin(db: Any, *statements: str, tenant: uuid.UUID = TENANT_A) -> None:
+    """Run the statements as the tenant's administrator would (a memsub_tenant_admin login in a tenant_admin
+    context: a scheduled maintenance run, say) and commit."""
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, tenant, roles=["tenant_admin"])
+        for statement in statements:
+            admin.execute(statement)
+        admin.commit()
+
+
 @contextmanager
 def graphs_built_after_load(conn: psycopg.Connection[Any], *tables: str) -> Iterator[None]:
     """Drops the HNSW indexes of the tables while a test loads them, and creates them again afterwards with the

@@ -23,7 +23,7 @@ from memsub.client import Substrate
 from memsub.context_tokens import mint_context_token
 from memsub.errors import ContextError
 
-from helpers import TENANT_A, TENANT_B, count, set_context, write
+from helpers import TENANT_A, TENANT_B, as_tenant_admin, count, set_context, write
 
 ORG_1 = uuid.UUID("01000000-0000-0000-0000-000000000001")
 ORG_2 = uuid.UUID("02000000-0000-0000-0000-000000000002")
@@ -265,10 +265,7 @@ def test_an_organization_bound_tenant_admin_login_reads_no_learning_run(db, logi
         packet = write(conn, envelope("org 2's activity"))
         conn.execute("select memsub.record_access('packet', %s)", [packet["packet_id"]])
         conn.commit()
-    with db.connect("tenant_admin") as admin:
-        set_context(admin, TENANT_A, roles=["tenant_admin"])
-        admin.execute("select * from memsub.learn_importance()")
-        admin.commit()
+    as_tenant_admin(db, "select * from memsub.learn_importance()")
     runs = "select count(*) from memsub.importance_learning_runs"
     svc = logins.create("memsub_tenant_admin")
     logins.admin("select memsub.bind_login(%s, %s, %s)", [svc, TENANT_A, ORG_1])

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, expect_error, set_context, table_state, write
+from helpers import TENANT_A, TENANT_B, as_tenant_admin, expect_error, set_context, table_state, write
 from layer_helpers import call
 from retrieval_data import BIG
 
@@ -275,10 +275,7 @@ def test_only_an_admin_context_learns_importance_for_the_tenant(db):
         conn.execute("select memsub.record_access('packet', %s)", [shared["packet_id"]])
         conn.commit()
     # The deployment's scheduled run, an hour ago.
-    with db.connect("tenant_admin") as admin:
-        set_context(admin, TENANT_A, roles=["tenant_admin"])
-        admin.execute("select memsub.learn_importance()")
-        admin.commit()
+    as_tenant_admin(db, "select memsub.learn_importance()")
     with db.connect() as su:
         su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '1 hour'")
         su.commit()

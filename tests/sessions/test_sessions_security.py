@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, as_tenant_admin, set_context
 from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one, remember_short_term, rows
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
@@ -94,11 +94,8 @@ def test_audit_rows_naming_a_user_or_session_namespace_are_visible_where_its_mem
         as_user(conn, None, "s1")
         one(conn, "select memsub.memory_write('session:s1:scratch', 'idea', '1')")
         conn.commit()
-    with db.connect("tenant_admin") as admin:
-        as_user(admin, None, roles=["tenant_admin"])
-        admin.execute("select * from memsub.consolidate_memories()")
-        admin.execute("select * from memsub.memory_maintenance(p_threshold => 0.5)")
-        admin.commit()
+    as_tenant_admin(db, "select * from memsub.consolidate_memories()",
+                    "select * from memsub.memory_maintenance(p_threshold => 0.5)")
     named = ("select operation, namespace from memsub.audit where namespace like 'user:%%' "
              "or namespace like 'session:%%' order by id")
 
