@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 import uuid
 from typing import Any
 
 import psycopg
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, blocked_call, set_context
 from layer_helpers import call
 
 
@@ -182,28 +180,19 @@ def test_a_first_snapshot_racing_the_first_update_captures_one_state_version(db)
     version 1. The superuser connection only orders the two: it queues a lock on the entities behind the update, so
     the snapshot, if it did not wait at the state row, would wait to read the entities instead."""
     tenant = uuid.uuid4()
-    taken: dict[str, Any] = {}
-    with db.connect("app") as writer, db.connect() as orchestrator:
+    with db.connect("app") as writer, db.connect() as orchestrator, db.connect("app") as snapper:
         set_context(writer, tenant)
         _apply(writer, [{"entity_id": "E", "entity_type": "T"}])
-
-        def lock() -> None:
-            orchestrator.execute("lock table memsub.world_model_entities in access exclusive mode")
-            orchestrator.rollback()
-
-        def snapshot() -> None:
-            with db.connect("app") as conn:
-                set_context(conn, tenant)
-                taken.update(call(conn, "select * from memsub.take_world_model_snapshot()"))
-                conn.commit()
-
-        locker = threading.Thread(target=lock)
-        locker.start()
-        time.sleep(0.5)
-        snapper = threading.Thread(target=snapshot)
-        snapper.start()
-        time.sleep(1.0)
+        locker = blocked_call(db, orchestrator, lambda: orchestrator.execute(
+            "lock table memsub.world_model_entities in access exclusive mode"))
+        set_context(snapper, tenant)
+        snapshot = blocked_call(db, snapper, lambda: call(snapper, "select * from memsub.take_world_model_snapshot()"))
         writer.commit()
         locker.join()
-        snapper.join()
+        orchestrator.rollback()
+        snapshot.join()
+        snapper.commit()
+    assert snapshot.error is None, snapshot.error
+    taken = snapshot.result
+    assert isinstance(taken, dict)
     assert (taken["state_version"], taken["entity_count"]) == (1, 1)
