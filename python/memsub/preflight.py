@@ -131,17 +131,18 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
                             superuser or create_on_db, "" if superuser or create_on_db else
                             f"grant create on database {_one(conn, 'select current_database()')} to {user}"))
 
-    to_create = [name for name in required_extensions(pending)
-                 if not _one(conn, "select exists (select from pg_extension where extname = %s)", [name])]
+    # Each extension's schema, None while it is not installed.
+    installed_in: dict[str, str | None] = {
+        name: _one(conn, "select (select extnamespace::regnamespace::text from pg_extension where extname = %s)",
+                   [name])
+        for name in required_extensions(pending)}
+    to_create = [name for name, where in installed_in.items() if where is None]
     if to_create and not _one(conn, "select exists (select from pg_namespace where nspname = 'public')"):
         checks.append(Check("schema public", False,
                             f"does not exist, and the migrator creates {', '.join(to_create)} in it: "
                             "create schema public"))
-    for name in required_extensions(pending):
-        schema = conn.execute("select extnamespace::regnamespace::text from pg_extension where extname = %s",
-                              [name]).fetchone()
-        if schema is not None:
-            where = str(schema[0] if not isinstance(schema, dict) else next(iter(schema.values())))
+    for name, where in installed_in.items():
+        if where is not None:
             if name in EXTENSIONS_IN_PUBLIC and where != "public":
                 checks.append(Check(f"extension {name}", False,
                                     f"installed in schema {where}, and memsub's functions look for it in public: "
@@ -149,10 +150,7 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
             else:
                 checks.append(Check(f"extension {name}", True, "installed"))
             continue
-        available = conn.execute(
-            "select bool_or(trusted) from pg_available_extension_versions where name = %s", [name]).fetchone()
-        trusted = available[0] if available and not isinstance(available, dict) else (
-            next(iter(available.values())) if available else None)
+        trusted = _one(conn, "select bool_or(trusted) from pg_available_extension_versions where name = %s", [name])
         if trusted is None:
             checks.append(Check(f"extension {name}", False,
                                 "not available on this server (install its package, e.g. postgresql-NN-pgvector "
