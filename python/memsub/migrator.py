@@ -67,9 +67,9 @@ select l.pid, a.usename, a.application_name
 _NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_settings "
                     "where name in ('statement_timeout', 'transaction_timeout') and source <> 'client'")
 # Whether all the history tables named exist, read from the catalog: to_regclass would need USAGE on schema memsub.
-_HISTORY_TABLES = ("select count(*) = cardinality(array[{tables}]) as present from pg_catalog.pg_class c "
+_HISTORY_TABLES = ("select count(*) = cardinality(%(tables)s::text[]) as present from pg_catalog.pg_class c "
                    "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "
-                   "and c.relname = any(array[{tables}])")
+                   "and c.relname = any(%(tables)s::text[])")
 _RELATION_HOLDERS = """\
 select distinct l.pid, a.usename, a.application_name
   from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
@@ -255,7 +255,7 @@ class Migrator:
         owner or a superuser can take it: a login without privileges on the table can hold at most ACCESS
         SHARE (e.g. through pg_relation_size), which does not conflict."""
         exists = conn.cursor(row_factory=tuple_row).execute(
-            _HISTORY_TABLES.format(tables="'schema_history'")).fetchone()
+            _HISTORY_TABLES, {"tables": ["schema_history"]}).fetchone()
         if not (exists and exists[0]):
             return
         try:
@@ -285,13 +285,13 @@ class Migrator:
 
     @staticmethod
     def _history_ready(conn: psycopg.Connection[dict[str, object]]) -> bool:
-        row = conn.execute(_HISTORY_TABLES.format(tables="'schema_history', 'schema_repeatable_history'")
-                           ).fetchone()
+        row = conn.execute(_HISTORY_TABLES,
+                           {"tables": ["schema_history", "schema_repeatable_history"]}).fetchone()
         return bool(row and row["present"])
 
     @staticmethod
     def _history_exists(conn: psycopg.Connection[dict[str, object]]) -> bool:
-        row = conn.execute(_HISTORY_TABLES.format(tables="'schema_history'")).fetchone()
+        row = conn.execute(_HISTORY_TABLES, {"tables": ["schema_history"]}).fetchone()
         return bool(row and row["present"])
 
     def _applied(self, conn: psycopg.Connection[dict[str, object]]) -> dict[Version, AppliedMigration]:
