@@ -20,13 +20,12 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from memsub import _calls
 from memsub._calls import AsyncSession, Call, raw
 from memsub.client import Namespaces, Opens
-from memsub.connection import DEFAULT_PREPARE_THRESHOLD
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
 from memsub.errors import from_database_error
 
 Row = dict[str, Any]
@@ -52,24 +51,11 @@ class AsyncSubstrate(Opens[AbstractAsyncContextManager[AsyncTenantSession]]):
 
     def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0,
                  prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
-        """``timeout``: seconds a call waits for a connection before ConnectionFailed. The connection string gets
-        a ``connect_timeout`` (5 s) unless it sets one, so an unreachable server fails fast. Sizes and a
-        ``timeout`` a pool cannot work with (``min_size`` < 0, ``max_size`` < 1 or < ``min_size``, ``timeout`` <= 0)
-        raise ConfigurationError naming the option.
-
-        ``prepare_threshold`` is psycopg's, set on every pooled connection: the runs of one statement on a
-        connection after which it is prepared there (default 5: prepared the sixth time; 0: at once). ``None``
-        prepares nothing, which a transaction-mode connection pooler needs (docs/client.md, "Behind a
-        connection pooler"); anything but None or an integer 0 or more raises ConfigurationError."""
-        from memsub.connection import check_pool_options, check_prepare_threshold, with_timeout
-
-        check_pool_options(min_size, max_size, timeout)
-        check_prepare_threshold(prepare_threshold)
+        """The options, and the ConfigurationError a pool cannot work with, are :class:`memsub.client.Substrate`'s."""
         self.pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] = AsyncConnectionPool(
-            with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=timeout,
-            kwargs={"row_factory": dict_row, "prepare_threshold": prepare_threshold},
-            connection_class=psycopg.AsyncConnection,
-            configure=_calls.configure_async,
+            **pool_arguments(dsn, min_size=min_size, max_size=max_size, timeout=timeout,
+                             prepare_threshold=prepare_threshold),
+            open=False, connection_class=psycopg.AsyncConnection, configure=_calls.configure_async,
         )
 
     async def open(self) -> None:

@@ -24,12 +24,11 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from memsub import _calls
 from memsub._calls import Call, SessionT, SyncSession, method, namespace, raw
-from memsub.connection import DEFAULT_PREPARE_THRESHOLD
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
 from memsub.documents import DocumentsArea
 from memsub.errors import from_database_error
 from memsub.events import EventsArea
@@ -115,14 +114,10 @@ class Substrate(Opens[AbstractContextManager[TenantSession]]):
         connection after which it is prepared there (default 5: prepared the sixth time; 0: at once). ``None``
         prepares nothing, which a transaction-mode connection pooler needs (docs/client.md, "Behind a
         connection pooler"); anything but None or an integer 0 or more raises ConfigurationError."""
-        from memsub.connection import check_pool_options, check_prepare_threshold, with_timeout
-
-        check_pool_options(min_size, max_size, timeout)
-        check_prepare_threshold(prepare_threshold)
         self.pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
-            with_timeout(dsn), min_size=min_size, max_size=max_size, open=True, timeout=timeout,
-            kwargs={"row_factory": dict_row, "prepare_threshold": prepare_threshold},
-            connection_class=psycopg.Connection, configure=_calls.configure,
+            **pool_arguments(dsn, min_size=min_size, max_size=max_size, timeout=timeout,
+                             prepare_threshold=prepare_threshold),
+            open=True, connection_class=psycopg.Connection, configure=_calls.configure,
         )
 
     def close(self) -> None:

@@ -21,9 +21,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
 
 from memsub.errors import ConfigurationError, ConnectionFailed, MemsubError, PrivilegeError
 
@@ -79,6 +81,17 @@ def check_prepare_threshold(prepare_threshold: object) -> None:
     if type(prepare_threshold) is not int or prepare_threshold < 0:
         raise ConfigurationError(f"prepare_threshold must be an integer 0 or more, or None (never prepare), not "
                                  f"{prepare_threshold!r}", field="prepare_threshold")
+
+
+def pool_arguments(dsn: str, *, min_size: int, max_size: int, timeout: float,
+                   prepare_threshold: int | None) -> dict[str, Any]:
+    """The arguments of the connection pool behind a Substrate (sync or async), whose options are refused here,
+    before any connection, when a pool cannot work with them: rows by column name, ``prepare_threshold`` on every
+    connection, and the connection string with its ``connect_timeout``."""
+    check_pool_options(min_size, max_size, timeout)
+    check_prepare_threshold(prepare_threshold)
+    return {"conninfo": with_timeout(dsn), "min_size": min_size, "max_size": max_size, "timeout": timeout,
+            "kwargs": {"row_factory": dict_row, "prepare_threshold": prepare_threshold}}
 
 
 def resolve(option: str | None = None, *, start_embedded: bool = True, announce: bool = False) -> ResolvedDsn:
