@@ -130,9 +130,9 @@ def contract_of(sqlstate: str | None) -> Contract | None:
     return SQLSTATE_CONTRACT.get(code) or (_INVALID if code.startswith("22") else None)
 
 
-# The server ended the session: an administrator or a restart (57P01, 57P02), a database dropped (57P04), the
-# login's idle_in_transaction_session_timeout (25P03) or idle_session_timeout (57P05), or a connection exception
-# (class 08). libpq reports a connection closed under it without a SQLSTATE.
+# The server ended the session: an administrator or a restart (57P01, 57P02), a server still starting (57P03),
+# a database dropped (57P04), the login's idle_in_transaction_session_timeout (25P03) or idle_session_timeout
+# (57P05), or a connection exception (class 08). libpq reports a connection closed under it without a SQLSTATE.
 _SESSION_ENDED = ("25P03", "57P01", "57P02", "57P03", "57P04", "57P05")
 
 
