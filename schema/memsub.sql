@@ -1107,9 +1107,7 @@ begin
     -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
     -- exactly then.
     if p_value is not null and cosine_distance(p_value, p_value) = 'NaN'::double precision then
-        raise exception 'field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
-                        'large to square in single precision, has no cosine distance)', p_field
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_vector_without_norm(p_field);
     end if;
     return p_value;
 end
@@ -2268,6 +2266,131 @@ ALTER FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_secon
 
 COMMENT ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) IS 'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge supported by two assertions.';
 
+CREATE FUNCTION memsub.memory_types() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['semantic', 'episodic', 'procedural']::text[] $$;
+
+ALTER FUNCTION memsub.memory_types() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.memory_types() IS 'The kinds of namespaced memory (memory_entries.memory_type): what an entry remembers, a fact, an event or a way of doing something.';
+
+CREATE TABLE memsub.memory_entries (
+    tenant_id uuid NOT NULL,
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    namespace text NOT NULL COLLATE pg_catalog."C",
+    key text NOT NULL COLLATE pg_catalog."C",
+    value jsonb,
+    memory_type text DEFAULT 'semantic'::text NOT NULL,
+    version integer NOT NULL,
+    is_deleted boolean DEFAULT false NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    session_id text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    namespace_kind text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 1)) STORED COLLATE pg_catalog."C",
+    namespace_owner text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 2)) STORED COLLATE pg_catalog."C",
+    short_term boolean DEFAULT false NOT NULL,
+    importance double precision DEFAULT 0.5 NOT NULL,
+    decay_weight double precision DEFAULT 1.0 NOT NULL,
+    last_access_ts timestamp with time zone,
+    promoted_at timestamp with time zone,
+    memory_tier text GENERATED ALWAYS AS (
+CASE
+    WHEN (memory_type = 'procedural'::text) THEN 'Procedural'::text
+    WHEN short_term THEN 'STM'::text
+    ELSE 'LTM'::text
+END) STORED,
+    embedding public.vector(1536),
+    search_tsv tsvector GENERATED ALWAYS AS ((setweight(to_tsvector('english'::regconfig, replace(key, '_'::text, ' '::text)), 'A'::"char") || jsonb_to_tsvector('english'::regconfig, COALESCE(value, 'null'::jsonb), '["string"]'::jsonb))) STORED,
+    CONSTRAINT memory_entries_decay_weight_positive CHECK ((decay_weight > (0)::double precision)),
+    CONSTRAINT memory_entries_importance_in_unit_range CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
+    CONSTRAINT memory_entries_key_format CHECK (((key ~ '^[^:[:space:]][^:]*$'::text) AND (length(key) <= 256))),
+    CONSTRAINT memory_entries_memory_type_check CHECK ((memory_type = ANY (memsub.memory_types()))),
+    CONSTRAINT memory_entries_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT memory_entries_namespace_format CHECK (((namespace ~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$'::text) AND (length(namespace) <= 512))),
+    CONSTRAINT memory_entries_procedural_not_short_term CHECK ((NOT (short_term AND (memory_type = 'procedural'::text)))),
+    CONSTRAINT memory_entries_value_present CHECK ((is_deleted OR (value IS NOT NULL))),
+    CONSTRAINT memory_entries_version_positive CHECK ((version >= 1))
+);
+
+ALTER TABLE ONLY memsub.memory_entries FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.memory_entries OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.memory_entries IS 'Long-term namespaced memory (seed 001): one row per version of (namespace, key); optimistic locking through UNIQUE (tenant_id, namespace, key, version); soft delete. Written only through memsub.memory_* functions.';
+
+COMMENT ON COLUMN memsub.memory_entries.tenant_id IS 'Tenant owning the entry.';
+
+COMMENT ON COLUMN memsub.memory_entries.id IS 'Identifier of this version of the entry.';
+
+COMMENT ON COLUMN memsub.memory_entries.org_id IS 'Organization of the writer (provenance; visibility follows the namespace).';
+
+COMMENT ON COLUMN memsub.memory_entries.user_id IS 'User who wrote this version.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace IS 'Hierarchical namespace: project:<id>[:...], app:<name>[:...], user:<user_id>[:...], session:<session_id>[:...]. temp: is never stored here.';
+
+COMMENT ON COLUMN memsub.memory_entries.key IS 'Key within the namespace (no colon).';
+
+COMMENT ON COLUMN memsub.memory_entries.value IS 'The value (JSON); NULL only on the tombstone version written by a delete.';
+
+COMMENT ON COLUMN memsub.memory_entries.memory_type IS 'Kind of memory: one of memsub.memory_types() (semantic, episodic, procedural); its tier is memory_tier.';
+
+COMMENT ON COLUMN memsub.memory_entries.version IS 'Version of (namespace, key): 1, 2, 3, ... A write states the version it read.';
+
+COMMENT ON COLUMN memsub.memory_entries.is_deleted IS 'Soft delete (seed: is_deleted = 0 means active). A delete writes a tombstone version and flags every version of the key.';
+
+COMMENT ON COLUMN memsub.memory_entries.metadata IS 'Free-form metadata; the consolidation job adds consolidated_into (old versions) and consolidated_from (the new one).';
+
+COMMENT ON COLUMN memsub.memory_entries.session_id IS 'Session that wrote this version, when the writer''s context named an existing session.';
+
+COMMENT ON COLUMN memsub.memory_entries.created_at IS 'When this version was written.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace_kind IS 'First namespace segment (project, app, user, session); read by the row-level security policies.';
+
+COMMENT ON COLUMN memsub.memory_entries.namespace_owner IS 'Second namespace segment (project id, app name, user id, session id); read by the row-level security policies.';
+
+COMMENT ON COLUMN memsub.memory_entries.short_term IS 'True for short-term memory (STM) not yet promoted; seed 001 writes are long-term (false).';
+
+COMMENT ON COLUMN memsub.memory_entries.importance IS 'Importance in [0, 1] (seed 003 Memory importance).';
+
+COMMENT ON COLUMN memsub.memory_entries.decay_weight IS 'Strength as of last_access_ts (or created_at): each access adds 1 to the decayed strength; it halves every half-life without access.';
+
+COMMENT ON COLUMN memsub.memory_entries.last_access_ts IS 'Last recorded access (seed 003 decay_state.last_access_ts; NULL: never accessed since written).';
+
+COMMENT ON COLUMN memsub.memory_entries.promoted_at IS 'When memsub.memory_maintenance promoted the entry from STM to LTM.';
+
+COMMENT ON COLUMN memsub.memory_entries.memory_tier IS 'Tier (seed 003''s Memory memory_type): Procedural for procedural memory, STM while short_term, otherwise LTM; one of memsub.memory_tiers().';
+
+COMMENT ON COLUMN memsub.memory_entries.embedding IS 'Embedding of the entry (dimension: installation_settings.vector_dimension), given by the writer; NULL when written without one.';
+
+COMMENT ON COLUMN memsub.memory_entries.search_tsv IS 'Full-text vector of the key (weight A) and the strings of the value (english configuration).';
+
+CREATE FUNCTION memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_entry memsub.memory_entries;
+begin
+    loop
+        select m.* into v_entry from memsub.memory_entries m
+         where m.tenant_id = p_tenant_id and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1
+           for update;
+        exit when not found or not exists (select from memsub.memory_entries n
+                                            where n.tenant_id = p_tenant_id and n.namespace = p_namespace
+                                              and n.key = p_key and n.version > v_entry.version);
+    end loop;
+    return v_entry;
+end
+$$;
+
+ALTER FUNCTION memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text) IS 'Internal: the latest version of (namespace, key) of the tenant, locked FOR UPDATE until the transaction ends, read again when a newer version committed while it waited (all fields NULL when the key has none).';
+
 CREATE FUNCTION memsub._memory_namespace_writable(p_namespace text) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3100,6 +3223,22 @@ ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO 
 
 COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
 
+CREATE FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise exception '%field "%" must have a positive, finite norm (a zero vector, or elements too small or too '
+                    'large to square in single precision, has no cosine distance)',
+        coalesce(p_caller || ': ', ''), p_field
+        using errcode = '22023', column = p_field;
+end
+$$;
+
+ALTER FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) IS 'Internal: raises 22023 naming p_field (its message prefixed by p_caller when given) for a vector whose cosine distance to itself is NaN: a zero vector, or one whose squares under- or overflow single precision.';
+
 CREATE FUNCTION memsub._require_key_admin(p_tenant_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3459,7 +3598,7 @@ COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was termina
 
 COMMENT ON COLUMN memsub.sessions.event_count IS 'Number of events appended (rows of memsub.session_events); the next event''s position.';
 
-CREATE FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean DEFAULT false, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
+CREATE FUNCTION memsub._session_lookup(p_session_id text, p_lock text DEFAULT NULL::text, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
@@ -3470,17 +3609,23 @@ begin
         raise exception 'session_id is required'
             using errcode = '23502', column = 'session_id';
     end if;
-    if p_for_update then
-        -- The writers of a session change its columns, never its key: FOR NO KEY UPDATE queues them one behind
-        -- the other without waiting for transactions that only refer to the session (a task, an agent, a
-        -- checkpoint, a memory entry or an audit row of it, whose foreign key shares the row). FOR UPDATE waited
-        -- for those, and two workers that each referred to the session and then appended an event deadlocked.
+    if p_lock is null then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+    elsif p_lock = 'key share' then
+        select s.* into v_session from memsub.sessions s
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for key share;
+    elsif p_lock = 'no key update' then
         select s.* into v_session from memsub.sessions s
          where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
            for no key update;
-    else
+    elsif p_lock = 'update' then
         select s.* into v_session from memsub.sessions s
-         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id;
+         where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
+           for update;
+    else
+        raise exception 'unknown session lock "%"', p_lock using errcode = '22023';
     end if;
     if v_session.id is null then
         raise exception 'session "%" does not exist or is not visible', p_session_id
@@ -3490,9 +3635,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub._session_lookup(p_session_id text, p_lock text, p_errcode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) IS 'Internal: the visible session of the context tenant with this id (optionally locked FOR NO KEY UPDATE, which does not wait for rows that refer to it); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
+COMMENT ON FUNCTION memsub._session_lookup(p_session_id text, p_lock text, p_errcode text) IS 'Internal: the visible session of the context tenant with this id, locked until the transaction ends when p_lock names a lock (key share: a reference to the session; no key update: a writer of it; update: its termination); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only refers to the session).';
 
 CREATE FUNCTION memsub._session_open_tasks(p_session_id text) RETURNS bigint[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3512,32 +3657,6 @@ $$;
 ALTER FUNCTION memsub._session_open_tasks(p_session_id text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._session_open_tasks(p_session_id text) IS 'Internal to session_terminate: the ids of the session''s tasks not yet final (pending or running) in every organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
-
-CREATE FUNCTION memsub._session_referred(p_session_id text) RETURNS memsub.sessions
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_session memsub.sessions;
-begin
-    -- FOR KEY SHARE, the lock the referring row's foreign key takes anyway: it does not wait for the session's
-    -- other writers (FOR NO KEY UPDATE), only for a termination (FOR UPDATE), and reads the session as that
-    -- termination left it. A termination that starts later waits for this transaction and sees what it wrote.
-    select s.* into v_session from memsub.sessions s
-     where s.tenant_id = memsub._require_tenant_id() and s.id = p_session_id
-       for key share;
-    if v_session.id is null then
-        raise exception 'session "%" does not exist or is not visible', p_session_id
-            using errcode = '23503', column = 'session_id';
-    end if;
-    perform memsub.require_active_session(v_session);
-    return v_session;
-end
-$$;
-
-ALTER FUNCTION memsub._session_referred(p_session_id text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._session_referred(p_session_id text) IS 'Internal: the visible, active session of the context tenant that a new task, agent or link refers to, key-share locked until the transaction ends, so that it cannot terminate before the reference commits (23503 naming session_id when there is none, 55000 when it is not active).';
 
 CREATE FUNCTION memsub.task_final_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3937,9 +4056,7 @@ begin
             using errcode = '22023', column = 'memories';
     end;
     if bad is not null then
-        raise exception 'memsub: memories[%].embedding must have a positive, finite norm (a zero vector, or '
-                        'elements too small or too large to square in single precision, has no cosine distance)', bad
-            using errcode = '22023', column = format('memories[%s].embedding', bad);
+        perform memsub._refuse_vector_without_norm(format('memories[%s].embedding', bad), 'memsub');
     end if;
     get diagnostics added = row_count;
     return added;
@@ -3972,9 +4089,7 @@ begin
     query := memsub._json_query_vector(p_query_embedding, 'query_embedding', 'memsub');
     -- A query without a cosine distance (a zero vector, or squares beyond single precision) scores every memory NaN.
     if cosine_distance(query, query) = 'NaN'::double precision then
-        raise exception 'memsub: query_embedding must have a positive, finite norm (a zero vector, or elements too '
-                        'small or too large to square in single precision, has no cosine distance)'
-            using errcode = '22023', column = 'query_embedding';
+        perform memsub._refuse_vector_without_norm('query_embedding', 'memsub');
     end if;
     q_words := memsub.adk_words(p_query);
     return query
@@ -4491,7 +4606,7 @@ begin
     -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
     -- no more work.
     if v_session is not null then
-        perform memsub._session_referred(v_session);
+        perform memsub.require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
@@ -7724,10 +7839,7 @@ begin
     end if;
     if bad is not null then
         bad := bad - 1;
-        raise exception 'memsub.langgraph_store_put: embeddings[%] must have a positive, finite norm (a zero '
-                        'vector, or elements too small or too large to square in single precision, has no cosine '
-                        'distance)', bad
-            using errcode = '22023', column = format('embeddings[%s]', bad);
+        perform memsub._refuse_vector_without_norm(format('embeddings[%s]', bad), 'memsub.langgraph_store_put');
     end if;
     insert into memsub.langgraph_store_items as i
            (tenant_id, org_id, namespace, namespace_key, key, value, ttl_minutes, expires_at)
@@ -7791,10 +7903,7 @@ begin
     -- A query whose cosine distance to itself is NaN (a zero vector, or squares under- or overflowing single
     -- precision) would score every item NaN by cosine; refused whatever the distance, as put refuses such vectors.
     if cosine_distance(p_query_embedding, p_query_embedding) = 'NaN'::double precision then
-        raise exception 'memsub.langgraph_store_search: query_embedding must have a positive, finite norm (a zero '
-                        'vector, or elements too small or too large to square in single precision, has no cosine '
-                        'distance)'
-            using errcode = '22023', column = 'query_embedding';
+        perform memsub._refuse_vector_without_norm('query_embedding', 'memsub.langgraph_store_search');
     end if;
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
@@ -8135,17 +8244,15 @@ begin
          group by 1, 2
     ), packets as (
         update memsub.packet_store s
-           set importance_score = least(1.0, greatest(0.0,
-                   memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
-                                           p_feedback_rate)))
+           set importance_score = memsub._importance_step(s.importance_score, d.accesses, d.useful, d.useless,
+                                                          p_access_rate, p_feedback_rate)
           from delta d
          where d.target_type = 'packet' and s.tenant_id = v_tenant and s.packet_id = d.target_id
         returning 1
     ), legacy as (
         update memsub.semantic_memory m
-           set importance_score = least(1.0, greatest(0.0,
-                   memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless, p_access_rate,
-                                           p_feedback_rate)))
+           set importance_score = memsub._importance_step(m.importance_score, d.accesses, d.useful, d.useless,
+                                                          p_access_rate, p_feedback_rate)
           from delta d
          where d.target_type = 'semantic' and m.tenant_id = v_tenant and m.embedding_id = d.target_id
         returning 1
@@ -8473,107 +8580,6 @@ ALTER FUNCTION memsub.memory_context(p_session_id text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.memory_context(p_session_id text) IS 'Context of a session resolved through the namespace hierarchy (seed 001 sections 2.1 and 4.2): its state''s temp:, session: and user: keys and the live memory entries of session:<id>, user:<user>, app:<app> and project:<project>. A name (the namespace path below kind and owner, plus the key) is answered by the first of temp: > session: > user: > app: > project: (precedence 1..5); within a level the session state beats memory_entries. Only what the caller may see takes part.';
 
-CREATE FUNCTION memsub.memory_types() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['semantic', 'episodic', 'procedural']::text[] $$;
-
-ALTER FUNCTION memsub.memory_types() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.memory_types() IS 'The kinds of namespaced memory (memory_entries.memory_type): what an entry remembers, a fact, an event or a way of doing something.';
-
-CREATE TABLE memsub.memory_entries (
-    tenant_id uuid NOT NULL,
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    namespace text NOT NULL COLLATE pg_catalog."C",
-    key text NOT NULL COLLATE pg_catalog."C",
-    value jsonb,
-    memory_type text DEFAULT 'semantic'::text NOT NULL,
-    version integer NOT NULL,
-    is_deleted boolean DEFAULT false NOT NULL,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    session_id text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    namespace_kind text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 1)) STORED COLLATE pg_catalog."C",
-    namespace_owner text GENERATED ALWAYS AS (split_part(namespace, ':'::text, 2)) STORED COLLATE pg_catalog."C",
-    short_term boolean DEFAULT false NOT NULL,
-    importance double precision DEFAULT 0.5 NOT NULL,
-    decay_weight double precision DEFAULT 1.0 NOT NULL,
-    last_access_ts timestamp with time zone,
-    promoted_at timestamp with time zone,
-    memory_tier text GENERATED ALWAYS AS (
-CASE
-    WHEN (memory_type = 'procedural'::text) THEN 'Procedural'::text
-    WHEN short_term THEN 'STM'::text
-    ELSE 'LTM'::text
-END) STORED,
-    embedding public.vector(1536),
-    search_tsv tsvector GENERATED ALWAYS AS ((setweight(to_tsvector('english'::regconfig, replace(key, '_'::text, ' '::text)), 'A'::"char") || jsonb_to_tsvector('english'::regconfig, COALESCE(value, 'null'::jsonb), '["string"]'::jsonb))) STORED,
-    CONSTRAINT memory_entries_decay_weight_positive CHECK ((decay_weight > (0)::double precision)),
-    CONSTRAINT memory_entries_importance_in_unit_range CHECK (((importance >= (0)::double precision) AND (importance <= (1)::double precision))),
-    CONSTRAINT memory_entries_key_format CHECK (((key ~ '^[^:[:space:]][^:]*$'::text) AND (length(key) <= 256))),
-    CONSTRAINT memory_entries_memory_type_check CHECK ((memory_type = ANY (memsub.memory_types()))),
-    CONSTRAINT memory_entries_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
-    CONSTRAINT memory_entries_namespace_format CHECK (((namespace ~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$'::text) AND (length(namespace) <= 512))),
-    CONSTRAINT memory_entries_procedural_not_short_term CHECK ((NOT (short_term AND (memory_type = 'procedural'::text)))),
-    CONSTRAINT memory_entries_value_present CHECK ((is_deleted OR (value IS NOT NULL))),
-    CONSTRAINT memory_entries_version_positive CHECK ((version >= 1))
-);
-
-ALTER TABLE ONLY memsub.memory_entries FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.memory_entries OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.memory_entries IS 'Long-term namespaced memory (seed 001): one row per version of (namespace, key); optimistic locking through UNIQUE (tenant_id, namespace, key, version); soft delete. Written only through memsub.memory_* functions.';
-
-COMMENT ON COLUMN memsub.memory_entries.tenant_id IS 'Tenant owning the entry.';
-
-COMMENT ON COLUMN memsub.memory_entries.id IS 'Identifier of this version of the entry.';
-
-COMMENT ON COLUMN memsub.memory_entries.org_id IS 'Organization of the writer (provenance; visibility follows the namespace).';
-
-COMMENT ON COLUMN memsub.memory_entries.user_id IS 'User who wrote this version.';
-
-COMMENT ON COLUMN memsub.memory_entries.namespace IS 'Hierarchical namespace: project:<id>[:...], app:<name>[:...], user:<user_id>[:...], session:<session_id>[:...]. temp: is never stored here.';
-
-COMMENT ON COLUMN memsub.memory_entries.key IS 'Key within the namespace (no colon).';
-
-COMMENT ON COLUMN memsub.memory_entries.value IS 'The value (JSON); NULL only on the tombstone version written by a delete.';
-
-COMMENT ON COLUMN memsub.memory_entries.memory_type IS 'Kind of memory: one of memsub.memory_types() (semantic, episodic, procedural); its tier is memory_tier.';
-
-COMMENT ON COLUMN memsub.memory_entries.version IS 'Version of (namespace, key): 1, 2, 3, ... A write states the version it read.';
-
-COMMENT ON COLUMN memsub.memory_entries.is_deleted IS 'Soft delete (seed: is_deleted = 0 means active). A delete writes a tombstone version and flags every version of the key.';
-
-COMMENT ON COLUMN memsub.memory_entries.metadata IS 'Free-form metadata; the consolidation job adds consolidated_into (old versions) and consolidated_from (the new one).';
-
-COMMENT ON COLUMN memsub.memory_entries.session_id IS 'Session that wrote this version, when the writer''s context named an existing session.';
-
-COMMENT ON COLUMN memsub.memory_entries.created_at IS 'When this version was written.';
-
-COMMENT ON COLUMN memsub.memory_entries.namespace_kind IS 'First namespace segment (project, app, user, session); read by the row-level security policies.';
-
-COMMENT ON COLUMN memsub.memory_entries.namespace_owner IS 'Second namespace segment (project id, app name, user id, session id); read by the row-level security policies.';
-
-COMMENT ON COLUMN memsub.memory_entries.short_term IS 'True for short-term memory (STM) not yet promoted; seed 001 writes are long-term (false).';
-
-COMMENT ON COLUMN memsub.memory_entries.importance IS 'Importance in [0, 1] (seed 003 Memory importance).';
-
-COMMENT ON COLUMN memsub.memory_entries.decay_weight IS 'Strength as of last_access_ts (or created_at): each access adds 1 to the decayed strength; it halves every half-life without access.';
-
-COMMENT ON COLUMN memsub.memory_entries.last_access_ts IS 'Last recorded access (seed 003 decay_state.last_access_ts; NULL: never accessed since written).';
-
-COMMENT ON COLUMN memsub.memory_entries.promoted_at IS 'When memsub.memory_maintenance promoted the entry from STM to LTM.';
-
-COMMENT ON COLUMN memsub.memory_entries.memory_tier IS 'Tier (seed 003''s Memory memory_type): Procedural for procedural memory, STM while short_term, otherwise LTM; one of memsub.memory_tiers().';
-
-COMMENT ON COLUMN memsub.memory_entries.embedding IS 'Embedding of the entry (dimension: installation_settings.vector_dimension), given by the writer; NULL when written without one.';
-
-COMMENT ON COLUMN memsub.memory_entries.search_tsv IS 'Full-text vector of the key (weight A) and the strings of the value (english configuration).';
-
 CREATE FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) RETURNS memsub.memory_entries
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -8701,6 +8707,7 @@ CREATE FUNCTION memsub.memory_maintenance(p_threshold double precision DEFAULT 1
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_row    record;
+    v_entry  memsub.memory_entries;
 begin
     if not memsub._caller_is_admin() then
         raise exception 'memsub.memory_maintenance needs a tenant_admin or platform_admin context'
@@ -8713,8 +8720,7 @@ begin
     -- One maintenance run per tenant at a time.
     perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
-        select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
-               memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
+        select m.namespace, m.key
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.short_term and not m.is_deleted
            and not exists (select from memsub.memory_entries n
@@ -8723,37 +8729,27 @@ begin
          order by m.namespace, m.key
            for update of m
     loop
-        -- The version was the key's latest when the run started. A version written while this waited for the
-        -- lock (a consolidation's, which locks the live version it replaces) is the latest once the wait is over:
-        -- that one is read, locked and judged instead, as memsub.memory_touch does.
-        loop
-            exit when not exists (select from memsub.memory_entries n
-                                   where n.tenant_id = v_tenant and n.namespace = v_row.namespace
-                                     and n.key = v_row.key and n.version > v_row.version);
-            select m.id, m.namespace, m.key, m.version, m.importance, m.short_term, m.is_deleted,
-                   memsub.memory_strength(m.decay_weight, m.last_access_ts, m.created_at, now(), p_half_life) as strength
-              into v_row
-              from memsub.memory_entries m
-             where m.tenant_id = v_tenant and m.namespace = v_row.namespace and m.key = v_row.key
-             order by m.version desc limit 1
-               for update of m;
-        end loop;
+        -- The version was the key's latest when the run started; one written since (a consolidation's) is the
+        -- one judged instead.
+        v_entry := memsub._memory_latest_locked(v_tenant, v_row.namespace, v_row.key);
         -- A latest version that is long-term or a deletion is not short-term memory: nothing to judge.
-        continue when v_row.id is null or not v_row.short_term or v_row.is_deleted;
-        memory_entry_id := v_row.id;
-        namespace := v_row.namespace;
-        key := v_row.key;
-        version := v_row.version;
-        importance := v_row.importance;
-        strength := v_row.strength;
-        score := v_row.importance * v_row.strength;
+        continue when v_entry.id is null or not v_entry.short_term or v_entry.is_deleted;
+        memory_entry_id := v_entry.id;
+        namespace := v_entry.namespace;
+        key := v_entry.key;
+        version := v_entry.version;
+        importance := v_entry.importance;
+        strength := memsub.memory_strength(v_entry.decay_weight, v_entry.last_access_ts, v_entry.created_at, now(),
+                                           p_half_life);
+        score := importance * strength;
         if score >= p_threshold then
             update memsub.memory_entries m set short_term = false, promoted_at = now()
-             where m.tenant_id = v_tenant and m.id = v_row.id;
-            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_row.id, p_namespace => v_row.namespace,
-                p_key => v_row.key, p_version => v_row.version, p_tenant_id => v_tenant,
-                p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_row.importance,
-                                                'strength', v_row.strength, 'threshold', p_threshold,
+             where m.tenant_id = v_tenant and m.id = v_entry.id;
+            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_entry.id,
+                p_namespace => v_entry.namespace, p_key => v_entry.key, p_version => v_entry.version,
+                p_tenant_id => v_tenant,
+                p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_entry.importance,
+                                                'strength', strength, 'threshold', p_threshold,
                                                 'half_life', p_half_life::text));
             outcome := 'promoted';
         else
@@ -8910,17 +8906,7 @@ begin
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
             using errcode = '42501', column = 'namespace';
     end if;
-    -- The latest version, locked. A version written while this waited for the lock (a consolidation's, which
-    -- locks the live version it replaces) is the latest once the wait is over: the next pass reads and locks it.
-    loop
-        select m.* into v_entry from memsub.memory_entries m
-         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-         order by m.version desc limit 1
-           for update;
-        exit when not found or not exists (select from memsub.memory_entries n
-                                            where n.tenant_id = v_tenant and n.namespace = p_namespace
-                                              and n.key = p_key and n.version > v_entry.version);
-    end loop;
+    v_entry := memsub._memory_latest_locked(v_tenant, p_namespace, p_key);
     if v_entry.id is null or v_entry.is_deleted then
         raise exception 'memory key "%" in namespace "%" has no live entry', p_key, p_namespace
             using errcode = 'P0002', column = 'key';
@@ -10366,7 +10352,7 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
                                  array['event', 'state_delta']);
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
@@ -10459,7 +10445,7 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
@@ -10486,7 +10472,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id);
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
@@ -10574,7 +10560,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
-    v_session := memsub._session_lookup(p_session_id, true);
+    v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub.require_active_session(v_session);
     perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
@@ -10611,13 +10597,7 @@ begin
     -- it, an agent spawned into it, a task of it changing status: they hold a key share of its row) and keeps new
     -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
     -- which share the session before they lock a task of it, find it terminated once they may go on.
-    v_session := memsub._session_lookup(p_session_id);
-    select s.* into v_session from memsub.sessions s
-     where s.tenant_id = v_session.tenant_id and s.id = v_session.id
-       for update;
-    if v_session.id is null then  -- deleted meanwhile
-        v_session := memsub._session_lookup(p_session_id);
-    end if;
+    v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub.require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
@@ -11647,7 +11627,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub._session_referred(p_session_id);
+        perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -11689,7 +11669,7 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub._session_referred(p_session_id);
+    perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
@@ -11839,7 +11819,7 @@ declare
     v_frontier jsonb;  -- the rows of the last level: [{entity, keys, path, relationship_path, path_confidence}]
     v_rows     jsonb;
     v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
-    v_edges     bigint := v_max_edges;  -- edges the walk may still read
+    v_walked    bigint := 0;  -- edges the walk has read, all levels together
     v_read      bigint;  -- edges the last level read
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
@@ -11894,7 +11874,7 @@ begin
                    and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
                    and r.confidence >= coalesce(p_min_confidence, 0)
                    and (p_relationship_types is null or r.relationship_type = any(v_types))) e
-             limit v_edges + 1),
+             limit v_max_edges - v_walked + 1),
         -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
         -- stands for, that entity's matching form, and the keys the next level's edges name it by.
         resolved as materialized (
@@ -11925,8 +11905,8 @@ begin
                 order by d.path_confidence desc, d.path
                 limit v_left) c;
         -- A walk over its edge budget is refused, not cut short (memsub._check_walk_edges).
-        v_edges := v_edges - v_read;
-        perform memsub._check_walk_edges(v_max_edges - v_edges, v_max_edges, 'memsub.traverse_graph', p_max_depth,
+        v_walked := v_walked + v_read;
+        perform memsub._check_walk_edges(v_walked, v_max_edges, 'memsub.traverse_graph', p_max_depth,
                                          'max_depth',
                                          'ask for fewer hops, fewer relationship_types or a higher min_confidence');
         exit when jsonb_array_length(v_rows) = 0;
@@ -16490,6 +16470,16 @@ REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[])
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub.memory_types() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.memory_entries TO memsub_app;
+GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
+GRANT SELECT ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._memory_namespace_writable(p_namespace text) TO memsub_app;
 
@@ -16567,6 +16557,10 @@ GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_platform_admin;
 REVOKE ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) TO memsub_platform_admin;
 
+REVOKE ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_analyst;
+
 REVOKE ALL ON FUNCTION memsub._require_key_admin(p_tenant_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._require_tenant_id() FROM PUBLIC;
@@ -16605,12 +16599,10 @@ GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_for_update boolean, p_errcode text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_lock text, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) TO memsub_owner;
-
-REVOKE ALL ON FUNCTION memsub._session_referred(p_session_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
@@ -17054,14 +17046,6 @@ GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO
 REVOKE ALL ON FUNCTION memsub.memory_context(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.memory_types() FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_app;
-GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_analyst;
-
-GRANT SELECT ON TABLE memsub.memory_entries TO memsub_app;
-GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
-GRANT SELECT ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) TO memsub_app;
