@@ -69,8 +69,28 @@ comment on function memsub._memory_namespace_writable(text) is
     'True when the current context may write the namespace: its own user: and session: namespaces, or any '
     'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
+create or replace function memsub._raise_stale_memory_write(p_namespace text, p_key text, p_reason text,
+                                                      p_current_version integer)
+returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    raise exception 'stale write to memory key "%" in namespace "%": %', p_key, p_namespace, p_reason
+        using errcode = '40001', column = 'expected_version',
+              detail = format('current_version=%s', coalesce(p_current_version, 0)),
+              hint = 'Read the entry again and retry the write with the version you read.';
+end
+$$;
+comment on function memsub._raise_stale_memory_write(text, text, text, integer) is
+    'Internal: raises the stale memory write (40001 naming expected_version, the key and namespace in the '
+    'message, current_version=N in the detail) with p_reason; the one spelling of it for every writer that '
+    'states a version.';
+
 drop function if exists memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text,
                                                      jsonb, text);
+drop function if exists memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text,
+                                                     jsonb, text, vector);
 create or replace function memsub.store_memory_version(
     p_namespace        text,
     p_key              text,
@@ -82,8 +102,9 @@ create or replace function memsub.store_memory_version(
     p_delete           boolean,
     p_operation        text,
     p_details          jsonb,
-    p_session_id       text   default null,
-    p_embedding        vector default null
+    p_session_id       text    default null,
+    p_embedding        vector  default null,
+    p_in_snapshot      boolean default false
 ) returns memsub.memory_entries
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -96,7 +117,35 @@ declare
     v_session  text;
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
+    v_column   text;
 begin
+    -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
+    -- the read below, and the insert meets it in the unique key: PostgreSQL raises its own 40001, naming nothing.
+    -- A stated version is then stale, and is refused as such. The write runs again inside a block that catches it
+    -- only at these isolation levels: a block is a subtransaction, and under READ COMMITTED (the common case,
+    -- where the insert sees the other version and the loop below names it) a transaction of many writes would
+    -- pile up subtransactions.
+    if p_check_version and not p_in_snapshot and current_setting('transaction_isolation') <> 'read committed' then
+        begin
+            return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                               p_expected_version, true, p_delete, p_operation, p_details,
+                                               p_session_id, p_embedding, p_in_snapshot => true);
+        exception
+            when serialization_failure then
+                get stacked diagnostics v_column = column_name;
+                if v_column = 'expected_version' then
+                    raise;
+                end if;
+                select m.version into v_current
+                  from memsub.memory_entries m
+                 where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+                 order by m.version desc limit 1;
+                perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                    format('version %s was written after this transaction''s snapshot (%s)',
+                           coalesce(v_current, 0) + 1, current_setting('transaction_isolation')),
+                    coalesce(v_current, 0) + 1);
+        end;
+    end if;
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
                                       'session_id', p_session_id),
@@ -154,11 +203,10 @@ begin
             (p_expected_version is null and v_current is not null and not v_deleted)
             or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
                 and not (v_deleted and p_expected_version = 0))) then
-            raise exception 'stale write to memory key "%" in namespace "%": expected version %, current version is %',
-                p_key, p_namespace, coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)
-                using errcode = '40001', column = 'expected_version',
-                      detail = format('current_version=%s', coalesce(v_current, 0)),
-                      hint = 'Read the entry again and retry the write with the version you read.';
+            perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                format('expected version %s, current version is %s',
+                       coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)),
+                v_current);
         end if;
 
         insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
@@ -175,11 +223,10 @@ begin
             select m.* into v_previous from memsub.memory_entries m
              where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
              order by m.version desc limit 1;
-            raise exception 'stale write to memory key "%" in namespace "%": version % was written concurrently (current version is %)',
-                p_key, p_namespace, coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)
-                using errcode = '40001', column = 'expected_version',
-                      detail = format('current_version=%s', coalesce(v_previous.version, 0)),
-                      hint = 'Read the entry again and retry the write with the version you read.';
+            perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                format('version %s was written concurrently (current version is %s)',
+                       coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)),
+                v_previous.version);
         end if;
     end loop;
     if p_delete then
@@ -194,12 +241,14 @@ begin
     return v_row;
 end
 $$;
-comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text, vector) is
+comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text, vector, boolean) is
     'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with '
     'p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when '
     'p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is '
-    'last-write-wins (session termination): a version committed concurrently becomes the one before it. Not '
-    'granted to clients.';
+    'last-write-wins (session termination): a version committed concurrently becomes the one before it. Under '
+    'REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale '
+    'is refused as a stale write too (40001 naming expected_version; current_version is the first version the '
+    'snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
 
 drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
 create or replace function memsub.memory_write(

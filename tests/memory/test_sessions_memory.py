@@ -219,3 +219,51 @@ def test_concurrent_writers_lose_no_update(db):
         "where key = 'counter' and operation = 'memory_write' and version > 1",
     )
     assert audit == [{"n": writers * updates}]
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_stale_write_under_snapshot_isolation_names_the_version(db, isolation):
+    """A version committed after a REPEATABLE READ / SERIALIZABLE snapshot is invisible to the write's read of the
+    current version: the insert meets it in the unique key. The refusal is the same stale write as under READ
+    COMMITTED (40001 naming expected_version, the key and current_version), not PostgreSQL's bare one."""
+    ns = f"user:{ALICE}:preferences"
+    key = f"snapshot_{isolation.replace(' ', '_')}"
+    with db.connect("app") as late, db.connect("app") as early:
+        early.execute(f"set transaction isolation level {isolation}")
+        as_user(early, ALICE)
+        assert current_version(early, ns, key) == 0  # the snapshot is taken here
+        as_user(late, ALICE)
+        write(late, ns, key, "first", None)
+        late.commit()
+        with pytest.raises(psycopg.errors.SerializationFailure) as caught:
+            write(early, ns, key, "second", None)
+        diag = caught.value.diag
+        assert diag.column_name == "expected_version"
+        assert key in (diag.message_primary or "") and ns in (diag.message_primary or "")
+        assert diag.message_detail == "current_version=1"
+        early.rollback()
+    stored = ground_truth(db, f"select version, value from memsub.memory_entries where key = '{key}'")
+    assert stored == [{"version": 1, "value": "first"}]
+
+
+def test_stale_delete_under_repeatable_read_names_the_version(db):
+    ns = f"user:{ALICE}:preferences"
+    with db.connect("app") as late, db.connect("app") as early:
+        as_user(late, ALICE)
+        write(late, ns, "snapshot_delete", "first", None)
+        late.commit()
+        early.execute("set transaction isolation level repeatable read")
+        as_user(early, ALICE)
+        assert current_version(early, ns, "snapshot_delete") == 1
+        as_user(late, ALICE)
+        write(late, ns, "snapshot_delete", "second", 1)
+        late.commit()
+        with pytest.raises(psycopg.errors.SerializationFailure) as caught:
+            one(early, "select * from memsub.memory_delete(%s, %s, 1)", [ns, "snapshot_delete"])
+        assert caught.value.diag.column_name == "expected_version"
+        assert caught.value.diag.message_detail == "current_version=2"
+        early.rollback()
+    stored = ground_truth(
+        db, "select version, is_deleted from memsub.memory_entries where key = 'snapshot_delete' order by version"
+    )
+    assert stored == [{"version": 1, "is_deleted": False}, {"version": 2, "is_deleted": False}]
