@@ -377,3 +377,50 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def refused_dsn() -> str:
+    """A TCP port on localhost where nothing listens (bound, never listening): whatever connects there fails."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://nobody@127.0.0.1:{port}/memsub"
+
+
+SESSION_STATE = """
+select pg_catalog.jsonb_build_object(
+  'protocol_prepared', (select count(*) from pg_catalog.pg_prepared_statements where not from_sql),
+  'sql_prepared', (select coalesce(pg_catalog.array_agg(name order by name), '{}')
+                     from pg_catalog.pg_prepared_statements where from_sql),
+  'session_settings', (select coalesce(pg_catalog.array_agg(name order by name), '{}')
+                         from pg_catalog.pg_settings where source = 'session'),
+  'timezone', pg_catalog.current_setting('TimeZone'),
+  'advisory_locks', (select count(*) from pg_catalog.pg_locks
+                      where locktype = 'advisory' and pid = pg_catalog.pg_backend_pid()),
+  'listening', (select count(*) from pg_catalog.pg_listening_channels()),
+  'cursors', (select count(*) from pg_catalog.pg_cursors),
+  'temporary_relations', (select count(*) from pg_catalog.pg_class
+                           where relnamespace = pg_catalog.pg_my_temp_schema())) as state
+"""
+"""What a server session holds beyond a transaction, read on that session: the statements psycopg prepared
+(``protocol_prepared``) and those prepared by SQL, settings changed for the session, advisory locks, LISTEN
+channels, open cursors and temporary relations. A transaction-mode pooler hands the next client's transaction to
+the same server session, or the client's next transaction to another one; none of it may matter then."""
+
+NOTHING_HELD = {"protocol_prepared": 0, "session_settings": [], "advisory_locks": 0, "listening": 0, "cursors": 0,
+                "temporary_relations": 0}
+"""The part of SESSION_STATE a caller behind a transaction-mode pooler must leave empty."""
+
+
+def session_state(row: Any) -> dict[str, Any]:
+    """The state of SESSION_STATE's row (a tuple or a dict row)."""
+    state = row["state"] if isinstance(row, dict) else row[0]
+    assert isinstance(state, dict)
+    return state
+
+
+def held(state: dict[str, Any]) -> dict[str, Any]:
+    """The part of a session_state that NOTHING_HELD describes."""
+    return {name: state[name] for name in NOTHING_HELD}

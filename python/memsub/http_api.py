@@ -43,7 +43,11 @@ from memsub.signatures import INTEGER_RANGES
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
 
-AUTHENTICATE = "select key_id from memsub.authenticate_api_key(%s)"
+AUTHENTICATE = ("select key_id, pg_catalog.set_config('TimeZone', 'UTC', true) "
+                "from memsub.authenticate_api_key(%s)")
+"""The first statement of every request's transaction. It also renders the answer's times in UTC for that
+transaction only (authenticate_api_key returns one row or raises): a session setting would outlive the request on
+the server session, which a transaction-mode pooler hands to another client next."""
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 INT_MIN, INT_MAX = INTEGER_RANGES["integer"]
 
@@ -775,12 +779,6 @@ async def _server_error(request: Request, error: Exception) -> Response:
                    "the server failed to answer; nothing was written").response(request.url.path)
 
 
-async def _configure(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> None:
-    """Timestamps in answers are rendered in UTC (the connection is in autocommit mode: the setting holds for
-    the session at once)."""
-    await connection.execute("select pg_catalog.set_config('TimeZone', 'UTC', false)")
-
-
 def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, pool_timeout: float = 10.0) -> Starlette:
     """The ASGI application over a pool of connections to ``dsn`` (opened at startup, closed at shutdown).
@@ -791,7 +789,7 @@ def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
 
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
         with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=pool_timeout,
-        kwargs={"autocommit": True}, configure=_configure, connection_class=psycopg.AsyncConnection)
+        kwargs={"autocommit": True}, connection_class=psycopg.AsyncConnection)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
