@@ -18,7 +18,8 @@ import click
 from pydantic import BaseModel
 
 from memsub._calls import ContextRole
-from memsub.connection import probe, resolve
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, check_prepare_threshold, probe, resolve
+from memsub.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from memsub.client import Substrate, TenantSession
@@ -102,6 +103,40 @@ class UuidText(_TextParamType):
 
 
 UUID_TEXT = UuidText()
+
+
+if TYPE_CHECKING:
+    _ThresholdParamType = click.ParamType[int | None]
+else:
+    _ThresholdParamType = click.ParamType
+
+
+class PrepareThreshold(_ThresholdParamType):
+    """``--prepare-threshold``: a whole number of runs (memsub.connection.check_prepare_threshold judges it) or
+    ``none``, checked as the command line is read, before any server is reached."""
+
+    name = "integer|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | None:
+        if value is None or type(value) is int:
+            return value
+        text = str(value).strip()
+        if text.lower() == "none":
+            return None
+        try:
+            threshold = int(text, 10)
+            check_prepare_threshold(threshold)
+        except (ValueError, ConfigurationError):
+            self.fail(f"must be an integer 0 or more, or none (never prepare), not {value!r} (given as the option "
+                      f"or as MEMSUB_PREPARE_THRESHOLD)", param, ctx)
+        return threshold
+
+
+prepare_threshold_option = click.option(
+    "--prepare-threshold", envvar="MEMSUB_PREPARE_THRESHOLD", type=PrepareThreshold(),
+    default=DEFAULT_PREPARE_THRESHOLD, show_default=True,
+    help="Runs of one statement on a database connection after which it is prepared there (0: at once); none "
+         "prepares nothing, as a transaction-mode connection pooler needs (or MEMSUB_PREPARE_THRESHOLD).")
 
 
 def tenant_options(function: F) -> F:

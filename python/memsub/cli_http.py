@@ -9,7 +9,13 @@ import click
 
 from memsub import api_keys
 from memsub._calls import ContextRole
-from memsub.cli_common import UUID_TEXT, context_role_option, emit_json_lines, reachable_dsn
+from memsub.cli_common import (
+    UUID_TEXT,
+    context_role_option,
+    emit_json_lines,
+    prepare_threshold_option,
+    reachable_dsn,
+)
 from memsub.client import Substrate
 from memsub.errors import InvalidInput
 
@@ -23,7 +29,9 @@ from memsub.errors import InvalidInput
               help="Database connections at most.")
 @click.option("--max-body-bytes", default=None, type=click.IntRange(1), help="Largest request body accepted "
               "(default: 16 MiB + 64 KiB, a full batch under memsub's max_batch_bytes); larger ones get 413.")
-def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_body_bytes: int | None) -> None:
+@prepare_threshold_option
+def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_body_bytes: int | None,
+                  prepare_threshold: int | None) -> None:
     """Serve the HTTP API (seed 004's POST /api/v1/memory/packet and the routes of docs/http.md). Every request
     authenticates with an API key (memsub api-key create) and acts for that key's tenant."""
     try:
@@ -34,7 +42,8 @@ def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_bod
         click.echo(f"memsub: the HTTP API needs the http extra (pip install 'memsub[http]'): {error}", err=True)
         sys.exit(2)
     conninfo = reachable_dsn(dsn)
-    app = create_app(conninfo, max_size=pool_size, max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES)
+    app = create_app(conninfo, max_size=pool_size, max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+                     prepare_threshold=prepare_threshold)
     click.echo(f"memsub: serving http://{host}:{port}/api/v1 (OpenAPI: /api/v1/openapi.json)", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import click
 
-from memsub.cli_common import UUID_TEXT, context_role_option, dsn_option, reachable_dsn
+from memsub.cli_common import UUID_TEXT, context_role_option, dsn_option, prepare_threshold_option, reachable_dsn
 from memsub.embedding import EMBEDDER_SPEC_HELP, default_embedder_name, describe_embedder, resolve_embedder
 from memsub.errors import ConfigurationError, MemsubError
 from memsub.exit_codes import fail
@@ -54,10 +54,11 @@ def _uuid(value: str | None) -> UUID | None:
               help="Recorded as the packets' provenance and in the access log (or MEMSUB_AGENT_ID).")
 @click.option("--pool-size", type=click.IntRange(1, 100), default=4, show_default=True,
               help="Database connections at most.")
+@prepare_threshold_option
 def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path: str, tenant_id: str | None,
                 org_id: str | None, user_id: str | None, roles: tuple[str, ...], session_id: str | None,
                 token: str | None, token_file: Path | None, embedder: str | None, agent_id: str | None,
-                pool_size: int) -> None:
+                pool_size: int, prepare_threshold: int | None) -> None:
     """Serve memory tools (remember, recall, thread replay, graph lookups as of a time, feedback) to MCP clients,
     acting for one configured identity."""
     try:
@@ -71,7 +72,7 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
                             session_id=session_id, token=token or None, token_file=token_file)
     except ValueError as error:
         fail(ConfigurationError(str(error)))
-    substrate = Substrate(reachable_dsn(dsn), max_size=pool_size, timeout=10.0)
+    substrate = Substrate(reachable_dsn(dsn), max_size=pool_size, timeout=10.0, prepare_threshold=prepare_threshold)
     try:
         try:
             dimension = check_identity(substrate, identity)

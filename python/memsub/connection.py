@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, dict_row
 
 from memsub.errors import ConfigurationError, ConnectionFailed, MemsubError, PrivilegeError
 
@@ -83,15 +83,19 @@ def check_prepare_threshold(prepare_threshold: object) -> None:
                                  f"{prepare_threshold!r}", field="prepare_threshold")
 
 
-def pool_arguments(dsn: str, *, min_size: int, max_size: int, timeout: float,
-                   prepare_threshold: int | None) -> dict[str, Any]:
-    """The arguments of the connection pool behind a Substrate (sync or async), whose options are refused here,
-    before any connection, when a pool cannot work with them: rows by column name, ``prepare_threshold`` on every
-    connection, and the connection string with its ``connect_timeout``."""
+def pool_arguments(dsn: str, *, min_size: int, max_size: int, timeout: float, prepare_threshold: int | None,
+                   autocommit: bool = False, row_factory: RowFactory[Any] = dict_row) -> dict[str, Any]:
+    """The arguments of every connection pool memsub builds (a Substrate's, sync or async, the HTTP server's, the
+    framework adapters'), whose options are refused here, before any connection, when a pool cannot work with
+    them: ``prepare_threshold`` on every connection, rows by column name unless ``row_factory`` says otherwise,
+    autocommit mode when asked, and the connection string with its ``connect_timeout``."""
     check_pool_options(min_size, max_size, timeout)
     check_prepare_threshold(prepare_threshold)
+    kwargs: dict[str, Any] = {"row_factory": row_factory, "prepare_threshold": prepare_threshold}
+    if autocommit:
+        kwargs["autocommit"] = True
     return {"conninfo": with_timeout(dsn), "min_size": min_size, "max_size": max_size, "timeout": timeout,
-            "kwargs": {"row_factory": dict_row, "prepare_threshold": prepare_threshold}}
+            "kwargs": kwargs}
 
 
 def resolve(option: str | None = None, *, start_embedded: bool = True, announce: bool = False) -> ResolvedDsn:

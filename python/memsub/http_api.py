@@ -24,6 +24,7 @@ from uuid import UUID
 import psycopg
 from pgvector import Vector
 from psycopg import sql
+from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -32,6 +33,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memsub import _calls
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
 from memsub.errors import ConnectionFailed, LocalValidationError, contract_of, lost_connection
 from memsub.graph import Direction
 from memsub.memory import MemoryType
@@ -780,16 +782,18 @@ async def _server_error(request: Request, error: Exception) -> Response:
 
 
 def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
-               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, pool_timeout: float = 10.0) -> Starlette:
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, pool_timeout: float = 10.0,
+               prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> Starlette:
     """The ASGI application over a pool of connections to ``dsn`` (opened at startup, closed at shutdown).
 
     The login of ``dsn`` needs EXECUTE on memsub.authenticate_api_key (memsub_app has it) and no binding: the
-    tenant of every request is its API key's."""
-    from memsub.connection import with_timeout
-
+    tenant of every request is its API key's. The pool's options are the client's (``prepare_threshold``: None
+    prepares nothing, as a transaction-mode connection pooler needs); one a pool cannot work with raises
+    ConfigurationError naming it, before any connection."""
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
-        with_timeout(dsn), min_size=min_size, max_size=max_size, open=False, timeout=pool_timeout,
-        kwargs={"autocommit": True}, connection_class=psycopg.AsyncConnection)
+        **pool_arguments(dsn, min_size=min_size, max_size=max_size, timeout=pool_timeout,
+                         prepare_threshold=prepare_threshold, autocommit=True, row_factory=tuple_row),
+        open=False, connection_class=psycopg.AsyncConnection)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

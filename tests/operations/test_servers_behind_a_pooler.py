@@ -1,10 +1,14 @@
-"""``memsub serve`` behind a transaction-mode connection pooler (docs/client.md, "Behind a connection pooler"):
-such a pooler runs each transaction of a client on whichever server session is free, so a server must leave
-nothing in a session beyond its transaction. After its requests no setting of the session differs from what the
-login started with (tests/helpers.py, SESSION_STATE, read on the server's own pooled connection).
+"""``memsub serve`` and ``memsub mcp`` behind a transaction-mode connection pooler (docs/client.md, "Behind a
+connection pooler"): such a pooler runs each transaction of a client on whichever server session is free, so a
+server must leave nothing in a session beyond its transaction. Configured not to prepare statements
+(``--prepare-threshold none``, MEMSUB_PREPARE_THRESHOLD), a server prepares none on its connections, and after
+its requests no setting of the session differs from what the login started with (tests/helpers.py,
+SESSION_STATE, read on the server's own pooled connection). A bad value is refused, naming the option, before
+any connection is attempted.
 
 The HTTP application runs in this process (httpx's ASGI transport) on a pool of one connection, which the test
-then reads. It acts as the ordinary app login.
+then reads; the MCP command runs in this process too, its real server driven by the SDK's in-memory client in
+place of stdio. Every server acts as the ordinary app login.
 """
 
 from __future__ import annotations
@@ -16,12 +20,17 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
+from click.testing import CliRunner
+from mcp import Client
 from psycopg.conninfo import make_conninfo
 
+import memsub.mcp_server
 from http_helpers import create_key
+from memsub.cli import main as cli
 from memsub.http_api import create_app
 
-from helpers import NOTHING_HELD, SESSION_STATE, held, session_state
+from helpers import NOTHING_HELD, SESSION_STATE, held, refused_dsn, session_state
 
 RUNS = 8  # psycopg prepares a statement the sixth time it runs on a connection
 FAR_FROM_UTC = "Asia/Kathmandu"  # +05:45: a time rendered in it cannot pass for UTC
@@ -60,6 +69,7 @@ async def every_route(client: httpx.AsyncClient, dimension: int) -> list[str]:
     """Each route that reaches the database, RUNS times; the times the answers carry."""
     times: list[str] = []
     thread = str(uuid.uuid4())
+    run = uuid.uuid4().hex[:8]  # the keys of this call's memory entries
     vector = [0.01] * dimension
     for i in range(RUNS):
         written = await client.post("/api/v1/memory/packet", json={
@@ -76,8 +86,8 @@ async def every_route(client: httpx.AsyncClient, dimension: int) -> list[str]:
         semantic = await client.post("/api/v1/search/semantic", json={"query": vector, "k": 3})
         hybrid = await client.post("/api/v1/search/hybrid", json={"query_text": "note", "k": 3})
         graph = await client.get("/api/v1/graph/traverse", params={"start_entity": "Ada"})
-        entry = await client.put(f"/api/v1/memory/namespace/{NAMESPACE}/keys/k{i}", json={"value": {"i": i}})
-        read = await client.get(f"/api/v1/memory/namespace/{NAMESPACE}/keys/k{i}")
+        entry = await client.put(f"/api/v1/memory/namespace/{NAMESPACE}/keys/{run}-{i}", json={"value": {"i": i}})
+        read = await client.get(f"/api/v1/memory/namespace/{NAMESPACE}/keys/{run}-{i}")
         listed = await client.get(f"/api/v1/memory/namespace/{NAMESPACE}/keys")
         ready = await client.get("/api/v1/ready")
         for response in (batch, packet, page, lineage, semantic, hybrid, graph, entry, read, listed, ready):
@@ -90,6 +100,19 @@ async def every_route(client: httpx.AsyncClient, dimension: int) -> list[str]:
 def dimension_of(db: Any) -> int:
     with db.connect() as conn:
         return int(conn.execute("select memsub.vector_dimension()").fetchone()[0])
+
+
+def test_the_http_server_with_prepare_threshold_none_prepares_nothing(db: Any) -> None:
+    key, dimension = api_key(db, uuid.uuid4()), dimension_of(db)
+
+    async def scenario(**options: Any) -> dict[str, Any]:
+        app = create_app(db.dsn("app"), min_size=1, max_size=1, **options)
+        async with served(app, key) as client:
+            await every_route(client, dimension)
+            return await state_of_the_pool(app)
+
+    assert held(anyio.run(lambda: scenario(prepare_threshold=None))) == NOTHING_HELD
+    assert anyio.run(scenario)["protocol_prepared"] > 0  # by default psycopg's threshold: the test sees preparing
 
 
 def test_an_http_request_leaves_no_setting_on_its_session_and_answers_in_utc(db: Any) -> None:
@@ -111,3 +134,68 @@ def test_an_http_request_leaves_no_setting_on_its_session_and_answers_in_utc(db:
     # What a session keeps on purpose: the search's kept plans (docs/retrieval.md, "Kept plans"), prepared by
     # SQL and checked word for word in the transaction that runs them, so they are right on any server session.
     assert state["sql_prepared"] and all(name.startswith("memsub_search_") for name in state["sql_prepared"])
+
+
+def test_memsub_serve_passes_its_prepare_threshold_to_the_pool(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    served_apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served_apps.append(app))
+    for args, env, expected in ((["--prepare-threshold", "none"], {}, None), ([], {}, 5),
+                                ([], {"MEMSUB_PREPARE_THRESHOLD": "none"}, None),
+                                (["--prepare-threshold", "0"], {"MEMSUB_PREPARE_THRESHOLD": "none"}, 0)):
+        result = CliRunner().invoke(cli, ["serve", "--dsn", db.dsn("app"), *args], env=env)
+        assert result.exit_code == 0, result.output
+        assert served_apps.pop().state.pool.kwargs["prepare_threshold"] == expected, (args, env)
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--tenant", str(uuid.uuid4())]], ids=["serve", "mcp"])
+@pytest.mark.parametrize(("args", "env"), [
+    (["--prepare-threshold", "-1"], {}), (["--prepare-threshold", "1.5"], {}),
+    (["--prepare-threshold", "never"], {}), (["--prepare-threshold", ""], {}),
+    ([], {"MEMSUB_PREPARE_THRESHOLD": "-3"}), ([], {"MEMSUB_PREPARE_THRESHOLD": "off"}),
+])
+def test_a_bad_prepare_threshold_is_refused_by_name_before_connecting(command: list[str], args: list[str],
+                                                                     env: dict[str, str]) -> None:
+    result = CliRunner().invoke(cli, [*command, "--dsn", refused_dsn(), *args], env=env)
+    assert result.exit_code == 2, result.output
+    assert "--prepare-threshold" in result.output and "MEMSUB_PREPARE_THRESHOLD" in result.output, result.output
+    assert "an integer 0 or more, or none" in result.output, result.output
+    assert "refused" not in result.output.lower(), result.output  # no connection was attempted
+
+
+def test_memsub_mcp_with_prepare_threshold_none_prepares_nothing(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command as an MCP client starts it, its real server driven in memory instead of over stdio; the
+    state is read on the tools' one pooled connection once the calls are done."""
+    built: list[Any] = []
+    states: list[dict[str, Any]] = []
+    build_server = memsub.mcp_server.build_server
+
+    def recording_build_server(tools: Any) -> Any:
+        built.append(tools)
+        return build_server(tools)
+
+    def run_in_memory(server: Any, transport: str, **options: Any) -> None:
+        async def calls() -> None:
+            async with Client(server) as client:
+                for i in range(RUNS):
+                    written = await client.call_tool("remember", {"text": f"the code is {i}"})
+                    assert not written.is_error, written.content
+                    for tool, arguments in (("recall", {"query": "code"}), ("recall_entries", {"query": "code"}),
+                                            ("remember_entry", {"namespace": NAMESPACE, "key": f"k{i}",
+                                                                "value": i})):
+                        result = await client.call_tool(tool, arguments)
+                        assert not result.is_error, (tool, result.content)
+
+        anyio.run(calls)
+        with built[0].substrate.pool.connection() as conn:
+            states.append(session_state(conn.execute(SESSION_STATE).fetchone()))
+
+    monkeypatch.setattr(memsub.mcp_server, "build_server", recording_build_server)
+    monkeypatch.setattr(memsub.mcp_server.MCPServer, "run", run_in_memory)
+    result = CliRunner().invoke(cli, ["mcp", "--dsn", db.dsn("app"), "--tenant", str(uuid.uuid4()), "--user", str(USER),
+                                      "--embedder", "hashing", "--pool-size", "1"],
+                                env={"MEMSUB_PREPARE_THRESHOLD": "none"})
+    assert result.exit_code == 0, result.output
+    assert built[0].substrate.pool.kwargs["prepare_threshold"] is None
+    assert held(states[0]) == NOTHING_HELD
