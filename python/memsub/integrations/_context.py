@@ -9,10 +9,10 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memsub import _calls
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
 from memsub.errors import from_database_error
 
 Row = dict[str, Any]
@@ -38,18 +38,37 @@ class TenantContext:
         return _calls.set_context(self.tenant_id, self.org_id, self.user_id, self.roles, self.session_id)
 
 
-def sync_pool(dsn: str, max_size: int = 4) -> ConnectionPool[psycopg.Connection[Row]]:
-    """A pool of autocommit connections returning dict rows: each adapter call is one pipeline closed by one Sync
+POOL_TIMEOUT = 30.0
+"""Seconds an adapter call waits for a pooled connection (psycopg_pool's default, and the client's)."""
+
+
+def pool_options(dsn: str, max_size: int = 4,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> dict[str, Any]:
+    """The arguments of an adapter's own pool, judged now (``memsub.connection.pool_arguments``: a bad
+    ``prepare_threshold`` raises ConfigurationError naming it) though the pool may open later: autocommit
+    connections returning dict rows, as each adapter call is one pipeline closed by one Sync
     (``_calls.rows_in_context``), which needs autocommit mode."""
-    return ConnectionPool(dsn, min_size=1, max_size=max_size, open=True,
-                          kwargs={"row_factory": dict_row, "autocommit": True}, connection_class=psycopg.Connection)
+    return pool_arguments(dsn, min_size=1, max_size=max_size, timeout=POOL_TIMEOUT,
+                          prepare_threshold=prepare_threshold, autocommit=True)
 
 
-def async_pool(dsn: str, max_size: int = 4) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
+def sync_pool(dsn: str, max_size: int = 4, *,
+              prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> ConnectionPool[psycopg.Connection[Row]]:
+    """An open pool of :func:`pool_options`. ``prepare_threshold`` is the client's: None prepares nothing, as a
+    transaction-mode connection pooler needs."""
+    return ConnectionPool(**pool_options(dsn, max_size, prepare_threshold), open=True,
+                          connection_class=psycopg.Connection)
+
+
+def async_pool(dsn: str, max_size: int = 4, *, prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD
+               ) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
     """The async twin of :func:`sync_pool` (opened by its first user)."""
-    return AsyncConnectionPool(dsn, min_size=1, max_size=max_size, open=False,
-                               kwargs={"row_factory": dict_row, "autocommit": True},
-                               connection_class=psycopg.AsyncConnection)
+    return async_pool_of(pool_options(dsn, max_size, prepare_threshold))
+
+
+def async_pool_of(options: dict[str, Any]) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
+    """An async pool of ``options`` (:func:`pool_options`), not opened yet."""
+    return AsyncConnectionPool(**options, open=False, connection_class=psycopg.AsyncConnection)
 
 
 Statement = tuple[str, Sequence[Any]]

@@ -35,8 +35,9 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 from google.genai import types
 
 from memsub._calls import strict_jsonb
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import InvalidInput
-from memsub.integrations._context import TenantContext, async_call, async_pool
+from memsub.integrations._context import TenantContext, async_call, async_pool_of, pool_options
 from memsub.signatures import INTEGER_RANGES
 
 CREATE = ("select * from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
@@ -66,18 +67,21 @@ def _names(**names: Any) -> list[Any]:
 
 
 class _Pooled:
-    """An async pool for one tenant context, opened on first use when built from a DSN."""
+    """An async pool for one tenant context, opened on first use when built from a DSN; its options (the client's
+    ``prepare_threshold``) are judged when the service is built, before any connection."""
 
-    def __init__(self, pool: Any, context: TenantContext, dsn: str | None = None) -> None:
+    def __init__(self, pool: Any, context: TenantContext, dsn: str | None = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
         self.pool = pool
         self.context = context
         self._dsn = dsn
+        self._options = None if dsn is None else pool_options(dsn, prepare_threshold=prepare_threshold)
 
     async def _pool(self) -> Any:
         if self.pool is None:
-            if self._dsn is None:
+            if self._options is None:
                 raise RuntimeError(f"{type(self).__name__}: give a pool or use from_dsn")
-            pool = async_pool(self._dsn)
+            pool = async_pool_of(self._options)
             await pool.open()
             self.pool = pool
         return self.pool
@@ -95,13 +99,17 @@ class _Pooled:
 class MemsubSessionService(_Pooled, BaseSessionService):
     """ADK ``BaseSessionService`` over memsub; ``pool`` is a psycopg ``AsyncConnectionPool`` of an app login."""
 
-    def __init__(self, pool: Any, context: TenantContext, *, dsn: str | None = None) -> None:
-        _Pooled.__init__(self, pool, context, dsn)
+    def __init__(self, pool: Any, context: TenantContext, *, dsn: str | None = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
+        _Pooled.__init__(self, pool, context, dsn, prepare_threshold)
 
     @classmethod
-    def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None) -> MemsubSessionService:
-        """A service with its own async pool, opened on first use; ``await service.close()`` closes it."""
-        return cls(None, TenantContext(tenant_id, org_id, user_id), dsn=dsn)
+    def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> MemsubSessionService:
+        """A service with its own async pool, opened on first use; ``await service.close()`` closes it.
+        ``prepare_threshold`` is the client's (None: prepare nothing, behind a transaction-mode connection pooler);
+        a bad one raises ConfigurationError here."""
+        return cls(None, TenantContext(tenant_id, org_id, user_id), dsn=dsn, prepare_threshold=prepare_threshold)
 
     async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
                              session_id: str | None = None) -> Session:
@@ -161,16 +169,17 @@ class MemsubMemoryService(_Pooled, BaseMemoryService):
     similarity when ``embedder`` (a :class:`memsub.embedding.Embedder` or a function of a list of texts) is given."""
 
     def __init__(self, pool: Any, context: TenantContext, *, embedder: Any = None, limit: int = 10,
-                 dsn: str | None = None) -> None:
-        _Pooled.__init__(self, pool, context, dsn)
+                 dsn: str | None = None, prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
+        _Pooled.__init__(self, pool, context, dsn, prepare_threshold)
         self._embed: Embed | None = None if embedder is None else getattr(embedder, "embed", embedder)
         self.limit = limit
 
     @classmethod
     def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None, embedder: Any = None,
-                 limit: int = 10) -> MemsubMemoryService:
-        """A service with its own async pool, opened on first use; ``await service.close()`` closes it."""
-        return cls(None, TenantContext(tenant_id, org_id, user_id), embedder=embedder, limit=limit, dsn=dsn)
+                 limit: int = 10, prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> MemsubMemoryService:
+        """As :meth:`MemsubSessionService.from_dsn`."""
+        return cls(None, TenantContext(tenant_id, org_id, user_id), embedder=embedder, limit=limit, dsn=dsn,
+                   prepare_threshold=prepare_threshold)
 
     async def _vectors(self, texts: list[str]) -> list[list[float]] | None:
         if self._embed is None or not texts:

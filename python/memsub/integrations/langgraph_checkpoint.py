@@ -35,6 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.types.json import Jsonb
 
 from memsub import _calls
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import ImmutableError, LocalValidationError
 from memsub.integrations._context import (
     Row,
@@ -179,8 +180,12 @@ class MemsubSaver(_Codec):
 
     @classmethod
     def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
-                 serde: SerializerProtocol | None = None) -> MemsubSaver:
-        return cls(sync_pool(dsn), TenantContext(tenant_id, org_id, user_id), serde=serde)
+                 serde: SerializerProtocol | None = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> MemsubSaver:
+        """A saver with its own pool; ``prepare_threshold`` is the client's (None: prepare nothing, behind a
+        transaction-mode connection pooler), a bad one ConfigurationError before any connection."""
+        return cls(sync_pool(dsn, prepare_threshold=prepare_threshold), TenantContext(tenant_id, org_id, user_id),
+                   serde=serde)
 
     def close(self) -> None:
         self.pool.close()
@@ -235,8 +240,10 @@ class AsyncMemsubSaver(_Codec):
 
     @classmethod
     async def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
-                       serde: SerializerProtocol | None = None) -> AsyncMemsubSaver:
-        pool = async_pool(dsn)
+                       serde: SerializerProtocol | None = None,
+                       prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> AsyncMemsubSaver:
+        """As :meth:`MemsubSaver.from_dsn`, on an async pool."""
+        pool = async_pool(dsn, prepare_threshold=prepare_threshold)
         await pool.open()
         return cls(pool, TenantContext(tenant_id, org_id, user_id), serde=serde)
 

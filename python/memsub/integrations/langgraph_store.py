@@ -40,14 +40,16 @@ from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, toke
 from psycopg_pool import AsyncConnectionPool
 
 from memsub._calls import checked_vector, strict_jsonb
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import (
     Row,
     Statement,
     TenantContext,
     async_call_many,
-    async_pool,
+    async_pool_of,
     call_many,
+    pool_options,
     sync_pool,
 )
 
@@ -93,13 +95,19 @@ class MemsubStore(BaseStore):
 
     @classmethod
     def from_dsn(cls, dsn: str, *, tenant_id: Any, org_id: Any = None, user_id: Any = None,
-                 index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> MemsubStore:
-        """A store with its own connection pools (a sync one now, an async one when first used)."""
-        store = cls(sync_pool(dsn), TenantContext(tenant_id, org_id, user_id), index=index, ttl=ttl)
-        store._dsn = dsn
+                 index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> MemsubStore:
+        """A store with its own connection pools (a sync one now, an async one when first used).
+        ``prepare_threshold`` is the client's, for both (None: prepare nothing, behind a transaction-mode connection
+        pooler); a bad one raises ConfigurationError before any connection."""
+        options = pool_options(dsn, prepare_threshold=prepare_threshold)
+        store = cls(sync_pool(dsn, prepare_threshold=prepare_threshold), TenantContext(tenant_id, org_id, user_id),
+                    index=index, ttl=ttl)
+        store._async_options = options
         return store
 
-    _dsn: str | None = None
+    _async_options: dict[str, Any] | None = None
+    """The arguments of the async pool a store built by from_dsn opens when first used."""
 
     def close(self) -> None:
         if self.pool is not None:
@@ -221,9 +229,9 @@ class MemsubStore(BaseStore):
         planned, texts, spans = self._plan(ops)
         vectors = await self._aembed(texts, spans, planned)
         if self.async_pool is None:
-            if self._dsn is None:
+            if self._async_options is None:
                 raise RuntimeError("MemsubStore: give async_pool= to use the async methods")
-            self.async_pool = async_pool(self._dsn)
+            self.async_pool = async_pool_of(self._async_options)
             await self.async_pool.open()
         rows = await async_call_many(self.async_pool, self.context, self._statements(planned, vectors, spans))
         return self._results(ops, planned, rows)

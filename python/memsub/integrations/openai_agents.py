@@ -30,6 +30,7 @@ from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
 from memsub._calls import checked_text
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, call, sync_pool
 from memsub.signatures import INTEGER_RANGES
@@ -50,7 +51,8 @@ class MemsubSession(SessionABC):
     """OpenAI Agents SDK session over memsub's stored functions.
 
     ``pool`` is a psycopg ``ConnectionPool`` (shared, left open by :meth:`close`) or a connection string (the
-    session opens its own pool and :meth:`close` closes it). ``context`` is the tenant context every call acts in;
+    session opens its own pool and :meth:`close` closes it, with the client's ``prepare_threshold``: None prepares
+    nothing, behind a transaction-mode connection pooler). ``context`` is the tenant context every call acts in;
     ``tenant_id``, ``org_id`` and ``user_id`` build one when it is not given. The login must be a member of
     ``memsub_app``.
     """
@@ -59,7 +61,8 @@ class MemsubSession(SessionABC):
 
     def __init__(self, session_id: str, pool: ConnectionPool[Any] | str, context: TenantContext | None = None, *,
                  tenant_id: Any = None, org_id: Any = None, user_id: Any = None,
-                 session_settings: SessionSettings | dict[str, Any] | None = None) -> None:
+                 session_settings: SessionSettings | dict[str, Any] | None = None,
+                 prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("session_id must be a non-empty string")
         if context is None:
@@ -71,7 +74,8 @@ class MemsubSession(SessionABC):
         self.session_settings = (coerce_session_settings(session_settings) if session_settings is not None
                                  else SessionSettings())
         self._owns_pool = isinstance(pool, str)
-        self.pool: ConnectionPool[Any] = sync_pool(pool) if isinstance(pool, str) else pool
+        self.pool: ConnectionPool[Any] = (sync_pool(pool, prepare_threshold=prepare_threshold)
+                                          if isinstance(pool, str) else pool)
         self._closed = False
 
     def close(self) -> None:
