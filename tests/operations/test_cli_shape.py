@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from click.testing import CliRunner
 from memsub import exit_codes
 from memsub.cli import main as cli
 
-from helpers import TENANT_A
+from helpers import TENANT_A, refused_dsn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,13 +33,6 @@ def test_the_cli_starts_as_a_module(module):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert {"migrate", "packet", "search", "graph", "verify", "ingest"} <= set(result.stdout.split())
-
-
-def _refused_dsn() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"postgresql://nobody@127.0.0.1:{port}/memsub?connect_timeout=2"
 
 
 # Arguments that get each command past its own argument parsing to the point where it connects.
@@ -78,7 +70,7 @@ SERVER_COMMANDS = [name for name, _ in _commands(cli) if name not in WITHOUT_SER
 @pytest.mark.parametrize("name", SERVER_COMMANDS)
 def test_every_command_reports_an_unreachable_server_in_one_line_with_exit_3(name, monkeypatch):
     monkeypatch.chdir(ROOT)
-    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", _refused_dsn()]
+    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", refused_dsn()]
     if name in TENANT_COMMANDS:
         args += ["--tenant", str(TENANT_A)]
     result = CliRunner().invoke(cli, args, input="")
@@ -136,7 +128,7 @@ def test_commands_that_print_data_print_json_on_asking(db, tmp_path):
 def test_a_context_id_that_is_no_uuid_is_refused_naming_the_option_before_connecting(name, option, monkeypatch):
     """The server would refuse it too, but only once reached, and without naming the option."""
     monkeypatch.chdir(ROOT)
-    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", _refused_dsn(), "--tenant", str(TENANT_A)]
+    args = [*name.split(), *ARGUMENTS.get(name, []), "--dsn", refused_dsn(), "--tenant", str(TENANT_A)]
     args += [option, "acme-corp"]
     result = CliRunner().invoke(cli, args, input="")
     assert result.exit_code == exit_codes.BAD_INPUT, result.output
@@ -146,7 +138,7 @@ def test_a_context_id_that_is_no_uuid_is_refused_naming_the_option_before_connec
 @pytest.mark.parametrize("query", ["", "  ", "\t"], ids=["empty", "spaces", "tab"])
 def test_a_blank_search_query_is_refused_before_connecting(query):
     """It would be embedded and searched all the same (an embedding of nothing still points somewhere)."""
-    result = CliRunner().invoke(cli, ["search", query, "--embedder", "hashing", "--dsn", _refused_dsn(),
+    result = CliRunner().invoke(cli, ["search", query, "--embedder", "hashing", "--dsn", refused_dsn(),
                                       "--tenant", str(TENANT_A)])
     assert result.exit_code == exit_codes.BAD_INPUT, result.output
     assert result.stderr.splitlines() == ["memsub: QUERY must not be blank (field query)"], result.stderr
@@ -180,7 +172,7 @@ def test_a_malformed_sql_version_is_bad_input(option):
      "memsub: --to 9.9.9: no such migration is shipped (field to)"),
 ], ids=["sql-from", "sql-to", "sql-backwards", "migrate-to"])
 def test_a_version_no_migration_has_is_bad_input_before_connecting(arguments, line):
-    arguments = [_refused_dsn() if argument == "REFUSED" else argument for argument in arguments]
+    arguments = [refused_dsn() if argument == "REFUSED" else argument for argument in arguments]
     result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == exit_codes.BAD_INPUT, result.output
     assert _error_lines(result) == [line], result.stderr

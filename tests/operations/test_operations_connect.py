@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import uuid
@@ -18,7 +17,7 @@ from memsub import ContextError, MemsubError, PacketEnvelopeIn, Substrate, error
 from memsub.cli import main as cli
 from memsub.config import resolve_dsn
 
-from helpers import TENANT_A
+from helpers import TENANT_A, refused_dsn
 
 ALL_CONNECTION_VARIABLES = ("MEMSUB_DSN", "DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER",
                             "PGDATABASE", "PGSERVICE", "PGPASSWORD", "PGCONNECT_TIMEOUT")
@@ -47,14 +46,6 @@ def libpq_env(monkeypatch: pytest.MonkeyPatch, dsn: str) -> None:
     monkeypatch.setenv("PGPORT", str(params.get("port", 5432)))
     monkeypatch.setenv("PGUSER", str(params.get("user", "postgres")))
     monkeypatch.setenv("PGDATABASE", str(params["dbname"]))
-
-
-def refused_dsn() -> str:
-    """A TCP port on localhost where nothing listens (bound, never listening)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"postgresql://nobody@127.0.0.1:{port}/memsub"
 
 
 def one_line(output: str) -> None:
