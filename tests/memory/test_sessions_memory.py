@@ -242,7 +242,7 @@ def test_stale_write_under_snapshot_isolation_names_the_version(db, isolation):
         assert key in (diag.message_primary or "") and ns in (diag.message_primary or "")
         assert diag.message_detail == "current_version=1"
         early.rollback()
-    stored = ground_truth(db, f"select version, value from memsub.memory_entries where key = '{key}'")
+    stored = ground_truth(db, "select version, value from memsub.memory_entries where key = %s", [key])
     assert stored == [{"version": 1, "value": "first"}]
 
 
