@@ -36,6 +36,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row, tuple_row
 
 from memsub.connection import first_line
+from memsub.schema_files import Repeatable, split_statements
 
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "catalog_snapshot.json"
 SNAPSHOT_FORMAT = 1
@@ -676,18 +677,27 @@ class _Repairer:
             return True
         return False
 
-    def run_steps(self, statements: Sequence[str], label: str) -> bool:
+    def run_steps(self, statements: Sequence[str], label: str, report: bool = True) -> bool:
         """Statements that succeed or fail together, in one savepoint: a failure is reported in one line
-        (``label: the server's message``) and undoes only these statements."""
+        (``label: the server's message``; unless not ``report``) and undoes only these statements."""
         try:
             with self.conn.transaction():
                 for statement in statements:
                     self.conn.execute(statement.encode())
         except psycopg.Error as error:
-            message = first_line(error)
-            self.report.failures.append(f"{label}: {message}")
+            if report:
+                self.report.failures.append(f"{label}: {first_line(error)}")
             return False
         return True
+
+    def reapply(self, label: str, statements: Sequence[str], file: Repeatable | None) -> None:
+        """One step of re-applying sql/. A file that fails as a whole runs again one statement at a time, each
+        in its own savepoint: every statement that can restore its object does, and each one that fails is
+        named by its line. Such a file is not recorded as applied (``memsub status`` keeps showing it)."""
+        if self.run_steps(statements, f"re-apply {label}", report=file is None) or file is None:
+            return
+        for line, statement in split_statements(file.sql):
+            self.run_steps([statement], f"re-apply {label}:{line} ({_short(statement, 90)})")
 
     @contextmanager
     def catalog_path(self) -> Iterator[None]:
@@ -986,8 +996,9 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
             repairer.prepare(before, {o.name for item in migrator.repeatables for o in item.objects
                                       if o.kind in ("function", "procedure")})
             # Each file in a savepoint of its own: one that fails is reported, the others are applied.
+            files = {f"sql/{item.name}": item for item in migrator.repeatables}
             for label, statements in repeatable_steps(migrator.repeatables):
-                repairer.run_steps(statements, f"re-apply {label}")
+                repairer.reapply(label, statements, files.get(label))
             report.actions.append("re-applied the re-runnable SQL (sql/)")
             # An index of a partitioned table before the parts it needs on each partition (they attach to it).
             for difference in sorted(compare(expected.objects, fingerprint(conn)),

@@ -33,6 +33,86 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$")
+
+
+def split_statements(text: str) -> list[tuple[int, str]]:
+    """The statements of a shipped SQL file, each with the line it starts on, split at the semicolons outside
+    quotes, identifiers, comments and dollar-quoted bodies (``tests/operations/test_statement_split.py`` holds it
+    equal to the SQL lint's tokenizer on every shipped file). Comments and blank text between statements are
+    left out."""
+    statements: list[tuple[int, str]] = []
+    start: int | None = None
+    position = 0
+    length = len(text)
+    while position < length:
+        char = text[position]
+        if char.isspace():
+            position += 1
+            continue
+        if text.startswith("--", position):
+            newline = text.find("\n", position)
+            position = length if newline < 0 else newline + 1
+            continue
+        if text.startswith("/*", position):
+            position = _block_comment_end(text, position)
+            continue
+        if start is None:
+            start = position
+        if char == ";":
+            statements.append((text.count("\n", 0, start) + 1, text[start:position].strip()))
+            start = None
+            position += 1
+        elif char in "'\"":
+            escaped = char == "'" and position > 0 and text[position - 1] in "eE" \
+                and (position < 2 or not (text[position - 2].isalnum() or text[position - 2] == "_"))
+            position = _quoted_end(text, position, char, escaped)
+        elif char == "$" and (tag := _DOLLAR_TAG.match(text, position)) \
+                and (position == 0 or not (text[position - 1].isalnum() or text[position - 1] == "_")):
+            close = text.find(tag.group(), tag.end())
+            position = length if close < 0 else close + len(tag.group())
+        else:
+            position += 1
+    if start is not None and text[start:].strip():
+        statements.append((text.count("\n", 0, start) + 1, text[start:].strip()))
+    return statements
+
+
+def _block_comment_end(text: str, position: int) -> int:
+    """Past the ``*/`` closing the comment opened at ``position`` (PostgreSQL nests block comments)."""
+    depth = 0
+    while position < len(text):
+        if text.startswith("/*", position):
+            depth += 1
+            position += 2
+        elif text.startswith("*/", position):
+            depth -= 1
+            position += 2
+            if depth == 0:
+                return position
+        else:
+            position += 1
+    return position
+
+
+def _quoted_end(text: str, position: int, quote: str, backslash_escapes: bool) -> int:
+    """Past the quote closing the string or identifier opened at ``position`` (a doubled quote stays inside;
+    in an E'' string a backslash escapes the next character)."""
+    position += 1
+    while position < len(text):
+        char = text[position]
+        if backslash_escapes and char == "\\":
+            position += 2
+        elif char == quote:
+            if text.startswith(quote, position + 1):
+                position += 2
+            else:
+                return position + 1
+        else:
+            position += 1
+    return position
+
+
 @dataclass(frozen=True)
 class Migration:
     """One versioned, run-once migration file."""

@@ -438,3 +438,28 @@ def test_repair_that_cannot_restore_an_object_restores_the_rest_and_names_it_in_
         assert conn.execute("select count(*) from pg_policies where policyname = 'backdoor'").fetchone() == (0,)
         assert conn.execute("select relforcerowsecurity from pg_class where oid = 'memsub.sessions'::regclass"
                             ).fetchone() == (True,)
+
+
+def test_repair_restores_the_rest_of_a_file_one_of_whose_statements_cannot_be_applied(db):
+    """One function of sql/020_argument_checks.sql cannot be restored (a table default holds its tampered
+    result type); another function of the same file had its body replaced. The file's other statements are
+    still applied, one at a time: the second function is restored, and only the first is named."""
+    _tamper(db, ["drop function memsub._check_unit(double precision, text)",
+                 "create function memsub._check_unit(p_value double precision, p_field text) returns integer "
+                 "language sql as 'select 1'",
+                 "create table memsub.loot (one integer default memsub._check_unit(1, 'x'))",
+                 "create or replace function memsub.normalize_text(p_value text) returns text "
+                 "language sql immutable as 'select ''tampered'''"])
+    result = CliRunner().invoke(cli, ["repair", "--dsn", db.dsn()])
+    assert result.exit_code == 1, result.output
+    failures = [line for line in result.stdout.splitlines() if line.startswith("failed: ")]
+    assert failures and all("memsub._check_unit" in line for line in failures), result.output
+    assert "normalize_text" not in result.stdout.split("still different:", 1)[-1], result.output
+    with db.connect() as conn:
+        assert conn.execute("select memsub.normalize_text('  A  b ')").fetchone() != ("tampered",)
+        history = conn.execute("select count(*) from memsub.schema_repeatable_history "
+                               "where file_name = '020_argument_checks.sql'").fetchone()
+    after = _verify(db)
+    assert "normalize_text" not in after.output, after.output
+    assert "function memsub._check_unit(double precision,text)" in after.output, after.output
+    assert history == (1,)
