@@ -83,7 +83,7 @@ begin
             using errcode = '22004', column = 'label';
     end if;
     perform memsub._check_text_limits('label', p_label);
-    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    perform memsub._check_stored_time(p_expires_at, 'expires_at');
     if p_expires_at <= pg_catalog.statement_timestamp() then
         raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';

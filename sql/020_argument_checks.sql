@@ -438,6 +438,29 @@ $$;
 comment on function memsub._check_finite_time(timestamptz, text) is
     'Returns the timestamp (or NULL) unchanged when it is finite; raises 22023 naming the field for +/-infinity.';
 
+-- A time a function stores, and returns on later reads: PostgreSQL holds years 4713 BC to 294276, ISO 8601 clients
+-- (Python's datetime among them) years 1 to 9999, so a row holding a time past them could be written but no longer
+-- read by such a client. The envelope's timestamp and ttl follow the same rule (memsub._envelope_timestamp).
+create or replace function memsub._check_stored_time(p_value timestamptz, p_field text) returns timestamptz
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_value is not null and (not isfinite(p_value) or p_value < '0001-01-01 00:00:00+00'
+                                or p_value >= '10000-01-01 00:00:00+00') then
+        perform memsub._check_finite_time(p_value, p_field);
+        raise exception 'field "%" (%) falls outside years 1 to 9999 in UTC, the times ISO 8601 clients hold',
+            p_field, p_value
+            using errcode = '22008', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_stored_time(timestamptz, text) is
+    'Returns a time to be stored (or NULL) unchanged when it lies in years 1 to 9999 in UTC, what ISO 8601 clients '
+    'hold; raises 22023 naming the field for +/-infinity (memsub._check_finite_time), 22008 for any other time '
+    'outside them.';
+
 create or replace function memsub._check_finite_interval(p_value interval, p_field text) returns interval
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

@@ -26,7 +26,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('agent_id', p_agent_id, 'event_type', p_event_type),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
-    perform memsub._check_finite_time(p_timestamp, 'timestamp');
+    perform memsub._check_stored_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
         agent_id, "timestamp", packet_id, event_type, content, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)

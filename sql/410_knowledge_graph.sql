@@ -143,7 +143,7 @@ begin
                                       'target_entity', p_target_entity);
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
-    perform memsub._check_finite_time(p_seen_at, 'seen_at');
+    perform memsub._check_stored_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.

@@ -144,7 +144,7 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
-    perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_from, 'valid_from'), memsub._check_stored_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -214,7 +214,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
-    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_until, 'valid_until');
     -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
     v_source_keys := memsub._entity_keys(v_source);
     v_target_keys := memsub._entity_keys(v_target);
@@ -280,7 +280,7 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
-    perform memsub._check_finite_time(p_valid_from, 'valid_from');
+    perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.

@@ -37,7 +37,7 @@ begin
     perform memsub._require_text(p_content, 'content');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
-    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    perform memsub._check_stored_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';

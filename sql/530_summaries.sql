@@ -48,7 +48,7 @@ begin
     if array_position(p_source_packet_ids, null) is not null then
         raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
     end if;
-    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= now() then
         raise exception 'field "valid_until" must be in the future, not %', p_valid_until
             using errcode = '22023', column = 'valid_until';

@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -246,6 +247,40 @@ TIMESTAMP_CALLS = [
                          ids=[f"{c[1]}-{i}" for i, c in enumerate(TIMESTAMP_CALLS)])
 def test_infinite_timestamps_are_refused(world, call, column, value):
     _refused(world, call, [value], column)
+
+
+# The times a function stores and returns: PostgreSQL holds years 4713 BC to 294276, ISO 8601 clients (Python's
+# datetime) years 1 to 9999, and a row holding a time past them could be written but no longer read by such a
+# client (every read returning it failed in the Python client: "timestamp too large (after year 10K)"). As an
+# envelope's timestamp and ttl, they are refused with 22008 naming the field. The filters (as_of, since, until)
+# are compared, never stored, and take any finite time.
+STORED_TIME_CALLS = [(call, column) for call, column in TIMESTAMP_CALLS if column not in ("as_of", "since", "until")
+                     and "combined_score" not in call and "memory_strength" not in call]
+
+
+@pytest.mark.parametrize("value", ["10000-01-01 00:00:00+00", "9999-12-31 20:00:00-05", "294276-12-31 23:59:59+00",
+                                   "0001-01-01 00:00:00+05", "4714-11-24 00:00:00+00 BC"])
+@pytest.mark.parametrize(("call", "column"), STORED_TIME_CALLS,
+                         ids=[f"{c[1]}-{i}" for i, c in enumerate(STORED_TIME_CALLS)])
+def test_a_stored_time_outside_years_1_to_9999_is_refused(world, call, column, value):
+    refused = _refused(world, call, [value], column, sqlstate="22008")
+    assert "years 1 to 9999" in str(refused)
+
+
+def test_stored_times_at_the_edges_of_years_1_to_9999_are_kept_and_read_back(world):
+    """The first and last microsecond ISO 8601 clients hold are kept, and the Python client reads them back."""
+    first, last = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    with in_context(world) as conn:
+        conn.execute("set local time zone 'UTC'")  # year 1 in UTC is still year 1 where the client reads it
+        conn.execute("select memsub.temporal_edge_add('edge from', 'lasts', 'edge to', %s, %s)", [first, last])
+        conn.execute("select memsub.record_event('agent', 'at the start', p_timestamp => %s)", [first])
+        conn.execute("select memsub.record_reflection('lesson', 'kept', p_expires_at => %s)", [last])
+        assert conn.execute("select lower(valid_period), upper(valid_period) from memsub.edges_as_of(%s, 'edge from')",
+                            [last - timedelta(microseconds=1)]).fetchall() == [(first, last)]
+        assert conn.execute("select \"timestamp\" from memsub.agent_memory_events where event_type = 'at the start'"
+                            ).fetchall() == [(first,)]
+        assert conn.execute("select expires_at from memsub.reflection_store where content = 'kept'"
+                            ).fetchall() == [(last,)]
 
 
 INTERVAL_CALLS = [
