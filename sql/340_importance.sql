@@ -74,6 +74,7 @@ declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_started  timestamptz := now();
     v_previous timestamptz;
+    v_idle     timestamptz;
     v_factor   double precision := 1.0;
     v_smallest double precision;
     v_counted  integer;
@@ -169,18 +170,25 @@ begin
     -- that rounds to 0, and with a floor of 0 an importance can itself become that small.
     if v_factor < 1.0 then
         v_smallest := case when v_factor > 0 then 1e-300 / v_factor else 'Infinity' end;
+        -- Idle since before this: an idle_after reaching back past the earliest time PostgreSQL holds (4714 BC)
+        -- overflows the subtraction (22008, naming nothing), and no memory has been idle that long.
+        begin
+            v_idle := v_started - p_idle_after;
+        exception when datetime_field_overflow then
+            v_idle := '-infinity';
+        end;
         update memsub.packet_store s
            set importance_score = p_floor + case when s.importance_score - p_floor < v_smallest then 0.0
                                                  else (s.importance_score - p_floor) * v_factor end
          where s.tenant_id = v_tenant and s.importance_score > p_floor
-           and coalesce(s.last_accessed, s."timestamp") <= v_started - p_idle_after;
+           and coalesce(s.last_accessed, s."timestamp") <= v_idle;
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
            set importance_score = p_floor + case when m.importance_score - p_floor < v_smallest then 0.0
                                                  else (m.importance_score - p_floor) * v_factor end
          where m.tenant_id = v_tenant and m.importance_score > p_floor
-           and coalesce(m.last_accessed, m.created_at) <= v_started - p_idle_after;
+           and coalesce(m.last_accessed, m.created_at) <= v_idle;
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
     end if;

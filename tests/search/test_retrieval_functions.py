@@ -219,6 +219,26 @@ def test_importance_feedback_frequency_decay_and_bounds(db384):
         assert extreme is not None and 0.0 <= extreme[1] <= extreme[0] <= 1.0
 
 
+@pytest.mark.parametrize("idle_after", ["7000 years", "178000000 years"])
+def test_an_idle_time_longer_than_the_calendar_decays_nothing(db, idle_after):
+    """idle_after is any finite interval: one reaching back past the earliest time PostgreSQL holds (4714 BC) made
+    the run fail with 22008 and no field ("timestamp out of range") once a previous run let it decay; no memory
+    has been idle that long, so the run decays nothing."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packet = write(conn, {"packet_type": "note", "payload": {"text": "idle"}, "importance_score": 0.9})
+        conn.commit()
+    learn(db)
+    with db.connect() as su:
+        su.execute("update memsub.importance_learning_runs set finished_at = finished_at - interval '1 hour'")
+        su.commit()
+    run = learn(db, f"p_half_life => interval '1 minute', p_idle_after => interval '{idle_after}'")
+    assert 0.0 <= run["decay_factor"] < 1.0 and run["targets_decayed"] == 0
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        assert importance(conn, packet["packet_id"]) == 0.9
+
+
 def test_feedback_is_learned_again_only_when_it_ends_unlike_what_was_learned(db384):
     """Useful feedback is learned; turned to not useful and back before the next run, it ends as learned, so the
     next run learns nothing (it learned 'useful' a second time); turned to not useful and left so, it is learned
