@@ -62,7 +62,8 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
+       or not isfinite(p_last_active) or p_half_life is null or not isfinite(p_half_life)
+       or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
@@ -84,7 +85,7 @@ $$;
 comment on function memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval) is
     'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance '
     '+ 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 '
-    'half-lives on).';
+    'half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life).';
 
 create or replace function memsub._record_accesses(
     p_target_type    text,

@@ -311,6 +311,17 @@ def test_a_half_life_under_a_second_is_refused(world, call, column, value):
     _refused(world, call, [value], column)
 
 
+NULL_HALF_LIFE_CALLS = [(call, column) for call, column in HALF_LIFE_CALLS if "memory_strength" not in call]
+
+
+@pytest.mark.parametrize(("call", "column"), NULL_HALF_LIFE_CALLS,
+                         ids=[f"half_life-{i}" for i in range(len(NULL_HALF_LIFE_CALLS))])
+def test_a_null_half_life_is_refused(world, call, column):
+    """combined_score read a NULL half-life as one second (its recency term decayed by half every second) where
+    every other function refuses it; memory_strength answers NULL for it, as for any NULL argument."""
+    _refused(world, call, [None], column)
+
+
 @pytest.mark.parametrize("field", ["timestamp", "ttl"])
 @pytest.mark.parametrize("value", ["infinity", "-infinity", "+infinity"])
 def test_envelope_timestamps_are_iso_8601_never_infinite(world, field, value):
