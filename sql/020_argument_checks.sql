@@ -297,6 +297,26 @@ $$;
 comment on function memsub._check_unit(double precision, text) is
     'Returns a value in [0, 1] (or NULL) unchanged; raises 22023 naming the field otherwise.';
 
+-- A weight of a ranking formula: weights are relative, so their scale means nothing, and the largest finite ones
+-- overflowed the score (hybrid_search: (vector_weight + text_weight) * (1 + importance_weight + recency_weight)
+-- reached 1e616, raising 22003 naming nothing). At most 1e100 each, such a product stays below 1e201.
+create or replace function memsub._check_weight(p_value double precision, p_field text) returns double precision
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if p_value is null or not (p_value >= 0 and p_value <= 1e100) then
+        raise exception 'field "%" must be a finite number from 0 to 1e100, not %', p_field,
+            coalesce(p_value::text, 'NULL')
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_weight(double precision, text) is
+    'Returns a ranking weight from 0 to 1e100 unchanged; raises 22023 naming the field for NULL, NaN, a negative '
+    'or infinite number, or one above 1e100 (weights are relative, and larger ones overflow the score).';
+
 create or replace function memsub._check_one_of(p_value text, p_allowed text[], p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
@@ -595,6 +615,8 @@ grant execute on function memsub._check_fused_search(integer, integer, vector, t
 grant execute on function memsub._check_filter_values(text[], text), memsub._check_time_range(timestamptz, timestamptz)
     to memsub_app, memsub_analyst;
 grant execute on function memsub._check_half_life(interval) to memsub_app, memsub_analyst, memsub_retrieval_owner;
+-- The ranking weights of hybrid_search, an invoker search.
+grant execute on function memsub._check_weight(double precision, text) to memsub_app, memsub_analyst;
 grant execute on function memsub._json_double(jsonb, text) to memsub_app, memsub_analyst, memsub_retrieval_owner;
 -- The text legs' query: hybrid_search's keyword leg runs as memsub_retrieval_owner, the others as their caller.
 grant execute on function memsub._words_query(regconfig, text) to memsub_app, memsub_analyst, memsub_retrieval_owner;

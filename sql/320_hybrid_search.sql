@@ -147,22 +147,11 @@ begin
     end if;
     perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
-    perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
-            memsub._check_finite(p_importance_weight, 'importance_weight'),
-            memsub._check_finite(p_recency_weight, 'recency_weight');
-    if p_vector_weight is null or p_vector_weight < 0 then
-        raise exception 'field "vector_weight" must be >= 0' using errcode = '22023', column = 'vector_weight';
-    end if;
-    if p_text_weight is null or p_text_weight < 0 then
-        raise exception 'field "text_weight" must be >= 0' using errcode = '22023', column = 'text_weight';
-    end if;
-    if p_importance_weight is null or p_importance_weight < 0 then
-        raise exception 'field "importance_weight" must be >= 0' using errcode = '22023', column = 'importance_weight';
-    end if;
-    if p_recency_weight is null or p_recency_weight < 0 then
-        raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
-    end if;
+    -- Each weight a finite number from 0 to 1e100 (NaN and infinities would rank every row alike, larger ones
+    -- overflow the score).
+    perform memsub._check_weight(p_vector_weight, 'vector_weight'), memsub._check_weight(p_text_weight, 'text_weight'),
+            memsub._check_weight(p_importance_weight, 'importance_weight'),
+            memsub._check_weight(p_recency_weight, 'recency_weight');
     perform memsub._check_half_life(p_half_life);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the

@@ -76,6 +76,31 @@ def test_any_rrf_k_ranks_without_overflow(db384, search):
         assert score == pytest.approx(2.0 / (2147483647.0 + 1), rel=1e-12)
 
 
+WEIGHTS = ("vector_weight", "text_weight", "importance_weight", "recency_weight")
+
+
+def test_hybrid_weights_rank_up_to_1e100_and_larger_ones_are_refused_naming_them(db384):
+    """Each weight is finite and from 0 to 1e100: weights are relative, and the largest finite ones overflowed the
+    score (rrf_k 0, both legs weighted 1e308: 22003 "value out of range: overflow", naming nothing). At 1e100 each
+    the score is still the formula's; above it the call is refused naming the weight, and nothing is read."""
+    with db384.connect("app") as conn:
+        set_context(conn, TENANT_A, user=USER)
+        packet = write(conn, {"packet_type": "note", "payload": {"text": "vacuum tuning"}, "importance_score": 1.0})
+        call(conn, "select * from memsub.store_embedding(%s, 'content', %s::vector, 0, 'vacuum tuning')",
+             [packet["packet_id"], vec(1.0)])
+        every = ", ".join(f"p_{weight} => 1e100" for weight in WEIGHTS)
+        rows = conn.execute(f"select score, vector_rank, text_rank from memsub.hybrid_search('vacuum', %s::vector, "  # noqa: S608
+                            f"p_rrf_k => 0, {every})", [vec(1.0)]).fetchall()
+        assert [(rank_v, rank_t) for _, rank_v, rank_t in rows] == [(1, 1)]
+        # rrf (1e100 / 1 per leg) times (1 + importance 1 * 1e100 + recency 1 * 1e100)
+        assert rows[0][0] == pytest.approx(2e100 * (1 + 2e100), rel=1e-12)
+        for weight in WEIGHTS:
+            for value in (1.0000001e100, 1e308):
+                assert refusal(conn, f"select * from memsub.hybrid_search('vacuum', %s::vector, p_rrf_k => 0, "  # noqa: S608
+                               f"{every.replace(f'p_{weight} => 1e100', f'p_{weight} => {value!r}')})",
+                               [vec(1.0)]) == ("22023", weight), (weight, value)
+
+
 @pytest.mark.parametrize("search", SEARCHES)
 def test_query_text_over_its_limits_is_refused_naming_query_text(db384, search):
     """Text longer than max_query_chars, or with more terms than max_query_nodes, is refused (54000, query_text)
