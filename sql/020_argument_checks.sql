@@ -317,6 +317,24 @@ comment on function memsub._check_weight(double precision, text) is
     'Returns a ranking weight from 0 to 1e100 unchanged; raises 22023 naming the field for NULL, NaN, a negative '
     'or infinite number, or one above 1e100 (weights are relative, and larger ones overflow the score).';
 
+create or replace function memsub._check_expected_version(p_value integer) returns integer
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- No state is ever at a negative version: such an expectation is bad input, not a conflict a client would
+    -- re-read and retry (40001).
+    if p_value < 0 then
+        raise exception 'field "expected_version" must be 0 or more, not %', p_value
+            using errcode = '22023', column = 'expected_version';
+    end if;
+    return p_value;
+end
+$$;
+comment on function memsub._check_expected_version(integer) is
+    'Returns an expected version (or NULL, none stated) unchanged when it is 0 or more; raises 22023 naming '
+    'expected_version for a negative one, which no state is ever at.';
+
 create or replace function memsub._check_one_of(p_value text, p_allowed text[], p_field text) returns text
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

@@ -75,6 +75,7 @@ begin
     perform memsub._require_text(p_insight_type, 'insight_type');
     perform memsub._check_unit(p_confidence, 'confidence');
     perform memsub._check_json_type(p_content, 'object', 'content');
+    perform memsub._check_expected_version(p_expected_version);
     if p_entities is null or jsonb_typeof(p_entities) <> 'array' or jsonb_array_length(p_entities) = 0 then
         raise exception 'field "entities" must be a non-empty JSON array of entity changes'
             using errcode = '22023', column = 'entities';

@@ -162,10 +162,7 @@ begin
     if not p_delete and p_value is null then
         raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
     end if;
-    if p_expected_version is not null and p_expected_version < 0 then
-        raise exception 'expected_version must be 0 or more, not %', p_expected_version
-            using errcode = '22023', column = 'expected_version';
-    end if;
+    perform memsub._check_expected_version(p_expected_version);
     if not memsub._memory_namespace_writable(p_namespace) then
         if v_kind in ('app', 'project') then
             raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',

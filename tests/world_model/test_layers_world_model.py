@@ -93,6 +93,10 @@ def test_a_snapshot_reproduces_the_state(db):
     ([{"entity_id": "L9", "attributes": [1]}], None, "22023", "entities[0].attributes"),
     ([{"entity_id": "L9", "attributes": {"a": 9}}, {"entity_id": "L9"}], None, "22023", "entities[1].entity_id"),
     ([{"entity_id": "L9", "attributes": {"a": 9}}], 7, "40001", "expected_version"),
+    # no state is ever at a negative version: bad input (22023), not a conflict a client would retry (40001), as
+    # memory_write refuses it
+    ([{"entity_id": "L9", "attributes": {"a": 9}}], -1, "22023", "expected_version"),
+    ([{"entity_id": "L9", "attributes": {"a": 9}}], -2147483648, "22023", "expected_version"),
     # the first new entity whose type is missing or blank is named, in the order given
     ([{"entity_id": "n1", "entity_type": " "}, {"entity_id": "n2"}], None, "22023", "entities[0].entity_type"),
     # a blank type is refused with the other shape errors, before the state is read: for an existing entity too
