@@ -629,6 +629,25 @@ ALTER FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) OWNER TO memsu
 
 COMMENT ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) IS 'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
 
+CREATE FUNCTION memsub._check_expected_version(p_value integer) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    -- No state is ever at a negative version: such an expectation is bad input, not a conflict a client would
+    -- re-read and retry (40001).
+    if p_value < 0 then
+        raise exception 'field "expected_version" must be 0 or more, not %', p_value
+            using errcode = '22023', column = 'expected_version';
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_expected_version(p_value integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_expected_version(p_value integer) IS 'Returns an expected version (or NULL, none stated) unchanged when it is 0 or more; raises 22023 naming expected_version for a negative one, which no state is ever at.';
+
 CREATE FUNCTION memsub._check_filter_values(p_values text[], p_field text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1026,6 +1045,26 @@ ALTER FUNCTION memsub._check_similarity_k(p_k integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_similarity_k(p_k integer) IS 'Internal: refuses the k of a similarity search as memsub._check_count does against max_k, and above 1000, the most rows pgvector''s walk returns (54000 naming k); returns k.';
 
+CREATE FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) RETURNS timestamp with time zone
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_value is not null and (not isfinite(p_value) or p_value < '0001-01-01 00:00:00+00'
+                                or p_value >= '10000-01-01 00:00:00+00') then
+        perform memsub._check_finite_time(p_value, p_field);
+        raise exception 'field "%" (%) falls outside years 1 to 9999 in UTC, the times ISO 8601 clients hold',
+            p_field, p_value
+            using errcode = '22008', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) IS 'Returns a time to be stored (or NULL) unchanged when it lies in years 1 to 9999 in UTC, what ISO 8601 clients hold; raises 22023 naming the field for +/-infinity (memsub._check_finite_time), 22008 for any other time outside them.';
+
 CREATE FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1140,6 +1179,24 @@ $$;
 ALTER FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) IS 'The rule of the max_walk_edges limit (p_max, as the caller read it): p_read edges read so far by one graph read (traverse_graph, graph_neighbors_as_of, entity_neighbourhood), all its steps together, over it are refused with 54000 naming p_field (message: the caller, the edges, max_depth when given, then p_advice; detail limit=max_walk_edges value=N); true otherwise.';
+
+CREATE FUNCTION memsub._check_weight(p_value double precision, p_field text) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or not (p_value >= 0 and p_value <= 1e100) then
+        raise exception 'field "%" must be a finite number from 0 to 1e100, not %', p_field,
+            coalesce(p_value::text, 'NULL')
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._check_weight(p_value double precision, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_weight(p_value double precision, p_field text) IS 'Returns a ranking weight from 0 to 1e100 unchanged; raises 22023 naming the field for NULL, NaN, a negative or infinite number, or one above 1e100 (weights are relative, and larger ones overflow the score).';
 
 CREATE FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) RETURNS integer
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -4717,6 +4774,7 @@ begin
     perform memsub._require_text(p_insight_type, 'insight_type');
     perform memsub._check_unit(p_confidence, 'confidence');
     perform memsub._check_json_type(p_content, 'object', 'content');
+    perform memsub._check_expected_version(p_expected_version);
     if p_entities is null or jsonb_typeof(p_entities) <> 'array' or jsonb_array_length(p_entities) = 0 then
         raise exception 'field "entities" must be a non-empty JSON array of entity changes'
             using errcode = '22023', column = 'entities';
@@ -5463,7 +5521,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('source_entity', p_source_entity, 'relationship_type', p_relationship_type,
                                       'target_entity', p_target_entity);
-    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_until, 'valid_until');
     -- Each end looked up once, here: inside the query below, a filter would look it up again for every edge read.
     v_source_keys := memsub._entity_keys(v_source);
     v_target_keys := memsub._entity_keys(v_target);
@@ -5507,7 +5565,8 @@ begin
        or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
        or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
        or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
-       or not isfinite(p_last_active) or not isfinite(p_half_life) or p_half_life < interval '1 second' then
+       or not isfinite(p_last_active) or p_half_life is null or not isfinite(p_half_life)
+       or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
                 memsub._check_finite(p_similarity_weight, 'similarity_weight'),
@@ -5529,7 +5588,7 @@ $$;
 
 ALTER FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 half-lives on).';
+COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life).';
 
 CREATE FUNCTION memsub.consolidate_memories(p_strategy text DEFAULT 'last_write_wins'::text, p_namespace_prefix text DEFAULT NULL::text) RETURNS TABLE(namespace text, key text, version integer, memory_entry_id uuid, consolidated_versions integer[], strategy text, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5752,7 +5811,7 @@ begin
             using errcode = '22004', column = 'label';
     end if;
     perform memsub._check_text_limits('label', p_label);
-    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    perform memsub._check_stored_time(p_expires_at, 'expires_at');
     if p_expires_at <= pg_catalog.statement_timestamp() then
         raise exception 'memsub.create_api_key: expires_at must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
@@ -7227,22 +7286,11 @@ begin
     end if;
     perform memsub._check_limit(v_candidates, 'max_k', 'candidates');
     perform memsub._check_limit(length(p_query_text), 'max_query_chars', 'query_text');
-    -- Each weight a finite number >= 0 (NaN and infinities would rank every row alike).
-    perform memsub._check_finite(p_vector_weight, 'vector_weight'), memsub._check_finite(p_text_weight, 'text_weight'),
-            memsub._check_finite(p_importance_weight, 'importance_weight'),
-            memsub._check_finite(p_recency_weight, 'recency_weight');
-    if p_vector_weight is null or p_vector_weight < 0 then
-        raise exception 'field "vector_weight" must be >= 0' using errcode = '22023', column = 'vector_weight';
-    end if;
-    if p_text_weight is null or p_text_weight < 0 then
-        raise exception 'field "text_weight" must be >= 0' using errcode = '22023', column = 'text_weight';
-    end if;
-    if p_importance_weight is null or p_importance_weight < 0 then
-        raise exception 'field "importance_weight" must be >= 0' using errcode = '22023', column = 'importance_weight';
-    end if;
-    if p_recency_weight is null or p_recency_weight < 0 then
-        raise exception 'field "recency_weight" must be >= 0' using errcode = '22023', column = 'recency_weight';
-    end if;
+    -- Each weight a finite number from 0 to 1e100 (NaN and infinities would rank every row alike, larger ones
+    -- overflow the score).
+    perform memsub._check_weight(p_vector_weight, 'vector_weight'), memsub._check_weight(p_text_weight, 'text_weight'),
+            memsub._check_weight(p_importance_weight, 'importance_weight'),
+            memsub._check_weight(p_recency_weight, 'recency_weight');
     perform memsub._check_half_life(p_half_life);
 
     -- One statement: both legs, the fusion, the read-back of the rows through row-level security, and the
@@ -8195,6 +8243,7 @@ declare
     v_tenant   uuid := memsub._require_tenant_id();
     v_started  timestamptz := now();
     v_previous timestamptz;
+    v_idle     timestamptz;
     v_factor   double precision := 1.0;
     v_smallest double precision;
     v_counted  integer;
@@ -8290,18 +8339,25 @@ begin
     -- that rounds to 0, and with a floor of 0 an importance can itself become that small.
     if v_factor < 1.0 then
         v_smallest := case when v_factor > 0 then 1e-300 / v_factor else 'Infinity' end;
+        -- Idle since before this: an idle_after reaching back past the earliest time PostgreSQL holds (4714 BC)
+        -- overflows the subtraction (22008, naming nothing), and no memory has been idle that long.
+        begin
+            v_idle := v_started - p_idle_after;
+        exception when datetime_field_overflow then
+            v_idle := '-infinity';
+        end;
         update memsub.packet_store s
            set importance_score = p_floor + case when s.importance_score - p_floor < v_smallest then 0.0
                                                  else (s.importance_score - p_floor) * v_factor end
          where s.tenant_id = v_tenant and s.importance_score > p_floor
-           and coalesce(s.last_accessed, s."timestamp") <= v_started - p_idle_after;
+           and coalesce(s.last_accessed, s."timestamp") <= v_idle;
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
            set importance_score = p_floor + case when m.importance_score - p_floor < v_smallest then 0.0
                                                  else (m.importance_score - p_floor) * v_factor end
          where m.tenant_id = v_tenant and m.importance_score > p_floor
-           and coalesce(m.last_accessed, m.created_at) <= v_started - p_idle_after;
+           and coalesce(m.last_accessed, m.created_at) <= v_idle;
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
     end if;
@@ -9320,7 +9376,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('agent_id', p_agent_id, 'event_type', p_event_type),
             memsub._check_limit(pg_column_size(p_content), 'max_json_bytes', 'content');
-    perform memsub._check_finite_time(p_timestamp, 'timestamp');
+    perform memsub._check_stored_time(p_timestamp, 'timestamp');
     insert into memsub.agent_memory_events (
         agent_id, "timestamp", packet_id, event_type, content, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -9619,7 +9675,7 @@ begin
     perform memsub._require_text(p_content, 'content');
     perform memsub._check_one_of(coalesce(p_priority, 'medium'), memsub.reflection_priorities(), 'priority');
     perform memsub._check_vector(p_vector, 'vector');
-    perform memsub._check_finite_time(p_expires_at, 'expires_at');
+    perform memsub._check_stored_time(p_expires_at, 'expires_at');
     if p_expires_at is not null and p_expires_at <= now() then
         raise exception 'field "expires_at" must be in the future, not %', p_expires_at
             using errcode = '22023', column = 'expires_at';
@@ -9769,7 +9825,7 @@ begin
     if array_position(p_source_packet_ids, null) is not null then
         raise exception 'field "source_packet_ids" must not contain null' using errcode = '22023', column = 'source_packet_ids';
     end if;
-    perform memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= now() then
         raise exception 'field "valid_until" must be in the future, not %', p_valid_until
             using errcode = '22023', column = 'valid_until';
@@ -11171,10 +11227,7 @@ begin
     if not p_delete and p_value is null then
         raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
     end if;
-    if p_expected_version is not null and p_expected_version < 0 then
-        raise exception 'expected_version must be 0 or more, not %', p_expected_version
-            using errcode = '22023', column = 'expected_version';
-    end if;
+    perform memsub._check_expected_version(p_expected_version);
     if not memsub._memory_namespace_writable(p_namespace) then
         if v_kind in ('app', 'project') then
             raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
@@ -11456,7 +11509,7 @@ begin
                                       'target_entity', p_target_entity, 'source_type', p_source_type,
                                       'target_type', p_target_type),
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
-    perform memsub._check_finite_time(p_valid_from, 'valid_from');
+    perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
@@ -11796,7 +11849,7 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
-    perform memsub._check_finite_time(p_valid_from, 'valid_from'), memsub._check_finite_time(p_valid_until, 'valid_until');
+    perform memsub._check_stored_time(p_valid_from, 'valid_from'), memsub._check_stored_time(p_valid_until, 'valid_until');
     if p_valid_until is not null and p_valid_until <= v_from then
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
@@ -12195,7 +12248,7 @@ begin
                                       'target_entity', p_target_entity);
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
-    perform memsub._check_finite_time(p_seen_at, 'seen_at');
+    perform memsub._check_stored_time(p_seen_at, 'seen_at');
     v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
@@ -16303,6 +16356,8 @@ GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field 
 
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._check_expected_version(p_value integer) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_filter_values(p_values text[], p_field text) TO memsub_analyst;
@@ -16370,6 +16425,8 @@ REVOKE ALL ON FUNCTION memsub._check_similarity_k(p_k integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_analyst;
@@ -16391,6 +16448,10 @@ GRANT ALL ON FUNCTION memsub._check_vector(p_value public.vector, p_field text) 
 REVOKE ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller text, p_max_depth integer, p_field text, p_advice text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_weight(p_value double precision, p_field text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._check_weight(p_value double precision, p_field text) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._check_weight(p_value double precision, p_field text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._checkpoint_next_sequence(p_task_id bigint) TO memsub_owner;
