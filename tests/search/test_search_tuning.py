@@ -147,6 +147,17 @@ def test_an_ef_search_the_caller_passes_is_kept(tuned):
     assert row == ("approximate", 40)
 
 
+def test_an_ef_search_the_caller_passes_below_the_pool_is_raised_to_it(db):
+    """docs/retrieval.md: a caller's ef_search is kept, but never below the rows the walk must find (k, or 4k
+    ranked by combined score), at most 1000."""
+    with db.connect("app") as app:
+        set_context(app, BIG)
+        strategy = "select ef_search from memsub._search_strategy(%s, 'content', %s, 'approximate', %s)"
+        found = [app.execute(strategy, [BIG, pool, ef]).fetchone()[0]
+                 for pool, ef in [(50, 5), (50, 300), (1000, 999), (10, 1)]]
+    assert found == [50, 300, 1000, 10]
+
+
 @pytest.mark.parametrize(("recall", "bound", "method", "ef_search"),
                          [(0.99, 0.90, "exact", DERIVED_EF), (0.96, 0.955, "approximate", 250)])
 def test_the_search_decides_by_the_bound_of_the_measured_recall_not_its_mean(tuned, recall, bound, method,
