@@ -10,7 +10,7 @@ import click
 import psycopg
 
 from memsub import catalog_check
-from memsub.cli_common import reachable_dsn
+from memsub.cli_common import dsn_option, reachable_dsn
 from memsub.errors import MemsubError
 from memsub.exit_codes import BAD_INPUT, fail
 from memsub.migrator import Migrator
@@ -21,8 +21,7 @@ _REFERENCES = {"snapshot": "the shipped catalog snapshot", "scratch": "a scratch
 
 def _reference_options(function: Any) -> Any:
     for option in reversed([
-        click.option("--dsn", default=None,
-                     help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, then embedded cluster)."),
+        dsn_option,
         click.option("--reference", "mode", type=click.Choice(["auto", "snapshot", "scratch"]), default="auto",
                      show_default=True,
                      help="Where the expected catalog comes from: the snapshot shipped in the package, a scratch "

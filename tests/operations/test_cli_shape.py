@@ -190,3 +190,16 @@ def test_verify_and_repair_that_cannot_compare_print_the_error_object_and_one_li
     assert payload["message"].startswith(f"cannot {command}: "), payload
     lines = _error_lines(result)
     assert len(lines) == 1 and lines[0].startswith(f"memsub: cannot {command}: "), result.stderr
+
+
+def test_every_dsn_option_that_names_its_defaults_names_the_whole_resolution_order():
+    """README and docs/operations.md: --dsn, MEMSUB_DSN, DATABASE_URL, libpq's environment, then the embedded
+    cluster, for every command; a --dsn help that lists its defaults lists all of them."""
+    whole = "MEMSUB_DSN, DATABASE_URL, libpq's PG* environment, then the embedded cluster"
+    partial = []
+    for name, command in _commands(cli):
+        for option in command.params:
+            text = " ".join((option.help or "").split()) if isinstance(option, click.Option) else ""
+            if "--dsn" in option.opts and "MEMSUB_DSN" in text and whole not in text:
+                partial.append((name, text))
+    assert partial == []
