@@ -152,9 +152,12 @@ def tenant_options(function: F) -> F:
         dsn_option,
         click.option("--tenant", "tenant_id", envvar="MEMSUB_TENANT", required=True, type=UUID_TEXT,
                      help="Tenant UUID (or MEMSUB_TENANT)."),
-        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, type=UUID_TEXT, help="Organization UUID."),
-        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, type=UUID_TEXT, help="User UUID."),
-        click.option("--session", "session_id", default=None, help="Session identifier."),
+        click.option("--org", "org_id", envvar="MEMSUB_ORG", default=None, type=UUID_TEXT,
+                     help="Organization UUID (or MEMSUB_ORG)."),
+        click.option("--user", "user_id", envvar="MEMSUB_USER", default=None, type=UUID_TEXT,
+                     help="User UUID (or MEMSUB_USER)."),
+        click.option("--session", "session_id", envvar="MEMSUB_SESSION", default=None,
+                     help="Session identifier (or MEMSUB_SESSION)."),
         context_role_option("Context role (needs membership in the matching memsub role)."),
     ]):
         command = option(command)

@@ -203,3 +203,24 @@ def test_every_dsn_option_that_names_its_defaults_names_the_whole_resolution_ord
             if "--dsn" in option.opts and "MEMSUB_DSN" in text and whole not in text:
                 partial.append((name, text))
     assert partial == []
+
+
+CONTEXT_VARIABLES = {"--tenant": "MEMSUB_TENANT", "--org": "MEMSUB_ORG", "--user": "MEMSUB_USER",
+                     "--session": "MEMSUB_SESSION"}
+
+
+def test_every_context_option_reads_its_environment_variable_and_says_so():
+    """A command that takes the context from the environment (as the MCP server and the tenant commands do) takes
+    all of it from there, and its help names each variable."""
+    checked = 0
+    for name, command in _commands(cli):
+        if name == "api-key create":  # the identity a new key carries is never taken from the environment
+            continue
+        for parameter in command.params:
+            flag = next((opt for opt in parameter.opts if opt in CONTEXT_VARIABLES), None)
+            if flag is None or not isinstance(parameter, click.Option):
+                continue
+            checked += 1
+            assert parameter.envvar == CONTEXT_VARIABLES[flag], f"{name} {flag}"
+            assert CONTEXT_VARIABLES[flag] in (parameter.help or ""), f"{name} {flag}: {parameter.help}"
+    assert checked >= 4 * 5
