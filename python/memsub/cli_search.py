@@ -156,7 +156,8 @@ def graph_group() -> None:
 @graph_group.command("traverse")
 @click.argument("entity")
 @tenant_options
-@click.option("--depth", "max_depth", default=3, show_default=True, help="Maximum hops (1-10).")
+@click.option("--depth", "max_depth", default=3, show_default=True,
+              help="Maximum hops, 1 up to the max_depth limit (10 unless raised).")
 @click.option("--rel", "relationship_types", multiple=True, help="Only this relationship type (repeatable).")
 @click.option("--direction", type=click.Choice(get_args(Direction)), default="outgoing",
               show_default=True)
