@@ -37,7 +37,7 @@ begin
     if tenant is null then
         return null;
     end if;
-    -- The seal memsub.set_context or memsub.store_context (015_identity_binding.sql) wrote, recomputed with the
+    -- The seal memsub.set_context or memsub._store_context (015_identity_binding.sql) wrote, recomputed with the
     -- same expression.
     select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
@@ -164,7 +164,7 @@ comment on function memsub._require_tenant_id() is
 -- FORCE ROW LEVEL SECURITY) and SECURITY DEFINER functions are bound by them too. Every context function is
 -- wrapped in a scalar sub-select so it is evaluated once per query, not per row.
 
-create or replace procedure memsub.install_row_security(p_table regclass, p_layers text[])
+create or replace procedure memsub._install_row_security(p_table regclass, p_layers text[])
 language plpgsql security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -208,7 +208,7 @@ begin
     end if;
 end
 $$;
-comment on procedure memsub.install_row_security(regclass, text[]) is
+comment on procedure memsub._install_row_security(regclass, text[]) is
     'Installs the standard memsub policy set on a tenant table: tenant_isolation and admin_override always, '
     'org_isolation when layers has ''org'', user_visibility (by scope) when layers has ''user''. Idempotent.';
 

@@ -16,7 +16,7 @@
 -- HMAC-SHA256 is computed with core sha256() (no extension): keys are stored as their two 64-byte pads, so a
 -- MAC is sha256(outer_pad || sha256(inner_pad || message)).
 
-create or replace function memsub.hmac_pads(p_key bytea, out inner_pad bytea, out outer_pad bytea)
+create or replace function memsub._hmac_pads(p_key bytea, out inner_pad bytea, out outer_pad bytea)
 language sql immutable strict parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -26,22 +26,22 @@ as $$
            decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 92), 2, '0'), '' order by i), 'hex')
       from padded, generate_series(0, 63) as i
 $$;
-comment on function memsub.hmac_pads(bytea) is
+comment on function memsub._hmac_pads(bytea) is
     'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to '
     '64 bytes, XOR 0x36 and XOR 0x5c.';
 
-create or replace function memsub.context_mac(p_key_id text, p_message text) returns bytea
+create or replace function memsub._context_mac(p_key_id text, p_message text) returns bytea
 language sql stable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     select sha256(k.outer_pad || sha256(k.inner_pad || convert_to(p_message, 'UTF8')))
       from memsub.context_keys k where k.key_id = p_key_id
 $$;
-comment on function memsub.context_mac(text, text) is
+comment on function memsub._context_mac(text, text) is
     'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: '
     'only memsub''s SECURITY DEFINER context functions may compute MACs.';
 
-create or replace function memsub.store_context(
+create or replace function memsub._store_context(
     p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
 ) returns void
 language plpgsql volatile security invoker
@@ -75,14 +75,14 @@ begin
     -- the tenant_admin context set_context refused. Each setting is quoted (quote_nullable), so no two contexts
     -- give the same message.
     -- memsub.current_tenant_id() (010_identity.sql), which checks the seal once per query, and memsub.set_context,
-    -- which writes it at the start of every call, compute the same MAC inline instead of calling context_mac.
+    -- which writes it at the start of every call, compute the same MAC inline instead of calling _context_mac.
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
             pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
             pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
             pg_catalog.set_config('memsub.context_seal',
-                pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', session_user,
+                pg_catalog.encode(memsub._context_mac('seal', pg_catalog.concat_ws('|', session_user,
                     extract(epoch from pg_catalog.transaction_timestamp()),
                     pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
                     pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
@@ -92,7 +92,7 @@ begin
                 true);
 end
 $$;
-comment on function memsub.store_context(uuid, uuid, uuid, text[], text) is
+comment on function memsub._store_context(uuid, uuid, uuid, text[], text) is
     'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, '
     'transaction start, tenant, org, user, session and context roles); refuses a second tenant in one transaction. Granted to '
     'nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
@@ -151,7 +151,7 @@ declare
     requested text;
     seal_key  record;  -- the seal key's pads, and whether a binding of the login allows the context
     previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    -- The message the seal covers starts with these (memsub.store_context says what it covers).
+    -- The message the seal covers starts with these (memsub._store_context says what it covers).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
     if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
@@ -195,16 +195,16 @@ begin
             using errcode = '42501', column = 'roles',
                   hint = 'A platform admin binds the login to the whole tenant: memsub.bind_login(login, tenant_id).';
     end if;
-    -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
+    -- A transaction that already acts for another tenant: memsub._store_context refuses or, for a platform admin
     -- or over settings written by hand, writes.
     if previous is not null and previous is distinct from p_tenant_id::text then
-        perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+        perform memsub._store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
         return;
     end if;
-    -- Otherwise memsub.store_context's statement, here, with the MAC inline and the key read above: every
-    -- transaction of every call starts with set_context, and calling store_context (a frame, its own search_path
+    -- Otherwise memsub._store_context's statement, here, with the MAC inline and the key read above: every
+    -- transaction of every call starts with set_context, and calling _store_context (a frame, its own search_path
     -- setting, another read of the key) made a transaction holding set_context alone cost 12-21 % more server
-    -- time. The same settings and the same seal (store_context says what the seal covers).
+    -- time. The same settings and the same seal (_store_context says what the seal covers).
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
@@ -231,7 +231,7 @@ comment on function memsub.set_context(uuid, uuid, uuid, text[], text) is
 
 -- Signed contexts ---------------------------------------------------------------------------------------
 
-create or replace function memsub.base64url_decode(p_text text, p_field text) returns bytea
+create or replace function memsub._base64url_decode(p_text text, p_field text) returns bytea
 language plpgsql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -243,7 +243,7 @@ begin
     return decode(rpad(translate(p_text, '-_', '+/'), (length(p_text) + 3) / 4 * 4, '='), 'base64');
 end
 $$;
-comment on function memsub.base64url_decode(text, text) is
+comment on function memsub._base64url_decode(text, text) is
     'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
 
 create or replace function memsub.set_context_signed(p_token text) returns void
@@ -266,7 +266,7 @@ begin
             using errcode = '22023', column = 'token';
     end if;
     begin
-        claims := convert_from(memsub.base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
+        claims := convert_from(memsub._base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
     exception when data_exception then
         raise exception 'memsub.set_context_signed: token claims are not base64url JSON'
             using errcode = '22023', column = 'token';
@@ -277,13 +277,13 @@ begin
             using errcode = '22023', column = 'token';
     end if;
     v_key_id := claims ->> 'kid';
-    expected := memsub.context_mac(v_key_id, parts[1]);
+    expected := memsub._context_mac(v_key_id, parts[1]);
     if expected is null
        or not exists (select from memsub.context_keys k where k.key_id = v_key_id and k.purpose = 'token') then
         raise exception 'memsub.set_context_signed: unknown signing key "%"', v_key_id
             using errcode = '28000', column = 'kid';
     end if;
-    if expected is distinct from memsub.base64url_decode(parts[2], 'token') then
+    if expected is distinct from memsub._base64url_decode(parts[2], 'token') then
         raise exception 'memsub.set_context_signed: the token signature does not match its claims'
             using errcode = '28000', column = 'signature';
     end if;
@@ -317,7 +317,7 @@ begin
                 using errcode = '42501', column = 'roles';
         end if;
     end loop;
-    perform memsub.store_context(tenant, org, person, roles, claims ->> 'session');
+    perform memsub._store_context(tenant, org, person, roles, claims ->> 'session');
 end
 $$;
 comment on function memsub.set_context_signed(text) is
@@ -328,7 +328,7 @@ comment on function memsub.set_context_signed(text) is
 
 -- Management (platform admins) ----------------------------------------------------------------------------
 
-create or replace function memsub.require_login(p_login name) returns name
+create or replace function memsub._require_login(p_login name) returns name
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -345,7 +345,7 @@ begin
     return p_login;
 end
 $$;
-comment on function memsub.require_login(name) is
+comment on function memsub._require_login(name) is
     'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
 
 create or replace function memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid)
@@ -373,7 +373,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.require_login(p_login);
+    perform memsub._require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
@@ -390,7 +390,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    perform memsub.require_login(p_login);
+    perform memsub._require_login(p_login);
     return memsub._add_login_binding(p_login, null, null);
 end
 $$;
@@ -449,7 +449,7 @@ begin
             using errcode = '22023', column = 'secret';
     end if;
     insert into memsub.context_keys (key_id, purpose, inner_pad, outer_pad)
-    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub.hmac_pads(p_secret) p
+    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub._hmac_pads(p_secret) p
     on conflict (key_id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
                                       created_at = now(), created_by = session_user;
 end

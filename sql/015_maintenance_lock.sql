@@ -8,7 +8,7 @@
 -- are how the other NOLOGIN owner roles (memsub_view_owner, memsub_retrieval_owner) reach it. The lock is held
 -- until the calling transaction ends, like pg_advisory_xact_lock.
 
-create or replace function memsub.take_maintenance_lock(p_task text, p_key text default '', p_wait boolean default true)
+create or replace function memsub._take_maintenance_lock(p_task text, p_key text default '', p_wait boolean default true)
 returns boolean
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -38,12 +38,12 @@ begin
     return found;
 end
 $$;
-comment on function memsub.take_maintenance_lock(text, text, boolean) is
+comment on function memsub._take_maintenance_lock(text, text, boolean) is
     'Locks (task, key) until the calling transaction ends: waits for a holder (p_wait, bounded by the session''s '
     'lock_timeout) or returns false at once when another transaction holds it. Only memsub''s owner roles may '
     'call it, so no other login can hold these locks.';
 
-create or replace function memsub.maintenance_lock_holder(p_task text, p_key text default '')
+create or replace function memsub._maintenance_lock_holder(p_task text, p_key text default '')
 returns text
 language sql stable security definer
 set search_path = pg_catalog, memsub, pg_temp
@@ -57,12 +57,12 @@ as $$
      where m.task = p_task and m.lock_key = pg_catalog.hashtextextended(coalesce(p_key, ''), 0)
      limit 1
 $$;
-comment on function memsub.maintenance_lock_holder(text, text) is
+comment on function memsub._maintenance_lock_holder(text, text) is
     'The session holding the maintenance lock (task, key): "pid N (role R, application A)", or NULL when none '
     'is known. For messages that name who a skipped or timed-out run waited for.';
 
-grant execute on function memsub.take_maintenance_lock(text, text, boolean),
-    memsub.maintenance_lock_holder(text, text)
+grant execute on function memsub._take_maintenance_lock(text, text, boolean),
+    memsub._maintenance_lock_holder(text, text)
     to memsub_view_owner, memsub_retrieval_owner;
 
 -- memsub maintain (python/memsub/maintain.py) runs each task under this lock, held by a transaction on a
@@ -77,9 +77,9 @@ begin
         raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
             using errcode = '22023', column = 'task';
     end if;
-    taken := memsub.take_maintenance_lock('maintain', p_task, false);
+    taken := memsub._take_maintenance_lock('maintain', p_task, false);
     if not taken then
-        holder := coalesce(memsub.maintenance_lock_holder('maintain', p_task), 'holder unknown');
+        holder := coalesce(memsub._maintenance_lock_holder('maintain', p_task), 'holder unknown');
     end if;
 end
 $$;

@@ -5,7 +5,7 @@
 -- A key is the text msk_<key_id>_<secret>: key_id is 16 hex digits, secret 64 hex digits from two
 -- gen_random_uuid() (244 random bits). memsub.api_keys keeps the key's sha256, never the key.
 -- memsub.authenticate_api_key(key) verifies a key and seals the context of its tenant, organization, user and
--- roles in the current transaction (memsub.store_context, 015_identity_binding.sql), exactly as a signed context
+-- roles in the current transaction (memsub._store_context, 015_identity_binding.sql), exactly as a signed context
 -- token does: the login that presents the key needs no binding, and the tenant comes from the key, never from
 -- the request. The HTTP server therefore runs each request as one transaction: authenticate, then one call.
 -- A revoke stops every authentication that starts after it commits, whatever the isolation of the transaction
@@ -17,7 +17,7 @@
 -- Keys are created, listed and revoked by admins: a platform_admin context for any tenant and any roles, a
 -- tenant_admin context for its own tenant and the tenant_admin role at most.
 
-call memsub.install_row_security('memsub.api_keys', array['org']);
+call memsub._install_row_security('memsub.api_keys', array['org']);
 
 -- The earlier name, without the _ of an internal helper.
 drop function if exists memsub.require_key_admin(uuid);
@@ -184,7 +184,7 @@ begin
                 using errcode = '42501', column = 'roles';
         end if;
     end loop;
-    perform memsub.store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
+    perform memsub._store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
     -- A READ COMMITTED statement reads the keys as committed when it started. A REPEATABLE READ or SERIALIZABLE
     -- transaction reads them as of its snapshot, which may be older than a revoke committed since: there the
     -- key's row is locked (FOR SHARE), which fails for a row revoked after the snapshot, waits for a revoke in

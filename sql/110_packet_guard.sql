@@ -6,7 +6,7 @@
 -- (importance_score, access_count, last_accessed, contradiction_count, chunk_count, is_chunked) may be
 -- updated, and only expired packets (ttl in the past) may be deleted: memsub.purge_expired() does that.
 
-create or replace function memsub.packet_store_guard() returns trigger
+create or replace function memsub._packet_store_guard() returns trigger
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -36,19 +36,19 @@ begin
     return new;
 end
 $$;
-comment on function memsub.packet_store_guard() is
+comment on function memsub._packet_store_guard() is
     'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), '
     'deletes of unexpired packets and TRUNCATE.';
 
 drop trigger if exists packet_store_immutable on memsub.packet_store;
 create trigger packet_store_immutable
     before update or delete on memsub.packet_store
-    for each row execute function memsub.packet_store_guard();
+    for each row execute function memsub._packet_store_guard();
 comment on trigger packet_store_immutable on memsub.packet_store is
     'Rejects modification of envelope columns and deletion of unexpired packets.';
 
 drop trigger if exists packet_store_no_truncate on memsub.packet_store;
 create trigger packet_store_no_truncate
     before truncate on memsub.packet_store
-    for each statement execute function memsub.packet_store_guard();
+    for each statement execute function memsub._packet_store_guard();
 comment on trigger packet_store_no_truncate on memsub.packet_store is 'Rejects TRUNCATE of the event log.';

@@ -128,7 +128,7 @@ comment on function memsub._envelope_unit_number(jsonb, text) is
     'Reads an optional number in [0, 1]; raises SQLSTATE 22023 naming the field otherwise.';
 
 drop function if exists memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text);
-create or replace function memsub.packet_content_hash(
+create or replace function memsub._packet_content_hash(
     p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[],
     p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text,
     p_timestamp timestamptz, p_stated_packet_id uuid
@@ -148,7 +148,7 @@ as $$
         'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
         'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
 $$;
-comment on function memsub.packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text, timestamptz, uuid) is
+comment on function memsub._packet_content_hash(text, jsonb, uuid, uuid[], text, uuid, uuid, text, timestamptz, uuid) is
     'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, '
     'scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the '
     'database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
@@ -197,7 +197,7 @@ comment on column memsub.packet_store.envelope is
     'JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the '
     'row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
 
-create or replace function memsub.memory_embeddings_envelope_guard() returns trigger
+create or replace function memsub._memory_embeddings_envelope_guard() returns trigger
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -232,7 +232,7 @@ begin
               hint = 'Write a new packet with the new embedding, or store it under another chunk_index.';
 end
 $$;
-comment on function memsub.memory_embeddings_envelope_guard() is
+comment on function memsub._memory_embeddings_envelope_guard() is
     'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming '
     'the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps '
     'it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
@@ -240,12 +240,12 @@ comment on function memsub.memory_embeddings_envelope_guard() is
 drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
 create trigger memory_embeddings_envelope_vector
     before update on memsub.memory_embeddings
-    for each row execute function memsub.memory_embeddings_envelope_guard();
+    for each row execute function memsub._memory_embeddings_envelope_guard();
 comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
     'Keeps the embeddings of packet envelopes immutable (every column but created_at): the envelope holds them '
     'only here.';
 
--- Writing one envelope (store_packet_envelope, for write_packet and the envelope-by-envelope path of
+-- Writing one envelope (_store_packet_envelope, for write_packet and the envelope-by-envelope path of
 -- write_packets), in the order its checks raise: the fields (_packet_from_envelope, with _envelope_tags and
 -- _envelope_lineage), the lineage against the stored parents (_packet_lineage), the thread (_packet_thread_check),
 -- the embedding slots (_packet_embeddings_check), the insert shared with the batch path (_insert_packets), a
@@ -623,7 +623,7 @@ $$;
 comment on function memsub._packet_vectors_check(memsub.packet_fields, vector[]) is
     'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a '
     'one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked '
-    'where it is stored (memsub.fan_out_packet).';
+    'where it is stored (memsub._fan_out_packet).';
 
 -- A purged packet's id stays its own: its tombstone keeps its place in lineage walks, and a new packet under the
 -- same id would stand there too (get_lineage would report the id twice, its children hang off other content). The
@@ -785,7 +785,7 @@ comment on function memsub._packet_deduplicated(uuid, uuid, uuid, memsub.packet_
     'existing packet is invisible to the writer.';
 
 drop function if exists memsub.store_packet_envelope(jsonb, integer);
-create or replace function memsub.store_packet_envelope(p_envelope jsonb, p_position integer,
+create or replace function memsub._store_packet_envelope(p_envelope jsonb, p_position integer,
                                                        p_vectors vector[] default null)
 returns memsub.packet_write_result
 language plpgsql volatile security invoker
@@ -816,8 +816,8 @@ begin
     if f.memory is not null then
         perform memsub._packet_embeddings_check(f);
     end if;
-    f.content_hash := memsub.packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
-                                                 v_user, f.session_id, f.ts, f.stated_id);
+    f.content_hash := memsub._packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
+                                                  v_user, f.session_id, f.ts, f.stated_id);
     if memsub._insert_packets(array[f], v_tenant, v_org, v_user) = 0 then
         return memsub._packet_deduplicated(v_tenant, v_org, v_user, f);
     end if;
@@ -827,7 +827,7 @@ begin
     -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
     -- in the same transaction. The payload itself is never interpreted.
     if f.memory is not null then
-        v_written := v_written || memsub.fan_out_packet(
+        v_written := v_written || memsub._fan_out_packet(
             f, v_tenant, v_org, v_user,
             coalesce(memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score'), 0.5),
             coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
@@ -836,7 +836,7 @@ begin
                f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
 end
 $$;
-comment on function memsub.store_packet_envelope(jsonb, integer, vector[]) is
+comment on function memsub._store_packet_envelope(jsonb, integer, vector[]) is
     'Internal: validates, normalizes and stores one envelope for write_packet/write_packets (p_vectors: the vectors '
     'of its memory.embeddings given apart, see write_packet). Not granted to clients.';
 
@@ -845,7 +845,7 @@ create or replace function memsub.write_packet(p_envelope jsonb, p_vectors vecto
 returns memsub.packet_write_result
 language sql volatile security definer
 set search_path = pg_catalog, memsub, public, pg_temp
-as $$ select memsub.store_packet_envelope(p_envelope, 1, p_vectors) $$;
+as $$ select memsub._store_packet_envelope(p_envelope, 1, p_vectors) $$;
 comment on function memsub.write_packet(jsonb, vector[]) is
     'Writes one PacketEnvelope into packet_store under the current tenant context and returns its PacketWriteResult. '
     'Fills packet_id and timestamp, computes lineage generation and root, checks lineage integrity and thread '
@@ -858,19 +858,19 @@ comment on function memsub.write_packet(jsonb, vector[]) is
     'without parsing them as JSON numbers (22023 naming vectors or the element for a count that does not match, a '
     'vector given twice, a null one).';
 
-create or replace function memsub.canonical_uuid_text(p_value text) returns text
+create or replace function memsub._canonical_uuid_text(p_value text) returns text
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
                 then p_value::uuid::text end
 $$;
-comment on function memsub.canonical_uuid_text(text) is
+comment on function memsub._canonical_uuid_text(text) is
     'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
 
 -- The set-based batch path of write_packets: one statement reads every envelope into the fields
--- store_packet_envelope reads (memsub.packet_fields, the same field lists), one probe reads the parents outside the
--- batch (_batch_lineage), the INSERT store_packet_envelope uses writes every packet (_insert_packets), one INSERT
+-- _store_packet_envelope reads (memsub.packet_fields, the same field lists), one probe reads the parents outside the
+-- batch (_batch_lineage), the INSERT _store_packet_envelope uses writes every packet (_insert_packets), one INSERT
 -- every new thread, one the embeddings (_batch_embeddings). It takes only batches it can write exactly as the envelope-by-envelope path
 -- would (returning NULL otherwise): no memory field beyond embeddings, parents before their children, no packet
 -- that exists already or repeats in the batch, no stated lineage.generation or root_packet_id. Any error it meets
@@ -886,7 +886,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
     -- Plain expressions rather than the raising field readers (a function call per field and envelope would
     -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
-    -- The fields and the contract's field lists are store_packet_envelope's (memsub.packet_fields,
+    -- The fields and the contract's field lists are _store_packet_envelope's (memsub.packet_fields,
     -- memsub._envelope_fields).
     select r.pos, r.e, r.stated_id, r.stated_time, coalesce(r.stated_id, gen_random_uuid()), r.e ->> 'packet_type',
            r.e -> 'payload', coalesce(r.stated_time, now()),
@@ -997,8 +997,8 @@ as $$
       ) r
 $$;
 comment on function memsub._batch_envelopes(jsonb, uuid, text, bigint, bigint, bigint, bigint, boolean) is
-    'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with '
-    'its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names '
+    'Internal to write_packets: every envelope of a batch read as _store_packet_envelope reads it, normalized, with '
+    'its packet id and clean = false where the set-based path must leave it to _store_packet_envelope (which names '
     'the field); p_vectors_apart: the memory.embeddings vectors are given apart, so each element holds JSON null '
     'or nothing in their place. Not granted to clients.';
 
@@ -1059,7 +1059,7 @@ begin
     -- The fields with their lineage and content hash.
     return array(select jsonb_populate_record(b, jsonb_build_object(
                             'generation', i.gen, 'root_packet_id', i.root,
-                            'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
+                            'content_hash', memsub._packet_content_hash(b.packet_type, b.payload, b.thread_id,
                                                                       b.parent_ids, b.scope, p_org, p_user,
                                                                       b.session_id, b.ts, b.stated_id)))
                    from unnest(p_batch) b
@@ -1083,7 +1083,7 @@ declare
     v_max_text bigint := memsub.limit_value('max_text_chars');
     v_max_json bigint := memsub.limit_value('max_json_bytes');
 begin
-    -- Plain expressions, as in _batch_envelopes, not the field readers fan_out_packet calls (about ten calls per
+    -- Plain expressions, as in _batch_envelopes, not the field readers _fan_out_packet calls (about ten calls per
     -- element, the vector's reader in a subtransaction of its own): where a reader would refuse an element, a cast
     -- fails or a column gets NULL or a value its constraint refuses, and the batch goes envelope by envelope, which
     -- names the element and field. The readers' rules:
@@ -1091,7 +1091,7 @@ begin
     --                   cosine norm (a vector's distance to itself is NaN exactly when it has none); given apart
     --                   (p_vectors), the element's vector is JSON null or absent and its p_vectors entry, after
     --                   the p_before[pos] entries of the envelopes before it, is not NULL;
-    --   chunk_index     fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
+    --   chunk_index     _fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
     --   embedding_type  one of memsub.embedding_types() (memory_embeddings_embedding_type_known);
     --   metadata        absent, or a JSON object;
     --   limits          embedding_type and chunk_text within max_text_chars, metadata within max_json_bytes, the
@@ -1175,7 +1175,7 @@ begin
        or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
         return null;
     end if;
-    -- 4. The one INSERT of packets store_packet_envelope uses, each new thread, the embeddings.
+    -- 4. The one INSERT of packets _store_packet_envelope uses, each new thread, the embeddings.
     v_inserted := memsub._insert_packets(v_batch, v_tenant, v_org, v_user);
     if v_inserted <> v_total then
         -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
@@ -1214,7 +1214,7 @@ begin
 end
 $$;
 comment on function memsub._write_packets_set(jsonb, vector[], integer[]) is
-    'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope '
+    'Internal to write_packets: writes a whole batch set-based when it can do so exactly as _store_packet_envelope '
     'would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the '
     'envelope-by-envelope path. p_vectors and p_before: the vectors given apart (memsub._batch_embeddings). Not '
     'granted to clients.';
@@ -1296,9 +1296,9 @@ begin
     -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
     -- canonical packet_id -> position of its first envelope.
     select coalesce(jsonb_object_agg(d.id, d.position), '{}') into batch_ids
-      from (select memsub.canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
+      from (select memsub._canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
               from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
-             where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null
+             where jsonb_typeof(e) = 'object' and memsub._canonical_uuid_text(e ->> 'packet_id') is not null
              group by 1) d;
     begin
         -- Parents inside the batch are written before their children: a depth-first walk in input order that
@@ -1321,11 +1321,11 @@ begin
                     if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
                        and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
                         for parent_idx in
-                            select (batch_ids ->> memsub.canonical_uuid_text(p))::integer
+                            select (batch_ids ->> memsub._canonical_uuid_text(p))::integer
                               from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids')
                                    with ordinality as x(p, o)
-                             where batch_ids ? memsub.canonical_uuid_text(p)
-                               and (batch_ids ->> memsub.canonical_uuid_text(p))::integer <> top
+                             where batch_ids ? memsub._canonical_uuid_text(p)
+                               and (batch_ids ->> memsub._canonical_uuid_text(p))::integer <> top
                              order by o desc
                         loop
                             if state[parent_idx] = 1 then
@@ -1344,7 +1344,7 @@ begin
                 end if;
                 continue when waits;
                 v_current := top;
-                results[top] := memsub.store_packet_envelope(
+                results[top] := memsub._store_packet_envelope(
                     envelope, top,
                     case when elements[top] > 0
                          then p_vectors[array_lower(p_vectors, 1) + before[top]

@@ -271,7 +271,7 @@ comment on function memsub.get_thread_with_vector_values(uuid, integer, bigint) 
     'client reads.';
 
 drop function if exists memsub.lineage_nodes(uuid[]);
-create or replace function memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])
+create or replace function memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[])
 returns table (tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamptz, parent_ids uuid[],
                thread_id uuid, generation integer, state text)
 language sql stable security invoker
@@ -287,7 +287,7 @@ as $$
       from memsub.packet_tombstones t
      where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
 $$;
-comment on function memsub.lineage_nodes(uuid, uuid[]) is
+comment on function memsub._lineage_nodes(uuid, uuid[]) is
     'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, '
     'live, expired or purged (from packet_tombstones). Not granted to clients.';
 
@@ -336,7 +336,7 @@ begin
     frontier := array[p_packet_id];
     visited := jsonb_build_object(p_packet_id, true);
     if p_direction = 'ancestors' then
-        parents := array(select p from memsub.lineage_nodes(start_tenant, frontier) c
+        parents := array(select p from memsub._lineage_nodes(start_tenant, frontier) c
                           cross join lateral unnest(c.parent_ids) as p);
     end if;
     -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
@@ -352,7 +352,7 @@ begin
             next_parents := '{}';
             for node in
                 select n.packet_id, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
-                  from memsub.lineage_nodes(start_tenant, parents) n
+                  from memsub._lineage_nodes(start_tenant, parents) n
                  where not visited ? n.packet_id::text
                  order by n."timestamp", n.packet_id
             loop
@@ -395,7 +395,7 @@ begin
             return query
                 select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation,
                        n.state
-                  from memsub.lineage_nodes(start_tenant, frontier) n
+                  from memsub._lineage_nodes(start_tenant, frontier) n
                  order by n."timestamp", n.packet_id;
         end if;
     end loop;
@@ -410,13 +410,13 @@ comment on function memsub.get_lineage(uuid, text, integer) is
     'passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their '
     'lineage skeleton.';
 alter function memsub.get_lineage(uuid, text, integer) owner to memsub_expiry_owner;
-alter function memsub.lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;
+alter function memsub._lineage_nodes(uuid, uuid[]) owner to memsub_expiry_owner;
 
 -- Packets referenced by the rows of other areas ----------------------------------------------------------------
 -- Events, traces, facts, relationships, embeddings and the other rows that name a packet take it through
--- memsub.visible_packet: a packet the caller cannot see is indistinguishable from a missing one (23503).
+-- memsub._visible_packet: a packet the caller cannot see is indistinguishable from a missing one (23503).
 
-create or replace function memsub.visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
+create or replace function memsub._visible_packet(p_packet_id uuid, p_field text) returns memsub.packet_store
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -435,10 +435,10 @@ begin
     return found_packet;
 end
 $$;
-comment on function memsub.visible_packet(uuid, text) is
+comment on function memsub._visible_packet(uuid, text) is
     'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
 
-create or replace function memsub.require_shared_packet(p_packet memsub.packet_store, p_field text)
+create or replace function memsub._require_shared_packet(p_packet memsub.packet_store, p_field text)
 returns memsub.packet_store
 language plpgsql immutable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -453,6 +453,6 @@ begin
     return p_packet;
 end
 $$;
-comment on function memsub.require_shared_packet(memsub.packet_store, text) is
+comment on function memsub._require_shared_packet(memsub.packet_store, text) is
     'Refuses (22023) a cursor or l-private packet as the source of what others read: tenant-wide knowledge (facts, '
     'relationships), and organization-wide reflections and summaries.';

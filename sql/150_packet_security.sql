@@ -2,9 +2,9 @@
 --
 -- Row-level security and privileges of the packet area (packet_store, packet_threads, packet_tombstones).
 
-call memsub.install_row_security('memsub.packet_store', array['org', 'user']);
-call memsub.install_row_security('memsub.packet_threads', array[]::text[]);
-call memsub.install_row_security('memsub.packet_tombstones', array['org', 'user']);
+call memsub._install_row_security('memsub.packet_store', array['org', 'user']);
+call memsub._install_row_security('memsub.packet_threads', array[]::text[]);
+call memsub._install_row_security('memsub.packet_tombstones', array['org', 'user']);
 
 -- Expiry is honoured on every read: a packet whose ttl has passed is invisible to every role and function,
 -- direct SELECT included, until memsub.purge_expired() removes it. The one exception is memsub_expiry_owner,

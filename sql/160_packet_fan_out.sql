@@ -3,7 +3,7 @@
 -- The data flow of seed 000: a packet's payload fans out into the layer tables, in the packet's transaction.
 --
 -- The payload is free (seed 004, invariant 3): memsub never reads meaning into it. A writer asks for fan-out
--- with the envelope's own `memory` field, and memsub.write_packet(s) calls memsub.fan_out_packet() with it for
+-- with the envelope's own `memory` field, and memsub.write_packet(s) calls memsub._fan_out_packet() with it for
 -- every newly stored packet (not for a deduplicated one). Keys of `memory` (docs/layers.md):
 --   facts          [{subject, predicate, object, confidence?}]                     -> knowledge_facts
 --   relationships  [{source_entity, relationship_type, target_entity, confidence?}] -> entity_relationships
@@ -16,7 +16,7 @@
 drop function if exists memsub.fan_out_packet(uuid, jsonb, double precision, text);
 drop function if exists memsub.fan_out_packet(uuid, jsonb, text, double precision, text);
 drop function if exists memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text);
-create or replace function memsub.fan_out_packet(
+create or replace function memsub._fan_out_packet(
     p_packet             memsub.packet_fields,
     p_tenant             uuid,
     p_org                uuid,
@@ -170,7 +170,7 @@ begin
     return v_written;
 end
 $$;
-comment on function memsub.fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text, vector[]) is
+comment on function memsub._fan_out_packet(memsub.packet_fields, uuid, uuid, uuid, double precision, text, vector[]) is
     'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, '
     'reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in '
     'p_tenant; p_vectors: the vectors of memory.embeddings given apart, or NULL when they are in the envelope) and '

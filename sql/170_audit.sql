@@ -24,7 +24,7 @@ create or replace function memsub._actor_seal(p_agent text, p_task text) returns
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
-    select pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', 'actor',
+    select pg_catalog.encode(memsub._context_mac('seal', pg_catalog.concat_ws('|', 'actor',
                pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.context_seal', true)),
                pg_catalog.quote_nullable(p_agent), pg_catalog.quote_nullable(p_task))), 'hex')
 $$;
@@ -59,7 +59,7 @@ comment on function memsub._current_actor() is
     'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming '
     'agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in '
     'the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and '
-    'memsub.audit_record.';
+    'memsub._audit_record.';
 
 create or replace function memsub.current_agent_id() returns uuid
 language sql stable security definer parallel safe
@@ -115,7 +115,7 @@ comment on function memsub.set_actor(uuid, bigint) is
     'needs set_actor again.';
 
 drop function if exists memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid);
-create or replace function memsub.audit_record(
+create or replace function memsub._audit_record(
     p_operation       text,
     p_session_id      text    default null,
     p_task_id         bigint  default null,
@@ -148,7 +148,7 @@ begin
     return v_id;
 end
 $$;
-comment on function memsub.audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid, uuid) is
+comment on function memsub._audit_record(text, text, bigint, uuid, text, text, integer, jsonb, uuid, uuid) is
     'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). '
     'p_tenant_id: the context tenant when the caller has already checked it (memsub._require_tenant_id), which '
     'spares a second check of the context''s seal; the tenant policy of memsub.audit checks the row''s tenant '
@@ -156,7 +156,7 @@ comment on function memsub.audit_record(text, text, bigint, uuid, text, text, in
 
 -- Audit rows are readable by the user who caused them (and by admins), so key names of one user's memory do
 -- not leak to another user of the tenant through the audit trail.
-call memsub.install_row_security('memsub.audit', array['org']);
+call memsub._install_row_security('memsub.audit', array['org']);
 
 drop policy if exists audit_actor_visibility on memsub.audit;
 create policy audit_actor_visibility on memsub.audit as restrictive for all to public

@@ -5,7 +5,7 @@
 -- Writes follow the packet writes: SECURITY DEFINER functions owned by memsub_owner, bound by forced row-level
 -- security, writing under the caller's tenant context. A referenced packet must be visible to the caller
 -- (another tenant's or another user's private packet is indistinguishable from a missing one: 23503,
--- memsub.visible_packet). Rows linked to a packet take the packet's identity, scope and expiry, so they are
+-- memsub._visible_packet). Rows linked to a packet take the packet's identity, scope and expiry, so they are
 -- exactly as visible as the packet.
 
 create or replace function memsub.record_event(
@@ -20,7 +20,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
-    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet memsub.packet_store := memsub._visible_packet(p_packet_id, 'packet_id');
     v_event  memsub.agent_memory_events;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -67,7 +67,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
-    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet memsub.packet_store := memsub._visible_packet(p_packet_id, 'packet_id');
     v_trace  memsub.reasoning_traces;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -110,8 +110,8 @@ comment on function memsub.record_reasoning_trace(text, uuid, jsonb, jsonb, json
     'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), '
     'optionally for a visible packet whose identity, scope and expiry it takes.';
 
-call memsub.install_row_security('memsub.agent_memory_events', array['org', 'user']);
-call memsub.install_row_security('memsub.reasoning_traces', array['org', 'user']);
+call memsub._install_row_security('memsub.agent_memory_events', array['org', 'user']);
+call memsub._install_row_security('memsub.reasoning_traces', array['org', 'user']);
 
 -- Expiry is honoured on every read, like the packets' (sql/150_packet_security.sql): a row derived from a packet
 -- carries the packet's ttl and is never read once it has passed; purge_expired() (memsub_expiry_owner, the one

@@ -119,7 +119,7 @@ comment on function memsub._forget_accesses(text, uuid[], uuid[]) is
 grant delete on memsub.memory_access_log to memsub_retrieval_owner;
 grant execute on function memsub._forget_accesses(text, uuid[], uuid[]) to memsub_expiry_owner;
 
-call memsub.install_row_security('memsub.memory_access_log', array['org', 'user']);
+call memsub._install_row_security('memsub.memory_access_log', array['org', 'user']);
 
 grant select on memsub.memory_access_log to memsub_app, memsub_analyst;
 grant execute on function

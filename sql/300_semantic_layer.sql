@@ -71,7 +71,7 @@ begin
         raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
             using errcode = '22023', column = 'chunk_index';
     end if;
-    v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet := memsub._visible_packet(p_packet_id, 'packet_id');
     insert into memsub.memory_embeddings as e (
         packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -259,8 +259,8 @@ comment on function memsub.search_semantic_memory(vector, integer, text, text) i
     'for a bigger set; exact always scans exactly (recall 1); approximate always walks. A walk that finds fewer '
     'rows than it should is followed by the exact scan; method says which one answered.';
 
-call memsub.install_row_security('memsub.semantic_memory', array['org', 'user']);
-call memsub.install_row_security('memsub.memory_embeddings', array['org', 'user']);
+call memsub._install_row_security('memsub.semantic_memory', array['org', 'user']);
+call memsub._install_row_security('memsub.memory_embeddings', array['org', 'user']);
 -- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/150_packet_security.sql).
 drop policy if exists not_expired on memsub.memory_embeddings;
 create policy not_expired on memsub.memory_embeddings as restrictive for select to public

@@ -198,7 +198,7 @@ comment on function memsub._record_accesses_on_request(text, uuid[], double prec
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
 -- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, text, integer, integer);
-call memsub.install_row_security('memsub.search_stats', array[]::text[]);
+call memsub._install_row_security('memsub.search_stats', array[]::text[]);
 comment on column memsub.search_stats.ef_search is
     'hnsw.ef_search the recall was measured at: the smallest one tried, from the derived one up, at which the '
     'recall''s lower bound (recall_bound) reached 0.95, or the largest one tried when none did (NULL: not '

@@ -18,7 +18,7 @@
 -- (and counts) rows of every organization and user, those the caller cannot read included, and is tenant
 -- maintenance: it needs a tenant_admin or platform_admin context, as memsub.consolidate_memories does, and is
 -- granted to memsub_tenant_admin, not to memsub_app (`memsub maintain` runs it per tenant). Concurrent calls for
--- one tenant queue on a maintenance lock (memsub.take_maintenance_lock); each access and feedback is marked learned in the same
+-- one tenant queue on a maintenance lock (memsub._take_maintenance_lock); each access and feedback is marked learned in the same
 -- transaction, so none is counted twice. An access keeps the feedback learned (learned_was_useful): feedback is
 -- learned again only when it ends different from that, so feedback changed and changed back between two runs is
 -- not learned twice.
@@ -103,8 +103,8 @@ begin
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;
-    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub.take_maintenance_lock).
-    perform memsub.take_maintenance_lock('learn_importance', v_tenant::text);
+    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub._take_maintenance_lock).
+    perform memsub._take_maintenance_lock('learn_importance', v_tenant::text);
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
@@ -250,7 +250,7 @@ comment on function memsub._importance_step(double precision, bigint, bigint, bi
 alter function memsub.learn_importance(double precision, double precision, interval, double precision, interval)
     owner to memsub_retrieval_owner;
 
-call memsub.install_row_security('memsub.importance_learning_runs', array[]::text[]);
+call memsub._install_row_security('memsub.importance_learning_runs', array[]::text[]);
 
 -- The grant alone let a member of memsub_tenant_admin read the runs in any context of its tenant, and one bound
 -- to an organization gets no other (set_context refuses it the tenant_admin role): it read the whole tenant's

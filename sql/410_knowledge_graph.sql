@@ -144,7 +144,7 @@ begin
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
     perform memsub._check_stored_time(p_seen_at, 'seen_at');
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
@@ -218,7 +218,7 @@ comment on function memsub.graph_neighbors(text, integer, integer) is
     'at most limit edges in all. A walk that would read more than the max_walk_edges limit of edges, all hops '
     'together, is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
-call memsub.install_row_security('memsub.entity_relationships', array[]::text[]);
+call memsub._install_row_security('memsub.entity_relationships', array[]::text[]);
 -- Expiry is honoured on every read (sql/150_packet_security.sql): a window whose observing packets have all
 -- expired is never read.
 call memsub._install_expiry_policy('memsub.entity_relationships',
@@ -269,11 +269,11 @@ begin
     end if;
     v_object_norm := memsub._normalize_json_value(p_object);
     perform memsub._check_key_bytes('subject', v_subject_norm, 'predicate', v_predicate, 'object', v_object_norm);
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
     -- contradiction counting see every committed assertion whatever the concurrency.
-    perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+    perform memsub._take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
     -- An expired fact is gone for every reader: asserting it again starts it afresh.
     perform memsub._drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
@@ -330,7 +330,7 @@ comment on function memsub.assert_fact(text, text, jsonb, double precision, uuid
     'asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted '
     'again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
 
-call memsub.install_row_security('memsub.knowledge_facts', array[]::text[]);
+call memsub._install_row_security('memsub.knowledge_facts', array[]::text[]);
 
 -- Expiry is honoured on every read, like the packets' (sql/150_packet_security.sql).
 call memsub._install_expiry_policy('memsub.knowledge_facts',

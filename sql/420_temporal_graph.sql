@@ -149,7 +149,7 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
     v_period := tstzrange(v_from, p_valid_until, '[)');
@@ -282,10 +282,10 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
-    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
-                                         || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
+    perform memsub._take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
+                                          || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
     -- The source is matched as its entity (name or alias), the target by its matching form.
     v_sources := memsub._entity_keys(v_source);
     v_targets := memsub._entity_keys(v_target);

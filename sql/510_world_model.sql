@@ -259,10 +259,10 @@ comment on function memsub.world_model_state_at(uuid) is
     'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities). '
     'NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
 
-call memsub.install_row_security('memsub.world_model_state', array[]::text[]);
-call memsub.install_row_security('memsub.world_model_entities', array[]::text[]);
-call memsub.install_row_security('memsub.world_model_updates', array[]::text[]);
-call memsub.install_row_security('memsub.world_model_snapshots', array[]::text[]);
+call memsub._install_row_security('memsub.world_model_state', array[]::text[]);
+call memsub._install_row_security('memsub.world_model_entities', array[]::text[]);
+call memsub._install_row_security('memsub.world_model_updates', array[]::text[]);
+call memsub._install_row_security('memsub.world_model_snapshots', array[]::text[]);
 
 grant select on memsub.world_model_state, memsub.world_model_entities, memsub.world_model_updates,
     memsub.world_model_snapshots

@@ -44,7 +44,7 @@ begin
     end if;
     -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
     -- l-private packet's id and routing agent to every other user of it.
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -148,7 +148,7 @@ comment on function memsub.record_task_reflection(text, text, text, text[], text
     'Records what was learned from a task (one row per task_id and tenant; a later reflection on the same task '
     'replaces the earlier one). A task of another organization of the tenant raises 42501.';
 
-call memsub.install_row_security('memsub.reflection_store', array['org']);
+call memsub._install_row_security('memsub.reflection_store', array['org']);
 -- Expiry is honoured on every read (sql/150_packet_security.sql): an expired reflection is never read;
 -- purge_expired() deletes it.
 drop policy if exists not_expired on memsub.reflection_store;
@@ -158,7 +158,7 @@ create policy not_expired on memsub.reflection_store as restrictive for select t
 comment on policy not_expired on memsub.reflection_store is
     'A reflection whose expires_at (at the latest its source packet''s ttl) has passed is never read (only '
     'memsub_expiry_owner, for purging, sees it).';
-call memsub.install_row_security('memsub.task_reflections', array['org']);
+call memsub._install_row_security('memsub.task_reflections', array['org']);
 
 grant select on memsub.reflection_store, memsub.task_reflections to memsub_app, memsub_analyst;
 grant execute on function

@@ -63,7 +63,7 @@ begin
             using errcode = '23503', column = 'source_packet_ids';
     end if;
     -- A summary is read by its whole organization, with its packets' ids: it summarizes shared packets only.
-    perform memsub.require_shared_packet(s, 'source_packet_ids')
+    perform memsub._require_shared_packet(s, 'source_packet_ids')
        from memsub.packet_store s
       where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared';
     -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
@@ -120,7 +120,7 @@ comment on function memsub.summaries_due(timestamptz, integer) is
     'Summaries due for regeneration: the newest visible summary of each scope (of each tenant and organization) '
     'whose valid_until has passed (as of the given time), oldest first.';
 
-call memsub.install_row_security('memsub.memory_summaries', array['org']);
+call memsub._install_row_security('memsub.memory_summaries', array['org']);
 
 grant select on memsub.memory_summaries to memsub_app, memsub_analyst;
 grant execute on function

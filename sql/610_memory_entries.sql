@@ -22,7 +22,7 @@
 -- range is an index condition on (tenant_id, namespace, ...); LIKE is not leakproof and would only filter a
 -- scan of the tenant's whole memory.
 
-create or replace function memsub.check_memory_address(p_namespace text, p_key text) returns void
+create or replace function memsub._check_memory_address(p_namespace text, p_key text) returns void
 language plpgsql immutable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -50,7 +50,7 @@ begin
     end if;
 end
 $$;
-comment on function memsub.check_memory_address(text, text) is
+comment on function memsub._check_memory_address(text, text) is
     'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
 
 create or replace function memsub._memory_namespace_writable(p_namespace text) returns boolean
@@ -91,7 +91,7 @@ drop function if exists memsub.store_memory_version(text, text, jsonb, text, jso
                                                      jsonb, text);
 drop function if exists memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text,
                                                      jsonb, text, vector);
-create or replace function memsub.store_memory_version(
+create or replace function memsub._store_memory_version(
     p_namespace        text,
     p_key              text,
     p_value            jsonb,
@@ -127,9 +127,9 @@ begin
     -- pile up subtransactions.
     if p_check_version and not p_in_snapshot and current_setting('transaction_isolation') <> 'read committed' then
         begin
-            return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                               p_expected_version, true, p_delete, p_operation, p_details,
-                                               p_session_id, p_embedding, p_in_snapshot => true);
+            return memsub._store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                                p_expected_version, true, p_delete, p_operation, p_details,
+                                                p_session_id, p_embedding, p_in_snapshot => true);
         exception
             when serialization_failure then
                 get stacked diagnostics v_column = column_name;
@@ -151,7 +151,7 @@ begin
                                       'session_id', p_session_id),
             memsub._check_limits(array[pg_column_size(p_value), pg_column_size(p_metadata)], 'max_json_bytes',
                                  array['value', 'metadata']);
-    perform memsub.check_memory_address(p_namespace, p_key);
+    perform memsub._check_memory_address(p_namespace, p_key);
     if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
         raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
             coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
@@ -231,14 +231,14 @@ begin
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
            and m.version < v_row.version and not m.is_deleted;
     end if;
-    perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
+    perform memsub._audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
         p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
         p_details => coalesce(p_details, '{}')
                      || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
     return v_row;
 end
 $$;
-comment on function memsub.store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text, vector, boolean) is
+comment on function memsub._store_memory_version(text, text, jsonb, text, jsonb, integer, boolean, boolean, text, jsonb, text, vector, boolean) is
     'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with '
     'p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when '
     'p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is '
@@ -271,9 +271,9 @@ begin
     end if;
     -- The embedding goes into the version's row as it is inserted: an update after it would write the row twice
     -- (a second entry in every index, a dead row for vacuum).
-    return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                       p_expected_version, true, false, 'memory_write', '{}',
-                                       p_embedding => p_embedding);
+    return memsub._store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                        p_expected_version, true, false, 'memory_write', '{}',
+                                        p_embedding => p_embedding);
 end
 $$;
 comment on function memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector) is
@@ -296,8 +296,8 @@ begin
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
     end if;
-    return memsub.store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
-                                       true, true, 'memory_delete', '{}');
+    return memsub._store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
+                                        true, true, 'memory_delete', '{}');
 end
 $$;
 comment on function memsub.memory_delete(text, text, integer) is
@@ -573,7 +573,7 @@ comment on function memsub.memory_search(text, vector, integer, text, integer) i
 
 -- Visibility follows the namespace, not the organization: namespaces are tenant-wide names (the unique key is
 -- (tenant_id, namespace, key, version)), so org_id is provenance only.
-call memsub.install_row_security('memsub.memory_entries', array[]::text[]);
+call memsub._install_row_security('memsub.memory_entries', array[]::text[]);
 
 drop policy if exists namespace_visibility on memsub.memory_entries;
 create policy namespace_visibility on memsub.memory_entries as restrictive for all to public

@@ -77,7 +77,7 @@ begin
         perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
     -- One consolidation job per tenant at a time.
-    perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);
+    perform memsub._take_maintenance_lock('consolidate_memories', v_tenant::text);
 
     for v_conflict in
         select m.namespace, m.key, array_agg(m.version order by m.version) as versions,
@@ -117,7 +117,7 @@ begin
                for update;
             -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
             -- makes the write stale, and the key is left for the next run.
-            v_row := memsub.store_memory_version(
+            v_row := memsub._store_memory_version(
                 v_conflict.namespace, v_conflict.key, v_value, v_conflict.memory_type,
                 v_live.metadata
                     || jsonb_build_object('consolidated_from', to_jsonb(v_conflict.ids), 'strategy', p_strategy),

@@ -128,7 +128,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
-    perform memsub.check_memory_address(p_namespace, p_key);
+    perform memsub._check_memory_address(p_namespace, p_key);
     perform memsub._check_half_life(p_half_life);
     if not memsub._memory_namespace_writable(p_namespace) then
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
@@ -145,7 +145,7 @@ begin
      where m.tenant_id = v_tenant and m.id = v_entry.id
     returning m.* into v_entry;
     -- An access changes the entry: audited like every memory operation (sql/170_audit.sql).
-    perform memsub.audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
+    perform memsub._audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
         p_namespace => p_namespace, p_key => p_key, p_version => v_entry.version, p_tenant_id => v_tenant,
         p_details => jsonb_build_object('decay_weight', v_entry.decay_weight, 'half_life', p_half_life::text));
     return v_entry;
@@ -177,7 +177,7 @@ begin
     end if;
     perform memsub._check_half_life(p_half_life);
     -- One maintenance run per tenant at a time.
-    perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
+    perform memsub._take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
         select m.namespace, m.key
           from memsub.memory_entries m
@@ -204,7 +204,7 @@ begin
         if score >= p_threshold then
             update memsub.memory_entries m set short_term = false, promoted_at = now()
              where m.tenant_id = v_tenant and m.id = v_entry.id;
-            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_entry.id,
+            perform memsub._audit_record('memory_promote', p_memory_entry_id => v_entry.id,
                 p_namespace => v_entry.namespace, p_key => v_entry.key, p_version => v_entry.version,
                 p_tenant_id => v_tenant,
                 p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_entry.importance,

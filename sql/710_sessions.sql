@@ -74,7 +74,7 @@ comment on function memsub._session_lookup(text, text, text) is
     'termination); raises p_errcode naming session_id when there is none (P0002, or 23503 where the caller only '
     'refers to the session).';
 
-create or replace function memsub.require_active_session(p_session memsub.sessions) returns void
+create or replace function memsub._require_active_session(p_session memsub.sessions) returns void
 language plpgsql immutable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -85,10 +85,10 @@ begin
     end if;
 end
 $$;
-comment on function memsub.require_active_session(memsub.sessions) is
+comment on function memsub._require_active_session(memsub.sessions) is
     'Internal: raises 55000 naming session_id unless the session is active.';
 
-create or replace function memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text)
+create or replace function memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text)
 returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -136,7 +136,7 @@ begin
     end loop;
 end
 $$;
-comment on function memsub.check_state_delta(memsub.sessions, jsonb, text) is
+comment on function memsub._check_state_delta(memsub.sessions, jsonb, text) is
     'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: '
     'key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 '
     'characters; 42501 for another session''s or user''s key or an app:/project: key).';
@@ -187,7 +187,7 @@ begin
     end if;
     v_session.id := coalesce(p_session_id, gen_random_uuid()::text);
     v_session.user_id := memsub.current_user_id();
-    perform memsub.check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
+    perform memsub._check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
 
     insert into memsub.sessions as s (tenant_id, id, org_id, user_id, project_id, app_name, state)
     values (v_tenant, v_session.id, memsub.current_org_id(), memsub.current_user_id(), p_project_id, p_app_name,
@@ -198,7 +198,7 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
-    perform memsub.audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
 end
@@ -223,13 +223,13 @@ begin
             memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
                                  array['event', 'state_delta']);
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
             using errcode = '22023', column = 'event';
     end if;
     if p_state_delta is not null then
-        perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+        perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
     end if;
     -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
     -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
@@ -242,7 +242,7 @@ begin
     insert into memsub.session_events (tenant_id, session_id, position, org_id, user_id, event)
     values (v_session.tenant_id, v_session.id, v_session.event_count - 1, v_session.org_id, v_session.user_id,
             p_event);
-    perform memsub.audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('event_index', v_session.event_count - 1,
                                         'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
@@ -265,13 +265,13 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
-    perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    perform memsub._require_active_session(v_session);
+    perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
        set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
@@ -291,14 +291,14 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id);
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
     update memsub.sessions s
        set state = s.state - v_dropped, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
     return v_session;
 end
@@ -358,7 +358,7 @@ begin
     -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
     -- which share the session before they lock a task of it, find it terminated once they may go on.
     v_session := memsub._session_lookup(p_session_id, 'update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
     -- see blocks it in any case (the caller may not cancel it).
@@ -384,16 +384,16 @@ begin
                and t.status <> all(memsub.task_final_statuses())
             returning t.id)
         select coalesce(array_agg(c.id order by c.id), '{}') into v_open from cancelled c;
-        perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
-                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
-                                    p_tenant_id => v_session.tenant_id)
+        perform memsub._audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
+                                     p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
+                                     p_tenant_id => v_session.tenant_id)
            from unnest(v_open) as o(id);
     end if;
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
     for v_key, v_value in
         select e.k, e.v from jsonb_each(v_session.state) as e(k, v) where e.k like 'user:%' order by e.k
     loop
-        perform memsub.store_memory_version(
+        perform memsub._store_memory_version(
             regexp_replace(v_key, ':[^:]*$', ''), substring(v_key from '[^:]*$'), v_value, p_memory_type,
             jsonb_build_object('source', 'session_terminate', 'session_id', v_session.id),
             null, false, false, 'memory_write',
@@ -404,7 +404,7 @@ begin
        set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
                                         'memory_type', p_memory_type));
     return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
@@ -431,7 +431,7 @@ begin
             using errcode = '42501', column = 'session_id';
     end if;
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
@@ -480,7 +480,7 @@ comment on function memsub.session_get_events(text, integer, integer) is
     'the session does not exist or the context cannot see it.';
 
 -- A session is visible to its user, to the context naming it, and to admins.
-call memsub.install_row_security('memsub.sessions', array['org']);
+call memsub._install_row_security('memsub.sessions', array['org']);
 
 drop policy if exists session_access on memsub.sessions;
 create policy session_access on memsub.sessions as restrictive for all to public
@@ -490,7 +490,7 @@ create policy session_access on memsub.sessions as restrictive for all to public
 comment on policy session_access on memsub.sessions is
     'A session is visible to its user and to the context whose session_id names it; admins pass.';
 
-call memsub.install_row_security('memsub.session_events', array['org']);
+call memsub._install_row_security('memsub.session_events', array['org']);
 
 drop policy if exists session_event_access on memsub.session_events;
 create policy session_event_access on memsub.session_events as restrictive for all to public

@@ -66,7 +66,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
+        perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -77,7 +77,7 @@ begin
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
-    perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
     return v_task;
@@ -107,11 +107,11 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
+    perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
-    perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
     return v_task;
@@ -161,7 +161,7 @@ begin
            completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
-    perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('from', v_before, 'to', p_status));
     return v_task;
@@ -200,12 +200,12 @@ begin
     -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
     -- no more work.
     if v_session is not null then
-        perform memsub.require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
+        perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
-    perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+    perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
         p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
     return v_agent;
@@ -215,8 +215,8 @@ comment on function memsub.agent_spawn(text, bigint, text, jsonb) is
     'Spawns an agent for a task, in the given session or else the task''s session, which must be active (23503 '
     'naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
 
-call memsub.install_row_security('memsub.tasks', array['org']);
-call memsub.install_row_security('memsub.agents', array['org']);
+call memsub._install_row_security('memsub.tasks', array['org']);
+call memsub._install_row_security('memsub.agents', array['org']);
 
 grant select on memsub.tasks, memsub.agents to memsub_app, memsub_analyst;
 grant execute on function

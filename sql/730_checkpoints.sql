@@ -61,7 +61,7 @@ begin
             memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
-    perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+    perform memsub._audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'label', p_label));
@@ -91,7 +91,7 @@ begin
          where s.tenant_id = v_tenant and s.id = v_checkpoint.session_id and s.status = 'active';
         v_restored := found;
     end if;
-    perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+    perform memsub._audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_task_id => v_checkpoint.task_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
@@ -103,7 +103,7 @@ comment on function memsub.checkpoint_restore(uuid) is
     'Restores a checkpoint: returns it (its state is the task state to resume from) and puts its saved session '
     'state back into the session if that session is still active. Audited as checkpoint_restore.';
 
-call memsub.install_row_security('memsub.checkpoints', array['org']);
+call memsub._install_row_security('memsub.checkpoints', array['org']);
 
 -- A checkpoint's copy of its session's state is that session's: a checkpoint holding one is visible where the
 -- session is (its user, the context naming it, admins: sessions' own policies decide, through the subquery).

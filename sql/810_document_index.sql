@@ -23,7 +23,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_latest memsub.document_index;
 begin
-    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || p_file_path);
+    perform memsub._take_maintenance_lock('document_ingest', v_tenant::text || ':' || p_file_path);
     select d.* into v_latest from memsub.document_index d
      where d.tenant_id = v_tenant and d.file_path = p_file_path and d.is_latest;
     if found and v_latest.org_id is distinct from memsub.current_org_id() then
@@ -152,7 +152,7 @@ begin
     v_entry.file_path := v_path;
     v_entry.metadata := p_metadata;
     v_entry := memsub._document_index_write(v_entry);
-    perform memsub.audit_record('document_index_put',
+    perform memsub._audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', v_path,
                                         'dimensions', cardinality(p_embedding)));
     return query select v_entry.id, v_entry.file_path, v_entry.embedding::real[], v_entry.metadata,
@@ -180,7 +180,7 @@ comment on function memsub.document_index_get(text) is
     'The latest version of a file path''s document index entry, if the caller may see it. The path matches in '
     'either Unicode composition (compared composed, NFC, as stored).';
 
-call memsub.install_row_security('memsub.document_index', array['org']);
+call memsub._install_row_security('memsub.document_index', array['org']);
 
 grant select on memsub.document_index to memsub_app, memsub_analyst;
 grant execute on function memsub.document_index_put(text, double precision[], jsonb) to memsub_app;

@@ -12,9 +12,9 @@
 --     memory_embeddings find chunks; document_index.embedding becomes the mean of the chunk vectors;
 --   * each chunk with a vector is linked both ways to the nearest chunks of other latest documents (neighbors).
 -- Chunks are contiguous character spans covering the extracted text exactly; the function checks that.
--- Calls for one path are serialized by a maintenance lock (memsub.take_maintenance_lock).
+-- Calls for one path are serialized by a maintenance lock (memsub._take_maintenance_lock).
 
-create or replace function memsub.check_document_chunks(p_chunks jsonb, p_text text) returns integer
+create or replace function memsub._check_document_chunks(p_chunks jsonb, p_text text) returns integer
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, public, pg_temp
 as $$
@@ -67,7 +67,7 @@ begin
     return jsonb_array_length(p_chunks);
 end
 $$;
-comment on function memsub.check_document_chunks(jsonb, text) is
+comment on function memsub._check_document_chunks(jsonb, text) is
     'Internal: checks that chunks are contiguous spans {start_char, end_char, page?, embedding?} covering the text '
     'exactly, with vectors of the installation''s dimension; raises 22023 naming the element. Returns the count.';
 
@@ -147,7 +147,7 @@ begin
         raise exception 'field "neighbor_max_distance" must be a cosine distance between 0 and 2'
             using errcode = '22023', column = 'neighbor_max_distance';
     end if;
-    v_chunks := memsub.check_document_chunks(p_chunks, p_text);
+    v_chunks := memsub._check_document_chunks(p_chunks, p_text);
 
     v_latest := memsub._document_path_latest(v_path);
 
@@ -216,11 +216,11 @@ begin
     if v_embedded > 0 then
         perform memsub._document_set_mean_vector(v_id);
         if p_neighbor_count > 0 then
-            perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
+            perform memsub._link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
     end if;
 
-    perform memsub.audit_record('document_ingest',
+    perform memsub._audit_record('document_ingest',
         p_details => jsonb_build_object('document_id', v_id, 'file_path', v_path, 'version', v_version,
                                         'hash', p_hash, 'previous_id', v_latest.id, 'chunks', v_chunks,
                                         'embedded', v_embedded));
@@ -311,10 +311,10 @@ begin
     if v_embedded > 0 then
         perform memsub._document_set_mean_vector(p_document_id);
         if coalesce(p_neighbor_count, 0) > 0 then
-            perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
+            perform memsub._link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
     end if;
-    perform memsub.audit_record('document_ingest',
+    perform memsub._audit_record('document_ingest',
         p_details => jsonb_build_object('document_id', p_document_id, 'file_path', v_document.file_path,
                                         'version', v_document.version, 'embedded', v_embedded));
     return v_embedded;
@@ -372,7 +372,7 @@ comment on function memsub._document_chunks_unlink(uuid) is
 grant select, update (neighbors) on memsub.document_chunks to memsub_retrieval_owner;
 grant execute on function memsub._document_chunks_unlink(uuid) to memsub_owner;
 
-create or replace function memsub.link_document_chunks(
+create or replace function memsub._link_document_chunks(
     p_document_id  uuid,
     p_count        integer          default 3,
     p_max_distance double precision default 0.5
@@ -434,7 +434,7 @@ begin
     return v_links;
 end
 $$;
-comment on function memsub.link_document_chunks(uuid, integer, double precision) is
+comment on function memsub._link_document_chunks(uuid, integer, double precision) is
     'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at '
     'most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). '
     'A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an '
@@ -465,7 +465,7 @@ as $$
 $$;
 comment on function memsub.document_chunks_of(uuid) is 'The chunks of a document version, in order, if the caller may see them.';
 
-call memsub.install_row_security('memsub.document_chunks', array['org']);
+call memsub._install_row_security('memsub.document_chunks', array['org']);
 
 grant select on memsub.document_chunks to memsub_app, memsub_analyst;
 grant execute on function
@@ -482,7 +482,7 @@ grant execute on function
 -- A packet is stored in chunks when it has chunk vectors (memory_embeddings.chunk_index 1..n) or is a document
 -- version with chunks (memsub.document_ingest sets the document's count, which may exceed its vectors).
 
-create or replace function memsub.count_packet_chunks() returns trigger
+create or replace function memsub._count_packet_chunks() returns trigger
 language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -500,7 +500,7 @@ begin
     return null;
 end
 $$;
-comment on function memsub.count_packet_chunks() is
+comment on function memsub._count_packet_chunks() is
     'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a '
     'packet and sets is_chunked.';
 
@@ -508,6 +508,6 @@ drop trigger if exists memory_embeddings_count_chunks on memsub.memory_embedding
 create trigger memory_embeddings_count_chunks
     after insert on memsub.memory_embeddings
     referencing new table as added
-    for each statement execute function memsub.count_packet_chunks();
+    for each statement execute function memsub._count_packet_chunks();
 comment on trigger memory_embeddings_count_chunks on memsub.memory_embeddings is
     'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';

@@ -8,10 +8,10 @@
 -- the context tenant themselves: the permissive policies (tenant or platform admin) are never an index
 -- condition, the explicit `tenant_id = tenant` is (docs/decisions.md, "Retrieval under row-level security").
 
-call memsub.install_row_security('memsub.langgraph_checkpoints', array['org']);
-call memsub.install_row_security('memsub.langgraph_checkpoint_writes', array['org']);
+call memsub._install_row_security('memsub.langgraph_checkpoints', array['org']);
+call memsub._install_row_security('memsub.langgraph_checkpoint_writes', array['org']);
 
-create or replace function memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean)
+create or replace function memsub._langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean)
 returns text
 language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
@@ -26,7 +26,7 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.langgraph_check_text(text, text, boolean) is
+comment on function memsub._langgraph_check_text(text, text, boolean) is
     'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed), 54000 when '
     'it is longer than max_id_bytes (the rows are keyed by it).';
 
@@ -70,7 +70,7 @@ begin
         end if;
         exit when not p_write or v_new is null or v_pass = 2;
         -- New threads, locked in order (a row lock only memsub's owner roles can take), then looked at again.
-        perform memsub.take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
+        perform memsub._take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
            from unnest(v_new) as n(id)
           order by n.id;
     end loop;
@@ -101,10 +101,10 @@ as $$
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
-    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_type, 'checkpoint_type', false);
+    perform memsub._langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub._langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_type, 'checkpoint_type', false);
     if p_checkpoint is null then
         raise exception 'memsub.langgraph_checkpoint_put: checkpoint must not be null'
             using errcode = '23502', column = 'checkpoint';
@@ -151,10 +151,10 @@ declare
     n       integer := coalesce(cardinality(p_idx), 0);
     written integer;
 begin
-    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
-    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
-    perform memsub.langgraph_check_text(p_task_id, 'task_id', false);
+    perform memsub._langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub._langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub._langgraph_check_text(p_task_id, 'task_id', false);
     if coalesce(cardinality(p_channels), 0) <> n or coalesce(cardinality(p_value_types), 0) <> n
        or coalesce(cardinality(p_values), 0) <> n then
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels, value_types and values must have '
@@ -336,8 +336,8 @@ declare
     tenant uuid := memsub._require_tenant_id();
     copied integer;
 begin
-    perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
-    perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
+    perform memsub._langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
+    perform memsub._langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
     perform memsub._langgraph_check_thread_context(array[p_target_thread_id], true);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,

@@ -8,10 +8,10 @@
 -- the primary key is an index condition: text[] equality is not LEAKPROOF and under row-level security never is.
 -- Expired items are never returned, whether or not a sweep has removed them yet.
 
-call memsub.install_row_security('memsub.langgraph_store_items', array['org']);
-call memsub.install_row_security('memsub.langgraph_store_vectors', array['org']);
+call memsub._install_row_security('memsub.langgraph_store_items', array['org']);
+call memsub._install_row_security('memsub.langgraph_store_vectors', array['org']);
 
-create or replace function memsub.langgraph_store_check_namespace(p_namespace text[], p_field text)
+create or replace function memsub._langgraph_store_check_namespace(p_namespace text[], p_field text)
 returns text[]
 language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
@@ -33,7 +33,7 @@ begin
     return p_namespace;
 end
 $$;
-comment on function memsub.langgraph_store_check_namespace(text[], text) is
+comment on function memsub._langgraph_store_check_namespace(text[], text) is
     'Returns p_namespace, or raises 22023 naming p_field when it is empty or not one-dimensional, or a label is '
     'NULL, empty or holds a period (so the labels joined by periods, namespace_key, name one namespace).';
 
@@ -43,7 +43,7 @@ set search_path = pg_catalog, pg_temp
 as $$ select array_to_string(p_namespace, '.') $$;
 comment on function memsub._langgraph_store_namespace_key(text[]) is
     'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no '
-    'period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
+    'period (memsub._langgraph_store_check_namespace), so the text names one namespace.';
 
 create or replace function memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], out low text,
                                                             out high text)
@@ -68,7 +68,7 @@ comment on function memsub._langgraph_store_key_range(uuid, text[]) is
     'begins with p_labels (every namespace for none), and possibly a few others; the callers test the labels '
     'exactly.';
 
-create or replace function memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb)
+create or replace function memsub._langgraph_store_matches(p_value jsonb, p_filter jsonb)
 returns boolean
 language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
@@ -118,7 +118,7 @@ begin
     return true;
 end
 $$;
-comment on function memsub.langgraph_store_matches(jsonb, jsonb) is
+comment on function memsub._langgraph_store_matches(jsonb, jsonb) is
     'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} '
     'compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text; a missing field matches none, '
     '$ne included). 22023 for another $op.';
@@ -182,7 +182,7 @@ declare
     v_key  text;
     bad    bigint;
 begin
-    v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
+    v_key := memsub._langgraph_store_namespace_key(memsub._langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null then  -- the empty string is a key, as in LangGraph's PostgresStore
         raise exception 'memsub.langgraph_store_put: key must be a string'
             using errcode = '22023', column = 'key';
@@ -321,7 +321,7 @@ declare
     item     memsub.langgraph_store_item;
     expiring boolean;
     -- A filter of plain values (no operator, no object or array to compare) matches as JSON containment, one
-    -- operator a row; any other filter is evaluated by memsub.langgraph_store_matches, a function call a row.
+    -- operator a row; any other filter is evaluated by memsub._langgraph_store_matches, a function call a row.
     -- The path is strict: lax mode would unwrap an array value and test its elements.
     plain    boolean := case when jsonb_typeof(p_filter) = 'object'
                              then not jsonb_path_exists(p_filter,
@@ -348,7 +348,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    -- Every operator is checked once here, whatever the items: memsub.langgraph_store_matches meets an operator
+    -- Every operator is checked once here, whatever the items: memsub._langgraph_store_matches meets an operator
     -- only when an item reaches it (an earlier field may fail first, or no item lie under the prefix).
     if not plain then
         select f.operator into bad_operator
@@ -383,7 +383,7 @@ begin
                    and (i.expires_at is null or i.expires_at > now())
                    and (p_filter is null
                         or case when plain then i.value @> p_filter
-                                else memsub.langgraph_store_matches(i.value, p_filter) end)
+                                else memsub._langgraph_store_matches(i.value, p_filter) end)
                  order by i.updated_at desc, i.namespace, i.key
                  limit p_limit offset p_offset) p;
     else
@@ -408,7 +408,7 @@ begin
                and (i.expires_at is null or i.expires_at > now())
                and (p_filter is null
                     or case when plain then i.value @> p_filter
-                            else memsub.langgraph_store_matches(i.value, p_filter) end)
+                            else memsub._langgraph_store_matches(i.value, p_filter) end)
         ), page as (
             select c.* from candidates c
              order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key

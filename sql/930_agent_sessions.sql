@@ -9,7 +9,7 @@
 -- one session take a transaction lock on it: a batch of items gets consecutive ids, and two concurrent pops
 -- remove two different items.
 
-call memsub.install_row_security('memsub.agent_session_items', array['org']);
+call memsub._install_row_security('memsub.agent_session_items', array['org']);
 
 -- A session id names one session of the tenant, written from one context: the organization's that wrote it first,
 -- or the tenant-wide one (as a LangGraph thread, sql/910_langgraph_checkpoints.sql). Row-level security shows an
@@ -38,7 +38,7 @@ comment on function memsub._agent_session_owned_elsewhere(text) is
 grant select on memsub.agent_session_items to memsub_retrieval_owner;
 grant execute on function memsub._agent_session_owned_elsewhere(text) to memsub_owner;
 
-create or replace function memsub.agent_session_lock(p_session_id text)
+create or replace function memsub._agent_session_lock(p_session_id text)
 returns uuid
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -52,7 +52,7 @@ begin
     end if;
     perform memsub._check_limit(octet_length(p_session_id), 'max_id_bytes', 'session_id');  -- a key of its rows
     -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
-    perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    perform memsub._take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
     if memsub._agent_session_owned_elsewhere(p_session_id) then
         raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
                         'one): it is changed there only', p_session_id
@@ -61,7 +61,7 @@ begin
     return tenant;
 end
 $$;
-comment on function memsub.agent_session_lock(text) is
+comment on function memsub._agent_session_lock(text) is
     'Internal: checks p_session_id (22023 naming session_id when NULL or blank; 42501 when the session is written '
     'from another context, another organization''s or the tenant-wide one), locks that session of the context '
     'tenant until the end of the transaction and returns the tenant.';
@@ -72,7 +72,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.agent_session_lock(p_session_id);
+    tenant uuid := memsub._agent_session_lock(p_session_id);
     bad    bigint;
     added  integer;
 begin
@@ -142,7 +142,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant uuid := memsub.agent_session_lock(p_session_id);
+    tenant uuid := memsub._agent_session_lock(p_session_id);
     popped json;
 begin
     delete from memsub.agent_session_items i
@@ -163,7 +163,7 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    tenant  uuid := memsub.agent_session_lock(p_session_id);
+    tenant  uuid := memsub._agent_session_lock(p_session_id);
     deleted integer;
 begin
     delete from memsub.agent_session_items i where i.tenant_id = tenant and i.session_id = p_session_id;

@@ -8,22 +8,22 @@
 -- roles can only read; row-level security is forced, and every query also names the context tenant and
 -- organization (org_key), so each organization of a tenant is an ADK world of its own.
 
-call memsub.install_row_security('memsub.adk_app_states', array['org']);
-call memsub.install_row_security('memsub.adk_user_states', array['org']);
-call memsub.install_row_security('memsub.adk_sessions', array['org']);
-call memsub.install_row_security('memsub.adk_events', array['org']);
-call memsub.install_row_security('memsub.adk_memories', array['org']);
+call memsub._install_row_security('memsub.adk_app_states', array['org']);
+call memsub._install_row_security('memsub.adk_user_states', array['org']);
+call memsub._install_row_security('memsub.adk_sessions', array['org']);
+call memsub._install_row_security('memsub.adk_events', array['org']);
+call memsub._install_row_security('memsub.adk_memories', array['org']);
 
-create or replace function memsub.adk_org_key() returns uuid
+create or replace function memsub._adk_org_key() returns uuid
 language sql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select coalesce(memsub.current_org_id(), '00000000-0000-0000-0000-000000000000'::uuid)
 $$;
-comment on function memsub.adk_org_key() is
+comment on function memsub._adk_org_key() is
     'The context organization, or the nil uuid for a tenant-wide context: the org_key of the ADK tables.';
 
-create or replace function memsub.adk_check_name(p_value text, p_field text) returns text
+create or replace function memsub._adk_check_name(p_value text, p_field text) returns text
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -37,11 +37,11 @@ begin
     return p_value;
 end
 $$;
-comment on function memsub.adk_check_name(text, text) is
+comment on function memsub._adk_check_name(text, text) is
     'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character '
     '(54000 when it is over max_text_chars, or longer than max_id_bytes: the ADK tables key their rows by it).';
 
-create or replace function memsub.adk_check_state(p_state jsonb, p_field text) returns jsonb
+create or replace function memsub._adk_check_state(p_state jsonb, p_field text) returns jsonb
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
@@ -53,10 +53,10 @@ begin
     return coalesce(p_state, '{}');
 end
 $$;
-comment on function memsub.adk_check_state(jsonb, text) is
+comment on function memsub._adk_check_state(jsonb, text) is
     'Returns p_state (NULL as {}), or raises 22023 naming p_field when it is not a JSON object.';
 
-create or replace function memsub.adk_state_part(p_state jsonb, p_prefix text) returns jsonb
+create or replace function memsub._adk_state_part(p_state jsonb, p_prefix text) returns jsonb
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -65,11 +65,11 @@ as $$
      where case when p_prefix = '' then e.key not like 'app:%' and e.key not like 'user:%' and e.key not like 'temp:%'
                 else left(e.key, length(p_prefix)) = p_prefix end
 $$;
-comment on function memsub.adk_state_part(jsonb, text) is
+comment on function memsub._adk_state_part(jsonb, text) is
     'The keys of an ADK state (delta) with the prefix (app: or user:), the prefix removed; with '''' the keys '
     'without an app:, user: or temp: prefix.';
 
-create or replace function memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) returns jsonb
+create or replace function memsub._adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) returns jsonb
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
@@ -77,10 +77,10 @@ as $$
         || coalesce((select jsonb_object_agg('app:' || key, value) from jsonb_each(p_app)), '{}')
         || coalesce((select jsonb_object_agg('user:' || key, value) from jsonb_each(p_user)), '{}')
 $$;
-comment on function memsub.adk_merged_state(jsonb, jsonb, jsonb) is
+comment on function memsub._adk_merged_state(jsonb, jsonb, jsonb) is
     'The state ADK sees: the session''s keys, the app''s as app:<key> and the user''s as user:<key>.';
 
-create or replace function memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb)
+create or replace function memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb)
 returns table (app_state jsonb, user_state jsonb)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -88,9 +88,9 @@ as $$
 declare
     tenant uuid := memsub._require_tenant_id();
     org    uuid := memsub.current_org_id();
-    orgk   uuid := memsub.adk_org_key();
-    app_delta  jsonb := memsub.adk_state_part(p_delta, 'app:');
-    user_delta jsonb := memsub.adk_state_part(p_delta, 'user:');
+    orgk   uuid := memsub._adk_org_key();
+    app_delta  jsonb := memsub._adk_state_part(p_delta, 'app:');
+    user_delta jsonb := memsub._adk_state_part(p_delta, 'user:');
 begin
     insert into memsub.adk_app_states as s (tenant_id, org_id, app_name, state)
     values (tenant, org, p_app_name, app_delta)
@@ -107,7 +107,7 @@ begin
     return next;
 end
 $$;
-comment on function memsub.adk_write_states(text, text, jsonb) is
+comment on function memsub._adk_write_states(text, text, jsonb) is
     'Internal: merges the app: and user: keys of an ADK state delta into the app''s and user''s states of the '
     'context tenant and organization (creating them) and returns both states.';
 
@@ -126,22 +126,22 @@ declare
     states  record;
     created memsub.adk_sessions;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id');
     if p_session_id is not null then
-        perform memsub.adk_check_name(p_session_id, 'session_id');
+        perform memsub._adk_check_name(p_session_id, 'session_id');
     end if;
-    delta := memsub.adk_check_state(p_state, 'state');
-    select * into states from memsub.adk_write_states(p_app_name, p_user_id, delta);
+    delta := memsub._adk_check_state(p_state, 'state');
+    select * into states from memsub._adk_write_states(p_app_name, p_user_id, delta);
     insert into memsub.adk_sessions as s (tenant_id, org_id, app_name, user_id, id, state)
     values (tenant, memsub.current_org_id(), p_app_name, p_user_id, coalesce(p_session_id, gen_random_uuid()::text),
-            memsub.adk_state_part(delta, ''))
+            memsub._adk_state_part(delta, ''))
     on conflict do nothing
     returning s.* into created;
     if created.id is null then
         raise exception 'memsub: session "%" of user "%" in app "%" already exists', p_session_id, p_user_id, p_app_name
             using errcode = '23505', column = 'session_id';
     end if;
-    return query select created.id::text, memsub.adk_merged_state(states.app_state, states.user_state, created.state),
+    return query select created.id::text, memsub._adk_merged_state(states.app_state, states.user_state, created.state),
                         extract(epoch from created.updated_at)::double precision;
 end
 $$;
@@ -162,10 +162,10 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id');
     if p_num_recent_events < 0 then
         raise exception 'memsub: num_recent_events must not be negative' using errcode = '22023',
             column = 'num_recent_events';
@@ -175,7 +175,7 @@ begin
             column = 'after_timestamp';
     end if;
     return query
-    select memsub.adk_merged_state(
+    select memsub._adk_merged_state(
                (select a.state from memsub.adk_app_states a
                  where a.tenant_id = tenant and a.org_key = orgk and a.app_name = p_app_name),
                (select u.state from memsub.adk_user_states u
@@ -207,9 +207,9 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id');
     return query
     select s.id::text, extract(epoch from s.updated_at)::double precision
       from memsub.adk_sessions s
@@ -227,10 +227,10 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id');
     delete from memsub.adk_sessions s
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id;
@@ -252,13 +252,13 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     tenant  uuid := memsub._require_tenant_id();
-    orgk    uuid := memsub.adk_org_key();
+    orgk    uuid := memsub._adk_org_key();
     delta   jsonb;
     stamp   double precision;
     v_session memsub.adk_sessions;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id'),
             memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event');
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'memsub: event must be a JSON object' using errcode = '22023', column = 'event';
@@ -296,13 +296,13 @@ begin
                   detail = format('stored=%s given=%s', extract(epoch from v_session.updated_at), p_last_update_time);
     end if;
     if exists (select from jsonb_object_keys(delta) k where k like 'app:%' or k like 'user:%') then
-        perform memsub.adk_write_states(p_app_name, p_user_id, delta);
+        perform memsub._adk_write_states(p_app_name, p_user_id, delta);
     end if;
     -- The last update time moves forward with every append, whenever this transaction began: the clock now (not
     -- the transaction's start, which may be earlier than another writer's append), and past the stored time, so
     -- that every session object read before this event is stale.
     update memsub.adk_sessions s
-       set state = s.state || memsub.adk_state_part(delta, ''), event_count = s.event_count + 1,
+       set state = s.state || memsub._adk_state_part(delta, ''), event_count = s.event_count + 1,
            updated_at = greatest(clock_timestamp(), s.updated_at + interval '1 microsecond')
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id
@@ -326,14 +326,14 @@ comment on function memsub.adk_session_append_event(text, text, text, jsonb, dou
     'atomically. P0002 naming session_id when the session does not exist; 40001 naming last_update_time when the '
     'session changed after p_last_update_time. Returns the new last update time (epoch seconds).';
 
-create or replace function memsub.adk_words(p_text text) returns text[]
+create or replace function memsub._adk_words(p_text text) returns text[]
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(array_agg(distinct lower(m[1])), '{}')
       from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
 $$;
-comment on function memsub.adk_words(text) is
+comment on function memsub._adk_words(text) is
     'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
 
 create or replace function memsub.adk_memory_add(
@@ -347,12 +347,12 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
     bad    bigint;
     added  integer;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id'),
             memsub._check_limit(pg_column_size(p_memories), 'max_json_bytes', 'memories');
     if p_memories is null or jsonb_typeof(p_memories) <> 'array' then
         raise exception 'memsub: memories must be a JSON array' using errcode = '22023', column = 'memories';
@@ -396,7 +396,7 @@ begin
             select distinct on (m.memory ->> 'event_id')
                    tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id,
                    m.memory ->> 'event_id', m.memory ->> 'author',
-                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
+                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub._adk_words(m.memory ->> 'text'),
                    case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
                         then ((m.memory -> 'embedding') #>> '{}')::vector end
               from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
@@ -431,11 +431,11 @@ set search_path = pg_catalog, memsub, public, pg_temp
 as $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
     q_words text[];
     query  vector;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
             memsub._check_limit(length(p_query), 'max_query_chars', 'query'),
             memsub._check_limit(p_limit, 'max_k', 'limit');
     if p_query is null then
@@ -449,7 +449,7 @@ begin
     if cosine_distance(query, query) = 'NaN'::double precision then
         perform memsub._refuse_vector_without_norm('query_embedding', 'memsub');
     end if;
-    q_words := memsub.adk_words(p_query);
+    q_words := memsub._adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
       from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,

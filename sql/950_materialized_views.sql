@@ -46,11 +46,11 @@ begin
     v_method := case when v_populated then 'concurrently' else 'full' end;
     -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
     -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
-    if not memsub.take_maintenance_lock('refresh_memory_view', p_view, false) then
+    if not memsub._take_maintenance_lock('refresh_memory_view', p_view, false) then
         v_status := 'skipped';
         v_method := 'none';
         v_error := format('another refresh of memsub.%s is running: %s', p_view,
-                          coalesce(memsub.maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+                          coalesce(memsub._maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
     else
         begin
             -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be

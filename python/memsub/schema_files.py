@@ -173,7 +173,7 @@ _VIEW = re.compile(r"create\s+(?:or\s+replace\s+)?(materialized\s+view|view)\s+(
 _TRIGGER = re.compile(r"create\s+(?:or\s+replace\s+)?trigger\s+(\w+)\b.*?\bon\s+memsub\.(\w+)", re.I | re.S)
 _POLICY = re.compile(r"create\s+policy\s+(\w+)\s+on\s+memsub\.(\w+)", re.I)
 _ROW_SECURITY = re.compile(
-    r"call\s+memsub\.install_row_security\(\s*'memsub\.(\w+)'\s*,\s*array\[([^\]]*)\]", re.I)
+    r"call\s+memsub\._install_row_security\(\s*'memsub\.(\w+)'\s*,\s*array\[([^\]]*)\]", re.I)
 _EXPIRY_POLICY = re.compile(r"call\s+memsub\._install_expiry_policy\(\s*'memsub\.(\w+)'", re.I)
 
 

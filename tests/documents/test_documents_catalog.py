@@ -92,7 +92,7 @@ def test_document_chunks_keys_policies_and_comments(db):
     assert facts["forced"] is True and facts["uncommented"] is None
 
 
-@pytest.mark.parametrize("prefix", ["document_", "check_document", "link_document", "temporal_", "close_rel",
+@pytest.mark.parametrize("prefix", ["document_", "_check_document", "_link_document", "temporal_", "close_rel",
                                     "supersede_rel", "edges_as_of", "graph_", "_check_doc_refs", "_merge_doc_refs",
                                     "_check_graph_node", "memory_remember", "memory_touch", "memory_maintenance",
                                     "memory_strength", "_check_half_life"])

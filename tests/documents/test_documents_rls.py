@@ -58,7 +58,7 @@ def test_chunks_are_isolated_by_tenant_and_organization_and_each_policy_is_neede
     assert _problems(db, "document_chunks") != [], f"dropping {policy} went unnoticed"
     with db.connect() as conn:
         conn.execute("drop policy if exists open_door on memsub.document_chunks")
-        conn.execute("call memsub.install_row_security('memsub.document_chunks', array['org'])")
+        conn.execute("call memsub._install_row_security('memsub.document_chunks', array['org'])")
     assert _problems(db, "document_chunks") == []
 
 

@@ -80,6 +80,33 @@ def test_the_client_calls_no_internal_helper(db):
     assert called == set()
 
 
+# Routines without the ``_`` prefix that no client role may execute, and why: each is called or written by a person.
+OPERATOR_ONLY = {
+    # records an HNSW index's build parameters for `memsub vector-index rebuild`, run as the role that applies
+    # migrations (docs/operations.md)
+    "set_vector_index_build",
+    # the built-in strategies of consolidate_memories, found by the name memsub.consolidation_<strategy>: an
+    # operator adds a strategy by creating such a function (docs/decisions.md, sql/620_consolidation.sql)
+    "consolidation_last_write_wins", "consolidation_merge_objects",
+}
+
+
+def test_every_routine_no_client_role_may_execute_starts_with_an_underscore(db):
+    """The public API is what ``\\df memsub.[^_]*`` lists (docs/development.md): a routine without the prefix is
+    one a client role may execute, or one an operator calls or adds (OPERATOR_ONLY)."""
+    with db.connect() as conn:
+        rows = conn.execute(
+            "select p.proname, p.oid::regprocedure::text from pg_catalog.pg_proc p"
+            " where p.pronamespace = 'memsub'::regnamespace and p.proname !~ '^_'"
+            "   and not exists (select from unnest(%s::text[]) r (role)"
+            "                    where pg_catalog.has_function_privilege(r.role, p.oid, 'EXECUTE'))",
+            [list(CLIENT_ROLES)]).fetchall()
+    unprefixed = {name for name, _ in rows}
+    internal = sorted(signature for name, signature in rows if name not in OPERATOR_ONLY)
+    assert internal == [], f"no client role may execute these, so they are internal and must start with _: {internal}"
+    assert sorted(OPERATOR_ONLY - unprefixed) == [], "listed as operator-only but granted or prefixed: take it off"
+
+
 def test_every_argument_the_client_names_exists_in_pg_proc(db):
     granted = _granted(db, None)  # the operator modules (vector_index) call routines no client role may run
     called = _called(_client_source())

@@ -364,8 +364,8 @@ def test_only_platform_admins_manage_bindings(db, logins):
             refused(conn, "select * from memsub.login_bindings")
             refused(conn, "select * from memsub.context_keys")
             # no signing oracle: the seal is computed only inside memsub's own functions
-            refused(conn, "select memsub.context_mac('seal', 'anything')")
-            refused(conn, "select memsub.store_context(%s, null, null, '{}', null)", [TENANT_A])
+            refused(conn, "select memsub._context_mac('seal', 'anything')")
+            refused(conn, "select memsub._store_context(%s, null, null, '{}', null)", [TENANT_A])
     with db.connect("platform_admin") as conn:
         refused(conn, "select * from memsub.context_keys")
         error = refused(conn, "select memsub.bind_login(%s, %s)", ["no_such_login", TENANT_A], "42704")

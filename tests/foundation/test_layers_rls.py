@@ -104,7 +104,7 @@ def test_context_sees_exactly_its_rows_and_each_policy_is_needed(db, table):
             conn.execute(f"drop policy {policy} on memsub.{table}")
         assert isolation_problems(db, table) != [], f"dropping {policy} on {table} went unnoticed"
         with db.connect() as conn:
-            conn.execute("call memsub.install_row_security(%s, %s)", [f"memsub.{table}", LAYERS[table]])
+            conn.execute("call memsub._install_row_security(%s, %s)", [f"memsub.{table}", LAYERS[table]])
         assert isolation_problems(db, table) == []
 
 

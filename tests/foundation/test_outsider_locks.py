@@ -149,7 +149,7 @@ def test_concurrent_learn_importance_runs_wait_for_each_other_within_lock_timeou
 def test_outsiders_cannot_take_memsub_locks(db):
     with db.connect("nobody") as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("select memsub.take_maintenance_lock('learn_importance', %s)", [str(TENANT_A)])
+            conn.execute("select memsub._take_maintenance_lock('learn_importance', %s)", [str(TENANT_A)])
     for kind in ("app", "analyst", "platform_admin"):
         with db.connect(kind) as conn:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -113,9 +113,9 @@ def test_terminating_a_session_checks_the_context_once_whatever_its_open_tasks(d
             as_user(conn, ALICE, session)
             _, counted[tasks] = calls_during(conn, lambda session=session: one(
                 conn, "select * from memsub.session_terminate(%s, p_cancel_open_tasks => true)", [session]),
-                ("_require_tenant_id", "audit_record"))
+                ("_require_tenant_id", "_audit_record"))
             conn.commit()
-    assert counted[30]["audit_record"] - counted[3]["audit_record"] == 27  # one audit row per cancelled task
+    assert counted[30]["_audit_record"] - counted[3]["_audit_record"] == 27  # one audit row per cancelled task
     assert counted[30]["_require_tenant_id"] == counted[3]["_require_tenant_id"], counted
 
 
@@ -133,8 +133,8 @@ def test_memory_maintenance_checks_the_context_once_whatever_it_promotes(db):
             promoted, counted[entries] = calls_during(conn, lambda: conn.execute(
                 "select count(*) filter (where outcome = 'promoted')"
                 " from memsub.memory_maintenance(p_threshold => 1e-9)").fetchone(),
-                ("_require_tenant_id", "audit_record"))
+                ("_require_tenant_id", "_audit_record"))
             conn.commit()
             assert promoted == (entries,)
-    assert counted[30]["audit_record"] - counted[3]["audit_record"] == 27  # one audit row per promotion
+    assert counted[30]["_audit_record"] - counted[3]["_audit_record"] == 27  # one audit row per promotion
     assert counted[30]["_require_tenant_id"] == counted[3]["_require_tenant_id"], counted

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from memsub import embedded, resources
-from memsub.catalog_check import OWNER_ROLES
+from memsub.catalog_check import OWNER_ROLES, verify_catalog
 from memsub.cli import main as cli
 from memsub.errors import MigrationError, PreflightRefused
 from memsub.migrator import Migrator, migration_statements
@@ -732,6 +732,52 @@ def _check_snapshots(dsn: str, before: Any) -> None:
     assert after == [(*before, None)]
 
 
+# The routines 2.46.0 gives the `_` of internal helpers: no client role may execute them.
+RENAMED_IN_2_46_0 = (
+    "adk_check_name", "adk_check_state", "adk_merged_state", "adk_org_key", "adk_state_part", "adk_words",
+    "adk_write_states", "agent_session_lock", "audit_record", "base64url_decode", "canonical_uuid_text",
+    "check_document_chunks", "check_memory_address", "check_state_delta", "context_mac", "count_packet_chunks",
+    "fan_out_packet", "hmac_pads", "langgraph_check_text", "langgraph_store_check_namespace",
+    "langgraph_store_matches", "lineage_nodes", "link_document_chunks", "maintenance_lock_holder",
+    "memory_embeddings_envelope_guard", "packet_content_hash", "packet_store_guard", "require_active_session",
+    "require_login", "require_shared_packet", "store_context", "store_memory_version", "store_packet_envelope",
+    "take_maintenance_lock", "visible_packet", "install_row_security",
+)
+
+
+def _old_names_at_2_45_0(dsn: str, migrator: Migrator) -> dict[int, str]:
+    """A database before 2.46.0, whose re-runnable SQL created the internal routines without `_`: the head
+    installed, each of them renamed back, and 2.46.0 taken off the history (a release ships only its own sql/).
+    Returns each routine's oid and old name."""
+    migrator.migrate()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("select p.oid, p.oid::regprocedure::text, substr(p.proname, 2) from pg_catalog.pg_proc p"
+                            " where p.pronamespace = 'memsub'::regnamespace and p.proname = any(%s)",
+                            [["_" + name for name in RENAMED_IN_2_46_0]]).fetchall()
+        assert sorted(name for _, _, name in rows) == sorted(RENAMED_IN_2_46_0)
+        for _, signature, name in rows:
+            conn.execute(sql.SQL("alter routine {} rename to {}").format(sql.SQL(signature), sql.Identifier(name)))
+        conn.execute("delete from memsub.schema_history where version = '2.46.0'")
+    return {oid: name for oid, _, name in rows}
+
+
+def _check_internal_names(dsn: str, before: dict[int, str]) -> None:
+    with psycopg.connect(dsn) as conn:
+        after = dict(conn.execute("select p.oid, p.proname from pg_catalog.pg_proc p"
+                                  " where p.pronamespace = 'memsub'::regnamespace and p.proname = any(%s)",
+                                  [[*before.values(), *("_" + name for name in before.values())]]).fetchall())
+        triggers = conn.execute("select distinct t.tgfoid::regproc::text from pg_catalog.pg_trigger t"
+                                " where t.tgrelid = 'memsub.packet_store'::regclass and not t.tgisinternal"
+                                ).fetchall()
+    # Renamed, not created again beside the old ones: the same routines (their owner, grants and the triggers
+    # that call them kept), each under its new name, and no old name left.
+    assert after == {oid: "_" + name for oid, name in before.items()}
+    assert triggers == [("memsub._packet_store_guard",)]
+    # The catalog of a fresh installation, except the memberships a non-superuser installer has (FORCED).
+    differences, _ = verify_catalog(dsn, "snapshot")
+    assert [d.describe() for d in differences if (d.kind, d.attribute) != ("role", "members")] == []
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -747,6 +793,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
     "2.43.0 stores document paths in one Unicode composition": (_paths_at_2_42_0, _check_paths),
     "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
+    "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
 }
 
 
@@ -814,6 +861,8 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.42.0 gives store vectors their item's context": (("langgraph_store_items", "langgraph_store_vectors"), False),
     "2.43.0 stores document paths in one Unicode composition": (DOCUMENT_TABLES, True),
     "2.44.0 keeps the snapshots taken before it": (("world_model_snapshots",), True),
+    # No table changes: packet_store stands for them; the renames need the installer to own the routines.
+    "2.46.0 renames the internal routines in place": (("packet_store",), True),
 }
 
 

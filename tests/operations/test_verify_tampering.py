@@ -69,9 +69,9 @@ TAMPERING: list[tuple[str, list[str] | object, str, str | None]] = [
      "table memsub.packet_store", "privileges"),
     ("column grant added", ["grant update (tenant_id) on memsub.sessions to memsub_analyst"],
      "column memsub.sessions.tenant_id", "privileges"),
-    ("function granted to public", ["grant execute on function memsub.fan_out_packet(memsub.packet_fields, uuid, "
+    ("function granted to public", ["grant execute on function memsub._fan_out_packet(memsub.packet_fields, uuid, "
                                     "uuid, uuid, double precision, text, vector[]) to public"],
-     "function memsub.fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text,vector[])",
+     "function memsub._fan_out_packet(memsub.packet_fields,uuid,uuid,uuid,double precision,text,vector[])",
      "privileges"),
     ("index dropped", ["drop index memsub.idx_packet_thread"], "index memsub.idx_packet_thread", None),
     ("index predicate changed", _partial_index_redefined, "index memsub.idx_reasoning_traces_packet", "definition"),

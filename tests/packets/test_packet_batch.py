@@ -67,7 +67,7 @@ def stored(conn: psycopg.Connection[Any]) -> dict[str, list[Any]]:
 CALLS = ("select coalesce(pg_stat_get_xact_function_calls("
          "'memsub._write_packets_set(jsonb, vector[], integer[])'::regprocedure), 0), "
          "coalesce(pg_stat_get_xact_function_calls("
-         "'memsub.store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
+         "'memsub._store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
 
 
 def test_a_batch_is_stored_as_its_envelopes_one_by_one(db):
@@ -224,7 +224,7 @@ def test_the_set_based_path_calls_no_function_per_embedding(db):
                 "select count(*) from memsub.write_packets(%s::jsonb)", [batch]).fetchone())
             assert written == (size,)
             # set-based, in one go: not declined, nor failed and written envelope by envelope
-            assert calls[size]["_write_packets_set"] == 1 and "store_packet_envelope" not in calls[size], calls
+            assert calls[size]["_write_packets_set"] == 1 and "_store_packet_envelope" not in calls[size], calls
             conn.commit()
         set_context(conn, TENANT_A, ORG)
         assert count(conn, "memsub.memory_embeddings") == 2 * (10 + 40)

@@ -28,7 +28,7 @@ from layer_helpers import DIMENSION
 from packet_vector_helpers import apart, envelope, float32_vector, read_back, refused
 
 SET_PATH_CALLS = ("select coalesce(pg_stat_get_xact_function_calls("
-                  "'memsub.store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
+                  "'memsub._store_packet_envelope(jsonb, integer, vector[])'::regprocedure), 0)")
 
 
 def plain(seed: int) -> dict[str, Any]:

@@ -374,7 +374,7 @@ def test_a_field_from_a_newer_contract_is_kept_and_reported(db):
 
 def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
     """get_lineage's ancestors walk read the parents of each packet of a level with a call of its own
-    (memsub.lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
+    (memsub._lineage_nodes, a statement over packet_store and packet_tombstones): as many calls as the level is
     wide; then three calls a level (the level's packets for their parents, the parents, the level again for its
     rows). It now reads each level once: that call gives the level's rows and the parents of the next."""
     width = 12
@@ -388,9 +388,9 @@ def test_an_ancestors_walk_reads_each_level_in_a_fixed_number_of_calls(db):
                              "lineage": {"parent_ids": [str(m["packet_id"]) for m in middles]}})
         conn.commit()
         set_context(conn, TENANT_A)
-        calls = function_calls(conn, ["lineage_nodes"]).get("lineage_nodes", 0)
+        calls = function_calls(conn, ["_lineage_nodes"]).get("_lineage_nodes", 0)
         found = conn.execute("select packet_id, depth from memsub.get_lineage(%s)", [child["packet_id"]]).fetchall()
-        after = function_calls(conn, ["lineage_nodes"])["lineage_nodes"]
+        after = function_calls(conn, ["_lineage_nodes"])["_lineage_nodes"]
         conn.commit()
     assert sorted(found) == sorted([(m["packet_id"], 1) for m in middles] + [(r["packet_id"], 2) for r in roots])
     # The start's parents, then one read per level; the walk ends at a level with no parents, without a read.

@@ -1,6 +1,6 @@
 """The cost of one write must not grow with the size of the tenant.
 
-PL/pgSQL caches a generic plan for each statement of memsub.store_packet_envelope after a few calls. A
+PL/pgSQL caches a generic plan for each statement of memsub._store_packet_envelope after a few calls. A
 pooled connection that starts while packet_store is empty keeps that plan for its lifetime, so every
 lookup the write path makes must be an index probe whatever the statistics said at planning time. The
 tests count the packet_store tuples a write fetches (``pg_stat_get_xact_tuples_fetched``), not time.
@@ -140,7 +140,7 @@ def test_an_envelopes_embeddings_are_one_insert_whatever_their_number(db):
             before = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
                                   ).fetchone()
             result, calls = calls_during(conn, functools.partial(write, conn, envelope(chunks)),
-                                         ["count_packet_chunks"])
+                                         ["_count_packet_chunks"])
             after = conn.execute("select pg_stat_get_xact_tuples_updated('memsub.packet_store'::regclass)"
                                  ).fetchone()
             assert before is not None and after is not None
@@ -148,5 +148,5 @@ def test_an_envelopes_embeddings_are_one_insert_whatever_their_number(db):
             assert conn.execute("select chunk_count, is_chunked from memsub.packet_store where packet_id = %s",
                                 [result["packet_id"]]).fetchone() == (chunks, True)
             conn.commit()
-            cost[chunks] = (calls.get("count_packet_chunks", 0), after[0] - before[0])
+            cost[chunks] = (calls.get("_count_packet_chunks", 0), after[0] - before[0])
     assert cost == {1: (1, 1), 6: (1, 1)}, cost

@@ -537,7 +537,7 @@ def mutate(db: Any, tables: list[str], statements: list[str]) -> None:
 def restore(db: Any, tables: list[str]) -> None:
     with db.connect() as conn:
         for table in tables:
-            conn.execute("call memsub.install_row_security(%s, %s)", [f"memsub.{table}", POLICY_LAYERS[table]])
+            conn.execute("call memsub._install_row_security(%s, %s)", [f"memsub.{table}", POLICY_LAYERS[table]])
         conn.commit()
 
 

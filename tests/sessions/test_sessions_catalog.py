@@ -188,8 +188,9 @@ def test_session_functions_are_documented_pinned_and_not_public(server, template
            and (p.proname like any (array['session%%', 'memory%%', 'task%%', 'agent%%', 'checkpoint%%',
                                          'document_index%%', 'consolidat%%', 'audit%%', 'store_memory%%'])
                 or p.proname in ('set_actor', '_caller_is_admin', 'current_agent_id', 'current_task_id',
-                                 'check_state_delta', '_apply_state_delta', 'require_active_session',
-                                 'check_memory_address'))""",
+                                 '_check_state_delta', '_apply_state_delta', '_require_active_session',
+                                 '_check_memory_address', '_agent_session_lock', '_audit_record',
+                                 '_store_memory_version', '_memory_embeddings_envelope_guard'))""",
     )
     assert len(functions) >= 30
     for function in functions:
