@@ -126,7 +126,7 @@ COMMENT ON COLUMN memsub.packet_fields.generation IS 'Lineage generation, once t
 
 COMMENT ON COLUMN memsub.packet_fields.root_packet_id IS 'Lineage root, once the parents are known.';
 
-COMMENT ON COLUMN memsub.packet_fields.content_hash IS 'Deduplication hash (memsub.packet_content_hash).';
+COMMENT ON COLUMN memsub.packet_fields.content_hash IS 'Deduplication hash (memsub._packet_content_hash).';
 
 CREATE TYPE memsub.packet_write_result AS (
 	"position" integer,
@@ -190,7 +190,7 @@ CREATE FUNCTION memsub._actor_seal(p_agent text, p_task text) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
-    select pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', 'actor',
+    select pg_catalog.encode(memsub._context_mac('seal', pg_catalog.concat_ws('|', 'actor',
                pg_catalog.quote_nullable(pg_catalog.current_setting('memsub.context_seal', true)),
                pg_catalog.quote_nullable(p_agent), pg_catalog.quote_nullable(p_task))), 'hex')
 $$;
@@ -217,6 +217,150 @@ $$;
 ALTER FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal to memsub.bind_login and memsub.trust_login: adds a binding of a checked login (tenant NULL: every tenant); true when it is new.';
+
+CREATE FUNCTION memsub._adk_check_name(p_value text, p_field text) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_text_limits(p_field, p_value);
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);  -- a key of the ADK tables' rows
+    if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
+        raise exception 'memsub: % must be a non-empty string without control characters', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._adk_check_name(p_value text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_check_name(p_value text, p_field text) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character (54000 when it is over max_text_chars, or longer than max_id_bytes: the ADK tables key their rows by it).';
+
+CREATE FUNCTION memsub._adk_check_state(p_state jsonb, p_field text) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', p_field);
+    if p_state is not null and jsonb_typeof(p_state) <> 'object' then
+        raise exception 'memsub: % must be a JSON object', p_field using errcode = '22023', column = p_field;
+    end if;
+    return coalesce(p_state, '{}');
+end
+$$;
+
+ALTER FUNCTION memsub._adk_check_state(p_state jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_check_state(p_state jsonb, p_field text) IS 'Returns p_state (NULL as {}), or raises 22023 naming p_field when it is not a JSON object.';
+
+CREATE FUNCTION memsub._adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(p_session, '{}')
+        || coalesce((select jsonb_object_agg('app:' || key, value) from jsonb_each(p_app)), '{}')
+        || coalesce((select jsonb_object_agg('user:' || key, value) from jsonb_each(p_user)), '{}')
+$$;
+
+ALTER FUNCTION memsub._adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) IS 'The state ADK sees: the session''s keys, the app''s as app:<key> and the user''s as user:<key>.';
+
+CREATE FUNCTION memsub._adk_org_key() RETURNS uuid
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select coalesce(memsub.current_org_id(), '00000000-0000-0000-0000-000000000000'::uuid)
+$$;
+
+ALTER FUNCTION memsub._adk_org_key() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_org_key() IS 'The context organization, or the nil uuid for a tenant-wide context: the org_key of the ADK tables.';
+
+CREATE FUNCTION memsub._adk_state_part(p_state jsonb, p_prefix text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(jsonb_object_agg(substr(e.key, length(p_prefix) + 1), e.value), '{}')
+      from jsonb_each(p_state) e
+     where case when p_prefix = '' then e.key not like 'app:%' and e.key not like 'user:%' and e.key not like 'temp:%'
+                else left(e.key, length(p_prefix)) = p_prefix end
+$$;
+
+ALTER FUNCTION memsub._adk_state_part(p_state jsonb, p_prefix text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_state_part(p_state jsonb, p_prefix text) IS 'The keys of an ADK state (delta) with the prefix (app: or user:), the prefix removed; with '''' the keys without an app:, user: or temp: prefix.';
+
+CREATE FUNCTION memsub._adk_words(p_text text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select coalesce(array_agg(distinct lower(m[1])), '{}')
+      from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
+$$;
+
+ALTER FUNCTION memsub._adk_words(p_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_words(p_text text) IS 'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
+
+CREATE FUNCTION memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) RETURNS TABLE(app_state jsonb, user_state jsonb)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+    org    uuid := memsub.current_org_id();
+    orgk   uuid := memsub._adk_org_key();
+    app_delta  jsonb := memsub._adk_state_part(p_delta, 'app:');
+    user_delta jsonb := memsub._adk_state_part(p_delta, 'user:');
+begin
+    insert into memsub.adk_app_states as s (tenant_id, org_id, app_name, state)
+    values (tenant, org, p_app_name, app_delta)
+    on conflict (tenant_id, org_key, app_name) do update
+       set state = s.state || excluded.state,
+           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
+    returning s.state into app_state;
+    insert into memsub.adk_user_states as s (tenant_id, org_id, app_name, user_id, state)
+    values (tenant, org, p_app_name, p_user_id, user_delta)
+    on conflict (tenant_id, org_key, app_name, user_id) do update
+       set state = s.state || excluded.state,
+           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
+    returning s.state into user_state;
+    return next;
+end
+$$;
+
+ALTER FUNCTION memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) IS 'Internal: merges the app: and user: keys of an ADK state delta into the app''s and user''s states of the context tenant and organization (creating them) and returns both states.';
+
+CREATE FUNCTION memsub._agent_session_lock(p_session_id text) RETURNS uuid
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    tenant uuid := memsub._require_tenant_id();
+begin
+    if p_session_id is null or memsub._is_blank(p_session_id) then
+        raise exception 'memsub: session_id must be a non-empty string'
+            using errcode = '22023', column = 'session_id';
+    end if;
+    perform memsub._check_limit(octet_length(p_session_id), 'max_id_bytes', 'session_id');  -- a key of its rows
+    -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
+    perform memsub._take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
+    if memsub._agent_session_owned_elsewhere(p_session_id) then
+        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is changed there only', p_session_id
+            using errcode = '42501', column = 'session_id';
+    end if;
+    return tenant;
+end
+$$;
+
+ALTER FUNCTION memsub._agent_session_lock(p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._agent_session_lock(p_session_id text) IS 'Internal: checks p_session_id (22023 naming session_id when NULL or blank; 42501 when the session is written from another context, another organization''s or the tenant-wide one), locks that session of the context tenant until the end of the transaction and returns the tenant.';
 
 CREATE FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -279,6 +423,50 @@ ALTER FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) OWNER TO 
 
 COMMENT ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) IS 'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
+CREATE FUNCTION memsub._audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid, p_tenant_id uuid DEFAULT NULL::uuid) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
+    -- policies too, a second evaluation of the context on every audited write.
+    v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
+    -- The acting agent and task, their seal checked once (memsub._current_actor).
+    v_actor record;
+begin
+    select a.agent_id, a.task_id into v_actor from memsub._current_actor() a;
+    insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
+                              memory_entry_id, namespace, key, version, details)
+    overriding system value
+    values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
+            p_session_id, coalesce(p_agent_id, v_actor.agent_id),
+            coalesce(p_task_id, v_actor.task_id), p_memory_entry_id, p_namespace, p_key, p_version,
+            coalesce(p_details, '{}'));
+    return v_id;
+end
+$$;
+
+ALTER FUNCTION memsub._audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). p_tenant_id: the context tenant when the caller has already checked it (memsub._require_tenant_id), which spares a second check of the context''s seal; the tenant policy of memsub.audit checks the row''s tenant either way. Called by the SECURITY DEFINER write functions; not granted to clients.';
+
+CREATE FUNCTION memsub._base64url_decode(p_text text, p_field text) RETURNS bytea
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+begin
+    if p_text is null or p_text = '' or p_text !~ '^[A-Za-z0-9_-]+$' or length(p_text) % 4 = 1 then
+        raise exception 'memsub.set_context_signed: % is not base64url', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return decode(rpad(translate(p_text, '-_', '+/'), (length(p_text) + 3) / 4 * 4, '='), 'base64');
+end
+$_$;
+
+ALTER FUNCTION memsub._base64url_decode(p_text text, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._base64url_decode(p_text text, p_field text) IS 'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
+
 CREATE FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -287,7 +475,7 @@ declare
     v_max_text bigint := memsub.limit_value('max_text_chars');
     v_max_json bigint := memsub.limit_value('max_json_bytes');
 begin
-    -- Plain expressions, as in _batch_envelopes, not the field readers fan_out_packet calls (about ten calls per
+    -- Plain expressions, as in _batch_envelopes, not the field readers _fan_out_packet calls (about ten calls per
     -- element, the vector's reader in a subtransaction of its own): where a reader would refuse an element, a cast
     -- fails or a column gets NULL or a value its constraint refuses, and the batch goes envelope by envelope, which
     -- names the element and field. The readers' rules:
@@ -295,7 +483,7 @@ begin
     --                   cosine norm (a vector's distance to itself is NaN exactly when it has none); given apart
     --                   (p_vectors), the element's vector is JSON null or absent and its p_vectors entry, after
     --                   the p_before[pos] entries of the envelopes before it, is not NULL;
-    --   chunk_index     fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
+    --   chunk_index     _fan_out_packet's cast, 0 when absent, not negative (memory_embeddings_chunk_index_non_negative);
     --   embedding_type  one of memsub.embedding_types() (memory_embeddings_embedding_type_known);
     --   metadata        absent, or a JSON object;
     --   limits          embedding_type and chunk_text within max_text_chars, metadata within max_json_bytes, the
@@ -340,7 +528,7 @@ CREATE FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_sessio
     AS $_$
     -- Plain expressions rather than the raising field readers (a function call per field and envelope would
     -- cost more than the rest of the write): what they would refuse is marked not clean, or fails a cast.
-    -- The fields and the contract's field lists are store_packet_envelope's (memsub.packet_fields,
+    -- The fields and the contract's field lists are _store_packet_envelope's (memsub.packet_fields,
     -- memsub._envelope_fields).
     select r.pos, r.e, r.stated_id, r.stated_time, coalesce(r.stated_id, gen_random_uuid()), r.e ->> 'packet_type',
            r.e -> 'payload', coalesce(r.stated_time, now()),
@@ -453,7 +641,7 @@ $_$;
 
 ALTER FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) IS 'Internal to write_packets: every envelope of a batch read as store_packet_envelope reads it, normalized, with its packet id and clean = false where the set-based path must leave it to store_packet_envelope (which names the field); p_vectors_apart: the memory.embeddings vectors are given apart, so each element holds JSON null or nothing in their place. Not granted to clients.';
+COMMENT ON FUNCTION memsub._batch_envelopes(p_envelopes jsonb, p_user uuid, p_session text, p_max_envelope_bytes bigint, p_max_tags bigint, p_max_tag_chars bigint, p_max_parent_ids bigint, p_vectors_apart boolean) IS 'Internal to write_packets: every envelope of a batch read as _store_packet_envelope reads it, normalized, with its packet id and clean = false where the set-based path must leave it to _store_packet_envelope (which names the field); p_vectors_apart: the memory.embeddings vectors are given apart, so each element holds JSON null or nothing in their place. Not granted to clients.';
 
 CREATE FUNCTION memsub._batch_lineage(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) RETURNS memsub.packet_fields[]
     LANGUAGE plpgsql STABLE
@@ -511,7 +699,7 @@ begin
     -- The fields with their lineage and content hash.
     return array(select jsonb_populate_record(b, jsonb_build_object(
                             'generation', i.gen, 'root_packet_id', i.root,
-                            'content_hash', memsub.packet_content_hash(b.packet_type, b.payload, b.thread_id,
+                            'content_hash', memsub._packet_content_hash(b.packet_type, b.payload, b.thread_id,
                                                                       b.parent_ids, b.scope, p_org, p_user,
                                                                       b.session_id, b.ts, b.stated_id)))
                    from unnest(p_batch) b
@@ -532,6 +720,18 @@ CREATE FUNCTION memsub._caller_is_admin() RETURNS boolean
 ALTER FUNCTION memsub._caller_is_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._caller_is_admin() IS 'True when the context asks for tenant_admin or platform_admin and the acting role holds that memsub role.';
+
+CREATE FUNCTION memsub._canonical_uuid_text(p_value text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+    select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
+                then p_value::uuid::text end
+$_$;
+
+ALTER FUNCTION memsub._canonical_uuid_text(p_value text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._canonical_uuid_text(p_value text) IS 'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
 
 CREATE FUNCTION memsub._check_context_role(p_role text, p_caller text) RETURNS text
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -628,6 +828,64 @@ $_$;
 ALTER FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) IS 'Normalizes a JSON array of DocRefs {doc_id, chunk_id?, score?}: each document (and chunk of it) must exist and be visible (23503), shapes are checked (22023), each error names the element, e.g. evidence[0].doc_id.';
+
+CREATE FUNCTION memsub._check_document_chunks(p_chunks jsonb, p_text text) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $_$
+declare
+    v_chunk    jsonb;
+    v_position integer;
+    v_field    text;
+    v_key      text;
+    v_start    integer;
+    v_end      integer;
+    v_expected integer := 0;
+begin
+    if p_chunks is null or jsonb_typeof(p_chunks) <> 'array' then
+        raise exception 'field "chunks" must be a JSON array of {start_char, end_char, page?, embedding?}'
+            using errcode = '22023', column = 'chunks';
+    end if;
+    for v_chunk, v_position in select c, n - 1 from jsonb_array_elements(p_chunks) with ordinality as a(c, n) loop
+        v_field := format('chunks[%s]', v_position);
+        perform memsub._check_object_keys(v_chunk, v_field, array['start_char', 'end_char', 'page', 'embedding'],
+                                          '{start_char, end_char, page?, embedding?}', 'a chunk');
+        foreach v_key in array array['start_char', 'end_char', 'page'] loop
+            if v_chunk ? v_key and jsonb_typeof(v_chunk -> v_key) <> 'null'
+               and (jsonb_typeof(v_chunk -> v_key) <> 'number' or (v_chunk ->> v_key) !~ '^\d{1,9}$') then
+                raise exception 'field "%.%" must be a non-negative integer', v_field, v_key
+                    using errcode = '22023', column = v_field || '.' || v_key;
+            end if;
+        end loop;
+        v_start := (v_chunk ->> 'start_char')::integer;
+        v_end := (v_chunk ->> 'end_char')::integer;
+        if v_start is distinct from v_expected then
+            raise exception 'field "%.start_char" must be %: chunks are contiguous and cover the text from offset 0',
+                v_field, v_expected
+                using errcode = '22023', column = v_field || '.start_char';
+        end if;
+        if v_end is null or v_end <= v_start or v_end > length(p_text) then
+            raise exception 'field "%.end_char" must be after start_char (%) and at most the text length (%)',
+                v_field, v_start, length(p_text)
+                using errcode = '22023', column = v_field || '.end_char';
+        end if;
+        if (v_chunk ->> 'page')::integer = 0 then
+            raise exception 'field "%.page" counts from 1', v_field using errcode = '22023', column = v_field || '.page';
+        end if;
+        perform memsub._json_vector(v_chunk -> 'embedding', v_field || '.embedding');
+        v_expected := v_end;
+    end loop;
+    if v_expected <> length(p_text) then
+        raise exception 'field "chunks" covers the text up to offset %, not its length %', v_expected, length(p_text)
+            using errcode = '22023', column = 'chunks';
+    end if;
+    return jsonb_array_length(p_chunks);
+end
+$_$;
+
+ALTER FUNCTION memsub._check_document_chunks(p_chunks jsonb, p_text text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_document_chunks(p_chunks jsonb, p_text text) IS 'Internal: checks that chunks are contiguous spans {start_char, end_char, page?, embedding?} covering the text exactly, with vectors of the installation''s dimension; raises 22023 naming the element. Returns the count.';
 
 CREATE FUNCTION memsub._check_expected_version(p_value integer) RETURNS integer
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -944,6 +1202,39 @@ ALTER FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uui
 
 COMMENT ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Internal: for memsub.set_context when no binding of the login allows the context. Returns for a superuser, a platform admin, or an unbound login where installation_settings.unbound_logins = ''allow''; otherwise raises 42501 naming tenant_id (no binding, or not bound to the tenant) or org_id (bound to the tenant, not to the organization).';
 
+CREATE FUNCTION memsub._check_memory_address(p_namespace text, p_key text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+begin
+    if p_namespace is null then
+        raise exception 'namespace is required' using errcode = '23502', column = 'namespace';
+    end if;
+    if p_namespace ~ '^temp(:|$)' then
+        raise exception 'namespace "%": temp: keys are never persisted to memory_entries; keep them in the session state',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_namespace !~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$' or length(p_namespace) > 512 then
+        raise exception 'namespace "%" must look like project:<id>, app:<name>, user:<user id> or session:<session id>, optionally followed by :<part> segments (letters, digits, _ . -)',
+            p_namespace
+            using errcode = '22023', column = 'namespace';
+    end if;
+    if p_key is null then
+        raise exception 'key is required' using errcode = '23502', column = 'key';
+    end if;
+    -- + and a length test, not a counted repetition: PostgreSQL makes a regular-expression state per counted one.
+    if p_key !~ '^[^:[:space:]][^:]*$' or length(p_key) > 256 then
+        raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
+            using errcode = '22023', column = 'key';
+    end if;
+end
+$_$;
+
+ALTER FUNCTION memsub._check_memory_address(p_namespace text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_memory_address(p_namespace text, p_key text) IS 'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
+
 CREATE FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1044,6 +1335,119 @@ $$;
 ALTER FUNCTION memsub._check_similarity_k(p_k integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_similarity_k(p_k integer) IS 'Internal: refuses the k of a similarity search as memsub._check_count does against max_k, and above 1000, the most rows pgvector''s walk returns (54000 naming k); returns k.';
+
+CREATE FUNCTION memsub.session_statuses() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['active', 'terminated']::text[] $$;
+
+ALTER FUNCTION memsub.session_statuses() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.session_statuses() IS 'The states of a session (sessions.status): active until memsub.session_terminate makes it terminated, which sets terminated_at.';
+
+CREATE TABLE memsub.sessions (
+    tenant_id uuid NOT NULL,
+    id text DEFAULT (gen_random_uuid())::text NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    project_id text,
+    app_name text,
+    status text DEFAULT 'active'::text NOT NULL,
+    state jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    terminated_at timestamp with time zone,
+    event_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT sessions_app_name_format CHECK (((app_name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(app_name) <= 128))),
+    CONSTRAINT sessions_event_count_not_negative CHECK ((event_count >= 0)),
+    CONSTRAINT sessions_id_format CHECK (((id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(id) <= 128))),
+    CONSTRAINT sessions_project_id_format CHECK (((project_id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(project_id) <= 128))),
+    CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
+    CONSTRAINT sessions_status_check CHECK ((status = ANY (memsub.session_statuses()))),
+    CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
+);
+
+ALTER TABLE ONLY memsub.sessions FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.sessions OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.sessions IS 'Agent sessions (seed 001): the event history and the short-term state (temp:, session: and pending user: keys). Written only through memsub.session_* functions.';
+
+COMMENT ON COLUMN memsub.sessions.tenant_id IS 'Tenant owning the session.';
+
+COMMENT ON COLUMN memsub.sessions.id IS 'Session identifier (letters, digits, _ . -; no colon, since it appears in session:<id>: namespaces). Matches the context session of memsub.set_context.';
+
+COMMENT ON COLUMN memsub.sessions.org_id IS 'Organization of the session (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.sessions.user_id IS 'User the session belongs to; its user:<user_id>: namespace is readable and writable by the session.';
+
+COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; its project:<project_id>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
+
+COMMENT ON COLUMN memsub.sessions.status IS 'One of memsub.session_statuses(): active, or terminated (which sets terminated_at).';
+
+COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
+
+COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
+
+COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
+
+COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
+
+COMMENT ON COLUMN memsub.sessions.event_count IS 'Number of events appended (rows of memsub.session_events); the next event''s position.';
+
+CREATE FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+declare
+    v_key   text;
+    v_kind  text;
+    v_parts text[];
+begin
+    if p_delta is null or jsonb_typeof(p_delta) <> 'object' then
+        raise exception '% must be a JSON object of namespaced keys', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    for v_key in select k from jsonb_object_keys(p_delta) as k order by k loop
+        v_parts := string_to_array(v_key, ':');
+        v_kind := v_parts[1];
+        if v_kind in ('app', 'project') then
+            raise exception '% key "%": sessions write temp:, session: and user: keys only; % memory needs an elevated role (memsub.memory_write as tenant_admin)',
+                p_field, v_key, v_kind
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind not in ('temp', 'session', 'user')
+           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]*$'
+           or length(v_parts[cardinality(v_parts)]) > 256 then
+            raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
+                p_field, v_key
+                using errcode = '22023', column = p_field;
+        end if;
+        -- A user: key becomes a memory entry when the session terminates: its namespace (all but the last part)
+        -- must fit memory_entries' namespace, or the session could never terminate.
+        if v_kind = 'user' and length(v_key) - length(v_parts[cardinality(v_parts)]) - 1 > 512 then
+            raise exception '% key "%..." has a namespace of % characters; a user: key''s namespace is at most 512 (it becomes a memory namespace)',
+                p_field, left(v_key, 80), length(v_key) - length(v_parts[cardinality(v_parts)]) - 1
+                using errcode = '22023', column = p_field;
+        end if;
+        if v_kind = 'session' and v_parts[2] <> p_session.id then
+            raise exception '% key "%" belongs to another session than "%"', p_field, v_key, p_session.id
+                using errcode = '42501', column = p_field;
+        end if;
+        if v_kind = 'user' and v_parts[2] is distinct from p_session.user_id::text then
+            raise exception '% key "%" belongs to another user than the session''s (%)', p_field, v_key,
+                coalesce(p_session.user_id::text, 'none')
+                using errcode = '42501', column = p_field;
+        end if;
+    end loop;
+end
+$_$;
+
+ALTER FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) IS 'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 characters; 42501 for another session''s or user''s key or an app:/project: key).';
 
 CREATE FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) RETURNS timestamp with time zone
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -1252,6 +1656,18 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE FUNCTION memsub._context_mac(p_key_id text, p_message text) RETURNS bytea
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select sha256(k.outer_pad || sha256(k.inner_pad || convert_to(p_message, 'UTF8')))
+      from memsub.context_keys k where k.key_id = p_key_id
+$$;
+
+ALTER FUNCTION memsub._context_mac(p_key_id text, p_message text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._context_mac(p_key_id text, p_message text) IS 'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: only memsub''s SECURITY DEFINER context functions may compute MACs.';
+
 CREATE FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1276,6 +1692,29 @@ $$;
 ALTER FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) IS 'Internal to memsub._search_strategy: how many embeddings of the type the context tenant holds, counted up to p_limit from the tenant and type index (owned by memsub_retrieval_owner, BYPASSRLS: every row of the tenant counts, as in memsub.search_stats.row_count). 42501 without a tenant context; 22023 naming embedding_type or limit for an unknown type or a limit below 1.';
+
+CREATE FUNCTION memsub._count_packet_chunks() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- Most inserts add only whole-content vectors (chunk_index 0): one look at the added rows settles them,
+    -- without starting the update.
+    if not exists (select from added a where a.chunk_index >= 1) then
+        return null;
+    end if;
+    update memsub.packet_store p
+       set chunk_count = greatest(p.chunk_count, n.chunks), is_chunked = true
+      from (select a.tenant_id, a.packet_id, max(a.chunk_index) as chunks
+              from added a where a.chunk_index >= 1 group by a.tenant_id, a.packet_id) n
+     where p.tenant_id = n.tenant_id and p.packet_id = n.packet_id and p.chunk_count < n.chunks;
+    return null;
+end
+$$;
+
+ALTER FUNCTION memsub._count_packet_chunks() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._count_packet_chunks() IS 'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a packet and sets is_chunked.';
 
 CREATE FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) RETURNS record
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -1302,7 +1741,7 @@ $$;
 
 ALTER FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) IS 'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and memsub.audit_record.';
+COMMENT ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) IS 'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and memsub._audit_record.';
 
 CREATE FUNCTION memsub._document_chunks_unlink(p_document_id uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -1472,7 +1911,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_latest memsub.document_index;
 begin
-    perform memsub.take_maintenance_lock('document_ingest', v_tenant::text || ':' || p_file_path);
+    perform memsub._take_maintenance_lock('document_ingest', v_tenant::text || ':' || p_file_path);
     select d.* into v_latest from memsub.document_index d
      where d.tenant_id = v_tenant and d.file_path = p_file_path and d.is_latest;
     if found and v_latest.org_id is distinct from memsub.current_org_id() then
@@ -1880,6 +2319,157 @@ ALTER FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) OWNER TO memsub_
 
 COMMENT ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) IS 'The envelope as packet_store keeps it: every memory.embeddings[].vector (stored in memory_embeddings.vector) replaced by JSON null, and written as JSON null where the element has none (its vector was given apart, in write_packet''s p_vectors).';
 
+CREATE FUNCTION memsub._fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_written   jsonb := '{}';
+    v_path      text;
+    v_element   jsonb;
+    v_position  integer;
+    v_count     integer;
+    v_vector    vector;
+    v_chunk     integer;
+    v_metadata  jsonb;
+    v_key       text;
+    -- The embeddings' columns, element by element: written by one INSERT once every element has passed.
+    v_types     text[] := '{}';
+    v_vectors   vector[] := '{}';
+    v_chunks    integer[] := '{}';
+    v_texts     text[] := '{}';
+    v_metadatas jsonb[] := '{}';
+    err_state   text;
+    err_message text;
+    err_column  text;
+begin
+    if jsonb_typeof(p_packet.memory) is distinct from 'object' then
+        return v_written;
+    end if;
+    foreach v_key in array array['facts', 'relationships'] loop
+        if p_packet.memory ? v_key and p_packet.scope <> 'shared' then
+            raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
+                            'packets can', v_key, p_packet.scope
+                using errcode = '22023', column = 'memory.' || v_key;
+        end if;
+    end loop;
+    begin
+        foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
+            continue when not p_packet.memory ? v_key;
+            v_path := 'memory.' || v_key;
+            if jsonb_typeof(p_packet.memory -> v_key) <> 'array' then
+                raise exception 'must be a JSON array of objects' using errcode = '22023';
+            end if;
+            v_count := 0;
+            for v_element, v_position in
+                select e, n - 1 from jsonb_array_elements(p_packet.memory -> v_key) with ordinality as a(e, n) loop
+                v_path := format('memory.%s[%s]', v_key, v_position);
+                if jsonb_typeof(v_element) <> 'object' then
+                    raise exception 'must be a JSON object' using errcode = '22023';
+                end if;
+                if v_key = 'facts' then
+                    perform memsub.assert_fact(
+                        v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
+                elsif v_key = 'relationships' then
+                    perform memsub.upsert_relationship(
+                        v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
+                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
+                else
+                    -- What memsub.store_embedding checks, in its order, and the row it would write, without
+                    -- reading back the packet just stored (the row is written after the loop). The vector is
+                    -- the element's own, or the one given for it in p_vectors (one per element,
+                    -- memsub._packet_vectors_check), never both.
+                    if p_vectors is not null then
+                        if coalesce(v_element -> 'vector', 'null') <> 'null' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be null or absent: this element''s vector is given in vectors[%]',
+                                v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := p_vectors[array_lower(p_vectors, 1) + v_position];
+                        if v_vector is null then
+                            v_path := v_path || '.vector';
+                            raise exception 'is missing: vectors[%] is null', v_position + 1 using errcode = '22023';
+                        end if;
+                        v_vector := memsub._check_vector(v_vector, 'vector');
+                    else
+                        if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
+                            v_path := v_path || '.vector';
+                            raise exception 'must be a JSON array of numbers' using errcode = '22023';
+                        end if;
+                        v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
+                    end if;
+                    v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
+                    v_metadata := v_element -> 'metadata';  -- absent: '{}' is stored, and nothing is measured
+                    perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
+                                                      'chunk_text', v_element ->> 'chunk_text'),
+                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
+                    perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
+                                                 'embedding_type');
+                    if v_chunk < 0 then
+                        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
+                            v_chunk using errcode = '22023', column = 'chunk_index';
+                    end if;
+                    v_types := array_append(v_types, v_element ->> 'embedding_type');
+                    v_vectors := array_append(v_vectors, v_vector);
+                    v_chunks := array_append(v_chunks, v_chunk);
+                    v_texts := array_append(v_texts, v_element ->> 'chunk_text');
+                    v_metadatas := array_append(v_metadatas,
+                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'));
+                end if;
+                v_count := v_count + 1;
+            end loop;
+            -- Every embedding of the envelope in one statement: the chunk-count trigger then raises the packet's
+            -- count once, where an insert per chunk rewrote the packet row (and its index entries) per chunk.
+            -- Each row takes the packet's identity and scope, which are these fields. The packet is new and its
+            -- slots distinct (_packet_embeddings_check), so there is no stored embedding to replace.
+            if v_key = 'embeddings' and v_count > 0 then
+                v_path := 'memory.embeddings';
+                insert into memsub.memory_embeddings (
+                    packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
+                    tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
+                select p_packet.packet_id, e.embedding_type, e.vector, e.chunk_index, e.chunk_text, e.metadata,
+                       p_packet.scope, p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user,
+                       p_packet.correlation_id, p_packet.session_id, p_packet.trace_id
+                  from unnest(v_types, v_vectors, v_chunks, v_texts, v_metadatas)
+                       as e(embedding_type, vector, chunk_index, chunk_text, metadata);
+            end if;
+            if v_count > 0 then
+                v_written := v_written || jsonb_build_object(
+                    case v_key when 'facts' then 'knowledge_facts' when 'relationships' then 'entity_relationships'
+                               else 'memory_embeddings' end, v_count);
+            end if;
+        end loop;
+        if p_packet.memory ? 'reasoning_trace' then
+            v_path := 'memory.reasoning_trace';
+            v_element := p_packet.memory -> 'reasoning_trace';
+            if jsonb_typeof(v_element) <> 'object' then
+                raise exception 'must be a JSON object' using errcode = '22023';
+            end if;
+            perform memsub.record_reasoning_trace(
+                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet.packet_id,
+                coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
+                coalesce(v_element -> 'inference_steps', '[]'),
+                coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
+                coalesce((v_element ->> 'decision_tokens')::integer, 0),
+                coalesce(v_element -> 'confidence_scores', '{}'));
+            v_written := v_written || jsonb_build_object('reasoning_traces', 1);
+        end if;
+    exception when others then
+        -- One handler for the whole fan-out (a single subtransaction): name the element and re-raise.
+        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text, err_column = column_name;
+        err_column := v_path || case when coalesce(err_column, '') <> '' then '.' || err_column else '' end;
+        raise exception using errcode = err_state, column = err_column,
+                              message = format('envelope field "%s": %s', err_column, err_message);
+    end;
+    return v_written;
+end
+$$;
+
+ALTER FUNCTION memsub._fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant; p_vectors: the vectors of memory.embeddings given apart, or NULL when they are in the envelope) and returns the rows written per table. Not granted to clients.';
+
 CREATE FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) RETURNS public.vector
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -1935,6 +2525,21 @@ $$;
 ALTER FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) IS 'Internal to purge_expired and _drop_expired_fact: deletes every access record of the given targets (tenant and id, pairwise; a packet''s with those of its embeddings), whoever recorded them (owned by memsub_retrieval_owner, BYPASSRLS); returns how many. Executable only by memsub_expiry_owner.';
+
+CREATE FUNCTION memsub._hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) RETURNS record
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    with k as (select case when length(p_key) > 64 then sha256(p_key) else p_key end as key),
+         padded as (select k.key || decode(repeat('00', 64 - length(k.key)), 'hex') as key from k)
+    select decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 54), 2, '0'), '' order by i), 'hex'),
+           decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 92), 2, '0'), '' order by i), 'hex')
+      from padded, generate_series(0, 63) as i
+$$;
+
+ALTER FUNCTION memsub._hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) IS 'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to 64 bytes, XOR 0x36 and XOR 0x5c.';
 
 CREATE FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) RETURNS double precision
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2035,6 +2640,55 @@ $$;
 ALTER PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) OWNER TO memsub_owner;
 
 COMMENT ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) IS 'Installs the not_expired policy on a table with a ttl column (a row is read only while ttl is NULL or in the future; memsub_expiry_owner, which purges, sees every row), with p_comment as its comment. Idempotent.';
+
+CREATE PROCEDURE memsub._install_row_security(IN p_table regclass, IN p_layers text[])
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';
+begin
+    execute format('alter table %s enable row level security', p_table);
+    execute format('alter table %s force row level security', p_table);
+
+    execute format('drop policy if exists tenant_isolation on %s', p_table);
+    execute format('create policy tenant_isolation on %s as permissive for all to public '
+                   'using (tenant_id = (select memsub.current_tenant_id()))', p_table);
+    execute format('comment on policy tenant_isolation on %s is %L', p_table,
+                   'Rows of the context tenant only (memsub.set_context).');
+
+    execute format('drop policy if exists admin_override on %s', p_table);
+    execute format('create policy admin_override on %s as permissive for all to public '
+                   'using ((select memsub.is_platform_admin()))', p_table);
+    execute format('comment on policy admin_override on %s is %L', p_table,
+                   'platform_admin contexts (members of memsub_platform_admin) reach every tenant.');
+
+    execute format('drop policy if exists org_isolation on %s', p_table);
+    if 'org' = any(p_layers) then
+        execute format('create policy org_isolation on %s as restrictive for all to public '
+                       'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)',
+                       p_table, admin_pass);
+        execute format('comment on policy org_isolation on %s is %L', p_table,
+                       'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.');
+    end if;
+
+    execute format('drop policy if exists user_visibility on %s', p_table);
+    if 'user' = any(p_layers) then
+        execute format('create policy user_visibility on %s as restrictive for all to public using ('
+                       'scope = ''shared'''
+                       ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
+                       ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
+                       '                            or session_id = (select memsub.current_session_id())))'
+                       ' or %s)', p_table, admin_pass);
+        execute format('comment on policy user_visibility on %s is %L', p_table,
+                       'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.');
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub._install_row_security(IN p_table regclass, IN p_layers text[]) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._install_row_security(IN p_table regclass, IN p_layers text[]) IS 'Installs the standard memsub policy set on a tenant table: tenant_isolation and admin_override always, org_isolation when layers has ''org'', user_visibility (by scope) when layers has ''user''. Idempotent.';
 
 CREATE FUNCTION memsub._is_blank(p_value text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2199,6 +2853,25 @@ ALTER FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type te
 
 COMMENT ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) IS 'Keyword leg of hybrid search: the caller''s embeddings of one type whose chunk_text matches the query (websearch syntax, english), best first by ts_rank_cd, as ids and ranks. Applies the tenant, org and scope predicates itself (an admin context passes org and scope, as under the policies) so the GIN index is usable (tsvector @@ is not LEAKPROOF under row-level security).';
 
+CREATE FUNCTION memsub._langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_value is null or (not p_blank_allowed and memsub._is_blank(p_value)) then
+        raise exception 'memsub: % must be a non-empty string', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    -- The rows are keyed by these ids, and a B-tree entry holds about 2.7 kB.
+    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);
+    return p_value;
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed), 54000 when it is longer than max_id_bytes (the rows are keyed by it).';
+
 CREATE FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean DEFAULT false) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2228,7 +2901,7 @@ begin
         end if;
         exit when not p_write or v_new is null or v_pass = 2;
         -- New threads, locked in order (a row lock only memsub's owner roles can take), then looked at again.
-        perform memsub.take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
+        perform memsub._take_maintenance_lock('langgraph_thread', v_tenant::text || '/' || n.id)
            from unnest(v_new) as n(id)
           order by n.id;
     end loop;
@@ -2238,6 +2911,32 @@ $$;
 ALTER FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) IS 'Internal: raises 42501 naming thread_id when one of the threads of the context tenant was written from another context than the caller''s (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). For a writer (p_write), a thread with no row yet is locked until the transaction ends and checked again, so that concurrent first writes from two contexts are one after the other. Executable only by memsub_owner.';
+
+CREATE FUNCTION memsub._langgraph_store_check_namespace(p_namespace text[], p_field text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    if p_namespace is null or cardinality(p_namespace) = 0 then
+        raise exception 'memsub: % must hold at least one label', p_field using errcode = '22023', column = p_field;
+    end if;
+    if array_ndims(p_namespace) > 1 then
+        raise exception 'memsub: % must be a one-dimensional array of labels', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    -- Plain expressions, no sub-select: a put checks its namespace on every call.
+    if array_position(p_namespace, null) is not null or '' = any(p_namespace)
+       or strpos(array_to_string(p_namespace, ''), '.') > 0 then
+        raise exception 'memsub: % labels must be non-empty and hold no period', p_field
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_namespace;
+end
+$$;
+
+ALTER FUNCTION memsub._langgraph_store_check_namespace(p_namespace text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_check_namespace(p_namespace text[], p_field text) IS 'Returns p_namespace, or raises 22023 naming p_field when it is empty or not one-dimensional, or a label is NULL, empty or holds a period (so the labels joined by periods, namespace_key, name one namespace).';
 
 CREATE FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -2305,6 +3004,60 @@ ALTER FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern t
 
 COMMENT ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) IS 'Internal: true when the namespace p_labels begins (p_at_end false) or ends (true) with p_pattern, where a label ''*'' matches any one label.';
 
+CREATE FUNCTION memsub._langgraph_store_matches(p_value jsonb, p_filter jsonb) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+declare
+    field     text;
+    condition jsonb;
+    operator  text;
+    operand   jsonb;
+    actual    jsonb;
+    compared  integer;
+    satisfied boolean;
+begin
+    for field, condition in select * from jsonb_each(coalesce(p_filter, '{}'::jsonb)) loop
+        actual := p_value -> field;
+        if jsonb_typeof(condition) = 'object'
+           and exists (select from jsonb_object_keys(condition) k where left(k, 1) = '$') then
+            for operator, operand in select * from jsonb_each(condition) loop
+                if operator = '$eq' then
+                    if actual is distinct from operand then return false; end if;
+                elsif operator = '$ne' then  -- as in PostgresStore, an item without the field does not match
+                    if actual is null or actual = operand then return false; end if;
+                elsif operator in ('$gt', '$gte', '$lt', '$lte') then
+                    if actual is null or jsonb_typeof(actual) <> jsonb_typeof(operand)
+                       or jsonb_typeof(actual) not in ('number', 'string') then
+                        return false;
+                    end if;
+                    compared := case when jsonb_typeof(actual) = 'number'
+                                     then sign((actual #>> '{}')::numeric - (operand #>> '{}')::numeric)::integer
+                                     else case when (actual #>> '{}') < (operand #>> '{}') then -1
+                                               when (actual #>> '{}') > (operand #>> '{}') then 1 else 0 end end;
+                    satisfied := case operator when '$gt' then compared > 0 when '$gte' then compared >= 0
+                                               when '$lt' then compared < 0 else compared <= 0 end;
+                    if not satisfied then
+                        return false;
+                    end if;
+                else
+                    raise exception 'memsub: unknown filter operator "%" for field %', operator, field
+                        using errcode = '22023', column = 'filter',
+                              hint = 'Known operators: $eq, $ne, $gt, $gte, $lt, $lte.';
+                end if;
+            end loop;
+        elsif actual is distinct from condition then
+            return false;
+        end if;
+    end loop;
+    return true;
+end
+$_$;
+
+ALTER FUNCTION memsub._langgraph_store_matches(p_value jsonb, p_filter jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text; a missing field matches none, $ne included). 22023 for another $op.';
+
 CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURNS text
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -2312,7 +3065,7 @@ CREATE FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) RETURN
 
 ALTER FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub.langgraph_store_check_namespace), so the text names one namespace.';
+COMMENT ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) IS 'Internal: a LangGraph store namespace as text, its labels joined by periods (namespace_key). A label holds no period (memsub._langgraph_store_check_namespace), so the text names one namespace.';
 
 CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) RETURNS timestamp without time zone
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2322,6 +3075,146 @@ CREATE FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_seco
 ALTER FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) IS 'The later of two expiry times, NULL (never expires) when either is NULL: the expiry of a fact or edge supported by two assertions.';
+
+CREATE FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) RETURNS TABLE(tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select s.tenant_id, s.packet_id, s.packet_type, s."timestamp", s.parent_ids, s.thread_id,
+           coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
+           case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
+      from memsub.packet_store s
+     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
+    union all
+    select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
+      from memsub.packet_tombstones t
+     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
+$$;
+
+ALTER FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) IS 'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, live, expired or purged (from packet_tombstones). Not granted to clients.';
+
+CREATE FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer DEFAULT 3, p_max_distance double precision DEFAULT 0.5) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $_$
+declare
+    v_links integer;
+begin
+    -- Each chunk's nearest chunks are found by walking the content graph of the tenant's partition: the ORDER BY
+    -- is the graph's key (memsub._vector_graph_order), which holds the installation's dimension and is
+    -- therefore written into the statement. Sorting by the cosine distance instead would read every chunk
+    -- vector of the tenant once per chunk (2.3 times the time of an ingest at 10,000 chunks).
+    -- Each context function in a sub-select: evaluated once for the statement. As a plain call in a join's
+    -- condition it ran again for every inner scan of every chunk (tests/documents/test_documents_ingest.py).
+    execute format($statement$
+    with mine as (
+        select c.id as chunk_id, c.org_id, e.vector
+          from memsub.document_chunks c
+          join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
+          join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
+                                         and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = $1
+    ), links as (
+        select mine.chunk_id, mine.org_id, near.chunk_id as other_id, near.org_id as other_org_id
+          from mine
+         cross join lateral (
+            select oc.id as chunk_id, oc.org_id
+              from memsub.memory_embeddings oe
+              join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
+              join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
+                                            and oc.chunk_index = oe.chunk_index
+             where oe.tenant_id = (select memsub.current_tenant_id()) and oe.embedding_type = 'content'
+               and oe.chunk_index >= 1 and od.is_latest and od.id <> $1
+               and (oe.org_id is null or oe.org_id = mine.org_id)
+               and (oe.vector <=> mine.vector) <= $3
+             order by %s
+             limit $2) near
+    ), forward as (
+        update memsub.document_chunks c
+           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
+          from (select k.chunk_id, array_agg(k.other_id) as others from links k group by k.chunk_id) l
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.chunk_id
+        returning 1
+    ), backward as (
+        update memsub.document_chunks c
+           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
+          from (select k.other_id, array_agg(k.chunk_id) as others from links k
+                 where k.org_id is null or k.org_id = k.other_org_id
+                 group by k.other_id) l
+         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.other_id
+        returning 1
+    )
+    -- Data-modifying CTEs run to completion whether or not the final query reads them.
+    select count(*)::integer from links
+    $statement$, memsub._vector_graph_order('oe.vector', 'mine.vector'))
+    into v_links using p_document_id, p_count, p_max_distance;
+    return v_links;
+end
+$_$;
+
+ALTER FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called by memsub.document_ingest.';
+
+CREATE FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select pg_catalog.format('pid %s (role %s, application %L)', l.pid, coalesce(a.usename::text, '?'),
+                             coalesce(a.application_name, ''))
+      from memsub.maintenance_lock m
+      join pg_catalog.pg_locks l
+        on l.locktype = 'transactionid' and l.transactionid = m.xmax and l.mode = 'ExclusiveLock' and l.granted
+      left join pg_catalog.pg_stat_activity a on a.pid = l.pid
+     where m.task = p_task and m.lock_key = pg_catalog.hashtextextended(coalesce(p_key, ''), 0)
+     limit 1
+$$;
+
+ALTER FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) IS 'The session holding the maintenance lock (task, key): "pid N (role R, application A)", or NULL when none is known. For messages that name who a skipped or timed-out run waited for.';
+
+CREATE FUNCTION memsub._memory_embeddings_envelope_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+begin
+    if not exists (select from memsub.packet_store s
+                    cross join lateral jsonb_array_elements(
+                        case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
+                             then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
+                    where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
+                      and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
+                      and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
+        return new;  -- stored with store_embedding alone: replaceable
+    end if;
+    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
+    -- from chunk_text, not yet computed here).
+    if (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
+        old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id,
+        old.trace_id, old.ttl)
+       is not distinct from
+       (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
+        new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id,
+        new.trace_id, new.ttl) then
+        return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
+    end if;
+    raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
+                    'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
+        using errcode = '0A000',
+              column = case when old.vector is distinct from new.vector then 'vector'
+                            when old.chunk_text is distinct from new.chunk_text then 'chunk_text'
+                            when old.metadata is distinct from new.metadata then 'metadata'
+                            else 'embedding_id' end,
+              hint = 'Write a new packet with the new embedding, or store it under another chunk_index.';
+end
+$$;
+
+ALTER FUNCTION memsub._memory_embeddings_envelope_guard() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 CREATE FUNCTION memsub.memory_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2663,6 +3556,27 @@ ALTER FUNCTION memsub._optional_text(p_value text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._optional_text(p_value text) IS 'An optional text field in the form memsub._require_text stores (trimmed, each run of whitespace one space); NULL for NULL or blank (only whitespace of any kind), which counts as absent.';
 
+CREATE FUNCTION memsub._packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    select encode(sha256(convert_to(jsonb_build_object(
+        'packet_type', p_packet_type,
+        'payload',     p_payload,
+        'thread_id',   p_thread_id,
+        'parent_ids',  to_jsonb(array(select p from unnest(p_parent_ids) as p order by p)),
+        'scope',       p_scope,
+        'org_id',      p_org_id,
+        'user_id',     p_user_id,
+        'session_id',  p_session_id,
+        'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
+$$;
+
+ALTER FUNCTION memsub._packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) IS 'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
+
 CREATE FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2920,6 +3834,41 @@ ALTER FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fiel
 
 COMMENT ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) IS 'Internal: the lineage generation and root of a packet from its stored, visible parents; raises on a self reference (23514), a missing or invisible parent (23503) or a stated generation or root that disagrees (22023).';
 
+CREATE FUNCTION memsub._packet_store_guard() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if tg_op = 'TRUNCATE' then
+        raise exception 'memsub.packet_store is immutable: TRUNCATE is not allowed'
+            using errcode = '0A000', hint = 'Expired packets are removed by memsub.purge_expired().';
+    elsif tg_op = 'DELETE' then
+        if old.ttl is null or old.ttl >= (now() at time zone 'UTC') then
+            raise exception 'memsub.packet_store is immutable: packet % has not expired and cannot be deleted', old.packet_id
+                using errcode = '0A000', hint = 'Only packets whose ttl has passed are removed, by memsub.purge_expired().';
+        end if;
+        return old;
+    end if;
+    -- UPDATE: compare the row with its learned statistics blanked out.
+    if (old.packet_id, old.packet_type, old.envelope, old."timestamp", old.routing, old.provenance,
+        old.thread_id, old.parent_ids, old.tags, old.ttl, old.scope, old.content_hash,
+        old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id, old.trace_id, old.write_seq)
+       is distinct from
+       (new.packet_id, new.packet_type, new.envelope, new."timestamp", new.routing, new.provenance,
+        new.thread_id, new.parent_ids, new.tags, new.ttl, new.scope, new.content_hash,
+        new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id, new.trace_id, new.write_seq) then
+        raise exception 'memsub.packet_store is immutable: packet % cannot be modified', old.packet_id
+            using errcode = '0A000',
+                  hint = 'Only importance_score, access_count, last_accessed, contradiction_count, chunk_count and is_chunked may change.';
+    end if;
+    return new;
+end
+$$;
+
+ALTER FUNCTION memsub._packet_store_guard() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
+
 CREATE FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2989,7 +3938,7 @@ $$;
 
 ALTER FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) IS 'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked where it is stored (memsub.fan_out_packet).';
+COMMENT ON FUNCTION memsub._packet_vectors_check(p_packet memsub.packet_fields, p_vectors public.vector[]) IS 'Internal, for write_packet''s p_vectors: one vector per memory.embeddings element of the envelope (a one-dimensional array); raises SQLSTATE 22023 naming the field "vectors" otherwise. Each vector is checked where it is stored (memsub._fan_out_packet).';
 
 CREATE FUNCTION memsub._purged_packet_ids(p_packet_ids uuid[]) RETURNS uuid[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3262,11 +4211,11 @@ begin
     v_method := case when v_populated then 'concurrently' else 'full' end;
     -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
     -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
-    if not memsub.take_maintenance_lock('refresh_memory_view', p_view, false) then
+    if not memsub._take_maintenance_lock('refresh_memory_view', p_view, false) then
         v_status := 'skipped';
         v_method := 'none';
         v_error := format('another refresh of memsub.%s is running: %s', p_view,
-                          coalesce(memsub.maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+                          coalesce(memsub._maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
     else
         begin
             -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be
@@ -3312,6 +4261,22 @@ ALTER FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) O
 
 COMMENT ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) IS 'Internal: raises 22023 naming p_field (its message prefixed by p_caller when given) for a vector whose cosine distance to itself is NaN: a zero vector, or one whose squares under- or overflow single precision.';
 
+CREATE FUNCTION memsub._require_active_session(p_session memsub.sessions) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_session.status <> 'active' then
+        raise exception 'session "%" is %, not active', p_session.id, p_session.status
+            using errcode = '55000', column = 'session_id';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._require_active_session(p_session memsub.sessions) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_active_session(p_session memsub.sessions) IS 'Internal: raises 55000 naming session_id unless the session is active.';
+
 CREATE FUNCTION memsub._require_key_admin(p_tenant_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3334,6 +4299,147 @@ $$;
 ALTER FUNCTION memsub._require_key_admin(p_tenant_id uuid) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._require_key_admin(p_tenant_id uuid) IS 'Refuses (42501) a context that may not manage the API keys of a tenant: platform_admin contexts manage every tenant''s, tenant_admin contexts their own tenant''s (NULL: the context tenant).';
+
+CREATE FUNCTION memsub._require_login(p_login name) RETURNS name
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    can_login boolean := (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = p_login);
+begin
+    if can_login is null then
+        raise exception 'memsub: role "%" does not exist', p_login
+            using errcode = '42704', column = 'login';
+    elsif not can_login then
+        raise exception 'memsub: role "%" cannot log in; bind the login roles that are members of it', p_login
+            using errcode = '22023', column = 'login';
+    end if;
+    return p_login;
+end
+$$;
+
+ALTER FUNCTION memsub._require_login(p_login name) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_login(p_login name) IS 'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
+
+CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$ select array['shared', 'cursor', 'l-private']::text[] $$;
+
+ALTER FUNCTION memsub.packet_scopes() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub.packet_scopes() IS 'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for the tenant, cursor for its user and session, l-private for its user.';
+
+CREATE TABLE memsub.packet_store (
+    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    packet_type text NOT NULL,
+    envelope jsonb NOT NULL,
+    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
+    routing jsonb,
+    provenance jsonb,
+    thread_id uuid,
+    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    ttl timestamp without time zone,
+    scope text DEFAULT 'shared'::text NOT NULL,
+    importance_score double precision DEFAULT 0.5 NOT NULL,
+    access_count integer DEFAULT 0 NOT NULL,
+    last_accessed timestamp with time zone,
+    contradiction_count integer DEFAULT 0 NOT NULL,
+    content_hash text,
+    chunk_count integer DEFAULT 0 NOT NULL,
+    is_chunked boolean DEFAULT false NOT NULL,
+    tenant_id uuid NOT NULL,
+    org_id uuid,
+    user_id uuid,
+    correlation_id uuid,
+    session_id text,
+    trace_id text,
+    write_seq bigint NOT NULL,
+    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
+    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
+    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
+    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
+    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
+    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
+    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
+);
+
+ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
+
+COMMENT ON COLUMN memsub.packet_store.envelope IS 'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
+
+COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
+
+COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
+
+COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
+
+COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
+
+COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
+
+COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
+
+COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
+
+COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope, one of memsub.packet_scopes(): shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
+
+COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
+
+COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
+
+COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
+
+COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
+
+COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
+
+COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
+
+COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
+
+COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
+
+COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
+
+COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
+
+COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
+
+COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
+
+COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
+
+CREATE FUNCTION memsub._require_shared_packet(p_packet memsub.packet_store, p_field text) RETURNS memsub.packet_store
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
+        raise exception 'field "%": packet % has scope %; what others read (knowledge, reflections, summaries) can only '
+                        'come from shared packets',
+            p_field, p_packet.packet_id, p_packet.scope
+            using errcode = '22023', column = p_field;
+    end if;
+    return p_packet;
+end
+$$;
+
+ALTER FUNCTION memsub._require_shared_packet(p_packet memsub.packet_store, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._require_shared_packet(p_packet memsub.packet_store, p_field text) IS 'Refuses (22023) a cursor or l-private packet as the source of what others read: tenant-wide knowledge (facts, relationships), and organization-wide reflections and summaries.';
 
 CREATE FUNCTION memsub._require_tenant_id() RETURNS uuid
     LANGUAGE plpgsql STABLE
@@ -3610,67 +4716,6 @@ ALTER FUNCTION memsub._seed_tenant_statistics() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._seed_tenant_statistics() IS 'Internal: gives every memsub table (and partition) that was never analyzed and has no statistics for tenant_id the planner prior "one distinct tenant_id", so that plans made before its first ANALYZE find rows by their whole key; returns how many tables it seeded. ANALYZE replaces the prior. Needs PostgreSQL 18 (pg_restore_attribute_stats); on an earlier server it writes nothing and raises a NOTICE. Run by the migrator with sql/; not granted to clients.';
 
-CREATE FUNCTION memsub.session_statuses() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['active', 'terminated']::text[] $$;
-
-ALTER FUNCTION memsub.session_statuses() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.session_statuses() IS 'The states of a session (sessions.status): active until memsub.session_terminate makes it terminated, which sets terminated_at.';
-
-CREATE TABLE memsub.sessions (
-    tenant_id uuid NOT NULL,
-    id text DEFAULT (gen_random_uuid())::text NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    project_id text,
-    app_name text,
-    status text DEFAULT 'active'::text NOT NULL,
-    state jsonb DEFAULT '{}'::jsonb NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    terminated_at timestamp with time zone,
-    event_count integer DEFAULT 0 NOT NULL,
-    CONSTRAINT sessions_app_name_format CHECK (((app_name ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(app_name) <= 128))),
-    CONSTRAINT sessions_event_count_not_negative CHECK ((event_count >= 0)),
-    CONSTRAINT sessions_id_format CHECK (((id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(id) <= 128))),
-    CONSTRAINT sessions_project_id_format CHECK (((project_id ~ '^[A-Za-z0-9_.-]+$'::text) AND (length(project_id) <= 128))),
-    CONSTRAINT sessions_state_is_object CHECK ((jsonb_typeof(state) = 'object'::text)),
-    CONSTRAINT sessions_status_check CHECK ((status = ANY (memsub.session_statuses()))),
-    CONSTRAINT sessions_terminated_consistent CHECK (((status = 'terminated'::text) = (terminated_at IS NOT NULL)))
-);
-
-ALTER TABLE ONLY memsub.sessions FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.sessions OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.sessions IS 'Agent sessions (seed 001): the event history and the short-term state (temp:, session: and pending user: keys). Written only through memsub.session_* functions.';
-
-COMMENT ON COLUMN memsub.sessions.tenant_id IS 'Tenant owning the session.';
-
-COMMENT ON COLUMN memsub.sessions.id IS 'Session identifier (letters, digits, _ . -; no colon, since it appears in session:<id>: namespaces). Matches the context session of memsub.set_context.';
-
-COMMENT ON COLUMN memsub.sessions.org_id IS 'Organization of the session (NULL: tenant-wide).';
-
-COMMENT ON COLUMN memsub.sessions.user_id IS 'User the session belongs to; its user:<user_id>: namespace is readable and writable by the session.';
-
-COMMENT ON COLUMN memsub.sessions.project_id IS 'Project the session works on; its project:<project_id>: namespace is read by memsub.memory_context.';
-
-COMMENT ON COLUMN memsub.sessions.app_name IS 'Application the session runs in; its app:<app_name>: namespace is read by memsub.memory_context.';
-
-COMMENT ON COLUMN memsub.sessions.status IS 'One of memsub.session_statuses(): active, or terminated (which sets terminated_at).';
-
-COMMENT ON COLUMN memsub.sessions.state IS 'Short-term state: a JSON object of namespaced keys (temp:..., session:<id>:..., user:<user_id>:...).';
-
-COMMENT ON COLUMN memsub.sessions.created_at IS 'When the session was created.';
-
-COMMENT ON COLUMN memsub.sessions.updated_at IS 'Last event, state change or termination.';
-
-COMMENT ON COLUMN memsub.sessions.terminated_at IS 'When the session was terminated (NULL while active).';
-
-COMMENT ON COLUMN memsub.sessions.event_count IS 'Number of events appended (rows of memsub.session_events); the next event''s position.';
-
 CREATE FUNCTION memsub._session_lookup(p_session_id text, p_lock text DEFAULT NULL::text, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3730,6 +4775,286 @@ $$;
 ALTER FUNCTION memsub._session_open_tasks(p_session_id text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._session_open_tasks(p_session_id text) IS 'Internal to session_terminate: the ids of the session''s tasks not yet final (pending or running) in every organization of the context tenant (owned by memsub_retrieval_owner, BYPASSRLS). Executable only by memsub_owner.';
+
+CREATE FUNCTION memsub._store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
+    sealed   boolean;
+begin
+    -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
+    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one:
+    -- memsub.current_tenant_id() refuses its seal.
+    if previous is not null and previous is distinct from p_tenant_id::text
+       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER') then
+        begin
+            perform memsub.current_tenant_id();
+            sealed := true;
+        exception when insufficient_privilege then
+            sealed := false;
+        end;
+        if sealed then
+            raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
+                using errcode = '42501', column = 'tenant_id',
+                      hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
+        end if;
+    end if;
+    -- One statement writes every setting (each statement costs more than the settings it writes). The seal
+    -- covers the login, the start of the transaction, tenant, org, user, session and context roles: it fits one
+    -- login's context in one transaction only. A context role counts only for a member of the matching memsub
+    -- role, and a role written by hand breaks the seal: an organization-bound tenant admin cannot give itself
+    -- the tenant_admin context set_context refused. Each setting is quoted (quote_nullable), so no two contexts
+    -- give the same message.
+    -- memsub.current_tenant_id() (010_identity.sql), which checks the seal once per query, and memsub.set_context,
+    -- which writes it at the start of every call, compute the same MAC inline instead of calling _context_mac.
+    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
+            pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
+            pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
+            pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
+            pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
+            pg_catalog.set_config('memsub.context_seal',
+                pg_catalog.encode(memsub._context_mac('seal', pg_catalog.concat_ws('|', session_user,
+                    extract(epoch from pg_catalog.transaction_timestamp()),
+                    pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
+                    pg_catalog.quote_nullable(coalesce(p_session_id, '')),
+                    pg_catalog.quote_nullable(coalesce(array_to_string(p_roles, ','), '')))), 'hex'),
+                true);
+end
+$$;
+
+ALTER FUNCTION memsub._store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user, session and context roles); refuses a second tenant in one transaction. Granted to nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
+
+CREATE FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text DEFAULT NULL::text, p_embedding public.vector DEFAULT NULL::public.vector, p_in_snapshot boolean DEFAULT false) RETURNS memsub.memory_entries
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_tenant   uuid := memsub._require_tenant_id();
+    v_kind     text := split_part(p_namespace, ':', 1);
+    v_current  integer;
+    v_deleted  boolean;
+    v_session  text;
+    v_row      memsub.memory_entries;
+    v_previous memsub.memory_entries;
+    v_column   text;
+begin
+    -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
+    -- the read below, and the insert meets it in the unique key: PostgreSQL raises its own 40001, naming nothing.
+    -- A stated version is then stale, and is refused as such. The write runs again inside a block that catches it
+    -- only at these isolation levels: a block is a subtransaction, and under READ COMMITTED (the common case,
+    -- where the insert sees the other version and the loop below names it) a transaction of many writes would
+    -- pile up subtransactions.
+    if p_check_version and not p_in_snapshot and current_setting('transaction_isolation') <> 'read committed' then
+        begin
+            return memsub._store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                                p_expected_version, true, p_delete, p_operation, p_details,
+                                                p_session_id, p_embedding, p_in_snapshot => true);
+        exception
+            when serialization_failure then
+                get stacked diagnostics v_column = column_name;
+                if v_column = 'expected_version' then
+                    raise;
+                end if;
+                select m.version into v_current
+                  from memsub.memory_entries m
+                 where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+                 order by m.version desc limit 1;
+                perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                    format('version %s was written after this transaction''s snapshot (%s)',
+                           coalesce(v_current, 0) + 1, current_setting('transaction_isolation')),
+                    coalesce(v_current, 0) + 1);
+        end;
+    end if;
+    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
+    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
+                                      'session_id', p_session_id),
+            memsub._check_limits(array[pg_column_size(p_value), pg_column_size(p_metadata)], 'max_json_bytes',
+                                 array['value', 'metadata']);
+    perform memsub._check_memory_address(p_namespace, p_key);
+    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
+        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
+            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
+    end if;
+    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+        raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
+    end if;
+    if not p_delete and p_value is null then
+        raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
+    end if;
+    perform memsub._check_expected_version(p_expected_version);
+    if not memsub._memory_namespace_writable(p_namespace) then
+        if v_kind in ('app', 'project') then
+            raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
+                p_namespace, v_kind
+                using errcode = '42501', column = 'namespace';
+        end if;
+        raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
+            using errcode = '42501', column = 'namespace';
+    end if;
+
+    -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
+    -- again on every call (a custom plan for a NULL session is always the cheaper).
+    v_session := coalesce(p_session_id, memsub.current_session_id());
+    if v_session is not null then
+        if not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
+            v_session := null;
+        end if;
+    end if;
+
+    -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
+    -- committed by then).
+    loop
+        select m.version, m.is_deleted into v_current, v_deleted
+          from memsub.memory_entries m
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+         order by m.version desc limit 1;
+
+        if p_delete and (v_current is null or v_deleted) then
+            raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
+                using errcode = 'P0002', column = 'key';
+        end if;
+        -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
+        -- version its delete returned is taken as well.
+        if p_check_version and (
+            (p_expected_version is null and v_current is not null and not v_deleted)
+            or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
+                and not (v_deleted and p_expected_version = 0))) then
+            perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                format('expected version %s, current version is %s',
+                       coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)),
+                v_current);
+        end if;
+
+        insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
+                                                 version, is_deleted, metadata, session_id, embedding)
+        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
+                case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
+                p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
+        on conflict on constraint memory_entries_version_key do nothing
+        returning m.* into v_row;
+        exit when found;
+        -- A concurrent writer committed this version first (the UNIQUE constraint decided). Last write wins
+        -- (session termination) goes on after it, as the next version; an optimistic write is stale.
+        if p_check_version then
+            select m.* into v_previous from memsub.memory_entries m
+             where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+             order by m.version desc limit 1;
+            perform memsub._raise_stale_memory_write(p_namespace, p_key,
+                format('version %s was written concurrently (current version is %s)',
+                       coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)),
+                v_previous.version);
+        end if;
+    end loop;
+    if p_delete then
+        update memsub.memory_entries m set is_deleted = true
+         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
+           and m.version < v_row.version and not m.is_deleted;
+    end if;
+    perform memsub._audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
+        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
+        p_details => coalesce(p_details, '{}')
+                     || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
+    return v_row;
+end
+$$;
+
+ALTER FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it. Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
+
+CREATE FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
+    AS $$
+declare
+    v_tenant  uuid := memsub._require_tenant_id();
+    v_org     uuid := memsub.current_org_id();
+    v_user    uuid := memsub.current_user_id();
+    f         memsub.packet_fields;
+    v_known   boolean;
+    v_written jsonb := jsonb_build_object('packet_store', 1);
+begin
+    f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
+    if p_vectors is not null then
+        perform memsub._packet_vectors_check(f, p_vectors);
+    end if;
+    if f.lineage is null and cardinality(f.parent_ids) = 0 then
+        f.generation := 0;
+        f.root_packet_id := f.packet_id;
+    else
+        select l.generation, l.root_packet_id into f.generation, f.root_packet_id
+          from memsub._packet_lineage(v_tenant, f) l;
+    end if;
+    if f.thread_id is not null then
+        v_known := memsub._packet_thread_check(v_tenant, v_org, f.thread_id);
+    end if;
+    if f.memory is not null then
+        perform memsub._packet_embeddings_check(f);
+    end if;
+    f.content_hash := memsub._packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
+                                                  v_user, f.session_id, f.ts, f.stated_id);
+    if memsub._insert_packets(array[f], v_tenant, v_org, v_user) = 0 then
+        return memsub._packet_deduplicated(v_tenant, v_org, v_user, f);
+    end if;
+    if f.thread_id is not null and not v_known then
+        v_written := v_written || memsub._packet_thread_register(v_tenant, v_org, f);
+    end if;
+    -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
+    -- in the same transaction. The payload itself is never interpreted.
+    if f.memory is not null then
+        v_written := v_written || memsub._fan_out_packet(
+            f, v_tenant, v_org, v_user,
+            coalesce(memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score'), 0.5),
+            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
+    end if;
+    return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
+               f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
+end
+$$;
+
+ALTER FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) IS 'Internal: validates, normalizes and stores one envelope for write_packet/write_packets (p_vectors: the vectors of its memory.embeddings given apart, see write_packet). Not granted to clients.';
+
+CREATE FUNCTION memsub._take_maintenance_lock(p_task text, p_key text DEFAULT ''::text, p_wait boolean DEFAULT true) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key bigint := pg_catalog.hashtextextended(coalesce(p_key, ''), 0);
+begin
+    if p_task is null or p_task = '' then
+        raise exception 'field "task" is required' using errcode = '23502', column = 'task';
+    end if;
+    if p_wait then
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
+    else
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
+    end if;
+    if found then
+        return true;
+    end if;
+    -- No row yet (or, without p_wait, a held one): the first caller of a key creates its row; a concurrent first
+    -- caller waits on that insert.
+    insert into memsub.maintenance_lock (task, lock_key) values (p_task, v_key) on conflict do nothing;
+    if p_wait then
+        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
+        return true;
+    end if;
+    perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
+    return found;
+end
+$$;
+
+ALTER FUNCTION memsub._take_maintenance_lock(p_task text, p_key text, p_wait boolean) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._take_maintenance_lock(p_task text, p_key text, p_wait boolean) IS 'Locks (task, key) until the calling transaction ends: waits for a holder (p_wait, bounded by the session''s lock_timeout) or returns false at once when another transaction holds it. Only memsub''s owner roles may call it, so no other login can hold these locks.';
 
 CREATE FUNCTION memsub.task_final_statuses() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3878,6 +5203,30 @@ ALTER FUNCTION memsub._vector_graph_order(p_vector text, p_query text) OWNER TO 
 
 COMMENT ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) IS 'Internal: the ORDER BY expression, as SQL text, that walks the HNSW graph of memory_embeddings for the stored vector p_vector (e.g. e.vector) nearest to the query p_query (e.g. $1): the index''s own key, l2_normalize(vector)::halfvec(<vector_dimension>), compared by inner product. It orders rows as the cosine distance does, to half precision; statements built with it report the cosine distance of the full vectors.';
 
+CREATE FUNCTION memsub._visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    found_packet memsub.packet_store;
+begin
+    if p_packet_id is null then
+        return null;
+    end if;
+    select s.* into found_packet from memsub.packet_store s
+     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
+    if not found then
+        raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
+            using errcode = '23503', column = p_field;
+    end if;
+    return found_packet;
+end
+$$;
+
+ALTER FUNCTION memsub._visible_packet(p_packet_id uuid, p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._visible_packet(p_packet_id uuid, p_field text) IS 'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
+
 CREATE FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -3963,7 +5312,7 @@ begin
        or exists (select from memsub.packet_store s where s.tenant_id = v_tenant and s.packet_id = any(v_ids)) then
         return null;
     end if;
-    -- 4. The one INSERT of packets store_packet_envelope uses, each new thread, the embeddings.
+    -- 4. The one INSERT of packets _store_packet_envelope uses, each new thread, the embeddings.
     v_inserted := memsub._insert_packets(v_batch, v_tenant, v_org, v_user);
     if v_inserted <> v_total then
         -- A packet this writer cannot see holds the id or the content: the envelope-by-envelope path decides.
@@ -4004,7 +5353,7 @@ $$;
 
 ALTER FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. p_vectors and p_before: the vectors given apart (memsub._batch_embeddings). Not granted to clients.';
+COMMENT ON FUNCTION memsub._write_packets_set(p_envelopes jsonb, p_vectors public.vector[], p_before integer[]) IS 'Internal to write_packets: writes a whole batch set-based when it can do so exactly as _store_packet_envelope would envelope by envelope, and returns the results; NULL (nothing written) when the batch needs the envelope-by-envelope path. p_vectors and p_before: the vectors given apart (memsub._batch_embeddings). Not granted to clients.';
 
 CREATE FUNCTION memsub.access_target_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -4027,54 +5376,18 @@ ALTER FUNCTION memsub.acting_role() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.acting_role() IS 'The database role whose memsub role memberships count: current_user when it can log in, else the login role (inside SECURITY DEFINER functions owned by memsub''s NOLOGIN owners, or after SET ROLE to a group).';
 
-CREATE FUNCTION memsub.adk_check_name(p_value text, p_field text) RETURNS text
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    perform memsub._check_text_limits(p_field, p_value);
-    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);  -- a key of the ADK tables' rows
-    if p_value is null or p_value = '' or p_value ~ '[[:cntrl:]]' then
-        raise exception 'memsub: % must be a non-empty string without control characters', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    return p_value;
-end
-$$;
-
-ALTER FUNCTION memsub.adk_check_name(p_value text, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_check_name(p_value text, p_field text) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL, empty or holds a control character (54000 when it is over max_text_chars, or longer than max_id_bytes: the ADK tables key their rows by it).';
-
-CREATE FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) RETURNS jsonb
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', p_field);
-    if p_state is not null and jsonb_typeof(p_state) <> 'object' then
-        raise exception 'memsub: % must be a JSON object', p_field using errcode = '22023', column = p_field;
-    end if;
-    return coalesce(p_state, '{}');
-end
-$$;
-
-ALTER FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) IS 'Returns p_state (NULL as {}), or raises 22023 naming p_field when it is not a JSON object.';
-
 CREATE FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
     bad    bigint;
     added  integer;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id'),
             memsub._check_limit(pg_column_size(p_memories), 'max_json_bytes', 'memories');
     if p_memories is null or jsonb_typeof(p_memories) <> 'array' then
         raise exception 'memsub: memories must be a JSON array' using errcode = '22023', column = 'memories';
@@ -4118,7 +5431,7 @@ begin
             select distinct on (m.memory ->> 'event_id')
                    tenant, (select memsub.current_org_id()), p_app_name, p_user_id, p_session_id,
                    m.memory ->> 'event_id', m.memory ->> 'author',
-                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub.adk_words(m.memory ->> 'text'),
+                   memsub._json_double(m.memory -> 'timestamp', 'timestamp'), m.memory -> 'content', m.memory ->> 'text', memsub._adk_words(m.memory ->> 'text'),
                    case when m.memory ? 'embedding' and jsonb_typeof(m.memory -> 'embedding') = 'array'
                         then ((m.memory -> 'embedding') #>> '{}')::vector end
               from jsonb_array_elements(p_memories) with ordinality as m(memory, position)
@@ -4146,11 +5459,11 @@ CREATE FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_quer
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
     q_words text[];
     query  vector;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
             memsub._check_limit(length(p_query), 'max_query_chars', 'query'),
             memsub._check_limit(p_limit, 'max_k', 'limit');
     if p_query is null then
@@ -4164,7 +5477,7 @@ begin
     if cosine_distance(query, query) = 'NaN'::double precision then
         perform memsub._refuse_vector_without_norm('query_embedding', 'memsub');
     end if;
-    q_words := memsub.adk_words(p_query);
+    q_words := memsub._adk_words(p_query);
     return query
     select r.session_id, r.event_id, r.author, r.ts, r.content, r.rank_score
       from (select c.session_id, c.event_id, c.author, c.ts, c.content, c.by_vector,
@@ -4190,43 +5503,19 @@ ALTER FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query
 
 COMMENT ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) IS 'Memories of an ADK user in an app (context tenant and organization) for a query: with p_query_embedding, embedded memories by cosine similarity first (a stored vector without a cosine distance scores NULL, after them); then memories sharing a word with the query, by the share of query words they hold, newest first. At most p_limit rows. 22023 (query_embedding) for a query vector without a usable norm (a zero vector, or squares beyond single precision).';
 
-CREATE FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select coalesce(p_session, '{}')
-        || coalesce((select jsonb_object_agg('app:' || key, value) from jsonb_each(p_app)), '{}')
-        || coalesce((select jsonb_object_agg('user:' || key, value) from jsonb_each(p_user)), '{}')
-$$;
-
-ALTER FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) IS 'The state ADK sees: the session''s keys, the app''s as app:<key> and the user''s as user:<key>.';
-
-CREATE FUNCTION memsub.adk_org_key() RETURNS uuid
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select coalesce(memsub.current_org_id(), '00000000-0000-0000-0000-000000000000'::uuid)
-$$;
-
-ALTER FUNCTION memsub.adk_org_key() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_org_key() IS 'The context organization, or the nil uuid for a tenant-wide context: the org_key of the ADK tables.';
-
 CREATE FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision DEFAULT NULL::double precision) RETURNS double precision
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
     tenant  uuid := memsub._require_tenant_id();
-    orgk    uuid := memsub.adk_org_key();
+    orgk    uuid := memsub._adk_org_key();
     delta   jsonb;
     stamp   double precision;
     v_session memsub.adk_sessions;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id'),
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id'),
             memsub._check_limit(pg_column_size(p_event), 'max_json_bytes', 'event');
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'memsub: event must be a JSON object' using errcode = '22023', column = 'event';
@@ -4264,13 +5553,13 @@ begin
                   detail = format('stored=%s given=%s', extract(epoch from v_session.updated_at), p_last_update_time);
     end if;
     if exists (select from jsonb_object_keys(delta) k where k like 'app:%' or k like 'user:%') then
-        perform memsub.adk_write_states(p_app_name, p_user_id, delta);
+        perform memsub._adk_write_states(p_app_name, p_user_id, delta);
     end if;
     -- The last update time moves forward with every append, whenever this transaction began: the clock now (not
     -- the transaction's start, which may be earlier than another writer's append), and past the stored time, so
     -- that every session object read before this event is stale.
     update memsub.adk_sessions s
-       set state = s.state || memsub.adk_state_part(delta, ''), event_count = s.event_count + 1,
+       set state = s.state || memsub._adk_state_part(delta, ''), event_count = s.event_count + 1,
            updated_at = greatest(clock_timestamp(), s.updated_at + interval '1 microsecond')
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id
@@ -4302,22 +5591,22 @@ declare
     states  record;
     created memsub.adk_sessions;
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id');
     if p_session_id is not null then
-        perform memsub.adk_check_name(p_session_id, 'session_id');
+        perform memsub._adk_check_name(p_session_id, 'session_id');
     end if;
-    delta := memsub.adk_check_state(p_state, 'state');
-    select * into states from memsub.adk_write_states(p_app_name, p_user_id, delta);
+    delta := memsub._adk_check_state(p_state, 'state');
+    select * into states from memsub._adk_write_states(p_app_name, p_user_id, delta);
     insert into memsub.adk_sessions as s (tenant_id, org_id, app_name, user_id, id, state)
     values (tenant, memsub.current_org_id(), p_app_name, p_user_id, coalesce(p_session_id, gen_random_uuid()::text),
-            memsub.adk_state_part(delta, ''))
+            memsub._adk_state_part(delta, ''))
     on conflict do nothing
     returning s.* into created;
     if created.id is null then
         raise exception 'memsub: session "%" of user "%" in app "%" already exists', p_session_id, p_user_id, p_app_name
             using errcode = '23505', column = 'session_id';
     end if;
-    return query select created.id::text, memsub.adk_merged_state(states.app_state, states.user_state, created.state),
+    return query select created.id::text, memsub._adk_merged_state(states.app_state, states.user_state, created.state),
                         extract(epoch from created.updated_at)::double precision;
 end
 $$;
@@ -4332,10 +5621,10 @@ CREATE FUNCTION memsub.adk_session_delete(p_app_name text, p_user_id text, p_ses
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id');
     delete from memsub.adk_sessions s
      where s.tenant_id = tenant and s.org_key = orgk and s.app_name = p_app_name and s.user_id = p_user_id
        and s.id = p_session_id;
@@ -4353,10 +5642,10 @@ CREATE FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_sessio
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id'),
-            memsub.adk_check_name(p_session_id, 'session_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id'),
+            memsub._adk_check_name(p_session_id, 'session_id');
     if p_num_recent_events < 0 then
         raise exception 'memsub: num_recent_events must not be negative' using errcode = '22023',
             column = 'num_recent_events';
@@ -4366,7 +5655,7 @@ begin
             column = 'after_timestamp';
     end if;
     return query
-    select memsub.adk_merged_state(
+    select memsub._adk_merged_state(
                (select a.state from memsub.adk_app_states a
                  where a.tenant_id = tenant and a.org_key = orgk and a.app_name = p_app_name),
                (select u.state from memsub.adk_user_states u
@@ -4397,9 +5686,9 @@ CREATE FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) RETURNS
     AS $$
 declare
     tenant uuid := memsub._require_tenant_id();
-    orgk   uuid := memsub.adk_org_key();
+    orgk   uuid := memsub._adk_org_key();
 begin
-    perform memsub.adk_check_name(p_app_name, 'app_name'), memsub.adk_check_name(p_user_id, 'user_id');
+    perform memsub._adk_check_name(p_app_name, 'app_name'), memsub._adk_check_name(p_user_id, 'user_id');
     return query
     select s.id::text, extract(epoch from s.updated_at)::double precision
       from memsub.adk_sessions s
@@ -4412,69 +5701,12 @@ ALTER FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) OWNER TO
 
 COMMENT ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) IS 'The ADK sessions of a user in an app (context tenant and organization), oldest first: id and last update time.';
 
-CREATE FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) RETURNS jsonb
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select coalesce(jsonb_object_agg(substr(e.key, length(p_prefix) + 1), e.value), '{}')
-      from jsonb_each(p_state) e
-     where case when p_prefix = '' then e.key not like 'app:%' and e.key not like 'user:%' and e.key not like 'temp:%'
-                else left(e.key, length(p_prefix)) = p_prefix end
-$$;
-
-ALTER FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) IS 'The keys of an ADK state (delta) with the prefix (app: or user:), the prefix removed; with '''' the keys without an app:, user: or temp: prefix.';
-
-CREATE FUNCTION memsub.adk_words(p_text text) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select coalesce(array_agg(distinct lower(m[1])), '{}')
-      from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
-$$;
-
-ALTER FUNCTION memsub.adk_words(p_text text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_words(p_text text) IS 'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
-
-CREATE FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) RETURNS TABLE(app_state jsonb, user_state jsonb)
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    tenant uuid := memsub._require_tenant_id();
-    org    uuid := memsub.current_org_id();
-    orgk   uuid := memsub.adk_org_key();
-    app_delta  jsonb := memsub.adk_state_part(p_delta, 'app:');
-    user_delta jsonb := memsub.adk_state_part(p_delta, 'user:');
-begin
-    insert into memsub.adk_app_states as s (tenant_id, org_id, app_name, state)
-    values (tenant, org, p_app_name, app_delta)
-    on conflict (tenant_id, org_key, app_name) do update
-       set state = s.state || excluded.state,
-           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
-    returning s.state into app_state;
-    insert into memsub.adk_user_states as s (tenant_id, org_id, app_name, user_id, state)
-    values (tenant, org, p_app_name, p_user_id, user_delta)
-    on conflict (tenant_id, org_key, app_name, user_id) do update
-       set state = s.state || excluded.state,
-           updated_at = case when excluded.state = '{}' then s.updated_at else now() end
-    returning s.state into user_state;
-    return next;
-end
-$$;
-
-ALTER FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) IS 'Internal: merges the app: and user: keys of an ADK state delta into the app''s and user''s states of the context tenant and organization (creating them) and returns both states.';
-
 CREATE FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant uuid := memsub.agent_session_lock(p_session_id);
+    tenant uuid := memsub._agent_session_lock(p_session_id);
     bad    bigint;
     added  integer;
 begin
@@ -4511,7 +5743,7 @@ CREATE FUNCTION memsub.agent_session_clear(p_session_id text) RETURNS integer
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant  uuid := memsub.agent_session_lock(p_session_id);
+    tenant  uuid := memsub._agent_session_lock(p_session_id);
     deleted integer;
 begin
     delete from memsub.agent_session_items i where i.tenant_id = tenant and i.session_id = p_session_id;
@@ -4556,39 +5788,12 @@ ALTER FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer
 
 COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL or negative: all). 22023 naming session_id when blank.';
 
-CREATE FUNCTION memsub.agent_session_lock(p_session_id text) RETURNS uuid
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    tenant uuid := memsub._require_tenant_id();
-begin
-    if p_session_id is null or memsub._is_blank(p_session_id) then
-        raise exception 'memsub: session_id must be a non-empty string'
-            using errcode = '22023', column = 'session_id';
-    end if;
-    perform memsub._check_limit(octet_length(p_session_id), 'max_id_bytes', 'session_id');  -- a key of its rows
-    -- A row lock only memsub's owner roles can take (any login can take any advisory-lock key).
-    perform memsub.take_maintenance_lock('agent_session_items', tenant::text || '/' || p_session_id);
-    if memsub._agent_session_owned_elsewhere(p_session_id) then
-        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
-                        'one): it is changed there only', p_session_id
-            using errcode = '42501', column = 'session_id';
-    end if;
-    return tenant;
-end
-$$;
-
-ALTER FUNCTION memsub.agent_session_lock(p_session_id text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.agent_session_lock(p_session_id text) IS 'Internal: checks p_session_id (22023 naming session_id when NULL or blank; 42501 when the session is written from another context, another organization''s or the tenant-wide one), locks that session of the context tenant until the end of the transaction and returns the tenant.';
-
 CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
-    tenant uuid := memsub.agent_session_lock(p_session_id);
+    tenant uuid := memsub._agent_session_lock(p_session_id);
     popped json;
 begin
     delete from memsub.agent_session_items i
@@ -4679,12 +5884,12 @@ begin
     -- An agent works in an active session, as a task is created and linked in one: a terminated session takes
     -- no more work.
     if v_session is not null then
-        perform memsub.require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
+        perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
-    perform memsub.audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
+    perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
         p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
     return v_agent;
@@ -4966,11 +6171,11 @@ begin
     end if;
     v_object_norm := memsub._normalize_json_value(p_object);
     perform memsub._check_key_bytes('subject', v_subject_norm, 'predicate', v_predicate, 'object', v_object_norm);
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
 
     -- One (subject, predicate) of a tenant is asserted by one transaction at a time, so reinforcement and
     -- contradiction counting see every committed assertion whatever the concurrency.
-    perform memsub.take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
+    perform memsub._take_maintenance_lock('assert_fact', v_tenant::text || '/' || v_subject_norm || '/' || v_predicate);
     -- An expired fact is gone for every reader: asserting it again starts it afresh.
     perform memsub._drop_expired_fact(v_tenant, v_subject_norm, v_predicate, v_object_norm);
 
@@ -5024,33 +6229,6 @@ ALTER FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jso
 
 COMMENT ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) IS 'Asserts a fact. Subject and object are normalized (trimmed, lower case, single spaces; non-string objects as canonical JSON). The same fact again adds one supporting assertion and raises confidence to 1 - (1 - old) * (1 - new). A different object for the same subject and predicate is a contradiction: counted on every fact involved and on their (visible) source packets. The fact expires with the packets that asserted it (the latest of their ttl; never once asserted without an expiring packet); an expired fact asserted again starts afresh. Race-free: assertions about one subject and predicate are serialized.';
 
-CREATE FUNCTION memsub.audit_record(p_operation text, p_session_id text DEFAULT NULL::text, p_task_id bigint DEFAULT NULL::bigint, p_memory_entry_id uuid DEFAULT NULL::uuid, p_namespace text DEFAULT NULL::text, p_key text DEFAULT NULL::text, p_version integer DEFAULT NULL::integer, p_details jsonb DEFAULT '{}'::jsonb, p_agent_id uuid DEFAULT NULL::uuid, p_tenant_id uuid DEFAULT NULL::uuid) RETURNS bigint
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    -- The id is drawn here rather than read back with RETURNING: RETURNING would have the row pass the read
-    -- policies too, a second evaluation of the context on every audited write.
-    v_id bigint := nextval(pg_get_serial_sequence('memsub.audit', 'id'));
-    -- The acting agent and task, their seal checked once (memsub._current_actor).
-    v_actor record;
-begin
-    select a.agent_id, a.task_id into v_actor from memsub._current_actor() a;
-    insert into memsub.audit (tenant_id, id, org_id, user_id, operation, session_id, agent_id, task_id,
-                              memory_entry_id, namespace, key, version, details)
-    overriding system value
-    values (coalesce(p_tenant_id, memsub._require_tenant_id()), v_id, memsub.current_org_id(), memsub.current_user_id(), p_operation,
-            p_session_id, coalesce(p_agent_id, v_actor.agent_id),
-            coalesce(p_task_id, v_actor.task_id), p_memory_entry_id, p_namespace, p_key, p_version,
-            coalesce(p_details, '{}'));
-    return v_id;
-end
-$$;
-
-ALTER FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) IS 'Internal: appends one audit row for the current context (tenant, org, user, acting agent and task). p_tenant_id: the context tenant when the caller has already checked it (memsub._require_tenant_id), which spares a second check of the context''s seal; the tenant policy of memsub.audit checks the row''s tenant either way. Called by the SECURITY DEFINER write functions; not granted to clients.';
-
 CREATE FUNCTION memsub.authenticate_api_key(p_api_key text) RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[])
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5077,7 +6255,7 @@ begin
                 using errcode = '42501', column = 'roles';
         end if;
     end loop;
-    perform memsub.store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
+    perform memsub._store_context(found_key.tenant_id, found_key.org_id, found_key.user_id, found_key.roles, null);
     -- A READ COMMITTED statement reads the keys as committed when it started. A REPEATABLE READ or SERIALIZABLE
     -- transaction reads them as of its snapshot, which may be older than a revoke committed since: there the
     -- key's row is locked (FOR SHARE), which fails for a row revoked after the snapshot, waits for a revoke in
@@ -5106,29 +6284,12 @@ ALTER FUNCTION memsub.authenticate_api_key(p_api_key text) OWNER TO memsub_owner
 
 COMMENT ON FUNCTION memsub.authenticate_api_key(p_api_key text) IS 'Verifies an API key (sha256 against memsub.api_keys; not revoked, not expired) and seals the context of its tenant, organization, user and roles in this transaction, like memsub.set_context_signed: no login binding needed, and one transaction acts for one tenant. 28000 (column api_key) for a malformed, unknown, revoked or expired key; 42501 (roles) when the login lacks a key role''s memsub role. A READ COMMITTED call reads the key as committed when it starts; a REPEATABLE READ or SERIALIZABLE transaction also locks it (FOR SHARE), so a revoke committed after its snapshot is 28000 too, and a read-only one is refused (25006, api_key). Returns the key''s binding.';
 
-CREATE FUNCTION memsub.base64url_decode(p_text text, p_field text) RETURNS bytea
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-begin
-    if p_text is null or p_text = '' or p_text !~ '^[A-Za-z0-9_-]+$' or length(p_text) % 4 = 1 then
-        raise exception 'memsub.set_context_signed: % is not base64url', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    return decode(rpad(translate(p_text, '-_', '+/'), (length(p_text) + 3) / 4 * 4, '='), 'base64');
-end
-$_$;
-
-ALTER FUNCTION memsub.base64url_decode(p_text text, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.base64url_decode(p_text text, p_field text) IS 'Decodes unpadded base64url (RFC 4648 section 5); SQLSTATE 22023 naming the field when malformed.';
-
 CREATE FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    perform memsub.require_login(p_login);
+    perform memsub._require_login(p_login);
     if p_tenant_id is null then
         raise exception 'memsub.bind_login: tenant_id must not be null (memsub.trust_login binds to every tenant)'
             using errcode = '22004', column = 'tenant_id';
@@ -5140,161 +6301,6 @@ $$;
 ALTER FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) IS 'Lets a login act for a tenant (org NULL: any organization of it; else that organization only). Platform admins only. True when the binding is new.';
-
-CREATE FUNCTION memsub.canonical_uuid_text(p_value text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-    select case when p_value ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$'
-                then p_value::uuid::text end
-$_$;
-
-ALTER FUNCTION memsub.canonical_uuid_text(p_value text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.canonical_uuid_text(p_value text) IS 'Canonical text form of a UUID string, or NULL when the string is not a UUID.';
-
-CREATE FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) RETURNS integer
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $_$
-declare
-    v_chunk    jsonb;
-    v_position integer;
-    v_field    text;
-    v_key      text;
-    v_start    integer;
-    v_end      integer;
-    v_expected integer := 0;
-begin
-    if p_chunks is null or jsonb_typeof(p_chunks) <> 'array' then
-        raise exception 'field "chunks" must be a JSON array of {start_char, end_char, page?, embedding?}'
-            using errcode = '22023', column = 'chunks';
-    end if;
-    for v_chunk, v_position in select c, n - 1 from jsonb_array_elements(p_chunks) with ordinality as a(c, n) loop
-        v_field := format('chunks[%s]', v_position);
-        perform memsub._check_object_keys(v_chunk, v_field, array['start_char', 'end_char', 'page', 'embedding'],
-                                          '{start_char, end_char, page?, embedding?}', 'a chunk');
-        foreach v_key in array array['start_char', 'end_char', 'page'] loop
-            if v_chunk ? v_key and jsonb_typeof(v_chunk -> v_key) <> 'null'
-               and (jsonb_typeof(v_chunk -> v_key) <> 'number' or (v_chunk ->> v_key) !~ '^\d{1,9}$') then
-                raise exception 'field "%.%" must be a non-negative integer', v_field, v_key
-                    using errcode = '22023', column = v_field || '.' || v_key;
-            end if;
-        end loop;
-        v_start := (v_chunk ->> 'start_char')::integer;
-        v_end := (v_chunk ->> 'end_char')::integer;
-        if v_start is distinct from v_expected then
-            raise exception 'field "%.start_char" must be %: chunks are contiguous and cover the text from offset 0',
-                v_field, v_expected
-                using errcode = '22023', column = v_field || '.start_char';
-        end if;
-        if v_end is null or v_end <= v_start or v_end > length(p_text) then
-            raise exception 'field "%.end_char" must be after start_char (%) and at most the text length (%)',
-                v_field, v_start, length(p_text)
-                using errcode = '22023', column = v_field || '.end_char';
-        end if;
-        if (v_chunk ->> 'page')::integer = 0 then
-            raise exception 'field "%.page" counts from 1', v_field using errcode = '22023', column = v_field || '.page';
-        end if;
-        perform memsub._json_vector(v_chunk -> 'embedding', v_field || '.embedding');
-        v_expected := v_end;
-    end loop;
-    if v_expected <> length(p_text) then
-        raise exception 'field "chunks" covers the text up to offset %, not its length %', v_expected, length(p_text)
-            using errcode = '22023', column = 'chunks';
-    end if;
-    return jsonb_array_length(p_chunks);
-end
-$_$;
-
-ALTER FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) IS 'Internal: checks that chunks are contiguous spans {start_char, end_char, page?, embedding?} covering the text exactly, with vectors of the installation''s dimension; raises 22023 naming the element. Returns the count.';
-
-CREATE FUNCTION memsub.check_memory_address(p_namespace text, p_key text) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
-begin
-    if p_namespace is null then
-        raise exception 'namespace is required' using errcode = '23502', column = 'namespace';
-    end if;
-    if p_namespace ~ '^temp(:|$)' then
-        raise exception 'namespace "%": temp: keys are never persisted to memory_entries; keep them in the session state',
-            p_namespace
-            using errcode = '22023', column = 'namespace';
-    end if;
-    if p_namespace !~ '^(project|app|user|session):[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)*$' or length(p_namespace) > 512 then
-        raise exception 'namespace "%" must look like project:<id>, app:<name>, user:<user id> or session:<session id>, optionally followed by :<part> segments (letters, digits, _ . -)',
-            p_namespace
-            using errcode = '22023', column = 'namespace';
-    end if;
-    if p_key is null then
-        raise exception 'key is required' using errcode = '23502', column = 'key';
-    end if;
-    -- + and a length test, not a counted repetition: PostgreSQL makes a regular-expression state per counted one.
-    if p_key !~ '^[^:[:space:]][^:]*$' or length(p_key) > 256 then
-        raise exception 'key "%" must be 1 to 256 characters, without ":" and not starting with a space', p_key
-            using errcode = '22023', column = 'key';
-    end if;
-end
-$_$;
-
-ALTER FUNCTION memsub.check_memory_address(p_namespace text, p_key text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) IS 'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
-
-CREATE FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) RETURNS void
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $_$
-declare
-    v_key   text;
-    v_kind  text;
-    v_parts text[];
-begin
-    if p_delta is null or jsonb_typeof(p_delta) <> 'object' then
-        raise exception '% must be a JSON object of namespaced keys', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    for v_key in select k from jsonb_object_keys(p_delta) as k order by k loop
-        v_parts := string_to_array(v_key, ':');
-        v_kind := v_parts[1];
-        if v_kind in ('app', 'project') then
-            raise exception '% key "%": sessions write temp:, session: and user: keys only; % memory needs an elevated role (memsub.memory_write as tenant_admin)',
-                p_field, v_key, v_kind
-                using errcode = '42501', column = p_field;
-        end if;
-        if v_kind not in ('temp', 'session', 'user')
-           or v_key !~ '^(temp|(session|user):[A-Za-z0-9_.-]+)(:[A-Za-z0-9_.-]+)*:[^:[:space:]][^:]*$'
-           or length(v_parts[cardinality(v_parts)]) > 256 then
-            raise exception '% key "%" is not a namespaced key (temp:<key>, session:<session id>:<key> or user:<user id>:<key>)',
-                p_field, v_key
-                using errcode = '22023', column = p_field;
-        end if;
-        -- A user: key becomes a memory entry when the session terminates: its namespace (all but the last part)
-        -- must fit memory_entries' namespace, or the session could never terminate.
-        if v_kind = 'user' and length(v_key) - length(v_parts[cardinality(v_parts)]) - 1 > 512 then
-            raise exception '% key "%..." has a namespace of % characters; a user: key''s namespace is at most 512 (it becomes a memory namespace)',
-                p_field, left(v_key, 80), length(v_key) - length(v_parts[cardinality(v_parts)]) - 1
-                using errcode = '22023', column = p_field;
-        end if;
-        if v_kind = 'session' and v_parts[2] <> p_session.id then
-            raise exception '% key "%" belongs to another session than "%"', p_field, v_key, p_session.id
-                using errcode = '42501', column = p_field;
-        end if;
-        if v_kind = 'user' and v_parts[2] is distinct from p_session.user_id::text then
-            raise exception '% key "%" belongs to another user than the session''s (%)', p_field, v_key,
-                coalesce(p_session.user_id::text, 'none')
-                using errcode = '42501', column = p_field;
-        end if;
-    end loop;
-end
-$_$;
-
-ALTER FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) IS 'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 characters; 42501 for another session''s or user''s key or an app:/project: key).';
 
 CREATE TABLE memsub.checkpoints (
     tenant_id uuid NOT NULL,
@@ -5358,7 +6364,7 @@ begin
          where s.tenant_id = v_tenant and s.id = v_checkpoint.session_id and s.status = 'active';
         v_restored := found;
     end if;
-    perform memsub.audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
+    perform memsub._audit_record('checkpoint_restore', p_session_id => v_checkpoint.session_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_task_id => v_checkpoint.task_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
@@ -5401,7 +6407,7 @@ begin
             memsub._checkpoint_next_sequence(p_task_id),
             p_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
-    perform memsub.audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
+    perform memsub._audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
                                         'label', p_label));
@@ -5622,7 +6628,7 @@ begin
         perform memsub._check_namespace_prefix(p_namespace_prefix);
     end if;
     -- One consolidation job per tenant at a time.
-    perform memsub.take_maintenance_lock('consolidate_memories', v_tenant::text);
+    perform memsub._take_maintenance_lock('consolidate_memories', v_tenant::text);
 
     for v_conflict in
         select m.namespace, m.key, array_agg(m.version order by m.version) as versions,
@@ -5662,7 +6668,7 @@ begin
                for update;
             -- Written over the live version only: a version committed meanwhile (the strategy may take its time)
             -- makes the write stale, and the key is left for the next run.
-            v_row := memsub.store_memory_version(
+            v_row := memsub._store_memory_version(
                 v_conflict.namespace, v_conflict.key, v_value, v_conflict.memory_type,
                 v_live.metadata
                     || jsonb_build_object('consolidated_from', to_jsonb(v_conflict.ids), 'strategy', p_strategy),
@@ -5736,18 +6742,6 @@ ALTER FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) OWNER TO mem
 
 COMMENT ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) IS 'Consolidation strategy merge_objects: shallow merge of object values, oldest first (newer fields win); falls back to last_write_wins when a value is not an object.';
 
-CREATE FUNCTION memsub.context_mac(p_key_id text, p_message text) RETURNS bytea
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select sha256(k.outer_pad || sha256(k.inner_pad || convert_to(p_message, 'UTF8')))
-      from memsub.context_keys k where k.key_id = p_key_id
-$$;
-
-ALTER FUNCTION memsub.context_mac(p_key_id text, p_message text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.context_mac(p_key_id text, p_message text) IS 'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: only memsub''s SECURITY DEFINER context functions may compute MACs.';
-
 CREATE FUNCTION memsub.context_roles() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5756,29 +6750,6 @@ CREATE FUNCTION memsub.context_roles() RETURNS text[]
 ALTER FUNCTION memsub.context_roles() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.context_roles() IS 'The roles a context may ask for (memsub.set_context p_roles, signed context tokens, API keys); each needs membership in the database role memsub_<role>.';
-
-CREATE FUNCTION memsub.count_packet_chunks() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    -- Most inserts add only whole-content vectors (chunk_index 0): one look at the added rows settles them,
-    -- without starting the update.
-    if not exists (select from added a where a.chunk_index >= 1) then
-        return null;
-    end if;
-    update memsub.packet_store p
-       set chunk_count = greatest(p.chunk_count, n.chunks), is_chunked = true
-      from (select a.tenant_id, a.packet_id, max(a.chunk_index) as chunks
-              from added a where a.chunk_index >= 1 group by a.tenant_id, a.packet_id) n
-     where p.tenant_id = n.tenant_id and p.packet_id = n.packet_id and p.chunk_count < n.chunks;
-    return null;
-end
-$$;
-
-ALTER FUNCTION memsub.count_packet_chunks() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.count_packet_chunks() IS 'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a packet and sets is_chunked.';
 
 CREATE FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid, p_user_id uuid DEFAULT NULL::uuid, p_roles text[] DEFAULT '{}'::text[], p_label text DEFAULT ''::text, p_expires_at timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(key_id text, api_key text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -5887,7 +6858,7 @@ begin
     if tenant is null then
         return null;
     end if;
-    -- The seal memsub.set_context or memsub.store_context (015_identity_binding.sql) wrote, recomputed with the
+    -- The seal memsub.set_context or memsub._store_context (015_identity_binding.sql) wrote, recomputed with the
     -- same expression.
     select k.inner_pad, k.outer_pad into seal_key from memsub.context_keys k where k.key_id = 'seal';
     if pg_catalog.current_setting('memsub.context_seal', true) is distinct from
@@ -6079,10 +7050,10 @@ begin
     if v_embedded > 0 then
         perform memsub._document_set_mean_vector(p_document_id);
         if coalesce(p_neighbor_count, 0) > 0 then
-            perform memsub.link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
+            perform memsub._link_document_chunks(p_document_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
     end if;
-    perform memsub.audit_record('document_ingest',
+    perform memsub._audit_record('document_ingest',
         p_details => jsonb_build_object('document_id', p_document_id, 'file_path', v_document.file_path,
                                         'version', v_document.version, 'embedded', v_embedded));
     return v_embedded;
@@ -6136,7 +7107,7 @@ begin
     v_entry.file_path := v_path;
     v_entry.metadata := p_metadata;
     v_entry := memsub._document_index_write(v_entry);
-    perform memsub.audit_record('document_index_put',
+    perform memsub._audit_record('document_index_put',
         p_details => jsonb_build_object('document_index_id', v_entry.id, 'file_path', v_path,
                                         'dimensions', cardinality(p_embedding)));
     return query select v_entry.id, v_entry.file_path, v_entry.embedding::real[], v_entry.metadata,
@@ -6211,7 +7182,7 @@ begin
         raise exception 'field "neighbor_max_distance" must be a cosine distance between 0 and 2'
             using errcode = '22023', column = 'neighbor_max_distance';
     end if;
-    v_chunks := memsub.check_document_chunks(p_chunks, p_text);
+    v_chunks := memsub._check_document_chunks(p_chunks, p_text);
 
     v_latest := memsub._document_path_latest(v_path);
 
@@ -6280,11 +7251,11 @@ begin
     if v_embedded > 0 then
         perform memsub._document_set_mean_vector(v_id);
         if p_neighbor_count > 0 then
-            perform memsub.link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
+            perform memsub._link_document_chunks(v_id, p_neighbor_count, p_neighbor_max_distance);
         end if;
     end if;
 
-    perform memsub.audit_record('document_ingest',
+    perform memsub._audit_record('document_ingest',
         p_details => jsonb_build_object('document_id', v_id, 'file_path', v_path, 'version', v_version,
                                         'hash', p_hash, 'previous_id', v_latest.id, 'chunks', v_chunks,
                                         'embedded', v_embedded));
@@ -6511,157 +7482,6 @@ ALTER FUNCTION memsub.entity_types() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.entity_types() IS 'The kinds of entity node (memsub.graph_upsert_entity p_entity_type).';
 
-CREATE FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) RETURNS jsonb
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-declare
-    v_written   jsonb := '{}';
-    v_path      text;
-    v_element   jsonb;
-    v_position  integer;
-    v_count     integer;
-    v_vector    vector;
-    v_chunk     integer;
-    v_metadata  jsonb;
-    v_key       text;
-    -- The embeddings' columns, element by element: written by one INSERT once every element has passed.
-    v_types     text[] := '{}';
-    v_vectors   vector[] := '{}';
-    v_chunks    integer[] := '{}';
-    v_texts     text[] := '{}';
-    v_metadatas jsonb[] := '{}';
-    err_state   text;
-    err_message text;
-    err_column  text;
-begin
-    if jsonb_typeof(p_packet.memory) is distinct from 'object' then
-        return v_written;
-    end if;
-    foreach v_key in array array['facts', 'relationships'] loop
-        if p_packet.memory ? v_key and p_packet.scope <> 'shared' then
-            raise exception 'envelope field "memory.%": a % packet cannot carry tenant-wide knowledge; only shared '
-                            'packets can', v_key, p_packet.scope
-                using errcode = '22023', column = 'memory.' || v_key;
-        end if;
-    end loop;
-    begin
-        foreach v_key in array array['facts', 'relationships', 'embeddings'] loop
-            continue when not p_packet.memory ? v_key;
-            v_path := 'memory.' || v_key;
-            if jsonb_typeof(p_packet.memory -> v_key) <> 'array' then
-                raise exception 'must be a JSON array of objects' using errcode = '22023';
-            end if;
-            v_count := 0;
-            for v_element, v_position in
-                select e, n - 1 from jsonb_array_elements(p_packet.memory -> v_key) with ordinality as a(e, n) loop
-                v_path := format('memory.%s[%s]', v_key, v_position);
-                if jsonb_typeof(v_element) <> 'object' then
-                    raise exception 'must be a JSON object' using errcode = '22023';
-                end if;
-                if v_key = 'facts' then
-                    perform memsub.assert_fact(
-                        v_element ->> 'subject', v_element ->> 'predicate', v_element -> 'object',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
-                elsif v_key = 'relationships' then
-                    perform memsub.upsert_relationship(
-                        v_element ->> 'source_entity', v_element ->> 'relationship_type', v_element ->> 'target_entity',
-                        coalesce((v_element ->> 'confidence')::double precision, p_default_confidence), p_packet.packet_id);
-                else
-                    -- What memsub.store_embedding checks, in its order, and the row it would write, without
-                    -- reading back the packet just stored (the row is written after the loop). The vector is
-                    -- the element's own, or the one given for it in p_vectors (one per element,
-                    -- memsub._packet_vectors_check), never both.
-                    if p_vectors is not null then
-                        if coalesce(v_element -> 'vector', 'null') <> 'null' then
-                            v_path := v_path || '.vector';
-                            raise exception 'must be null or absent: this element''s vector is given in vectors[%]',
-                                v_position + 1 using errcode = '22023';
-                        end if;
-                        v_vector := p_vectors[array_lower(p_vectors, 1) + v_position];
-                        if v_vector is null then
-                            v_path := v_path || '.vector';
-                            raise exception 'is missing: vectors[%] is null', v_position + 1 using errcode = '22023';
-                        end if;
-                        v_vector := memsub._check_vector(v_vector, 'vector');
-                    else
-                        if jsonb_typeof(v_element -> 'vector') is distinct from 'array' then
-                            v_path := v_path || '.vector';
-                            raise exception 'must be a JSON array of numbers' using errcode = '22023';
-                        end if;
-                        v_vector := memsub._json_vector(v_element -> 'vector', 'vector');
-                    end if;
-                    v_chunk := coalesce((v_element ->> 'chunk_index')::integer, 0);
-                    v_metadata := v_element -> 'metadata';  -- absent: '{}' is stored, and nothing is measured
-                    perform memsub._check_text_limits('embedding_type', v_element ->> 'embedding_type',
-                                                      'chunk_text', v_element ->> 'chunk_text'),
-                            memsub._check_limit(pg_column_size(v_metadata), 'max_json_bytes', 'metadata');
-                    perform memsub._check_one_of(v_element ->> 'embedding_type', memsub.embedding_types(),
-                                                 'embedding_type');
-                    if v_chunk < 0 then
-                        raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %',
-                            v_chunk using errcode = '22023', column = 'chunk_index';
-                    end if;
-                    v_types := array_append(v_types, v_element ->> 'embedding_type');
-                    v_vectors := array_append(v_vectors, v_vector);
-                    v_chunks := array_append(v_chunks, v_chunk);
-                    v_texts := array_append(v_texts, v_element ->> 'chunk_text');
-                    v_metadatas := array_append(v_metadatas,
-                        coalesce(memsub._check_json_type(v_metadata, 'object', 'metadata'), '{}'));
-                end if;
-                v_count := v_count + 1;
-            end loop;
-            -- Every embedding of the envelope in one statement: the chunk-count trigger then raises the packet's
-            -- count once, where an insert per chunk rewrote the packet row (and its index entries) per chunk.
-            -- Each row takes the packet's identity and scope, which are these fields. The packet is new and its
-            -- slots distinct (_packet_embeddings_check), so there is no stored embedding to replace.
-            if v_key = 'embeddings' and v_count > 0 then
-                v_path := 'memory.embeddings';
-                insert into memsub.memory_embeddings (
-                    packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
-                    tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
-                select p_packet.packet_id, e.embedding_type, e.vector, e.chunk_index, e.chunk_text, e.metadata,
-                       p_packet.scope, p_packet.ttl at time zone 'UTC', p_tenant, p_org, p_user,
-                       p_packet.correlation_id, p_packet.session_id, p_packet.trace_id
-                  from unnest(v_types, v_vectors, v_chunks, v_texts, v_metadatas)
-                       as e(embedding_type, vector, chunk_index, chunk_text, metadata);
-            end if;
-            if v_count > 0 then
-                v_written := v_written || jsonb_build_object(
-                    case v_key when 'facts' then 'knowledge_facts' when 'relationships' then 'entity_relationships'
-                               else 'memory_embeddings' end, v_count);
-            end if;
-        end loop;
-        if p_packet.memory ? 'reasoning_trace' then
-            v_path := 'memory.reasoning_trace';
-            v_element := p_packet.memory -> 'reasoning_trace';
-            if jsonb_typeof(v_element) <> 'object' then
-                raise exception 'must be a JSON object' using errcode = '22023';
-            end if;
-            perform memsub.record_reasoning_trace(
-                coalesce(v_element ->> 'agent_id', p_agent_id), p_packet.packet_id,
-                coalesce(v_element -> 'steps', '[]'), coalesce(v_element -> 'extracted_features', '{}'),
-                coalesce(v_element -> 'inference_steps', '[]'),
-                coalesce((v_element ->> 'reasoning_tokens')::integer, 0),
-                coalesce((v_element ->> 'decision_tokens')::integer, 0),
-                coalesce(v_element -> 'confidence_scores', '{}'));
-            v_written := v_written || jsonb_build_object('reasoning_traces', 1);
-        end if;
-    exception when others then
-        -- One handler for the whole fan-out (a single subtransaction): name the element and re-raise.
-        get stacked diagnostics err_state = returned_sqlstate, err_message = message_text, err_column = column_name;
-        err_column := v_path || case when coalesce(err_column, '') <> '' then '.' || err_column else '' end;
-        raise exception using errcode = err_state, column = err_column,
-                              message = format('envelope field "%s": %s', err_column, err_message);
-    end;
-    return v_written;
-end
-$$;
-
-ALTER FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) IS 'Internal to write_packet(s): writes the envelope''s memory field (facts, relationships, embeddings, reasoning_trace) into the layer tables for a newly stored packet (its fields, written by p_user of p_org in p_tenant; p_vectors: the vectors of memory.embeddings given apart, or NULL when they are in the envelope) and returns the rows written per table. Not granted to clients.';
-
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -6703,7 +7523,7 @@ begin
     frontier := array[p_packet_id];
     visited := jsonb_build_object(p_packet_id, true);
     if p_direction = 'ancestors' then
-        parents := array(select p from memsub.lineage_nodes(start_tenant, frontier) c
+        parents := array(select p from memsub._lineage_nodes(start_tenant, frontier) c
                           cross join lateral unnest(c.parent_ids) as p);
     end if;
     -- Breadth-first walk with a visited set: each packet is reported once, at its shortest distance, and
@@ -6719,7 +7539,7 @@ begin
             next_parents := '{}';
             for node in
                 select n.packet_id, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation, n.state
-                  from memsub.lineage_nodes(start_tenant, parents) n
+                  from memsub._lineage_nodes(start_tenant, parents) n
                  where not visited ? n.packet_id::text
                  order by n."timestamp", n.packet_id
             loop
@@ -6762,7 +7582,7 @@ begin
             return query
                 select n.packet_id, level, n.packet_type, n."timestamp", n.parent_ids, n.thread_id, n.generation,
                        n.state
-                  from memsub.lineage_nodes(start_tenant, frontier) n
+                  from memsub._lineage_nodes(start_tenant, frontier) n
                  order by n."timestamp", n.packet_id;
         end if;
     end loop;
@@ -6772,106 +7592,6 @@ $$;
 ALTER FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) OWNER TO memsub_expiry_owner;
 
 COMMENT ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) IS 'Lineage of a packet: its ancestors (following parent_ids) or descendants, breadth first, each once with its distance (depth), bounded by max_depth (limit max_lineage_depth) and safe against cycles; more than max_rows packets is refused (54000). Only packets visible to the caller are walked: a walk from a packet that does not exist or that the caller cannot see is P0002 (column packet_id), while one from a visible packet (live, expired or purged) without parents or children gives no row. state is live, expired (ttl passed, not yet purged) or purged (only its tombstone remains); expired and purged nodes report only their lineage skeleton.';
-
-CREATE FUNCTION memsub.packet_scopes() RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['shared', 'cursor', 'l-private']::text[] $$;
-
-ALTER FUNCTION memsub.packet_scopes() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.packet_scopes() IS 'Who may read a row (seed 000''s scope: the envelope field scope, the scope column of packet_store, packet_tombstones, agent_memory_events, reasoning_traces, semantic_memory and memory_embeddings): shared for the tenant, cursor for its user and session, l-private for its user.';
-
-CREATE TABLE memsub.packet_store (
-    packet_id uuid DEFAULT gen_random_uuid() NOT NULL,
-    packet_type text NOT NULL,
-    envelope jsonb NOT NULL,
-    "timestamp" timestamp with time zone DEFAULT now() NOT NULL,
-    routing jsonb,
-    provenance jsonb,
-    thread_id uuid,
-    parent_ids uuid[] DEFAULT '{}'::uuid[] NOT NULL,
-    tags text[] DEFAULT '{}'::text[] NOT NULL,
-    ttl timestamp without time zone,
-    scope text DEFAULT 'shared'::text NOT NULL,
-    importance_score double precision DEFAULT 0.5 NOT NULL,
-    access_count integer DEFAULT 0 NOT NULL,
-    last_accessed timestamp with time zone,
-    contradiction_count integer DEFAULT 0 NOT NULL,
-    content_hash text,
-    chunk_count integer DEFAULT 0 NOT NULL,
-    is_chunked boolean DEFAULT false NOT NULL,
-    tenant_id uuid NOT NULL,
-    org_id uuid,
-    user_id uuid,
-    correlation_id uuid,
-    session_id text,
-    trace_id text,
-    write_seq bigint NOT NULL,
-    CONSTRAINT packet_store_access_count_non_negative CHECK ((access_count >= 0)),
-    CONSTRAINT packet_store_chunk_count_non_negative CHECK ((chunk_count >= 0)),
-    CONSTRAINT packet_store_contradiction_count_non_negative CHECK ((contradiction_count >= 0)),
-    CONSTRAINT packet_store_envelope_is_object CHECK ((jsonb_typeof(envelope) = 'object'::text)),
-    CONSTRAINT packet_store_importance_in_unit_range CHECK (((importance_score >= (0)::double precision) AND (importance_score <= (1)::double precision))),
-    CONSTRAINT packet_store_packet_type_not_blank CHECK ((length(btrim(packet_type)) > 0)),
-    CONSTRAINT packet_store_scope_known CHECK ((scope = ANY (memsub.packet_scopes())))
-);
-
-ALTER TABLE ONLY memsub.packet_store FORCE ROW LEVEL SECURITY;
-
-ALTER TABLE memsub.packet_store OWNER TO memsub_owner;
-
-COMMENT ON TABLE memsub.packet_store IS 'Central event log: one immutable row per PacketEnvelope (seed 004). Written only through memsub.write_packet(s).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_id IS 'Unique packet identifier (generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.packet_type IS 'Semantic category: event, memory_write, reasoning_trace, insight, ...';
-
-COMMENT ON COLUMN memsub.packet_store.envelope IS 'The normalized PacketEnvelope as JSON, less what the row holds elsewhere: each memory.embeddings[] vector is JSON null (in memory_embeddings.vector) and packet_id, packet_type, timestamp and scope are left out (the row''s columns; since 2.28.0). The readers (get_packets, get_thread) return the envelope as written.';
-
-COMMENT ON COLUMN memsub.packet_store."timestamp" IS 'Event time (UTC; generated when the envelope has none).';
-
-COMMENT ON COLUMN memsub.packet_store.routing IS 'Agent routing metadata (the envelope''s metadata object: agent, domain, reasoning mode).';
-
-COMMENT ON COLUMN memsub.packet_store.provenance IS 'Source and derivation info (the envelope''s provenance object).';
-
-COMMENT ON COLUMN memsub.packet_store.thread_id IS 'Conversation/session thread; all packets of a thread belong to one conversation.';
-
-COMMENT ON COLUMN memsub.packet_store.parent_ids IS 'Multi-parent lineage (DAG): packets this one was derived from. Every parent exists and is visible to the writer.';
-
-COMMENT ON COLUMN memsub.packet_store.tags IS 'Lightweight labels for filtering (duplicates removed).';
-
-COMMENT ON COLUMN memsub.packet_store.ttl IS 'Expiration time, UTC (timestamp without time zone, as the seed specifies). memsub.purge_expired() removes expired packets.';
-
-COMMENT ON COLUMN memsub.packet_store.scope IS 'Memory isolation scope, one of memsub.packet_scopes(): shared (whole tenant/org), cursor (writer and its session), l-private (writer only).';
-
-COMMENT ON COLUMN memsub.packet_store.importance_score IS 'Learned importance in [0, 1].';
-
-COMMENT ON COLUMN memsub.packet_store.access_count IS 'Retrieval counter.';
-
-COMMENT ON COLUMN memsub.packet_store.last_accessed IS 'Last time the packet was retrieved.';
-
-COMMENT ON COLUMN memsub.packet_store.contradiction_count IS 'Times the packet''s content was contradicted.';
-
-COMMENT ON COLUMN memsub.packet_store.content_hash IS 'Deduplication hash: sha256 over packet_type, payload, thread, parents, scope, writer identity, timestamp and the packet_id when the writer named one.';
-
-COMMENT ON COLUMN memsub.packet_store.chunk_count IS 'Number of chunks the content was split into.';
-
-COMMENT ON COLUMN memsub.packet_store.is_chunked IS 'Whether the content was chunked.';
-
-COMMENT ON COLUMN memsub.packet_store.tenant_id IS 'Tenant isolation: set from memsub.set_context(), never from the envelope.';
-
-COMMENT ON COLUMN memsub.packet_store.org_id IS 'Organization isolation (NULL: visible to every org of the tenant).';
-
-COMMENT ON COLUMN memsub.packet_store.user_id IS 'Writing user; l-private and cursor packets are visible to this user.';
-
-COMMENT ON COLUMN memsub.packet_store.correlation_id IS 'Request correlation identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.session_id IS 'Session tracing; cursor-scoped packets are visible to this session.';
-
-COMMENT ON COLUMN memsub.packet_store.trace_id IS 'Distributed tracing identifier.';
-
-COMMENT ON COLUMN memsub.packet_store.write_seq IS 'Write order (identity): larger means written later; a parent always has a smaller write_seq than its children. Thread replay follows it, and memsub.get_thread''s cursor is a write_seq.';
 
 CREATE FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean DEFAULT true) RETURNS SETOF memsub.packet_store
     LANGUAGE sql STABLE
@@ -7252,21 +7972,6 @@ ALTER FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_ali
 
 COMMENT ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) IS 'Creates or updates an Entity node (a world-model entity, versioned by memsub.apply_world_model_update) of type Person, Organization, Concept or Location, adding aliases and DocRefs to those it has; a name that matches an existing entity''s (memsub.normalize_text) updates that entity. embedding (seed 003 Node.embedding, the installation''s dimension) replaces the stored one when given.';
 
-CREATE FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) RETURNS record
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    with k as (select case when length(p_key) > 64 then sha256(p_key) else p_key end as key),
-         padded as (select k.key || decode(repeat('00', 64 - length(k.key)), 'hex') as key from k)
-    select decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 54), 2, '0'), '' order by i), 'hex'),
-           decode(string_agg(lpad(to_hex(get_byte(padded.key, i) # 92), 2, '0'), '' order by i), 'hex')
-      from padded, generate_series(0, 63) as i
-$$;
-
-ALTER FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) IS 'The HMAC-SHA256 inner and outer pads of a key (RFC 2104): key (hashed when over 64 bytes) zero-padded to 64 bytes, XOR 0x36 and XOR 0x5c.';
-
 CREATE FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text, p_vector_weight double precision DEFAULT 1.0, p_text_weight double precision DEFAULT 1.0, p_rrf_k integer DEFAULT 60, p_candidates integer DEFAULT NULL::integer, p_importance_weight double precision DEFAULT 0.0, p_recency_weight double precision DEFAULT 0.0, p_half_life interval DEFAULT '30 days'::interval, p_record_access boolean DEFAULT false, p_agent_id text DEFAULT NULL::text, p_with_packets boolean DEFAULT false) RETURNS TABLE(embedding_id uuid, packet_id uuid, chunk_index integer, chunk_text text, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real, importance_score double precision, access_id uuid, packet jsonb)
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -7389,55 +8094,6 @@ ALTER FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_
 
 COMMENT ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) IS 'Hybrid retrieval: the candidates (default max(50, 4k), at most the max_k limit) nearest by vector (memsub.semantic_search) and best by full text (memsub._keyword_candidates), fused by reciprocal rank fusion: score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank), a missing leg adding 0 (defaults: weights 1, rrf_k 60). Optional boost: score * (1 + importance_weight * importance + recency_weight * 0.5 ^ (idle time / half_life)), weights 0 by default. Either query may be NULL (one leg only). Rows are read back under row-level security. In the content space the keyword leg also ranks the chunks of latest document versions that carry no vector (memsub._chunk_keyword_candidates); such a row has embedding_id NULL and its document''s packet_id. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it; NULL otherwise.';
 
-CREATE PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[])
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';
-begin
-    execute format('alter table %s enable row level security', p_table);
-    execute format('alter table %s force row level security', p_table);
-
-    execute format('drop policy if exists tenant_isolation on %s', p_table);
-    execute format('create policy tenant_isolation on %s as permissive for all to public '
-                   'using (tenant_id = (select memsub.current_tenant_id()))', p_table);
-    execute format('comment on policy tenant_isolation on %s is %L', p_table,
-                   'Rows of the context tenant only (memsub.set_context).');
-
-    execute format('drop policy if exists admin_override on %s', p_table);
-    execute format('create policy admin_override on %s as permissive for all to public '
-                   'using ((select memsub.is_platform_admin()))', p_table);
-    execute format('comment on policy admin_override on %s is %L', p_table,
-                   'platform_admin contexts (members of memsub_platform_admin) reach every tenant.');
-
-    execute format('drop policy if exists org_isolation on %s', p_table);
-    if 'org' = any(p_layers) then
-        execute format('create policy org_isolation on %s as restrictive for all to public '
-                       'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)',
-                       p_table, admin_pass);
-        execute format('comment on policy org_isolation on %s is %L', p_table,
-                       'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.');
-    end if;
-
-    execute format('drop policy if exists user_visibility on %s', p_table);
-    if 'user' = any(p_layers) then
-        execute format('create policy user_visibility on %s as restrictive for all to public using ('
-                       'scope = ''shared'''
-                       ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
-                       ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
-                       '                            or session_id = (select memsub.current_session_id())))'
-                       ' or %s)', p_table, admin_pass);
-        execute format('comment on policy user_visibility on %s is %L', p_table,
-                       'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.');
-    end if;
-end
-$$;
-
-ALTER PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) OWNER TO memsub_owner;
-
-COMMENT ON PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) IS 'Installs the standard memsub policy set on a tenant table: tenant_isolation and admin_override always, org_isolation when layers has ''org'', user_visibility (by scope) when layers has ''user''. Idempotent.';
-
 CREATE FUNCTION memsub.is_platform_admin() RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -7461,25 +8117,6 @@ $$;
 ALTER FUNCTION memsub.is_tenant_admin() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.is_tenant_admin() IS 'True when the context asks for tenant_admin and the acting role is a member of memsub_tenant_admin.';
-
-CREATE FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    if p_value is null or (not p_blank_allowed and memsub._is_blank(p_value)) then
-        raise exception 'memsub: % must be a non-empty string', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    -- The rows are keyed by these ids, and a B-tree entry holds about 2.7 kB.
-    perform memsub._check_limit(octet_length(p_value), 'max_id_bytes', p_field);
-    return p_value;
-end
-$$;
-
-ALTER FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) IS 'Returns p_value, or raises 22023 naming p_field when it is NULL (or blank, unless p_blank_allowed), 54000 when it is longer than max_id_bytes (the rows are keyed by it).';
 
 CREATE FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text DEFAULT ''::text, p_checkpoint_id text DEFAULT NULL::text) RETURNS SETOF memsub.langgraph_checkpoint_row
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -7571,10 +8208,10 @@ CREATE FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_n
 declare
     tenant uuid := memsub._require_tenant_id();
 begin
-    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
-    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_type, 'checkpoint_type', false);
+    perform memsub._langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub._langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_type, 'checkpoint_type', false);
     if p_checkpoint is null then
         raise exception 'memsub.langgraph_checkpoint_put: checkpoint must not be null'
             using errcode = '23502', column = 'checkpoint';
@@ -7611,10 +8248,10 @@ declare
     n       integer := coalesce(cardinality(p_idx), 0);
     written integer;
 begin
-    perform memsub.langgraph_check_text(p_thread_id, 'thread_id', false);
-    perform memsub.langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
-    perform memsub.langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
-    perform memsub.langgraph_check_text(p_task_id, 'task_id', false);
+    perform memsub._langgraph_check_text(p_thread_id, 'thread_id', false);
+    perform memsub._langgraph_check_text(p_checkpoint_ns, 'checkpoint_ns', true);
+    perform memsub._langgraph_check_text(p_checkpoint_id, 'checkpoint_id', false);
+    perform memsub._langgraph_check_text(p_task_id, 'task_id', false);
     if coalesce(cardinality(p_channels), 0) <> n or coalesce(cardinality(p_value_types), 0) <> n
        or coalesce(cardinality(p_values), 0) <> n then
         raise exception 'memsub.langgraph_checkpoint_put_writes: idx, channels, value_types and values must have '
@@ -7673,32 +8310,6 @@ $$;
 ALTER FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) IS 'Deletes the checkpoints of the context tenant whose metadata run_id is one of p_run_ids, with their writes, among the threads written from the caller''s context (its organization, or tenant-wide); returns the checkpoints deleted.';
-
-CREATE FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-begin
-    if p_namespace is null or cardinality(p_namespace) = 0 then
-        raise exception 'memsub: % must hold at least one label', p_field using errcode = '22023', column = p_field;
-    end if;
-    if array_ndims(p_namespace) > 1 then
-        raise exception 'memsub: % must be a one-dimensional array of labels', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    -- Plain expressions, no sub-select: a put checks its namespace on every call.
-    if array_position(p_namespace, null) is not null or '' = any(p_namespace)
-       or strpos(array_to_string(p_namespace, ''), '.') > 0 then
-        raise exception 'memsub: % labels must be non-empty and hold no period', p_field
-            using errcode = '22023', column = p_field;
-    end if;
-    return p_namespace;
-end
-$$;
-
-ALTER FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) IS 'Returns p_namespace, or raises 22023 naming p_field when it is empty or not one-dimensional, or a label is NULL, empty or holds a period (so the labels joined by periods, namespace_key, name one namespace).';
 
 CREATE FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean DEFAULT true) RETURNS SETOF memsub.langgraph_store_item
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7792,60 +8403,6 @@ ALTER FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix 
 
 COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted by their labels joined by periods (as LangGraph''s PostgresStore sorts them), matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels.';
 
-CREATE FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) RETURNS boolean
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $_$
-declare
-    field     text;
-    condition jsonb;
-    operator  text;
-    operand   jsonb;
-    actual    jsonb;
-    compared  integer;
-    satisfied boolean;
-begin
-    for field, condition in select * from jsonb_each(coalesce(p_filter, '{}'::jsonb)) loop
-        actual := p_value -> field;
-        if jsonb_typeof(condition) = 'object'
-           and exists (select from jsonb_object_keys(condition) k where left(k, 1) = '$') then
-            for operator, operand in select * from jsonb_each(condition) loop
-                if operator = '$eq' then
-                    if actual is distinct from operand then return false; end if;
-                elsif operator = '$ne' then  -- as in PostgresStore, an item without the field does not match
-                    if actual is null or actual = operand then return false; end if;
-                elsif operator in ('$gt', '$gte', '$lt', '$lte') then
-                    if actual is null or jsonb_typeof(actual) <> jsonb_typeof(operand)
-                       or jsonb_typeof(actual) not in ('number', 'string') then
-                        return false;
-                    end if;
-                    compared := case when jsonb_typeof(actual) = 'number'
-                                     then sign((actual #>> '{}')::numeric - (operand #>> '{}')::numeric)::integer
-                                     else case when (actual #>> '{}') < (operand #>> '{}') then -1
-                                               when (actual #>> '{}') > (operand #>> '{}') then 1 else 0 end end;
-                    satisfied := case operator when '$gt' then compared > 0 when '$gte' then compared >= 0
-                                               when '$lt' then compared < 0 else compared <= 0 end;
-                    if not satisfied then
-                        return false;
-                    end if;
-                else
-                    raise exception 'memsub: unknown filter operator "%" for field %', operator, field
-                        using errcode = '22023', column = 'filter',
-                              hint = 'Known operators: $eq, $ne, $gt, $gte, $lt, $lte.';
-                end if;
-            end loop;
-        elsif actual is distinct from condition then
-            return false;
-        end if;
-    end loop;
-    return true;
-end
-$_$;
-
-ALTER FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) IS 'True when a store item''s value satisfies a LangGraph filter: {field: value} is equality, {field: {$op: value}} compares with $eq, $ne, $gt, $gte, $lt, $lte (numbers as numbers, strings as text; a missing field matches none, $ne included). 22023 for another $op.';
-
 CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings public.vector[] DEFAULT '{}'::public.vector[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
@@ -7856,7 +8413,7 @@ declare
     v_key  text;
     bad    bigint;
 begin
-    v_key := memsub._langgraph_store_namespace_key(memsub.langgraph_store_check_namespace(p_namespace, 'namespace'));
+    v_key := memsub._langgraph_store_namespace_key(memsub._langgraph_store_check_namespace(p_namespace, 'namespace'));
     if p_key is null then  -- the empty string is a key, as in LangGraph's PostgresStore
         raise exception 'memsub.langgraph_store_put: key must be a string'
             using errcode = '22023', column = 'key';
@@ -7946,7 +8503,7 @@ declare
     item     memsub.langgraph_store_item;
     expiring boolean;
     -- A filter of plain values (no operator, no object or array to compare) matches as JSON containment, one
-    -- operator a row; any other filter is evaluated by memsub.langgraph_store_matches, a function call a row.
+    -- operator a row; any other filter is evaluated by memsub._langgraph_store_matches, a function call a row.
     -- The path is strict: lax mode would unwrap an array value and test its elements.
     plain    boolean := case when jsonb_typeof(p_filter) = 'object'
                              then not jsonb_path_exists(p_filter,
@@ -7973,7 +8530,7 @@ begin
         raise exception 'memsub.langgraph_store_search: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
     end if;
-    -- Every operator is checked once here, whatever the items: memsub.langgraph_store_matches meets an operator
+    -- Every operator is checked once here, whatever the items: memsub._langgraph_store_matches meets an operator
     -- only when an item reaches it (an earlier field may fail first, or no item lie under the prefix).
     if not plain then
         select f.operator into bad_operator
@@ -8008,7 +8565,7 @@ begin
                    and (i.expires_at is null or i.expires_at > now())
                    and (p_filter is null
                         or case when plain then i.value @> p_filter
-                                else memsub.langgraph_store_matches(i.value, p_filter) end)
+                                else memsub._langgraph_store_matches(i.value, p_filter) end)
                  order by i.updated_at desc, i.namespace, i.key
                  limit p_limit offset p_offset) p;
     else
@@ -8033,7 +8590,7 @@ begin
                and (i.expires_at is null or i.expires_at > now())
                and (p_filter is null
                     or case when plain then i.value @> p_filter
-                            else memsub.langgraph_store_matches(i.value, p_filter) end)
+                            else memsub._langgraph_store_matches(i.value, p_filter) end)
         ), page as (
             select c.* from candidates c
              order by c.score desc nulls last, c.updated_at desc, c.namespace, c.key
@@ -8093,8 +8650,8 @@ declare
     tenant uuid := memsub._require_tenant_id();
     copied integer;
 begin
-    perform memsub.langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
-    perform memsub.langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
+    perform memsub._langgraph_check_text(p_source_thread_id, 'source_thread_id', false);
+    perform memsub._langgraph_check_text(p_target_thread_id, 'target_thread_id', false);
     perform memsub._langgraph_check_thread_context(array[p_target_thread_id], true);
     insert into memsub.langgraph_checkpoints
            (tenant_id, org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
@@ -8272,8 +8829,8 @@ begin
     if p_idle_after is null or p_idle_after < interval '0' then
         raise exception 'field "idle_after" must not be negative' using errcode = '22023', column = 'idle_after';
     end if;
-    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub.take_maintenance_lock).
-    perform memsub.take_maintenance_lock('learn_importance', v_tenant::text);
+    -- One run per tenant at a time: a row lock only memsub's roles can take (memsub._take_maintenance_lock).
+    perform memsub._take_maintenance_lock('learn_importance', v_tenant::text);
 
     select max(r.finished_at) into v_previous from memsub.importance_learning_runs r where r.tenant_id = v_tenant;
     if v_previous is not null then
@@ -8440,88 +8997,6 @@ ALTER FUNCTION memsub.lineage_directions() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.lineage_directions() IS 'Which way memsub.get_lineage walks from a packet (p_direction).';
 
-CREATE FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) RETURNS TABLE(tenant_id uuid, packet_id uuid, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
-    LANGUAGE sql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select s.tenant_id, s.packet_id, s.packet_type, s."timestamp", s.parent_ids, s.thread_id,
-           coalesce((s.envelope -> 'lineage' ->> 'generation')::integer, 0),
-           case when s.ttl is not null and s.ttl <= (now() at time zone 'UTC') then 'expired' else 'live' end
-      from memsub.packet_store s
-     where s.tenant_id = p_tenant_id and s.packet_id = any(p_packet_ids)
-    union all
-    select t.tenant_id, t.packet_id, t.packet_type, t."timestamp", t.parent_ids, t.thread_id, t.generation, 'purged'
-      from memsub.packet_tombstones t
-     where t.tenant_id = p_tenant_id and t.packet_id = any(p_packet_ids)
-$$;
-
-ALTER FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) OWNER TO memsub_expiry_owner;
-
-COMMENT ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) IS 'Internal to get_lineage: the lineage skeleton of the named packets of a tenant that the current role may see, live, expired or purged (from packet_tombstones). Not granted to clients.';
-
-CREATE FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer DEFAULT 3, p_max_distance double precision DEFAULT 0.5) RETURNS integer
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $_$
-declare
-    v_links integer;
-begin
-    -- Each chunk's nearest chunks are found by walking the content graph of the tenant's partition: the ORDER BY
-    -- is the graph's key (memsub._vector_graph_order), which holds the installation's dimension and is
-    -- therefore written into the statement. Sorting by the cosine distance instead would read every chunk
-    -- vector of the tenant once per chunk (2.3 times the time of an ingest at 10,000 chunks).
-    -- Each context function in a sub-select: evaluated once for the statement. As a plain call in a join's
-    -- condition it ran again for every inner scan of every chunk (tests/documents/test_documents_ingest.py).
-    execute format($statement$
-    with mine as (
-        select c.id as chunk_id, c.org_id, e.vector
-          from memsub.document_chunks c
-          join memsub.document_index d on d.tenant_id = c.tenant_id and d.id = c.document_id
-          join memsub.memory_embeddings e on e.tenant_id = d.tenant_id and e.packet_id = d.packet_id
-                                         and e.embedding_type = 'content' and e.chunk_index = c.chunk_index
-         where c.tenant_id = (select memsub.current_tenant_id()) and c.document_id = $1
-    ), links as (
-        select mine.chunk_id, mine.org_id, near.chunk_id as other_id, near.org_id as other_org_id
-          from mine
-         cross join lateral (
-            select oc.id as chunk_id, oc.org_id
-              from memsub.memory_embeddings oe
-              join memsub.document_index od on od.tenant_id = oe.tenant_id and od.packet_id = oe.packet_id
-              join memsub.document_chunks oc on oc.tenant_id = od.tenant_id and oc.document_id = od.id
-                                            and oc.chunk_index = oe.chunk_index
-             where oe.tenant_id = (select memsub.current_tenant_id()) and oe.embedding_type = 'content'
-               and oe.chunk_index >= 1 and od.is_latest and od.id <> $1
-               and (oe.org_id is null or oe.org_id = mine.org_id)
-               and (oe.vector <=> mine.vector) <= $3
-             order by %s
-             limit $2) near
-    ), forward as (
-        update memsub.document_chunks c
-           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
-          from (select k.chunk_id, array_agg(k.other_id) as others from links k group by k.chunk_id) l
-         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.chunk_id
-        returning 1
-    ), backward as (
-        update memsub.document_chunks c
-           set neighbors = (select array_agg(distinct u.n order by u.n) from unnest(c.neighbors || l.others) as u(n))
-          from (select k.other_id, array_agg(k.chunk_id) as others from links k
-                 where k.org_id is null or k.org_id = k.other_org_id
-                 group by k.other_id) l
-         where c.tenant_id = (select memsub.current_tenant_id()) and c.id = l.other_id
-        returning 1
-    )
-    -- Data-modifying CTEs run to completion whether or not the final query reads them.
-    select count(*)::integer from links
-    $statement$, memsub._vector_graph_order('oe.vector', 'mine.vector'))
-    into v_links using p_document_id, p_count, p_max_distance;
-    return v_links;
-end
-$_$;
-
-ALTER FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called by memsub.document_ingest.';
-
 CREATE FUNCTION memsub.list_api_keys() RETURNS TABLE(key_id text, tenant_id uuid, org_id uuid, user_id uuid, roles text[], label text, created_at timestamp with time zone, created_by name, expires_at timestamp with time zone, revoked_at timestamp with time zone)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -8549,9 +9024,9 @@ begin
         raise exception 'field "task" must name a memsub maintain task, not "%"', p_task
             using errcode = '22023', column = 'task';
     end if;
-    taken := memsub.take_maintenance_lock('maintain', p_task, false);
+    taken := memsub._take_maintenance_lock('maintain', p_task, false);
     if not taken then
-        holder := coalesce(memsub.maintenance_lock_holder('maintain', p_task), 'holder unknown');
+        holder := coalesce(memsub._maintenance_lock_holder('maintain', p_task), 'holder unknown');
     end if;
 end
 $$;
@@ -8569,24 +9044,6 @@ CREATE FUNCTION memsub.maintain_tasks() RETURNS text[]
 ALTER FUNCTION memsub.maintain_tasks() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.maintain_tasks() IS 'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock (memsub.maintain_lock).';
-
-CREATE FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
-    LANGUAGE sql STABLE SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    select pg_catalog.format('pid %s (role %s, application %L)', l.pid, coalesce(a.usename::text, '?'),
-                             coalesce(a.application_name, ''))
-      from memsub.maintenance_lock m
-      join pg_catalog.pg_locks l
-        on l.locktype = 'transactionid' and l.transactionid = m.xmax and l.mode = 'ExclusiveLock' and l.granted
-      left join pg_catalog.pg_stat_activity a on a.pid = l.pid
-     where m.task = p_task and m.lock_key = pg_catalog.hashtextextended(coalesce(p_key, ''), 0)
-     limit 1
-$$;
-
-ALTER FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) IS 'The session holding the maintenance lock (task, key): "pid N (role R, application A)", or NULL when none is known. For messages that name who a skipped or timed-out run waited for.';
 
 CREATE FUNCTION memsub.memory_context(p_session_id text DEFAULT NULL::text) RETURNS TABLE(name text, namespace text, key text, value jsonb, version integer, memory_type text, source text, precedence integer)
     LANGUAGE plpgsql STABLE
@@ -8663,54 +9120,14 @@ begin
         raise exception 'expected_version is required to delete memory key "%"', p_key
             using errcode = '23502', column = 'expected_version';
     end if;
-    return memsub.store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
-                                       true, true, 'memory_delete', '{}');
+    return memsub._store_memory_version(p_namespace, p_key, null, 'semantic', '{}', p_expected_version,
+                                        true, true, 'memory_delete', '{}');
 end
 $$;
 
 ALTER FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) IS 'Soft-deletes (namespace, key): writes a tombstone version (value NULL, is_deleted) and flags every earlier version is_deleted. States the version read, like a write (40001 when stale; P0002 when nothing is live). The history is kept. Audited as memory_delete.';
-
-CREATE FUNCTION memsub.memory_embeddings_envelope_guard() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-begin
-    if not exists (select from memsub.packet_store s
-                    cross join lateral jsonb_array_elements(
-                        case when jsonb_typeof(s.envelope -> 'memory' -> 'embeddings') = 'array'
-                             then s.envelope -> 'memory' -> 'embeddings' else '[]' end) as x(e)
-                    where s.tenant_id = old.tenant_id and s.packet_id = old.packet_id
-                      and x.e -> 'vector' = 'null'::jsonb and x.e ->> 'embedding_type' = old.embedding_type
-                      and memsub._embedding_chunk_index(x.e) = old.chunk_index) then
-        return new;  -- stored with store_embedding alone: replaceable
-    end if;
-    -- Every stored column but created_at (which store_embedding sets on each call) and search_tsv (generated
-    -- from chunk_text, not yet computed here).
-    if (old.embedding_id, old.packet_id, old.embedding_type, old.vector, old.chunk_index, old.chunk_text,
-        old.metadata, old.scope, old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id,
-        old.trace_id, old.ttl)
-       is not distinct from
-       (new.embedding_id, new.packet_id, new.embedding_type, new.vector, new.chunk_index, new.chunk_text,
-        new.metadata, new.scope, new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id,
-        new.trace_id, new.ttl) then
-        return old;  -- the envelope's embedding stored again as it is: it stays exactly as written
-    end if;
-    raise exception 'the % embedding (chunk_index %) of packet % is part of the packet''s immutable envelope '
-                    'and cannot be replaced', old.embedding_type, old.chunk_index, old.packet_id
-        using errcode = '0A000',
-              column = case when old.vector is distinct from new.vector then 'vector'
-                            when old.chunk_text is distinct from new.chunk_text then 'chunk_text'
-                            when old.metadata is distinct from new.metadata then 'metadata'
-                            else 'embedding_id' end,
-              hint = 'Write a new packet with the new embedding, or store it under another chunk_index.';
-end
-$$;
-
-ALTER FUNCTION memsub.memory_embeddings_envelope_guard() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.memory_embeddings_envelope_guard() IS 'Trigger function: refuses to change an embedding that belongs to its packet''s envelope (SQLSTATE 0A000 naming the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
 CREATE FUNCTION memsub.memory_get(p_namespace text, p_key text) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
@@ -8790,7 +9207,7 @@ begin
     end if;
     perform memsub._check_half_life(p_half_life);
     -- One maintenance run per tenant at a time.
-    perform memsub.take_maintenance_lock('memory_maintenance', v_tenant::text);
+    perform memsub._take_maintenance_lock('memory_maintenance', v_tenant::text);
     for v_row in
         select m.namespace, m.key
           from memsub.memory_entries m
@@ -8817,7 +9234,7 @@ begin
         if score >= p_threshold then
             update memsub.memory_entries m set short_term = false, promoted_at = now()
              where m.tenant_id = v_tenant and m.id = v_entry.id;
-            perform memsub.audit_record('memory_promote', p_memory_entry_id => v_entry.id,
+            perform memsub._audit_record('memory_promote', p_memory_entry_id => v_entry.id,
                 p_namespace => v_entry.namespace, p_key => v_entry.key, p_version => v_entry.version,
                 p_tenant_id => v_tenant,
                 p_details => jsonb_build_object('from', 'STM', 'to', 'LTM', 'importance', v_entry.importance,
@@ -8972,7 +9389,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key);
-    perform memsub.check_memory_address(p_namespace, p_key);
+    perform memsub._check_memory_address(p_namespace, p_key);
     perform memsub._check_half_life(p_half_life);
     if not memsub._memory_namespace_writable(p_namespace) then
         raise exception 'namespace "%": accesses are recorded by contexts that may write it', p_namespace
@@ -8989,7 +9406,7 @@ begin
      where m.tenant_id = v_tenant and m.id = v_entry.id
     returning m.* into v_entry;
     -- An access changes the entry: audited like every memory operation (sql/170_audit.sql).
-    perform memsub.audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
+    perform memsub._audit_record('memory_touch', p_session_id => v_entry.session_id, p_memory_entry_id => v_entry.id,
         p_namespace => p_namespace, p_key => p_key, p_version => v_entry.version, p_tenant_id => v_tenant,
         p_details => jsonb_build_object('decay_weight', v_entry.decay_weight, 'half_life', p_half_life::text));
     return v_entry;
@@ -9015,9 +9432,9 @@ begin
     end if;
     -- The embedding goes into the version's row as it is inserted: an update after it would write the row twice
     -- (a second entry in every index, a dead row for vacuum).
-    return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                       p_expected_version, true, false, 'memory_write', '{}',
-                                       p_embedding => p_embedding);
+    return memsub._store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
+                                        p_expected_version, true, false, 'memory_write', '{}',
+                                        p_embedding => p_embedding);
 end
 $$;
 
@@ -9033,62 +9450,6 @@ CREATE FUNCTION memsub.normalize_text(p_value text) RETURNS text
 ALTER FUNCTION memsub.normalize_text(p_value text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.normalize_text(p_value text) IS 'Matching form of a name: composed to Unicode NFC (a letter and its combining accent as one character), each run of whitespace (spaces, tabs, line breaks, no-break spaces) made one space, trimmed, lower case.';
-
-CREATE FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-    select encode(sha256(convert_to(jsonb_build_object(
-        'packet_type', p_packet_type,
-        'payload',     p_payload,
-        'thread_id',   p_thread_id,
-        'parent_ids',  to_jsonb(array(select p from unnest(p_parent_ids) as p order by p)),
-        'scope',       p_scope,
-        'org_id',      p_org_id,
-        'user_id',     p_user_id,
-        'session_id',  p_session_id,
-        'timestamp',   to_char(p_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-        'packet_id',   p_stated_packet_id)::text, 'UTF8')), 'hex')
-$$;
-
-ALTER FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) IS 'Deduplication hash of a packet: sha256 of the canonical JSON of its type, payload, thread, sorted parents, scope, writer identity (org, user, session), timestamp and the packet_id the writer named (NULL when the database generated it). Tags, metadata and ttl do not count. The same words at another time are another packet.';
-
-CREATE FUNCTION memsub.packet_store_guard() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    if tg_op = 'TRUNCATE' then
-        raise exception 'memsub.packet_store is immutable: TRUNCATE is not allowed'
-            using errcode = '0A000', hint = 'Expired packets are removed by memsub.purge_expired().';
-    elsif tg_op = 'DELETE' then
-        if old.ttl is null or old.ttl >= (now() at time zone 'UTC') then
-            raise exception 'memsub.packet_store is immutable: packet % has not expired and cannot be deleted', old.packet_id
-                using errcode = '0A000', hint = 'Only packets whose ttl has passed are removed, by memsub.purge_expired().';
-        end if;
-        return old;
-    end if;
-    -- UPDATE: compare the row with its learned statistics blanked out.
-    if (old.packet_id, old.packet_type, old.envelope, old."timestamp", old.routing, old.provenance,
-        old.thread_id, old.parent_ids, old.tags, old.ttl, old.scope, old.content_hash,
-        old.tenant_id, old.org_id, old.user_id, old.correlation_id, old.session_id, old.trace_id, old.write_seq)
-       is distinct from
-       (new.packet_id, new.packet_type, new.envelope, new."timestamp", new.routing, new.provenance,
-        new.thread_id, new.parent_ids, new.tags, new.ttl, new.scope, new.content_hash,
-        new.tenant_id, new.org_id, new.user_id, new.correlation_id, new.session_id, new.trace_id, new.write_seq) then
-        raise exception 'memsub.packet_store is immutable: packet % cannot be modified', old.packet_id
-            using errcode = '0A000',
-                  hint = 'Only importance_score, access_count, last_accessed, contradiction_count, chunk_count and is_chunked may change.';
-    end if;
-    return new;
-end
-$$;
-
-ALTER FUNCTION memsub.packet_store_guard() OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
 
 CREATE FUNCTION memsub.purge_expired(p_tenant_id uuid DEFAULT NULL::uuid) RETURNS TABLE(tenant_id uuid, purged bigint)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9370,7 +9731,7 @@ CREATE FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_conten
     AS $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
-    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet memsub.packet_store := memsub._visible_packet(p_packet_id, 'packet_id');
     v_event  memsub.agent_memory_events;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -9511,7 +9872,7 @@ CREATE FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid 
     AS $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
-    v_packet memsub.packet_store := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet memsub.packet_store := memsub._visible_packet(p_packet_id, 'packet_id');
     v_trace  memsub.reasoning_traces;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -9682,7 +10043,7 @@ begin
     end if;
     -- A reflection is read by its whole organization (its policies stop there): it would show a cursor or
     -- l-private packet's id and routing agent to every other user of it.
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     insert into memsub.reflection_store (
         task_id, reflection_type, content, context, entities, tags, confidence, priority, source_agent,
         source_packet, vector, expires_at, tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -9840,7 +10201,7 @@ begin
             using errcode = '23503', column = 'source_packet_ids';
     end if;
     -- A summary is read by its whole organization, with its packets' ids: it summarizes shared packets only.
-    perform memsub.require_shared_packet(s, 'source_packet_ids')
+    perform memsub._require_shared_packet(s, 'source_packet_ids')
        from memsub.packet_store s
       where s.tenant_id = v_tenant and s.packet_id = any(v_ids) and s.scope <> 'shared';
     -- created_at orders the summaries of a scope (summaries_due reports the newest): the time of the call, not of
@@ -10049,63 +10410,6 @@ $$;
 ALTER PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) OWNER TO memsub_owner;
 
 COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped and a WARNING names the skipped views. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
-
-CREATE FUNCTION memsub.require_active_session(p_session memsub.sessions) RETURNS void
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    if p_session.status <> 'active' then
-        raise exception 'session "%" is %, not active', p_session.id, p_session.status
-            using errcode = '55000', column = 'session_id';
-    end if;
-end
-$$;
-
-ALTER FUNCTION memsub.require_active_session(p_session memsub.sessions) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.require_active_session(p_session memsub.sessions) IS 'Internal: raises 55000 naming session_id unless the session is active.';
-
-CREATE FUNCTION memsub.require_login(p_login name) RETURNS name
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$
-declare
-    can_login boolean := (select r.rolcanlogin from pg_catalog.pg_roles r where r.rolname = p_login);
-begin
-    if can_login is null then
-        raise exception 'memsub: role "%" does not exist', p_login
-            using errcode = '42704', column = 'login';
-    elsif not can_login then
-        raise exception 'memsub: role "%" cannot log in; bind the login roles that are members of it', p_login
-            using errcode = '22023', column = 'login';
-    end if;
-    return p_login;
-end
-$$;
-
-ALTER FUNCTION memsub.require_login(p_login name) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.require_login(p_login name) IS 'Returns the name of an existing login role; 42704 (column login) when it does not exist, 22023 when it cannot log in.';
-
-CREATE FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) RETURNS memsub.packet_store
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-begin
-    if p_packet.packet_id is not null and p_packet.scope <> 'shared' then
-        raise exception 'field "%": packet % has scope %; what others read (knowledge, reflections, summaries) can only '
-                        'come from shared packets',
-            p_field, p_packet.packet_id, p_packet.scope
-            using errcode = '22023', column = p_field;
-    end if;
-    return p_packet;
-end
-$$;
-
-ALTER FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) IS 'Refuses (22023) a cursor or l-private packet as the source of what others read: tenant-wide knowledge (facts, relationships), and organization-wide reflections and summaries.';
 
 CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
     LANGUAGE plpgsql
@@ -10425,13 +10729,13 @@ begin
             memsub._check_limits(array[pg_column_size(p_event), pg_column_size(p_state_delta)], 'max_json_bytes',
                                  array['event', 'state_delta']);
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     if p_event is null or jsonb_typeof(p_event) <> 'object' then
         raise exception 'event must be a JSON object'
             using errcode = '22023', column = 'event';
     end if;
     if p_state_delta is not null then
-        perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+        perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
     end if;
     -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
     -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
@@ -10444,7 +10748,7 @@ begin
     insert into memsub.session_events (tenant_id, session_id, position, org_id, user_id, event)
     values (v_session.tenant_id, v_session.id, v_session.event_count - 1, v_session.org_id, v_session.user_id,
             p_event);
-    perform memsub.audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_event', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('event_index', v_session.event_count - 1,
                                         'state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(coalesce(p_state_delta, '{}')) k)));
@@ -10485,7 +10789,7 @@ begin
     end if;
     v_session.id := coalesce(p_session_id, gen_random_uuid()::text);
     v_session.user_id := memsub.current_user_id();
-    perform memsub.check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
+    perform memsub._check_state_delta(v_session, coalesce(p_state, '{}'), 'state');
 
     insert into memsub.sessions as s (tenant_id, id, org_id, user_id, project_id, app_name, state)
     values (v_tenant, v_session.id, memsub.current_org_id(), memsub.current_user_id(), p_project_id, p_app_name,
@@ -10496,7 +10800,7 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
-    perform memsub.audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
 end
@@ -10518,7 +10822,7 @@ begin
             using errcode = '42501', column = 'session_id';
     end if;
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
@@ -10545,14 +10849,14 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id);
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     select coalesce(array_agg(k order by k), '{}') into v_dropped
       from jsonb_object_keys(v_session.state) k where k like 'temp:%';
     update memsub.sessions s
        set state = s.state - v_dropped, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_end_turn', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('dropped_keys', to_jsonb(v_dropped)));
     return v_session;
 end
@@ -10633,13 +10937,13 @@ begin
     perform memsub._check_text_limits('session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_state_delta), 'max_json_bytes', 'state_delta');
     v_session := memsub._session_lookup(p_session_id, 'no key update');
-    perform memsub.require_active_session(v_session);
-    perform memsub.check_state_delta(v_session, p_state_delta, 'state_delta');
+    perform memsub._require_active_session(v_session);
+    perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
     update memsub.sessions s
        set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
@@ -10670,7 +10974,7 @@ begin
     -- ones out until the termination commits: the open tasks below are those committed, and the task functions,
     -- which share the session before they lock a task of it, find it terminated once they may go on.
     v_session := memsub._session_lookup(p_session_id, 'update');
-    perform memsub.require_active_session(v_session);
+    perform memsub._require_active_session(v_session);
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
     -- see blocks it in any case (the caller may not cancel it).
@@ -10696,16 +11000,16 @@ begin
                and t.status <> all(memsub.task_final_statuses())
             returning t.id)
         select coalesce(array_agg(c.id order by c.id), '{}') into v_open from cancelled c;
-        perform memsub.audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
-                                    p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
-                                    p_tenant_id => v_session.tenant_id)
+        perform memsub._audit_record('task_status', p_session_id => v_session.id, p_task_id => o.id,
+                                     p_details => jsonb_build_object('to', 'cancelled', 'by', 'session_terminate'),
+                                     p_tenant_id => v_session.tenant_id)
            from unnest(v_open) as o(id);
     end if;
     -- Persist the user: keys (last write wins against what memory_entries holds: the session's value is newer).
     for v_key, v_value in
         select e.k, e.v from jsonb_each(v_session.state) as e(k, v) where e.k like 'user:%' order by e.k
     loop
-        perform memsub.store_memory_version(
+        perform memsub._store_memory_version(
             regexp_replace(v_key, ':[^:]*$', ''), substring(v_key from '[^:]*$'), v_value, p_memory_type,
             jsonb_build_object('source', 'session_terminate', 'session_id', v_session.id),
             null, false, false, 'memory_write',
@@ -10716,7 +11020,7 @@ begin
        set state = '{}', status = 'terminated', terminated_at = now(), updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
-    perform memsub.audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
+    perform memsub._audit_record('session_terminate', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('migrated_keys', to_jsonb(v_migrated),
                                         'memory_type', p_memory_type));
     return query select v_session.id, v_session.status, v_session.terminated_at, cardinality(v_migrated);
@@ -10772,7 +11076,7 @@ declare
     requested text;
     seal_key  record;  -- the seal key's pads, and whether a binding of the login allows the context
     previous  text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    -- The message the seal covers starts with these (memsub.store_context says what it covers).
+    -- The message the seal covers starts with these (memsub._store_context says what it covers).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
     if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
@@ -10816,16 +11120,16 @@ begin
             using errcode = '42501', column = 'roles',
                   hint = 'A platform admin binds the login to the whole tenant: memsub.bind_login(login, tenant_id).';
     end if;
-    -- A transaction that already acts for another tenant: memsub.store_context refuses or, for a platform admin
+    -- A transaction that already acts for another tenant: memsub._store_context refuses or, for a platform admin
     -- or over settings written by hand, writes.
     if previous is not null and previous is distinct from p_tenant_id::text then
-        perform memsub.store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
+        perform memsub._store_context(p_tenant_id, p_org_id, p_user_id, p_roles, p_session_id);
         return;
     end if;
-    -- Otherwise memsub.store_context's statement, here, with the MAC inline and the key read above: every
-    -- transaction of every call starts with set_context, and calling store_context (a frame, its own search_path
+    -- Otherwise memsub._store_context's statement, here, with the MAC inline and the key read above: every
+    -- transaction of every call starts with set_context, and calling _store_context (a frame, its own search_path
     -- setting, another read of the key) made a transaction holding set_context alone cost 12-21 % more server
-    -- time. The same settings and the same seal (store_context says what the seal covers).
+    -- time. The same settings and the same seal (_store_context says what the seal covers).
     perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
             pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
             pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
@@ -10867,7 +11171,7 @@ begin
             using errcode = '22023', column = 'token';
     end if;
     begin
-        claims := convert_from(memsub.base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
+        claims := convert_from(memsub._base64url_decode(parts[1], 'token'), 'UTF8')::jsonb;
     exception when data_exception then
         raise exception 'memsub.set_context_signed: token claims are not base64url JSON'
             using errcode = '22023', column = 'token';
@@ -10878,13 +11182,13 @@ begin
             using errcode = '22023', column = 'token';
     end if;
     v_key_id := claims ->> 'kid';
-    expected := memsub.context_mac(v_key_id, parts[1]);
+    expected := memsub._context_mac(v_key_id, parts[1]);
     if expected is null
        or not exists (select from memsub.context_keys k where k.key_id = v_key_id and k.purpose = 'token') then
         raise exception 'memsub.set_context_signed: unknown signing key "%"', v_key_id
             using errcode = '28000', column = 'kid';
     end if;
-    if expected is distinct from memsub.base64url_decode(parts[2], 'token') then
+    if expected is distinct from memsub._base64url_decode(parts[2], 'token') then
         raise exception 'memsub.set_context_signed: the token signature does not match its claims'
             using errcode = '28000', column = 'signature';
     end if;
@@ -10918,7 +11222,7 @@ begin
                 using errcode = '42501', column = 'roles';
         end if;
     end loop;
-    perform memsub.store_context(tenant, org, person, roles, claims ->> 'session');
+    perform memsub._store_context(tenant, org, person, roles, claims ->> 'session');
 end
 $$;
 
@@ -10940,7 +11244,7 @@ begin
             using errcode = '22023', column = 'secret';
     end if;
     insert into memsub.context_keys (key_id, purpose, inner_pad, outer_pad)
-    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub.hmac_pads(p_secret) p
+    select p_key_id, 'token', p.inner_pad, p.outer_pad from memsub._hmac_pads(p_secret) p
     on conflict (key_id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad,
                                       created_at = now(), created_by = session_user;
 end
@@ -11006,60 +11310,6 @@ $$;
 ALTER FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) IS 'Records HNSW build parameters (m 2-100, ef_construction 4-1000 and at least 2 * m) on the index of an embedding type (on each partition''s) and returns the index''s name; the graphs are rebuilt with them by REINDEX INDEX CONCURRENTLY (memsub vector-index rebuild). Until then only new inserts use the new ef_construction. Raises 22023 naming the field. Granted to nobody: the role that applies migrations runs it.';
-
-CREATE FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) RETURNS void
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
-    sealed   boolean;
-begin
-    -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
-    -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one:
-    -- memsub.current_tenant_id() refuses its seal.
-    if previous is not null and previous is distinct from p_tenant_id::text
-       and not pg_catalog.pg_has_role(session_user, 'memsub_platform_admin', 'MEMBER') then
-        begin
-            perform memsub.current_tenant_id();
-            sealed := true;
-        exception when insufficient_privilege then
-            sealed := false;
-        end;
-        if sealed then
-            raise exception 'memsub.set_context: this transaction already acts for tenant %; a transaction acts for one tenant', previous
-                using errcode = '42501', column = 'tenant_id',
-                      hint = 'Commit or roll back, then set the context of the next tenant in a new transaction.';
-        end if;
-    end if;
-    -- One statement writes every setting (each statement costs more than the settings it writes). The seal
-    -- covers the login, the start of the transaction, tenant, org, user, session and context roles: it fits one
-    -- login's context in one transaction only. A context role counts only for a member of the matching memsub
-    -- role, and a role written by hand breaks the seal: an organization-bound tenant admin cannot give itself
-    -- the tenant_admin context set_context refused. Each setting is quoted (quote_nullable), so no two contexts
-    -- give the same message.
-    -- memsub.current_tenant_id() (010_identity.sql), which checks the seal once per query, and memsub.set_context,
-    -- which writes it at the start of every call, compute the same MAC inline instead of calling context_mac.
-    perform pg_catalog.set_config('memsub.tenant_id', coalesce(p_tenant_id::text, ''), true),
-            pg_catalog.set_config('memsub.org_id', coalesce(p_org_id::text, ''), true),
-            pg_catalog.set_config('memsub.user_id', coalesce(p_user_id::text, ''), true),
-            pg_catalog.set_config('memsub.roles', coalesce(array_to_string(p_roles, ','), ''), true),
-            pg_catalog.set_config('memsub.session_id', coalesce(p_session_id, ''), true),
-            pg_catalog.set_config('memsub.context_seal',
-                pg_catalog.encode(memsub.context_mac('seal', pg_catalog.concat_ws('|', session_user,
-                    extract(epoch from pg_catalog.transaction_timestamp()),
-                    pg_catalog.quote_nullable(coalesce(p_tenant_id::text, '')),
-                    pg_catalog.quote_nullable(coalesce(p_org_id::text, '')),
-                    pg_catalog.quote_nullable(coalesce(p_user_id::text, '')),
-                    pg_catalog.quote_nullable(coalesce(p_session_id, '')),
-                    pg_catalog.quote_nullable(coalesce(array_to_string(p_roles, ','), '')))), 'hex'),
-                true);
-end
-$$;
-
-ALTER FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) IS 'Writes the transaction-local context settings and their seal (HMAC-SHA256 under the seal key of the login, transaction start, tenant, org, user, session and context roles); refuses a second tenant in one transaction. Granted to nobody: called by memsub.set_context and memsub.set_context_signed after their checks.';
 
 CREATE TABLE memsub.memory_embeddings (
     embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -11150,7 +11400,7 @@ begin
         raise exception 'field "chunk_index" must be 0 (full content) or a chunk number >= 1, not %', p_chunk_index
             using errcode = '22023', column = 'chunk_index';
     end if;
-    v_packet := memsub.visible_packet(p_packet_id, 'packet_id');
+    v_packet := memsub._visible_packet(p_packet_id, 'packet_id');
     insert into memsub.memory_embeddings as e (
         packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope, ttl,
         tenant_id, org_id, user_id, correlation_id, session_id, trace_id)
@@ -11169,198 +11419,6 @@ $$;
 ALTER FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) IS 'Stores (or replaces) the embedding of a visible packet in one vector space (one of memsub.embedding_types()) for the full content (chunk_index 0) or a chunk (1+). The row takes the packet''s identity and scope.';
-
-CREATE FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text DEFAULT NULL::text, p_embedding public.vector DEFAULT NULL::public.vector, p_in_snapshot boolean DEFAULT false) RETURNS memsub.memory_entries
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_tenant   uuid := memsub._require_tenant_id();
-    v_kind     text := split_part(p_namespace, ':', 1);
-    v_current  integer;
-    v_deleted  boolean;
-    v_session  text;
-    v_row      memsub.memory_entries;
-    v_previous memsub.memory_entries;
-    v_column   text;
-begin
-    -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
-    -- the read below, and the insert meets it in the unique key: PostgreSQL raises its own 40001, naming nothing.
-    -- A stated version is then stale, and is refused as such. The write runs again inside a block that catches it
-    -- only at these isolation levels: a block is a subtransaction, and under READ COMMITTED (the common case,
-    -- where the insert sees the other version and the loop below names it) a transaction of many writes would
-    -- pile up subtransactions.
-    if p_check_version and not p_in_snapshot and current_setting('transaction_isolation') <> 'read committed' then
-        begin
-            return memsub.store_memory_version(p_namespace, p_key, p_value, p_memory_type, p_metadata,
-                                               p_expected_version, true, p_delete, p_operation, p_details,
-                                               p_session_id, p_embedding, p_in_snapshot => true);
-        exception
-            when serialization_failure then
-                get stacked diagnostics v_column = column_name;
-                if v_column = 'expected_version' then
-                    raise;
-                end if;
-                select m.version into v_current
-                  from memsub.memory_entries m
-                 where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-                 order by m.version desc limit 1;
-                perform memsub._raise_stale_memory_write(p_namespace, p_key,
-                    format('version %s was written after this transaction''s snapshot (%s)',
-                           coalesce(v_current, 0) + 1, current_setting('transaction_isolation')),
-                    coalesce(v_current, 0) + 1);
-        end;
-    end if;
-    -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
-    perform memsub._check_text_limits('namespace', p_namespace, 'key', p_key, 'memory_type', p_memory_type,
-                                      'session_id', p_session_id),
-            memsub._check_limits(array[pg_column_size(p_value), pg_column_size(p_metadata)], 'max_json_bytes',
-                                 array['value', 'metadata']);
-    perform memsub.check_memory_address(p_namespace, p_key);
-    if p_memory_type is null or p_memory_type <> all (memsub.memory_types()) then
-        raise exception 'memory_type must be one of %, not "%"', array_to_string(memsub.memory_types(), ', '),
-            coalesce(p_memory_type, 'NULL') using errcode = '22023', column = 'memory_type';
-    end if;
-    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
-        raise exception 'metadata must be a JSON object' using errcode = '22023', column = 'metadata';
-    end if;
-    if not p_delete and p_value is null then
-        raise exception 'value is required (use memsub.memory_delete to delete)' using errcode = '23502', column = 'value';
-    end if;
-    perform memsub._check_expected_version(p_expected_version);
-    if not memsub._memory_namespace_writable(p_namespace) then
-        if v_kind in ('app', 'project') then
-            raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
-                p_namespace, v_kind
-                using errcode = '42501', column = 'namespace';
-        end if;
-        raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
-            using errcode = '42501', column = 'namespace';
-    end if;
-
-    -- Two statements, not one condition: with the session as a parameter of one query, PL/pgSQL planned it
-    -- again on every call (a custom plan for a NULL session is always the cheaper).
-    v_session := coalesce(p_session_id, memsub.current_session_id());
-    if v_session is not null then
-        if not exists (select from memsub.sessions s where s.tenant_id = v_tenant and s.id = v_session) then
-            v_session := null;
-        end if;
-    end if;
-
-    -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
-    -- committed by then).
-    loop
-        select m.version, m.is_deleted into v_current, v_deleted
-          from memsub.memory_entries m
-         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-         order by m.version desc limit 1;
-
-        if p_delete and (v_current is null or v_deleted) then
-            raise exception 'memory key "%" in namespace "%" has no live entry to delete', p_key, p_namespace
-                using errcode = 'P0002', column = 'key';
-        end if;
-        -- A deleted key has no live entry: it is read as absent (version 0, as memsub.memory_get shows it), and the
-        -- version its delete returned is taken as well.
-        if p_check_version and (
-            (p_expected_version is null and v_current is not null and not v_deleted)
-            or (p_expected_version is not null and p_expected_version <> coalesce(v_current, 0)
-                and not (v_deleted and p_expected_version = 0))) then
-            perform memsub._raise_stale_memory_write(p_namespace, p_key,
-                format('expected version %s, current version is %s',
-                       coalesce(p_expected_version::text, 'none (new entry)'), coalesce(v_current, 0)),
-                v_current);
-        end if;
-
-        insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
-                                                 version, is_deleted, metadata, session_id, embedding)
-        values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
-                case when p_delete then null else p_value end, p_memory_type, coalesce(v_current, 0) + 1,
-                p_delete, p_metadata, v_session, case when p_delete then null else p_embedding end)
-        on conflict on constraint memory_entries_version_key do nothing
-        returning m.* into v_row;
-        exit when found;
-        -- A concurrent writer committed this version first (the UNIQUE constraint decided). Last write wins
-        -- (session termination) goes on after it, as the next version; an optimistic write is stale.
-        if p_check_version then
-            select m.* into v_previous from memsub.memory_entries m
-             where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-             order by m.version desc limit 1;
-            perform memsub._raise_stale_memory_write(p_namespace, p_key,
-                format('version %s was written concurrently (current version is %s)',
-                       coalesce(v_current, 0) + 1, coalesce(v_previous.version, 0)),
-                v_previous.version);
-        end if;
-    end loop;
-    if p_delete then
-        update memsub.memory_entries m set is_deleted = true
-         where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
-           and m.version < v_row.version and not m.is_deleted;
-    end if;
-    perform memsub.audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
-        p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
-        p_details => coalesce(p_details, '{}')
-                     || jsonb_build_object('expected_version', p_expected_version, 'memory_type', p_memory_type));
-    return v_row;
-end
-$$;
-
-ALTER FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it. Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
-
-CREATE FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$
-declare
-    v_tenant  uuid := memsub._require_tenant_id();
-    v_org     uuid := memsub.current_org_id();
-    v_user    uuid := memsub.current_user_id();
-    f         memsub.packet_fields;
-    v_known   boolean;
-    v_written jsonb := jsonb_build_object('packet_store', 1);
-begin
-    f := memsub._packet_from_envelope(p_envelope, p_position, v_user);
-    if p_vectors is not null then
-        perform memsub._packet_vectors_check(f, p_vectors);
-    end if;
-    if f.lineage is null and cardinality(f.parent_ids) = 0 then
-        f.generation := 0;
-        f.root_packet_id := f.packet_id;
-    else
-        select l.generation, l.root_packet_id into f.generation, f.root_packet_id
-          from memsub._packet_lineage(v_tenant, f) l;
-    end if;
-    if f.thread_id is not null then
-        v_known := memsub._packet_thread_check(v_tenant, v_org, f.thread_id);
-    end if;
-    if f.memory is not null then
-        perform memsub._packet_embeddings_check(f);
-    end if;
-    f.content_hash := memsub.packet_content_hash(f.packet_type, f.payload, f.thread_id, f.parent_ids, f.scope, v_org,
-                                                 v_user, f.session_id, f.ts, f.stated_id);
-    if memsub._insert_packets(array[f], v_tenant, v_org, v_user) = 0 then
-        return memsub._packet_deduplicated(v_tenant, v_org, v_user, f);
-    end if;
-    if f.thread_id is not null and not v_known then
-        v_written := v_written || memsub._packet_thread_register(v_tenant, v_org, f);
-    end if;
-    -- The layer rows the envelope's memory field asks for (facts, relationships, embeddings, reasoning trace),
-    -- in the same transaction. The payload itself is never interpreted.
-    if f.memory is not null then
-        v_written := v_written || memsub.fan_out_packet(
-            f, v_tenant, v_org, v_user,
-            coalesce(memsub._envelope_unit_number(f.confidence -> 'score', 'confidence.score'), 0.5),
-            coalesce(p_envelope -> 'routing' ->> 'agent', f.metadata ->> 'agent'), p_vectors);
-    end if;
-    return row(p_position, f.packet_id, f.packet_type, f.ts, f.thread_id, f.parent_ids, f.generation,
-               f.root_packet_id, f.content_hash, false, v_written, f.unknown)::memsub.packet_write_result;
-end
-$$;
-
-ALTER FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) IS 'Internal: validates, normalizes and stores one envelope for write_packet/write_packets (p_vectors: the vectors of its memory.embeddings given apart, see write_packet). Not granted to clients.';
 
 CREATE TABLE memsub.semantic_memory (
     embedding_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -11511,10 +11569,10 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
-    perform memsub.take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
-                                         || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
+    perform memsub._take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
+                                          || memsub.normalize_text(memsub._resolve_entity(v_source)) || ':' || v_type);
     -- The source is matched as its entity (name or alias), the target by its matching form.
     v_sources := memsub._entity_keys(v_source);
     v_targets := memsub._entity_keys(v_target);
@@ -11568,40 +11626,6 @@ $$;
 ALTER FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start of a fact it would replace.';
-
-CREATE FUNCTION memsub.take_maintenance_lock(p_task text, p_key text DEFAULT ''::text, p_wait boolean DEFAULT true) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    v_key bigint := pg_catalog.hashtextextended(coalesce(p_key, ''), 0);
-begin
-    if p_task is null or p_task = '' then
-        raise exception 'field "task" is required' using errcode = '23502', column = 'task';
-    end if;
-    if p_wait then
-        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
-    else
-        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
-    end if;
-    if found then
-        return true;
-    end if;
-    -- No row yet (or, without p_wait, a held one): the first caller of a key creates its row; a concurrent first
-    -- caller waits on that insert.
-    insert into memsub.maintenance_lock (task, lock_key) values (p_task, v_key) on conflict do nothing;
-    if p_wait then
-        perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update;
-        return true;
-    end if;
-    perform 1 from memsub.maintenance_lock l where l.task = p_task and l.lock_key = v_key for update skip locked;
-    return found;
-end
-$$;
-
-ALTER FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) IS 'Locks (task, key) until the calling transaction ends: waits for a holder (p_wait, bounded by the session''s lock_timeout) or returns false at once when another transaction holds it. Only memsub''s owner roles may call it, so no other login can hold these locks.';
 
 CREATE TABLE memsub.world_model_snapshots (
     snapshot_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -11722,7 +11746,7 @@ begin
         raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
     end if;
     if p_session_id is not null then
-        perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
+        perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
     if p_parent_task_id is not null
        and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
@@ -11733,7 +11757,7 @@ begin
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
-    perform memsub.audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
     return v_task;
@@ -11764,11 +11788,11 @@ begin
             v_task.session_id
             using errcode = '55000', column = 'session_id';
     end if;
-    perform memsub.require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
+    perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     update memsub.tasks t set session_id = p_session_id
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
-    perform memsub.audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_link', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('type', v_task.type, 'status', v_task.status));
     return v_task;
@@ -11813,7 +11837,7 @@ begin
            completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
     returning t.* into v_task;
-    perform memsub.audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
+    perform memsub._audit_record('task_status', p_session_id => v_task.session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
         p_details => jsonb_build_object('from', v_before, 'to', p_status));
     return v_task;
@@ -11854,7 +11878,7 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
     v_period := tstzrange(v_from, p_valid_until, '[)');
@@ -12028,7 +12052,7 @@ CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    perform memsub.require_login(p_login);
+    perform memsub._require_login(p_login);
     return memsub._add_login_binding(p_login, null, null);
 end
 $$;
@@ -12249,7 +12273,7 @@ begin
     perform memsub._check_key_bytes('source_entity', v_source_key, 'relationship_type', v_type,
                                     'target_entity', v_target_key);
     perform memsub._check_stored_time(p_seen_at, 'seen_at');
-    v_packet := memsub.require_shared_packet(memsub.visible_packet(p_source_packet, 'source_packet'), 'source_packet');
+    v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
@@ -12331,30 +12355,6 @@ ALTER FUNCTION memsub.vector_index_builds() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.vector_index_builds() IS 'For each embedding type, its HNSW index on memory_embeddings (a partitioned index, one graph per partition): name, build parameters m and ef_construction (pgvector''s defaults 16 and 64 unless set by memsub.set_vector_index_build), size in bytes of every partition''s graph, and whether PostgreSQL may use them all (indisvalid and indisready). A concurrent rebuild keeps each old graph in use until it swaps in the new one; one that fails leaves an invalid copy named <index>_p<nn>_ccnew, not listed here.';
 
-CREATE FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) RETURNS memsub.packet_store
-    LANGUAGE plpgsql STABLE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-declare
-    found_packet memsub.packet_store;
-begin
-    if p_packet_id is null then
-        return null;
-    end if;
-    select s.* into found_packet from memsub.packet_store s
-     where s.tenant_id = memsub._require_tenant_id() and s.packet_id = p_packet_id;
-    if not found then
-        raise exception 'field "%": packet % does not exist or is not visible to this writer', p_field, p_packet_id
-            using errcode = '23503', column = p_field;
-    end if;
-    return found_packet;
-end
-$$;
-
-ALTER FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) IS 'The packet with this id when the caller may see it (NULL for a NULL id); raises 23503 naming the field otherwise.';
-
 CREATE FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) RETURNS TABLE(entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -12397,7 +12397,7 @@ COMMENT ON FUNCTION memsub.world_model_state_version() IS 'Current world-model s
 CREATE FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'public', 'pg_temp'
-    AS $$ select memsub.store_packet_envelope(p_envelope, 1, p_vectors) $$;
+    AS $$ select memsub._store_packet_envelope(p_envelope, 1, p_vectors) $$;
 
 ALTER FUNCTION memsub.write_packet(p_envelope jsonb, p_vectors public.vector[]) OWNER TO memsub_owner;
 
@@ -12478,9 +12478,9 @@ begin
     -- Envelopes with an explicit packet_id may be referenced as parents by other envelopes of the batch:
     -- canonical packet_id -> position of its first envelope.
     select coalesce(jsonb_object_agg(d.id, d.position), '{}') into batch_ids
-      from (select memsub.canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
+      from (select memsub._canonical_uuid_text(e ->> 'packet_id') as id, min(o) as position
               from jsonb_array_elements(p_envelopes) with ordinality as x(e, o)
-             where jsonb_typeof(e) = 'object' and memsub.canonical_uuid_text(e ->> 'packet_id') is not null
+             where jsonb_typeof(e) = 'object' and memsub._canonical_uuid_text(e ->> 'packet_id') is not null
              group by 1) d;
     begin
         -- Parents inside the batch are written before their children: a depth-first walk in input order that
@@ -12503,11 +12503,11 @@ begin
                     if jsonb_typeof(envelope) = 'object' and jsonb_typeof(envelope -> 'lineage') = 'object'
                        and jsonb_typeof(envelope -> 'lineage' -> 'parent_ids') = 'array' then
                         for parent_idx in
-                            select (batch_ids ->> memsub.canonical_uuid_text(p))::integer
+                            select (batch_ids ->> memsub._canonical_uuid_text(p))::integer
                               from jsonb_array_elements_text(envelope -> 'lineage' -> 'parent_ids')
                                    with ordinality as x(p, o)
-                             where batch_ids ? memsub.canonical_uuid_text(p)
-                               and (batch_ids ->> memsub.canonical_uuid_text(p))::integer <> top
+                             where batch_ids ? memsub._canonical_uuid_text(p)
+                               and (batch_ids ->> memsub._canonical_uuid_text(p))::integer <> top
                              order by o desc
                         loop
                             if state[parent_idx] = 1 then
@@ -12526,7 +12526,7 @@ begin
                 end if;
                 continue when waits;
                 v_current := top;
-                results[top] := memsub.store_packet_envelope(
+                results[top] := memsub._store_packet_envelope(
                     envelope, top,
                     case when elements[top] > 0
                          then p_vectors[array_lower(p_vectors, 1) + before[top]
@@ -13287,7 +13287,7 @@ CREATE TABLE memsub.maintenance_lock (
 
 ALTER TABLE memsub.maintenance_lock OWNER TO memsub_owner;
 
-COMMENT ON TABLE memsub.maintenance_lock IS 'One row per serialized task and key: the transaction that holds a row lock on it runs the task (memsub.take_maintenance_lock). Holds no data; rows may be deleted when nothing runs.';
+COMMENT ON TABLE memsub.maintenance_lock IS 'One row per serialized task and key: the transaction that holds a row lock on it runs the task (memsub._take_maintenance_lock). Holds no data; rows may be deleted when nothing runs.';
 
 COMMENT ON COLUMN memsub.maintenance_lock.task IS 'What is serialized, e.g. refresh_memory_view, learn_importance, document_ingest.';
 
@@ -15579,19 +15579,19 @@ CREATE TRIGGER limits_row_check BEFORE INSERT OR UPDATE ON memsub.limits FOR EAC
 
 COMMENT ON TRIGGER limits_row_check ON memsub.limits IS 'Refuses a limit name memsub does not know and a timeout PostgreSQL would not take (memsub._check_limits_row).';
 
-CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub.count_packet_chunks();
+CREATE TRIGGER memory_embeddings_count_chunks AFTER INSERT ON memsub.memory_embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memsub._count_packet_chunks();
 
 COMMENT ON TRIGGER memory_embeddings_count_chunks ON memsub.memory_embeddings IS 'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';
 
-CREATE TRIGGER memory_embeddings_envelope_vector BEFORE UPDATE ON memsub.memory_embeddings FOR EACH ROW EXECUTE FUNCTION memsub.memory_embeddings_envelope_guard();
+CREATE TRIGGER memory_embeddings_envelope_vector BEFORE UPDATE ON memsub.memory_embeddings FOR EACH ROW EXECUTE FUNCTION memsub._memory_embeddings_envelope_guard();
 
 COMMENT ON TRIGGER memory_embeddings_envelope_vector ON memsub.memory_embeddings IS 'Keeps the embeddings of packet envelopes immutable (every column but created_at): the envelope holds them only here.';
 
-CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub.packet_store_guard();
+CREATE TRIGGER packet_store_immutable BEFORE DELETE OR UPDATE ON memsub.packet_store FOR EACH ROW EXECUTE FUNCTION memsub._packet_store_guard();
 
 COMMENT ON TRIGGER packet_store_immutable ON memsub.packet_store IS 'Rejects modification of envelope columns and deletion of unexpired packets.';
 
-CREATE TRIGGER packet_store_no_truncate BEFORE TRUNCATE ON memsub.packet_store FOR EACH STATEMENT EXECUTE FUNCTION memsub.packet_store_guard();
+CREATE TRIGGER packet_store_no_truncate BEFORE TRUNCATE ON memsub.packet_store FOR EACH STATEMENT EXECUTE FUNCTION memsub._packet_store_guard();
 
 COMMENT ON TRIGGER packet_store_no_truncate ON memsub.packet_store IS 'Rejects TRUNCATE of the event log.';
 
@@ -16323,6 +16323,22 @@ REVOKE ALL ON FUNCTION memsub._actor_seal(p_agent text, p_task text) FROM PUBLIC
 
 REVOKE ALL ON FUNCTION memsub._add_login_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._adk_check_name(p_value text, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_check_state(p_state jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_org_key() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_state_part(p_state jsonb, p_prefix text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_words(p_text text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._agent_session_lock(p_session_id text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._agent_session_owned_elsewhere(p_session_id text) TO memsub_owner;
 
@@ -16333,6 +16349,10 @@ REVOKE ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) F
 GRANT ALL ON FUNCTION memsub._api_key_lookup(p_key_id text, p_key_hash bytea) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._apply_state_delta(p_state jsonb, p_delta jsonb) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._base64url_decode(p_text text, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._batch_embeddings(p_batch memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid, p_vectors public.vector[], p_before integer[]) FROM PUBLIC;
 
@@ -16345,6 +16365,8 @@ GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_retrieval_owner;
 
+REVOKE ALL ON FUNCTION memsub._canonical_uuid_text(p_value text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_context_role(p_role text, p_caller text) TO memsub_analyst;
@@ -16355,6 +16377,8 @@ GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field 
 GRANT ALL ON FUNCTION memsub._check_count(p_value bigint, p_limit text, p_field text) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_doc_refs(p_refs jsonb, p_field text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_document_chunks(p_chunks jsonb, p_text text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_expected_version(p_value integer) FROM PUBLIC;
 
@@ -16407,6 +16431,8 @@ REVOKE ALL ON FUNCTION memsub._check_limits_row() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._check_memory_address(p_namespace text, p_key text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_analyst;
@@ -16424,6 +16450,15 @@ GRANT ALL ON FUNCTION memsub._check_one_of(p_value text, p_allowed text[], p_fie
 REVOKE ALL ON FUNCTION memsub._check_similarity_k(p_k integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.session_statuses() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
+
+GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
+GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) FROM PUBLIC;
 
@@ -16460,9 +16495,13 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._context_mac(p_key_id text, p_message text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._count_packet_chunks() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) FROM PUBLIC;
 
@@ -16526,10 +16565,14 @@ REVOKE ALL ON FUNCTION memsub._envelope_value(p_envelope jsonb, p_field text, p_
 
 REVOKE ALL ON FUNCTION memsub._envelope_vectors_apart(p_envelope jsonb) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._float_array_vector(p_value double precision[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._forget_accesses(p_target_type text, p_tenant_ids uuid[], p_target_ids uuid[]) TO memsub_expiry_owner;
+
+REVOKE ALL ON FUNCTION memsub._hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_accesses bigint, p_useful bigint, p_useless bigint, p_access_rate double precision, p_feedback_rate double precision) TO memsub_retrieval_owner;
@@ -16537,6 +16580,8 @@ GRANT ALL ON FUNCTION memsub._importance_step(p_importance double precision, p_a
 REVOKE ALL ON FUNCTION memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid, p_user uuid) FROM PUBLIC;
 
 REVOKE ALL ON PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment text) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE memsub._install_row_security(IN p_table regclass, IN p_layers text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._is_blank(p_value text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._is_blank(p_value text) TO memsub_app;
@@ -16559,8 +16604,12 @@ REVOKE ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._keyword_candidates(p_query_text text, p_embedding_type text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._langgraph_check_thread_context(p_thread_ids text[], p_write boolean) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._langgraph_store_check_namespace(p_namespace text[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) TO memsub_owner;
@@ -16569,9 +16618,21 @@ REVOKE ALL ON FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels
 
 REVOKE ALL ON FUNCTION memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[], p_at_end boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._langgraph_store_matches(p_value jsonb, p_filter jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._langgraph_store_namespace_key(p_namespace text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone, p_second timestamp without time zone) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._memory_embeddings_envelope_guard() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.memory_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_app;
@@ -16606,6 +16667,8 @@ REVOKE ALL ON FUNCTION memsub._optional_text(p_value text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._optional_text(p_value text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._optional_text(p_value text) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._packet_deduplicated(p_tenant uuid, p_org uuid, p_user uuid, p_packet memsub.packet_fields) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._packet_embeddings_check(p_packet memsub.packet_fields) FROM PUBLIC;
@@ -16616,6 +16679,8 @@ REVOKE ALL ON FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) FR
 GRANT ALL ON FUNCTION memsub._packet_id_by_content_hash(p_content_hash text) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._packet_lineage(p_tenant uuid, p_packet memsub.packet_fields, OUT generation integer, OUT root_packet_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._packet_store_guard() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) FROM PUBLIC;
 
@@ -16666,7 +16731,25 @@ REVOKE ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._require_active_session(p_session memsub.sessions) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._require_key_admin(p_tenant_id uuid) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._require_login(p_login name) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub.packet_scopes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_app;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_expiry_owner;
+
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
+GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
+
+REVOKE ALL ON FUNCTION memsub._require_shared_packet(p_packet memsub.packet_store, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._require_tenant_id() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._require_tenant_id() TO memsub_expiry_owner;
@@ -16697,17 +16780,20 @@ GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type
 
 REVOKE ALL ON FUNCTION memsub._seed_tenant_statistics() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.session_statuses() FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
-GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
-
-GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
-GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
-
 REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_lock text, p_errcode text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._session_open_tasks(p_session_id text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._take_maintenance_lock(p_task text, p_key text, p_wait boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub._take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
@@ -16734,6 +16820,8 @@ REVOKE ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) F
 GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._vector_graph_order(p_vector text, p_query text) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._visible_packet(p_packet_id uuid, p_field text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._walk_ef_search(p_pool integer, p_share double precision) TO memsub_analyst;
@@ -16758,19 +16846,11 @@ GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.adk_check_name(p_value text, p_field text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.adk_check_state(p_state jsonb, p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.adk_memory_add(p_app_name text, p_user_id text, p_session_id text, p_memories jsonb) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.adk_memory_search(p_app_name text, p_user_id text, p_query text, p_query_embedding jsonb, p_limit integer) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.adk_merged_state(p_app jsonb, p_user jsonb, p_session jsonb) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.adk_org_key() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.adk_session_append_event(p_app_name text, p_user_id text, p_session_id text, p_event jsonb, p_last_update_time double precision) TO memsub_app;
@@ -16787,12 +16867,6 @@ GRANT ALL ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_
 REVOKE ALL ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.adk_state_part(p_state jsonb, p_prefix text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.adk_words(p_text text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_session_add_items(p_session_id text, p_items json) TO memsub_app;
 
@@ -16801,8 +16875,6 @@ GRANT ALL ON FUNCTION memsub.agent_session_clear(p_session_id text) TO memsub_ap
 
 REVOKE ALL ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.agent_session_lock(p_session_id text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) TO memsub_app;
@@ -16831,24 +16903,12 @@ GRANT SELECT ON TABLE memsub.knowledge_facts TO memsub_view_owner;
 REVOKE ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.assert_fact(p_subject text, p_predicate text, p_object jsonb, p_confidence double precision, p_source_packet uuid) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.audit_record(p_operation text, p_session_id text, p_task_id bigint, p_memory_entry_id uuid, p_namespace text, p_key text, p_version integer, p_details jsonb, p_agent_id uuid, p_tenant_id uuid) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.authenticate_api_key(p_api_key text) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.base64url_decode(p_text text, p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id uuid) TO memsub_platform_admin;
-
-REVOKE ALL ON FUNCTION memsub.canonical_uuid_text(p_value text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.check_document_chunks(p_chunks jsonb, p_text text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.check_memory_address(p_namespace text, p_key text) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_app;
@@ -16883,13 +16943,9 @@ REVOKE ALL ON FUNCTION memsub.consolidation_last_write_wins(p_versions jsonb) FR
 
 REVOKE ALL ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.context_mac(p_key_id text, p_message text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.context_roles() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.count_packet_chunks() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) TO memsub_tenant_admin;
@@ -16991,23 +17047,9 @@ REVOKE ALL ON FUNCTION memsub.entity_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.fan_out_packet(p_packet memsub.packet_fields, p_tenant uuid, p_org uuid, p_user uuid, p_default_confidence double precision, p_agent_id text, p_vectors public.vector[]) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.packet_scopes() FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_app;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_analyst;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_retrieval_owner;
-GRANT ALL ON FUNCTION memsub.packet_scopes() TO memsub_expiry_owner;
-
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_app;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_analyst;
-GRANT SELECT,DELETE ON TABLE memsub.packet_store TO memsub_expiry_owner;
-GRANT SELECT,UPDATE ON TABLE memsub.packet_store TO memsub_retrieval_owner;
-GRANT SELECT ON TABLE memsub.packet_store TO memsub_view_owner;
 
 REVOKE ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_packet(p_packet_id uuid, p_with_vectors boolean) TO memsub_app;
@@ -17048,13 +17090,9 @@ GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.hmac_pads(p_key bytea, OUT inner_pad bytea, OUT outer_pad bytea) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.hybrid_search(p_query_text text, p_query public.vector, p_k integer, p_embedding_type text, p_vector_weight double precision, p_text_weight double precision, p_rrf_k integer, p_candidates integer, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval, p_record_access boolean, p_agent_id text, p_with_packets boolean) TO memsub_analyst;
-
-REVOKE ALL ON PROCEDURE memsub.install_row_security(IN p_table regclass, IN p_layers text[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.is_platform_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.is_platform_admin() TO memsub_expiry_owner;
@@ -17067,8 +17105,6 @@ GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_expiry_owner;
 GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_retrieval_owner;
 GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.is_tenant_admin() TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.langgraph_check_text(p_value text, p_field text, p_blank_allowed boolean) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_get(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text) TO memsub_app;
@@ -17085,15 +17121,11 @@ GRANT ALL ON FUNCTION memsub.langgraph_checkpoint_put_writes(p_thread_id text, p
 REVOKE ALL ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_runs_delete(p_run_ids text[]) TO memsub_app;
 
-REVOKE ALL ON FUNCTION memsub.langgraph_store_check_namespace(p_namespace text[], p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) TO memsub_app;
 
 REVOKE ALL ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.langgraph_store_matches(p_value jsonb, p_filter jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision, p_fields text[], p_embeddings public.vector[]) TO memsub_app;
@@ -17131,10 +17163,6 @@ GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.lineage_directions() TO memsub_expiry_owner;
 
-REVOKE ALL ON FUNCTION memsub.lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.list_api_keys() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.list_api_keys() TO memsub_tenant_admin;
 
@@ -17144,18 +17172,12 @@ GRANT ALL ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT h
 REVOKE ALL ON FUNCTION memsub.maintain_tasks() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.maintain_tasks() TO memsub_platform_admin;
 
-REVOKE ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
-GRANT ALL ON FUNCTION memsub.maintenance_lock_holder(p_task text, p_key text) TO memsub_retrieval_owner;
-
 REVOKE ALL ON FUNCTION memsub.memory_context(p_session_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.memory_context(p_session_id text) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_delete(p_namespace text, p_key text, p_expected_version integer) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.memory_embeddings_envelope_guard() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_get(p_namespace text, p_key text) TO memsub_app;
@@ -17197,10 +17219,6 @@ REVOKE ALL ON FUNCTION memsub.normalize_text(p_value text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.normalize_text(p_value text) TO memsub_retrieval_owner;
-
-REVOKE ALL ON FUNCTION memsub.packet_content_hash(p_packet_type text, p_payload jsonb, p_thread_id uuid, p_parent_ids uuid[], p_scope text, p_org_id uuid, p_user_id uuid, p_session_id text, p_timestamp timestamp with time zone, p_stated_packet_id uuid) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.packet_store_guard() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
@@ -17270,12 +17288,6 @@ GRANT ALL ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome te
 REVOKE ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) FROM PUBLIC;
 GRANT ALL ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) TO memsub_platform_admin;
 
-REVOKE ALL ON FUNCTION memsub.require_active_session(p_session memsub.sessions) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.require_login(p_login name) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.require_shared_packet(p_packet memsub.packet_store, p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) TO memsub_analyst;
@@ -17344,18 +17356,12 @@ GRANT ALL ON FUNCTION memsub.set_unbound_logins(p_mode text) TO memsub_platform_
 
 REVOKE ALL ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m integer, p_ef_construction integer) FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub.store_context(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text) FROM PUBLIC;
-
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION memsub.store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[]) FROM PUBLIC;
 
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_app;
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_analyst;
@@ -17370,10 +17376,6 @@ GRANT ALL ON FUNCTION memsub.summaries_due(p_as_of timestamp with time zone, p_l
 
 REVOKE ALL ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) TO memsub_app;
-
-REVOKE ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_view_owner;
-GRANT ALL ON FUNCTION memsub.take_maintenance_lock(p_task text, p_key text, p_wait boolean) TO memsub_retrieval_owner;
 
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_analyst;
@@ -17417,8 +17419,6 @@ GRANT ALL ON FUNCTION memsub.vector_dimension() TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.vector_index_builds() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.vector_index_builds() TO memsub_platform_admin;
 GRANT ALL ON FUNCTION memsub.vector_index_builds() TO memsub_analyst;
-
-REVOKE ALL ON FUNCTION memsub.visible_packet(p_packet_id uuid, p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) TO memsub_app;
