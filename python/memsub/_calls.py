@@ -52,8 +52,9 @@ from uuid import UUID
 import psycopg
 from pgvector import Vector
 from pgvector.psycopg.vector import register_vector_info
+from psycopg import generators as psycopg_generators
 from psycopg import sql
-from psycopg.abc import Buffer, DumperKey
+from psycopg.abc import Buffer, DumperKey, PQGen
 from psycopg.adapt import AdaptersMap, Dumper, PyFormat
 from psycopg.types import TypeInfo
 from psycopg.types import json as psycopg_json
@@ -760,18 +761,32 @@ async def configure_async(connection: psycopg.AsyncConnection[Row]) -> None:
 
 # --- executors -------------------------------------------------------------------------------------------------
 
+def _send_rest(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> PQGen[None]:
+    """Send what a pipelined statement left in libpq's output buffer, reading the server's answers meanwhile
+    (psycopg's ``send``, as its pipeline uses before a fetch). In pipeline mode the connection does not block: a
+    statement larger than the socket's buffers (arguments of megabytes) is sent in parts, each when the socket can
+    take it, and ``Pipeline.sync()`` sends one part before it waits for the answer, which the server, still
+    reading the statement, never gives: the call would hang, and its connection with it."""
+    sending: PQGen[None] = psycopg_generators.send(connection.pgconn)
+    return sending
+
+
 def execute(connection: psycopg.Connection[Row], call: Call[T], pipeline: psycopg.Pipeline | None = None) -> T:
     """Run ``call`` in the connection's current transaction. In a block's ``pipeline`` the call ends with a Sync
     (where its results would otherwise be asked for with a Flush: the same round trip), so that between calls the
     server sees the transaction as idle in it, which is what it is: the login's
     ``idle_in_transaction_session_timeout`` applies, and pg_stat_activity shows it so. Without a Sync the
-    server would take the block for one statement still running, for as long as the block lasts."""
+    server would take the block for one statement still running, for as long as the block lasts.
+
+    The statement is sent whole before the Sync (:func:`_send_rest`): psycopg's pipeline sync would otherwise wait
+    for the answer to a statement larger than the socket's buffers that it had only begun to send."""
     _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
             register_vector_type(connection)
         cursor = connection.execute(call.statement, call.params, binary=call.binary)
         if pipeline is not None:
+            connection.wait(_send_rest(connection))
             pipeline.sync()
         found = cursor.fetchall()
     except psycopg.Error as error:
@@ -788,6 +803,7 @@ async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T],
             await register_vector_type_async(connection)
         cursor = await connection.execute(call.statement, call.params, binary=call.binary)
         if pipeline is not None:
+            await connection.wait(_send_rest(connection))
             await pipeline.sync()
         found = await cursor.fetchall()
     except psycopg.Error as error:
