@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple, get_args
+from urllib.parse import unquote, unquote_plus
 from uuid import UUID
 
 import psycopg
@@ -30,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, compile_path
 
 from memsub import _calls
 from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
@@ -704,6 +705,45 @@ class Endpoint(NamedTuple):
         return re.sub(r"\{(\w+):\w+\}", r"{\1}", self.path)
 
 
+def _not_utf8(field: str) -> Problem:
+    return invalid(field, f"{field} is not UTF-8 once its percent escapes are decoded")
+
+
+def utf8_path_and_query(request: Request, path_regex: re.Pattern[str]) -> None:
+    """422 naming the path segment or query parameter whose percent escapes decode to bytes that are not UTF-8, as
+    a body that is not UTF-8 is refused. The server reads such bytes as U+FFFD, which would name another key (and
+    every such key the same one) or search for another entity. The path's segments are found as the route found
+    them, on the path decoded with each byte that is not UTF-8 kept apart; a query parameter is named by its name,
+    or by its name as sent when the name itself is not UTF-8."""
+    raw_path = request.scope.get("raw_path")
+    if raw_path:
+        encoded = raw_path.decode("latin-1")
+        try:
+            unquote(encoded, errors="strict")
+        except UnicodeDecodeError:
+            match = path_regex.match(unquote(encoded, errors="surrogateescape"))
+            for name, value in (match.groupdict() if match else {}).items():
+                if not value.isascii() and _has_undecoded_byte(value):
+                    raise _not_utf8(name) from None
+            raise _not_utf8("path") from None
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    for pair in query.split("&") if query else ():
+        raw_name, _, raw_value = pair.partition("=")
+        try:
+            name = unquote_plus(raw_name, errors="strict")
+        except UnicodeDecodeError:
+            raise _not_utf8(raw_name) from None
+        try:
+            unquote_plus(raw_value, errors="strict")
+        except UnicodeDecodeError:
+            raise _not_utf8(name) from None
+
+
+def _has_undecoded_byte(value: str) -> bool:
+    """Whether ``value`` holds a byte that was not UTF-8, which surrogateescape decoding keeps as U+DC80-U+DCFF."""
+    return any("\udc80" <= char <= "\udcff" for char in value)
+
+
 def guarded(endpoint: Endpoint) -> Handler:
     """The endpoint's handler behind the checks every route shares, answering a Problem as problem details.
 
@@ -711,11 +751,13 @@ def guarded(endpoint: Endpoint) -> Handler:
     before the body is read. Only the key's presence is checked here; whether it is valid is the database's
     answer (memsub.authenticate_api_key, in the request's transaction)."""
     known = {argument.name for argument in endpoint.query}
+    path_regex = compile_path(endpoint.path)[0]
 
     async def run(request: Request) -> Response:
         try:
             if not endpoint.public:
                 api_key_of(request)
+            utf8_path_and_query(request, path_regex)
             for name in request.query_params:
                 if name not in known:
                     raise invalid(name, f"unknown query parameter {name}")

@@ -350,6 +350,29 @@ def test_a_memory_key_with_slashes_is_read_and_written(api: Api):
         assert_problem(client.get(f"/api/v1/memory/namespace/user:{USER_B}%2Ffiles/keys/k"), 404)  # no route
 
 
+def test_a_path_or_query_value_that_is_not_utf8_is_422_naming_it(api: Api):
+    """Percent escapes that decode to bytes that are not UTF-8 (a Latin-1 é, a lone byte, an encoded surrogate)
+    are refused by name, as a body that is not UTF-8 is refused, and nothing is written: read as U+FFFD they
+    would name another key, and every such key the same one."""
+    namespace = f"user:{USER_B}:bytes"
+    url = f"/api/v1/memory/namespace/{namespace}/keys"
+    with api.client("b") as client:
+        for key in ("caf%E9", "%FF", "%ED%A0%80", "a%C3"):
+            assert_problem(client.put(f"{url}/{key}", json={"value": 1}), 422, "key")
+            assert_problem(client.get(f"{url}/{key}"), 422, "key")
+        assert_problem(client.get(f"/api/v1/memory/namespace/user:{USER_B}%FF/keys"), 422, "namespace")
+        assert_problem(client.get(f"/api/v1/memory/packet/{uuid.uuid4()}%FF"), 422, "packet_id")
+        assert_problem(client.get("/api/v1/graph/traverse?start_entity=caf%E9"), 422, "start_entity")
+        assert_problem(client.get("/api/v1/graph/traverse?start_entity=a&relationship_types=b&relationship_types=%FF"),
+                       422, "relationship_types")
+        assert_problem(client.get("/api/v1/graph/traverse?start_entity=a&caf%E9=1"), 422, "caf%E9")
+        assert client.get(url).json()["entries"] == []
+        # UTF-8 escapes are read as the text they spell
+        assert client.put(f"{url}/caf%C3%A9", json={"value": 1}).status_code == 200
+        assert client.get(f"{url}/café").json()["key"] == "café"
+        assert client.get("/api/v1/graph/traverse?start_entity=caf%C3%A9").status_code == 200
+
+
 def test_health_readiness_and_the_committed_openapi_document(api: Api):
     with httpx.Client(base_url=api.url) as client:  # no key needed
         assert client.get("/api/v1/health").json() == {"status": "ok"}
