@@ -407,14 +407,23 @@ async def body_text_and_object(request: Request) -> tuple[str, dict[str, Any]]:
 # -- database ----------------------------------------------------------------------------------------------------
 
 def api_key_of(request: Request) -> str:
-    header = request.headers.get("authorization")
-    if header is not None:
+    """The API key the request presents: a Bearer credential or an X-API-Key. A request presenting more than one
+    (two Authorization fields, which is a singleton field, two X-API-Key fields, or both kinds) is refused rather
+    than the first found taken, whatever keys they hold: a key a proxy adds cannot be overridden by one the client
+    sent. An Authorization field of another scheme holds no key."""
+    authorizations = request.headers.getlist("authorization")
+    keys = []
+    for header in authorizations:
         scheme, _, credentials = header.partition(" ")
         if scheme.lower() == "bearer" and credentials.strip():
-            return credentials.strip()
-    key = request.headers.get("x-api-key")
-    if key:
-        return key.strip()
+            keys.append(credentials.strip())
+    keys += [key.strip() for key in request.headers.getlist("x-api-key") if key.strip()]
+    if len(keys) > 1 or len(authorizations) > 1:
+        raise Problem(401, "unauthenticated", "Authentication failed",
+                      "send one API key, in one Authorization or X-API-Key field", field="api_key",
+                      headers={"WWW-Authenticate": 'Bearer realm="memsub", error="invalid_request"'})
+    if keys:
+        return keys[0]
     raise Problem(401, "unauthenticated", "Authentication required",
                   "send the API key as 'Authorization: Bearer msk_...' (memsub api-key create)",
                   field="api_key", headers={"WWW-Authenticate": 'Bearer realm="memsub"'})

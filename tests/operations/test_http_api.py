@@ -513,6 +513,29 @@ def test_a_request_without_a_key_is_401_before_its_input_is_judged(api: Api):
                 assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+def test_a_request_that_presents_more_than_one_key_is_401(api: Api):
+    """A request acts for one key. Two Authorization fields (a singleton field), two X-API-Key fields, or a
+    Bearer key and an X-API-Key are refused, whichever keys they hold, rather than the first found being taken:
+    a proxy that adds its own key must not be overridden by one the client sent. An Authorization field of
+    another scheme holds no key and does not count."""
+    key_a, key_b = api.keys["a"]["api_key"], api.keys["b"]["api_key"]
+    before = api.packet_count()
+    for headers in ([("authorization", f"Bearer {key_a}"), ("authorization", f"Bearer {key_b}")],
+                    [("authorization", f"Bearer {key_a}"), ("authorization", "Basic Zm9vOmJhcg==")],
+                    [("authorization", f"Bearer {key_a}"), ("x-api-key", key_b)],
+                    [("authorization", f"Bearer {key_a}"), ("x-api-key", key_a)],
+                    [("x-api-key", key_a), ("x-api-key", key_b)]):
+        with httpx.Client(base_url=api.url, headers=httpx.Headers(headers)) as client:
+            response = client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "two keys"})
+            body = assert_problem(response, 401, "api_key")
+            assert "one API key" in body["detail"], body
+            assert response.headers["www-authenticate"].startswith("Bearer")
+    assert api.packet_count() == before
+    headers = httpx.Headers([("authorization", "Basic Zm9vOmJhcg=="), ("x-api-key", key_a)])
+    with httpx.Client(base_url=api.url, headers=headers) as client:
+        assert client.get(f"/api/v1/memory/thread/{uuid.uuid4()}").status_code == 200
+
+
 def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
     key = create_key(api.database.dsn("platform_admin"), TENANT_A, label="to revoke")
     before = api.packet_count(), api.memory_count()
