@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple, get_args
 from urllib.parse import unquote, unquote_plus
 from uuid import UUID
@@ -227,10 +227,12 @@ def unicode_checked(check: Callable[[Any, str], str], value: Any, field: str) ->
         raise invalid(error.field or field, str(error)) from error
 
 
-def timestamp(value: Any, field: str) -> str:
+def timestamp(value: Any, field: str) -> datetime:
+    """An ISO 8601 time (no offset: UTC), sent as the client sends a datetime: in binary, as a point in time, so
+    any offset ISO 8601 spells (up to 23:59) is read, where PostgreSQL's text form stops at 15:59:59."""
     value = text(value, field)
     try:
-        return parse_time(value).isoformat()
+        return parse_time(value)
     except ValueError as error:
         raise invalid(field, f"{field} must be an ISO 8601 timestamp") from error
 

@@ -6,7 +6,7 @@ import json
 import re
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -304,7 +304,10 @@ def test_a_time_without_an_offset_is_utc_as_in_the_envelope(api: Api):
         assert response.status_code == 201, response.text
         after = datetime.now(UTC) + timedelta(seconds=1)
         for when, entities in ((before, []), (after, ["Rust"])):
-            for text in (when.isoformat(), when.replace(tzinfo=None).isoformat()):
+            # ISO 8601 offsets reach 23:59; PostgreSQL's text form stops at 15:59:59, its binary form has none
+            far = [when.astimezone(timezone(timedelta(hours=hours, minutes=minutes))).isoformat()
+                   for hours, minutes in ((20, 0), (-23, -59))]
+            for text in (when.isoformat(), when.replace(tzinfo=None).isoformat(), *far):
                 answer = client.get("/api/v1/graph/traverse", params={"start_entity": "Ada", "as_of": text})
                 assert answer.status_code == 200, answer.text
                 assert [n["entity"] for n in answer.json()["nodes"]] == entities, text

@@ -18,7 +18,7 @@ NOON_UTC = datetime(2025, 12, 7, 12, 0, tzinfo=UTC)
 def test_the_cli_and_http_read_a_time_by_the_rule(text: str) -> None:
     assert parse_time(text) == NOON_UTC and parse_time(text).tzinfo is not None
     assert cli_search._timestamp(text) == NOON_UTC
-    assert datetime.fromisoformat(http_api.timestamp(text, "as_of")) == NOON_UTC
+    assert http_api.timestamp(text, "as_of") == NOON_UTC and http_api.timestamp(text, "as_of").tzinfo is not None
 
 
 def test_mcp_reads_a_parsed_time_by_the_rule() -> None:
