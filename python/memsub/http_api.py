@@ -858,6 +858,9 @@ def create_app(dsn: str, *, min_size: int = 1, max_size: int = 10,
 
     app = Starlette(routes=_routes(), lifespan=lifespan,
                     exception_handlers={HTTPException: _http_problem, Exception: _server_error})
+    # A path is matched as written: Starlette would answer a trailing slash with a redirect to a URL built from
+    # the request's Host field (another host, for a forged one), before the route's checks.
+    app.router.redirect_slashes = False
     app.state.pool = pool
     app.state.max_body_bytes = max_body_bytes
     app.state.openapi_text = openapi_json()

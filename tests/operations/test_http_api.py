@@ -446,6 +446,20 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
     assert api.memory_count() == memories
 
 
+def test_a_path_with_a_trailing_slash_is_404_not_a_redirect(api: Api):
+    """A route is matched as written: a trailing slash is an unknown route (404 problem), not a 307 redirect to
+    a URL built from the request's Host field, which went to another host for a forged Host and was answered
+    before the key was looked at."""
+    with api.client() as client:
+        for method, path, body in (("POST", "/api/v1/search/hybrid/", {"query_text": "x"}),
+                                   ("GET", f"/api/v1/memory/packet/{uuid.uuid4()}/", None),
+                                   ("GET", "/api/v1/health/", None)):
+            response = client.request(method, path, headers={"host": "elsewhere.example"},
+                                      **({"json": body} if body is not None else {}))
+            assert "location" not in response.headers, response.headers
+            assert_problem(response, 404)
+
+
 PATH_VALUES = {"packet_id": str(uuid.uuid4()), "thread_id": str(uuid.uuid4()), "namespace": f"user:{USER_A}:routes",
                "key": "k"}
 
