@@ -62,7 +62,9 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
     """Serve memory tools (remember, recall, thread replay, graph lookups as of a time, feedback) to MCP clients,
     acting for one configured identity."""
     try:
-        from memsub.mcp_server import Identity, MemoryTools, build_server, check_identity
+        import anyio
+
+        from memsub.mcp_server import Identity, MemoryTools, build_server, check_identity, serve_stdio
     except ImportError as error:
         fail(ConfigurationError(f"memsub mcp needs the mcp extra: pip install 'memsub[mcp]' ({error})"))
     from memsub.client import Substrate
@@ -88,7 +90,7 @@ def mcp_command(dsn: str | None, transport: str, host: str, port: int, http_path
                    f"{describe_embedder(tools.embedder)} [{how}]", err=True)
         server = build_server(tools)
         if transport == "stdio":
-            server.run("stdio")
+            anyio.run(serve_stdio, server)
         else:
             click.echo(f"memsub: serving MCP over streamable HTTP on http://{host}:{port}{http_path}", err=True)
             server.run("streamable-http", host=host, port=port, streamable_http_path=http_path)

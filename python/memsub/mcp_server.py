@@ -13,18 +13,24 @@ and the SQLSTATE, and its transaction is rolled back, so nothing is written.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
+import anyio
+import mcp_types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -682,6 +688,135 @@ def _refusing_unknown_arguments(tool: Tool) -> Tool:
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)
     return _MemoryTool.model_construct(**{name: getattr(tool, name) for name in Tool.model_fields})
+
+
+# -- stdio: a line the SDK cannot read is answered --------------------------------------------------------------
+
+# How deep the SDK's JSON parser (pydantic-core's) reads a message: a message nested deeper is not read.
+SDK_JSON_DEPTH = 200
+
+
+def _unpaired_surrogate(value: Any) -> str | None:
+    """The place (``params.arguments.tags[1]``) of the first string or key of a parsed message that holds an
+    unpaired surrogate (which JSON's ``\\ud800`` escape spells and which has no UTF-8 form), or None."""
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, str):
+            if not item.isascii() and any("\ud800" <= char <= "\udfff" for char in item):
+                return path or "message"
+        elif isinstance(item, dict):
+            for key in item:
+                if _unpaired_surrogate(key) is not None:
+                    return path or "message"
+            pending.extend((item[key], f"{path}.{key}" if path else str(key)) for key in reversed(item))
+        elif isinstance(item, list):
+            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
+    return None
+
+
+def _depth(value: Any) -> int:
+    """How many arrays and objects deep a parsed JSON value nests."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth + 1)
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def unreadable_answer(error: Exception) -> mcp_types.JSONRPCError:
+    """The JSON-RPC error answering a stdio line the SDK could not read (``error``: its refusal), with the
+    request's id when the line is JSON that holds one: -32700 when the line is not JSON; -32602 naming the place
+    of an unpaired surrogate; -32600 for JSON nested past what the SDK reads, a batch, or anything else that is no
+    JSON-RPC 2.0 message. Python's parser reads what the SDK's refuses (surrogates, depth) to find the id."""
+    details = error.errors() if isinstance(error, ValidationError) else []
+    # The line, or the message it holds: the input of the parser's error, of an error about the message as a whole
+    # (one member of the union of message kinds), or of a missing field (the message the field is missing from).
+    found = next((item["input"] for item in details if item["type"] == "json_invalid" or len(item["loc"]) == 1
+                  or (item["type"] == "missing" and len(item["loc"]) == 2)), None)
+    message: Any = found
+    if isinstance(found, str):
+        try:
+            message = json.loads(found)
+        except RecursionError:
+            return _rpc_error(None, mcp_types.INVALID_REQUEST, "Invalid request: the message is nested more deeply "
+                              f"than the {SDK_JSON_DEPTH} levels this server reads")
+        except ValueError as not_json:
+            return _rpc_error(None, mcp_types.PARSE_ERROR, f"Parse error: the line is not JSON ({not_json})")
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    if isinstance(message, list):
+        return _rpc_error(None, mcp_types.INVALID_REQUEST, "Invalid request: a batch (a JSON array of messages) is "
+                          "not part of MCP; send each message on a line of its own")
+    place = _unpaired_surrogate(message)
+    if place is not None:
+        return _rpc_error(request_id, mcp_types.INVALID_PARAMS, f"Invalid params: {place} holds an unpaired "
+                          "surrogate (a \\ud800-\\udfff escape without its pair), which has no UTF-8 form")
+    if _depth(message) > SDK_JSON_DEPTH:
+        return _rpc_error(request_id, mcp_types.INVALID_REQUEST, "Invalid request: the message is nested more "
+                          f"deeply than the {SDK_JSON_DEPTH} levels this server reads")
+    kind = "JSONRPCRequest" if request_id is not None else "JSONRPCNotification"
+    why = next((f"{'.'.join(map(str, item['loc'][1:]))}: {item['msg']}" for item in details
+                if item["loc"][:1] == (kind,) and len(item["loc"]) > 1), None)
+    return _rpc_error(request_id, mcp_types.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request, "
+                      "notification or response" + (f" ({why})" if why else ""))
+
+
+def _rpc_error(request_id: int | str | None, code: int, message: str) -> mcp_types.JSONRPCError:
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=code, message=message))
+
+
+class _AnsweringReadStream:
+    """The stdio transport's read stream, less the lines the SDK could not read, each answered on the write stream
+    (:func:`unreadable_answer`). The SDK drops them with a debug log, so a client waits for ever for the answer to
+    a request whose line it does not like (a lone surrogate, deep nesting) or to a batch."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner, self._write = inner, write
+
+    def __getattr__(self, name: str) -> Any:  # last_context: the sender context of the item last received
+        return getattr(self._inner, name)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(unreadable_answer(item)))
+
+    def __aiter__(self) -> _AnsweringReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _AnsweringReadStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(exc_type, exc_val, exc_tb)
+        return result
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """``server`` over stdio as ``server.run("stdio")`` serves it, but answering each line the SDK cannot read
+    with a JSON-RPC error instead of dropping it."""
+    lowlevel = server._lowlevel_server  # the SDK's run_stdio_async, with the read stream wrapped
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(_AnsweringReadStream(read_stream, write_stream), write_stream,
+                           lowlevel.create_initialization_options())
 
 
 def _version() -> str:

@@ -625,6 +625,72 @@ def test_stdio_servers_for_two_tenants(db):
     _run(scenario)
 
 
+def _answer(process: subprocess.Popen[str], line: str, timeout: float = 20.0) -> dict[str, Any]:
+    """Write one line to a stdio server and read the one message it answers with (failing after ``timeout``)."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(line + "\n")
+    process.stdin.flush()
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, f"no answer to {line[:120]}"
+    answer = json.loads(process.stdout.readline())
+    assert isinstance(answer, dict)
+    return answer
+
+
+def test_a_stdio_line_the_sdk_cannot_read_is_answered_not_dropped(db):
+    """Over stdio a message is a line, and the SDK drops a line it cannot read, answering nothing: a client then
+    waits for ever. Each gets a JSON-RPC error instead, with the request's id when the line is JSON that holds one
+    (the SDK's parser refuses a string with an unpaired surrogate, which JSON's \\ud800 escape spells, and nesting
+    past 200 levels): -32700 for a line that is not JSON, -32602 naming the place of an unpaired surrogate,
+    -32600 for any other message that is not JSON-RPC 2.0 (a batch among them). The server goes on serving, and
+    nothing is written."""
+    tenant = uuid.uuid4()
+    command = _command()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSUB_")} | _env(
+        MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(tenant), MEMSUB_EMBEDDER="hashing")
+    process = subprocess.Popen([*command, "mcp", "--transport", "stdio"], env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def call(request_id: int, name: str, arguments: str) -> str:
+        return (f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+                f'"params": {{"name": "{name}", "arguments": {arguments}}}}}')
+
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+        assert "result" in _answer(process, json.dumps(initialize))
+        assert process.stdin is not None
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        deep = "[" * 300 + "]" * 300
+        for line, request_id, code, words in (
+                ("{not json", None, -32700, "not JSON"),
+                (call(2, "remember", '{"text": "a\\ud800b"}'), 2, -32602, "params.arguments.text"),
+                (call(3, "remember", '{"text": "ab", "tags": ["x", "\\udc00"]}'), 3, -32602,
+                 "params.arguments.tags[1]"),
+                (call(4, "remember_entry", f'{{"namespace": "app:x", "key": "k", "value": {deep}}}'), 4, -32600,
+                 "nested"),
+                (json.dumps([{"jsonrpc": "2.0", "id": 5, "method": "ping"}]), None, -32600, "batch"),
+                (json.dumps({"id": 6, "method": "ping"}), 6, -32600, "JSON-RPC 2.0"),
+                (json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1]}), 8, -32600,
+                 "params")):
+            answer = _answer(process, line)
+            assert answer["id"] == request_id and answer["error"]["code"] == code, answer
+            assert words in answer["error"]["message"], answer
+        assert _answer(process, json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"})) == {
+            "jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
+        assert conn.execute("select count(*) from memsub.memory_entries").fetchone() == (0,)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
