@@ -772,9 +772,14 @@ def guarded(endpoint: Endpoint) -> Handler:
             for name in request.query_params:
                 if name not in known:
                     raise invalid(name, f"unknown query parameter {name}")
-            return await endpoint.handler(request)
+            response = await endpoint.handler(request)
         except Problem as problem:
-            return problem.response(request.url.path)
+            response = problem.response(request.url.path)
+        if not endpoint.public:
+            # What a key's tenant reads is never stored by a cache: a shared one keys answers by URL, and does
+            # not take X-API-Key for a credential as it takes Authorization.
+            response.headers["Cache-Control"] = "no-store"
+        return response
     run.__name__ = endpoint.handler.__name__
     return run
 

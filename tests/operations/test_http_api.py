@@ -501,6 +501,30 @@ def test_an_unknown_query_parameter_is_refused_on_every_route(api: Api):
     assert (api.packet_count(), api.memory_count()) == before
 
 
+def test_answers_for_a_key_are_never_stored_by_a_cache(api: Api):
+    """Every answer of a route that needs a key says Cache-Control: no-store, its errors too. A shared cache keys
+    what it stores by URL: a request whose key travels in X-API-Key (a cache does not know it as a credential, as
+    it knows Authorization) would otherwise leave tenant A's answer to a guessable URL (a namespace listing, a
+    graph walk from an entity's name) for tenant B's request of that URL."""
+    from memsub.http_api import ROUTES
+
+    bodies = valid_bodies(api.dimension())
+    headers = {"X-API-Key": api.keys["b"]["api_key"]}  # tenant B: tenant A's listings stay as other tests see them
+    with httpx.Client(base_url=api.url, headers=headers) as client:
+        for path, method, handler, *_ in ROUTES:
+            if handler.__name__ in PUBLIC:
+                continue
+            body = bodies.get(handler.__name__)
+            params = {"start_entity": "Ada"} if handler.__name__ == "traverse_graph" else {}
+            for request in ({"params": params, **({"json": body} if body is not None else {})},
+                            {"params": {**params, "bogus": "1"}}):
+                response = client.request(method, route_url(path), **request)
+                assert response.headers.get("cache-control") == "no-store", (path, response.status_code)
+    with api.client(None) as anonymous:
+        assert anonymous.get(route_url("/api/v1/memory/namespace/{namespace}/keys")).headers.get(
+            "cache-control") == "no-store"
+
+
 PUBLIC = {"health", "ready", "openapi"}
 
 
