@@ -130,7 +130,10 @@ PROBLEM: Schema = {
     "required": ["type", "title", "status", "detail"],
     "properties": {"type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
                    "detail": {"type": "string"}, "instance": {"type": "string"}, "field": {"type": "string"},
-                   "sqlstate": {"type": "string"}, "limit": {"type": "string"}},
+                   "sqlstate": {"type": "string"},
+                   "limit": {"type": "string", "description": "54000: limit=NAME value=MAX actual=N."},
+                   "conflict": {"type": "string", "description": "40001 (a stale expected_version): "
+                                                                 "current_version=N."}},
 }
 
 ARGUMENT_SCHEMAS: dict[http_api.Coerce, Schema] = {

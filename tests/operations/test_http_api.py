@@ -25,6 +25,7 @@ from http_helpers import (
     write_embedded_notes,
 )
 from memsub.http_api import create_app, openapi_json, serve_in_thread
+from memsub.http_openapi import PROBLEM
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_EXAMPLE = {
@@ -40,6 +41,7 @@ def assert_problem(response: httpx.Response, status: int, field: str | None = No
     assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
     assert body["status"] == status and body["type"].startswith("urn:memsub:problem:") and body["detail"]
+    assert set(body) <= set(PROBLEM["properties"]), body  # the OpenAPI document describes every member
     if field is not None:
         assert body.get("field") == field, body
     return body
