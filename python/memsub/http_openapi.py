@@ -179,7 +179,8 @@ def problem_responses(*statuses: int) -> dict[str, Any]:
     text = {400: "Malformed JSON", 401: "No, or an unknown, revoked or expired API key",
             403: "Not allowed in the key's context", 404: "Not found or not visible to the key",
             409: "Conflict (duplicate, stale version, wrong state)", 413: "Body over the server's limit",
-            422: "Invalid input; field names it", 503: "Database unavailable or busy"}
+            422: "Invalid input, a query parameter the route does not take among it; field names it",
+            503: "Database unavailable or busy"}
     return {str(status): {"description": text[status],
                           "content": {"application/problem+json": {"schema": ref("Problem")}}}
             for status in statuses}
@@ -299,11 +300,11 @@ def openapi_document() -> dict[str, Any]:
                                  ("200", ref("MemoryEntry")), parameters=[NAMESPACE, KEY],
                                  body=MEMORY_WRITE_REQUEST, errors=WRITE_ERRORS)},
             "/api/v1/health": {"get": operation(
-                "health", "Liveness: the process answers", ("200", {"type": "object"}), errors=(), public=True)},
+                "health", "Liveness: the process answers", ("200", {"type": "object"}), errors=(422,), public=True)},
             "/api/v1/ready": {"get": operation(
                 "ready", "Readiness: the database answers and memsub is installed", ("200", {"type": "object"}),
-                errors=(503,), public=True)},
+                errors=(422, 503), public=True)},
             "/api/v1/openapi.json": {"get": operation(
-                "openapi", "This document", ("200", {"type": "object"}), errors=(), public=True)},
+                "openapi", "This document", ("200", {"type": "object"}), errors=(422,), public=True)},
         },
     }

@@ -484,12 +484,15 @@ def test_an_unknown_query_parameter_is_refused_on_every_route(api: Api):
 
     bodies = valid_bodies(api.dimension())
     before = api.packet_count(), api.memory_count()
+    document = json.loads(openapi_json())
     with api.client() as client:
-        for path, method, handler, *_ in ROUTES:
-            body = bodies.get(handler.__name__)
-            response = client.request(method, route_url(path), params={"bogus": "1"},
+        for endpoint in ROUTES:
+            body = bodies.get(endpoint.handler.__name__)
+            response = client.request(endpoint.method, route_url(endpoint.path), params={"bogus": "1"},
                                       **({"json": body} if body is not None else {}))
             assert_problem(response, 422, "bogus")
+            responses = document["paths"][endpoint.template][endpoint.method.lower()]["responses"]
+            assert "422" in responses, endpoint.path  # the document lists the answer
         url = f"/api/v1/memory/namespace/{PATH_VALUES['namespace']}/keys"
         for response, field in (
                 (client.post("/api/v1/search/semantic", params={"k": 1}, json=bodies["semantic_search"]), "k"),
