@@ -398,6 +398,8 @@ def test_errors_are_problem_details_and_write_nothing(api: Api):
         assert_problem(client.post("/api/v1/memory/packet", content=b'{"packet_type": NaN}'), 400)
         assert_problem(client.post("/api/v1/memory/packet", content=b"\xff\xfe"), 400)
         assert_problem(client.post("/api/v1/memory/packet", content=b""), 400)
+        deep = b'{"packet_type": "x", "payload": ' + b"[" * 2000 + b"]" * 2000 + b"}"  # JSON, deeper than it reads
+        assert "nested too deeply" in assert_problem(client.post("/api/v1/memory/packet", content=deep), 400)["detail"]
         assert_problem(client.post("/api/v1/memory/packet", json=[SEED_EXAMPLE]), 422, "envelope")
         assert_problem(client.post("/api/v1/memory/packet", json={"payload": {}}), 422, "packet_type")
         body = assert_problem(client.post("/api/v1/memory/packet", json={
