@@ -165,8 +165,9 @@ def test_a_bad_prepare_threshold_is_refused_by_name_before_connecting(command: l
 
 
 def test_memsub_mcp_with_prepare_threshold_none_prepares_nothing(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command as an MCP client starts it, its real server driven in memory instead of over stdio; the
-    state is read on the tools' one pooled connection once the calls are done."""
+    """The command as an MCP client starts it, its real server driven in memory instead of over stdio (in place of
+    memsub.mcp_server.serve_stdio); the state is read on the tools' one pooled connection once the calls are
+    done."""
     built: list[Any] = []
     states: list[dict[str, Any]] = []
     build_server = memsub.mcp_server.build_server
@@ -175,24 +176,21 @@ def test_memsub_mcp_with_prepare_threshold_none_prepares_nothing(db: Any, monkey
         built.append(tools)
         return build_server(tools)
 
-    def run_in_memory(server: Any, transport: str, **options: Any) -> None:
-        async def calls() -> None:
-            async with Client(server) as client:
-                for i in range(RUNS):
-                    written = await client.call_tool("remember", {"text": f"the code is {i}"})
-                    assert not written.is_error, written.content
-                    for tool, arguments in (("recall", {"query": "code"}), ("recall_entries", {"query": "code"}),
-                                            ("remember_entry", {"namespace": NAMESPACE, "key": f"k{i}",
-                                                                "value": i})):
-                        result = await client.call_tool(tool, arguments)
-                        assert not result.is_error, (tool, result.content)
-
-        anyio.run(calls)
+    async def serve_in_memory(server: Any) -> None:
+        async with Client(server) as client:
+            for i in range(RUNS):
+                written = await client.call_tool("remember", {"text": f"the code is {i}"})
+                assert not written.is_error, written.content
+                for tool, arguments in (("recall", {"query": "code"}), ("recall_entries", {"query": "code"}),
+                                        ("remember_entry", {"namespace": NAMESPACE, "key": f"k{i}",
+                                                            "value": i})):
+                    result = await client.call_tool(tool, arguments)
+                    assert not result.is_error, (tool, result.content)
         with built[0].substrate.pool.connection() as conn:
             states.append(session_state(conn.execute(SESSION_STATE).fetchone()))
 
     monkeypatch.setattr(memsub.mcp_server, "build_server", recording_build_server)
-    monkeypatch.setattr(memsub.mcp_server.MCPServer, "run", run_in_memory)
+    monkeypatch.setattr(memsub.mcp_server, "serve_stdio", serve_in_memory)
     result = CliRunner().invoke(cli, ["mcp", "--dsn", db.dsn("app"), "--tenant", str(uuid.uuid4()), "--user", str(USER),
                                       "--embedder", "hashing", "--pool-size", "1"],
                                 env={"MEMSUB_PREPARE_THRESHOLD": "none"})
