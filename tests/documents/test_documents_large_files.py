@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from memsub import documents
+
+from doc_helpers import tenant_session
 from helpers import TENANT_A
 from session_helpers import ground_truth
 
@@ -60,3 +63,25 @@ def test_a_file_of_several_megabytes_is_ingested_by_the_command_and_by_the_async
                               "order by file_path")
     assert [(Path(row["file_path"]).name, row["chars"]) for row in stored] == [
         ("async.txt", len(text)), ("sync.txt", len(text))]
+
+
+
+
+@pytest.mark.parametrize("pattern", [
+    "a",                      # one byte a character
+    "𝄞",                      # four: a chunk fills its byte window exactly
+    "é€𝄞a",                   # every width, cut at every place of a character
+    "a𝄞𝄞𝄞 €\n",               # runs of wide characters between the places a chunk prefers to end
+])
+@pytest.mark.parametrize("max_chars", [2, 3, 7])
+def test_each_stored_chunk_is_its_slice_of_the_text_whatever_the_character_widths(db, pattern, max_chars):
+    """document_ingest cuts the chunks' texts from the UTF-8 bytes of the document at a running byte offset (one
+    read of the text, where substr per chunk read it once per chunk): each chunk is still exactly its characters."""
+    text = "".join(pattern[(n * 7) % len(pattern)] if n % 5 else pattern[n % len(pattern)] for n in range(301))
+    with tenant_session(db.dsn("app")) as session:
+        result = session.documents.ingest("mixed.txt", text, file_hash=documents.sha256_hex(text.encode()),
+                                          mime="txt", max_chars=max_chars)
+        stored = session.documents.chunks_of(result.document_id)
+    assert [(c.start_char, c.end_char, c.content) for c in stored] == [
+        (s.start, s.end, text[s.start:s.end]) for s in documents.chunk_spans(text, max_chars)]
+    assert "".join(c.content for c in stored) == text
