@@ -149,14 +149,18 @@ def mime_of(path: Path) -> Mime:
 
 
 def extract_text(data: bytes, mime: Mime, path: Path | str = "") -> str:
-    """The text of a Markdown or plain-text file (UTF-8; NUL characters, which PostgreSQL cannot store, dropped)."""
+    """The text of a Markdown or plain-text file (UTF-8; NUL characters, which PostgreSQL cannot store, dropped).
+
+    Line ends are read as LF, as Python reads text: CRLF (Windows) and CR alone (old Mac tools) are one line end
+    for the summary, the headings and the chunker, and the same text written with either is the same text. The
+    document's hash stays that of the file's bytes."""
     if mime == "pdf":
         raise InvalidInput(f"{path}: PDF text extraction needs a PDF library, which is not installed", field="mime")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidInput(f"{path}: not UTF-8 text ({error})", field="text") from error
-    return text.removeprefix("\ufeff").replace("\x00", "")
+    return text.removeprefix("\ufeff").replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def chunk_spans(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Span]:
