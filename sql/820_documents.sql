@@ -113,7 +113,7 @@ end
 $$;
 comment on function memsub._document_chunk_texts(text, jsonb) is
     'Internal: the text of each chunk [{start_char, end_char}] of a text, in order (chunk_index from 1), chunks '
-    'contiguous from offset 0 as memsub.check_document_chunks checks; reads the text once, not once per chunk. '
+    'contiguous from offset 0 as memsub._check_document_chunks checks; reads the text once, not once per chunk. '
     'Called by memsub.document_ingest.';
 
 create or replace function memsub.document_ingest(
