@@ -841,6 +841,7 @@ declare
     v_start    integer;
     v_end      integer;
     v_expected integer := 0;
+    v_length   integer := length(p_text);  -- once: counting the characters of a text reads all of it
 begin
     if p_chunks is null or jsonb_typeof(p_chunks) <> 'array' then
         raise exception 'field "chunks" must be a JSON array of {start_char, end_char, page?, embedding?}'
@@ -864,9 +865,9 @@ begin
                 v_field, v_expected
                 using errcode = '22023', column = v_field || '.start_char';
         end if;
-        if v_end is null or v_end <= v_start or v_end > length(p_text) then
+        if v_end is null or v_end <= v_start or v_end > v_length then
             raise exception 'field "%.end_char" must be after start_char (%) and at most the text length (%)',
-                v_field, v_start, length(p_text)
+                v_field, v_start, v_length
                 using errcode = '22023', column = v_field || '.end_char';
         end if;
         if (v_chunk ->> 'page')::integer = 0 then
@@ -875,8 +876,8 @@ begin
         perform memsub._json_vector(v_chunk -> 'embedding', v_field || '.embedding');
         v_expected := v_end;
     end loop;
-    if v_expected <> length(p_text) then
-        raise exception 'field "chunks" covers the text up to offset %, not its length %', v_expected, length(p_text)
+    if v_expected <> v_length then
+        raise exception 'field "chunks" covers the text up to offset %, not its length %', v_expected, v_length
             using errcode = '22023', column = 'chunks';
     end if;
     return jsonb_array_length(p_chunks);
@@ -1742,6 +1743,45 @@ $$;
 ALTER FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) IS 'Internal: the acting agent and task of the current transaction (NULLs when none is set). Raises 42501 naming agent_id (task_id when only a task is set) when the settings do not carry the seal memsub.set_actor wrote in the current context. Granted to nobody: read through memsub.current_agent_id, memsub.current_task_id and memsub._audit_record.';
+
+CREATE FUNCTION memsub._document_chunk_texts(p_text text, p_chunks jsonb) RETURNS TABLE(chunk_index integer, content text)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_bytes  bytea := convert_to(p_text, 'UTF8');
+    v_total  integer := octet_length(v_bytes);
+    v_at     integer := 0;  -- byte offset of the next chunk
+    v_chars  integer;
+    v_window bytea;
+    v_cut    integer;
+begin
+    for chunk_index, v_chars in
+        select a.n::integer, (a.c ->> 'end_char')::integer - (a.c ->> 'start_char')::integer
+          from jsonb_array_elements(p_chunks) with ordinality as a(c, n)
+         order by a.n
+    loop
+        -- A character takes at most 4 bytes, so the chunk lies in the next 4n + 3 bytes, and the character that
+        -- starts at its end does too when the window stops short of the text's end. A window that stops short
+        -- may end inside a character: it is cut before the last character that starts in it.
+        v_window := substring(v_bytes from v_at + 1 for 4 * v_chars + 3);
+        if v_at + octet_length(v_window) < v_total then
+            v_cut := octet_length(v_window) - 1;
+            while (get_byte(v_window, v_cut) & 192) = 128 loop  -- a continuation byte (10xxxxxx)
+                v_cut := v_cut - 1;
+            end loop;
+            v_window := substring(v_window from 1 for v_cut);
+        end if;
+        content := left(convert_from(v_window, 'UTF8'), v_chars);
+        v_at := v_at + octet_length(content);
+        return next;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub._document_chunk_texts(p_text text, p_chunks jsonb) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._document_chunk_texts(p_text text, p_chunks jsonb) IS 'Internal: the text of each chunk [{start_char, end_char}] of a text, in order (chunk_index from 1), chunks contiguous from offset 0 as memsub._check_document_chunks checks; reads the text once, not once per chunk. Called by memsub.document_ingest.';
 
 CREATE FUNCTION memsub._document_chunks_unlink(p_document_id uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7227,12 +7267,11 @@ begin
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
                                         org_id, user_id)
-    select v_tenant, v_id, a.n::integer,
-           substr(p_text, (a.c ->> 'start_char')::integer + 1,
-                  (a.c ->> 'end_char')::integer - (a.c ->> 'start_char')::integer),
+    select v_tenant, v_id, a.n::integer, t.content,
            (a.c ->> 'page')::integer, (a.c ->> 'start_char')::integer, (a.c ->> 'end_char')::integer,
            (select memsub.current_org_id()), (select memsub.current_user_id())
-      from jsonb_array_elements(p_chunks) with ordinality as a(c, n);
+      from jsonb_array_elements(p_chunks) with ordinality as a(c, n)
+      join memsub._document_chunk_texts(p_text, p_chunks) t on t.chunk_index = a.n;
 
     insert into memsub.memory_embeddings (packet_id, embedding_type, vector, chunk_index, chunk_text, metadata, scope,
                                           tenant_id, org_id, user_id, session_id)
@@ -16504,6 +16543,8 @@ GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit
 REVOKE ALL ON FUNCTION memsub._count_packet_chunks() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._current_actor(OUT agent_id uuid, OUT task_id bigint) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._document_chunk_texts(p_text text, p_chunks jsonb) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) TO memsub_owner;
