@@ -169,10 +169,12 @@ language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    -- The graph reads choose their rows after reading a level's edges (no index gives their order), so what one
-    -- call reads is bounded apart from what it returns: each step reads at most one edge past what is left of
-    -- max_walk_edges, which the caller looks up once, and a call past it is refused, never cut short (which edges
-    -- a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a statement's one-time filter.
+    -- The graph reads take an entity's edges in the order of their rows and stop at what they may still return,
+    -- but that is up to limit edges for each name of each entity of a level, and more where edges lead back to
+    -- entities already reached: what one call reads is bounded apart from what it returns. Each step reads at most
+    -- one edge past what is left of max_walk_edges, which the caller looks up once, and a call past it is refused,
+    -- never cut short (which edges a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a
+    -- statement's one-time filter.
     if p_read > p_max then
         raise exception '%: more than % edges% (limit max_walk_edges); %', p_caller, p_max,
             case when p_max_depth is null then '' else format(' within max_depth %s', p_max_depth) end, p_advice

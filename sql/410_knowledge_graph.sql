@@ -22,6 +22,9 @@ set search_path = pg_catalog, memsub, pg_temp
 -- One plan for every call: the names are read at run time, so a plan made for each call's array is the same plan,
 -- and making it cost more than the lookups.
 set plan_cache_mode = force_generic_plan
+-- Its alias search is a GIN index, which only a bitmap scan reads: allowed here whatever the caller set (the
+-- graph reads turn bitmap scans off, sql/430_graph_traversal.sql).
+set enable_bitmapscan = on
 as $$
 declare
     v_tenant uuid := memsub.current_tenant_id();

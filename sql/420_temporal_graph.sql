@@ -402,6 +402,9 @@ create or replace function memsub.graph_neighbors_as_of(
                  confidence double precision, mention_count integer, valid_period tstzrange)
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
+-- The edge searches read in an index's order and stop at their limit; a bitmap scan (which a plan for few
+-- edges per entity may prefer) reads every entry of a hub's key before it stops.
+set enable_bitmapscan = off
 as $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
@@ -421,6 +424,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
     perform memsub._check_text_limits('entity', p_entity);
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
+    frontier := array(select distinct k from unnest(frontier) as k);  -- one search per form
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
@@ -428,23 +432,45 @@ begin
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
     while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
-        -- No index gives the level's order, so its edges are all read before limit chooses among them: never
-        -- more than one past what the walk may still read (max_walk_edges), and a walk over it is refused, once,
-        -- before the rows are sorted (memsub._check_walk_edges, the statement's one-time filter).
+        -- Each matching form of the level is one search of an index in the level's order
+        -- (idx_entity_relationships_out_by_mentions, migration 2.45.0) that stops at the rows the walk may still
+        -- return, beside the few edges too long for it (idx_entity_relationships_out_long), which it reads whole.
+        -- What the searches read never passes what the walk may still read (max_walk_edges) by more than one edge,
+        -- and a walk over it is refused, once, before the rows are sorted (memsub._check_walk_edges, the
+        -- statement's one-time filter).
         return query
             with edges as materialized (
-                select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
-                       r.valid_period, r.relationship_id
-                  from memsub.entity_relationships r
-                 where r.tenant_id = v_tenant and r.source_key = any(frontier) and r.valid_period @> v_at
+                select e.* from (
+                    select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                           r.valid_period, r.relationship_id
+                      from unnest(frontier) as k(key)
+                     cross join lateral (
+                         (select o.source_entity, o.relationship_type, o.target_entity, o.confidence,
+                                 o.mention_count, o.valid_period, o.relationship_id
+                            from memsub.entity_relationships o
+                           where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                             and octet_length(o.source_key) + octet_length(o.source_entity)
+                                 + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                 + octet_length(o.target_entity) <= 2400
+                           order by o.source_entity, o.mention_count desc, o.target_entity, o.relationship_type,
+                                    o.relationship_id
+                           limit v_left)
+                         union all
+                         select o.source_entity, o.relationship_type, o.target_entity, o.confidence, o.mention_count,
+                                o.valid_period, o.relationship_id
+                           from memsub.entity_relationships o
+                          where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                            and octet_length(o.source_key) + octet_length(o.source_entity)
+                                + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                + octet_length(o.target_entity) > 2400) r) e
                  limit v_max_edges - v_walked + 1)
             select level, e.source_entity, e.relationship_type, e.target_entity, e.confidence, e.mention_count,
                    e.valid_period
               from edges e
              where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
                                             'memsub.graph_neighbors_as_of', p_max_depth, 'max_depth',
-                                            'ask for fewer hops, or walk with memsub.traverse_graph and its '
-                                            'relationship_types or min_confidence')
+                                            'ask for fewer hops, a smaller limit, or walk with '
+                                            'memsub.traverse_graph and its relationship_types or min_confidence')
              order by e.source_entity, e.mention_count desc, e.target_entity, e.relationship_type, e.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
@@ -452,13 +478,14 @@ begin
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
         -- Fewer rows than the limit left: they are every edge of the level, which the next level's budget counts.
         v_walked := v_walked + returned;
-        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted; with
-        -- Entity nodes, their names looked up in one call (memsub._resolve_entities), not one per edge.
+        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted (one
+        -- search per key: they are fewer than limit); with Entity nodes, their names looked up in one call
+        -- (memsub._resolve_entities), not one per edge.
         select array_agg(distinct r.target_entity), array_agg(distinct r.target_key) into v_names, frontier
-          from memsub.entity_relationships r
-         where r.tenant_id = v_tenant and r.source_key = any(frontier)
-           and r.valid_period @> v_at
-           and not visited ? r.target_key;
+          from unnest(frontier) as k(key)
+          join memsub.entity_relationships r
+            on r.tenant_id = v_tenant and r.source_key = k.key and r.valid_period @> v_at
+         where not visited ? r.target_key;
         if v_nodes then
             frontier := array(select distinct k from memsub._resolve_entities(v_names) e
                                cross join lateral unnest(e.keys) as k);
@@ -471,9 +498,10 @@ comment on function memsub.graph_neighbors_as_of(text, timestamptz, integer, int
     'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an '
     'entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded '
     'once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and '
-    'relationship type. A level''s edges are all read before limit chooses among them, so a walk reads at most the '
-    'max_walk_edges limit of edges (valid at as_of), all hops together: one that would read more is refused with '
-    '54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
+    'relationship type, read in that order: a level reads at most the rows the walk may still return for each name '
+    'of its entities. A walk reads at most the max_walk_edges limit of edges (valid at as_of), all hops together: '
+    'one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not '
+    'cut short.';
 
 -- Entity nodes -----------------------------------------------------------------------------------------------
 

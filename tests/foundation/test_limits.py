@@ -294,14 +294,6 @@ def edge_reads(conn: Any) -> int:
     return int(row[0])
 
 
-def edge_rows_read(conn: Any) -> int:
-    """Rows of memsub.entity_relationships the transaction has read so far, by any plan (sequential, index or bitmap
-    scans), without the index entries a search went through to find them."""
-    row = conn.execute("select pg_stat_get_xact_tuples_returned('memsub.entity_relationships'::regclass)"
-                       " + pg_stat_get_xact_tuples_fetched('memsub.entity_relationships'::regclass)").fetchone()
-    return int(row[0])
-
-
 def a_hub_among_other_edges(db: Any) -> None:
     """max_walk_edges set to 100, function calls counted, and in tenant A (committed) a hub with 300 edges out,
     written first, then 3,000 edges among 500 other entities. Any plan can stop reading the hub's edges one past a
@@ -320,9 +312,10 @@ def a_hub_among_other_edges(db: Any) -> None:
 
 def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
     """traverse_graph read every edge of a level before its row limit applied, so from a hub of hundreds of
-    thousands of edges a walk ran into the statement timeout whatever its limit. The edges of all its levels
-    together are bounded by max_walk_edges: a walk that would read more is refused, as an edges_as_of read or a
-    lineage walk over max_rows is, after reading at most one edge more than the limit."""
+    thousands of edges a walk ran into the statement timeout whatever its limit. A level now reads its edges in the
+    order its rows are chosen in, and stops where its limit does; the edges of all its levels together are bounded
+    by max_walk_edges: a walk that would read more is refused, as an edges_as_of read or a lineage walk over
+    max_rows is, after reading at most one edge more than the limit."""
     with db.connect() as admin:
         admin.execute("insert into memsub.limits (name, value) values ('max_walk_edges', 100)")
     with db.connect("app") as conn:
@@ -337,9 +330,12 @@ def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
         assert conn.execute("select count(*) from memsub.traverse_graph('root', 1)").fetchone() == (60,)
         assert conn.execute("select count(*) from memsub.traverse_graph('hub', 1, "
                             "p_relationship_types => array['other'])").fetchone() == (0,)
-        # The hub's edges are its first 300 rows, so whichever plan the walk takes (a search of the hub's key, or
-        # a scan of the tenant's rows), it stops one edge past the limit: the hub's other edges are never read.
-        for depth, limit, direction in [(1, 5, "outgoing"), (3, 1000, "both")]:
+        # A limit of 5 reads 5 of the hub's edges: well within the limit.
+        before = edge_reads(conn)
+        assert conn.execute("select count(*) from memsub.traverse_graph('hub', 1, p_limit => 5)").fetchone() == (5,)
+        assert edge_reads(conn) - before <= 5
+        # A limit of 1000 would read the hub's 300: the walk stops one edge past the limit, refused.
+        for depth, limit, direction in [(1, 1000, "outgoing"), (3, 1000, "both")]:
             statement = (depth, limit, direction)
             before = edge_reads(conn)
             with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
@@ -348,7 +344,7 @@ def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
             assert error.value.diag.column_name == "max_depth", statement
             assert error.value.diag.message_primary == (
                 f"memsub.traverse_graph: more than 100 edges within max_depth {depth} (limit max_walk_edges); "
-                "ask for fewer hops, fewer relationship_types or a higher min_confidence"), statement
+                "ask for fewer hops, a smaller limit, fewer relationship_types or a higher min_confidence"), statement
             assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
             assert edge_reads(conn) - before <= 101, statement
         # The limit bounds the walk, all its levels together: 60 edges, then 60 more.
@@ -364,9 +360,10 @@ def test_a_walk_is_refused_once_it_would_read_more_than_max_walk_edges(db):
 def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edges(db):
     """graph_neighbors_as_of (and graph_neighbors, which is it as of now) sorted every edge of a level to choose
     the rows of its limit, so from a hub of hundreds of thousands of edges a call ran into the statement timeout
-    whatever its limit. No index gives that order, so the edges it reads, all its levels together, are bounded by
-    max_walk_edges as traverse_graph's are: a call that would read more is refused in the same way, after reading
-    at most one edge more than the limit."""
+    whatever its limit. A level now reads its edges in the order of its rows, at most its limit of them for each
+    name of its entities, and the edges it reads, all its levels together, are bounded by max_walk_edges as
+    traverse_graph's are: a call that would read more is refused in the same way, after reading at most one edge
+    more than the limit."""
     a_hub_among_other_edges(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
@@ -382,21 +379,25 @@ def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edg
         assert conn.execute("select count(*) from memsub.graph_neighbors_as_of('m1', null, 10)").fetchone() == (1,)
         # A walk its row limit ends before the next level is read reads 60 edges: within the limit.
         assert conn.execute("select count(*) from memsub.graph_neighbors('root', 2, 60)").fetchone() == (60,)
-        for statement, depth in [("select * from memsub.graph_neighbors('hub', 1, 5)", 1),
+        # A limit of 5 reads 5 of the hub's 300 edges: within the limit.
+        before = edge_reads(conn)
+        assert conn.execute("select count(*) from memsub.graph_neighbors('hub', 1, 5)").fetchone() == (5,)
+        assert edge_reads(conn) - before <= 5
+        for statement, depth in [("select * from memsub.graph_neighbors('hub', 1, 1000)", 1),
                                  ("select * from memsub.graph_neighbors_as_of('hub', null, 3, 1000)", 3),
                                  # The limit bounds the walk, all its levels together: 60 edges, then 60 more.
                                  ("select * from memsub.graph_neighbors('root', 2)", 2)]:
-            before = edge_rows_read(conn)
+            before = edge_reads(conn)
             with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
                 conn.execute(statement)
             assert error.value.diag.column_name == "max_depth", statement
             assert error.value.diag.message_primary == (
                 f"memsub.graph_neighbors_as_of: more than 100 edges within max_depth {depth} "
-                "(limit max_walk_edges); ask for fewer hops, or walk with memsub.traverse_graph and its "
-                "relationship_types or min_confidence"), statement
+                "(limit max_walk_edges); ask for fewer hops, a smaller limit, or walk with memsub.traverse_graph "
+                "and its relationship_types or min_confidence"), statement
             assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
-            if "hub" in statement:  # the hub's other edges are never read (a bitmap search finds them all first)
-                assert edge_rows_read(conn) - before <= 101, statement
+            if "hub" in statement:  # the hub's other edges are never read
+                assert edge_reads(conn) - before <= 101, statement
         conn.rollback()
         # The limit holds per walk: another tenant's walk from its own (empty) hub is not refused.
         set_context(conn, TENANT_B)
@@ -406,9 +407,10 @@ def test_graph_neighbors_are_refused_once_they_would_read_more_than_max_walk_edg
 def test_an_entity_neighbourhood_is_refused_once_it_would_read_more_than_max_walk_edges(db):
     """entity_neighbourhood sorted every edge of an entity, in each direction, before its limit chose the most
     confident, so around a hub of hundreds of thousands of edges a call ran into the statement timeout whatever
-    its limit. No index gives that order (confidence first), so the edges it reads, both directions together, are
-    bounded by max_walk_edges as a walk's are: a call that would read more is refused in the same way, naming the
-    entity, after reading at most one edge more than the limit."""
+    its limit. Each direction now reads its edges most confident first, at most limit of them for each name of the
+    entity, and the edges it reads, both directions together, are bounded by max_walk_edges as a walk's are: a
+    call that would read more is refused in the same way, naming the entity, after reading at most one edge more
+    than the limit."""
     a_hub_among_other_edges(db)
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
@@ -428,18 +430,22 @@ def test_an_entity_neighbourhood_is_refused_once_it_would_read_more_than_max_wal
         assert calls == {"_check_walk_edges": 1}
         # A higher min_confidence reads fewer edges: mid's weak incoming ones are not read.
         assert conn.execute("select count(*) from memsub.entity_neighbourhood('mid', 0.5)").fetchone() == (60,)
-        for statement in ["select * from memsub.entity_neighbourhood('hub', p_limit => 5)",
+        # A limit of 5 reads 5 of the hub's 300 edges: within the limit.
+        before = edge_reads(conn)
+        assert conn.execute("select count(*) from memsub.entity_neighbourhood('hub', p_limit => 5)").fetchone() == (5,)
+        assert edge_reads(conn) - before <= 5
+        for statement in ["select * from memsub.entity_neighbourhood('hub', p_limit => 1000)",
                           # Both directions together: 60 edges out and 60 in.
                           "select * from memsub.entity_neighbourhood('mid')"]:
-            before = edge_rows_read(conn)
+            before = edge_reads(conn)
             with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error, conn.transaction():
                 conn.execute(statement)
             assert error.value.diag.column_name == "entity", statement
             assert error.value.diag.message_primary == (
                 "memsub.entity_neighbourhood: more than 100 edges (limit max_walk_edges); "
-                "ask for a higher min_confidence"), statement
+                "ask for a smaller limit or a higher min_confidence"), statement
             assert error.value.diag.message_detail == "limit=max_walk_edges value=100", statement
-            assert edge_rows_read(conn) - before <= 101, statement
+            assert edge_reads(conn) - before <= 101, statement
         conn.rollback()
         # The limit holds per call: another tenant's hub of the same name is its own (empty).
         set_context(conn, TENANT_B)

@@ -732,6 +732,66 @@ def _check_snapshots(dsn: str, before: Any) -> None:
     assert after == [(*before, None)]
 
 
+GRAPH_LONG_NAME = "l" * 1300  # an edge's names past the 2,400 bytes the ordered indexes of 2.45.0 hold
+
+
+def _graph_at_2_44_0(dsn: str, migrator: Migrator) -> None:
+    """A database at 2.44.0 whose graph has, in one tenant, edges out of 'hub' under two spellings with ties on
+    confidence and mentions, a closed window, edges into 'hub', an edge whose names are too long for the ordered
+    indexes, and facts about 'hub', one of them too long for its ordered index too; another tenant's 'hub'."""
+    migrator.migrate("2.44.0")
+    one, two = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for tenant, source, target, confidence, mentions, end in [
+                (one, "Hub", "b", 0.5, 1, None), (one, "Hub", "a", 0.5, 3, None), (one, "hub", "c", 0.9, 2, None),
+                (one, "Hub", "d", 0.7, 1, t0 + timedelta(days=1)), (one, "Hub", GRAPH_LONG_NAME, 0.6, 1, None),
+                (one, "x", "HUB", 0.8, 1, None), (one, "y", "hub", 0.4, 1, None), (two, "hub", "e", 0.5, 1, None)]:
+            conn.execute(
+                "insert into memsub.entity_relationships (tenant_id, source_entity, relationship_type, "
+                "target_entity, mention_count, confidence, first_seen, last_seen, valid_period) "
+                "values (%s, %s, 'r', %s, %s, %s, %s, %s, tstzrange(%s, %s))",
+                [tenant, source, target, mentions, confidence, t0, t0, t0, end])
+        for tenant, obj, confidence in [(one, "red", 0.5), (one, "blue", 0.5), (one, "w" * 2450, 0.6),
+                                        (two, "green", 0.5)]:
+            conn.execute(
+                "insert into memsub.knowledge_facts (tenant_id, subject, predicate, object, confidence, "
+                "subject_normalized, object_normalized) values (%s, 'hub', 'colour', to_jsonb(%s::text), %s, "
+                "'hub', %s)", [tenant, obj, confidence, obj])
+
+
+def _check_graph_reads(dsn: str, _: Any = None) -> None:
+    one = str(uuid.UUID(int=1))
+    with psycopg.connect(dsn) as conn:
+        indexes = conn.execute("select c.relname, i.indisvalid from pg_index i join pg_class c on c.oid = i.indexrelid "
+                               "where c.relname like any (array['idx_entity_relationships_%_by_%', "
+                               "'idx_entity_relationships_%_long', 'idx_knowledge_facts_by_confidence', "
+                               "'idx_knowledge_facts_long']) order by 1").fetchall()
+        conn.execute("select memsub.set_context(%s, null, null, '{}', null)", [one])
+        around = conn.execute("select kind, direction, other_entity, left(object #>> '{}', 5) "
+                              "from memsub.entity_neighbourhood('hub')").fetchall()
+        walked = conn.execute("select entity from memsub.traverse_graph('hub', 1, p_direction => 'both')").fetchall()
+        neighbours = conn.execute("select source_entity, target_entity from memsub.graph_neighbors('hub', 1)"
+                                  ).fetchall()
+        security = conn.execute("select relname, relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid in ('memsub.entity_relationships'::regclass, "
+                                "'memsub.knowledge_facts'::regclass) order by 1").fetchall()
+    assert indexes == [(name, True) for name in (
+        "idx_entity_relationships_in_by_confidence", "idx_entity_relationships_in_long",
+        "idx_entity_relationships_out_by_confidence", "idx_entity_relationships_out_by_mentions",
+        "idx_entity_relationships_out_long", "idx_knowledge_facts_by_confidence", "idx_knowledge_facts_long")]
+    # The rows written before the upgrade are read through the new indexes, in their orders, long ones included;
+    # the closed window and the other tenant's rows are not.
+    assert around == [("relationship", "outgoing", "c", None), ("relationship", "incoming", "x", None),
+                      ("relationship", "outgoing", GRAPH_LONG_NAME, None), ("relationship", "outgoing", "a", None),
+                      ("relationship", "outgoing", "b", None), ("relationship", "incoming", "y", None),
+                      ("fact", "subject", None, "wwwww"), ("fact", "subject", None, "blue"),
+                      ("fact", "subject", None, "red")]
+    assert walked == [("c",), ("x",), (GRAPH_LONG_NAME,), ("a",), ("b",), ("y",)]
+    assert neighbours == [("Hub", "a"), ("Hub", "b"), ("Hub", GRAPH_LONG_NAME), ("hub", "c")]
+    assert security == [("entity_relationships", True, True), ("knowledge_facts", True, True)]
+
+
 # The routines 2.46.0 gives the `_` of internal helpers: no client role may execute them.
 RENAMED_IN_2_46_0 = (
     "adk_check_name", "adk_check_state", "adk_merged_state", "adk_org_key", "adk_state_part", "adk_words",
@@ -793,6 +853,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.42.0 gives store vectors their item's context": (_store_vectors_at_2_39_0, _check_store_vector_contexts),
     "2.43.0 stores document paths in one Unicode composition": (_paths_at_2_42_0, _check_paths),
     "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
+    "2.45.0 reads the graph written before it in index order": (_graph_at_2_44_0, _check_graph_reads),
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
 }
 
@@ -861,6 +922,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.42.0 gives store vectors their item's context": (("langgraph_store_items", "langgraph_store_vectors"), False),
     "2.43.0 stores document paths in one Unicode composition": (DOCUMENT_TABLES, True),
     "2.44.0 keeps the snapshots taken before it": (("world_model_snapshots",), True),
+    "2.45.0 reads the graph written before it in index order": (("entity_relationships", "knowledge_facts"), True),
     # No table changes: packet_store stands for them; the renames need the installer to own the routines.
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
 }
