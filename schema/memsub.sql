@@ -1566,10 +1566,12 @@ CREATE FUNCTION memsub._check_walk_edges(p_read bigint, p_max bigint, p_caller t
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    -- The graph reads choose their rows after reading a level's edges (no index gives their order), so what one
-    -- call reads is bounded apart from what it returns: each step reads at most one edge past what is left of
-    -- max_walk_edges, which the caller looks up once, and a call past it is refused, never cut short (which edges
-    -- a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a statement's one-time filter.
+    -- The graph reads take an entity's edges in the order of their rows and stop at what they may still return,
+    -- but that is up to limit edges for each name of each entity of a level, and more where edges lead back to
+    -- entities already reached: what one call reads is bounded apart from what it returns. Each step reads at most
+    -- one edge past what is left of max_walk_edges, which the caller looks up once, and a call past it is refused,
+    -- never cut short (which edges a cut would keep is arbitrary). One call per step, from PL/pgSQL or as a
+    -- statement's one-time filter.
     if p_read > p_max then
         raise exception '%: more than % edges% (limit max_walk_edges); %', p_caller, p_max,
             case when p_max_depth is null then '' else format(' within max_depth %s', p_max_depth) end, p_advice
@@ -4524,6 +4526,7 @@ CREATE FUNCTION memsub._resolve_entities(p_names text[]) RETURNS TABLE(name text
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_bitmapscan TO 'on'
     AS $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
@@ -7395,6 +7398,7 @@ COMMENT ON FUNCTION memsub.embedding_types() IS 'The vector spaces an embedding 
 CREATE FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision DEFAULT 0.0, p_limit integer DEFAULT 100, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(kind text, direction text, relationship_type text, other_entity text, object jsonb, confidence double precision, mention_count integer, id uuid)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
@@ -7406,26 +7410,62 @@ begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('entity', p_entity);
-    v_keys := memsub._entity_keys(v_entity);
+    v_keys := memsub._entity_keys(v_entity);  -- alone: in a statement, planning would call it once more
+    v_keys := array(select distinct k from unnest(v_keys) as k);  -- one search per form
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
     return query
     -- Relationships are one kind, whichever their direction: at most limit of them, the most confident first.
-    -- No index gives that order, so the edges are all read before limit chooses among them: each direction by
-    -- its own index search, never more than one edge past max_walk_edges for both, and a call over it is
-    -- refused, once, before they are sorted (memsub._check_walk_edges, the statement's one-time filter).
+    -- Each matching form of the entity and each direction is one search of an index in that order
+    -- (idx_entity_relationships_out_by_confidence, _in_by_confidence, migration 2.45.0) that stops at limit,
+    -- beside the few edges too long for it (_out_long, _in_long), which it reads whole. What the searches read
+    -- together never passes max_walk_edges by more than one edge, and a call over it is refused, once, before
+    -- anything is sorted (memsub._check_walk_edges, the statement's one-time filter).
     with read as materialized (
-        select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
-               r.confidence, r.mention_count, r.relationship_id
-          from memsub.entity_relationships r
-         where r.tenant_id = v_tenant and r.source_key = any(v_keys) and r.valid_period @> v_at
-           and r.confidence >= coalesce(p_min_confidence, 0)
-        union all
-        select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count, r.relationship_id
-          from memsub.entity_relationships r
-         where r.tenant_id = v_tenant and r.target_key = any(v_keys) and r.valid_period @> v_at
-           and r.confidence >= coalesce(p_min_confidence, 0)
+        select e.* from (
+            select 'outgoing'::text as direction, r.relationship_type, r.target_entity as other_entity,
+                   r.confidence, r.mention_count, r.relationship_id
+              from unnest(v_keys) as k(key)
+             cross join lateral (
+                 (select o.relationship_type, o.target_entity, o.confidence, o.mention_count, o.relationship_id
+                    from memsub.entity_relationships o
+                   where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                     and o.confidence >= coalesce(p_min_confidence, 0)
+                     and octet_length(o.source_key) + octet_length(o.source_entity)
+                         + octet_length(o.relationship_type) + octet_length(o.target_key)
+                         + octet_length(o.target_entity) <= 2400
+                   order by o.confidence desc, o.target_entity, o.relationship_type, o.relationship_id
+                   limit p_limit)
+                 union all
+                 select o.relationship_type, o.target_entity, o.confidence, o.mention_count, o.relationship_id
+                   from memsub.entity_relationships o
+                  where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                    and o.confidence >= coalesce(p_min_confidence, 0)
+                    and octet_length(o.source_key) + octet_length(o.source_entity)
+                        + octet_length(o.relationship_type) + octet_length(o.target_key)
+                        + octet_length(o.target_entity) > 2400) r
+            union all
+            select 'incoming', r.relationship_type, r.source_entity, r.confidence, r.mention_count, r.relationship_id
+              from unnest(v_keys) as k(key)
+             cross join lateral (
+                 (select i.relationship_type, i.source_entity, i.confidence, i.mention_count, i.relationship_id
+                    from memsub.entity_relationships i
+                   where i.tenant_id = v_tenant and i.target_key collate "C" = k.key and i.valid_period @> v_at
+                     and i.confidence >= coalesce(p_min_confidence, 0)
+                     and octet_length(i.source_key) + octet_length(i.source_entity)
+                         + octet_length(i.relationship_type) + octet_length(i.target_key)
+                         + octet_length(i.target_entity) <= 2400
+                   order by i.confidence desc, i.source_entity, i.relationship_type, i.relationship_id
+                   limit p_limit)
+                 union all
+                 select i.relationship_type, i.source_entity, i.confidence, i.mention_count, i.relationship_id
+                   from memsub.entity_relationships i
+                  where i.tenant_id = v_tenant and i.target_key collate "C" = k.key and i.valid_period @> v_at
+                    and i.confidence >= coalesce(p_min_confidence, 0)
+                    and octet_length(i.source_key) + octet_length(i.source_entity)
+                        + octet_length(i.relationship_type) + octet_length(i.target_key)
+                        + octet_length(i.target_entity) > 2400) r) e
          limit v_max_edges + 1),
     edges as (
         select 1 as part, row_number() over (order by d.confidence desc, d.direction, d.other_entity,
@@ -7433,7 +7473,7 @@ begin
           from (select e.* from read e
                  where memsub._check_walk_edges((select count(*) from read), v_max_edges,
                                                 'memsub.entity_neighbourhood', null, 'entity',
-                                                'ask for a higher min_confidence')
+                                                'ask for a smaller limit or a higher min_confidence')
                  order by e.confidence desc, e.direction, e.other_entity, e.relationship_type, e.relationship_id
                  limit p_limit) d),
     resolved as (
@@ -7444,12 +7484,30 @@ begin
                     e.mention_count, e.relationship_id as id
                from edges e left join resolved n on n.name = e.other_entity)
             union all
+            -- The facts of each matching form likewise, in the order of idx_knowledge_facts_by_confidence, up to
+            -- limit, beside the few too long for it (idx_knowledge_facts_long).
             (select 3, row_number() over (order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id),
                     'fact', 'subject', f.predicate,
                     null, f.object, f.confidence, f.supporting_packet_count, f.fact_id
-               from memsub.knowledge_facts f
-              where f.tenant_id = v_tenant and f.subject_normalized = any(v_keys)
-                and f.confidence >= coalesce(p_min_confidence, 0)
+               from unnest(v_keys) as k(key)
+              cross join lateral (
+                  (select g.predicate, g.object, g.object_normalized, g.confidence, g.supporting_packet_count,
+                          g.fact_id
+                     from memsub.knowledge_facts g
+                    where g.tenant_id = v_tenant and g.subject_normalized collate "C" = k.key
+                      and g.confidence >= coalesce(p_min_confidence, 0)
+                      and octet_length(g.subject_normalized) + octet_length(g.predicate)
+                          + octet_length(g.object_normalized) <= 2400
+                    order by g.confidence desc, g.predicate, g.object_normalized, g.fact_id
+                    limit p_limit)
+                  union all
+                  select g.predicate, g.object, g.object_normalized, g.confidence, g.supporting_packet_count,
+                         g.fact_id
+                    from memsub.knowledge_facts g
+                   where g.tenant_id = v_tenant and g.subject_normalized collate "C" = k.key
+                     and g.confidence >= coalesce(p_min_confidence, 0)
+                     and octet_length(g.subject_normalized) + octet_length(g.predicate)
+                         + octet_length(g.object_normalized) > 2400) f
               order by f.confidence desc, f.predicate, f.object_normalized, f.fact_id limit p_limit)) x
      order by x.part, x.place;
 end
@@ -7457,7 +7515,7 @@ $$;
 
 ALTER FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first (ties: relationships by direction, other entity, then type; facts by predicate, then object). The relationships are all read before limit chooses among them, so a call reads at most the max_walk_edges limit of edges (valid at as_of, confidence >= min_confidence), both directions together: one that would read more is refused with 54000 (column entity, detail limit=max_walk_edges value=N), not cut short.';
+COMMENT ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'One hop around an entity (by name or alias) as of a time (as_of, default now): its outgoing and incoming relationships valid then, both directions together, and the facts whose subject it is (subject matched by memsub.normalize_text): of each kind, relationships and facts, at most limit rows, the most confident first (ties: relationships by direction, other entity, then type; facts by predicate, then object), read in that order: at most limit of each kind for each name of the entity and each direction. A call reads at most the max_walk_edges limit of edges (valid at as_of, confidence >= min_confidence), both directions together: one that would read more is refused with 54000 (column entity, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE FUNCTION memsub.entity_search(p_query_text text, p_query public.vector DEFAULT NULL::public.vector, p_k integer DEFAULT 10, p_rrf_k integer DEFAULT 60) RETURNS TABLE(entity_id text, entity_type text, aliases text[], attributes jsonb, score double precision, vector_rank integer, text_rank integer, distance double precision, text_score real)
     LANGUAGE plpgsql STABLE
@@ -7831,6 +7889,7 @@ COMMENT ON FUNCTION memsub.graph_neighbors(p_entity text, p_max_depth integer, p
 CREATE FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_depth integer DEFAULT 2, p_limit integer DEFAULT 100) RETURNS TABLE(depth integer, source_entity text, relationship_type text, target_entity text, confidence double precision, mention_count integer, valid_period tstzrange)
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_tenant uuid := memsub.current_tenant_id();
@@ -7850,6 +7909,7 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
     perform memsub._check_text_limits('entity', p_entity);
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
+    frontier := array(select distinct k from unnest(frontier) as k);  -- one search per form
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
@@ -7857,23 +7917,45 @@ begin
     -- Breadth first: each entity is expanded once, and limit bounds the rows of all hops together.
     while level < p_max_depth and v_left > 0 and cardinality(frontier) > 0 loop
         level := level + 1;
-        -- No index gives the level's order, so its edges are all read before limit chooses among them: never
-        -- more than one past what the walk may still read (max_walk_edges), and a walk over it is refused, once,
-        -- before the rows are sorted (memsub._check_walk_edges, the statement's one-time filter).
+        -- Each matching form of the level is one search of an index in the level's order
+        -- (idx_entity_relationships_out_by_mentions, migration 2.45.0) that stops at the rows the walk may still
+        -- return, beside the few edges too long for it (idx_entity_relationships_out_long), which it reads whole.
+        -- What the searches read never passes what the walk may still read (max_walk_edges) by more than one edge,
+        -- and a walk over it is refused, once, before the rows are sorted (memsub._check_walk_edges, the
+        -- statement's one-time filter).
         return query
             with edges as materialized (
-                select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
-                       r.valid_period, r.relationship_id
-                  from memsub.entity_relationships r
-                 where r.tenant_id = v_tenant and r.source_key = any(frontier) and r.valid_period @> v_at
+                select e.* from (
+                    select r.source_entity, r.relationship_type, r.target_entity, r.confidence, r.mention_count,
+                           r.valid_period, r.relationship_id
+                      from unnest(frontier) as k(key)
+                     cross join lateral (
+                         (select o.source_entity, o.relationship_type, o.target_entity, o.confidence,
+                                 o.mention_count, o.valid_period, o.relationship_id
+                            from memsub.entity_relationships o
+                           where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                             and octet_length(o.source_key) + octet_length(o.source_entity)
+                                 + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                 + octet_length(o.target_entity) <= 2400
+                           order by o.source_entity, o.mention_count desc, o.target_entity, o.relationship_type,
+                                    o.relationship_id
+                           limit v_left)
+                         union all
+                         select o.source_entity, o.relationship_type, o.target_entity, o.confidence, o.mention_count,
+                                o.valid_period, o.relationship_id
+                           from memsub.entity_relationships o
+                          where o.tenant_id = v_tenant and o.source_key collate "C" = k.key and o.valid_period @> v_at
+                            and octet_length(o.source_key) + octet_length(o.source_entity)
+                                + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                + octet_length(o.target_entity) > 2400) r) e
                  limit v_max_edges - v_walked + 1)
             select level, e.source_entity, e.relationship_type, e.target_entity, e.confidence, e.mention_count,
                    e.valid_period
               from edges e
              where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
                                             'memsub.graph_neighbors_as_of', p_max_depth, 'max_depth',
-                                            'ask for fewer hops, or walk with memsub.traverse_graph and its '
-                                            'relationship_types or min_confidence')
+                                            'ask for fewer hops, a smaller limit, or walk with '
+                                            'memsub.traverse_graph and its relationship_types or min_confidence')
              order by e.source_entity, e.mention_count desc, e.target_entity, e.relationship_type, e.relationship_id
              limit v_left;
         get diagnostics returned = row_count;
@@ -7881,13 +7963,14 @@ begin
         exit when level >= p_max_depth or v_left <= 0;  -- the next frontier would not be expanded
         -- Fewer rows than the limit left: they are every edge of the level, which the next level's budget counts.
         v_walked := v_walked + returned;
-        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted; with
-        -- Entity nodes, their names looked up in one call (memsub._resolve_entities), not one per edge.
+        -- The next level: the targets not reached yet, by their matching forms, from the edges just counted (one
+        -- search per key: they are fewer than limit); with Entity nodes, their names looked up in one call
+        -- (memsub._resolve_entities), not one per edge.
         select array_agg(distinct r.target_entity), array_agg(distinct r.target_key) into v_names, frontier
-          from memsub.entity_relationships r
-         where r.tenant_id = v_tenant and r.source_key = any(frontier)
-           and r.valid_period @> v_at
-           and not visited ? r.target_key;
+          from unnest(frontier) as k(key)
+          join memsub.entity_relationships r
+            on r.tenant_id = v_tenant and r.source_key = k.key and r.valid_period @> v_at
+         where not visited ? r.target_key;
         if v_nodes then
             frontier := array(select distinct k from memsub._resolve_entities(v_names) e
                                cross join lateral unnest(e.keys) as k);
@@ -7899,7 +7982,7 @@ $$;
 
 ALTER FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and relationship type. A level''s edges are all read before limit chooses among them, so a walk reads at most the max_walk_edges limit of edges (valid at as_of), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
+COMMENT ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timestamp with time zone, p_max_depth integer, p_limit integer) IS 'memsub.graph_neighbors as of a time: the outgoing edges valid at as_of (default now) reachable from an entity (by its name or aliases), breadth first up to max_depth hops (limit max_depth), each entity expanded once, at most limit edges in all (limit max_rows); each level by source, most mentioned first, then target and relationship type, read in that order: a level reads at most the rows the walk may still return for each name of its entities. A walk reads at most the max_walk_edges limit of edges (valid at as_of), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE TABLE memsub.world_model_entities (
     entity_id text NOT NULL,
@@ -11963,6 +12046,7 @@ CREATE FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer D
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
     v_tenant   uuid := memsub._require_tenant_id();
@@ -11979,6 +12063,8 @@ declare
     v_max_edges bigint := memsub.limit_value('max_walk_edges');  -- edges one walk may read, all levels together
     v_walked    bigint := 0;  -- edges the walk has read, all levels together
     v_read      bigint;  -- edges the last level read
+    v_take      bigint;  -- edges each of the level's searches reads, at most
+    v_enough    boolean;  -- whether the searches read every edge the level's rows can come from
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -12007,66 +12093,216 @@ begin
                                                        'path_confidence', 1.0));
     while v_level < p_max_depth and v_left > 0 and jsonb_array_length(v_frontier) > 0 loop
         v_level := v_level + 1;
-        -- Each entity not yet reached, once, along its most confident step from the last level. One statement:
-        with frontier as (  -- the last level's entities, one row per key
-            select f.path, f.relationship_path, f.path_confidence, k.key
-              from jsonb_to_recordset(v_frontier)
-                   as f(keys text[], path text[], relationship_path text[], path_confidence double precision)
-             cross join lateral (select distinct u.key from unnest(f.keys) as u(key)) k),
-        -- The level's edges read once: every key in one search per direction, and never more than one past
-        -- what the walk may still read (max_walk_edges), so a hub's edges are not all read to be refused.
-        edges as materialized (
-            select e.* from (
-                select r.source_key as near_key, r.target_entity as far_name, r.target_key as far_key,
-                       r.relationship_type, r.confidence, r.relationship_id
-                  from memsub.entity_relationships r
-                 where p_direction in ('outgoing', 'both') and r.tenant_id = v_tenant
-                   and r.source_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-                   and r.confidence >= coalesce(p_min_confidence, 0)
-                   and (p_relationship_types is null or r.relationship_type = any(v_types))
+        -- Each entity not yet reached, once, along its most confident step from the last level. The edges of each
+        -- key of the level are one search per direction of an index in the order that step is chosen by
+        -- (idx_entity_relationships_out_by_confidence, _in_by_confidence, migration 2.45.0), stopping at v_take
+        -- edges, beside the few edges too long for those indexes (_out_long, _in_long), which it reads whole. The
+        -- searches read first as many edges as the level may still return rows; a search whose edges lead back to
+        -- entities already reached, or to one entity several times, may not have read every edge the rows can come
+        -- from, and the level is read again with searches twice as long (memsub.traverse_graph's v_enough below).
+        v_take := v_left;
+        loop
+            with frontier as (  -- the last level's entities, one row per key
+                select f.path, f.relationship_path, f.path_confidence, k.key
+                  from jsonb_to_recordset(v_frontier)
+                       as f(keys text[], path text[], relationship_path text[], path_confidence double precision)
+                 cross join lateral (select distinct u.key from unnest(f.keys) as u(key)) k),
+            -- Each key once, with the confidence below which none of its edges keeps a path at min_path_confidence
+            -- (from the most confident path that reaches the key; a little lower than the quotient, which is rounded:
+            -- the rows are held to the product itself below).
+            near as (
+                select f.key,
+                       greatest(coalesce(p_min_confidence, 0),
+                                case when coalesce(p_min_path_confidence, 0) <= 0 then 0
+                                     when p_min_path_confidence <= max(f.path_confidence)
+                                         then p_min_path_confidence / max(f.path_confidence) * (1 - 1e-12)
+                                     else 2 end) as floor
+                  from frontier f
+                 group by f.key),
+            -- The level's edges, never more than one past what the walk may still read (max_walk_edges): in each
+            -- search's order, ordered (false for the edges too long for the ordered indexes).
+            edges as materialized (
+                select e.* from (
+                    select 'outgoing'::text as dir, n.key as near_key, r.*
+                      from near n
+                     cross join lateral (
+                         (select o.target_entity as far_name, o.target_key as far_key, o.relationship_type,
+                                 o.confidence, o.relationship_id, true as ordered
+                            from memsub.entity_relationships o
+                           where p_direction in ('outgoing', 'both') and o.tenant_id = v_tenant
+                             and o.source_key collate "C" = n.key and o.valid_period @> v_at and o.confidence >= n.floor
+                             and (p_relationship_types is null or o.relationship_type = any(v_types))
+                             and octet_length(o.source_key) + octet_length(o.source_entity)
+                                 + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                 + octet_length(o.target_entity) <= 2400
+                           order by o.confidence desc, o.target_entity, o.relationship_type, o.relationship_id
+                           limit v_take)
+                         union all
+                         select o.target_entity, o.target_key, o.relationship_type, o.confidence, o.relationship_id,
+                                false
+                           from memsub.entity_relationships o
+                          where p_direction in ('outgoing', 'both') and o.tenant_id = v_tenant
+                            and o.source_key collate "C" = n.key and o.valid_period @> v_at and o.confidence >= n.floor
+                            and (p_relationship_types is null or o.relationship_type = any(v_types))
+                            and octet_length(o.source_key) + octet_length(o.source_entity)
+                                + octet_length(o.relationship_type) + octet_length(o.target_key)
+                                + octet_length(o.target_entity) > 2400) r
+                    union all
+                    select 'incoming', n.key, r.*
+                      from near n
+                     cross join lateral (
+                         (select i.source_entity, i.source_key, i.relationship_type, i.confidence,
+                                 i.relationship_id, true
+                            from memsub.entity_relationships i
+                           where p_direction in ('incoming', 'both') and i.tenant_id = v_tenant
+                             and i.target_key collate "C" = n.key and i.valid_period @> v_at and i.confidence >= n.floor
+                             and (p_relationship_types is null or i.relationship_type = any(v_types))
+                             and octet_length(i.source_key) + octet_length(i.source_entity)
+                                 + octet_length(i.relationship_type) + octet_length(i.target_key)
+                                 + octet_length(i.target_entity) <= 2400
+                           order by i.confidence desc, i.source_entity, i.relationship_type, i.relationship_id
+                           limit v_take)
+                         union all
+                         select i.source_entity, i.source_key, i.relationship_type, i.confidence, i.relationship_id,
+                                false
+                           from memsub.entity_relationships i
+                          where p_direction in ('incoming', 'both') and i.tenant_id = v_tenant
+                            and i.target_key collate "C" = n.key and i.valid_period @> v_at and i.confidence >= n.floor
+                            and (p_relationship_types is null or i.relationship_type = any(v_types))
+                            and octet_length(i.source_key) + octet_length(i.source_entity)
+                                + octet_length(i.relationship_type) + octet_length(i.target_key)
+                                + octet_length(i.target_entity) > 2400) r) e
+                 limit v_max_edges - v_walked + 1),
+            -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
+            -- stands for, that entity's matching form, and the keys the next level's edges name it by.
+            resolved as materialized (
+                select n.name, n.entity, memsub.normalize_text(n.entity) as key, n.keys
+                  from memsub._resolve_entities(array(select e.far_name from edges e)) n
+                 where v_nodes),
+            -- A walk over its edge budget is refused, not cut short, before anything is resolved or sorted
+            -- (memsub._check_walk_edges, the statement's one-time filter; and below with the tail's edges).
+            step as (
+                select e.dir, e.near_key, e.far_name, coalesce(n.entity, e.far_name) as next_entity,
+                       coalesce(n.key, e.far_key) as next_key, coalesce(n.keys, array[e.far_key]) as next_keys,
+                       e.relationship_type, e.confidence, e.relationship_id, e.ordered
+                  from edges e left join resolved n on n.name = e.far_name
+                 where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
+                                                'memsub.traverse_graph', p_max_depth, 'max_depth',
+                                                'ask for fewer hops, a smaller limit, fewer relationship_types or '
+                                                'a higher min_confidence')),
+            -- Whether each search read enough, for each entity of the last level with its key: a search that
+            -- stopped short of v_take read all its edges; otherwise the rows it read must hold v_left entities not
+            -- reached yet (the boundary: the first step to the v_left-th of them, in the search's order), and
+            -- every edge it did not read must rank after them. Those come after the boundary in the search's order:
+            -- of a lower path confidence (with Entity nodes, the names they resolve to may order steps of one path
+            -- confidence otherwise, so the search must have read past the boundary's confidence), or of the same
+            -- edge confidence and a later name as written. Only edge confidences within rounding of the
+            -- boundary's can give its path confidence again (tail below); a path confidence of 0 or below
+            -- the normal range of double precision leaves no order to rely on.
+            searched as (
+                select s.dir, s.near_key, count(*) filter (where s.ordered) < v_take as whole,
+                       min(s.confidence) filter (where s.ordered) as last_confidence
+                  from step s
+                 group by s.dir, s.near_key),
+            candidates as (
+                select s.dir, s.near_key, f.path, f.path_confidence as from_confidence, s.next_key, s.confidence,
+                       f.path_confidence * s.confidence as path_confidence,
+                       row_number() over (partition by s.dir, s.near_key, f.path
+                                          order by s.confidence desc, s.far_name, s.relationship_type,
+                                                   s.relationship_id) as place
+                  from frontier f
+                  join step s on s.near_key = f.key and s.ordered
+                 where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
+                   and not v_visited ? s.next_key),
+            firsts as (
+                select c.*, count(*) over (partition by c.dir, c.near_key, c.path order by c.place) as reached
+                  from (select distinct on (c.dir, c.near_key, c.path, c.next_key) c.*
+                          from candidates c
+                         order by c.dir, c.near_key, c.path, c.next_key, c.place) c),
+            boundary as (
+                select b.dir, b.near_key, b.path, b.from_confidence, b.confidence, b.path_confidence
+                  from firsts b
+                 where b.reached = v_left),
+            verdict as (
+                select s.dir, s.near_key, f.path,
+                       s.whole
+                       or coalesce(b.path_confidence > f.path_confidence * s.last_confidence, false)
+                       or coalesce(not v_nodes and b.path_confidence >= 2.2250738585072014e-308, false) as enough,
+                       -- the edges whose confidence rounds to the boundary's path confidence too
+                       coalesce(not s.whole and not v_nodes and b.from_confidence <> 1
+                                and b.path_confidence >= 2.2250738585072014e-308
+                                and b.path_confidence <= f.path_confidence * s.last_confidence, false) as tail,
+                       b.confidence as boundary_confidence,
+                       (select n.floor from near n where n.key = s.near_key) as floor
+                  from searched s
+                  join frontier f on f.key = s.near_key
+                  left join boundary b on b.dir = s.dir and b.near_key = s.near_key and b.path = f.path),
+            tail as materialized (  -- once per search, whichever entities of the last level share its key
+                select distinct t.dir, t.near_key, r.*
+                  from (select distinct v.dir, v.near_key, v.boundary_confidence, v.floor from verdict v where v.tail) t
+                 cross join lateral (
+                     select o.target_entity as far_name, o.target_key as far_key, o.relationship_type, o.confidence,
+                            o.relationship_id, true as ordered
+                       from memsub.entity_relationships o
+                      where t.dir = 'outgoing' and o.tenant_id = v_tenant and o.source_key collate "C" = t.near_key
+                        and o.valid_period @> v_at and o.confidence >= t.floor
+                        and o.confidence < t.boundary_confidence
+                        and o.confidence >= t.boundary_confidence * (1 - 1e-12)
+                        and (p_relationship_types is null or o.relationship_type = any(v_types))
+                        and octet_length(o.source_key) + octet_length(o.source_entity)
+                            + octet_length(o.relationship_type) + octet_length(o.target_key)
+                            + octet_length(o.target_entity) <= 2400
+                     union all
+                     select i.source_entity, i.source_key, i.relationship_type, i.confidence, i.relationship_id, true
+                       from memsub.entity_relationships i
+                      where t.dir = 'incoming' and i.tenant_id = v_tenant and i.target_key collate "C" = t.near_key
+                        and i.valid_period @> v_at and i.confidence >= t.floor
+                        and i.confidence < t.boundary_confidence
+                        and i.confidence >= t.boundary_confidence * (1 - 1e-12)
+                        and (p_relationship_types is null or i.relationship_type = any(v_types))
+                        and octet_length(i.source_key) + octet_length(i.source_entity)
+                            + octet_length(i.relationship_type) + octet_length(i.target_key)
+                            + octet_length(i.target_entity) <= 2400) r
+                 where not exists (select from edges e
+                                    where e.dir = t.dir and e.near_key = t.near_key
+                                      and e.relationship_id = r.relationship_id)),
+            steps as (  -- without Entity nodes (the only case with a tail), a name is its own entity
+                select s.near_key, s.next_entity, s.next_key, s.next_keys, s.relationship_type, s.confidence,
+                       s.relationship_id
+                  from step s
                 union all
-                select r.target_key, r.source_entity, r.source_key, r.relationship_type, r.confidence,
-                       r.relationship_id
-                  from memsub.entity_relationships r
-                 where p_direction in ('incoming', 'both') and r.tenant_id = v_tenant
-                   and r.target_key = any(array(select distinct f.key from frontier f)) and r.valid_period @> v_at
-                   and r.confidence >= coalesce(p_min_confidence, 0)
-                   and (p_relationship_types is null or r.relationship_type = any(v_types))) e
-             limit v_max_edges - v_walked + 1),
-        -- With Entity nodes: the names on them resolved in one call, not one per edge, each to the entity it
-        -- stands for, that entity's matching form, and the keys the next level's edges name it by.
-        resolved as materialized (
-            select n.name, n.entity, memsub.normalize_text(n.entity) as key, n.keys
-              from memsub._resolve_entities(array(select e.far_name from edges e)) n
-             where v_nodes),
-        step as (
-            select e.near_key, coalesce(n.entity, e.far_name) as next_entity, coalesce(n.key, e.far_key) as next_key,
-                   coalesce(n.keys, array[e.far_key]) as next_keys, e.relationship_type, e.confidence,
-                   e.relationship_id
-              from edges e left join resolved n on n.name = e.far_name)
-        select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]'),
-               (select count(*) from edges) into v_rows, v_read
-          from (select d.* from (
-                    select distinct on (s.next_key)
-                           s.next_entity as entity, s.next_key as key, s.next_keys as keys,
-                           f.path || s.next_entity as path,
-                           f.relationship_path || s.relationship_type as relationship_path,
-                           f.path_confidence * s.confidence as path_confidence,
-                           s.relationship_id, s.confidence as edge_confidence
-                      from frontier f
-                      join step s on s.near_key = f.key
-                     where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
-                       and not v_visited ? s.next_key
-                     order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity,
-                              s.relationship_type, s.relationship_id
-                ) d
-                order by d.path_confidence desc, d.path
-                limit v_left) c;
-        -- A walk over its edge budget is refused, not cut short (memsub._check_walk_edges).
+                select t.near_key, t.far_name, t.far_key, array[t.far_key], t.relationship_type, t.confidence,
+                       t.relationship_id
+                  from tail t)
+            select coalesce(jsonb_agg(to_jsonb(c) order by c.path_confidence desc, c.path), '[]'),
+                   (select count(*) from edges) + (select count(*) from tail),
+                   coalesce((select bool_and(v.enough) from verdict v), true)
+              into v_rows, v_read, v_enough
+              from (select d.* from (
+                        select distinct on (s.next_key)
+                               s.next_entity as entity, s.next_key as key, s.next_keys as keys,
+                               f.path || s.next_entity as path,
+                               f.relationship_path || s.relationship_type as relationship_path,
+                               f.path_confidence * s.confidence as path_confidence,
+                               s.relationship_id, s.confidence as edge_confidence
+                          from frontier f
+                          join steps s on s.near_key = f.key
+                         where f.path_confidence * s.confidence >= coalesce(p_min_path_confidence, 0)
+                           and not v_visited ? s.next_key
+                         order by s.next_key, f.path_confidence * s.confidence desc, f.path || s.next_entity,
+                                  s.relationship_type, s.relationship_id
+                    ) d
+                    order by d.path_confidence desc, d.path
+                    limit v_left) c;
+            -- With the tail's edges (memsub._check_walk_edges).
+            perform memsub._check_walk_edges(v_walked + v_read, v_max_edges, 'memsub.traverse_graph', p_max_depth,
+                                             'max_depth',
+                                             'ask for fewer hops, a smaller limit, fewer relationship_types or a '
+                                             'higher min_confidence');
+            exit when v_enough;
+            v_take := 2 * v_take;
+        end loop;
         v_walked := v_walked + v_read;
-        perform memsub._check_walk_edges(v_walked, v_max_edges, 'memsub.traverse_graph', p_max_depth,
-                                         'max_depth',
-                                         'ask for fewer hops, fewer relationship_types or a higher min_confidence');
         exit when jsonb_array_length(v_rows) = 0;
         return query
             select v_level, r.entity, r.path, r.relationship_path, r.path_confidence, r.relationship_id,
@@ -12084,7 +12320,7 @@ $$;
 
 ALTER FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (default 3; from 1 to the max_depth limit) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the first by entity names, then relationship type). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (default 1000; at most the max_rows limit). A walk reads at most the max_walk_edges limit of edges (valid at as_of and passing the filters), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
+COMMENT ON FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer, p_relationship_types text[], p_min_confidence double precision, p_direction text, p_min_path_confidence double precision, p_limit integer, p_as_of timestamp with time zone) IS 'Entities reachable from an entity through the visible knowledge graph as of a time (as_of, default now: only edges valid then; entities by name or alias), breadth first: up to max_depth hops (default 3; from 1 to the max_depth limit) along outgoing, incoming or both directions, optionally only the given relationship types and edges with confidence >= min_confidence. Each entity is reported once, at its shortest distance, with its most confident shortest path (cycle-safe, linear in the edges walked; of equal ones, the first by entity names, then relationship type). path_confidence is the product of the edge confidences; paths below min_path_confidence stop. Shortest and most confident first, at most limit rows (default 1000; at most the max_rows limit). A level reads the edges of each entity most confident first and stops once it has the rows it may still return; a walk reads at most the max_walk_edges limit of edges (valid at as_of and passing the filters), all hops together: one that would read more is refused with 54000 (column max_depth, detail limit=max_walk_edges value=N), not cut short.';
 
 CREATE FUNCTION memsub.trust_login(p_login name) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -15050,6 +15286,26 @@ CREATE UNIQUE INDEX idx_entity_relationships_edge ON memsub.entity_relationships
 
 COMMENT ON INDEX memsub.idx_entity_relationships_edge IS 'The seed''s unique edge key over the matching form of the entity names, for the current (open-ended) window of each edge: the arbiter of the relationship UPSERT.';
 
+CREATE INDEX idx_entity_relationships_in_by_confidence ON memsub.entity_relationships USING btree (tenant_id, target_key COLLATE "C", confidence DESC, source_entity, relationship_type, relationship_id) WHERE (((((octet_length(source_key) + octet_length(source_entity)) + octet_length(relationship_type)) + octet_length(target_key)) + octet_length(target_entity)) <= 2400);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_in_by_confidence IS 'Incoming edges of an entity (by matching form), most confident first, then source, type and id: the order of traverse_graph''s and entity_neighbourhood''s rows. Edges whose texts pass 2,400 bytes together are in idx_entity_relationships_in_long instead.';
+
+CREATE INDEX idx_entity_relationships_in_long ON memsub.entity_relationships USING btree (tenant_id, target_key COLLATE "C") WHERE (((((octet_length(source_key) + octet_length(source_entity)) + octet_length(relationship_type)) + octet_length(target_key)) + octet_length(target_entity)) > 2400);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_in_long IS 'Incoming edges whose texts pass 2,400 bytes together, too long for the ordered indexes: the graph reads take them all beside the ordered ones.';
+
+CREATE INDEX idx_entity_relationships_out_by_confidence ON memsub.entity_relationships USING btree (tenant_id, source_key COLLATE "C", confidence DESC, target_entity, relationship_type, relationship_id) WHERE (((((octet_length(source_key) + octet_length(source_entity)) + octet_length(relationship_type)) + octet_length(target_key)) + octet_length(target_entity)) <= 2400);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_out_by_confidence IS 'Outgoing edges of an entity (by matching form), most confident first, then target, type and id: the order of traverse_graph''s and entity_neighbourhood''s rows. Edges whose texts pass 2,400 bytes together are in idx_entity_relationships_out_long instead.';
+
+CREATE INDEX idx_entity_relationships_out_by_mentions ON memsub.entity_relationships USING btree (tenant_id, source_key COLLATE "C", source_entity, mention_count DESC, target_entity, relationship_type, relationship_id) WHERE (((((octet_length(source_key) + octet_length(source_entity)) + octet_length(relationship_type)) + octet_length(target_key)) + octet_length(target_entity)) <= 2400);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_out_by_mentions IS 'Outgoing edges of an entity (by matching form) by source as written, most mentioned first, then target, type and id: the order of graph_neighbors_as_of''s rows. Edges whose texts pass 2,400 bytes together are in idx_entity_relationships_out_long instead.';
+
+CREATE INDEX idx_entity_relationships_out_long ON memsub.entity_relationships USING btree (tenant_id, source_key COLLATE "C") WHERE (((((octet_length(source_key) + octet_length(source_entity)) + octet_length(relationship_type)) + octet_length(target_key)) + octet_length(target_entity)) > 2400);
+
+COMMENT ON INDEX memsub.idx_entity_relationships_out_long IS 'Outgoing edges whose texts pass 2,400 bytes together, too long for the ordered indexes: the graph reads take them all beside the ordered ones.';
+
 CREATE INDEX idx_entity_relationships_source_packet ON memsub.entity_relationships USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
 
 CREATE INDEX idx_entity_relationships_target ON memsub.entity_relationships USING btree (tenant_id, target_key);
@@ -15061,6 +15317,14 @@ CREATE INDEX idx_entity_relationships_ttl ON memsub.entity_relationships USING b
 COMMENT ON INDEX memsub.idx_entity_relationships_ttl IS 'Expired edge windows for purge_expired().';
 
 CREATE INDEX idx_importance_learning_runs_time ON memsub.importance_learning_runs USING btree (tenant_id, finished_at DESC);
+
+CREATE INDEX idx_knowledge_facts_by_confidence ON memsub.knowledge_facts USING btree (tenant_id, subject_normalized COLLATE "C", confidence DESC, predicate, object_normalized, fact_id) WHERE (((octet_length(subject_normalized) + octet_length(predicate)) + octet_length(object_normalized)) <= 2400);
+
+COMMENT ON INDEX memsub.idx_knowledge_facts_by_confidence IS 'Facts of a subject (by matching form), most confident first, then predicate, object and id: the order of entity_neighbourhood''s facts. Facts whose texts pass 2,400 bytes together are in idx_knowledge_facts_long instead.';
+
+CREATE INDEX idx_knowledge_facts_long ON memsub.knowledge_facts USING btree (tenant_id, subject_normalized COLLATE "C") WHERE (((octet_length(subject_normalized) + octet_length(predicate)) + octet_length(object_normalized)) > 2400);
+
+COMMENT ON INDEX memsub.idx_knowledge_facts_long IS 'Facts whose texts pass 2,400 bytes together, too long for idx_knowledge_facts_by_confidence: entity_neighbourhood takes them all beside the ordered ones.';
 
 CREATE INDEX idx_knowledge_facts_source_packet ON memsub.knowledge_facts USING btree (tenant_id, source_packet) WHERE (source_packet IS NOT NULL);
 
