@@ -95,6 +95,28 @@ comment on function memsub._check_no_null_elements(anyarray, text) is
     'Refuses (22023 naming the element: field[i], counted from 0) an array argument holding a NULL element; a '
     'NULL or empty array passes.';
 
+create or replace function memsub._check_no_blank_elements(p_values text[], p_field text) returns void
+language plpgsql immutable security invoker parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    v_place bigint;
+begin
+    -- A list of names (a reflection's entities, a summary's key entities): a blank one names nothing, and no
+    -- reader or filter could match it (memsub._check_filter_values refuses a blank filter value).
+    select u.place - 1 into v_place from unnest(p_values) with ordinality as u(element, place)
+     where memsub._is_blank(u.element) limit 1;
+    if found then
+        raise exception 'field "%[%]" must not be blank', p_field, v_place
+            using errcode = '22023', column = format('%s[%s]', p_field, v_place);
+    end if;
+end
+$$;
+comment on function memsub._check_no_blank_elements(text[], text) is
+    'Refuses (22023 naming the element: field[i], counted from 0) a list of names holding a blank element (only '
+    'whitespace of any kind, memsub._is_blank); NULL elements pass (memsub._check_no_null_elements refuses them), '
+    'as does a NULL or empty array.';
+
 create or replace function memsub._check_time_range(p_since timestamptz, p_until timestamptz) returns void
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

@@ -31,6 +31,7 @@ begin
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
+    perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
     -- stored in their trimmed form.
@@ -65,7 +66,8 @@ $$;
 comment on function memsub.record_reflection(text, text, text, text[], text[], double precision, text, text, uuid, text, vector, timestamptz) is
     'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), '
     'priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and '
-    'expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
+    'expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023); a '
+    'blank entity is refused (22023 naming entities[i]), a blank tag left out.';
 
 create or replace function memsub.record_task_reflection(
     p_task_id           text,

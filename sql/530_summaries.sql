@@ -37,6 +37,7 @@ begin
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
     perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
             memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
+    perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');
@@ -89,7 +90,8 @@ $$;
 comment on function memsub.record_summary(text, text, text, uuid[], jsonb, text[], text[], vector, double precision, timestamptz) is
     'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of '
     'visible shared packets (a private or cursor packet: 22023 naming source_packet_ids); packet_count and the '
-    'coverage window (first and last packet time) are computed from them. '
+    'coverage window (first and last packet time) are computed from them; a blank key entity is refused (22023 '
+    'naming key_entities[i]). '
     'created_at is the time of the call, later than every summary of the scope the caller sees: the last written '
     'is the newest, in one transaction too.';
 

@@ -1,0 +1,35 @@
+"""Names listed by a reflection (entities) or a summary (key_entities) are never blank: a blank element names
+nothing, and it was stored as given."""
+
+from __future__ import annotations
+
+import uuid
+
+from helpers import expect_error, set_context, table_state, write
+
+
+def test_a_blank_entity_of_a_reflection_is_refused_naming_the_element(db):
+    tenant = uuid.uuid4()
+    with db.connect("app") as app, db.connect() as judge:
+        set_context(app, tenant, uuid.uuid4(), uuid.uuid4())
+        before = table_state(judge)
+        error = expect_error(app, "22023", "entities[1]",
+                             "select memsub.record_reflection('lesson', 'check the index', "
+                             "p_entities => array['planner', E' \\t'])")
+        assert "entities[1]" in str(error)
+        assert table_state(judge) == before
+
+
+def test_a_blank_key_entity_of_a_summary_is_refused_naming_the_element(db):
+    tenant, org, user = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    with db.connect("app") as app, db.connect() as judge:
+        set_context(app, tenant, org, user)
+        packet = write(app, {"packet_type": "note", "payload": {"text": "the planner chose a seq scan"}})["packet_id"]
+        app.commit()
+        set_context(app, tenant, org, user)
+        before = table_state(judge)
+        error = expect_error(app, "22023", "key_entities[0]",
+                             "select memsub.record_summary('agent', 'planner', 'it scanned', array[%s]::uuid[], "
+                             "p_key_entities => array[' ', 'planner'])", [packet])
+        assert "key_entities[0]" in str(error)
+        assert table_state(judge) == before
