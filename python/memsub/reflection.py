@@ -54,7 +54,9 @@ class Reflection(TenantRow):
     source_agent: str | None
     source_packet: UUID | None
     access_count: int
+    last_accessed: datetime | None
     expires_at: datetime | None
+    created_at: datetime
 
 
 class TaskReflection(TenantRow):
@@ -72,6 +74,8 @@ class TaskReflection(TenantRow):
     execution_time_ms: float | None
     metrics_improved: dict[str, Any]
     metrics_degraded: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
 
 
 class MemorySummary(TenantRow):
@@ -88,6 +92,8 @@ class MemorySummary(TenantRow):
     coverage_start: datetime | None
     coverage_end: datetime | None
     valid_until: datetime | None
+    created_at: datetime
+    """When it was written: the newest summary of a scope is the one summaries_due reports."""
 
 
 class ReflectionHit(BaseModel):

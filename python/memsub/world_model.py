@@ -36,6 +36,8 @@ class WorldModelSnapshot(TenantRow):
     state_version: int
     entity_count: int
     relation_count: int
+    relations_expire_at: datetime | None
+    """The earliest expiry among the snapshot's relations (UTC; NULL: none expires)."""
     description: str | None
     created_by: str | None
     created_at: datetime
