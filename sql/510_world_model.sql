@@ -219,7 +219,9 @@ begin
     values (
         jsonb_build_object('state_version', v_version, 'entities', v_entities, 'relations', v_relations),
         v_version, (select count(*) from jsonb_object_keys(v_entities)), jsonb_array_length(v_relations),
-        v_expire_at, p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
+        v_expire_at, p_description,
+        -- who took it: a name, stored as every optional name is (a blank one counts as absent)
+        coalesce(memsub._optional_text(p_created_by), memsub.current_user_id()::text, session_user),
         v_tenant, memsub.current_org_id(), memsub.current_user_id())
     returning * into v_snapshot;
     return v_snapshot;
@@ -230,7 +232,8 @@ comment on function memsub.take_world_model_snapshot(text, text) is
     'that hold now, each with its source_packet and ttl) at one state version, with entity and relation counts. '
     'A relation derived from expiring packets stays in the snapshot until purge_expired() purges them, which '
     'removes it (a direct SELECT shows it between its expiry and the purge); the entities are not derived from '
-    'packets and stay.';
+    'packets and stay. created_by is stored trimmed, each run of whitespace one space; NULL or blank: the context '
+    'user, or the login without one.';
 
 create or replace function memsub.world_model_state_at(p_snapshot_id uuid)
 returns table (entity_id text, entity_type text, attributes jsonb, confidence double precision, version integer)
