@@ -42,6 +42,15 @@ begin
     -- A type outside the vocabulary matches nothing: refused, as a blank or NULL one is.
     perform memsub._check_filter_values(p_reflection_types, 'reflection_types');
     perform memsub._check_one_of(t, memsub.reflection_types(), 'reflection_types') from unnest(p_reflection_types) t;
+    -- An empty list matches nothing as well: NULL is the filter that lets every type (or tag) through.
+    if cardinality(p_reflection_types) = 0 then
+        raise exception 'field "reflection_types" must name at least one type (NULL: every type)'
+            using errcode = '22023', column = 'reflection_types';
+    end if;
+    if p_require_tags and cardinality(p_tags) = 0 then
+        raise exception 'field "tags" must name at least one tag with require_tags (NULL: no tag filter)'
+            using errcode = '22023', column = 'tags';
+    end if;
     perform memsub._check_one_of(p_min_priority, v_priorities, 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);
@@ -92,7 +101,8 @@ comment on function memsub.retrieve_reflections(vector, text[], integer, text[],
     'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the '
     'query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, '
     'task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and '
-    '(require_tags) at least one shared tag. record_access logs each result and counts it.';
+    '(require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused '
+    '(22023; NULL filters nothing). record_access logs each result and counts it.';
 
 grant execute on function
     memsub.retrieve_reflections(vector, text[], integer, text[], text, text, boolean, boolean, text, text)
