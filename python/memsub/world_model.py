@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, method, one, rows, scalar
-from memsub.models import TenantRow
+from memsub.models import TenantRow, as_utc
 
 
 class WorldModelUpdate(TenantRow):
@@ -29,6 +29,12 @@ class WorldModelUpdate(TenantRow):
     state_version_before: int
     state_version_after: int
 
+    @field_validator("applied_at")
+    @classmethod
+    def _applied_at_is_utc(cls, value: datetime) -> datetime:
+        """Stored as a timestamp without time zone holding UTC: returned aware, like every other time."""
+        return as_utc(value)
+
 
 class WorldModelSnapshot(TenantRow):
     snapshot_id: UUID
@@ -41,6 +47,12 @@ class WorldModelSnapshot(TenantRow):
     description: str | None
     created_by: str | None
     created_at: datetime
+
+    @field_validator("created_at", "relations_expire_at")
+    @classmethod
+    def _times_are_utc(cls, value: datetime | None) -> datetime | None:
+        """Stored as timestamps without time zone holding UTC: returned aware, like every other time."""
+        return as_utc(value)
 
 
 class WorldModelEntity(BaseModel):

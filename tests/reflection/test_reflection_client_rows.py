@@ -38,4 +38,4 @@ def test_rows_carry_their_times(db):
         assert snapshot.relation_count == 1
         row = judge.execute("select relations_expire_at from memsub.world_model_snapshots where snapshot_id = %s",
                             [snapshot.snapshot_id]).fetchone()
-        assert row is not None and row[0] is not None and snapshot.relations_expire_at == row[0]
+        assert row is not None and row[0] is not None and snapshot.relations_expire_at == row[0].replace(tzinfo=UTC)
