@@ -1252,6 +1252,28 @@ ALTER FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) OWNER TO 
 
 COMMENT ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) IS 'Refuses (22023 naming namespace) a namespace prefix that is not kind[:segment...]: a prefix covers whole segments (project:foo covers project:foo and project:foo:sub, not project:foobar).';
 
+CREATE FUNCTION memsub._check_no_blank_elements(p_values text[], p_field text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+    v_place bigint;
+begin
+    -- A list of names (a reflection's entities, a summary's key entities): a blank one names nothing, and no
+    -- reader or filter could match it (memsub._check_filter_values refuses a blank filter value).
+    select u.place - 1 into v_place from unnest(p_values) with ordinality as u(element, place)
+     where memsub._is_blank(u.element) limit 1;
+    if found then
+        raise exception 'field "%[%]" must not be blank', p_field, v_place
+            using errcode = '22023', column = format('%s[%s]', p_field, v_place);
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._check_no_blank_elements(p_values text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_no_blank_elements(p_values text[], p_field text) IS 'Refuses (22023 naming the element: field[i], counted from 0) a list of names holding a blank element (only whitespace of any kind, memsub._is_blank); NULL elements pass (memsub._check_no_null_elements refuses them), as does a NULL or empty array.';
+
 CREATE FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -10152,6 +10174,7 @@ begin
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
+    perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
     -- stored in their trimmed form.
@@ -10186,7 +10209,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023).';
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023); a blank entity is refused (22023 naming entities[i]), a blank tag left out.';
 
 CREATE FUNCTION memsub.summary_scope_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -10297,6 +10320,7 @@ begin
             memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
     perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
             memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
+    perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
     perform memsub._require_text(p_summary_text, 'summary_text');
@@ -10349,7 +10373,7 @@ $$;
 
 ALTER FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) IS 'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of visible shared packets (a private or cursor packet: 22023 naming source_packet_ids); packet_count and the coverage window (first and last packet time) are computed from them. created_at is the time of the call, later than every summary of the scope the caller sees: the last written is the newest, in one transaction too.';
+COMMENT ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) IS 'Records a consolidated summary of a scope (thread, agent, topic, time_period, project, task) over a set of visible shared packets (a private or cursor packet: 22023 naming source_packet_ids); packet_count and the coverage window (first and last packet time) are computed from them; a blank key entity is refused (22023 naming key_entities[i]). created_at is the time of the call, later than every summary of the scope the caller sees: the last written is the newest, in one transaction too.';
 
 CREATE FUNCTION memsub.task_outcomes() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -10553,6 +10577,15 @@ begin
     -- A type outside the vocabulary matches nothing: refused, as a blank or NULL one is.
     perform memsub._check_filter_values(p_reflection_types, 'reflection_types');
     perform memsub._check_one_of(t, memsub.reflection_types(), 'reflection_types') from unnest(p_reflection_types) t;
+    -- An empty list matches nothing as well: NULL is the filter that lets every type (or tag) through.
+    if cardinality(p_reflection_types) = 0 then
+        raise exception 'field "reflection_types" must name at least one type (NULL: every type)'
+            using errcode = '22023', column = 'reflection_types';
+    end if;
+    if p_require_tags and cardinality(p_tags) = 0 then
+        raise exception 'field "tags" must name at least one tag with require_tags (NULL: no tag filter)'
+            using errcode = '22023', column = 'tags';
+    end if;
     perform memsub._check_one_of(p_min_priority, v_priorities, 'min_priority');
     perform memsub._check_count(p_k, 'max_k', 'k');
     v_task_id := memsub._optional_text(p_task_id);
@@ -10602,7 +10635,7 @@ $$;
 
 ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. record_access logs each result and counts it.';
+COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused (22023; NULL filters nothing). record_access logs each result and counts it.';
 
 CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11839,7 +11872,9 @@ begin
     values (
         jsonb_build_object('state_version', v_version, 'entities', v_entities, 'relations', v_relations),
         v_version, (select count(*) from jsonb_object_keys(v_entities)), jsonb_array_length(v_relations),
-        v_expire_at, p_description, coalesce(p_created_by, memsub.current_user_id()::text, session_user),
+        v_expire_at, p_description,
+        -- who took it: a name, stored as every optional name is (a blank one counts as absent)
+        coalesce(memsub._optional_text(p_created_by), memsub.current_user_id()::text, session_user),
         v_tenant, memsub.current_org_id(), memsub.current_user_id())
     returning * into v_snapshot;
     return v_snapshot;
@@ -11848,7 +11883,7 @@ $$;
 
 ALTER FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations that hold now, each with its source_packet and ttl) at one state version, with entity and relation counts. A relation derived from expiring packets stays in the snapshot until purge_expired() purges them, which removes it (a direct SELECT shows it between its expiry and the purge); the entities are not derived from packets and stay.';
+COMMENT ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) IS 'Captures the tenant''s full world-model state (entities with their versions, and the knowledge-graph relations that hold now, each with its source_packet and ttl) at one state version, with entity and relation counts. A relation derived from expiring packets stays in the snapshot until purge_expired() purges them, which removes it (a direct SELECT shows it between its expiry and the purge); the entities are not derived from packets and stay. created_by is stored trimmed, each run of whitespace one space; NULL or blank: the context user, or the login without one.';
 
 CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::jsonb, p_session_id text DEFAULT NULL::text, p_parent_task_id bigint DEFAULT NULL::bigint) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
@@ -16740,6 +16775,8 @@ REVOKE ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) F
 GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_namespace_prefix(p_namespace_prefix text) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_no_blank_elements(p_values text[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_no_null_elements(p_values anyarray, p_field text) FROM PUBLIC;
 
