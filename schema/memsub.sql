@@ -12574,6 +12574,7 @@ declare
     v_confidence double precision := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_packet     memsub.packet_store;
     v_seen       timestamptz;
+    v_from       timestamptz;
     v_edge       memsub.entity_relationships;
     v_attempt    integer;
 begin
@@ -12585,6 +12586,12 @@ begin
     perform memsub._check_stored_time(p_seen_at, 'seen_at');
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_seen := coalesce(p_seen_at, v_packet."timestamp", now());
+    -- A packet's time is stated by its writer: a client stamps its envelope as it builds it, inside its block, so
+    -- after the transaction began (and ahead of it when its clock runs ahead). Such an observation opens the window
+    -- when the transaction began, so the graph reads (as of now() by default) find the edge in the same transaction
+    -- and in every later one; first_seen and last_seen keep the stated time. A seen_at given to this call opens it
+    -- where it says, a later one included.
+    v_from := coalesce(p_seen_at, least(v_packet."timestamp", now()), now());
     -- An expired window is gone for every reader: observing the edge again starts it afresh.
     perform memsub._drop_expired_edge(v_tenant, v_source_key, v_type, v_target_key);
     -- One statement: concurrent callers on one edge queue on its unique index entry and each adds exactly one.
@@ -12600,7 +12607,7 @@ begin
                 trace_id)
             values (
                 v_source, v_type, v_target, v_confidence, p_source_packet, 1, v_seen, v_seen,
-                tstzrange(greatest(v_seen, (select max(upper(h.valid_period)) from memsub.entity_relationships h
+                tstzrange(greatest(v_from, (select max(upper(h.valid_period)) from memsub.entity_relationships h
                                              where h.tenant_id = v_tenant and h.source_key = v_source_key
                                                and h.relationship_type = v_type and h.target_key = v_target_key)),
                           null, '[)'),
@@ -12628,7 +12635,7 @@ $$;
 
 ALTER FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation. Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. The window expires with the packets that observed it (the latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts afresh. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
+COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation (seen_at, else the source packet''s time, but no later than the transaction''s start, so the transaction reads it back). Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. The window expires with the packets that observed it (the latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts afresh. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
 
 CREATE FUNCTION memsub.vector_dimension() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
