@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +20,17 @@ if TYPE_CHECKING:
     from memsub.client import Substrate
 
 
-def _files(paths: tuple[Path, ...]) -> Iterator[Path]:
+def _files(paths: tuple[Path, ...], unlisted: list[OSError]) -> Iterator[Path]:
     """The files named, and the Markdown and text files under the directories named, in a stable order. A PDF
-    named on the command line is tried (and refused as that file's failure); one in a directory is left alone."""
+    named on the command line is tried (and refused as that file's failure); one in a directory is left alone.
+    A directory below a named one that cannot be listed is added to ``unlisted`` (links to directories are not
+    followed)."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*")
-                              if p.is_file() and p.suffix.lower() in documents.TEXT_SUFFIXES)
+            found: list[Path] = []
+            for folder, _, names in os.walk(path, onerror=unlisted.append):
+                found += [Path(folder, name) for name in names]
+            yield from sorted(p for p in found if p.is_file() and p.suffix.lower() in documents.TEXT_SUFFIXES)
         else:
             yield path
 
@@ -49,8 +54,13 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
     command then exits 1. Errors that concern every file (no privilege, no server) stop the run with their
     own exit code.
     """
-    files = list(_files(paths))
+    unlisted: list[OSError] = []
+    files = list(_files(paths, unlisted))
     counts = {"created": 0, "new_version": 0, "unchanged": 0, "failed": 0}
+    for error in unlisted:  # its files are not known, so none of them is ingested: the run fails
+        counts["failed"] += 1
+        _report({"path": _shown(str(error.filename)), "status": "failed",
+                 "error": f"cannot list the directory: {error.strerror}", "field": None}, as_json)
     embedder: Embedder | None = None
     with target.substrate() as substrate:
         if embedder_spec:

@@ -487,3 +487,28 @@ def test_an_ingest_reads_the_context_a_fixed_number_of_times_however_many_chunks
             assert linked == (count,)  # the second document's chunks found the first one's
             calls[count] = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     assert calls[12] == calls[2], calls
+
+
+def test_a_directory_the_run_cannot_list_is_reported_failed_and_the_rest_ingested(db, tmp_path, monkeypatch):
+    """A directory below a named one that cannot be listed (no permission: the tests run as root, whom chmod does
+    not stop, so the listing itself is made to fail) is one failed line naming it, and the exit is 1; the files
+    that can be read are ingested."""
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open" / "a.md").write_text("# A\n\nreadable\n", encoding="utf-8")
+    (tmp_path / "closed").mkdir()
+    (tmp_path / "closed" / "b.md").write_text("# B\n\nunreadable\n", encoding="utf-8")
+    listing = os.scandir
+
+    def refusing(path=".", *args, **kwargs):
+        if Path(path) == tmp_path / "closed":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    result = CliRunner().invoke(main, ["ingest", str(tmp_path), "--dsn", db.dsn("app"), "--tenant", str(TENANT_A)])
+    assert result.exit_code == exit_codes.CHECK_FAILED, result.output
+    failed = [line for line in result.stdout.splitlines() if ": failed: " in line]
+    assert failed == [f"{tmp_path / 'closed'}: failed: cannot list the directory: Permission denied"], result.output
+    assert "1 created, 0 new version(s), 0 unchanged, 1 failed" in result.output
+    stored = ground_truth(db, "select file_path from memsub.document_index")
+    assert [row["file_path"] for row in stored] == [str(tmp_path / "open" / "a.md")]
