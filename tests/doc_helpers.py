@@ -8,11 +8,13 @@ import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import click
 
 from memsub.client import Substrate, TenantSession
+from memsub.models import PacketEnvelopeIn, PacketWriteResult
 
 from helpers import TENANT_A
 
@@ -64,6 +66,13 @@ def tenant_session(dsn: str, tenant: uuid.UUID = TENANT_A, *, org: uuid.UUID | N
     with Substrate(dsn, max_size=1) as substrate, substrate.tenant(
             tenant, org_id=org, user_id=user, roles=roles, session_id=session) as memory:
         yield memory
+
+
+def write_expiring_edge(session: TenantSession, ttl: datetime) -> PacketWriteResult:
+    """A packet expiring at ``ttl`` and the edge L9 -[uses]-> Neo4j it observes (so the edge expires with it)."""
+    packet = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"t": 1}, ttl=ttl))
+    session.graph.upsert_relationship("L9", "uses", "Neo4j", source_packet=packet.packet_id)
+    return packet
 
 
 def vector_text(values: Sequence[float]) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memsub.client import Substrate
-from memsub.models import PacketEnvelopeIn
 
+from doc_helpers import write_expiring_edge
 from helpers import TENANT_A
 
 
@@ -16,8 +16,7 @@ def test_rows_carry_their_times(db):
     ttl = datetime.now(UTC) + timedelta(days=1)
     with Substrate(db.dsn("app")) as substrate:
         with substrate.tenant(TENANT_A) as session:
-            packet = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"t": 1}, ttl=ttl))
-            session.graph.upsert_relationship("L9", "uses", "Neo4j", source_packet=packet.packet_id)
+            packet = write_expiring_edge(session, ttl)
         with substrate.tenant(TENANT_A) as session:
             reflection = session.reflection.record("lesson", "cache the schema", tags=["cache"])
             session.reflection.retrieve(tags=["cache"], record_access=True)
