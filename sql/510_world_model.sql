@@ -259,7 +259,8 @@ begin
 end
 $$;
 comment on function memsub.world_model_state_at(uuid) is
-    'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities). '
+    'The world-model entities as they were when the snapshot was taken (entity_id, entity_type, attributes, '
+    'confidence and version of world_model_entities). '
     'NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
 
 call memsub._install_row_security('memsub.world_model_state', array[]::text[]);
