@@ -10635,7 +10635,7 @@ $$;
 
 ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused (22023; NULL filters nothing). record_access logs each result and counts it.';
+COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused (22023; NULL filters nothing). record_access logs each result and counts it; query_text is recorded with that log only, never matched.';
 
 CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12697,7 +12697,7 @@ $$;
 
 ALTER FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) IS 'The world-model entities as they were when the snapshot was taken (same columns as world_model_entities). NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
+COMMENT ON FUNCTION memsub.world_model_state_at(p_snapshot_id uuid) IS 'The world-model entities as they were when the snapshot was taken (entity_id, entity_type, attributes, confidence and version of world_model_entities). NULL snapshot_id: 23502; a snapshot that does not exist or is not visible: 23503.';
 
 CREATE FUNCTION memsub.world_model_state_version() RETURNS integer
     LANGUAGE sql STABLE
