@@ -29,7 +29,9 @@ begin
                                       'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
-            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_list_chars(p_entities, 'entities'),
+            memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
@@ -102,7 +104,13 @@ begin
             memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
-            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded'),
+            memsub._check_list_chars(p_what_worked, 'what_worked'),
+            memsub._check_list_chars(p_what_failed, 'what_failed'),
+            memsub._check_list_chars(p_false_constraints, 'false_constraints'),
+            memsub._check_list_chars(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_list_chars(p_lessons, 'lessons'),
+            memsub._check_list_chars(p_recommendations, 'recommendations');
     perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
             memsub._check_no_null_elements(p_what_failed, 'what_failed'),
             memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),

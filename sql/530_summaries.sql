@@ -34,7 +34,9 @@ begin
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
-            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions'),
+            memsub._check_list_chars(p_key_entities, 'key_entities'),
+            memsub._check_list_chars(p_key_decisions, 'key_decisions');
     perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
             memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
     perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
