@@ -1169,6 +1169,19 @@ ALTER FUNCTION memsub._check_limits_row() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_limits_row() IS 'Trigger of memsub.limits: refuses (22023) a row whose name is not a known limit (column name) or a timeout over PostgreSQL''s largest, 2147483647 ms (column value).';
 
+CREATE FUNCTION memsub._check_list_chars(p_values text[], p_field text) RETURNS void
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    -- A list of texts is held like one text argument: its texts together, so that max_array_items texts of
+    -- max_text_chars each are not a gigabyte in one call.
+    select memsub._check_limit((select sum(length(e)) from unnest(p_values) as e), 'max_text_chars', p_field)
+$$;
+
+ALTER FUNCTION memsub._check_list_chars(p_values text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_list_chars(p_values text[], p_field text) IS 'Refuses (54000 naming the field, as memsub._check_limit) a text array argument whose elements together pass the max_text_chars limit; NULL and empty arrays pass.';
+
 CREATE FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -10172,7 +10185,9 @@ begin
                                       'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
                                       'task_id', p_task_id),
             memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
-            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags');
+            memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
+            memsub._check_list_chars(p_entities, 'entities'),
+            memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
     perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
@@ -10317,7 +10332,9 @@ begin
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
             memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
-            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions');
+            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions'),
+            memsub._check_list_chars(p_key_entities, 'key_entities'),
+            memsub._check_list_chars(p_key_decisions, 'key_decisions');
     perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
             memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
     perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
@@ -10481,7 +10498,13 @@ begin
             memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
-            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded'),
+            memsub._check_list_chars(p_what_worked, 'what_worked'),
+            memsub._check_list_chars(p_what_failed, 'what_failed'),
+            memsub._check_list_chars(p_false_constraints, 'false_constraints'),
+            memsub._check_list_chars(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_list_chars(p_lessons, 'lessons'),
+            memsub._check_list_chars(p_recommendations, 'recommendations');
     perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
             memsub._check_no_null_elements(p_what_failed, 'what_failed'),
             memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),
@@ -16773,6 +16796,8 @@ GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fi
 GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_limits_row() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._check_list_chars(p_values text[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
