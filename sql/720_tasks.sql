@@ -15,6 +15,10 @@ as $$
 declare
     v_task memsub.tasks;
 begin
+    -- A NULL id is a missing argument, not a task that does not exist.
+    if p_task_id is null then
+        raise exception 'task_id is required' using errcode = '23502', column = 'task_id';
+    end if;
     if p_for_update then
         -- The task's session first (a key share, which its audit row's foreign key takes anyway), then the task:
         -- the order memsub.session_terminate takes them in, the session and then its open tasks. Locked the other
@@ -40,7 +44,7 @@ end
 $$;
 comment on function memsub._task_lookup(bigint, boolean, text) is
     'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its '
-    'session); raises p_errcode naming '
+    'session); raises 23502 naming task_id when the id is NULL and p_errcode naming '
     'task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 create or replace function memsub.task_create(

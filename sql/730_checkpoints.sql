@@ -81,6 +81,9 @@ declare
     v_checkpoint memsub.checkpoints;
     v_restored   boolean := false;
 begin
+    if p_checkpoint_id is null then
+        raise exception 'checkpoint_id is required' using errcode = '23502', column = 'checkpoint_id';
+    end if;
     select c.* into v_checkpoint from memsub.checkpoints c where c.tenant_id = v_tenant and c.id = p_checkpoint_id;
     if not found then
         raise exception 'checkpoint % does not exist or is not visible', p_checkpoint_id

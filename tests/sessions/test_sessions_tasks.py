@@ -263,3 +263,22 @@ def test_a_checkpoint_keeps_its_tasks_session_whoever_saves_it(db):
     assert saved == {"session_id": "s1", "session_state": None}
     assert ground_truth(db, "select session_id from memsub.audit where operation = 'checkpoint_save'") == [
         {"session_id": "s1"}]
+
+
+def test_a_missing_task_or_checkpoint_id_is_bad_input_not_an_unknown_one(db):
+    """NULL for the task or checkpoint acted on is a missing argument (23502 naming it), as a NULL session_id is,
+    not a task or checkpoint that does not exist (P0002 / 23503); nothing is written."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        for call, column in [
+            ("task_set_status(null, 'running')", "task_id"),
+            ("task_link_session(null, 's1')", "task_id"),
+            ("agent_spawn('a', null)", "task_id"),
+            ("checkpoint_save(null, '{}')", "task_id"),
+            ("checkpoint_restore(null)", "checkpoint_id"),
+        ]:
+            as_user(conn, ALICE, "s1")
+            expect_error(conn, "23502", column, f"select memsub.{call}")
+    assert ground_truth(db, "select count(*) as n from memsub.tasks") == [{"n": 0}]
+    assert ground_truth(db, "select count(*) as n from memsub.agents") == [{"n": 0}]
+    assert ground_truth(db, "select count(*) as n from memsub.checkpoints") == [{"n": 0}]
