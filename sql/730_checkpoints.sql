@@ -44,8 +44,9 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
             memsub._check_text_limits('label', p_label);
-    if p_state is null then
-        raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
+    -- JSON null is no state either: the checkpoint would restore to nothing (the client sends None as JSON null).
+    if p_state is null or jsonb_typeof(p_state) = 'null' then
+        raise exception 'checkpoint state is required: JSON null is no state' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
     v_task := memsub._task_lookup(p_task_id, true, '23503');
@@ -70,7 +71,8 @@ end
 $$;
 comment on function memsub.checkpoint_save(bigint, jsonb, text) is
     'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s '
-    'state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. Audited as checkpoint_save.';
+    'state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. The state is any JSON but '
+    'null (23502 naming state). Audited as checkpoint_save.';
 
 create or replace function memsub.checkpoint_restore(p_checkpoint_id uuid) returns memsub.checkpoints
 language plpgsql volatile security definer

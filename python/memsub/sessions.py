@@ -222,7 +222,8 @@ def agent_spawn(name: str, task_id: int, *, session_id: str | None = None,
 
 
 def checkpoint_save(task_id: int, state: Any, label: str | None = None) -> Call[Checkpoint]:
-    """Save a task's state, with its session's state (memsub.checkpoint_save)."""
+    """Save a task's state (any JSON but null: None raises InvalidInput naming ``state``), with its session's state
+    (memsub.checkpoint_save)."""
     return function("checkpoint_save", {"task_id": task_id, "state": Json(state), "label": label}, one(Checkpoint))
 
 

@@ -134,3 +134,15 @@ def test_update_memory_keeps_the_kind_and_metadata_it_read(db):
         2, {"days": 4}, "episodic", {"source": "chat"})
     assert (fresh.memory_type, fresh.metadata) == ("semantic", {})
     assert (typed.memory_type, typed.metadata) == ("semantic", {"source": "chat"})
+
+
+def test_a_checkpoint_state_of_none_is_refused_naming_it_and_saves_nothing(db):
+    """A checkpoint's state is the task state to resume from: JSON null (the client's None) is none, refused as a
+    missing state (23502 naming state) as SQL NULL is, not saved as a checkpoint that restores to nothing."""
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            task = session.sessions.task_create("job")
+        with pytest.raises(InvalidInput) as refused, substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            session.sessions.checkpoint_save(task.id, None)
+        assert refused.value.field == "state" and refused.value.sqlstate == "23502", refused.value
+    assert ground_truth(db, "select count(*) as n from memsub.checkpoints") == [{"n": 0}]
