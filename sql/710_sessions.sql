@@ -217,6 +217,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions;
+    v_state   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -228,14 +229,18 @@ begin
         raise exception 'event must be a JSON object'
             using errcode = '22023', column = 'event';
     end if;
+    v_state := v_session.state;
     if p_state_delta is not null then
         perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
+        -- The state the deltas add up to is bounded as one JSON argument is (the row is locked: it is current).
+        v_state := memsub._apply_state_delta(v_session.state, p_state_delta);
+        perform memsub._check_limit(pg_column_size(v_state), 'max_json_bytes', 'state_delta');
     end if;
     -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
     -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
     update memsub.sessions s
        set event_count = s.event_count + 1,
-           state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
+           state = v_state,
            updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
@@ -251,7 +256,8 @@ end
 $$;
 comment on function memsub.session_append_event(text, jsonb, jsonb) is
     'Appends an event (JSON object) to an active session and merges its state delta (JSON null removes a key), '
-    'atomically. Audited as session_event.';
+    'atomically; 54000 naming state_delta when the merged state would exceed max_json_bytes. Audited as '
+    'session_event.';
 
 create or replace function memsub.session_merge_state(p_session_id text, p_state_delta jsonb)
 returns memsub.sessions
@@ -260,6 +266,7 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_session memsub.sessions;
+    v_state   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -267,8 +274,11 @@ begin
     v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub._require_active_session(v_session);
     perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
+    -- The state the deltas add up to is bounded as one JSON argument is (the row is locked: it is current).
+    v_state := memsub._apply_state_delta(v_session.state, p_state_delta);
+    perform memsub._check_limit(pg_column_size(v_state), 'max_json_bytes', 'state_delta');
     update memsub.sessions s
-       set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
+       set state = v_state, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
     perform memsub._audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
@@ -278,7 +288,8 @@ begin
 end
 $$;
 comment on function memsub.session_merge_state(text, jsonb) is
-    'Merges a state delta into an active session''s state (JSON null removes a key). Audited as session_state.';
+    'Merges a state delta into an active session''s state (JSON null removes a key); 54000 naming state_delta when '
+    'the merged state would exceed max_json_bytes. Audited as session_state.';
 
 create or replace function memsub.session_end_turn(p_session_id text) returns memsub.sessions
 language plpgsql volatile security definer

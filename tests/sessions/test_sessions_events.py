@@ -108,3 +108,26 @@ def test_a_deleted_session_takes_its_events_with_it(db):
     deleted = ground_truth(db, "select details ->> 'events' as events from memsub.audit "
                                "where operation = 'session_delete'")
     assert deleted == [{"events": "2"}]
+
+
+def test_a_session_state_grows_no_larger_than_one_json_argument(db):
+    """Each delta is bounded by max_json_bytes, and so is the state they add up to: it is returned whole by every
+    write and copied into every checkpoint. A delta that would take it past the limit is refused (54000 naming
+    state_delta) and writes nothing; one that removes keys still goes through."""
+    chunk = "x" * 400_000
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        for n in (1, 2):
+            as_user(conn, ALICE, "s1")
+            one(conn, "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({f"temp:k{n}": chunk})])
+            conn.commit()
+        for call in ("session_merge_state('s1', %s::jsonb)", "session_append_event('s1', '{}', %s::jsonb)"):
+            as_user(conn, ALICE, "s1")
+            expect_error(conn, "54000", "state_delta", f"select memsub.{call}", [json.dumps({"temp:k3": chunk})])
+        as_user(conn, ALICE, "s1")
+        smaller = one(conn, "select state from memsub.session_merge_state('s1', '{\"temp:k1\": null}')")
+        conn.commit()
+        assert list(smaller["state"]) == ["temp:k2"]
+    assert ground_truth(db, "select event_count, state ? 'temp:k3' as k3 from memsub.sessions") == [
+        {"event_count": 0, "k3": False}
+    ]
