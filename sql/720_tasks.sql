@@ -59,16 +59,13 @@ as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_task   memsub.tasks;
+    v_type   text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
-    if p_type is null then
-        raise exception 'task type is required' using errcode = '23502', column = 'type';
-    end if;
-    if memsub._is_blank(p_type) then
-        raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
-    end if;
+    -- The type names the kind of task: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
+    v_type := memsub._require_text(p_type, 'type');
     if p_session_id is not null then
         perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
@@ -78,18 +75,19 @@ begin
             using errcode = '23503', column = 'parent_task_id';
     end if;
     insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type, coalesce(p_payload, '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
-        p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
+        p_details => jsonb_build_object('type', v_type, 'parent_task_id', p_parent_task_id));
     return v_task;
 end
 $$;
 comment on function memsub.task_create(text, jsonb, text, bigint) is
-    'Creates a pending task, optionally in an active session and under a parent task (23503 naming session_id or '
-    'parent_task_id when unknown). Audited as task_create.';
+    'Creates a pending task of a type (stored trimmed, each run of whitespace one space), optionally in an active '
+    'session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as '
+    'task_create.';
 
 create or replace function memsub.task_link_session(p_task_id bigint, p_session_id text) returns memsub.tasks
 language plpgsql volatile security definer
@@ -189,13 +187,13 @@ declare
     v_task    memsub.tasks;
     v_session text;
     v_agent   memsub.agents;
+    v_name    text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or memsub._is_blank(p_name) then
-        raise exception 'agent name is required' using errcode = '22023', column = 'name';
-    end if;
+    -- The name names the agent: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
+    v_name := memsub._require_text(p_name, 'name');
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
@@ -207,16 +205,17 @@ begin
         perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
     perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
-        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
+        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', v_name));
     return v_agent;
 end
 $$;
 comment on function memsub.agent_spawn(text, bigint, text, jsonb) is
-    'Spawns an agent for a task, in the given session or else the task''s session, which must be active (23503 '
+    'Spawns an agent (its name stored trimmed, each run of whitespace one space) for a task, in the given session '
+    'or else the task''s session, which must be active (23503 '
     'naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
 
 call memsub._install_row_security('memsub.tasks', array['org']);

@@ -40,10 +40,13 @@ declare
     v_task       memsub.tasks;
     v_session    memsub.sessions;
     v_checkpoint memsub.checkpoints;
+    v_label      text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
             memsub._check_text_limits('label', p_label);
+    -- The label names the checkpoint: stored trimmed, each run of whitespace one space; a blank one is no label.
+    v_label := memsub._optional_text(p_label);
     -- JSON null is no state either: the checkpoint would restore to nothing (the client sends None as JSON null).
     if p_state is null or jsonb_typeof(p_state) = 'null' then
         raise exception 'checkpoint state is required: JSON null is no state' using errcode = '23502', column = 'state';
@@ -60,19 +63,20 @@ begin
                                          session_state)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_task.session_id,
             memsub._checkpoint_next_sequence(p_task_id),
-            p_label, p_state, v_session.state)
+            v_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub._audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
-                                        'label', p_label));
+                                        'label', v_label));
     return v_checkpoint;
 end
 $$;
 comment on function memsub.checkpoint_save(bigint, jsonb, text) is
     'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s '
     'state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. The state is any JSON but '
-    'null (23502 naming state). Audited as checkpoint_save.';
+    'null (23502 naming state); the label is stored trimmed, each run of whitespace one space, a blank one as NULL. '
+    'Audited as checkpoint_save.';
 
 create or replace function memsub.checkpoint_restore(p_checkpoint_id uuid) returns memsub.checkpoints
 language plpgsql volatile security definer

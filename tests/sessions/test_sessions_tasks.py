@@ -282,3 +282,25 @@ def test_a_missing_task_or_checkpoint_id_is_bad_input_not_an_unknown_one(db):
     assert ground_truth(db, "select count(*) as n from memsub.tasks") == [{"n": 0}]
     assert ground_truth(db, "select count(*) as n from memsub.agents") == [{"n": 0}]
     assert ground_truth(db, "select count(*) as n from memsub.checkpoints") == [{"n": 0}]
+
+
+def test_a_task_type_agent_name_and_checkpoint_label_are_stored_in_their_matching_form(db):
+    """Text that names something is stored trimmed, each run of whitespace one space (docs/errors.md), so a task
+    type or an agent name typed with stray whitespace is the same name when read back or filtered on; a blank
+    optional label is no label, and a missing agent name is a missing field (23502)."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id, type from memsub.task_create(e'  design \\t doc\\n')")
+        agent = one(conn, "select name from memsub.agent_spawn(e' val  idator ', %s)", [task["id"]])
+        labelled = one(conn, "select label from memsub.checkpoint_save(%s, '{}', e' first \\n step ')", [task["id"]])
+        blank = one(conn, "select label from memsub.checkpoint_save(%s, '{}', e' \\t ')", [task["id"]])
+        conn.commit()
+        assert (task["type"], agent["name"], labelled["label"], blank["label"]) == (
+            "design doc", "val idator", "first step", None)
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "23502", "name", "select memsub.agent_spawn(null, %s)", [task["id"]])
+    assert ground_truth(db, "select type from memsub.tasks") == [{"type": "design doc"}]
+    assert ground_truth(db, "select name from memsub.agents") == [{"name": "val idator"}]
+    assert ground_truth(db, "select label from memsub.checkpoints order by sequence") == [
+        {"label": "first step"}, {"label": None}]
