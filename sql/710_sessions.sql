@@ -282,7 +282,7 @@ begin
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
     perform memsub._audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
-        p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
+        p_details => jsonb_build_object('state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
 end

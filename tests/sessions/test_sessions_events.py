@@ -131,3 +131,17 @@ def test_a_session_state_grows_no_larger_than_one_json_argument(db):
     assert ground_truth(db, "select event_count, state ? 'temp:k3' as k3 from memsub.sessions") == [
         {"event_count": 0, "k3": False}
     ]
+
+
+def test_an_empty_state_delta_is_audited_as_no_keys(db):
+    """The audit row of a merge lists the keys it changed: an empty delta changed none, an empty list as an append
+    records it, not JSON null."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        one(conn, "select memsub.session_merge_state('s1', '{}')")
+        one(conn, "select memsub.session_append_event('s1', '{}', '{}')")
+        conn.commit()
+    audited = ground_truth(db, "select operation, details->'state_keys' as keys from memsub.audit "
+                               "where operation in ('session_state', 'session_event') order by id")
+    assert audited == [{"operation": "session_state", "keys": []}, {"operation": "session_event", "keys": []}]
