@@ -5211,6 +5211,10 @@ CREATE FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_er
 declare
     v_task memsub.tasks;
 begin
+    -- A NULL id is a missing argument, not a task that does not exist.
+    if p_task_id is null then
+        raise exception 'task_id is required' using errcode = '23502', column = 'task_id';
+    end if;
     if p_for_update then
         -- The task's session first (a key share, which its audit row's foreign key takes anyway), then the task:
         -- the order memsub.session_terminate takes them in, the session and then its open tasks. Locked the other
@@ -5237,7 +5241,7 @@ $$;
 
 ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its session); raises p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
+COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its session); raises 23502 naming task_id when the id is NULL and p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
 CREATE FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) RETURNS uuid[]
     LANGUAGE sql STABLE
@@ -5947,13 +5951,13 @@ declare
     v_task    memsub.tasks;
     v_session text;
     v_agent   memsub.agents;
+    v_name    text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
-    if p_name is null or memsub._is_blank(p_name) then
-        raise exception 'agent name is required' using errcode = '22023', column = 'name';
-    end if;
+    -- The name names the agent: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
+    v_name := memsub._require_text(p_name, 'name');
     if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
@@ -5965,18 +5969,18 @@ begin
         perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_name, v_session, p_task_id, p_metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id, p_metadata)
     returning a.* into v_agent;
     perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
-        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', p_name));
+        p_agent_id => v_agent.id, p_details => jsonb_build_object('name', v_name));
     return v_agent;
 end
 $$;
 
 ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent for a task, in the given session or else the task''s session, which must be active (23503 naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
+COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent (its name stored trimmed, each run of whitespace one space) for a task, in the given session or else the task''s session, which must be active (23503 naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
 
 CREATE TABLE memsub.world_model_updates (
     update_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -6432,6 +6436,9 @@ declare
     v_checkpoint memsub.checkpoints;
     v_restored   boolean := false;
 begin
+    if p_checkpoint_id is null then
+        raise exception 'checkpoint_id is required' using errcode = '23502', column = 'checkpoint_id';
+    end if;
     select c.* into v_checkpoint from memsub.checkpoints c where c.tenant_id = v_tenant and c.id = p_checkpoint_id;
     if not found then
         raise exception 'checkpoint % does not exist or is not visible', p_checkpoint_id
@@ -6464,12 +6471,16 @@ declare
     v_task       memsub.tasks;
     v_session    memsub.sessions;
     v_checkpoint memsub.checkpoints;
+    v_label      text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_limit(pg_column_size(p_state), 'max_json_bytes', 'state'),
             memsub._check_text_limits('label', p_label);
-    if p_state is null then
-        raise exception 'checkpoint state is required' using errcode = '23502', column = 'state';
+    -- The label names the checkpoint: stored trimmed, each run of whitespace one space; a blank one is no label.
+    v_label := memsub._optional_text(p_label);
+    -- JSON null is no state either: the checkpoint would restore to nothing (the client sends None as JSON null).
+    if p_state is null or jsonb_typeof(p_state) = 'null' then
+        raise exception 'checkpoint state is required: JSON null is no state' using errcode = '23502', column = 'state';
     end if;
     -- Locking the task serializes the checkpoints of one task, so sequences are dense.
     v_task := memsub._task_lookup(p_task_id, true, '23503');
@@ -6483,19 +6494,19 @@ begin
                                          session_state)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_task_id, v_task.session_id,
             memsub._checkpoint_next_sequence(p_task_id),
-            p_label, p_state, v_session.state)
+            v_label, p_state, v_session.state)
     returning c.* into v_checkpoint;
     perform memsub._audit_record('checkpoint_save', p_session_id => v_checkpoint.session_id, p_task_id => p_task_id,
         p_tenant_id => v_checkpoint.tenant_id,
         p_details => jsonb_build_object('checkpoint_id', v_checkpoint.id, 'sequence', v_checkpoint.sequence,
-                                        'label', p_label));
+                                        'label', v_label));
     return v_checkpoint;
 end
 $$;
 
 ALTER FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. Audited as checkpoint_save.';
+COMMENT ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_label text) IS 'Saves a checkpoint of a task, linked to the task''s session: the given state plus a copy of that session''s state (NULL when the caller cannot read the session), numbered 1, 2, ... per task. The state is any JSON but null (23502 naming state); the label is stored trimmed, each run of whitespace one space, a blank one as NULL. Audited as checkpoint_save.';
 
 CREATE FUNCTION memsub.graph_node_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -10901,6 +10912,7 @@ CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_
     AS $$
 declare
     v_session memsub.sessions;
+    v_state   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -10912,14 +10924,18 @@ begin
         raise exception 'event must be a JSON object'
             using errcode = '22023', column = 'event';
     end if;
+    v_state := v_session.state;
     if p_state_delta is not null then
         perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
+        -- The state the deltas add up to is bounded as one JSON argument is (the row is locked: it is current).
+        v_state := memsub._apply_state_delta(v_session.state, p_state_delta);
+        perform memsub._check_limit(pg_column_size(v_state), 'max_json_bytes', 'state_delta');
     end if;
     -- The event is a row of its own: an append writes it and counts it, and rewrites nothing of the history.
     -- The session's row is locked (_session_lookup above), so the count gives each event its own position.
     update memsub.sessions s
        set event_count = s.event_count + 1,
-           state = memsub._apply_state_delta(s.state, coalesce(p_state_delta, '{}')),
+           state = v_state,
            updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
@@ -10936,7 +10952,7 @@ $$;
 
 ALTER FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) IS 'Appends an event (JSON object) to an active session and merges its state delta (JSON null removes a key), atomically. Audited as session_event.';
+COMMENT ON FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb) IS 'Appends an event (JSON object) to an active session and merges its state delta (JSON null removes a key), atomically; 54000 naming state_delta when the merged state would exceed max_json_bytes. Audited as session_event.';
 
 CREATE FUNCTION memsub.session_create(p_session_id text DEFAULT NULL::text, p_project_id text DEFAULT NULL::text, p_app_name text DEFAULT NULL::text, p_state jsonb DEFAULT '{}'::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11110,6 +11126,7 @@ CREATE FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta json
     AS $$
 declare
     v_session memsub.sessions;
+    v_state   jsonb;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('session_id', p_session_id),
@@ -11117,12 +11134,15 @@ begin
     v_session := memsub._session_lookup(p_session_id, 'no key update');
     perform memsub._require_active_session(v_session);
     perform memsub._check_state_delta(v_session, p_state_delta, 'state_delta');
+    -- The state the deltas add up to is bounded as one JSON argument is (the row is locked: it is current).
+    v_state := memsub._apply_state_delta(v_session.state, p_state_delta);
+    perform memsub._check_limit(pg_column_size(v_state), 'max_json_bytes', 'state_delta');
     update memsub.sessions s
-       set state = memsub._apply_state_delta(s.state, p_state_delta), updated_at = now()
+       set state = v_state, updated_at = now()
      where s.tenant_id = v_session.tenant_id and s.id = v_session.id
     returning s.* into v_session;
     perform memsub._audit_record('session_state', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
-        p_details => jsonb_build_object('state_keys', (select jsonb_agg(k order by k)
+        p_details => jsonb_build_object('state_keys', (select coalesce(jsonb_agg(k order by k), '[]')
                                                          from jsonb_object_keys(p_state_delta) k)));
     return v_session;
 end
@@ -11130,7 +11150,7 @@ $$;
 
 ALTER FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) IS 'Merges a state delta into an active session''s state (JSON null removes a key). Audited as session_state.';
+COMMENT ON FUNCTION memsub.session_merge_state(p_session_id text, p_state_delta jsonb) IS 'Merges a state delta into an active session''s state (JSON null removes a key); 54000 naming state_delta when the merged state would exceed max_json_bytes. Audited as session_state.';
 
 CREATE FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text DEFAULT 'semantic'::text, p_cancel_open_tasks boolean DEFAULT false) RETURNS TABLE(session_id text, status text, terminated_at timestamp with time zone, migrated_keys integer)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11915,16 +11935,13 @@ CREATE FUNCTION memsub.task_create(p_type text, p_payload jsonb DEFAULT '{}'::js
 declare
     v_tenant uuid := memsub._require_tenant_id();
     v_task   memsub.tasks;
+    v_type   text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
             memsub._check_limit(pg_column_size(p_payload), 'max_json_bytes', 'payload');
-    if p_type is null then
-        raise exception 'task type is required' using errcode = '23502', column = 'type';
-    end if;
-    if memsub._is_blank(p_type) then
-        raise exception 'task type must not be blank' using errcode = '22023', column = 'type';
-    end if;
+    -- The type names the kind of task: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
+    v_type := memsub._require_text(p_type, 'type');
     if p_session_id is not null then
         perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
@@ -11934,19 +11951,19 @@ begin
             using errcode = '23503', column = 'parent_task_id';
     end if;
     insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_type, coalesce(p_payload, '{}'),
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type, coalesce(p_payload, '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
         p_tenant_id => v_task.tenant_id,
-        p_details => jsonb_build_object('type', p_type, 'parent_task_id', p_parent_task_id));
+        p_details => jsonb_build_object('type', v_type, 'parent_task_id', p_parent_task_id));
     return v_task;
 end
 $$;
 
 ALTER FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) IS 'Creates a pending task, optionally in an active session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as task_create.';
+COMMENT ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) IS 'Creates a pending task of a type (stored trimmed, each run of whitespace one space), optionally in an active session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as task_create.';
 
 CREATE FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
