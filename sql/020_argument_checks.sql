@@ -117,6 +117,23 @@ comment on function memsub._check_no_blank_elements(text[], text) is
     'whitespace of any kind, memsub._is_blank); NULL elements pass (memsub._check_no_null_elements refuses them), '
     'as does a NULL or empty array.';
 
+create or replace function memsub._check_text_list(p_values text[], p_field text) returns void
+language sql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    -- Every list of texts a writer stores is held to the same three rules: at most max_array_items elements, at
+    -- most max_text_chars characters together (both 54000), and no NULL element (22023). One call for a list,
+    -- so that a writer's new list argument cannot get one of them and miss another.
+    select memsub._check_limit(cardinality(p_values), 'max_array_items', p_field),
+           memsub._check_list_chars(p_values, p_field),
+           memsub._check_no_null_elements(p_values, p_field)
+$$;
+comment on function memsub._check_text_list(text[], text) is
+    'Refuses a list of texts a writer stores when it holds more than max_array_items elements or more than '
+    'max_text_chars characters together (54000 naming the field, memsub._check_limit and '
+    'memsub._check_list_chars), or a NULL element (22023 naming field[i], memsub._check_no_null_elements). A NULL '
+    'or empty array passes.';
+
 create or replace function memsub._check_time_range(p_since timestamptz, p_until timestamptz) returns void
 language plpgsql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

@@ -28,11 +28,10 @@ begin
     perform memsub._check_text_limits('reflection_type', p_reflection_type, 'content', p_content,
                                       'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
                                       'task_id', p_task_id),
-            memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
+            memsub._check_text_list(p_entities, 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_list_chars(p_entities, 'entities'),
             memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
-    perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
+    perform memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
@@ -96,28 +95,16 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('task_id', p_task_id, 'outcome', p_outcome,
                                       'task_description', p_task_description),
-            memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
-            memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
-            memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
-            memsub._check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
-            memsub._check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
-            memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
+            memsub._check_text_list(p_what_worked, 'what_worked'),
+            memsub._check_text_list(p_what_failed, 'what_failed'),
+            memsub._check_text_list(p_false_constraints, 'false_constraints'),
+            memsub._check_text_list(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_text_list(p_lessons, 'lessons'),
+            memsub._check_text_list(p_recommendations, 'recommendations'),
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
-            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded'),
-            memsub._check_list_chars(p_what_worked, 'what_worked'),
-            memsub._check_list_chars(p_what_failed, 'what_failed'),
-            memsub._check_list_chars(p_false_constraints, 'false_constraints'),
-            memsub._check_list_chars(p_helpful_patterns, 'helpful_patterns'),
-            memsub._check_list_chars(p_lessons, 'lessons'),
-            memsub._check_list_chars(p_recommendations, 'recommendations');
-    perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
-            memsub._check_no_null_elements(p_what_failed, 'what_failed'),
-            memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),
-            memsub._check_no_null_elements(p_helpful_patterns, 'helpful_patterns'),
-            memsub._check_no_null_elements(p_lessons, 'lessons'),
-            memsub._check_no_null_elements(p_recommendations, 'recommendations'),
-            memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
     perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then

@@ -33,12 +33,8 @@ begin
                                       'summary_text', p_summary_text),
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
-            memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
-            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions'),
-            memsub._check_list_chars(p_key_entities, 'key_entities'),
-            memsub._check_list_chars(p_key_decisions, 'key_decisions');
-    perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
-            memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
+            memsub._check_text_list(p_key_entities, 'key_entities'),
+            memsub._check_text_list(p_key_decisions, 'key_decisions');
     perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
