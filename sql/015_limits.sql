@@ -117,18 +117,6 @@ comment on function memsub._check_limit(bigint, text, text) is
     '(detail: limit=NAME value=MAX actual=N); returns the value otherwise. NULL passes, and so does a value of 1 or '
     'less (every limit is at least 1), without reading the limit.';
 
-create or replace function memsub._check_list_chars(p_values text[], p_field text) returns void
-language sql stable security invoker parallel safe
-set search_path = pg_catalog, memsub, pg_temp
-as $$
-    -- A list of texts is held like one text argument: its texts together, so that max_array_items texts of
-    -- max_text_chars each are not a gigabyte in one call.
-    select memsub._check_limit((select sum(length(e)) from unnest(p_values) as e), 'max_text_chars', p_field)
-$$;
-comment on function memsub._check_list_chars(text[], text) is
-    'Refuses (54000 naming the field, as memsub._check_limit) a text array argument whose elements together pass '
-    'the max_text_chars limit; NULL and empty arrays pass.';
-
 create or replace function memsub._check_limits(p_values bigint[], p_limit text, p_fields text[]) returns void
 language plpgsql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp

@@ -122,17 +122,17 @@ language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     -- Every list of texts a writer stores is held to the same three rules: at most max_array_items elements, at
-    -- most max_text_chars characters together (both 54000), and no NULL element (22023). One call for a list,
-    -- so that a writer's new list argument cannot get one of them and miss another.
+    -- most max_text_chars characters together (both 54000; together, like one text argument, so that
+    -- max_array_items texts of max_text_chars each are not a gigabyte in one call), and no NULL element (22023).
+    -- One call for a list, so that a writer's new list argument cannot get one of them and miss another.
     select memsub._check_limit(cardinality(p_values), 'max_array_items', p_field),
-           memsub._check_list_chars(p_values, p_field),
+           memsub._check_limit((select sum(length(e)) from unnest(p_values) as e), 'max_text_chars', p_field),
            memsub._check_no_null_elements(p_values, p_field)
 $$;
 comment on function memsub._check_text_list(text[], text) is
     'Refuses a list of texts a writer stores when it holds more than max_array_items elements or more than '
-    'max_text_chars characters together (54000 naming the field, memsub._check_limit and '
-    'memsub._check_list_chars), or a NULL element (22023 naming field[i], memsub._check_no_null_elements). A NULL '
-    'or empty array passes.';
+    'max_text_chars characters together (54000 naming the field, memsub._check_limit), or a NULL element (22023 '
+    'naming field[i], memsub._check_no_null_elements). A NULL or empty array passes.';
 
 create or replace function memsub._check_time_range(p_since timestamptz, p_until timestamptz) returns void
 language plpgsql immutable security invoker parallel safe

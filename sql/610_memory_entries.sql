@@ -242,7 +242,8 @@ comment on function memsub._store_memory_version(text, text, jsonb, text, jsonb,
     'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with '
     'p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when '
     'p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is '
-    'last-write-wins (session termination): a version committed concurrently becomes the one before it. Under '
+    'last-write-wins (session termination): a version committed concurrently becomes the one before it (under READ '
+    'COMMITTED; at the snapshot levels PostgreSQL''s own 40001 stands). Under '
     'REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale '
     'is refused as a stale write too (40001 naming expected_version; current_version is the first version the '
     'snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
