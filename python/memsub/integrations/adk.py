@@ -74,7 +74,6 @@ class _Pooled:
                  prepare_threshold: int | None = DEFAULT_PREPARE_THRESHOLD) -> None:
         self.pool = pool
         self.context = context
-        self._dsn = dsn
         self._options = None if dsn is None else pool_options(dsn, prepare_threshold=prepare_threshold)
 
     async def _pool(self) -> Any:
@@ -91,7 +90,7 @@ class _Pooled:
 
     async def close(self) -> None:
         """Close the pool (only one this service opened from a DSN)."""
-        if self.pool is not None and self._dsn is not None:
+        if self.pool is not None and self._options is not None:
             await self.pool.close()
             self.pool = None
 
