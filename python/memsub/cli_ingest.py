@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 def _files(paths: tuple[Path, ...], unlisted: list[OSError]) -> Iterator[Path]:
     """The files named, and the Markdown and text files under the directories named, in a stable order. A PDF
     named on the command line is tried (and refused as that file's failure); one in a directory is left alone.
-    A directory below a named one that cannot be listed is added to ``unlisted`` (links to directories are not
-    followed)."""
+    A directory named, or below one named, that cannot be listed is added to ``unlisted`` (links to directories
+    are not followed)."""
     for path in paths:
         if path.is_dir():
             found: list[Path] = []
