@@ -170,6 +170,22 @@ def _json_safe(value: Any, path: str) -> Any:
                         "null)")
 
 
+def strings_with_places(value: Any, place: str) -> Iterator[tuple[str, str]]:
+    """Each string and key of a parsed JSON value with its place (``place.note``, ``place[1].tags[0]``; a key is
+    placed at its object), depth first in the value's order. A loop over a stack, not a recursion, so a value nests
+    as deep as json.loads allows."""
+    pending: list[tuple[Any, str]] = [(value, place)]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, str):
+            yield item, path
+        elif isinstance(item, dict):
+            yield from ((key, path) for key in item)
+            pending.extend((item[key], f"{path}.{key}" if path else str(key)) for key in reversed(item))
+        elif isinstance(item, list):
+            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
+
+
 def checked_text(value: str, field_name: str, nul_sqlstate: str = "22021") -> str:
     """``value`` when PostgreSQL can hold it; LocalValidationError naming the field otherwise: for an unpaired
     surrogate (22021, as PostgreSQL names text that is not valid in its encoding), which a JSON ``\\ud800`` escape

@@ -287,19 +287,10 @@ def json_strings(value: Any, field: str) -> None:
     """422 naming the path (``value.note``, ``envelopes[1].tags[0]``) of the first string or key of a parsed JSON
     value that PostgreSQL cannot hold: an unpaired surrogate (which JSON's ``\\ud800`` escape puts in a string and
     which has no UTF-8 form) or a NUL. Nothing else is judged: the value is not what is sent (see json_value),
-    so a number no double holds, such as 1e400, is left for jsonb, which holds it. A loop over a stack, not a
-    recursion, so a value nests as deep as json.loads allows."""
-    pending: list[tuple[Any, str]] = [(value, field)]
-    while pending:
-        item, path = pending.pop()
-        if isinstance(item, str):
-            unicode_checked(json_string, item, path)
-        elif isinstance(item, dict):
-            for key in item:
-                unicode_checked(json_string, key, path)
-            pending.extend((item[key], f"{path}.{key}") for key in reversed(item))
-        elif isinstance(item, list):
-            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
+    so a number no double holds, such as 1e400, is left for jsonb, which holds it
+    (:func:`memsub._calls.strings_with_places` walks it as deep as json.loads nests it)."""
+    for text, path in _calls.strings_with_places(value, field):
+        unicode_checked(json_string, text, path)
 
 
 def json_value(value: Any, field: str) -> None:

@@ -34,7 +34,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memsub._calls import NotJson, json_text
+from memsub._calls import NotJson, json_text, strings_with_places
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
 from memsub.errors import ConfigurationError, ContextError, InvalidInput, MemsubError
@@ -699,20 +699,8 @@ SDK_JSON_DEPTH = 200
 def _unpaired_surrogate(value: Any) -> str | None:
     """The place (``params.arguments.tags[1]``) of the first string or key of a parsed message that holds an
     unpaired surrogate (which JSON's ``\\ud800`` escape spells and which has no UTF-8 form), or None."""
-    pending: list[tuple[Any, str]] = [(value, "")]
-    while pending:
-        item, path = pending.pop()
-        if isinstance(item, str):
-            if not item.isascii() and any("\ud800" <= char <= "\udfff" for char in item):
-                return path or "message"
-        elif isinstance(item, dict):
-            for key in item:
-                if _unpaired_surrogate(key) is not None:
-                    return path or "message"
-            pending.extend((item[key], f"{path}.{key}" if path else str(key)) for key in reversed(item))
-        elif isinstance(item, list):
-            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
-    return None
+    return next((path or "message" for text, path in strings_with_places(value, "")
+                 if not text.isascii() and any("\ud800" <= char <= "\udfff" for char in text)), None)
 
 
 def _depth(value: Any) -> int:
