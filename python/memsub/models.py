@@ -7,10 +7,10 @@ the obvious mistakes. Rows are decoded by column name, never by position.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal, Self, overload
+from typing import Annotated, Any, Literal, Self, overload
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from memsub.errors import LocalValidationError
 
@@ -117,6 +117,11 @@ def as_utc(value: datetime | None) -> datetime | None:
     return value if value is None or value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+UtcTime = Annotated[datetime, AfterValidator(as_utc)]
+"""A time a table stores as a timestamp without time zone holding UTC (packet_store.ttl, the world model's times):
+returned aware, in UTC, like every timestamptz the client reads."""
+
+
 def parse_time(text: str) -> datetime:
     """An ISO 8601 time (``Z``, an offset, or none: UTC, :func:`as_utc`); ValueError when it is not one."""
     return as_utc(datetime.fromisoformat(text))
@@ -164,7 +169,7 @@ class PacketStoreRow(BaseModel):
     thread_id: UUID | None
     parent_ids: list[UUID]
     tags: list[str]
-    ttl: datetime | None
+    ttl: UtcTime | None
     scope: Scope
     importance_score: float
     access_count: int
@@ -181,12 +186,6 @@ class PacketStoreRow(BaseModel):
     trace_id: str | None
     write_seq: int
     """Write order; the cursor of :meth:`memsub.client.TenantSession.thread`."""
-
-    @field_validator("ttl")
-    @classmethod
-    def _ttl_is_utc(cls, value: datetime | None) -> datetime | None:
-        """packet_store.ttl is a timestamp without time zone holding UTC: returned aware, like ``timestamp``."""
-        return as_utc(value)
 
     @property
     def payload(self) -> Any:

@@ -8,14 +8,13 @@ snapshot holds. Both sessions expose it as ``session.world_model``::
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel
 
 from memsub._calls import Area, Call, Json, SessionT, function, json_or_none, method, one, rows, scalar
-from memsub.models import TenantRow, as_utc
+from memsub.models import TenantRow, UtcTime
 
 
 class WorldModelUpdate(TenantRow):
@@ -25,15 +24,9 @@ class WorldModelUpdate(TenantRow):
     entities: list[Any]
     content: dict[str, Any]
     confidence: float
-    applied_at: datetime
+    applied_at: UtcTime
     state_version_before: int
     state_version_after: int
-
-    @field_validator("applied_at")
-    @classmethod
-    def _applied_at_is_utc(cls, value: datetime) -> datetime:
-        """Stored as a timestamp without time zone holding UTC: returned aware, like every other time."""
-        return as_utc(value)
 
 
 class WorldModelSnapshot(TenantRow):
@@ -42,17 +35,11 @@ class WorldModelSnapshot(TenantRow):
     state_version: int
     entity_count: int
     relation_count: int
-    relations_expire_at: datetime | None
+    relations_expire_at: UtcTime | None
     """The earliest expiry among the snapshot's relations (UTC; NULL: none expires)."""
     description: str | None
     created_by: str | None
-    created_at: datetime
-
-    @field_validator("created_at", "relations_expire_at")
-    @classmethod
-    def _times_are_utc(cls, value: datetime | None) -> datetime | None:
-        """Stored as timestamps without time zone holding UTC: returned aware, like every other time."""
-        return as_utc(value)
+    created_at: UtcTime
 
 
 class WorldModelEntity(BaseModel):
