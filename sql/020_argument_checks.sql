@@ -448,9 +448,7 @@ declare
     expected integer := memsub.vector_dimension();
 begin
     if p_value is not null and vector_dims(p_value) <> expected then
-        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-            p_field, expected, vector_dims(p_value)
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_wrong_dimension(p_field, vector_dims(p_value));
     end if;
     -- pgvector computes a cosine distance from norms summed in single precision: a zero vector, or one whose
     -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
@@ -464,6 +462,23 @@ $$;
 comment on function memsub._check_vector(vector, text) is
     'Returns the vector when it is NULL or has the installation''s dimension and a usable norm (not a zero vector, '
     'squares representable in single precision); raises 22023 naming the field otherwise.';
+
+-- The refusal of a vector whose length is not the installation's dimension, for every door that takes a vector of
+-- it: _check_vector, and _json_vector and _float_array_vector for more numbers than pgvector's vector holds (16000),
+-- which pgvector itself refuses with 54000 naming no field. Called only on the failing branch.
+create or replace function memsub._refuse_wrong_dimension(p_field text, p_dims integer) returns void
+language plpgsql stable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+        p_field, memsub.vector_dimension(), p_dims
+        using errcode = '22023', column = p_field;
+end
+$$;
+comment on function memsub._refuse_wrong_dimension(text, integer) is
+    'Internal: raises 22023 naming p_field for a vector of p_dims numbers where the installation''s '
+    'vector_dimension is required.';
 
 -- The refusal of a vector without a cosine distance, for every door that takes a vector: _check_vector (the
 -- installation's dimension) and the LangGraph store and ADK memory doors (vectors of any dimension), which find
@@ -581,9 +596,7 @@ begin
         -- More numbers than pgvector's vector holds (16000): a wrong length like any other, not 54000 without a
         -- field.
         when program_limit_exceeded then
-            raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-                            p_field, memsub.vector_dimension(), jsonb_array_length(p_value)
-                using errcode = '22023', column = p_field;
+            perform memsub._refuse_wrong_dimension(p_field, jsonb_array_length(p_value));
     end;
     return memsub._check_vector(v_vector, p_field);
 end
@@ -631,9 +644,7 @@ begin
     end if;
     -- The length first: pgvector refuses more than 16000 numbers with 54000 and no field.
     if cardinality(p_value) <> memsub.vector_dimension() then
-        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-                        p_field, memsub.vector_dimension(), cardinality(p_value)
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_wrong_dimension(p_field, cardinality(p_value));
     end if;
     return memsub._check_vector(p_value::vector, p_field);
 end

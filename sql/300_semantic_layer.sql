@@ -272,7 +272,7 @@ grant select on memsub.semantic_memory, memsub.memory_embeddings to memsub_app, 
 grant execute on function
     memsub._embedding_partition(uuid), memsub._walk_ef_search(integer, double precision),
     memsub._check_one_of(text, text[], text), memsub._check_vector(vector, text), memsub._check_unit(double precision, text),
-    memsub._refuse_vector_without_norm(text, text),
+    memsub._refuse_vector_without_norm(text, text), memsub._refuse_wrong_dimension(text, integer),
     memsub._require_text(text, text),
     memsub._check_finite(double precision, text), memsub._check_finite_time(timestamptz, text),
     memsub._check_finite_interval(interval, text), memsub._json_vector(jsonb, text)
