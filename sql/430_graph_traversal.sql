@@ -67,6 +67,9 @@ declare
     v_read      bigint;  -- edges the last level read
     v_take      bigint;  -- edges each of the level's searches reads, at most
     v_enough    boolean;  -- whether the searches read every edge the level's rows can come from
+    -- What a walk refused over max_walk_edges is told to ask for instead (memsub._check_walk_edges, both checks).
+    v_advice    constant text := 'ask for fewer hops, a smaller limit, fewer relationship_types or a higher '
+                                 'min_confidence';
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -189,9 +192,7 @@ begin
                        e.relationship_type, e.confidence, e.relationship_id, e.ordered
                   from edges e left join resolved n on n.name = e.far_name
                  where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
-                                                'memsub.traverse_graph', p_max_depth, 'max_depth',
-                                                'ask for fewer hops, a smaller limit, fewer relationship_types or '
-                                                'a higher min_confidence')),
+                                                'memsub.traverse_graph', p_max_depth, 'max_depth', v_advice)),
             -- Whether each search read enough, for each entity of the last level with its key: a search that
             -- stopped short of v_take read all its edges; otherwise the rows it read must hold v_left entities not
             -- reached yet (the boundary: the first step to the v_left-th of them, in the search's order), and
@@ -298,9 +299,7 @@ begin
                     limit v_left) c;
             -- With the tail's edges (memsub._check_walk_edges).
             perform memsub._check_walk_edges(v_walked + v_read, v_max_edges, 'memsub.traverse_graph', p_max_depth,
-                                             'max_depth',
-                                             'ask for fewer hops, a smaller limit, fewer relationship_types or a '
-                                             'higher min_confidence');
+                                             'max_depth', v_advice);
             exit when v_enough;
             v_take := 2 * v_take;
         end loop;
