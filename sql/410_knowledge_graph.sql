@@ -78,9 +78,9 @@ comment on function memsub._resolve_entities(text[]) is
     'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context '
     'tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, '
     'otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name '
-    'and the aliases that stand for it, or the name alone): an alias that is another entity''s name, or that an '
-    'entity first by name claims too, stands for that entity. Edge lookups compare source_key / target_key to '
-    'them.';
+    'and the aliases that stand for it, or the name alone; each form once, as alias_keys holds it): an alias that '
+    'is another entity''s name, or that an entity first by name claims too, stands for that entity. Edge lookups '
+    'compare source_key / target_key to them.';
 alter function memsub._resolve_entities(text[]) owner to memsub_retrieval_owner;
 
 create or replace function memsub._resolve_entity(p_name text) returns text
@@ -113,8 +113,8 @@ end
 $$;
 comment on function memsub._entity_keys(text) is
     'The matching forms under which edges name the entity a name stands for (memsub._resolve_entities of one '
-    'name): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key '
-    '/ target_key to them.';
+    'name), each once: its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare '
+    'source_key / target_key to them, one search per form.';
 alter function memsub._entity_keys(text) owner to memsub_retrieval_owner;
 
 create or replace function memsub.upsert_relationship(

@@ -424,7 +424,6 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
     perform memsub._check_text_limits('entity', p_entity);
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
-    frontier := array(select distinct k from unnest(frontier) as k);  -- one search per form
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;

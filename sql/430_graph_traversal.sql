@@ -355,7 +355,6 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);  -- alone: in a statement, planning would call it once more
-    v_keys := array(select distinct k from unnest(v_keys) as k);  -- one search per form
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
