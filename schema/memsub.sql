@@ -1169,19 +1169,6 @@ ALTER FUNCTION memsub._check_limits_row() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._check_limits_row() IS 'Trigger of memsub.limits: refuses (22023) a row whose name is not a known limit (column name) or a timeout over PostgreSQL''s largest, 2147483647 ms (column value).';
 
-CREATE FUNCTION memsub._check_list_chars(p_values text[], p_field text) RETURNS void
-    LANGUAGE sql STABLE PARALLEL SAFE
-    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
-    -- A list of texts is held like one text argument: its texts together, so that max_array_items texts of
-    -- max_text_chars each are not a gigabyte in one call.
-    select memsub._check_limit((select sum(length(e)) from unnest(p_values) as e), 'max_text_chars', p_field)
-$$;
-
-ALTER FUNCTION memsub._check_list_chars(p_values text[], p_field text) OWNER TO memsub_owner;
-
-COMMENT ON FUNCTION memsub._check_list_chars(p_values text[], p_field text) IS 'Refuses (54000 naming the field, as memsub._check_limit) a text array argument whose elements together pass the max_text_chars limit; NULL and empty arrays pass.';
-
 CREATE FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) RETURNS void
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -1537,6 +1524,23 @@ ALTER FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) OWNER TO 
 
 COMMENT ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) IS 'Checks text arguments, given as field name and value pairs, against max_text_chars in order: the first over the limit raises what memsub._check_limit raises for it (54000 naming the field); NULL values pass. Returns the greatest length (NULL when every value is NULL).';
 
+CREATE FUNCTION memsub._check_text_list(p_values text[], p_field text) RETURNS void
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    -- Every list of texts a writer stores is held to the same three rules: at most max_array_items elements, at
+    -- most max_text_chars characters together (both 54000; together, like one text argument, so that
+    -- max_array_items texts of max_text_chars each are not a gigabyte in one call), and no NULL element (22023).
+    -- One call for a list, so that a writer's new list argument cannot get one of them and miss another.
+    select memsub._check_limit(cardinality(p_values), 'max_array_items', p_field),
+           memsub._check_limit((select sum(length(e)) from unnest(p_values) as e), 'max_text_chars', p_field),
+           memsub._check_no_null_elements(p_values, p_field)
+$$;
+
+ALTER FUNCTION memsub._check_text_list(p_values text[], p_field text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._check_text_list(p_values text[], p_field text) IS 'Refuses a list of texts a writer stores when it holds more than max_array_items elements or more than max_text_chars characters together (54000 naming the field, memsub._check_limit), or a NULL element (22023 naming field[i], memsub._check_no_null_elements). A NULL or empty array passes.';
+
 CREATE FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -1578,9 +1582,7 @@ declare
     expected integer := memsub.vector_dimension();
 begin
     if p_value is not null and vector_dims(p_value) <> expected then
-        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-            p_field, expected, vector_dims(p_value)
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_wrong_dimension(p_field, vector_dims(p_value));
     end if;
     -- pgvector computes a cosine distance from norms summed in single precision: a zero vector, or one whose
     -- squares underflow or overflow single precision, has NaN distances. A vector's distance to itself is NaN
@@ -2095,7 +2097,7 @@ $$;
 
 ALTER FUNCTION memsub._entity_keys(p_name text) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entities of one name): its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them.';
+COMMENT ON FUNCTION memsub._entity_keys(p_name text) IS 'The matching forms under which edges name the entity a name stands for (memsub._resolve_entities of one name), each once: its name and its aliases, or the name alone when it is no Entity node. Edge lookups compare source_key / target_key to them, one search per form.';
 
 CREATE FUNCTION memsub._entity_name_words(p_entity_id text, p_aliases text[]) RETURNS tsvector
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -2563,9 +2565,7 @@ begin
     end if;
     -- The length first: pgvector refuses more than 16000 numbers with 54000 and no field.
     if cardinality(p_value) <> memsub.vector_dimension() then
-        raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-                        p_field, memsub.vector_dimension(), cardinality(p_value)
-            using errcode = '22023', column = p_field;
+        perform memsub._refuse_wrong_dimension(p_field, cardinality(p_value));
     end if;
     return memsub._check_vector(p_value::vector, p_field);
 end
@@ -2872,9 +2872,7 @@ begin
         -- More numbers than pgvector's vector holds (16000): a wrong length like any other, not 54000 without a
         -- field.
         when program_limit_exceeded then
-            raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
-                            p_field, memsub.vector_dimension(), jsonb_array_length(p_value)
-                using errcode = '22023', column = p_field;
+            perform memsub._refuse_wrong_dimension(p_field, jsonb_array_length(p_value));
     end;
     return memsub._check_vector(v_vector, p_field);
 end
@@ -4338,6 +4336,21 @@ ALTER FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) O
 
 COMMENT ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) IS 'Internal: raises 22023 naming p_field (its message prefixed by p_caller when given) for a vector whose cosine distance to itself is NaN: a zero vector, or one whose squares under- or overflow single precision.';
 
+CREATE FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    raise exception 'field "%" must have % dimensions (this installation''s vector_dimension), not %',
+        p_field, memsub.vector_dimension(), p_dims
+        using errcode = '22023', column = p_field;
+end
+$$;
+
+ALTER FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) IS 'Internal: raises 22023 naming p_field for a vector of p_dims numbers where the installation''s vector_dimension is required.';
+
 CREATE FUNCTION memsub._require_active_session(p_session memsub.sessions) RETURNS void
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -4614,7 +4627,7 @@ $$;
 
 ALTER FUNCTION memsub._resolve_entities(p_names text[]) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._resolve_entities(p_names text[]) IS 'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name and the aliases that stand for it, or the name alone): an alias that is another entity''s name, or that an entity first by name claims too, stands for that entity. Edge lookups compare source_key / target_key to them.';
+COMMENT ON FUNCTION memsub._resolve_entities(p_names text[]) IS 'The graph entity each name stands for, each name once (NULL names left out): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first, otherwise the name itself, trimmed; and keys, the matching forms under which edges name that entity (its name and the aliases that stand for it, or the name alone; each form once, as alias_keys holds it): an alias that is another entity''s name, or that an entity first by name claims too, stands for that entity. Edge lookups compare source_key / target_key to them.';
 
 CREATE FUNCTION memsub._resolve_entity(p_name text) RETURNS text
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -5044,7 +5057,7 @@ $$;
 
 ALTER FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it. Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
+COMMENT ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it (under READ COMMITTED; at the snapshot levels PostgreSQL''s own 40001 stands). Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
 
 CREATE FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
@@ -7457,7 +7470,6 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('entity', p_entity);
     v_keys := memsub._entity_keys(v_entity);  -- alone: in a statement, planning would call it once more
-    v_keys := array(select distinct k from unnest(v_keys) as k);  -- one search per form
     perform memsub._check_unit(p_min_confidence, 'min_confidence');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     -- The other ends of the edges read are resolved in one call (memsub._resolve_entities), not one per row.
@@ -7955,7 +7967,6 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read.
     perform memsub._check_text_limits('entity', p_entity);
     frontier := memsub._entity_keys(memsub._require_text(p_entity, 'entity'));
-    frontier := array(select distinct k from unnest(frontier) as k);  -- one search per form
     perform memsub._check_count(p_max_depth, 'max_depth', 'max_depth');
     perform memsub._check_count(p_limit, 'max_rows', 'limit');
     v_left := p_limit;
@@ -10195,11 +10206,10 @@ begin
     perform memsub._check_text_limits('reflection_type', p_reflection_type, 'content', p_content,
                                       'context', p_context, 'priority', p_priority, 'source_agent', p_source_agent,
                                       'task_id', p_task_id),
-            memsub._check_limit(cardinality(p_entities), 'max_array_items', 'entities'),
+            memsub._check_text_list(p_entities, 'entities'),
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
-            memsub._check_list_chars(p_entities, 'entities'),
             memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
-    perform memsub._check_no_null_elements(p_entities, 'entities'), memsub._check_no_null_elements(p_tags, 'tags');
+    perform memsub._check_no_null_elements(p_tags, 'tags');
     perform memsub._check_no_blank_elements(p_entities, 'entities');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
@@ -10342,12 +10352,8 @@ begin
                                       'summary_text', p_summary_text),
             memsub._check_limit(cardinality(p_source_packet_ids), 'max_array_items', 'source_packet_ids'),
             memsub._check_limit(pg_column_size(p_key_facts), 'max_json_bytes', 'key_facts'),
-            memsub._check_limit(cardinality(p_key_entities), 'max_array_items', 'key_entities'),
-            memsub._check_limit(cardinality(p_key_decisions), 'max_array_items', 'key_decisions'),
-            memsub._check_list_chars(p_key_entities, 'key_entities'),
-            memsub._check_list_chars(p_key_decisions, 'key_decisions');
-    perform memsub._check_no_null_elements(p_key_entities, 'key_entities'),
-            memsub._check_no_null_elements(p_key_decisions, 'key_decisions');
+            memsub._check_text_list(p_key_entities, 'key_entities'),
+            memsub._check_text_list(p_key_decisions, 'key_decisions');
     perform memsub._check_no_blank_elements(p_key_entities, 'key_entities');
     perform memsub._check_one_of(p_scope_type, memsub.summary_scope_types(), 'scope_type');
     v_scope := memsub._require_text(p_scope_value, 'scope_value');
@@ -10501,28 +10507,16 @@ begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('task_id', p_task_id, 'outcome', p_outcome,
                                       'task_description', p_task_description),
-            memsub._check_limit(cardinality(p_what_worked), 'max_array_items', 'what_worked'),
-            memsub._check_limit(cardinality(p_what_failed), 'max_array_items', 'what_failed'),
-            memsub._check_limit(cardinality(p_false_constraints), 'max_array_items', 'false_constraints'),
-            memsub._check_limit(cardinality(p_helpful_patterns), 'max_array_items', 'helpful_patterns'),
-            memsub._check_limit(cardinality(p_lessons), 'max_array_items', 'lessons'),
-            memsub._check_limit(cardinality(p_recommendations), 'max_array_items', 'recommendations'),
+            memsub._check_text_list(p_what_worked, 'what_worked'),
+            memsub._check_text_list(p_what_failed, 'what_failed'),
+            memsub._check_text_list(p_false_constraints, 'false_constraints'),
+            memsub._check_text_list(p_helpful_patterns, 'helpful_patterns'),
+            memsub._check_text_list(p_lessons, 'lessons'),
+            memsub._check_text_list(p_recommendations, 'recommendations'),
             memsub._check_limit(cardinality(p_related_decisions), 'max_array_items', 'related_decisions'),
             memsub._check_limit(pg_column_size(p_metrics_improved), 'max_json_bytes', 'metrics_improved'),
-            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded'),
-            memsub._check_list_chars(p_what_worked, 'what_worked'),
-            memsub._check_list_chars(p_what_failed, 'what_failed'),
-            memsub._check_list_chars(p_false_constraints, 'false_constraints'),
-            memsub._check_list_chars(p_helpful_patterns, 'helpful_patterns'),
-            memsub._check_list_chars(p_lessons, 'lessons'),
-            memsub._check_list_chars(p_recommendations, 'recommendations');
-    perform memsub._check_no_null_elements(p_what_worked, 'what_worked'),
-            memsub._check_no_null_elements(p_what_failed, 'what_failed'),
-            memsub._check_no_null_elements(p_false_constraints, 'false_constraints'),
-            memsub._check_no_null_elements(p_helpful_patterns, 'helpful_patterns'),
-            memsub._check_no_null_elements(p_lessons, 'lessons'),
-            memsub._check_no_null_elements(p_recommendations, 'recommendations'),
-            memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
+            memsub._check_limit(pg_column_size(p_metrics_degraded), 'max_json_bytes', 'metrics_degraded');
+    perform memsub._check_no_null_elements(p_related_decisions, 'related_decisions');
     perform memsub._check_one_of(p_outcome, memsub.task_outcomes(), 'outcome');
     perform memsub._check_finite(p_execution_time_ms, 'execution_time_ms');
     if p_execution_time_ms < 0 then
@@ -12140,6 +12134,9 @@ declare
     v_read      bigint;  -- edges the last level read
     v_take      bigint;  -- edges each of the level's searches reads, at most
     v_enough    boolean;  -- whether the searches read every edge the level's rows can come from
+    -- What a walk refused over max_walk_edges is told to ask for instead (memsub._check_walk_edges, both checks).
+    v_advice    constant text := 'ask for fewer hops, a smaller limit, fewer relationship_types or a higher '
+                                 'min_confidence';
 begin
     perform memsub._check_finite_time(p_as_of, 'as_of');
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -12262,9 +12259,7 @@ begin
                        e.relationship_type, e.confidence, e.relationship_id, e.ordered
                   from edges e left join resolved n on n.name = e.far_name
                  where memsub._check_walk_edges(v_walked + (select count(*) from edges), v_max_edges,
-                                                'memsub.traverse_graph', p_max_depth, 'max_depth',
-                                                'ask for fewer hops, a smaller limit, fewer relationship_types or '
-                                                'a higher min_confidence')),
+                                                'memsub.traverse_graph', p_max_depth, 'max_depth', v_advice)),
             -- Whether each search read enough, for each entity of the last level with its key: a search that
             -- stopped short of v_take read all its edges; otherwise the rows it read must hold v_left entities not
             -- reached yet (the boundary: the first step to the v_left-th of them, in the search's order), and
@@ -12371,9 +12366,7 @@ begin
                     limit v_left) c;
             -- With the tail's edges (memsub._check_walk_edges).
             perform memsub._check_walk_edges(v_walked + v_read, v_max_edges, 'memsub.traverse_graph', p_max_depth,
-                                             'max_depth',
-                                             'ask for fewer hops, a smaller limit, fewer relationship_types or a '
-                                             'higher min_confidence');
+                                             'max_depth', v_advice);
             exit when v_enough;
             v_take := 2 * v_take;
         end loop;
@@ -16814,8 +16807,6 @@ GRANT ALL ON FUNCTION memsub._check_limits(p_values bigint[], p_limit text, p_fi
 
 REVOKE ALL ON FUNCTION memsub._check_limits_row() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION memsub._check_list_chars(p_values text[], p_field text) FROM PUBLIC;
-
 REVOKE ALL ON FUNCTION memsub._check_login_without_binding(p_login name, p_tenant_id uuid, p_org_id uuid) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_memory_address(p_namespace text, p_key text) FROM PUBLIC;
@@ -16855,6 +16846,8 @@ REVOKE ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) F
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._check_text_limits(VARIADIC p_name_value text[]) TO memsub_retrieval_owner;
+
+REVOKE ALL ON FUNCTION memsub._check_text_list(p_values text[], p_field text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._check_time_range(p_since timestamp with time zone, p_until timestamp with time zone) TO memsub_app;
@@ -17121,6 +17114,10 @@ GRANT ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) TO
 REVOKE ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._require_active_session(p_session memsub.sessions) FROM PUBLIC;
 
