@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
-from helpers import after_commit
+from helpers import Background, after_commit
 from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, one, remember_short_term, rows
 
 
@@ -246,6 +247,17 @@ def test_a_key_whose_consolidation_is_over_a_limit_is_reported_and_the_others_do
         {"key": "big", "version": 2, "marked": 0}, {"key": "small", "version": 3, "marked": 2}]
 
 
+Call = tuple[psycopg.Connection[Any], Callable[[], Any]]
+
+
+def _one_then_the_other(db: Any, first: Call, second: Call) -> tuple[Any, Background]:
+    """Runs the first call, its transaction left open, then the second until it waits for a row the first holds;
+    commits the first and returns its result and the finished second call."""
+    (holder, held), (conn, work) = first, second
+    result = held()
+    return result, after_commit(db, holder, conn, work)
+
+
 def _touched_and_consolidated(db: Any, touch_first: bool) -> list[dict[str, Any]]:
     """An access (memory_touch) of a key's live version and a consolidation of the key, one holding its row while
     the other starts; returns the key's versions as stored."""
@@ -259,12 +271,10 @@ def _touched_and_consolidated(db: Any, touch_first: bool) -> list[dict[str, Any]
     with db.connect("app") as toucher, db.connect("tenant_admin") as consolidator:
         as_user(toucher, ALICE)
         admin(consolidator)
-        if touch_first:
-            one(toucher, touch, [ns])
-            second = after_commit(db, toucher, consolidator, lambda: rows(consolidator, consolidate))
-        else:
-            rows(consolidator, consolidate)
-            second = after_commit(db, consolidator, toucher, lambda: one(toucher, touch, [ns]))
+        touching = (toucher, lambda: one(toucher, touch, [ns]))
+        consolidating = (consolidator, lambda: rows(consolidator, consolidate))
+        _, second = _one_then_the_other(db, *((touching, consolidating) if touch_first
+                                             else (consolidating, touching)))
     assert second.error is None, second.error
     return ground_truth(db, "select version, decay_weight > 1 as accessed from memsub.memory_entries "
                             "where key = 'tea' order by version")
@@ -299,14 +309,14 @@ def _promoted_and_consolidated(db: Any, promote_first: bool) -> tuple[list[dict[
     with db.connect("tenant_admin") as promoter, db.connect("tenant_admin") as consolidator:
         admin(promoter)
         admin(consolidator)
-        if promote_first:
-            report = rows(promoter, promote)
-            second = after_commit(db, promoter, consolidator, lambda: rows(consolidator, consolidate))
-        else:
-            rows(consolidator, consolidate)
-            second = after_commit(db, consolidator, promoter, lambda: rows(promoter, promote))
+        promoting = (promoter, lambda: rows(promoter, promote))
+        consolidating = (consolidator, lambda: rows(consolidator, consolidate))
+        first, second = _one_then_the_other(db, *((promoting, consolidating) if promote_first
+                                                  else (consolidating, promoting)))
     assert second.error is None, second.error
-    if not promote_first:
+    if promote_first:
+        report = first
+    else:
         assert isinstance(second.result, list)
         report = second.result
     return report, ground_truth(db, "select version, short_term, promoted_at is not null as promoted "
