@@ -92,6 +92,16 @@ def write(conn: psycopg.Connection[Any], envelope: dict[str, Any]) -> dict[str, 
     return row
 
 
+def committed_note(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID, user: uuid.UUID) -> Any:
+    """Writes and commits a note as ``user`` of ``org`` in ``tenant`` (a packet a summary can cite) and sets the
+    context again for the next transaction; returns the packet's id."""
+    set_context(conn, tenant, org, user)
+    packet = write(conn, {"packet_type": "note", "payload": {"text": "the planner chose a seq scan"}})["packet_id"]
+    conn.commit()
+    set_context(conn, tenant, org, user)
+    return packet
+
+
 def table_reads(conn: psycopg.Connection[Any], table: str) -> int:
     """The tuples and pages of ``table`` the current transaction has read so far (its ``pg_stat_get_xact_*``
     counters: tuples fetched and returned, blocks hit and fetched). A test of what a call costs takes the

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from helpers import expect_error, set_context, table_state, write
+from helpers import committed_note, expect_error, set_context, table_state
 
 LONG = "x" * 600_000  # two of them pass max_text_chars (1 MiB) together, one does not
 
@@ -37,11 +37,9 @@ def test_an_oversized_list_is_refused_naming_it_and_nothing_is_written(db, field
 def test_summary_lists_are_bounded_too(db):
     tenant, org, user = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     with db.connect("app") as app, db.connect() as judge:
-        set_context(app, tenant, org, user)
-        packet = write(app, {"packet_type": "note", "payload": {"text": "the planner chose a seq scan"}})["packet_id"]
-        app.commit()
+        packet = committed_note(app, tenant, org, user)
         for field in ("key_entities", "key_decisions"):
-            set_context(app, tenant, org, user)
+            set_context(app, tenant, org, user)  # the refusal before rolled back the context
             before = table_state(judge)
             expect_error(app, "54000", field,
                          f"select memsub.record_summary('agent', 'planner', 'it scanned', array[%s]::uuid[], "

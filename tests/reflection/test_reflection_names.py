@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from helpers import expect_error, set_context, table_state, write
+from helpers import committed_note, expect_error, set_context, table_state
 
 
 def test_a_blank_entity_of_a_reflection_is_refused_naming_the_element(db):
@@ -23,10 +23,7 @@ def test_a_blank_entity_of_a_reflection_is_refused_naming_the_element(db):
 def test_a_blank_key_entity_of_a_summary_is_refused_naming_the_element(db):
     tenant, org, user = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     with db.connect("app") as app, db.connect() as judge:
-        set_context(app, tenant, org, user)
-        packet = write(app, {"packet_type": "note", "payload": {"text": "the planner chose a seq scan"}})["packet_id"]
-        app.commit()
-        set_context(app, tenant, org, user)
+        packet = committed_note(app, tenant, org, user)
         before = table_state(judge)
         error = expect_error(app, "22023", "key_entities[0]",
                              "select memsub.record_summary('agent', 'planner', 'it scanned', array[%s]::uuid[], "
