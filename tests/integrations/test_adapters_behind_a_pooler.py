@@ -9,16 +9,15 @@ before any connection is attempted. Every adapter acts as the ordinary app login
 from __future__ import annotations
 
 import asyncio
-import operator
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 from google.adk.events import Event, EventActions
 from google.genai import types
-from langgraph.graph import END, START, StateGraph
 
+from langgraph_helpers import thinking_graph
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ConfigurationError
 from memsub.integrations.adk import MemsubMemoryService, MemsubSessionService
@@ -56,25 +55,13 @@ def nothing_held(found: list[dict[str, Any]]) -> bool:
     return bool(found) and all(held(state) == NOTHING_HELD for state in found)
 
 
-class Steps(TypedDict):
-    steps: Annotated[list[str], operator.add]
-
-
-def graph(saver: Any) -> Any:
-    builder = StateGraph(Steps)
-    builder.add_node("think", lambda state: {"steps": [f"think-{len(state['steps'])}"]})
-    builder.add_edge(START, "think")
-    builder.add_edge("think", END)
-    return builder.compile(checkpointer=saver)
-
-
 def embed(texts: list[str]) -> list[list[float]]:
     return HashingEmbedder(DIMS).embed(texts)
 
 
 def saver_states(dsn: str, **options: Any) -> list[dict[str, Any]]:
     with MemsubSaver.from_dsn(dsn, tenant_id=uuid.uuid4(), **options) as saver:
-        compiled = graph(saver)
+        compiled = thinking_graph(saver)
         config = {"configurable": {"thread_id": "t-1"}}
         for _ in range(RUNS):
             compiled.invoke({"steps": []}, config)
@@ -91,7 +78,7 @@ def test_the_async_checkpoint_saver_with_prepare_threshold_none_prepares_nothing
     async def scenario() -> list[dict[str, Any]]:
         saver = await AsyncMemsubSaver.from_dsn(db.dsn("app"), tenant_id=uuid.uuid4(), prepare_threshold=None)
         try:
-            compiled = graph(saver)
+            compiled = thinking_graph(saver)
             for _ in range(RUNS):
                 await compiled.ainvoke({"steps": []}, {"configurable": {"thread_id": "t-1"}})
             return await async_states(saver.pool)

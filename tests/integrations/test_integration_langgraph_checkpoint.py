@@ -8,7 +8,6 @@ is what keeps two tenants' threads apart.
 from __future__ import annotations
 
 import asyncio
-import operator
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypedDict, cast
@@ -20,6 +19,7 @@ from langgraph.checkpoint.base import CheckpointMetadata, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.graph import END, START, StateGraph
 
+from langgraph_helpers import thinking_graph
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.langgraph_checkpoint import AsyncMemsubSaver, MemsubSaver
@@ -49,24 +49,12 @@ def test_async_saver_passes_langgraph_conformance_suite(db: Any) -> None:
     assert passed > 50
 
 
-class Counter(TypedDict):
-    steps: Annotated[list[str], operator.add]
-
-
-def _graph(saver: MemsubSaver) -> Any:
-    builder = StateGraph(Counter)
-    builder.add_node("think", lambda state: {"steps": [f"think-{len(state['steps'])}"]})
-    builder.add_edge(START, "think")
-    builder.add_edge("think", END)
-    return builder.compile(checkpointer=saver)
-
-
 def test_sync_saver_keeps_graph_state_per_thread_and_tenant(db: Any) -> None:
     tenant_a, tenant_b = uuid.uuid4(), uuid.uuid4()
     pool = sync_pool(db.dsn("app"))
     try:
-        graph_a = _graph(MemsubSaver(pool, TenantContext(tenant_a)))
-        graph_b = _graph(MemsubSaver(pool, TenantContext(tenant_b)))
+        graph_a = thinking_graph(MemsubSaver(pool, TenantContext(tenant_a)))
+        graph_b = thinking_graph(MemsubSaver(pool, TenantContext(tenant_b)))
         thread = {"configurable": {"thread_id": "conversation-1"}}
         graph_a.invoke({"steps": ["start"]}, thread)
         state = graph_a.invoke({"steps": ["again"]}, thread)
@@ -89,7 +77,7 @@ def test_checkpoint_rows_obey_row_level_security(db: Any) -> None:
     tenant_a, tenant_b = uuid.uuid4(), uuid.uuid4()
     pool = sync_pool(db.dsn("app"))
     try:
-        _graph(MemsubSaver(pool, TenantContext(tenant_a))).invoke(
+        thinking_graph(MemsubSaver(pool, TenantContext(tenant_a))).invoke(
             {"steps": []}, {"configurable": {"thread_id": "t"}})
     finally:
         pool.close()
