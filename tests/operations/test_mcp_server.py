@@ -681,14 +681,19 @@ def test_a_stdio_line_the_sdk_cannot_read_is_answered_not_dropped(db):
     finally:
         assert process.stdin is not None
         process.stdin.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _ended(process)
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
         assert conn.execute("select count(*) from memsub.memory_entries").fetchone() == (0,)
+
+
+def _ended(process: subprocess.Popen[str]) -> None:
+    """Waits for a server asked to stop (stdin closed, or terminated); kills it if it has not ended in 10 s."""
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _free_port() -> int:
@@ -727,11 +732,7 @@ def test_streamable_http_round_trip(db):
         _run(scenario)
     finally:
         process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _ended(process)
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.packet_store where tenant_id = %s",
                             [tenant]).fetchone() == (1,)
