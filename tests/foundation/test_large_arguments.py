@@ -18,7 +18,7 @@ from memsub.client import Substrate
 from memsub.errors import ConnectionFailed, LimitExceeded
 from memsub.models import PacketEnvelopeIn
 
-from helpers import TENANT_A
+from helpers import TENANT_A, terminate_backend
 
 # Over max_envelope_bytes (1 MiB), and larger than a socket's buffers (a few hundred KiB to a few MiB).
 LARGE = 8 * 1024 * 1024
@@ -37,8 +37,7 @@ def ended_after(db: Any, pid: int, seconds: float = DEADLINE) -> Iterator[None]:
 
     def watch() -> None:
         if not done.wait(seconds):
-            with db.connect(autocommit=True) as admin:
-                admin.execute("select pg_terminate_backend(%s)", [pid])
+            terminate_backend(db, pid)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
