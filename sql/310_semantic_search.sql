@@ -58,18 +58,29 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
     -- One comparison per argument on the common path; the checks (which name the field) only for a bad value.
-    if p_distance in ('NaN', 'Infinity', '-Infinity') or p_importance in ('NaN', 'Infinity', '-Infinity')
-       or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
-       or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
-       or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
+    -- The weights follow hybrid_search's rule (memsub._check_weight: finite, from 0 to 1e100; a negative one
+    -- turned a good match into a bad one), and the distance and importance are finite and at most 1e100 in size:
+    -- inputs near 1e308 overflowed the score (22003 naming nothing). Each product then stays below 1e201.
+    if (p_similarity_weight >= 0 and p_similarity_weight <= 1e100) is not true
+       or (p_importance_weight >= 0 and p_importance_weight <= 1e100) is not true
+       or (p_recency_weight >= 0 and p_recency_weight <= 1e100) is not true
+       or abs(p_distance) > 1e100 or abs(p_importance) > 1e100
        or not isfinite(p_last_active) or p_half_life is null or not isfinite(p_half_life)
        or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
-                memsub._check_finite(p_similarity_weight, 'similarity_weight'),
-                memsub._check_finite(p_importance_weight, 'importance_weight'),
-                memsub._check_finite(p_recency_weight, 'recency_weight'),
+                memsub._check_weight(p_similarity_weight, 'similarity_weight'),
+                memsub._check_weight(p_importance_weight, 'importance_weight'),
+                memsub._check_weight(p_recency_weight, 'recency_weight'),
                 memsub._check_half_life(p_half_life);
+        if abs(p_distance) > 1e100 then
+            raise exception 'field "distance" must be a finite number from -1e100 to 1e100, not %', p_distance
+                using errcode = '22023', column = 'distance';
+        end if;
+        if abs(p_importance) > 1e100 then
+            raise exception 'field "importance" must be a finite number from -1e100 to 1e100, not %', p_importance
+                using errcode = '22023', column = 'importance';
+        end if;
     end if;
     -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
     -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
@@ -85,7 +96,9 @@ $$;
 comment on function memsub.combined_score(double precision, double precision, timestamptz, double precision, double precision, double precision, interval) is
     'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance '
     '+ 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 '
-    'half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life).';
+    'half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life); so '
+    'is a weight that is NULL or not from 0 to 1e100, as hybrid_search''s, and a distance or importance that is '
+    'not finite or beyond 1e100 in size (22023 naming it).';
 
 create or replace function memsub._record_accesses(
     p_target_type    text,

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from helpers import expect_error
+
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 # Functions that compute a score per row read, and must not do it in numeric.
@@ -79,3 +81,34 @@ def test_memory_strength_halves_per_half_life(db, weight: float, since_access: t
     idle = since_creation if since_access is None else since_access
     expected = weight * 0.5 ** (max(0.0, idle.total_seconds()) / half_life.total_seconds())
     assert math.isclose(row[0], expected, rel_tol=1e-12)
+
+
+COMBINED_WEIGHTS = ("similarity_weight", "importance_weight", "recency_weight")
+
+
+def test_combined_score_holds_its_weights_to_0_to_1e100_and_its_inputs_to_1e100(db):
+    """combined_score's weights follow hybrid_search's rule (finite, from 0 to 1e100, 22023 naming the weight):
+    a negative weight turned a good match into a bad one, and inputs near 1e308 overflowed the score (22003,
+    "value out of range: overflow", naming nothing). The distance and importance are finite and at most 1e100 in
+    size, so every product stays below 1e201. At the bounds the score is still the formula's."""
+    with db.connect("app") as conn:
+        now = conn.execute("select now()").fetchone()
+        assert now is not None
+        row = conn.execute("select memsub.combined_score(-1e100, 1e100, %s, 1e100, 1e100, 1e100)",
+                           [now[0]]).fetchone()
+        assert row is not None
+        assert row[0] == pytest.approx(1e100 * (1 + 5e99) + 1e200 + 1e100, rel=1e-12)
+        for weight in COMBINED_WEIGHTS:
+            for value in (-0.1, -1e-300, 1.0000001e100, 1e308):
+                refused = expect_error(conn, "22023", weight,
+                                       f"select memsub.combined_score(0.5, 0.5, now(), p_{weight} => %s)",
+                                       [value])
+                assert "from 0 to 1e100" in str(refused), refused
+            expect_error(conn, "22023", weight, f"select memsub.combined_score(0.5, 0.5, now(), p_{weight} => null)")
+        for position, field in ((1, "distance"), (2, "importance")):
+            for value in (1.0000001e100, -1.0000001e100, 1e308, -1e308):
+                arguments = ["0.5", "0.5"]
+                arguments[position - 1] = repr(value)
+                refused = expect_error(conn, "22023", field,
+                                       f"select memsub.combined_score({', '.join(arguments)}, now(), 10, 10, 10)")
+                assert "1e100" in str(refused), refused
