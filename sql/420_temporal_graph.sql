@@ -525,7 +525,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'entity_type', p_entity_type),
-            memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
+            memsub._check_text_list(p_aliases, 'aliases'),  -- count, max_text_chars together, no NULL
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
     perform memsub._check_one_of(p_entity_type, memsub.entity_types(), 'entity_type');

@@ -81,6 +81,8 @@ begin
                                  'max_text_chars',
                                  array(select format('relationship_types[%s]', n - 1)
                                          from generate_series(1, cardinality(p_relationship_types)) as n));
+    perform memsub._check_limit((select sum(length(t)) from unnest(p_relationship_types) as t), 'max_text_chars',
+                                'relationship_types');  -- together too, like every list of texts
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     if cardinality(p_relationship_types) = 0 then
         raise exception 'field "relationship_types" must name at least one type (NULL: every type)'

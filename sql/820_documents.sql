@@ -158,6 +158,8 @@ begin
                                  'max_text_chars',
                                  array(select format('key_concepts[%s]', n - 1)
                                          from generate_series(1, cardinality(p_key_concepts)) n));
+    -- Together too, as a reflection's lists (one element over the limit is named by its place above).
+    perform memsub._check_text_list(p_key_concepts, 'key_concepts');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;

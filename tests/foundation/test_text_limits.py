@@ -117,7 +117,7 @@ def test_each_relationship_type_of_a_walk_is_held_to_the_limit_and_named_by_its_
         admin.execute("insert into memsub.limits (name, value) values ('max_text_chars', %s)", [LIMIT])
     with db.connect("app") as conn:
         set_context(conn, TENANT_A)
-        assert conn.execute("select count(*) from memsub.traverse_graph('a', 2, %s)", [["r", "y" * LIMIT]]
+        assert conn.execute("select count(*) from memsub.traverse_graph('a', 2, %s)", [["y" * LIMIT]]
                             ).fetchone() == (0,)
         with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
             conn.execute("select count(*) from memsub.traverse_graph('a', 2, %s)", [["r", LONG]])
@@ -166,3 +166,37 @@ def test_the_shared_check_takes_name_and_value_pairs(db):
         with pytest.raises(psycopg.errors.InvalidParameterValue) as error:
             conn.execute(check, [["a", "xy", "b"]])
         assert error.value.diag.column_name == "name_value"
+
+
+# Lists of texts held to max_text_chars together, like a reflection's and a summary's lists
+# (memsub._check_text_list): each element within the limit, the list over it. (call, field, table written)
+TOGETHER_LISTS = [
+    ("select * from memsub.document_ingest('k.md', repeat('0', 64), 'md', 'hello', "
+     "'[{\"start_char\": 0, \"end_char\": 5}]'::jsonb, p_key_concepts => %s)", "key_concepts", "document_index"),
+    ("select * from memsub.graph_upsert_entity('Acme', 'Organization', %s)", "aliases", "world_model_entities"),
+    ("select count(*) from memsub.traverse_graph('a', 2, %s)", "relationship_types", None),
+]
+
+
+@pytest.mark.parametrize(("call", "field", "table"), TOGETHER_LISTS, ids=[case[1] for case in TOGETHER_LISTS])
+def test_lists_of_texts_are_held_to_the_text_limit_together(db, call, field, table):
+    """A document's key concepts, an entity's aliases and a walk's relationship types were held to max_text_chars
+    one element at a time, so max_array_items elements of max_text_chars each (a gigabyte by default) passed;
+    like a reflection's lists they are now held to it together (54000 naming the list), and nothing is written.
+    A list exactly at the limit passes."""
+    limit = 64  # a content hash is 64 characters: the text limit must let it through
+    with db.connect() as admin:
+        admin.execute("insert into memsub.limits (name, value) values ('max_text_chars', %s)", [limit])
+    half = limit // 2
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded) as error:
+            conn.execute(call, [["a" * half, "b" * half, "c"]])
+        conn.rollback()
+        assert error.value.diag.column_name == field
+        assert error.value.diag.message_detail == f"limit=max_text_chars value={limit} actual={limit + 1}"
+        if table is not None:
+            with db.connect() as admin:
+                assert admin.execute(f"select count(*) from memsub.{table}").fetchone() == (0,)  # noqa: S608
+        set_context(conn, TENANT_A)
+        conn.execute(call, [["a" * half, "b" * half]])
