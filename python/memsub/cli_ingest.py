@@ -91,7 +91,8 @@ def _ingest_one(substrate: Substrate, target: Target, path: Path, embedder: Embe
     except MemsubError as error:
         if isinstance(error, ContextError) and error.field != "file_path":  # no privilege: every file would fail
             raise
-        return {"path": shown, "status": "failed", "error": _shown(str(error)), "field": error.field}
+        return {"path": shown, "status": "failed", "error": _shown(_without_path(str(error), path)),
+                "field": error.field}
     except Exception as error:  # reading the file, or the embedder, any object raising its own exceptions
         if isinstance(error, OSError) and error.filename is not None and error.strerror:
             reason = f"cannot read: {error.strerror}"
@@ -100,6 +101,12 @@ def _ingest_one(substrate: Substrate, target: Target, path: Path, embedder: Embe
         return {"path": shown, "status": "failed", "error": _shown(reason), "field": None}
     return {"path": shown, "status": result.status, "version": result.version,
             "chunk_count": result.chunk_count, "embedded_count": result.embedded_count}
+
+
+def _without_path(message: str, path: Path) -> str:
+    """A failure's reason without the file's name in front: the client's reasons name the file (``a.txt: not UTF-8
+    text``) for a caller of ``ingest_file``, and the line reporting it already starts with that name."""
+    return message.removeprefix(f"{path}: ")
 
 
 def _report(item: dict[str, Any], as_json: bool) -> None:

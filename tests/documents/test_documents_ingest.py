@@ -512,3 +512,27 @@ def test_a_directory_the_run_cannot_list_is_reported_failed_and_the_rest_ingeste
     assert "1 created, 0 new version(s), 0 unchanged, 1 failed" in result.output
     stored = ground_truth(db, "select file_path from memsub.document_index")
     assert [row["file_path"] for row in stored] == [str(tmp_path / "open" / "a.md")]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ingest_command_names_a_failed_file_once(db, tmp_path, as_json):
+    """The reasons the client gives name the file (``a.txt: not UTF-8 text``, for a caller of ingest_file), and the
+    command prefixed its own ``a.txt: failed:``, so the line named the file twice. The line names it once, at its
+    start, and the JSON result in ``path`` only."""
+    latin, pdf = tmp_path / "latin.txt", tmp_path / "scan.pdf"
+    latin.write_bytes("caf\u00e9\n".encode("latin-1"))
+    pdf.write_bytes(b"%PDF-1.4\n")
+    result = _ingest(db, str(latin), str(pdf), *(["--json"] if as_json else []))
+    assert result.exit_code == exit_codes.CHECK_FAILED, result.output
+    if as_json:
+        failed = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [(item["path"], item["field"]) for item in failed] == [(str(latin), "text"), (str(pdf), "mime")]
+        assert failed[0]["error"].startswith("not UTF-8 text ("), failed[0]
+        assert failed[1]["error"] == "PDF text extraction needs a PDF library, which is not installed"
+    else:
+        lines = [line for line in result.stdout.splitlines() if ": failed: " in line]
+        assert len(lines) == 2, result.output
+        assert re.fullmatch(re.escape(f"{latin}: failed: not UTF-8 text (") + r"[^\n]+\) \[field text\]", lines[0])
+        assert lines[1] == (f"{pdf}: failed: PDF text extraction needs a PDF library, which is not installed "
+                            "[field mime]")
+        assert all(line.count(str(tmp_path)) == 1 for line in lines), lines
