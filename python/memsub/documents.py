@@ -16,6 +16,7 @@ module.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import re
 from collections.abc import Sequence
@@ -148,18 +149,60 @@ def mime_of(path: Path) -> Mime:
     return mime
 
 
+UTF16_NUL_SHARE = 0.05
+"""The share of NUL bytes at one parity of a file's positions (odd: UTF-16LE, even: UTF-16BE) from which a file
+without a byte order mark is read as UTF-16, provided the other parity holds a tenth of that at most: in UTF-16
+every ASCII character (a space, a line end, a digit, an unaccented Latin letter) is a NUL beside its byte, while
+UTF-8 text holds NUL bytes only by accident. Text in a script without spaces (Chinese, Japanese) may stay under
+the share: it is then read as UTF-8, which such UTF-16 almost never is, and refused as ``not UTF-8 text``."""
+
+
+def text_encoding(data: bytes) -> str:
+    """The encoding :func:`extract_text` reads ``data`` in: ``utf-8``; ``utf-32-le`` / ``utf-32-be`` for a file that
+    starts with that byte order mark; ``utf-16-le`` / ``utf-16-be`` for one that starts with that byte order mark
+    or, without one, whose NUL bytes sit at one parity of the positions
+    (measured: at least :data:`UTF16_NUL_SHARE` of that parity's bytes, the other parity a tenth of that at most)."""
+    if data.startswith(codecs.BOM_UTF8):
+        return "utf-8"
+    if data.startswith(codecs.BOM_UTF32_LE):  # before UTF-16LE's, which it starts with
+        return "utf-32-le"
+    if data.startswith(codecs.BOM_UTF32_BE):
+        return "utf-32-be"
+    if data.startswith(codecs.BOM_UTF16_LE):
+        return "utf-16-le"
+    if data.startswith(codecs.BOM_UTF16_BE):
+        return "utf-16-be"
+    if b"\x00" not in data:
+        return "utf-8"
+    even, odd = data[0::2].count(0), data[1::2].count(0)
+    pairs = len(data) // 2
+    if pairs and odd >= UTF16_NUL_SHARE * pairs and even * 10 <= odd:
+        return "utf-16-le"
+    if pairs and even >= UTF16_NUL_SHARE * pairs and odd * 10 <= even:
+        return "utf-16-be"
+    return "utf-8"
+
+
 def extract_text(data: bytes, mime: Mime, path: Path | str = "") -> str:
-    """The text of a Markdown or plain-text file (UTF-8; NUL characters, which PostgreSQL cannot store, dropped).
+    """The text of a Markdown or plain-text file (NUL characters, which PostgreSQL cannot store, dropped).
+
+    UTF-8, UTF-16 (LE or BE) with or without a byte order mark, or UTF-32 with one (:func:`text_encoding` measures
+    which); a byte order mark is dropped. A file that does not decode in its encoding is refused naming the file and the
+    encoding (InvalidInput, field ``text``).
 
     Line ends are read as LF, as Python reads text: CRLF (Windows) and CR alone (old Mac tools) are one line end
     for the summary, the headings and the chunker, and the same text written with either is the same text. The
     document's hash stays that of the file's bytes."""
     if mime == "pdf":
         raise InvalidInput(f"{path}: PDF text extraction needs a PDF library, which is not installed", field="mime")
+    encoding = text_encoding(data)
     try:
-        text = data.decode("utf-8")
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise InvalidInput(f"{path}: not UTF-8 text ({error})", field="text") from error
+        name = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")
+        measured = "" if encoding == "utf-8" or data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else (
+            ", by its NUL bytes, without a byte order mark")
+        raise InvalidInput(f"{path}: not {name} text{measured} ({error})", field="text") from error
     return text.removeprefix("\ufeff").replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n")
 
 
