@@ -41,12 +41,14 @@ from memsub._calls import (
     method,
     one,
     optional,
+    query,
+    raw,
     rows,
     scalar,
     texts,
 )
 from memsub.embedding import Embedder
-from memsub.errors import InvalidInput, LocalValidationError
+from memsub.errors import InvalidInput, LimitExceeded, LocalValidationError
 
 Mime = Literal["pdf", "md", "txt"]
 """The kinds of document (the database's document_mimes())."""
@@ -285,6 +287,7 @@ def document_ingest(
     latest: list[Document] = yield document_versions(file_path)
     vectors: list[list[float]] | None = None
     if embedder is not None and chunks and not (latest and latest[0].hash == file_hash):
+        yield from check_document_limits(text, len(chunks), embedder.dimension)
         vectors = embedder.embed([text[s.start:s.end] for s in chunks])
         if len(vectors) != len(chunks):
             raise InvalidInput(f"the embedder returned {len(vectors)} vectors for {len(chunks)} chunks",
@@ -305,6 +308,34 @@ def document_ingest(
     if embedder is not None and result.status == "unchanged" and result.embedded_count < result.chunk_count:
         result.embedded_count += yield from embed_missing_chunks(result.document_id, embedder)
     return result
+
+
+VECTOR_ELEMENT_MIN_BYTES = 12
+"""The fewest bytes one number of a chunk's vector takes in the jsonb the server holds to ``max_document_bytes``
+(``pg_column_size``): a 4-byte entry and a numeric of at least 6 bytes, padded to 4-byte alignment; 0 and 1
+take 12, a number of 17 significant digits about 20. A vector of ``n`` numbers takes at least ``12 n - 2``."""
+
+
+def check_document_limits(text: str, chunk_count: int, dimension: int) -> Steps[None]:
+    """Refuse a document the server would refuse on its size limits (``max_document_chars``, then
+    ``max_document_bytes`` and ``max_document_chunks``, the order memsub.document_ingest checks them in), before
+    its chunks are embedded: LimitExceeded (54000) naming ``text`` or ``chunks``, as the server does. The bytes of
+    the vectors are not known before they are computed: a document whose ``chunk_count`` vectors of ``dimension``
+    numbers take more than the limit at their smallest is refused; one that is over it only with the vectors the
+    embedder returns is refused by the server after they are computed."""
+    found: list[dict[str, Any]] = yield query(
+        "select memsub.limit_value('max_document_chars') as chars, "
+        "memsub.limit_value('max_document_bytes') as bytes, memsub.limit_value('max_document_chunks') as chunks",
+        [], raw())
+    limits = found[0]
+    least_bytes = chunk_count * (VECTOR_ELEMENT_MIN_BYTES * dimension - 2) if dimension > 0 else 0
+    for value, maximum, name, field, unit, bound in (
+            (len(text), limits["chars"], "max_document_chars", "text", "characters", ""),
+            (least_bytes, limits["bytes"], "max_document_bytes", "chunks", "bytes", "at least "),
+            (chunk_count, limits["chunks"], "max_document_chunks", "chunks", "size", "")):
+        if value > maximum:
+            raise LimitExceeded(f'field "{field}" is {unit} over the limit: {bound}{value} > {maximum} ({name}); '
+                                "refused before embedding", sqlstate="54000", field=field)
 
 
 def embed_missing_chunks(document_id: UUID | str, embedder: Embedder) -> Steps[int]:
