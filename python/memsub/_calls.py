@@ -45,7 +45,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
 
@@ -53,9 +53,9 @@ import psycopg
 from pgvector import Vector
 from pgvector.psycopg.vector import register_vector_info
 from psycopg import generators as psycopg_generators
-from psycopg import sql
-from psycopg.abc import Buffer, DumperKey, PQGen
-from psycopg.adapt import AdaptersMap, Dumper, PyFormat
+from psycopg import pq, sql
+from psycopg.abc import AdaptContext, Buffer, DumperKey, PQGen
+from psycopg.adapt import AdaptersMap, Dumper, Loader, PyFormat
 from psycopg.types import TypeInfo
 from psycopg.types import json as psycopg_json
 from psycopg.types.datetime import DatetimeBinaryDumper, DatetimeDumper
@@ -702,10 +702,80 @@ class _UtcDatetimeBinaryDumper(_NaiveIsUtc, DatetimeBinaryDumper):
     """A datetime as binary timestamptz, one without an offset read as UTC."""
 
 
+_TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # a binary timestamptz counts microseconds from it
+_ISO_TIMESTAMPTZ = re.compile(rb"(\d+)-(\d+)-(\d+)[ T](\d+):(\d+):(\d+)(?:\.(\d+))?"  # date, time, fraction
+                              rb"([-+])(\d+)(?::(\d+))?(?::(\d+))?( BC)?")  # offset (h, m, s), era
+_CYCLE = 400  # years after which the Gregorian calendar repeats, leap days included
+
+
+def _utc_from_iso(data: bytes) -> datetime | None:
+    """A timestamptz in ISO text (DateStyle ISO, any offset, `` BC``) as the instant in UTC, or None when it is
+    not one or that instant is outside years 1 to 9999. Computed 400 years (one calendar cycle) away from the
+    edges, so that a local time in year 10000 or 1 BC whose instant is inside them is read."""
+    found = _ISO_TIMESTAMPTZ.fullmatch(data)
+    if found is None:
+        return None
+    year, month, day, hour, minute, second, fraction, sign, hours, minutes, seconds, bc = found.groups()
+    astronomical = 1 - int(year) if bc else int(year)
+    shift = 0  # whole cycles added to the year: into years 1 to 9999, where datetime computes
+    if astronomical > 9999:
+        shift = -_CYCLE * ((astronomical - 9999 + _CYCLE - 1) // _CYCLE)
+    elif astronomical < 1:
+        shift = _CYCLE * ((1 - astronomical + _CYCLE - 1) // _CYCLE)
+    offset = timedelta(hours=int(hours), minutes=int(minutes or 0), seconds=int(seconds or 0))
+    micros = int((fraction or b"0").ljust(6, b"0")[:6])
+    try:
+        local = datetime(astronomical + shift, int(month), int(day), int(hour), int(minute), int(second), micros,
+                         tzinfo=UTC)
+        instant = local - offset if sign == b"+" else local + offset
+        return instant.replace(year=instant.year - shift)
+    except (ValueError, OverflowError):
+        return None
+
+
+class _EdgeTimestamptzLoader(Loader):
+    """psycopg's timestamptz loader (the time in the session's TimeZone), and for a time it cannot place there,
+    which within a day of year 1 or 9999 falls outside Python's datetime (``timestamp too large (after year
+    10K)``, ``BC date``), the instant in UTC. Stored times are held to years 1 to 9999 in UTC, so every stored
+    time reads."""
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._inner = psycopg.adapters.get_loader(oid, self.format)(oid, context)  # type: ignore[misc]
+
+    def load(self, data: Buffer) -> Any:
+        try:
+            return self._inner.load(data)
+        except psycopg.DataError:
+            found = self._instant(bytes(data))
+            if found is None:
+                raise
+            return found
+
+    def _instant(self, data: bytes) -> datetime | None:
+        return _utc_from_iso(data)
+
+
+class _EdgeTimestamptzBinaryLoader(_EdgeTimestamptzLoader):
+    """The binary twin of :class:`_EdgeTimestamptzLoader`: microseconds from 2000-01-01 UTC."""
+
+    format = pq.Format.BINARY
+
+    def _instant(self, data: bytes) -> datetime | None:
+        try:
+            return _PG_EPOCH + timedelta(microseconds=int.from_bytes(data, "big", signed=True))
+        except OverflowError:  # infinity, or beyond Python's datetime in UTC too
+            return None
+
+
 def register_time_type(adapters: AdaptersMap) -> None:
-    """Make ``adapters`` send every datetime as timestamptz, reading one without an offset as UTC."""
+    """Make ``adapters`` send every datetime as timestamptz, reading one without an offset as UTC, and read every
+    timestamptz Python's datetime holds in UTC, whatever the session's TimeZone (:class:`_EdgeTimestamptzLoader`)."""
     adapters.register_dumper(datetime, _UtcDatetimeDumper)
     adapters.register_dumper(datetime, _UtcDatetimeBinaryDumper)  # last registered: the one %s uses, as psycopg's
+    adapters.register_loader(_TIMESTAMPTZ_OID, _EdgeTimestamptzLoader)
+    adapters.register_loader(_TIMESTAMPTZ_OID, _EdgeTimestamptzBinaryLoader)
 
 
 def _with_times(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
