@@ -119,7 +119,7 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 UtcTime = Annotated[datetime, AfterValidator(as_utc)]
 """A time a table stores as a timestamp without time zone holding UTC (packet_store.ttl, the world model's times):
-returned aware, in UTC, like every timestamptz the client reads."""
+returned aware, in UTC (a timestamptz comes back in the server session's TimeZone, as psycopg reads it)."""
 
 
 def parse_time(text: str) -> datetime:
