@@ -6669,18 +6669,29 @@ CREATE FUNCTION memsub.combined_score(p_distance double precision, p_importance 
     AS $$
 begin
     -- One comparison per argument on the common path; the checks (which name the field) only for a bad value.
-    if p_distance in ('NaN', 'Infinity', '-Infinity') or p_importance in ('NaN', 'Infinity', '-Infinity')
-       or p_similarity_weight in ('NaN', 'Infinity', '-Infinity')
-       or p_importance_weight in ('NaN', 'Infinity', '-Infinity')
-       or p_recency_weight in ('NaN', 'Infinity', '-Infinity')
+    -- The weights follow hybrid_search's rule (memsub._check_weight: finite, from 0 to 1e100; a negative one
+    -- turned a good match into a bad one), and the distance and importance are finite and at most 1e100 in size:
+    -- inputs near 1e308 overflowed the score (22003 naming nothing). Each product then stays below 1e201.
+    if (p_similarity_weight >= 0 and p_similarity_weight <= 1e100) is not true
+       or (p_importance_weight >= 0 and p_importance_weight <= 1e100) is not true
+       or (p_recency_weight >= 0 and p_recency_weight <= 1e100) is not true
+       or abs(p_distance) > 1e100 or abs(p_importance) > 1e100
        or not isfinite(p_last_active) or p_half_life is null or not isfinite(p_half_life)
        or p_half_life < interval '1 second' then
         perform memsub._check_finite(p_distance, 'distance'), memsub._check_finite(p_importance, 'importance'),
                 memsub._check_finite_time(p_last_active, 'last_active'),
-                memsub._check_finite(p_similarity_weight, 'similarity_weight'),
-                memsub._check_finite(p_importance_weight, 'importance_weight'),
-                memsub._check_finite(p_recency_weight, 'recency_weight'),
+                memsub._check_weight(p_similarity_weight, 'similarity_weight'),
+                memsub._check_weight(p_importance_weight, 'importance_weight'),
+                memsub._check_weight(p_recency_weight, 'recency_weight'),
                 memsub._check_half_life(p_half_life);
+        if abs(p_distance) > 1e100 then
+            raise exception 'field "distance" must be a finite number from -1e100 to 1e100, not %', p_distance
+                using errcode = '22023', column = 'distance';
+        end if;
+        if abs(p_importance) > 1e100 then
+            raise exception 'field "importance" must be a finite number from -1e100 to 1e100, not %', p_importance
+                using errcode = '22023', column = 'importance';
+        end if;
     end if;
     -- In double precision throughout (date_part): extract() returns numeric, which made the power and the division
     -- numeric, about 10 µs a call, and searches compute this for every hit (tests/search/test_score_arithmetic.py).
@@ -6696,7 +6707,7 @@ $$;
 
 ALTER FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life).';
+COMMENT ON FUNCTION memsub.combined_score(p_distance double precision, p_importance double precision, p_last_active timestamp with time zone, p_similarity_weight double precision, p_importance_weight double precision, p_recency_weight double precision, p_half_life interval) IS 'Ranking score in [0, 1] with the default weights: 0.7 similarity (1 - cosine distance / 2) + 0.2 importance + 0.1 recency (0.5 ^ (time since last access or write / half_life), half-life 30 days; 0 from 1000 half-lives on). A half-life that is NULL, infinite or under a second is refused (22023 naming half_life); so is a weight that is NULL or not from 0 to 1e100, as hybrid_search''s, and a distance or importance that is not finite or beyond 1e100 in size (22023 naming it).';
 
 CREATE FUNCTION memsub.consolidate_memories(p_strategy text DEFAULT 'last_write_wins'::text, p_namespace_prefix text DEFAULT NULL::text) RETURNS TABLE(namespace text, key text, version integer, memory_entry_id uuid, consolidated_versions integer[], strategy text, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -7250,6 +7261,8 @@ begin
                                  'max_text_chars',
                                  array(select format('key_concepts[%s]', n - 1)
                                          from generate_series(1, cardinality(p_key_concepts)) n));
+    -- Together too, as a reflection's lists (one element over the limit is named by its place above).
+    perform memsub._check_text_list(p_key_concepts, 'key_concepts');
     if p_file_path is null or memsub._is_blank(p_file_path) then
         raise exception 'field "file_path" is required' using errcode = '22023', column = 'file_path';
     end if;
@@ -8112,7 +8125,7 @@ declare
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('name', p_name, 'entity_type', p_entity_type),
-            memsub._check_limit(cardinality(p_aliases), 'max_array_items', 'aliases'),
+            memsub._check_text_list(p_aliases, 'aliases'),  -- count, max_text_chars together, no NULL
             memsub._check_limit(pg_column_size(p_properties), 'max_json_bytes', 'properties'),
             memsub._check_limit(pg_column_size(p_doc_refs), 'max_json_bytes', 'doc_refs');
     perform memsub._check_one_of(p_entity_type, memsub.entity_types(), 'entity_type');
@@ -12148,6 +12161,8 @@ begin
                                  'max_text_chars',
                                  array(select format('relationship_types[%s]', n - 1)
                                          from generate_series(1, cardinality(p_relationship_types)) as n));
+    perform memsub._check_limit((select sum(length(t)) from unnest(p_relationship_types) as t), 'max_text_chars',
+                                'relationship_types');  -- together too, like every list of texts
     perform memsub._check_filter_values(p_relationship_types, 'relationship_types');
     if cardinality(p_relationship_types) = 0 then
         raise exception 'field "relationship_types" must name at least one type (NULL: every type)'
