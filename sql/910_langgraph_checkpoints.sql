@@ -205,6 +205,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_list: limit must not be negative'
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');  -- NULL (every checkpoint, as LangGraph asks) passes
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_checkpoint_list: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
@@ -236,7 +237,7 @@ $$;
 comment on function memsub.langgraph_checkpoint_list(text, text, text, jsonb, text, integer) is
     'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). '
     'Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, '
-    'at most p_limit rows. Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
+    'at most p_limit rows (NULL: all; 22023 below 0, 54000 over max_rows, naming limit). Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
 
 create or replace function memsub.langgraph_checkpoint_get(
     p_thread_id     text,

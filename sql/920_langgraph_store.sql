@@ -334,6 +334,7 @@ begin
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
             using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     if p_distance is null or p_distance not in ('cosine', 'l2', 'inner_product') then
         raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
                         coalesce(p_distance, 'NULL')
@@ -444,7 +445,8 @@ comment on function memsub.langgraph_store_search(text[], jsonb, vector, integer
     'distance scores NULL), else newest first; p_refresh_ttl '
     'restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) '
     'for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable '
-    'norm (a zero vector, or squares beyond single precision).';
+    'norm (a zero vector, or squares beyond single precision); 22023 for a limit or offset below 0, 54000 for a limit '
+    'over max_rows (naming limit).';
 
 create or replace function memsub._langgraph_store_labels_match(p_labels text[], p_pattern text[],
                                                                p_at_end boolean)
@@ -490,6 +492,7 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     key_range := memsub._langgraph_store_key_range(
         tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]);
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
@@ -527,7 +530,7 @@ $$;
 comment on function memsub.langgraph_store_list_namespaces(text[], text[], integer, integer, integer) is
     'Distinct namespaces of the context tenant''s live store items, sorted by their labels joined by periods (as '
     'LangGraph''s PostgresStore sorts them), matching a prefix and/or suffix (a label ''*'' matches any label) and '
-    'cut to p_max_depth labels.';
+    'cut to p_max_depth labels. At most p_limit namespaces (22023 below 0, 54000 over max_rows, naming limit).';
 
 create or replace function memsub.langgraph_store_sweep()
 returns integer

@@ -116,8 +116,14 @@ begin
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
-    -- Like the SDK's SQLite session: NULL or a negative limit reads the whole history, 0 reads nothing.
-    if p_limit is null or p_limit < 0 then
+    -- NULL reads the whole history (the SDK's "no limit"), 0 reads nothing; a negative limit, which the SDK's
+    -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused, and so is one over max_rows.
+    if p_limit < 0 then
+        raise exception 'memsub.agent_session_get_items: limit must not be negative, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    if p_limit is null then
         return query
         select i.item_id, i.item from memsub.agent_session_items i
          where i.tenant_id = tenant and i.session_id = p_session_id
@@ -134,7 +140,7 @@ end
 $$;
 comment on function memsub.agent_session_get_items(text, integer) is
     'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; '
-    'NULL or negative: all). 22023 naming session_id when blank.';
+    'NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows.';
 
 create or replace function memsub.agent_session_pop_item(p_session_id text)
 returns json

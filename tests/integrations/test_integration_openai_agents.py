@@ -311,12 +311,12 @@ def test_upstream_sqlite_session_get_items_with_limit(pool: Any, tenant: uuid.UU
         assert latest_10[0].get("content") == "Message 1"
         assert latest_10[-1].get("content") == "Response 3"
         assert len(await session.get_items(limit=0)) == 0
-        # Beyond upstream: a negative limit reads everything, as SQLite's LIMIT -1 does.
-        assert await session.get_items(limit=-1) == all_items
-        # And a limit past PostgreSQL's integer reads everything too (SQLite's LIMIT is 64-bit), either way.
-        assert await session.get_items(limit=2**31) == all_items
-        assert await session.get_items(limit=sys.maxsize) == all_items
-        assert await session.get_items(limit=-2**40) == all_items
+        # Beyond upstream: a negative limit (all for SQLite, none for the SDK's Redis and SQLAlchemy sessions) and
+        # one over max_rows are refused naming limit (tests/integrations/test_adapter_row_limits.py).
+        for limit in (-1, 10001, 2**31, sys.maxsize, -2**40):
+            with pytest.raises(InvalidInput) as refused:
+                await session.get_items(limit=limit)
+            assert refused.value.field == "limit"
 
     run(scenario())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -16,6 +16,7 @@ from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
 from memsub.errors import from_database_error
 
 Row = dict[str, Any]
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,13 @@ def async_pool_of(options: dict[str, Any]) -> AsyncConnectionPool[psycopg.AsyncC
 
 
 Statement = tuple[str, Sequence[Any]]
+
+
+def row_count(value: V, field: str = "limit") -> V:
+    """A limit or offset for a stored function's ``integer`` parameter, refused before anything is sent when no
+    integer holds it (``_calls.checked``: 22003 or 22023 naming ``field``), as the client refuses one; the function
+    judges the rest (22023 below 0, and a limit over ``max_rows`` 54000, naming it)."""
+    return _calls.checked(value, "integer", field)
 
 
 def call(pool: ConnectionPool[psycopg.Connection[Row]], context: TenantContext, query: str,

@@ -43,6 +43,7 @@ from memsub.integrations._context import (
     async_call,
     async_pool,
     call,
+    row_count,
     sync_pool,
 )
 
@@ -103,7 +104,7 @@ class _Codec(BaseCheckpointSaver[str]):
                 _identifier(configurable.get("checkpoint_ns"), "checkpoint_ns"),
                 _identifier(get_checkpoint_id(config), "checkpoint_id") if config else None,
                 _metadata_jsonb(filter, "filter") if filter else None,
-                _identifier(get_checkpoint_id(before), "before") if before else None, limit]
+                _identifier(get_checkpoint_id(before), "before") if before else None, row_count(limit)]
 
     @staticmethod
     def _get_args(config: RunnableConfig) -> list[Any]:

@@ -50,6 +50,7 @@ from memsub.integrations._context import (
     async_pool_of,
     call_many,
     pool_options,
+    row_count,
     sync_pool,
 )
 
@@ -185,8 +186,8 @@ class MemsubStore(BaseStore):
             elif isinstance(op, SearchOp):
                 query = checked_vector(vectors[start], "embeddings") if end > start else None
                 filter_value = strict_jsonb(op.filter, "filter") if op.filter else None
-                statements.append((SEARCH, [list(op.namespace_prefix), filter_value, query, op.limit, op.offset,
-                                            op.refresh_ttl, self._distance]))
+                statements.append((SEARCH, [list(op.namespace_prefix), filter_value, query, row_count(op.limit),
+                                            row_count(op.offset, "offset"), op.refresh_ttl, self._distance]))
             elif isinstance(op, ListNamespacesOp):
                 prefix = suffix = None
                 for condition in op.match_conditions or ():
@@ -194,7 +195,8 @@ class MemsubStore(BaseStore):
                         prefix = list(condition.path)
                     elif condition.match_type == "suffix" and condition.path:
                         suffix = list(condition.path)
-                statements.append((LIST_NAMESPACES, [prefix, suffix, op.max_depth, op.limit, op.offset]))
+                statements.append((LIST_NAMESPACES, [prefix, suffix, op.max_depth, row_count(op.limit),
+                                                    row_count(op.offset, "offset")]))
             else:
                 raise TypeError(f"memsub store: unknown operation {type(op).__name__}")
         return statements

@@ -32,8 +32,7 @@ from psycopg_pool import ConnectionPool
 from memsub._calls import checked_text
 from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import LocalValidationError
-from memsub.integrations._context import TenantContext, call, sync_pool
-from memsub.signatures import INTEGER_RANGES
+from memsub.integrations._context import TenantContext, call, row_count, sync_pool
 
 ADD = "select memsub.agent_session_add_items(p_session_id => %s, p_items => %s) as added"
 GET = ("select item::text as item from memsub.agent_session_get_items(p_session_id => %s, p_limit => %s) "
@@ -44,7 +43,6 @@ CLEAR = "select memsub.agent_session_clear(p_session_id => %s) as deleted"
 __all__ = ["MemsubSession", "TenantContext"]
 
 _T = TypeVar("_T")
-_INT_MIN, _INT_MAX = INTEGER_RANGES["integer"]  # the stored function's integer limit
 
 
 class MemsubSession(SessionABC):
@@ -97,11 +95,10 @@ class MemsubSession(SessionABC):
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first: all of them, or the newest ``limit`` (default:
-        ``session_settings.limit``). 0 returns none; a negative limit returns all, as in ``SQLiteSession``."""
+        ``session_settings.limit``). 0 returns none; a negative limit, which the SDK's sessions read differently, is
+        refused (22023), and so is one over the ``max_rows`` limit (54000, ``LimitExceeded``), each naming ``limit``."""
         session_limit = resolve_session_limit(limit, self.session_settings)
-        if session_limit is not None and not _INT_MIN <= session_limit <= _INT_MAX:
-            session_limit = None  # more items than any session holds, or a negative limit: all, as SQLite's LIMIT
-        rows = await asyncio.to_thread(self._rows, GET, [self.session_id, session_limit])
+        rows = await asyncio.to_thread(self._rows, GET, [self.session_id, row_count(session_limit)])
         return [cast(TResponseInputItem, json.loads(_first(row))) for row in rows]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
