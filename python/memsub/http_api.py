@@ -253,6 +253,8 @@ def texts(value: Any, field: str) -> list[str]:
 
 FLOAT4_MAX = 3.4028234663852886e38
 """The largest number a vector element (a 4-byte float) holds."""
+VECTOR_MAX_DIMENSIONS = 16000
+"""The most elements pgvector's ``vector`` holds (its VECTOR_MAX_DIM)."""
 
 
 def vector(value: Any, field: str) -> Vector:
@@ -264,6 +266,10 @@ def vector(value: Any, field: str) -> Vector:
     server process, a sixth of a search.)"""
     if not isinstance(value, list) or not value:
         raise invalid(field, f"{field} must be a non-empty array of numbers")
+    if len(value) > VECTOR_MAX_DIMENSIONS:  # pgvector would refuse it naming no field
+        raise Problem(422, "limit-exceeded", "Limit exceeded",
+                      f"{field} has {len(value)} dimensions; a vector holds at most {VECTOR_MAX_DIMENSIONS}",
+                      field=field, sqlstate="54000")
     numbers: list[float] | None = None
     if all(type(item) is float or type(item) is int for item in value):
         try:
@@ -304,6 +310,76 @@ def json_object(value: Any, field: str) -> None:
     if not isinstance(value, dict):
         raise invalid(field, f"{field} must be a JSON object")
     json_value(value, field)
+
+
+class _NumberText(str):
+    """A JSON number as the body writes it (:func:`json_leaves`)."""
+
+
+class _Members(list[tuple[str, Any]]):
+    """A JSON object's members in the body's order, each duplicate key kept (:func:`json_leaves`)."""
+
+
+def json_leaves(body: str, place: str) -> Iterator[tuple[str, str]]:
+    """Each string, key and number (a :class:`_NumberText`) of a JSON body text with its place (``place.note``,
+    ``place[1].tags[0]``; a key placed at its object, ``body`` at the top when ``place`` is empty), depth first in
+    the text's order. Every member of an object is read, as the database's jsonb reader reads it, where json.loads
+    keeps only the last of a duplicate key."""
+    value = json.loads(body, object_pairs_hook=_Members, parse_float=_NumberText, parse_int=_NumberText,
+                       parse_constant=_reject_constant)
+    pending: list[tuple[Any, str]] = [(value, place)]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, _Members):
+            yield from ((path or "body", key) for key, _ in item)
+            pending.extend((member, f"{path}.{key}" if path else key) for key, member in reversed(item))
+        elif isinstance(item, list):
+            pending.extend((item[i], f"{path}[{i}]") for i in reversed(range(len(item))))
+        elif isinstance(item, str):
+            yield path or "body", item
+
+
+JSON_READ_ERRORS = ("22003", "22P02", "22P05")
+"""What PostgreSQL's jsonb reader raises, naming no field, for a body text it cannot read: a number no numeric
+holds, an unpaired surrogate escape, a NUL escape."""
+NUMERIC_SURE_CHARS = 1000
+"""A JSON number this short and without an exponent always fits a numeric (131,072 digits before the point,
+16,383 after)."""
+
+
+async def json_fault(pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]], body: str,
+                     place: str) -> Problem | None:
+    """The first string or number of a JSON body text that the database could not read, as 422 naming its place
+    (:func:`json_leaves`), or None. Asked only after the database refused the body naming nothing: a number
+    json.loads reads (as an infinite float) and jsonb does not (1e1000000), or a bad escape in a member
+    json.loads dropped for a later one of the same key. Numbers are judged by the database
+    (``pg_input_is_valid``), so the one named is one it refuses."""
+    numbers: list[tuple[str, str]] = []
+    for path, leaf in json_leaves(body, place):
+        if not isinstance(leaf, _NumberText):
+            try:
+                json_string(leaf, path)
+            except LocalValidationError as error:
+                return invalid(path, str(error))
+        elif len(leaf) > NUMERIC_SURE_CHARS or "e" in leaf or "E" in leaf:
+            numbers.append((path, leaf))
+    if not numbers:
+        return None
+    try:
+        async with pool.connection() as connection:
+            cursor = await connection.execute(
+                "select t.i from unnest(%s::text[]) with ordinality as t(n, i) "
+                "where not pg_catalog.pg_input_is_valid(t.n, 'numeric') order by t.i limit 1",
+                [[number for _, number in numbers]])
+            row = await cursor.fetchone()
+    except (psycopg.Error, PoolTimeout):  # the database's own answer, naming nothing, stands
+        return None
+    if row is None:
+        return None
+    path, number = numbers[row[0] - 1]
+    return Problem(422, "invalid-input", "Invalid input",
+                   f"{path}: the number {number[:40]}{'...' if len(number) > 40 else ''} is out of the range of "
+                   "a numeric (131,072 digits before the point, 16,383 after)", field=path, sqlstate="22003")
 
 
 def unicode_body(body: str, value: Any, field: str) -> None:
@@ -423,10 +499,11 @@ def api_key_of(request: Request) -> str:
 
 
 async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
-                    params: Sequence[Any]) -> tuple[Any, ...] | None:
+                    params: Sequence[Any], *, body: tuple[str, str] | None = None) -> tuple[Any, ...] | None:
     """The first row of ``query``, run after authenticating the request's key, all in one transaction
     (``_calls.rows_in_context_async``: one round trip for both statements and the commit). Database errors
-    become problems; nothing is kept."""
+    become problems; nothing is kept. ``body``: the JSON body text the query reads as jsonb and the place its
+    faults are named from (:func:`json_fault`), when the database refuses it naming nothing."""
     authenticate = _calls.query(AUTHENTICATE, [api_key_of(request)], _calls.nothing())
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool
     try:
@@ -437,6 +514,10 @@ async def fetch_one(request: Request, query: sql.Composed | sql.SQL | str,
     except psycopg.Error as error:
         if lost_connection(error):  # out of reach, or ended by the server under the request
             raise Problem(503, "unavailable", "Database unavailable", "the database connection failed") from error
+        if body is not None and error.sqlstate in JSON_READ_ERRORS and error.diag.column_name is None:
+            fault = await json_fault(pool, *body)
+            if fault is not None:
+                raise fault from error
         raise problem_from_database(error) from error
     return found[0][0] if found[0] else None
 
@@ -459,7 +540,7 @@ async def write_packet(request: Request) -> Response:
         raise invalid("envelope", "the body must be one PacketEnvelope (a JSON object)")
     unicode_body(text_body, value, "envelope")
     row = await fetch_one(request, "select r.deduplicated, to_jsonb(r)::text from memsub.write_packet(%s::jsonb) r",
-                          [text_body])
+                          [text_body], body=(text_body, "envelope"))
     assert row is not None
     return Response(row[1], status_code=200 if row[0] else 201, media_type="application/json")
 
@@ -469,16 +550,16 @@ async def write_packets(request: Request) -> Response:
     the database (``-> 'envelopes'``), so both forms store the same numbers and a batch retried in the other
     form is deduplicated."""
     text_body, value = await read_json(request)
-    envelopes = sql.SQL("%s::jsonb")
+    envelopes, place = sql.SQL("%s::jsonb"), "envelopes"
     if isinstance(value, dict) and set(value) == {"envelopes"}:
         value = value["envelopes"]
-        envelopes = sql.SQL("%s::jsonb -> 'envelopes'")
+        envelopes, place = sql.SQL("%s::jsonb -> 'envelopes'"), ""  # the wrapper's key is the place's start
     if not isinstance(value, list):
         raise invalid("envelopes", "the body must be a JSON array of PacketEnvelopes, or {\"envelopes\": [...]}")
     unicode_body(text_body, value, "envelopes")
     row = await fetch_one(request, sql.SQL("select jsonb_build_object('results', coalesce(jsonb_agg(to_jsonb(r) "
                                            "order by r.position), '[]'))::text from memsub.write_packets({}) r"
-                                           ).format(envelopes), [text_body])
+                                           ).format(envelopes), [text_body], body=(text_body, place))
     return json_response(row)
 
 
@@ -652,7 +733,7 @@ async def memory_put(request: Request) -> Response:
                                        [("namespace", "text", namespace), ("key", "text", key)], body=BODY)
     row = await fetch_one(request, sql.SQL(
         "select {}::text from (select %s::jsonb) as body(body), memsub.memory_write({}) r").format(
-        MEMORY_JSON, arguments), [text_body, *values])
+        MEMORY_JSON, arguments), [text_body, *values], body=(text_body, ""))
     return json_response(row)
 
 

@@ -252,6 +252,41 @@ def test_an_integer_too_large_for_a_double_is_422_naming_its_field(api: Api):
 
 
 
+def test_a_body_the_database_cannot_read_is_422_naming_the_field(api: Api):
+    """What only the database's JSON reader refuses, a number no numeric holds (1e1000000, 1e-20000) or a bad
+    escape in a duplicate key's value that json.loads dropped (it keeps the last), and a vector over pgvector's
+    16,000 dimensions, is 422 in the API's own shape naming the field or its path, and writes nothing (a bad
+    escape as one json.loads kept is answered: no sqlstate, as the server finds it before the database)."""
+    namespace = f"user:{USER_A}:unreadable"
+    memory = f"/api/v1/memory/namespace/{namespace}/keys/k"
+    big = json.dumps([0.5] * 16001)
+    cases = (
+        ("post", "/api/v1/memory/packet", '{"packet_type": "note", "payload": {"x": 1e1000000}}',
+         "envelope.payload.x", "22003"),
+        ("post", "/api/v1/memory/packets", '[{"packet_type": "note", "payload": {"x": 1}}, '
+         '{"packet_type": "note", "payload": {"x": [1, -1e1000000]}}]', "envelopes[1].payload.x[1]", "22003"),
+        ("post", "/api/v1/memory/packets", '{"envelopes": [{"packet_type": "note", "payload": {"x": 1e-20000}}]}',
+         "envelopes[0].payload.x", "22003"),
+        ("put", memory, '{"value": {"x": 1e131072}}', "value.x", "22003"),
+        ("put", memory, '{"value": {"x": 0e-20000}}', "value.x", "22003"),
+        ("put", memory, '{"value": 1, "metadata": {"n": [2, 1e1000000]}}', "metadata.n[1]", "22003"),
+        ("put", memory, '{"value": {"a": "\\u0000", "a": 1}}', "value.a", None),
+        ("put", memory, '{"value": {"a": "\\u0000"}, "value": 1}', "value.a", None),
+        ("put", memory, '{"value": 1, "metadata": {"a": {"b": "\\ud800"}, "a": 1}}', "metadata.a.b", None),
+        ("post", "/api/v1/memory/packet", '{"packet_type": "note", "payload": {"a": "\\ud800", "a": 1}}',
+         "envelope.payload.a", None),
+        ("post", "/api/v1/search/semantic", f'{{"query": {big}}}', "query", "54000"),
+        ("post", "/api/v1/search/hybrid", f'{{"query_text": "x", "query": {big}}}', "query", "54000"),
+        ("put", memory, f'{{"value": 1, "embedding": {big}}}', "embedding", "54000"),
+    )
+    before = (api.packet_count(), api.memory_count())
+    for method, path, body, field, sqlstate in cases:
+        with api.client() as client:
+            problem = assert_problem(client.request(method.upper(), path, content=body), 422, field)
+        assert problem.get("sqlstate") == sqlstate, (body[:80], problem)
+    assert (api.packet_count(), api.memory_count()) == before
+
+
 def test_a_memory_value_of_null_is_refused_by_the_database_naming_it(api: Api):
     """memsub.memory_write owns the rule that a value is any JSON but null; the HTTP API passes its answer on."""
     namespace = f"user:{USER_B}:nulls"

@@ -136,11 +136,12 @@ def test_a_vector_field_is_checked_number_by_number():
     assert http_api.vector([1, 0.5, -2, 1e-7], "query").to_list() == pytest.approx([1.0, 0.5, -2.0, 1e-7])
     assert http_api.vector(["0.25", 3], "query").to_list() == [0.25, 3.0]  # numbers as text convert
     assert http_api.vector([3.4e38, -3.4e38], "query").to_list() == pytest.approx([3.4e38, -3.4e38])
+    assert len(http_api.vector([0.5] * 16000, "query").to_list()) == 16000  # pgvector's most; one more is 422
     for value, field_named in (([1, True], "query[1]"), ([0.5, float("nan")], "query[1]"),
                                ([float("inf"), 1], "query[0]"), ([1, "x"], "query[1]"), ([1, None], "query[1]"),
                                ([1, [2]], "query[1]"), ([0.5, 1e39], "query[1]"), ([-1e300], "query[0]"),
                                (["1e39"], "query[0]"), ([1, 10**400], "query[1]"), ([1, "2", 10**400], "query[2]"),
-                               ([], "query"), ("1,2", "query"), (None, "query")):
+                               ([], "query"), ("1,2", "query"), (None, "query"), ([0.5] * 16001, "query")):
         with pytest.raises(http_api.Problem) as refused:
             http_api.vector(value, "query")
         assert (refused.value.status, refused.value.field) == (422, field_named), value
