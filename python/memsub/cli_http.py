@@ -37,7 +37,7 @@ def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_bod
     try:
         import uvicorn
 
-        from memsub.http_api import DEFAULT_MAX_BODY_BYTES, create_app
+        from memsub.http_api import DEFAULT_MAX_BODY_BYTES, create_app, http_protocol
     except ImportError as error:  # the optional extra is not installed
         click.echo(f"memsub: the HTTP API needs the http extra (pip install 'memsub[http]'): {error}", err=True)
         sys.exit(2)
@@ -45,7 +45,7 @@ def serve_command(dsn: str | None, host: str, port: int, pool_size: int, max_bod
     app = create_app(conninfo, max_size=pool_size, max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES,
                      prepare_threshold=prepare_threshold)
     click.echo(f"memsub: serving http://{host}:{port}/api/v1 (OpenAPI: /api/v1/openapi.json)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=http_protocol())
 
 
 @click.group("api-key")

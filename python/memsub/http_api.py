@@ -72,15 +72,21 @@ class Problem(Exception):
         self.field, self.sqlstate, self.extra = field, sqlstate, extra or {}
         self.headers = (RETRY_AFTER if status == 503 else {}) | (headers or {})
 
-    def response(self, instance: str) -> Response:
+    def document(self, instance: str | None) -> dict[str, Any]:
+        """The problem document (``instance``: the request's path, None when not known)."""
         body: dict[str, Any] = {"type": f"urn:memsub:problem:{self.kind}", "title": self.title,
-                                "status": self.status, "detail": self.detail, "instance": instance}
+                                "status": self.status, "detail": self.detail}
+        if instance is not None:
+            body["instance"] = instance
         if self.field is not None:
             body["field"] = self.field
         if self.sqlstate is not None:
             body["sqlstate"] = self.sqlstate
         body.update(self.extra)
-        return Response(json.dumps(body), status_code=self.status, media_type=PROBLEM_MEDIA_TYPE,
+        return body
+
+    def response(self, instance: str) -> Response:
+        return Response(json.dumps(self.document(instance)), status_code=self.status, media_type=PROBLEM_MEDIA_TYPE,
                         headers=self.headers)
 
 
@@ -951,6 +957,37 @@ def openapi_json() -> str:
     return json.dumps(openapi_document(), indent=2) + "\n"
 
 
+UNPARSABLE = Problem(400, "bad-request", "Bad request",
+                     "the request is not valid HTTP/1.1 (a malformed request line or header, such as a Content-Length "
+                     "that is not a whole number); the connection is closed")
+"""The answer to a request uvicorn's parser refuses before the application sees it (:func:`http_protocol`)."""
+
+
+def http_protocol() -> type[Any]:
+    """The HTTP/1.1 protocol ``memsub serve`` runs: uvicorn's (httptools when it is installed, as uvicorn's
+    ``http="auto"`` chooses, h11 otherwise), whose answer to a request its parser refuses (a malformed
+    Content-Length, a bad request line) is :data:`UNPARSABLE` as a problem document, not uvicorn's text/plain.
+    No application code runs for such a request, so only the protocol can answer it in the API's shape."""
+    base: type[Any]
+    try:
+        import httptools  # noqa: F401  (uvicorn's choice when it is installed)
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base
+
+    class ProblemProtocol(base):  # type: ignore[misc]
+        def send_400_response(self, msg: str) -> None:
+            body = json.dumps(UNPARSABLE.document(None)).encode()
+            head = [b"HTTP/1.1 400 Bad Request"]
+            head += [name + b": " + value for name, value in self.server_state.default_headers]
+            head += [b"content-type: " + PROBLEM_MEDIA_TYPE.encode(), b"content-length: %d" % len(body),
+                     b"connection: close"]
+            self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+            self.transport.close()
+
+    return ProblemProtocol
+
+
 @contextmanager
 def serve_in_thread(app: Starlette, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Run ``app`` under uvicorn on a background thread (port 0: a free port) and yield its base URL; stop it on
@@ -963,7 +1000,7 @@ def serve_in_thread(app: Starlette, host: str = "127.0.0.1", port: int = 0) -> I
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http_protocol()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

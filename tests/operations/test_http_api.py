@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
@@ -285,6 +286,35 @@ def test_a_body_the_database_cannot_read_is_422_naming_the_field(api: Api):
             problem = assert_problem(client.request(method.upper(), path, content=body), 422, field)
         assert problem.get("sqlstate") == sqlstate, (body[:80], problem)
     assert (api.packet_count(), api.memory_count()) == before
+
+
+def raw_request(url: str, request: bytes) -> bytes:
+    """The server's whole answer to ``request`` sent as is on a socket of its own (the server closes it)."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_the_http_parser_refuses_is_400_in_the_problem_shape(api: Api):
+    """A malformed Content-Length (or any request that is not HTTP/1.1) is refused by uvicorn's parser before the
+    application sees it; the answer is still a problem document, not uvicorn's text/plain, and closes the
+    connection."""
+    for length in (b"abc", b"-1", b"1x"):
+        answer = raw_request(api.url, b"POST /api/v1/memory/packet HTTP/1.1\r\nHost: x\r\nContent-Length: " + length
+                             + b"\r\nContent-Type: application/json\r\n\r\n{}")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+        assert lines[0].startswith("HTTP/1.1 400 "), answer
+        assert headers["content-type"] == "application/problem+json", answer
+        assert headers["connection"] == "close" and int(headers["content-length"]) == len(body), answer
+        problem = json.loads(body)
+        assert problem["status"] == 400 and problem["type"] == "urn:memsub:problem:bad-request", problem
+        assert problem["detail"] and set(problem) <= set(PROBLEM["properties"]), problem
 
 
 def test_a_memory_value_of_null_is_refused_by_the_database_naming_it(api: Api):
