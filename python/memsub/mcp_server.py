@@ -14,18 +14,20 @@ and the SQLSTATE, and its transaction is rolled back, so nothing is written.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 from uuid import UUID
 
 import anyio
 import mcp_types
 from mcp.server import MCPServer
+from mcp.server import stdio as sdk_stdio
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -652,6 +654,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
     return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), tools=registered)
 
 
+
 def _refusal(error: ValidationError) -> str:
     """Arguments the input schema refuses, in one line: each field with what is wrong with it, in the order of the
     tool's inputs (``field k: Input should be greater than or equal to 1; field query: Field required``); not the
@@ -798,13 +801,70 @@ class _AnsweringReadStream:
         return result
 
 
+def invalid_id_answer(line: str) -> mcp_types.JSONRPCError | None:
+    """The answer to a request line whose ``id`` MCP does not allow (JSON-RPC 2.0 and MCP: a string or an integer;
+    MCP: never null), or None for any other line. The SDK reads such a request as a notification, which asks for no
+    answer, so its client would wait for ever: it is answered -32600 with id null, JSON-RPC's id for a request
+    whose id could not be read. A line that is not JSON, or not an object, is left to the SDK (and to
+    :func:`unreadable_answer`)."""
+    if '"id"' not in line and "\\u" not in line:  # an escape could spell the member's name
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    return _rpc_error(None, mcp_types.INVALID_REQUEST, f"Invalid request: id must be a string or an integer, not "
+                      f"{json.dumps(request_id)[:40]}")
+
+
+class _IdCheckedLines:
+    """The stdin lines the SDK's reader reads, less each request with an id MCP does not allow, answered on the
+    write stream once it is attached (:func:`invalid_id_answer`)."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines, self._write = lines, None
+        self._attached = anyio.Event()
+
+    def attach(self, write: Any) -> None:
+        self._write = write
+        self._attached.set()
+
+    def __aiter__(self) -> Any:
+        return self._checked()
+
+    async def _checked(self) -> Any:
+        async for line in self._lines:
+            answer = invalid_id_answer(line)
+            if answer is None:
+                yield line
+                continue
+            await self._attached.wait()
+            assert self._write is not None
+            await self._write.send(SessionMessage(answer))
+
+
 async def serve_stdio(server: MCPServer) -> None:
     """``server`` over stdio as ``server.run("stdio")`` serves it, but answering each line the SDK cannot read
-    with a JSON-RPC error instead of dropping it."""
+    with a JSON-RPC error instead of dropping it, and each request whose id is not a string or an integer, which
+    the SDK would read as a notification. stdin is claimed as the SDK claims it (its descriptor pointed at the
+    null device while serving), so that the lines can be read before the SDK reads them."""
     lowlevel = server._lowlevel_server  # the SDK's run_stdio_async, with the read stream wrapped
-    async with stdio_server() as (read_stream, write_stream):
-        await lowlevel.run(_AnsweringReadStream(read_stream, write_stream), write_stream,
-                           lowlevel.create_initialization_options())
+    buffer, release = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+    try:
+        lines = _IdCheckedLines(anyio.wrap_file(sdk_stdio._UnownedTextWrapper(buffer, encoding="utf-8",
+                                                                             errors="replace")))
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+            lines.attach(write_stream)
+            await lowlevel.run(_AnsweringReadStream(read_stream, write_stream), write_stream,
+                               lowlevel.create_initialization_options())
+    finally:
+        if release is not None:
+            release()
 
 
 def _version() -> str:

@@ -672,7 +672,16 @@ def test_a_stdio_line_the_sdk_cannot_read_is_answered_not_dropped(db):
                 (json.dumps([{"jsonrpc": "2.0", "id": 5, "method": "ping"}]), None, -32600, "batch"),
                 (json.dumps({"id": 6, "method": "ping"}), 6, -32600, "JSON-RPC 2.0"),
                 (json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": [1]}), 8, -32600,
-                 "params")):
+                 "params"),
+                # a request whose id is no string or integer (MCP: not null either), which the SDK took for a
+                # notification and answered nothing
+                ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', None, -32600, "id"),
+                ('{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', None, -32600, "id"),
+                ('{"jsonrpc": "2.0", "id": 9.0, "method": "ping"}', None, -32600, "id"),
+                ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, -32600, "id"),
+                ('{"jsonrpc": "2.0", "id": [10], "method": "ping"}', None, -32600, "id"),
+                ('{"jsonrpc": "2.0", "method": "tools/call", "id": {"n": 11}, "params": {"name": "remember", '
+                 '"arguments": {"text": "not written"}}}', None, -32600, "id")):
             answer = _answer(process, line)
             assert answer["id"] == request_id and answer["error"]["code"] == code, answer
             assert words in answer["error"]["message"], answer
