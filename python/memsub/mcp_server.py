@@ -32,6 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -651,8 +652,17 @@ def build_server(tools: MemoryTools) -> MCPServer:
         memories and lowers misleading ones."""
         return tools.feedback(access_id, was_useful, reason, learn_now)
 
-    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), tools=registered)
+    return _MemoryServer(SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), tools=registered)
 
+
+class _MemoryServer(MCPServer):
+    """The SDK's server, answering a call of a tool it does not have with the JSON-RPC error the MCP
+    specification gives for it (-32602, invalid params), where the SDK returns a tool result with ``isError``."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name not in {tool.name for tool in await self.list_tools()}:
+            raise MCPError(mcp_types.INVALID_PARAMS, f"Unknown tool: {name}")
+        return await super().call_tool(name, arguments, context)
 
 
 def _refusal(error: ValidationError) -> str:

@@ -28,6 +28,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from psycopg import sql
 
 import memsub
@@ -318,7 +319,10 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_writes_nothing(db):
                 assert "importance" in _error(await client.call_tool("remember", {"text": "x", "importance": 2}))
                 assert "scope" in _error(await client.call_tool("remember", {"text": "x", "scope": "everyone"}))
                 assert "text" in _error(await client.call_tool("remember", {}))
-                assert "Unknown tool" in _error(await client.call_tool("forget_everything", {}))
+                # an unknown tool is a protocol error (the MCP specification: -32602), not a tool result
+                with pytest.raises(MCPError) as unknown:
+                    await client.call_tool("forget_everything", {})
+                assert unknown.value.code == -32602 and "forget_everything" in unknown.value.message
                 # refused by the tool
                 assert "field text" in _error(await client.call_tool("remember", {"text": "   "}))
                 assert "field tags" in _error(await client.call_tool("recall", {"query": "x", "tags": ["a"]}))
@@ -737,6 +741,9 @@ def test_streamable_http_round_trip(db):
                 hits = _data(await client.call_tool("recall", {"query": "deploy window"}))["hits"]
                 assert hits[0]["packet_id"] == written["packet_id"]
                 assert "k" in _error(await client.call_tool("recall", {"query": "x", "k": -1}))
+                with pytest.raises(MCPError) as unknown:  # -32602 over this transport too
+                    await client.call_tool("forget_everything", {})
+                assert unknown.value.code == -32602
 
         _run(scenario)
     finally:
