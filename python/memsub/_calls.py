@@ -897,15 +897,32 @@ async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T],
     return call.decode(found)
 
 
-def _pool_failed(timeout: float, error: PoolTimeout) -> ConnectionFailed:
-    return ConnectionFailed(f"cannot connect: no connection to the server within {timeout:g} s ({error})")
+@contextmanager
+def _taking(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Iterator[None]:
+    """Taking a connection from ``pool``: one that cannot reach the server in time raises ConnectionFailed, a
+    closed one (or an async one not opened yet) StateError, instead of the pool's own errors."""
+    try:
+        yield
+    except PoolTimeout as error:
+        raise ConnectionFailed(f"cannot connect: no connection to the server within {pool.timeout:g} s "
+                               f"({error})") from error
+    except PoolClosed as error:
+        if "not open" in str(error):
+            raise StateError("this AsyncSubstrate is not open yet: use `async with AsyncSubstrate(...)` or "
+                             "`await substrate.open()` first") from error
+        raise StateError("this substrate is closed: its calls need a new Substrate(...)") from error
 
 
-def _pool_closed(error: PoolClosed) -> StateError:
-    if "not open" in str(error):
-        return StateError("this AsyncSubstrate is not open yet: use `async with AsyncSubstrate(...)` or "
-                          "`await substrate.open()` first")
-    return StateError("this substrate is closed: its calls need a new Substrate(...)")
+def _to_check(pool: ConnectionPool[Any] | AsyncConnectionPool[Any], attempt: int,
+              connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether a connection just taken from ``pool`` (its ``attempt``-th) needs a round trip before it is used:
+    the server sent it something while it was idle (:func:`_spoke_while_idle`), and the pool may still hand out
+    another. When it fails the round trip, it is closed and given back (:func:`_replacing`)."""
+    return attempt < pool.max_size and _spoke_while_idle(connection)
+
+
+def _replacing(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> None:
+    logger.info("pool %r: the server ended an idle connection, which is replaced", pool.name)
 
 
 def _spoke_while_idle(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
@@ -934,18 +951,14 @@ def pooled(pool: ConnectionPool[psycopg.Connection[RowT]]) -> Iterator[psycopg.C
     replaces it) and another one taken, at most once per connection the pool may hold. Telling costs a look at the
     socket (:func:`_spoke_while_idle`), and a round trip only when the server did send something."""
     for attempt in range(pool.max_size + 1):
-        try:
+        with _taking(pool):
             connection = pool.getconn()
-        except PoolTimeout as error:
-            raise _pool_failed(pool.timeout, error) from error
-        except PoolClosed as error:
-            raise _pool_closed(error) from error
-        if attempt == pool.max_size or not _spoke_while_idle(connection):
+        if not _to_check(pool, attempt, connection):
             break
         try:
             ConnectionPool.check_connection(connection)
         except psycopg.Error:
-            logger.info("pool %r: the server ended an idle connection, which is replaced", pool.name)
+            _replacing(pool)
             connection.close()
             pool.putconn(connection)
             continue
@@ -961,18 +974,14 @@ async def pooled_async(pool: AsyncConnectionPool[psycopg.AsyncConnection[RowT]]
                        ) -> AsyncIterator[psycopg.AsyncConnection[RowT]]:
     """The async twin of :func:`pooled`."""
     for attempt in range(pool.max_size + 1):
-        try:
+        with _taking(pool):
             connection = await pool.getconn()
-        except PoolTimeout as error:
-            raise _pool_failed(pool.timeout, error) from error
-        except PoolClosed as error:
-            raise _pool_closed(error) from error
-        if attempt == pool.max_size or not _spoke_while_idle(connection):
+        if not _to_check(pool, attempt, connection):
             break
         try:
             await AsyncConnectionPool.check_connection(connection)
         except psycopg.Error:
-            logger.info("pool %r: the server ended an idle connection, which is replaced", pool.name)
+            _replacing(pool)
             await connection.close()
             await pool.putconn(connection)
             continue
