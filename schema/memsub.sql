@@ -5862,8 +5862,14 @@ begin
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
-    -- Like the SDK's SQLite session: NULL or a negative limit reads the whole history, 0 reads nothing.
-    if p_limit is null or p_limit < 0 then
+    -- NULL reads the whole history (the SDK's "no limit"), 0 reads nothing; a negative limit, which the SDK's
+    -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused, and so is one over max_rows.
+    if p_limit < 0 then
+        raise exception 'memsub.agent_session_get_items: limit must not be negative, not %', p_limit
+            using errcode = '22023', column = 'limit';
+    end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
+    if p_limit is null then
         return query
         select i.item_id, i.item from memsub.agent_session_items i
          where i.tenant_id = tenant and i.session_id = p_session_id
@@ -5881,7 +5887,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL or negative: all). 22023 naming session_id when blank.';
+COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows.';
 
 CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8360,6 +8366,7 @@ begin
         raise exception 'memsub.langgraph_checkpoint_list: limit must not be negative'
             using errcode = '22023', column = 'limit';
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');  -- NULL (every checkpoint, as LangGraph asks) passes
     if p_filter is not null and jsonb_typeof(p_filter) <> 'object' then
         raise exception 'memsub.langgraph_checkpoint_list: filter must be a JSON object'
             using errcode = '22023', column = 'filter';
@@ -8391,7 +8398,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) IS 'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, at most p_limit rows. Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) IS 'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, at most p_limit rows (NULL: all; 22023 below 0, 54000 over max_rows, naming limit). Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
 
 CREATE FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8556,6 +8563,7 @@ begin
                   column = case when p_max_depth is not null and p_max_depth < 1 then 'max_depth'
                                 when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     key_range := memsub._langgraph_store_key_range(
         tenant, p_prefix[1:coalesce(array_position(p_prefix, '*') - 1, cardinality(p_prefix))]);
     -- The tenant's distinct namespaces first, by their keys in index order (a label holds no period, so the
@@ -8593,7 +8601,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted by their labels joined by periods (as LangGraph''s PostgresStore sorts them), matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels.';
+COMMENT ON FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[], p_suffix text[], p_max_depth integer, p_limit integer, p_offset integer) IS 'Distinct namespaces of the context tenant''s live store items, sorted by their labels joined by periods (as LangGraph''s PostgresStore sorts them), matching a prefix and/or suffix (a label ''*'' matches any label) and cut to p_max_depth labels. At most p_limit namespaces (22023 below 0, 54000 over max_rows, naming limit).';
 
 CREATE FUNCTION memsub.langgraph_store_put(p_namespace text[], p_key text, p_value jsonb, p_ttl_minutes double precision DEFAULT NULL::double precision, p_fields text[] DEFAULT '{}'::text[], p_embeddings public.vector[] DEFAULT '{}'::public.vector[]) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -8708,6 +8716,7 @@ begin
         raise exception 'memsub.langgraph_store_search: limit and offset must be non-negative'
             using errcode = '22023', column = case when p_limit is null or p_limit < 0 then 'limit' else 'offset' end;
     end if;
+    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     if p_distance is null or p_distance not in ('cosine', 'l2', 'inner_product') then
         raise exception 'memsub.langgraph_store_search: distance_type must be cosine, l2 or inner_product, not %',
                         coalesce(p_distance, 'NULL')
@@ -8814,7 +8823,7 @@ $_$;
 
 ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine distance scores NULL), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable norm (a zero vector, or squares beyond single precision).';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine distance scores NULL), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable norm (a zero vector, or squares beyond single precision); 22023 for a limit or offset below 0, 54000 for a limit over max_rows (naming limit).';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
