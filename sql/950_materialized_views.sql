@@ -187,23 +187,23 @@ comment on column memsub.mv_agent_recent_important.session_id is 'Session the pa
 comment on column memsub.mv_agent_recent_important.agent_id is 'The agent that wrote it (routing.agent).';
 comment on column memsub.mv_agent_recent_important.packet_id is 'The packet (packet_store.packet_id).';
 comment on column memsub.mv_agent_recent_important.packet_type is 'Kind of packet (packet_store.packet_type).';
-comment on column memsub.mv_agent_recent_important."timestamp" is 'When the packet happened (within the 30 days before the refresh).';
+comment on column memsub.mv_agent_recent_important."timestamp" is 'When the packet happened (within the 720 hours, 30 × 24 h, before the refresh).';
 comment on column memsub.mv_agent_recent_important.importance_score is 'Learned importance in [0, 1] at the refresh (0.7 or more).';
 comment on column memsub.mv_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
 comment on column memsub.mv_agent_recent_important.tags is 'Tags of the packet.';
 comment on column memsub.mv_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
-comment on column memsub.mv_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+comment on column memsub.mv_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 720 hours), at the refresh.';
 
 comment on column memsub.tenant_agent_recent_important.tenant_id is 'Tenant of the packet.';
 comment on column memsub.tenant_agent_recent_important.agent_id is 'The agent that wrote it (routing.agent).';
 comment on column memsub.tenant_agent_recent_important.packet_id is 'The packet (packet_store.packet_id).';
 comment on column memsub.tenant_agent_recent_important.packet_type is 'Kind of packet (packet_store.packet_type).';
-comment on column memsub.tenant_agent_recent_important."timestamp" is 'When the packet happened (within the 30 days before the refresh).';
+comment on column memsub.tenant_agent_recent_important."timestamp" is 'When the packet happened (within the 720 hours, 30 × 24 h, before the refresh).';
 comment on column memsub.tenant_agent_recent_important.importance_score is 'Learned importance in [0, 1] at the refresh (0.7 or more).';
 comment on column memsub.tenant_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
 comment on column memsub.tenant_agent_recent_important.tags is 'Tags of the packet.';
 comment on column memsub.tenant_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
-comment on column memsub.tenant_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+comment on column memsub.tenant_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 720 hours), at the refresh.';
 
 comment on column memsub.mv_entity_graph.tenant_id is 'Tenant of the edges.';
 comment on column memsub.mv_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';

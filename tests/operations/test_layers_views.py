@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context
+from helpers import TENANT_A, TENANT_B, set_context, write
 from layer_helpers import populate
 
 TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
@@ -146,3 +147,37 @@ def test_refresh_while_readers_read(db):
         statuses = conn.execute(
             "select status, count(*) from memsub.memory_view_refresh_log group by status").fetchall()
     assert statuses == [("ok", 8)]
+
+
+def _dst_zone_changed_in_the_last_30_days() -> str:
+    """A POSIX time zone (UTC-5, summer time UTC-4) whose summer time began ten days ago and ends in a hundred:
+    in it, 30 calendar days before now are 719 hours before now. Built from today's date, so the test does not
+    depend on the season it runs in (Jn: day of the year, February 29 not counted)."""
+    def julian(day: date) -> int:
+        n = day.timetuple().tm_yday
+        leap = day.year % 4 == 0 and (day.year % 100 != 0 or day.year % 400 == 0)
+        return n - 1 if leap and day.month > 2 else n
+
+    today = datetime.now(UTC).date()
+    return f"XST5XDT,J{julian(today - timedelta(days=10))},J{julian(today + timedelta(days=100))}"
+
+
+def test_the_recent_window_is_720_hours_whatever_the_time_zone_of_the_refresh(db):
+    zone = _dst_zone_changed_in_the_last_30_days()
+    now = datetime.now(UTC)
+    inside, outside = now - timedelta(hours=719, minutes=30), now - timedelta(hours=720, minutes=30)
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        packets = {write(conn, {"packet_type": "event", "payload": {"text": name}, "importance_score": 0.9,
+                                "metadata": {"agent": "dst"}, "timestamp": moment.isoformat()})["packet_id"]: name
+                   for name, moment in (("inside", inside), ("outside", outside))}
+        conn.commit()
+    with db.connect("platform_admin", autocommit=True) as conn:
+        conn.execute(f"set timezone = '{zone}'")
+        # The zone does change its offset within the window: calendar days and hours disagree in it.
+        assert conn.execute("select now() - interval '30 days' <> now() - interval '720 hours'").fetchone() == (True,)
+        conn.execute("call memsub.refresh_memory_views()")
+    with db.connect("analyst") as conn:
+        seen = {packets[r[0]] for r in conn.execute(
+            "select packet_id from memsub.tenant_agent_recent_important where agent_id = 'dst'")}
+    assert seen == {"inside"}

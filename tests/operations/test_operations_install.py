@@ -838,6 +838,35 @@ def _check_internal_names(dsn: str, before: dict[int, str]) -> None:
     assert [d.describe() for d in differences if (d.kind, d.attribute) != ("role", "members")] == []
 
 
+def _views_before_2_48_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.48.0 whose mv_agent_recent_important was refreshed over a recent important
+    packet of an agent."""
+    versions = [m.version_text for m in migrator.migrations]
+    migrator.migrate(versions[versions.index("2.48.0") - 1])
+    one = str(uuid.UUID(int=1))
+    now = datetime.now(UTC)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("insert into memsub.packet_store (tenant_id, packet_id, packet_type, envelope, routing, "
+                     "importance_score, timestamp) values (%s, %s, 'event', '{}', '{\"agent\": \"a\"}', 0.9, %s)",
+                     [one, str(uuid.UUID(int=480)), now - timedelta(days=10)])
+        # The release's sql/ grants the views' owner what it aggregates; the refresh runs as that owner.
+        conn.execute("grant select on memsub.packet_store to memsub_view_owner")
+        conn.execute("refresh materialized view memsub.mv_agent_recent_important")
+
+
+def _check_views_2_48_0(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        populated = conn.execute("select relname, relispopulated from pg_class where relnamespace = "
+                                 "'memsub'::regnamespace and relkind = 'm' order by 1").fetchall()
+        packets = conn.execute("select packet_id from memsub.mv_agent_recent_important").fetchall()
+        readable = conn.execute("select count(*) from memsub.tenant_agent_recent_important").fetchone()
+    # Rebuilt and populated again by the installation, and read through the tenant view re-created over it.
+    assert populated == [(view, True) for view in ("mv_agent_recent_important", "mv_entity_graph",
+                                                   "mv_high_confidence_facts", "mv_reflection_patterns")]
+    assert packets == [(uuid.UUID(int=480),)]
+    assert readable == (1,)
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -855,6 +884,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
     "2.45.0 reads the graph written before it in index order": (_graph_at_2_44_0, _check_graph_reads),
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
+    "2.48.0 rebuilds a materialized view and fills it again": (_views_before_2_48_0, _check_views_2_48_0),
 }
 
 
@@ -925,6 +955,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.45.0 reads the graph written before it in index order": (("entity_relationships", "knowledge_facts"), True),
     # No table changes: packet_store stands for them; the renames need the installer to own the routines.
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
+    "2.48.0 rebuilds a materialized view and fills it again": (("packet_store",), True),
 }
 
 
