@@ -1,14 +1,23 @@
--- memsub 2.48.0: the materialized views hold the same rows whoever refreshes them.
+-- memsub 2.48.0: two materialized views hold what holds now, whoever refreshes them.
 --
 -- * mv_agent_recent_important: "recent" is the 720 hours (30 × 24 h) before the refresh. It was
 --   now() - interval '30 days', which timestamptz arithmetic takes as 30 calendar days in the refreshing
 --   session's TimeZone: 719 or 721 hours when a change of summer time falls within them, so the rows of a refresh
 --   depended on the TimeZone of whoever ran it. The recency term of combined_score already counted 30 × 86,400 s.
+-- * mv_entity_graph: the edges whose validity window contains the moment of the refresh, as every graph read
+--   means "now" (traverse_graph, entity_neighbourhood, graph_neighbors). It held open-ended windows only, so an
+--   edge valid now whose end is already known (temporal_edge_add with valid_until, close_relationship or
+--   supersede_relationship at a later time) was missing while the reads still followed it. The new column
+--   valid_until is the earliest end among the windows a row is made of (NULL: none ends), and
+--   memsub.tenant_entity_graph (sql/950_materialized_views.sql) drops the row once it has passed, as it drops
+--   expired rows. A window closed after the refresh leaves the view at the next refresh.
 --
--- Rebuilt from its latest definition (2.19.0) with this change, empty; sql/950_materialized_views.sql, applied
--- after the migrations, re-creates the tenant_* view over it (dropped here with it) and populates it.
+-- Both are rebuilt from their latest definitions (2.19.0, re-created unchanged by 2.38.0) with these changes, empty;
+-- sql/950_materialized_views.sql, applied after the migrations, re-creates the tenant_* views over them (dropped here
+-- with them) and populates them.
 
 drop materialized view memsub.mv_agent_recent_important cascade;
+drop materialized view memsub.mv_entity_graph cascade;
 
 create materialized view memsub.mv_agent_recent_important as
 select p.tenant_id,
@@ -45,4 +54,31 @@ comment on materialized view memsub.mv_agent_recent_important is
 comment on index memsub.mv_agent_recent_important_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
 comment on index memsub.mv_agent_recent_important_agent is 'An agent''s packets, best combined score first.';
 
+create materialized view memsub.mv_entity_graph as
+select r.tenant_id,
+       min(r.ttl) at time zone 'UTC' as expires_at,
+       min(upper(r.valid_period)) as valid_until,
+       r.source_key as source_entity,
+       r.relationship_type,
+       r.target_key as target_entity,
+       sum(r.mention_count)::bigint as total_mentions,
+       max(r.confidence) as max_confidence,
+       avg(r.confidence) as avg_confidence,
+       max(r.last_seen) as last_seen,
+       count(*)::bigint as relationship_count
+  from memsub.entity_relationships r
+ where r.valid_period @> now()
+   and (r.ttl is null or r.ttl > (now() at time zone 'UTC'))
+ group by r.tenant_id, r.source_key, r.relationship_type, r.target_key
+with no data;
+create unique index mv_entity_graph_key
+    on memsub.mv_entity_graph (tenant_id, source_entity, relationship_type, target_entity);
+comment on materialized view memsub.mv_entity_graph is
+    'The knowledge graph valid at the refresh (edges whose validity window contains it) per tenant, entity names '
+    'in their matching form (memsub.normalize_text); expires_at is the earliest expiry and valid_until the '
+    'earliest end of window among the merged edges. Clients read memsub.tenant_entity_graph, which drops a row at '
+    'read time once either has passed (until the next refresh recomputes it).';
+comment on index memsub.mv_entity_graph_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
+
 alter materialized view memsub.mv_agent_recent_important owner to memsub_view_owner;
+alter materialized view memsub.mv_entity_graph owner to memsub_view_owner;

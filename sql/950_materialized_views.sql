@@ -147,11 +147,13 @@ select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.tot
        m.avg_confidence, m.last_seen, m.relationship_count
   from memsub.mv_entity_graph m
  where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
+   and (m.valid_until is null or m.valid_until > (select pg_catalog.now()))
    and (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin())
         or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
 comment on view memsub.tenant_entity_graph is
     'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge '
-    'that has expired since the refresh (security barrier).';
+    'that has expired, or whose validity window known at the refresh has ended, since the refresh (security '
+    'barrier).';
 
 create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) as
 select m.tenant_id, m.fact_id, m.subject, m.subject_normalized, m.predicate, m.object, m.confidence,
@@ -209,7 +211,7 @@ comment on column memsub.mv_entity_graph.tenant_id is 'Tenant of the edges.';
 comment on column memsub.mv_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';
 comment on column memsub.mv_entity_graph.relationship_type is 'Relationship type of the edges.';
 comment on column memsub.mv_entity_graph.target_entity is 'Matching form of the target entity (entity_relationships.target_key).';
-comment on column memsub.mv_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid now.';
+comment on column memsub.mv_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid at the refresh.';
 comment on column memsub.mv_entity_graph.max_confidence is 'Highest confidence among those edges.';
 comment on column memsub.mv_entity_graph.avg_confidence is 'Mean confidence of those edges.';
 comment on column memsub.mv_entity_graph.last_seen is 'When any of those edges was last seen.';
@@ -219,7 +221,7 @@ comment on column memsub.tenant_entity_graph.tenant_id is 'Tenant of the edges.'
 comment on column memsub.tenant_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';
 comment on column memsub.tenant_entity_graph.relationship_type is 'Relationship type of the edges.';
 comment on column memsub.tenant_entity_graph.target_entity is 'Matching form of the target entity (entity_relationships.target_key).';
-comment on column memsub.tenant_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid now.';
+comment on column memsub.tenant_entity_graph.total_mentions is 'Sum of the mention counts of the edges valid at the refresh.';
 comment on column memsub.tenant_entity_graph.max_confidence is 'Highest confidence among those edges.';
 comment on column memsub.tenant_entity_graph.avg_confidence is 'Mean confidence of those edges.';
 comment on column memsub.tenant_entity_graph.last_seen is 'When any of those edges was last seen.';
@@ -259,6 +261,9 @@ comment on column memsub.mv_agent_recent_important.expires_at is
 comment on column memsub.mv_entity_graph.expires_at is
     'Earliest expiry among the relationships counted in the row (NULL: none expires): the tenant_* view withholds '
     'the row from then until the next refresh recomputes it.';
+comment on column memsub.mv_entity_graph.valid_until is
+    'Earliest end of the validity windows of the relationships counted in the row (NULL: none ends): the tenant_* '
+    'view withholds the row from then until the next refresh recomputes it.';
 comment on column memsub.mv_high_confidence_facts.expires_at is
     'When the fact expires (the latest expiry of the packets that asserted it; NULL: never): the tenant_* view '
     'hides the row from then on.';

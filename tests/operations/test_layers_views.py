@@ -10,7 +10,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from helpers import TENANT_A, TENANT_B, set_context, write
+from doc_helpers import tenant_session
+from helpers import TENANT_A, TENANT_B, set_context, wait_until, write
 from layer_helpers import populate
 
 TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
@@ -181,3 +182,31 @@ def test_the_recent_window_is_720_hours_whatever_the_time_zone_of_the_refresh(db
         seen = {packets[r[0]] for r in conn.execute(
             "select packet_id from memsub.tenant_agent_recent_important where agent_id = 'dst'")}
     assert seen == {"inside"}
+
+
+def test_the_entity_graph_holds_the_edges_valid_now_like_the_graph_reads(db):
+    now = datetime.now(UTC)
+    with tenant_session(db.dsn("app")) as session:
+        # Valid now, with an end already known; valid now, superseded from tomorrow; valid now, ending in four
+        # seconds (after the refresh, before the read); open-ended.
+        session.graph.temporal_edge_add("Alice", "works_at", "Acme", valid_from=now - timedelta(days=3),
+                                        valid_until=now + timedelta(days=3))
+        session.graph.temporal_edge_add("Bob", "works_at", "Acme", valid_from=now - timedelta(days=3))
+        session.graph.supersede_relationship("Bob", "works_at", "Globex", valid_from=now + timedelta(days=1))
+        ending = session.graph.temporal_edge_add("Dave", "works_at", "Acme", valid_from=now - timedelta(days=3),
+                                                 valid_until=datetime.now(UTC) + timedelta(seconds=4))
+        session.graph.temporal_edge_add("Erin", "works_at", "Acme", valid_from=now - timedelta(days=3))
+    _refresh(db)
+    with db.connect() as conn:  # the refresh took the edge that ends next, with its end
+        assert conn.execute("select valid_until from memsub.mv_entity_graph where source_entity = 'dave'"
+                            ).fetchall() == [(ending.valid_until,)]
+    with db.connect("app") as conn:
+        wait_until(conn, ending.valid_until)
+    with tenant_session(db.dsn("app")) as session:
+        reads = {(source.lower(), p.entity.lower()) for source in ("Alice", "Bob", "Dave", "Erin")
+                 for p in session.graph.traverse(source)}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        view = set(conn.execute("select source_entity, target_entity from memsub.tenant_entity_graph").fetchall())
+    assert reads == {("alice", "acme"), ("bob", "acme"), ("erin", "acme")}
+    assert view == reads

@@ -839,8 +839,9 @@ def _check_internal_names(dsn: str, before: dict[int, str]) -> None:
 
 
 def _views_before_2_48_0(dsn: str, migrator: Migrator) -> None:
-    """A database at the release before 2.48.0 whose mv_agent_recent_important was refreshed over a recent important
-    packet of an agent."""
+    """A database at the release before 2.48.0 whose mv_agent_recent_important and mv_entity_graph were refreshed
+    over a recent important packet of an agent, an open edge and an edge valid now whose end is known (which
+    mv_entity_graph then left out)."""
     versions = [m.version_text for m in migrator.migrations]
     migrator.migrate(versions[versions.index("2.48.0") - 1])
     one = str(uuid.UUID(int=1))
@@ -849,9 +850,16 @@ def _views_before_2_48_0(dsn: str, migrator: Migrator) -> None:
         conn.execute("insert into memsub.packet_store (tenant_id, packet_id, packet_type, envelope, routing, "
                      "importance_score, timestamp) values (%s, %s, 'event', '{}', '{\"agent\": \"a\"}', 0.9, %s)",
                      [one, str(uuid.UUID(int=480)), now - timedelta(days=10)])
+        for source, end in [("open", None), ("ending", now + timedelta(days=3))]:
+            conn.execute(
+                "insert into memsub.entity_relationships (tenant_id, source_entity, relationship_type, "
+                "target_entity, mention_count, confidence, first_seen, last_seen, valid_period) "
+                "values (%s, %s, 'r', 'x', 1, 0.5, %s, %s, tstzrange(%s, %s))",
+                [one, source, now - timedelta(days=3), now - timedelta(days=3), now - timedelta(days=3), end])
         # The release's sql/ grants the views' owner what it aggregates; the refresh runs as that owner.
-        conn.execute("grant select on memsub.packet_store to memsub_view_owner")
-        conn.execute("refresh materialized view memsub.mv_agent_recent_important")
+        conn.execute("grant select on memsub.packet_store, memsub.entity_relationships to memsub_view_owner")
+        for view in ("mv_agent_recent_important", "mv_entity_graph"):
+            conn.execute(f"refresh materialized view memsub.{view}")
 
 
 def _check_views_2_48_0(dsn: str, _: Any = None) -> None:
@@ -859,12 +867,16 @@ def _check_views_2_48_0(dsn: str, _: Any = None) -> None:
         populated = conn.execute("select relname, relispopulated from pg_class where relnamespace = "
                                  "'memsub'::regnamespace and relkind = 'm' order by 1").fetchall()
         packets = conn.execute("select packet_id from memsub.mv_agent_recent_important").fetchall()
-        readable = conn.execute("select count(*) from memsub.tenant_agent_recent_important").fetchone()
-    # Rebuilt and populated again by the installation, and read through the tenant view re-created over it.
+        edges = conn.execute("select source_entity, valid_until is not null from memsub.mv_entity_graph "
+                             "order by 1").fetchall()
+        readable = conn.execute("select count(*) from memsub.tenant_entity_graph").fetchone()
+    # Rebuilt and populated again by the installation, with the edge whose end is known, and read through the
+    # tenant view re-created over it.
     assert populated == [(view, True) for view in ("mv_agent_recent_important", "mv_entity_graph",
                                                    "mv_high_confidence_facts", "mv_reflection_patterns")]
     assert packets == [(uuid.UUID(int=480),)]
-    assert readable == (1,)
+    assert edges == [("ending", True), ("open", False)]
+    assert readable == (2,)
 
 
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
@@ -884,7 +896,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
     "2.45.0 reads the graph written before it in index order": (_graph_at_2_44_0, _check_graph_reads),
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
-    "2.48.0 rebuilds a materialized view and fills it again": (_views_before_2_48_0, _check_views_2_48_0),
+    "2.48.0 rebuilds two materialized views and fills them again": (_views_before_2_48_0, _check_views_2_48_0),
 }
 
 
@@ -955,7 +967,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.45.0 reads the graph written before it in index order": (("entity_relationships", "knowledge_facts"), True),
     # No table changes: packet_store stands for them; the renames need the installer to own the routines.
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
-    "2.48.0 rebuilds a materialized view and fills it again": (("packet_store",), True),
+    "2.48.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
 }
 
 
