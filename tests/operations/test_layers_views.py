@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -80,18 +81,6 @@ def test_tenant_roles_read_only_their_tenants_aggregates(db):
         assert tenants == {TENANT_A, TENANT_B}
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("select * from memsub.mv_entity_graph")
-
-
-def test_the_leak_check_sees_an_unfiltered_view(db):
-    _populate_two_tenants(db)
-    _refresh(db)
-    with db.connect() as conn:
-        conn.execute("create or replace view memsub.tenant_entity_graph with (security_barrier = true) as "
-                     "select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, "
-                     "m.max_confidence, m.avg_confidence, m.last_seen, m.relationship_count "
-                     "from memsub.mv_entity_graph m")
-        conn.commit()
-    assert _leaks(db)["tenant_entity_graph"] == {TENANT_A, TENANT_B}
 
 
 def test_refresh_while_readers_read(db):
@@ -210,3 +199,107 @@ def test_the_entity_graph_holds_the_edges_valid_now_like_the_graph_reads(db):
         view = set(conn.execute("select source_entity, target_entity from memsub.tenant_entity_graph").fetchall())
     assert reads == {("alice", "acme"), ("bob", "acme"), ("erin", "acme")}
     assert view == reads
+
+
+def _catalog_views(conn: psycopg.Connection[Any]) -> dict[str, tuple[str, list[str]]]:
+    """Every view and materialized view of the memsub schema: its kind ('v' or 'm') and options."""
+    return {name: (kind, options or []) for name, kind, options in conn.execute(
+        "select c.relname, c.relkind::text, c.reloptions from pg_catalog.pg_class c "
+        "where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('v', 'm') order by 1")}
+
+
+def _populate_every_view(db: Any) -> None:
+    """Rows of both tenants in every view of the catalog (the layers, the world model's entities among them), the
+    materialized views refreshed."""
+    _populate_two_tenants(db)
+    _refresh(db)
+
+
+LEAK_PROBE = ("create function pg_temp.seen(p_tenant uuid) returns boolean language plpgsql cost 0.0000001 as "
+              "$$ begin raise notice 'memsub-seen %', p_tenant; return true; end $$")
+
+
+def _tenants_read(conn: psycopg.Connection[Any], view: str) -> tuple[set[Any], set[str]]:
+    """The tenants of the rows ``view`` returns, and the tenants a cheap function of the caller's in the WHERE
+    clause was shown (a view without its barrier lets such a function see the rows it filters out)."""
+    shown: list[str] = []
+
+    def notice(diagnostic: psycopg.errors.Diagnostic) -> None:
+        shown.append(diagnostic.message_primary or "")
+
+    conn.add_notice_handler(notice)
+    try:
+        returned = {r[0] for r in conn.execute(
+            f"select tenant_id from memsub.{view} where pg_temp.seen(tenant_id)")}  # noqa: S608
+    finally:
+        conn.remove_notice_handler(notice)
+    return returned, {m.removeprefix("memsub-seen ") for m in shown if m.startswith("memsub-seen ")}
+
+
+def _isolation_failures(db: Any) -> list[tuple[str, ...]]:
+    """What breaks tenant isolation in the views of the catalog, for each client role in tenant A's context: a
+    view that is neither a security barrier nor security invoker, a materialized view a client role may read,
+    rows of another tenant returned or shown to a function of the caller's. The analyst reads every tenant's
+    aggregates through the tenant_* views by design (docs/security.md), and nothing more."""
+    failures: list[tuple[str, ...]] = []
+    with db.connect() as conn:
+        views = _catalog_views(conn)
+        truth = {name: {r[0] for r in conn.execute(f"select distinct tenant_id from memsub.{name}")}  # noqa: S608
+                 for name in views}
+    # Each view must hold rows of both tenants, or the check below proves nothing for it.
+    failures += [("not filled in both tenants", name) for name, tenants in truth.items()
+                 if tenants != {TENANT_A, TENANT_B}]
+    # A view over the materialized views (which bypass row-level security) is a security barrier; a view over
+    # tables runs with its caller's rights, so their row-level security applies.
+    failures += [("neither barrier nor invoker", name) for name, (kind, options) in views.items()
+                 if kind == "v" and "security_barrier=true" not in options
+                 and "security_invoker=true" not in options]
+    aggregates = {name for name, (kind, _) in views.items() if kind == "v" and name.startswith("tenant_")}
+    for role in ("app", "tenant_admin", "analyst", "platform_admin"):
+        roles = ["tenant_admin"] if role == "tenant_admin" else []
+        with db.connect(role, autocommit=True) as conn:
+            conn.execute(LEAK_PROBE)
+            for name, (kind, _) in views.items():
+                with conn.transaction():
+                    set_context(conn, TENANT_A, roles=roles)
+                    if kind == "m":  # no client role reads a materialized view itself
+                        allowed = conn.execute("select has_table_privilege(%s, 'select')",
+                                               [f"memsub.{name}"]).fetchone()
+                        if allowed != (False,):
+                            failures.append((role, name, "may read the materialized view"))
+                        continue
+                    returned, shown = _tenants_read(conn, name)
+                expected = {TENANT_A, TENANT_B} if role == "analyst" and name in aggregates else {TENANT_A}
+                if returned != expected:
+                    failures.append((role, name, "returned", str(sorted(map(str, returned)))))
+                if shown - {str(t) for t in expected}:
+                    failures.append((role, name, "shown", str(sorted(shown))))
+    return failures
+
+
+def test_every_view_of_the_catalog_keeps_tenants_apart(db):
+    _populate_every_view(db)
+    assert _isolation_failures(db) == []
+
+
+@pytest.mark.parametrize("drop", ["security_barrier", "tenant filter", "security_invoker"])
+def test_the_catalog_isolation_check_sees_a_view_without_its_barrier_invoker_or_filter(db, drop):
+    _populate_every_view(db)
+    with db.connect() as conn:
+        if drop == "security_barrier":  # a function of the caller's then sees the rows the filter drops
+            conn.execute("alter view memsub.tenant_high_confidence_facts reset (security_barrier)")
+        elif drop == "security_invoker":  # the tables would be read with the view owner's rights
+            conn.execute("alter view memsub.graph_nodes reset (security_invoker)")
+        else:
+            definition = conn.execute(
+                "select pg_get_viewdef('memsub.tenant_high_confidence_facts'::regclass)").fetchone()
+            assert definition is not None
+            conn.execute("create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) "
+                         "as " + re.split(r"\bWHERE\b", definition[0])[0])
+        conn.commit()
+    failures = _isolation_failures(db)
+    if drop == "security_invoker":
+        assert ("neither barrier nor invoker", "graph_nodes") in failures, failures
+    else:
+        assert ("app", "tenant_high_confidence_facts", "shown", str(sorted(map(str, (TENANT_A, TENANT_B))))) \
+            in failures, failures
