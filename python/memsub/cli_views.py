@@ -8,7 +8,7 @@ from typing import Any, Literal
 import click
 
 from memsub.cli_common import dsn_option, emit_json, reachable_dsn
-from memsub.connection import connect
+from memsub.connection import connect, lift_run_timeouts
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED, fail
 
@@ -24,8 +24,10 @@ def refresh_views_command(dsn: str | None, as_json: bool) -> None:
     """Refresh the materialized views (CALL memsub.refresh_memory_views()), one transaction per view.
 
     Exits 1 when a view failed or was skipped because another refresh of it was running."""
-    # The procedure commits after each view, so it must run outside a transaction block.
+    # The procedure commits after each view, so it must run outside a transaction block. The login's statement
+    # timeout would cancel the run partway (the CALL is one statement for every view): lifted.
     with connect(reachable_dsn(dsn), autocommit=True) as conn:
+        lift_run_timeouts(conn)
         called: Any = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
         if called is None or called[0] is None:
             raise MemsubError("memsub.refresh_memory_views() returned no run id")

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import RowFactory, dict_row
+from psycopg.rows import RowFactory, dict_row, tuple_row
 
 from memsub.errors import ConfigurationError, ConnectionFailed, MemsubError, PrivilegeError
 
@@ -219,3 +220,28 @@ def probe(dsn: str) -> None:
     """Connect once and disconnect: raises ConnectionFailed / ConfigurationError / PrivilegeError."""
     with connect(dsn):
         pass
+
+
+# The timeouts that end a statement or a transaction however long it legitimately runs (transaction_timeout:
+# PostgreSQL 17+). `memsub login-timeouts` sets statement_timeout on logins for the applications' statements; a
+# maintenance run is one long statement by nature (CALL memsub.refresh_memory_views() refreshes every view in one),
+# and a timeout that fires partway stops it there. Its lock waits stay bounded by lock_timeout.
+_RUN_TIMEOUTS = ("statement_timeout", "transaction_timeout")
+
+
+def lift_run_timeouts(conn: psycopg.Connection[Any]) -> list[str]:
+    """Turn off, for this session, the statement and transaction timeouts that its connection string did not set
+    (those of the login, the database or the server's configuration); one given on the connection
+    (PGOPTIONS, ``options`` in the DSN) stays. Returns the names turned off, for ``restore_run_timeouts``."""
+    lifted = [name for (name,) in conn.cursor(row_factory=tuple_row).execute(
+        "select name from pg_catalog.pg_settings where name = any(%s) and source <> 'client' and setting <> '0'",
+        [list(_RUN_TIMEOUTS)]).fetchall()]
+    for name in lifted:
+        conn.execute("select pg_catalog.set_config(%s, '0', false)", [name])
+    return lifted
+
+
+def restore_run_timeouts(conn: psycopg.Connection[Any], lifted: list[str]) -> None:
+    """Give the session back the timeouts ``lift_run_timeouts`` turned off (their values at its start)."""
+    for name in lifted:
+        conn.execute(sql.SQL("reset {}").format(sql.Identifier(name)))

@@ -10,6 +10,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
+from psycopg import sql
+
+from conftest import login_role
+from memsub.cli_views import refresh_views_command
+from memsub.connection import lift_run_timeouts, restore_run_timeouts
+from memsub.maintain import run_round
 
 from doc_helpers import tenant_session
 from helpers import TENANT_A, TENANT_B, set_context, wait_until, write
@@ -303,3 +310,51 @@ def test_the_catalog_isolation_check_sees_a_view_without_its_barrier_invoker_or_
     else:
         assert ("app", "tenant_high_confidence_facts", "shown", str(sorted(map(str, (TENANT_A, TENANT_B))))) \
             in failures, failures
+
+
+@pytest.mark.parametrize("command", ["refresh-views", "maintain"])
+def test_a_refresh_outlasting_the_logins_statement_timeout_runs_to_the_end(db, command):
+    """`memsub login-timeouts` gives a login a statement_timeout (30 s by default), and CALL
+    memsub.refresh_memory_views() is one statement for the four views: the commands that refresh do not let it
+    cancel the run partway. Lock waits stay bounded by the refresh's own lock_timeout."""
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("alter role {} in database {} set statement_timeout = '1s'").format(
+            sql.Identifier(login_role("platform_admin")), sql.Identifier(conn.info.dbname)))
+    with db.connect("platform_admin") as conn:
+        assert conn.execute("show statement_timeout").fetchone() == ("1s",)
+    # The last view waits 2.5 s for a table another transaction holds, after the others were refreshed.
+    with db.connect() as blocker:
+        blocker.execute("lock table memsub.reflection_store in access exclusive mode")
+        release = threading.Timer(2.5, blocker.rollback)
+        release.start()
+        try:
+            if command == "refresh-views":
+                result = CliRunner().invoke(refresh_views_command, ["--dsn", db.dsn("platform_admin")])
+                outcome: Any = (result.exit_code, result.output.count(": ok ("), str(result.exception or ""))
+            else:
+                task = run_round(db.dsn("platform_admin"), ["refresh_memory_views"]).tasks[0]
+                outcome = (0 if task.status == "ok" else 1, int(task.summary.split()[0]) if task.status == "ok"
+                           else 0, task.error or "")
+        finally:
+            release.join()
+    assert outcome == (0, 4, "")
+    with db.connect() as conn:
+        assert conn.execute("select view_name, status from memsub.memory_view_refresh_log order by started_at"
+                            ).fetchall() == [(view, "ok") for view in (
+                                "mv_agent_recent_important", "mv_entity_graph", "mv_high_confidence_facts",
+                                "mv_reflection_patterns")]
+
+
+def test_lifted_timeouts_are_given_back_and_a_timeout_of_the_connection_stays(db):
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("alter role {} in database {} set statement_timeout = '1s'").format(
+            sql.Identifier(login_role("platform_admin")), sql.Identifier(conn.info.dbname)))
+    with db.connect("platform_admin", autocommit=True) as conn:
+        lifted = lift_run_timeouts(conn)
+        during = conn.execute("show statement_timeout").fetchone()
+        restore_run_timeouts(conn, lifted)
+        after = conn.execute("show statement_timeout").fetchone()
+    assert (lifted, during, after) == (["statement_timeout"], ("0",), ("1s",))
+    with psycopg.connect(db.dsn("platform_admin"), autocommit=True, options="-c statement_timeout=2s") as conn:
+        assert lift_run_timeouts(conn) == []
+        assert conn.execute("show statement_timeout").fetchone() == ("2s",)
