@@ -358,3 +358,20 @@ def test_lifted_timeouts_are_given_back_and_a_timeout_of_the_connection_stays(db
     with psycopg.connect(db.dsn("platform_admin"), autocommit=True, options="-c statement_timeout=2s") as conn:
         assert lift_run_timeouts(conn) == []
         assert conn.execute("show statement_timeout").fetchone() == ("2s",)
+
+
+def test_a_refresh_by_a_role_without_the_right_or_in_a_transaction_block_is_refused_and_changes_nothing(db):
+    _populate_two_tenants(db)  # written after the last refresh: a refresh that ran would take them in
+    for kind in ("app", "tenant_admin", "analyst", "nobody"):
+        with db.connect(kind, autocommit=True) as conn:
+            for call in ("call memsub.refresh_memory_views()",
+                         "select memsub._refresh_memory_view('mv_entity_graph')"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                    conn.execute(call)
+                assert "permission denied for" in str(refused.value), (kind, call)
+    with db.connect("platform_admin") as conn:  # not in autocommit: the call is inside a transaction block
+        with pytest.raises(psycopg.errors.InvalidTransactionTermination):
+            conn.execute("call memsub.refresh_memory_views()")
+    with db.connect() as conn:
+        assert conn.execute("select count(*) from memsub.memory_view_refresh_log").fetchone() == (0,)
+        assert conn.execute("select count(*) from memsub.mv_entity_graph").fetchone() == (0,)
