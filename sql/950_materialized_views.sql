@@ -99,15 +99,23 @@ as $$
 declare
     v_name    pg_catalog.text;
     v_status  pg_catalog.text;
+    v_error   pg_catalog.text;
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
+    v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array memsub._memory_view_names() loop
-        select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
+        select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
+        elsif v_status operator(pg_catalog.=) 'error' then
+            v_failed := v_failed operator(pg_catalog.||) pg_catalog.format('%s failed: %s', v_name, v_error);
         end if;
         commit;  -- one view per transaction: locks and snapshots are released view by view
+    end loop;
+    -- A caller that reads no log (psql, pg_cron) is told what did not refresh.
+    foreach v_error in array v_failed loop
+        raise warning 'memsub.refresh_memory_views: % (run %; memsub.memory_view_refresh_log)', v_error, run_id;
     end loop;
     if pg_catalog.cardinality(v_skipped) operator(pg_catalog.>) 0 then
         raise warning 'memsub.refresh_memory_views: skipped %: another refresh is running (run %)',
@@ -118,7 +126,8 @@ $$;
 comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
     'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the '
     'run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped '
-    'and a WARNING names the skipped views. Call it outside a transaction block: '
+    'and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it '
+    'with the error. Call it outside a transaction block: '
     'CALL memsub.refresh_memory_views().';
 
 -- Tenant-filtered access -------------------------------------------------------------------------------------

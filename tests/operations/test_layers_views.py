@@ -375,3 +375,20 @@ def test_a_refresh_by_a_role_without_the_right_or_in_a_transaction_block_is_refu
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.memory_view_refresh_log").fetchone() == (0,)
         assert conn.execute("select count(*) from memsub.mv_entity_graph").fetchone() == (0,)
+
+
+def test_a_view_that_fails_to_refresh_is_named_in_a_warning_to_the_caller(db):
+    """A CALL from psql or pg_cron sees no log: a view whose refresh failed is named to it, with the error."""
+    with db.connect(autocommit=True) as conn:  # the views' owner may no longer read what one view aggregates
+        conn.execute("revoke select on memsub.reflection_store from memsub_view_owner")
+    warnings: list[str] = []
+    with db.connect("platform_admin", autocommit=True) as conn:
+        conn.add_notice_handler(lambda d: warnings.append(f"{d.severity_nonlocalized}: {d.message_primary}"))
+        run_id = conn.execute("call memsub.refresh_memory_views()").fetchone()
+    assert run_id is not None
+    with db.connect() as conn:
+        logged = conn.execute("select view_name, status from memsub.memory_view_refresh_log where status <> 'ok'"
+                              ).fetchall()
+    assert logged == [("mv_reflection_patterns", "error")]
+    assert warnings == [f"WARNING: memsub.refresh_memory_views: mv_reflection_patterns failed: permission denied for "
+                        f"table reflection_store (run {run_id[0]}; memsub.memory_view_refresh_log)"]
