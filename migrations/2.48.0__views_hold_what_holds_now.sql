@@ -3,7 +3,9 @@
 -- * mv_agent_recent_important: "recent" is the 720 hours (30 × 24 h) before the refresh. It was
 --   now() - interval '30 days', which timestamptz arithmetic takes as 30 calendar days in the refreshing
 --   session's TimeZone: 719 or 721 hours when a change of summer time falls within them, so the rows of a refresh
---   depended on the TimeZone of whoever ran it. The recency term of combined_score already counted 30 × 86,400 s.
+--   depended on the TimeZone of whoever ran it. The recency term of combined_score already counted 30 × 86,400 s;
+--   it is now at most 1, as for a packet of the moment of the refresh: a packet dated later (the writer gives the
+--   timestamp) scored above 1 (176 for one dated 2099) and outranked every other packet of its agent.
 -- * mv_entity_graph: the edges whose validity window contains the moment of the refresh, as every graph read
 --   means "now" (traverse_graph, entity_neighbourhood, graph_neighbors). It held open-ended windows only, so an
 --   edge valid now whose end is already known (temporal_edge_add with valid_until, close_relationship or
@@ -35,7 +37,7 @@ select p.tenant_id,
        p.scope,
        round((0.6 * p.importance_score
               + 0.2 * least(1.0, ln(1 + p.access_count) / ln(101))
-              + 0.2 * greatest(0.0, 1.0 - extract(epoch from now() - p."timestamp") / (30 * 86400)))::numeric,
+              + 0.2 * greatest(0.0, least(1.0, 1.0 - extract(epoch from now() - p."timestamp") / (30 * 86400))))::numeric,
              6)::double precision as combined_score
   from memsub.packet_store p
  where p."timestamp" >= now() - interval '720 hours'
@@ -49,7 +51,7 @@ create index mv_agent_recent_important_agent
 comment on materialized view memsub.mv_agent_recent_important is
     'Recent (the 720 hours before the refresh, whatever the TimeZone) high-importance (>= 0.7) packets per agent '
     '(routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 '
-    'recency; expires_at is the packet''s expiry. Clients read memsub.tenant_agent_recent_important, which drops '
+    'recency (1 for a packet of the refresh''s moment or later); expires_at is the packet''s expiry. Clients read memsub.tenant_agent_recent_important, which drops '
     'expired rows at read time.';
 comment on index memsub.mv_agent_recent_important_key is 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
 comment on index memsub.mv_agent_recent_important_agent is 'An agent''s packets, best combined score first.';

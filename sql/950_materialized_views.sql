@@ -203,7 +203,7 @@ comment on column memsub.mv_agent_recent_important.importance_score is 'Learned 
 comment on column memsub.mv_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
 comment on column memsub.mv_agent_recent_important.tags is 'Tags of the packet.';
 comment on column memsub.mv_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
-comment on column memsub.mv_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 720 hours), at the refresh.';
+comment on column memsub.mv_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now or later, 0 after 720 hours), at the refresh.';
 
 comment on column memsub.tenant_agent_recent_important.tenant_id is 'Tenant of the packet.';
 comment on column memsub.tenant_agent_recent_important.agent_id is 'The agent that wrote it (routing.agent).';
@@ -214,7 +214,7 @@ comment on column memsub.tenant_agent_recent_important.importance_score is 'Lear
 comment on column memsub.tenant_agent_recent_important.access_count is 'Retrievals of the packet at the refresh.';
 comment on column memsub.tenant_agent_recent_important.tags is 'Tags of the packet.';
 comment on column memsub.tenant_agent_recent_important.scope is 'Memory isolation scope: shared, cursor or l-private.';
-comment on column memsub.tenant_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 720 hours), at the refresh.';
+comment on column memsub.tenant_agent_recent_important.combined_score is '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now or later, 0 after 720 hours), at the refresh.';
 
 comment on column memsub.mv_entity_graph.tenant_id is 'Tenant of the edges.';
 comment on column memsub.mv_entity_graph.source_entity is 'Matching form of the source entity (entity_relationships.source_key).';

@@ -392,3 +392,20 @@ def test_a_view_that_fails_to_refresh_is_named_in_a_warning_to_the_caller(db):
     assert logged == [("mv_reflection_patterns", "error")]
     assert warnings == [f"WARNING: memsub.refresh_memory_views: mv_reflection_patterns failed: permission denied for "
                         f"table reflection_store (run {run_id[0]}; memsub.memory_view_refresh_log)"]
+
+
+def test_a_packet_dated_after_the_refresh_scores_as_recent_as_now_not_more(db):
+    """combined_score is 0.6 importance + 0.2 access + 0.2 recency, each part at most 1: a writer that dates its
+    packet in the future must not lift it above every other packet of its agent."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for name, moment in (("now", datetime.now(UTC)), ("future", datetime(2099, 1, 1, tzinfo=UTC))):
+            write(conn, {"packet_type": "event", "payload": {"text": name}, "importance_score": 1.0,
+                         "metadata": {"agent": "dated"}, "timestamp": moment.isoformat()})
+        conn.commit()
+    _refresh(db)
+    with db.connect("analyst") as conn:
+        scores = [r[0] for r in conn.execute("select combined_score from memsub.tenant_agent_recent_important "
+                                             "where agent_id = 'dated'")]
+    assert len(scores) == 2
+    assert all(0.79 <= score <= 0.8 for score in scores), scores
