@@ -34,6 +34,8 @@ declare
     v_status    text := 'ok';
     v_rows      bigint;
     v_error     text;
+    v_taken     boolean;
+    v_holder    text;
     v_entry     memsub.memory_view_refresh_log;
 begin
     if p_view is null or p_view <> all(memsub._memory_view_names()) then
@@ -45,12 +47,18 @@ begin
      where c.relname = p_view and c.relnamespace = 'memsub'::regnamespace;
     v_method := case when v_populated then 'concurrently' else 'full' end;
     -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
-    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
-    if not memsub._take_maintenance_lock('refresh_memory_view', p_view, false) then
+    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it. A holder
+    -- that is gone by the time it is looked up has finished: the lock is tried again (a few times at most).
+    for i in 1 .. 3 loop
+        v_taken := memsub._take_maintenance_lock('refresh_memory_view', p_view, false);
+        exit when v_taken;
+        v_holder := memsub._maintenance_lock_holder('refresh_memory_view', p_view);
+        exit when v_holder is not null;
+    end loop;
+    if not v_taken then
         v_status := 'skipped';
         v_method := 'none';
-        v_error := format('another refresh of memsub.%s is running: %s', p_view,
-                          coalesce(memsub._maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+        v_error := format('another refresh of memsub.%s is running: %s', p_view, coalesce(v_holder, 'holder unknown'));
     else
         begin
             -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be
@@ -78,7 +86,8 @@ $$;
 comment on function memsub._refresh_memory_view(text, uuid) is
     'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any '
     'error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), '
-    'with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' '
+    'with the holder in error; one whose holder has finished by the time it is looked up is locked and refreshed. '
+    'Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' '
     'owner.';
 alter function memsub._refresh_memory_view(text, uuid) owner to memsub_view_owner;
 

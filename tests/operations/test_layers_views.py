@@ -409,3 +409,71 @@ def test_a_packet_dated_after_the_refresh_scores_as_recent_as_now_not_more(db):
                                              "where agent_id = 'dated'")]
     assert len(scores) == 2
     assert all(0.79 <= score <= 0.8 for score in scores), scores
+
+
+def test_refreshes_at_once_beside_writers_never_deadlock_and_the_last_one_holds_every_write(db):
+    """Three refreshes started together, again and again, while writers add packets, facts and edges: every run
+    ends (no deadlock), each view of each run is refreshed or skipped for a run that holds it, and a refresh after
+    the writers stopped holds every write."""
+    with db.connect() as conn:
+        deadlocks_before = conn.execute("select deadlocks from pg_stat_database "
+                                        "where datname = current_database()").fetchone()
+    stop = threading.Event()
+    written = [0]
+    errors: list[str] = []
+
+    def writer() -> None:
+        try:
+            with db.connect("app") as conn:
+                while not stop.is_set():
+                    populate(conn, TENANT_A, tag=f"w{written[0]}")
+                    conn.commit()
+                    written[0] += 1
+        except BaseException as error:  # reported below
+            errors.append(f"writer: {type(error).__name__}: {error}")
+
+    def refresher(barrier: threading.Barrier) -> None:
+        try:
+            with db.connect("platform_admin", autocommit=True) as conn:
+                conn.execute("set lock_timeout = '20s'")
+                barrier.wait(timeout=30)
+                conn.execute("call memsub.refresh_memory_views()")
+        except BaseException as error:  # reported below
+            errors.append(f"refresher: {type(error).__name__}: {error}")
+
+    writing = threading.Thread(target=writer)
+    writing.start()
+    try:
+        for _ in range(5):
+            barrier = threading.Barrier(3)
+            runs = [threading.Thread(target=refresher, args=(barrier,)) for _ in range(3)]
+            for thread in runs:
+                thread.start()
+            for thread in runs:
+                thread.join(timeout=60)
+            assert not any(thread.is_alive() for thread in runs), "a refresh did not end"
+    finally:
+        stop.set()
+        writing.join(timeout=60)
+    assert errors == []
+    assert written[0] > 0
+    with db.connect() as conn:
+        runs_logged = conn.execute(
+            "select run_id, count(*), count(*) filter (where status = 'ok'), "
+            "count(*) filter (where status = 'skipped' and error like 'another refresh of memsub.%% is running: "
+            "pid %%'), count(*) filter (where status = 'error') "
+            "from memsub.memory_view_refresh_log group by run_id").fetchall()
+        odd = conn.execute("select status, method, error from memsub.memory_view_refresh_log where status <> 'ok' "
+                           "and error not like 'another refresh of memsub.%% is running: pid %%'").fetchall()
+        assert odd == []
+        assert len(runs_logged) == 15
+        assert all(total == 4 and ok + skipped == 4 and failed == 0
+                   for _, total, ok, skipped, failed in runs_logged), runs_logged
+        assert conn.execute("select deadlocks from pg_stat_database "
+                            "where datname = current_database()").fetchone() == deadlocks_before
+        expected = conn.execute("select count(*) from memsub.packet_store where routing ->> 'agent' like 'agent-w%%'"
+                                ).fetchone()
+    _refresh(db)
+    with db.connect("analyst") as conn:
+        assert conn.execute("select count(*) from memsub.tenant_agent_recent_important "
+                            "where agent_id like 'agent-w%'").fetchone() == expected
