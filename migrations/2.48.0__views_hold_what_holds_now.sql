@@ -14,9 +14,9 @@
 --   memsub.tenant_entity_graph (sql/950_materialized_views.sql) drops the row once it has passed, as it drops
 --   expired rows. A window closed after the refresh leaves the view at the next refresh.
 --
--- Both are rebuilt from their latest definitions (2.19.0, re-created unchanged by 2.38.0) with these changes, empty;
--- sql/950_materialized_views.sql, applied after the migrations, re-creates the tenant_* views over them (dropped here
--- with them) and populates them.
+-- Both are rebuilt from their latest definitions (2.19.0; mv_entity_graph re-created unchanged by 2.38.0) with
+-- these changes, empty; sql/950_materialized_views.sql, applied after the migrations, re-creates the tenant_* views
+-- over them (dropped here with them) and populates them.
 
 drop materialized view memsub.mv_agent_recent_important cascade;
 drop materialized view memsub.mv_entity_graph cascade;
