@@ -4274,6 +4274,8 @@ declare
     v_status    text := 'ok';
     v_rows      bigint;
     v_error     text;
+    v_taken     boolean;
+    v_holder    text;
     v_entry     memsub.memory_view_refresh_log;
 begin
     if p_view is null or p_view <> all(memsub._memory_view_names()) then
@@ -4285,12 +4287,18 @@ begin
      where c.relname = p_view and c.relnamespace = 'memsub'::regnamespace;
     v_method := case when v_populated then 'concurrently' else 'full' end;
     -- One refresh of a view at a time. The lock is a row of memsub.maintenance_lock, which no login outside
-    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it.
-    if not memsub._take_maintenance_lock('refresh_memory_view', p_view, false) then
+    -- memsub's roles can take; a view another transaction is refreshing is logged as skipped, naming it. A holder
+    -- that is gone by the time it is looked up has finished: the lock is tried again (a few times at most).
+    for i in 1 .. 3 loop
+        v_taken := memsub._take_maintenance_lock('refresh_memory_view', p_view, false);
+        exit when v_taken;
+        v_holder := memsub._maintenance_lock_holder('refresh_memory_view', p_view);
+        exit when v_holder is not null;
+    end loop;
+    if not v_taken then
         v_status := 'skipped';
         v_method := 'none';
-        v_error := format('another refresh of memsub.%s is running: %s', p_view,
-                          coalesce(memsub._maintenance_lock_holder('refresh_memory_view', p_view), 'holder unknown'));
+        v_error := format('another refresh of memsub.%s is running: %s', p_view, coalesce(v_holder, 'holder unknown'));
     else
         begin
             -- CONCURRENTLY (readers keep reading) needs a populated view; the first population cannot be
@@ -4318,7 +4326,7 @@ $$;
 
 ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO memsub_view_owner;
 
-COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
+COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error; one whose holder has finished by the time it is looked up is locked and refreshed. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
 
 CREATE FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -10586,15 +10594,23 @@ CREATE PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid DEFAULT NULL::uui
 declare
     v_name    pg_catalog.text;
     v_status  pg_catalog.text;
+    v_error   pg_catalog.text;
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
+    v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array memsub._memory_view_names() loop
-        select r.status into v_status from memsub._refresh_memory_view(v_name, run_id) r;
+        select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
             v_skipped := v_skipped operator(pg_catalog.||) v_name;
+        elsif v_status operator(pg_catalog.=) 'error' then
+            v_failed := v_failed operator(pg_catalog.||) pg_catalog.format('%s failed: %s', v_name, v_error);
         end if;
         commit;  -- one view per transaction: locks and snapshots are released view by view
+    end loop;
+    -- A caller that reads no log (psql, pg_cron) is told what did not refresh.
+    foreach v_error in array v_failed loop
+        raise warning 'memsub.refresh_memory_views: % (run %; memsub.memory_view_refresh_log)', v_error, run_id;
     end loop;
     if pg_catalog.cardinality(v_skipped) operator(pg_catalog.>) 0 then
         raise warning 'memsub.refresh_memory_views: skipped %: another refresh is running (run %)',
@@ -10605,7 +10621,7 @@ $$;
 
 ALTER PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped and a WARNING names the skipped views. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
+COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it with the error. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
 
 CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
     LANGUAGE plpgsql
@@ -14145,14 +14161,14 @@ CREATE MATERIALIZED VIEW memsub.mv_agent_recent_important AS
     access_count,
     tags,
     scope,
-    (round((((((0.6)::double precision * importance_score) + ((0.2)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))) + ((0.2 * GREATEST(0.0, (1.0 - (EXTRACT(epoch FROM (now() - "timestamp")) / ((30 * 86400))::numeric)))))::double precision))::numeric, 6))::double precision AS combined_score
+    (round((((((0.6)::double precision * importance_score) + ((0.2)::double precision * LEAST((1.0)::double precision, (ln(((1 + access_count))::double precision) / ln((101)::double precision))))) + ((0.2 * GREATEST(0.0, LEAST(1.0, (1.0 - (EXTRACT(epoch FROM (now() - "timestamp")) / ((30 * 86400))::numeric))))))::double precision))::numeric, 6))::double precision AS combined_score
    FROM memsub.packet_store p
-  WHERE (("timestamp" >= (now() - '30 days'::interval)) AND (importance_score >= (0.7)::double precision) AND ((routing ->> 'agent'::text) IS NOT NULL) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
+  WHERE (("timestamp" >= (now() - '720:00:00'::interval)) AND (importance_score >= (0.7)::double precision) AND ((routing ->> 'agent'::text) IS NOT NULL) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
   WITH NO DATA;
 
 ALTER MATERIALIZED VIEW memsub.mv_agent_recent_important OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_agent_recent_important IS 'Recent (30 days) high-importance (>= 0.7) packets per agent (routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 recency; expires_at is the packet''s expiry. Clients read memsub.tenant_agent_recent_important, which drops expired rows at read time.';
+COMMENT ON MATERIALIZED VIEW memsub.mv_agent_recent_important IS 'Recent (the 720 hours before the refresh, whatever the TimeZone) high-importance (>= 0.7) packets per agent (routing.agent) with a combined score: 0.6 importance + 0.2 access (log scale, saturating at 100) + 0.2 recency (1 for a packet of the refresh''s moment or later); expires_at is the packet''s expiry. Clients read memsub.tenant_agent_recent_important, which drops expired rows at read time.';
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.tenant_id IS 'Tenant of the packet.';
 
@@ -14170,7 +14186,7 @@ COMMENT ON COLUMN memsub.mv_agent_recent_important.packet_id IS 'The packet (pac
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.packet_type IS 'Kind of packet (packet_store.packet_type).';
 
-COMMENT ON COLUMN memsub.mv_agent_recent_important."timestamp" IS 'When the packet happened (within the 30 days before the refresh).';
+COMMENT ON COLUMN memsub.mv_agent_recent_important."timestamp" IS 'When the packet happened (within the 720 hours, 30 × 24 h, before the refresh).';
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.importance_score IS 'Learned importance in [0, 1] at the refresh (0.7 or more).';
 
@@ -14180,11 +14196,12 @@ COMMENT ON COLUMN memsub.mv_agent_recent_important.tags IS 'Tags of the packet.'
 
 COMMENT ON COLUMN memsub.mv_agent_recent_important.scope IS 'Memory isolation scope: shared, cursor or l-private.';
 
-COMMENT ON COLUMN memsub.mv_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+COMMENT ON COLUMN memsub.mv_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now or later, 0 after 720 hours), at the refresh.';
 
 CREATE MATERIALIZED VIEW memsub.mv_entity_graph AS
  SELECT tenant_id,
     (min(ttl) AT TIME ZONE 'UTC'::text) AS expires_at,
+    min(upper(valid_period)) AS valid_until,
     source_key AS source_entity,
     relationship_type,
     target_key AS target_entity,
@@ -14194,17 +14211,19 @@ CREATE MATERIALIZED VIEW memsub.mv_entity_graph AS
     max(last_seen) AS last_seen,
     count(*) AS relationship_count
    FROM memsub.entity_relationships r
-  WHERE (upper_inf(valid_period) AND (lower(valid_period) <= now()) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
+  WHERE ((valid_period @> now()) AND ((ttl IS NULL) OR (ttl > (now() AT TIME ZONE 'UTC'::text))))
   GROUP BY tenant_id, source_key, relationship_type, target_key
   WITH NO DATA;
 
 ALTER MATERIALIZED VIEW memsub.mv_entity_graph OWNER TO memsub_view_owner;
 
-COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The current knowledge graph (edges whose window is open when the view is refreshed) per tenant, entity names in their matching form (memsub.normalize_text); expires_at is the earliest expiry among the merged edges. Clients read memsub.tenant_entity_graph, which drops a row at read time once expires_at has passed (until the next refresh recomputes it without the expired edge).';
+COMMENT ON MATERIALIZED VIEW memsub.mv_entity_graph IS 'The knowledge graph valid at the refresh (edges whose validity window contains it) per tenant, entity names in their matching form (memsub.normalize_text); expires_at is the earliest expiry and valid_until the earliest end of window among the merged edges. Clients read memsub.tenant_entity_graph, which drops a row at read time once either has passed (until the next refresh recomputes it).';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.tenant_id IS 'Tenant of the edges.';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.expires_at IS 'Earliest expiry among the relationships counted in the row (NULL: none expires): the tenant_* view withholds the row from then until the next refresh recomputes it.';
+
+COMMENT ON COLUMN memsub.mv_entity_graph.valid_until IS 'Earliest end of the validity windows of the relationships counted in the row (NULL: none ends): the tenant_* view withholds the row from then until the next refresh recomputes it.';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.source_entity IS 'Matching form of the source entity (entity_relationships.source_key).';
 
@@ -14212,7 +14231,7 @@ COMMENT ON COLUMN memsub.mv_entity_graph.relationship_type IS 'Relationship type
 
 COMMENT ON COLUMN memsub.mv_entity_graph.target_entity IS 'Matching form of the target entity (entity_relationships.target_key).';
 
-COMMENT ON COLUMN memsub.mv_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid now.';
+COMMENT ON COLUMN memsub.mv_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid at the refresh.';
 
 COMMENT ON COLUMN memsub.mv_entity_graph.max_confidence IS 'Highest confidence among those edges.';
 
@@ -14553,7 +14572,7 @@ COMMENT ON COLUMN memsub.tenant_agent_recent_important.packet_id IS 'The packet 
 
 COMMENT ON COLUMN memsub.tenant_agent_recent_important.packet_type IS 'Kind of packet (packet_store.packet_type).';
 
-COMMENT ON COLUMN memsub.tenant_agent_recent_important."timestamp" IS 'When the packet happened (within the 30 days before the refresh).';
+COMMENT ON COLUMN memsub.tenant_agent_recent_important."timestamp" IS 'When the packet happened (within the 720 hours, 30 × 24 h, before the refresh).';
 
 COMMENT ON COLUMN memsub.tenant_agent_recent_important.importance_score IS 'Learned importance in [0, 1] at the refresh (0.7 or more).';
 
@@ -14563,7 +14582,7 @@ COMMENT ON COLUMN memsub.tenant_agent_recent_important.tags IS 'Tags of the pack
 
 COMMENT ON COLUMN memsub.tenant_agent_recent_important.scope IS 'Memory isolation scope: shared, cursor or l-private.';
 
-COMMENT ON COLUMN memsub.tenant_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now, 0 after 30 days), at the refresh.';
+COMMENT ON COLUMN memsub.tenant_agent_recent_important.combined_score IS '0.6 importance + 0.2 access (log scale, 100 accesses = 1) + 0.2 recency (1 now or later, 0 after 720 hours), at the refresh.';
 
 CREATE VIEW memsub.tenant_entity_graph WITH (security_barrier='true') AS
  SELECT tenant_id,
@@ -14576,11 +14595,11 @@ CREATE VIEW memsub.tenant_entity_graph WITH (security_barrier='true') AS
     last_seen,
     relationship_count
    FROM memsub.mv_entity_graph m
-  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin) OR ( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role)));
+  WHERE (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now))) AND ((valid_until IS NULL) OR (valid_until > ( SELECT now() AS now))) AND ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin) OR ( SELECT pg_has_role('memsub_analyst'::name, 'usage'::text) AS pg_has_role)));
 
 ALTER VIEW memsub.tenant_entity_graph OWNER TO memsub_owner;
 
-COMMENT ON VIEW memsub.tenant_entity_graph IS 'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge that has expired since the refresh (security barrier).';
+COMMENT ON VIEW memsub.tenant_entity_graph IS 'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge that has expired, or whose validity window known at the refresh has ended, since the refresh (security barrier).';
 
 COMMENT ON COLUMN memsub.tenant_entity_graph.tenant_id IS 'Tenant of the edges.';
 
@@ -14590,7 +14609,7 @@ COMMENT ON COLUMN memsub.tenant_entity_graph.relationship_type IS 'Relationship 
 
 COMMENT ON COLUMN memsub.tenant_entity_graph.target_entity IS 'Matching form of the target entity (entity_relationships.target_key).';
 
-COMMENT ON COLUMN memsub.tenant_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid now.';
+COMMENT ON COLUMN memsub.tenant_entity_graph.total_mentions IS 'Sum of the mention counts of the edges valid at the refresh.';
 
 COMMENT ON COLUMN memsub.tenant_entity_graph.max_confidence IS 'Highest confidence among those edges.';
 
@@ -15673,7 +15692,11 @@ CREATE INDEX langgraph_store_items_expiry_idx ON memsub.langgraph_store_items US
 
 CREATE INDEX mv_agent_recent_important_agent ON memsub.mv_agent_recent_important USING btree (tenant_id, agent_id, combined_score DESC);
 
+COMMENT ON INDEX memsub.mv_agent_recent_important_agent IS 'An agent''s packets, best combined score first.';
+
 CREATE UNIQUE INDEX mv_agent_recent_important_key ON memsub.mv_agent_recent_important USING btree (tenant_id, packet_id);
+
+COMMENT ON INDEX memsub.mv_agent_recent_important_key IS 'Unique key of the view (needed by REFRESH ... CONCURRENTLY).';
 
 CREATE UNIQUE INDEX mv_entity_graph_key ON memsub.mv_entity_graph USING btree (tenant_id, source_entity, relationship_type, target_entity);
 
