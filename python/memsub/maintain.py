@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memsub import _calls
-from memsub.connection import connect, lift_run_timeouts, restore_run_timeouts, translate
+from memsub.connection import connect, lift_run_timeouts, translate
 from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
 Connection = psycopg.Connection[dict[str, Any]]
@@ -127,14 +127,8 @@ def _purge_expired(conn: Connection, report: TaskReport) -> None:
 
 def _refresh_memory_views(conn: Connection, report: TaskReport) -> None:
     # The procedure commits per view (the connection is in autocommit) and returns the run id its log rows carry,
-    # so a refresh running at the same time is never counted as this one. It is one statement for every view: the
-    # login's statement timeout is lifted while it runs, so that it does not cancel the run partway.
-    lifted = lift_run_timeouts(conn)
-    try:
-        called = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
-    finally:
-        if not conn.closed and not conn.broken:
-            restore_run_timeouts(conn, lifted)
+    # so a refresh running at the same time is never counted as this one.
+    called = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
     assert called is not None
     rows = conn.execute(
         "select view_name, method, status, duration_ms, row_count, error from memsub.memory_view_refresh_log "
@@ -247,6 +241,10 @@ def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
         lock_conn: Connection = raw_lock  # type: ignore[assignment]
         lock_conn.execute("set idle_in_transaction_session_timeout = 0")
         lock_conn.commit()
+        # Every task is long by nature (a refresh is one statement for every view, a purge one for every tenant):
+        # the login's statement and transaction timeouts, meant for applications' statements, would cancel it
+        # partway. Lock waits stay bounded by lock_timeout.
+        lift_run_timeouts(conn)
         for task in tasks:
             report = TaskReport(task)
             started = time.monotonic()

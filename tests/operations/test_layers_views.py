@@ -477,3 +477,21 @@ def test_refreshes_at_once_beside_writers_never_deadlock_and_the_last_one_holds_
     with db.connect("analyst") as conn:
         assert conn.execute("select count(*) from memsub.tenant_agent_recent_important "
                             "where agent_id like 'agent-w%'").fetchone() == expected
+
+
+def test_every_maintain_task_outlasts_the_logins_statement_timeout(db):
+    """A maintenance round is long by nature (a purge of a large tenant, a tuning pass), and the statement_timeout
+    `memsub login-timeouts` gives a login is for applications' statements: no task of `memsub maintain` is
+    cancelled partway by it, not only the refresh."""
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("alter role {} in database {} set statement_timeout = '1s'").format(
+            sql.Identifier(login_role("platform_admin")), sql.Identifier(conn.info.dbname)))
+    with db.connect() as blocker:
+        blocker.execute("lock table memsub.packet_store in access exclusive mode")
+        release = threading.Timer(2.5, blocker.rollback)
+        release.start()
+        try:
+            task = run_round(db.dsn("platform_admin"), ["purge_expired"]).tasks[0]
+        finally:
+            release.join()
+    assert (task.status, task.error) == ("ok", None)
