@@ -133,13 +133,23 @@ begin
                 coalesce(p_session.user_id::text, 'none')
                 using errcode = '42501', column = p_field;
         end if;
+        -- The session's user: keys are that user's memory (session_terminate writes them into user:<id> memory
+        -- entries): a context of another user, or of none, that names the session acts in it but writes no
+        -- user: key of it, as it could write none of that user's memory entries. Admin contexts pass, as there.
+        if v_kind = 'user' and v_parts[2] is distinct from memsub.current_user_id()::text
+           and not memsub._caller_is_admin() then
+            raise exception '% key "%" of session "%" belongs to its user (%), not to the context''s (%)',
+                p_field, v_key, p_session.id, p_session.user_id, coalesce(memsub.current_user_id()::text, 'none')
+                using errcode = '42501', column = p_field;
+        end if;
     end loop;
 end
 $$;
 comment on function memsub._check_state_delta(memsub.sessions, jsonb, text) is
     'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: '
     'key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 '
-    'characters; 42501 for another session''s or user''s key or an app:/project: key).';
+    'characters; 42501 for another session''s or user''s key, a user: key written by a context of another user '
+    'than the session''s (unless admin), or an app:/project: key).';
 
 create or replace function memsub._apply_state_delta(p_state jsonb, p_delta jsonb) returns jsonb
 language sql immutable security invoker parallel safe

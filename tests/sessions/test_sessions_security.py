@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from helpers import TENANT_A, TENANT_B, as_tenant_admin, set_context
-from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one, remember_short_term, rows
+from session_helpers import ALICE, BOB, as_user, expect_error, ground_truth, new_session, one, remember_short_term, rows
 
 TABLES = ["sessions", "tasks", "agents", "memory_entries", "audit", "checkpoints", "document_index"]
 
@@ -145,3 +145,36 @@ def test_a_checkpoint_holding_a_session_state_is_visible_where_the_session_is(db
 
 def rows_of(conn) -> list[object]:
     return [r[0] for r in conn.execute("select session_state from memsub.checkpoints").fetchall()]
+
+
+def test_a_context_naming_another_users_session_writes_none_of_that_users_state(db):
+    """A context whose session_id names a session sees it (policy session_access) and may act in it, but the
+    session's user: keys are that user's memory (session_terminate writes them into user:<id> memory entries).
+    A context of another user, or of no user, that named Alice's session wrote her user: keys; the write is
+    refused (42501, field state_delta) and Alice's state is left as it was. The session's own keys stay
+    writable from the context naming it."""
+    mine = f"user:{ALICE}:prefs:tone"
+    with db.connect("app") as alice:
+        new_session(alice, "s1", ALICE, state={mine: "formal"})
+    for user in (BOB, None):
+        with db.connect("app") as other:
+            for call in ("select memsub.session_merge_state('s1', %s::jsonb)",
+                         "select memsub.session_append_event('s1', '{}'::jsonb, %s::jsonb)"):
+                as_user(other, user, "s1")
+                error = expect_error(other, "42501", "state_delta", call, [json.dumps({mine: "rude"})])
+                assert "s1" in str(error), error
+                as_user(other, user, "s1")
+                expect_error(other, "42501", "state_delta", call, [json.dumps({mine: None})])
+            as_user(other, user, "s1")
+            one(other, "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({"session:s1:step": 2})])
+            other.commit()
+    stored = ground_truth(db, "select state, event_count from memsub.sessions where id = 's1'")[0]
+    assert stored["state"] == {mine: "formal", "session:s1:step": 2}
+    assert stored["event_count"] == 0
+    # Alice herself still writes her user: keys in her session, and her state reads as she left it.
+    with db.connect("app") as alice:
+        as_user(alice, ALICE, "s1")
+        one(alice, "select memsub.session_merge_state('s1', %s::jsonb)", [json.dumps({mine: "casual"})])
+        alice.commit()
+        as_user(alice, ALICE)
+        assert one(alice, "select state from memsub.sessions where id = 's1'")["state"][mine] == "casual"
