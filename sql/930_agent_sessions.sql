@@ -11,6 +11,17 @@
 
 call memsub._install_row_security('memsub.agent_session_items', array['org']);
 
+-- org_isolation lets an organization read the tenant-wide rows (org_id NULL), but a session is one conversation,
+-- read and written from the context that wrote it (below): an organization that read a tenant-wide session's
+-- history could add no turn to it. The session's rows are shown where it is written.
+drop policy if exists agent_session_context on memsub.agent_session_items;
+create policy agent_session_context on memsub.agent_session_items as restrictive for all to public
+    using (org_id is not distinct from (select memsub.current_org_id()) or (select memsub._caller_is_admin()))
+    with check (org_id is not distinct from (select memsub.current_org_id()) or (select memsub._caller_is_admin()));
+comment on policy agent_session_context on memsub.agent_session_items is
+    'A session''s items are visible to the context that writes them: the organization''s, or the tenant-wide '
+    'context (not to the organizations, as org_isolation alone would); admins pass.';
+
 -- A session id names one session of the tenant, written from one context: the organization's that wrote it first,
 -- or the tenant-wide one (as a LangGraph thread, sql/910_langgraph_checkpoints.sql). Row-level security shows an
 -- organization the tenant-wide items: without this check it popped and cleared items it does not own. Owned by
@@ -116,6 +127,12 @@ begin
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
+    -- Read where it is written (_agent_session_lock): from another context the session is refused, not empty.
+    if memsub._agent_session_owned_elsewhere(p_session_id) then
+        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is read there only', p_session_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     -- NULL reads the whole history (the SDK's "no limit"), 0 reads nothing; a negative limit, which the SDK's
     -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused, and so is one over max_rows.
     if p_limit < 0 then
@@ -140,7 +157,9 @@ end
 $$;
 comment on function memsub.agent_session_get_items(text, integer) is
     'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; '
-    'NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows.';
+    'NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows; 42501 '
+    'naming session_id when the session is written from another context (another organization''s, or the '
+    'tenant-wide one), as its writers are.';
 
 create or replace function memsub.agent_session_pop_item(p_session_id text)
 returns json
@@ -187,5 +206,6 @@ grant execute on function
     memsub.agent_session_pop_item(text),
     memsub.agent_session_clear(text)
     to memsub_app;
--- Reading the rows directly is allowed (row-level security applies); writes go through the functions.
+-- Reading the rows directly is allowed (row-level security applies, agent_session_context included); writes go
+-- through the functions.
 grant select on memsub.agent_session_items to memsub_app, memsub_analyst;

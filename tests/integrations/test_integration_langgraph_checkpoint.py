@@ -264,14 +264,16 @@ def test_a_thread_is_changed_only_from_the_organization_context_that_wrote_it(db
 
 
 def test_an_agent_session_is_changed_only_from_the_organization_context_that_wrote_it(db: Any) -> None:
-    """The OpenAI Agents session items follow the same rule: an organization reads the tenant-wide items (its
-    policies let it) but may not add to, pop or clear them (42501 naming session_id); they stay whole."""
+    """The OpenAI Agents session items follow the same rule, for reads as well (a session's history is read
+    only where the conversation goes on): an organization may not read, add to, pop or clear the tenant-wide
+    items (42501 naming session_id); they stay whole."""
     tenant = uuid.uuid4()
     with db.connect("app") as conn:
         conn.execute("select memsub.set_context(%s)", [str(tenant)])
         conn.execute("""select memsub.agent_session_add_items('s', '[{"n": 1}, {"n": 2}]')""")
         conn.commit()
-        for statement in ("""select memsub.agent_session_add_items('s', '[{"n": 3}]')""",
+        for statement in ("select memsub.agent_session_get_items('s')",
+                          """select memsub.agent_session_add_items('s', '[{"n": 3}]')""",
                           "select memsub.agent_session_pop_item('s')", "select memsub.agent_session_clear('s')"):
             conn.execute("select memsub.set_context(%s, %s)", [str(tenant), ORG_X])
             try:

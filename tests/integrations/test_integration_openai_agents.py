@@ -728,6 +728,46 @@ def test_two_tenants_with_the_same_session_id_are_isolated(db: Any, pool: Any) -
         assert owners == [(tenant_a, 2)]
 
 
+ORG_X = uuid.UUID("0000000a-0000-0000-0000-00000000000a")
+
+
+@pytest.mark.parametrize("runner_method", RUNNERS)
+def test_a_session_is_read_and_changed_only_from_the_context_that_wrote_it(db: Any, pool: Any, tenant: uuid.UUID,
+                                                                            runner_method: str) -> None:
+    """A session id is one conversation, written from one context (an organization's, or the tenant-wide one).
+    An organization read a tenant-wide session's history but could add no turn to it, so a run there failed
+    once it wrote; and the tenant-wide context read another organization's session as empty while its writes
+    were refused (the id is taken). Reads now follow the writes: from another context every call is refused
+    naming session_id (ContextError), and the table shows an organization no tenant-wide item (policy
+    agent_session_context)."""
+    item: TResponseInputItem = {"role": "user", "content": "kept"}
+    wide = MemsubSession("wide", pool, TenantContext(tenant))
+    mine = MemsubSession("of-x", pool, TenantContext(tenant, ORG_X))
+    run(wide.add_items([item]))
+    run(mine.add_items([item]))
+    for other in (MemsubSession("wide", pool, TenantContext(tenant, ORG_X)),
+                  MemsubSession("of-x", pool, TenantContext(tenant))):
+        model, agent = scripted_agent()
+        model.enqueue([get_text_message("never")])
+        with pytest.raises(ContextError) as refused:
+            run(run_agent_async(runner_method, agent, "hello", session=other))
+        assert refused.value.sqlstate == "42501" and refused.value.field == "session_id", refused.value
+        assert not model.calls
+        for call in (other.get_items(), other.get_items(limit=1), other.add_items([item]), other.pop_item(),
+                     other.clear_session()):
+            with pytest.raises(ContextError) as refused:
+                run(call)
+            assert refused.value.field == "session_id", refused.value
+    assert run(wide.get_items()) == [item]
+    assert run(mine.get_items()) == [item]
+    with db.connect("app") as conn:
+        for context, expected in (([str(tenant)], ["wide"]), ([str(tenant), str(ORG_X)], ["of-x"])):
+            conn.execute(f"select memsub.set_context({', '.join(['%s'] * len(context))})", context)
+            seen = conn.execute("select session_id from memsub.agent_session_items order by 1").fetchall()
+            assert [r[0] for r in seen] == expected, context
+            conn.commit()
+
+
 def test_bad_input_names_the_field_and_writes_nothing(db: Any, pool: Any, tenant: uuid.UUID) -> None:
     with db.connect("app") as conn:
         conn.execute("select memsub.set_context(%s)", [str(tenant)])
